@@ -1,0 +1,76 @@
+//! The command line, as clap sees it: raw flags, no validation beyond syntax.
+//! [`crate::settings::Settings`] turns these into validated settings.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::cmd;
+use crate::output::Format;
+
+/// planck: shows, before you merge, how your PostgreSQL statements behave on
+/// production-sized data.
+///
+/// The usual loop, on a migrated database: `planck seed` fills it with a large
+/// skewed dataset, `planck record -- <tests>` captures what your test suite
+/// sends, `planck explain` plans every statement as a tenant under row-level
+/// security and as admin, and fails CI on whole-table scans, unused indexes and
+/// RLS traps. With no database configured, planck runs its own local
+/// PostgreSQL under .planck/ (see `planck db`).
+#[derive(Debug, Parser)]
+#[command(name = "planck", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Exit codes: 0 ok, 1 findings or regressions, 2 usage or configuration error, \
+3 database unreachable or refused.\n\nTry `planck demo` for the whole pipeline on the bundled example.")]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// Database to work on [env: PLANCK_DATABASE_URL, DATABASE_URL, PGHOST...]
+    ///
+    /// A postgres:// URL or a libpq key=value string. Without one (and without
+    /// `[database] url` in planck.toml) planck uses its managed local cluster.
+    #[arg(long, global = true, value_name = "URL")]
+    pub database_url: Option<String>,
+
+    /// Config file [default: planck.toml, searched from the current directory up]
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+
+    /// Output format of results (stdout)
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Print nothing but results and errors
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Say what planck does, step by step (on stderr)
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Manage the local PostgreSQL planck runs under .planck/
+    #[command(subcommand)]
+    Db(cmd::db::DbCommand),
+    /// Apply migrations/*.sql in file-name order, each in its own transaction
+    Migrate(cmd::migrate::MigrateArgs),
+    /// Fill the database with a large, skewed, deterministic dataset
+    Seed(cmd::seed::SeedArgs),
+    /// Capture the statements a test command sends, into queries/
+    Record(cmd::record::RecordArgs),
+    /// Plan every recorded statement as tenant and as admin; flag bad plans
+    Explain(cmd::explain::ExplainArgs),
+    /// Replay the recorded mix under a concurrency ladder (not built yet)
+    Replay(cmd::NotBuiltArgs),
+    /// Write a DBA review report, or gate a migration in CI (not built yet)
+    Report(cmd::NotBuiltArgs),
+    /// Run the whole pipeline on the bundled example
+    Demo(cmd::demo::DemoArgs),
+}

@@ -1,0 +1,103 @@
+//! `planck db`: the managed local PostgreSQL under `.planck/`.
+
+use clap::Subcommand;
+
+use crate::cluster::{self, State};
+use crate::error::{Error, Result};
+use crate::output::{self, Format};
+use crate::settings::Settings;
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum DbCommand {
+    /// Initialize (once) and start the local server; prints its URL
+    Start {
+        /// TCP port on 127.0.0.1 [default: the last one used, else any free port]
+        #[arg(long)]
+        port: Option<u16>,
+    },
+    /// Stop the local server
+    Stop,
+    /// Say whether the local server exists and runs, and where
+    Status,
+    /// Print a connection URL for psql or your test suite (starts the server if needed)
+    Url {
+        /// Database name in the URL
+        #[arg(long, default_value = cluster::DEFAULT_DATABASE)]
+        database: String,
+    },
+    /// Stop the local server and delete .planck/ with all its data
+    Destroy,
+}
+
+pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
+    let cluster = settings.cluster()?;
+    let mut log = |m: &str| settings.info(m);
+    match command {
+        DbCommand::Start { port } => {
+            if let Some(user) = cluster.run_as() {
+                settings.debug(&format!(
+                    "running as root: the server runs as the `{user}` OS user"
+                ));
+            }
+            let port = cluster.start(port, &mut log)?;
+            let url = cluster.url(port, cluster::DEFAULT_DATABASE);
+            crate::db::ensure_database(&crate::db::ConnInfo::parse(&url, true)?).await?;
+            emit_line(&url)?;
+        }
+        DbCommand::Stop => {
+            if cluster.stop()? {
+                settings.info("stopped the managed PostgreSQL");
+            } else {
+                settings.info("the managed PostgreSQL was not running");
+            }
+        }
+        DbCommand::Status => {
+            let state = cluster.state()?;
+            let (word, port) = match state {
+                State::Absent => ("absent", None),
+                State::Stopped => ("stopped", None),
+                State::Running { port, .. } => ("running", Some(port)),
+            };
+            let url = port.map(|p| cluster.url(p, cluster::DEFAULT_DATABASE));
+            match settings.format {
+                Format::Json => {
+                    let v = serde_json::json!({
+                        "format_version": 1,
+                        "state": word,
+                        "port": port,
+                        "url": url,
+                        "data_dir": cluster.data_dir(),
+                        "run_as": cluster.run_as(),
+                    });
+                    emit_line(&format!("{v:#}"))?;
+                }
+                _ => {
+                    let mut line = format!("{word}: {}", cluster.data_dir().display());
+                    if let Some(u) = url {
+                        line.push_str(&format!("\nurl: {u}"));
+                    }
+                    emit_line(&line)?;
+                }
+            }
+        }
+        DbCommand::Url { database } => {
+            let port = cluster.start(None, &mut log)?;
+            let url = cluster.url(port, &database);
+            crate::db::ensure_database(&crate::db::ConnInfo::parse(&url, true)?).await?;
+            emit_line(&url)?;
+        }
+        DbCommand::Destroy => {
+            let dir = cluster.dir().to_path_buf();
+            if cluster.destroy()? {
+                settings.info(&format!("deleted {}", dir.display()));
+            } else {
+                settings.info(&format!("nothing to delete at {}", dir.display()));
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn emit_line(s: &str) -> Result<()> {
+    output::emit(format!("{s}\n").as_bytes()).map_err(|e| Error::Other(e.into()))
+}

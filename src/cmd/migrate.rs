@@ -1,0 +1,103 @@
+//! `planck migrate`: applies the project's migrations.
+
+use clap::Args;
+
+use crate::db::{self, ConnInfo};
+use crate::error::{Error, Result};
+use crate::migrate;
+use crate::output::{self, Format};
+use crate::settings::Settings;
+
+#[derive(Debug, Clone, Args)]
+pub struct MigrateArgs {
+    /// Drop and recreate the database first (only on planck's managed cluster, unless --force)
+    #[arg(long)]
+    pub fresh: bool,
+    /// Allow --fresh on a database planck does not manage
+    #[arg(long, requires = "fresh")]
+    pub force: bool,
+}
+
+pub async fn run(args: MigrateArgs, settings: &Settings) -> Result<i32> {
+    let conn = settings.conn().await?;
+    let dir = settings.migrations_dir();
+    let outcome = migrate_database(&conn, &dir, args.fresh, args.force, settings).await?;
+    let report = serde_json::json!({
+        "format_version": 1,
+        "database": conn.display(),
+        "applied": outcome.applied,
+        "already_applied": outcome.already,
+    });
+    match settings.format {
+        Format::Json => output::emit(format!("{report:#}\n").as_bytes()),
+        _ => {
+            let text = if outcome.applied.is_empty() {
+                format!(
+                    "{}: up to date ({} migrations applied earlier)\n",
+                    conn.display(),
+                    outcome.already
+                )
+            } else {
+                format!(
+                    "{}: applied {} migration(s): {}\n",
+                    conn.display(),
+                    outcome.applied.len(),
+                    outcome.applied.join(", ")
+                )
+            };
+            output::emit(text.as_bytes())
+        }
+    }
+    .map_err(|e| Error::Other(e.into()))?;
+    Ok(0)
+}
+
+/// Applies `dir`'s migrations to `conn`, recreating the database first when `fresh`.
+pub async fn migrate_database(
+    conn: &ConnInfo,
+    dir: &std::path::Path,
+    fresh: bool,
+    force: bool,
+    settings: &Settings,
+) -> Result<migrate::Outcome> {
+    let migrations = migrate::discover(dir).map_err(|e| match e {
+        Error::ReadFile { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::usage_hint(
+                format!("no migrations folder at {}", path.display()),
+                "put your schema in migrations/*.sql, or set [paths] migrations in planck.toml",
+            )
+        }
+        other => other,
+    })?;
+    if fresh {
+        if !conn.managed && !force {
+            return Err(Error::usage_hint(
+                format!(
+                    "refusing to drop {}: it is not planck's managed database",
+                    conn.display()
+                ),
+                "add --force if you really mean to drop and recreate it",
+            ));
+        }
+        recreate_database(conn, settings).await?;
+    }
+    let mut client = conn.connect().await?;
+    migrate::apply(&mut client, &migrations, &mut |m| settings.info(m)).await
+}
+
+/// Drops and recreates the connection's database.
+pub async fn recreate_database(conn: &ConnInfo, settings: &Settings) -> Result<()> {
+    let name = conn.dbname();
+    settings.info(&format!("recreating database {name}"));
+    let admin = conn.with_database("postgres").connect().await?;
+    let q = db::quote_ident(&name);
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {q} WITH (FORCE)"))
+        .await
+        .map_err(|e| Error::db(format!("dropping database {name}"), e))?;
+    admin
+        .batch_execute(&format!("CREATE DATABASE {q}"))
+        .await
+        .map_err(|e| Error::db(format!("creating database {name}"), e))?;
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! One module per subcommand. Each takes its clap args and the validated
+//! [`Settings`] and returns the exit code it wants (0 ok, 1 findings); errors
+//! travel as [`crate::error::Error`] and are mapped to exit codes in `main`.
+
+pub mod db;
+pub mod demo;
+pub mod explain;
+pub mod migrate;
+pub mod record;
+pub mod seed;
+
+use clap::Args;
+
+use crate::cli::Command;
+use crate::error::{Error, Result};
+use crate::settings::Settings;
+
+/// Arguments of a subcommand whose issue has not landed yet.
+#[derive(Debug, Clone, Args)]
+pub struct NotBuiltArgs {
+    /// Accepted and ignored until the command exists
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
+}
+
+pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
+    match command {
+        Command::Db(c) => db::run(c, settings).await,
+        Command::Migrate(a) => migrate::run(a, settings).await,
+        Command::Seed(a) => seed::run(a, settings).await,
+        Command::Record(a) => record::run(a, settings).await,
+        Command::Explain(a) => explain::run(a, settings).await,
+        Command::Replay(_) => Err(Error::NotBuilt { command: "replay" }),
+        Command::Report(_) => Err(Error::NotBuilt { command: "report" }),
+        Command::Demo(a) => demo::run(a, settings).await,
+    }
+}

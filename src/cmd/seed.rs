@@ -1,0 +1,17 @@
+//! `planck seed` (its issue has not landed yet).
+
+use clap::Args;
+
+use crate::error::{Error, Result};
+use crate::settings::Settings;
+
+#[derive(Debug, Clone, Args)]
+pub struct SeedArgs {
+    /// Accepted and ignored until the command exists
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
+}
+
+pub async fn run(_args: SeedArgs, _settings: &Settings) -> Result<i32> {
+    Err(Error::NotBuilt { command: "seed" })
+}

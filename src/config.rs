@@ -1,0 +1,201 @@
+//! `planck.toml`: the project's configuration file, and where it is found.
+//!
+//! The file is optional. Every key has a default, unknown keys are errors (a
+//! typo should not silently do nothing), and errors carry file:line:col. Each
+//! subcommand owns one section; adding a key means adding a field here.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+pub const FILE_NAME: &str = "planck.toml";
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub database: DatabaseSection,
+    #[serde(default)]
+    pub paths: PathsSection,
+    #[serde(default)]
+    pub tenant: TenantSection,
+    #[serde(default)]
+    pub seed: SeedSection,
+    #[serde(default)]
+    pub record: RecordSection,
+    #[serde(default)]
+    pub explain: ExplainSection,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSection {
+    /// Connection URL of the database planck works on. Unset: the managed cluster.
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PathsSection {
+    pub migrations: PathBuf,
+    pub seeds: PathBuf,
+    pub queries: PathBuf,
+}
+
+impl Default for PathsSection {
+    fn default() -> Self {
+        PathsSection {
+            migrations: "migrations".into(),
+            seeds: "seeds".into(),
+            queries: "queries".into(),
+        }
+    }
+}
+
+/// How the application runs as a tenant; every key is inferred when unset.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantSection {
+    /// The application role, subject to row-level security.
+    pub role: Option<String>,
+    /// The setting the policies read, e.g. `app.account_id`.
+    pub setting: Option<String>,
+    /// The tenant key to plan as. Default: the heaviest tenant.
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedSection {
+    /// Spec file, relative to the project. Default: every `seeds/*.toml`.
+    pub spec: Option<PathBuf>,
+    /// The RNG seed. Default: planck's fixed seed.
+    pub seed: Option<u64>,
+    /// Multiplies every row count of the spec.
+    pub scale: Option<f64>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordSection {
+    /// Output file, relative to the project.
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainSection {
+    /// Tables with fewer rows than this are not flagged for scans.
+    pub min_rows: Option<u64>,
+    /// A tenant plan this many times costlier than the admin plan is an RLS trap.
+    pub rls_cost_ratio: Option<f64>,
+    /// Planning timeout per statement, in milliseconds.
+    pub statement_timeout_ms: Option<u64>,
+    /// Checks switched off for the whole project.
+    #[serde(default)]
+    pub disable: Vec<String>,
+    /// Per-table ignores: `{ table = "events", check = "seq-scan", reason = "..." }`.
+    #[serde(default)]
+    pub ignore: Vec<IgnoreRule>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IgnoreRule {
+    pub check: Option<String>,
+    pub table: Option<String>,
+    pub statement: Option<String>,
+    pub reason: String,
+}
+
+/// Walks up from `start` to find `planck.toml`.
+pub fn find(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .map(|dir| dir.join(FILE_NAME))
+        .find(|p| p.is_file())
+}
+
+pub fn load(path: &Path) -> Result<ConfigFile> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse(path, &text)
+}
+
+pub fn parse(path: &Path, text: &str) -> Result<ConfigFile> {
+    toml::from_str(text).map_err(|e| toml_error(path, text, &e))
+}
+
+/// Turns a toml error into one that names file:line:col, with a hint for
+/// unknown keys.
+pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Error {
+    let (line, column) = match e.span() {
+        Some(span) => {
+            let (l, c) = line_col(text, span.start);
+            (Some(l), Some(c))
+        }
+        None => (None, None),
+    };
+    let message = e.message().trim().to_string();
+    let hint = message
+        .starts_with("unknown field")
+        .then(|| "remove the key or check its spelling; the README lists every key".to_string());
+    Error::Config {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+        hint,
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+pub fn line_col(text: &str, byte_offset: usize) -> (usize, usize) {
+    let upto = &text[..byte_offset.min(text.len())];
+    let line = upto.matches('\n').count() + 1;
+    let col = upto.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, col)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_is_an_error_with_its_position() {
+        let text = "[database]\nurl = \"postgres://x\"\n\n[tenant]\nrole = \"a\"\ncolour = 1\n";
+        let err = parse(Path::new("planck.toml"), text).unwrap_err();
+        match err {
+            Error::Config {
+                line,
+                column,
+                message,
+                hint,
+                ..
+            } => {
+                assert_eq!(line, Some(6));
+                assert_eq!(column, Some(1));
+                assert!(message.contains("colour"), "{message}");
+                assert!(hint.is_some());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let c = parse(Path::new("planck.toml"), "").unwrap();
+        assert_eq!(c.paths.migrations, PathBuf::from("migrations"));
+        assert!(c.database.url.is_none());
+    }
+
+    #[test]
+    fn line_col_counts_characters() {
+        assert_eq!(line_col("ab\ncé d", 7), (2, 4));
+        assert_eq!(line_col("x", 0), (1, 1));
+    }
+}

@@ -1,0 +1,299 @@
+//! planck's error type and the exit codes it maps to.
+//!
+//! Library code returns [`Error`], a `thiserror` enum whose variants carry the
+//! structured facts a user needs (file, line, table, statement, SQLSTATE).
+//! Each variant knows its exit code, so `main` exits in one place. Findings are
+//! not errors: they are data (see the explain module) and exit with code 1.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Exit codes, documented in the README. The only place they are defined.
+pub mod exit {
+    /// Everything went fine.
+    pub const OK: i32 = 0;
+    /// The command ran and found problems (findings, regressions).
+    pub const FINDINGS: i32 = 1;
+    /// Bad usage or configuration: flags, files, specs, migrations.
+    pub const USAGE: i32 = 2;
+    /// The database could not be reached, or refused us.
+    pub const DATABASE: i32 = 3;
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A PostgreSQL error rendered the way a person wants to read it: message,
+/// DETAIL, HINT and SQLSTATE, taken from `as_db_error()` and never parsed
+/// out of message text.
+#[derive(Debug, Clone)]
+pub struct PgError {
+    pub code: String,
+    pub message: String,
+    pub detail: Option<String>,
+    pub hint: Option<String>,
+    /// 1-based character position in the statement text, when the server gave one.
+    pub position: Option<u32>,
+}
+
+impl PgError {
+    pub fn from_db(e: &tokio_postgres::error::DbError) -> PgError {
+        let position = match e.position() {
+            Some(tokio_postgres::error::ErrorPosition::Original(p)) => Some(*p),
+            _ => None,
+        };
+        PgError {
+            code: e.code().code().to_string(),
+            message: e.message().to_string(),
+            detail: e.detail().map(str::to_string),
+            hint: e.hint().map(str::to_string),
+            position,
+        }
+    }
+}
+
+impl fmt::Display for PgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (SQLSTATE {})", self.message, self.code)?;
+        if let Some(d) = &self.detail {
+            write!(f, "\nDETAIL: {d}")?;
+        }
+        if let Some(h) = &self.hint {
+            write!(f, "\nHINT: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A command line or setting that makes no sense.
+    #[error("{message}")]
+    Usage { message: String, hint: Option<String> },
+
+    /// A command that exists but whose issue has not landed yet.
+    #[error("`planck {command}` is not built yet")]
+    NotBuilt { command: &'static str },
+
+    #[error("cannot read {}: {source}", path.display())]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("cannot write {}: {source}", path.display())]
+    WriteFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A configuration or spec file that does not parse or says something wrong.
+    #[error("{}{}: {message}", path.display(), location(*line, *column))]
+    Config {
+        path: PathBuf,
+        line: Option<usize>,
+        column: Option<usize>,
+        message: String,
+        hint: Option<String>,
+    },
+
+    #[error("malformed database URL {url}: {message}")]
+    BadUrl { url: String, message: String },
+
+    /// The server could not be reached, refused the login, or the database is missing.
+    #[error("cannot connect to {url}: {message}")]
+    Connect {
+        url: String,
+        message: String,
+        hint: Option<String>,
+    },
+
+    /// The managed local cluster could not be set up, started or stopped.
+    #[error("{message}")]
+    Cluster { message: String, hint: Option<String> },
+
+    /// A migration file the server rejected, with the position mapped to the file.
+    #[error("migration {}{} failed: {pg}", path.display(), location(*line, *column))]
+    Migration {
+        path: PathBuf,
+        line: Option<usize>,
+        column: Option<usize>,
+        pg: PgError,
+    },
+
+    /// An applied migration whose file changed afterwards.
+    #[error("migration {name} was changed after it was applied (checksum {applied} in the database, {current} on disk)")]
+    MigrationChanged {
+        name: String,
+        applied: String,
+        current: String,
+    },
+
+    /// A statement the server rejected, outside migrations.
+    #[error("{context}: {pg}")]
+    Postgres { context: String, pg: PgError },
+
+    /// The connection broke or another client-side database failure.
+    #[error("{context}: {source}")]
+    Db {
+        context: String,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+
+    /// Anything else, with its context chain (command glue only).
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+fn location(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(":{l}:{c}"),
+        (Some(l), None) => format!(":{l}"),
+        _ => String::new(),
+    }
+}
+
+impl Error {
+    pub fn usage(message: impl Into<String>) -> Error {
+        Error::Usage {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn usage_hint(message: impl Into<String>, hint: impl Into<String>) -> Error {
+        Error::Usage {
+            message: message.into(),
+            hint: Some(hint.into()),
+        }
+    }
+
+    pub fn cluster(message: impl Into<String>, hint: Option<String>) -> Error {
+        Error::Cluster {
+            message: message.into(),
+            hint,
+        }
+    }
+
+    /// Wraps a tokio-postgres error: server errors keep their structure,
+    /// connection-level failures become exit code 3.
+    pub fn db(context: impl Into<String>, source: tokio_postgres::Error) -> Error {
+        let context = context.into();
+        match source.as_db_error() {
+            Some(db) => Error::Postgres {
+                context,
+                pg: PgError::from_db(db),
+            },
+            None => Error::Db { context, source },
+        }
+    }
+
+    /// The SQLSTATE of a server error, if this is one.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            Error::Postgres { pg, .. } | Error::Migration { pg, .. } => Some(&pg.code),
+            _ => None,
+        }
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Connect { .. } | Error::Db { .. } => exit::DATABASE,
+            Error::Postgres { pg, .. } if is_connection_class(&pg.code) => exit::DATABASE,
+            Error::Cluster { .. } => exit::DATABASE,
+            Error::Other(_) => exit::USAGE,
+            _ => exit::USAGE,
+        }
+    }
+
+    /// `hint:` lines shown under the headline.
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            Error::Usage { hint, .. }
+            | Error::Config { hint, .. }
+            | Error::Connect { hint, .. }
+            | Error::Cluster { hint, .. } => hint.iter().cloned().collect(),
+            Error::NotBuilt { .. } => vec![
+                "this subcommand has its own issue; it lands in a later release".to_string(),
+            ],
+            Error::MigrationChanged { name, .. } => vec![
+                format!("restore {name} as it was and add a new migration for the change"),
+                "or, on a throwaway database, run `planck migrate --fresh`".to_string(),
+            ],
+            Error::Migration { .. } => vec![
+                "earlier migrations stay applied; fix the file and run `planck migrate` again"
+                    .to_string(),
+            ],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// SQLSTATE classes that mean "the database refused or is gone": connection
+/// exceptions (08), invalid authorization (28), invalid catalog name (3D),
+/// operator intervention (57, e.g. shutdown).
+fn is_connection_class(code: &str) -> bool {
+    matches!(&code[..2.min(code.len())], "08" | "28" | "3D" | "57")
+}
+
+/// Renders an error for stderr: a lowercase headline, `hint:` lines, then the
+/// cause chain.
+pub fn render(err: &Error) -> String {
+    let mut out = format!("error: {err}");
+    for h in err.hints() {
+        out.push_str("\n  hint: ");
+        out.push_str(&h);
+    }
+    let mut source = std::error::Error::source(err);
+    // `Other` is transparent: walk the anyhow chain after its first element.
+    if let Error::Other(a) = err {
+        for cause in a.chain().skip(1) {
+            out.push_str(&format!("\n  caused by: {cause}"));
+        }
+        source = None;
+    }
+    while let Some(s) = source {
+        out.push_str(&format!("\n  caused by: {s}"));
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_error_names_file_line_and_column() {
+        let e = Error::Config {
+            path: "planck.toml".into(),
+            line: Some(3),
+            column: Some(7),
+            message: "unknown key `colour`".into(),
+            hint: Some("known keys: database, tenant".into()),
+        };
+        let r = render(&e);
+        assert!(r.starts_with("error: planck.toml:3:7: unknown key `colour`"), "{r}");
+        assert!(r.contains("\n  hint: known keys"), "{r}");
+        assert_eq!(e.exit_code(), exit::USAGE);
+    }
+
+    #[test]
+    fn connection_class_sqlstates_exit_3() {
+        for (code, want) in [("28P01", 3), ("3D000", 3), ("08006", 3), ("42601", 2)] {
+            let e = Error::Postgres {
+                context: "x".into(),
+                pg: PgError {
+                    code: code.into(),
+                    message: "m".into(),
+                    detail: None,
+                    hint: None,
+                    position: None,
+                },
+            };
+            assert_eq!(e.exit_code(), want, "{code}");
+        }
+    }
+}

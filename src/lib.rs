@@ -1,0 +1,15 @@
+//! planck: shows, before you merge, how PostgreSQL statements behave on
+//! production-sized data. The binary in `main.rs` only parses flags, calls
+//! [`cmd::run`] and maps the result to an exit code; everything lives here.
+
+pub mod cli;
+pub mod cluster;
+pub mod cmd;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod migrate;
+pub mod output;
+pub mod settings;
+
+pub use error::{Error, Result};

@@ -1,0 +1,40 @@
+//! The `planck` binary: parse, dispatch, exit in one place.
+
+use clap::Parser;
+
+use planck::cli::Cli;
+use planck::error::{self, exit};
+use planck::settings::Settings;
+
+fn main() {
+    let cli = Cli::parse();
+    let code = run(cli);
+    std::process::exit(code);
+}
+
+fn run(cli: Cli) -> i32 {
+    let env = |k: &str| std::env::var(k).ok();
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: cannot read the current directory: {e}");
+            return exit::USAGE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return exit::USAGE;
+        }
+    };
+    let result = Settings::resolve(&cli.global, &env, &cwd)
+        .and_then(|settings| runtime.block_on(planck::cmd::run(cli.command, &settings)));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("{}", error::render(&e));
+            e.exit_code()
+        }
+    }
+}

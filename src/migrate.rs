@@ -1,0 +1,202 @@
+//! Migrations: `migrations/*.sql` applied in file-name order.
+//!
+//! Each file runs in its own transaction and is recorded, with a SHA-256 of
+//! its text, in `planck_migrations`. A file changed after it was applied is an
+//! error naming it. A failing file is reported at file:line:col (the server's
+//! error position mapped back to the file) and leaves earlier files applied.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use tokio_postgres::Client;
+
+use crate::config::line_col;
+use crate::error::{Error, PgError, Result};
+
+#[derive(Debug, Clone)]
+pub struct Migration {
+    pub name: String,
+    pub path: PathBuf,
+    pub sql: String,
+    pub checksum: String,
+}
+
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Files applied by this run.
+    pub applied: Vec<String>,
+    /// Files that were already applied.
+    pub already: usize,
+}
+
+/// Lock key for `pg_advisory_lock`, so two planck processes never migrate
+/// the same database at once ('planck' in ASCII).
+const LOCK_KEY: i64 = 0x706c_616e_636b;
+
+/// Reads the `*.sql` files of `dir`, sorted by name.
+pub fn discover(dir: &Path) -> Result<Vec<Migration>> {
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::ReadFile {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sql") && p.is_file())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let sql = std::fs::read_to_string(&path).map_err(|source| Error::ReadFile {
+                path: path.clone(),
+                source,
+            })?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let checksum = hex(&Sha256::digest(sql.as_bytes()));
+            Ok(Migration {
+                name,
+                path,
+                sql,
+                checksum,
+            })
+        })
+        .collect()
+}
+
+/// Applies every migration not yet applied; checks the checksums of the others.
+pub async fn apply(
+    client: &mut Client,
+    migrations: &[Migration],
+    log: &mut dyn FnMut(&str),
+) -> Result<Outcome> {
+    client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS planck_migrations (
+                name text PRIMARY KEY,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now(),
+                duration_ms bigint NOT NULL
+            )",
+        )
+        .await
+        .map_err(|e| Error::db("creating planck_migrations", e))?;
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
+        .await
+        .map_err(|e| Error::db("taking the migration lock", e))?;
+    let result = apply_locked(client, migrations, log).await;
+    let _ = client
+        .execute("SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
+        .await;
+    result
+}
+
+async fn apply_locked(
+    client: &mut Client,
+    migrations: &[Migration],
+    log: &mut dyn FnMut(&str),
+) -> Result<Outcome> {
+    let rows = client
+        .query("SELECT name, checksum FROM planck_migrations", &[])
+        .await
+        .map_err(|e| Error::db("reading planck_migrations", e))?;
+    let applied: std::collections::HashMap<String, String> =
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let mut outcome = Outcome::default();
+    for m in migrations {
+        if let Some(sum) = applied.get(&m.name) {
+            if *sum != m.checksum {
+                return Err(Error::MigrationChanged {
+                    name: m.path.display().to_string(),
+                    applied: sum[..12.min(sum.len())].to_string(),
+                    current: m.checksum[..12].to_string(),
+                });
+            }
+            outcome.already += 1;
+            continue;
+        }
+        log(&format!("applying {}", m.name));
+        let started = std::time::Instant::now();
+        let tx = client
+            .transaction()
+            .await
+            .map_err(|e| Error::db("starting a transaction", e))?;
+        if let Err(e) = tx.batch_execute(&m.sql).await {
+            return Err(match e.as_db_error() {
+                Some(db) => {
+                    let pg = PgError::from_db(db);
+                    let (line, column) = match pg.position {
+                        Some(pos) => {
+                            let (l, c) = char_position_to_line_col(&m.sql, pos as usize);
+                            (Some(l), Some(c))
+                        }
+                        None => (None, None),
+                    };
+                    Error::Migration {
+                        path: m.path.clone(),
+                        line,
+                        column,
+                        pg,
+                    }
+                }
+                None => Error::db(format!("applying {}", m.name), e),
+            });
+        }
+        let ms = started.elapsed().as_millis() as i64;
+        tx.execute(
+            "INSERT INTO planck_migrations (name, checksum, duration_ms) VALUES ($1, $2, $3)",
+            &[&m.name, &m.checksum, &ms],
+        )
+        .await
+        .map_err(|e| Error::db("recording the migration", e))?;
+        tx.commit()
+            .await
+            .map_err(|e| Error::db(format!("committing {}", m.name), e))?;
+        outcome.applied.push(m.name.clone());
+    }
+    Ok(outcome)
+}
+
+/// The server counts error positions in characters from 1.
+fn char_position_to_line_col(text: &str, pos: usize) -> (usize, usize) {
+    let byte = text
+        .char_indices()
+        .nth(pos.saturating_sub(1))
+        .map(|(b, _)| b)
+        .unwrap_or(text.len());
+    line_col(text, byte)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_map_to_lines_and_columns() {
+        let sql = "-- café\nCREATE TABLE t (\n  id intt\n);";
+        // 'intt' starts at character 28 (1-based).
+        let pos = sql.chars().take_while(|_| true).collect::<String>().find("intt").unwrap();
+        let char_pos = sql[..pos].chars().count() + 1;
+        assert_eq!(char_position_to_line_col(sql, char_pos), (3, 6));
+    }
+
+    #[test]
+    fn discovers_sql_files_in_name_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("0002_b.sql"), "select 2").unwrap();
+        std::fs::write(dir.path().join("0001_a.sql"), "select 1").unwrap();
+        std::fs::write(dir.path().join("notes.md"), "x").unwrap();
+        let m = discover(dir.path()).unwrap();
+        let names: Vec<_> = m.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["0001_a.sql", "0002_b.sql"]);
+        assert_eq!(m[0].checksum.len(), 64);
+    }
+}

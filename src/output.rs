@@ -1,0 +1,87 @@
+//! Output formats and the plumbing every renderer shares.
+//!
+//! Results go to stdout, everything else to stderr, so `--format json | jq`
+//! always works. A closed pipe (`planck ... | head`) is not an error.
+
+use std::io::{self, Write};
+
+use clap::ValueEnum;
+use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Human-readable tables (the default).
+    #[default]
+    Table,
+    /// Machine-readable JSON with a `format_version`.
+    Json,
+    /// Markdown, fit for a pull-request comment.
+    Markdown,
+}
+
+/// Writes a rendered result to stdout. A broken pipe ends quietly.
+pub fn emit(bytes: &[u8]) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+/// A comfy-table sized for an 80-column terminal.
+pub fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_width(80)
+        .set_header(header.iter().copied());
+    t
+}
+
+/// Bytes with a unit: `1.5 GB`, `320 kB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1000.0 && u < UNITS.len() - 1 {
+        v /= 1000.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// A count with thousands separators: `1,234,567`.
+pub fn count(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Escapes a value for a markdown table cell.
+pub fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_and_separators() {
+        assert_eq!(bytes(999), "999 B");
+        assert_eq!(bytes(1_500_000_000), "1.5 GB");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(count(12), "12");
+        assert_eq!(md_cell("a|b\nc"), "a\\|b c");
+    }
+}

@@ -1,0 +1,219 @@
+//! Test harness: one throwaway PostgreSQL per test run, one database per test.
+//!
+//! The cluster is started through planck's own managed-cluster code (the
+//! same as `planck db start`), under `target/tmp/test-cluster/.planck`, and is
+//! shared by every test binary (they serialize on its lock file). Each test
+//! gets a fresh database named after it, dropped only when the test passed so
+//! a failure can be inspected (`psql` to the URL the test printed).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use planck::cluster::Cluster;
+use planck::db::ConnInfo;
+
+pub struct TestCluster {
+    pub cluster: Cluster,
+    pub port: u16,
+}
+
+/// The shared test cluster, started on first use.
+pub fn cluster() -> &'static TestCluster {
+    static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-cluster");
+        std::fs::create_dir_all(&dir).unwrap();
+        let bindir = planck::cluster::find_bindir(
+            std::env::var_os("PLANCK_PG_BINDIR").map(PathBuf::from).as_deref(),
+        )
+        .expect("PostgreSQL server binaries are needed to run the tests");
+        let cluster = Cluster::at(dir.join(".planck"), bindir);
+        let port = cluster
+            .start(None, &mut |m| eprintln!("test cluster: {m}"))
+            .expect("starting the test cluster");
+        TestCluster { cluster, port }
+    })
+}
+
+/// Runs a future to completion on a runtime of its own, on another thread, so
+/// it works from sync code and from inside a test's own runtime alike.
+pub fn block_on<F, T>(f: F) -> T
+where
+    F: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    })
+    .join()
+    .unwrap()
+}
+
+/// A fresh database for one test.
+pub struct TestDb {
+    pub name: String,
+    pub url: String,
+}
+
+impl TestDb {
+    /// Creates database `t_<test_name>` (dropping a leftover of an earlier failed run).
+    pub fn new(test_name: &str) -> TestDb {
+        let c = cluster();
+        let name = format!("t_{}", test_name.to_lowercase().replace(['-', ':', ' '], "_"));
+        assert!(name.len() < 63, "test database name too long: {name}");
+        let admin_url = c.cluster.url(c.port, "postgres");
+        let n = name.clone();
+        block_on(async move {
+            let admin = ConnInfo::parse(&admin_url, true).unwrap().connect().await.unwrap();
+            admin
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {n} WITH (FORCE)"))
+                .await
+                .unwrap();
+            admin.batch_execute(&format!("CREATE DATABASE {n}")).await.unwrap();
+        });
+        let url = c.cluster.url(c.port, &name);
+        eprintln!("test database: {url}");
+        TestDb { name, url }
+    }
+
+    /// A fresh database with the bundled example's migrations applied.
+    pub fn migrated(test_name: &str) -> TestDb {
+        let db = TestDb::new(test_name);
+        let out = db.planck(&["migrate"], &repo_root());
+        assert!(out.status.success(), "migrate failed: {}", stderr(&out));
+        db
+    }
+
+    pub fn conn(&self) -> ConnInfo {
+        ConnInfo::parse(&self.url, true).unwrap()
+    }
+
+    pub async fn client(&self) -> tokio_postgres::Client {
+        self.conn().connect().await.unwrap()
+    }
+
+    /// Runs SQL on this database (simple protocol), panicking on error.
+    pub fn exec(&self, sql: &str) {
+        let conn = self.conn();
+        let sql = sql.to_string();
+        block_on(async move {
+            conn.connect()
+                .await
+                .unwrap()
+                .batch_execute(&sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        });
+    }
+
+    /// Runs a query returning one text column, for assertions.
+    pub fn query_strings(&self, sql: &str) -> Vec<String> {
+        let conn = self.conn();
+        let sql = sql.to_string();
+        block_on(async move {
+            let c = conn.connect().await.unwrap();
+            c.simple_query(&sql)
+                .await
+                .unwrap()
+                .into_iter()
+                .filter_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(r) => {
+                        Some(r.get(0).unwrap_or("NULL").to_string())
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+    }
+
+    /// Runs the planck binary against this database, in `cwd`.
+    pub fn planck(&self, args: &[&str], cwd: &Path) -> Output {
+        planck_cmd(cwd)
+            .arg("--database-url")
+            .arg(&self.url)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept test database {} for inspection", self.url);
+            return;
+        }
+        let c = cluster();
+        let admin_url = c.cluster.url(c.port, "postgres");
+        let n = self.name.clone();
+        block_on(async move {
+            if let Ok(admin) = ConnInfo::parse(&admin_url, true).unwrap().connect().await {
+                let _ = admin
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {n} WITH (FORCE)"))
+                    .await;
+            }
+        });
+    }
+}
+
+/// The repository root (the bundled example lives there).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A `planck` command with no database configuration leaking in from the environment.
+pub fn planck_cmd(cwd: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_planck"));
+    cmd.current_dir(cwd);
+    for k in [
+        "PLANCK_DATABASE_URL",
+        "DATABASE_URL",
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+        "PGPASSWORD",
+    ] {
+        cmd.env_remove(k);
+    }
+    cmd
+}
+
+/// A temporary project directory that the `postgres` OS user can enter
+/// (tests run as root in CI; the managed server then runs as `postgres`).
+pub fn project_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&base).unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("proj-")
+        .tempdir_in(base)
+        .unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asserts an exit code, showing stderr when it differs.
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}
