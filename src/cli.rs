@@ -18,9 +18,16 @@ use crate::output::Format;
 /// RLS traps. With no database configured, planck runs its own local
 /// PostgreSQL under .planck/ (see `planck db`).
 #[derive(Debug, Parser)]
-#[command(name = "planck", version, propagate_version = true, max_term_width = 100)]
-#[command(after_help = "Exit codes: 0 ok, 1 findings or regressions, 2 usage or configuration error, \
-3 database unreachable or refused.\n\nTry `planck demo` for the whole pipeline on the bundled example.")]
+#[command(
+    name = "planck",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+#[command(
+    after_help = "Exit codes: 0 ok, 1 findings or regressions, 2 usage or configuration error, \
+3 database unreachable or refused.\n\nTry `planck demo` for the whole pipeline on the bundled example."
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: Global,

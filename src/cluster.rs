@@ -66,7 +66,10 @@ pub enum State {
     /// No `initdb` has run yet.
     Absent,
     Stopped,
-    Running { port: u16, pid: u32 },
+    Running {
+        port: u16,
+        pid: u32,
+    },
 }
 
 /// Where to look for the PostgreSQL server binaries, in order.
@@ -131,7 +134,9 @@ pub fn find_bindir(explicit: Option<&Path>) -> Result<PathBuf> {
 
 /// True when this process runs as root (uid 0).
 pub fn running_as_root() -> bool {
-    fs::metadata("/proc/self").map(|m| m.uid() == 0).unwrap_or(false)
+    fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false)
 }
 
 impl Cluster {
@@ -273,7 +278,10 @@ impl Cluster {
                 Some(if in_use {
                     "another server holds the port; run `planck db start` without --port to pick a free one".into()
                 } else {
-                    format!("read {} for the server's own words", self.log_file().display())
+                    format!(
+                        "read {} for the server's own words",
+                        self.log_file().display()
+                    )
                 }),
             ));
         }
@@ -450,7 +458,11 @@ host all all ::1/128 scram-sha-256
     fn pg_ctl_status(&self) -> Result<bool> {
         let out = self.run_pg(
             "pg_ctl",
-            &["status".as_ref(), "-D".as_ref(), self.data_dir().as_os_str()],
+            &[
+                "status".as_ref(),
+                "-D".as_ref(),
+                self.data_dir().as_os_str(),
+            ],
         )?;
         Ok(out.status.success())
     }
@@ -473,9 +485,8 @@ host all all ::1/128 scram-sha-256
         {
             return Ok(p);
         }
-        let listener = TcpListener::bind(("127.0.0.1", 0)).map_err(|e| {
-            Error::cluster(format!("cannot find a free TCP port: {e}"), None)
-        })?;
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|e| Error::cluster(format!("cannot find a free TCP port: {e}"), None))?;
         let port = listener
             .local_addr()
             .map_err(|e| Error::cluster(format!("cannot find a free TCP port: {e}"), None))?
@@ -495,7 +506,8 @@ host all all ::1/128 scram-sha-256
                 path: path.clone(),
                 source,
             })?;
-        f.lock().map_err(|source| Error::WriteFile { path, source })?;
+        f.lock()
+            .map_err(|source| Error::WriteFile { path, source })?;
         Ok(f)
     }
 
@@ -536,14 +548,23 @@ host all all ::1/128 scram-sha-256
             return Ok(());
         }
         let out = Command::new("useradd")
-            .args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"])
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+            ])
             .arg(user)
             .output();
         match out {
             Ok(o) if o.status.success() => Ok(()),
             _ => Err(Error::cluster(
-                format!("planck runs as root and needs the OS user `{user}` to run PostgreSQL, which could not be created"),
-                Some(format!("create it (`useradd --system {user}`) or run planck as an ordinary user")),
+                format!(
+                    "planck runs as root and needs the OS user `{user}` to run PostgreSQL, which could not be created"
+                ),
+                Some(format!(
+                    "create it (`useradd --system {user}`) or run planck as an ordinary user"
+                )),
             )),
         }
     }
@@ -583,7 +604,10 @@ host all all ::1/128 scram-sha-256
         };
         match (id("-u"), id("-g")) {
             (Some(u), Some(g)) => Ok(Some((u, g))),
-            _ => Err(Error::cluster(format!("cannot look up the OS user `{user}`"), None)),
+            _ => Err(Error::cluster(
+                format!("cannot look up the OS user `{user}`"),
+                None,
+            )),
         }
     }
 
@@ -635,7 +659,11 @@ mod tests {
         assert_eq!(short.socket_dir(), PathBuf::from("/p/.planck/run"));
         let deep = "/x".repeat(60);
         let long = Cluster::at(PathBuf::from(deep).join(".planck"), "/bin".into());
-        assert!(long.socket_dir().starts_with("/tmp/planck-"));
+        assert!(
+            long.socket_dir()
+                .to_string_lossy()
+                .starts_with("/tmp/planck-")
+        );
     }
 
     #[test]

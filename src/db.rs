@@ -35,7 +35,10 @@ impl UrlSource {
 /// The database a command works on.
 #[derive(Debug, Clone)]
 pub enum Target {
-    Url { url: String, source: UrlSource },
+    Url {
+        url: String,
+        source: UrlSource,
+    },
     /// The managed cluster of the project, started on demand.
     Managed,
 }
@@ -176,7 +179,10 @@ pub fn redact(url: &str) -> String {
     if let Some(rest) = url
         .strip_prefix("postgres://")
         .map(|r| ("postgres://", r))
-        .or_else(|| url.strip_prefix("postgresql://").map(|r| ("postgresql://", r)))
+        .or_else(|| {
+            url.strip_prefix("postgresql://")
+                .map(|r| ("postgresql://", r))
+        })
     {
         let (scheme, rest) = rest;
         let (authority, tail) = match rest.find(['/', '?']) {
@@ -253,7 +259,10 @@ pub fn url_from_libpq_env(get: &dyn Fn(&str) -> Option<String>) -> Option<String
     if host.is_none() && port.is_none() && user.is_none() && db.is_none() && password.is_none() {
         return None;
     }
-    let mut parts = vec![format!("host={}", host.unwrap_or_else(|| "localhost".into()))];
+    let mut parts = vec![format!(
+        "host={}",
+        host.unwrap_or_else(|| "localhost".into())
+    )];
     if let Some(p) = port {
         parts.push(format!("port={p}"));
     }
@@ -320,10 +329,7 @@ mod tests {
             "PGUSER" => Some("me".to_string()),
             _ => None,
         };
-        assert_eq!(
-            url_from_libpq_env(&env).as_deref(),
-            Some("host=db user=me")
-        );
+        assert_eq!(url_from_libpq_env(&env).as_deref(), Some("host=db user=me"));
         assert_eq!(url_from_libpq_env(&|_| None), None);
     }
 

@@ -68,7 +68,10 @@ impl fmt::Display for PgError {
 pub enum Error {
     /// A command line or setting that makes no sense.
     #[error("{message}")]
-    Usage { message: String, hint: Option<String> },
+    Usage {
+        message: String,
+        hint: Option<String>,
+    },
 
     /// A command that exists but whose issue has not landed yet.
     #[error("`planck {command}` is not built yet")]
@@ -111,7 +114,10 @@ pub enum Error {
 
     /// The managed local cluster could not be set up, started or stopped.
     #[error("{message}")]
-    Cluster { message: String, hint: Option<String> },
+    Cluster {
+        message: String,
+        hint: Option<String>,
+    },
 
     /// A migration file the server rejected, with the position mapped to the file.
     #[error("migration {}{} failed: {pg}", path.display(), location(*line, *column))]
@@ -123,7 +129,9 @@ pub enum Error {
     },
 
     /// An applied migration whose file changed afterwards.
-    #[error("migration {name} was changed after it was applied (checksum {applied} in the database, {current} on disk)")]
+    #[error(
+        "migration {name} was changed after it was applied (checksum {applied} in the database, {current} on disk)"
+    )]
     MigrationChanged {
         name: String,
         applied: String,
@@ -215,9 +223,9 @@ impl Error {
             | Error::Config { hint, .. }
             | Error::Connect { hint, .. }
             | Error::Cluster { hint, .. } => hint.iter().cloned().collect(),
-            Error::NotBuilt { .. } => vec![
-                "this subcommand has its own issue; it lands in a later release".to_string(),
-            ],
+            Error::NotBuilt { .. } => {
+                vec!["this subcommand has its own issue; it lands in a later release".to_string()]
+            }
             Error::MigrationChanged { name, .. } => vec![
                 format!("restore {name} as it was and add a new migration for the change"),
                 "or, on a throwaway database, run `planck migrate --fresh`".to_string(),
@@ -275,7 +283,10 @@ mod tests {
             hint: Some("known keys: database, tenant".into()),
         };
         let r = render(&e);
-        assert!(r.starts_with("error: planck.toml:3:7: unknown key `colour`"), "{r}");
+        assert!(
+            r.starts_with("error: planck.toml:3:7: unknown key `colour`"),
+            "{r}"
+        );
         assert!(r.contains("\n  hint: known keys"), "{r}");
         assert_eq!(e.exit_code(), exit::USAGE);
     }

@@ -10,6 +10,7 @@ pub mod db;
 pub mod error;
 pub mod migrate;
 pub mod output;
+pub mod queries;
 pub mod settings;
 
 pub use error::{Error, Result};

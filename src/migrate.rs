@@ -183,7 +183,12 @@ mod tests {
     fn positions_map_to_lines_and_columns() {
         let sql = "-- café\nCREATE TABLE t (\n  id intt\n);";
         // 'intt' starts at character 28 (1-based).
-        let pos = sql.chars().take_while(|_| true).collect::<String>().find("intt").unwrap();
+        let pos = sql
+            .chars()
+            .take_while(|_| true)
+            .collect::<String>()
+            .find("intt")
+            .unwrap();
         let char_pos = sql[..pos].chars().count() + 1;
         assert_eq!(char_position_to_line_col(sql, char_pos), (3, 6));
     }

@@ -191,13 +191,35 @@ mod tests {
             "PGHOST" => Some("libpq".to_string()),
             _ => None,
         };
-        let s = Settings::resolve(&global(&["--database-url", "postgres://flag@h/d"]), &env, &dir)
-            .unwrap();
-        assert!(matches!(s.target, Target::Url { source: UrlSource::Flag, .. }));
+        let s = Settings::resolve(
+            &global(&["--database-url", "postgres://flag@h/d"]),
+            &env,
+            &dir,
+        )
+        .unwrap();
+        assert!(matches!(
+            s.target,
+            Target::Url {
+                source: UrlSource::Flag,
+                ..
+            }
+        ));
         let s = Settings::resolve(&global(&[]), &env, &dir).unwrap();
-        assert!(matches!(s.target, Target::Url { source: UrlSource::DatabaseUrlEnv, .. }));
+        assert!(matches!(
+            s.target,
+            Target::Url {
+                source: UrlSource::DatabaseUrlEnv,
+                ..
+            }
+        ));
         let only_libpq = |k: &str| (k == "PGHOST").then(|| "libpq".to_string());
         let s = Settings::resolve(&global(&[]), &only_libpq, &dir).unwrap();
-        assert!(matches!(s.target, Target::Url { source: UrlSource::LibpqEnv, .. }));
+        assert!(matches!(
+            s.target,
+            Target::Url {
+                source: UrlSource::LibpqEnv,
+                ..
+            }
+        ));
     }
 }

@@ -26,7 +26,10 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     let migrations = bundled_dir().join("migrations");
     if !migrations.is_dir() {
         return Err(Error::usage_hint(
-            format!("the bundled example is missing: {} does not exist", migrations.display()),
+            format!(
+                "the bundled example is missing: {} does not exist",
+                migrations.display()
+            ),
             "run the demo from a checkout of planck's repository",
         ));
     }
@@ -59,12 +62,12 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     let mut table = crate::output::table(&["table", "row-level security"]);
     for r in &rows {
         let rls: bool = r.get(1);
-        table.add_row(vec![r.get::<_, String>(0), if rls { "on" } else { "off" }.to_string()]);
+        table.add_row(vec![
+            r.get::<_, String>(0),
+            if rls { "on" } else { "off" }.to_string(),
+        ]);
     }
     crate::output::emit(format!("{table}\n").as_bytes()).map_err(|e| Error::Other(e.into()))?;
-    settings.info(&format!(
-        "next: `psql {}` to look around",
-        conn.display()
-    ));
+    settings.info(&format!("next: `psql {}` to look around", conn.display()));
     Ok(0)
 }
