@@ -72,6 +72,9 @@ pub enum State {
     },
 }
 
+const INSTALL_HINT: &str = "install PostgreSQL 14+ with contrib (`apt-get install postgresql postgresql-contrib` \
+     on Debian/Ubuntu), or point planck at an existing server with --database-url";
+
 /// Where to look for the PostgreSQL server binaries, in order.
 pub fn find_bindir(explicit: Option<&Path>) -> Result<PathBuf> {
     let has_initdb = |d: &Path| d.join("initdb").is_file() && d.join("pg_ctl").is_file();
@@ -84,7 +87,9 @@ pub fn find_bindir(explicit: Option<&Path>) -> Result<PathBuf> {
                 "PLANCK_PG_BINDIR is {}, which holds no initdb and pg_ctl",
                 d.display()
             ),
-            Some("point it at the bin/ folder of a PostgreSQL 14+ installation".into()),
+            Some(format!(
+                "point it at the bin/ folder of a PostgreSQL 14+ installation; {INSTALL_HINT}"
+            )),
         ));
     }
     if let Some(path) = std::env::var_os("PATH") {
@@ -124,11 +129,7 @@ pub fn find_bindir(explicit: Option<&Path>) -> Result<PathBuf> {
     }
     Err(Error::cluster(
         "no PostgreSQL server binaries found (looked for initdb and pg_ctl on PATH, in `pg_config --bindir` and in /usr/lib/postgresql/*/bin)",
-        Some(
-            "install them, e.g. `apt-get install postgresql postgresql-contrib` on Debian/Ubuntu, \
-             or set PLANCK_PG_BINDIR; or point planck at an existing server with --database-url"
-                .into(),
-        ),
+        Some(format!("{INSTALL_HINT}, or set PLANCK_PG_BINDIR")),
     ))
 }
 

@@ -4,10 +4,11 @@
 //! environment are merged with the config file here, once, into [`Settings`].
 //! Commands read only `Settings`; none reads an env var or a file on its own.
 //!
-//! Override order, strongest first, for the database:
-//!   --database-url > PLANCK_DATABASE_URL > DATABASE_URL > PGHOST/PGPORT/PGUSER/PGDATABASE/PGPASSWORD
-//!   > planck.toml [database] url > the managed local cluster under .planck/
-//! and for everything else: flag > planck.toml > built-in default.
+//! Override order, strongest first, for the database: `--database-url`,
+//! `PLANCK_DATABASE_URL`, `DATABASE_URL`, libpq's `PGHOST`/`PGPORT`/`PGUSER`/
+//! `PGDATABASE`/`PGPASSWORD`, `planck.toml`'s `[database] url`, and last the
+//! managed local cluster under `.planck/`. For everything else: flag, then
+//! `planck.toml`, then the built-in default.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
