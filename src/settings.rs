@@ -7,7 +7,8 @@
 //! Override order, strongest first, for the database:
 //!   --database-url > PLANCK_DATABASE_URL > DATABASE_URL > PGHOST/PGPORT/PGUSER/PGDATABASE/PGPASSWORD
 //!   > planck.toml [database] url > the managed local cluster under .planck/
-//! and for everything else: flag > planck.toml > built-in default.
+//!
+//! And for everything else: flag, then planck.toml, then the built-in default.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
