@@ -179,9 +179,27 @@ fn headline(o: &Outcome, project: &Path) -> String {
     )
 }
 
+/// The command as a shell would need it typed.
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn command_line(o: &Outcome) -> Option<String> {
     o.exit
-        .map(|e| format!("command `{}` {}", o.command.join(" "), e.describe()))
+        .map(|e| format!("command `{}` {}", shell_words(&o.command), e.describe()))
 }
 
 fn dropped_line(o: &Outcome) -> Option<String> {

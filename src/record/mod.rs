@@ -145,7 +145,7 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
             let env = child::env_for(conn);
             settings.info(&format!(
                 "recording `{}` against {}",
-                opts.command.join(" "),
+                crate::cmd::record::shell_words(&opts.command),
                 conn.display()
             ));
             let exit = child::run(program, &opts.command[1..], &env, &opts.cwd, settings).await?;
@@ -218,14 +218,22 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
     let mut dropped: BTreeMap<Reason, usize> = BTreeMap::new();
     let mut groups: BTreeMap<(String, String), Kept> = BTreeMap::new();
     let mut dropped_keys: HashMap<(String, String), Reason> = HashMap::new();
+    // Statements of the run, planck's own left out: zero means a wrong target.
+    let mut sent = 0usize;
     for r in &raw {
-        let Some(query) = &r.query else { continue };
+        let Some(query) = &r.query else {
+            sent += 1;
+            continue;
+        };
         let facts = roles.get(&r.userid);
         let role = facts
             .map(|f| f.name.clone())
             .unwrap_or_else(|| format!("oid {}", r.userid));
         let key = (role.clone(), queries::text_key(query));
         let reason = noise::classify(query);
+        if reason != Some(Reason::Planck) {
+            sent += 1;
+        }
         if let Some(reason) = reason
             && !opts.keep_all
         {
@@ -254,7 +262,7 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
     }
     let mut statements: Vec<Kept> = groups.into_values().collect();
     if statements.is_empty() {
-        warnings.push(if raw.is_empty() {
+        warnings.push(if sent == 0 {
             format!(
                 "the run produced no statements at all in database {}: did the command use DATABASE_URL (or PG* variables)? A suite that creates its own databases is not recorded",
                 probe.database
@@ -320,6 +328,15 @@ fn check_writable(path: &Path) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
+    // A file where a folder should be: say so, rather than "File exists".
+    if let Some(blocker) = dir.ancestors().find(|a| a.exists())
+        && !blocker.is_dir()
+    {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            format!("{} is a file, not a directory", blocker.display()),
+        )));
+    }
     std::fs::create_dir_all(&dir).map_err(err)?;
     let probe = dir.join(format!(
         ".{}.planck-probe",

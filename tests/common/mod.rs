@@ -26,7 +26,9 @@ pub fn cluster() -> &'static TestCluster {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-cluster");
         std::fs::create_dir_all(&dir).unwrap();
         let bindir = planck::cluster::find_bindir(
-            std::env::var_os("PLANCK_PG_BINDIR").map(PathBuf::from).as_deref(),
+            std::env::var_os("PLANCK_PG_BINDIR")
+                .map(PathBuf::from)
+                .as_deref(),
         )
         .expect("PostgreSQL server binaries are needed to run the tests");
         let cluster = Cluster::at(dir.join(".planck"), bindir);
@@ -65,17 +67,27 @@ impl TestDb {
     /// Creates database `t_<test_name>` (dropping a leftover of an earlier failed run).
     pub fn new(test_name: &str) -> TestDb {
         let c = cluster();
-        let name = format!("t_{}", test_name.to_lowercase().replace(['-', ':', ' '], "_"));
+        let name = format!(
+            "t_{}",
+            test_name.to_lowercase().replace(['-', ':', ' '], "_")
+        );
         assert!(name.len() < 63, "test database name too long: {name}");
         let admin_url = c.cluster.url(c.port, "postgres");
         let n = name.clone();
         block_on(async move {
-            let admin = ConnInfo::parse(&admin_url, true).unwrap().connect().await.unwrap();
+            let admin = ConnInfo::parse(&admin_url, true)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
             admin
                 .batch_execute(&format!("DROP DATABASE IF EXISTS {n} WITH (FORCE)"))
                 .await
                 .unwrap();
-            admin.batch_execute(&format!("CREATE DATABASE {n}")).await.unwrap();
+            admin
+                .batch_execute(&format!("CREATE DATABASE {n}"))
+                .await
+                .unwrap();
         });
         let url = c.cluster.url(c.port, &name);
         eprintln!("test database: {url}");
