@@ -593,3 +593,90 @@ fn not_in_shared_preload_libraries() {
     assert!(err.contains("then restart the server"), "{err}");
     assert!(err.contains("planck's managed cluster has it"), "{err}");
 }
+
+// Issue 4: statements of other roles that this role may not see are
+// reported, with the grant that shows them.
+#[test]
+fn warns_about_statements_hidden_from_the_role() {
+    let db = TestDb::new("record_hidden");
+    let role = "rec_blind_hidden";
+    ensure_role(&db, role, "");
+    db.exec(&format!(
+        "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+         CREATE TABLE t (a int); GRANT SELECT ON t TO {role};"
+    ));
+    let dir = common::project_dir();
+    let script = write_script(
+        dir.path(),
+        "s.sh",
+        "psql -X -q -c 'SELECT a FROM t WHERE a > 1' >/dev/null\n\
+         PGUSER=planck PGPASSWORD= psql -X -q -c 'SELECT count(*) FROM t' >/dev/null\n",
+    );
+    let out = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &url_as(&db, role),
+            "record",
+            "--",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("statement(s) of other roles are hidden from role rec_blind_hidden: grant it pg_read_all_stats"),
+        "{err}"
+    );
+    assert_eq!(
+        entries(&dir.path().join("queries/recorded.toml")),
+        set(&[(role, false, "SELECT a FROM t WHERE a > $1")])
+    );
+}
+
+// Issue 4: entries evicted during the run (pg_stat_statements.max reached)
+// are reported, from pg_stat_statements_info.dealloc.
+#[test]
+fn warns_about_evictions() {
+    let dir = common::project_dir();
+    let bindir = planck::cluster::find_bindir(
+        std::env::var_os("PLANCK_PG_BINDIR")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
+    )
+    .unwrap();
+    let cluster = OwnCluster(planck::cluster::Cluster::at(
+        dir.path().join(".planck"),
+        bindir,
+    ));
+    cluster.0.start(None, &mut |_| {}).unwrap();
+    cluster.0.stop().unwrap();
+    let conf = cluster.0.data_dir().join("postgresql.conf");
+    let mut text = std::fs::read_to_string(&conf).unwrap();
+    text.push_str("\npg_stat_statements.max = 100\n");
+    std::fs::write(&conf, text).unwrap();
+    let port = cluster.0.start(None, &mut |_| {}).unwrap();
+    // 150 distinct statements: SELECT 1, SELECT 1, 1, ...
+    let sql: String = (1..=150)
+        .map(|n| format!("SELECT {};\n", vec!["1"; n].join(", ")))
+        .collect();
+    std::fs::write(dir.path().join("many.sql"), sql).unwrap();
+    let script = write_script(dir.path(), "s.sh", "psql -X -q -f many.sql >/dev/null\n");
+    let out = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &cluster.0.url(port, "postgres"),
+            "record",
+            "--",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("pg_stat_statements evicted entries"), "{err}");
+    assert!(
+        err.contains("raise pg_stat_statements.max (now 100)"),
+        "{err}"
+    );
+}
