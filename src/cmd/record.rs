@@ -340,3 +340,108 @@ fn json(o: &Outcome, project: &Path) -> serde_json::Value {
         })).collect::<Vec<_>>(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queries::{Merge, Statement};
+    use crate::record::{Exit, Kept, Mode};
+
+    fn outcome() -> Outcome {
+        let mut dropped = std::collections::BTreeMap::new();
+        dropped.insert(Reason::Transaction, 4);
+        dropped.insert(Reason::Setting, 2);
+        Outcome {
+            database: "shop".into(),
+            file: "/p/queries/recorded.toml".into(),
+            command: vec!["npm".into(), "run".into(), "test it".into()],
+            exit: Some(Exit::Signal(9)),
+            mode: Mode::Reset,
+            statements: vec![Kept {
+                id: "abc".into(),
+                queryid: 42,
+                role: "app_user".into(),
+                bypass_rls: false,
+                calls: 1500,
+                rows: 3,
+                total_ms: 3.0,
+                query: "SELECT a\n FROM t WHERE id = $1".into(),
+                noise: None,
+                status: MergeStatus::Added,
+            }],
+            dropped,
+            merge: Merge {
+                outcomes: vec![("abc".into(), MergeStatus::Added)],
+                vanished: vec![Statement {
+                    id: "old".into(),
+                    query: "SELECT gone".into(),
+                    role: Some("app_user".into()),
+                    ..Default::default()
+                }],
+                pruned: false,
+            },
+            warnings: vec!["the command was killed".into()],
+            created_extension: false,
+        }
+    }
+
+    #[test]
+    fn json_summary_is_the_documented_wire_format() {
+        let mut out = Vec::new();
+        render(&mut out, &outcome(), Format::Json, Path::new("/p")).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["format_version"], 1);
+        assert_eq!(v["file"], "queries/recorded.toml");
+        assert_eq!(v["exit"]["signal"], 9);
+        assert_eq!(v["exit"]["signal_name"], "SIGKILL");
+        assert_eq!(v["mode"], "reset");
+        assert_eq!(v["kept"], 1);
+        assert_eq!(v["dropped"]["transaction"], 4);
+        assert_eq!(v["dropped"]["ddl"], 0, "every reason is present");
+        assert_eq!(v["added"], 1);
+        assert_eq!(v["vanished"][0]["id"], "old");
+        assert_eq!(v["statements"][0]["queryid"], 42);
+        assert_eq!(v["statements"][0]["mean_ms"], 0.002);
+        assert_eq!(v["statements"][0]["status"], "added");
+        assert_eq!(v["warnings"][0], "the command was killed");
+    }
+
+    #[test]
+    fn table_and_markdown_summaries() {
+        let mut out = Vec::new();
+        render(&mut out, &outcome(), Format::Table, Path::new("/p")).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(
+            t.starts_with("command `npm run 'test it'` was killed by signal 9 (SIGKILL)\n"),
+            "{t}"
+        );
+        assert!(t.contains("SELECT a FROM t WHERE id = $1"), "{t}");
+        assert!(t.contains("1,500"), "{t}");
+        assert!(t.contains(
+            "1 statement(s) recorded into queries/recorded.toml (1 added, 0 updated, 0 unchanged, 0 hand-added), 6 noise dropped, 1 vanished\n"
+        ), "{t}");
+        assert!(t.contains("dropped: transaction 4, setting 2\n"), "{t}");
+        assert!(t.contains("vanished: old [app_user] SELECT gone"), "{t}");
+        assert!(t.lines().all(|l| l.chars().count() <= 160), "{t}");
+
+        let mut out = Vec::new();
+        render(&mut out, &outcome(), Format::Markdown, Path::new("/p")).unwrap();
+        let md = String::from_utf8(out).unwrap();
+        assert!(
+            md.contains(
+                "| app_user | applies | 1,500 | 0.00 ms | `SELECT a FROM t WHERE id = $1` | added |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("> warning: the command was killed"), "{md}");
+    }
+
+    #[test]
+    fn args_can_be_built_in_code() {
+        let a = RecordArgs::around(["tools/example-app"]).output("/tmp/q.toml");
+        assert_eq!(a.command, ["tools/example-app"]);
+        assert_eq!(a.output.as_deref(), Some(Path::new("/tmp/q.toml")));
+        assert!(!a.keep_all && !a.prune);
+        assert!(example_app_command()[0].ends_with("tools/example-app"));
+    }
+}

@@ -3,7 +3,8 @@
 //! The child gets `DATABASE_URL` and the libpq variables (`PGHOST`, `PGPORT`,
 //! `PGUSER`, `PGDATABASE`, and `PGPASSWORD` when the URL has one), so both
 //! URL-reading suites and libpq clients such as psql talk to the database
-//! being recorded. Its stdout goes to planck's stderr: planck's stdout carries
+//! being recorded (`PGHOSTADDR` and `PGSERVICE`, which would override them,
+//! are removed). Its stdout goes to planck's stderr: planck's stdout carries
 //! the summary, so `planck record --format json | jq` keeps working.
 
 use std::os::fd::AsFd;
@@ -114,7 +115,13 @@ pub fn resolve_program(
 /// The environment that points a child at `conn`.
 pub fn env_for(conn: &ConnInfo) -> Vec<(String, String)> {
     let c = &conn.config;
-    let mut env = vec![("DATABASE_URL".to_string(), database_url(conn))];
+    let url = database_url(conn);
+    // PLANCK_DATABASE_URL too: a suite that runs `planck migrate` must
+    // migrate the database being recorded.
+    let mut env = vec![
+        ("DATABASE_URL".to_string(), url.clone()),
+        ("PLANCK_DATABASE_URL".to_string(), url),
+    ];
     if let Some(h) = c.get_hosts().first() {
         let host = match h {
             Host::Tcp(h) => h.clone(),
@@ -198,6 +205,9 @@ pub async fn run(
         .unwrap_or_else(|_| Stdio::inherit());
     let mut child = tokio::process::Command::new(program)
         .args(args)
+        // Either would send libpq clients somewhere else than PGHOST says.
+        .env_remove("PGHOSTADDR")
+        .env_remove("PGSERVICE")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .current_dir(cwd)
         .stdin(Stdio::inherit())

@@ -119,7 +119,9 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
     };
 
     // 2. pg_stat_statements.
-    let client = conn.connect().await?;
+    let mut tagged = conn.clone();
+    tagged.config.application_name("planck record");
+    let client = tagged.connect().await?;
     let probe = capture::probe(&client).await?;
     if probe.created_extension {
         settings.info(&format!(
@@ -234,8 +236,9 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
         if reason != Some(Reason::Planck) {
             sent += 1;
         }
+        // planck's own statements are never the application's, even with --keep-all.
         if let Some(reason) = reason
-            && !opts.keep_all
+            && (!opts.keep_all || reason == Reason::Planck)
         {
             dropped_keys.insert(key, reason);
             continue;
