@@ -24,65 +24,72 @@ use tokio_postgres::{Client, Config, NoTls};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
+/// The fixtures' tenants and pouches. Ids far above what `planck seed`
+/// generates, so the example also runs on a seeded database.
+const ACME: i64 = 9_000_001_001;
+const GLOBEX: i64 = 9_000_001_002;
+const ACME_POUCH: i64 = 9_000_001_001;
+const GLOBEX_POUCH: i64 = 9_000_001_003;
+
 /// Fixture tables, in foreign-key order: (COPY statement, rows).
 const FIXTURES: &[(&str, &str)] = &[
     (
         "COPY accounts (id, name, slug, plan) FROM STDIN",
-        "1001\tAcme\tacme\tteam\n1002\tGlobex\tglobex\tfree\n",
+        "9000001001\tAcme\texample-app-acme\tteam\n9000001002\tGlobex\texample-app-globex\tfree\n",
     ),
     (
         "COPY users (id, account_id, email, display_name, role) FROM STDIN",
-        "1001\t1001\tada@acme.test\tAda\towner\n\
-         1002\t1001\tbob@acme.test\tBob\tmember\n\
-         1003\t1002\tcy@globex.test\tCy\towner\n",
+        "9000001001\t9000001001\tada@acme.test\tAda\towner\n\
+         9000001002\t9000001001\tbob@acme.test\tBob\tmember\n\
+         9000001003\t9000001002\tcy@globex.test\tCy\towner\n",
     ),
     (
         "COPY pouches (id, account_id, name, visibility) FROM STDIN",
-        "1001\t1001\tSkills\tprivate\n1002\t1001\tShared\taccount\n1003\t1002\tMain\tprivate\n",
+        "9000001001\t9000001001\tSkills\tprivate\n9000001002\t9000001001\tShared\taccount\n9000001003\t9000001002\tMain\tprivate\n",
     ),
     (
         "COPY items (id, account_id, pouch_id, slug, title, body, status, tags) FROM STDIN",
-        "1001\t1001\t1001\trust-errors\tRust errors\tUse thiserror.\topen\t{rust,errors}\n\
-         1002\t1001\t1001\tsql-plans\tReading plans\tEXPLAIN first.\topen\t{sql}\n\
-         1003\t1001\t1001\tdraft-idea\tAn idea\t\tdraft\t{}\n\
-         1004\t1001\t1002\tonboarding\tOnboarding\tWelcome.\topen\t{team}\n\
-         1005\t1002\t1003\tglobex-notes\tNotes\tMisc.\topen\t{}\n",
+        "9000001001\t9000001001\t9000001001\trust-errors\tRust errors\tUse thiserror.\topen\t{rust,errors}\n\
+         9000001002\t9000001001\t9000001001\tsql-plans\tReading plans\tEXPLAIN first.\topen\t{sql}\n\
+         9000001003\t9000001001\t9000001001\tdraft-idea\tAn idea\t\tdraft\t{}\n\
+         9000001004\t9000001001\t9000001002\tonboarding\tOnboarding\tWelcome.\topen\t{team}\n\
+         9000001005\t9000001002\t9000001003\tglobex-notes\tNotes\tMisc.\topen\t{}\n",
     ),
     (
         "COPY items (id, account_id, pouch_id, slug, title, status, updated_at) FROM STDIN",
-        "1006\t1001\t1001\told-skill\tOld skill\topen\t2020-01-01 00:00:00+00\n",
+        "9000001006\t9000001001\t9000001001\told-skill\tOld skill\topen\t2020-01-01 00:00:00+00\n",
     ),
     (
         "COPY revisions (id, account_id, item_id, number, author_id, message, content_hash, size_bytes) FROM STDIN",
-        "1001\t1001\t1001\t1\t1001\tfirst\th1\t120\n\
-         1002\t1001\t1001\t2\t1002\tsecond\th2\t180\n\
-         1003\t1001\t1002\t1\t1001\tfirst\th3\t90\n",
+        "9000001001\t9000001001\t9000001001\t1\t9000001001\tfirst\th1\t120\n\
+         9000001002\t9000001001\t9000001001\t2\t9000001002\tsecond\th2\t180\n\
+         9000001003\t9000001001\t9000001002\t1\t9000001001\tfirst\th3\t90\n",
     ),
     (
         "COPY files (id, account_id, revision_id, path, mime_type, size_bytes, sha256) FROM STDIN",
-        "1001\t1001\t1002\tSKILL.md\ttext/markdown\t150\ts1\n\
-         1002\t1001\t1002\tscripts/check.sh\ttext/x-sh\t30\ts2\n",
+        "9000001001\t9000001001\t9000001002\tSKILL.md\ttext/markdown\t150\ts1\n\
+         9000001002\t9000001001\t9000001002\tscripts/check.sh\ttext/x-sh\t30\ts2\n",
     ),
     (
         "COPY events (id, account_id, actor_id, kind, subject_type, subject_id) FROM STDIN",
-        "1001\t1001\t1001\titem.created\titem\t1001\n\
-         1002\t1001\t1002\trevision.created\trevision\t1002\n\
-         1003\t1002\t1003\titem.created\titem\t1005\n",
+        "9000001001\t9000001001\t9000001001\titem.created\titem\t9000001001\n\
+         9000001002\t9000001001\t9000001002\trevision.created\trevision\t9000001002\n\
+         9000001003\t9000001002\t9000001003\titem.created\titem\t9000001005\n",
     ),
     (
         "COPY devices (id, account_id, user_id, name, public_key) FROM STDIN",
-        "1001\t1001\t1001\tada-laptop\tpk1\n1002\t1001\t1002\tbob-cli\tpk2\n1003\t1002\t1003\tcy-cli\tpk3\n",
+        "9000001001\t9000001001\t9000001001\tada-laptop\tpk1\n9000001002\t9000001001\t9000001002\tbob-cli\tpk2\n9000001003\t9000001002\t9000001003\tcy-cli\tpk3\n",
     ),
     (
         "COPY api_tokens (id, account_id, device_id, token_hash, expires_at) FROM STDIN",
-        "1001\t1001\t1001\ttok-ada\t2999-01-01 00:00:00+00\n\
-         1002\t1001\t1002\ttok-bob\t2999-01-01 00:00:00+00\n\
-         1003\t1002\t1003\ttok-cy\t2999-01-01 00:00:00+00\n\
-         1004\t1001\t1001\ttok-expired\t2020-01-01 00:00:00+00\n",
+        "9000001001\t9000001001\t9000001001\texample-app-tok-ada\t2999-01-01 00:00:00+00\n\
+         9000001002\t9000001001\t9000001002\texample-app-tok-bob\t2999-01-01 00:00:00+00\n\
+         9000001003\t9000001002\t9000001003\texample-app-tok-cy\t2999-01-01 00:00:00+00\n\
+         9000001004\t9000001001\t9000001001\texample-app-tok-expired\t2020-01-01 00:00:00+00\n",
     ),
     (
         "COPY dpop_replays (jti, seen_at) FROM STDIN",
-        "old-1\t2020-01-01 00:00:00+00\nold-2\t2020-01-01 00:00:00+00\n",
+        "example-app-old-1\t2020-01-01 00:00:00+00\nexample-app-old-2\t2020-01-01 00:00:00+00\n",
     ),
 ];
 
@@ -336,8 +343,8 @@ async fn main() -> Result<()> {
     let loaded = fixtures(&mut owner).await?;
     let mut app = connect(&app_config).await?;
     for round in 0..2 {
-        api(&mut app, 1001, "tok-ada", 1001, round).await?;
-        api(&mut app, 1002, "tok-cy", 1003, round).await?;
+        api(&mut app, ACME, "example-app-tok-ada", ACME_POUCH, round).await?;
+        api(&mut app, GLOBEX, "example-app-tok-cy", GLOBEX_POUCH, round).await?;
     }
     jobs(&owner).await?;
     println!(

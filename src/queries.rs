@@ -187,6 +187,10 @@ impl QueryFile {
             });
         }
         let mut seen: std::collections::HashMap<String, usize> = Default::default();
+        // Identity is text and role: two entries that differ only by a
+        // hand-edited id are the same statement too.
+        let mut seen_text: std::collections::HashMap<(String, Option<String>), usize> =
+            Default::default();
         let mut statements = Vec::with_capacity(raw.statement.len());
         for spanned in raw.statement {
             let (line, _) = line_col(text, spanned.span().start);
@@ -208,6 +212,17 @@ impl QueryFile {
                     line: Some(line),
                     column: None,
                     message: format!("statement {id} appears twice (first at line {first})"),
+                    hint: Some("delete one of the two entries".into()),
+                });
+            }
+            if let Some(first) = seen_text.insert((text_key(&r.query), r.role.clone()), line) {
+                return Err(Error::Config {
+                    path: path.to_path_buf(),
+                    line: Some(line),
+                    column: None,
+                    message: format!(
+                        "statement {id} has the same text and role as the one at line {first}"
+                    ),
                     hint: Some("delete one of the two entries".into()),
                 });
             }
@@ -538,6 +553,20 @@ query = "SELECT gone FROM old_table"
         assert_eq!(m.count(MergeStatus::Manual), 1);
         assert!(m.vanished.is_empty());
         assert_eq!(f.render(), once);
+    }
+
+    #[test]
+    fn same_text_and_role_under_two_ids_is_an_error() {
+        let text = "[[statement]]\nid = \"a\"\nrole = \"r\"\nquery = \"SELECT 1;\"\n\n\
+                    [[statement]]\nid = \"b\"\nrole = \"r\"\nquery = \"SELECT  1\"\n\n\
+                    [[statement]]\nid = \"c\"\nrole = \"other\"\nquery = \"SELECT 1\"\n";
+        let msg = QueryFile::parse(Path::new("q.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "q.toml:6: statement b has the same text and role as the one at line 1"
+        );
     }
 
     #[test]
