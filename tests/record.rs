@@ -177,6 +177,113 @@ fn records_the_example_app_and_matches_the_committed_file() {
     let (out, v) = record_json(&db, dir.path(), &["--", app.to_str().unwrap()]);
     assert_exit(&out, 0);
     let file = dir.path().join("queries/recorded.toml");
+    // The bundled app's API as app_user (RLS applies), its jobs as the
+    // owner (here the superuser, so RLS does not).
+    assert_eq!(
+        entries(&file),
+        set(&[
+            (
+                "app_user",
+                false,
+                "INSERT INTO dpop_replays (jti) VALUES ($1) ON CONFLICT (jti) DO NOTHING"
+            ),
+            (
+                "app_user",
+                false,
+                "INSERT INTO events (account_id, actor_id, kind, subject_type, subject_id, payload) VALUES ($1, $2, $5, $6, $3, $4)"
+            ),
+            (
+                "app_user",
+                false,
+                "INSERT INTO rate_limits (key, window_start, hits) VALUES ($1, now(), $2) ON CONFLICT (key) DO UPDATE SET hits = CASE WHEN rate_limits.window_start < now() - interval $3 THEN $4 ELSE rate_limits.hits + $5 END, window_start = CASE WHEN rate_limits.window_start < now() - interval $6 THEN now() ELSE rate_limits.window_start END RETURNING hits"
+            ),
+            (
+                "app_user",
+                false,
+                "INSERT INTO revisions (account_id, item_id, number, author_id, message, content_hash, size_bytes) VALUES ($1, $2, (SELECT coalesce(max(number), $7) + $8 FROM revisions WHERE item_id = $2), $3, $4, $5, $6) RETURNING id, number"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT id, kind, actor_id, created_at FROM events WHERE subject_type = $2 AND subject_id = $1 ORDER BY created_at DESC"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT id, kind, subject_type, subject_id, created_at FROM events WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT id, name, last_seen_at FROM devices WHERE user_id = $1 AND revoked_at IS NULL"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT id, name, visibility, updated_at FROM pouches WHERE deleted_at IS NULL ORDER BY updated_at DESC LIMIT $1"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT id, number, message, created_at FROM revisions WHERE item_id = $1 ORDER BY number DESC LIMIT $2"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT id, slug FROM items WHERE tags @> $1 AND deleted_at IS NULL"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT id, slug, title, updated_at FROM items WHERE pouch_id = $1 AND status = $2 ORDER BY updated_at DESC LIMIT $3"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT id, title, body, status, tags, metadata FROM items WHERE pouch_id = $1 AND slug = $2 AND deleted_at IS NULL"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT path, mime_type, size_bytes, sha256 FROM files WHERE revision_id = $1 ORDER BY path"
+            ),
+            (
+                "app_user",
+                false,
+                "SELECT t.device_id, d.user_id FROM api_tokens t JOIN devices d ON d.id = t.device_id WHERE t.token_hash = $1 AND t.expires_at > now() AND d.revoked_at IS NULL"
+            ),
+            (
+                "app_user",
+                false,
+                "UPDATE devices SET last_seen_at = now() WHERE id = $1"
+            ),
+            (
+                "app_user",
+                false,
+                "UPDATE items SET title = $1, body = $2, updated_at = now() WHERE id = $3 RETURNING updated_at"
+            ),
+            (
+                "planck",
+                true,
+                "DELETE FROM api_tokens WHERE expires_at < now()"
+            ),
+            (
+                "planck",
+                true,
+                "DELETE FROM dpop_replays WHERE seen_at < now() - interval $1"
+            ),
+            (
+                "planck",
+                true,
+                "SELECT account_id, count(*) FROM items WHERE deleted_at IS NULL GROUP BY account_id ORDER BY account_id"
+            ),
+            (
+                "planck",
+                true,
+                "UPDATE items SET status = $2, updated_at = now() WHERE status = $3 AND updated_at < now() - $1::int * interval $4"
+            ),
+        ])
+    );
     let got = QueryFile::load(&file).unwrap();
     for s in &got.statements {
         let role = s.role.as_deref().unwrap();

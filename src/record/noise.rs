@@ -18,6 +18,26 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 /// recording, so the capture can recognise them.
 pub const PLANCK_TAG: &str = "/* planck */";
 
+/// The tables where common migration tools record what they applied
+/// (sqlx, Rails and golang-migrate, Django, Flyway, Knex, Prisma, Alembic,
+/// goose, node-pg-migrate, Diesel, Sequelize, Entity Framework).
+const MIGRATION_TABLES: &[&str] = &[
+    "_sqlx_migrations",
+    "schema_migrations",
+    "ar_internal_metadata",
+    "django_migrations",
+    "flyway_schema_history",
+    "knex_migrations",
+    "knex_migrations_lock",
+    "_prisma_migrations",
+    "alembic_version",
+    "goose_db_version",
+    "pgmigrations",
+    "__diesel_schema_migrations",
+    "SequelizeMeta",
+    "__EFMigrationsHistory",
+];
+
 /// Why a statement was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Reason {
@@ -164,6 +184,13 @@ pub fn classify(query: &str) -> Option<Reason> {
     if has_word("planck_migrations") {
         return Some(Reason::Planck);
     }
+    // Migration tools' bookkeeping is part of running migrations.
+    if toks
+        .iter()
+        .any(|t| matches!(t, Tok::Word(w) if MIGRATION_TABLES.contains(&w.as_str())))
+    {
+        return Some(Reason::Ddl);
+    }
     let reason = match first {
         "begin" | "start" | "commit" | "end" | "rollback" | "abort" | "savepoint" | "release" => {
             Some(Reason::Transaction)
@@ -262,6 +289,15 @@ mod tests {
             ("CREATE TABLE t (a int)", Reason::Ddl),
             ("-- migration 3\nALTER TABLE t ADD b int", Reason::Ddl),
             ("TRUNCATE items, pouches CASCADE", Reason::Ddl),
+            (
+                "SELECT version, checksum FROM _sqlx_migrations ORDER BY version",
+                Reason::Ddl,
+            ),
+            (
+                "INSERT INTO \"schema_migrations\" (\"version\") VALUES ($1)",
+                Reason::Ddl,
+            ),
+            ("SELECT \"name\" FROM \"SequelizeMeta\"", Reason::Ddl),
             ("DO $$ BEGIN NULL; END $$", Reason::Ddl),
             ("COPY items FROM STDIN", Reason::Utility),
             (
