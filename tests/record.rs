@@ -141,6 +141,7 @@ fn records_a_psql_run_exactly_and_rerecords_identically() {
         ])
     );
     assert_eq!(v["mode"], "reset");
+    assert_eq!(v["created_extension"], true);
     assert_eq!(v["exit"]["code"], 0);
     assert_eq!(v["kept"], 5);
     assert_eq!(v["added"], 5);

@@ -312,6 +312,7 @@ fn json(o: &Outcome, project: &Path) -> serde_json::Value {
         "command": o.command,
         "exit": exit,
         "mode": o.mode.name(),
+        "created_extension": o.created_extension,
         "kept": o.statements.len(),
         "dropped": dropped,
         "added": o.merge.count(MergeStatus::Added),
@@ -395,6 +396,7 @@ mod tests {
         assert_eq!(v["exit"]["signal"], 9);
         assert_eq!(v["exit"]["signal_name"], "SIGKILL");
         assert_eq!(v["mode"], "reset");
+        assert_eq!(v["created_extension"], false);
         assert_eq!(v["kept"], 1);
         assert_eq!(v["dropped"]["transaction"], 4);
         assert_eq!(v["dropped"]["ddl"], 0, "every reason is present");
