@@ -150,6 +150,31 @@ pub enum Error {
         source: tokio_postgres::Error,
     },
 
+    /// pg_stat_statements is not in the server's shared_preload_libraries.
+    #[error(
+        "pg_stat_statements is not loaded: the server's shared_preload_libraries is {}",
+        if current.is_empty() { "empty".to_string() } else { format!("'{current}'") }
+    )]
+    NotPreloaded { current: String },
+
+    /// The extension is missing in the database and this role may not create it.
+    #[error(
+        "the pg_stat_statements extension does not exist in database {database}, and role {role} may not create it: {pg}"
+    )]
+    ExtensionMissing {
+        database: String,
+        role: String,
+        pg: PgError,
+    },
+
+    /// The command `record` should run does not exist or cannot be run.
+    #[error("cannot run {program}: {message}")]
+    Command {
+        program: String,
+        message: String,
+        hint: Option<String>,
+    },
+
     /// Anything else, with its context chain (command glue only).
     #[error(transparent)]
     Other(#[from] anyhow::Error),
@@ -226,6 +251,21 @@ impl Error {
             Error::NotBuilt { .. } => {
                 vec!["this subcommand has its own issue; it lands in a later release".to_string()]
             }
+            Error::Command { hint, .. } => hint.iter().cloned().collect(),
+            Error::NotPreloaded { current } => vec![
+                format!(
+                    "set shared_preload_libraries = '{}' in postgresql.conf (or with ALTER SYSTEM SET), then restart the server",
+                    if current.is_empty() {
+                        "pg_stat_statements".to_string()
+                    } else {
+                        format!("{current},pg_stat_statements")
+                    }
+                ),
+                "planck's managed cluster has it: leave --database-url and DATABASE_URL unset to use it".to_string(),
+            ],
+            Error::ExtensionMissing { database, .. } => vec![format!(
+                "ask a superuser to run `CREATE EXTENSION pg_stat_statements;` in database {database}"
+            )],
             Error::MigrationChanged { name, .. } => vec![
                 format!("restore {name} as it was and add a new migration for the change"),
                 "or, on a throwaway database, run `planck migrate --fresh`".to_string(),

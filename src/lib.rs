@@ -11,6 +11,7 @@ pub mod error;
 pub mod migrate;
 pub mod output;
 pub mod queries;
+pub mod record;
 pub mod settings;
 
 pub use error::{Error, Result};

@@ -107,6 +107,55 @@ pub fn identity(query: &str, role: Option<&str>) -> String {
         .collect()
 }
 
+/// The text statements are matched on across runs, besides their id:
+/// space-normalized, without a trailing semicolon. pg_stat_statements'
+/// queryid cannot serve: it hashes table oids, so it changes with every new
+/// database, server and major version.
+pub fn text_key(query: &str) -> String {
+    let n = normalize_space(query);
+    n.trim_end_matches(';').trim_end().to_string()
+}
+
+/// What merging a capture did to one captured statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeStatus {
+    /// New in the file.
+    Added,
+    /// Already there; its recorded facts (calls, rows, RLS flag, database) changed.
+    Updated,
+    /// Already there, nothing changed.
+    Unchanged,
+    /// Matches an entry a person added by hand, which is left as written.
+    Manual,
+}
+
+impl MergeStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            MergeStatus::Added => "added",
+            MergeStatus::Updated => "updated",
+            MergeStatus::Unchanged => "unchanged",
+            MergeStatus::Manual => "manual",
+        }
+    }
+}
+
+/// What [`QueryFile::merge`] did.
+#[derive(Debug, Clone, Default)]
+pub struct Merge {
+    /// For each captured statement, in order: its id in the file and what happened.
+    pub outcomes: Vec<(String, MergeStatus)>,
+    /// Recorded (not manual) entries the run did not send: removed when pruning.
+    pub vanished: Vec<Statement>,
+    pub pruned: bool,
+}
+
+impl Merge {
+    pub fn count(&self, status: MergeStatus) -> usize {
+        self.outcomes.iter().filter(|(_, s)| *s == status).count()
+    }
+}
+
 /// The project's default queries file.
 pub fn default_path(queries_dir: &Path) -> PathBuf {
     queries_dir.join(DEFAULT_FILE)
@@ -138,6 +187,10 @@ impl QueryFile {
             });
         }
         let mut seen: std::collections::HashMap<String, usize> = Default::default();
+        // Identity is text and role: two entries that differ only by a
+        // hand-edited id are the same statement too.
+        let mut seen_text: std::collections::HashMap<(String, Option<String>), usize> =
+            Default::default();
         let mut statements = Vec::with_capacity(raw.statement.len());
         for spanned in raw.statement {
             let (line, _) = line_col(text, spanned.span().start);
@@ -159,6 +212,17 @@ impl QueryFile {
                     line: Some(line),
                     column: None,
                     message: format!("statement {id} appears twice (first at line {first})"),
+                    hint: Some("delete one of the two entries".into()),
+                });
+            }
+            if let Some(first) = seen_text.insert((text_key(&r.query), r.role.clone()), line) {
+                return Err(Error::Config {
+                    path: path.to_path_buf(),
+                    line: Some(line),
+                    column: None,
+                    message: format!(
+                        "statement {id} has the same text and role as the one at line {first}"
+                    ),
                     hint: Some("delete one of the two entries".into()),
                 });
             }
@@ -226,6 +290,82 @@ impl QueryFile {
             out.push_str(&format!("query = {}\n", toml_multiline(&s.query)));
         }
         out
+    }
+
+    /// Merges a capture into the file. A captured statement matches an entry
+    /// by id, else by [`text_key`] and role, else by text alone when the entry
+    /// was added by hand without a role. A matched entry keeps its id, text,
+    /// `ignore` mark and anything a person wrote; only the facts measured by
+    /// the run (calls, rows, bypass_rls, database) are refreshed, and never on
+    /// a `manual` entry. Recorded entries the run did not send are reported
+    /// in `vanished`, and removed when `prune`; manual entries always stay.
+    pub fn merge(&mut self, captured: &[Statement], prune: bool) -> Merge {
+        use std::collections::HashMap;
+        let mut by_id: HashMap<String, usize> = HashMap::new();
+        let mut by_text: HashMap<(String, Option<String>), usize> = HashMap::new();
+        for (i, s) in self.statements.iter().enumerate() {
+            by_id.insert(s.id.clone(), i);
+            by_text
+                .entry((text_key(&s.query), s.role.clone()))
+                .or_insert(i);
+        }
+        let mut matched = vec![false; self.statements.len()];
+        let mut merge = Merge::default();
+        for c in captured {
+            let key = text_key(&c.query);
+            let found = by_id
+                .get(&c.id)
+                .or_else(|| by_text.get(&(key.clone(), c.role.clone())))
+                .or_else(|| by_text.get(&(key.clone(), None)))
+                .copied()
+                .filter(|&i| !matched[i]);
+            let Some(i) = found else {
+                let mut s = c.clone();
+                s.line = None;
+                s.manual = false;
+                by_id.insert(s.id.clone(), self.statements.len());
+                by_text.insert((key, s.role.clone()), self.statements.len());
+                matched.push(true);
+                merge.outcomes.push((s.id.clone(), MergeStatus::Added));
+                self.statements.push(s);
+                continue;
+            };
+            matched[i] = true;
+            let e = &mut self.statements[i];
+            if e.manual {
+                merge.outcomes.push((e.id.clone(), MergeStatus::Manual));
+                continue;
+            }
+            let before = (e.calls, e.rows, e.bypass_rls, e.database.clone(), e.queryid);
+            e.calls = c.calls;
+            e.rows = c.rows;
+            e.bypass_rls = c.bypass_rls;
+            e.database = c.database.clone();
+            e.queryid = c.queryid;
+            let after = (e.calls, e.rows, e.bypass_rls, e.database.clone(), e.queryid);
+            let status = if before == after {
+                MergeStatus::Unchanged
+            } else {
+                MergeStatus::Updated
+            };
+            merge.outcomes.push((e.id.clone(), status));
+        }
+        let mut keep = Vec::with_capacity(self.statements.len());
+        for (s, m) in std::mem::take(&mut self.statements)
+            .into_iter()
+            .zip(matched)
+        {
+            if !m && !s.manual {
+                merge.vanished.push(s.clone());
+                if prune {
+                    continue;
+                }
+            }
+            keep.push(s);
+        }
+        self.statements = keep;
+        merge.pruned = prune;
+        merge
     }
 
     /// Writes the file atomically (a temporary file renamed over it), so a
@@ -352,6 +492,81 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("q.toml:5"), "{msg}");
         assert!(msg.contains("appears twice (first at line 2)"), "{msg}");
+    }
+
+    #[test]
+    fn merge_keeps_hand_edits_and_reports_vanished() {
+        let text = r#"format_version = 1
+
+[[statement]]
+role = "app_user"
+bypass_rls = false
+calls = 1
+ignore = "known slow, ticket 12"
+query = """
+SELECT * FROM items
+  WHERE id = $1
+"""
+
+[[statement]]
+manual = true
+query = "SELECT count(*) FROM events"
+
+[[statement]]
+role = "app_user"
+calls = 4
+query = "SELECT gone FROM old_table"
+"#;
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        let captured = vec![
+            stmt("SELECT * FROM items WHERE id = $1;", "app_user"),
+            stmt("SELECT count(*) FROM events", "owner"),
+            stmt("SELECT 2 FROM new_table", "owner"),
+        ];
+        let m = f.clone().merge(&captured, false);
+        let statuses: Vec<MergeStatus> = m.outcomes.iter().map(|(_, s)| *s).collect();
+        assert_eq!(
+            statuses,
+            [
+                MergeStatus::Updated,
+                MergeStatus::Manual,
+                MergeStatus::Added
+            ]
+        );
+        assert_eq!(m.vanished.len(), 1);
+        assert_eq!(m.vanished[0].query, "SELECT gone FROM old_table");
+        let m = f.merge(&captured, true);
+        assert_eq!(m.vanished.len(), 1);
+        assert_eq!(f.statements.len(), 3, "pruned the vanished entry only");
+        let items = &f.statements[0];
+        assert_eq!(items.ignore.as_deref(), Some("known slow, ticket 12"));
+        assert_eq!(
+            items.query, "SELECT * FROM items\n  WHERE id = $1",
+            "hand formatting kept"
+        );
+        assert_eq!(items.calls, Some(3));
+        assert!(f.statements[1].manual && f.statements[1].role.is_none());
+        // A second merge of the same capture changes nothing.
+        let once = f.render();
+        let m = f.merge(&captured, true);
+        assert_eq!(m.count(MergeStatus::Unchanged), 2);
+        assert_eq!(m.count(MergeStatus::Manual), 1);
+        assert!(m.vanished.is_empty());
+        assert_eq!(f.render(), once);
+    }
+
+    #[test]
+    fn same_text_and_role_under_two_ids_is_an_error() {
+        let text = "[[statement]]\nid = \"a\"\nrole = \"r\"\nquery = \"SELECT 1;\"\n\n\
+                    [[statement]]\nid = \"b\"\nrole = \"r\"\nquery = \"SELECT  1\"\n\n\
+                    [[statement]]\nid = \"c\"\nrole = \"other\"\nquery = \"SELECT 1\"\n";
+        let msg = QueryFile::parse(Path::new("q.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "q.toml:6: statement b has the same text and role as the one at line 1"
+        );
     }
 
     #[test]

@@ -1,0 +1,359 @@
+//! Recording: what the application really sends, from pg_stat_statements,
+//! merged into the queries file.
+//!
+//! The steps, in order, so that a mistake costs as little as possible: read
+//! the existing queries file (a syntax error stops us before any work), check
+//! the output can be written and the command exists, check pg_stat_statements
+//! (loaded, extension present or creatable, tracking on), reset the target
+//! database's counters and take a snapshot, run the command, take a second
+//! snapshot, subtract, resolve roles and the RLS-bypass flag, drop the noise
+//! ([`noise`]), merge into the file ([`crate::queries::QueryFile::merge`]).
+//!
+//! The RLS-bypass flag of a statement is true when the role that ran it is a
+//! superuser, has BYPASSRLS, or has the privileges of the owner of a table
+//! with row-level security (enabled, not forced) that the statement names.
+//! Tables reached only through views, functions or triggers are not seen.
+
+pub mod capture;
+pub mod child;
+pub mod noise;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::db::ConnInfo;
+use crate::error::{Error, Result};
+use crate::queries::{self, Merge, MergeStatus, QueryFile, Statement};
+use crate::settings::Settings;
+
+pub use child::Exit;
+pub use noise::Reason;
+
+/// What to record and where.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The queries file to merge into.
+    pub output: PathBuf,
+    /// Keep the noise too.
+    pub keep_all: bool,
+    /// Remove recorded statements the run no longer sends.
+    pub prune: bool,
+    /// The command and its arguments; empty: capture what is there now.
+    pub command: Vec<String>,
+    /// Where the command runs.
+    pub cwd: PathBuf,
+    /// `PATH`, to find the command.
+    pub path_var: Option<std::ffi::OsString>,
+}
+
+/// How the capture isolated the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Counters of the database reset before the run.
+    Reset,
+    /// The role may not reset: a snapshot before, subtracted after.
+    Snapshot,
+    /// No command: what pg_stat_statements holds now.
+    Current,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Reset => "reset",
+            Mode::Snapshot => "snapshot",
+            Mode::Current => "current",
+        }
+    }
+}
+
+/// One statement the run sent and the file now holds.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// Its id in the file.
+    pub id: String,
+    pub queryid: i64,
+    pub role: String,
+    pub bypass_rls: bool,
+    pub calls: u64,
+    pub rows: u64,
+    pub total_ms: f64,
+    pub query: String,
+    /// Why it is noise, when kept with `--keep-all`.
+    pub noise: Option<Reason>,
+    pub status: MergeStatus,
+}
+
+/// What a recording did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub database: String,
+    pub file: PathBuf,
+    pub command: Vec<String>,
+    pub exit: Option<Exit>,
+    pub mode: Mode,
+    pub statements: Vec<Kept>,
+    /// Distinct statements dropped, per reason.
+    pub dropped: BTreeMap<Reason, usize>,
+    pub merge: Merge,
+    pub warnings: Vec<String>,
+    pub created_extension: bool,
+}
+
+/// Records `opts.command` (or the current contents) on `conn` into `opts.output`.
+pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Result<Outcome> {
+    // 1. The file and the command, before touching the database.
+    let mut file = if opts.output.exists() {
+        QueryFile::load(&opts.output)?
+    } else {
+        QueryFile::default()
+    };
+    check_writable(&opts.output)?;
+    let program = match opts.command.first() {
+        Some(p) => Some(child::resolve_program(
+            p,
+            opts.path_var.as_deref(),
+            &opts.cwd,
+        )?),
+        None => None,
+    };
+
+    // 2. pg_stat_statements.
+    let mut tagged = conn.clone();
+    tagged.config.application_name("planck record");
+    let client = tagged.connect().await?;
+    let probe = capture::probe(&client).await?;
+    if probe.created_extension {
+        settings.info(&format!(
+            "created the pg_stat_statements extension in database {}",
+            probe.database
+        ));
+    }
+    let mut warnings = Vec::new();
+
+    // 3. The run.
+    let (mode, exit, before, after) = match &program {
+        Some(program) => {
+            let mode = if capture::reset(&client, &probe).await? {
+                Mode::Reset
+            } else {
+                settings.debug(&format!(
+                    "role {} may not reset pg_stat_statements: subtracting a snapshot instead",
+                    probe.current_user
+                ));
+                Mode::Snapshot
+            };
+            let before = capture::sample(&client, &probe).await?;
+            let env = child::env_for(conn);
+            settings.info(&format!(
+                "recording `{}` against {}",
+                crate::cmd::record::shell_words(&opts.command),
+                conn.display()
+            ));
+            let exit = child::run(program, &opts.command[1..], &env, &opts.cwd, settings).await?;
+            let after = capture::sample(&client, &probe).await?;
+            (mode, Some(exit), Some(before), after)
+        }
+        None => (
+            Mode::Current,
+            None,
+            None,
+            capture::sample(&client, &probe).await?,
+        ),
+    };
+    let raw = capture::delta(before.as_ref(), &after);
+
+    // 4. Truth about the capture.
+    if let Some(exit) = exit
+        && !exit.success()
+    {
+        warnings.push(format!(
+            "the command {}; the statements it sent before that are recorded, but the run may be partial",
+            exit.describe()
+        ));
+    }
+    if let (Some(b), Some(a)) = (before.as_ref().and_then(|b| b.dealloc), after.dealloc)
+        && a > b
+    {
+        warnings.push(format!(
+            "pg_stat_statements evicted entries {} time(s) during the run, so some statements may be missing; raise pg_stat_statements.max (now {})",
+            a - b,
+            probe.max.as_deref().unwrap_or("unknown")
+        ));
+    }
+    if probe.track == "top" {
+        warnings.push(
+            "pg_stat_statements.track is `top`: statements run inside functions and procedures were not recorded; set it to `all`".into(),
+        );
+    }
+    if after.invisible > 0 {
+        warnings.push(format!(
+            "{} statement(s) of other roles are hidden from role {}: grant it pg_read_all_stats to record them",
+            after.invisible, probe.current_user
+        ));
+    }
+    let lost = raw.iter().filter(|r| r.query.is_none()).count();
+    if lost > 0 {
+        warnings.push(format!(
+            "pg_stat_statements lost the text of {lost} statement(s) (its query-text file was discarded); they are not recorded"
+        ));
+    }
+    if let Some(size) = probe.query_size {
+        let cut = raw
+            .iter()
+            .filter_map(|r| r.query.as_ref())
+            .filter(|q| q.len() as i64 == size - 1)
+            .count();
+        if cut > 0 {
+            warnings.push(format!(
+                "{cut} statement text(s) are exactly track_activity_query_size - 1 ({}) bytes long and may be truncated; raise track_activity_query_size",
+                size - 1
+            ));
+        }
+    }
+
+    // 5. Roles, RLS, noise, grouping.
+    let mut userids: Vec<u32> = raw.iter().map(|r| r.userid).collect();
+    userids.sort_unstable();
+    userids.dedup();
+    let roles = capture::roles(&client, &userids).await?;
+    let mut dropped: BTreeMap<Reason, usize> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String), Kept> = BTreeMap::new();
+    let mut dropped_keys: HashMap<(String, String), Reason> = HashMap::new();
+    // Statements of the run, planck's own left out: zero means a wrong target.
+    let mut sent = 0usize;
+    for r in &raw {
+        let Some(query) = &r.query else {
+            sent += 1;
+            continue;
+        };
+        let facts = roles.get(&r.userid);
+        let role = facts
+            .map(|f| f.name.clone())
+            .unwrap_or_else(|| format!("oid {}", r.userid));
+        let key = (role.clone(), queries::text_key(query));
+        let reason = noise::classify(query);
+        if reason != Some(Reason::Planck) {
+            sent += 1;
+        }
+        // planck's own statements are never the application's, even with --keep-all.
+        if let Some(reason) = reason
+            && (!opts.keep_all || reason == Reason::Planck)
+        {
+            dropped_keys.insert(key, reason);
+            continue;
+        }
+        let bypass = facts.is_some_and(|f| f.bypasses_rls(&noise::identifiers(query)));
+        let g = groups.entry(key).or_insert_with(|| Kept {
+            id: queries::identity(query, Some(&role)),
+            queryid: r.queryid,
+            role,
+            bypass_rls: bypass,
+            calls: 0,
+            rows: 0,
+            total_ms: 0.0,
+            query: query.trim().to_string(),
+            noise: reason,
+            status: MergeStatus::Added,
+        });
+        g.calls += r.calls;
+        g.rows += r.rows;
+        g.total_ms += r.total_ms;
+    }
+    for reason in dropped_keys.into_values() {
+        *dropped.entry(reason).or_default() += 1;
+    }
+    let mut statements: Vec<Kept> = groups.into_values().collect();
+    if statements.is_empty() {
+        warnings.push(if sent == 0 {
+            format!(
+                "the run produced no statements at all in database {}: did the command use DATABASE_URL (or PG* variables)? A suite that creates its own databases is not recorded",
+                probe.database
+            )
+        } else {
+            format!(
+                "every statement the run sent in database {} was noise: nothing to record",
+                probe.database
+            )
+        });
+    }
+
+    // 6. Merge and save.
+    let captured: Vec<Statement> = statements
+        .iter()
+        .map(|k| Statement {
+            id: k.id.clone(),
+            query: k.query.clone(),
+            role: Some(k.role.clone()),
+            bypass_rls: Some(k.bypass_rls),
+            database: Some(probe.database.clone()),
+            // Not in the file: it changes with every new database (see text_key).
+            queryid: None,
+            calls: Some(k.calls),
+            rows: Some(k.rows),
+            ..Default::default()
+        })
+        .collect();
+    let merge = file.merge(&captured, opts.prune);
+    for (k, (id, status)) in statements.iter_mut().zip(&merge.outcomes) {
+        k.id = id.clone();
+        k.status = *status;
+    }
+    file.save(&opts.output)?;
+    Ok(Outcome {
+        database: probe.database,
+        file: opts.output.clone(),
+        command: opts.command.clone(),
+        exit,
+        mode,
+        statements,
+        dropped,
+        merge,
+        warnings,
+        created_extension: probe.created_extension,
+    })
+}
+
+/// Fails early when the queries file cannot be written: a test suite may
+/// run for minutes before the capture.
+fn check_writable(path: &Path) -> Result<()> {
+    let err = |source| Error::WriteFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.is_dir() {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "it is a directory",
+        )));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    // A file where a folder should be: say so, rather than "File exists".
+    if let Some(blocker) = dir.ancestors().find(|a| a.exists())
+        && !blocker.is_dir()
+    {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            format!("{} is a file, not a directory", blocker.display()),
+        )));
+    }
+    std::fs::create_dir_all(&dir).map_err(err)?;
+    let probe = dir.join(format!(
+        ".{}.planck-probe",
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    ));
+    std::fs::write(&probe, b"").map_err(err)?;
+    let _ = std::fs::remove_file(&probe);
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(err)?;
+    }
+    Ok(())
+}
