@@ -80,4 +80,7 @@ pub enum Command {
     Report(cmd::NotBuiltArgs),
     /// Run the whole pipeline on the bundled example
     Demo(cmd::demo::DemoArgs),
+    /// The bundled example's test run (record it with `planck record -- planck example-app`)
+    #[command(hide = true)]
+    ExampleApp(cmd::demo::ExampleAppArgs),
 }

@@ -13,6 +13,30 @@ pub fn bundled_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Arguments of the hidden `planck example-app`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ExampleAppArgs {
+    /// URL the API part connects with [default: the database URL with user and password app_user]
+    #[arg(long, env = "APP_DATABASE_URL", value_name = "URL")]
+    pub app_url: Option<String>,
+}
+
+/// Plays the bundled example's API and jobs against the target database, as
+/// its test suite would (see [`crate::example_app`]).
+pub async fn example_app(args: ExampleAppArgs, settings: &Settings) -> Result<i32> {
+    let conn = settings.conn().await?;
+    let summary = crate::example_app::play(&conn.url, args.app_url.as_deref())
+        .await
+        .map_err(|e| {
+            Error::Other(anyhow::anyhow!(
+                "the example app failed against {}: {e}",
+                conn.display()
+            ))
+        })?;
+    settings.info(&summary);
+    Ok(0)
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Database the demo (re)creates and works in

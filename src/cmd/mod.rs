@@ -33,5 +33,6 @@ pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
         Command::Replay(_) => Err(Error::NotBuilt { command: "replay" }),
         Command::Report(_) => Err(Error::NotBuilt { command: "report" }),
         Command::Demo(a) => demo::run(a, settings).await,
+        Command::ExampleApp(a) => demo::example_app(a, settings).await,
     }
 }

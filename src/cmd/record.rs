@@ -60,12 +60,10 @@ impl RecordArgs {
 
 /// The bundled example's test run: plays its API and jobs (see the script).
 pub fn example_app_command() -> Vec<String> {
-    vec![
-        super::demo::bundled_dir()
-            .join("tools/example-app")
-            .display()
-            .to_string(),
-    ]
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "planck".to_string());
+    vec![exe, "example-app".to_string()]
 }
 
 pub async fn run(args: RecordArgs, settings: &Settings) -> Result<i32> {
@@ -444,6 +442,6 @@ mod tests {
         assert_eq!(a.command, ["tools/example-app"]);
         assert_eq!(a.output.as_deref(), Some(Path::new("/tmp/q.toml")));
         assert!(!a.keep_all && !a.prune);
-        assert!(example_app_command()[0].ends_with("tools/example-app"));
+        assert_eq!(example_app_command()[1], "example-app");
     }
 }

@@ -183,6 +183,8 @@ pub fn repo_root() -> PathBuf {
 pub fn planck_cmd(cwd: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_planck"));
     cmd.current_dir(cwd);
+    // tools/example-app runs this binary rather than `cargo run`.
+    cmd.env("PLANCK_BIN", env!("CARGO_BIN_EXE_planck"));
     for k in [
         "PLANCK_DATABASE_URL",
         "DATABASE_URL",

@@ -14,7 +14,9 @@
 //! statements), once: on a database that already has them, the COPY fails
 //! on the primary key and is rolled back.
 //!
-//! Run it on a migrated database: `DATABASE_URL=... cargo run --example example_app`.
+//! It is part of planck (the hidden `planck example-app` subcommand) so that
+//! `planck demo` can record it without a separate build; run it on a migrated
+//! database with `DATABASE_URL=... tools/example-app`.
 
 use std::str::FromStr;
 
@@ -22,7 +24,7 @@ use futures_util::SinkExt;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls};
 
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// The fixtures' tenants and pouches. Ids far above what `planck seed`
 /// generates, so the example also runs on a seeded database.
@@ -326,14 +328,14 @@ async fn jobs(owner: &Client) -> Result<()> {
     Ok(())
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> Result<()> {
-    let url = std::env::var("DATABASE_URL")
-        .map_err(|_| "DATABASE_URL is not set: point it at a migrated database")?;
-    let owner_config = Config::from_str(&url)?;
-    let app_config = match std::env::var("APP_DATABASE_URL") {
-        Ok(u) => Config::from_str(&u)?,
-        Err(_) => {
+/// Plays the API and the jobs: as the owner through `owner_url` (fixtures and
+/// jobs), as the application through `app_url` (default: `owner_url` with user
+/// and password `app_user`). Returns a one-line summary.
+pub async fn play(owner_url: &str, app_url: Option<&str>) -> Result<String> {
+    let owner_config = Config::from_str(owner_url)?;
+    let app_config = match app_url {
+        Some(u) => Config::from_str(u)?,
+        None => {
             let mut c = owner_config.clone();
             c.user("app_user").password("app_user");
             c
@@ -347,9 +349,8 @@ async fn main() -> Result<()> {
         api(&mut app, GLOBEX, "example-app-tok-cy", GLOBEX_POUCH, round).await?;
     }
     jobs(&owner).await?;
-    println!(
+    Ok(format!(
         "example-app: {} fixtures, played 4 API sessions and 4 jobs",
         if loaded { "loaded" } else { "kept existing" }
-    );
-    Ok(())
+    ))
 }
