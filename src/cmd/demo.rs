@@ -44,6 +44,11 @@ pub struct DemoArgs {
     pub database: String,
 }
 
+/// Where the demo keeps its files: `.planck/demo/` of the project.
+fn demo_dir(settings: &Settings) -> PathBuf {
+    settings.project_dir.join(".planck").join("demo")
+}
+
 pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     let base = settings.conn().await?;
     let conn = base.with_database(&args.database);
@@ -72,26 +77,29 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         outcome.applied.len(),
         conn.display()
     ));
-    let client = conn.connect().await?;
-    let rows = client
-        .query(
-            "SELECT c.relname, c.relrowsecurity
-               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-              WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname <> 'planck_migrations'
-              ORDER BY 1",
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("listing the demo's tables", e))?;
-    let mut table = crate::output::table(&["table", "row-level security"]);
-    for r in &rows {
-        let rls: bool = r.get(1);
-        table.add_row(vec![
-            r.get::<_, String>(0),
-            if rls { "on" } else { "off" }.to_string(),
-        ]);
+    // Step 2: record what the example app's test run sends, into a queries
+    // file of the demo's own (the committed queries/recorded.toml stays as is).
+    let queries = demo_dir(settings).join("recorded.toml");
+    let _ = std::fs::remove_file(&queries);
+    let recorded = super::record::record_on(
+        &conn,
+        super::record::RecordArgs::around(super::record::example_app_command()).output(&queries),
+        settings,
+    )
+    .await?;
+    if let Some(status) = recorded.exit
+        && !status.success()
+    {
+        return Err(Error::Other(anyhow::anyhow!(
+            "the example app {}; see its output above",
+            status.describe()
+        )));
     }
-    crate::output::emit(format!("{table}\n").as_bytes()).map_err(|e| Error::Other(e.into()))?;
+    settings.info(&format!(
+        "recorded {} statements of the example app into {}",
+        recorded.statements.len(),
+        queries.display()
+    ));
     settings.info(&format!("next: `psql {}` to look around", conn.display()));
     Ok(0)
 }
