@@ -13,3 +13,4 @@ pub mod output;
 pub mod settings;
 
 pub use error::{Error, Result};
+pub mod seed;
