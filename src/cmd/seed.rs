@@ -136,8 +136,9 @@ pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
         default_rows: args.rows,
     };
     let conn = settings.conn().await?;
-    let client = conn.connect().await?;
-    let cat = catalog::load(&client).await?;
+    let pending = load::recover(&conn, threads, settings).await?;
+    let mut client = conn.connect().await?;
+    let cat = catalog::load(&mut client, &pending).await?;
     drop(client);
     let started = Instant::now();
     let plan = Arc::new(plan::build(&cat, &sf, &opts)?);
@@ -150,6 +151,20 @@ pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
             .map(|p| format!(" from {}", p.display()))
             .unwrap_or_default()
     ));
+    for tp in &plan.tables {
+        let fks: Vec<String> = tp
+            .fks
+            .iter()
+            .map(|f| format!("{}->{} {:?}", f.name, plan.tables[f.parent].display, f.pick))
+            .collect();
+        settings.debug(&format!(
+            "  {}: {} rows, {:?}; {}",
+            tp.display,
+            tp.rows,
+            tp.layout_name(),
+            fks.join(", ")
+        ));
+    }
     if args.dry_run {
         render(settings, &plan, None, 0.0)?;
         return Ok(0);

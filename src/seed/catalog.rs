@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use tokio_postgres::Client;
+use tokio_postgres::{Client, GenericClient};
 
 use crate::error::{Error, Result};
 
@@ -200,7 +200,34 @@ fn dberr(what: &str) -> impl FnOnce(tokio_postgres::Error) -> Error + '_ {
     move |e| Error::db(format!("reading the catalog ({what})"), e)
 }
 
-pub async fn load(client: &Client) -> Result<Catalog> {
+/// Reads the catalog. Foreign keys an interrupted run left saved (and which
+/// could not be restored yet) are put back as NOT VALID inside a transaction
+/// that is rolled back, so the plan sees the schema as the user wrote it.
+pub async fn load(
+    client: &mut Client,
+    pending_fks: &[(String, String, String)],
+) -> Result<Catalog> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| Error::db("reading the catalog", e))?;
+    for (table, name, def) in pending_fks {
+        let def = def.trim_end().trim_end_matches("NOT VALID").trim_end();
+        tx.batch_execute(&format!(
+            "ALTER TABLE {table} ADD CONSTRAINT {} {def} NOT VALID",
+            crate::db::quote_ident(name)
+        ))
+        .await
+        .map_err(|e| Error::db(format!("re-reading saved foreign key {name}"), e))?;
+    }
+    let cat = load_in(&tx).await;
+    tx.rollback()
+        .await
+        .map_err(|e| Error::db("reading the catalog", e))?;
+    cat
+}
+
+async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
     let rows = client
         .query(
             "SELECT c.oid, n.nspname, c.relname, c.relkind = 'p'
@@ -421,6 +448,48 @@ pub async fn load(client: &Client) -> Result<Catalog> {
                 cols,
             }),
         }
+    }
+
+    // Foreign keys declared on the partitions of a partitioned table (as
+    // pg_dump writes them): every partition's rows must hold them, so the
+    // parent table's rows do.
+    for r in client
+        .query(
+            "SELECT h.inhparent, c.conname,
+                    ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, o)
+                            JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o),
+                    c.confrelid, c.confkey, c.confrelid::regclass::text
+               FROM pg_constraint c JOIN pg_inherits h ON h.inhrelid = c.conrelid
+              WHERE c.contype = 'f' AND c.conparentid = 0 AND h.inhparent = ANY($1)
+              ORDER BY h.inhparent, c.conname",
+            &[&oids],
+        )
+        .await
+        .map_err(dberr("partition foreign keys"))?
+    {
+        let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else { continue };
+        let names: Vec<String> = r.get(2);
+        let cols: Vec<usize> = names.iter().filter_map(|n| tables[ti].column(n)).collect();
+        if cols.len() != names.len() {
+            continue;
+        }
+        let poid: u32 = r.get(3);
+        let parent = by_oid.get(&poid).copied();
+        if tables[ti].fks.iter().any(|f| f.cols == cols && f.parent == parent) {
+            continue;
+        }
+        let confkey: Vec<i16> = r.get(4);
+        let parent_cols = match parent {
+            Some(p) => attnums_to_idx(&tables[p], &confkey),
+            None => Vec::new(),
+        };
+        tables[ti].fks.push(ForeignKey {
+            name: r.get(1),
+            cols,
+            parent,
+            parent_name: r.get(5),
+            parent_cols,
+        });
     }
 
     // Unique indexes that back no constraint (also partial and expression ones).

@@ -224,11 +224,47 @@ async fn restore_all(
     }
     if !pending.is_empty() {
         settings.info(&format!(
-            "{} foreign key(s) wait for the other shards (kept in planck_seed_saved; the run that completes the set restores them)",
+            "{} foreign key(s) cannot be validated yet: their rows are incomplete (other shards, or an interrupted run); they stay in planck_seed_saved and the next complete load restores them",
             pending.len()
         ));
     }
     Ok(pending)
+}
+
+/// Restores what an interrupted run left in `planck_seed_saved` and returns
+/// the foreign keys that still cannot be validated (their tables hold partial
+/// data until this run truncates them), as (table, name, definition).
+pub async fn recover(
+    conn: &ConnInfo,
+    threads: usize,
+    settings: &Settings,
+) -> Result<Vec<(String, String, String)>> {
+    let c = connect(conn).await?;
+    let exists: bool = c
+        .query_one(
+            "SELECT to_regclass('public.planck_seed_saved') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("looking for planck_seed_saved", e))?
+        .get(0);
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let leftovers = saved(&c).await?;
+    if !leftovers.is_empty() {
+        settings.info(&format!(
+            "restoring {} index(es)/foreign key(s) an earlier run left saved in planck_seed_saved",
+            leftovers.len()
+        ));
+        restore_all(conn, threads, true, settings).await?;
+    }
+    Ok(saved(&c)
+        .await?
+        .into_iter()
+        .filter(|s| s.kind == "fk")
+        .map(|s| (s.table, s.name, s.def))
+        .collect())
 }
 
 /// Saves and drops the secondary indexes and foreign keys touching `oids`.
@@ -486,14 +522,6 @@ pub async fn run(
 ) -> Result<Vec<TableReport>> {
     let mut admin = connect(conn).await?;
     ensure_saved_table(&admin).await?;
-    let leftovers = saved(&admin).await?;
-    if !leftovers.is_empty() {
-        settings.info(&format!(
-            "restoring {} index(es)/foreign key(s) an earlier run left saved in planck_seed_saved",
-            leftovers.len()
-        ));
-        restore_all(conn, opts.threads, true, settings).await?;
-    }
 
     // Refuse non-empty tables.
     let sharded = opts.shard.is_some();
@@ -666,6 +694,12 @@ pub async fn run(
         .map(|t| t.display.clone())
         .filter(|n| !loaded.contains(n))
         .collect();
+    if let Err(e) = &restore {
+        settings.warn(&format!(
+            "restoring indexes and foreign keys failed: {}",
+            crate::error::render(e)
+        ));
+    }
     if interrupted || !failed.is_empty() {
         let state = format!(
             "loaded: {}; left as they were (empty after --truncate rollback or untouched): {}; indexes and foreign keys {}",

@@ -135,6 +135,17 @@ pub struct RowCtx {
 
 const WITHIN_PARENT: usize = usize::MAX;
 
+impl TablePlan {
+    /// The layout, for --verbose.
+    pub fn layout_name(&self) -> String {
+        match &self.layout {
+            Layout::Flat => "flat".into(),
+            Layout::Child { fk } => format!("under {}", self.fks[*fk].name),
+            Layout::PerParent { fk, .. } => format!("per row of {}", self.fks[*fk].name),
+        }
+    }
+}
+
 impl Plan {
     pub fn ctx(&self, t: usize, row: u64) -> RowCtx {
         let tp = &self.tables[t];
@@ -1309,8 +1320,12 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
     let mut tables: Vec<TablePlan> = Vec::new();
     let mut in_tree: Vec<bool> = Vec::new();
     let mut depth: Vec<usize> = Vec::new();
-    let t_rows_of =
-        |tables: &Vec<TablePlan>| tenant.and_then(|t| pos.get(&t)).map(|p| tables[*p].rows);
+    let t_rows_of = |tables: &Vec<TablePlan>| {
+        tenant
+            .and_then(|t| pos.get(&t))
+            .and_then(|p| tables.get(*p))
+            .map(|t| t.rows)
+    };
 
     for (pi, &ci) in order.iter().enumerate() {
         let table = &cat.tables[ci];
@@ -1615,6 +1630,59 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
             }
         }
 
+        // Partition keys.
+        if let Some(part) = &table.partitioning
+            && !assigned[part.col]
+        {
+            let kind = &table.columns[part.col].kind;
+            let conv = |s: &str| -> Option<i64> {
+                if kind.is_time() {
+                    spec::parse_timestamp(s)
+                } else {
+                    s.parse().ok()
+                }
+            };
+            match &part.bounds {
+                PartitionBounds::Range(rs) => {
+                    let ranges: Vec<(i64, i64)> = rs
+                        .iter()
+                        .filter_map(|(a, b)| {
+                            let a = a.as_deref().map_or(Some(T_LO), conv)?;
+                            let b = b.as_deref().map_or(Some(T_HI), conv)?;
+                            (b > a).then_some((a, b))
+                        })
+                        .collect();
+                    if ranges.is_empty() {
+                        return Err(seed_err(
+                            &display,
+                            Some(&table.columns[part.col].name),
+                            "its partitions' bounds are beyond what planck understands",
+                            "give the partition key a `range` in the spec",
+                        ));
+                    }
+                    tp.cols[part.col].generator = if kind.is_time() {
+                        Gen::Ranges(ranges)
+                    } else {
+                        let (a, b) = ranges[0];
+                        Gen::Int { lo: a, hi: b - 1 }
+                    };
+                    assigned[part.col] = true;
+                }
+                PartitionBounds::List(vals) => {
+                    tp.cols[part.col].generator = uniform_choice(
+                        vals.iter()
+                            .map(|v| match kind {
+                                k if k.is_int() => v.parse().map(Val::Int).unwrap_or(Val::Null),
+                                _ => Val::Text(v.clone()),
+                            })
+                            .collect(),
+                    );
+                    assigned[part.col] = true;
+                }
+                PartitionBounds::Any => {}
+            }
+        }
+
         // Uniqueness.
         let max_per_parent = max_children(&tp, &tables);
         let mut uniques = table.uniques.clone();
@@ -1879,59 +1947,6 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                         };
                     }
                 }
-            }
-        }
-
-        // Partition keys.
-        if let Some(part) = &table.partitioning
-            && !assigned[part.col]
-        {
-            let kind = &table.columns[part.col].kind;
-            let conv = |s: &str| -> Option<i64> {
-                if kind.is_time() {
-                    spec::parse_timestamp(s)
-                } else {
-                    s.parse().ok()
-                }
-            };
-            match &part.bounds {
-                PartitionBounds::Range(rs) => {
-                    let ranges: Vec<(i64, i64)> = rs
-                        .iter()
-                        .filter_map(|(a, b)| {
-                            let a = a.as_deref().map_or(Some(T_LO), conv)?;
-                            let b = b.as_deref().map_or(Some(T_HI), conv)?;
-                            (b > a).then_some((a, b))
-                        })
-                        .collect();
-                    if ranges.is_empty() {
-                        return Err(seed_err(
-                            &display,
-                            Some(&table.columns[part.col].name),
-                            "its partitions' bounds are beyond what planck understands",
-                            "give the partition key a `range` in the spec",
-                        ));
-                    }
-                    tp.cols[part.col].generator = if kind.is_time() {
-                        Gen::Ranges(ranges)
-                    } else {
-                        let (a, b) = ranges[0];
-                        Gen::Int { lo: a, hi: b - 1 }
-                    };
-                    assigned[part.col] = true;
-                }
-                PartitionBounds::List(vals) => {
-                    tp.cols[part.col].generator = uniform_choice(
-                        vals.iter()
-                            .map(|v| match kind {
-                                k if k.is_int() => v.parse().map(Val::Int).unwrap_or(Val::Null),
-                                _ => Val::Text(v.clone()),
-                            })
-                            .collect(),
-                    );
-                    assigned[part.col] = true;
-                }
-                PartitionBounds::Any => {}
             }
         }
 
