@@ -35,6 +35,17 @@ pub enum Val {
 }
 
 impl Val {
+    /// The value as a user writes it in a spec, for messages.
+    pub fn display(&self) -> String {
+        match self {
+            Val::Text(s) => format!("{s:?}"),
+            Val::Int(i) => i.to_string(),
+            Val::Float(f) => f.to_string(),
+            Val::Bool(b) => b.to_string(),
+            other => format!("{other:?}"),
+        }
+    }
+
     /// The value as an integer, for `after` and joint keys.
     pub fn as_i64(&self) -> Option<i64> {
         match self {
@@ -577,7 +588,14 @@ impl Gen {
                 group,
                 digit,
                 inner,
-            } => inner.nth(plan.joint_digit(t, *group, *digit, row)),
+            } => {
+                if *group == usize::MAX {
+                    // Distinct within the parent: the row's ordinal among its siblings.
+                    inner.nth(ctx.ordinal % inner.domain().unwrap_or(1).max(1))
+                } else {
+                    inner.nth(plan.joint_digit(t, *group, *digit, row))
+                }
+            }
             Gen::Ranges(ranges) => {
                 if ranges.is_empty() {
                     return Val::Null;

@@ -983,12 +983,12 @@ impl Ctx<'_> {
                 {
                     let list = allowed
                         .iter()
-                        .map(|a| format!("{a:?}"))
+                        .map(|a| a.display())
                         .collect::<Vec<_>>()
                         .join(", ");
                     return Err(sf.error(
                         v.span(),
-                        format!("value {bad:?} is not allowed in {cname}"),
+                        format!("value {} is not allowed in {cname}", bad.display()),
                         Some(format!("the column accepts only: {list}")),
                     ));
                 }
