@@ -18,6 +18,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The database could not be reached, or refused us.
     pub const DATABASE: i32 = 3;
+    /// Interrupted by Ctrl-C (128 + SIGINT, as shells report it).
+    pub const INTERRUPTED: i32 = 130;
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -138,6 +140,10 @@ pub enum Error {
         current: String,
     },
 
+    /// The user pressed Ctrl-C; the message says what state the database was left in.
+    #[error("interrupted: {message}")]
+    Interrupted { message: String },
+
     /// A statement the server rejected, outside migrations.
     #[error("{context}: {pg}")]
     Postgres { context: String, pg: PgError },
@@ -236,6 +242,7 @@ impl Error {
             Error::Connect { .. } | Error::Db { .. } => exit::DATABASE,
             Error::Postgres { pg, .. } if is_connection_class(&pg.code) => exit::DATABASE,
             Error::Cluster { .. } => exit::DATABASE,
+            Error::Interrupted { .. } => exit::INTERRUPTED,
             Error::Other(_) => exit::USAGE,
             _ => exit::USAGE,
         }

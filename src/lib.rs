@@ -16,3 +16,4 @@ pub mod record;
 pub mod settings;
 
 pub use error::{Error, Result};
+pub mod seed;

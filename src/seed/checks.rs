@@ -1,0 +1,557 @@
+//! Reads CHECK constraints back into facts a generator can honour.
+//!
+//! The server prints every CHECK in a normalized form (`pg_get_constraintdef`):
+//! `CHECK ((plan = ANY (ARRAY['free'::text, 'pro'::text])))`,
+//! `CHECK (((VALUE >= 1901) AND (VALUE <= 2155)))`. A tiny recursive-descent
+//! parser turns that into an expression tree, and [`facts`] keeps what it can
+//! use: IN lists, bounds (comparisons and BETWEEN), length limits,
+//! column-to-column order (`created_at <= updated_at`) and NOT NULL. A
+//! constraint it does not understand is reported, so the planner can ask for
+//! a generator in the spec instead of failing at load time.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lit {
+    Str(String),
+    Num(f64),
+    Bool(bool),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Ex {
+    Col(String),
+    Lit(Lit),
+    Func(String, Vec<Ex>),
+    Array(Vec<Ex>),
+    Cmp(Box<Ex>, String, Box<Ex>),
+    Any(Box<Ex>, String, Box<Ex>),
+    And(Vec<Ex>),
+    Or(Vec<Ex>),
+    Not(Box<Ex>),
+    IsNull(Box<Ex>, bool),
+}
+
+/// What a CHECK tells about one column.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ColFacts {
+    pub in_list: Option<Vec<Lit>>,
+    /// Lower bound and whether it is inclusive.
+    pub lo: Option<(Lit, bool)>,
+    pub hi: Option<(Lit, bool)>,
+    pub min_len: Option<usize>,
+    pub max_len: Option<usize>,
+    /// Columns this one must be greater than (strict?) / at least.
+    pub after: Vec<(String, bool)>,
+    pub not_null: bool,
+    pub not_eq: Vec<Lit>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    Str(String),
+    Num(String),
+    Op(String),
+    LParen,
+    RParen,
+    LBrack,
+    RBrack,
+    Comma,
+    Cast,
+}
+
+fn lex(s: &str) -> Option<Vec<Tok>> {
+    let cs: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    let mut out = Vec::new();
+    while i < cs.len() {
+        let c = cs[i];
+        match c {
+            ' ' | '\n' | '\t' => i += 1,
+            '(' => {
+                out.push(Tok::LParen);
+                i += 1
+            }
+            ')' => {
+                out.push(Tok::RParen);
+                i += 1
+            }
+            '[' => {
+                out.push(Tok::LBrack);
+                i += 1
+            }
+            ']' => {
+                out.push(Tok::RBrack);
+                i += 1
+            }
+            ',' => {
+                out.push(Tok::Comma);
+                i += 1
+            }
+            ':' if cs.get(i + 1) == Some(&':') => {
+                out.push(Tok::Cast);
+                i += 2
+            }
+            '\'' => {
+                let mut v = String::new();
+                i += 1;
+                loop {
+                    let ch = *cs.get(i)?;
+                    if ch == '\'' {
+                        if cs.get(i + 1) == Some(&'\'') {
+                            v.push('\'');
+                            i += 2;
+                            continue;
+                        }
+                        i += 1;
+                        break;
+                    }
+                    v.push(ch);
+                    i += 1;
+                }
+                out.push(Tok::Str(v));
+            }
+            '"' => {
+                let mut v = String::new();
+                i += 1;
+                loop {
+                    let ch = *cs.get(i)?;
+                    if ch == '"' {
+                        if cs.get(i + 1) == Some(&'"') {
+                            v.push('"');
+                            i += 2;
+                            continue;
+                        }
+                        i += 1;
+                        break;
+                    }
+                    v.push(ch);
+                    i += 1;
+                }
+                out.push(Tok::Ident(v));
+            }
+            c if c.is_ascii_digit()
+                || (c == '-'
+                    && cs.get(i + 1).is_some_and(|d| d.is_ascii_digit())
+                    && matches!(
+                        out.last(),
+                        Some(Tok::LParen | Tok::Comma | Tok::Op(_)) | None
+                    )) =>
+            {
+                let st = i;
+                i += 1;
+                while i < cs.len() && (cs[i].is_ascii_digit() || cs[i] == '.' || cs[i] == 'e') {
+                    i += 1;
+                }
+                out.push(Tok::Num(cs[st..i].iter().collect()));
+            }
+            c if c.is_alphabetic() || c == '_' => {
+                let st = i;
+                while i < cs.len()
+                    && (cs[i].is_alphanumeric() || cs[i] == '_' || cs[i] == '.' || cs[i] == '$')
+                {
+                    i += 1;
+                }
+                out.push(Tok::Ident(cs[st..i].iter().collect()));
+            }
+            '<' | '>' | '=' | '!' | '~' | '+' | '-' | '*' | '/' | '%' | '|' | '&' => {
+                let st = i;
+                while i < cs.len() && "<>=!~+-*/%|&".contains(cs[i]) {
+                    i += 1;
+                }
+                out.push(Tok::Op(cs[st..i].iter().collect()));
+            }
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+struct P {
+    t: Vec<Tok>,
+    i: usize,
+}
+
+const TYPE_WORDS: &[&str] = &["varying", "precision", "with", "without", "time", "zone"];
+
+impl P {
+    fn peek(&self) -> Option<&Tok> {
+        self.t.get(self.i)
+    }
+    fn kw(&self, k: &str) -> bool {
+        matches!(self.peek(), Some(Tok::Ident(s)) if s.eq_ignore_ascii_case(k))
+    }
+    fn eat(&mut self, t: &Tok) -> Option<()> {
+        (self.peek()? == t).then(|| self.i += 1)
+    }
+    fn or(&mut self) -> Option<Ex> {
+        let mut v = vec![self.and()?];
+        while self.kw("OR") {
+            self.i += 1;
+            v.push(self.and()?);
+        }
+        Some(if v.len() == 1 { v.remove(0) } else { Ex::Or(v) })
+    }
+    fn and(&mut self) -> Option<Ex> {
+        let mut v = vec![self.unary()?];
+        while self.kw("AND") {
+            self.i += 1;
+            v.push(self.unary()?);
+        }
+        Some(if v.len() == 1 {
+            v.remove(0)
+        } else {
+            Ex::And(v)
+        })
+    }
+    fn unary(&mut self) -> Option<Ex> {
+        if self.kw("NOT") {
+            self.i += 1;
+            return Some(Ex::Not(Box::new(self.unary()?)));
+        }
+        let left = self.primary()?;
+        if self.kw("IS") {
+            self.i += 1;
+            let not = self.kw("NOT");
+            if not {
+                self.i += 1;
+            }
+            if !self.kw("NULL") {
+                return None;
+            }
+            self.i += 1;
+            return Some(Ex::IsNull(Box::new(left), !not));
+        }
+        if let Some(Tok::Op(op)) = self.peek().cloned() {
+            self.i += 1;
+            if self.kw("ANY") {
+                self.i += 1;
+                self.eat(&Tok::LParen)?;
+                let arr = self.or()?;
+                self.eat(&Tok::RParen)?;
+                self.casts()?;
+                return Some(Ex::Any(Box::new(left), op, Box::new(arr)));
+            }
+            let right = self.primary()?;
+            return Some(Ex::Cmp(Box::new(left), op, Box::new(right)));
+        }
+        Some(left)
+    }
+    fn casts(&mut self) -> Option<()> {
+        while self.eat(&Tok::Cast).is_some() {
+            match self.peek()? {
+                Tok::Ident(_) => self.i += 1,
+                _ => return None,
+            }
+            while TYPE_WORDS.iter().any(|w| self.kw(w)) {
+                self.i += 1;
+            }
+            if self.peek() == Some(&Tok::LParen) {
+                while self.peek()? != &Tok::RParen {
+                    self.i += 1;
+                }
+                self.i += 1;
+            }
+            while self.peek() == Some(&Tok::LBrack) {
+                self.i += 1;
+                self.eat(&Tok::RBrack)?;
+            }
+        }
+        Some(())
+    }
+    fn primary(&mut self) -> Option<Ex> {
+        let e = match self.peek()?.clone() {
+            Tok::LParen => {
+                self.i += 1;
+                let e = self.or()?;
+                self.eat(&Tok::RParen)?;
+                e
+            }
+            Tok::Str(s) => {
+                self.i += 1;
+                Ex::Lit(Lit::Str(s))
+            }
+            Tok::Num(n) => {
+                self.i += 1;
+                Ex::Lit(Lit::Num(n.parse().ok()?))
+            }
+            Tok::Ident(id) if id.eq_ignore_ascii_case("ARRAY") => {
+                self.i += 1;
+                self.eat(&Tok::LBrack)?;
+                let mut v = Vec::new();
+                if self.peek() != Some(&Tok::RBrack) {
+                    loop {
+                        v.push(self.or()?);
+                        if self.eat(&Tok::Comma).is_none() {
+                            break;
+                        }
+                    }
+                }
+                self.eat(&Tok::RBrack)?;
+                Ex::Array(v)
+            }
+            Tok::Ident(id)
+                if id.eq_ignore_ascii_case("true") || id.eq_ignore_ascii_case("false") =>
+            {
+                self.i += 1;
+                Ex::Lit(Lit::Bool(id.eq_ignore_ascii_case("true")))
+            }
+            Tok::Ident(id) => {
+                self.i += 1;
+                if self.peek() == Some(&Tok::LParen) {
+                    self.i += 1;
+                    let mut args = Vec::new();
+                    if self.peek() != Some(&Tok::RParen) {
+                        loop {
+                            args.push(self.or()?);
+                            if self.eat(&Tok::Comma).is_none() {
+                                break;
+                            }
+                        }
+                    }
+                    self.eat(&Tok::RParen)?;
+                    Ex::Func(id.to_lowercase(), args)
+                } else {
+                    Ex::Col(id)
+                }
+            }
+            _ => return None,
+        };
+        self.casts()?;
+        Some(e)
+    }
+}
+
+fn parse(def: &str) -> Option<Ex> {
+    let body = def.trim();
+    let body = body.strip_prefix("CHECK")?.trim_start();
+    let body = body.strip_suffix("NOT VALID").unwrap_or(body).trim_end();
+    let body = body.strip_suffix("NO INHERIT").unwrap_or(body).trim_end();
+    let mut p = P {
+        t: lex(body)?,
+        i: 0,
+    };
+    let e = p.or()?;
+    (p.i == p.t.len()).then_some(e)
+}
+
+fn flip(op: &str) -> &str {
+    match op {
+        "<" => ">",
+        ">" => "<",
+        "<=" => ">=",
+        ">=" => "<=",
+        o => o,
+    }
+}
+
+fn col_of(e: &Ex, value_name: Option<&str>) -> Option<String> {
+    match e {
+        Ex::Col(c) => Some(match value_name {
+            Some(n) if c == "VALUE" => n.to_string(),
+            _ => c.clone(),
+        }),
+        _ => None,
+    }
+}
+
+fn apply_bound(f: &mut ColFacts, op: &str, lit: Lit) -> bool {
+    match op {
+        ">" => f.lo = Some((lit, false)),
+        ">=" => f.lo = Some((lit, true)),
+        "<" => f.hi = Some((lit, false)),
+        "<=" => f.hi = Some((lit, true)),
+        "=" => f.in_list = Some(vec![lit]),
+        "<>" | "!=" => f.not_eq.push(lit),
+        _ => return false,
+    }
+    true
+}
+
+fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> bool {
+    match e {
+        Ex::And(v) => v.iter().all(|x| conjunct(x, vn, out)),
+        Ex::IsNull(x, false) => match col_of(x, vn) {
+            Some(c) => {
+                out.entry(c).or_default().not_null = true;
+                true
+            }
+            None => false,
+        },
+        Ex::Not(x) => match &**x {
+            Ex::IsNull(y, true) => conjunct(&Ex::IsNull(y.clone(), false), vn, out),
+            _ => false,
+        },
+        Ex::Any(l, op, arr) if op == "=" => {
+            let (Some(c), Ex::Array(items)) = (col_of(l, vn), &**arr) else {
+                return false;
+            };
+            let mut lits = Vec::new();
+            for it in items {
+                match it {
+                    Ex::Lit(l) => lits.push(l.clone()),
+                    _ => return false,
+                }
+            }
+            out.entry(c).or_default().in_list = Some(lits);
+            true
+        }
+        Ex::Or(v) => {
+            // (a = 'x') OR (a = 'y'): an IN list.
+            let mut col = None;
+            let mut lits = Vec::new();
+            for x in v {
+                match x {
+                    Ex::Cmp(l, op, r) if op == "=" => match (col_of(l, vn), &**r) {
+                        (Some(c), Ex::Lit(lit)) if col.as_ref().is_none_or(|k| *k == c) => {
+                            col = Some(c);
+                            lits.push(lit.clone());
+                        }
+                        _ => return false,
+                    },
+                    _ => return false,
+                }
+            }
+            match col {
+                Some(c) => {
+                    out.entry(c).or_default().in_list = Some(lits);
+                    true
+                }
+                None => false,
+            }
+        }
+        Ex::Cmp(l, op, r) => match (&**l, &**r) {
+            (Ex::Lit(lit), _) if col_of(r, vn).is_some() => {
+                let c = col_of(r, vn).unwrap_or_default();
+                apply_bound(out.entry(c).or_default(), flip(op), lit.clone())
+            }
+            (_, Ex::Lit(lit)) => {
+                if let Some(c) = col_of(l, vn) {
+                    return apply_bound(out.entry(c).or_default(), op, lit.clone());
+                }
+                if let Ex::Func(f, args) = &**l
+                    && (f == "length" || f == "char_length" || f == "octet_length")
+                    && args.len() == 1
+                    && let (Some(c), Lit::Num(n)) = (col_of(&args[0], vn), lit)
+                {
+                    let n = *n as i64;
+                    let e = out.entry(c).or_default();
+                    match op.as_str() {
+                        "<=" => e.max_len = Some(n.max(0) as usize),
+                        "<" => e.max_len = Some((n - 1).max(0) as usize),
+                        ">" => e.min_len = Some((n + 1).max(0) as usize),
+                        ">=" => e.min_len = Some(n.max(0) as usize),
+                        _ => return false,
+                    }
+                    return true;
+                }
+                false
+            }
+            _ => match (col_of(l, vn), col_of(r, vn)) {
+                (Some(a), Some(b)) => {
+                    let (hi, lo, strict) = match op.as_str() {
+                        "<" => (b, a, true),
+                        "<=" => (b, a, false),
+                        ">" => (a, b, true),
+                        ">=" => (a, b, false),
+                        _ => return false,
+                    };
+                    out.entry(hi).or_default().after.push((lo, strict));
+                    true
+                }
+                _ => false,
+            },
+        },
+        _ => false,
+    }
+}
+
+/// Facts per column of one CHECK definition; None when it is not understood.
+/// `value_name` renames a domain's `VALUE` to the column.
+pub fn facts(def: &str, value_name: Option<&str>) -> Option<BTreeMap<String, ColFacts>> {
+    let e = parse(def)?;
+    let mut out = BTreeMap::new();
+    conjunct(&e, value_name, &mut out).then_some(out)
+}
+
+/// Merges facts of several constraints on one column.
+pub fn merge(into: &mut ColFacts, f: ColFacts) {
+    if let Some(l) = f.in_list {
+        into.in_list = Some(match into.in_list.take() {
+            Some(prev) => prev.into_iter().filter(|x| l.contains(x)).collect(),
+            None => l,
+        });
+    }
+    if f.lo.is_some() {
+        into.lo = f.lo;
+    }
+    if f.hi.is_some() {
+        into.hi = f.hi;
+    }
+    if f.max_len.is_some() {
+        into.max_len = f.max_len;
+    }
+    if f.min_len.is_some() {
+        into.min_len = f.min_len;
+    }
+    into.after.extend(f.after);
+    into.not_null |= f.not_null;
+    into.not_eq.extend(f.not_eq);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_lists() {
+        let f = facts(
+            "CHECK ((plan = ANY (ARRAY['free'::text, 'pro'::text, 'team'::text])))",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            f["plan"].in_list,
+            Some(vec![
+                Lit::Str("free".into()),
+                Lit::Str("pro".into()),
+                Lit::Str("team".into())
+            ])
+        );
+        let f = facts(
+            "CHECK (((status)::text = ANY ((ARRAY['a'::character varying, 'b'::character varying])::text[])))",
+            None,
+        )
+        .unwrap();
+        assert_eq!(f["status"].in_list.as_ref().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn bounds_and_domains() {
+        let f = facts(
+            "CHECK (((VALUE >= 1901) AND (VALUE <= 2155)))",
+            Some("release_year"),
+        )
+        .unwrap();
+        assert_eq!(f["release_year"].lo, Some((Lit::Num(1901.0), true)));
+        assert_eq!(f["release_year"].hi, Some((Lit::Num(2155.0), true)));
+        let f = facts("CHECK ((number > 0))", None).unwrap();
+        assert_eq!(f["number"].lo, Some((Lit::Num(0.0), false)));
+        let f = facts("CHECK ((price >= (0)::numeric))", None).unwrap();
+        assert_eq!(f["price"].lo, Some((Lit::Num(0.0), true)));
+        let f = facts("CHECK ((char_length(name) <= 20))", None).unwrap();
+        assert_eq!(f["name"].max_len, Some(20));
+    }
+
+    #[test]
+    fn ordered_pairs_and_unknowns() {
+        let f = facts("CHECK ((created_at <= updated_at))", None).unwrap();
+        assert_eq!(
+            f["updated_at"].after,
+            vec![("created_at".to_string(), false)]
+        );
+        assert!(facts("CHECK ((lower(email) ~ '^x'::text))", None).is_none());
+        assert!(facts("CHECK (((a + b) > 3))", None).is_none());
+    }
+}

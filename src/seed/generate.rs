@@ -1,0 +1,670 @@
+//! Value generators: pure functions from (seed, table, column, row) to a value.
+//!
+//! A [`Gen`] is compiled once by the planner and evaluated for every row on
+//! rayon workers. It holds no state and allocates only the value it returns,
+//! so any row can be produced in any order on any thread and come out the
+//! same. Keys (foreign keys, ordinals, joint enumerations) need the row's
+//! place in the plan and are resolved through [`crate::seed::plan::Plan`].
+
+use std::fmt::Write as _;
+
+use fake::Fake;
+use fake::locales::{Data, EN};
+
+use crate::seed::plan::{Plan, RowCtx};
+use crate::seed::rng::{self, Permutation, ValueRng};
+
+/// One generated value, before it is encoded for the column's type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    /// Unscaled integer and scale: 1234, 2 is 12.34.
+    Dec(i128, u32),
+    Text(String),
+    Bytes(Vec<u8>),
+    Uuid(u128),
+    /// Microseconds since 2000-01-01 (timestamps; dates take the day, times the time of day).
+    Micros(i64),
+    Json(String),
+    Inet(u32),
+    TsVec(Vec<String>),
+    Array(Vec<Val>),
+}
+
+impl Val {
+    /// The value as a user writes it in a spec, for messages.
+    pub fn display(&self) -> String {
+        match self {
+            Val::Text(s) => format!("{s:?}"),
+            Val::Int(i) => i.to_string(),
+            Val::Float(f) => f.to_string(),
+            Val::Bool(b) => b.to_string(),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// The value as an integer, for `after` and joint keys.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Val::Int(i) | Val::Micros(i) => Some(*i),
+            Val::Float(f) => Some(*f as i64),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FakeKind {
+    Name,
+    FirstName,
+    LastName,
+    Email,
+    Username,
+    Company,
+    Url,
+    Phone,
+    City,
+    Country,
+    Street,
+    Zip,
+    CatchPhrase,
+    Ip,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Text {
+    Fake(FakeKind),
+    /// Lorem words joined by `sep`, optionally capitalized.
+    Words {
+        min: u32,
+        max: u32,
+        sep: char,
+        capital: bool,
+    },
+    /// Sentences until the length (characters) drawn from [min, max].
+    Paragraphs {
+        min: u32,
+        max: u32,
+    },
+    Hex {
+        len: u32,
+    },
+    Path,
+    /// `{row}` and `{word}` placeholders.
+    Format(Vec<Piece>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    Lit(String),
+    Row,
+    Word,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Gen {
+    Null,
+    Const(Val),
+    /// `start + row * step` (row is the 0-based global row index).
+    Sequence {
+        start: i64,
+        step: i64,
+    },
+    /// Uniform integer in [lo, hi].
+    Int {
+        lo: i64,
+        hi: i64,
+    },
+    /// Unique integer: `lo + perm(row)` over [0, n).
+    IntUnique {
+        lo: i64,
+        n: u64,
+    },
+    Float {
+        lo: f64,
+        hi: f64,
+    },
+    /// Uniform decimal, unscaled bounds.
+    Dec {
+        lo: i128,
+        hi: i128,
+        scale: u32,
+    },
+    Bool {
+        p_true: f64,
+    },
+    /// Weighted categorical; `cum` holds cumulative weights ending at 1.0.
+    Choice {
+        vals: Vec<Val>,
+        cum: Vec<f64>,
+    },
+    /// Text; `unique` appends the row number; `max_len` truncates (characters).
+    Text {
+        text: Text,
+        unique: bool,
+        max_len: Option<usize>,
+    },
+    Uuid {
+        unique: bool,
+    },
+    /// Microseconds in [lo, hi]; `bias` > 1 leans towards `hi`; unique spreads rows apart.
+    Time {
+        lo: i64,
+        hi: i64,
+        bias: f64,
+        unique: bool,
+    },
+    /// After another column of the same row, by a gap in [min, max] microseconds.
+    After {
+        col: usize,
+        min: i64,
+        max: i64,
+        fallback: Box<Gen>,
+    },
+    Interval,
+    TimeOfDay,
+    Bytes {
+        min: u32,
+        max: u32,
+    },
+    Inet,
+    TsVec,
+    Json(Vec<(String, Gen)>),
+    Array {
+        elem: Box<Gen>,
+        min: u32,
+        max: u32,
+    },
+    /// A foreign key column: the `part`-th referenced column of the parent row picked for `fk`.
+    Fk {
+        fk: usize,
+        part: usize,
+    },
+    /// `lo + n`, n the row's ordinal among the children of its parent row.
+    Ordinal {
+        lo: i64,
+    },
+    /// The `digit`-th coordinate of a joint enumeration, mapped through `inner.nth`.
+    Joint {
+        group: usize,
+        digit: usize,
+        inner: Box<Gen>,
+    },
+    /// One of the partitions' ranges, then uniform inside it.
+    Ranges(Vec<(i64, i64)>),
+    /// NULL with probability `p`, else `inner`.
+    Nullable {
+        p: f64,
+        inner: Box<Gen>,
+    },
+}
+
+const WORDS: &[&str] = EN::LOREM_WORD;
+
+fn push_words(out: &mut String, r: &mut ValueRng, n: u32, sep: char, capital: bool) {
+    for i in 0..n {
+        if i > 0 {
+            out.push(sep);
+        }
+        let w = WORDS[r.below(WORDS.len() as u64) as usize];
+        if capital && i == 0 {
+            let mut cs = w.chars();
+            if let Some(f) = cs.next() {
+                out.extend(f.to_uppercase());
+                out.push_str(cs.as_str());
+            }
+        } else {
+            out.push_str(w);
+        }
+    }
+}
+
+fn paragraphs(out: &mut String, r: &mut ValueRng, len: usize) {
+    let mut in_para = 0;
+    while out.len() < len {
+        if !out.is_empty() {
+            if in_para >= 5 {
+                out.push_str("\n\n");
+                in_para = 0;
+            } else {
+                out.push(' ');
+            }
+        }
+        let n = r.range(4, 14) as u32;
+        push_words(out, r, n, ' ', true);
+        out.push('.');
+        in_para += 1;
+    }
+    truncate_chars(out, len);
+}
+
+fn truncate_chars(s: &mut String, max: usize) {
+    if s.len() > max
+        && let Some((i, _)) = s.char_indices().nth(max)
+    {
+        s.truncate(i);
+    }
+}
+
+fn fake_text(kind: FakeKind, r: &mut ValueRng) -> String {
+    use fake::faker::{
+        address::en as a, company::en as co, internet::en as i, name::en as n,
+        phone_number::en as p,
+    };
+    match kind {
+        FakeKind::Name => n::Name().fake_with_rng(r),
+        FakeKind::FirstName => n::FirstName().fake_with_rng(r),
+        FakeKind::LastName => n::LastName().fake_with_rng(r),
+        FakeKind::Email => i::SafeEmail().fake_with_rng(r),
+        FakeKind::Username => i::Username().fake_with_rng(r),
+        FakeKind::Company => co::CompanyName().fake_with_rng(r),
+        FakeKind::Url => {
+            let d: String = i::DomainSuffix().fake_with_rng(r);
+            let mut s = String::from("https://");
+            push_words(&mut s, r, 1, '-', false);
+            s.push('.');
+            s.push_str(&d);
+            s.push('/');
+            push_words(&mut s, r, 2, '/', false);
+            s
+        }
+        FakeKind::Phone => p::PhoneNumber().fake_with_rng(r),
+        FakeKind::City => a::CityName().fake_with_rng(r),
+        FakeKind::Country => a::CountryName().fake_with_rng(r),
+        FakeKind::Street => {
+            let b: String = a::BuildingNumber().fake_with_rng(r);
+            let s: String = a::StreetName().fake_with_rng(r);
+            format!("{b} {s}")
+        }
+        FakeKind::Zip => a::ZipCode().fake_with_rng(r),
+        FakeKind::CatchPhrase => co::CatchPhrase().fake_with_rng(r),
+        FakeKind::Ip => {
+            let v = r.step() as u32;
+            format!(
+                "{}.{}.{}.{}",
+                v >> 24,
+                (v >> 16) & 255,
+                (v >> 8) & 255,
+                v & 255
+            )
+        }
+    }
+}
+
+const MIMES: &[&str] = &[
+    "md", "txt", "json", "yaml", "py", "rs", "ts", "sh", "toml", "png",
+];
+
+/// Base-36 digits of n, for compact unique suffixes.
+pub fn base36(mut n: u64) -> String {
+    let mut v = Vec::new();
+    loop {
+        v.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    v.reverse();
+    String::from_utf8(v).unwrap_or_default()
+}
+
+impl Text {
+    fn make(&self, r: &mut ValueRng, row: u64, key: u64) -> String {
+        let mut s = String::new();
+        match self {
+            Text::Fake(k) => s = fake_text(*k, r),
+            Text::Words {
+                min,
+                max,
+                sep,
+                capital,
+            } => {
+                let n = r.range(u64::from(*min), u64::from(*max)) as u32;
+                push_words(&mut s, r, n.max(1), *sep, *capital);
+            }
+            Text::Paragraphs { min, max } => {
+                let n = r.range(u64::from(*min), u64::from(*max)) as usize;
+                paragraphs(&mut s, r, n.max(1));
+            }
+            Text::Hex { len } => {
+                // The first 16 digits are a bijection of the row: unique by construction.
+                let mut x = rng::mix(row ^ key);
+                let mut i = 0;
+                while i < *len {
+                    for _ in 0..16 {
+                        if i >= *len {
+                            break;
+                        }
+                        let _ = write!(s, "{:x}", x >> 60);
+                        x <<= 4;
+                        i += 1;
+                    }
+                    x = r.step();
+                }
+            }
+            Text::Path => {
+                let n = r.range(1, 3) as u32;
+                push_words(&mut s, r, n, '/', false);
+                s.push('.');
+                s.push_str(MIMES[r.below(MIMES.len() as u64) as usize]);
+            }
+            Text::Format(pieces) => {
+                for p in pieces {
+                    match p {
+                        Piece::Lit(l) => s.push_str(l),
+                        Piece::Row => {
+                            let _ = write!(s, "{}", row + 1);
+                        }
+                        Piece::Word => push_words(&mut s, r, 1, ' ', false),
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// Parses a `format` template.
+pub fn parse_format(t: &str) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let mut rest = t;
+    while let Some(i) = rest.find('{') {
+        let (lit, tail) = rest.split_at(i);
+        if !lit.is_empty() {
+            out.push(Piece::Lit(lit.to_string()));
+        }
+        if let Some(t2) = tail.strip_prefix("{row}") {
+            out.push(Piece::Row);
+            rest = t2;
+        } else if let Some(t2) = tail.strip_prefix("{word}") {
+            out.push(Piece::Word);
+            rest = t2;
+        } else {
+            out.push(Piece::Lit("{".into()));
+            rest = &tail[1..];
+        }
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Lit(rest.to_string()));
+    }
+    out
+}
+
+impl Gen {
+    /// Number of distinct values, when finite and small enough to enumerate.
+    pub fn domain(&self) -> Option<u64> {
+        match self {
+            Gen::Const(_) => Some(1),
+            Gen::Int { lo, hi } => Some((hi - lo + 1).max(0) as u64),
+            Gen::Bool { .. } => Some(2),
+            Gen::Choice { vals, .. } => Some(vals.len() as u64),
+            Gen::Null => Some(0),
+            _ => None,
+        }
+    }
+
+    /// The n-th value of a finite domain.
+    pub fn nth(&self, n: u64) -> Val {
+        match self {
+            Gen::Const(v) => v.clone(),
+            Gen::Int { lo, .. } => Val::Int(lo + n as i64),
+            Gen::Bool { .. } => Val::Bool(n == 1),
+            Gen::Choice { vals, .. } => vals.get(n as usize).cloned().unwrap_or(Val::Null),
+            _ => Val::Null,
+        }
+    }
+
+    /// Whether values are distinct across rows by construction.
+    pub fn is_unique(&self) -> bool {
+        match self {
+            Gen::Sequence { step, .. } => *step != 0,
+            Gen::IntUnique { .. } | Gen::Ordinal { .. } => true,
+            Gen::Text { unique, text, .. } => {
+                *unique || matches!(text, Text::Format(p) if p.contains(&Piece::Row))
+            }
+            Gen::Uuid { unique } => *unique,
+            Gen::Time { unique, .. } => *unique,
+            _ => false,
+        }
+    }
+
+    /// Evaluates the value of column `c` of table `t` for the row `ctx`.
+    pub fn eval(&self, plan: &Plan, t: usize, c: usize, ctx: &RowCtx) -> Val {
+        let tp = &plan.tables[t];
+        let key = tp.cols[c].key;
+        let h = rng::hash(plan.seed, tp.key, key, ctx.row);
+        self.eval_h(plan, t, c, ctx, h)
+    }
+
+    fn eval_h(&self, plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64) -> Val {
+        let row = ctx.row;
+        match self {
+            Gen::Null => Val::Null,
+            Gen::Const(v) => v.clone(),
+            Gen::Sequence { start, step } => {
+                Val::Int(start.wrapping_add((row as i64).wrapping_mul(*step)))
+            }
+            Gen::Int { lo, hi } => {
+                let span = (*hi as i128 - *lo as i128 + 1) as u128;
+                if span > u128::from(u64::MAX) {
+                    Val::Int(h as i64)
+                } else {
+                    Val::Int((*lo as i128 + rng::below(h, span as u64) as i128) as i64)
+                }
+            }
+            Gen::IntUnique { lo, n } => {
+                let p = Permutation::new(*n, h_key(plan, t, c));
+                Val::Int(lo + p.apply(row % n.max(&1)) as i64)
+            }
+            Gen::Float { lo, hi } => Val::Float(lo + (hi - lo) * rng::unit(h)),
+            Gen::Dec { lo, hi, scale } => {
+                let span = (hi - lo + 1).max(1) as u128;
+                let v = ((u128::from(h) * span) >> 64) as i128;
+                Val::Dec(lo + v, *scale)
+            }
+            Gen::Bool { p_true } => Val::Bool(rng::unit(h) < *p_true),
+            Gen::Choice { vals, cum } => {
+                let u = rng::unit(h);
+                let i = cum
+                    .partition_point(|c| *c <= u)
+                    .min(vals.len().saturating_sub(1));
+                vals.get(i).cloned().unwrap_or(Val::Null)
+            }
+            Gen::Text {
+                text,
+                unique,
+                max_len,
+            } => {
+                let mut r = ValueRng::new(h);
+                let mut s = text.make(&mut r, row, h_key(plan, t, c));
+                if *unique {
+                    let suffix = if max_len.is_some_and(|m| m < 12) {
+                        base36(row + 1)
+                    } else {
+                        format!("-{}", row + 1)
+                    };
+                    if let Some(m) = max_len {
+                        truncate_chars(&mut s, m.saturating_sub(suffix.chars().count()));
+                    }
+                    match s.find('@') {
+                        Some(at) if matches!(text, Text::Fake(FakeKind::Email)) => {
+                            s.insert_str(at, &suffix)
+                        }
+                        _ => s.push_str(&suffix),
+                    }
+                } else if let Some(m) = max_len {
+                    truncate_chars(&mut s, *m);
+                }
+                Val::Text(s)
+            }
+            Gen::Uuid { unique } => {
+                let hi = if *unique {
+                    rng::mix(row ^ h_key(plan, t, c))
+                } else {
+                    h
+                };
+                let lo = rng::mix(h ^ 0x5555);
+                // Version 4, variant 1 bits.
+                let mut v = (u128::from(hi) << 64) | u128::from(lo);
+                v = (v & !(0xf << 76)) | (0x4 << 76);
+                v = (v & !(0x3 << 62)) | (0x2 << 62);
+                Val::Uuid(v)
+            }
+            Gen::Time {
+                lo,
+                hi,
+                bias,
+                unique,
+            } => {
+                if *unique {
+                    let n = plan.tables[t].rows.max(1);
+                    let p = Permutation::new(n, h_key(plan, t, c));
+                    let step = ((hi - lo) / n as i64).max(1);
+                    Val::Micros(lo + p.apply(row % n) as i64 * step)
+                } else {
+                    let u = rng::unit(h).powf(*bias);
+                    Val::Micros(hi - ((hi - lo) as f64 * u) as i64)
+                }
+            }
+            Gen::After {
+                col,
+                min,
+                max,
+                fallback,
+            } => {
+                let base = plan.value(t, *col, ctx);
+                match base.as_i64() {
+                    Some(b) => {
+                        let gap = min + rng::below(h, (max - min + 1).max(1) as u64) as i64;
+                        Val::Micros(b + gap)
+                    }
+                    None => fallback.eval_h(plan, t, c, ctx, h),
+                }
+            }
+            Gen::Interval => Val::Micros(rng::below(h, 30 * 86_400_000_000) as i64),
+            Gen::TimeOfDay => Val::Micros(rng::below(h, 86_400_000_000) as i64),
+            Gen::Bytes { min, max } => {
+                let mut r = ValueRng::new(h);
+                let n = r.range(u64::from(*min), u64::from(*max)) as usize;
+                let mut v = vec![0u8; n];
+                rand::Rng::fill_bytes(&mut r, &mut v);
+                Val::Bytes(v)
+            }
+            Gen::Inet => Val::Inet((h >> 32) as u32),
+            Gen::TsVec => {
+                let mut r = ValueRng::new(h);
+                let mut v: Vec<String> = (0..r.range(1, 6))
+                    .map(|_| WORDS[r.below(WORDS.len() as u64) as usize].to_string())
+                    .collect();
+                v.sort();
+                v.dedup();
+                Val::TsVec(v)
+            }
+            Gen::Json(fields) => {
+                let mut m = serde_json::Map::new();
+                for (i, (k, g)) in fields.iter().enumerate() {
+                    let hk = rng::mix(h ^ rng::name_key(k) ^ i as u64);
+                    let v = g.eval_h(plan, t, c, ctx, hk);
+                    m.insert(k.clone(), to_json(&v));
+                }
+                Val::Json(serde_json::Value::Object(m).to_string())
+            }
+            Gen::Array { elem, min, max } => {
+                let mut r = ValueRng::new(h);
+                let n = r.range(u64::from(*min), u64::from(*max));
+                Val::Array(
+                    (0..n)
+                        .map(|_| elem.eval_h(plan, t, c, ctx, r.step()))
+                        .collect(),
+                )
+            }
+            Gen::Fk { fk, part } => plan.fk_value(t, *fk, *part, ctx),
+            Gen::Ordinal { lo } => Val::Int(lo + ctx.ordinal as i64),
+            Gen::Joint {
+                group,
+                digit,
+                inner,
+            } => {
+                if *group == usize::MAX {
+                    // Distinct within the parent: the row's ordinal among its siblings.
+                    inner.nth(ctx.ordinal % inner.domain().unwrap_or(1).max(1))
+                } else {
+                    inner.nth(plan.joint_digit(t, *group, *digit, row))
+                }
+            }
+            Gen::Ranges(ranges) => {
+                if ranges.is_empty() {
+                    return Val::Null;
+                }
+                let (a, b) = ranges[rng::below(h, ranges.len() as u64) as usize];
+                let v = a + rng::below(rng::mix(h), (b - a).max(1) as u64) as i64;
+                Val::Micros(v)
+            }
+            Gen::Nullable { p, inner } => {
+                if rng::unit(rng::mix(h ^ 0x6e75_6c6c)) < *p {
+                    Val::Null
+                } else {
+                    inner.eval_h(plan, t, c, ctx, h)
+                }
+            }
+        }
+    }
+}
+
+fn h_key(plan: &Plan, t: usize, c: usize) -> u64 {
+    rng::mix(plan.seed ^ plan.tables[t].key ^ plan.tables[t].cols[c].key.rotate_left(17))
+}
+
+fn to_json(v: &Val) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        Val::Null => J::Null,
+        Val::Bool(b) => J::Bool(*b),
+        Val::Int(i) | Val::Micros(i) => J::from(*i),
+        Val::Float(f) => serde_json::Number::from_f64(*f)
+            .map(J::Number)
+            .unwrap_or(J::Null),
+        Val::Dec(u, s) => serde_json::Number::from_f64(*u as f64 / 10f64.powi(*s as i32))
+            .map(J::Number)
+            .unwrap_or(J::Null),
+        Val::Text(s) | Val::Json(s) => J::String(s.clone()),
+        Val::Array(a) => J::Array(a.iter().map(to_json).collect()),
+        Val::Uuid(u) => J::String(format!("{u:032x}")),
+        Val::Inet(i) => J::String(format!(
+            "{}.{}.{}.{}",
+            i >> 24,
+            (i >> 16) & 255,
+            (i >> 8) & 255,
+            i & 255
+        )),
+        Val::Bytes(b) => J::from(b.len()),
+        Val::TsVec(w) => J::String(w.join(" ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_and_base36() {
+        assert_eq!(
+            parse_format("item-{row}"),
+            vec![Piece::Lit("item-".into()), Piece::Row]
+        );
+        assert_eq!(base36(35), "z");
+        assert_eq!(base36(36), "10");
+    }
+
+    #[test]
+    fn paragraphs_have_the_asked_length() {
+        let mut r = ValueRng::new(1);
+        let mut s = String::new();
+        paragraphs(&mut s, &mut r, 300);
+        assert_eq!(s.chars().count(), 300);
+    }
+}

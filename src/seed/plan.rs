@@ -1,0 +1,2224 @@
+//! The plan: how many rows each table gets, which parent row every child row
+//! belongs to, and the generator of every column.
+//!
+//! Rows of a table are laid out in *blocks*, one per tenant (a single block
+//! when there is no tenant): tenant `b` owns rows `cum[b]..cum[b + 1]` of every
+//! table under the tenant table. A child row's parent is found by arithmetic
+//! on these ranges (or, with `per = "parent"`, by a binary search over the
+//! per-parent counts), so any row can be generated alone, on any thread,
+//! without holding its parents in memory. Skew flows down the foreign-key
+//! tree: a table under a parent is allocated per tenant in proportion to the
+//! parent's rows of that tenant. Uniqueness is by construction: a column of
+//! every unique constraint is made unique (sequence, permutation, row-number
+//! suffix, ordinal within the parent) or the constraint's columns are
+//! enumerated jointly through a permutation of the row index.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::error::{Error, Result};
+use crate::seed::catalog::{Catalog, Column, PartitionBounds, Table, TypeKind};
+use crate::seed::checks::{self, ColFacts, Lit};
+use crate::seed::generate::{FakeKind, Gen, Text, Val, parse_format};
+use crate::seed::rng::{self, Permutation, ValueRng};
+use crate::seed::spec::{self, ColumnSpec, Count, Dist, Scalar, SpecFile, Values};
+
+/// The fixed seed used when `--seed` is not given.
+pub const DEFAULT_SEED: u64 = 20_260_101;
+/// Rows of a table nothing else sizes, before --scale.
+pub const DEFAULT_ROWS: u64 = 1000;
+/// Default time range of timestamps: 2021-01-01 to 2026-11-01 (fixed, not "now": determinism).
+const T_LO: i64 = 662_688_000_000_000;
+const T_HI: i64 = 846_806_400_000_000;
+const DAY: i64 = 86_400_000_000;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub seed: u64,
+    pub scale: f64,
+    pub default_rows: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Layout {
+    /// No parent: rows stand alone.
+    Flat,
+    /// Rows spread evenly over the parent's rows of the same block.
+    Child { fk: usize },
+    /// `count` rows per parent row: `pcum[q]..pcum[q + 1]` are parent q's children.
+    PerParent { fk: usize, pcum: Vec<u64> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pick {
+    Primary,
+    /// The row's own tenant.
+    Tenant,
+    /// A random row of the parent within the row's tenant.
+    SameTenant,
+    Uniform,
+    SelfRef,
+    /// A permutation of the parent's rows: each parent at most once.
+    UniqueGlobal,
+    /// Distinct among the children of one primary parent.
+    DistinctInParent,
+    Joint {
+        group: usize,
+        digit: usize,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct FkPlan {
+    pub name: String,
+    pub parent: usize,
+    pub parent_cols: Vec<usize>,
+    pub cols: Vec<usize>,
+    pub pick: Pick,
+    pub nullable: bool,
+    pub null_p: f64,
+    pub key: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct ColPlan {
+    pub name: String,
+    pub kind: TypeKind,
+    pub generator: Gen,
+    /// In the COPY column list (false: the server's default applies).
+    pub include: bool,
+    pub key: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct JointGroup {
+    pub radices: Vec<u64>,
+    pub perm: Permutation,
+}
+
+#[derive(Debug, Clone)]
+pub struct TablePlan {
+    pub cat: usize,
+    pub oid: u32,
+    pub display: String,
+    pub qualified: String,
+    pub key: u64,
+    pub rows: u64,
+    pub partitioned: bool,
+    pub cols: Vec<ColPlan>,
+    pub layout: Layout,
+    /// Cumulative rows per block (length: blocks + 1).
+    pub cum: Vec<u64>,
+    pub fks: Vec<FkPlan>,
+    pub joints: Vec<JointGroup>,
+    /// (sequence, column) pairs to `setval` after the load.
+    pub sequences: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub seed: u64,
+    /// In load order: parents first.
+    pub tables: Vec<TablePlan>,
+    pub tenant: Option<usize>,
+    /// Catalog indices of the tables planck must not touch.
+    pub excluded: Vec<usize>,
+}
+
+/// Where a row sits: its block (tenant), primary parent row and ordinal among its siblings.
+#[derive(Debug, Clone, Copy)]
+pub struct RowCtx {
+    pub row: u64,
+    pub block: usize,
+    pub parent_row: u64,
+    pub ordinal: u64,
+}
+
+const WITHIN_PARENT: usize = usize::MAX;
+
+impl TablePlan {
+    /// The layout, for --verbose.
+    pub fn layout_name(&self) -> String {
+        match &self.layout {
+            Layout::Flat => "flat".into(),
+            Layout::Child { fk } => format!("under {}", self.fks[*fk].name),
+            Layout::PerParent { fk, .. } => format!("per row of {}", self.fks[*fk].name),
+        }
+    }
+}
+
+impl Plan {
+    pub fn ctx(&self, t: usize, row: u64) -> RowCtx {
+        let tp = &self.tables[t];
+        let block = if tp.cum.len() > 2 {
+            tp.cum
+                .partition_point(|&c| c <= row)
+                .saturating_sub(1)
+                .min(tp.cum.len() - 2)
+        } else {
+            0
+        };
+        let start = tp.cum.get(block).copied().unwrap_or(0);
+        match &tp.layout {
+            Layout::Flat => RowCtx {
+                row,
+                block,
+                parent_row: 0,
+                ordinal: row - start,
+            },
+            Layout::Child { fk } => {
+                let p = &self.tables[tp.fks[*fk].parent];
+                let cx = u128::from(tp.cum[block + 1] - start);
+                let cp = u128::from(p.cum[block + 1] - p.cum[block]);
+                let k = u128::from(row - start);
+                if cp == 0 || cx == 0 {
+                    return RowCtx {
+                        row,
+                        block,
+                        parent_row: 0,
+                        ordinal: 0,
+                    };
+                }
+                let lq = k * cp / cx;
+                let k0 = (lq * cx).div_ceil(cp);
+                RowCtx {
+                    row,
+                    block,
+                    parent_row: p.cum[block] + lq as u64,
+                    ordinal: (k - k0) as u64,
+                }
+            }
+            Layout::PerParent { pcum, .. } => {
+                let q = pcum.partition_point(|&c| c <= row).saturating_sub(1);
+                RowCtx {
+                    row,
+                    block,
+                    parent_row: q as u64,
+                    ordinal: row - pcum[q],
+                }
+            }
+        }
+    }
+
+    pub fn value(&self, t: usize, c: usize, ctx: &RowCtx) -> Val {
+        self.tables[t].cols[c].generator.eval(self, t, c, ctx)
+    }
+
+    pub fn joint_digit(&self, t: usize, group: usize, digit: usize, row: u64) -> u64 {
+        let g = &self.tables[t].joints[group];
+        let total: u64 = g.radices.iter().product();
+        let mut x = g.perm.apply(row % total.max(1));
+        for r in g.radices[digit + 1..].iter() {
+            x /= r;
+        }
+        x % g.radices[digit]
+    }
+
+    fn fk_row(&self, t: usize, fk: usize, ctx: &RowCtx) -> Option<u64> {
+        let tp = &self.tables[t];
+        let f = &tp.fks[fk];
+        let p = &self.tables[f.parent];
+        let h = rng::hash(self.seed, tp.key, f.key, ctx.row);
+        if f.null_p > 0.0 && rng::unit(rng::mix(h ^ 0x6e75_6c6c)) < f.null_p {
+            return None;
+        }
+        if p.rows == 0 {
+            return None;
+        }
+        Some(match f.pick {
+            Pick::Primary => ctx.parent_row,
+            Pick::Tenant => ctx.block as u64,
+            Pick::SameTenant => {
+                let (a, b) = (p.cum[ctx.block], p.cum[ctx.block + 1]);
+                if b > a {
+                    a + rng::below(h, b - a)
+                } else if f.nullable {
+                    return None;
+                } else {
+                    rng::below(h, p.rows)
+                }
+            }
+            Pick::Uniform => rng::below(h, p.rows),
+            Pick::SelfRef => {
+                let start = if tp.cum.len() > 2 {
+                    tp.cum[ctx.block]
+                } else {
+                    0
+                };
+                if ctx.row == start {
+                    if f.nullable {
+                        return None;
+                    }
+                    ctx.row
+                } else if f.nullable {
+                    start + rng::below(h, ctx.row - start)
+                } else {
+                    start + rng::below(h, ctx.row - start + 1)
+                }
+            }
+            Pick::UniqueGlobal => {
+                Permutation::new(p.rows, f.key ^ self.seed).apply(ctx.row % p.rows)
+            }
+            Pick::DistinctInParent => (ctx.ordinal + rng::mix(ctx.parent_row ^ f.key)) % p.rows,
+            Pick::Joint { group, digit } => self.joint_digit(t, group, digit, ctx.row),
+        })
+    }
+
+    pub fn fk_value(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
+        let f = &self.tables[t].fks[fk];
+        match self.fk_row(t, fk, ctx) {
+            None => Val::Null,
+            Some(prow) => {
+                if f.parent == t && prow == ctx.row {
+                    // A row referencing itself: its own key value.
+                    return self.value(t, f.parent_cols[part], ctx);
+                }
+                let pctx = self.ctx(f.parent, prow);
+                self.value(f.parent, f.parent_cols[part], &pctx)
+            }
+        }
+    }
+
+    pub fn total_rows(&self) -> u64 {
+        self.tables.iter().map(|t| t.rows).sum()
+    }
+}
+
+/// A planning error about one table/column, with a hint.
+fn seed_err(
+    table: &str,
+    column: Option<&str>,
+    message: impl Into<String>,
+    hint: impl Into<String>,
+) -> Error {
+    let what = match column {
+        Some(c) => format!("{table}.{c}"),
+        None => table.to_string(),
+    };
+    Error::Usage {
+        message: format!("cannot seed {what}: {}", message.into()),
+        hint: Some(hint.into()),
+    }
+}
+
+struct Resolved<'a> {
+    /// Catalog index -> table spec.
+    tables: HashMap<usize, &'a toml::Spanned<spec::TableSpec>>,
+    /// (catalog table, column index) -> column spec.
+    columns: HashMap<(usize, usize), &'a toml::Spanned<ColumnSpec>>,
+    per: HashMap<usize, usize>,
+    excluded: HashSet<usize>,
+}
+
+fn resolve<'a>(cat: &Catalog, sf: &'a SpecFile) -> Result<Resolved<'a>> {
+    let names = || cat.tables.iter().map(|t| t.name.as_str());
+    let unknown_table = |name: &toml::Spanned<String>, what: &str| {
+        let hint = match spec::suggest(name.get_ref(), names()) {
+            Some(s) => {
+                format!("did you mean `{s}`? planck seeds the tables of the migrated database")
+            }
+            None => "the table must exist in the database (run `planck migrate` first?); \
+                     write `schema.table` outside the public schema"
+                .to_string(),
+        };
+        sf.error(
+            name.span(),
+            format!("unknown table `{}` in {what}", name.get_ref()),
+            Some(hint),
+        )
+    };
+    let mut r = Resolved {
+        tables: HashMap::new(),
+        columns: HashMap::new(),
+        per: HashMap::new(),
+        excluded: HashSet::new(),
+    };
+    for e in &sf.spec.exclude {
+        let Some(i) = cat.find(e.get_ref()) else {
+            return Err(unknown_table(e, "exclude"));
+        };
+        r.excluded.insert(i);
+    }
+    for (name, ts) in &sf.spec.tables {
+        let Some(ti) = cat.find(name.get_ref()) else {
+            return Err(unknown_table(name, "[tables]"));
+        };
+        if r.excluded.contains(&ti) {
+            return Err(sf.error(
+                name.span(),
+                format!("table `{}` is both excluded and specified", name.get_ref()),
+                Some("remove it from `exclude` or remove its [tables] section".into()),
+            ));
+        }
+        let table = &cat.tables[ti];
+        let tsr = ts.get_ref();
+        if tsr.rows.is_some() && tsr.per.is_some() {
+            return Err(sf.error(
+                ts.span(),
+                format!("table `{}` has both `rows` and `per`", name.get_ref()),
+                Some("give a total (`rows = N`) or a count per parent (`per = \"parent\"`, `count = ...`), not both".into()),
+            ));
+        }
+        if tsr.count.is_some() && tsr.per.is_none() {
+            return Err(sf.error(
+                ts.span(),
+                format!("table `{}` has `count` without `per`", name.get_ref()),
+                Some("`count` is the number of rows per row of the `per` table".into()),
+            ));
+        }
+        if let Some(per) = &tsr.per {
+            let Some(pi) = cat.find(per.get_ref()) else {
+                return Err(unknown_table(per, "`per`"));
+            };
+            let ok = table.fks.iter().any(|f| {
+                f.parent == Some(pi)
+                    && pi != ti
+                    && f.cols.iter().all(|c| table.columns[*c].not_null)
+            });
+            if !ok {
+                return Err(sf.error(
+                    per.span(),
+                    format!("`{}` has no NOT NULL foreign key to `{}`", name.get_ref(), per.get_ref()),
+                    Some("`per` names a parent table the rows reference through a NOT NULL foreign key".into()),
+                ));
+            }
+            r.per.insert(ti, pi);
+        }
+        r.tables.insert(ti, ts);
+        for (cname, cs) in &tsr.columns {
+            let Some(ci) = table.column(cname.get_ref()) else {
+                let hint = match spec::suggest(
+                    cname.get_ref(),
+                    table.columns.iter().map(|c| c.name.as_str()),
+                ) {
+                    Some(s) => format!("did you mean `{s}`?"),
+                    None => format!(
+                        "columns of {}: {}",
+                        table.display(),
+                        table
+                            .columns
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                return Err(sf.error(
+                    cname.span(),
+                    format!(
+                        "unknown column `{}` of table `{}`",
+                        cname.get_ref(),
+                        table.display()
+                    ),
+                    Some(hint),
+                ));
+            };
+            if table.columns[ci].generated {
+                return Err(sf.error(
+                    cname.span(),
+                    format!(
+                        "column `{}.{}` is generated by the server",
+                        table.display(),
+                        cname.get_ref()
+                    ),
+                    Some(
+                        "remove it from the spec: planck leaves generated columns to PostgreSQL"
+                            .into(),
+                    ),
+                ));
+            }
+            r.columns.insert((ti, ci), cs);
+        }
+    }
+    Ok(r)
+}
+
+/// Orders tables parents first; a cycle is broken at the table with the fewest
+/// unplaced parents (its edges back into the cycle are then "back edges").
+fn order(cat: &Catalog, seeded: &[usize]) -> Vec<usize> {
+    let set: HashSet<usize> = seeded.iter().copied().collect();
+    let parents: HashMap<usize, HashSet<usize>> = seeded
+        .iter()
+        .map(|&t| {
+            let ps = cat.tables[t]
+                .fks
+                .iter()
+                .filter_map(|f| f.parent)
+                .filter(|p| *p != t && set.contains(p))
+                .collect();
+            (t, ps)
+        })
+        .collect();
+    let mut placed: Vec<usize> = Vec::new();
+    let mut done: HashSet<usize> = HashSet::new();
+    while placed.len() < seeded.len() {
+        let ready: Vec<usize> = seeded
+            .iter()
+            .copied()
+            .filter(|t| !done.contains(t) && parents[t].iter().all(|p| done.contains(p)))
+            .collect();
+        let next = if ready.is_empty() {
+            // A cycle: take the table with the fewest missing parents.
+            seeded
+                .iter()
+                .copied()
+                .filter(|t| !done.contains(t))
+                .min_by_key(|t| (parents[t].iter().filter(|p| !done.contains(p)).count(), *t))
+                .into_iter()
+                .collect()
+        } else {
+            ready
+        };
+        for t in next {
+            done.insert(t);
+            placed.push(t);
+        }
+    }
+    placed
+}
+
+fn scalar_val(s: &Scalar, kind: &TypeKind) -> Option<Val> {
+    Some(match (s, kind) {
+        (Scalar::Str(v), k) if k.is_time() => Val::Micros(spec::parse_timestamp(v)?),
+        (Scalar::Str(v), _) => Val::Text(v.clone()),
+        (Scalar::Int(i), TypeKind::Float4 | TypeKind::Float8) => Val::Float(*i as f64),
+        (Scalar::Int(i), _) => Val::Int(*i),
+        (Scalar::Float(f), _) => Val::Float(*f),
+        (Scalar::Bool(b), _) => Val::Bool(*b),
+    })
+}
+
+fn lit_val(l: &Lit, kind: &TypeKind) -> Val {
+    match (l, kind) {
+        (Lit::Str(s), k) if k.is_time() => spec::parse_timestamp(s)
+            .map(Val::Micros)
+            .unwrap_or(Val::Null),
+        (Lit::Str(s), _) => Val::Text(s.clone()),
+        (Lit::Num(n), k) if k.is_int() => Val::Int(*n as i64),
+        (Lit::Num(n), _) => Val::Float(*n),
+        (Lit::Bool(b), _) => Val::Bool(*b),
+    }
+}
+
+fn uniform_choice(vals: Vec<Val>) -> Gen {
+    let n = vals.len().max(1) as f64;
+    let cum = (1..=vals.len()).map(|i| i as f64 / n).collect();
+    Gen::Choice { vals, cum }
+}
+
+fn lit_num(l: &Lit) -> Option<f64> {
+    match l {
+        Lit::Num(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// Integer bounds from CHECK facts, defaulting to [default_lo, default_hi].
+fn int_bounds(f: &ColFacts, kind: &TypeKind, dlo: i64, dhi: i64) -> (i64, i64) {
+    let mut lo = dlo;
+    let mut hi = dhi;
+    if let Some((l, incl)) = &f.lo
+        && let Some(n) = lit_num(l)
+    {
+        lo = if *incl {
+            n.ceil() as i64
+        } else {
+            n.floor() as i64 + 1
+        };
+        if f.hi.is_none() {
+            hi = hi.max(lo + 1000);
+        }
+    }
+    if let Some((l, incl)) = &f.hi
+        && let Some(n) = lit_num(l)
+    {
+        hi = if *incl {
+            n.floor() as i64
+        } else {
+            n.ceil() as i64 - 1
+        };
+        if f.lo.is_none() {
+            lo = lo.min(hi - 1000);
+        }
+    }
+    (lo.max(-kind.int_max()), hi.min(kind.int_max()))
+}
+
+fn time_bounds(f: &ColFacts) -> (i64, i64) {
+    let mut lo = T_LO;
+    let mut hi = T_HI;
+    if let Some((Lit::Str(s), incl)) = &f.lo
+        && let Some(v) = spec::parse_timestamp(s)
+    {
+        lo = if *incl { v } else { v + DAY };
+        hi = hi.max(lo + 365 * DAY);
+    }
+    if let Some((Lit::Str(s), incl)) = &f.hi
+        && let Some(v) = spec::parse_timestamp(s)
+    {
+        hi = if *incl { v } else { v - DAY };
+        lo = lo.min(hi - 365 * DAY);
+    }
+    (lo, hi)
+}
+
+fn text_by_name(table: &str, name: &str) -> Text {
+    let n = name.to_lowercase();
+    let has = |s: &str| n.contains(s);
+    let words = |min, max| Text::Words {
+        min,
+        max,
+        sep: ' ',
+        capital: false,
+    };
+    if has("email") {
+        Text::Fake(FakeKind::Email)
+    } else if n == "first_name" || n == "firstname" || n == "given_name" {
+        Text::Fake(FakeKind::FirstName)
+    } else if n == "last_name" || n == "lastname" || n == "surname" || n == "family_name" {
+        Text::Fake(FakeKind::LastName)
+    } else if has("username") || n == "login" || n == "handle" {
+        Text::Fake(FakeKind::Username)
+    } else if has("company")
+        || (n == "name"
+            && (table.contains("account")
+                || table.contains("org")
+                || table.contains("compan")
+                || table.contains("tenant")))
+    {
+        Text::Fake(FakeKind::Company)
+    } else if n == "name" || has("full_name") || has("display_name") || n == "author" {
+        Text::Fake(FakeKind::Name)
+    } else if n == "city" {
+        Text::Fake(FakeKind::City)
+    } else if n == "country" {
+        Text::Fake(FakeKind::Country)
+    } else if has("address") || has("street") {
+        Text::Fake(FakeKind::Street)
+    } else if has("zip") || has("postal") {
+        Text::Fake(FakeKind::Zip)
+    } else if has("phone") || has("mobile") {
+        Text::Fake(FakeKind::Phone)
+    } else if has("url") || has("website") || has("link") {
+        Text::Fake(FakeKind::Url)
+    } else if n == "ip" || n.ends_with("_ip") || n.starts_with("ip_") {
+        Text::Fake(FakeKind::Ip)
+    } else if has("slug") {
+        Text::Words {
+            min: 2,
+            max: 4,
+            sep: '-',
+            capital: false,
+        }
+    } else if has("title") || has("subject") || has("headline") {
+        Text::Words {
+            min: 2,
+            max: 6,
+            sep: ' ',
+            capital: true,
+        }
+    } else if has("body")
+        || has("content")
+        || has("description")
+        || has("message")
+        || has("comment")
+        || has("note")
+        || n == "text"
+        || has("bio")
+    {
+        Text::Paragraphs { min: 40, max: 400 }
+    } else if has("hash")
+        || has("sha")
+        || has("digest")
+        || has("token")
+        || has("secret")
+        || n == "jti"
+        || has("key")
+        || has("password")
+        || has("signature")
+        || has("checksum")
+    {
+        Text::Hex {
+            len: if has("sha1") { 40 } else { 64 },
+        }
+    } else if has("path") || has("filename") || has("file_name") {
+        Text::Path
+    } else if has("mime") || has("content_type") {
+        Text::Words {
+            min: 1,
+            max: 1,
+            sep: '/',
+            capital: false,
+        }
+    } else {
+        words(1, 3)
+    }
+}
+
+/// The generator of a column nothing else decided, from its type, name and checks.
+fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<Gen> {
+    if let Some(list) = &f.in_list {
+        let vals: Vec<Val> = list
+            .iter()
+            .map(|l| lit_val(l, &col.kind))
+            .filter(|v| !f.not_eq.iter().any(|n| lit_val(n, &col.kind) == *v))
+            .collect();
+        return Some(uniform_choice(vals));
+    }
+    Some(match &col.kind {
+        TypeKind::Bool => Gen::Bool { p_true: 0.5 },
+        k @ (TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8) => {
+            if col.sequence.is_some() {
+                Gen::Sequence { start: 1, step: 1 }
+            } else {
+                let (lo, hi) = int_bounds(
+                    f,
+                    k,
+                    0,
+                    if matches!(k, TypeKind::Int2) {
+                        100
+                    } else {
+                        1000
+                    },
+                );
+                Gen::Int { lo, hi }
+            }
+        }
+        TypeKind::Float4 | TypeKind::Float8 => {
+            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, 1000);
+            Gen::Float {
+                lo: lo as f64,
+                hi: hi as f64,
+            }
+        }
+        TypeKind::Numeric => {
+            let (p, s) = col.numeric.unwrap_or((12, 2));
+            let max_int = 10i64.saturating_pow(p.saturating_sub(s).min(15)) - 1;
+            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, max_int.min(1000));
+            let m = 10i128.pow(s.min(30));
+            let (mut ulo, mut uhi) = (i128::from(lo) * m, i128::from(hi) * m);
+            if let Some((_, false)) = f.lo {
+                ulo += 1;
+            }
+            uhi = uhi.min(i128::from(max_int) * m + (m - 1));
+            if let Some((_, false)) = f.hi {
+                uhi -= 1;
+            }
+            Gen::Dec {
+                lo: ulo,
+                hi: uhi.max(ulo),
+                scale: s,
+            }
+        }
+        TypeKind::Text => {
+            let mut text = text_by_name(&table.name, &col.name);
+            if col.max_len.is_some_and(|m| m < 16)
+                && matches!(text, Text::Paragraphs { .. } | Text::Fake(_))
+            {
+                text = Text::Words {
+                    min: 1,
+                    max: 1,
+                    sep: ' ',
+                    capital: false,
+                };
+            }
+            let max_len = match (col.max_len, f.max_len) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            Gen::Text {
+                text,
+                unique: false,
+                max_len,
+            }
+        }
+        TypeKind::Bytea => Gen::Bytes { min: 16, max: 64 },
+        TypeKind::Uuid => Gen::Uuid { unique: false },
+        TypeKind::Date | TypeKind::Timestamp | TypeKind::Timestamptz => {
+            let (lo, hi) = time_bounds(f);
+            Gen::Time {
+                lo,
+                hi,
+                bias: 1.5,
+                unique: false,
+            }
+        }
+        TypeKind::Time => Gen::TimeOfDay,
+        TypeKind::Interval => Gen::Interval,
+        TypeKind::Json | TypeKind::Jsonb => Gen::Json(vec![
+            (
+                "source".into(),
+                Gen::Text {
+                    text: Text::Words {
+                        min: 1,
+                        max: 1,
+                        sep: ' ',
+                        capital: false,
+                    },
+                    unique: false,
+                    max_len: None,
+                },
+            ),
+            ("count".into(), Gen::Int { lo: 0, hi: 100 }),
+        ]),
+        TypeKind::Inet => Gen::Inet,
+        TypeKind::TsVector => Gen::TsVec,
+        TypeKind::Enum(labels) => {
+            uniform_choice(labels.iter().map(|l| Val::Text(l.clone())).collect())
+        }
+        TypeKind::Array(elem, _) => {
+            let ec = Column {
+                kind: (**elem).clone(),
+                max_len: None,
+                sequence: None,
+                ..col.clone()
+            };
+            let eg = default_gen(table, &ec, &ColFacts::default())?;
+            let eg = match eg {
+                Gen::Text { max_len, .. } => Gen::Text {
+                    text: Text::Words {
+                        min: 1,
+                        max: 1,
+                        sep: ' ',
+                        capital: false,
+                    },
+                    unique: false,
+                    max_len,
+                },
+                g => g,
+            };
+            Gen::Array {
+                elem: Box::new(eg),
+                min: 0,
+                max: 3,
+            }
+        }
+        TypeKind::Unsupported(_) => return None,
+    })
+}
+
+struct Ctx<'a> {
+    cat: &'a Catalog,
+    sf: &'a SpecFile,
+    opts: &'a Options,
+}
+
+impl Ctx<'_> {
+    /// Compiles a column's spec into a generator.
+    fn compile(
+        &self,
+        table: &Table,
+        col: &Column,
+        kind: &TypeKind,
+        cs: &ColumnSpec,
+        span: std::ops::Range<usize>,
+        f: &ColFacts,
+    ) -> Result<Option<Gen>> {
+        let sf = self.sf;
+        let here = |m: String, h: &str| sf.error(span.clone(), m, Some(h.to_string()));
+        let cname = format!("{}.{}", table.display(), col.name);
+        let mut g: Option<Gen> = None;
+        if let Some(name) = &cs.generator {
+            let w = |min, max, sep, capital| Gen::Text {
+                text: Text::Words {
+                    min,
+                    max,
+                    sep,
+                    capital,
+                },
+                unique: false,
+                max_len: col.max_len,
+            };
+            let fk = |k| Gen::Text {
+                text: Text::Fake(k),
+                unique: false,
+                max_len: col.max_len,
+            };
+            let [wl, wh] = cs.words.unwrap_or([1, 3]);
+            let [ll, lh] = cs.len.unwrap_or([0, 0]);
+            g = Some(match name.get_ref().as_str() {
+                "name" => fk(FakeKind::Name),
+                "first_name" => fk(FakeKind::FirstName),
+                "last_name" => fk(FakeKind::LastName),
+                "email" => fk(FakeKind::Email),
+                "username" => fk(FakeKind::Username),
+                "company" => fk(FakeKind::Company),
+                "url" => fk(FakeKind::Url),
+                "phone" => fk(FakeKind::Phone),
+                "city" => fk(FakeKind::City),
+                "country" => fk(FakeKind::Country),
+                "street" => fk(FakeKind::Street),
+                "zip" => fk(FakeKind::Zip),
+                "catch_phrase" => fk(FakeKind::CatchPhrase),
+                "ip" if matches!(kind, TypeKind::Inet) => Gen::Inet,
+                "ip" => fk(FakeKind::Ip),
+                "word" => w(1, 1, ' ', false),
+                "words" => w(wl, wh, ' ', false),
+                "sentence" => w(
+                    cs.words.map_or(6, |x| x[0]),
+                    cs.words.map_or(14, |x| x[1]),
+                    ' ',
+                    true,
+                ),
+                "title" => w(
+                    cs.words.map_or(2, |x| x[0]),
+                    cs.words.map_or(6, |x| x[1]),
+                    ' ',
+                    true,
+                ),
+                "slug" => w(
+                    cs.words.map_or(2, |x| x[0]),
+                    cs.words.map_or(4, |x| x[1]),
+                    '-',
+                    false,
+                ),
+                "paragraphs" => Gen::Text {
+                    text: Text::Paragraphs {
+                        min: if lh > 0 { ll } else { 200 },
+                        max: if lh > 0 { lh } else { 2000 },
+                    },
+                    unique: false,
+                    max_len: col.max_len,
+                },
+                "hex" => Gen::Text {
+                    text: Text::Hex {
+                        len: if lh > 0 { lh } else { 64 },
+                    },
+                    unique: false,
+                    max_len: col.max_len,
+                },
+                "path" => Gen::Text {
+                    text: Text::Path,
+                    unique: false,
+                    max_len: col.max_len,
+                },
+                "uuid" => Gen::Uuid { unique: false },
+                "bytes" => Gen::Bytes {
+                    min: if lh > 0 { ll } else { 16 },
+                    max: if lh > 0 { lh } else { 64 },
+                },
+                "sequence" => Gen::Sequence {
+                    start: cs.start.unwrap_or(1),
+                    step: cs.step.unwrap_or(1),
+                },
+                "bool" => Gen::Bool { p_true: 0.5 },
+                other => {
+                    const KNOWN: &[&str] = &[
+                        "name",
+                        "first_name",
+                        "last_name",
+                        "email",
+                        "username",
+                        "company",
+                        "url",
+                        "phone",
+                        "city",
+                        "country",
+                        "street",
+                        "zip",
+                        "catch_phrase",
+                        "ip",
+                        "word",
+                        "words",
+                        "sentence",
+                        "title",
+                        "slug",
+                        "paragraphs",
+                        "hex",
+                        "path",
+                        "uuid",
+                        "bytes",
+                        "sequence",
+                        "bool",
+                    ];
+                    let hint = match spec::suggest(other, KNOWN.iter().copied()) {
+                        Some(s) => {
+                            format!("did you mean `{s}`? known generators: {}", KNOWN.join(", "))
+                        }
+                        None => format!("known generators: {}", KNOWN.join(", ")),
+                    };
+                    return Err(sf.error(
+                        name.span(),
+                        format!("unknown generator `{other}` for {cname}"),
+                        Some(hint),
+                    ));
+                }
+            });
+        }
+        if let Some(v) = &cs.values {
+            let (vals, weights): (Vec<Val>, Vec<f64>) = match v.get_ref() {
+                Values::List(l) => (
+                    l.iter().filter_map(|s| scalar_val(s, kind)).collect(),
+                    vec![1.0; l.len()],
+                ),
+                Values::Weighted(m) => m
+                    .iter()
+                    .filter_map(|(k, w)| scalar_val(&Scalar::Str(k.clone()), kind).map(|v| (v, *w)))
+                    .unzip(),
+            };
+            if vals.is_empty() {
+                return Err(sf.error(
+                    v.span(),
+                    format!("`values` of {cname} is empty"),
+                    Some("list at least one value".into()),
+                ));
+            }
+            // Values must satisfy the enum / IN list.
+            let allowed: Option<Vec<Val>> = match kind {
+                TypeKind::Enum(labels) => {
+                    Some(labels.iter().map(|l| Val::Text(l.clone())).collect())
+                }
+                _ => f
+                    .in_list
+                    .as_ref()
+                    .map(|l| l.iter().map(|x| lit_val(x, kind)).collect()),
+            };
+            if let Some(allowed) = allowed {
+                let norm = |v: &Val| match v {
+                    Val::Float(f) if f.fract() == 0.0 => Val::Int(*f as i64),
+                    v => v.clone(),
+                };
+                if let Some(bad) = vals
+                    .iter()
+                    .find(|v| !allowed.iter().any(|a| norm(a) == norm(v)))
+                {
+                    let list = allowed
+                        .iter()
+                        .map(|a| a.display())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return Err(sf.error(
+                        v.span(),
+                        format!("value {} is not allowed in {cname}", bad.display()),
+                        Some(format!("the column accepts only: {list}")),
+                    ));
+                }
+            }
+            let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+            let mut acc = 0.0;
+            let cum = weights
+                .iter()
+                .map(|w| {
+                    acc += w / total;
+                    acc
+                })
+                .collect();
+            g = Some(Gen::Choice { vals, cum });
+        }
+        if let Some(r) = &cs.range {
+            let [a, b] = r.get_ref();
+            let bad = || {
+                here(
+                    format!("`range` of {cname} must be two numbers or two timestamps, low first"),
+                    "for example `range = [1, 100]` or `range = [\"2024-01-01\", \"2026-01-01\"]`",
+                )
+            };
+            g = Some(match (a, b) {
+                (Scalar::Int(a), Scalar::Int(b)) if a <= b => match kind {
+                    TypeKind::Float4 | TypeKind::Float8 => Gen::Float {
+                        lo: *a as f64,
+                        hi: *b as f64,
+                    },
+                    TypeKind::Numeric => {
+                        let s = col.numeric.map_or(0, |x| x.1);
+                        let m = 10i128.pow(s);
+                        Gen::Dec {
+                            lo: i128::from(*a) * m,
+                            hi: i128::from(*b) * m,
+                            scale: s,
+                        }
+                    }
+                    _ => Gen::Int { lo: *a, hi: *b },
+                },
+                (Scalar::Float(_) | Scalar::Int(_), Scalar::Float(_) | Scalar::Int(_)) => {
+                    let (a, b) = (num(a), num(b));
+                    if a > b {
+                        return Err(bad());
+                    }
+                    match kind {
+                        TypeKind::Numeric => {
+                            let s = col.numeric.map_or(2, |x| x.1);
+                            let m = 10f64.powi(s as i32);
+                            Gen::Dec {
+                                lo: (a * m).round() as i128,
+                                hi: (b * m).round() as i128,
+                                scale: s,
+                            }
+                        }
+                        _ => Gen::Float { lo: a, hi: b },
+                    }
+                }
+                (Scalar::Str(a), Scalar::Str(b)) => {
+                    let (Some(a), Some(b)) = (spec::parse_timestamp(a), spec::parse_timestamp(b))
+                    else {
+                        return Err(bad());
+                    };
+                    if a > b {
+                        return Err(bad());
+                    }
+                    Gen::Time {
+                        lo: a,
+                        hi: b,
+                        bias: cs.bias.unwrap_or(1.0),
+                        unique: false,
+                    }
+                }
+                _ => return Err(bad()),
+            });
+        }
+        if let Some(fmt) = &cs.format {
+            g = Some(Gen::Text {
+                text: Text::Format(parse_format(fmt)),
+                unique: false,
+                max_len: col.max_len,
+            });
+        }
+        if let Some(json) = &cs.json {
+            let mut fields = Vec::new();
+            for (k, v) in json {
+                let fg = self.compile(
+                    table,
+                    col,
+                    &TypeKind::Json,
+                    v,
+                    span.clone(),
+                    &ColFacts::default(),
+                )?;
+                fields.push((k.clone(), fg.unwrap_or(Gen::Null)));
+            }
+            g = Some(Gen::Json(fields));
+        }
+        if let Some(el) = &cs.element {
+            let TypeKind::Array(ek, _) = kind else {
+                return Err(here(
+                    format!("`element` given for {cname}, which is not an array"),
+                    "use `element` only on array columns",
+                ));
+            };
+            let ec = Column {
+                kind: (**ek).clone(),
+                ..col.clone()
+            };
+            let eg = self.compile(table, &ec, ek, el, span.clone(), &ColFacts::default())?;
+            let eg = match eg {
+                Some(g) => g,
+                None => default_gen(table, &ec, &ColFacts::default()).unwrap_or(Gen::Null),
+            };
+            let [lo, hi] = cs.len.unwrap_or([0, 3]);
+            g = Some(Gen::Array {
+                elem: Box::new(eg),
+                min: lo,
+                max: hi,
+            });
+        } else if let (Some([lo, hi]), TypeKind::Array(..)) = (cs.len, kind)
+            && let Some(Gen::Array { elem, .. }) = default_gen(table, col, f)
+        {
+            g = Some(Gen::Array {
+                elem,
+                min: lo,
+                max: hi,
+            });
+        }
+        if g.is_none() && (cs.bias.is_some() || cs.unique.is_some()) {
+            g = default_gen(table, col, f);
+        }
+        if let (Some(b), Some(Gen::Time { bias, .. })) = (cs.bias, g.as_mut()) {
+            *bias = b;
+        }
+        if cs.unique == Some(true) {
+            g = g.map(|g| make_unique(g, 1_000_000));
+        }
+        if let Some(after) = &cs.after {
+            let Some(oc) = table.column(after.get_ref()) else {
+                let hint = spec::suggest(
+                    after.get_ref(),
+                    table.columns.iter().map(|c| c.name.as_str()),
+                )
+                .map_or_else(
+                    || "`after` names another timestamp column of the same table".to_string(),
+                    |s| format!("did you mean `{s}`?"),
+                );
+                return Err(sf.error(
+                    after.span(),
+                    format!("unknown column `{}` in `after` of {cname}", after.get_ref()),
+                    Some(hint),
+                ));
+            };
+            let [lo, hi] = cs.gap.unwrap_or([1, 30 * 86_400]);
+            let fallback = g
+                .take()
+                .or_else(|| default_gen(table, col, f))
+                .unwrap_or(Gen::Null);
+            g = Some(Gen::After {
+                col: oc,
+                min: lo * 1_000_000,
+                max: hi.max(lo) * 1_000_000,
+                fallback: Box::new(fallback),
+            });
+        }
+        if let Some(p) = cs.null {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(here(
+                    format!("`null` of {cname} must be between 0 and 1"),
+                    "it is the share of NULLs, e.g. `null = 0.1`",
+                ));
+            }
+            if p > 0.0 && col.not_null && *kind != TypeKind::Json {
+                return Err(here(
+                    format!("{cname} is NOT NULL, but the spec asks for NULLs"),
+                    "remove `null`, or drop the NOT NULL constraint",
+                ));
+            }
+            let inner = g
+                .take()
+                .or_else(|| default_gen(table, col, f))
+                .unwrap_or(Gen::Null);
+            g = Some(if p > 0.0 {
+                Gen::Nullable {
+                    p,
+                    inner: Box::new(inner),
+                }
+            } else {
+                inner
+            });
+        }
+        let _ = self.cat;
+        let _ = self.opts;
+        Ok(g)
+    }
+}
+
+fn num(s: &Scalar) -> f64 {
+    match s {
+        Scalar::Int(i) => *i as f64,
+        Scalar::Float(f) => *f,
+        _ => 0.0,
+    }
+}
+
+/// The same generator, made unique by construction where it can be.
+fn make_unique(g: Gen, rows: u64) -> Gen {
+    match g {
+        Gen::Text { text, max_len, .. } => Gen::Text {
+            text,
+            unique: true,
+            max_len,
+        },
+        Gen::Uuid { .. } => Gen::Uuid { unique: true },
+        Gen::Time { lo, hi, bias, .. } => Gen::Time {
+            lo,
+            hi,
+            bias,
+            unique: true,
+        },
+        Gen::Int { lo, hi } if (hi - lo + 1) as u64 >= rows => {
+            Gen::IntUnique { lo, n: rows.max(1) }
+        }
+        Gen::Nullable { p, inner } => Gen::Nullable {
+            p,
+            inner: Box::new(make_unique(*inner, rows)),
+        },
+        g => g,
+    }
+}
+
+/// Cumulative allocation of `total` rows over blocks by weight, with fixed counts.
+fn allocate(total: u64, weights: &[f64], fixed: &BTreeMap<usize, u64>) -> Vec<u64> {
+    let fixed_sum: u64 = fixed.values().sum();
+    let rem = total.saturating_sub(fixed_sum);
+    let w: Vec<f64> = weights
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            if fixed.contains_key(&i) {
+                0.0
+            } else {
+                w.max(0.0)
+            }
+        })
+        .collect();
+    let wsum: f64 = w.iter().sum();
+    let last = w.iter().rposition(|x| *x > 0.0);
+    let mut cum = Vec::with_capacity(w.len() + 1);
+    cum.push(0u64);
+    let mut acc = 0.0;
+    let mut prev_target = 0u64;
+    let mut run = 0u64;
+    for (i, wi) in w.iter().enumerate() {
+        acc += wi;
+        let target = if Some(i) == last {
+            rem
+        } else if wsum > 0.0 {
+            ((rem as f64) * acc / wsum).floor().min(rem as f64) as u64
+        } else {
+            0
+        };
+        let target = target.max(prev_target);
+        run += target - prev_target + fixed.get(&i).copied().unwrap_or(0);
+        prev_target = target;
+        cum.push(run);
+    }
+    cum
+}
+
+fn count_sample(c: &Count, h: u64, zipf_cdf: &[f64]) -> u64 {
+    let mut r = ValueRng::new(h);
+    match c {
+        Count::Fixed(n) => *n,
+        Count::Range([a, b]) => r.range(*a.min(b), *a.max(b)),
+        Count::Zipf { .. } => {
+            let u = r.unit();
+            zipf_cdf.partition_point(|x| *x <= u) as u64 + 1
+        }
+        Count::Lognormal { lognormal, mean } => {
+            let z = r.normal();
+            (mean * (lognormal * z - lognormal * lognormal / 2.0).exp())
+                .round()
+                .max(0.0) as u64
+        }
+    }
+}
+
+pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
+    let res = resolve(cat, sf)?;
+    let spec = &sf.spec;
+    let seeded: Vec<usize> = (0..cat.tables.len())
+        .filter(|i| !res.excluded.contains(i))
+        .collect();
+    let order = order(cat, &seeded);
+    let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+    let base_rows = opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS) as f64 * opts.scale;
+    let scaled = |n: u64| (n as f64 * opts.scale).round() as u64;
+
+    // The tenant.
+    let tenant = match &spec.tenant {
+        Some(t) => {
+            let tn = &t.get_ref().table;
+            let Some(ti) = cat.find(tn.get_ref()) else {
+                let hint = spec::suggest(tn.get_ref(), cat.tables.iter().map(|t| t.name.as_str()))
+                    .map_or_else(
+                        || "the tenant table holds one row per tenant, e.g. `accounts`".to_string(),
+                        |s| format!("did you mean `{s}`?"),
+                    );
+                return Err(sf.error(
+                    tn.span(),
+                    format!("unknown tenant table `{}`", tn.get_ref()),
+                    Some(hint),
+                ));
+            };
+            if res.excluded.contains(&ti) {
+                return Err(sf.error(
+                    tn.span(),
+                    format!("the tenant table `{}` is excluded", tn.get_ref()),
+                    Some("remove it from `exclude`".into()),
+                ));
+            }
+            Some(ti)
+        }
+        None => None,
+    };
+
+    let mut tables: Vec<TablePlan> = Vec::new();
+    let mut in_tree: Vec<bool> = Vec::new();
+    let mut depth: Vec<usize> = Vec::new();
+    let t_rows_of = |tables: &Vec<TablePlan>| {
+        tenant
+            .and_then(|t| pos.get(&t))
+            .and_then(|p| tables.get(*p))
+            .map(|t| t.rows)
+    };
+
+    for (pi, &ci) in order.iter().enumerate() {
+        let table = &cat.tables[ci];
+        let display = table.display();
+        let tspec = res.tables.get(&ci).map(|s| s.get_ref());
+        // Facts from CHECK constraints.
+        let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
+        let mut unparsed: Vec<&crate::seed::catalog::Check> = Vec::new();
+        for ch in &table.checks {
+            match checks::facts(&ch.def, None) {
+                Some(m) => {
+                    for (name, f) in m {
+                        if let Some(c) = table.column(&name) {
+                            checks::merge(&mut facts[c], f);
+                        }
+                    }
+                }
+                None => unparsed.push(ch),
+            }
+        }
+        for (c, col) in table.columns.iter().enumerate() {
+            for d in &col.domain_checks {
+                match checks::facts(d, Some(&col.name)) {
+                    Some(m) => {
+                        for (_, f) in m {
+                            checks::merge(&mut facts[c], f);
+                        }
+                    }
+                    None => {
+                        if res.columns.contains_key(&(ci, c)) {
+                            continue;
+                        }
+                        return Err(seed_err(
+                            &display,
+                            Some(&col.name),
+                            format!("its domain's check `{d}` is beyond what planck understands"),
+                            format!(
+                                "give the column a generator in the spec, e.g. [tables.{}.columns] {} = {{ values = [...] }}",
+                                table.name, col.name
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        for ch in &unparsed {
+            let uncovered: Vec<&str> = ch
+                .cols
+                .iter()
+                .filter(|c| !res.columns.contains_key(&(ci, **c)))
+                .map(|c| table.columns[*c].name.as_str())
+                .collect();
+            if !uncovered.is_empty() {
+                return Err(seed_err(
+                    &display,
+                    uncovered.first().copied(),
+                    format!(
+                        "CHECK constraint {} ({}) is beyond what planck understands",
+                        ch.name, ch.def
+                    ),
+                    format!(
+                        "give {} a generator in the spec ([tables.{}.columns]), or exclude the table",
+                        uncovered.join(", "),
+                        table.name
+                    ),
+                ));
+            }
+        }
+
+        // Foreign keys to seeded parents; the primary parent.
+        let mut fks: Vec<FkPlan> = Vec::new();
+        let mut orphan_fks: Vec<usize> = Vec::new();
+        for (fi, f) in table.fks.iter().enumerate() {
+            match f.parent.filter(|p| !res.excluded.contains(p)) {
+                Some(p) => fks.push(FkPlan {
+                    name: f.name.clone(),
+                    parent: if p == ci { pi } else { pos[&p] },
+                    parent_cols: f.parent_cols.clone(),
+                    cols: f.cols.clone(),
+                    pick: Pick::Uniform,
+                    nullable: f.cols.iter().any(|c| !table.columns[*c].not_null),
+                    null_p: 0.0,
+                    key: rng::name_key(&f.name),
+                }),
+                None => orphan_fks.push(fi),
+            }
+        }
+        let placed = |f: &FkPlan| f.parent < pi;
+        let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
+        let is_tenant = Some(ci) == tenant;
+        let primary: Option<usize> = if is_tenant {
+            None
+        } else if let Some(per) = res.per.get(&ci) {
+            fks.iter()
+                .position(|f| placed(f) && order[f.parent] == *per && !f.nullable)
+        } else {
+            fks.iter()
+                .enumerate()
+                .filter(|(_, f)| placed(f) && !f.nullable)
+                .max_by_key(|(i, f)| (tree_parent(f, &in_tree), depth[f.parent], usize::MAX - i))
+                .map(|(i, _)| i)
+        };
+        let my_tree = is_tenant || primary.is_some_and(|p| tree_parent(&fks[p], &in_tree));
+        let my_depth = fks
+            .iter()
+            .filter(|f| placed(f))
+            .map(|f| depth[f.parent] + 1)
+            .max()
+            .unwrap_or(0);
+
+        // Row counts and blocks.
+        let t_rows = t_rows_of(&tables);
+        let mut layout = Layout::Flat;
+        let rows: u64;
+        let mut cum: Vec<u64>;
+        let sized_by_spec = tspec.is_some_and(|s| s.rows.is_some() || s.per.is_some());
+        if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
+            let fk = primary.unwrap_or(0);
+            let p = &tables[fks[fk].parent];
+            let count = ts
+                .count
+                .as_ref()
+                .map(|c| c.get_ref().clone())
+                .unwrap_or(Count::Fixed(1));
+            let zipf_cdf: Vec<f64> = match &count {
+                Count::Zipf { zipf, max } => {
+                    let w: Vec<f64> = (1..=(*max).max(1))
+                        .map(|k| 1.0 / (k as f64).powf(*zipf))
+                        .collect();
+                    let s: f64 = w.iter().sum();
+                    let mut acc = 0.0;
+                    w.iter()
+                        .map(|x| {
+                            acc += x / s;
+                            acc
+                        })
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
+            let ck = rng::name_key(&format!("{display}#count"));
+            let mut pcum = Vec::with_capacity(p.rows as usize + 1);
+            pcum.push(0u64);
+            let mut run = 0u64;
+            for q in 0..p.rows {
+                run += count_sample(&count, rng::hash(opts.seed, ck, 0, q), &zipf_cdf);
+                pcum.push(run);
+            }
+            rows = run;
+            cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
+            layout = Layout::PerParent { fk, pcum };
+        } else {
+            rows = match tspec.and_then(|s| s.rows) {
+                Some(n) => scaled(n),
+                None => match primary {
+                    _ if is_tenant => base_rows.round() as u64,
+                    Some(_) => {
+                        let pmax = fks
+                            .iter()
+                            .filter(|f| placed(f) && !f.nullable)
+                            .map(|f| tables[f.parent].rows)
+                            .max()
+                            .unwrap_or(0);
+                        (pmax.saturating_mul(2)).min((base_rows * 10.0).round() as u64)
+                    }
+                    None => base_rows.round() as u64,
+                },
+            };
+            cum = vec![0, rows];
+            if let Some(fk) = primary {
+                layout = Layout::Child { fk };
+            }
+        }
+        if is_tenant {
+            cum = (0..=rows).collect();
+        } else if my_tree && matches!(layout, Layout::Child { .. }) {
+            cum = tree_alloc(
+                sf,
+                spec,
+                opts,
+                &tables,
+                &fks,
+                primary.unwrap_or(0),
+                ci,
+                cat,
+                tenant,
+                t_rows.unwrap_or(0),
+                rows,
+                &pos,
+            )?;
+        }
+
+        // The table's plan, with generators filled in below.
+        let mut tp = TablePlan {
+            cat: ci,
+            oid: table.oid,
+            display: display.clone(),
+            qualified: table.qualified(),
+            key: rng::name_key(&display),
+            rows,
+            partitioned: table.partitioned,
+            cols: table
+                .columns
+                .iter()
+                .map(|c| ColPlan {
+                    name: c.name.clone(),
+                    kind: c.kind.clone(),
+                    generator: Gen::Null,
+                    include: !c.generated,
+                    key: rng::name_key(&c.name),
+                })
+                .collect(),
+            layout,
+            cum,
+            fks,
+            joints: Vec::new(),
+            sequences: table
+                .columns
+                .iter()
+                .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
+                .collect(),
+        };
+        let ctx = Ctx { cat, sf, opts };
+        let mut assigned: Vec<bool> = vec![false; table.columns.len()];
+        let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
+        for (c, col) in table.columns.iter().enumerate() {
+            let Some(cs) = res.columns.get(&(ci, c)) else {
+                continue;
+            };
+            if let Some(g) =
+                ctx.compile(table, col, &col.kind, cs.get_ref(), cs.span(), &facts[c])?
+            {
+                tp.cols[c].generator = g;
+                assigned[c] = true;
+                spec_span.insert(c, cs.span());
+            }
+        }
+        // Foreign keys: primary first.
+        let mut fk_order: Vec<usize> = (0..tp.fks.len()).collect();
+        if let Some(p) = primary {
+            fk_order.retain(|x| *x != p);
+            fk_order.insert(0, p);
+        }
+        let mut fk_cols: HashMap<usize, usize> = HashMap::new();
+        for fi in fk_order {
+            let f = &mut tp.fks[fi];
+            f.pick = if Some(fi) == primary {
+                Pick::Primary
+            } else if f.parent == pi {
+                Pick::SelfRef
+            } else if my_tree && Some(order[f.parent]) == tenant {
+                Pick::Tenant
+            } else if my_tree && in_tree.get(f.parent).copied().unwrap_or(false) {
+                Pick::SameTenant
+            } else {
+                Pick::Uniform
+            };
+            if f.pick == Pick::Tenant && tp.cum.len() <= 2 && t_rows.unwrap_or(0) > 1 {
+                f.pick = Pick::Uniform;
+            }
+            if f.nullable && !matches!(f.pick, Pick::Primary) {
+                f.null_p = 0.1;
+            }
+            for (part, c) in f.cols.iter().enumerate() {
+                if !assigned[*c] {
+                    tp.cols[*c].generator = Gen::Fk { fk: fi, part };
+                    assigned[*c] = true;
+                    fk_cols.insert(*c, fi);
+                }
+            }
+        }
+        for fi in &orphan_fks {
+            let f = &table.fks[*fi];
+            for c in &f.cols {
+                if assigned[*c] {
+                    continue;
+                }
+                if table.columns[*c].not_null {
+                    return Err(seed_err(
+                        &display,
+                        Some(&table.columns[*c].name),
+                        format!(
+                            "it references {}, which is excluded or cannot be seeded",
+                            f.parent_name
+                        ),
+                        format!(
+                            "seed {} too (remove it from `exclude`), or exclude {display}",
+                            f.parent_name
+                        ),
+                    ));
+                }
+                tp.cols[*c].generator = Gen::Null;
+                assigned[*c] = true;
+            }
+        }
+        // Null ratios given in the spec for FK columns.
+        for (c, fi) in &fk_cols {
+            if let Some(cs) = res.columns.get(&(ci, *c))
+                && let Some(p) = cs.get_ref().null
+            {
+                tp.fks[*fi].null_p = p;
+            }
+        }
+
+        // Partition keys.
+        if let Some(part) = &table.partitioning
+            && !assigned[part.col]
+        {
+            let kind = &table.columns[part.col].kind;
+            let conv = |s: &str| -> Option<i64> {
+                if kind.is_time() {
+                    spec::parse_timestamp(s)
+                } else {
+                    s.parse().ok()
+                }
+            };
+            match &part.bounds {
+                PartitionBounds::Range(rs) => {
+                    let ranges: Vec<(i64, i64)> = rs
+                        .iter()
+                        .filter_map(|(a, b)| {
+                            let a = a.as_deref().map_or(Some(T_LO), conv)?;
+                            let b = b.as_deref().map_or(Some(T_HI), conv)?;
+                            (b > a).then_some((a, b))
+                        })
+                        .collect();
+                    if ranges.is_empty() {
+                        return Err(seed_err(
+                            &display,
+                            Some(&table.columns[part.col].name),
+                            "its partitions' bounds are beyond what planck understands",
+                            "give the partition key a `range` in the spec",
+                        ));
+                    }
+                    tp.cols[part.col].generator = if kind.is_time() {
+                        Gen::Ranges(ranges)
+                    } else {
+                        let (a, b) = ranges[0];
+                        Gen::Int { lo: a, hi: b - 1 }
+                    };
+                    assigned[part.col] = true;
+                }
+                PartitionBounds::List(vals) => {
+                    tp.cols[part.col].generator = uniform_choice(
+                        vals.iter()
+                            .map(|v| match kind {
+                                k if k.is_int() => v.parse().map(Val::Int).unwrap_or(Val::Null),
+                                _ => Val::Text(v.clone()),
+                            })
+                            .collect(),
+                    );
+                    assigned[part.col] = true;
+                }
+                PartitionBounds::Any => {}
+            }
+        }
+
+        // Uniqueness.
+        let max_per_parent = max_children(&tp, &tables);
+        let mut uniques = table.uniques.clone();
+        uniques.sort_by_key(|u| !u.primary);
+        for u in &uniques {
+            for c in &u.cols {
+                if let Some(fi) = fk_cols.get(c) {
+                    tp.fks[*fi].null_p = 0.0;
+                }
+            }
+            if u.cols.iter().any(|c| {
+                tp.cols[*c].generator.is_unique()
+                    || fk_cols
+                        .get(c)
+                        .is_some_and(|fi| matches!(tp.fks[*fi].pick, Pick::UniqueGlobal))
+            }) {
+                continue;
+            }
+            let pfk_cols: Vec<usize> = primary.map(|p| tp.fks[p].cols.clone()).unwrap_or_default();
+            let within = !pfk_cols.is_empty()
+                && pfk_cols.iter().all(|c| u.cols.contains(c))
+                && u.cols.len() > pfk_cols.len();
+            let rest: Vec<usize> = u
+                .cols
+                .iter()
+                .copied()
+                .filter(|c| !within || !pfk_cols.contains(c))
+                .collect();
+            let span_of = |c: usize| {
+                spec_span
+                    .get(&c)
+                    .cloned()
+                    .or_else(|| res.tables.get(&ci).map(|s| s.span()))
+            };
+            let impossible = |c: usize, allowed: u64, need: u64| -> Error {
+                let what = format!(
+                    "impossible uniqueness: {} ({}) must be unique{}, but {} allows only {} distinct value(s) for {} row(s)",
+                    u.name,
+                    u.cols
+                        .iter()
+                        .map(|c| table.columns[*c].name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if within { " within each parent" } else { "" },
+                    table.columns[c].name,
+                    allowed,
+                    need
+                );
+                let hint = "widen the column's `values`/`range`, lower the table's `rows` or `count`, or mark a text column `unique = true`".to_string();
+                match span_of(c) {
+                    Some(s) => sf.error(s, what, Some(hint)),
+                    None => seed_err(&display, Some(&table.columns[c].name), what, hint),
+                }
+            };
+            let need = if within { max_per_parent } else { tp.rows };
+            // 1. A column that can carry uniqueness alone.
+            let mut carried = false;
+            for &c in &rest {
+                let col = &table.columns[c];
+                let from_spec = spec_span.contains_key(&c);
+                if let Some(fi) = fk_cols.get(&c).copied() {
+                    if tp.fks[fi].cols.len() == 1 && rest.len() == 1 {
+                        let prow = tables.get(tp.fks[fi].parent).map_or(u64::MAX, |p| p.rows);
+                        if tp.fks[fi].parent == pi {
+                            continue;
+                        }
+                        if prow < need {
+                            if sized_by_spec {
+                                return Err(impossible(c, prow, need));
+                            }
+                            cap_rows(&mut tp, prow, within, max_per_parent);
+                        }
+                        tp.fks[fi].pick = if within {
+                            Pick::DistinctInParent
+                        } else {
+                            Pick::UniqueGlobal
+                        };
+                        carried = true;
+                        break;
+                    }
+                    continue;
+                }
+                let g = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
+                let g = if assigned[c] {
+                    g
+                } else {
+                    default_gen(table, col, &facts[c]).unwrap_or(Gen::Null)
+                };
+                let newg = match g {
+                    Gen::Sequence { .. } | Gen::IntUnique { .. } => Some(g),
+                    Gen::Int { lo, hi } if within && !from_spec => {
+                        if (hi - lo + 1) as u64 >= need || facts[c].hi.is_none() {
+                            Some(Gen::Ordinal { lo })
+                        } else {
+                            tp.cols[c].generator = Gen::Int { lo, hi };
+                            None
+                        }
+                    }
+                    Gen::Int { lo, .. }
+                        if !from_spec && facts[c].hi.is_none() && col.kind.is_int() =>
+                    {
+                        Some(if u.primary || col.sequence.is_some() {
+                            Gen::Sequence {
+                                start: lo.max(1),
+                                step: 1,
+                            }
+                        } else {
+                            Gen::IntUnique {
+                                lo,
+                                n: tp.rows.max(1),
+                            }
+                        })
+                    }
+                    Gen::Int { lo, hi } => {
+                        if (hi - lo + 1) as u64 >= tp.rows {
+                            Some(Gen::IntUnique {
+                                lo,
+                                n: tp.rows.max(1),
+                            })
+                        } else {
+                            tp.cols[c].generator = Gen::Int { lo, hi };
+                            None
+                        }
+                    }
+                    Gen::Dec { lo, scale, .. } if !from_spec => {
+                        Some(Gen::Dec { lo, hi: lo, scale })
+                            .map(|_| Gen::Sequence { start: 1, step: 1 })
+                    }
+                    Gen::Float { .. } if !from_spec => Some(Gen::Sequence { start: 1, step: 1 }),
+                    g @ (Gen::Text { .. }
+                    | Gen::Uuid { .. }
+                    | Gen::Time { .. }
+                    | Gen::Nullable { .. }) => {
+                        let g2 = make_unique(g.clone(), tp.rows);
+                        if g2.is_unique()
+                            || matches!(&g2, Gen::Nullable { inner, .. } if inner.is_unique())
+                        {
+                            if let Gen::Text {
+                                max_len: Some(m),
+                                unique: true,
+                                ..
+                            } = &g2
+                            {
+                                let digits = super::generate::base36(tp.rows).len();
+                                if *m < digits {
+                                    tp.cols[c].generator = g;
+                                    return Err(impossible(
+                                        c,
+                                        36u64.saturating_pow(*m as u32),
+                                        tp.rows,
+                                    ));
+                                }
+                            }
+                            Some(g2)
+                        } else {
+                            tp.cols[c].generator = g;
+                            None
+                        }
+                    }
+                    Gen::Bytes { .. } => Some(Gen::Text {
+                        text: Text::Hex { len: 32 },
+                        unique: true,
+                        max_len: None,
+                    }),
+                    other => {
+                        tp.cols[c].generator = other;
+                        None
+                    }
+                };
+                if let Some(g) = newg {
+                    tp.cols[c].generator = g;
+                    assigned[c] = true;
+                    carried = true;
+                    break;
+                } else if !assigned[c] {
+                    // Keep the default generator for joint enumeration below.
+                    assigned[c] = true;
+                }
+            }
+            if carried {
+                continue;
+            }
+            // 2. Enumerate the finite columns jointly.
+            let mut radices = Vec::new();
+            let mut members: Vec<(usize, Option<usize>)> = Vec::new();
+            let mut seen_fk = HashSet::new();
+            for &c in &rest {
+                if let Some(fi) = fk_cols.get(&c).copied() {
+                    if seen_fk.insert(fi) {
+                        radices.push(tables.get(tp.fks[fi].parent).map_or(tp.rows, |p| p.rows));
+                        members.push((c, Some(fi)));
+                    }
+                } else if let Some(d) = tp.cols[c].generator.domain() {
+                    radices.push(d);
+                    members.push((c, None));
+                } else {
+                    return Err(seed_err(
+                        &display,
+                        Some(&table.columns[c].name),
+                        format!("cannot make {} unique", u.name),
+                        format!(
+                            "give {} a unique generator in the spec (`unique = true`, `gen = \"sequence\"`, or `format = \"...{{row}}\"`)",
+                            table.columns[c].name
+                        ),
+                    ));
+                }
+            }
+            let product = radices
+                .iter()
+                .fold(1u128, |a, r| a * u128::from(*r))
+                .min(u128::from(u64::MAX)) as u64;
+            if within {
+                if members.len() == 1 && product >= need {
+                    let (c, fk) = members[0];
+                    match fk {
+                        Some(fi) => tp.fks[fi].pick = Pick::DistinctInParent,
+                        None => {
+                            let inner = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
+                            tp.cols[c].generator = Gen::Joint {
+                                group: WITHIN_PARENT,
+                                digit: 0,
+                                inner: Box::new(inner),
+                            };
+                        }
+                    }
+                    continue;
+                }
+                if product < need {
+                    let c = members.first().map_or(u.cols[0], |m| m.0);
+                    if sized_by_spec || spec_span.contains_key(&c) {
+                        return Err(impossible(c, product, need));
+                    }
+                    cap_rows(&mut tp, product, true, max_per_parent);
+                }
+                // Fall through: a global enumeration is unique within parents too.
+            }
+            if product < tp.rows {
+                let c = members
+                    .iter()
+                    .find(|m| spec_span.contains_key(&m.0))
+                    .or(members.first())
+                    .map_or(u.cols[0], |m| m.0);
+                if sized_by_spec || spec_span.contains_key(&c) {
+                    return Err(impossible(c, product, tp.rows));
+                }
+                cap_rows(&mut tp, product, false, 0);
+            }
+            let group = tp.joints.len();
+            tp.joints.push(JointGroup {
+                perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
+                radices,
+            });
+            for (digit, (c, fk)) in members.iter().enumerate() {
+                match fk {
+                    Some(fi) => tp.fks[*fi].pick = Pick::Joint { group, digit },
+                    None => {
+                        let inner = std::mem::replace(&mut tp.cols[*c].generator, Gen::Null);
+                        tp.cols[*c].generator = Gen::Joint {
+                            group,
+                            digit,
+                            inner: Box::new(inner),
+                        };
+                    }
+                }
+            }
+        }
+
+        // Everything else.
+        for (c, col) in table.columns.iter().enumerate() {
+            if col.generated {
+                tp.cols[c].include = false;
+                continue;
+            }
+            if assigned[c] {
+                continue;
+            }
+            if let Some((other, strict)) = facts[c].after.first().cloned()
+                && let Some(oc) = table.column(&other)
+            {
+                let fallback = default_gen(table, col, &facts[c]).unwrap_or(Gen::Null);
+                tp.cols[c].generator = Gen::After {
+                    col: oc,
+                    min: if strict { 1_000_000 } else { 0 },
+                    max: 30 * DAY,
+                    fallback: Box::new(fallback),
+                };
+                continue;
+            }
+            match default_gen(table, col, &facts[c]) {
+                Some(g) => {
+                    let in_unique = table.uniques.iter().any(|u| u.cols.contains(&c));
+                    tp.cols[c].generator = if !col.not_null && !facts[c].not_null && !in_unique {
+                        Gen::Nullable {
+                            p: 0.1,
+                            inner: Box::new(g),
+                        }
+                    } else {
+                        g
+                    };
+                }
+                None if !col.not_null => tp.cols[c].generator = Gen::Null,
+                None if col.default.is_some() => tp.cols[c].include = false,
+                None => {
+                    return Err(seed_err(
+                        &display,
+                        Some(&col.name),
+                        format!("planck cannot produce values of type {}", col.type_name),
+                        format!(
+                            "exclude {} in the spec (`exclude = [\"{}\"]`), or give the column a DEFAULT",
+                            display, table.name
+                        ),
+                    ));
+                }
+            }
+        }
+        in_tree.push(my_tree);
+        depth.push(my_depth);
+        tables.push(tp);
+    }
+
+    // Parents that got no rows.
+    for tp in &tables {
+        for f in &tp.fks {
+            if tables[f.parent].rows == 0 && !f.nullable && tp.rows > 0 {
+                let p = &tables[f.parent].display;
+                return Err(seed_err(
+                    &tp.display,
+                    None,
+                    format!("it references {p}, which gets no rows"),
+                    format!("give {p} some rows in the spec, or exclude {}", tp.display),
+                ));
+            }
+        }
+    }
+    let excluded = res.excluded.iter().copied().collect();
+    Ok(Plan {
+        seed: opts.seed,
+        tables,
+        tenant: tenant.and_then(|t| pos.get(&t).copied()),
+        excluded,
+    })
+}
+
+/// Most children any one parent row has.
+fn max_children(tp: &TablePlan, tables: &[TablePlan]) -> u64 {
+    match &tp.layout {
+        Layout::Flat => tp.rows,
+        Layout::PerParent { pcum, .. } => pcum.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0),
+        Layout::Child { fk } => {
+            let p = &tables[tp.fks[*fk].parent];
+            (0..tp.cum.len() - 1)
+                .map(|b| {
+                    let cx = tp.cum[b + 1] - tp.cum[b];
+                    let cp = p.cum[b + 1] - p.cum[b];
+                    if cp == 0 { 0 } else { cx.div_ceil(cp) }
+                })
+                .max()
+                .unwrap_or(0)
+        }
+    }
+}
+
+/// Lowers a zero-spec table's rows so a limited unique domain suffices.
+fn cap_rows(tp: &mut TablePlan, allowed: u64, within: bool, max_per_parent: u64) {
+    let new_rows = if within && max_per_parent > 0 {
+        (tp.rows as u128 * u128::from(allowed) / u128::from(max_per_parent)) as u64
+    } else {
+        allowed
+    };
+    if new_rows >= tp.rows {
+        return;
+    }
+    tp.rows = new_rows;
+    if tp.cum.len() == 2 {
+        tp.cum = vec![0, new_rows];
+    } else {
+        // Scale every block down.
+        let old = tp.cum.clone();
+        let old_total = *old.last().unwrap_or(&0);
+        tp.cum = old
+            .iter()
+            .map(|c| {
+                if old_total == 0 {
+                    0
+                } else {
+                    (u128::from(*c) * u128::from(new_rows) / u128::from(old_total)) as u64
+                }
+            })
+            .collect();
+        tp.rows = *tp.cum.last().unwrap_or(&0);
+    }
+}
+
+/// Tenant weights for the blocks of a table directly under the tenant table.
+fn tenant_weights(spec: &spec::Spec, opts: &Options, t_rows: u64, t_key: u64) -> Vec<f64> {
+    let dist = spec
+        .tenant
+        .as_ref()
+        .and_then(|t| t.get_ref().distribution.as_ref())
+        .map(|d| d.get_ref().clone());
+    (0..t_rows)
+        .map(|b| match &dist {
+            Some(Dist::Named(n)) if n == "uniform" => 1.0,
+            Some(Dist::Lognormal { lognormal }) => {
+                let mut r = ValueRng::new(rng::hash(opts.seed, t_key, 1, b));
+                (lognormal * r.normal()).exp()
+            }
+            Some(Dist::Zipf { zipf }) => 1.0 / ((b + 1) as f64).powf(*zipf),
+            _ => 1.0 / (b + 1) as f64,
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tree_alloc(
+    sf: &SpecFile,
+    spec: &spec::Spec,
+    opts: &Options,
+    tables: &[TablePlan],
+    fks: &[FkPlan],
+    fk: usize,
+    ci: usize,
+    cat: &Catalog,
+    tenant: Option<usize>,
+    t_rows: u64,
+    rows: u64,
+    pos: &HashMap<usize, usize>,
+) -> Result<Vec<u64>> {
+    let p = &tables[fks[fk].parent];
+    let parent_is_tenant = Some(p.cat) == tenant;
+    let mut weights: Vec<f64> = if parent_is_tenant {
+        tenant_weights(spec, opts, t_rows, p.key)
+    } else {
+        p.cum.windows(2).map(|w| (w[1] - w[0]) as f64).collect()
+    };
+    let mut fixed: BTreeMap<usize, u64> = BTreeMap::new();
+    if let Some(ts) = &spec.tenant {
+        if let Some(d) = &ts.get_ref().distribution
+            && let Dist::Named(n) = d.get_ref()
+            && n != "uniform"
+        {
+            return Err(sf.error(
+                d.span(),
+                format!("unknown distribution `{n}`"),
+                Some("use \"uniform\", { zipf = 1.1 } or { lognormal = 1.0 }".into()),
+            ));
+        }
+        for h in &ts.get_ref().heavy {
+            let hv = h.get_ref();
+            let applies = match &hv.table {
+                Some(tn) => {
+                    let Some(hi) = cat.find(tn.get_ref()) else {
+                        return Err(sf.error(
+                            tn.span(),
+                            format!("unknown table `{}` in a heavy tenant", tn.get_ref()),
+                            spec::suggest(tn.get_ref(), cat.tables.iter().map(|t| t.name.as_str()))
+                                .map(|s| format!("did you mean `{s}`?")),
+                        ));
+                    };
+                    if !pos.contains_key(&hi) {
+                        return Err(sf.error(
+                            tn.span(),
+                            format!("table `{}` of a heavy tenant is excluded", tn.get_ref()),
+                            None,
+                        ));
+                    }
+                    hi == ci
+                }
+                None => parent_is_tenant,
+            };
+            if !applies {
+                continue;
+            }
+            match (hv.tenant, hv.top, hv.rows, hv.share) {
+                (Some(n), None, r, s) if r.is_some() != s.is_some() => {
+                    if n == 0 || n > t_rows {
+                        return Err(sf.error(
+                            h.span(),
+                            format!("heavy tenant {n} does not exist: there are {t_rows} tenants"),
+                            Some("tenants are numbered from 1".into()),
+                        ));
+                    }
+                    let want = match (r, s) {
+                        (Some(r), _) => (r as f64 * opts.scale).round() as u64,
+                        (_, Some(s)) => (s * rows as f64).round() as u64,
+                        _ => 0,
+                    };
+                    if want > rows {
+                        return Err(sf.error(h.span(), format!("heavy tenant {n} should own {want} rows of {}, which has only {rows}", cat.tables[ci].display()), Some("raise the table's `rows` or lower the tenant's".into())));
+                    }
+                    let b = (n - 1) as usize;
+                    fixed.insert(b, if weights[b] > 0.0 { want } else { 0 });
+                }
+                (None, Some(k), None, Some(share)) if (0.0..=1.0).contains(&share) => {
+                    let k = (k as usize).min(weights.len());
+                    let top: f64 = weights[..k].iter().sum();
+                    let rest: f64 = weights[k..].iter().sum();
+                    if top > 0.0 && rest > 0.0 {
+                        for (i, w) in weights.iter_mut().enumerate() {
+                            *w *= if i < k {
+                                share / top
+                            } else {
+                                (1.0 - share) / rest
+                            };
+                        }
+                    }
+                }
+                _ => {
+                    return Err(sf.error(h.span(), "a heavy tenant is `{ tenant = N, rows = R }`, `{ tenant = N, share = S }` or `{ top = K, share = S }`".to_string(), Some("`table` is optional; `share` is between 0 and 1".into())));
+                }
+            }
+        }
+    }
+    let cum = allocate(rows, &weights, &fixed);
+    if let Some(total) = cum.last()
+        && *total < rows
+        && fixed.is_empty()
+        && weights.iter().all(|w| *w == 0.0)
+    {
+        return Ok(vec![0; t_rows as usize + 1]);
+    }
+    Ok(cum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_is_exact_and_respects_fixed_counts() {
+        let mut fixed = BTreeMap::new();
+        fixed.insert(0, 30);
+        let cum = allocate(100, &[1.0, 1.0, 1.0, 0.0, 1.0], &fixed);
+        assert_eq!(cum.len(), 6);
+        assert_eq!(*cum.last().unwrap(), 100);
+        assert_eq!(cum[1] - cum[0], 30);
+        assert_eq!(cum[4] - cum[3], 0, "a zero weight gets nothing");
+    }
+}

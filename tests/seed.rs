@@ -1,0 +1,649 @@
+//! `planck seed` against a real server: issue 3's acceptance points.
+
+mod common;
+
+use common::{TestDb, assert_exit, project_dir, repo_root, stderr, stdout};
+
+/// md5 of every table's sorted contents, for determinism checks.
+fn fingerprint(db: &TestDb) -> Vec<String> {
+    let tables = db.query_strings(
+        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+            AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+            AND c.relname NOT IN ('planck_migrations', 'planck_seed_saved')
+          ORDER BY 1",
+    );
+    tables
+        .iter()
+        .map(|t| {
+            let h = db.query_strings(&format!(
+                "SELECT count(*) || ':' || coalesce(md5(string_agg(x::text, '|' ORDER BY x::text)), '') FROM {t} x"
+            ));
+            format!("{t}={}", h[0])
+        })
+        .collect()
+}
+
+/// Every index of the database with its validity.
+fn indexes(db: &TestDb) -> Vec<String> {
+    db.query_strings(
+        "SELECT c.relname || ':' || i.indisvalid || ':' || pg_get_indexdef(i.indexrelid)
+           FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = 'public' AND c.relname NOT LIKE 'planck_seed_saved%' ORDER BY 1",
+    )
+}
+
+/// Indexes of every schema, partitions' included.
+const ALL_INDEXES: &str = "SELECT schemaname || '.' || indexname || ' ' || indexdef FROM pg_indexes
+    WHERE schemaname NOT IN ('pg_catalog') AND indexname NOT LIKE 'planck_seed_saved%' ORDER BY 1";
+
+fn constraints(db: &TestDb) -> Vec<String> {
+    db.query_strings(
+        "SELECT conrelid::regclass || ':' || conname || ':' || convalidated || ':' || pg_get_constraintdef(oid)
+           FROM pg_constraint WHERE connamespace = 'public'::regnamespace AND conrelid::regclass::text <> 'planck_seed_saved' ORDER BY 1",
+    )
+}
+
+fn count(db: &TestDb, sql: &str) -> i64 {
+    db.query_strings(sql)[0].parse().unwrap()
+}
+
+fn seed(db: &TestDb, args: &[&str]) -> std::process::Output {
+    let dir = project_dir();
+    let mut a = vec!["seed"];
+    a.extend_from_slice(args);
+    db.planck(&a, dir.path())
+}
+
+#[test]
+fn zero_spec_fills_the_bundled_schema_with_every_constraint_held() {
+    let db = TestDb::migrated("seed_zero_bundled");
+    let before_idx = indexes(&db);
+    let before_con = constraints(&db);
+    let out = seed(&db, &["--rows", "200"]);
+    assert_exit(&out, 0);
+    for t in [
+        "accounts",
+        "users",
+        "pouches",
+        "items",
+        "revisions",
+        "files",
+        "events",
+        "devices",
+        "api_tokens",
+        "rate_limits",
+        "dpop_replays",
+    ] {
+        assert!(
+            count(&db, &format!("SELECT count(*) FROM {t}")) > 0,
+            "{t} is empty\n{}",
+            stderr(&out)
+        );
+    }
+    // Indexes and constraints restored exactly, all valid.
+    assert_eq!(indexes(&db), before_idx);
+    assert_eq!(constraints(&db), before_con);
+    assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    // Sequences advanced past the loaded ids.
+    db.exec("INSERT INTO accounts (name, slug) VALUES ('x', 'fresh-slug-x')");
+    assert!(stdout(&out).contains("accounts"), "{}", stdout(&out));
+}
+
+/// Writes a spec file into a fresh project directory; returns (dir, path).
+fn spec_in(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = project_dir();
+    let p = dir.path().join("spec.toml");
+    std::fs::write(&p, text).unwrap();
+    (dir, p)
+}
+
+fn seed_spec(db: &TestDb, spec: &str, args: &[&str]) -> std::process::Output {
+    let (dir, p) = spec_in(spec);
+    let mut a = vec!["seed", "--spec", p.to_str().unwrap()];
+    a.extend_from_slice(args);
+    db.planck(&a, dir.path())
+}
+
+/// A small version of the bundled example spec, for fast tests.
+fn example_spec() -> String {
+    std::fs::read_to_string(repo_root().join("seeds/example.toml")).unwrap()
+}
+
+const SHOP: &str = r#"
+CREATE TYPE order_status AS ENUM ('new', 'paid', 'shipped', 'cancelled');
+CREATE TABLE regions (code char(2) PRIMARY KEY, name varchar(40) NOT NULL UNIQUE);
+CREATE TABLE customers (
+    id uuid PRIMARY KEY,
+    region char(2) NOT NULL REFERENCES regions,
+    email text NOT NULL,
+    referred_by uuid REFERENCES customers (id),
+    tier text NOT NULL CHECK (tier IN ('bronze', 'silver', 'gold')),
+    score int NOT NULL CHECK (score BETWEEN 1 AND 5),
+    balance numeric(8, 2) NOT NULL DEFAULT 0 CHECK (balance >= 0),
+    tags text[] NOT NULL DEFAULT '{}',
+    prefs jsonb,
+    ip inet,
+    avatar bytea,
+    born date CHECK (born > '1920-01-01'),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz,
+    CHECK (updated_at >= created_at)
+);
+CREATE UNIQUE INDEX customers_email_live ON customers (lower(email)) WHERE tier <> 'bronze';
+CREATE TABLE products (
+    sku varchar(12) PRIMARY KEY,
+    title text NOT NULL,
+    price numeric(10, 2) NOT NULL CHECK (price > 0),
+    weight_kg real,
+    active boolean NOT NULL DEFAULT true,
+    search tsvector,
+    price_with_tax numeric GENERATED ALWAYS AS (price * 1.2) STORED
+);
+CREATE TABLE orders (
+    id bigserial PRIMARY KEY,
+    customer_id uuid NOT NULL REFERENCES customers,
+    status order_status NOT NULL DEFAULT 'new',
+    placed_at timestamptz NOT NULL,
+    lead_time interval,
+    note text
+);
+CREATE TABLE order_lines (
+    order_id bigint NOT NULL REFERENCES orders ON DELETE CASCADE,
+    line_no smallint NOT NULL CHECK (line_no > 0),
+    sku varchar(12) NOT NULL REFERENCES products,
+    qty int NOT NULL CHECK (qty BETWEEN 1 AND 100),
+    PRIMARY KEY (order_id, line_no)
+);
+CREATE UNIQUE INDEX order_lines_one_sku ON order_lines (order_id, sku);
+CREATE TABLE shipments (
+    order_id bigint NOT NULL,
+    line_no smallint NOT NULL,
+    carrier text NOT NULL,
+    FOREIGN KEY (order_id, line_no) REFERENCES order_lines
+);
+CREATE TABLE categories (
+    id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    parent_id int REFERENCES categories (id),
+    name text NOT NULL,
+    UNIQUE (parent_id, name)
+);
+"#;
+
+const ORG: &str = r#"
+CREATE SCHEMA hr;
+CREATE TYPE hr.mood AS ENUM ('happy', 'sad');
+CREATE TABLE hr.teams (id serial PRIMARY KEY, name text NOT NULL, mood hr.mood NOT NULL);
+CREATE TABLE hr.members (
+    team_id int NOT NULL REFERENCES hr.teams,
+    user_no int NOT NULL,
+    mood hr.mood NOT NULL,
+    role varchar(10) NOT NULL CHECK (role IN ('dev', 'ops', 'pm')),
+    manager_team int,
+    manager_no int,
+    PRIMARY KEY (team_id, user_no),
+    FOREIGN KEY (manager_team, manager_no) REFERENCES hr.members (team_id, user_no)
+);
+CREATE UNIQUE INDEX members_one_pm ON hr.members (team_id, role) WHERE role = 'pm';
+CREATE TABLE hr.flags (a boolean NOT NULL, b hr.mood NOT NULL, PRIMARY KEY (a, b));
+CREATE TABLE hr.measurements (
+    id bigint GENERATED BY DEFAULT AS IDENTITY,
+    at timestamptz NOT NULL,
+    value double precision NOT NULL,
+    labels jsonb NOT NULL,
+    PRIMARY KEY (id, at)
+) PARTITION BY RANGE (at);
+CREATE TABLE hr.measurements_2024 PARTITION OF hr.measurements FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+CREATE TABLE hr.measurements_2025 PARTITION OF hr.measurements FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+CREATE INDEX measurements_at ON hr.measurements (at);
+CREATE INDEX members_mood ON hr.members (mood) WHERE mood = 'sad';
+"#;
+
+#[test]
+fn zero_spec_fills_a_shop_schema_with_composite_keys_enums_arrays_and_checks() {
+    let db = TestDb::new("seed_zero_shop");
+    db.exec(SHOP);
+    let before = (indexes(&db), constraints(&db));
+    let out = seed(&db, &["--rows", "50"]);
+    assert_exit(&out, 0);
+    for t in [
+        "regions",
+        "customers",
+        "products",
+        "orders",
+        "order_lines",
+        "shipments",
+        "categories",
+    ] {
+        assert!(
+            count(&db, &format!("SELECT count(*) FROM {t}")) > 0,
+            "{t} is empty"
+        );
+    }
+    assert_eq!((indexes(&db), constraints(&db)), before);
+    // Self-references point at existing rows, some are NULL.
+    assert!(
+        count(
+            &db,
+            "SELECT count(*) FROM categories WHERE parent_id IS NOT NULL"
+        ) > 0
+    );
+    // The identity sequence moved past the loaded ids.
+    db.exec("INSERT INTO categories (name) VALUES ('fresh')");
+    // Line numbers are ordinals within their order.
+    assert_eq!(count(&db, "SELECT min(line_no) FROM order_lines"), 1);
+}
+
+#[test]
+fn zero_spec_fills_an_org_schema_with_partitions_and_a_composite_self_reference() {
+    let db = TestDb::new("seed_zero_org");
+    db.exec(ORG);
+    let before = db.query_strings(ALL_INDEXES);
+    assert!(before.len() >= 8, "{before:?}");
+    let out = seed(&db, &["--rows", "40"]);
+    assert_exit(&out, 0);
+    assert!(
+        count(
+            &db,
+            "SELECT count(*) FROM hr.members WHERE manager_no IS NOT NULL"
+        ) > 0
+    );
+    // Two booleans times two moods: the table is capped at the four possible rows.
+    assert_eq!(count(&db, "SELECT count(*) FROM hr.flags"), 4);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM hr.measurements_2024")
+            + count(&db, "SELECT count(*) FROM hr.measurements_2025"),
+        count(&db, "SELECT count(*) FROM hr.measurements")
+    );
+    assert!(count(&db, "SELECT count(*) FROM hr.measurements") > 0);
+    assert_eq!(db.query_strings(ALL_INDEXES), before);
+}
+
+#[test]
+fn zero_spec_fills_pagila() {
+    let db = TestDb::new("seed_zero_pagila");
+    let schema = std::fs::read_to_string("/work/shared/fixtures/pagila/schema.sql")
+        .or_else(|_| {
+            std::fs::read_to_string(repo_root().join("../shared/fixtures/pagila/schema.sql"))
+        })
+        .expect("the Pagila fixture");
+    let dir = project_dir();
+    std::fs::write(dir.path().join("pagila.sql"), &schema).unwrap();
+    // The dump assigns owners and grants to a role the test cluster lacks.
+    let sql: String = schema
+        .lines()
+        .filter(|l| !l.contains("OWNER TO") && !l.starts_with("REVOKE") && !l.starts_with("GRANT"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    db.exec(&sql);
+    let before = (indexes(&db), constraints(&db));
+    let out = seed(&db, &["--rows", "30"]);
+    assert_exit(&out, 0);
+    let tables = db.query_strings(
+        "SELECT c.relname FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace
+            AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relname <> 'planck_seed_saved' ORDER BY 1",
+    );
+    assert_eq!(tables.len(), 15, "{tables:?}");
+    for t in &tables {
+        assert!(
+            count(&db, &format!("SELECT count(*) FROM {t}")) > 0,
+            "{t} is empty\n{}",
+            stderr(&out)
+        );
+    }
+    // Every payment landed in one of the fixed monthly partitions.
+    assert_eq!(count(&db, "SELECT count(*) FROM ONLY payment"), 0);
+    assert_eq!((indexes(&db), constraints(&db)), before);
+}
+
+#[test]
+fn same_seed_gives_identical_tables_with_one_and_several_threads() {
+    let a = TestDb::migrated("seed_det_one_thread");
+    let b = TestDb::migrated("seed_det_four_threads");
+    assert_exit(
+        &seed_spec(&a, &example_spec(), &["--scale", "0.004", "--threads", "1"]),
+        0,
+    );
+    assert_exit(
+        &seed_spec(&b, &example_spec(), &["--scale", "0.004", "--threads", "4"]),
+        0,
+    );
+    let fa = fingerprint(&a);
+    assert_eq!(fa, fingerprint(&b));
+    // A rerun over the same database gives the same tables again.
+    assert_exit(
+        &seed_spec(
+            &a,
+            &example_spec(),
+            &["--scale", "0.004", "--threads", "3", "--truncate"],
+        ),
+        0,
+    );
+    assert_eq!(fa, fingerprint(&a));
+    // Another seed gives other data.
+    assert_exit(
+        &seed_spec(
+            &b,
+            &example_spec(),
+            &["--scale", "0.004", "--seed", "7", "--truncate"],
+        ),
+        0,
+    );
+    assert_ne!(fa, fingerprint(&b));
+}
+
+#[test]
+fn two_shards_load_exactly_the_unsharded_tables() {
+    let whole = TestDb::migrated("seed_shard_whole");
+    let parts = TestDb::migrated("seed_shard_parts");
+    assert_exit(
+        &seed_spec(&whole, &example_spec(), &["--scale", "0.003"]),
+        0,
+    );
+    assert_exit(
+        &seed_spec(
+            &parts,
+            &example_spec(),
+            &["--scale", "0.003", "--shard", "1/2"],
+        ),
+        0,
+    );
+    assert_ne!(fingerprint(&whole), fingerprint(&parts));
+    assert_exit(
+        &seed_spec(
+            &parts,
+            &example_spec(),
+            &["--scale", "0.003", "--shard", "2/2"],
+        ),
+        0,
+    );
+    assert_eq!(fingerprint(&whole), fingerprint(&parts));
+    // Foreign keys waited for the second shard, then came back.
+    assert_eq!(constraints(&whole), constraints(&parts));
+    assert_eq!(count(&parts, "SELECT count(*) FROM planck_seed_saved"), 0);
+}
+
+#[test]
+fn heavy_tenant_owns_what_the_spec_asks_and_skew_flows_down() {
+    let db = TestDb::migrated("seed_skew");
+    let spec = r#"
+[tenant]
+table = "accounts"
+distribution = { zipf = 1.0 }
+heavy = [{ tenant = 1, table = "items", rows = 2000 }]
+
+[tables.accounts]
+rows = 300
+[tables.pouches]
+rows = 900
+[tables.items]
+rows = 20000
+[tables.revisions]
+per = "items"
+count = 2
+"#;
+    let out = seed_spec(&db, spec, &[]);
+    assert_exit(&out, 0);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM items WHERE account_id = 1"),
+        2000
+    );
+    // Children of the heavy tenant's items belong to it.
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM revisions WHERE account_id = 1"),
+        4000
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM items i JOIN pouches p ON p.id = i.pouch_id WHERE p.account_id <> i.account_id"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM revisions r JOIN items i ON i.id = r.item_id WHERE r.account_id <> i.account_id"
+        ),
+        0
+    );
+    // pg_stats (after planck's ANALYZE) sees the heavy tenant at 10 %, within 1 %.
+    let mcv = db.query_strings(
+        "SELECT (most_common_vals::text::bigint[])[1] || ' ' || most_common_freqs[1]
+           FROM pg_stats WHERE tablename = 'items' AND attname = 'account_id'",
+    );
+    let (v, f) = mcv[0].split_once(' ').unwrap();
+    assert_eq!(v, "1");
+    let f: f64 = f.parse().unwrap();
+    assert!(
+        (f - 0.10).abs() < 0.01,
+        "heaviest tenant's share in pg_stats: {f}"
+    );
+    // The zipf tail: tenant 2 has more pouches than tenant 100.
+    assert!(
+        count(&db, "SELECT count(*) FROM pouches WHERE account_id = 2")
+            > count(&db, "SELECT count(*) FROM pouches WHERE account_id = 100")
+    );
+}
+
+#[test]
+fn top_tenants_share() {
+    let db = TestDb::migrated("seed_skew_top");
+    let spec = r#"
+[tenant]
+table = "accounts"
+distribution = "uniform"
+heavy = [{ top = 3, share = 0.3, table = "pouches" }]
+[tables.accounts]
+rows = 100
+[tables.pouches]
+rows = 10000
+"#;
+    assert_exit(&seed_spec(&db, spec, &[]), 0);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM pouches WHERE account_id <= 3"),
+        3000
+    );
+}
+
+/// Runs a bad spec and returns stderr, asserting exit code 2.
+fn bad_spec(db: &TestDb, spec: &str) -> String {
+    let out = seed_spec(db, spec, &[]);
+    assert_exit(&out, 2);
+    stderr(&out)
+}
+
+#[test]
+fn bad_specs_are_reported_with_file_line_and_hint() {
+    let db = TestDb::migrated("seed_bad_specs");
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "[tables.items]\nrows = 3\ncolour = 1\n",
+            "spec.toml:3:1: unknown field `colour`",
+            "hint:",
+        ),
+        (
+            "[tables.itmes]\nrows = 3\n",
+            "spec.toml:1:9: unknown table `itmes`",
+            "did you mean `items`?",
+        ),
+        (
+            "[tables.items.columns]\nstatsu = { values = [\"open\"] }\n",
+            "spec.toml:2:1: unknown column `statsu` of table `items`",
+            "did you mean `status`?",
+        ),
+        (
+            "exclude = [\"nope\"]\n",
+            "spec.toml:1:12: unknown table `nope` in exclude",
+            "hint:",
+        ),
+        (
+            "[tables.items.columns]\nstatus = { values = [\"open\", \"closed\"] }\n",
+            "spec.toml:2:21: value \"closed\" is not allowed in items.status",
+            "the column accepts only: \"draft\", \"open\", \"archived\"",
+        ),
+        (
+            "[tables.accounts]\nrows = 50\n[tables.accounts.columns]\nslug = { values = [\"a\", \"b\", \"c\"] }\n",
+            "spec.toml:4:8: impossible uniqueness: accounts_slug_key (slug) must be unique, but slug allows only 3 distinct value(s) for 50 row(s)",
+            "widen the column's",
+        ),
+        (
+            "[tables.items.columns]\ntitle = { gen = \"sentense\" }\n",
+            "spec.toml:2:17: unknown generator `sentense` for items.title",
+            "did you mean `sentence`?",
+        ),
+        (
+            "[tables.items]\nper = \"users\"\n",
+            "spec.toml:2:7: `items` has no NOT NULL foreign key to `users`",
+            "hint:",
+        ),
+        (
+            "[tables.items.columns]\ntitle = { null = 0.5 }\n",
+            "spec.toml:2:9: items.title is NOT NULL, but the spec asks for NULLs",
+            "hint:",
+        ),
+        (
+            "[tables.pouches.columns]\nupdated_at = { after = \"creatd_at\" }\n",
+            "spec.toml:2:24: unknown column `creatd_at` in `after`",
+            "did you mean `created_at`?",
+        ),
+        (
+            "[tenant]\ntable = \"acounts\"\n",
+            "spec.toml:2:9: unknown tenant table `acounts`",
+            "did you mean `accounts`?",
+        ),
+        (
+            "[tenant]\ntable = \"accounts\"\nheavy = [{ tenant = 1, table = \"pouches\", rows = 10 }]\n[tables.accounts]\nrows = 5\n[tables.pouches]\nrows = 4\n",
+            "spec.toml:3:10: heavy tenant 1 should own 10 rows of pouches, which has only 4",
+            "hint:",
+        ),
+    ];
+    for (spec, message, hint) in cases {
+        let err = bad_spec(&db, spec);
+        assert!(
+            err.contains(message),
+            "spec:\n{spec}\nexpected: {message}\ngot: {err}"
+        );
+        assert!(
+            err.contains(hint),
+            "spec:\n{spec}\nexpected hint: {hint}\ngot: {err}"
+        );
+    }
+    // Nothing was written.
+    assert_eq!(count(&db, "SELECT count(*) FROM accounts"), 0);
+}
+
+#[test]
+fn refuses_non_empty_tables_without_truncate_and_leaves_excluded_tables_alone() {
+    let db = TestDb::migrated("seed_refuse_non_empty");
+    db.exec("INSERT INTO rate_limits (key, hits) VALUES ('keep-me', 7)");
+    let out = seed(&db, &["--rows", "20"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("already hold rows: rate_limits"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--truncate"), "{}", stderr(&out));
+    assert_eq!(count(&db, "SELECT count(*) FROM accounts"), 0);
+    // Excluded: untouched, even with --truncate.
+    let out = seed_spec(
+        &db,
+        "exclude = [\"rate_limits\"]\n",
+        &["--rows", "20", "--truncate"],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(
+        db.query_strings("SELECT key || hits FROM rate_limits"),
+        vec!["keep-me7"]
+    );
+    assert!(count(&db, "SELECT count(*) FROM accounts") > 0);
+}
+
+#[test]
+fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
+    let db = TestDb::migrated("seed_interrupted");
+    let before = (indexes(&db), constraints(&db));
+    let (dir, p) = spec_in(&example_spec());
+    let mut child = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &db.url,
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.05",
+            "--threads",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for a COPY into items (the biggest table) and kill its backend.
+    let mut killed = false;
+    for _ in 0..600 {
+        let n = db.query_strings(&format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
+            db.name
+        ));
+        if n[0] != "0" {
+            killed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(killed, "never saw the COPY: {}", stderr(&out));
+    assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("indexes and foreign keys restored"),
+        "{}",
+        stderr(&out)
+    );
+    // Every index and constraint is back and valid; the killed table is empty.
+    assert_eq!((indexes(&db), constraints(&db)), before);
+    assert!(indexes(&db).iter().all(|i| i.contains(":true:")));
+    assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    // A rerun needs no clean-up.
+    let out = seed_spec(&db, &example_spec(), &["--scale", "0.005", "--truncate"]);
+    assert_exit(&out, 0);
+    assert!(count(&db, "SELECT count(*) FROM items") > 0);
+    assert_eq!((indexes(&db), constraints(&db)), before);
+}
+
+#[test]
+fn json_summary_and_dry_run() {
+    let db = TestDb::migrated("seed_json_dry_run");
+    let (dir, p) = spec_in(&example_spec());
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.01",
+            "--dry-run",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["dry_run"], true);
+    let items = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == "items")
+        .unwrap();
+    assert_eq!(items["rows"], 4000);
+    assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
+}
