@@ -42,6 +42,9 @@ pub struct DemoArgs {
     /// Database the demo (re)creates and works in
     #[arg(long, default_value = "planck_demo")]
     pub database: String,
+    /// Size of the dataset, as a fraction of the bundled spec (1 = the 1.5 GB of the field report)
+    #[arg(long, default_value_t = 0.1, value_name = "FACTOR")]
+    pub scale: f64,
 }
 
 /// Where the demo keeps its files: `.planck/demo/` of the project.
@@ -100,6 +103,18 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         recorded.statements.len(),
         queries.display()
     ));
+    // Step 3: seed the bundled spec (the example app's fixtures make way).
+    let on_demo = settings.with_url(&conn.url);
+    let seed_args = super::seed::SeedArgs {
+        spec: Some(bundled_dir().join("seeds/example.toml")),
+        scale: Some(args.scale),
+        truncate: true,
+        ..Default::default()
+    };
+    let code = super::seed::run(seed_args, &on_demo).await?;
+    if code != 0 {
+        return Ok(code);
+    }
     settings.info(&format!("next: `psql {}` to look around", conn.display()));
     Ok(0)
 }
