@@ -8,6 +8,7 @@ pub mod cmd;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod explain;
 pub mod migrate;
 pub mod output;
 pub mod queries;

@@ -1,0 +1,811 @@
+//! The engine: plans every statement in each mode over a connection pool.
+//!
+//! Nothing is ever executed but EXPLAIN: each statement is planned inside a
+//! transaction that is always rolled back, with a statement_timeout, and
+//! `--analyze` (EXPLAIN ANALYZE) only ever runs there. Tenant mode does
+//! `SET LOCAL ROLE` and `set_config(setting, id, true)` first, then
+//! prepares, so row-level security is part of every plan.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use bytes::BytesMut;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use serde_json::Value;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+use super::catalog::Catalog;
+use super::plan::{Mode, Plan, PlanKind};
+use super::sql::{self, Analysis, Binding};
+use super::tenant::Tenancy;
+use crate::db::{ConnInfo, quote_ident};
+use crate::error::{Error, PgError, Result};
+use crate::queries::Statement;
+
+/// How the engine runs.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Modes planned for every statement.
+    pub modes: Vec<Mode>,
+    /// Judge every statement in every planned mode (else by its recorded role).
+    pub all_modes: bool,
+    pub analyze: bool,
+    pub timeout_ms: u64,
+    pub jobs: usize,
+}
+
+/// A realistic page size for `LIMIT $n`.
+pub const PAGE_SIZE: &str = "50";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Explained,
+    Skipped(String),
+}
+
+/// Everything planck learnt about one statement.
+#[derive(Debug, Clone)]
+pub struct Explained {
+    pub stmt: Statement,
+    /// The text actually planned (repaired, perhaps with typed guesses).
+    pub text: String,
+    pub repairs: Vec<String>,
+    pub analysis: Analysis,
+    /// Modes whose findings count for this statement.
+    pub judged: Vec<Mode>,
+    pub status: Status,
+    pub param_types: Vec<String>,
+    pub plans: Vec<Plan>,
+    /// The server's error when the statement names something that is gone.
+    pub stale: Option<PgError>,
+    /// Plans that could not be made, and why (the others still count).
+    pub notes: Vec<String>,
+}
+
+impl Explained {
+    pub fn plans_in(&self, mode: Mode) -> impl Iterator<Item = &Plan> {
+        self.plans.iter().filter(move |p| p.mode == mode)
+    }
+}
+
+/// Why planning a statement failed.
+#[derive(Debug)]
+enum Failure {
+    Stale(PgError),
+    Untyped(PgError),
+    Syntax(PgError),
+    Timeout,
+    Other(PgError),
+    /// The connection broke: the whole run stops.
+    Fatal(Error),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Stale(pg)
+            | Failure::Untyped(pg)
+            | Failure::Syntax(pg)
+            | Failure::Other(pg) => {
+                write!(f, "{}", pg.to_string().replace('\n', "; "))
+            }
+            Failure::Timeout => write!(f, "timed out"),
+            Failure::Fatal(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn failure(e: tokio_postgres::Error, context: &str) -> Failure {
+    let Some(db) = e.as_db_error() else {
+        return Failure::Fatal(Error::db(context.to_string(), e));
+    };
+    let pg = PgError::from_db(db);
+    let code = db.code();
+    if *code == SqlState::UNDEFINED_TABLE
+        || *code == SqlState::UNDEFINED_COLUMN
+        || *code == SqlState::UNDEFINED_FUNCTION
+        || *code == SqlState::INVALID_SCHEMA_NAME
+        || *code == SqlState::UNDEFINED_OBJECT
+    {
+        Failure::Stale(pg)
+    } else if *code == SqlState::INDETERMINATE_DATATYPE {
+        Failure::Untyped(pg)
+    } else if *code == SqlState::SYNTAX_ERROR {
+        Failure::Syntax(pg)
+    } else if *code == SqlState::QUERY_CANCELED {
+        Failure::Timeout
+    } else if pg.code.starts_with("08") || pg.code.starts_with("57P") {
+        Failure::Fatal(Error::db(context.to_string(), e))
+    } else {
+        Failure::Other(pg)
+    }
+}
+
+/// A value sent in text form, whatever the parameter's type: the server
+/// parses it as it would a literal.
+#[derive(Debug)]
+pub struct TextParam(pub Option<String>);
+
+impl ToSql for TextParam {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match &self.0 {
+            None => Ok(IsNull::Yes),
+            Some(s) => {
+                out.extend_from_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
+        }
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _ty: &Type) -> Format {
+        Format::Text
+    }
+
+    to_sql_checked!();
+}
+
+/// A value for a parameter nothing tells about, from its type.
+pub fn default_value(ty: &Type) -> Option<String> {
+    let v = match ty.name() {
+        "int2" | "int4" | "int8" | "numeric" | "float4" | "float8" | "oid" => "1",
+        "bool" => "false",
+        "text" | "varchar" | "bpchar" | "name" | "citext" => "x",
+        "timestamptz" | "timestamp" | "date" => "now",
+        "interval" => "1 day",
+        "time" | "timetz" => "12:00",
+        "uuid" => "00000000-0000-0000-0000-000000000001",
+        "json" | "jsonb" => "{}",
+        "bytea" => "\\x00",
+        n if n.starts_with('_') => "{}",
+        _ => return None,
+    };
+    Some(v.to_string())
+}
+
+/// One set of values to plan with: a label and a tenant.
+#[derive(Debug, Clone)]
+struct Pick {
+    label: &'static str,
+    tenant_id: Option<String>,
+}
+
+/// (table, column, tenant).
+type SampleKey = (String, String, Option<String>);
+
+struct Shared {
+    catalog: Arc<Catalog>,
+    tenancy: Option<Tenancy>,
+    opts: EngineOptions,
+    /// (table, column, tenant) -> most common value.
+    samples: Mutex<HashMap<SampleKey, Option<String>>>,
+}
+
+pub struct Engine {
+    pool: Pool,
+    shared: Arc<Shared>,
+}
+
+impl Engine {
+    pub fn new(
+        conn: &ConnInfo,
+        catalog: Arc<Catalog>,
+        tenancy: Option<Tenancy>,
+        opts: EngineOptions,
+    ) -> Result<Engine> {
+        let mgr = Manager::from_config(
+            conn.config.clone(),
+            NoTls,
+            ManagerConfig {
+                // Every use ends with ROLLBACK and DEALLOCATE: nothing to clean.
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(mgr)
+            .max_size(opts.jobs.max(1))
+            .build()
+            .map_err(|e| Error::Other(anyhow::anyhow!("building the connection pool: {e}")))?;
+        Ok(Engine {
+            pool,
+            shared: Arc::new(Shared {
+                catalog,
+                tenancy,
+                opts,
+                samples: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object> {
+        get(&self.pool).await
+    }
+
+    /// Plans every statement, in parallel; results keep the input order.
+    pub async fn run(&self, statements: Vec<Statement>) -> Result<Vec<Explained>> {
+        let mut set = tokio::task::JoinSet::new();
+        let n = statements.len();
+        for (i, stmt) in statements.into_iter().enumerate() {
+            let pool = self.pool.clone();
+            let shared = self.shared.clone();
+            set.spawn(async move {
+                let r = explain_one(&pool, &shared, stmt).await;
+                (i, r)
+            });
+        }
+        let mut out: Vec<Option<Explained>> = vec![None; n];
+        while let Some(joined) = set.join_next().await {
+            let (i, r) =
+                joined.map_err(|e| Error::Other(anyhow::anyhow!("a planning task failed: {e}")))?;
+            out[i] = Some(r?);
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Re-plans `e` in `mode` with `$param` bound to `literal` (the partial
+    /// index check); returns the plan, or None when it could not be made.
+    pub async fn plan_with_literal(
+        &self,
+        e: &Explained,
+        mode: Mode,
+        param: u32,
+        literal: &str,
+    ) -> Result<Option<Plan>> {
+        let mut client = self.client().await?;
+        let pick = self.shared.picks().into_iter().next().unwrap_or(Pick {
+            label: "heaviest",
+            tenant_id: None,
+        });
+        let mut values = sample_values(&client, &self.shared, e, &pick).await?;
+        if let Err(f) = begin(&client, &self.shared, mode, pick.tenant_id.as_deref()).await {
+            rollback(&client).await?;
+            return match f {
+                Failure::Fatal(err) => Err(err),
+                _ => Ok(None),
+            };
+        }
+        let idx = (param as usize).saturating_sub(1);
+        if values.len() < idx + 1 {
+            values.resize(idx + 1, None);
+        }
+        values[idx] = Some(literal.to_string());
+        let r = plan_custom(
+            &mut client,
+            &self.shared,
+            e,
+            mode,
+            &pick,
+            values,
+            PlanKind::Literal,
+        )
+        .await;
+        rollback(&client).await?;
+        match r {
+            Ok(p) => Ok(Some(p)),
+            Err(Failure::Fatal(err)) => Err(err),
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+async fn get(pool: &Pool) -> Result<deadpool_postgres::Object> {
+    pool.get().await.map_err(|e| match e {
+        deadpool_postgres::PoolError::Backend(e) => Error::db("connecting", e),
+        other => Error::Other(anyhow::anyhow!(
+            "getting a connection from the pool: {other}"
+        )),
+    })
+}
+
+impl Shared {
+    /// The tenants whose values custom plans use.
+    fn picks(&self) -> Vec<Pick> {
+        match &self.tenancy {
+            Some(t) => {
+                let mut v = vec![Pick {
+                    label: if t.heaviest.as_deref() == Some(t.id.as_str()) {
+                        "heaviest"
+                    } else {
+                        "chosen"
+                    },
+                    tenant_id: Some(t.id.clone()),
+                }];
+                if let Some(m) = &t.median
+                    && *m != t.id
+                {
+                    v.push(Pick {
+                        label: "median",
+                        tenant_id: Some(m.clone()),
+                    });
+                }
+                v
+            }
+            None => vec![Pick {
+                label: "common",
+                tenant_id: None,
+            }],
+        }
+    }
+
+    /// Modes a statement is judged in.
+    fn judged(&self, stmt: &Statement) -> Vec<Mode> {
+        let planned = &self.opts.modes;
+        if self.opts.all_modes || planned.len() == 1 {
+            return planned.clone();
+        }
+        // Both planned: jobs (bypassing RLS) by the admin run, the API by the tenant run.
+        if stmt.bypass_rls == Some(true) {
+            vec![Mode::Admin]
+        } else {
+            vec![Mode::Tenant]
+        }
+    }
+}
+
+async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Explained> {
+    let mut e = Explained {
+        text: stmt
+            .query
+            .trim()
+            .trim_end_matches(';')
+            .trim_end()
+            .to_string(),
+        stmt,
+        repairs: Vec::new(),
+        analysis: Analysis::default(),
+        judged: Vec::new(),
+        status: Status::Explained,
+        param_types: Vec::new(),
+        plans: Vec::new(),
+        stale: None,
+        notes: Vec::new(),
+    };
+    if let Some(reason) = &e.stmt.ignore {
+        e.status = Status::Skipped(format!("ignored: {reason}"));
+        return Ok(e);
+    }
+    if let Err(reason) = sql::classify(&e.text) {
+        e.status = Status::Skipped(reason);
+        return Ok(e);
+    }
+    let (text, repairs) = sql::repair(&e.text);
+    e.text = text;
+    e.repairs = repairs;
+    e.analysis = sql::analyze(&e.text);
+    e.judged = shared.judged(&e.stmt);
+    let mut client = get(pool).await?;
+    // Values are sampled first, as the connecting role, outside any transaction.
+    let mut picks = Vec::new();
+    for pick in shared.picks() {
+        let values = sample_values(&client, shared, &e, &pick).await?;
+        picks.push((pick, values));
+    }
+    let mut failures = Vec::new();
+    for mode in shared.opts.modes.clone() {
+        match plan_mode(&mut client, shared, &mut e, mode, &picks).await {
+            Ok(()) => {}
+            Err(Failure::Fatal(err)) => return Err(err),
+            Err(f) => failures.push((mode, f)),
+        }
+        rollback(&client).await?;
+    }
+    let timed_out = failures
+        .iter()
+        .position(|(_, f)| matches!(f, Failure::Timeout));
+    if let Some(i) = timed_out.or((!failures.is_empty() && e.plans.is_empty()).then_some(0)) {
+        let (mode, f) = failures.remove(i);
+        e.status = Status::Skipped(match f {
+            Failure::Stale(pg) => {
+                let r = format!("stale: {}", pg.message);
+                e.stale = Some(pg);
+                r
+            }
+            Failure::Untyped(pg) => format!(
+                "parameter types cannot be inferred, even with a text guess: {}",
+                pg.message
+            ),
+            Failure::Syntax(pg) => match &e.analysis.parse_error {
+                Some(pe) => format!("does not parse: {} ({pe})", pg.message),
+                None => format!("does not parse: {}", pg.message),
+            },
+            Failure::Timeout => format!(
+                "planning timed out after {} ms ({} mode)",
+                shared.opts.timeout_ms,
+                mode.as_str()
+            ),
+            Failure::Other(pg) => format!("the server refused it ({} mode): {pg}", mode.as_str()),
+            Failure::Fatal(_) => unreachable!("returned above"),
+        });
+    } else {
+        for (mode, f) in failures {
+            e.notes.push(format!("{} mode: {f}", mode.as_str()));
+        }
+    }
+    Ok(e)
+}
+
+async fn rollback(client: &Client) -> Result<()> {
+    client
+        .batch_execute("ROLLBACK; DEALLOCATE ALL")
+        .await
+        .map_err(|e| Error::db("rolling back", e))
+}
+
+/// BEGIN, the timeout, and in tenant mode the role and the tenant.
+async fn begin(
+    client: &Client,
+    shared: &Shared,
+    mode: Mode,
+    tenant: Option<&str>,
+) -> Result<(), Failure> {
+    let mut sql = format!(
+        "BEGIN; SET LOCAL statement_timeout = {}",
+        shared.opts.timeout_ms
+    );
+    if mode == Mode::Tenant
+        && let Some(t) = &shared.tenancy
+    {
+        sql.push_str(&format!("; SET LOCAL ROLE {}", quote_ident(&t.role)));
+    }
+    client
+        .batch_execute(&sql)
+        .await
+        .map_err(|e| failure(e, "starting the planning transaction"))?;
+    if mode == Mode::Tenant
+        && let (Some(t), Some(id)) = (&shared.tenancy, tenant)
+    {
+        client
+            .execute("SELECT set_config($1, $2, true)", &[&t.setting, &id])
+            .await
+            .map_err(|e| failure(e, "setting the tenant"))?;
+    }
+    Ok(())
+}
+
+fn explain_prefix(analyze: bool) -> &'static str {
+    if analyze {
+        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+    } else {
+        "EXPLAIN (FORMAT JSON) "
+    }
+}
+
+/// The generic plan and the custom plans of one statement in one mode.
+async fn plan_mode(
+    client: &mut Client,
+    shared: &Shared,
+    e: &mut Explained,
+    mode: Mode,
+    picks: &[(Pick, Vec<Option<String>>)],
+) -> Result<(), Failure> {
+    let first_tenant = picks.first().and_then(|p| p.0.tenant_id.clone());
+    begin(client, shared, mode, first_tenant.as_deref()).await?;
+    // Prepared after SET ROLE, so the policies are part of the plan.
+    let mut prepared = client
+        .prepare(&format!("{}{}", explain_prefix(false), e.text))
+        .await;
+    let untyped = prepared.as_ref().err().and_then(|err| {
+        (err.code() == Some(&SqlState::INDETERMINATE_DATATYPE)
+            || err.code() == Some(&SqlState::DATATYPE_MISMATCH))
+        .then(|| err.as_db_error().map(PgError::from_db))
+        .flatten()
+    });
+    if let Some(original) = untyped {
+        // A typed guess: parameters nothing binds become text.
+        let bound: BTreeSet<u32> = e.analysis.bindings.keys().copied().collect();
+        let unbound: BTreeSet<u32> = sql::params(&e.text).difference(&bound).copied().collect();
+        let all = sql::params(&e.text);
+        let which = if unbound.is_empty() { all } else { unbound };
+        let guess = sql::cast_params(&e.text, &which, "text");
+        let _ = client.batch_execute("ROLLBACK").await;
+        begin(client, shared, mode, first_tenant.as_deref()).await?;
+        prepared = client
+            .prepare(&format!("{}{}", explain_prefix(false), guess))
+            .await;
+        if prepared.is_err() {
+            return Err(Failure::Untyped(original));
+        }
+        {
+            e.repairs.push(format!(
+                "untyped parameter(s) {} guessed as text",
+                which
+                    .iter()
+                    .map(|n| format!("${n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            e.text = guess;
+        }
+    }
+    let prepared = prepared.map_err(|err| failure(err, "preparing the statement"))?;
+    let types: Vec<Type> = prepared.params().to_vec();
+    e.param_types = types.iter().map(|t| t.name().to_string()).collect();
+
+    if !types.is_empty() {
+        let json = generic_plan(client, shared, &e.text, types.len()).await?;
+        e.plans.push(Plan {
+            mode,
+            kind: PlanKind::Generic,
+            tenant: None,
+            tenant_id: if mode == Mode::Tenant {
+                first_tenant.clone()
+            } else {
+                None
+            },
+            params: vec![None; types.len()],
+            json,
+        });
+    }
+    for (pick, values) in picks {
+        match plan_custom(
+            client,
+            shared,
+            e,
+            mode,
+            pick,
+            values.clone(),
+            PlanKind::Custom,
+        )
+        .await
+        {
+            Ok(p) => e.plans.push(p),
+            Err(Failure::Fatal(err)) => return Err(Failure::Fatal(err)),
+            // A statement that cannot be planned in time is skipped as a whole.
+            Err(Failure::Timeout) => return Err(Failure::Timeout),
+            Err(f) => {
+                e.notes.push(format!(
+                    "{} mode, {} tenant: custom plan failed: {f}",
+                    mode.as_str(),
+                    pick.label
+                ));
+                let _ = client.batch_execute("ROLLBACK").await;
+                begin(client, shared, mode, pick.tenant_id.as_deref()).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The plan a prepared statement gets when it stops looking at values.
+async fn generic_plan(
+    client: &Client,
+    shared: &Shared,
+    text: &str,
+    nparams: usize,
+) -> Result<Value, Failure> {
+    let sql = if shared.catalog.server_version_num >= 160000 {
+        format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {text}")
+    } else {
+        // Before 16: PREPARE, force the generic plan, EXPLAIN EXECUTE with NULLs.
+        let nulls = vec!["NULL"; nparams].join(", ");
+        format!(
+            "PREPARE planck_generic AS {text};\n\
+             SET LOCAL plan_cache_mode = force_generic_plan;\n\
+             EXPLAIN (FORMAT JSON) EXECUTE planck_generic({nulls});\n\
+             DEALLOCATE planck_generic;\n\
+             SET LOCAL plan_cache_mode = auto"
+        )
+    };
+    let msgs = client
+        .simple_query(&sql)
+        .await
+        .map_err(|e| failure(e, "planning the generic plan"))?;
+    for m in msgs {
+        if let SimpleQueryMessage::Row(r) = m
+            && let Some(t) = r.get(0)
+        {
+            return serde_json::from_str(t).map_err(|err| {
+                Failure::Fatal(Error::Other(anyhow::anyhow!(
+                    "EXPLAIN returned no JSON: {err}"
+                )))
+            });
+        }
+    }
+    Err(Failure::Fatal(Error::Other(anyhow::anyhow!(
+        "EXPLAIN returned no row"
+    ))))
+}
+
+/// A custom plan: the statement's EXPLAIN with values bound (the server
+/// plans with them as constants).
+async fn plan_custom(
+    client: &mut Client,
+    shared: &Shared,
+    e: &Explained,
+    mode: Mode,
+    pick: &Pick,
+    mut values: Vec<Option<String>>,
+    kind: PlanKind,
+) -> Result<Plan, Failure> {
+    if mode == Mode::Tenant
+        && let (Some(t), Some(id)) = (&shared.tenancy, &pick.tenant_id)
+    {
+        client
+            .execute("SELECT set_config($1, $2, true)", &[&t.setting, id])
+            .await
+            .map_err(|err| failure(err, "setting the tenant"))?;
+    }
+    let stmt = client
+        .prepare(&format!(
+            "{}{}",
+            explain_prefix(shared.opts.analyze),
+            e.text
+        ))
+        .await
+        .map_err(|err| failure(err, "preparing the statement"))?;
+    let types = stmt.params().to_vec();
+    values.resize(types.len(), None);
+    for (v, ty) in values.iter_mut().zip(&types) {
+        if v.is_none() {
+            *v = default_value(ty);
+        }
+    }
+    let params: Vec<TextParam> = values.iter().cloned().map(TextParam).collect();
+    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+    let row = client
+        .query_one(&stmt, &refs)
+        .await
+        .map_err(|err| failure(err, "planning a custom plan"))?;
+    let json: Value = row
+        .try_get(0)
+        .map_err(|err| Failure::Fatal(Error::db("reading EXPLAIN's JSON", err)))?;
+    Ok(Plan {
+        mode,
+        kind,
+        tenant: Some(pick.label.to_string()),
+        tenant_id: pick.tenant_id.clone(),
+        params: values,
+        json,
+    })
+}
+
+/// Values for `$1..$n` from the data: each bound column's most common value
+/// among the tenant's rows, a page size for LIMIT, 0 for OFFSET.
+async fn sample_values(
+    client: &Client,
+    shared: &Shared,
+    e: &Explained,
+    pick: &Pick,
+) -> Result<Vec<Option<String>>> {
+    let max = sql::params(&e.text).into_iter().max().unwrap_or(0) as usize;
+    let mut out = vec![None; max];
+    for (&n, b) in &e.analysis.bindings {
+        let Some(slot) = out.get_mut((n as usize).wrapping_sub(1)) else {
+            continue;
+        };
+        *slot = match b {
+            Binding::Limit => Some(PAGE_SIZE.to_string()),
+            Binding::Offset => Some("0".to_string()),
+            Binding::Column {
+                table,
+                column,
+                array,
+            } => {
+                let table = match table {
+                    Some(t) if shared.catalog.tables.contains_key(t) => Some(t.clone()),
+                    _ => shared
+                        .catalog
+                        .table_with_column(&e.analysis.tables, column)
+                        .cloned(),
+                };
+                let Some(table) = table else { continue };
+                let v = sample(client, shared, &table, column, pick.tenant_id.as_deref()).await?;
+                match (v, array) {
+                    (Some(v), true) => Some(format!(
+                        "{{\"{}\"}}",
+                        v.replace('\\', "\\\\").replace('"', "\\\"")
+                    )),
+                    (v, _) => v,
+                }
+            }
+        };
+    }
+    Ok(out)
+}
+
+async fn sample(
+    client: &Client,
+    shared: &Shared,
+    table: &str,
+    column: &str,
+    tenant: Option<&str>,
+) -> Result<Option<String>> {
+    let tcol = shared
+        .tenancy
+        .as_ref()
+        .and_then(|t| t.columns.get(table))
+        .cloned();
+    if let (Some(tc), Some(id)) = (&tcol, tenant)
+        && tc == column
+    {
+        return Ok(Some(id.to_string()));
+    }
+    let tenant = tcol.as_ref().and(tenant);
+    let key = (
+        table.to_string(),
+        column.to_string(),
+        tenant.map(str::to_string),
+    );
+    if let Some(v) = shared
+        .samples
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&key).cloned())
+    {
+        return Ok(v);
+    }
+    let c = quote_ident(column);
+    let t = quote_ident(table);
+    let filter = match &tcol {
+        Some(tc) if tenant.is_some() => format!("AND {} = $1", quote_ident(tc)),
+        _ => String::new(),
+    };
+    let sql = format!(
+        "SELECT v FROM (SELECT {c}::text AS v FROM {t} WHERE {c} IS NOT NULL {filter} LIMIT 5000) s \
+         GROUP BY v ORDER BY count(*) DESC, v LIMIT 1"
+    );
+    let p = TextParam(tenant.map(str::to_string));
+    let params: Vec<&(dyn ToSql + Sync)> = if tenant.is_some() && tcol.is_some() {
+        vec![&p]
+    } else {
+        vec![]
+    };
+    let mut v = match client.query_opt(&sql, &params).await {
+        Ok(row) => row.map(|r| r.get::<_, String>(0)),
+        Err(err) if err.as_db_error().is_some() => None,
+        Err(err) => return Err(Error::db("sampling values", err)),
+    };
+    if v.is_none() && tenant.is_some() {
+        // The tenant has no such rows: any tenant's value will do.
+        v = Box::pin(sample(client, shared, table, column, None)).await?;
+    }
+    if let Ok(mut m) = shared.samples.lock() {
+        m.insert(key, v.clone());
+    }
+    Ok(v)
+}
+
+/// Which statements compare a column with a parameter: (param, table, column).
+pub fn column_params(e: &Explained, catalog: &Catalog) -> Vec<(u32, String, String)> {
+    let mut out = Vec::new();
+    for (&n, b) in &e.analysis.bindings {
+        if let Binding::Column {
+            table,
+            column,
+            array: false,
+        } = b
+        {
+            let t = match table {
+                Some(t) if catalog.tables.contains_key(t) => Some(t.clone()),
+                _ => catalog
+                    .table_with_column(&e.analysis.tables, column)
+                    .cloned(),
+            };
+            if let Some(t) = t {
+                out.push((n, t, column.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Indexes used by plans of each kind.
+pub fn used_indexes(results: &[Explained]) -> BTreeMap<String, BTreeSet<&'static str>> {
+    let mut used: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
+    for e in results {
+        for p in &e.plans {
+            for i in p.indexes() {
+                used.entry(i).or_default().insert(p.kind.as_str());
+            }
+        }
+    }
+    used
+}
