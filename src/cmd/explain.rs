@@ -161,7 +161,12 @@ pub async fn explain(args: &ExplainArgs, settings: &Settings) -> Result<(Report,
         settings.warn("the queries file holds no statements: nothing to explain");
     }
 
+    let clock = std::time::Instant::now();
     let catalog = Arc::new(Catalog::load(&client).await?);
+    settings.debug(&format!(
+        "catalog read in {:.2}s",
+        clock.elapsed().as_secs_f64()
+    ));
     let want_tenant = args.as_tenant || !args.as_admin;
     let want_admin = args.as_admin || !args.as_tenant;
     let tenant_opts = TenantOptions {
@@ -181,7 +186,13 @@ pub async fn explain(args: &ExplainArgs, settings: &Settings) -> Result<(Report,
             .filter(|s| s.bypass_rls == Some(false))
             .filter_map(|s| s.role.clone())
             .collect();
-        Some(tenant::resolve(&client, &catalog, &tenant_opts, &recorded).await?)
+        let clock = std::time::Instant::now();
+        let t = tenant::resolve(&client, &catalog, &tenant_opts, &recorded).await?;
+        settings.debug(&format!(
+            "tenancy worked out in {:.2}s",
+            clock.elapsed().as_secs_f64()
+        ));
+        Some(t)
     } else {
         if want_tenant && !args.as_admin {
             settings.info("no row-level security policies: planning as admin only");
@@ -229,7 +240,12 @@ pub async fn explain(args: &ExplainArgs, settings: &Settings) -> Result<(Report,
         started.elapsed().as_secs_f64()
     ));
 
+    let clock = std::time::Instant::now();
     literal_pass(&engine, &catalog, &mut results).await?;
+    settings.debug(&format!(
+        "literal re-plans in {:.2}s",
+        clock.elapsed().as_secs_f64()
+    ));
 
     let source = args.source.as_ref().map(|s| settings.project_path(s));
     let ctx = Ctx {
@@ -268,6 +284,25 @@ pub async fn explain(args: &ExplainArgs, settings: &Settings) -> Result<(Report,
             base_path.display()
         ));
     }
+    // Errors first, then a stable order.
+    kept.sort_by(|a, b| {
+        (
+            a.severity,
+            a.check,
+            &a.relation,
+            &a.index,
+            &a.statement,
+            &a.mode,
+        )
+            .cmp(&(
+                b.severity,
+                b.check,
+                &b.relation,
+                &b.index,
+                &b.statement,
+                &b.mode,
+            ))
+    });
     let base = Baseline::load(&base_path)?;
     let findings = kept
         .into_iter()

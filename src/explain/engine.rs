@@ -259,13 +259,25 @@ impl Engine {
         param: u32,
         literal: &str,
     ) -> Result<Option<Plan>> {
-        let mut client = self.client().await?;
+        let client = self.client().await?;
         let pick = self.shared.picks().into_iter().next().unwrap_or(Pick {
             label: "heaviest",
             tenant_id: None,
         });
         let mut values = sample_values(&client, &self.shared, e, &pick).await?;
-        if let Err(f) = begin(&client, &self.shared, mode, pick.tenant_id.as_deref()).await {
+        let set_tenant = client
+            .prepare_cached(SET_TENANT)
+            .await
+            .map_err(|err| Error::db("preparing set_config", err))?;
+        if let Err(f) = begin(
+            &client,
+            &set_tenant,
+            &self.shared,
+            mode,
+            pick.tenant_id.as_deref(),
+        )
+        .await
+        {
             rollback(&client).await?;
             return match f {
                 Failure::Fatal(err) => Err(err),
@@ -278,7 +290,7 @@ impl Engine {
         }
         values[idx] = Some(literal.to_string());
         let r = plan_custom(
-            &mut client,
+            &client,
             &self.shared,
             e,
             mode,
@@ -381,7 +393,11 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     e.repairs = repairs;
     e.analysis = sql::analyze(&e.text);
     e.judged = shared.judged(&e.stmt);
-    let mut client = get(pool).await?;
+    let client = get(pool).await?;
+    let set_tenant = client
+        .prepare_cached(SET_TENANT)
+        .await
+        .map_err(|err| Error::db("preparing set_config", err))?;
     // Values are sampled first, as the connecting role, outside any transaction.
     let mut picks = Vec::new();
     for pick in shared.picks() {
@@ -390,7 +406,7 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     }
     let mut failures = Vec::new();
     for mode in shared.opts.modes.clone() {
-        match plan_mode(&mut client, shared, &mut e, mode, &picks).await {
+        match plan_mode(&client, &set_tenant, shared, &mut e, mode, &picks).await {
             Ok(()) => {}
             Err(Failure::Fatal(err)) => return Err(err),
             Err(f) => failures.push((mode, f)),
@@ -434,18 +450,12 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
 
 async fn rollback(client: &Client) -> Result<()> {
     client
-        .batch_execute("ROLLBACK; DEALLOCATE ALL")
+        .batch_execute("ROLLBACK")
         .await
         .map_err(|e| Error::db("rolling back", e))
 }
 
-/// BEGIN, the timeout, and in tenant mode the role and the tenant.
-async fn begin(
-    client: &Client,
-    shared: &Shared,
-    mode: Mode,
-    tenant: Option<&str>,
-) -> Result<(), Failure> {
+fn begin_sql(shared: &Shared, mode: Mode) -> String {
     let mut sql = format!(
         "BEGIN; SET LOCAL statement_timeout = {}",
         shared.opts.timeout_ms
@@ -455,15 +465,26 @@ async fn begin(
     {
         sql.push_str(&format!("; SET LOCAL ROLE {}", quote_ident(&t.role)));
     }
+    sql
+}
+
+/// BEGIN, the timeout, and in tenant mode the role and the tenant.
+async fn begin(
+    client: &Client,
+    set_tenant: &tokio_postgres::Statement,
+    shared: &Shared,
+    mode: Mode,
+    tenant: Option<&str>,
+) -> Result<(), Failure> {
     client
-        .batch_execute(&sql)
+        .batch_execute(&begin_sql(shared, mode))
         .await
         .map_err(|e| failure(e, "starting the planning transaction"))?;
     if mode == Mode::Tenant
         && let (Some(t), Some(id)) = (&shared.tenancy, tenant)
     {
         client
-            .execute("SELECT set_config($1, $2, true)", &[&t.setting, &id])
+            .execute(set_tenant, &[&t.setting, &id])
             .await
             .map_err(|e| failure(e, "setting the tenant"))?;
     }
@@ -478,20 +499,53 @@ fn explain_prefix(analyze: bool) -> &'static str {
     }
 }
 
+/// The query that sets the tenant, prepared once per connection.
+pub const SET_TENANT: &str = "SELECT set_config($1, $2, true)";
+
+/// One pipelined request's outcome.
+enum Step {
+    Unit(Result<(), tokio_postgres::Error>),
+    Row(Result<tokio_postgres::Row, tokio_postgres::Error>),
+    Msgs(Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>),
+}
+
+type StepFut<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Step> + Send + 'a>>;
+
 /// The generic plan and the custom plans of one statement in one mode.
+///
+/// The fast path takes two round trips: BEGIN/SET ROLE/set_config/prepare
+/// pipelined, then the generic plan, every custom plan and the ROLLBACK
+/// pipelined. When anything in it fails, the failed plans are redone one by
+/// one (the slow path), so an error is attributed to its plan.
 async fn plan_mode(
-    client: &mut Client,
+    client: &Client,
+    set_tenant: &tokio_postgres::Statement,
     shared: &Shared,
     e: &mut Explained,
     mode: Mode,
     picks: &[(Pick, Vec<Option<String>>)],
 ) -> Result<(), Failure> {
+    let tenancy = shared.tenancy.as_ref().filter(|_| mode == Mode::Tenant);
     let first_tenant = picks.first().and_then(|p| p.0.tenant_id.clone());
-    begin(client, shared, mode, first_tenant.as_deref()).await?;
-    // Prepared after SET ROLE, so the policies are part of the plan.
-    let mut prepared = client
-        .prepare(&format!("{}{}", explain_prefix(false), e.text))
-        .await;
+    let explain_text = format!("{}{}", explain_prefix(false), e.text);
+    let begin_text = begin_sql(shared, mode);
+    let (r_begin, r_set, r_prep) = tokio::join!(
+        client.batch_execute(&begin_text),
+        async {
+            match (tenancy, &first_tenant) {
+                (Some(t), Some(id)) => client
+                    .execute(set_tenant, &[&t.setting, id])
+                    .await
+                    .map(|_| ()),
+                _ => Ok(()),
+            }
+        },
+        // Prepared after SET ROLE (pipelined behind it), so the policies are part of the plan.
+        client.prepare(&explain_text),
+    );
+    r_begin.map_err(|err| failure(err, "starting the planning transaction"))?;
+    r_set.map_err(|err| failure(err, "setting the tenant"))?;
+    let mut prepared = r_prep;
     let untyped = prepared.as_ref().err().and_then(|err| {
         (err.code() == Some(&SqlState::INDETERMINATE_DATATYPE)
             || err.code() == Some(&SqlState::DATATYPE_MISMATCH))
@@ -501,51 +555,142 @@ async fn plan_mode(
     if let Some(original) = untyped {
         // A typed guess: parameters nothing binds become text.
         let bound: BTreeSet<u32> = e.analysis.bindings.keys().copied().collect();
-        let unbound: BTreeSet<u32> = sql::params(&e.text).difference(&bound).copied().collect();
         let all = sql::params(&e.text);
+        let unbound: BTreeSet<u32> = all.difference(&bound).copied().collect();
         let which = if unbound.is_empty() { all } else { unbound };
         let guess = sql::cast_params(&e.text, &which, "text");
         let _ = client.batch_execute("ROLLBACK").await;
-        begin(client, shared, mode, first_tenant.as_deref()).await?;
+        begin(client, set_tenant, shared, mode, first_tenant.as_deref()).await?;
         prepared = client
             .prepare(&format!("{}{}", explain_prefix(false), guess))
             .await;
         if prepared.is_err() {
             return Err(Failure::Untyped(original));
         }
-        {
-            e.repairs.push(format!(
-                "untyped parameter(s) {} guessed as text",
-                which
-                    .iter()
-                    .map(|n| format!("${n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            e.text = guess;
-        }
+        e.repairs.push(format!(
+            "untyped parameter(s) {} guessed as text",
+            which
+                .iter()
+                .map(|n| format!("${n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        e.text = guess;
     }
     let prepared = prepared.map_err(|err| failure(err, "preparing the statement"))?;
+    let analyze_stmt = if shared.opts.analyze {
+        Some(
+            client
+                .prepare(&format!("{}{}", explain_prefix(true), e.text))
+                .await
+                .map_err(|err| failure(err, "preparing the statement"))?,
+        )
+    } else {
+        None
+    };
+    let custom_stmt = analyze_stmt.as_ref().unwrap_or(&prepared);
     let types: Vec<Type> = prepared.params().to_vec();
     e.param_types = types.iter().map(|t| t.name().to_string()).collect();
 
+    // Values with type defaults filled in, as text parameters.
+    let filled: Vec<Vec<Option<String>>> = picks
+        .iter()
+        .map(|(_, values)| fill_defaults(values.clone(), &types))
+        .collect();
+    let params: Vec<Vec<TextParam>> = filled
+        .iter()
+        .map(|v| v.iter().cloned().map(TextParam).collect())
+        .collect();
+    let refs: Vec<Vec<&(dyn ToSql + Sync)>> = params
+        .iter()
+        .map(|v| v.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
+        .collect();
+
+    // Round trip 2: everything else, pipelined.
+    let generic_sql = generic_sql(shared, &e.text, types.len());
+    let mut futs: Vec<StepFut> = Vec::new();
     if !types.is_empty() {
-        let json = generic_plan(client, shared, &e.text, types.len()).await?;
-        e.plans.push(Plan {
-            mode,
-            kind: PlanKind::Generic,
-            tenant: None,
-            tenant_id: if mode == Mode::Tenant {
-                first_tenant.clone()
-            } else {
-                None
-            },
-            params: vec![None; types.len()],
-            json,
-        });
+        futs.push(Box::pin(async {
+            Step::Msgs(client.simple_query(&generic_sql).await)
+        }));
     }
-    for (pick, values) in picks {
-        match plan_custom(
+    for ((pick, _), r) in picks.iter().zip(&refs) {
+        if let (Some(t), Some(id)) = (tenancy, &pick.tenant_id) {
+            futs.push(Box::pin(async move {
+                Step::Unit(
+                    client
+                        .execute(set_tenant, &[&t.setting, id])
+                        .await
+                        .map(|_| ()),
+                )
+            }));
+        }
+        futs.push(Box::pin(async move {
+            Step::Row(client.query_one(custom_stmt, r).await)
+        }));
+    }
+    futs.push(Box::pin(async {
+        Step::Unit(client.batch_execute("ROLLBACK").await)
+    }));
+    let steps = futures_util::future::join_all(futs).await;
+
+    let mut steps = steps.into_iter();
+    let mut failed_generic = false;
+    if !types.is_empty() {
+        let ok = match steps.next() {
+            Some(Step::Msgs(Ok(msgs))) => generic_json(msgs).ok(),
+            _ => None,
+        };
+        match ok {
+            Some(json) => e
+                .plans
+                .push(generic_record(mode, &first_tenant, types.len(), json)),
+            None => failed_generic = true,
+        }
+    }
+    let mut failed_picks = Vec::new();
+    for (i, (pick, _)) in picks.iter().enumerate() {
+        let mut ok = true;
+        if tenancy.is_some() && pick.tenant_id.is_some() {
+            ok &= matches!(steps.next(), Some(Step::Unit(Ok(()))));
+        }
+        match steps.next() {
+            Some(Step::Row(Ok(row))) if ok => match row.try_get::<_, Value>(0) {
+                Ok(json) => e.plans.push(Plan {
+                    mode,
+                    kind: PlanKind::Custom,
+                    tenant: Some(pick.label.to_string()),
+                    tenant_id: pick.tenant_id.clone(),
+                    params: filled[i].clone(),
+                    json,
+                }),
+                Err(_) => failed_picks.push(i),
+            },
+            _ => failed_picks.push(i),
+        }
+    }
+    let rolled_back = matches!(steps.next(), Some(Step::Unit(Ok(()))));
+    if !rolled_back {
+        rollback(client).await.map_err(Failure::Fatal)?;
+    }
+    if !failed_generic && failed_picks.is_empty() {
+        return Ok(());
+    }
+
+    // The slow path: one plan at a time, to know which failed and why.
+    let _ = client.batch_execute("DEALLOCATE planck_generic").await;
+    if failed_generic {
+        begin(client, set_tenant, shared, mode, first_tenant.as_deref()).await?;
+        let r = generic_plan(client, shared, &e.text, types.len()).await;
+        let _ = client.batch_execute("ROLLBACK").await;
+        let _ = client.batch_execute("DEALLOCATE planck_generic").await;
+        e.plans
+            .push(generic_record(mode, &first_tenant, types.len(), r?));
+    }
+    for i in failed_picks {
+        let (pick, values) = &picks[i];
+        begin(client, set_tenant, shared, mode, pick.tenant_id.as_deref()).await?;
+        let mut r = plan_custom(
             client,
             shared,
             e,
@@ -554,37 +699,66 @@ async fn plan_mode(
             values.clone(),
             PlanKind::Custom,
         )
-        .await
-        {
-            Ok(p) => e.plans.push(p),
-            Err(Failure::Fatal(err)) => return Err(Failure::Fatal(err)),
-            // A statement that cannot be planned in time is skipped as a whole.
-            Err(Failure::Timeout) => return Err(Failure::Timeout),
-            Err(f) => {
+        .await;
+        if let Err(Failure::Other(_)) = &r {
+            // Sampled values the statement rejects (a data error): plan with type defaults.
+            let _ = client.batch_execute("ROLLBACK").await;
+            begin(client, set_tenant, shared, mode, pick.tenant_id.as_deref()).await?;
+            r = plan_custom(client, shared, e, mode, pick, Vec::new(), PlanKind::Custom).await;
+            if r.is_ok() {
                 e.notes.push(format!(
-                    "{} mode, {} tenant: custom plan failed: {f}",
+                    "{} mode, {} tenant: the sampled values were rejected; planned with type defaults",
                     mode.as_str(),
                     pick.label
                 ));
-                let _ = client.batch_execute("ROLLBACK").await;
-                begin(client, shared, mode, pick.tenant_id.as_deref()).await?;
             }
+        }
+        let _ = client.batch_execute("ROLLBACK").await;
+        match r {
+            Ok(p) => e.plans.push(p),
+            // A statement that cannot be planned in time is skipped as a whole.
+            Err(f @ (Failure::Fatal(_) | Failure::Timeout)) => return Err(f),
+            Err(f) => e.notes.push(format!(
+                "{} mode, {} tenant: custom plan failed: {f}",
+                mode.as_str(),
+                pick.label
+            )),
         }
     }
     Ok(())
 }
 
-/// The plan a prepared statement gets when it stops looking at values.
-async fn generic_plan(
-    client: &Client,
-    shared: &Shared,
-    text: &str,
-    nparams: usize,
-) -> Result<Value, Failure> {
-    let sql = if shared.catalog.server_version_num >= 160000 {
+fn generic_record(mode: Mode, tenant: &Option<String>, n: usize, json: Value) -> Plan {
+    Plan {
+        mode,
+        kind: PlanKind::Generic,
+        tenant: None,
+        tenant_id: if mode == Mode::Tenant {
+            tenant.clone()
+        } else {
+            None
+        },
+        params: vec![None; n],
+        json,
+    }
+}
+
+fn fill_defaults(mut values: Vec<Option<String>>, types: &[Type]) -> Vec<Option<String>> {
+    values.resize(types.len(), None);
+    for (v, ty) in values.iter_mut().zip(types) {
+        if v.is_none() {
+            *v = default_value(ty);
+        }
+    }
+    values
+}
+
+/// The SQL that gives the generic plan: GENERIC_PLAN on 16+, else PREPARE,
+/// force the generic plan, EXPLAIN EXECUTE with NULLs.
+fn generic_sql(shared: &Shared, text: &str, nparams: usize) -> String {
+    if shared.catalog.server_version_num >= 160000 {
         format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {text}")
     } else {
-        // Before 16: PREPARE, force the generic plan, EXPLAIN EXECUTE with NULLs.
         let nulls = vec!["NULL"; nparams].join(", ");
         format!(
             "PREPARE planck_generic AS {text};\n\
@@ -593,11 +767,10 @@ async fn generic_plan(
              DEALLOCATE planck_generic;\n\
              SET LOCAL plan_cache_mode = auto"
         )
-    };
-    let msgs = client
-        .simple_query(&sql)
-        .await
-        .map_err(|e| failure(e, "planning the generic plan"))?;
+    }
+}
+
+fn generic_json(msgs: Vec<SimpleQueryMessage>) -> Result<Value, Failure> {
     for m in msgs {
         if let SimpleQueryMessage::Row(r) = m
             && let Some(t) = r.get(0)
@@ -614,25 +787,32 @@ async fn generic_plan(
     ))))
 }
 
+/// The plan a prepared statement gets when it stops looking at values.
+async fn generic_plan(
+    client: &Client,
+    shared: &Shared,
+    text: &str,
+    nparams: usize,
+) -> Result<Value, Failure> {
+    let msgs = client
+        .simple_query(&generic_sql(shared, text, nparams))
+        .await
+        .map_err(|e| failure(e, "planning the generic plan"))?;
+    generic_json(msgs)
+}
+
 /// A custom plan: the statement's EXPLAIN with values bound (the server
 /// plans with them as constants).
 async fn plan_custom(
-    client: &mut Client,
+    client: &Client,
     shared: &Shared,
     e: &Explained,
     mode: Mode,
     pick: &Pick,
-    mut values: Vec<Option<String>>,
+    values: Vec<Option<String>>,
     kind: PlanKind,
 ) -> Result<Plan, Failure> {
-    if mode == Mode::Tenant
-        && let (Some(t), Some(id)) = (&shared.tenancy, &pick.tenant_id)
-    {
-        client
-            .execute("SELECT set_config($1, $2, true)", &[&t.setting, id])
-            .await
-            .map_err(|err| failure(err, "setting the tenant"))?;
-    }
+    // The caller has begun the transaction with the pick's tenant.
     let stmt = client
         .prepare(&format!(
             "{}{}",
@@ -642,12 +822,7 @@ async fn plan_custom(
         .await
         .map_err(|err| failure(err, "preparing the statement"))?;
     let types = stmt.params().to_vec();
-    values.resize(types.len(), None);
-    for (v, ty) in values.iter_mut().zip(&types) {
-        if v.is_none() {
-            *v = default_value(ty);
-        }
-    }
+    let values = fill_defaults(values, &types);
     let params: Vec<TextParam> = values.iter().cloned().map(TextParam).collect();
     let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
     let row = client

@@ -238,19 +238,21 @@ fn summary_lines(r: &Report) -> Vec<String> {
 
 pub fn render_table(w: &mut impl Write, r: &Report) -> io::Result<()> {
     if !r.findings.is_empty() {
-        let mut t = table(&["severity", "check", "mode", "statement", "on", "message"]);
+        let mut t = table(&["check", "mode", "finding"]);
         for (f, base) in &r.findings {
+            let mut finding = f.message.clone();
+            if let Some(q) = &f.query {
+                finding.push_str(&format!("\n> {}", short(q, 70)));
+            }
             t.add_row(vec![
                 format!(
-                    "{}{}",
+                    "{}\n{}{}",
+                    f.check,
                     f.severity.as_str(),
                     if *base { " (baseline)" } else { "" }
                 ),
-                f.check.to_string(),
                 f.mode.map_or("-", |m| m.as_str()).to_string(),
-                f.query.as_deref().map(|q| short(q, 40)).unwrap_or_default(),
-                target(f),
-                f.message.clone(),
+                finding,
             ]);
         }
         writeln!(w, "{t}")?;
@@ -405,6 +407,7 @@ mod tests {
         render_table(&mut t, &r).unwrap();
         let t = String::from_utf8(t).unwrap();
         assert!(t.contains("seq-scan"), "{t}");
+        assert!(t.contains("> SELECT * FROM events WHERE kind = $1"), "{t}");
         assert!(
             t.contains("1 statements explained, 1 skipped, 1 findings (1 new errors)"),
             "{t}"
