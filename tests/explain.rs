@@ -276,6 +276,10 @@ fn issue5_rls_in_force_in_tenant_mode_only() {
     // The heaviest tenant is account 1.
     assert!(plans.iter().any(|p| p["tenant_id"] == "1"), "{plans:#?}");
 
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--all-modes"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["statements"][0]["mode"], "both");
+
     let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--as-admin"]);
     assert_eq!(code, 0);
     let plans = v["statements"][0]["plans"].as_array().unwrap();
@@ -460,4 +464,39 @@ fn issue5_empty_queries_file_explains_nothing_and_passes() {
     // A missing file is a usage error.
     let out = db.planck(&["explain", "--queries", "nope.toml"], dir.path());
     assert_exit(&out, 2);
+}
+
+#[test]
+fn issue5_ignored_statement_is_skipped_with_its_reason() {
+    let db = TestDb::migrated("explain_ignored_stmt");
+    seed_small_example(&db);
+    let dir = common::project_dir();
+    let q = queries(dir.path(), &[PLANTED_SEQ_SCAN]);
+    let (code, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 1);
+    let text = std::fs::read_to_string(&q).unwrap().replace(
+        "bypass_rls = true\n",
+        "bypass_rls = true\nignore = \"device lists are tiny\"\n",
+    );
+    std::fs::write(&q, text).unwrap();
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 0);
+    assert_eq!(v["statements"][0]["status"], "skipped");
+    assert_eq!(
+        v["statements"][0]["reason"],
+        "ignored: device lists are tiny"
+    );
+}
+
+#[test]
+fn issue5_from_stats_without_the_extension_is_a_usage_error() {
+    let db = TestDb::migrated("explain_from_stats");
+    let dir = common::project_dir();
+    let out = db.planck(&["explain", "--from-stats", "--as-admin"], dir.path());
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("pg_stat_statements is not available"),
+        "{}",
+        stderr(&out)
+    );
 }

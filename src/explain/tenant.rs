@@ -238,7 +238,7 @@ pub async fn resolve(
 async fn check_role(client: &Client, catalog: &Catalog, role: &str) -> Result<()> {
     let row = client
         .query_opt(
-            "SELECT rolsuper, rolbypassrls,
+            "SELECT rolsuper, rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER'),
                     ARRAY(SELECT c.relname::text FROM pg_class c
                            WHERE c.relowner = r.oid AND c.relrowsecurity AND NOT c.relforcerowsecurity
                            ORDER BY 1)
@@ -268,7 +268,8 @@ async fn check_role(client: &Client, catalog: &Catalog, role: &str) -> Result<()
             },
         ));
     };
-    let (sup, bypass, owned): (bool, bool, Vec<String>) = (row.get(0), row.get(1), row.get(2));
+    let (sup, bypass, member, owned): (bool, bool, bool, Vec<String>) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
     if sup || bypass {
         return Err(Error::usage_hint(
             format!(
@@ -276,6 +277,12 @@ async fn check_role(client: &Client, catalog: &Catalog, role: &str) -> Result<()
                 if sup { "superuser" } else { "BYPASSRLS" }
             ),
             "pass --tenant-role with the role the application connects as (NOSUPERUSER NOBYPASSRLS)",
+        ));
+    }
+    if !member {
+        return Err(Error::usage_hint(
+            format!("the connecting user cannot SET ROLE {role}"),
+            format!("GRANT {role} TO the user planck connects as, or connect as a superuser"),
         ));
     }
     if !owned.is_empty() {
@@ -299,24 +306,32 @@ async fn tenant_sizes(
     if columns.is_empty() {
         return Ok((None, None));
     }
-    let parts: Vec<String> = columns
-        .iter()
-        .map(|(t, c)| {
-            format!(
-                "SELECT {c}::text AS k, count(*) AS n FROM {t} WHERE {c} IS NOT NULL GROUP BY 1",
-                c = quote_ident(c),
-                t = quote_ident(t)
-            )
-        })
-        .collect();
-    let sql = format!(
-        "SELECT k FROM ({}) s GROUP BY k ORDER BY sum(n) DESC, k",
-        parts.join(" UNION ALL ")
-    );
-    let rows = client
-        .query(&sql, &[])
-        .await
-        .map_err(|e| Error::db("finding the heaviest tenant", e))?;
+    // Grouping by the column's own type is much faster than by its text;
+    // text is the fallback when the tables' key types differ.
+    let query = |cast: &str| {
+        let parts: Vec<String> = columns
+            .iter()
+            .map(|(t, c)| {
+                format!(
+                    "SELECT {c}{cast} AS k, count(*) AS n FROM {t} WHERE {c} IS NOT NULL GROUP BY 1",
+                    c = quote_ident(c),
+                    t = quote_ident(t)
+                )
+            })
+            .collect();
+        format!(
+            "SELECT k::text FROM ({}) s GROUP BY k ORDER BY sum(n) DESC, k",
+            parts.join(" UNION ALL ")
+        )
+    };
+    let rows = match client.query(&query(""), &[]).await {
+        Ok(rows) => rows,
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DATATYPE_MISMATCH) => client
+            .query(&query("::text"), &[])
+            .await
+            .map_err(|e| Error::db("finding the heaviest tenant", e))?,
+        Err(e) => return Err(Error::db("finding the heaviest tenant", e)),
+    };
     let keys: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
     Ok((keys.first().cloned(), keys.get(keys.len() / 2).cloned()))
 }
