@@ -133,7 +133,15 @@ fn issue5_planted_problems_are_found_with_check_mode_and_target() {
         false,
     ));
     let q = queries(dir.path(), &stmts);
-    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    // The application's source, where the literal is inlined.
+    let src = dir.path().join("app");
+    std::fs::create_dir_all(src.join("api")).unwrap();
+    std::fs::write(
+        src.join("api/items.ts"),
+        "const open = sql`SELECT id, title FROM items\n  WHERE pouch_id = ${p} AND status = 'open'`;\n",
+    )
+    .unwrap();
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--source", "app"]);
     assert_eq!(code, 1, "{v:#}");
 
     // Missing index: a seq scan on devices, judged in admin mode (a job).
@@ -499,4 +507,51 @@ fn issue5_from_stats_without_the_extension_is_a_usage_error() {
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn issue5_writes_are_never_executed_even_with_analyze() {
+    let db = TestDb::migrated("explain_no_writes");
+    seed_small_example(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[
+            (
+                "INSERT INTO rate_limits (key, hits) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET hits = rate_limits.hits + $3",
+                APP,
+                false,
+            ),
+            ("DELETE FROM items WHERE pouch_id = $1", APP, false),
+            (
+                "UPDATE events SET kind = $1 WHERE account_id = $2",
+                "postgres",
+                true,
+            ),
+        ],
+    );
+    let count = || {
+        db.query_strings(
+            "SELECT (SELECT sum(hits) FROM rate_limits) || '/' || (SELECT count(*) FROM items) \
+             || '/' || (SELECT count(*) FROM events WHERE kind = 'item.updated')",
+        )
+    };
+    let before = count();
+    for extra in [None, Some("--analyze")] {
+        let mut args = vec!["--queries", q.as_str(), "--all-modes"];
+        args.extend(extra);
+        let (_, v) = json_run(&db, dir.path(), &args);
+        let plans: Vec<&Value> = v["statements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["plans"].as_array().unwrap())
+            .collect();
+        assert!(plans.len() >= 12, "{v:#}");
+        let analyzed = plans
+            .iter()
+            .any(|p| p["plan"][0].get("Execution Time").is_some());
+        assert_eq!(analyzed, extra.is_some());
+        assert_eq!(count(), before, "a write was executed ({extra:?})");
+    }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::explain::baseline::{self, Baseline};
 use crate::explain::catalog::Catalog;
@@ -103,7 +104,15 @@ impl ExplainArgs {
 }
 
 pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
-    let (report, code) = explain(&args, settings).await?;
+    let conn = settings.conn().await?;
+    run_on(&conn, args, settings).await
+}
+
+/// `planck explain` on a given database (what `planck demo` calls, with
+/// `ExplainArgs::with_queries(...)` and the demo's connection): renders the
+/// report to stdout in `settings.format` and returns the exit code.
+pub async fn run_on(conn: &ConnInfo, args: ExplainArgs, settings: &Settings) -> Result<i32> {
+    let (report, code) = explain(conn, &args, settings).await?;
     let mut buf = Vec::new();
     match settings.format {
         Format::Json => report::render_json(&mut buf, &report),
@@ -116,7 +125,11 @@ pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
 }
 
 /// Everything but rendering: the report and the exit code.
-pub async fn explain(args: &ExplainArgs, settings: &Settings) -> Result<(Report, i32)> {
+pub async fn explain(
+    conn: &ConnInfo,
+    args: &ExplainArgs,
+    settings: &Settings,
+) -> Result<(Report, i32)> {
     let cfg = &settings.config.explain;
     let min_rows = args.min_rows.or(cfg.min_rows).unwrap_or(DEFAULT_MIN_ROWS);
     let ratio = cfg.rls_cost_ratio.unwrap_or(DEFAULT_RLS_COST_RATIO);
@@ -140,7 +153,6 @@ pub async fn explain(args: &ExplainArgs, settings: &Settings) -> Result<(Report,
         }
     }
 
-    let conn = settings.conn().await?;
     let client = conn.connect().await?;
     let statements = if args.from_stats {
         from_stats(&client).await?
@@ -221,7 +233,7 @@ pub async fn explain(args: &ExplainArgs, settings: &Settings) -> Result<(Report,
     }
 
     let engine = Engine::new(
-        &conn,
+        conn,
         catalog.clone(),
         tenancy.clone(),
         EngineOptions {

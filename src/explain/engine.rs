@@ -409,6 +409,12 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
         match plan_mode(&client, &set_tenant, shared, &mut e, mode, &picks).await {
             Ok(()) => {}
             Err(Failure::Fatal(err)) => return Err(err),
+            Err(Failure::Timeout) => {
+                // No point waiting for the timeout again in the other mode.
+                failures.push((mode, Failure::Timeout));
+                rollback(&client).await?;
+                break;
+            }
             Err(f) => failures.push((mode, f)),
         }
         rollback(&client).await?;
