@@ -331,6 +331,11 @@ fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
                 false,
             ),
             ("SELECT id FROM accounts WHERE id = slow_id($1)", APP, false),
+            (
+                "SELECT id FROM items WHERE id = $1 -- trailing comment",
+                APP,
+                false,
+            ),
         ],
     );
     let (code, v) = json_run(
@@ -383,6 +388,14 @@ fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
         .unwrap();
     assert_eq!(limit_plan["params"][1], "50", "LIMIT gets a page size");
     explained("IN ($1 /*, ... */)");
+    let commented = explained("trailing comment");
+    assert!(
+        commented["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "generic")
+    );
 }
 
 #[test]

@@ -447,6 +447,11 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
             Failure::Fatal(_) => unreachable!("returned above"),
         });
     } else {
+        if let Some(pe) = &e.analysis.parse_error {
+            e.notes.push(format!(
+                "sqlparser could not read the text, so parameters got values of their type only: {pe}"
+            ));
+        }
         for (mode, f) in failures {
             e.notes.push(format!("{} mode: {f}", mode.as_str()));
         }
@@ -767,7 +772,8 @@ fn generic_sql(shared: &Shared, text: &str, nparams: usize) -> String {
     } else {
         let nulls = vec!["NULL"; nparams].join(", ");
         format!(
-            "PREPARE planck_generic AS {text};\n\
+            // The `;` on a line of its own: the text may end in a `--` comment.
+            "PREPARE planck_generic AS {text}\n;\n\
              SET LOCAL plan_cache_mode = force_generic_plan;\n\
              EXPLAIN (FORMAT JSON) EXECUTE planck_generic({nulls});\n\
              DEALLOCATE planck_generic;\n\

@@ -236,6 +236,8 @@ pub fn lex(text: &str) -> Vec<Token> {
             i += ch.len_utf8();
             Tok::Punct(ch)
         };
+        // Escapes may step past the end of an unterminated string.
+        i = i.min(b.len());
         out.push(Token {
             kind,
             start,
@@ -699,6 +701,44 @@ mod tests {
         let a = analyze("SELEC oops FROM");
         assert!(a.parse_error.is_some());
         assert!(a.bindings.is_empty());
+    }
+
+    #[test]
+    fn never_panics_on_odd_text() {
+        let odd = [
+            "",
+            "$",
+            "$$",
+            "$a",
+            "$1$",
+            "E'\\",
+            "E'abc\\",
+            "'",
+            "\"",
+            "\"é",
+            "/*",
+            "/* /* */",
+            "--",
+            "::",
+            "interval",
+            "interval $",
+            "timestamp with time $1",
+            "IN ($1 /*, ... */",
+            "SELECT 'é' || \"ü\" FROM t WHERE x = $1 /*, ... */",
+            "(((",
+            "ünïcode $1 $2",
+            "$99999999999999999999",
+            "WITH",
+            "SELECT * FROM t LIMIT $1 OFFSET $2 /*",
+        ];
+        for t in odd {
+            let _ = lex(t);
+            let _ = classify(t);
+            let _ = repair(t);
+            let _ = analyze(t);
+            let _ = params(t);
+            let _ = cast_params(t, &[1].into_iter().collect(), "text");
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub struct FullIndexScan;
 pub fn mentions_column(cond: &str, column: &str) -> bool {
     lex(cond).into_iter().any(|t| match t.kind {
         Tok::Word => cond[t.start..t.end].eq_ignore_ascii_case(column),
-        Tok::Quoted => cond[t.start + 1..t.end.saturating_sub(1)] == *column,
+        Tok::Quoted => cond.get(t.start + 1..t.end.saturating_sub(1)) == Some(column),
         _ => false,
     })
 }
