@@ -307,7 +307,8 @@ fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
     seed_small_example(&db);
     db.exec(
         "CREATE FUNCTION slow_id(bigint) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
-             AS $$ BEGIN PERFORM pg_sleep(3); RETURN $1; END $$;",
+             AS $$ BEGIN PERFORM pg_sleep(3); RETURN $1; END $$;
+         REVOKE ALL ON dpop_replays FROM app_user;",
     );
     let dir = common::project_dir();
     let q = queries(
@@ -336,6 +337,11 @@ fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
                 APP,
                 false,
             ),
+            (
+                "SELECT seen_at FROM dpop_replays WHERE jti = $1",
+                APP,
+                false,
+            ),
         ],
     );
     let (code, v) = json_run(
@@ -361,6 +367,21 @@ fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
     assert!(skipped("VACUUM").contains("utility statement (VACUUM)"));
     assert!(skipped("array_length").contains("parameter types cannot be inferred"));
     assert!(skipped("slow_id").contains("timed out"));
+    // The application role may not read it: skipped in its judged (tenant) mode,
+    // though the admin plans exist.
+    let refused = skipped("dpop_replays");
+    assert!(
+        refused.contains("(tenant mode)") && refused.contains("42501"),
+        "{refused}"
+    );
+    let s = statement(&v, "dpop_replays");
+    assert!(
+        s["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["mode"] == "admin")
+    );
 
     let explained = |needle: &str| {
         let s = statement(&v, needle);

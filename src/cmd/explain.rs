@@ -246,9 +246,19 @@ pub async fn explain(
     )?;
     let started = std::time::Instant::now();
     let n = statements.len();
+    settings.info(&format!(
+        "planning {n} statements ({}) over {} connections",
+        engine
+            .modes()
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join(" and "),
+        engine.jobs()
+    ));
     let mut results = engine.run(statements).await?;
-    settings.debug(&format!(
-        "planned {n} statements in {:.2}s",
+    settings.info(&format!(
+        "planned {n} statements in {:.1} s",
         started.elapsed().as_secs_f64()
     ));
 

@@ -225,6 +225,14 @@ impl Engine {
         })
     }
 
+    pub fn modes(&self) -> &[Mode] {
+        &self.shared.opts.modes
+    }
+
+    pub fn jobs(&self) -> usize {
+        self.pool.status().max_size
+    }
+
     async fn client(&self) -> Result<deadpool_postgres::Object> {
         get(&self.pool).await
     }
@@ -422,7 +430,14 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     let timed_out = failures
         .iter()
         .position(|(_, f)| matches!(f, Failure::Timeout));
-    if let Some(i) = timed_out.or((!failures.is_empty() && e.plans.is_empty()).then_some(0)) {
+    // No plan in a mode the statement is judged in: it is skipped, with the
+    // reason from that mode (the other mode's plans stay in the report).
+    let judged_plan = e.plans.iter().any(|p| e.judged.contains(&p.mode));
+    let judged_failure = failures
+        .iter()
+        .position(|(m, _)| e.judged.contains(m))
+        .or((!failures.is_empty()).then_some(0));
+    if let Some(i) = timed_out.or(judged_failure.filter(|_| !judged_plan)) {
         let (mode, f) = failures.remove(i);
         e.status = Status::Skipped(match f {
             Failure::Stale(pg) => {
