@@ -6,20 +6,20 @@
 //! `SET LOCAL ROLE` and `set_config(setting, id, true)` first, then
 //! prepares, so row-level security is part of every plan.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
-use bytes::BytesMut;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 use super::catalog::Catalog;
 use super::plan::{Mode, Plan, PlanKind};
 use super::sql::{self, Analysis, Binding};
 use super::tenant::Tenancy;
+use super::values::{Sampler, TextParam, fill_defaults};
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, PgError, Result};
 use crate::queries::Statement;
@@ -35,9 +35,6 @@ pub struct EngineOptions {
     pub timeout_ms: u64,
     pub jobs: usize,
 }
-
-/// A realistic page size for `LIMIT $n`.
-pub const PAGE_SIZE: &str = "50";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
@@ -123,55 +120,6 @@ fn failure(e: tokio_postgres::Error, context: &str) -> Failure {
     }
 }
 
-/// A value sent in text form, whatever the parameter's type: the server
-/// parses it as it would a literal.
-#[derive(Debug)]
-pub struct TextParam(pub Option<String>);
-
-impl ToSql for TextParam {
-    fn to_sql(
-        &self,
-        _ty: &Type,
-        out: &mut BytesMut,
-    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match &self.0 {
-            None => Ok(IsNull::Yes),
-            Some(s) => {
-                out.extend_from_slice(s.as_bytes());
-                Ok(IsNull::No)
-            }
-        }
-    }
-
-    fn accepts(_ty: &Type) -> bool {
-        true
-    }
-
-    fn encode_format(&self, _ty: &Type) -> Format {
-        Format::Text
-    }
-
-    to_sql_checked!();
-}
-
-/// A value for a parameter nothing tells about, from its type.
-pub fn default_value(ty: &Type) -> Option<String> {
-    let v = match ty.name() {
-        "int2" | "int4" | "int8" | "numeric" | "float4" | "float8" | "oid" => "1",
-        "bool" => "false",
-        "text" | "varchar" | "bpchar" | "name" | "citext" => "x",
-        "timestamptz" | "timestamp" | "date" => "now",
-        "interval" => "1 day",
-        "time" | "timetz" => "12:00",
-        "uuid" => "00000000-0000-0000-0000-000000000001",
-        "json" | "jsonb" => "{}",
-        "bytea" => "\\x00",
-        n if n.starts_with('_') => "{}",
-        _ => return None,
-    };
-    Some(v.to_string())
-}
-
 /// One set of values to plan with: a label and a tenant.
 #[derive(Debug, Clone)]
 struct Pick {
@@ -179,15 +127,11 @@ struct Pick {
     tenant_id: Option<String>,
 }
 
-/// (table, column, tenant).
-type SampleKey = (String, String, Option<String>);
-
 struct Shared {
     catalog: Arc<Catalog>,
     tenancy: Option<Tenancy>,
     opts: EngineOptions,
-    /// (table, column, tenant) -> most common value.
-    samples: Mutex<HashMap<SampleKey, Option<String>>>,
+    sampler: Sampler,
 }
 
 pub struct Engine {
@@ -217,10 +161,10 @@ impl Engine {
         Ok(Engine {
             pool,
             shared: Arc::new(Shared {
+                sampler: Sampler::new(catalog.clone(), tenancy.as_ref()),
                 catalog,
                 tenancy,
                 opts,
-                samples: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -272,7 +216,11 @@ impl Engine {
             label: "heaviest",
             tenant_id: None,
         });
-        let mut values = sample_values(&client, &self.shared, e, &pick).await?;
+        let mut values = self
+            .shared
+            .sampler
+            .values(&client, &e.text, &e.analysis, pick.tenant_id.as_deref())
+            .await?;
         let set_tenant = client
             .prepare_cached(SET_TENANT)
             .await
@@ -409,7 +357,10 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     // Values are sampled first, as the connecting role, outside any transaction.
     let mut picks = Vec::new();
     for pick in shared.picks() {
-        let values = sample_values(&client, shared, &e, &pick).await?;
+        let values = shared
+            .sampler
+            .values(&client, &e.text, &e.analysis, pick.tenant_id.as_deref())
+            .await?;
         picks.push((pick, values));
     }
     let mut failures = Vec::new();
@@ -459,7 +410,7 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
                 mode.as_str()
             ),
             Failure::Other(pg) => format!("the server refused it ({} mode): {pg}", mode.as_str()),
-            Failure::Fatal(_) => unreachable!("returned above"),
+            Failure::Fatal(err) => err.to_string(),
         });
     } else {
         if let Some(pe) = &e.analysis.parse_error {
@@ -769,16 +720,6 @@ fn generic_record(mode: Mode, tenant: &Option<String>, n: usize, json: Value) ->
     }
 }
 
-fn fill_defaults(mut values: Vec<Option<String>>, types: &[Type]) -> Vec<Option<String>> {
-    values.resize(types.len(), None);
-    for (v, ty) in values.iter_mut().zip(types) {
-        if v.is_none() {
-            *v = default_value(ty);
-        }
-    }
-    values
-}
-
 /// The SQL that gives the generic plan: GENERIC_PLAN on 16+, else PREPARE,
 /// force the generic plan, EXPLAIN EXECUTE with NULLs.
 fn generic_sql(shared: &Shared, text: &str, nparams: usize) -> String {
@@ -867,112 +808,6 @@ async fn plan_custom(
         params: values,
         json,
     })
-}
-
-/// Values for `$1..$n` from the data: each bound column's most common value
-/// among the tenant's rows, a page size for LIMIT, 0 for OFFSET.
-async fn sample_values(
-    client: &Client,
-    shared: &Shared,
-    e: &Explained,
-    pick: &Pick,
-) -> Result<Vec<Option<String>>> {
-    let max = sql::params(&e.text).into_iter().max().unwrap_or(0) as usize;
-    let mut out = vec![None; max];
-    for (&n, b) in &e.analysis.bindings {
-        let Some(slot) = out.get_mut((n as usize).wrapping_sub(1)) else {
-            continue;
-        };
-        *slot = match b {
-            Binding::Limit => Some(PAGE_SIZE.to_string()),
-            Binding::Offset => Some("0".to_string()),
-            Binding::Column {
-                table,
-                column,
-                array,
-            } => {
-                let table = match table {
-                    Some(t) if shared.catalog.tables.contains_key(t) => Some(t.clone()),
-                    _ => shared
-                        .catalog
-                        .table_with_column(&e.analysis.tables, column)
-                        .cloned(),
-                };
-                let Some(table) = table else { continue };
-                let v = sample(client, shared, &table, column, pick.tenant_id.as_deref()).await?;
-                match (v, array) {
-                    (Some(v), true) => Some(format!(
-                        "{{\"{}\"}}",
-                        v.replace('\\', "\\\\").replace('"', "\\\"")
-                    )),
-                    (v, _) => v,
-                }
-            }
-        };
-    }
-    Ok(out)
-}
-
-async fn sample(
-    client: &Client,
-    shared: &Shared,
-    table: &str,
-    column: &str,
-    tenant: Option<&str>,
-) -> Result<Option<String>> {
-    let tcol = shared
-        .tenancy
-        .as_ref()
-        .and_then(|t| t.columns.get(table))
-        .cloned();
-    if let (Some(tc), Some(id)) = (&tcol, tenant)
-        && tc == column
-    {
-        return Ok(Some(id.to_string()));
-    }
-    let tenant = tcol.as_ref().and(tenant);
-    let key = (
-        table.to_string(),
-        column.to_string(),
-        tenant.map(str::to_string),
-    );
-    if let Some(v) = shared
-        .samples
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&key).cloned())
-    {
-        return Ok(v);
-    }
-    let c = quote_ident(column);
-    let t = quote_ident(table);
-    let filter = match &tcol {
-        Some(tc) if tenant.is_some() => format!("AND {} = $1", quote_ident(tc)),
-        _ => String::new(),
-    };
-    let sql = format!(
-        "SELECT v FROM (SELECT {c}::text AS v FROM {t} WHERE {c} IS NOT NULL {filter} LIMIT 5000) s \
-         GROUP BY v ORDER BY count(*) DESC, v LIMIT 1"
-    );
-    let p = TextParam(tenant.map(str::to_string));
-    let params: Vec<&(dyn ToSql + Sync)> = if tenant.is_some() && tcol.is_some() {
-        vec![&p]
-    } else {
-        vec![]
-    };
-    let mut v = match client.query_opt(&sql, &params).await {
-        Ok(row) => row.map(|r| r.get::<_, String>(0)),
-        Err(err) if err.as_db_error().is_some() => None,
-        Err(err) => return Err(Error::db("sampling values", err)),
-    };
-    if v.is_none() && tenant.is_some() {
-        // The tenant has no such rows: any tenant's value will do.
-        v = Box::pin(sample(client, shared, table, column, None)).await?;
-    }
-    if let Ok(mut m) = shared.samples.lock() {
-        m.insert(key, v.clone());
-    }
-    Ok(v)
 }
 
 /// Which statements compare a column with a parameter: (param, table, column).

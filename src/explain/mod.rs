@@ -11,3 +11,4 @@ pub mod plan;
 pub mod report;
 pub mod sql;
 pub mod tenant;
+pub mod values;

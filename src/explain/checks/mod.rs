@@ -80,6 +80,11 @@ impl Finding {
         self
     }
 
+    pub fn mode(mut self, m: Mode) -> Finding {
+        self.mode = Some(m);
+        self
+    }
+
     pub fn relation(mut self, r: impl Into<String>) -> Finding {
         self.relation = Some(r.into());
         self

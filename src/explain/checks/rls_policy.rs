@@ -33,9 +33,9 @@ impl Check for RlsPolicy {
                             c.policy, c.table, c.what
                         ),
                     )
-                    .relation(&c.table),
+                    .relation(&c.table)
+                    .mode(Mode::Tenant),
                 );
-                out.last_mut().expect("just pushed").mode = Some(Mode::Tenant);
             } else if !c.leakproof && c.what.starts_with("operator") {
                 let mut f = Finding::new(
                     self,
