@@ -26,6 +26,12 @@ pub const DEFAULT_RLS_COST_RATIO: f64 = 10.0;
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(
+    after_help = "Checks: seq-scan, full-index-scan, unused-index, unused-partial-index \
+(and partial-index-needs-literal), rls-policy, stale-statement.\n\
+Exit codes: 0 no new errors, 1 error findings not in the baseline, 2 usage or configuration \
+error, 3 database unreachable."
+)]
 pub struct ExplainArgs {
     /// Queries file [default: queries/recorded.toml of the project]
     #[arg(long, value_name = "PATH", conflicts_with = "from_stats")]

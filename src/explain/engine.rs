@@ -303,18 +303,22 @@ impl Shared {
         }
     }
 
-    /// Modes a statement is judged in.
     fn judged(&self, stmt: &Statement) -> Vec<Mode> {
-        let planned = &self.opts.modes;
-        if self.opts.all_modes || planned.len() == 1 {
-            return planned.clone();
-        }
-        // Both planned: jobs (bypassing RLS) by the admin run, the API by the tenant run.
-        if stmt.bypass_rls == Some(true) {
-            vec![Mode::Admin]
-        } else {
-            vec![Mode::Tenant]
-        }
+        judged_modes(&self.opts.modes, self.opts.all_modes, stmt.bypass_rls)
+    }
+}
+
+/// Modes a statement is judged in (as perf-sql-plans.txt says: API queries
+/// by the tenant run, jobs by the plain run).
+pub fn judged_modes(planned: &[Mode], all_modes: bool, bypass_rls: Option<bool>) -> Vec<Mode> {
+    if all_modes || planned.len() < 2 {
+        return planned.to_vec();
+    }
+    // Both planned: jobs (bypassing RLS) by the admin run, the API by the tenant run.
+    if bypass_rls == Some(true) {
+        vec![Mode::Admin]
+    } else {
+        vec![Mode::Tenant]
     }
 }
 
@@ -845,4 +849,52 @@ pub fn used_indexes(results: &[Explained]) -> BTreeMap<String, BTreeSet<&'static
         }
     }
     used
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_judged_by_the_role_that_recorded_them() {
+        let both = [Mode::Tenant, Mode::Admin];
+        assert_eq!(judged_modes(&both, false, Some(true)), vec![Mode::Admin]);
+        assert_eq!(judged_modes(&both, false, Some(false)), vec![Mode::Tenant]);
+        assert_eq!(judged_modes(&both, false, None), vec![Mode::Tenant]);
+        assert_eq!(judged_modes(&both, true, Some(true)), both.to_vec());
+        assert_eq!(
+            judged_modes(&[Mode::Admin], false, Some(false)),
+            vec![Mode::Admin]
+        );
+    }
+
+    #[test]
+    fn generic_sql_branches_on_the_server_version() {
+        let shared = |v| Shared {
+            sampler: Sampler::new(Arc::new(Catalog::default()), None),
+            catalog: Arc::new(Catalog {
+                server_version_num: v,
+                ..Default::default()
+            }),
+            tenancy: None,
+            opts: EngineOptions {
+                modes: vec![Mode::Admin],
+                all_modes: false,
+                analyze: false,
+                timeout_ms: 100,
+                jobs: 1,
+            },
+        };
+        assert_eq!(
+            generic_sql(&shared(160004), "SELECT $1", 1),
+            "EXPLAIN (GENERIC_PLAN, FORMAT JSON) SELECT $1"
+        );
+        let old = generic_sql(&shared(150018), "SELECT $1 -- c", 2);
+        assert!(
+            old.starts_with("PREPARE planck_generic AS SELECT $1 -- c\n;"),
+            "{old}"
+        );
+        assert!(old.contains("force_generic_plan"));
+        assert!(old.contains("EXECUTE planck_generic(NULL, NULL)"), "{old}");
+    }
 }

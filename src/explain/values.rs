@@ -200,3 +200,37 @@ impl Sampler {
         Ok(v)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_by_type_fill_only_the_gaps() {
+        assert_eq!(default_value(&Type::INT8).as_deref(), Some("1"));
+        assert_eq!(default_value(&Type::TIMESTAMPTZ).as_deref(), Some("now"));
+        assert_eq!(default_value(&Type::TEXT_ARRAY).as_deref(), Some("{}"));
+        assert_eq!(default_value(&Type::POINT), None);
+        let v = fill_defaults(
+            vec![Some("7".into())],
+            &[Type::INT8, Type::BOOL, Type::INTERVAL],
+        );
+        assert_eq!(
+            v,
+            vec![Some("7".into()), Some("false".into()), Some("1 day".into())]
+        );
+    }
+
+    #[test]
+    fn text_parameters_are_sent_as_text() {
+        let mut buf = BytesMut::new();
+        let p = TextParam(Some("42".into()));
+        assert!(matches!(p.to_sql(&Type::INT8, &mut buf), Ok(IsNull::No)));
+        assert_eq!(&buf[..], b"42");
+        assert!(matches!(p.encode_format(&Type::INT8), Format::Text));
+        assert!(matches!(
+            TextParam(None).to_sql(&Type::INT8, &mut buf),
+            Ok(IsNull::Yes)
+        ));
+    }
+}
