@@ -57,9 +57,8 @@ impl Check for RlsPolicy {
                     continue;
                 }
                 let led = ctx.catalog.indexes.iter().any(|i| {
-                    i.table == *table
-                        && i.predicate.is_none()
-                        && i.columns.first() == Some(&Some(column.clone()))
+                    // A partial index counts: statements matching its predicate use it.
+                    i.table == *table && i.columns.first() == Some(&Some(column.clone()))
                 });
                 if !led {
                     let mut f = Finding::new(
