@@ -383,8 +383,14 @@ async fn literal_pass(
     }
     todo.sort();
     todo.dedup();
-    for (i, mode, n, lit) in todo {
-        if let Some(p) = engine.plan_with_literal(&results[i], mode, n, &lit).await? {
+    // Concurrent, bounded by the pool's size.
+    let plans = futures_util::future::join_all(todo.iter().map(|(i, mode, n, lit)| {
+        let e = &results[*i];
+        async move { (*i, engine.plan_with_literal(e, *mode, *n, lit).await) }
+    }))
+    .await;
+    for (i, p) in plans {
+        if let Some(p) = p? {
             results[i].plans.push(p);
         }
     }
