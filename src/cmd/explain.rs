@@ -177,6 +177,12 @@ pub async fn explain(
     };
     if statements.is_empty() {
         settings.warn("the queries file holds no statements: nothing to explain");
+        let report = Report {
+            results: Vec::new(),
+            findings: Vec::new(),
+            ignored: 0,
+        };
+        return Ok((report, 0));
     }
 
     let clock = std::time::Instant::now();
