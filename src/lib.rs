@@ -9,11 +9,12 @@ pub mod config;
 pub mod db;
 pub mod error;
 pub mod example_app;
+pub mod explain;
 pub mod migrate;
 pub mod output;
 pub mod queries;
 pub mod record;
+pub mod seed;
 pub mod settings;
 
 pub use error::{Error, Result};
-pub mod seed;

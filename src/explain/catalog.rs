@@ -1,0 +1,259 @@
+//! What the checks need to know about the schema, read once from the
+//! catalogs: tables with their row counts, indexes with their columns and
+//! predicates, and row-level security policies.
+
+use std::collections::BTreeMap;
+
+use tokio_postgres::Client;
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub name: String,
+    /// Row count: `reltuples` after ANALYZE, else `count(*)`.
+    pub rows: u64,
+    pub rls: bool,
+    pub columns: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Index {
+    pub name: String,
+    pub table: String,
+    /// Key columns in order (`None` for an expression).
+    pub columns: Vec<Option<String>>,
+    pub unique: bool,
+    pub primary: bool,
+    /// Backs a constraint (primary key, unique, exclusion).
+    pub constraint: bool,
+    /// Its leading columns are those of a foreign key of its table.
+    pub backs_fk: bool,
+    /// `WHERE` predicate of a partial index, as `pg_get_expr` prints it.
+    pub predicate: Option<String>,
+    pub definition: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    pub table: String,
+    pub name: String,
+    pub roles: Vec<String>,
+    pub qual: Option<String>,
+    pub with_check: Option<String>,
+}
+
+/// A function or operator a policy expression calls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PolicyCall {
+    pub table: String,
+    pub policy: String,
+    /// `random()` or `operator ~~ on text`.
+    pub what: String,
+    pub volatile: bool,
+    pub leakproof: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub server_version_num: i32,
+    pub tables: BTreeMap<String, Table>,
+    pub indexes: Vec<Index>,
+    pub policies: Vec<Policy>,
+    pub policy_calls: Vec<PolicyCall>,
+}
+
+impl Catalog {
+    pub async fn load(client: &Client) -> Result<Catalog> {
+        let q = |ctx: &'static str| move |e| Error::db(ctx, e);
+        let version: i32 = client
+            .query_one("SELECT current_setting('server_version_num')::int", &[])
+            .await
+            .map_err(q("reading the server version"))?
+            .get(0);
+        let mut tables = BTreeMap::new();
+        let mut uncounted = Vec::new();
+        for r in client
+            .query(
+                "SELECT c.relname, c.reltuples::float8, c.relrowsecurity,
+                        coalesce(array_agg(a.attname::text ORDER BY a.attnum)
+                                 FILTER (WHERE a.attnum > 0), '{}')
+                   FROM pg_class c
+                   JOIN pg_namespace n ON n.oid = c.relnamespace
+                   LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                  WHERE c.relkind IN ('r', 'p') AND n.nspname = ANY (current_schemas(false))
+                  GROUP BY c.oid, c.relname, c.reltuples, c.relrowsecurity",
+                &[],
+            )
+            .await
+            .map_err(q("reading the tables"))?
+        {
+            let name: String = r.get(0);
+            let reltuples: f64 = r.get(1);
+            if reltuples < 0.0 {
+                uncounted.push(name.clone());
+            }
+            tables.insert(
+                name.clone(),
+                Table {
+                    name,
+                    rows: reltuples.max(0.0) as u64,
+                    rls: r.get(2),
+                    columns: r.get(3),
+                },
+            );
+        }
+        // Never analyzed: count for real (the threshold needs a true size).
+        for name in uncounted {
+            let sql = format!("SELECT count(*) FROM {}", crate::db::quote_ident(&name));
+            if let Ok(row) = client.query_one(&sql, &[]).await
+                && let Some(t) = tables.get_mut(&name)
+            {
+                t.rows = row.get::<_, i64>(0).max(0) as u64;
+            }
+        }
+        let indexes = client
+            .query(
+                "SELECT i.relname, t.relname, x.indisunique, x.indisprimary,
+                        EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid
+                                   AND k.contype IN ('p', 'u', 'x')),
+                        EXISTS (SELECT 1 FROM pg_constraint f WHERE f.conrelid = x.indrelid
+                                   AND f.contype = 'f'
+                                   AND f.conkey::int2[] = (x.indkey::int2[])[0:cardinality(f.conkey) - 1]),
+                        pg_get_expr(x.indpred, x.indrelid),
+                        pg_get_indexdef(x.indexrelid),
+                        ARRAY(SELECT a.attname::text FROM unnest(x.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
+                                LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.attnum
+                               WHERE k.ord <= x.indnkeyatts ORDER BY k.ord)
+                   FROM pg_index x
+                   JOIN pg_class i ON i.oid = x.indexrelid
+                   JOIN pg_class t ON t.oid = x.indrelid
+                   JOIN pg_namespace n ON n.oid = t.relnamespace
+                  WHERE n.nspname = ANY (current_schemas(false))
+                  ORDER BY t.relname, i.relname",
+                &[],
+            )
+            .await
+            .map_err(q("reading the indexes"))?
+            .into_iter()
+            .map(|r| Index {
+                name: r.get(0),
+                table: r.get(1),
+                unique: r.get(2),
+                primary: r.get(3),
+                constraint: r.get(4),
+                backs_fk: r.get(5),
+                predicate: r.get(6),
+                definition: r.get(7),
+                columns: r.get::<_, Vec<Option<String>>>(8),
+            })
+            .collect();
+        let policies: Vec<Policy> = client
+            .query(
+                "SELECT tablename::text, policyname::text, roles::text[], qual, with_check
+                   FROM pg_policies WHERE schemaname = ANY (current_schemas(false))
+                  ORDER BY 1, 2",
+                &[],
+            )
+            .await
+            .map_err(q("reading the row-level security policies"))?
+            .into_iter()
+            .map(|r| Policy {
+                table: r.get(0),
+                name: r.get(1),
+                roles: r.get(2),
+                qual: r.get(3),
+                with_check: r.get(4),
+            })
+            .collect();
+        let policy_calls = policy_calls(client, &policies).await?;
+        Ok(Catalog {
+            server_version_num: version,
+            tables,
+            indexes,
+            policies,
+            policy_calls,
+        })
+    }
+
+    pub fn rows(&self, table: &str) -> u64 {
+        self.tables.get(table).map_or(0, |t| t.rows)
+    }
+
+    pub fn index(&self, name: &str) -> Option<&Index> {
+        self.indexes.iter().find(|i| i.name == name)
+    }
+
+    /// The first of `tables` that has `column`.
+    pub fn table_with_column<'a>(&self, tables: &'a [String], column: &str) -> Option<&'a String> {
+        tables.iter().find(|t| {
+            self.tables
+                .get(*t)
+                .is_some_and(|t| t.columns.iter().any(|c| c == column))
+        })
+    }
+}
+
+/// The functions (with their volatility) and comparison operators (with
+/// their leakproofness) the policies use.
+async fn policy_calls(client: &Client, policies: &[Policy]) -> Result<Vec<PolicyCall>> {
+    use super::tenant::{functions, operators};
+    let mut out = Vec::new();
+    for p in policies {
+        let exprs: Vec<&String> = [&p.qual, &p.with_check].into_iter().flatten().collect();
+        let mut names: Vec<String> = exprs.iter().flat_map(|q| functions(q)).collect();
+        names.sort();
+        names.dedup();
+        if !names.is_empty() {
+            let rows = client
+                .query(
+                    "SELECT proname::text, bool_or(provolatile = 'v'), bool_and(proleakproof)
+                       FROM pg_proc WHERE proname = ANY ($1) GROUP BY 1 ORDER BY 1",
+                    &[&names],
+                )
+                .await
+                .map_err(|e| Error::db("reading the policies' functions", e))?;
+            for r in rows {
+                out.push(PolicyCall {
+                    table: p.table.clone(),
+                    policy: p.name.clone(),
+                    what: format!("{}()", r.get::<_, String>(0)),
+                    volatile: r.get(1),
+                    leakproof: r.get(2),
+                });
+            }
+        }
+        let mut ops: Vec<(String, String)> = exprs.iter().flat_map(|q| operators(q)).collect();
+        ops.sort();
+        ops.dedup();
+        for (column, op) in ops {
+            let row = client
+                .query_opt(
+                    "SELECT bool_and(f.proleakproof), format_type(a.atttypid, NULL)
+                       FROM pg_attribute a
+                       JOIN pg_operator o ON o.oprleft = a.atttypid AND o.oprname = $3
+                       JOIN pg_proc f ON f.oid = o.oprcode
+                      WHERE a.attrelid = (SELECT c.oid FROM pg_class c WHERE c.relname = $1
+                                            AND c.relnamespace = ANY (SELECT oid FROM pg_namespace
+                                                WHERE nspname = ANY (current_schemas(false))) LIMIT 1)
+                        AND a.attname = $2
+                      GROUP BY a.atttypid",
+                    &[&p.table, &column, &op],
+                )
+                .await
+                .map_err(|e| Error::db("reading the policies' operators", e))?;
+            if let Some(r) = row {
+                let leak: Option<bool> = r.get(0);
+                let ty: String = r.get(1);
+                out.push(PolicyCall {
+                    table: p.table.clone(),
+                    policy: p.name.clone(),
+                    what: format!("operator {op} on {ty} ({column})"),
+                    volatile: false,
+                    leakproof: leak.unwrap_or(true),
+                });
+            }
+        }
+    }
+    Ok(out)
+}

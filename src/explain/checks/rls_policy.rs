@@ -1,0 +1,192 @@
+//! `rls-policy`: row-level security that makes plans worse. Policies that
+//! call VOLATILE functions (evaluated per row, never an index condition) or
+//! compare through non-LEAKPROOF operators; policy columns no index leads
+//! with; and statements whose tenant plan is much costlier than the admin
+//! plan, or reads no index where the admin plan does.
+
+use std::collections::BTreeSet;
+
+use super::{Check, Ctx, Finding, Severity, describe};
+use crate::explain::plan::{Mode, PlanKind};
+
+pub struct RlsPolicy;
+
+impl Check for RlsPolicy {
+    fn id(&self) -> &'static str {
+        "rls-policy"
+    }
+
+    fn help(&self) -> &'static str {
+        "policies should compare an indexed column with a STABLE expression through LEAKPROOF \
+         operators, e.g. account_id = current_setting('app.account_id')::bigint"
+    }
+
+    fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
+        for c in &ctx.catalog.policy_calls {
+            if c.volatile {
+                out.push(
+                    Finding::new(
+                        self,
+                        Severity::Error,
+                        format!(
+                            "policy {} on {} calls VOLATILE {}: it runs for every row and can never be an index condition",
+                            c.policy, c.table, c.what
+                        ),
+                    )
+                    .relation(&c.table)
+                    .mode(Mode::Tenant),
+                );
+            } else if !c.leakproof && c.what.starts_with("operator") {
+                let mut f = Finding::new(
+                    self,
+                    Severity::Warning,
+                    format!(
+                        "policy {} on {} compares through non-LEAKPROOF {}",
+                        c.policy, c.table, c.what
+                    ),
+                )
+                .relation(&c.table);
+                f.mode = Some(Mode::Tenant);
+                out.push(f);
+            }
+        }
+        let touched = ctx.touched();
+        if let Some(t) = ctx.tenancy {
+            for (table, column) in &t.columns {
+                if !touched.contains(table) || ctx.catalog.rows(table) < ctx.min_rows {
+                    continue;
+                }
+                let led = ctx.catalog.indexes.iter().any(|i| {
+                    // A partial index counts: statements matching its predicate use it.
+                    i.table == *table && i.columns.first() == Some(&Some(column.clone()))
+                });
+                if !led {
+                    let mut f = Finding::new(
+                        self,
+                        Severity::Warning,
+                        format!(
+                            "no index on {table} leads with the policy column {column} ({} rows)",
+                            crate::output::count(ctx.catalog.rows(table))
+                        ),
+                    )
+                    .relation(table.clone());
+                    f.mode = Some(Mode::Tenant);
+                    out.push(f);
+                }
+            }
+        }
+        for e in ctx.explained() {
+            if !e.judged.contains(&Mode::Tenant) {
+                continue;
+            }
+            let mut seen = BTreeSet::new();
+            for tp in e
+                .plans_in(Mode::Tenant)
+                .filter(|p| p.kind != PlanKind::Literal)
+            {
+                let Some(ap) = e
+                    .plans_in(Mode::Admin)
+                    .find(|a| a.kind == tp.kind && a.tenant == tp.tenant)
+                else {
+                    continue;
+                };
+                let big = tp
+                    .nodes()
+                    .iter()
+                    .filter_map(|n| n.relation.clone())
+                    .any(|r| ctx.catalog.rows(&r) >= ctx.min_rows);
+                if ap.uses_any_index() && !tp.uses_any_index() && big {
+                    if seen.insert("index") {
+                        out.push(
+                            Finding::new(
+                                self,
+                                Severity::Error,
+                                format!(
+                                    "the tenant {} reads no index where the admin plan uses {}",
+                                    describe(tp),
+                                    ap.indexes().join(", ")
+                                ),
+                            )
+                            .statement(e, Mode::Tenant),
+                        );
+                    }
+                } else {
+                    let (t, a) = (tp.total_cost(), ap.total_cost());
+                    if a > 0.0 && t / a >= ctx.rls_cost_ratio && seen.insert("cost") {
+                        out.push(
+                            Finding::new(
+                                self,
+                                Severity::Warning,
+                                format!(
+                                    "the tenant {} costs {:.0}x the admin plan ({t:.0} vs {a:.0})",
+                                    describe(tp),
+                                    t / a
+                                ),
+                            )
+                            .statement(e, Mode::Tenant),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+    use crate::explain::catalog::PolicyCall;
+    use serde_json::json;
+
+    #[test]
+    fn volatile_policy_function_is_an_error() {
+        let mut cat = catalog(&[("items", 50_000)], vec![]);
+        cat.policy_calls = vec![
+            PolicyCall {
+                table: "items".into(),
+                policy: "p".into(),
+                what: "tenant_of()".into(),
+                volatile: true,
+                leakproof: false,
+            },
+            PolicyCall {
+                table: "items".into(),
+                policy: "p".into(),
+                what: "current_setting()".into(),
+                volatile: false,
+                leakproof: false,
+            },
+        ];
+        let mut out = Vec::new();
+        RlsPolicy.run(&ctx(&cat, &[]), &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].severity, Severity::Error);
+        assert_eq!(out[0].mode, Some(Mode::Tenant));
+        assert!(out[0].message.contains("tenant_of()"));
+    }
+
+    #[test]
+    fn tenant_plan_without_index_where_admin_has_one() {
+        let cat = catalog(
+            &[("items", 50_000)],
+            vec![index("items_pkey", "items", &["id"])],
+        );
+        let seq = json!([{"Plan": {"Node Type": "Seq Scan", "Relation Name": "items", "Total Cost": 900.0}}]);
+        let idx = json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "items", "Index Name": "items_pkey", "Total Cost": 8.0}}]);
+        let mut e = explained(
+            "SELECT * FROM items WHERE id = $1",
+            vec![
+                (Mode::Tenant, PlanKind::Generic, seq),
+                (Mode::Admin, PlanKind::Generic, idx),
+            ],
+        );
+        e.judged = vec![Mode::Tenant];
+        let results = [e];
+        let mut out = Vec::new();
+        RlsPolicy.run(&ctx(&cat, &results), &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].message.contains("items_pkey"));
+        assert_eq!(out[0].statement.as_deref(), Some("s1"));
+    }
+}

@@ -1,0 +1,900 @@
+//! The engine: plans every statement in each mode over a connection pool.
+//!
+//! Nothing is ever executed but EXPLAIN: each statement is planned inside a
+//! transaction that is always rolled back, with a statement_timeout, and
+//! `--analyze` (EXPLAIN ANALYZE) only ever runs there. Tenant mode does
+//! `SET LOCAL ROLE` and `set_config(setting, id, true)` first, then
+//! prepares, so row-level security is part of every plan.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use serde_json::Value;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+use super::catalog::Catalog;
+use super::plan::{Mode, Plan, PlanKind};
+use super::sql::{self, Analysis, Binding};
+use super::tenant::Tenancy;
+use super::values::{Sampler, TextParam, fill_defaults};
+use crate::db::{ConnInfo, quote_ident};
+use crate::error::{Error, PgError, Result};
+use crate::queries::Statement;
+
+/// How the engine runs.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Modes planned for every statement.
+    pub modes: Vec<Mode>,
+    /// Judge every statement in every planned mode (else by its recorded role).
+    pub all_modes: bool,
+    pub analyze: bool,
+    pub timeout_ms: u64,
+    pub jobs: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Explained,
+    Skipped(String),
+}
+
+/// Everything planck learnt about one statement.
+#[derive(Debug, Clone)]
+pub struct Explained {
+    pub stmt: Statement,
+    /// The text actually planned (repaired, perhaps with typed guesses).
+    pub text: String,
+    pub repairs: Vec<String>,
+    pub analysis: Analysis,
+    /// Modes whose findings count for this statement.
+    pub judged: Vec<Mode>,
+    pub status: Status,
+    pub param_types: Vec<String>,
+    pub plans: Vec<Plan>,
+    /// The server's error when the statement names something that is gone.
+    pub stale: Option<PgError>,
+    /// Plans that could not be made, and why (the others still count).
+    pub notes: Vec<String>,
+}
+
+impl Explained {
+    pub fn plans_in(&self, mode: Mode) -> impl Iterator<Item = &Plan> {
+        self.plans.iter().filter(move |p| p.mode == mode)
+    }
+}
+
+/// Why planning a statement failed.
+#[derive(Debug)]
+enum Failure {
+    Stale(PgError),
+    Untyped(PgError),
+    Syntax(PgError),
+    Timeout,
+    Other(PgError),
+    /// The connection broke: the whole run stops.
+    Fatal(Error),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Stale(pg)
+            | Failure::Untyped(pg)
+            | Failure::Syntax(pg)
+            | Failure::Other(pg) => {
+                write!(f, "{}", pg.to_string().replace('\n', "; "))
+            }
+            Failure::Timeout => write!(f, "timed out"),
+            Failure::Fatal(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+fn failure(e: tokio_postgres::Error, context: &str) -> Failure {
+    let Some(db) = e.as_db_error() else {
+        return Failure::Fatal(Error::db(context.to_string(), e));
+    };
+    let pg = PgError::from_db(db);
+    let code = db.code();
+    if *code == SqlState::UNDEFINED_TABLE
+        || *code == SqlState::UNDEFINED_COLUMN
+        || *code == SqlState::UNDEFINED_FUNCTION
+        || *code == SqlState::INVALID_SCHEMA_NAME
+        || *code == SqlState::UNDEFINED_OBJECT
+    {
+        Failure::Stale(pg)
+    } else if *code == SqlState::INDETERMINATE_DATATYPE {
+        Failure::Untyped(pg)
+    } else if *code == SqlState::SYNTAX_ERROR {
+        Failure::Syntax(pg)
+    } else if *code == SqlState::QUERY_CANCELED {
+        Failure::Timeout
+    } else if pg.code.starts_with("08") || pg.code.starts_with("57P") {
+        Failure::Fatal(Error::db(context.to_string(), e))
+    } else {
+        Failure::Other(pg)
+    }
+}
+
+/// One set of values to plan with: a label and a tenant.
+#[derive(Debug, Clone)]
+struct Pick {
+    label: &'static str,
+    tenant_id: Option<String>,
+}
+
+struct Shared {
+    catalog: Arc<Catalog>,
+    tenancy: Option<Tenancy>,
+    opts: EngineOptions,
+    sampler: Sampler,
+}
+
+pub struct Engine {
+    pool: Pool,
+    shared: Arc<Shared>,
+}
+
+impl Engine {
+    pub fn new(
+        conn: &ConnInfo,
+        catalog: Arc<Catalog>,
+        tenancy: Option<Tenancy>,
+        opts: EngineOptions,
+    ) -> Result<Engine> {
+        let mgr = Manager::from_config(
+            conn.config.clone(),
+            NoTls,
+            ManagerConfig {
+                // Every use ends with ROLLBACK and DEALLOCATE: nothing to clean.
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(mgr)
+            .max_size(opts.jobs.max(1))
+            .build()
+            .map_err(|e| Error::Other(anyhow::anyhow!("building the connection pool: {e}")))?;
+        Ok(Engine {
+            pool,
+            shared: Arc::new(Shared {
+                sampler: Sampler::new(catalog.clone(), tenancy.as_ref()),
+                catalog,
+                tenancy,
+                opts,
+            }),
+        })
+    }
+
+    pub fn modes(&self) -> &[Mode] {
+        &self.shared.opts.modes
+    }
+
+    pub fn jobs(&self) -> usize {
+        self.pool.status().max_size
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object> {
+        get(&self.pool).await
+    }
+
+    /// Plans every statement, in parallel; results keep the input order.
+    pub async fn run(&self, statements: Vec<Statement>) -> Result<Vec<Explained>> {
+        let mut set = tokio::task::JoinSet::new();
+        let n = statements.len();
+        for (i, stmt) in statements.into_iter().enumerate() {
+            let pool = self.pool.clone();
+            let shared = self.shared.clone();
+            set.spawn(async move {
+                let r = explain_one(&pool, &shared, stmt).await;
+                (i, r)
+            });
+        }
+        let mut out: Vec<Option<Explained>> = vec![None; n];
+        while let Some(joined) = set.join_next().await {
+            let (i, r) =
+                joined.map_err(|e| Error::Other(anyhow::anyhow!("a planning task failed: {e}")))?;
+            out[i] = Some(r?);
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Re-plans `e` in `mode` with `$param` bound to `literal` (the partial
+    /// index check); returns the plan, or None when it could not be made.
+    pub async fn plan_with_literal(
+        &self,
+        e: &Explained,
+        mode: Mode,
+        param: u32,
+        literal: &str,
+    ) -> Result<Option<Plan>> {
+        let client = self.client().await?;
+        let pick = self.shared.picks().into_iter().next().unwrap_or(Pick {
+            label: "heaviest",
+            tenant_id: None,
+        });
+        let mut values = self
+            .shared
+            .sampler
+            .values(&client, &e.text, &e.analysis, pick.tenant_id.as_deref())
+            .await?;
+        let set_tenant = client
+            .prepare_cached(SET_TENANT)
+            .await
+            .map_err(|err| Error::db("preparing set_config", err))?;
+        if let Err(f) = begin(
+            &client,
+            &set_tenant,
+            &self.shared,
+            mode,
+            pick.tenant_id.as_deref(),
+        )
+        .await
+        {
+            rollback(&client).await?;
+            return match f {
+                Failure::Fatal(err) => Err(err),
+                _ => Ok(None),
+            };
+        }
+        let idx = (param as usize).saturating_sub(1);
+        if values.len() < idx + 1 {
+            values.resize(idx + 1, None);
+        }
+        values[idx] = Some(literal.to_string());
+        let r = plan_custom(
+            &client,
+            &self.shared,
+            e,
+            mode,
+            &pick,
+            values,
+            PlanKind::Literal,
+        )
+        .await;
+        rollback(&client).await?;
+        match r {
+            Ok(p) => Ok(Some(p)),
+            Err(Failure::Fatal(err)) => Err(err),
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+async fn get(pool: &Pool) -> Result<deadpool_postgres::Object> {
+    pool.get().await.map_err(|e| match e {
+        deadpool_postgres::PoolError::Backend(e) => Error::db("connecting", e),
+        other => Error::Other(anyhow::anyhow!(
+            "getting a connection from the pool: {other}"
+        )),
+    })
+}
+
+impl Shared {
+    /// The tenants whose values custom plans use.
+    fn picks(&self) -> Vec<Pick> {
+        match &self.tenancy {
+            Some(t) => {
+                let mut v = vec![Pick {
+                    label: if t.heaviest.as_deref() == Some(t.id.as_str()) {
+                        "heaviest"
+                    } else {
+                        "chosen"
+                    },
+                    tenant_id: Some(t.id.clone()),
+                }];
+                if let Some(m) = &t.median
+                    && *m != t.id
+                {
+                    v.push(Pick {
+                        label: "median",
+                        tenant_id: Some(m.clone()),
+                    });
+                }
+                v
+            }
+            None => vec![Pick {
+                label: "common",
+                tenant_id: None,
+            }],
+        }
+    }
+
+    fn judged(&self, stmt: &Statement) -> Vec<Mode> {
+        judged_modes(&self.opts.modes, self.opts.all_modes, stmt.bypass_rls)
+    }
+}
+
+/// Modes a statement is judged in (as perf-sql-plans.txt says: API queries
+/// by the tenant run, jobs by the plain run).
+pub fn judged_modes(planned: &[Mode], all_modes: bool, bypass_rls: Option<bool>) -> Vec<Mode> {
+    if all_modes || planned.len() < 2 {
+        return planned.to_vec();
+    }
+    // Both planned: jobs (bypassing RLS) by the admin run, the API by the tenant run.
+    if bypass_rls == Some(true) {
+        vec![Mode::Admin]
+    } else {
+        vec![Mode::Tenant]
+    }
+}
+
+async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Explained> {
+    let mut e = Explained {
+        text: stmt
+            .query
+            .trim()
+            .trim_end_matches(';')
+            .trim_end()
+            .to_string(),
+        stmt,
+        repairs: Vec::new(),
+        analysis: Analysis::default(),
+        judged: Vec::new(),
+        status: Status::Explained,
+        param_types: Vec::new(),
+        plans: Vec::new(),
+        stale: None,
+        notes: Vec::new(),
+    };
+    if let Some(reason) = &e.stmt.ignore {
+        e.status = Status::Skipped(format!("ignored: {reason}"));
+        return Ok(e);
+    }
+    if let Err(reason) = sql::classify(&e.text) {
+        e.status = Status::Skipped(reason);
+        return Ok(e);
+    }
+    let (text, repairs) = sql::repair(&e.text);
+    e.text = text;
+    e.repairs = repairs;
+    e.analysis = sql::analyze(&e.text);
+    e.judged = shared.judged(&e.stmt);
+    let client = get(pool).await?;
+    let set_tenant = client
+        .prepare_cached(SET_TENANT)
+        .await
+        .map_err(|err| Error::db("preparing set_config", err))?;
+    // Values are sampled first, as the connecting role, outside any transaction.
+    let mut picks = Vec::new();
+    for pick in shared.picks() {
+        let values = shared
+            .sampler
+            .values(&client, &e.text, &e.analysis, pick.tenant_id.as_deref())
+            .await?;
+        picks.push((pick, values));
+    }
+    let mut failures = Vec::new();
+    for mode in shared.opts.modes.clone() {
+        match plan_mode(&client, &set_tenant, shared, &mut e, mode, &picks).await {
+            Ok(()) => {}
+            Err(Failure::Fatal(err)) => return Err(err),
+            Err(Failure::Timeout) => {
+                // No point waiting for the timeout again in the other mode.
+                failures.push((mode, Failure::Timeout));
+                rollback(&client).await?;
+                break;
+            }
+            Err(f) => failures.push((mode, f)),
+        }
+        rollback(&client).await?;
+    }
+    let timed_out = failures
+        .iter()
+        .position(|(_, f)| matches!(f, Failure::Timeout));
+    // No plan in a mode the statement is judged in: it is skipped, with the
+    // reason from that mode (the other mode's plans stay in the report).
+    let judged_plan = e.plans.iter().any(|p| e.judged.contains(&p.mode));
+    let judged_failure = failures
+        .iter()
+        .position(|(m, _)| e.judged.contains(m))
+        .or((!failures.is_empty()).then_some(0));
+    if let Some(i) = timed_out.or(judged_failure.filter(|_| !judged_plan)) {
+        let (mode, f) = failures.remove(i);
+        e.status = Status::Skipped(match f {
+            Failure::Stale(pg) => {
+                let r = format!("stale: {}", pg.message);
+                e.stale = Some(pg);
+                r
+            }
+            Failure::Untyped(pg) => format!(
+                "parameter types cannot be inferred, even with a text guess: {}",
+                pg.message
+            ),
+            Failure::Syntax(pg) => match &e.analysis.parse_error {
+                Some(pe) => format!("does not parse: {} ({pe})", pg.message),
+                None => format!("does not parse: {}", pg.message),
+            },
+            Failure::Timeout => format!(
+                "planning timed out after {} ms ({} mode)",
+                shared.opts.timeout_ms,
+                mode.as_str()
+            ),
+            Failure::Other(pg) => format!("the server refused it ({} mode): {pg}", mode.as_str()),
+            Failure::Fatal(err) => err.to_string(),
+        });
+    } else {
+        if let Some(pe) = &e.analysis.parse_error {
+            e.notes.push(format!(
+                "sqlparser could not read the text, so parameters got values of their type only: {pe}"
+            ));
+        }
+        for (mode, f) in failures {
+            e.notes.push(format!("{} mode: {f}", mode.as_str()));
+        }
+    }
+    Ok(e)
+}
+
+async fn rollback(client: &Client) -> Result<()> {
+    client
+        .batch_execute("ROLLBACK")
+        .await
+        .map_err(|e| Error::db("rolling back", e))
+}
+
+fn begin_sql(shared: &Shared, mode: Mode) -> String {
+    let mut sql = format!(
+        "BEGIN; SET LOCAL statement_timeout = {}",
+        shared.opts.timeout_ms
+    );
+    if mode == Mode::Tenant
+        && let Some(t) = &shared.tenancy
+    {
+        sql.push_str(&format!("; SET LOCAL ROLE {}", quote_ident(&t.role)));
+    }
+    sql
+}
+
+/// BEGIN, the timeout, and in tenant mode the role and the tenant.
+async fn begin(
+    client: &Client,
+    set_tenant: &tokio_postgres::Statement,
+    shared: &Shared,
+    mode: Mode,
+    tenant: Option<&str>,
+) -> Result<(), Failure> {
+    client
+        .batch_execute(&begin_sql(shared, mode))
+        .await
+        .map_err(|e| failure(e, "starting the planning transaction"))?;
+    if mode == Mode::Tenant
+        && let (Some(t), Some(id)) = (&shared.tenancy, tenant)
+    {
+        client
+            .execute(set_tenant, &[&t.setting, &id])
+            .await
+            .map_err(|e| failure(e, "setting the tenant"))?;
+    }
+    Ok(())
+}
+
+fn explain_prefix(analyze: bool) -> &'static str {
+    if analyze {
+        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+    } else {
+        "EXPLAIN (FORMAT JSON) "
+    }
+}
+
+/// The query that sets the tenant, prepared once per connection.
+pub const SET_TENANT: &str = "SELECT set_config($1, $2, true)";
+
+/// One pipelined request's outcome.
+enum Step {
+    Unit(Result<(), tokio_postgres::Error>),
+    Row(Result<tokio_postgres::Row, tokio_postgres::Error>),
+    Msgs(Result<Vec<SimpleQueryMessage>, tokio_postgres::Error>),
+}
+
+type StepFut<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Step> + Send + 'a>>;
+
+/// The generic plan and the custom plans of one statement in one mode.
+///
+/// The fast path takes two round trips: BEGIN/SET ROLE/set_config/prepare
+/// pipelined, then the generic plan, every custom plan and the ROLLBACK
+/// pipelined. When anything in it fails, the failed plans are redone one by
+/// one (the slow path), so an error is attributed to its plan.
+async fn plan_mode(
+    client: &Client,
+    set_tenant: &tokio_postgres::Statement,
+    shared: &Shared,
+    e: &mut Explained,
+    mode: Mode,
+    picks: &[(Pick, Vec<Option<String>>)],
+) -> Result<(), Failure> {
+    let tenancy = shared.tenancy.as_ref().filter(|_| mode == Mode::Tenant);
+    let first_tenant = picks.first().and_then(|p| p.0.tenant_id.clone());
+    let explain_text = format!("{}{}", explain_prefix(false), e.text);
+    let begin_text = begin_sql(shared, mode);
+    let (r_begin, r_set, r_prep) = tokio::join!(
+        client.batch_execute(&begin_text),
+        async {
+            match (tenancy, &first_tenant) {
+                (Some(t), Some(id)) => client
+                    .execute(set_tenant, &[&t.setting, id])
+                    .await
+                    .map(|_| ()),
+                _ => Ok(()),
+            }
+        },
+        // Prepared after SET ROLE (pipelined behind it), so the policies are part of the plan.
+        client.prepare(&explain_text),
+    );
+    r_begin.map_err(|err| failure(err, "starting the planning transaction"))?;
+    r_set.map_err(|err| failure(err, "setting the tenant"))?;
+    let mut prepared = r_prep;
+    let untyped = prepared.as_ref().err().and_then(|err| {
+        (err.code() == Some(&SqlState::INDETERMINATE_DATATYPE)
+            || err.code() == Some(&SqlState::DATATYPE_MISMATCH))
+        .then(|| err.as_db_error().map(PgError::from_db))
+        .flatten()
+    });
+    if let Some(original) = untyped {
+        // A typed guess: parameters nothing binds become text.
+        let bound: BTreeSet<u32> = e.analysis.bindings.keys().copied().collect();
+        let all = sql::params(&e.text);
+        let unbound: BTreeSet<u32> = all.difference(&bound).copied().collect();
+        let which = if unbound.is_empty() { all } else { unbound };
+        let guess = sql::cast_params(&e.text, &which, "text");
+        let _ = client.batch_execute("ROLLBACK").await;
+        begin(client, set_tenant, shared, mode, first_tenant.as_deref()).await?;
+        prepared = client
+            .prepare(&format!("{}{}", explain_prefix(false), guess))
+            .await;
+        if prepared.is_err() {
+            return Err(Failure::Untyped(original));
+        }
+        e.repairs.push(format!(
+            "untyped parameter(s) {} guessed as text",
+            which
+                .iter()
+                .map(|n| format!("${n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        e.text = guess;
+    }
+    let prepared = prepared.map_err(|err| failure(err, "preparing the statement"))?;
+    let analyze_stmt = if shared.opts.analyze {
+        Some(
+            client
+                .prepare(&format!("{}{}", explain_prefix(true), e.text))
+                .await
+                .map_err(|err| failure(err, "preparing the statement"))?,
+        )
+    } else {
+        None
+    };
+    let custom_stmt = analyze_stmt.as_ref().unwrap_or(&prepared);
+    let types: Vec<Type> = prepared.params().to_vec();
+    e.param_types = types.iter().map(|t| t.name().to_string()).collect();
+
+    // Values with type defaults filled in, as text parameters.
+    let filled: Vec<Vec<Option<String>>> = picks
+        .iter()
+        .map(|(_, values)| fill_defaults(values.clone(), &types))
+        .collect();
+    let params: Vec<Vec<TextParam>> = filled
+        .iter()
+        .map(|v| v.iter().cloned().map(TextParam).collect())
+        .collect();
+    let refs: Vec<Vec<&(dyn ToSql + Sync)>> = params
+        .iter()
+        .map(|v| v.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
+        .collect();
+
+    // Round trip 2: everything else, pipelined.
+    let generic_sql = generic_sql(shared, &e.text, types.len());
+    let mut futs: Vec<StepFut> = Vec::new();
+    if !types.is_empty() {
+        futs.push(Box::pin(async {
+            Step::Msgs(client.simple_query(&generic_sql).await)
+        }));
+    }
+    for ((pick, _), r) in picks.iter().zip(&refs) {
+        if let (Some(t), Some(id)) = (tenancy, &pick.tenant_id) {
+            futs.push(Box::pin(async move {
+                Step::Unit(
+                    client
+                        .execute(set_tenant, &[&t.setting, id])
+                        .await
+                        .map(|_| ()),
+                )
+            }));
+        }
+        futs.push(Box::pin(async move {
+            Step::Row(client.query_one(custom_stmt, r).await)
+        }));
+    }
+    futs.push(Box::pin(async {
+        Step::Unit(client.batch_execute("ROLLBACK").await)
+    }));
+    let steps = futures_util::future::join_all(futs).await;
+
+    let mut steps = steps.into_iter();
+    let mut failed_generic = false;
+    if !types.is_empty() {
+        let ok = match steps.next() {
+            Some(Step::Msgs(Ok(msgs))) => generic_json(msgs).ok(),
+            _ => None,
+        };
+        match ok {
+            Some(json) => e
+                .plans
+                .push(generic_record(mode, &first_tenant, types.len(), json)),
+            None => failed_generic = true,
+        }
+    }
+    let mut failed_picks = Vec::new();
+    for (i, (pick, _)) in picks.iter().enumerate() {
+        let mut ok = true;
+        if tenancy.is_some() && pick.tenant_id.is_some() {
+            ok &= matches!(steps.next(), Some(Step::Unit(Ok(()))));
+        }
+        match steps.next() {
+            Some(Step::Row(Ok(row))) if ok => match row.try_get::<_, Value>(0) {
+                Ok(json) => e.plans.push(Plan {
+                    mode,
+                    kind: PlanKind::Custom,
+                    tenant: Some(pick.label.to_string()),
+                    tenant_id: pick.tenant_id.clone(),
+                    params: filled[i].clone(),
+                    json,
+                }),
+                Err(_) => failed_picks.push(i),
+            },
+            _ => failed_picks.push(i),
+        }
+    }
+    let rolled_back = matches!(steps.next(), Some(Step::Unit(Ok(()))));
+    if !rolled_back {
+        rollback(client).await.map_err(Failure::Fatal)?;
+    }
+    if !failed_generic && failed_picks.is_empty() {
+        return Ok(());
+    }
+
+    // The slow path: one plan at a time, to know which failed and why.
+    let _ = client.batch_execute("DEALLOCATE planck_generic").await;
+    if failed_generic {
+        begin(client, set_tenant, shared, mode, first_tenant.as_deref()).await?;
+        let r = generic_plan(client, shared, &e.text, types.len()).await;
+        let _ = client.batch_execute("ROLLBACK").await;
+        let _ = client.batch_execute("DEALLOCATE planck_generic").await;
+        e.plans
+            .push(generic_record(mode, &first_tenant, types.len(), r?));
+    }
+    for i in failed_picks {
+        let (pick, values) = &picks[i];
+        begin(client, set_tenant, shared, mode, pick.tenant_id.as_deref()).await?;
+        let mut r = plan_custom(
+            client,
+            shared,
+            e,
+            mode,
+            pick,
+            values.clone(),
+            PlanKind::Custom,
+        )
+        .await;
+        if let Err(Failure::Other(_)) = &r {
+            // Sampled values the statement rejects (a data error): plan with type defaults.
+            let _ = client.batch_execute("ROLLBACK").await;
+            begin(client, set_tenant, shared, mode, pick.tenant_id.as_deref()).await?;
+            r = plan_custom(client, shared, e, mode, pick, Vec::new(), PlanKind::Custom).await;
+            if r.is_ok() {
+                e.notes.push(format!(
+                    "{} mode, {} tenant: the sampled values were rejected; planned with type defaults",
+                    mode.as_str(),
+                    pick.label
+                ));
+            }
+        }
+        let _ = client.batch_execute("ROLLBACK").await;
+        match r {
+            Ok(p) => e.plans.push(p),
+            // A statement that cannot be planned in time is skipped as a whole.
+            Err(f @ (Failure::Fatal(_) | Failure::Timeout)) => return Err(f),
+            Err(f) => e.notes.push(format!(
+                "{} mode, {} tenant: custom plan failed: {f}",
+                mode.as_str(),
+                pick.label
+            )),
+        }
+    }
+    Ok(())
+}
+
+fn generic_record(mode: Mode, tenant: &Option<String>, n: usize, json: Value) -> Plan {
+    Plan {
+        mode,
+        kind: PlanKind::Generic,
+        tenant: None,
+        tenant_id: if mode == Mode::Tenant {
+            tenant.clone()
+        } else {
+            None
+        },
+        params: vec![None; n],
+        json,
+    }
+}
+
+/// The SQL that gives the generic plan: GENERIC_PLAN on 16+, else PREPARE,
+/// force the generic plan, EXPLAIN EXECUTE with NULLs.
+fn generic_sql(shared: &Shared, text: &str, nparams: usize) -> String {
+    if shared.catalog.server_version_num >= 160000 {
+        format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {text}")
+    } else {
+        let nulls = vec!["NULL"; nparams].join(", ");
+        format!(
+            // The `;` on a line of its own: the text may end in a `--` comment.
+            "PREPARE planck_generic AS {text}\n;\n\
+             SET LOCAL plan_cache_mode = force_generic_plan;\n\
+             EXPLAIN (FORMAT JSON) EXECUTE planck_generic({nulls});\n\
+             DEALLOCATE planck_generic;\n\
+             SET LOCAL plan_cache_mode = auto"
+        )
+    }
+}
+
+fn generic_json(msgs: Vec<SimpleQueryMessage>) -> Result<Value, Failure> {
+    for m in msgs {
+        if let SimpleQueryMessage::Row(r) = m
+            && let Some(t) = r.get(0)
+        {
+            return serde_json::from_str(t).map_err(|err| {
+                Failure::Fatal(Error::Other(anyhow::anyhow!(
+                    "EXPLAIN returned no JSON: {err}"
+                )))
+            });
+        }
+    }
+    Err(Failure::Fatal(Error::Other(anyhow::anyhow!(
+        "EXPLAIN returned no row"
+    ))))
+}
+
+/// The plan a prepared statement gets when it stops looking at values.
+async fn generic_plan(
+    client: &Client,
+    shared: &Shared,
+    text: &str,
+    nparams: usize,
+) -> Result<Value, Failure> {
+    let msgs = client
+        .simple_query(&generic_sql(shared, text, nparams))
+        .await
+        .map_err(|e| failure(e, "planning the generic plan"))?;
+    generic_json(msgs)
+}
+
+/// A custom plan: the statement's EXPLAIN with values bound (the server
+/// plans with them as constants).
+async fn plan_custom(
+    client: &Client,
+    shared: &Shared,
+    e: &Explained,
+    mode: Mode,
+    pick: &Pick,
+    values: Vec<Option<String>>,
+    kind: PlanKind,
+) -> Result<Plan, Failure> {
+    // The caller has begun the transaction with the pick's tenant.
+    let stmt = client
+        .prepare(&format!(
+            "{}{}",
+            explain_prefix(shared.opts.analyze),
+            e.text
+        ))
+        .await
+        .map_err(|err| failure(err, "preparing the statement"))?;
+    let types = stmt.params().to_vec();
+    let values = fill_defaults(values, &types);
+    let params: Vec<TextParam> = values.iter().cloned().map(TextParam).collect();
+    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+    let row = client
+        .query_one(&stmt, &refs)
+        .await
+        .map_err(|err| failure(err, "planning a custom plan"))?;
+    let json: Value = row
+        .try_get(0)
+        .map_err(|err| Failure::Fatal(Error::db("reading EXPLAIN's JSON", err)))?;
+    Ok(Plan {
+        mode,
+        kind,
+        tenant: Some(pick.label.to_string()),
+        tenant_id: pick.tenant_id.clone(),
+        params: values,
+        json,
+    })
+}
+
+/// Which statements compare a column with a parameter: (param, table, column).
+pub fn column_params(e: &Explained, catalog: &Catalog) -> Vec<(u32, String, String)> {
+    let mut out = Vec::new();
+    for (&n, b) in &e.analysis.bindings {
+        if let Binding::Column {
+            table,
+            column,
+            array: false,
+        } = b
+        {
+            let t = match table {
+                Some(t) if catalog.tables.contains_key(t) => Some(t.clone()),
+                _ => catalog
+                    .table_with_column(&e.analysis.tables, column)
+                    .cloned(),
+            };
+            if let Some(t) = t {
+                out.push((n, t, column.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Indexes used by plans of each kind.
+pub fn used_indexes(results: &[Explained]) -> BTreeMap<String, BTreeSet<&'static str>> {
+    let mut used: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
+    for e in results {
+        for p in &e.plans {
+            for i in p.indexes() {
+                used.entry(i).or_default().insert(p.kind.as_str());
+            }
+        }
+    }
+    used
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_are_judged_by_the_role_that_recorded_them() {
+        let both = [Mode::Tenant, Mode::Admin];
+        assert_eq!(judged_modes(&both, false, Some(true)), vec![Mode::Admin]);
+        assert_eq!(judged_modes(&both, false, Some(false)), vec![Mode::Tenant]);
+        assert_eq!(judged_modes(&both, false, None), vec![Mode::Tenant]);
+        assert_eq!(judged_modes(&both, true, Some(true)), both.to_vec());
+        assert_eq!(
+            judged_modes(&[Mode::Admin], false, Some(false)),
+            vec![Mode::Admin]
+        );
+    }
+
+    #[test]
+    fn generic_sql_branches_on_the_server_version() {
+        let shared = |v| Shared {
+            sampler: Sampler::new(Arc::new(Catalog::default()), None),
+            catalog: Arc::new(Catalog {
+                server_version_num: v,
+                ..Default::default()
+            }),
+            tenancy: None,
+            opts: EngineOptions {
+                modes: vec![Mode::Admin],
+                all_modes: false,
+                analyze: false,
+                timeout_ms: 100,
+                jobs: 1,
+            },
+        };
+        assert_eq!(
+            generic_sql(&shared(160004), "SELECT $1", 1),
+            "EXPLAIN (GENERIC_PLAN, FORMAT JSON) SELECT $1"
+        );
+        let old = generic_sql(&shared(150018), "SELECT $1 -- c", 2);
+        assert!(
+            old.starts_with("PREPARE planck_generic AS SELECT $1 -- c\n;"),
+            "{old}"
+        );
+        assert!(old.contains("force_generic_plan"));
+        assert!(old.contains("EXECUTE planck_generic(NULL, NULL)"), "{old}");
+    }
+}

@@ -1,0 +1,220 @@
+//! The plan model: PostgreSQL's `EXPLAIN (FORMAT JSON)` output, kept as it
+//! is (so PEV2 and friends can show it), with a flat view of its nodes for
+//! the checks.
+
+use serde_json::Value;
+
+/// How the plan was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    /// As the application role, under row-level security, for one tenant.
+    Tenant,
+    /// As the connecting (owner) role: no row-level security.
+    Admin,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Tenant => "tenant",
+            Mode::Admin => "admin",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanKind {
+    /// The plan a prepared statement falls back to: no parameter values.
+    Generic,
+    /// Planned with real values taken from the data.
+    Custom,
+    /// Custom plan with a partial index's literal put back (see unused-partial-index).
+    Literal,
+}
+
+impl PlanKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanKind::Generic => "generic",
+            PlanKind::Custom => "custom",
+            PlanKind::Literal => "literal",
+        }
+    }
+}
+
+/// One plan of one statement.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub mode: Mode,
+    pub kind: PlanKind,
+    /// Which tenant's values (`heaviest`, `median`), for custom plans.
+    pub tenant: Option<String>,
+    pub tenant_id: Option<String>,
+    /// The values bound to `$1..$n` (text form), `None` for NULL.
+    pub params: Vec<Option<String>>,
+    /// EXPLAIN's JSON, untouched.
+    pub json: Value,
+}
+
+/// One node of a plan tree, flattened.
+#[derive(Debug, Clone, Default)]
+pub struct Node {
+    pub node_type: String,
+    pub relation: Option<String>,
+    pub index: Option<String>,
+    pub index_cond: Option<String>,
+    pub filter: Option<String>,
+    pub total_cost: f64,
+    pub plan_rows: f64,
+    /// ON CONFLICT arbiter indexes (ModifyTable nodes).
+    pub arbiters: Vec<String>,
+}
+
+impl Node {
+    pub fn is_seq_scan(&self) -> bool {
+        matches!(self.node_type.as_str(), "Seq Scan" | "Parallel Seq Scan")
+    }
+
+    pub fn is_index_scan(&self) -> bool {
+        matches!(
+            self.node_type.as_str(),
+            "Index Scan" | "Index Only Scan" | "Bitmap Index Scan"
+        )
+    }
+}
+
+impl Plan {
+    /// The top node's `Plan` object.
+    pub fn root(&self) -> Option<&Value> {
+        root(&self.json)
+    }
+
+    pub fn total_cost(&self) -> f64 {
+        self.root()
+            .and_then(|r| r.get("Total Cost"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0)
+    }
+
+    pub fn nodes(&self) -> Vec<Node> {
+        let mut out = Vec::new();
+        if let Some(r) = self.root() {
+            walk(r, &mut out);
+        }
+        out
+    }
+
+    /// Every index the plan reads, arbiters included.
+    pub fn indexes(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .nodes()
+            .into_iter()
+            .flat_map(|n| n.index.into_iter().chain(n.arbiters))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    pub fn uses_any_index(&self) -> bool {
+        self.nodes().iter().any(Node::is_index_scan)
+    }
+
+    /// Whether any node condition mentions `needle` (e.g. the policy's setting).
+    pub fn mentions(&self, needle: &str) -> bool {
+        self.nodes().iter().any(|n| {
+            [&n.index_cond, &n.filter]
+                .into_iter()
+                .flatten()
+                .any(|c| c.contains(needle))
+        })
+    }
+}
+
+/// `[{"Plan": {...}}]` -> the inner `Plan`.
+pub fn root(json: &Value) -> Option<&Value> {
+    json.get(0)?.get("Plan")
+}
+
+fn s(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+fn walk(v: &Value, out: &mut Vec<Node>) {
+    let cond = [
+        "Index Cond",
+        "Recheck Cond",
+        "Hash Cond",
+        "Merge Cond",
+        "Join Filter",
+    ]
+    .iter()
+    .filter_map(|k| s(v, k))
+    .collect::<Vec<_>>();
+    out.push(Node {
+        node_type: s(v, "Node Type").unwrap_or_default(),
+        relation: s(v, "Relation Name"),
+        index: s(v, "Index Name"),
+        index_cond: s(v, "Index Cond"),
+        filter: {
+            let mut f: Vec<String> = s(v, "Filter").into_iter().collect();
+            f.extend(
+                cond.into_iter()
+                    .filter(|c| Some(c) != s(v, "Index Cond").as_ref()),
+            );
+            (!f.is_empty()).then(|| f.join(" AND "))
+        },
+        total_cost: v.get("Total Cost").and_then(Value::as_f64).unwrap_or(0.0),
+        plan_rows: v.get("Plan Rows").and_then(Value::as_f64).unwrap_or(0.0),
+        arbiters: v
+            .get("Conflict Arbiter Indexes")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    });
+    if let Some(children) = v.get("Plans").and_then(Value::as_array) {
+        for c in children {
+            walk(c, out);
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) fn test_plan(mode: Mode, json: Value) -> Plan {
+    Plan {
+        mode,
+        kind: PlanKind::Generic,
+        tenant: None,
+        tenant_id: None,
+        params: vec![],
+        json,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn flattens_nodes_and_collects_indexes() {
+        let p = test_plan(
+            Mode::Tenant,
+            json!([{"Plan": {"Node Type": "ModifyTable", "Total Cost": 9.5,
+                "Conflict Arbiter Indexes": ["rate_limits_pkey"],
+                "Plans": [{"Node Type": "Index Scan", "Relation Name": "items",
+                    "Index Name": "items_pkey", "Index Cond": "(id = $1)",
+                    "Filter": "(account_id = (current_setting('app.account_id'::text))::bigint)"}]}}]),
+        );
+        let n = p.nodes();
+        assert_eq!(n.len(), 2);
+        assert!(n[1].is_index_scan());
+        assert_eq!(p.indexes(), vec!["items_pkey", "rate_limits_pkey"]);
+        assert!(p.mentions("current_setting('app.account_id'"));
+        assert_eq!(p.total_cost(), 9.5);
+    }
+}

@@ -1,0 +1,752 @@
+//! Statement text: which statements can be planned, how normalized text is
+//! repaired so it parses again, and what each `$n` is bound to.
+//!
+//! pg_stat_statements replaces constants with `$n`, which leaves text that no
+//! longer parses (`interval $1`) or hides a list (`IN ($1 /*, ... */)` on 18).
+//! A small lexer finds parameters outside strings, comments and quoted names
+//! so the repairs never touch a literal; sqlparser's AST then says which
+//! column each parameter is compared with, inserted into or limits, so
+//! custom plans can be given realistic values.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    AssignmentTarget, Expr, LimitClause, ObjectName, ObjectNamePart, OnInsert, Query, SetExpr,
+    Statement, TableFactor, TableObject, Value, Visit, Visitor,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+/// Keywords that start a statement planck plans.
+const EXPLAINABLE: [&str; 8] = [
+    "SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "VALUES", "WITH", "TABLE",
+];
+
+/// Statements EXPLAIN does not take.
+const UTILITY: [&str; 45] = [
+    "ABORT",
+    "ALTER",
+    "ANALYZE",
+    "ANALYSE",
+    "BEGIN",
+    "CALL",
+    "CHECKPOINT",
+    "CLOSE",
+    "CLUSTER",
+    "COMMENT",
+    "COMMIT",
+    "COPY",
+    "CREATE",
+    "DEALLOCATE",
+    "DECLARE",
+    "DISCARD",
+    "DO",
+    "DROP",
+    "END",
+    "EXECUTE",
+    "EXPLAIN",
+    "FETCH",
+    "GRANT",
+    "IMPORT",
+    "LISTEN",
+    "LOAD",
+    "LOCK",
+    "MOVE",
+    "NOTIFY",
+    "PREPARE",
+    "REASSIGN",
+    "REFRESH",
+    "REINDEX",
+    "RELEASE",
+    "RESET",
+    "REVOKE",
+    "ROLLBACK",
+    "SAVEPOINT",
+    "SECURITY",
+    "SET",
+    "SHOW",
+    "START",
+    "TRUNCATE",
+    "UNLISTEN",
+    "VACUUM",
+];
+
+/// `Ok(())` when the statement is one EXPLAIN accepts, else the reason it is skipped.
+pub fn classify(text: &str) -> Result<(), String> {
+    let first = lex(text)
+        .into_iter()
+        .find(|t| !matches!(t.kind, Tok::Space | Tok::Comment | Tok::Punct('(')));
+    match first {
+        None => Err("empty statement".to_string()),
+        Some(t) if t.kind == Tok::Word => {
+            let word = text[t.start..t.end].to_ascii_uppercase();
+            if EXPLAINABLE.contains(&word.as_str()) {
+                Ok(())
+            } else if !UTILITY.contains(&word.as_str()) {
+                let why = analyze(text)
+                    .parse_error
+                    .unwrap_or_else(|| format!("unknown statement keyword {word}"));
+                Err(format!("does not parse: {why}"))
+            } else {
+                Err(format!(
+                    "utility statement ({word}): only SELECT, INSERT, UPDATE, DELETE, MERGE, \
+                     VALUES and WITH are planned"
+                ))
+            }
+        }
+        Some(t) => Err(format!(
+            "does not start with a keyword: {:?}",
+            &text[t.start..t.end]
+        )),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tok {
+    Space,
+    Comment,
+    /// A string literal, dollar-quoted or not.
+    Str,
+    /// A double-quoted identifier.
+    Quoted,
+    Word,
+    Param(u32),
+    /// `::`
+    Cast,
+    Punct(char),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token {
+    pub kind: Tok,
+    pub start: usize,
+    pub end: usize,
+}
+
+/// Splits SQL into the tokens the repairs need. Never fails: unterminated
+/// strings or comments run to the end of the text.
+pub fn lex(text: &str) -> Vec<Token> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let start = i;
+        let c = b[i];
+        let kind = if c.is_ascii_whitespace() {
+            while i < b.len() && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            Tok::Space
+        } else if c == b'-' && b.get(i + 1) == Some(&b'-') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+            Tok::Comment
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    i += 2;
+                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            Tok::Comment
+        } else if c == b'\'' {
+            // E'..' strings allow backslash escapes.
+            let escapes = start > 0 && matches!(b[start - 1], b'e' | b'E');
+            i += 1;
+            while i < b.len() {
+                if escapes && b[i] == b'\\' {
+                    i += 2;
+                } else if b[i] == b'\'' {
+                    if b.get(i + 1) == Some(&b'\'') {
+                        i += 2;
+                    } else {
+                        i += 1;
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            Tok::Str
+        } else if c == b'"' {
+            i += 1;
+            while i < b.len() {
+                if b[i] == b'"' {
+                    if b.get(i + 1) == Some(&b'"') {
+                        i += 2;
+                    } else {
+                        i += 1;
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            Tok::Quoted
+        } else if c == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            match text[start + 1..i].parse() {
+                Ok(n) => Tok::Param(n),
+                Err(_) => Tok::Punct('$'),
+            }
+        } else if c == b'$' {
+            // A dollar quote: $tag$ ... $tag$.
+            let mut j = i + 1;
+            while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
+                j += 1;
+            }
+            if b.get(j) == Some(&b'$') {
+                let tag = &text[i..=j];
+                match text[j + 1..].find(tag) {
+                    Some(p) => i = j + 1 + p + tag.len(),
+                    None => i = b.len(),
+                }
+                Tok::Str
+            } else {
+                i += 1;
+                Tok::Punct('$')
+            }
+        } else if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'$' || b[i] >= 0x80)
+            {
+                i += 1;
+            }
+            Tok::Word
+        } else if c == b':' && b.get(i + 1) == Some(&b':') {
+            i += 2;
+            Tok::Cast
+        } else {
+            // One character (possibly multi-byte).
+            let ch = text[i..].chars().next().unwrap_or(' ');
+            i += ch.len_utf8();
+            Tok::Punct(ch)
+        };
+        // Escapes may step past the end of an unterminated string.
+        i = i.min(b.len());
+        out.push(Token {
+            kind,
+            start,
+            end: i,
+        });
+    }
+    out
+}
+
+/// Type keywords pg_stat_statements leaves in front of a parameter.
+const TYPED_LITERALS: [&str; 6] = [
+    "interval",
+    "date",
+    "timestamp",
+    "timestamptz",
+    "time",
+    "timetz",
+];
+
+/// Repairs normalized text that does not parse as it is:
+/// `interval $1` becomes `$1::interval` (likewise date, time, timestamp,
+/// `timestamp with time zone`), and squashed IN lists `($1 /*, ... */)` lose
+/// their comment. Returns the text and the repairs made, for the report.
+pub fn repair(text: &str) -> (String, Vec<String>) {
+    let toks = lex(text);
+    let sig: Vec<usize> = (0..toks.len())
+        .filter(|&i| !matches!(toks[i].kind, Tok::Space))
+        .collect();
+    let word = |i: usize| -> Option<String> {
+        (toks[i].kind == Tok::Word).then(|| text[toks[i].start..toks[i].end].to_ascii_lowercase())
+    };
+    // (start, end, replacement) over byte ranges of the original text.
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut notes = Vec::new();
+    let mut k = 0;
+    while k < sig.len() {
+        let i = sig[k];
+        if let Some(w) = word(i)
+            && TYPED_LITERALS.contains(&w.as_str())
+        {
+            // Preceded by `::` it is a cast target, not a typed literal.
+            let after_cast = k > 0 && toks[sig[k - 1]].kind == Tok::Cast;
+            // `timestamp with time zone $1`, `time without time zone $1`
+            let mut ty = w.clone();
+            let mut next = k + 1;
+            let zone = |n: usize| {
+                n + 2 < sig.len()
+                    && matches!(word(sig[n]).as_deref(), Some("with" | "without"))
+                    && word(sig[n + 1]).as_deref() == Some("time")
+                    && word(sig[n + 2]).as_deref() == Some("zone")
+            };
+            if zone(next) {
+                if word(sig[next]).as_deref() == Some("with") {
+                    ty = format!("{w}tz");
+                }
+                next += 3;
+            }
+            if !after_cast
+                && next < sig.len()
+                && let Tok::Param(n) = toks[sig[next]].kind
+            {
+                edits.push((toks[i].start, toks[sig[next]].end, format!("${n}::{ty}")));
+                notes.push(format!("`{w} ${n}` written as `${n}::{ty}`"));
+                k = next + 1;
+                continue;
+            }
+        }
+        if toks[i].kind == Tok::Comment {
+            let body = &text[toks[i].start..toks[i].end];
+            let inner = body.trim_start_matches("/*").trim_end_matches("*/").trim();
+            let prev_param = k > 0 && matches!(toks[sig[k - 1]].kind, Tok::Param(_));
+            if prev_param && inner.starts_with(',') && inner.trim_start_matches(',').trim() == "..."
+            {
+                edits.push((toks[i].start, toks[i].end, String::new()));
+                notes.push("squashed IN list read as one value".to_string());
+            }
+        }
+        k += 1;
+    }
+    if edits.is_empty() {
+        return (text.to_string(), notes);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (s, e, r) in edits {
+        out.push_str(&text[at..s]);
+        out.push_str(&r);
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    (out.trim_end().to_string(), notes)
+}
+
+/// Casts the given parameters to `ty` where they carry no cast yet: the
+/// "typed guess" retry for parameters the server cannot type.
+pub fn cast_params(text: &str, which: &BTreeSet<u32>, ty: &str) -> String {
+    let toks = lex(text);
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut at = 0;
+    for (i, t) in toks.iter().enumerate() {
+        if let Tok::Param(n) = t.kind
+            && which.contains(&n)
+        {
+            let cast_follows = toks[i + 1..]
+                .iter()
+                .find(|t| t.kind != Tok::Space)
+                .is_some_and(|t| t.kind == Tok::Cast);
+            if !cast_follows {
+                out.push_str(&text[at..t.end]);
+                out.push_str("::");
+                out.push_str(ty);
+                at = t.end;
+            }
+        }
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Every parameter number in the text.
+pub fn params(text: &str) -> BTreeSet<u32> {
+    lex(text)
+        .into_iter()
+        .filter_map(|t| match t.kind {
+            Tok::Param(n) => Some(n),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What a parameter stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Binding {
+    /// Compared with, inserted into or assigned to a column. `table` is the
+    /// table (resolved from an alias) when the text names one; `array` when
+    /// the parameter is an array (`= ANY($1)`).
+    Column {
+        table: Option<String>,
+        column: String,
+        array: bool,
+    },
+    Limit,
+    Offset,
+}
+
+/// What sqlparser could tell about a statement.
+#[derive(Debug, Clone, Default)]
+pub struct Analysis {
+    /// Tables the statement reads or writes (unqualified names, in order).
+    pub tables: Vec<String>,
+    pub bindings: BTreeMap<u32, Binding>,
+    /// Why sqlparser could not parse the text (the server may still accept it).
+    pub parse_error: Option<String>,
+}
+
+/// Parses `text` (already repaired) and binds its parameters.
+pub fn analyze(text: &str) -> Analysis {
+    let statements = match Parser::parse_sql(&PostgreSqlDialect {}, text) {
+        Ok(s) => s,
+        Err(e) => {
+            return Analysis {
+                parse_error: Some(e.to_string()),
+                ..Default::default()
+            };
+        }
+    };
+    let mut v = Binder::default();
+    let _ = statements.visit(&mut v);
+    // Resolve qualifiers that are aliases to their table.
+    let mut bindings = BTreeMap::new();
+    for (n, b) in v.bindings {
+        let b = match b {
+            Binding::Column {
+                table: Some(q),
+                column,
+                array,
+            } => Binding::Column {
+                table: Some(v.aliases.get(&q).cloned().unwrap_or(q)),
+                column,
+                array,
+            },
+            other => other,
+        };
+        bindings.entry(n).or_insert(b);
+    }
+    Analysis {
+        tables: v.tables,
+        bindings,
+        parse_error: None,
+    }
+}
+
+#[derive(Default)]
+struct Binder {
+    tables: Vec<String>,
+    aliases: BTreeMap<String, String>,
+    bindings: Vec<(u32, Binding)>,
+}
+
+fn ident_name(name: &ObjectName) -> Option<String> {
+    match name.0.last()? {
+        ObjectNamePart::Identifier(i) => Some(fold(&i.value, i.quote_style)),
+        _ => None,
+    }
+}
+
+/// Unquoted identifiers fold to lower case, as the server does.
+fn fold(value: &str, quote: Option<char>) -> String {
+    if quote.is_some() {
+        value.to_string()
+    } else {
+        value.to_lowercase()
+    }
+}
+
+/// `$n`, possibly cast or parenthesized.
+fn placeholder(e: &Expr) -> Option<u32> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            Value::Placeholder(p) => p.strip_prefix('$')?.parse().ok(),
+            _ => None,
+        },
+        Expr::Cast { expr, .. } | Expr::Nested(expr) => placeholder(expr),
+        _ => None,
+    }
+}
+
+/// A column reference: (qualifier, column).
+fn column(e: &Expr) -> Option<(Option<String>, String)> {
+    match e {
+        Expr::Identifier(i) => Some((None, fold(&i.value, i.quote_style))),
+        Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+            let c = &parts[parts.len() - 1];
+            let q = &parts[parts.len() - 2];
+            Some((
+                Some(fold(&q.value, q.quote_style)),
+                fold(&c.value, c.quote_style),
+            ))
+        }
+        Expr::Cast { expr, .. } | Expr::Nested(expr) => column(expr),
+        _ => None,
+    }
+}
+
+impl Binder {
+    fn bind_col(&mut self, n: u32, table: Option<String>, column: String, array: bool) {
+        self.bindings.push((
+            n,
+            Binding::Column {
+                table,
+                column,
+                array,
+            },
+        ));
+    }
+
+    fn pair(&mut self, a: &Expr, b: &Expr, array: bool) {
+        for (c, p) in [(a, b), (b, a)] {
+            if let (Some((q, col)), Some(n)) = (column(c), placeholder(p)) {
+                self.bind_col(n, q, col, array);
+            }
+        }
+    }
+
+    fn assignments(&mut self, table: &Option<String>, list: &[sqlparser::ast::Assignment]) {
+        for a in list {
+            if let (AssignmentTarget::ColumnName(name), Some(n)) =
+                (&a.target, placeholder(&a.value))
+                && let Some(col) = ident_name(name)
+            {
+                self.bind_col(n, table.clone(), col, false);
+            }
+        }
+    }
+}
+
+impl Visitor for Binder {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, tf: &TableFactor) -> ControlFlow<()> {
+        if let TableFactor::Table { name, alias, .. } = tf
+            && let Some(t) = ident_name(name)
+        {
+            if let Some(a) = alias {
+                self.aliases
+                    .insert(fold(&a.name.value, a.name.quote_style), t.clone());
+            }
+            if !self.tables.contains(&t) {
+                self.tables.push(t);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_statement(&mut self, s: &Statement) -> ControlFlow<()> {
+        match s {
+            Statement::Insert(ins) => {
+                let table = match &ins.table {
+                    TableObject::TableName(n) => ident_name(n),
+                    _ => None,
+                };
+                if let Some(t) = &table {
+                    if let Some(a) = &ins.table_alias {
+                        self.aliases
+                            .insert(fold(&a.value, a.quote_style), t.clone());
+                    }
+                    if !self.tables.contains(t) {
+                        self.tables.push(t.clone());
+                    }
+                }
+                if let Some(src) = &ins.source
+                    && let SetExpr::Values(values) = src.body.as_ref()
+                {
+                    for row in &values.rows {
+                        for (i, e) in row.iter().enumerate() {
+                            if let (Some(n), Some(c)) = (placeholder(e), ins.columns.get(i)) {
+                                self.bind_col(
+                                    n,
+                                    table.clone(),
+                                    fold(&c.value, c.quote_style),
+                                    false,
+                                );
+                            }
+                        }
+                    }
+                }
+                if let Some(OnInsert::OnConflict(oc)) = &ins.on
+                    && let sqlparser::ast::OnConflictAction::DoUpdate(du) = &oc.action
+                {
+                    self.assignments(&table, &du.assignments);
+                }
+            }
+            Statement::Update {
+                table, assignments, ..
+            } => {
+                let t = match &table.relation {
+                    TableFactor::Table { name, .. } => ident_name(name),
+                    _ => None,
+                };
+                self.assignments(&t, assignments);
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_query(&mut self, q: &Query) -> ControlFlow<()> {
+        if let Some(LimitClause::LimitOffset { limit, offset, .. }) = &q.limit_clause {
+            if let Some(n) = limit.as_ref().and_then(placeholder) {
+                self.bindings.push((n, Binding::Limit));
+            }
+            if let Some(n) = offset.as_ref().and_then(|o| placeholder(&o.value)) {
+                self.bindings.push((n, Binding::Offset));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        match e {
+            Expr::BinaryOp { left, right, .. } => {
+                self.pair(left, right, false);
+            }
+            Expr::InList { expr, list, .. } => {
+                for item in list {
+                    self.pair(expr, item, false);
+                }
+            }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                self.pair(expr, low, false);
+                self.pair(expr, high, false);
+            }
+            Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
+                self.pair(expr, pattern, false);
+            }
+            Expr::AnyOp { left, right, .. } | Expr::AllOp { left, right, .. } => {
+                self.pair(left, right, true);
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_utility_statements() {
+        assert!(classify("  (SELECT 1)").is_ok());
+        assert!(classify("with x as (select 1) select * from x").is_ok());
+        assert!(classify("/* c */ INSERT INTO t VALUES ($1)").is_ok());
+        let r = classify("SET search_path = $1").unwrap_err();
+        assert!(r.contains("utility statement (SET)"), "{r}");
+        assert!(classify("VACUUM items").is_err());
+        let r = classify("SELEC oops FRM t").unwrap_err();
+        assert!(r.starts_with("does not parse"), "{r}");
+        assert_eq!(classify("  -- nothing\n").unwrap_err(), "empty statement");
+    }
+
+    #[test]
+    fn repairs_typed_literals_and_squashed_lists() {
+        let (t, notes) = repair(
+            "SELECT * FROM events WHERE created_at > now() - interval $1 AND id IN ($2 /*, ... */) \
+             AND d < timestamp with time zone $3 AND x = 'interval $9'",
+        );
+        assert_eq!(
+            t,
+            "SELECT * FROM events WHERE created_at > now() - $1::interval AND id IN ($2 ) \
+             AND d < $3::timestamptz AND x = 'interval $9'"
+        );
+        assert_eq!(notes.len(), 3);
+        // A cast target is left alone.
+        let (t, notes) = repair("SELECT $1::date");
+        assert_eq!(t, "SELECT $1::date");
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn lexer_skips_strings_comments_and_dollar_quotes() {
+        let p = params("SELECT '$1', \"$2\", $$ $3 $$, $tag$ $4 $tag$ -- $5\n, /* $6 */ $7");
+        assert_eq!(p.into_iter().collect::<Vec<_>>(), vec![7]);
+    }
+
+    #[test]
+    fn binds_parameters_to_columns_limits_and_inserts() {
+        let a = analyze(
+            "SELECT i.id FROM items i JOIN pouches p ON p.id = i.pouch_id \
+             WHERE i.pouch_id = $1 AND $2 < p.updated_at AND status IN ($3, $4) \
+             AND i.id = ANY($5) ORDER BY 1 LIMIT $6 OFFSET $7",
+        );
+        assert_eq!(a.tables, vec!["items", "pouches"]);
+        let col = |t: &str, c: &str, array| Binding::Column {
+            table: (!t.is_empty()).then(|| t.to_string()),
+            column: c.into(),
+            array,
+        };
+        assert_eq!(a.bindings[&1], col("items", "pouch_id", false));
+        assert_eq!(a.bindings[&2], col("pouches", "updated_at", false));
+        assert_eq!(a.bindings[&3], col("", "status", false));
+        assert_eq!(a.bindings[&5], col("items", "id", true));
+        assert_eq!(a.bindings[&6], Binding::Limit);
+        assert_eq!(a.bindings[&7], Binding::Offset);
+
+        let a = analyze(
+            "INSERT INTO rate_limits (key, hits) VALUES ($1, $2) \
+             ON CONFLICT (key) DO UPDATE SET hits = $3",
+        );
+        assert_eq!(a.bindings[&1], col("rate_limits", "key", false));
+        assert_eq!(a.bindings[&3], col("rate_limits", "hits", false));
+        let a = analyze("UPDATE items SET title = $1 WHERE id = $2");
+        assert_eq!(a.bindings[&1], col("items", "title", false));
+        assert_eq!(a.bindings[&2], col("", "id", false));
+    }
+
+    #[test]
+    fn unparseable_text_is_reported_not_fatal() {
+        let a = analyze("SELEC oops FROM");
+        assert!(a.parse_error.is_some());
+        assert!(a.bindings.is_empty());
+    }
+
+    #[test]
+    fn never_panics_on_odd_text() {
+        let odd = [
+            "",
+            "$",
+            "$$",
+            "$a",
+            "$1$",
+            "E'\\",
+            "E'abc\\",
+            "'",
+            "\"",
+            "\"é",
+            "/*",
+            "/* /* */",
+            "--",
+            "::",
+            "interval",
+            "interval $",
+            "timestamp with time $1",
+            "IN ($1 /*, ... */",
+            "SELECT 'é' || \"ü\" FROM t WHERE x = $1 /*, ... */",
+            "(((",
+            "ünïcode $1 $2",
+            "$99999999999999999999",
+            "WITH",
+            "SELECT * FROM t LIMIT $1 OFFSET $2 /*",
+        ];
+        for t in odd {
+            let _ = lex(t);
+            let _ = classify(t);
+            let _ = repair(t);
+            let _ = analyze(t);
+            let _ = params(t);
+            let _ = cast_params(t, &[1].into_iter().collect(), "text");
+        }
+    }
+
+    #[test]
+    fn casts_untyped_parameters() {
+        let which = [1, 2].into_iter().collect();
+        assert_eq!(
+            cast_params("SELECT $1, $2::int", &which, "text"),
+            "SELECT $1::text, $2::int"
+        );
+    }
+}

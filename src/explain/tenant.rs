@@ -1,0 +1,361 @@
+//! Tenancy: how the application runs as a tenant, inferred from the database
+//! where the user did not say. The setting comes from `current_setting('...')`
+//! in the policies, each table's tenant column from the comparison it sits
+//! in, the role from the statements' recorded role, the heaviest tenant from
+//! the data (the key value owning most rows across RLS-protected tables).
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{BinaryOperator, Expr, visit_expressions};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use tokio_postgres::Client;
+
+use super::catalog::Catalog;
+use crate::db::quote_ident;
+use crate::error::{Error, Result};
+
+/// Overrides from flags and `planck.toml` (flags win).
+#[derive(Debug, Clone, Default)]
+pub struct TenantOptions {
+    pub role: Option<String>,
+    pub setting: Option<String>,
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tenancy {
+    pub role: String,
+    pub setting: String,
+    /// Table -> the column its policy compares with the setting.
+    pub columns: BTreeMap<String, String>,
+    /// The tenant plans are made for (`--tenant-id`, else the heaviest).
+    pub id: String,
+    pub heaviest: Option<String>,
+    pub median: Option<String>,
+}
+
+/// Parses a policy expression as the server prints it.
+pub fn parse_expr(text: &str) -> Option<Expr> {
+    Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(text)
+        .ok()?
+        .parse_expr()
+        .ok()
+}
+
+fn is_setting_call(e: &Expr) -> Option<String> {
+    let mut found = None;
+    let _ = visit_expressions(e, |x| {
+        if let Expr::Function(f) = x
+            && f.name.to_string().eq_ignore_ascii_case("current_setting")
+        {
+            let args = f.args.to_string();
+            if let Some(s) = args.split('\'').nth(1) {
+                found = Some(s.to_string());
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    found
+}
+
+/// `(account_id = (current_setting('app.account_id'))::bigint)` ->
+/// `[("account_id", "app.account_id")]`.
+pub fn setting_comparisons(qual: &str) -> Vec<(String, String)> {
+    let Some(expr) = parse_expr(qual) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let _ = visit_expressions(&expr, |e| {
+        if let Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } = e
+        {
+            for (c, s) in [(left, right), (right, left)] {
+                let col = match c.as_ref() {
+                    Expr::Identifier(i) => Some(i.value.clone()),
+                    Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
+                    _ => None,
+                };
+                if let (Some(col), Some(setting)) = (col, is_setting_call(s)) {
+                    out.push((col, setting));
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
+}
+
+/// Function names a policy expression calls.
+pub fn functions(qual: &str) -> Vec<String> {
+    let Some(expr) = parse_expr(qual) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let _ = visit_expressions(&expr, |e| {
+        if let Expr::Function(f) = e
+            && let Some(last) = f.name.0.last()
+        {
+            let n = last.to_string().trim_matches('"').to_string();
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
+}
+
+/// Comparisons a policy makes on a column: `(column, operator)`.
+pub fn operators(qual: &str) -> Vec<(String, String)> {
+    let Some(expr) = parse_expr(qual) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let _ = visit_expressions(&expr, |e| {
+        if let Expr::BinaryOp { left, op, right } = e {
+            let sym = match op {
+                BinaryOperator::And | BinaryOperator::Or => None,
+                BinaryOperator::PGCustomBinaryOperator(parts) => Some(parts.join(".")),
+                other => Some(other.to_string()),
+            };
+            for c in [left, right] {
+                if let (Expr::Identifier(i), Some(s)) = (c.as_ref(), &sym) {
+                    out.push((i.value.clone(), s.clone()));
+                }
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    out
+}
+
+/// Works out the tenancy, or explains why it cannot.
+pub async fn resolve(
+    client: &Client,
+    catalog: &Catalog,
+    opts: &TenantOptions,
+    recorded_roles: &[String],
+) -> Result<Tenancy> {
+    if catalog.policies.is_empty() {
+        return Err(Error::usage_hint(
+            "--as-tenant needs row-level security, but this database has no RLS policies",
+            "plan as admin only (--as-admin), or create the policies (CREATE POLICY ...) first",
+        ));
+    }
+    // The setting and each table's tenant column.
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_table: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for p in &catalog.policies {
+        for q in [&p.qual, &p.with_check].into_iter().flatten() {
+            for (col, setting) in setting_comparisons(q) {
+                *counts.entry(setting.clone()).or_default() += 1;
+                by_table
+                    .entry(p.table.clone())
+                    .or_default()
+                    .push((col, setting));
+            }
+        }
+    }
+    let setting = match &opts.setting {
+        Some(s) => s.clone(),
+        None => counts
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(s, _)| s.clone())
+            .ok_or_else(|| {
+                Error::usage_hint(
+                    "cannot tell which setting the RLS policies read: none calls current_setting('...')",
+                    "pass --tenant-setting NAME or set [tenant] setting in planck.toml",
+                )
+            })?,
+    };
+    let columns: BTreeMap<String, String> = by_table
+        .into_iter()
+        .filter_map(|(t, v)| {
+            v.into_iter()
+                .find(|(_, s)| *s == setting)
+                .map(|(c, _)| (t, c))
+        })
+        .collect();
+
+    // The role: flag/config, else the one that recorded the statements, else the policies'.
+    let role = match &opts.role {
+        Some(r) => r.clone(),
+        None => {
+            let mut freq: BTreeMap<&str, usize> = BTreeMap::new();
+            for r in recorded_roles {
+                *freq.entry(r.as_str()).or_default() += 1;
+            }
+            let from_policies = catalog
+                .policies
+                .iter()
+                .flat_map(|p| p.roles.iter())
+                .find(|r| r.as_str() != "public")
+                .cloned();
+            freq.iter()
+                .max_by_key(|(_, n)| **n)
+                .map(|(r, _)| r.to_string())
+                .or(from_policies)
+                .ok_or_else(|| {
+                    Error::usage_hint(
+                        "cannot tell which role the application runs as",
+                        "pass --tenant-role ROLE or set [tenant] role in planck.toml",
+                    )
+                })?
+        }
+    };
+    check_role(client, catalog, &role).await?;
+
+    let (heaviest, median) = tenant_sizes(client, &columns).await?;
+    let id = match (&opts.id, &heaviest) {
+        (Some(id), _) => id.clone(),
+        (None, Some(h)) => h.clone(),
+        (None, None) => {
+            return Err(Error::usage_hint(
+                "no tenant to plan as: the RLS-protected tables are empty",
+                "seed the database first (`planck seed`), or pass --tenant-id",
+            ));
+        }
+    };
+    Ok(Tenancy {
+        role,
+        setting,
+        columns,
+        id,
+        heaviest,
+        median,
+    })
+}
+
+/// The role must exist, obey row-level security and own none of the tables.
+async fn check_role(client: &Client, catalog: &Catalog, role: &str) -> Result<()> {
+    let row = client
+        .query_opt(
+            "SELECT rolsuper, rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER'),
+                    ARRAY(SELECT c.relname::text FROM pg_class c
+                           WHERE c.relowner = r.oid AND c.relrowsecurity AND NOT c.relforcerowsecurity
+                           ORDER BY 1)
+               FROM pg_roles r WHERE rolname = $1",
+            &[&role],
+        )
+        .await
+        .map_err(|e| Error::db("looking up the tenant role", e))?;
+    let Some(row) = row else {
+        let mut roles: Vec<&str> = catalog
+            .policies
+            .iter()
+            .flat_map(|p| p.roles.iter().map(String::as_str))
+            .filter(|r| *r != "public")
+            .collect();
+        roles.sort();
+        roles.dedup();
+        return Err(Error::usage_hint(
+            format!("tenant role {role} does not exist"),
+            if roles.is_empty() {
+                "pass --tenant-role with the role the application connects as".to_string()
+            } else {
+                format!(
+                    "the policies name: {}; pass one with --tenant-role",
+                    roles.join(", ")
+                )
+            },
+        ));
+    };
+    let (sup, bypass, member, owned): (bool, bool, bool, Vec<String>) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
+    if sup || bypass {
+        return Err(Error::usage_hint(
+            format!(
+                "tenant role {role} bypasses row-level security ({}): its plans would not show the policies",
+                if sup { "superuser" } else { "BYPASSRLS" }
+            ),
+            "pass --tenant-role with the role the application connects as (NOSUPERUSER NOBYPASSRLS)",
+        ));
+    }
+    if !member {
+        return Err(Error::usage_hint(
+            format!("the connecting user cannot SET ROLE {role}"),
+            format!("GRANT {role} TO the user planck connects as, or connect as a superuser"),
+        ));
+    }
+    if !owned.is_empty() {
+        return Err(Error::usage_hint(
+            format!(
+                "tenant role {role} owns {} and so bypasses their row-level security",
+                owned.join(", ")
+            ),
+            "use a role that owns nothing, or ALTER TABLE ... FORCE ROW LEVEL SECURITY",
+        ));
+    }
+    Ok(())
+}
+
+/// The heaviest tenant and a median one, by rows owned across the
+/// RLS-protected tables.
+async fn tenant_sizes(
+    client: &Client,
+    columns: &BTreeMap<String, String>,
+) -> Result<(Option<String>, Option<String>)> {
+    if columns.is_empty() {
+        return Ok((None, None));
+    }
+    // Grouping by the column's own type is much faster than by its text;
+    // text is the fallback when the tables' key types differ.
+    let query = |cast: &str| {
+        let parts: Vec<String> = columns
+            .iter()
+            .map(|(t, c)| {
+                format!(
+                    "SELECT {c}{cast} AS k, count(*) AS n FROM {t} WHERE {c} IS NOT NULL GROUP BY 1",
+                    c = quote_ident(c),
+                    t = quote_ident(t)
+                )
+            })
+            .collect();
+        format!(
+            "SELECT k::text FROM ({}) s GROUP BY k ORDER BY sum(n) DESC, k",
+            parts.join(" UNION ALL ")
+        )
+    };
+    let rows = match client.query(&query(""), &[]).await {
+        Ok(rows) => rows,
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DATATYPE_MISMATCH) => client
+            .query(&query("::text"), &[])
+            .await
+            .map_err(|e| Error::db("finding the heaviest tenant", e))?,
+        Err(e) => return Err(Error::db("finding the heaviest tenant", e)),
+    };
+    let keys: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    Ok((keys.first().cloned(), keys.get(keys.len() / 2).cloned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_setting_and_column_of_a_policy() {
+        let q = "(account_id = (current_setting('app.account_id'::text))::bigint)";
+        assert_eq!(
+            setting_comparisons(q),
+            vec![("account_id".to_string(), "app.account_id".to_string())]
+        );
+        assert!(setting_comparisons("(owner = CURRENT_USER)").is_empty());
+        assert_eq!(functions(q), vec!["current_setting"]);
+        assert_eq!(
+            operators(q),
+            vec![("account_id".to_string(), "=".to_string())]
+        );
+        assert_eq!(
+            operators("(title ~~ 'a%'::text)"),
+            vec![("title".to_string(), "~~".to_string())]
+        );
+    }
+}

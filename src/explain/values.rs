@@ -1,0 +1,236 @@
+//! Parameter values: what custom plans are planned with.
+//!
+//! Each `$n` bound to a column (see [`super::sql`]) gets that column's most
+//! common value among the tenant's rows (sampled once per table, column and
+//! tenant, as the connecting role, outside any transaction); `LIMIT $n` a
+//! page size, `OFFSET $n` 0; anything else a value of the type the server
+//! reports. Values travel as text, so one type fits every parameter.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use bytes::BytesMut;
+use tokio_postgres::Client;
+use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
+
+use super::catalog::Catalog;
+use super::sql::{self, Analysis, Binding};
+use super::tenant::Tenancy;
+use crate::db::quote_ident;
+use crate::error::{Error, Result};
+
+/// A realistic page size for `LIMIT $n`.
+pub const PAGE_SIZE: &str = "50";
+
+/// A value sent in text form, whatever the parameter's type: the server
+/// parses it as it would a literal.
+#[derive(Debug)]
+pub struct TextParam(pub Option<String>);
+
+impl ToSql for TextParam {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match &self.0 {
+            None => Ok(IsNull::Yes),
+            Some(s) => {
+                out.extend_from_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
+        }
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _ty: &Type) -> Format {
+        Format::Text
+    }
+
+    to_sql_checked!();
+}
+
+/// A value for a parameter nothing tells about, from its type.
+pub fn default_value(ty: &Type) -> Option<String> {
+    let v = match ty.name() {
+        "int2" | "int4" | "int8" | "numeric" | "float4" | "float8" | "oid" => "1",
+        "bool" => "false",
+        "text" | "varchar" | "bpchar" | "name" | "citext" => "x",
+        "timestamptz" | "timestamp" | "date" => "now",
+        "interval" => "1 day",
+        "time" | "timetz" => "12:00",
+        "uuid" => "00000000-0000-0000-0000-000000000001",
+        "json" | "jsonb" => "{}",
+        "bytea" => "\\x00",
+        n if n.starts_with('_') => "{}",
+        _ => return None,
+    };
+    Some(v.to_string())
+}
+
+/// `values` padded to the parameter count, NULLs replaced by type defaults.
+pub fn fill_defaults(mut values: Vec<Option<String>>, types: &[Type]) -> Vec<Option<String>> {
+    values.resize(types.len(), None);
+    for (v, ty) in values.iter_mut().zip(types) {
+        if v.is_none() {
+            *v = default_value(ty);
+        }
+    }
+    values
+}
+
+/// Samples realistic parameter values, once per (table, column, tenant).
+pub struct Sampler {
+    catalog: Arc<Catalog>,
+    /// Table -> the column its policy compares with the tenant setting.
+    tenant_columns: BTreeMap<String, String>,
+    cache: Mutex<HashMap<SampleKey, Option<String>>>,
+}
+
+/// (table, column, tenant).
+type SampleKey = (String, String, Option<String>);
+
+impl Sampler {
+    pub fn new(catalog: Arc<Catalog>, tenancy: Option<&Tenancy>) -> Sampler {
+        Sampler {
+            catalog,
+            tenant_columns: tenancy.map(|t| t.columns.clone()).unwrap_or_default(),
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Values for `$1..$n` from the data: each bound column's most common value
+    /// among the tenant's rows, a page size for LIMIT, 0 for OFFSET.
+    pub async fn values(
+        &self,
+        client: &Client,
+        text: &str,
+        analysis: &Analysis,
+        tenant: Option<&str>,
+    ) -> Result<Vec<Option<String>>> {
+        let max = sql::params(text).into_iter().max().unwrap_or(0) as usize;
+        let mut out = vec![None; max];
+        for (&n, b) in &analysis.bindings {
+            let Some(slot) = out.get_mut((n as usize).wrapping_sub(1)) else {
+                continue;
+            };
+            *slot = match b {
+                Binding::Limit => Some(PAGE_SIZE.to_string()),
+                Binding::Offset => Some("0".to_string()),
+                Binding::Column {
+                    table,
+                    column,
+                    array,
+                } => {
+                    let table = match table {
+                        Some(t) if self.catalog.tables.contains_key(t) => Some(t.clone()),
+                        _ => self
+                            .catalog
+                            .table_with_column(&analysis.tables, column)
+                            .cloned(),
+                    };
+                    let Some(table) = table else { continue };
+                    let v = self.sample(client, &table, column, tenant).await?;
+                    match (v, array) {
+                        (Some(v), true) => Some(format!(
+                            "{{\"{}\"}}",
+                            v.replace('\\', "\\\\").replace('"', "\\\"")
+                        )),
+                        (v, _) => v,
+                    }
+                }
+            };
+        }
+        Ok(out)
+    }
+
+    async fn sample(
+        &self,
+        client: &Client,
+        table: &str,
+        column: &str,
+        tenant: Option<&str>,
+    ) -> Result<Option<String>> {
+        let tcol = self.tenant_columns.get(table).cloned();
+        if let (Some(tc), Some(id)) = (&tcol, tenant)
+            && tc == column
+        {
+            return Ok(Some(id.to_string()));
+        }
+        let tenant = tcol.as_ref().and(tenant);
+        let key = (
+            table.to_string(),
+            column.to_string(),
+            tenant.map(str::to_string),
+        );
+        if let Some(v) = self.cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(v);
+        }
+        let c = quote_ident(column);
+        let t = quote_ident(table);
+        let filter = match &tcol {
+            Some(tc) if tenant.is_some() => format!("AND {} = $1", quote_ident(tc)),
+            _ => String::new(),
+        };
+        let sql = format!(
+            "SELECT v FROM (SELECT {c}::text AS v FROM {t} WHERE {c} IS NOT NULL {filter} LIMIT 5000) s \
+         GROUP BY v ORDER BY count(*) DESC, v LIMIT 1"
+        );
+        let p = TextParam(tenant.map(str::to_string));
+        let params: Vec<&(dyn ToSql + Sync)> = if tenant.is_some() && tcol.is_some() {
+            vec![&p]
+        } else {
+            vec![]
+        };
+        let mut v = match client.query_opt(&sql, &params).await {
+            Ok(row) => row.map(|r| r.get::<_, String>(0)),
+            Err(err) if err.as_db_error().is_some() => None,
+            Err(err) => return Err(Error::db("sampling values", err)),
+        };
+        if v.is_none() && tenant.is_some() {
+            // The tenant has no such rows: any tenant's value will do.
+            v = Box::pin(self.sample(client, table, column, None)).await?;
+        }
+        if let Ok(mut m) = self.cache.lock() {
+            m.insert(key, v.clone());
+        }
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_by_type_fill_only_the_gaps() {
+        assert_eq!(default_value(&Type::INT8).as_deref(), Some("1"));
+        assert_eq!(default_value(&Type::TIMESTAMPTZ).as_deref(), Some("now"));
+        assert_eq!(default_value(&Type::TEXT_ARRAY).as_deref(), Some("{}"));
+        assert_eq!(default_value(&Type::POINT), None);
+        let v = fill_defaults(
+            vec![Some("7".into())],
+            &[Type::INT8, Type::BOOL, Type::INTERVAL],
+        );
+        assert_eq!(
+            v,
+            vec![Some("7".into()), Some("false".into()), Some("1 day".into())]
+        );
+    }
+
+    #[test]
+    fn text_parameters_are_sent_as_text() {
+        let mut buf = BytesMut::new();
+        let p = TextParam(Some("42".into()));
+        assert!(matches!(p.to_sql(&Type::INT8, &mut buf), Ok(IsNull::No)));
+        assert_eq!(&buf[..], b"42");
+        assert!(matches!(p.encode_format(&Type::INT8), Format::Text));
+        assert!(matches!(
+            TextParam(None).to_sql(&Type::INT8, &mut buf),
+            Ok(IsNull::Yes)
+        ));
+    }
+}

@@ -1,0 +1,593 @@
+//! `planck explain` against a real server (issue 5): planted problems are
+//! found with the right check, mode and relation/index; the CI gate and its
+//! baseline; RLS in force in tenant mode only; every bad-input case.
+
+mod common;
+
+use std::path::Path;
+
+use common::{TestDb, assert_exit, stderr, stdout};
+use serde_json::Value;
+
+/// Fills the bundled example with a skewed dataset big enough for seq scans
+/// to show: account 1 is the heavy tenant. The one place to switch to
+/// `planck seed --scale ...` once the seeder lands.
+fn seed_small_example(db: &TestDb) {
+    db.exec(
+        "INSERT INTO accounts (name, slug) SELECT 'acct ' || g, 'acct-' || g FROM generate_series(1, 2000) g;
+         INSERT INTO users (account_id, email, display_name)
+              SELECT 1 + g % 2000, 'u' || g || '@x.test', 'User ' || g FROM generate_series(1, 6000) g;
+         INSERT INTO pouches (account_id, name)
+              SELECT CASE WHEN g <= 200 THEN 1 ELSE 2 + g % 1999 END, 'pouch ' || g
+                FROM generate_series(1, 4000) g;
+         INSERT INTO items (account_id, pouch_id, slug, title, status, updated_at)
+              SELECT p.account_id, p.id, 'item-' || g, 'Item ' || g,
+                     CASE WHEN g % 10 = 0 THEN 'open' WHEN g % 10 < 4 THEN 'archived' ELSE 'draft' END,
+                     now() - g * interval '1 minute'
+                FROM generate_series(1, 50000) g
+                JOIN pouches p ON p.id = CASE WHEN g <= 6000 THEN 1 + g % 200 ELSE 201 + g % 3800 END;
+         INSERT INTO events (account_id, kind, subject_type, subject_id, created_at)
+              SELECT CASE WHEN g <= 4000 THEN 1 ELSE 1 + g % 2000 END, 'item.updated', 'item', g % 50000,
+                     now() - g * interval '1 minute'
+                FROM generate_series(1, 20000) g;
+         INSERT INTO devices (account_id, user_id, name, public_key)
+              SELECT u.account_id, u.id, 'device ' || g, 'key' || g
+                FROM generate_series(1, 12000) g JOIN users u ON u.id = 1 + g % 6000;
+         INSERT INTO api_tokens (account_id, device_id, token_hash, expires_at)
+              SELECT d.account_id, d.id, 'hash' || d.id, now() + interval '1 day' FROM devices d;
+         INSERT INTO rate_limits (key) SELECT 'ip:' || g FROM generate_series(1, 15000) g;
+         ANALYZE;",
+    );
+}
+
+/// Writes a queries file: (query, role, bypass_rls).
+fn queries(dir: &Path, stmts: &[(&str, &str, bool)]) -> String {
+    let mut text = String::from("format_version = 1\n");
+    for (q, role, bypass) in stmts {
+        text.push_str(&format!(
+            "\n[[statement]]\nrole = \"{role}\"\nbypass_rls = {bypass}\nquery = '''\n{q}\n'''\n"
+        ));
+    }
+    let path = dir.join("queries.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn json_run(db: &TestDb, dir: &Path, args: &[&str]) -> (i32, Value) {
+    let mut a = vec!["--format", "json", "explain"];
+    a.extend_from_slice(args);
+    let out = db.planck(&a, dir);
+    let code = out.status.code().unwrap_or(-1);
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}); exit {code}\nstdout:\n{}\nstderr:\n{}",
+            stdout(&out),
+            stderr(&out)
+        )
+    });
+    assert_eq!(v["format_version"], 1);
+    (code, v)
+}
+
+fn findings<'a>(v: &'a Value, check: &str) -> Vec<&'a Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == check)
+        .collect()
+}
+
+fn statement<'a>(v: &'a Value, needle: &str) -> &'a Value {
+    v["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["query"].as_str().unwrap().contains(needle))
+        .unwrap_or_else(|| panic!("no statement with {needle}"))
+}
+
+const APP: &str = "app_user";
+
+/// Statements whose plans are all fine on the seeded example.
+const FINE: &[(&str, &str, bool)] = &[
+    ("SELECT id, name FROM pouches WHERE id = $1", APP, false),
+    (
+        "SELECT id, email FROM users WHERE account_id = $1 AND email = $2",
+        APP,
+        false,
+    ),
+    (
+        "SELECT id, kind FROM events WHERE account_id = $1 ORDER BY created_at DESC LIMIT $2",
+        APP,
+        false,
+    ),
+    ("SELECT id, title FROM items WHERE id = $1", APP, false),
+];
+
+const PLANTED_SEQ_SCAN: (&str, &str, bool) = (
+    "SELECT id, name FROM devices WHERE user_id = $1",
+    "postgres",
+    true,
+);
+
+#[test]
+fn issue5_planted_problems_are_found_with_check_mode_and_target() {
+    let db = TestDb::migrated("explain_planted");
+    seed_small_example(&db);
+    db.exec(
+        "CREATE INDEX items_title ON items (title);
+         CREATE INDEX events_archived ON events (created_at) WHERE kind = 'item.archived';
+         CREATE FUNCTION tenant_of() RETURNS bigint LANGUAGE sql VOLATILE
+             AS $$ SELECT current_setting('app.account_id')::bigint $$;
+         DROP POLICY tenant_isolation ON api_tokens;
+         CREATE POLICY tenant_isolation ON api_tokens FOR ALL TO app_user USING (account_id = tenant_of());
+         ANALYZE;",
+    );
+    let dir = common::project_dir();
+    let mut stmts = FINE.to_vec();
+    stmts.push(PLANTED_SEQ_SCAN);
+    stmts.push((
+        "SELECT id, title FROM items WHERE pouch_id = $1 AND status = $2 ORDER BY updated_at DESC LIMIT $3",
+        APP,
+        false,
+    ));
+    let q = queries(dir.path(), &stmts);
+    // The application's source, where the literal is inlined.
+    let src = dir.path().join("app");
+    std::fs::create_dir_all(src.join("api")).unwrap();
+    std::fs::write(
+        src.join("api/items.ts"),
+        "const open = sql`SELECT id, title FROM items\n  WHERE pouch_id = ${p} AND status = 'open'`;\n",
+    )
+    .unwrap();
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--source", "app"]);
+    assert_eq!(code, 1, "{v:#}");
+
+    // Missing index: a seq scan on devices, judged in admin mode (a job).
+    let seq = findings(&v, "seq-scan");
+    assert_eq!(seq.len(), 1, "{seq:#?}");
+    assert_eq!(seq[0]["relation"], "devices");
+    assert_eq!(seq[0]["mode"], "admin");
+    assert_eq!(seq[0]["severity"], "error");
+    assert!(seq[0]["query"].as_str().unwrap().contains("user_id"));
+
+    // Unused index, reported without a mode.
+    let unused = findings(&v, "unused-index");
+    let title = unused
+        .iter()
+        .find(|f| f["index"] == "items_title")
+        .expect("items_title unused");
+    assert_eq!(title["relation"], "items");
+    assert_eq!(title["severity"], "warning");
+    assert_eq!(title["mode"], Value::Null);
+
+    // Unused partial index.
+    let partial = findings(&v, "unused-partial-index");
+    assert!(
+        partial
+            .iter()
+            .any(|f| f["index"] == "events_archived" && f["relation"] == "events"),
+        "{partial:#?}"
+    );
+    // The literal-only partial index: informational, and never "unused".
+    let lit = findings(&v, "partial-index-needs-literal");
+    assert_eq!(lit.len(), 1, "{lit:#?}");
+    assert_eq!(lit[0]["index"], "items_open_by_pouch");
+    assert_eq!(lit[0]["relation"], "items");
+    assert_eq!(lit[0]["mode"], "tenant");
+    assert_eq!(lit[0]["severity"], "info");
+    assert!(
+        lit[0]["message"].as_str().unwrap().contains("$2"),
+        "{:?}",
+        lit[0]
+    );
+    assert!(
+        !partial
+            .iter()
+            .chain(unused.iter())
+            .any(|f| f["index"] == "items_open_by_pouch"),
+        "the literal-only partial index must not be reported unused"
+    );
+
+    // VOLATILE policy function.
+    let rls = findings(&v, "rls-policy");
+    let vol = rls
+        .iter()
+        .find(|f| f["message"].as_str().unwrap().contains("VOLATILE"))
+        .expect("volatile policy finding");
+    assert_eq!(vol["relation"], "api_tokens");
+    assert_eq!(vol["mode"], "tenant");
+    assert_eq!(vol["severity"], "error");
+    assert!(vol["message"].as_str().unwrap().contains("tenant_of()"));
+}
+
+#[test]
+fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
+    let db = TestDb::migrated("explain_gate");
+    seed_small_example(&db);
+    let dir = common::project_dir();
+    let q = queries(dir.path(), FINE);
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    let errors: Vec<_> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(code, 0);
+    assert_eq!(v["summary"]["explained"], FINE.len());
+
+    let mut stmts = FINE.to_vec();
+    stmts.push(PLANTED_SEQ_SCAN);
+    let q = queries(dir.path(), &stmts);
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 1);
+    assert_eq!(findings(&v, "seq-scan").len(), 1);
+
+    let (code, _) = json_run(&db, dir.path(), &["--queries", &q, "--write-baseline"]);
+    assert_eq!(code, 0);
+    let base = dir.path().join("queries/baseline.toml");
+    let text = std::fs::read_to_string(&base).unwrap();
+    assert!(text.contains("check = \"seq-scan\""), "{text}");
+    assert!(text.contains("relation = \"devices\""), "{text}");
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 0);
+    assert_eq!(findings(&v, "seq-scan")[0]["baseline"], true);
+    // Writing it again gives the same bytes.
+    json_run(&db, dir.path(), &["--queries", &q, "--write-baseline"]);
+    assert_eq!(std::fs::read_to_string(&base).unwrap(), text);
+
+    // An ignore with a reason in planck.toml also clears it.
+    std::fs::remove_file(&base).unwrap();
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[[explain.ignore]]\ncheck = \"seq-scan\"\ntable = \"devices\"\nreason = \"devices stays small\"\n",
+    )
+    .unwrap();
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 0);
+    assert!(findings(&v, "seq-scan").is_empty());
+    assert_eq!(v["summary"]["ignored"], 1);
+}
+
+#[test]
+fn issue5_rls_in_force_in_tenant_mode_only() {
+    let db = TestDb::migrated("explain_rls_modes");
+    seed_small_example(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[("SELECT id, title FROM items WHERE id = $1", APP, false)],
+    );
+    let policy = "current_setting('app.account_id'";
+
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--as-tenant"]);
+    assert_eq!(code, 0, "{v:#}");
+    let s = &v["statements"][0];
+    assert_eq!(s["mode"], "tenant");
+    let plans = s["plans"].as_array().unwrap();
+    assert!(plans.iter().any(|p| p["kind"] == "generic"));
+    assert!(
+        plans
+            .iter()
+            .any(|p| p["kind"] == "custom" && p["tenant"] == "heaviest")
+    );
+    for p in plans {
+        assert_eq!(p["mode"], "tenant");
+        assert!(
+            p["plan"].to_string().contains(policy),
+            "no policy filter: {p:#}"
+        );
+    }
+    // The heaviest tenant is account 1.
+    assert!(plans.iter().any(|p| p["tenant_id"] == "1"), "{plans:#?}");
+
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--all-modes"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["statements"][0]["mode"], "both");
+
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--as-admin"]);
+    assert_eq!(code, 0);
+    let plans = v["statements"][0]["plans"].as_array().unwrap();
+    assert!(!plans.is_empty());
+    for p in plans {
+        assert_eq!(p["mode"], "admin");
+        assert!(
+            !p["plan"].to_string().contains(policy),
+            "policy in admin plan: {p:#}"
+        );
+    }
+}
+
+#[test]
+fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
+    let db = TestDb::migrated("explain_bad_input");
+    seed_small_example(&db);
+    db.exec(
+        "CREATE FUNCTION slow_id(bigint) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
+             AS $$ BEGIN PERFORM pg_sleep(3); RETURN $1; END $$;
+         REVOKE ALL ON dpop_replays FROM app_user;",
+    );
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[
+            ("SELECT id FROM gone_table WHERE id = $1", APP, false),
+            ("SELECT no_such_column FROM items WHERE id = $1", APP, false),
+            ("SELEC id FRM items", APP, false),
+            ("SET search_path TO $1", APP, false),
+            ("VACUUM items", APP, false),
+            ("SELECT count(*) FROM items WHERE $1 IS NULL", APP, false),
+            ("SELECT array_length($1, $2)", APP, false),
+            (
+                "SELECT id FROM events WHERE created_at > now() - interval $1 LIMIT $2",
+                APP,
+                false,
+            ),
+            (
+                "SELECT id FROM items WHERE id IN ($1 /*, ... */)",
+                APP,
+                false,
+            ),
+            ("SELECT id FROM accounts WHERE id = slow_id($1)", APP, false),
+            (
+                "SELECT id FROM items WHERE id = $1 -- trailing comment",
+                APP,
+                false,
+            ),
+            (
+                "SELECT seen_at FROM dpop_replays WHERE jti = $1",
+                APP,
+                false,
+            ),
+        ],
+    );
+    let (code, v) = json_run(
+        &db,
+        dir.path(),
+        &["--queries", &q, "--statement-timeout-ms", "300"],
+    );
+    // Stale statements are error findings.
+    assert_eq!(code, 1, "{v:#}");
+    let stale = findings(&v, "stale-statement");
+    assert_eq!(stale.len(), 2, "{stale:#?}");
+    assert!(stale.iter().any(|f| f["relation"] == "gone_table"));
+    assert!(stale.iter().all(|f| f["mode"] == "tenant"));
+
+    let skipped = |needle: &str| {
+        let s = statement(&v, needle);
+        assert_eq!(s["status"], "skipped", "{s:#}");
+        s["reason"].as_str().unwrap().to_string()
+    };
+    assert!(skipped("gone_table").starts_with("stale"));
+    assert!(skipped("SELEC id").starts_with("does not parse"));
+    assert!(skipped("SET search_path").contains("utility statement (SET)"));
+    assert!(skipped("VACUUM").contains("utility statement (VACUUM)"));
+    assert!(skipped("array_length").contains("parameter types cannot be inferred"));
+    assert!(skipped("slow_id").contains("timed out"));
+    // The application role may not read it: skipped in its judged (tenant) mode,
+    // though the admin plans exist.
+    let refused = skipped("dpop_replays");
+    assert!(
+        refused.contains("(tenant mode)") && refused.contains("42501"),
+        "{refused}"
+    );
+    let s = statement(&v, "dpop_replays");
+    assert!(
+        s["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["mode"] == "admin")
+    );
+
+    let explained = |needle: &str| {
+        let s = statement(&v, needle);
+        assert_eq!(s["status"], "explained", "{s:#}");
+        assert!(!s["plans"].as_array().unwrap().is_empty());
+        s.clone()
+    };
+    let untyped = explained("$1 IS NULL");
+    assert_eq!(
+        untyped["planned_query"],
+        "SELECT count(*) FROM items WHERE $1::text IS NULL"
+    );
+    let interval = explained("interval $1");
+    assert!(
+        interval["planned_query"]
+            .as_str()
+            .unwrap()
+            .contains("$1::interval")
+    );
+    let limit_plan = interval["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "custom")
+        .unwrap();
+    assert_eq!(limit_plan["params"][1], "50", "LIMIT gets a page size");
+    explained("IN ($1 /*, ... */)");
+    let commented = explained("trailing comment");
+    assert!(
+        commented["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "generic")
+    );
+}
+
+#[test]
+fn issue5_tenant_role_missing_or_bypassing_rls_is_an_error_with_a_hint() {
+    let db = TestDb::migrated("explain_bad_role");
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[("SELECT id FROM items WHERE id = $1", APP, false)],
+    );
+    let out = db.planck(
+        &[
+            "explain",
+            "--queries",
+            &q,
+            "--as-tenant",
+            "--tenant-role",
+            "no_such_role",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("tenant role no_such_role does not exist"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("hint: the policies name: app_user"),
+        "{}",
+        stderr(&out)
+    );
+
+    db.exec(
+        "DO $$ BEGIN CREATE ROLE planck_test_bypass BYPASSRLS;
+         EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;",
+    );
+    let out = db.planck(
+        &[
+            "explain",
+            "--queries",
+            &q,
+            "--as-tenant",
+            "--tenant-role",
+            "planck_test_bypass",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("bypasses row-level security (BYPASSRLS)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
+}
+
+#[test]
+fn issue5_as_tenant_without_policies_is_a_clear_error() {
+    let db = TestDb::new("explain_no_policies");
+    db.exec("CREATE TABLE t (id bigint PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 10);");
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[("SELECT id FROM t WHERE id = $1", "postgres", true)],
+    );
+    let out = db.planck(&["explain", "--queries", &q, "--as-tenant"], dir.path());
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("no RLS policies"), "{}", stderr(&out));
+    // Without --as-tenant it plans as admin.
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 0);
+    assert_eq!(v["statements"][0]["mode"], "admin");
+}
+
+#[test]
+fn issue5_empty_queries_file_explains_nothing_and_passes() {
+    let db = TestDb::migrated("explain_empty");
+    let dir = common::project_dir();
+    let q = queries(dir.path(), &[]);
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--as-admin"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["statements"].as_array().unwrap().len(), 0);
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0);
+    // Both modes on an empty database: still nothing to do, and no error.
+    let out = db.planck(&["explain", "--queries", &q], dir.path());
+    assert_exit(&out, 0);
+    assert!(stderr(&out).contains("no statements"), "{}", stderr(&out));
+    // A missing file is a usage error.
+    let out = db.planck(&["explain", "--queries", "nope.toml"], dir.path());
+    assert_exit(&out, 2);
+}
+
+#[test]
+fn issue5_ignored_statement_is_skipped_with_its_reason() {
+    let db = TestDb::migrated("explain_ignored_stmt");
+    seed_small_example(&db);
+    let dir = common::project_dir();
+    let q = queries(dir.path(), &[PLANTED_SEQ_SCAN]);
+    let (code, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 1);
+    let text = std::fs::read_to_string(&q).unwrap().replace(
+        "bypass_rls = true\n",
+        "bypass_rls = true\nignore = \"device lists are tiny\"\n",
+    );
+    std::fs::write(&q, text).unwrap();
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 0);
+    assert_eq!(v["statements"][0]["status"], "skipped");
+    assert_eq!(
+        v["statements"][0]["reason"],
+        "ignored: device lists are tiny"
+    );
+}
+
+#[test]
+fn issue5_from_stats_without_the_extension_is_a_usage_error() {
+    let db = TestDb::migrated("explain_from_stats");
+    let dir = common::project_dir();
+    let out = db.planck(&["explain", "--from-stats", "--as-admin"], dir.path());
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("pg_stat_statements is not available"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn issue5_writes_are_never_executed_even_with_analyze() {
+    let db = TestDb::migrated("explain_no_writes");
+    seed_small_example(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[
+            (
+                "INSERT INTO rate_limits (key, hits) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET hits = rate_limits.hits + $3",
+                APP,
+                false,
+            ),
+            ("DELETE FROM items WHERE pouch_id = $1", APP, false),
+            (
+                "UPDATE events SET kind = $1 WHERE account_id = $2",
+                "postgres",
+                true,
+            ),
+        ],
+    );
+    let count = || {
+        db.query_strings(
+            "SELECT (SELECT sum(hits) FROM rate_limits) || '/' || (SELECT count(*) FROM items) \
+             || '/' || (SELECT count(*) FROM events WHERE kind = 'item.updated')",
+        )
+    };
+    let before = count();
+    for extra in [None, Some("--analyze")] {
+        let mut args = vec!["--queries", q.as_str(), "--all-modes"];
+        args.extend(extra);
+        let (_, v) = json_run(&db, dir.path(), &args);
+        let plans: Vec<&Value> = v["statements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["plans"].as_array().unwrap())
+            .collect();
+        assert!(plans.len() >= 12, "{v:#}");
+        let analyzed = plans
+            .iter()
+            .any(|p| p["plan"][0].get("Execution Time").is_some());
+        assert_eq!(analyzed, extra.is_some());
+        assert_eq!(count(), before, "a write was executed ({extra:?})");
+    }
+}
