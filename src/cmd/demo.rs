@@ -115,6 +115,18 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     if code != 0 {
         return Ok(code);
     }
+    // Step 4: plan every recorded statement as tenant and as admin.
+    let mut explain_args = super::explain::ExplainArgs::with_queries(&queries);
+    explain_args.baseline = Some(demo_dir(settings).join("baseline.toml"));
+    let code = super::explain::run_on(&conn, explain_args, settings).await?;
+    settings.info(&format!(
+        "{} (the bundled example has these on purpose: in your project, exit code 1 fails CI)",
+        if code == crate::error::exit::FINDINGS {
+            "explain found problems"
+        } else {
+            "explain found nothing to fail on"
+        }
+    ));
     settings.info(&format!("next: `psql {}` to look around", conn.display()));
     Ok(0)
 }
