@@ -533,16 +533,40 @@ fn issue5_ignored_statement_is_skipped_with_its_reason() {
 }
 
 #[test]
-fn issue5_from_stats_without_the_extension_is_a_usage_error() {
+fn issue5_from_stats_reads_pg_stat_statements_or_says_it_cannot() {
     let db = TestDb::migrated("explain_from_stats");
     let dir = common::project_dir();
     let out = db.planck(&["explain", "--from-stats", "--as-admin"], dir.path());
     assert_exit(&out, 2);
-    assert!(
-        stderr(&out).contains("pg_stat_statements is not available"),
-        "{}",
-        stderr(&out)
+    let err = stderr(&out);
+    assert!(err.contains("pg_stat_statements is not available"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+
+    // The test cluster preloads pg_stat_statements (for `planck record`).
+    seed_small_example(&db);
+    db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    db.exec("SELECT id, name FROM devices WHERE user_id = 42");
+    let (code, v) = json_run(&db, dir.path(), &["--from-stats"]);
+    assert_eq!(code, 1, "{v:#}");
+    let s = statement(&v, "FROM devices WHERE user_id = $1");
+    assert_eq!(s["status"], "explained");
+    assert_eq!(
+        s["mode"], "admin",
+        "recorded by a superuser: judged as admin"
     );
+    let seq = findings(&v, "seq-scan");
+    assert!(
+        seq.iter()
+            .any(|f| f["statement_id"] == s["id"] && f["relation"] == "devices")
+    );
+    // Utility statements recorded alongside are skipped, not errors.
+    assert!(v["statements"].as_array().unwrap().iter().any(|s| {
+        s["status"] == "skipped"
+            && s["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("utility statement")
+    }));
 }
 
 #[test]
