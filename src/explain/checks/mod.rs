@@ -9,6 +9,7 @@ use super::engine::{Explained, Status};
 use super::plan::{Mode, Plan, PlanKind};
 use super::tenant::Tenancy;
 
+pub mod filter_removes_most_rows;
 pub mod full_index_scan;
 pub mod rls_policy;
 pub mod seq_scan;
@@ -24,6 +25,7 @@ pub const ALL: &[&dyn Check] = &[
     &unused_partial_index::UnusedPartialIndex,
     &rls_policy::RlsPolicy,
     &stale_statement::StaleStatement,
+    &filter_removes_most_rows::FilterRemovesMostRows,
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
