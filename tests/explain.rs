@@ -239,6 +239,20 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
     json_run(&db, dir.path(), &["--queries", &q, "--write-baseline"]);
     assert_eq!(std::fs::read_to_string(&base).unwrap(), text);
 
+    // A threshold in planck.toml: devices is below it.
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[explain]\nmin_rows = 100000\n",
+    )
+    .unwrap();
+    let (code, v) = json_run(
+        &db,
+        dir.path(),
+        &["--queries", &q, "--baseline", "none.toml"],
+    );
+    assert_eq!(code, 0);
+    assert!(findings(&v, "seq-scan").is_empty());
+
     // An ignore with a reason in planck.toml also clears it.
     std::fs::remove_file(&base).unwrap();
     std::fs::write(
@@ -283,6 +297,17 @@ fn issue5_rls_in_force_in_tenant_mode_only() {
     }
     // The heaviest tenant is account 1.
     assert!(plans.iter().any(|p| p["tenant_id"] == "1"), "{plans:#?}");
+
+    // --tenant-id plans as another tenant.
+    let (_, v) = json_run(
+        &db,
+        dir.path(),
+        &["--queries", &q, "--as-tenant", "--tenant-id", "7"],
+    );
+    let plans = v["statements"][0]["plans"].as_array().unwrap();
+    let custom = plans.iter().find(|p| p["kind"] == "custom").unwrap();
+    assert_eq!(custom["tenant_id"], "7");
+    assert_eq!(custom["tenant"], "chosen");
 
     let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--all-modes"]);
     assert_eq!(code, 0);
@@ -449,6 +474,21 @@ fn issue5_tenant_role_missing_or_bypassing_rls_is_an_error_with_a_hint() {
         "{}",
         stderr(&out)
     );
+
+    // The same from planck.toml's [tenant] section.
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[tenant]\nrole = \"no_such_role\"\n",
+    )
+    .unwrap();
+    let out = db.planck(&["explain", "--queries", &q, "--as-tenant"], dir.path());
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("tenant role no_such_role does not exist"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(dir.path().join("planck.toml")).unwrap();
 
     db.exec(
         "DO $$ BEGIN CREATE ROLE planck_test_bypass BYPASSRLS;
