@@ -177,7 +177,7 @@ pub async fn explain(
         QueryFile::load(&path)?.statements
     };
     if statements.is_empty() {
-        settings.warn("the queries file holds no statements: nothing to explain");
+        settings.warn("no statements to explain (the queries file or pg_stat_statements is empty)");
         let report = Report {
             results: Vec::new(),
             findings: Vec::new(),
