@@ -128,6 +128,19 @@ impl Ctx<'_> {
     }
 }
 
+/// "in any mode", or "in admin mode" when only one mode was planned.
+pub fn modes_phrase(ctx: &Ctx) -> String {
+    let modes: std::collections::BTreeSet<Mode> = ctx
+        .results
+        .iter()
+        .flat_map(|e| e.plans.iter().map(|p| p.mode))
+        .collect();
+    match modes.iter().next() {
+        Some(m) if modes.len() == 1 => format!("in {} mode", m.as_str()),
+        _ => "in any mode".to_string(),
+    }
+}
+
 /// The judged plans of a statement (literal re-plans excluded).
 pub fn judged_plans(e: &Explained) -> impl Iterator<Item = &Plan> {
     e.plans
