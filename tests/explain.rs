@@ -239,6 +239,20 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
     json_run(&db, dir.path(), &["--queries", &q, "--write-baseline"]);
     assert_eq!(std::fs::read_to_string(&base).unwrap(), text);
 
+    // A threshold in planck.toml: devices is below it.
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[explain]\nmin_rows = 100000\n",
+    )
+    .unwrap();
+    let (code, v) = json_run(
+        &db,
+        dir.path(),
+        &["--queries", &q, "--baseline", "none.toml"],
+    );
+    assert_eq!(code, 0);
+    assert!(findings(&v, "seq-scan").is_empty());
+
     // An ignore with a reason in planck.toml also clears it.
     std::fs::remove_file(&base).unwrap();
     std::fs::write(
@@ -283,6 +297,17 @@ fn issue5_rls_in_force_in_tenant_mode_only() {
     }
     // The heaviest tenant is account 1.
     assert!(plans.iter().any(|p| p["tenant_id"] == "1"), "{plans:#?}");
+
+    // --tenant-id plans as another tenant.
+    let (_, v) = json_run(
+        &db,
+        dir.path(),
+        &["--queries", &q, "--as-tenant", "--tenant-id", "7"],
+    );
+    let plans = v["statements"][0]["plans"].as_array().unwrap();
+    let custom = plans.iter().find(|p| p["kind"] == "custom").unwrap();
+    assert_eq!(custom["tenant_id"], "7");
+    assert_eq!(custom["tenant"], "chosen");
 
     let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--all-modes"]);
     assert_eq!(code, 0);
@@ -450,6 +475,21 @@ fn issue5_tenant_role_missing_or_bypassing_rls_is_an_error_with_a_hint() {
         stderr(&out)
     );
 
+    // The same from planck.toml's [tenant] section.
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[tenant]\nrole = \"no_such_role\"\n",
+    )
+    .unwrap();
+    let out = db.planck(&["explain", "--queries", &q, "--as-tenant"], dir.path());
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("tenant role no_such_role does not exist"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_file(dir.path().join("planck.toml")).unwrap();
+
     db.exec(
         "DO $$ BEGIN CREATE ROLE planck_test_bypass BYPASSRLS;
          EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;",
@@ -533,16 +573,40 @@ fn issue5_ignored_statement_is_skipped_with_its_reason() {
 }
 
 #[test]
-fn issue5_from_stats_without_the_extension_is_a_usage_error() {
+fn issue5_from_stats_reads_pg_stat_statements_or_says_it_cannot() {
     let db = TestDb::migrated("explain_from_stats");
     let dir = common::project_dir();
     let out = db.planck(&["explain", "--from-stats", "--as-admin"], dir.path());
     assert_exit(&out, 2);
-    assert!(
-        stderr(&out).contains("pg_stat_statements is not available"),
-        "{}",
-        stderr(&out)
+    let err = stderr(&out);
+    assert!(err.contains("pg_stat_statements is not available"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+
+    // The test cluster preloads pg_stat_statements (for `planck record`).
+    seed_small_example(&db);
+    db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    db.exec("SELECT id, name FROM devices WHERE user_id = 42");
+    let (code, v) = json_run(&db, dir.path(), &["--from-stats"]);
+    assert_eq!(code, 1, "{v:#}");
+    let s = statement(&v, "FROM devices WHERE user_id = $1");
+    assert_eq!(s["status"], "explained");
+    assert_eq!(
+        s["mode"], "admin",
+        "recorded by a superuser: judged as admin"
     );
+    let seq = findings(&v, "seq-scan");
+    assert!(
+        seq.iter()
+            .any(|f| f["statement_id"] == s["id"] && f["relation"] == "devices")
+    );
+    // Utility statements recorded alongside are skipped, not errors.
+    assert!(v["statements"].as_array().unwrap().iter().any(|s| {
+        s["status"] == "skipped"
+            && s["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("utility statement")
+    }));
 }
 
 #[test]
@@ -564,6 +628,7 @@ fn issue5_writes_are_never_executed_even_with_analyze() {
                 "postgres",
                 true,
             ),
+            PLANTED_SEQ_SCAN,
         ],
     );
     let count = || {
@@ -583,11 +648,24 @@ fn issue5_writes_are_never_executed_even_with_analyze() {
             .iter()
             .flat_map(|s| s["plans"].as_array().unwrap())
             .collect();
-        assert!(plans.len() >= 12, "{v:#}");
+        assert!(plans.len() >= 16, "{v:#}");
         let analyzed = plans
             .iter()
             .any(|p| p["plan"][0].get("Execution Time").is_some());
         assert_eq!(analyzed, extra.is_some());
+        // Measured rows: only EXPLAIN ANALYZE shows the filter discarding devices.
+        let wasteful = findings(&v, "filter-removes-most-rows");
+        let modes: Vec<&Value> = wasteful.iter().map(|f| &f["mode"]).collect();
+        if extra.is_some() {
+            assert_eq!(
+                modes,
+                ["tenant", "admin"],
+                "--all-modes judges both: {wasteful:#?}"
+            );
+        } else {
+            assert!(wasteful.is_empty(), "{wasteful:#?}");
+        }
+        assert!(wasteful.iter().all(|f| f["relation"] == "devices"));
         assert_eq!(count(), before, "a write was executed ({extra:?})");
     }
 }

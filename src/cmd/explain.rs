@@ -28,7 +28,8 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 #[derive(Debug, Clone, Default, Args)]
 #[command(
     after_help = "Checks: seq-scan, full-index-scan, unused-index, unused-partial-index \
-(and partial-index-needs-literal), rls-policy, stale-statement.\n\
+(and partial-index-needs-literal), rls-policy, stale-statement, filter-removes-most-rows \
+(--analyze).\n\
 Exit codes: 0 no new errors, 1 error findings not in the baseline, 2 usage or configuration \
 error, 3 database unreachable."
 )]
@@ -176,7 +177,7 @@ pub async fn explain(
         QueryFile::load(&path)?.statements
     };
     if statements.is_empty() {
-        settings.warn("the queries file holds no statements: nothing to explain");
+        settings.warn("no statements to explain (the queries file or pg_stat_statements is empty)");
         let report = Report {
             results: Vec::new(),
             findings: Vec::new(),
@@ -268,7 +269,19 @@ pub async fn explain(
             .join(" and "),
         engine.jobs()
     ));
-    let mut results = engine.run(statements).await?;
+    // On stderr, drawn only on a terminal (indicatif hides it otherwise).
+    let bar = if settings.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(n as u64)
+    };
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} statements {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    let mut results = engine.run(statements, &|| bar.inc(1)).await?;
+    bar.finish_and_clear();
     settings.info(&format!(
         "planned {n} statements in {:.1} s",
         started.elapsed().as_secs_f64()

@@ -182,7 +182,12 @@ impl Engine {
     }
 
     /// Plans every statement, in parallel; results keep the input order.
-    pub async fn run(&self, statements: Vec<Statement>) -> Result<Vec<Explained>> {
+    /// `done` is called once per statement planned (a progress bar).
+    pub async fn run(
+        &self,
+        statements: Vec<Statement>,
+        done: &(dyn Fn() + Sync),
+    ) -> Result<Vec<Explained>> {
         let mut set = tokio::task::JoinSet::new();
         let n = statements.len();
         for (i, stmt) in statements.into_iter().enumerate() {
@@ -198,6 +203,7 @@ impl Engine {
             let (i, r) =
                 joined.map_err(|e| Error::Other(anyhow::anyhow!("a planning task failed: {e}")))?;
             out[i] = Some(r?);
+            done();
         }
         Ok(out.into_iter().flatten().collect())
     }

@@ -68,6 +68,10 @@ pub struct Node {
     pub plan_rows: f64,
     /// ON CONFLICT arbiter indexes (ModifyTable nodes).
     pub arbiters: Vec<String>,
+    /// EXPLAIN ANALYZE only: rows returned per loop, loops, rows a filter dropped.
+    pub actual_rows: Option<f64>,
+    pub actual_loops: Option<f64>,
+    pub removed_by_filter: Option<f64>,
 }
 
 impl Node {
@@ -175,6 +179,9 @@ fn walk(v: &Value, out: &mut Vec<Node>) {
                     .collect()
             })
             .unwrap_or_default(),
+        actual_rows: v.get("Actual Rows").and_then(Value::as_f64),
+        actual_loops: v.get("Actual Loops").and_then(Value::as_f64),
+        removed_by_filter: v.get("Rows Removed by Filter").and_then(Value::as_f64),
     });
     if let Some(children) = v.get("Plans").and_then(Value::as_array) {
         for c in children {

@@ -9,6 +9,7 @@ use super::engine::{Explained, Status};
 use super::plan::{Mode, Plan, PlanKind};
 use super::tenant::Tenancy;
 
+pub mod filter_removes_most_rows;
 pub mod full_index_scan;
 pub mod rls_policy;
 pub mod seq_scan;
@@ -24,6 +25,7 @@ pub const ALL: &[&dyn Check] = &[
     &unused_partial_index::UnusedPartialIndex,
     &rls_policy::RlsPolicy,
     &stale_statement::StaleStatement,
+    &filter_removes_most_rows::FilterRemovesMostRows,
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -123,6 +125,19 @@ impl Ctx<'_> {
             }
         }
         s
+    }
+}
+
+/// "in any mode", or "in admin mode" when only one mode was planned.
+pub fn modes_phrase(ctx: &Ctx) -> String {
+    let modes: std::collections::BTreeSet<Mode> = ctx
+        .results
+        .iter()
+        .flat_map(|e| e.plans.iter().map(|p| p.mode))
+        .collect();
+    match modes.iter().next() {
+        Some(m) if modes.len() == 1 => format!("in {} mode", m.as_str()),
+        _ => "in any mode".to_string(),
     }
 }
 

@@ -4,7 +4,7 @@
 //! Only tables some statement touches are judged; partial indexes have their
 //! own check (`unused-partial-index`).
 
-use super::{Check, Ctx, Finding, Severity};
+use super::{Check, Ctx, Finding, Severity, modes_phrase};
 use crate::explain::engine::used_indexes;
 
 pub struct UnusedIndex;
@@ -44,8 +44,10 @@ impl Check for UnusedIndex {
                 None => (
                     Severity::Warning,
                     format!(
-                        "{} on {} is used by no plan, in any mode",
-                        ix.name, ix.table
+                        "{} on {} is used by no plan, {}",
+                        ix.name,
+                        ix.table,
+                        modes_phrase(ctx)
                     ),
                 ),
             };

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use sqlparser::ast::{BinaryOperator, Expr, Value, visit_expressions};
 
-use super::{Check, Ctx, Finding, Severity};
+use super::{Check, Ctx, Finding, Severity, modes_phrase};
 use crate::explain::engine::used_indexes;
 use crate::explain::plan::PlanKind;
 use crate::explain::tenant::parse_expr;
@@ -177,8 +177,10 @@ impl Check for UnusedPartialIndex {
                     self,
                     Severity::Warning,
                     format!(
-                        "partial index {} on {} (WHERE {pred}) is used by no plan, in any mode",
-                        ix.name, ix.table
+                        "partial index {} on {} (WHERE {pred}) is used by no plan, {}",
+                        ix.name,
+                        ix.table,
+                        modes_phrase(ctx)
                     ),
                 )
                 .relation(&ix.table)
