@@ -610,6 +610,31 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
     assert!(indexes(&db).iter().all(|i| i.contains(":true:")));
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
     assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    // Every table is either fully loaded or empty.
+    let plan = db.planck(
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.05",
+            "--dry-run",
+        ],
+        dir.path(),
+    );
+    assert_exit(&plan, 0);
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&plan)).unwrap();
+    for t in plan["tables"].as_array().unwrap() {
+        let name = t["table"].as_str().unwrap();
+        let n = count(&db, &format!("SELECT count(*) FROM {name}"));
+        assert!(
+            n == 0 || n == t["rows"].as_i64().unwrap(),
+            "{name}: {n} rows of {}",
+            t["rows"]
+        );
+    }
     // A rerun needs no clean-up.
     let out = seed_spec(&db, &example_spec(), &["--scale", "0.005", "--truncate"]);
     assert_exit(&out, 0);

@@ -1,29 +1,34 @@
 //! The load choreography: safe, restartable, and fast.
 //!
-//! 1. Restore whatever an earlier, interrupted run left saved (so a re-run
-//!    needs no manual clean-up).
+//! 1. Restore what an earlier, interrupted run left saved (see [`recover`]),
+//!    so a re-run needs no manual clean-up.
 //! 2. Refuse tables that hold rows unless `--truncate`.
-//! 3. Save the definition of every secondary index and foreign key touching
-//!    the seeded tables into `planck_seed_saved` and drop them, in one
-//!    transaction: the saved rows are durable before anything is dropped.
-//! 4. Load each table in its own transaction, `TRUNCATE` then
-//!    `COPY ... (FORMAT binary, FREEZE)`, several tables at once on separate
-//!    connections, values generated on rayon workers into buffers of a few MiB
-//!    with a bounded queue between generation and the socket (bounded memory).
-//!    A table is thus either fully loaded or left as it was.
-//! 5. Restore indexes (in parallel) and foreign keys (one at a time; each
-//!    validation is one anti-join), deleting each saved row in the same
-//!    transaction as its re-creation; `setval` the sequences; `VACUUM (ANALYZE)`.
+//! 3. Save the definition of every foreign key touching the seeded tables into
+//!    `planck_seed_saved` and drop them, in one transaction: the saved rows are
+//!    durable before anything is dropped. Without them, tables load in any
+//!    order and in parallel, and a cycle (A -> B -> A) is no problem.
+//! 4. Load each table in its own transaction: `TRUNCATE`, drop its secondary
+//!    indexes and primary-key/unique constraints, `COPY ... (FORMAT binary,
+//!    FREEZE)`, re-create them from their exact definitions, `COMMIT`. Values
+//!    are generated on rayon workers into buffers of a few MiB, with a bounded
+//!    queue between generation and the socket (bounded memory); several
+//!    tables stream at once on separate connections. A table is thus either
+//!    fully loaded with its indexes, or rolled back to what it was, indexes
+//!    included, whatever kills the load.
+//! 5. Restore the foreign keys (each validation is one anti-join), deleting
+//!    each saved row in the same transaction as its re-creation; `setval` the
+//!    sequences; `VACUUM (ANALYZE)`.
 //!
 //! On Ctrl-C or a lost connection the running COPYs are abandoned (their
-//! transactions roll back), step 5 still runs, and the error says which
+//! transactions roll back), step 5 still runs (a table whose parent did not
+//! load is emptied so every foreign key holds again), and the error says which
 //! tables were loaded.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
@@ -53,8 +58,26 @@ pub struct LoadOptions {
 pub struct TableReport {
     pub table: String,
     pub rows: u64,
+    /// Heap and TOAST bytes (pg_table_size, partitions included).
+    pub data_bytes: u64,
+    /// With indexes (pg_total_relation_size).
     pub bytes: u64,
+    /// Bytes of COPY data sent.
+    pub copy_bytes: u64,
+    /// Seconds of the table's COPY transaction.
     pub seconds: f64,
+}
+
+/// What a load did, for the summary and the benchmark.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    pub tables: Vec<TableReport>,
+    /// Wall-clock seconds of the COPY phase (all tables).
+    pub load_seconds: f64,
+    /// Seconds restoring indexes and foreign keys.
+    pub index_seconds: f64,
+    /// Seconds of sequences and VACUUM (ANALYZE).
+    pub vacuum_seconds: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -165,18 +188,37 @@ async fn restore_one(c: &mut Client, s: &Saved) -> Result<()> {
         .map_err(|e| Error::db(format!("restoring {}", s.name), e))
 }
 
-/// Restores every saved object: indexes in parallel, then foreign keys one by
-/// one. Returns the foreign keys that could not be validated (shards pending).
+/// What to do with a foreign key whose rows do not hold (yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unmatched {
+    /// An error: the load was supposed to be complete.
+    Fail,
+    /// Keep it saved: other shards (or the next run) complete the rows.
+    Keep,
+    /// Empty the referencing table (a failed load: a child loaded, its parent did not).
+    Empty,
+}
+
+#[derive(Debug, Default)]
+struct Restored {
+    /// Foreign keys left in planck_seed_saved.
+    pending: Vec<String>,
+    /// Tables emptied so their foreign keys hold.
+    emptied: Vec<String>,
+}
+
+/// Restores every saved object: indexes in parallel, then foreign keys one by one.
 async fn restore_all(
     conn: &ConnInfo,
     threads: usize,
-    shard: bool,
+    unmatched: Unmatched,
     settings: &Settings,
-) -> Result<Vec<String>> {
+) -> Result<Restored> {
     let c = connect(conn).await?;
     let all = saved(&c).await?;
+    let mut out = Restored::default();
     if all.is_empty() {
-        return Ok(Vec::new());
+        return Ok(out);
     }
     let (indexes, fks): (Vec<Saved>, Vec<Saved>) = all.into_iter().partition(|s| s.kind == "index");
     let queue = Arc::new(tokio::sync::Mutex::new(indexes));
@@ -212,23 +254,38 @@ async fn restore_all(
         return Err(e);
     }
     let mut c = c;
-    let mut pending = Vec::new();
     for s in &fks {
-        match restore_one(&mut c, s).await {
-            Ok(()) => {}
-            Err(e) if shard && e.sqlstate() == Some("23503") => {
-                pending.push(format!("{} on {}", s.name, s.table));
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match restore_one(&mut c, s).await {
+                Ok(()) => break,
+                Err(e) if e.sqlstate() == Some("23503") && unmatched == Unmatched::Keep => {
+                    out.pending.push(format!("{} on {}", s.name, s.table));
+                    break;
+                }
+                Err(e)
+                    if e.sqlstate() == Some("23503")
+                        && unmatched == Unmatched::Empty
+                        && attempts < 3 =>
+                {
+                    // CASCADE also empties tables whose foreign keys to this one are back.
+                    c.batch_execute(&format!("TRUNCATE {} CASCADE", s.table))
+                        .await
+                        .map_err(|e| Error::db(format!("emptying {}", s.table), e))?;
+                    out.emptied.push(s.table.clone());
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         }
     }
-    if !pending.is_empty() {
+    if !out.pending.is_empty() {
         settings.info(&format!(
             "{} foreign key(s) cannot be validated yet: their rows are incomplete (other shards, or an interrupted run); they stay in planck_seed_saved and the next complete load restores them",
-            pending.len()
+            out.pending.len()
         ));
     }
-    Ok(pending)
+    Ok(out)
 }
 
 /// Restores what an interrupted run left in `planck_seed_saved` and returns
@@ -257,7 +314,7 @@ pub async fn recover(
             "restoring {} index(es)/foreign key(s) an earlier run left saved in planck_seed_saved",
             leftovers.len()
         ));
-        restore_all(conn, threads, true, settings).await?;
+        restore_all(conn, threads, Unmatched::Keep, settings).await?;
     }
     Ok(saved(&c)
         .await?
@@ -291,25 +348,6 @@ async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
         )
         .await
         .map_err(|e| Error::db("listing foreign keys", e))?;
-    let idx = tx
-        .query(
-            &format!(
-                "SELECT quote_ident(n.nspname) || '.' || quote_ident(t.relname),
-                        quote_ident(n.nspname) || '.' || quote_ident(ic.relname), ic.relname::text,
-                        pg_get_indexdef(i.indexrelid)
-                   FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
-                   JOIN pg_class t ON t.oid = i.indrelid
-                   JOIN pg_namespace n ON n.oid = ic.relnamespace
-                  WHERE i.indrelid IN {all_oids} AND t.relkind = 'r'
-                    AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.contype IN ('p', 'u', 'x'))
-                    AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
-                    AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = i.indexrelid AND d.deptype = 'i')
-                  ORDER BY 1, 2"
-            ),
-            &[&oids],
-        )
-        .await
-        .map_err(|e| Error::db("listing indexes", e))?;
     let ins =
         format!("INSERT INTO {SAVED_TABLE} (kind, table_name, name, def) VALUES ($1, $2, $3, $4)");
     for r in &fks {
@@ -324,20 +362,10 @@ async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
         .await
         .map_err(|e| Error::db(format!("dropping foreign key {n}"), e))?;
     }
-    for r in &idx {
-        let (t, q, n, d): (String, String, String, String) =
-            (r.get(0), r.get(1), r.get(2), r.get(3));
-        tx.execute(&ins, &[&"index", &t, &n, &d])
-            .await
-            .map_err(|e| Error::db("saving an index", e))?;
-        tx.batch_execute(&format!("DROP INDEX {q}"))
-            .await
-            .map_err(|e| Error::db(format!("dropping index {n}"), e))?;
-    }
     tx.commit()
         .await
         .map_err(|e| Error::db("saving indexes", e))?;
-    Ok(fks.len() + idx.len())
+    Ok(fks.len())
 }
 
 struct Progress {
@@ -358,6 +386,65 @@ impl Progress {
         pb.set_prefix(name.to_string());
         Some(pb)
     }
+}
+
+/// The statements that drop a table's secondary indexes and its primary-key and
+/// unique constraints, and those that re-create them exactly (definitions from
+/// `pg_get_indexdef`/`pg_get_constraintdef`, schema-qualified). Indexes that
+/// carry a replica identity or CLUSTER mark, and the constraints of a
+/// partitioned table, stay in place.
+async fn table_ddl(
+    tx: &tokio_postgres::Transaction<'_>,
+    oid: u32,
+    partitioned: bool,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let err = |e| Error::db("reading index definitions", e);
+    tx.batch_execute("SET LOCAL search_path = pg_catalog")
+        .await
+        .map_err(err)?;
+    let mut drops = Vec::new();
+    let mut creates = Vec::new();
+    if !partitioned {
+        for r in tx
+            .query(
+                "SELECT c.conrelid::regclass::text, quote_ident(c.conname), pg_get_constraintdef(c.oid)
+                   FROM pg_constraint c JOIN pg_index i ON i.indexrelid = c.conindid
+                  WHERE c.conrelid = $1 AND c.contype IN ('p', 'u')
+                    AND NOT i.indisreplident AND NOT i.indisclustered
+                  ORDER BY c.contype, c.conname",
+                &[&oid],
+            )
+            .await
+            .map_err(err)?
+        {
+            let (t, n, d): (String, String, String) = (r.get(0), r.get(1), r.get(2));
+            drops.push(format!("ALTER TABLE {t} DROP CONSTRAINT {n}"));
+            creates.push(format!("ALTER TABLE {t} ADD CONSTRAINT {n} {d}"));
+        }
+    }
+    for r in tx
+        .query(
+            "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+               FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+              WHERE (i.indrelid = $1 OR i.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1))
+                AND t.relkind = 'r' AND NOT i.indisreplident AND NOT i.indisclustered
+                AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+                AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
+                AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = i.indexrelid AND d.deptype = 'i')
+              ORDER BY 1",
+            &[&oid],
+        )
+        .await
+        .map_err(err)?
+    {
+        let (n, d): (String, String) = (r.get(0), r.get(1));
+        drops.push(format!("DROP INDEX {n}"));
+        creates.push(d);
+    }
+    tx.batch_execute("SET LOCAL search_path TO DEFAULT")
+        .await
+        .map_err(err)?;
+    Ok((drops, creates))
 }
 
 /// Loads one table; returns (rows, bytes).
@@ -382,6 +469,15 @@ async fn load_table(
         tx.batch_execute(&format!("TRUNCATE {}", tp.qualified))
             .await
             .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
+    }
+    // Indexes and key constraints are dropped and re-created inside this
+    // transaction: bulk index builds beat row-by-row maintenance, and if the
+    // load fails or is killed, the rollback brings them back untouched.
+    let (drops, creates) = table_ddl(&tx, tp.oid, tp.partitioned).await?;
+    for d in &drops {
+        tx.batch_execute(d)
+            .await
+            .map_err(|e| Error::db(format!("preparing {}", tp.display), e))?;
     }
     let cols: Vec<usize> = (0..tp.cols.len()).filter(|c| tp.cols[*c].include).collect();
     let list = cols
@@ -504,6 +600,26 @@ async fn load_table(
         .finish()
         .await
         .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+    if let Some(pb) = &bar {
+        pb.set_message("indexing".to_string());
+    }
+    let copy_secs = started.elapsed().as_secs_f64();
+    for c in &creates {
+        let t0 = Instant::now();
+        tx.batch_execute(c)
+            .await
+            .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
+        if std::env::var_os("PLANCK_SEED_TRACE").is_some() {
+            eprintln!("  {:.2} s {c}", t0.elapsed().as_secs_f64());
+        }
+    }
+    if std::env::var_os("PLANCK_SEED_TRACE").is_some() {
+        eprintln!(
+            "{}: copy {copy_secs:.2} s, total {:.2} s",
+            tp.display,
+            started.elapsed().as_secs_f64()
+        );
+    }
     tx.commit()
         .await
         .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
@@ -519,7 +635,7 @@ pub async fn run(
     plan: Arc<Plan>,
     opts: &LoadOptions,
     settings: &Settings,
-) -> Result<Vec<TableReport>> {
+) -> Result<LoadReport> {
     let mut admin = connect(conn).await?;
     ensure_saved_table(&admin).await?;
 
@@ -579,7 +695,7 @@ pub async fn run(
 
     let dropped = save_and_drop(&mut admin, &seeded).await?;
     settings.debug(&format!(
-        "dropped {dropped} secondary index(es) and foreign key(s), saved in planck_seed_saved"
+        "dropped {dropped} foreign key(s), saved in planck_seed_saved"
     ));
 
     // Load.
@@ -677,8 +793,22 @@ pub async fn run(
     let load_secs = started.elapsed().as_secs_f64();
     settings.debug(&format!("loaded in {load_secs:.1} s; restoring indexes"));
 
+    let per_table: BTreeMap<usize, (u64, f64)> = results
+        .iter()
+        .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|(_, b)| (*t, (*b, *secs))))
+        .collect();
     // Restore, whatever happened.
-    let restore = restore_all(conn, opts.threads, sharded, settings).await;
+    let t_restore = Instant::now();
+    let failed_load = interrupted || results.values().any(|(r, _)| r.is_err());
+    let unmatched = if sharded {
+        Unmatched::Keep
+    } else if failed_load {
+        Unmatched::Empty
+    } else {
+        Unmatched::Fail
+    };
+    let restore = restore_all(conn, opts.threads, unmatched, settings).await;
+    let index_seconds = t_restore.elapsed().as_secs_f64();
     let loaded: Vec<String> = results
         .iter()
         .filter(|(_, (r, _))| r.is_ok())
@@ -701,8 +831,15 @@ pub async fn run(
         ));
     }
     if interrupted || !failed.is_empty() {
+        let emptied = match &restore {
+            Ok(r) if !r.emptied.is_empty() => format!(
+                "; emptied {} (their parent tables did not load)",
+                r.emptied.join(", ")
+            ),
+            _ => String::new(),
+        };
         let state = format!(
-            "loaded: {}; left as they were (empty after --truncate rollback or untouched): {}; indexes and foreign keys {}",
+            "loaded: {}; left as they were: {}; indexes and foreign keys {}{emptied}",
             if loaded.is_empty() {
                 "none".to_string()
             } else {
@@ -729,9 +866,11 @@ pub async fn run(
             .map(|(_, e)| e);
         return Err(first.unwrap_or(Error::Interrupted { message: state }));
     }
-    restore?;
+    let restored = restore?;
+    let _ = restored.pending;
 
     // Sequences, then statistics.
+    let t_vacuum = Instant::now();
     let c = connect(conn).await?;
     for tp in plan.tables.iter() {
         for (seq, col) in &tp.sequences {
@@ -774,29 +913,38 @@ pub async fn run(
             return Err(e);
         }
     }
+    let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
     // Table sizes for the summary.
     let mut reports = Vec::new();
     for (t, tp) in plan.tables.iter().enumerate() {
-        let size: i64 = c
+        let row = c
             .query_one(
-                "SELECT COALESCE((SELECT sum(pg_total_relation_size(x))::bigint FROM (SELECT $1::text::regclass AS x UNION ALL SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = $1::text::regclass) s), 0)",
+                "SELECT COALESCE(sum(pg_table_size(x)), 0)::bigint, COALESCE(sum(pg_total_relation_size(x)), 0)::bigint
+                   FROM (SELECT $1::text::regclass AS x
+                         UNION ALL SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = $1::text::regclass) s",
                 &[&tp.qualified],
             )
             .await
-            .map_err(|e| Error::db("measuring tables", e))?
-            .get(0);
-        let range = match opts.shard {
+            .map_err(|e| Error::db("measuring tables", e))?;
+        let (data, total): (i64, i64) = (row.get(0), row.get(1));
+        let rows = match opts.shard {
             Some((k, n)) => (tp.rows * k / n) - (tp.rows * (k - 1) / n),
             None => tp.rows,
         };
-        let _ = t;
+        let (copy_bytes, seconds) = per_table.get(&t).copied().unwrap_or((0, 0.0));
         reports.push(TableReport {
             table: tp.display.clone(),
-            rows: range,
-            bytes: size.max(0) as u64,
-            seconds: 0.0,
+            rows,
+            data_bytes: data.max(0) as u64,
+            bytes: total.max(0) as u64,
+            copy_bytes,
+            seconds,
         });
     }
-    let _ = Duration::from_secs(0);
-    Ok(reports)
+    Ok(LoadReport {
+        tables: reports,
+        load_seconds: load_secs,
+        index_seconds,
+        vacuum_seconds,
+    })
 }

@@ -272,8 +272,13 @@ impl Plan {
                     // A row referencing itself: its own key value.
                     return self.value(t, f.parent_cols[part], ctx);
                 }
+                let pc = f.parent_cols[part];
+                // Most keys are sequences: no need to place the parent row.
+                if let Gen::Sequence { start, step } = &self.tables[f.parent].cols[pc].generator {
+                    return Val::Int(start.wrapping_add((prow as i64).wrapping_mul(*step)));
+                }
                 let pctx = self.ctx(f.parent, prow);
-                self.value(f.parent, f.parent_cols[part], &pctx)
+                self.value(f.parent, pc, &pctx)
             }
         }
     }
