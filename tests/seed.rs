@@ -672,3 +672,75 @@ fn json_summary_and_dry_run() {
     assert_eq!(items["rows"], 4000);
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
 }
+
+#[test]
+fn the_readme_spec_example_is_valid_for_the_bundled_schema() {
+    let db = TestDb::migrated("seed_readme_example");
+    let doc = std::fs::read_to_string(repo_root().join("docs/readme-seed.md")).unwrap();
+    let start = doc.find("```toml\n").expect("a toml example") + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let (dir, p) = spec_in(&doc[start..end]);
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.01",
+            "--dry-run",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let tables: Vec<&str> = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table"].as_str().unwrap())
+        .collect();
+    assert!(!tables.contains(&"dpop_replays"), "{tables:?}");
+    assert!(tables.contains(&"items"));
+}
+
+#[test]
+fn columns_planck_cannot_produce_are_named_with_a_hint() {
+    let db = TestDb::new("seed_cannot_produce");
+    db.exec("CREATE TABLE shapes (id int PRIMARY KEY, outline polygon NOT NULL)");
+    let out = seed(&db, &["--rows", "10"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "error: cannot seed shapes.outline: planck cannot produce values of type polygon"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("hint: exclude shapes in the spec"), "{err}");
+    // A CHECK beyond what planck reads: named, with the spec as the way out.
+    db.exec("DROP TABLE shapes; CREATE TABLE codes (id int PRIMARY KEY, code text NOT NULL CHECK (code ~ '^[A-Z]{3}$'))");
+    let out = seed(&db, &["--rows", "10"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot seed codes.code: CHECK constraint codes_code_check"),
+        "{err}"
+    );
+    assert!(err.contains("give code a generator in the spec"), "{err}");
+    // ...and the spec fixes it.
+    let out = seed_spec(
+        &db,
+        "[tables.codes.columns]\ncode = { values = [\"ABC\", \"XYZ\"] }\n",
+        &["--rows", "10"],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM codes WHERE code IN ('ABC', 'XYZ')"
+        ),
+        10
+    );
+}
