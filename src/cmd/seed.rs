@@ -241,6 +241,7 @@ struct JsonSummary<'a> {
     dry_run: bool,
     seconds: f64,
     load_seconds: Option<f64>,
+    copy_seconds: Option<f64>,
     index_seconds: Option<f64>,
     vacuum_seconds: Option<f64>,
     rows: u64,
@@ -291,6 +292,7 @@ fn render(
                 dry_run: report.is_none(),
                 seconds: secs,
                 load_seconds: report.map(|r| r.load_seconds),
+                copy_seconds: report.map(|r| r.copy_seconds),
                 index_seconds: report.map(|r| r.index_seconds),
                 vacuum_seconds: report.map(|r| r.vacuum_seconds),
                 rows,
@@ -346,11 +348,13 @@ fn render(
             if let Some(r) = report {
                 s.push_str(&format!(
                     "seeded {} rows ({} of table data, {} with indexes) in {secs:.1} s: \
-                     load {:.1} s, indexes {:.1} s, vacuum {:.1} s; seed {}\n",
+                     load and index {:.1} s (COPY streaming {:.1} s), foreign keys {:.1} s, \
+                     vacuum {:.1} s; seed {}\n",
                     output::count(rows),
                     size(data),
                     size(total),
                     r.load_seconds,
+                    r.copy_seconds,
                     r.index_seconds,
                     r.vacuum_seconds,
                     plan.seed

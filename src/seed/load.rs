@@ -74,7 +74,9 @@ pub struct LoadReport {
     pub tables: Vec<TableReport>,
     /// Wall-clock seconds of the COPY phase (all tables).
     pub load_seconds: f64,
-    /// Seconds restoring indexes and foreign keys.
+    /// Wall-clock seconds during which at least one COPY was streaming.
+    pub copy_seconds: f64,
+    /// Seconds restoring foreign keys (indexes are rebuilt inside each table's load).
     pub index_seconds: f64,
     /// Seconds of sequences and VACUUM (ANALYZE).
     pub vacuum_seconds: f64,
@@ -458,7 +460,7 @@ async fn load_table(
     pool: Arc<rayon::ThreadPool>,
     cancel: Arc<AtomicBool>,
     bar: Option<ProgressBar>,
-) -> Result<(u64, u64)> {
+) -> Result<(u64, u64, (Instant, Instant))> {
     let tp = &plan.tables[t];
     let mut client = connect(&conn).await?;
     let tx = client
@@ -604,6 +606,7 @@ async fn load_table(
         pb.set_message("indexing".to_string());
     }
     let copy_secs = started.elapsed().as_secs_f64();
+    let copy_span = (started, Instant::now());
     for c in &creates {
         let t0 = Instant::now();
         tx.batch_execute(c)
@@ -626,7 +629,7 @@ async fn load_table(
     if let Some(pb) = &bar {
         pb.finish();
     }
-    Ok((n, bytes_sent))
+    Ok((n, bytes_sent, copy_span))
 }
 
 /// Runs the whole choreography. Returns a report per table, in load order.
@@ -747,20 +750,21 @@ pub async fn run(
             if r.is_err() {
                 cancel.store(true, Ordering::Relaxed);
             }
-            if let Ok((_, b)) = &r {
+            if let Ok((_, b, _)) = &r {
                 done_bytes.fetch_add(*b, Ordering::Relaxed);
             }
             (t, r, t0.elapsed().as_secs_f64())
         });
     }
-    let mut results: BTreeMap<usize, (Result<(u64, u64)>, f64)> = BTreeMap::new();
+    type Loaded = Result<(u64, u64, (Instant, Instant))>;
+    let mut results: BTreeMap<usize, (Loaded, f64)> = BTreeMap::new();
     let mut interrupted = false;
     loop {
         tokio::select! {
             r = set.join_next() => match r {
                 None => break,
                 Some(Ok((t, res, secs))) => {
-                    if let Ok((rows, bytes)) = &res
+                    if let Ok((rows, bytes, _)) = &res
                         && progress.plain && progress.multi.is_none()
                     {
                         settings.info(&format!(
@@ -793,9 +797,32 @@ pub async fn run(
     let load_secs = started.elapsed().as_secs_f64();
     settings.debug(&format!("loaded in {load_secs:.1} s; restoring indexes"));
 
+    // The COPY phase: the time during which at least one COPY was streaming
+    // (index builds that overlap no COPY are left out), to compare with
+    // `pgbench -i`'s client-side generate phase.
+    let mut spans: Vec<(Instant, Instant)> = results
+        .values()
+        .filter_map(|(r, _)| r.as_ref().ok().map(|x| x.2))
+        .collect();
+    spans.sort();
+    let mut copy_seconds = 0.0;
+    let mut cur: Option<(Instant, Instant)> = None;
+    for (a, b) in spans {
+        cur = match cur {
+            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                copy_seconds += (cb - ca).as_secs_f64();
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((ca, cb)) = cur {
+        copy_seconds += (cb - ca).as_secs_f64();
+    }
     let per_table: BTreeMap<usize, (u64, f64)> = results
         .iter()
-        .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|(_, b)| (*t, (*b, *secs))))
+        .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|(_, b, _)| (*t, (*b, *secs))))
         .collect();
     // Restore, whatever happened.
     let t_restore = Instant::now();
@@ -944,6 +971,7 @@ pub async fn run(
     Ok(LoadReport {
         tables: reports,
         load_seconds: load_secs,
+        copy_seconds,
         index_seconds,
         vacuum_seconds,
     })

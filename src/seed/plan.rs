@@ -2227,3 +2227,166 @@ mod tests {
         assert_eq!(cum[4] - cum[3], 0, "a zero weight gets nothing");
     }
 }
+
+#[cfg(test)]
+mod plan_tests {
+    use std::collections::HashSet;
+    use std::path::Path;
+
+    use super::*;
+    use crate::seed::catalog::{Check, ForeignKey, Unique};
+
+    fn col(attnum: i16, name: &str, kind: TypeKind, seq: bool) -> Column {
+        Column {
+            attnum,
+            name: name.into(),
+            type_name: format!("{kind:?}"),
+            kind,
+            not_null: true,
+            default: None,
+            identity: seq,
+            generated: false,
+            max_len: None,
+            numeric: None,
+            domain_checks: Vec::new(),
+            sequence: seq.then(|| format!("{name}_seq")),
+        }
+    }
+
+    fn catalog() -> Catalog {
+        let parent = Table {
+            oid: 1,
+            schema: "public".into(),
+            name: "parents".into(),
+            partitioned: false,
+            columns: vec![col(1, "id", TypeKind::Int8, true)],
+            uniques: vec![Unique {
+                name: "parents_pkey".into(),
+                cols: vec![0],
+                primary: true,
+            }],
+            fks: Vec::new(),
+            checks: Vec::new(),
+            partitioning: None,
+        };
+        let child = Table {
+            oid: 2,
+            schema: "public".into(),
+            name: "children".into(),
+            partitioned: false,
+            columns: vec![
+                col(1, "id", TypeKind::Int8, true),
+                col(2, "parent_id", TypeKind::Int8, false),
+                col(3, "number", TypeKind::Int4, false),
+                col(4, "label", TypeKind::Text, false),
+            ],
+            uniques: vec![
+                Unique {
+                    name: "children_pkey".into(),
+                    cols: vec![0],
+                    primary: true,
+                },
+                Unique {
+                    name: "children_number".into(),
+                    cols: vec![1, 2],
+                    primary: false,
+                },
+                Unique {
+                    name: "children_label".into(),
+                    cols: vec![3],
+                    primary: false,
+                },
+            ],
+            fks: vec![ForeignKey {
+                name: "children_parent_id_fkey".into(),
+                cols: vec![1],
+                parent: Some(0),
+                parent_name: "parents".into(),
+                parent_cols: vec![0],
+            }],
+            checks: vec![Check {
+                name: "children_number_check".into(),
+                def: "CHECK ((number > 0))".into(),
+                cols: vec![2],
+            }],
+            partitioning: None,
+        };
+        Catalog {
+            tables: vec![parent, child],
+        }
+    }
+
+    fn opts() -> Options {
+        Options {
+            seed: 1,
+            scale: 1.0,
+            default_rows: None,
+        }
+    }
+
+    #[test]
+    fn children_follow_per_parent_counts_with_ordinals_and_unique_labels() {
+        let spec =
+            "[tables.parents]\nrows = 50\n[tables.children]\nper = \"parents\"\ncount = [0, 7]\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let plan = build(&catalog(), &sf, &opts()).unwrap();
+        let (p, c) = (0, 1);
+        assert_eq!(plan.tables[p].rows, 50);
+        let mut pairs = HashSet::new();
+        let mut labels = HashSet::new();
+        for row in 0..plan.tables[c].rows {
+            let ctx = plan.ctx(c, row);
+            let parent = plan.value(c, 1, &ctx).as_i64().unwrap();
+            let number = plan.value(c, 2, &ctx).as_i64().unwrap();
+            assert!((1..=50).contains(&parent), "row {row}: parent {parent}");
+            assert!(number >= 1, "CHECK (number > 0) at row {row}");
+            assert!(
+                pairs.insert((parent, number)),
+                "duplicate (parent, number) at row {row}"
+            );
+            let Val::Text(l) = plan.value(c, 3, &ctx) else {
+                panic!("text")
+            };
+            assert!(labels.insert(l), "duplicate label at row {row}");
+        }
+        // Ordinals start at 1 within each parent and have no gaps.
+        for parent in 1..=50 {
+            let n = pairs.iter().filter(|(p, _)| *p == parent).count() as i64;
+            for k in 1..=n {
+                assert!(
+                    pairs.contains(&(parent, k)),
+                    "parent {parent} misses number {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_row_gives_the_same_values_in_any_order() {
+        let spec = "[tables.parents]\nrows = 20\n[tables.children]\nrows = 300\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let plan = build(&catalog(), &sf, &opts()).unwrap();
+        let forward: Vec<Vec<Val>> = (0..300)
+            .map(|r| (0..4).map(|k| plan.value(1, k, &plan.ctx(1, r))).collect())
+            .collect();
+        for r in (0..300).rev() {
+            let again: Vec<Val> = (0..4).map(|k| plan.value(1, k, &plan.ctx(1, r))).collect();
+            assert_eq!(again, forward[r as usize]);
+        }
+        // Children are spread evenly: 15 per parent.
+        let firsts: Vec<i64> = forward.iter().map(|v| v[1].as_i64().unwrap()).collect();
+        assert_eq!(firsts.iter().filter(|p| **p == 1).count(), 15);
+    }
+
+    #[test]
+    fn impossible_uniqueness_names_the_spec_position() {
+        let spec = "[tables.parents]\nrows = 5\n[tables.children]\nrows = 10\n[tables.children.columns]\nlabel = { values = [\"a\", \"b\"] }\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let err = build(&catalog(), &sf, &opts()).unwrap_err();
+        let msg = crate::error::render(&err);
+        assert!(
+            msg.contains("s.toml:6:9: impossible uniqueness: children_label (label)"),
+            "{msg}"
+        );
+    }
+}
