@@ -290,6 +290,29 @@ async fn restore_all(
     Ok(out)
 }
 
+/// The foreign keys an interrupted run left saved, without touching anything
+/// (for `--dry-run`), as (table, name, definition).
+pub async fn pending_fks(conn: &ConnInfo) -> Result<Vec<(String, String, String)>> {
+    let c = connect(conn).await?;
+    let exists: bool = c
+        .query_one(
+            "SELECT to_regclass('public.planck_seed_saved') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("looking for planck_seed_saved", e))?
+        .get(0);
+    if !exists {
+        return Ok(Vec::new());
+    }
+    Ok(saved(&c)
+        .await?
+        .into_iter()
+        .filter(|s| s.kind == "fk")
+        .map(|s| (s.table, s.name, s.def))
+        .collect())
+}
+
 /// Restores what an interrupted run left in `planck_seed_saved` and returns
 /// the foreign keys that still cannot be validated (their tables hold partial
 /// data until this run truncates them), as (table, name, definition).
