@@ -205,16 +205,25 @@ pub enum Gen {
 const WORDS: &[&str] = EN::LOREM_WORD;
 
 fn push_words(out: &mut String, r: &mut ValueRng, n: u32, sep: char, capital: bool) {
+    // One 64-bit draw picks four words (16 bits each, multiply-shift into the list).
+    let mut bits = 0u64;
     for i in 0..n {
+        if i % 4 == 0 {
+            bits = r.step();
+        }
+        let idx = ((bits & 0xffff) * WORDS.len() as u64) >> 16;
+        bits >>= 16;
         if i > 0 {
             out.push(sep);
         }
-        let w = WORDS[r.below(WORDS.len() as u64) as usize];
+        let w = WORDS[idx as usize];
         if capital && i == 0 {
-            let mut cs = w.chars();
-            if let Some(f) = cs.next() {
-                out.extend(f.to_uppercase());
-                out.push_str(cs.as_str());
+            let b = w.as_bytes();
+            if !b.is_empty() && b[0].is_ascii_lowercase() {
+                out.push(b[0].to_ascii_uppercase() as char);
+                out.push_str(&w[1..]);
+            } else {
+                out.push_str(w);
             }
         } else {
             out.push_str(w);

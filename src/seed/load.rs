@@ -528,7 +528,9 @@ async fn load_table(
     // Producer: rayon encodes windows of chunks in parallel, in row order.
     let (txq, mut rxq) = mpsc::channel::<(BytesMut, u64)>(4);
     let window = pool.current_num_threads().max(1) * 2;
+    let gen_nanos = Arc::new(AtomicU64::new(0));
     let producer = {
+        let gen_nanos = gen_nanos.clone();
         let plan = plan.clone();
         let cancel = cancel.clone();
         let cols = cols.clone();
@@ -546,6 +548,7 @@ async fn load_table(
                     ranges.push(next..end);
                     next = end;
                 }
+                let tg = Instant::now();
                 let chunks: Vec<(BytesMut, u64)> = pool.install(|| {
                     use rayon::prelude::*;
                     ranges
@@ -564,6 +567,7 @@ async fn load_table(
                         })
                         .collect()
                 });
+                gen_nanos.fetch_add(tg.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 // Aim for chunks of CHUNK_BYTES.
                 let (bytes, rows): (usize, u64) = chunks
                     .iter()
@@ -594,6 +598,7 @@ async fn load_table(
     };
     let mut bytes_sent = 0u64;
     let mut rows_sent = 0u64;
+    let mut send_nanos = 0u64;
     let started = Instant::now();
     while let Some((chunk, n)) = rxq.recv().await {
         if cancel.load(Ordering::Relaxed) {
@@ -601,9 +606,11 @@ async fn load_table(
         }
         bytes_sent += chunk.len() as u64;
         rows_sent += n;
+        let ts = Instant::now();
         sink.send(chunk.freeze())
             .await
             .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+        send_nanos += ts.elapsed().as_nanos() as u64;
         if let Some(pb) = &bar {
             pb.set_position(rows_sent);
             let secs = started.elapsed().as_secs_f64().max(0.001);
@@ -641,8 +648,10 @@ async fn load_table(
     }
     if std::env::var_os("PLANCK_SEED_TRACE").is_some() {
         eprintln!(
-            "{}: copy {copy_secs:.2} s, total {:.2} s",
+            "{}: copy {copy_secs:.2} s (generating {:.2} s, sending {:.2} s), total {:.2} s",
             tp.display,
+            gen_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            send_nanos as f64 / 1e9,
             started.elapsed().as_secs_f64()
         );
     }
