@@ -483,6 +483,7 @@ async fn load_table(
     pool: Arc<rayon::ThreadPool>,
     cancel: Arc<AtomicBool>,
     bar: Option<ProgressBar>,
+    trace: bool,
 ) -> Result<(u64, u64, (Instant, Instant))> {
     let tp = &plan.tables[t];
     let mut client = connect(&conn).await?;
@@ -642,13 +643,13 @@ async fn load_table(
         tx.batch_execute(c)
             .await
             .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
-        if std::env::var_os("PLANCK_SEED_TRACE").is_some() {
-            eprintln!("  {:.2} s {c}", t0.elapsed().as_secs_f64());
+        if trace {
+            eprintln!("planck:   {:.2} s {c}", t0.elapsed().as_secs_f64());
         }
     }
-    if std::env::var_os("PLANCK_SEED_TRACE").is_some() {
+    if trace {
         eprintln!(
-            "{}: copy {copy_secs:.2} s (generating {:.2} s, sending {:.2} s), total {:.2} s",
+            "planck: {}: copy {copy_secs:.2} s (generating {:.2} s, sending {:.2} s), total {:.2} s",
             tp.display,
             gen_nanos.load(Ordering::Relaxed) as f64 / 1e9,
             send_nanos as f64 / 1e9,
@@ -766,6 +767,7 @@ pub async fn run(
             done_bytes.clone(),
         );
         let truncate = !sharded;
+        let trace = settings.verbose && !settings.quiet;
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
             let t0 = Instant::now();
@@ -778,7 +780,18 @@ pub async fn run(
                     0.0,
                 );
             }
-            let r = load_table(conn, plan, t, range, truncate, pool, cancel.clone(), bar).await;
+            let r = load_table(
+                conn,
+                plan,
+                t,
+                range,
+                truncate,
+                pool,
+                cancel.clone(),
+                bar,
+                trace,
+            )
+            .await;
             if r.is_err() {
                 cancel.store(true, Ordering::Relaxed);
             }
