@@ -744,3 +744,53 @@ fn columns_planck_cannot_produce_are_named_with_a_hint() {
         10
     );
 }
+
+#[test]
+fn ctrl_c_rolls_back_running_loads_restores_everything_and_says_so() {
+    let db = TestDb::migrated("seed_ctrl_c");
+    let before = (indexes(&db), constraints(&db));
+    let (dir, p) = spec_in(&example_spec());
+    let child = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &db.url,
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.05",
+            "--threads",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = false;
+    for _ in 0..600 {
+        let n = db.query_strings(&format!(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
+            db.name
+        ));
+        if n[0] != "0" {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(seen, "never saw the COPY into items");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 130);
+    let err = stderr(&out);
+    assert!(err.contains("error: interrupted: loaded:"), "{err}");
+    assert!(err.contains("indexes and foreign keys restored"), "{err}");
+    assert_eq!((indexes(&db), constraints(&db)), before);
+    assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
+}

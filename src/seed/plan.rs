@@ -1476,7 +1476,11 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
             pcum.push(0u64);
             let mut run = 0u64;
             for q in 0..p.rows {
-                run += count_sample(&count, rng::hash(opts.seed, ck, 0, q), &zipf_cdf);
+                run = run.saturating_add(count_sample(
+                    &count,
+                    rng::hash(opts.seed, ck, 0, q),
+                    &zipf_cdf,
+                ));
                 pcum.push(run);
             }
             rows = run;
