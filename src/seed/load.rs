@@ -660,7 +660,7 @@ async fn load_table(
         .await
         .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
     if let Some(pb) = &bar {
-        pb.finish();
+        pb.finish_with_message("done");
     }
     Ok((n, bytes_sent, copy_span))
 }
