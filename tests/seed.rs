@@ -794,3 +794,29 @@ fn ctrl_c_rolls_back_running_loads_restores_everything_and_says_so() {
     assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
 }
+
+/// What `planck demo` calls: the bundled spec on a database of its choice.
+#[test]
+fn the_demo_entry_point_seeds_a_given_database() {
+    let db = TestDb::migrated("seed_demo_entry");
+    let conn = db.conn();
+    let dir = project_dir();
+    let global =
+        <planck::cli::Cli as clap::Parser>::parse_from(["planck", "--quiet", "demo"]).global;
+    let settings = planck::settings::Settings::resolve(&global, &|_| None, dir.path()).unwrap();
+    let code = common::block_on(async move {
+        planck::cmd::seed::run_on(
+            planck::cmd::seed::SeedArgs::bundled(0.005),
+            Some(&conn),
+            &settings,
+        )
+        .await
+    })
+    .unwrap();
+    assert_eq!(code, 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM items"), 2000);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM items WHERE account_id = 1"),
+        15
+    );
+}

@@ -125,9 +125,18 @@ fn spec_file(args: &SeedArgs, settings: &Settings) -> Result<SpecFile> {
     }
 }
 
-/// Runs `planck seed`. From `planck demo`:
-/// `cmd::seed::run(SeedArgs { spec: Some(path), scale: Some(0.05), truncate: true, ..Default::default() }, &settings)`.
+/// Runs `planck seed` on the configured database.
 pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
+    run_on(args, None, settings).await
+}
+
+/// [`run`] against a given database instead of the configured one (`planck
+/// demo` seeds its own database): `run_on(SeedArgs::bundled(0.1), Some(&conn), settings)`.
+pub async fn run_on(
+    args: SeedArgs,
+    conn: Option<&crate::db::ConnInfo>,
+    settings: &Settings,
+) -> Result<i32> {
     let scale = args.scale.or(settings.config.seed.scale).unwrap_or(1.0);
     if !(scale.is_finite() && scale > 0.0) {
         return Err(Error::usage_hint(
@@ -155,7 +164,10 @@ pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
         scale,
         default_rows: args.rows,
     };
-    let conn = settings.conn().await?;
+    let conn = match conn {
+        Some(c) => c.clone(),
+        None => settings.conn().await?,
+    };
     // A dry run writes nothing, not even the clean-up of an interrupted run.
     let pending = if args.dry_run || args.generate_only {
         load::pending_fks(&conn).await?
