@@ -295,12 +295,10 @@ fn seed_err(
     message: impl Into<String>,
     hint: impl Into<String>,
 ) -> Error {
-    let what = match column {
-        Some(c) => format!("{table}.{c}"),
-        None => table.to_string(),
-    };
-    Error::Usage {
-        message: format!("cannot seed {what}: {}", message.into()),
+    Error::Seed {
+        table: table.to_string(),
+        column: column.map(str::to_string),
+        message: message.into(),
         hint: Some(hint.into()),
     }
 }
