@@ -938,8 +938,7 @@ pub async fn run(
             .map(|(_, e)| e);
         return Err(first.unwrap_or(Error::Interrupted { message: state }));
     }
-    let restored = restore?;
-    let _ = restored.pending;
+    restore?;
 
     // Sequences, then statistics.
     let t_vacuum = Instant::now();

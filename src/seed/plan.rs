@@ -800,9 +800,7 @@ fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<Gen> {
 }
 
 struct Ctx<'a> {
-    cat: &'a Catalog,
     sf: &'a SpecFile,
-    opts: &'a Options,
 }
 
 impl Ctx<'_> {
@@ -1184,8 +1182,6 @@ impl Ctx<'_> {
                 inner
             });
         }
-        let _ = self.cat;
-        let _ = self.opts;
         Ok(g)
     }
 }
@@ -1561,7 +1557,7 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                 .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
                 .collect(),
         };
-        let ctx = Ctx { cat, sf, opts };
+        let ctx = Ctx { sf };
         let mut assigned: Vec<bool> = vec![false; table.columns.len()];
         let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
         for (c, col) in table.columns.iter().enumerate() {
@@ -1820,11 +1816,10 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                             None
                         }
                     }
-                    Gen::Dec { lo, scale, .. } if !from_spec => {
-                        Some(Gen::Dec { lo, hi: lo, scale })
-                            .map(|_| Gen::Sequence { start: 1, step: 1 })
+                    // A unique decimal or float key: 1, 2, 3... (encoded for its type).
+                    Gen::Dec { .. } | Gen::Float { .. } if !from_spec => {
+                        Some(Gen::Sequence { start: 1, step: 1 })
                     }
-                    Gen::Float { .. } if !from_spec => Some(Gen::Sequence { start: 1, step: 1 }),
                     g @ (Gen::Text { .. }
                     | Gen::Uuid { .. }
                     | Gen::Time { .. }
