@@ -2006,6 +2006,30 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                 }
             }
         }
+        // Integer keys must fit their type (a smallint id holds 32,767 rows).
+        let max_per_parent = max_children(&tp, &tables);
+        for (c, col) in table.columns.iter().enumerate() {
+            let top = match &tp.cols[c].generator {
+                Gen::Sequence { start, step } => {
+                    i128::from(*start) + i128::from(*step) * i128::from(tp.rows.saturating_sub(1))
+                }
+                Gen::Ordinal { lo } => {
+                    i128::from(*lo) + i128::from(max_per_parent.saturating_sub(1))
+                }
+                _ => continue,
+            };
+            if col.kind.is_int() && top > i128::from(col.kind.int_max()) {
+                return Err(seed_err(
+                    &display,
+                    Some(&col.name),
+                    format!(
+                        "{} rows need values up to {top}, beyond {}",
+                        tp.rows, col.type_name
+                    ),
+                    "lower the table's rows (or --rows/--scale), or widen the column's type",
+                ));
+            }
+        }
         in_tree.push(my_tree);
         depth.push(my_depth);
         tables.push(tp);
@@ -2389,6 +2413,21 @@ mod plan_tests {
         let msg = crate::error::render(&err);
         assert!(
             msg.contains("s.toml:6:9: impossible uniqueness: children_label (label)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_smallint_key_cannot_hold_more_rows_than_it_counts() {
+        let mut cat = catalog();
+        cat.tables[0].columns[0].kind = TypeKind::Int2;
+        cat.tables[0].columns[0].type_name = "smallint".into();
+        let sf = SpecFile::parse(Path::new("s.toml"), "[tables.parents]\nrows = 40000\n").unwrap();
+        let msg = crate::error::render(&build(&cat, &sf, &opts()).unwrap_err());
+        assert!(
+            msg.contains(
+                "cannot seed parents.id: 40000 rows need values up to 40000, beyond smallint"
+            ),
             "{msg}"
         );
     }
