@@ -1,5 +1,6 @@
 //! `planck seed`'s machinery, one module per concern: the catalog it reads,
-//! the spec users write, the checks it understands, the plan it derives, the
+//! the spec users write, the checks it understands, the column generators it
+//! picks, the plan it derives, the
 //! generators and pinned RNG that produce values, the binary COPY encoder and
 //! the load choreography (indexes, transactions, progress, recovery).
 
@@ -9,6 +10,7 @@
 
 pub mod catalog;
 pub mod checks;
+pub mod columns;
 pub mod copy;
 pub mod generate;
 pub mod load;
