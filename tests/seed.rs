@@ -269,8 +269,6 @@ fn zero_spec_fills_pagila() {
             std::fs::read_to_string(repo_root().join("../shared/fixtures/pagila/schema.sql"))
         })
         .expect("the Pagila fixture");
-    let dir = project_dir();
-    std::fs::write(dir.path().join("pagila.sql"), &schema).unwrap();
     // The dump assigns owners and grants to a role the test cluster lacks.
     let sql: String = schema
         .lines()
@@ -819,4 +817,21 @@ fn the_demo_entry_point_seeds_a_given_database() {
         count(&db, "SELECT count(*) FROM items WHERE account_id = 1"),
         15
     );
+}
+
+#[test]
+fn planck_toml_seed_section_sets_rows_and_seed() {
+    let a = TestDb::migrated("seed_config_rows");
+    let b = TestDb::migrated("seed_config_rows_flags");
+    let dir = project_dir();
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[seed]\nrows = 30\nseed = 99\nthreads = 1\n",
+    )
+    .unwrap();
+    assert_exit(&a.planck(&["seed"], dir.path()), 0);
+    assert_eq!(count(&a, "SELECT count(*) FROM accounts"), 30);
+    // Flags win over planck.toml; the same values give the same data.
+    assert_exit(&seed(&b, &["--rows", "30", "--seed", "99"]), 0);
+    assert_eq!(fingerprint(&a), fingerprint(&b));
 }

@@ -153,6 +153,7 @@ pub async fn run_on(
     }
     let threads = args
         .threads
+        .or(settings.config.seed.threads)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .clamp(1, 64);
     let sf = spec_file(&args, settings)?;
@@ -162,7 +163,7 @@ pub async fn run_on(
             .or(settings.config.seed.seed)
             .unwrap_or(plan::DEFAULT_SEED),
         scale,
-        default_rows: args.rows,
+        default_rows: args.rows.or(settings.config.seed.rows),
     };
     let conn = match conn {
         Some(c) => c.clone(),
