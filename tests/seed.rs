@@ -87,6 +87,19 @@ fn zero_spec_fills_the_bundled_schema_with_every_constraint_held() {
     assert_eq!(indexes(&db), before_idx);
     assert_eq!(constraints(&db), before_con);
     assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    // With no spec, accounts are inferred as the tenant: rows of one tenant
+    // stay together down the tree, and tenant 1 is the heaviest (zipf).
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM items i JOIN pouches p ON p.id = i.pouch_id WHERE p.account_id <> i.account_id"
+        ),
+        0
+    );
+    assert!(
+        count(&db, "SELECT count(*) FROM pouches WHERE account_id = 1")
+            > 5 * count(&db, "SELECT count(*) FROM pouches WHERE account_id = 150")
+    );
     // Sequences advanced past the loaded ids.
     db.exec("INSERT INTO accounts (name, slug) VALUES ('x', 'fresh-slug-x')");
     assert!(stdout(&out).contains("accounts"), "{}", stdout(&out));

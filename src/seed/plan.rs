@@ -569,7 +569,7 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
             }
             Some(ti)
         }
-        None => None,
+        None => infer_tenant(cat, &res.excluded),
     };
 
     let mut tables: Vec<TablePlan> = Vec::new();
@@ -1312,6 +1312,42 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
         tenant: tenant.and_then(|t| pos.get(&t).copied()),
         excluded,
     })
+}
+
+/// With no `[tenant]` in the spec: the table that at least two tables
+/// reference through a NOT NULL `tenant_id`/`account_id`/`org_id`/
+/// `organization_id`/`workspace_id` column, if there is one. Its rows become
+/// tenants of zipf-distributed sizes, so even a zero-spec load is skewed the
+/// way multi-tenant production data is.
+fn infer_tenant(cat: &Catalog, excluded: &HashSet<usize>) -> Option<usize> {
+    const NAMES: &[&str] = &[
+        "tenant_id",
+        "account_id",
+        "org_id",
+        "organization_id",
+        "workspace_id",
+    ];
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for (ti, t) in cat.tables.iter().enumerate() {
+        if excluded.contains(&ti) {
+            continue;
+        }
+        for f in &t.fks {
+            let Some(p) = f.parent else { continue };
+            if f.cols.len() != 1 || p == ti || excluded.contains(&p) {
+                continue;
+            }
+            let c = &t.columns[f.cols[0]];
+            if c.not_null && NAMES.contains(&c.name.as_str()) {
+                *counts.entry(p).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| *n >= 2)
+        .max_by_key(|(p, n)| (*n, usize::MAX - *p))
+        .map(|(p, _)| p)
 }
 
 /// Most children any one parent row has.
