@@ -75,6 +75,10 @@ pub struct SeedSection {
     pub seed: Option<u64>,
     /// Multiplies every row count of the spec.
     pub scale: Option<f64>,
+    /// Rows of a table nothing else sizes.
+    pub rows: Option<u64>,
+    /// Generator threads and concurrent table loads.
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]

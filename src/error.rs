@@ -140,6 +140,15 @@ pub enum Error {
         current: String,
     },
 
+    /// A table or column `planck seed` cannot fill as the schema (and spec) stand.
+    #[error("cannot seed {table}{}: {message}", column.as_ref().map(|c| format!(".{c}")).unwrap_or_default())]
+    Seed {
+        table: String,
+        column: Option<String>,
+        message: String,
+        hint: Option<String>,
+    },
+
     /// The user pressed Ctrl-C; the message says what state the database was left in.
     #[error("interrupted: {message}")]
     Interrupted { message: String },
@@ -253,6 +262,7 @@ impl Error {
         match self {
             Error::Usage { hint, .. }
             | Error::Config { hint, .. }
+            | Error::Seed { hint, .. }
             | Error::Connect { hint, .. }
             | Error::Cluster { hint, .. } => hint.iter().cloned().collect(),
             Error::NotBuilt { .. } => {

@@ -87,6 +87,19 @@ fn zero_spec_fills_the_bundled_schema_with_every_constraint_held() {
     assert_eq!(indexes(&db), before_idx);
     assert_eq!(constraints(&db), before_con);
     assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    // With no spec, accounts are inferred as the tenant: rows of one tenant
+    // stay together down the tree, and tenant 1 is the heaviest (zipf).
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM items i JOIN pouches p ON p.id = i.pouch_id WHERE p.account_id <> i.account_id"
+        ),
+        0
+    );
+    assert!(
+        count(&db, "SELECT count(*) FROM pouches WHERE account_id = 1")
+            > 5 * count(&db, "SELECT count(*) FROM pouches WHERE account_id = 150")
+    );
     // Sequences advanced past the loaded ids.
     db.exec("INSERT INTO accounts (name, slug) VALUES ('x', 'fresh-slug-x')");
     assert!(stdout(&out).contains("accounts"), "{}", stdout(&out));
@@ -269,8 +282,6 @@ fn zero_spec_fills_pagila() {
             std::fs::read_to_string(repo_root().join("../shared/fixtures/pagila/schema.sql"))
         })
         .expect("the Pagila fixture");
-    let dir = project_dir();
-    std::fs::write(dir.path().join("pagila.sql"), &schema).unwrap();
     // The dump assigns owners and grants to a role the test cluster lacks.
     let sql: String = schema
         .lines()
@@ -610,6 +621,31 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
     assert!(indexes(&db).iter().all(|i| i.contains(":true:")));
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
     assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    // Every table is either fully loaded or empty.
+    let plan = db.planck(
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.05",
+            "--dry-run",
+        ],
+        dir.path(),
+    );
+    assert_exit(&plan, 0);
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&plan)).unwrap();
+    for t in plan["tables"].as_array().unwrap() {
+        let name = t["table"].as_str().unwrap();
+        let n = count(&db, &format!("SELECT count(*) FROM {name}"));
+        assert!(
+            n == 0 || n == t["rows"].as_i64().unwrap(),
+            "{name}: {n} rows of {}",
+            t["rows"]
+        );
+    }
     // A rerun needs no clean-up.
     let out = seed_spec(&db, &example_spec(), &["--scale", "0.005", "--truncate"]);
     assert_exit(&out, 0);
@@ -646,4 +682,169 @@ fn json_summary_and_dry_run() {
         .unwrap();
     assert_eq!(items["rows"], 4000);
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
+}
+
+#[test]
+fn the_readme_spec_example_is_valid_for_the_bundled_schema() {
+    let db = TestDb::migrated("seed_readme_example");
+    let doc = std::fs::read_to_string(repo_root().join("docs/readme-seed.md")).unwrap();
+    let start = doc.find("```toml\n").expect("a toml example") + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let (dir, p) = spec_in(&doc[start..end]);
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.01",
+            "--dry-run",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let tables: Vec<&str> = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["table"].as_str().unwrap())
+        .collect();
+    assert!(!tables.contains(&"dpop_replays"), "{tables:?}");
+    assert!(tables.contains(&"items"));
+}
+
+#[test]
+fn columns_planck_cannot_produce_are_named_with_a_hint() {
+    let db = TestDb::new("seed_cannot_produce");
+    db.exec("CREATE TABLE shapes (id int PRIMARY KEY, outline polygon NOT NULL)");
+    let out = seed(&db, &["--rows", "10"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "error: cannot seed shapes.outline: planck cannot produce values of type polygon"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("hint: exclude shapes in the spec"), "{err}");
+    // A CHECK beyond what planck reads: named, with the spec as the way out.
+    db.exec("DROP TABLE shapes; CREATE TABLE codes (id int PRIMARY KEY, code text NOT NULL CHECK (code ~ '^[A-Z]{3}$'))");
+    let out = seed(&db, &["--rows", "10"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot seed codes.code: CHECK constraint codes_code_check"),
+        "{err}"
+    );
+    assert!(err.contains("give code a generator in the spec"), "{err}");
+    // ...and the spec fixes it.
+    let out = seed_spec(
+        &db,
+        "[tables.codes.columns]\ncode = { values = [\"ABC\", \"XYZ\"] }\n",
+        &["--rows", "10"],
+    );
+    assert_exit(&out, 0);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM codes WHERE code IN ('ABC', 'XYZ')"
+        ),
+        10
+    );
+}
+
+#[test]
+fn ctrl_c_rolls_back_running_loads_restores_everything_and_says_so() {
+    let db = TestDb::migrated("seed_ctrl_c");
+    let before = (indexes(&db), constraints(&db));
+    let (dir, p) = spec_in(&example_spec());
+    let child = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &db.url,
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.05",
+            "--threads",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = false;
+    for _ in 0..600 {
+        let n = db.query_strings(&format!(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
+            db.name
+        ));
+        if n[0] != "0" {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(seen, "never saw the COPY into items");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 130);
+    let err = stderr(&out);
+    assert!(err.contains("error: interrupted: loaded:"), "{err}");
+    assert!(err.contains("indexes and foreign keys restored"), "{err}");
+    assert_eq!((indexes(&db), constraints(&db)), before);
+    assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
+}
+
+/// What `planck demo` calls: the bundled spec on a database of its choice.
+#[test]
+fn the_demo_entry_point_seeds_a_given_database() {
+    let db = TestDb::migrated("seed_demo_entry");
+    let conn = db.conn();
+    let dir = project_dir();
+    let global =
+        <planck::cli::Cli as clap::Parser>::parse_from(["planck", "--quiet", "demo"]).global;
+    let settings = planck::settings::Settings::resolve(&global, &|_| None, dir.path()).unwrap();
+    let code = common::block_on(async move {
+        planck::cmd::seed::run_on(
+            planck::cmd::seed::SeedArgs::bundled(0.005),
+            Some(&conn),
+            &settings,
+        )
+        .await
+    })
+    .unwrap();
+    assert_eq!(code, 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM items"), 2000);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM items WHERE account_id = 1"),
+        15
+    );
+}
+
+#[test]
+fn planck_toml_seed_section_sets_rows_and_seed() {
+    let a = TestDb::migrated("seed_config_rows");
+    let b = TestDb::migrated("seed_config_rows_flags");
+    let dir = project_dir();
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[seed]\nrows = 30\nseed = 99\nthreads = 1\n",
+    )
+    .unwrap();
+    assert_exit(&a.planck(&["seed"], dir.path()), 0);
+    assert_eq!(count(&a, "SELECT count(*) FROM accounts"), 30);
+    // Flags win over planck.toml; the same values give the same data.
+    assert_exit(&seed(&b, &["--rows", "30", "--seed", "99"]), 0);
+    assert_eq!(fingerprint(&a), fingerprint(&b));
 }

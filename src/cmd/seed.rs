@@ -49,6 +49,26 @@ pub struct SeedArgs {
     /// Print the plan (rows per table) and write nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Generate and encode every row, send nothing, report MB/s (profiling)
+    #[arg(long, hide = true)]
+    pub generate_only: bool,
+}
+
+impl SeedArgs {
+    /// The bundled example's spec at `scale`, replacing existing rows: what
+    /// `planck demo` runs (`--scale 0.1` loads about 150 MB in a few seconds).
+    pub fn bundled(scale: f64) -> SeedArgs {
+        SeedArgs {
+            spec: Some(
+                super::demo::bundled_dir()
+                    .join("seeds")
+                    .join("example.toml"),
+            ),
+            scale: Some(scale),
+            truncate: true,
+            ..SeedArgs::default()
+        }
+    }
 }
 
 fn parse_shard(s: &str) -> Result<(u64, u64)> {
@@ -105,9 +125,18 @@ fn spec_file(args: &SeedArgs, settings: &Settings) -> Result<SpecFile> {
     }
 }
 
-/// Runs `planck seed`. From `planck demo`:
-/// `cmd::seed::run(SeedArgs { spec: Some(path), scale: Some(0.05), truncate: true, ..Default::default() }, &settings)`.
+/// Runs `planck seed` on the configured database.
 pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
+    run_on(args, None, settings).await
+}
+
+/// [`run`] against a given database instead of the configured one (`planck
+/// demo` seeds its own database): `run_on(SeedArgs::bundled(0.1), Some(&conn), settings)`.
+pub async fn run_on(
+    args: SeedArgs,
+    conn: Option<&crate::db::ConnInfo>,
+    settings: &Settings,
+) -> Result<i32> {
     let scale = args.scale.or(settings.config.seed.scale).unwrap_or(1.0);
     if !(scale.is_finite() && scale > 0.0) {
         return Err(Error::usage_hint(
@@ -124,6 +153,7 @@ pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
     }
     let threads = args
         .threads
+        .or(settings.config.seed.threads)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
         .clamp(1, 64);
     let sf = spec_file(&args, settings)?;
@@ -133,10 +163,18 @@ pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
             .or(settings.config.seed.seed)
             .unwrap_or(plan::DEFAULT_SEED),
         scale,
-        default_rows: args.rows,
+        default_rows: args.rows.or(settings.config.seed.rows),
     };
-    let conn = settings.conn().await?;
-    let pending = load::recover(&conn, threads, settings).await?;
+    let conn = match conn {
+        Some(c) => c.clone(),
+        None => settings.conn().await?,
+    };
+    // A dry run writes nothing, not even the clean-up of an interrupted run.
+    let pending = if args.dry_run || args.generate_only {
+        load::pending_fks(&conn).await?
+    } else {
+        load::recover(&conn, threads, settings).await?
+    };
     let mut client = conn.connect().await?;
     let cat = catalog::load(&mut client, &pending).await?;
     drop(client);
@@ -165,11 +203,41 @@ pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
             fks.join(", ")
         ));
     }
+    if args.generate_only {
+        let t0 = Instant::now();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .map_err(|e| Error::Other(e.into()))?;
+        for (t, tp) in plan.tables.iter().enumerate() {
+            let t1 = Instant::now();
+            let cols: Vec<usize> = (0..tp.cols.len()).filter(|c| tp.cols[*c].include).collect();
+            let bytes: usize = pool.install(|| {
+                use rayon::prelude::*;
+                (0..tp.rows.div_ceil(4096))
+                    .into_par_iter()
+                    .map(|i| {
+                        let r = i * 4096..((i + 1) * 4096).min(tp.rows);
+                        crate::seed::copy::encode_chunk(&plan, t, &cols, r, 1 << 20).len()
+                    })
+                    .sum()
+            });
+            let secs = t1.elapsed().as_secs_f64();
+            settings.info(&format!(
+                "{}: {} in {secs:.2} s, {:.0} MB/s",
+                tp.display,
+                output::bytes(bytes as u64),
+                bytes as f64 / 1e6 / secs.max(1e-9)
+            ));
+        }
+        settings.info(&format!("generated in {:.2} s", t0.elapsed().as_secs_f64()));
+        return Ok(0);
+    }
     if args.dry_run {
         render(settings, &plan, None, 0.0)?;
         return Ok(0);
     }
-    let reports = load::run(
+    let report = load::run(
         &conn,
         plan.clone(),
         &LoadOptions {
@@ -183,86 +251,147 @@ pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
     render(
         settings,
         &plan,
-        Some(&reports),
+        Some(&report),
         started.elapsed().as_secs_f64(),
     )?;
     Ok(0)
 }
 
+/// One table of the JSON summary (wire type: changes only with `format_version`).
+#[derive(serde::Serialize)]
+struct JsonTable<'a> {
+    table: &'a str,
+    rows: u64,
+    /// Heap and TOAST bytes; null in a dry run.
+    data_bytes: Option<u64>,
+    /// With indexes; null in a dry run.
+    total_bytes: Option<u64>,
+    seconds: Option<f64>,
+}
+
+#[derive(serde::Serialize)]
+struct JsonSummary<'a> {
+    format_version: u32,
+    seed: u64,
+    dry_run: bool,
+    seconds: f64,
+    load_seconds: Option<f64>,
+    copy_seconds: Option<f64>,
+    index_seconds: Option<f64>,
+    vacuum_seconds: Option<f64>,
+    rows: u64,
+    data_bytes: Option<u64>,
+    total_bytes: Option<u64>,
+    tables: Vec<JsonTable<'a>>,
+}
+
 fn render(
     settings: &Settings,
     plan: &Plan,
-    reports: Option<&[load::TableReport]>,
+    report: Option<&load::LoadReport>,
     secs: f64,
 ) -> Result<()> {
-    let rows: Vec<(String, u64, Option<u64>)> = match reports {
+    let tables: Vec<JsonTable> = match report {
         Some(r) => r
+            .tables
             .iter()
-            .map(|t| (t.table.clone(), t.rows, Some(t.bytes)))
+            .map(|t| JsonTable {
+                table: &t.table,
+                rows: t.rows,
+                data_bytes: Some(t.data_bytes),
+                total_bytes: Some(t.bytes),
+                seconds: Some(t.seconds),
+            })
             .collect(),
         None => plan
             .tables
             .iter()
-            .map(|t| (t.display.clone(), t.rows, None))
+            .map(|t| JsonTable {
+                table: &t.display,
+                rows: t.rows,
+                data_bytes: None,
+                total_bytes: None,
+                seconds: None,
+            })
             .collect(),
     };
-    let total_rows: u64 = rows.iter().map(|r| r.1).sum();
-    let total_bytes: u64 = rows.iter().filter_map(|r| r.2).sum();
+    let rows: u64 = tables.iter().map(|t| t.rows).sum();
+    let data: Option<u64> = report.map(|_| tables.iter().filter_map(|t| t.data_bytes).sum());
+    let total: Option<u64> = report.map(|_| tables.iter().filter_map(|t| t.total_bytes).sum());
+    let size = |b: Option<u64>| b.map(output::bytes).unwrap_or_else(|| "-".into());
     let text = match settings.format {
         Format::Json => {
-            let v = serde_json::json!({
-                "format_version": 1,
-                "seed": plan.seed,
-                "dry_run": reports.is_none(),
-                "seconds": secs,
-                "tables": rows.iter().map(|(t, r, b)| serde_json::json!({"table": t, "rows": r, "bytes": b})).collect::<Vec<_>>(),
-                "total_rows": total_rows,
-                "total_bytes": total_bytes,
-            });
-            format!("{v:#}\n")
+            let v = JsonSummary {
+                format_version: 1,
+                seed: plan.seed,
+                dry_run: report.is_none(),
+                seconds: secs,
+                load_seconds: report.map(|r| r.load_seconds),
+                copy_seconds: report.map(|r| r.copy_seconds),
+                index_seconds: report.map(|r| r.index_seconds),
+                vacuum_seconds: report.map(|r| r.vacuum_seconds),
+                rows,
+                data_bytes: data,
+                total_bytes: total,
+                tables,
+            };
+            let mut s = serde_json::to_string_pretty(&v).map_err(|e| Error::Other(e.into()))?;
+            s.push('\n');
+            s
         }
         Format::Markdown => {
-            let mut s = String::from("| table | rows | size |\n|---|---:|---:|\n");
-            for (t, r, b) in &rows {
+            let mut s = String::from("| table | rows | size | seconds |\n|---|---:|---:|---:|\n");
+            for t in &tables {
                 s.push_str(&format!(
-                    "| {} | {} | {} |\n",
-                    output::md_cell(t),
-                    output::count(*r),
-                    b.map(output::bytes).unwrap_or_default()
+                    "| {} | {} | {} | {} |\n",
+                    output::md_cell(t.table),
+                    output::count(t.rows),
+                    size(t.total_bytes),
+                    t.seconds.map(|x| format!("{x:.1}")).unwrap_or_default()
                 ));
             }
             s.push_str(&format!(
-                "| **total** | {} | {} |\n",
-                output::count(total_rows),
-                output::bytes(total_bytes)
+                "| **total** | {} | {} | {secs:.1} |\n",
+                output::count(rows),
+                size(total)
             ));
             s
         }
         Format::Table => {
-            let mut t = output::table(&["table", "rows", "size"]);
-            for (n, r, b) in &rows {
+            let mut t = output::table(&["table", "rows", "size", "seconds"]);
+            for x in &tables {
                 t.add_row(vec![
-                    n.clone(),
-                    output::count(*r),
-                    b.map(output::bytes).unwrap_or_else(|| "-".into()),
+                    x.table.to_string(),
+                    output::count(x.rows),
+                    size(x.total_bytes),
+                    x.seconds
+                        .map(|v| format!("{v:.1}"))
+                        .unwrap_or_else(|| "-".into()),
                 ]);
             }
             t.add_row(vec![
                 "total".to_string(),
-                output::count(total_rows),
-                if reports.is_some() {
-                    output::bytes(total_bytes)
+                output::count(rows),
+                size(total),
+                if report.is_some() {
+                    format!("{secs:.1}")
                 } else {
                     "-".into()
                 },
             ]);
             let mut s = format!("{t}\n");
-            if reports.is_some() {
+            if let Some(r) = report {
                 s.push_str(&format!(
-                    "seeded {} rows ({}) in {:.1} s, seed {}\n",
-                    output::count(total_rows),
-                    output::bytes(total_bytes),
-                    secs,
+                    "seeded {} rows ({} of table data, {} with indexes) in {secs:.1} s: \
+                     load and index {:.1} s (COPY streaming {:.1} s), foreign keys {:.1} s, \
+                     vacuum {:.1} s; seed {}\n",
+                    output::count(rows),
+                    size(data),
+                    size(total),
+                    r.load_seconds,
+                    r.copy_seconds,
+                    r.index_seconds,
+                    r.vacuum_seconds,
                     plan.seed
                 ));
             }

@@ -194,6 +194,7 @@ struct TypeRow {
     elem: u32,
     category: i8,
     typmod: i32,
+    notnull: bool,
 }
 
 fn dberr(what: &str) -> impl FnOnce(tokio_postgres::Error) -> Error + '_ {
@@ -295,7 +296,7 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
         }
         let trs = client
             .query(
-                "SELECT oid, typname, typtype::\"char\", typbasetype, typelem, typcategory::\"char\", typtypmod
+                "SELECT oid, typname, typtype::\"char\", typbasetype, typelem, typcategory::\"char\", typtypmod, typnotnull
                    FROM pg_type WHERE oid = ANY($1)",
                 &[&pending],
             )
@@ -310,6 +311,7 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
                 elem: t.get(4),
                 category: t.get(5),
                 typmod: t.get(6),
+                notnull: t.get(7),
             };
             if row.basetype != 0 {
                 next.push(row.basetype);
@@ -359,6 +361,7 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
             if t.typtype != b'd' as i8 || guard > 16 {
                 break;
             }
+            not_null |= t.notnull;
             checks.extend(domain_checks.get(&typid).cloned().unwrap_or_default());
             if typmod < 0 {
                 typmod = t.typmod;
@@ -366,7 +369,6 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
             typid = t.basetype;
             guard += 1;
         }
-        let _ = &mut not_null;
         let kind = kind_of(typid, &types, &enums);
         let default: Option<String> = r.get(6);
         let serial: Option<String> = r.get(10);

@@ -154,16 +154,29 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
             };
             with_len(buf, |b| numeric(b, u, s));
         }
-        TypeKind::Text | TypeKind::Enum(_) | TypeKind::Json | TypeKind::Unsupported(_) => {
-            let s = text_of(v);
-            buf.put_i32(s.len() as i32);
-            buf.put_slice(s.as_bytes());
-        }
+        TypeKind::Text | TypeKind::Enum(_) | TypeKind::Json | TypeKind::Unsupported(_) => match v {
+            Val::Text(s) | Val::Json(s) => {
+                buf.put_i32(s.len() as i32);
+                buf.put_slice(s.as_bytes());
+            }
+            other => {
+                let s = text_of(other);
+                buf.put_i32(s.len() as i32);
+                buf.put_slice(s.as_bytes());
+            }
+        },
         TypeKind::Jsonb => {
-            let s = match v {
-                Val::Json(s) => s.clone(),
-                Val::Text(s) => serde_json::Value::String(s.clone()).to_string(),
-                other => text_of(other),
+            let owned;
+            let s: &str = match v {
+                Val::Json(s) => s,
+                Val::Text(s) => {
+                    owned = serde_json::Value::String(s.clone()).to_string();
+                    &owned
+                }
+                other => {
+                    owned = text_of(other);
+                    &owned
+                }
             };
             buf.put_i32(s.len() as i32 + 1);
             buf.put_u8(1);

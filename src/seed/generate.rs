@@ -205,16 +205,25 @@ pub enum Gen {
 const WORDS: &[&str] = EN::LOREM_WORD;
 
 fn push_words(out: &mut String, r: &mut ValueRng, n: u32, sep: char, capital: bool) {
+    // One 64-bit draw picks four words (16 bits each, multiply-shift into the list).
+    let mut bits = 0u64;
     for i in 0..n {
+        if i % 4 == 0 {
+            bits = r.step();
+        }
+        let idx = ((bits & 0xffff) * WORDS.len() as u64) >> 16;
+        bits >>= 16;
         if i > 0 {
             out.push(sep);
         }
-        let w = WORDS[r.below(WORDS.len() as u64) as usize];
+        let w = WORDS[idx as usize];
         if capital && i == 0 {
-            let mut cs = w.chars();
-            if let Some(f) = cs.next() {
-                out.extend(f.to_uppercase());
-                out.push_str(cs.as_str());
+            let b = w.as_bytes();
+            if !b.is_empty() && b[0].is_ascii_lowercase() {
+                out.push(b[0].to_ascii_uppercase() as char);
+                out.push_str(&w[1..]);
+            } else {
+                out.push_str(w);
             }
         } else {
             out.push_str(w);
@@ -332,19 +341,17 @@ impl Text {
             }
             Text::Hex { len } => {
                 // The first 16 digits are a bijection of the row: unique by construction.
+                const HEX: &[u8; 16] = b"0123456789abcdef";
                 let mut x = rng::mix(row ^ key);
-                let mut i = 0;
-                while i < *len {
-                    for _ in 0..16 {
-                        if i >= *len {
-                            break;
-                        }
-                        let _ = write!(s, "{:x}", x >> 60);
-                        x <<= 4;
-                        i += 1;
+                let mut v = Vec::with_capacity(*len as usize);
+                for i in 0..*len {
+                    if i > 0 && i % 16 == 0 {
+                        x = r.step();
                     }
-                    x = r.step();
+                    v.push(HEX[(x >> 60) as usize]);
+                    x <<= 4;
                 }
+                s = String::from_utf8(v).unwrap_or_default();
             }
             Text::Path => {
                 let n = r.range(1, 3) as u32;
@@ -565,13 +572,19 @@ impl Gen {
                 Val::TsVec(v)
             }
             Gen::Json(fields) => {
-                let mut m = serde_json::Map::new();
+                let mut out = String::with_capacity(16 * fields.len() + 2);
+                out.push('{');
                 for (i, (k, g)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    json_str(&mut out, k);
+                    out.push_str(": ");
                     let hk = rng::mix(h ^ rng::name_key(k) ^ i as u64);
-                    let v = g.eval_h(plan, t, c, ctx, hk);
-                    m.insert(k.clone(), to_json(&v));
+                    json_val(&mut out, &g.eval_h(plan, t, c, ctx, hk));
                 }
-                Val::Json(serde_json::Value::Object(m).to_string())
+                out.push('}');
+                Val::Json(out)
             }
             Gen::Array { elem, min, max } => {
                 let mut r = ValueRng::new(h);
@@ -617,6 +630,38 @@ impl Gen {
 
 fn h_key(plan: &Plan, t: usize, c: usize) -> u64 {
     rng::mix(plan.seed ^ plan.tables[t].key ^ plan.tables[t].cols[c].key.rotate_left(17))
+}
+
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_val(out: &mut String, v: &Val) {
+    match v {
+        Val::Null => out.push_str("null"),
+        Val::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Val::Int(i) | Val::Micros(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Val::Float(f) if f.is_finite() => {
+            let _ = write!(out, "{f}");
+        }
+        Val::Json(s) => out.push_str(s),
+        Val::Text(s) => json_str(out, s),
+        other => out.push_str(&to_json(other).to_string()),
+    }
 }
 
 fn to_json(v: &Val) -> serde_json::Value {

@@ -1,29 +1,34 @@
 //! The load choreography: safe, restartable, and fast.
 //!
-//! 1. Restore whatever an earlier, interrupted run left saved (so a re-run
-//!    needs no manual clean-up).
+//! 1. Restore what an earlier, interrupted run left saved (see [`recover`]),
+//!    so a re-run needs no manual clean-up.
 //! 2. Refuse tables that hold rows unless `--truncate`.
-//! 3. Save the definition of every secondary index and foreign key touching
-//!    the seeded tables into `planck_seed_saved` and drop them, in one
-//!    transaction: the saved rows are durable before anything is dropped.
-//! 4. Load each table in its own transaction, `TRUNCATE` then
-//!    `COPY ... (FORMAT binary, FREEZE)`, several tables at once on separate
-//!    connections, values generated on rayon workers into buffers of a few MiB
-//!    with a bounded queue between generation and the socket (bounded memory).
-//!    A table is thus either fully loaded or left as it was.
-//! 5. Restore indexes (in parallel) and foreign keys (one at a time; each
-//!    validation is one anti-join), deleting each saved row in the same
-//!    transaction as its re-creation; `setval` the sequences; `VACUUM (ANALYZE)`.
+//! 3. Save the definition of every foreign key touching the seeded tables into
+//!    `planck_seed_saved` and drop them, in one transaction: the saved rows are
+//!    durable before anything is dropped. Without them, tables load in any
+//!    order and in parallel, and a cycle (A -> B -> A) is no problem.
+//! 4. Load each table in its own transaction: `TRUNCATE`, drop its secondary
+//!    indexes and primary-key/unique constraints, `COPY ... (FORMAT binary,
+//!    FREEZE)`, re-create them from their exact definitions, `COMMIT`. Values
+//!    are generated on rayon workers into buffers of a few MiB, with a bounded
+//!    queue between generation and the socket (bounded memory); several
+//!    tables stream at once on separate connections. A table is thus either
+//!    fully loaded with its indexes, or rolled back to what it was, indexes
+//!    included, whatever kills the load.
+//! 5. Restore the foreign keys (each validation is one anti-join), deleting
+//!    each saved row in the same transaction as its re-creation; `setval` the
+//!    sequences; `VACUUM (ANALYZE)`.
 //!
 //! On Ctrl-C or a lost connection the running COPYs are abandoned (their
-//! transactions roll back), step 5 still runs, and the error says which
+//! transactions roll back), step 5 still runs (a table whose parent did not
+//! load is emptied so every foreign key holds again), and the error says which
 //! tables were loaded.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
@@ -53,8 +58,28 @@ pub struct LoadOptions {
 pub struct TableReport {
     pub table: String,
     pub rows: u64,
+    /// Heap and TOAST bytes (pg_table_size, partitions included).
+    pub data_bytes: u64,
+    /// With indexes (pg_total_relation_size).
     pub bytes: u64,
+    /// Bytes of COPY data sent.
+    pub copy_bytes: u64,
+    /// Seconds of the table's COPY transaction.
     pub seconds: f64,
+}
+
+/// What a load did, for the summary and the benchmark.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    pub tables: Vec<TableReport>,
+    /// Wall-clock seconds of the COPY phase (all tables).
+    pub load_seconds: f64,
+    /// Wall-clock seconds during which at least one COPY was streaming.
+    pub copy_seconds: f64,
+    /// Seconds restoring foreign keys (indexes are rebuilt inside each table's load).
+    pub index_seconds: f64,
+    /// Seconds of sequences and VACUUM (ANALYZE).
+    pub vacuum_seconds: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -165,18 +190,37 @@ async fn restore_one(c: &mut Client, s: &Saved) -> Result<()> {
         .map_err(|e| Error::db(format!("restoring {}", s.name), e))
 }
 
-/// Restores every saved object: indexes in parallel, then foreign keys one by
-/// one. Returns the foreign keys that could not be validated (shards pending).
+/// What to do with a foreign key whose rows do not hold (yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unmatched {
+    /// An error: the load was supposed to be complete.
+    Fail,
+    /// Keep it saved: other shards (or the next run) complete the rows.
+    Keep,
+    /// Empty the referencing table (a failed load: a child loaded, its parent did not).
+    Empty,
+}
+
+#[derive(Debug, Default)]
+struct Restored {
+    /// Foreign keys left in planck_seed_saved.
+    pending: Vec<String>,
+    /// Tables emptied so their foreign keys hold.
+    emptied: Vec<String>,
+}
+
+/// Restores every saved object: indexes in parallel, then foreign keys one by one.
 async fn restore_all(
     conn: &ConnInfo,
     threads: usize,
-    shard: bool,
+    unmatched: Unmatched,
     settings: &Settings,
-) -> Result<Vec<String>> {
+) -> Result<Restored> {
     let c = connect(conn).await?;
     let all = saved(&c).await?;
+    let mut out = Restored::default();
     if all.is_empty() {
-        return Ok(Vec::new());
+        return Ok(out);
     }
     let (indexes, fks): (Vec<Saved>, Vec<Saved>) = all.into_iter().partition(|s| s.kind == "index");
     let queue = Arc::new(tokio::sync::Mutex::new(indexes));
@@ -212,23 +256,61 @@ async fn restore_all(
         return Err(e);
     }
     let mut c = c;
-    let mut pending = Vec::new();
     for s in &fks {
-        match restore_one(&mut c, s).await {
-            Ok(()) => {}
-            Err(e) if shard && e.sqlstate() == Some("23503") => {
-                pending.push(format!("{} on {}", s.name, s.table));
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match restore_one(&mut c, s).await {
+                Ok(()) => break,
+                Err(e) if e.sqlstate() == Some("23503") && unmatched == Unmatched::Keep => {
+                    out.pending.push(format!("{} on {}", s.name, s.table));
+                    break;
+                }
+                Err(e)
+                    if e.sqlstate() == Some("23503")
+                        && unmatched == Unmatched::Empty
+                        && attempts < 3 =>
+                {
+                    // CASCADE also empties tables whose foreign keys to this one are back.
+                    c.batch_execute(&format!("TRUNCATE {} CASCADE", s.table))
+                        .await
+                        .map_err(|e| Error::db(format!("emptying {}", s.table), e))?;
+                    out.emptied.push(s.table.clone());
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         }
     }
-    if !pending.is_empty() {
+    if !out.pending.is_empty() {
         settings.info(&format!(
             "{} foreign key(s) cannot be validated yet: their rows are incomplete (other shards, or an interrupted run); they stay in planck_seed_saved and the next complete load restores them",
-            pending.len()
+            out.pending.len()
         ));
     }
-    Ok(pending)
+    Ok(out)
+}
+
+/// The foreign keys an interrupted run left saved, without touching anything
+/// (for `--dry-run`), as (table, name, definition).
+pub async fn pending_fks(conn: &ConnInfo) -> Result<Vec<(String, String, String)>> {
+    let c = connect(conn).await?;
+    let exists: bool = c
+        .query_one(
+            "SELECT to_regclass('public.planck_seed_saved') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("looking for planck_seed_saved", e))?
+        .get(0);
+    if !exists {
+        return Ok(Vec::new());
+    }
+    Ok(saved(&c)
+        .await?
+        .into_iter()
+        .filter(|s| s.kind == "fk")
+        .map(|s| (s.table, s.name, s.def))
+        .collect())
 }
 
 /// Restores what an interrupted run left in `planck_seed_saved` and returns
@@ -257,7 +339,7 @@ pub async fn recover(
             "restoring {} index(es)/foreign key(s) an earlier run left saved in planck_seed_saved",
             leftovers.len()
         ));
-        restore_all(conn, threads, true, settings).await?;
+        restore_all(conn, threads, Unmatched::Keep, settings).await?;
     }
     Ok(saved(&c)
         .await?
@@ -291,25 +373,6 @@ async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
         )
         .await
         .map_err(|e| Error::db("listing foreign keys", e))?;
-    let idx = tx
-        .query(
-            &format!(
-                "SELECT quote_ident(n.nspname) || '.' || quote_ident(t.relname),
-                        quote_ident(n.nspname) || '.' || quote_ident(ic.relname), ic.relname::text,
-                        pg_get_indexdef(i.indexrelid)
-                   FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
-                   JOIN pg_class t ON t.oid = i.indrelid
-                   JOIN pg_namespace n ON n.oid = ic.relnamespace
-                  WHERE i.indrelid IN {all_oids} AND t.relkind = 'r'
-                    AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid AND c.contype IN ('p', 'u', 'x'))
-                    AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
-                    AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = i.indexrelid AND d.deptype = 'i')
-                  ORDER BY 1, 2"
-            ),
-            &[&oids],
-        )
-        .await
-        .map_err(|e| Error::db("listing indexes", e))?;
     let ins =
         format!("INSERT INTO {SAVED_TABLE} (kind, table_name, name, def) VALUES ($1, $2, $3, $4)");
     for r in &fks {
@@ -324,20 +387,10 @@ async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
         .await
         .map_err(|e| Error::db(format!("dropping foreign key {n}"), e))?;
     }
-    for r in &idx {
-        let (t, q, n, d): (String, String, String, String) =
-            (r.get(0), r.get(1), r.get(2), r.get(3));
-        tx.execute(&ins, &[&"index", &t, &n, &d])
-            .await
-            .map_err(|e| Error::db("saving an index", e))?;
-        tx.batch_execute(&format!("DROP INDEX {q}"))
-            .await
-            .map_err(|e| Error::db(format!("dropping index {n}"), e))?;
-    }
     tx.commit()
         .await
         .map_err(|e| Error::db("saving indexes", e))?;
-    Ok(fks.len() + idx.len())
+    Ok(fks.len())
 }
 
 struct Progress {
@@ -360,6 +413,65 @@ impl Progress {
     }
 }
 
+/// The statements that drop a table's secondary indexes and its primary-key and
+/// unique constraints, and those that re-create them exactly (definitions from
+/// `pg_get_indexdef`/`pg_get_constraintdef`, schema-qualified). Indexes that
+/// carry a replica identity or CLUSTER mark, and the constraints of a
+/// partitioned table, stay in place.
+async fn table_ddl(
+    tx: &tokio_postgres::Transaction<'_>,
+    oid: u32,
+    partitioned: bool,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let err = |e| Error::db("reading index definitions", e);
+    tx.batch_execute("SET LOCAL search_path = pg_catalog")
+        .await
+        .map_err(err)?;
+    let mut drops = Vec::new();
+    let mut creates = Vec::new();
+    if !partitioned {
+        for r in tx
+            .query(
+                "SELECT c.conrelid::regclass::text, quote_ident(c.conname), pg_get_constraintdef(c.oid)
+                   FROM pg_constraint c JOIN pg_index i ON i.indexrelid = c.conindid
+                  WHERE c.conrelid = $1 AND c.contype IN ('p', 'u')
+                    AND NOT i.indisreplident AND NOT i.indisclustered
+                  ORDER BY c.contype, c.conname",
+                &[&oid],
+            )
+            .await
+            .map_err(err)?
+        {
+            let (t, n, d): (String, String, String) = (r.get(0), r.get(1), r.get(2));
+            drops.push(format!("ALTER TABLE {t} DROP CONSTRAINT {n}"));
+            creates.push(format!("ALTER TABLE {t} ADD CONSTRAINT {n} {d}"));
+        }
+    }
+    for r in tx
+        .query(
+            "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+               FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+              WHERE (i.indrelid = $1 OR i.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1))
+                AND t.relkind = 'r' AND NOT i.indisreplident AND NOT i.indisclustered
+                AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+                AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
+                AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = i.indexrelid AND d.deptype = 'i')
+              ORDER BY 1",
+            &[&oid],
+        )
+        .await
+        .map_err(err)?
+    {
+        let (n, d): (String, String) = (r.get(0), r.get(1));
+        drops.push(format!("DROP INDEX {n}"));
+        creates.push(d);
+    }
+    tx.batch_execute("SET LOCAL search_path TO DEFAULT")
+        .await
+        .map_err(err)?;
+    Ok((drops, creates))
+}
+
 /// Loads one table; returns (rows, bytes).
 #[allow(clippy::too_many_arguments)]
 async fn load_table(
@@ -371,7 +483,8 @@ async fn load_table(
     pool: Arc<rayon::ThreadPool>,
     cancel: Arc<AtomicBool>,
     bar: Option<ProgressBar>,
-) -> Result<(u64, u64)> {
+    trace: bool,
+) -> Result<(u64, u64, (Instant, Instant))> {
     let tp = &plan.tables[t];
     let mut client = connect(&conn).await?;
     let tx = client
@@ -383,12 +496,34 @@ async fn load_table(
             .await
             .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
     }
+    // Indexes and key constraints are dropped and re-created inside this
+    // transaction: bulk index builds beat row-by-row maintenance, and if the
+    // load fails or is killed, the rollback brings them back untouched.
+    let (drops, creates) = table_ddl(&tx, tp.oid, tp.partitioned).await?;
+    for d in &drops {
+        tx.batch_execute(d)
+            .await
+            .map_err(|e| Error::db(format!("preparing {}", tp.display), e))?;
+    }
     let cols: Vec<usize> = (0..tp.cols.len()).filter(|c| tp.cols[*c].include).collect();
     let list = cols
         .iter()
         .map(|c| quote_ident(&tp.cols[*c].name))
         .collect::<Vec<_>>()
         .join(", ");
+    if cols.is_empty() {
+        // Nothing to COPY (a table without columns, or only generated ones).
+        for c in &creates {
+            tx.batch_execute(c)
+                .await
+                .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
+        }
+        tx.commit()
+            .await
+            .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
+        let now = Instant::now();
+        return Ok((0, 0, (now, now)));
+    }
     let freeze = if truncate && !tp.partitioned {
         ", FREEZE"
     } else {
@@ -407,7 +542,9 @@ async fn load_table(
     // Producer: rayon encodes windows of chunks in parallel, in row order.
     let (txq, mut rxq) = mpsc::channel::<(BytesMut, u64)>(4);
     let window = pool.current_num_threads().max(1) * 2;
+    let gen_nanos = Arc::new(AtomicU64::new(0));
     let producer = {
+        let gen_nanos = gen_nanos.clone();
         let plan = plan.clone();
         let cancel = cancel.clone();
         let cols = cols.clone();
@@ -425,6 +562,7 @@ async fn load_table(
                     ranges.push(next..end);
                     next = end;
                 }
+                let tg = Instant::now();
                 let chunks: Vec<(BytesMut, u64)> = pool.install(|| {
                     use rayon::prelude::*;
                     ranges
@@ -443,6 +581,7 @@ async fn load_table(
                         })
                         .collect()
                 });
+                gen_nanos.fetch_add(tg.elapsed().as_nanos() as u64, Ordering::Relaxed);
                 // Aim for chunks of CHUNK_BYTES.
                 let (bytes, rows): (usize, u64) = chunks
                     .iter()
@@ -473,6 +612,7 @@ async fn load_table(
     };
     let mut bytes_sent = 0u64;
     let mut rows_sent = 0u64;
+    let mut send_nanos = 0u64;
     let started = Instant::now();
     while let Some((chunk, n)) = rxq.recv().await {
         if cancel.load(Ordering::Relaxed) {
@@ -480,9 +620,11 @@ async fn load_table(
         }
         bytes_sent += chunk.len() as u64;
         rows_sent += n;
+        let ts = Instant::now();
         sink.send(chunk.freeze())
             .await
             .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+        send_nanos += ts.elapsed().as_nanos() as u64;
         if let Some(pb) = &bar {
             pb.set_position(rows_sent);
             let secs = started.elapsed().as_secs_f64().max(0.001);
@@ -504,13 +646,36 @@ async fn load_table(
         .finish()
         .await
         .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+    if let Some(pb) = &bar {
+        pb.set_message("indexing".to_string());
+    }
+    let copy_secs = started.elapsed().as_secs_f64();
+    let copy_span = (started, Instant::now());
+    for c in &creates {
+        let t0 = Instant::now();
+        tx.batch_execute(c)
+            .await
+            .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
+        if trace {
+            eprintln!("planck:   {:.2} s {c}", t0.elapsed().as_secs_f64());
+        }
+    }
+    if trace {
+        eprintln!(
+            "planck: {}: copy {copy_secs:.2} s (generating {:.2} s, sending {:.2} s), total {:.2} s",
+            tp.display,
+            gen_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            send_nanos as f64 / 1e9,
+            started.elapsed().as_secs_f64()
+        );
+    }
     tx.commit()
         .await
         .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
     if let Some(pb) = &bar {
-        pb.finish();
+        pb.finish_with_message("done");
     }
-    Ok((n, bytes_sent))
+    Ok((n, bytes_sent, copy_span))
 }
 
 /// Runs the whole choreography. Returns a report per table, in load order.
@@ -519,7 +684,7 @@ pub async fn run(
     plan: Arc<Plan>,
     opts: &LoadOptions,
     settings: &Settings,
-) -> Result<Vec<TableReport>> {
+) -> Result<LoadReport> {
     let mut admin = connect(conn).await?;
     ensure_saved_table(&admin).await?;
 
@@ -579,7 +744,7 @@ pub async fn run(
 
     let dropped = save_and_drop(&mut admin, &seeded).await?;
     settings.debug(&format!(
-        "dropped {dropped} secondary index(es) and foreign key(s), saved in planck_seed_saved"
+        "dropped {dropped} foreign key(s), saved in planck_seed_saved"
     ));
 
     // Load.
@@ -615,6 +780,7 @@ pub async fn run(
             done_bytes.clone(),
         );
         let truncate = !sharded;
+        let trace = settings.verbose && !settings.quiet;
         set.spawn(async move {
             let _permit = sem.acquire_owned().await;
             let t0 = Instant::now();
@@ -627,24 +793,36 @@ pub async fn run(
                     0.0,
                 );
             }
-            let r = load_table(conn, plan, t, range, truncate, pool, cancel.clone(), bar).await;
+            let r = load_table(
+                conn,
+                plan,
+                t,
+                range,
+                truncate,
+                pool,
+                cancel.clone(),
+                bar,
+                trace,
+            )
+            .await;
             if r.is_err() {
                 cancel.store(true, Ordering::Relaxed);
             }
-            if let Ok((_, b)) = &r {
+            if let Ok((_, b, _)) = &r {
                 done_bytes.fetch_add(*b, Ordering::Relaxed);
             }
             (t, r, t0.elapsed().as_secs_f64())
         });
     }
-    let mut results: BTreeMap<usize, (Result<(u64, u64)>, f64)> = BTreeMap::new();
+    type Loaded = Result<(u64, u64, (Instant, Instant))>;
+    let mut results: BTreeMap<usize, (Loaded, f64)> = BTreeMap::new();
     let mut interrupted = false;
     loop {
         tokio::select! {
             r = set.join_next() => match r {
                 None => break,
                 Some(Ok((t, res, secs))) => {
-                    if let Ok((rows, bytes)) = &res
+                    if let Ok((rows, bytes, _)) = &res
                         && progress.plain && progress.multi.is_none()
                     {
                         settings.info(&format!(
@@ -677,8 +855,45 @@ pub async fn run(
     let load_secs = started.elapsed().as_secs_f64();
     settings.debug(&format!("loaded in {load_secs:.1} s; restoring indexes"));
 
+    // The COPY phase: the time during which at least one COPY was streaming
+    // (index builds that overlap no COPY are left out), to compare with
+    // `pgbench -i`'s client-side generate phase.
+    let mut spans: Vec<(Instant, Instant)> = results
+        .values()
+        .filter_map(|(r, _)| r.as_ref().ok().map(|x| x.2))
+        .collect();
+    spans.sort();
+    let mut copy_seconds = 0.0;
+    let mut cur: Option<(Instant, Instant)> = None;
+    for (a, b) in spans {
+        cur = match cur {
+            Some((ca, cb)) if a <= cb => Some((ca, cb.max(b))),
+            Some((ca, cb)) => {
+                copy_seconds += (cb - ca).as_secs_f64();
+                Some((a, b))
+            }
+            None => Some((a, b)),
+        };
+    }
+    if let Some((ca, cb)) = cur {
+        copy_seconds += (cb - ca).as_secs_f64();
+    }
+    let per_table: BTreeMap<usize, (u64, f64)> = results
+        .iter()
+        .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|(_, b, _)| (*t, (*b, *secs))))
+        .collect();
     // Restore, whatever happened.
-    let restore = restore_all(conn, opts.threads, sharded, settings).await;
+    let t_restore = Instant::now();
+    let failed_load = interrupted || results.values().any(|(r, _)| r.is_err());
+    let unmatched = if sharded {
+        Unmatched::Keep
+    } else if failed_load {
+        Unmatched::Empty
+    } else {
+        Unmatched::Fail
+    };
+    let restore = restore_all(conn, opts.threads, unmatched, settings).await;
+    let index_seconds = t_restore.elapsed().as_secs_f64();
     let loaded: Vec<String> = results
         .iter()
         .filter(|(_, (r, _))| r.is_ok())
@@ -701,8 +916,15 @@ pub async fn run(
         ));
     }
     if interrupted || !failed.is_empty() {
+        let emptied = match &restore {
+            Ok(r) if !r.emptied.is_empty() => format!(
+                "; emptied {} (their parent tables did not load)",
+                r.emptied.join(", ")
+            ),
+            _ => String::new(),
+        };
         let state = format!(
-            "loaded: {}; left as they were (empty after --truncate rollback or untouched): {}; indexes and foreign keys {}",
+            "loaded: {}; left as they were: {}; indexes and foreign keys {}{emptied}",
             if loaded.is_empty() {
                 "none".to_string()
             } else {
@@ -732,6 +954,7 @@ pub async fn run(
     restore?;
 
     // Sequences, then statistics.
+    let t_vacuum = Instant::now();
     let c = connect(conn).await?;
     for tp in plan.tables.iter() {
         for (seq, col) in &tp.sequences {
@@ -774,29 +997,39 @@ pub async fn run(
             return Err(e);
         }
     }
+    let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
     // Table sizes for the summary.
     let mut reports = Vec::new();
     for (t, tp) in plan.tables.iter().enumerate() {
-        let size: i64 = c
+        let row = c
             .query_one(
-                "SELECT COALESCE((SELECT sum(pg_total_relation_size(x))::bigint FROM (SELECT $1::text::regclass AS x UNION ALL SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = $1::text::regclass) s), 0)",
+                "SELECT COALESCE(sum(pg_table_size(x)), 0)::bigint, COALESCE(sum(pg_total_relation_size(x)), 0)::bigint
+                   FROM (SELECT $1::text::regclass AS x
+                         UNION ALL SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = $1::text::regclass) s",
                 &[&tp.qualified],
             )
             .await
-            .map_err(|e| Error::db("measuring tables", e))?
-            .get(0);
-        let range = match opts.shard {
+            .map_err(|e| Error::db("measuring tables", e))?;
+        let (data, total): (i64, i64) = (row.get(0), row.get(1));
+        let rows = match opts.shard {
             Some((k, n)) => (tp.rows * k / n) - (tp.rows * (k - 1) / n),
             None => tp.rows,
         };
-        let _ = t;
+        let (copy_bytes, seconds) = per_table.get(&t).copied().unwrap_or((0, 0.0));
         reports.push(TableReport {
             table: tp.display.clone(),
-            rows: range,
-            bytes: size.max(0) as u64,
-            seconds: 0.0,
+            rows,
+            data_bytes: data.max(0) as u64,
+            bytes: total.max(0) as u64,
+            copy_bytes,
+            seconds,
         });
     }
-    let _ = Duration::from_secs(0);
-    Ok(reports)
+    Ok(LoadReport {
+        tables: reports,
+        load_seconds: load_secs,
+        copy_seconds,
+        index_seconds,
+        vacuum_seconds,
+    })
 }

@@ -16,20 +16,17 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::error::{Error, Result};
-use crate::seed::catalog::{Catalog, Column, PartitionBounds, Table, TypeKind};
-use crate::seed::checks::{self, ColFacts, Lit};
-use crate::seed::generate::{FakeKind, Gen, Text, Val, parse_format};
+use crate::seed::catalog::{Catalog, PartitionBounds, TypeKind};
+use crate::seed::checks::{self, ColFacts};
+use crate::seed::columns::{Ctx, DAY, T_HI, T_LO, default_gen, make_unique, uniform_choice};
+use crate::seed::generate::{Gen, Text, Val};
 use crate::seed::rng::{self, Permutation, ValueRng};
-use crate::seed::spec::{self, ColumnSpec, Count, Dist, Scalar, SpecFile, Values};
+use crate::seed::spec::{self, ColumnSpec, Count, Dist, SpecFile};
 
 /// The fixed seed used when `--seed` is not given.
 pub const DEFAULT_SEED: u64 = 20_260_101;
 /// Rows of a table nothing else sizes, before --scale.
 pub const DEFAULT_ROWS: u64 = 1000;
-/// Default time range of timestamps: 2021-01-01 to 2026-11-01 (fixed, not "now": determinism).
-const T_LO: i64 = 662_688_000_000_000;
-const T_HI: i64 = 846_806_400_000_000;
-const DAY: i64 = 86_400_000_000;
 
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -272,8 +269,13 @@ impl Plan {
                     // A row referencing itself: its own key value.
                     return self.value(t, f.parent_cols[part], ctx);
                 }
+                let pc = f.parent_cols[part];
+                // Most keys are sequences: no need to place the parent row.
+                if let Gen::Sequence { start, step } = &self.tables[f.parent].cols[pc].generator {
+                    return Val::Int(start.wrapping_add((prow as i64).wrapping_mul(*step)));
+                }
                 let pctx = self.ctx(f.parent, prow);
-                self.value(f.parent, f.parent_cols[part], &pctx)
+                self.value(f.parent, pc, &pctx)
             }
         }
     }
@@ -290,12 +292,10 @@ fn seed_err(
     message: impl Into<String>,
     hint: impl Into<String>,
 ) -> Error {
-    let what = match column {
-        Some(c) => format!("{table}.{c}"),
-        None => table.to_string(),
-    };
-    Error::Usage {
-        message: format!("cannot seed {what}: {}", message.into()),
+    Error::Seed {
+        table: table.to_string(),
+        column: column.map(str::to_string),
+        message: message.into(),
         hint: Some(hint.into()),
     }
 }
@@ -476,751 +476,6 @@ fn order(cat: &Catalog, seeded: &[usize]) -> Vec<usize> {
     placed
 }
 
-fn scalar_val(s: &Scalar, kind: &TypeKind) -> Option<Val> {
-    Some(match (s, kind) {
-        (Scalar::Str(v), k) if k.is_time() => Val::Micros(spec::parse_timestamp(v)?),
-        (Scalar::Str(v), _) => Val::Text(v.clone()),
-        (Scalar::Int(i), TypeKind::Float4 | TypeKind::Float8) => Val::Float(*i as f64),
-        (Scalar::Int(i), _) => Val::Int(*i),
-        (Scalar::Float(f), _) => Val::Float(*f),
-        (Scalar::Bool(b), _) => Val::Bool(*b),
-    })
-}
-
-fn lit_val(l: &Lit, kind: &TypeKind) -> Val {
-    match (l, kind) {
-        (Lit::Str(s), k) if k.is_time() => spec::parse_timestamp(s)
-            .map(Val::Micros)
-            .unwrap_or(Val::Null),
-        (Lit::Str(s), _) => Val::Text(s.clone()),
-        (Lit::Num(n), k) if k.is_int() => Val::Int(*n as i64),
-        (Lit::Num(n), _) => Val::Float(*n),
-        (Lit::Bool(b), _) => Val::Bool(*b),
-    }
-}
-
-fn uniform_choice(vals: Vec<Val>) -> Gen {
-    let n = vals.len().max(1) as f64;
-    let cum = (1..=vals.len()).map(|i| i as f64 / n).collect();
-    Gen::Choice { vals, cum }
-}
-
-fn lit_num(l: &Lit) -> Option<f64> {
-    match l {
-        Lit::Num(n) => Some(*n),
-        _ => None,
-    }
-}
-
-/// Integer bounds from CHECK facts, defaulting to [default_lo, default_hi].
-fn int_bounds(f: &ColFacts, kind: &TypeKind, dlo: i64, dhi: i64) -> (i64, i64) {
-    let mut lo = dlo;
-    let mut hi = dhi;
-    if let Some((l, incl)) = &f.lo
-        && let Some(n) = lit_num(l)
-    {
-        lo = if *incl {
-            n.ceil() as i64
-        } else {
-            n.floor() as i64 + 1
-        };
-        if f.hi.is_none() {
-            hi = hi.max(lo + 1000);
-        }
-    }
-    if let Some((l, incl)) = &f.hi
-        && let Some(n) = lit_num(l)
-    {
-        hi = if *incl {
-            n.floor() as i64
-        } else {
-            n.ceil() as i64 - 1
-        };
-        if f.lo.is_none() {
-            lo = lo.min(hi - 1000);
-        }
-    }
-    (lo.max(-kind.int_max()), hi.min(kind.int_max()))
-}
-
-fn time_bounds(f: &ColFacts) -> (i64, i64) {
-    let mut lo = T_LO;
-    let mut hi = T_HI;
-    if let Some((Lit::Str(s), incl)) = &f.lo
-        && let Some(v) = spec::parse_timestamp(s)
-    {
-        lo = if *incl { v } else { v + DAY };
-        hi = hi.max(lo + 365 * DAY);
-    }
-    if let Some((Lit::Str(s), incl)) = &f.hi
-        && let Some(v) = spec::parse_timestamp(s)
-    {
-        hi = if *incl { v } else { v - DAY };
-        lo = lo.min(hi - 365 * DAY);
-    }
-    (lo, hi)
-}
-
-fn text_by_name(table: &str, name: &str) -> Text {
-    let n = name.to_lowercase();
-    let has = |s: &str| n.contains(s);
-    let words = |min, max| Text::Words {
-        min,
-        max,
-        sep: ' ',
-        capital: false,
-    };
-    if has("email") {
-        Text::Fake(FakeKind::Email)
-    } else if n == "first_name" || n == "firstname" || n == "given_name" {
-        Text::Fake(FakeKind::FirstName)
-    } else if n == "last_name" || n == "lastname" || n == "surname" || n == "family_name" {
-        Text::Fake(FakeKind::LastName)
-    } else if has("username") || n == "login" || n == "handle" {
-        Text::Fake(FakeKind::Username)
-    } else if has("company")
-        || (n == "name"
-            && (table.contains("account")
-                || table.contains("org")
-                || table.contains("compan")
-                || table.contains("tenant")))
-    {
-        Text::Fake(FakeKind::Company)
-    } else if n == "name" || has("full_name") || has("display_name") || n == "author" {
-        Text::Fake(FakeKind::Name)
-    } else if n == "city" {
-        Text::Fake(FakeKind::City)
-    } else if n == "country" {
-        Text::Fake(FakeKind::Country)
-    } else if has("address") || has("street") {
-        Text::Fake(FakeKind::Street)
-    } else if has("zip") || has("postal") {
-        Text::Fake(FakeKind::Zip)
-    } else if has("phone") || has("mobile") {
-        Text::Fake(FakeKind::Phone)
-    } else if has("url") || has("website") || has("link") {
-        Text::Fake(FakeKind::Url)
-    } else if n == "ip" || n.ends_with("_ip") || n.starts_with("ip_") {
-        Text::Fake(FakeKind::Ip)
-    } else if has("slug") {
-        Text::Words {
-            min: 2,
-            max: 4,
-            sep: '-',
-            capital: false,
-        }
-    } else if has("title") || has("subject") || has("headline") {
-        Text::Words {
-            min: 2,
-            max: 6,
-            sep: ' ',
-            capital: true,
-        }
-    } else if has("body")
-        || has("content")
-        || has("description")
-        || has("message")
-        || has("comment")
-        || has("note")
-        || n == "text"
-        || has("bio")
-    {
-        Text::Paragraphs { min: 40, max: 400 }
-    } else if has("hash")
-        || has("sha")
-        || has("digest")
-        || has("token")
-        || has("secret")
-        || n == "jti"
-        || has("key")
-        || has("password")
-        || has("signature")
-        || has("checksum")
-    {
-        Text::Hex {
-            len: if has("sha1") { 40 } else { 64 },
-        }
-    } else if has("path") || has("filename") || has("file_name") {
-        Text::Path
-    } else if has("mime") || has("content_type") {
-        Text::Words {
-            min: 1,
-            max: 1,
-            sep: '/',
-            capital: false,
-        }
-    } else {
-        words(1, 3)
-    }
-}
-
-/// The generator of a column nothing else decided, from its type, name and checks.
-fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<Gen> {
-    if let Some(list) = &f.in_list {
-        let vals: Vec<Val> = list
-            .iter()
-            .map(|l| lit_val(l, &col.kind))
-            .filter(|v| !f.not_eq.iter().any(|n| lit_val(n, &col.kind) == *v))
-            .collect();
-        return Some(uniform_choice(vals));
-    }
-    Some(match &col.kind {
-        TypeKind::Bool => Gen::Bool { p_true: 0.5 },
-        k @ (TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8) => {
-            if col.sequence.is_some() {
-                Gen::Sequence { start: 1, step: 1 }
-            } else {
-                let (lo, hi) = int_bounds(
-                    f,
-                    k,
-                    0,
-                    if matches!(k, TypeKind::Int2) {
-                        100
-                    } else {
-                        1000
-                    },
-                );
-                Gen::Int { lo, hi }
-            }
-        }
-        TypeKind::Float4 | TypeKind::Float8 => {
-            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, 1000);
-            Gen::Float {
-                lo: lo as f64,
-                hi: hi as f64,
-            }
-        }
-        TypeKind::Numeric => {
-            let (p, s) = col.numeric.unwrap_or((12, 2));
-            let max_int = 10i64.saturating_pow(p.saturating_sub(s).min(15)) - 1;
-            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, max_int.min(1000));
-            let m = 10i128.pow(s.min(30));
-            let (mut ulo, mut uhi) = (i128::from(lo) * m, i128::from(hi) * m);
-            if let Some((_, false)) = f.lo {
-                ulo += 1;
-            }
-            uhi = uhi.min(i128::from(max_int) * m + (m - 1));
-            if let Some((_, false)) = f.hi {
-                uhi -= 1;
-            }
-            Gen::Dec {
-                lo: ulo,
-                hi: uhi.max(ulo),
-                scale: s,
-            }
-        }
-        TypeKind::Text => {
-            let mut text = text_by_name(&table.name, &col.name);
-            if col.max_len.is_some_and(|m| m < 16)
-                && matches!(text, Text::Paragraphs { .. } | Text::Fake(_))
-            {
-                text = Text::Words {
-                    min: 1,
-                    max: 1,
-                    sep: ' ',
-                    capital: false,
-                };
-            }
-            let max_len = match (col.max_len, f.max_len) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            Gen::Text {
-                text,
-                unique: false,
-                max_len,
-            }
-        }
-        TypeKind::Bytea => Gen::Bytes { min: 16, max: 64 },
-        TypeKind::Uuid => Gen::Uuid { unique: false },
-        TypeKind::Date | TypeKind::Timestamp | TypeKind::Timestamptz => {
-            let (lo, hi) = time_bounds(f);
-            Gen::Time {
-                lo,
-                hi,
-                bias: 1.5,
-                unique: false,
-            }
-        }
-        TypeKind::Time => Gen::TimeOfDay,
-        TypeKind::Interval => Gen::Interval,
-        TypeKind::Json | TypeKind::Jsonb => Gen::Json(vec![
-            (
-                "source".into(),
-                Gen::Text {
-                    text: Text::Words {
-                        min: 1,
-                        max: 1,
-                        sep: ' ',
-                        capital: false,
-                    },
-                    unique: false,
-                    max_len: None,
-                },
-            ),
-            ("count".into(), Gen::Int { lo: 0, hi: 100 }),
-        ]),
-        TypeKind::Inet => Gen::Inet,
-        TypeKind::TsVector => Gen::TsVec,
-        TypeKind::Enum(labels) => {
-            uniform_choice(labels.iter().map(|l| Val::Text(l.clone())).collect())
-        }
-        TypeKind::Array(elem, _) => {
-            let ec = Column {
-                kind: (**elem).clone(),
-                max_len: None,
-                sequence: None,
-                ..col.clone()
-            };
-            let eg = default_gen(table, &ec, &ColFacts::default())?;
-            let eg = match eg {
-                Gen::Text { max_len, .. } => Gen::Text {
-                    text: Text::Words {
-                        min: 1,
-                        max: 1,
-                        sep: ' ',
-                        capital: false,
-                    },
-                    unique: false,
-                    max_len,
-                },
-                g => g,
-            };
-            Gen::Array {
-                elem: Box::new(eg),
-                min: 0,
-                max: 3,
-            }
-        }
-        TypeKind::Unsupported(_) => return None,
-    })
-}
-
-struct Ctx<'a> {
-    cat: &'a Catalog,
-    sf: &'a SpecFile,
-    opts: &'a Options,
-}
-
-impl Ctx<'_> {
-    /// Compiles a column's spec into a generator.
-    fn compile(
-        &self,
-        table: &Table,
-        col: &Column,
-        kind: &TypeKind,
-        cs: &ColumnSpec,
-        span: std::ops::Range<usize>,
-        f: &ColFacts,
-    ) -> Result<Option<Gen>> {
-        let sf = self.sf;
-        let here = |m: String, h: &str| sf.error(span.clone(), m, Some(h.to_string()));
-        let cname = format!("{}.{}", table.display(), col.name);
-        let mut g: Option<Gen> = None;
-        if let Some(name) = &cs.generator {
-            let w = |min, max, sep, capital| Gen::Text {
-                text: Text::Words {
-                    min,
-                    max,
-                    sep,
-                    capital,
-                },
-                unique: false,
-                max_len: col.max_len,
-            };
-            let fk = |k| Gen::Text {
-                text: Text::Fake(k),
-                unique: false,
-                max_len: col.max_len,
-            };
-            let [wl, wh] = cs.words.unwrap_or([1, 3]);
-            let [ll, lh] = cs.len.unwrap_or([0, 0]);
-            g = Some(match name.get_ref().as_str() {
-                "name" => fk(FakeKind::Name),
-                "first_name" => fk(FakeKind::FirstName),
-                "last_name" => fk(FakeKind::LastName),
-                "email" => fk(FakeKind::Email),
-                "username" => fk(FakeKind::Username),
-                "company" => fk(FakeKind::Company),
-                "url" => fk(FakeKind::Url),
-                "phone" => fk(FakeKind::Phone),
-                "city" => fk(FakeKind::City),
-                "country" => fk(FakeKind::Country),
-                "street" => fk(FakeKind::Street),
-                "zip" => fk(FakeKind::Zip),
-                "catch_phrase" => fk(FakeKind::CatchPhrase),
-                "ip" if matches!(kind, TypeKind::Inet) => Gen::Inet,
-                "ip" => fk(FakeKind::Ip),
-                "word" => w(1, 1, ' ', false),
-                "words" => w(wl, wh, ' ', false),
-                "sentence" => w(
-                    cs.words.map_or(6, |x| x[0]),
-                    cs.words.map_or(14, |x| x[1]),
-                    ' ',
-                    true,
-                ),
-                "title" => w(
-                    cs.words.map_or(2, |x| x[0]),
-                    cs.words.map_or(6, |x| x[1]),
-                    ' ',
-                    true,
-                ),
-                "slug" => w(
-                    cs.words.map_or(2, |x| x[0]),
-                    cs.words.map_or(4, |x| x[1]),
-                    '-',
-                    false,
-                ),
-                "paragraphs" => Gen::Text {
-                    text: Text::Paragraphs {
-                        min: if lh > 0 { ll } else { 200 },
-                        max: if lh > 0 { lh } else { 2000 },
-                    },
-                    unique: false,
-                    max_len: col.max_len,
-                },
-                "hex" => Gen::Text {
-                    text: Text::Hex {
-                        len: if lh > 0 { lh } else { 64 },
-                    },
-                    unique: false,
-                    max_len: col.max_len,
-                },
-                "path" => Gen::Text {
-                    text: Text::Path,
-                    unique: false,
-                    max_len: col.max_len,
-                },
-                "uuid" => Gen::Uuid { unique: false },
-                "bytes" => Gen::Bytes {
-                    min: if lh > 0 { ll } else { 16 },
-                    max: if lh > 0 { lh } else { 64 },
-                },
-                "sequence" => Gen::Sequence {
-                    start: cs.start.unwrap_or(1),
-                    step: cs.step.unwrap_or(1),
-                },
-                "bool" => Gen::Bool { p_true: 0.5 },
-                other => {
-                    const KNOWN: &[&str] = &[
-                        "name",
-                        "first_name",
-                        "last_name",
-                        "email",
-                        "username",
-                        "company",
-                        "url",
-                        "phone",
-                        "city",
-                        "country",
-                        "street",
-                        "zip",
-                        "catch_phrase",
-                        "ip",
-                        "word",
-                        "words",
-                        "sentence",
-                        "title",
-                        "slug",
-                        "paragraphs",
-                        "hex",
-                        "path",
-                        "uuid",
-                        "bytes",
-                        "sequence",
-                        "bool",
-                    ];
-                    let hint = match spec::suggest(other, KNOWN.iter().copied()) {
-                        Some(s) => {
-                            format!("did you mean `{s}`? known generators: {}", KNOWN.join(", "))
-                        }
-                        None => format!("known generators: {}", KNOWN.join(", ")),
-                    };
-                    return Err(sf.error(
-                        name.span(),
-                        format!("unknown generator `{other}` for {cname}"),
-                        Some(hint),
-                    ));
-                }
-            });
-        }
-        if let Some(v) = &cs.values {
-            let (vals, weights): (Vec<Val>, Vec<f64>) = match v.get_ref() {
-                Values::List(l) => (
-                    l.iter().filter_map(|s| scalar_val(s, kind)).collect(),
-                    vec![1.0; l.len()],
-                ),
-                Values::Weighted(m) => m
-                    .iter()
-                    .filter_map(|(k, w)| scalar_val(&Scalar::Str(k.clone()), kind).map(|v| (v, *w)))
-                    .unzip(),
-            };
-            if vals.is_empty() {
-                return Err(sf.error(
-                    v.span(),
-                    format!("`values` of {cname} is empty"),
-                    Some("list at least one value".into()),
-                ));
-            }
-            // Values must satisfy the enum / IN list.
-            let allowed: Option<Vec<Val>> = match kind {
-                TypeKind::Enum(labels) => {
-                    Some(labels.iter().map(|l| Val::Text(l.clone())).collect())
-                }
-                _ => f
-                    .in_list
-                    .as_ref()
-                    .map(|l| l.iter().map(|x| lit_val(x, kind)).collect()),
-            };
-            if let Some(allowed) = allowed {
-                let norm = |v: &Val| match v {
-                    Val::Float(f) if f.fract() == 0.0 => Val::Int(*f as i64),
-                    v => v.clone(),
-                };
-                if let Some(bad) = vals
-                    .iter()
-                    .find(|v| !allowed.iter().any(|a| norm(a) == norm(v)))
-                {
-                    let list = allowed
-                        .iter()
-                        .map(|a| a.display())
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    return Err(sf.error(
-                        v.span(),
-                        format!("value {} is not allowed in {cname}", bad.display()),
-                        Some(format!("the column accepts only: {list}")),
-                    ));
-                }
-            }
-            let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
-            let mut acc = 0.0;
-            let cum = weights
-                .iter()
-                .map(|w| {
-                    acc += w / total;
-                    acc
-                })
-                .collect();
-            g = Some(Gen::Choice { vals, cum });
-        }
-        if let Some(r) = &cs.range {
-            let [a, b] = r.get_ref();
-            let bad = || {
-                here(
-                    format!("`range` of {cname} must be two numbers or two timestamps, low first"),
-                    "for example `range = [1, 100]` or `range = [\"2024-01-01\", \"2026-01-01\"]`",
-                )
-            };
-            g = Some(match (a, b) {
-                (Scalar::Int(a), Scalar::Int(b)) if a <= b => match kind {
-                    TypeKind::Float4 | TypeKind::Float8 => Gen::Float {
-                        lo: *a as f64,
-                        hi: *b as f64,
-                    },
-                    TypeKind::Numeric => {
-                        let s = col.numeric.map_or(0, |x| x.1);
-                        let m = 10i128.pow(s);
-                        Gen::Dec {
-                            lo: i128::from(*a) * m,
-                            hi: i128::from(*b) * m,
-                            scale: s,
-                        }
-                    }
-                    _ => Gen::Int { lo: *a, hi: *b },
-                },
-                (Scalar::Float(_) | Scalar::Int(_), Scalar::Float(_) | Scalar::Int(_)) => {
-                    let (a, b) = (num(a), num(b));
-                    if a > b {
-                        return Err(bad());
-                    }
-                    match kind {
-                        TypeKind::Numeric => {
-                            let s = col.numeric.map_or(2, |x| x.1);
-                            let m = 10f64.powi(s as i32);
-                            Gen::Dec {
-                                lo: (a * m).round() as i128,
-                                hi: (b * m).round() as i128,
-                                scale: s,
-                            }
-                        }
-                        _ => Gen::Float { lo: a, hi: b },
-                    }
-                }
-                (Scalar::Str(a), Scalar::Str(b)) => {
-                    let (Some(a), Some(b)) = (spec::parse_timestamp(a), spec::parse_timestamp(b))
-                    else {
-                        return Err(bad());
-                    };
-                    if a > b {
-                        return Err(bad());
-                    }
-                    Gen::Time {
-                        lo: a,
-                        hi: b,
-                        bias: cs.bias.unwrap_or(1.0),
-                        unique: false,
-                    }
-                }
-                _ => return Err(bad()),
-            });
-        }
-        if let Some(fmt) = &cs.format {
-            g = Some(Gen::Text {
-                text: Text::Format(parse_format(fmt)),
-                unique: false,
-                max_len: col.max_len,
-            });
-        }
-        if let Some(json) = &cs.json {
-            let mut fields = Vec::new();
-            for (k, v) in json {
-                let fg = self.compile(
-                    table,
-                    col,
-                    &TypeKind::Json,
-                    v,
-                    span.clone(),
-                    &ColFacts::default(),
-                )?;
-                fields.push((k.clone(), fg.unwrap_or(Gen::Null)));
-            }
-            g = Some(Gen::Json(fields));
-        }
-        if let Some(el) = &cs.element {
-            let TypeKind::Array(ek, _) = kind else {
-                return Err(here(
-                    format!("`element` given for {cname}, which is not an array"),
-                    "use `element` only on array columns",
-                ));
-            };
-            let ec = Column {
-                kind: (**ek).clone(),
-                ..col.clone()
-            };
-            let eg = self.compile(table, &ec, ek, el, span.clone(), &ColFacts::default())?;
-            let eg = match eg {
-                Some(g) => g,
-                None => default_gen(table, &ec, &ColFacts::default()).unwrap_or(Gen::Null),
-            };
-            let [lo, hi] = cs.len.unwrap_or([0, 3]);
-            g = Some(Gen::Array {
-                elem: Box::new(eg),
-                min: lo,
-                max: hi,
-            });
-        } else if let (Some([lo, hi]), TypeKind::Array(..)) = (cs.len, kind)
-            && let Some(Gen::Array { elem, .. }) = default_gen(table, col, f)
-        {
-            g = Some(Gen::Array {
-                elem,
-                min: lo,
-                max: hi,
-            });
-        }
-        if g.is_none() && (cs.bias.is_some() || cs.unique.is_some()) {
-            g = default_gen(table, col, f);
-        }
-        if let (Some(b), Some(Gen::Time { bias, .. })) = (cs.bias, g.as_mut()) {
-            *bias = b;
-        }
-        if cs.unique == Some(true) {
-            g = g.map(|g| make_unique(g, 1_000_000));
-        }
-        if let Some(after) = &cs.after {
-            let Some(oc) = table.column(after.get_ref()) else {
-                let hint = spec::suggest(
-                    after.get_ref(),
-                    table.columns.iter().map(|c| c.name.as_str()),
-                )
-                .map_or_else(
-                    || "`after` names another timestamp column of the same table".to_string(),
-                    |s| format!("did you mean `{s}`?"),
-                );
-                return Err(sf.error(
-                    after.span(),
-                    format!("unknown column `{}` in `after` of {cname}", after.get_ref()),
-                    Some(hint),
-                ));
-            };
-            let [lo, hi] = cs.gap.unwrap_or([1, 30 * 86_400]);
-            let fallback = g
-                .take()
-                .or_else(|| default_gen(table, col, f))
-                .unwrap_or(Gen::Null);
-            g = Some(Gen::After {
-                col: oc,
-                min: lo * 1_000_000,
-                max: hi.max(lo) * 1_000_000,
-                fallback: Box::new(fallback),
-            });
-        }
-        if let Some(p) = cs.null {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(here(
-                    format!("`null` of {cname} must be between 0 and 1"),
-                    "it is the share of NULLs, e.g. `null = 0.1`",
-                ));
-            }
-            if p > 0.0 && col.not_null && *kind != TypeKind::Json {
-                return Err(here(
-                    format!("{cname} is NOT NULL, but the spec asks for NULLs"),
-                    "remove `null`, or drop the NOT NULL constraint",
-                ));
-            }
-            let inner = g
-                .take()
-                .or_else(|| default_gen(table, col, f))
-                .unwrap_or(Gen::Null);
-            g = Some(if p > 0.0 {
-                Gen::Nullable {
-                    p,
-                    inner: Box::new(inner),
-                }
-            } else {
-                inner
-            });
-        }
-        let _ = self.cat;
-        let _ = self.opts;
-        Ok(g)
-    }
-}
-
-fn num(s: &Scalar) -> f64 {
-    match s {
-        Scalar::Int(i) => *i as f64,
-        Scalar::Float(f) => *f,
-        _ => 0.0,
-    }
-}
-
-/// The same generator, made unique by construction where it can be.
-fn make_unique(g: Gen, rows: u64) -> Gen {
-    match g {
-        Gen::Text { text, max_len, .. } => Gen::Text {
-            text,
-            unique: true,
-            max_len,
-        },
-        Gen::Uuid { .. } => Gen::Uuid { unique: true },
-        Gen::Time { lo, hi, bias, .. } => Gen::Time {
-            lo,
-            hi,
-            bias,
-            unique: true,
-        },
-        Gen::Int { lo, hi } if (hi - lo + 1) as u64 >= rows => {
-            Gen::IntUnique { lo, n: rows.max(1) }
-        }
-        Gen::Nullable { p, inner } => Gen::Nullable {
-            p,
-            inner: Box::new(make_unique(*inner, rows)),
-        },
-        g => g,
-    }
-}
-
 /// Cumulative allocation of `total` rows over blocks by weight, with fixed counts.
 fn allocate(total: u64, weights: &[f64], fixed: &BTreeMap<usize, u64>) -> Vec<u64> {
     let fixed_sum: u64 = fixed.values().sum();
@@ -1314,7 +569,7 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
             }
             Some(ti)
         }
-        None => None,
+        None => infer_tenant(cat, &res.excluded),
     };
 
     let mut tables: Vec<TablePlan> = Vec::new();
@@ -1471,7 +726,11 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
             pcum.push(0u64);
             let mut run = 0u64;
             for q in 0..p.rows {
-                run += count_sample(&count, rng::hash(opts.seed, ck, 0, q), &zipf_cdf);
+                run = run.saturating_add(count_sample(
+                    &count,
+                    rng::hash(opts.seed, ck, 0, q),
+                    &zipf_cdf,
+                ));
                 pcum.push(run);
             }
             rows = run;
@@ -1518,6 +777,12 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
             )?;
         }
 
+        // Blocks are the truth: several heavy tenants may ask for more than `rows`.
+        let rows = if cum.len() > 2 {
+            *cum.last().unwrap_or(&0)
+        } else {
+            rows
+        };
         // The table's plan, with generators filled in below.
         let mut tp = TablePlan {
             cat: ci,
@@ -1548,7 +813,7 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                 .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
                 .collect(),
         };
-        let ctx = Ctx { cat, sf, opts };
+        let ctx = Ctx { sf };
         let mut assigned: Vec<bool> = vec![false; table.columns.len()];
         let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
         for (c, col) in table.columns.iter().enumerate() {
@@ -1807,11 +1072,10 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                             None
                         }
                     }
-                    Gen::Dec { lo, scale, .. } if !from_spec => {
-                        Some(Gen::Dec { lo, hi: lo, scale })
-                            .map(|_| Gen::Sequence { start: 1, step: 1 })
+                    // A unique decimal or float key: 1, 2, 3... (encoded for its type).
+                    Gen::Dec { .. } | Gen::Float { .. } if !from_spec => {
+                        Some(Gen::Sequence { start: 1, step: 1 })
                     }
-                    Gen::Float { .. } if !from_spec => Some(Gen::Sequence { start: 1, step: 1 }),
                     g @ (Gen::Text { .. }
                     | Gen::Uuid { .. }
                     | Gen::Time { .. }
@@ -1998,6 +1262,30 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                 }
             }
         }
+        // Integer keys must fit their type (a smallint id holds 32,767 rows).
+        let max_per_parent = max_children(&tp, &tables);
+        for (c, col) in table.columns.iter().enumerate() {
+            let top = match &tp.cols[c].generator {
+                Gen::Sequence { start, step } => {
+                    i128::from(*start) + i128::from(*step) * i128::from(tp.rows.saturating_sub(1))
+                }
+                Gen::Ordinal { lo } => {
+                    i128::from(*lo) + i128::from(max_per_parent.saturating_sub(1))
+                }
+                _ => continue,
+            };
+            if col.kind.is_int() && top > i128::from(col.kind.int_max()) {
+                return Err(seed_err(
+                    &display,
+                    Some(&col.name),
+                    format!(
+                        "{} rows need values up to {top}, beyond {}",
+                        tp.rows, col.type_name
+                    ),
+                    "lower the table's rows (or --rows/--scale), or widen the column's type",
+                ));
+            }
+        }
         in_tree.push(my_tree);
         depth.push(my_depth);
         tables.push(tp);
@@ -2024,6 +1312,42 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
         tenant: tenant.and_then(|t| pos.get(&t).copied()),
         excluded,
     })
+}
+
+/// With no `[tenant]` in the spec: the table that at least two tables
+/// reference through a NOT NULL `tenant_id`/`account_id`/`org_id`/
+/// `organization_id`/`workspace_id` column, if there is one. Its rows become
+/// tenants of zipf-distributed sizes, so even a zero-spec load is skewed the
+/// way multi-tenant production data is.
+fn infer_tenant(cat: &Catalog, excluded: &HashSet<usize>) -> Option<usize> {
+    const NAMES: &[&str] = &[
+        "tenant_id",
+        "account_id",
+        "org_id",
+        "organization_id",
+        "workspace_id",
+    ];
+    let mut counts: HashMap<usize, usize> = HashMap::new();
+    for (ti, t) in cat.tables.iter().enumerate() {
+        if excluded.contains(&ti) {
+            continue;
+        }
+        for f in &t.fks {
+            let Some(p) = f.parent else { continue };
+            if f.cols.len() != 1 || p == ti || excluded.contains(&p) {
+                continue;
+            }
+            let c = &t.columns[f.cols[0]];
+            if c.not_null && NAMES.contains(&c.name.as_str()) {
+                *counts.entry(p).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| *n >= 2)
+        .max_by_key(|(p, n)| (*n, usize::MAX - *p))
+        .map(|(p, _)| p)
 }
 
 /// Most children any one parent row has.
@@ -2220,5 +1544,183 @@ mod tests {
         assert_eq!(*cum.last().unwrap(), 100);
         assert_eq!(cum[1] - cum[0], 30);
         assert_eq!(cum[4] - cum[3], 0, "a zero weight gets nothing");
+    }
+}
+
+#[cfg(test)]
+mod plan_tests {
+    use std::collections::HashSet;
+    use std::path::Path;
+
+    use super::*;
+    use crate::seed::catalog::{Check, Column, ForeignKey, Table, Unique};
+
+    fn col(attnum: i16, name: &str, kind: TypeKind, seq: bool) -> Column {
+        Column {
+            attnum,
+            name: name.into(),
+            type_name: format!("{kind:?}"),
+            kind,
+            not_null: true,
+            default: None,
+            identity: seq,
+            generated: false,
+            max_len: None,
+            numeric: None,
+            domain_checks: Vec::new(),
+            sequence: seq.then(|| format!("{name}_seq")),
+        }
+    }
+
+    fn catalog() -> Catalog {
+        let parent = Table {
+            oid: 1,
+            schema: "public".into(),
+            name: "parents".into(),
+            partitioned: false,
+            columns: vec![col(1, "id", TypeKind::Int8, true)],
+            uniques: vec![Unique {
+                name: "parents_pkey".into(),
+                cols: vec![0],
+                primary: true,
+            }],
+            fks: Vec::new(),
+            checks: Vec::new(),
+            partitioning: None,
+        };
+        let child = Table {
+            oid: 2,
+            schema: "public".into(),
+            name: "children".into(),
+            partitioned: false,
+            columns: vec![
+                col(1, "id", TypeKind::Int8, true),
+                col(2, "parent_id", TypeKind::Int8, false),
+                col(3, "number", TypeKind::Int4, false),
+                col(4, "label", TypeKind::Text, false),
+            ],
+            uniques: vec![
+                Unique {
+                    name: "children_pkey".into(),
+                    cols: vec![0],
+                    primary: true,
+                },
+                Unique {
+                    name: "children_number".into(),
+                    cols: vec![1, 2],
+                    primary: false,
+                },
+                Unique {
+                    name: "children_label".into(),
+                    cols: vec![3],
+                    primary: false,
+                },
+            ],
+            fks: vec![ForeignKey {
+                name: "children_parent_id_fkey".into(),
+                cols: vec![1],
+                parent: Some(0),
+                parent_name: "parents".into(),
+                parent_cols: vec![0],
+            }],
+            checks: vec![Check {
+                name: "children_number_check".into(),
+                def: "CHECK ((number > 0))".into(),
+                cols: vec![2],
+            }],
+            partitioning: None,
+        };
+        Catalog {
+            tables: vec![parent, child],
+        }
+    }
+
+    fn opts() -> Options {
+        Options {
+            seed: 1,
+            scale: 1.0,
+            default_rows: None,
+        }
+    }
+
+    #[test]
+    fn children_follow_per_parent_counts_with_ordinals_and_unique_labels() {
+        let spec =
+            "[tables.parents]\nrows = 50\n[tables.children]\nper = \"parents\"\ncount = [0, 7]\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let plan = build(&catalog(), &sf, &opts()).unwrap();
+        let (p, c) = (0, 1);
+        assert_eq!(plan.tables[p].rows, 50);
+        let mut pairs = HashSet::new();
+        let mut labels = HashSet::new();
+        for row in 0..plan.tables[c].rows {
+            let ctx = plan.ctx(c, row);
+            let parent = plan.value(c, 1, &ctx).as_i64().unwrap();
+            let number = plan.value(c, 2, &ctx).as_i64().unwrap();
+            assert!((1..=50).contains(&parent), "row {row}: parent {parent}");
+            assert!(number >= 1, "CHECK (number > 0) at row {row}");
+            assert!(
+                pairs.insert((parent, number)),
+                "duplicate (parent, number) at row {row}"
+            );
+            let Val::Text(l) = plan.value(c, 3, &ctx) else {
+                panic!("text")
+            };
+            assert!(labels.insert(l), "duplicate label at row {row}");
+        }
+        // Ordinals start at 1 within each parent and have no gaps.
+        for parent in 1..=50 {
+            let n = pairs.iter().filter(|(p, _)| *p == parent).count() as i64;
+            for k in 1..=n {
+                assert!(
+                    pairs.contains(&(parent, k)),
+                    "parent {parent} misses number {k}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_same_row_gives_the_same_values_in_any_order() {
+        let spec = "[tables.parents]\nrows = 20\n[tables.children]\nrows = 300\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let plan = build(&catalog(), &sf, &opts()).unwrap();
+        let forward: Vec<Vec<Val>> = (0..300)
+            .map(|r| (0..4).map(|k| plan.value(1, k, &plan.ctx(1, r))).collect())
+            .collect();
+        for r in (0..300).rev() {
+            let again: Vec<Val> = (0..4).map(|k| plan.value(1, k, &plan.ctx(1, r))).collect();
+            assert_eq!(again, forward[r as usize]);
+        }
+        // Children are spread evenly: 15 per parent.
+        let firsts: Vec<i64> = forward.iter().map(|v| v[1].as_i64().unwrap()).collect();
+        assert_eq!(firsts.iter().filter(|p| **p == 1).count(), 15);
+    }
+
+    #[test]
+    fn impossible_uniqueness_names_the_spec_position() {
+        let spec = "[tables.parents]\nrows = 5\n[tables.children]\nrows = 10\n[tables.children.columns]\nlabel = { values = [\"a\", \"b\"] }\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let err = build(&catalog(), &sf, &opts()).unwrap_err();
+        let msg = crate::error::render(&err);
+        assert!(
+            msg.contains("s.toml:6:9: impossible uniqueness: children_label (label)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_smallint_key_cannot_hold_more_rows_than_it_counts() {
+        let mut cat = catalog();
+        cat.tables[0].columns[0].kind = TypeKind::Int2;
+        cat.tables[0].columns[0].type_name = "smallint".into();
+        let sf = SpecFile::parse(Path::new("s.toml"), "[tables.parents]\nrows = 40000\n").unwrap();
+        let msg = crate::error::render(&build(&cat, &sf, &opts()).unwrap_err());
+        assert!(
+            msg.contains(
+                "cannot seed parents.id: 40000 rows need values up to 40000, beyond smallint"
+            ),
+            "{msg}"
+        );
     }
 }

@@ -1,0 +1,761 @@
+//! Column generators: what values a column gets, from the catalog alone or
+//! from the spec.
+//!
+//! [`default_gen`] reads a column's type, name and CHECK facts (IN lists,
+//! bounds, lengths); [`Ctx::compile`] turns a column's spec (`gen`, `values`,
+//! `range`, `after`, `json`, ...) into a [`Gen`], checking it against the
+//! column (enum labels, IN lists, NOT NULL) with errors at the spec's
+//! file:line. The planner ([`crate::seed::plan`]) then decides keys and
+//! uniqueness on top of these.
+
+use crate::error::Result;
+use crate::seed::catalog::{Column, Table, TypeKind};
+use crate::seed::checks::{ColFacts, Lit};
+use crate::seed::generate::{FakeKind, Gen, Text, Val, parse_format};
+use crate::seed::spec::{self, ColumnSpec, Scalar, SpecFile, Values};
+
+/// Default time range of timestamps: 2021-01-01 to 2026-11-01 (fixed, not "now": determinism).
+pub(crate) const T_LO: i64 = 662_688_000_000_000;
+pub(crate) const T_HI: i64 = 846_806_400_000_000;
+pub(crate) const DAY: i64 = 86_400_000_000;
+
+pub(crate) fn scalar_val(s: &Scalar, kind: &TypeKind) -> Option<Val> {
+    Some(match (s, kind) {
+        (Scalar::Str(v), k) if k.is_time() => Val::Micros(spec::parse_timestamp(v)?),
+        (Scalar::Str(v), _) => Val::Text(v.clone()),
+        (Scalar::Int(i), TypeKind::Float4 | TypeKind::Float8) => Val::Float(*i as f64),
+        (Scalar::Int(i), _) => Val::Int(*i),
+        (Scalar::Float(f), _) => Val::Float(*f),
+        (Scalar::Bool(b), _) => Val::Bool(*b),
+    })
+}
+
+pub(crate) fn lit_val(l: &Lit, kind: &TypeKind) -> Val {
+    match (l, kind) {
+        (Lit::Str(s), k) if k.is_time() => spec::parse_timestamp(s)
+            .map(Val::Micros)
+            .unwrap_or(Val::Null),
+        (Lit::Str(s), _) => Val::Text(s.clone()),
+        (Lit::Num(n), k) if k.is_int() => Val::Int(*n as i64),
+        (Lit::Num(n), _) => Val::Float(*n),
+        (Lit::Bool(b), _) => Val::Bool(*b),
+    }
+}
+
+pub(crate) fn uniform_choice(vals: Vec<Val>) -> Gen {
+    let n = vals.len().max(1) as f64;
+    let cum = (1..=vals.len()).map(|i| i as f64 / n).collect();
+    Gen::Choice { vals, cum }
+}
+
+pub(crate) fn lit_num(l: &Lit) -> Option<f64> {
+    match l {
+        Lit::Num(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// Integer bounds from CHECK facts, defaulting to [default_lo, default_hi].
+pub(crate) fn int_bounds(f: &ColFacts, kind: &TypeKind, dlo: i64, dhi: i64) -> (i64, i64) {
+    let mut lo = dlo;
+    let mut hi = dhi;
+    if let Some((l, incl)) = &f.lo
+        && let Some(n) = lit_num(l)
+    {
+        lo = if *incl {
+            n.ceil() as i64
+        } else {
+            n.floor() as i64 + 1
+        };
+        if f.hi.is_none() {
+            hi = hi.max(lo + 1000);
+        }
+    }
+    if let Some((l, incl)) = &f.hi
+        && let Some(n) = lit_num(l)
+    {
+        hi = if *incl {
+            n.floor() as i64
+        } else {
+            n.ceil() as i64 - 1
+        };
+        if f.lo.is_none() {
+            lo = lo.min(hi - 1000);
+        }
+    }
+    (lo.max(-kind.int_max()), hi.min(kind.int_max()))
+}
+
+pub(crate) fn time_bounds(f: &ColFacts) -> (i64, i64) {
+    let mut lo = T_LO;
+    let mut hi = T_HI;
+    if let Some((Lit::Str(s), incl)) = &f.lo
+        && let Some(v) = spec::parse_timestamp(s)
+    {
+        lo = if *incl { v } else { v + DAY };
+        hi = hi.max(lo + 365 * DAY);
+    }
+    if let Some((Lit::Str(s), incl)) = &f.hi
+        && let Some(v) = spec::parse_timestamp(s)
+    {
+        hi = if *incl { v } else { v - DAY };
+        lo = lo.min(hi - 365 * DAY);
+    }
+    (lo, hi)
+}
+
+pub(crate) fn text_by_name(table: &str, name: &str) -> Text {
+    let n = name.to_lowercase();
+    let has = |s: &str| n.contains(s);
+    let words = |min, max| Text::Words {
+        min,
+        max,
+        sep: ' ',
+        capital: false,
+    };
+    if has("email") {
+        Text::Fake(FakeKind::Email)
+    } else if n == "first_name" || n == "firstname" || n == "given_name" {
+        Text::Fake(FakeKind::FirstName)
+    } else if n == "last_name" || n == "lastname" || n == "surname" || n == "family_name" {
+        Text::Fake(FakeKind::LastName)
+    } else if has("username") || n == "login" || n == "handle" {
+        Text::Fake(FakeKind::Username)
+    } else if has("company")
+        || (n == "name"
+            && (table.contains("account")
+                || table.contains("org")
+                || table.contains("compan")
+                || table.contains("tenant")))
+    {
+        Text::Fake(FakeKind::Company)
+    } else if n == "name" || has("full_name") || has("display_name") || n == "author" {
+        Text::Fake(FakeKind::Name)
+    } else if n == "city" {
+        Text::Fake(FakeKind::City)
+    } else if n == "country" {
+        Text::Fake(FakeKind::Country)
+    } else if has("address") || has("street") {
+        Text::Fake(FakeKind::Street)
+    } else if has("zip") || has("postal") {
+        Text::Fake(FakeKind::Zip)
+    } else if has("phone") || has("mobile") {
+        Text::Fake(FakeKind::Phone)
+    } else if has("url") || has("website") || has("link") {
+        Text::Fake(FakeKind::Url)
+    } else if n == "ip" || n.ends_with("_ip") || n.starts_with("ip_") {
+        Text::Fake(FakeKind::Ip)
+    } else if has("slug") {
+        Text::Words {
+            min: 2,
+            max: 4,
+            sep: '-',
+            capital: false,
+        }
+    } else if has("title") || has("subject") || has("headline") {
+        Text::Words {
+            min: 2,
+            max: 6,
+            sep: ' ',
+            capital: true,
+        }
+    } else if has("body")
+        || has("content")
+        || has("description")
+        || has("message")
+        || has("comment")
+        || has("note")
+        || n == "text"
+        || has("bio")
+    {
+        Text::Paragraphs { min: 40, max: 400 }
+    } else if has("hash")
+        || has("sha")
+        || has("digest")
+        || has("token")
+        || has("secret")
+        || n == "jti"
+        || has("key")
+        || has("password")
+        || has("signature")
+        || has("checksum")
+    {
+        Text::Hex {
+            len: if has("sha1") { 40 } else { 64 },
+        }
+    } else if has("path") || has("filename") || has("file_name") {
+        Text::Path
+    } else if has("mime") || has("content_type") {
+        Text::Words {
+            min: 1,
+            max: 1,
+            sep: '/',
+            capital: false,
+        }
+    } else {
+        words(1, 3)
+    }
+}
+
+/// The generator of a column nothing else decided, from its type, name and checks.
+pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<Gen> {
+    if let Some(list) = &f.in_list {
+        let vals: Vec<Val> = list
+            .iter()
+            .map(|l| lit_val(l, &col.kind))
+            .filter(|v| !f.not_eq.iter().any(|n| lit_val(n, &col.kind) == *v))
+            .collect();
+        return Some(uniform_choice(vals));
+    }
+    Some(match &col.kind {
+        TypeKind::Bool => Gen::Bool { p_true: 0.5 },
+        k @ (TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8) => {
+            if col.sequence.is_some() {
+                Gen::Sequence { start: 1, step: 1 }
+            } else {
+                let (lo, hi) = int_bounds(
+                    f,
+                    k,
+                    0,
+                    if matches!(k, TypeKind::Int2) {
+                        100
+                    } else {
+                        1000
+                    },
+                );
+                Gen::Int { lo, hi }
+            }
+        }
+        TypeKind::Float4 | TypeKind::Float8 => {
+            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, 1000);
+            Gen::Float {
+                lo: lo as f64,
+                hi: hi as f64,
+            }
+        }
+        TypeKind::Numeric => {
+            let (p, s) = col.numeric.unwrap_or((12, 2));
+            let max_int = 10i64.saturating_pow(p.saturating_sub(s).min(15)) - 1;
+            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, max_int.min(1000));
+            let m = 10i128.pow(s.min(30));
+            let (mut ulo, mut uhi) = (i128::from(lo) * m, i128::from(hi) * m);
+            if let Some((_, false)) = f.lo {
+                ulo += 1;
+            }
+            uhi = uhi.min(i128::from(max_int) * m + (m - 1));
+            if let Some((_, false)) = f.hi {
+                uhi -= 1;
+            }
+            Gen::Dec {
+                lo: ulo,
+                hi: uhi.max(ulo),
+                scale: s,
+            }
+        }
+        TypeKind::Text => {
+            let mut text = text_by_name(&table.name, &col.name);
+            if col.max_len.is_some_and(|m| m < 16)
+                && matches!(text, Text::Paragraphs { .. } | Text::Fake(_))
+            {
+                text = Text::Words {
+                    min: 1,
+                    max: 1,
+                    sep: ' ',
+                    capital: false,
+                };
+            }
+            let max_len = match (col.max_len, f.max_len) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            Gen::Text {
+                text,
+                unique: false,
+                max_len,
+            }
+        }
+        TypeKind::Bytea => Gen::Bytes { min: 16, max: 64 },
+        TypeKind::Uuid => Gen::Uuid { unique: false },
+        TypeKind::Date | TypeKind::Timestamp | TypeKind::Timestamptz => {
+            let (lo, hi) = time_bounds(f);
+            Gen::Time {
+                lo,
+                hi,
+                bias: 1.5,
+                unique: false,
+            }
+        }
+        TypeKind::Time => Gen::TimeOfDay,
+        TypeKind::Interval => Gen::Interval,
+        TypeKind::Json | TypeKind::Jsonb => Gen::Json(vec![
+            (
+                "source".into(),
+                Gen::Text {
+                    text: Text::Words {
+                        min: 1,
+                        max: 1,
+                        sep: ' ',
+                        capital: false,
+                    },
+                    unique: false,
+                    max_len: None,
+                },
+            ),
+            ("count".into(), Gen::Int { lo: 0, hi: 100 }),
+        ]),
+        TypeKind::Inet => Gen::Inet,
+        TypeKind::TsVector => Gen::TsVec,
+        TypeKind::Enum(labels) => {
+            uniform_choice(labels.iter().map(|l| Val::Text(l.clone())).collect())
+        }
+        TypeKind::Array(elem, _) => {
+            let ec = Column {
+                kind: (**elem).clone(),
+                max_len: None,
+                sequence: None,
+                ..col.clone()
+            };
+            let eg = default_gen(table, &ec, &ColFacts::default())?;
+            let eg = match eg {
+                Gen::Text { max_len, .. } => Gen::Text {
+                    text: Text::Words {
+                        min: 1,
+                        max: 1,
+                        sep: ' ',
+                        capital: false,
+                    },
+                    unique: false,
+                    max_len,
+                },
+                g => g,
+            };
+            Gen::Array {
+                elem: Box::new(eg),
+                min: 0,
+                max: 3,
+            }
+        }
+        TypeKind::Unsupported(_) => return None,
+    })
+}
+
+pub(crate) struct Ctx<'a> {
+    pub(crate) sf: &'a SpecFile,
+}
+
+impl Ctx<'_> {
+    /// Compiles a column's spec into a generator.
+    pub(crate) fn compile(
+        &self,
+        table: &Table,
+        col: &Column,
+        kind: &TypeKind,
+        cs: &ColumnSpec,
+        span: std::ops::Range<usize>,
+        f: &ColFacts,
+    ) -> Result<Option<Gen>> {
+        let sf = self.sf;
+        let here = |m: String, h: &str| sf.error(span.clone(), m, Some(h.to_string()));
+        let cname = format!("{}.{}", table.display(), col.name);
+        let mut g: Option<Gen> = None;
+        if let Some(name) = &cs.generator {
+            let w = |min, max, sep, capital| Gen::Text {
+                text: Text::Words {
+                    min,
+                    max,
+                    sep,
+                    capital,
+                },
+                unique: false,
+                max_len: col.max_len,
+            };
+            let fk = |k| Gen::Text {
+                text: Text::Fake(k),
+                unique: false,
+                max_len: col.max_len,
+            };
+            let [wl, wh] = cs.words.unwrap_or([1, 3]);
+            let [ll, lh] = cs.len.unwrap_or([0, 0]);
+            g = Some(match name.get_ref().as_str() {
+                "name" => fk(FakeKind::Name),
+                "first_name" => fk(FakeKind::FirstName),
+                "last_name" => fk(FakeKind::LastName),
+                "email" => fk(FakeKind::Email),
+                "username" => fk(FakeKind::Username),
+                "company" => fk(FakeKind::Company),
+                "url" => fk(FakeKind::Url),
+                "phone" => fk(FakeKind::Phone),
+                "city" => fk(FakeKind::City),
+                "country" => fk(FakeKind::Country),
+                "street" => fk(FakeKind::Street),
+                "zip" => fk(FakeKind::Zip),
+                "catch_phrase" => fk(FakeKind::CatchPhrase),
+                "ip" if matches!(kind, TypeKind::Inet) => Gen::Inet,
+                "ip" => fk(FakeKind::Ip),
+                "word" => w(1, 1, ' ', false),
+                "words" => w(wl, wh, ' ', false),
+                "sentence" => w(
+                    cs.words.map_or(6, |x| x[0]),
+                    cs.words.map_or(14, |x| x[1]),
+                    ' ',
+                    true,
+                ),
+                "title" => w(
+                    cs.words.map_or(2, |x| x[0]),
+                    cs.words.map_or(6, |x| x[1]),
+                    ' ',
+                    true,
+                ),
+                "slug" => w(
+                    cs.words.map_or(2, |x| x[0]),
+                    cs.words.map_or(4, |x| x[1]),
+                    '-',
+                    false,
+                ),
+                "paragraphs" => Gen::Text {
+                    text: Text::Paragraphs {
+                        min: if lh > 0 { ll } else { 200 },
+                        max: if lh > 0 { lh } else { 2000 },
+                    },
+                    unique: false,
+                    max_len: col.max_len,
+                },
+                "hex" => Gen::Text {
+                    text: Text::Hex {
+                        len: if lh > 0 { lh } else { 64 },
+                    },
+                    unique: false,
+                    max_len: col.max_len,
+                },
+                "path" => Gen::Text {
+                    text: Text::Path,
+                    unique: false,
+                    max_len: col.max_len,
+                },
+                "uuid" => Gen::Uuid { unique: false },
+                "bytes" => Gen::Bytes {
+                    min: if lh > 0 { ll } else { 16 },
+                    max: if lh > 0 { lh } else { 64 },
+                },
+                "sequence" => Gen::Sequence {
+                    start: cs.start.unwrap_or(1),
+                    step: cs.step.unwrap_or(1),
+                },
+                "bool" => Gen::Bool { p_true: 0.5 },
+                other => {
+                    const KNOWN: &[&str] = &[
+                        "name",
+                        "first_name",
+                        "last_name",
+                        "email",
+                        "username",
+                        "company",
+                        "url",
+                        "phone",
+                        "city",
+                        "country",
+                        "street",
+                        "zip",
+                        "catch_phrase",
+                        "ip",
+                        "word",
+                        "words",
+                        "sentence",
+                        "title",
+                        "slug",
+                        "paragraphs",
+                        "hex",
+                        "path",
+                        "uuid",
+                        "bytes",
+                        "sequence",
+                        "bool",
+                    ];
+                    let hint = match spec::suggest(other, KNOWN.iter().copied()) {
+                        Some(s) => {
+                            format!("did you mean `{s}`? known generators: {}", KNOWN.join(", "))
+                        }
+                        None => format!("known generators: {}", KNOWN.join(", ")),
+                    };
+                    return Err(sf.error(
+                        name.span(),
+                        format!("unknown generator `{other}` for {cname}"),
+                        Some(hint),
+                    ));
+                }
+            });
+        }
+        if let Some(v) = &cs.values {
+            let (vals, weights): (Vec<Val>, Vec<f64>) = match v.get_ref() {
+                Values::List(l) => (
+                    l.iter().filter_map(|s| scalar_val(s, kind)).collect(),
+                    vec![1.0; l.len()],
+                ),
+                Values::Weighted(m) => m
+                    .iter()
+                    .filter_map(|(k, w)| scalar_val(&Scalar::Str(k.clone()), kind).map(|v| (v, *w)))
+                    .unzip(),
+            };
+            if vals.is_empty() {
+                return Err(sf.error(
+                    v.span(),
+                    format!("`values` of {cname} is empty"),
+                    Some("list at least one value".into()),
+                ));
+            }
+            // Values must satisfy the enum / IN list.
+            let allowed: Option<Vec<Val>> = match kind {
+                TypeKind::Enum(labels) => {
+                    Some(labels.iter().map(|l| Val::Text(l.clone())).collect())
+                }
+                _ => f
+                    .in_list
+                    .as_ref()
+                    .map(|l| l.iter().map(|x| lit_val(x, kind)).collect()),
+            };
+            if let Some(allowed) = allowed {
+                let norm = |v: &Val| match v {
+                    Val::Float(f) if f.fract() == 0.0 => Val::Int(*f as i64),
+                    v => v.clone(),
+                };
+                if let Some(bad) = vals
+                    .iter()
+                    .find(|v| !allowed.iter().any(|a| norm(a) == norm(v)))
+                {
+                    let list = allowed
+                        .iter()
+                        .map(|a| a.display())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    return Err(sf.error(
+                        v.span(),
+                        format!("value {} is not allowed in {cname}", bad.display()),
+                        Some(format!("the column accepts only: {list}")),
+                    ));
+                }
+            }
+            let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+            let mut acc = 0.0;
+            let cum = weights
+                .iter()
+                .map(|w| {
+                    acc += w / total;
+                    acc
+                })
+                .collect();
+            g = Some(Gen::Choice { vals, cum });
+        }
+        if let Some(r) = &cs.range {
+            let [a, b] = r.get_ref();
+            let bad = || {
+                here(
+                    format!("`range` of {cname} must be two numbers or two timestamps, low first"),
+                    "for example `range = [1, 100]` or `range = [\"2024-01-01\", \"2026-01-01\"]`",
+                )
+            };
+            g = Some(match (a, b) {
+                (Scalar::Int(a), Scalar::Int(b)) if a <= b => match kind {
+                    TypeKind::Float4 | TypeKind::Float8 => Gen::Float {
+                        lo: *a as f64,
+                        hi: *b as f64,
+                    },
+                    TypeKind::Numeric => {
+                        let s = col.numeric.map_or(0, |x| x.1);
+                        let m = 10i128.pow(s);
+                        Gen::Dec {
+                            lo: i128::from(*a) * m,
+                            hi: i128::from(*b) * m,
+                            scale: s,
+                        }
+                    }
+                    _ => Gen::Int { lo: *a, hi: *b },
+                },
+                (Scalar::Float(_) | Scalar::Int(_), Scalar::Float(_) | Scalar::Int(_)) => {
+                    let (a, b) = (num(a), num(b));
+                    if a > b {
+                        return Err(bad());
+                    }
+                    match kind {
+                        TypeKind::Numeric => {
+                            let s = col.numeric.map_or(2, |x| x.1);
+                            let m = 10f64.powi(s as i32);
+                            Gen::Dec {
+                                lo: (a * m).round() as i128,
+                                hi: (b * m).round() as i128,
+                                scale: s,
+                            }
+                        }
+                        _ => Gen::Float { lo: a, hi: b },
+                    }
+                }
+                (Scalar::Str(a), Scalar::Str(b)) => {
+                    let (Some(a), Some(b)) = (spec::parse_timestamp(a), spec::parse_timestamp(b))
+                    else {
+                        return Err(bad());
+                    };
+                    if a > b {
+                        return Err(bad());
+                    }
+                    Gen::Time {
+                        lo: a,
+                        hi: b,
+                        bias: cs.bias.unwrap_or(1.0),
+                        unique: false,
+                    }
+                }
+                _ => return Err(bad()),
+            });
+        }
+        if let Some(fmt) = &cs.format {
+            g = Some(Gen::Text {
+                text: Text::Format(parse_format(fmt)),
+                unique: false,
+                max_len: col.max_len,
+            });
+        }
+        if let Some(json) = &cs.json {
+            let mut fields = Vec::new();
+            for (k, v) in json {
+                let fg = self.compile(
+                    table,
+                    col,
+                    &TypeKind::Json,
+                    v,
+                    span.clone(),
+                    &ColFacts::default(),
+                )?;
+                fields.push((k.clone(), fg.unwrap_or(Gen::Null)));
+            }
+            g = Some(Gen::Json(fields));
+        }
+        if let Some(el) = &cs.element {
+            let TypeKind::Array(ek, _) = kind else {
+                return Err(here(
+                    format!("`element` given for {cname}, which is not an array"),
+                    "use `element` only on array columns",
+                ));
+            };
+            let ec = Column {
+                kind: (**ek).clone(),
+                ..col.clone()
+            };
+            let eg = self.compile(table, &ec, ek, el, span.clone(), &ColFacts::default())?;
+            let eg = match eg {
+                Some(g) => g,
+                None => default_gen(table, &ec, &ColFacts::default()).unwrap_or(Gen::Null),
+            };
+            let [lo, hi] = cs.len.unwrap_or([0, 3]);
+            g = Some(Gen::Array {
+                elem: Box::new(eg),
+                min: lo,
+                max: hi,
+            });
+        } else if let (Some([lo, hi]), TypeKind::Array(..)) = (cs.len, kind)
+            && let Some(Gen::Array { elem, .. }) = default_gen(table, col, f)
+        {
+            g = Some(Gen::Array {
+                elem,
+                min: lo,
+                max: hi,
+            });
+        }
+        if g.is_none() && (cs.bias.is_some() || cs.unique.is_some()) {
+            g = default_gen(table, col, f);
+        }
+        if let (Some(b), Some(Gen::Time { bias, .. })) = (cs.bias, g.as_mut()) {
+            *bias = b;
+        }
+        if cs.unique == Some(true) {
+            g = g.map(|g| make_unique(g, 1_000_000));
+        }
+        if let Some(after) = &cs.after {
+            let Some(oc) = table.column(after.get_ref()) else {
+                let hint = spec::suggest(
+                    after.get_ref(),
+                    table.columns.iter().map(|c| c.name.as_str()),
+                )
+                .map_or_else(
+                    || "`after` names another timestamp column of the same table".to_string(),
+                    |s| format!("did you mean `{s}`?"),
+                );
+                return Err(sf.error(
+                    after.span(),
+                    format!("unknown column `{}` in `after` of {cname}", after.get_ref()),
+                    Some(hint),
+                ));
+            };
+            let [lo, hi] = cs.gap.unwrap_or([1, 30 * 86_400]);
+            let fallback = g
+                .take()
+                .or_else(|| default_gen(table, col, f))
+                .unwrap_or(Gen::Null);
+            g = Some(Gen::After {
+                col: oc,
+                min: lo * 1_000_000,
+                max: hi.max(lo) * 1_000_000,
+                fallback: Box::new(fallback),
+            });
+        }
+        if let Some(p) = cs.null {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(here(
+                    format!("`null` of {cname} must be between 0 and 1"),
+                    "it is the share of NULLs, e.g. `null = 0.1`",
+                ));
+            }
+            if p > 0.0 && col.not_null && *kind != TypeKind::Json {
+                return Err(here(
+                    format!("{cname} is NOT NULL, but the spec asks for NULLs"),
+                    "remove `null`, or drop the NOT NULL constraint",
+                ));
+            }
+            let inner = g
+                .take()
+                .or_else(|| default_gen(table, col, f))
+                .unwrap_or(Gen::Null);
+            g = Some(if p > 0.0 {
+                Gen::Nullable {
+                    p,
+                    inner: Box::new(inner),
+                }
+            } else {
+                inner
+            });
+        }
+        Ok(g)
+    }
+}
+
+pub(crate) fn num(s: &Scalar) -> f64 {
+    match s {
+        Scalar::Int(i) => *i as f64,
+        Scalar::Float(f) => *f,
+        _ => 0.0,
+    }
+}
+
+/// The same generator, made unique by construction where it can be.
+pub(crate) fn make_unique(g: Gen, rows: u64) -> Gen {
+    match g {
+        Gen::Text { text, max_len, .. } => Gen::Text {
+            text,
+            unique: true,
+            max_len,
+        },
+        Gen::Uuid { .. } => Gen::Uuid { unique: true },
+        Gen::Time { lo, hi, bias, .. } => Gen::Time {
+            lo,
+            hi,
+            bias,
+            unique: true,
+        },
+        Gen::Int { lo, hi } if (hi - lo + 1) as u64 >= rows => {
+            Gen::IntUnique { lo, n: rows.max(1) }
+        }
+        Gen::Nullable { p, inner } => Gen::Nullable {
+            p,
+            inner: Box::new(make_unique(*inner, rows)),
+        },
+        g => g,
+    }
+}
