@@ -107,18 +107,6 @@ impl Settings {
         })
     }
 
-    /// The same settings aimed at another database (`planck demo` runs each
-    /// step on its own database this way).
-    pub fn with_url(&self, url: &str) -> Settings {
-        Settings {
-            target: Target::Url {
-                url: url.to_string(),
-                source: UrlSource::Flag,
-            },
-            ..self.clone()
-        }
-    }
-
     /// A path of the project (relative paths are taken from the project directory).
     pub fn project_path(&self, p: &Path) -> PathBuf {
         self.project_dir.join(p)

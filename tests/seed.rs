@@ -277,11 +277,10 @@ fn zero_spec_fills_an_org_schema_with_partitions_and_a_composite_self_reference(
 #[test]
 fn zero_spec_fills_pagila() {
     let db = TestDb::new("seed_zero_pagila");
-    let schema = std::fs::read_to_string("/work/shared/fixtures/pagila/schema.sql")
-        .or_else(|_| {
-            std::fs::read_to_string(repo_root().join("../shared/fixtures/pagila/schema.sql"))
-        })
-        .expect("the Pagila fixture");
+    // shared/ lies beside the checkout (as in CI), or at its usual place.
+    let schema = std::fs::read_to_string(repo_root().join("../shared/fixtures/pagila/schema.sql"))
+        .or_else(|_| std::fs::read_to_string("/work/shared/fixtures/pagila/schema.sql"))
+        .expect("the Pagila fixture in ../shared/fixtures/pagila/schema.sql");
     // The dump assigns owners and grants to a role the test cluster lacks.
     let sql: String = schema
         .lines()
@@ -578,7 +577,7 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
     let db = TestDb::migrated("seed_interrupted");
     let before = (indexes(&db), constraints(&db));
     let (dir, p) = spec_in(&example_spec());
-    let mut child = common::planck_cmd(dir.path())
+    let child = common::planck_cmd(dir.path())
         .args([
             "--database-url",
             &db.url,

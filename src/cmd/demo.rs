@@ -43,7 +43,7 @@ pub struct DemoArgs {
     #[arg(long, default_value = "planck_demo")]
     pub database: String,
     /// Size of the dataset, as a fraction of the bundled spec (1 = the 1.5 GB of the field report)
-    #[arg(long, default_value_t = 0.1, value_name = "FACTOR")]
+    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
     pub scale: f64,
 }
 
@@ -104,14 +104,12 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         queries.display()
     ));
     // Step 3: seed the bundled spec (the example app's fixtures make way).
-    let on_demo = settings.with_url(&conn.url);
-    let seed_args = super::seed::SeedArgs {
-        spec: Some(bundled_dir().join("seeds/example.toml")),
-        scale: Some(args.scale),
-        truncate: true,
-        ..Default::default()
-    };
-    let code = super::seed::run(seed_args, &on_demo).await?;
+    let code = super::seed::run_on(
+        super::seed::SeedArgs::bundled(args.scale),
+        Some(&conn),
+        settings,
+    )
+    .await?;
     if code != 0 {
         return Ok(code);
     }
