@@ -9,45 +9,53 @@ use std::path::Path;
 use common::{TestDb, assert_exit, stderr, stdout};
 use serde_json::Value;
 
-/// Fills the bundled example with a skewed dataset big enough for seq scans
-/// to show: account 1 is the heavy tenant. The one place to switch to
-/// `planck seed --scale ...` once the seeder lands.
-fn seed_small_example(db: &TestDb) {
-    db.exec(
-        "INSERT INTO accounts (name, slug) SELECT 'acct ' || g, 'acct-' || g FROM generate_series(1, 2000) g;
-         INSERT INTO users (account_id, email, display_name)
-              SELECT 1 + g % 2000, 'u' || g || '@x.test', 'User ' || g FROM generate_series(1, 6000) g;
-         INSERT INTO pouches (account_id, name)
-              SELECT CASE WHEN g <= 200 THEN 1 ELSE 2 + g % 1999 END, 'pouch ' || g
-                FROM generate_series(1, 4000) g;
-         INSERT INTO items (account_id, pouch_id, slug, title, status, updated_at)
-              SELECT p.account_id, p.id, 'item-' || g, 'Item ' || g,
-                     CASE WHEN g % 10 = 0 THEN 'open' WHEN g % 10 < 4 THEN 'archived' ELSE 'draft' END,
-                     now() - g * interval '1 minute'
-                FROM generate_series(1, 50000) g
-                JOIN pouches p ON p.id = CASE WHEN g <= 6000 THEN 1 + g % 200 ELSE 201 + g % 3800 END;
-         INSERT INTO events (account_id, kind, subject_type, subject_id, created_at)
-              SELECT CASE WHEN g <= 4000 THEN 1 ELSE 1 + g % 2000 END, 'item.updated', 'item', g % 50000,
-                     now() - g * interval '1 minute'
-                FROM generate_series(1, 20000) g;
-         INSERT INTO devices (account_id, user_id, name, public_key)
-              SELECT u.account_id, u.id, 'device ' || g, 'key' || g
-                FROM generate_series(1, 12000) g JOIN users u ON u.id = 1 + g % 6000;
-         INSERT INTO api_tokens (account_id, device_id, token_hash, expires_at)
-              SELECT d.account_id, d.id, 'hash' || d.id, now() + interval '1 day' FROM devices d;
-         INSERT INTO rate_limits (key) SELECT 'ip:' || g FROM generate_series(1, 15000) g;
-         ANALYZE;",
+/// Seeds the bundled example with planck's own seeder at CI scale (0.1):
+/// 2,000 accounts, 40,000 items, 140,000 events, about 6,000 devices;
+/// account 1 is the heavy tenant. The seeder ends with `VACUUM (ANALYZE)`,
+/// so the planner sees the real row counts.
+fn seed_bundled_example(db: &TestDb) {
+    let root = common::repo_root();
+    let spec = root.join("seeds/example.toml");
+    let out = db.planck(
+        &[
+            "seed",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--scale",
+            "0.1",
+            "--truncate",
+            "--quiet",
+        ],
+        &root,
     );
+    assert_exit(&out, 0);
 }
 
-/// Writes a queries file: (query, role, bypass_rls).
-fn queries(dir: &Path, stmts: &[(&str, &str, bool)]) -> String {
-    let mut text = String::from("format_version = 1\n");
+/// `[[statement]]` entries: (query, role, bypass_rls).
+fn statements_toml(stmts: &[(&str, &str, bool)]) -> String {
+    let mut text = String::new();
     for (q, role, bypass) in stmts {
         text.push_str(&format!(
             "\n[[statement]]\nrole = \"{role}\"\nbypass_rls = {bypass}\nquery = '''\n{q}\n'''\n"
         ));
     }
+    text
+}
+
+/// Writes a queries file of these statements alone.
+fn queries(dir: &Path, stmts: &[(&str, &str, bool)]) -> String {
+    let text = format!("format_version = 1\n{}", statements_toml(stmts));
+    let path = dir.join("queries.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// Writes a queries file: the bundled example's recorded statements
+/// (`queries/recorded.toml`), then `extra` appended.
+fn recorded_queries_plus(dir: &Path, extra: &[(&str, &str, bool)]) -> String {
+    let mut text =
+        std::fs::read_to_string(common::repo_root().join("queries/recorded.toml")).unwrap();
+    text.push_str(&statements_toml(extra));
     let path = dir.join("queries.toml");
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
@@ -111,10 +119,32 @@ const PLANTED_SEQ_SCAN: (&str, &str, bool) = (
     true,
 );
 
+/// devices has about 6,000 rows at CI scale, below the default seq-scan
+/// threshold (10,000): tests that need its seq scan to count lower it.
+const MIN_ROWS_DEVICES: &str = "1000";
+
+/// A job listing a pouch's open items, recorded with `$2` for `'open'`: the
+/// literal-only partial index `items_open_by_pouch (pouch_id, updated_at
+/// DESC) WHERE status = 'open'` of migration 0002. Planted as a job (admin
+/// mode) because in tenant mode the policy's `account_id = ...` makes
+/// `items_account_pouch (account_id, pouch_id)` the planner's choice even
+/// with `'open'` inlined (cost 8.3 against 17.2 at CI scale): the recorded
+/// API statement of the same shape uses the partial index in no tenant plan.
+const PLANTED_LITERAL_ONLY: (&str, &str, bool) = (
+    "SELECT id, title FROM items WHERE pouch_id = $1 AND status = $2 ORDER BY updated_at DESC LIMIT $3",
+    "postgres",
+    true,
+);
+
+/// The recorded API statement of the same shape (queries/recorded.toml).
+const RECORDED_OPEN_ITEMS: &str = "faccfd0e1438c252";
+const RECORDED_OPEN_ITEMS_QUERY: &str =
+    "SELECT id, slug, title, updated_at FROM items WHERE pouch_id = $1 AND status = $2";
+
 #[test]
 fn issue5_planted_problems_are_found_with_check_mode_and_target() {
     let db = TestDb::migrated("explain_planted");
-    seed_small_example(&db);
+    seed_bundled_example(&db);
     db.exec(
         "CREATE INDEX items_title ON items (title);
          CREATE INDEX events_archived ON events (created_at) WHERE kind = 'item.archived';
@@ -125,14 +155,8 @@ fn issue5_planted_problems_are_found_with_check_mode_and_target() {
          ANALYZE;",
     );
     let dir = common::project_dir();
-    let mut stmts = FINE.to_vec();
-    stmts.push(PLANTED_SEQ_SCAN);
-    stmts.push((
-        "SELECT id, title FROM items WHERE pouch_id = $1 AND status = $2 ORDER BY updated_at DESC LIMIT $3",
-        APP,
-        false,
-    ));
-    let q = queries(dir.path(), &stmts);
+    // The bundled example's recorded statements, then the planted ones.
+    let q = recorded_queries_plus(dir.path(), &[PLANTED_SEQ_SCAN, PLANTED_LITERAL_ONLY]);
     // The application's source, where the literal is inlined.
     let src = dir.path().join("app");
     std::fs::create_dir_all(src.join("api")).unwrap();
@@ -141,16 +165,36 @@ fn issue5_planted_problems_are_found_with_check_mode_and_target() {
         "const open = sql`SELECT id, title FROM items\n  WHERE pouch_id = ${p} AND status = 'open'`;\n",
     )
     .unwrap();
-    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--source", "app"]);
+    // --min-rows: the planted seq scan is on devices (MIN_ROWS_DEVICES).
+    let (code, v) = json_run(
+        &db,
+        dir.path(),
+        &[
+            "--queries",
+            &q,
+            "--source",
+            "app",
+            "--min-rows",
+            MIN_ROWS_DEVICES,
+        ],
+    );
     assert_eq!(code, 1, "{v:#}");
+    let planted_seq = statement(&v, PLANTED_SEQ_SCAN.0);
+    let planted_lit = statement(&v, PLANTED_LITERAL_ONLY.0);
 
-    // Missing index: a seq scan on devices, judged in admin mode (a job).
+    // Missing index: a seq scan on devices, judged in admin mode (a job). The
+    // recorded statements have seq scans of their own (the api_tokens
+    // cleanup, the items jobs, devices in tenant mode).
     let seq = findings(&v, "seq-scan");
-    assert_eq!(seq.len(), 1, "{seq:#?}");
-    assert_eq!(seq[0]["relation"], "devices");
-    assert_eq!(seq[0]["mode"], "admin");
-    assert_eq!(seq[0]["severity"], "error");
-    assert!(seq[0]["query"].as_str().unwrap().contains("user_id"));
+    let planted: Vec<_> = seq
+        .iter()
+        .filter(|f| f["statement_id"] == planted_seq["id"])
+        .collect();
+    assert_eq!(planted.len(), 1, "{seq:#?}");
+    assert_eq!(planted[0]["relation"], "devices");
+    assert_eq!(planted[0]["mode"], "admin");
+    assert_eq!(planted[0]["severity"], "error");
+    assert_eq!(planted[0]["query"], PLANTED_SEQ_SCAN.0);
 
     // Unused index, reported without a mode.
     let unused = findings(&v, "unused-index");
@@ -164,30 +208,56 @@ fn issue5_planted_problems_are_found_with_check_mode_and_target() {
 
     // Unused partial index.
     let partial = findings(&v, "unused-partial-index");
-    assert!(
-        partial
-            .iter()
-            .any(|f| f["index"] == "events_archived" && f["relation"] == "events"),
-        "{partial:#?}"
-    );
+    let archived = partial
+        .iter()
+        .find(|f| f["index"] == "events_archived")
+        .unwrap_or_else(|| panic!("events_archived unused: {partial:#?}"));
+    assert_eq!(archived["relation"], "events");
+    assert_eq!(archived["severity"], "warning");
+    assert_eq!(archived["mode"], Value::Null);
+
     // The literal-only partial index: informational, and never "unused".
-    let lit = findings(&v, "partial-index-needs-literal");
+    let lit: Vec<_> = findings(&v, "partial-index-needs-literal")
+        .into_iter()
+        .filter(|f| f["index"] == "items_open_by_pouch")
+        .collect();
     assert_eq!(lit.len(), 1, "{lit:#?}");
-    assert_eq!(lit[0]["index"], "items_open_by_pouch");
+    assert_eq!(lit[0]["statement_id"], planted_lit["id"]);
     assert_eq!(lit[0]["relation"], "items");
-    assert_eq!(lit[0]["mode"], "tenant");
+    assert_eq!(lit[0]["mode"], "admin");
     assert_eq!(lit[0]["severity"], "info");
-    assert!(
-        lit[0]["message"].as_str().unwrap().contains("$2"),
-        "{:?}",
-        lit[0]
-    );
+    let message = lit[0]["message"].as_str().unwrap();
+    assert!(message.contains("pg_stat_statements shows $2"), "{message}");
+    assert!(message.contains("inlined in api/items.ts:2"), "{message}");
     assert!(
         !partial
             .iter()
             .chain(unused.iter())
             .any(|f| f["index"] == "items_open_by_pouch"),
         "the literal-only partial index must not be reported unused"
+    );
+    // The recorded API statement of that shape was re-planned with 'open'
+    // in tenant mode, its judged mode, and no tenant plan used the index:
+    // hence no tenant-mode finding above.
+    let recorded = statement(&v, RECORDED_OPEN_ITEMS_QUERY);
+    assert_eq!(recorded["id"], RECORDED_OPEN_ITEMS);
+    let tenant_plans: Vec<_> = recorded["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["mode"] == "tenant")
+        .collect();
+    assert!(
+        tenant_plans
+            .iter()
+            .any(|p| p["kind"] == "literal" && p["params"][1] == "open"),
+        "{tenant_plans:#?}"
+    );
+    assert!(
+        tenant_plans
+            .iter()
+            .all(|p| !p["plan"].to_string().contains("items_open_by_pouch")),
+        "{tenant_plans:#?}"
     );
 
     // VOLATILE policy function.
@@ -205,10 +275,17 @@ fn issue5_planted_problems_are_found_with_check_mode_and_target() {
 #[test]
 fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
     let db = TestDb::migrated("explain_gate");
-    seed_small_example(&db);
+    seed_bundled_example(&db);
     let dir = common::project_dir();
+    // The planted seq scan is on devices: every run but the planck.toml
+    // threshold ones passes --min-rows for it to count (MIN_ROWS_DEVICES).
+    let run = |q: &str, extra: &[&str]| {
+        let mut args = vec!["--queries", q, "--min-rows", MIN_ROWS_DEVICES];
+        args.extend_from_slice(extra);
+        json_run(&db, dir.path(), &args)
+    };
     let q = queries(dir.path(), FINE);
-    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    let (code, v) = run(&q, &[]);
     let errors: Vec<_> = v["findings"]
         .as_array()
         .unwrap()
@@ -222,33 +299,52 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
     let mut stmts = FINE.to_vec();
     stmts.push(PLANTED_SEQ_SCAN);
     let q = queries(dir.path(), &stmts);
-    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    let (code, v) = run(&q, &[]);
     assert_eq!(code, 1);
-    assert_eq!(findings(&v, "seq-scan").len(), 1);
+    let seq = findings(&v, "seq-scan");
+    assert_eq!(seq.len(), 1, "{seq:#?}");
+    assert_eq!(seq[0]["relation"], "devices");
 
-    let (code, _) = json_run(&db, dir.path(), &["--queries", &q, "--write-baseline"]);
+    let (code, _) = run(&q, &["--write-baseline"]);
     assert_eq!(code, 0);
     let base = dir.path().join("queries/baseline.toml");
     let text = std::fs::read_to_string(&base).unwrap();
     assert!(text.contains("check = \"seq-scan\""), "{text}");
     assert!(text.contains("relation = \"devices\""), "{text}");
-    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    let (code, v) = run(&q, &[]);
     assert_eq!(code, 0);
     assert_eq!(findings(&v, "seq-scan")[0]["baseline"], true);
     // Writing it again gives the same bytes.
-    json_run(&db, dir.path(), &["--queries", &q, "--write-baseline"]);
+    run(&q, &["--write-baseline"]);
     assert_eq!(std::fs::read_to_string(&base).unwrap(), text);
 
-    // A threshold in planck.toml: devices is below it.
+    // A threshold in planck.toml: devices (about 6,000 rows) is above 1,000
+    // but below the default 10,000, so the seq scan shows only if the file
+    // is read.
     std::fs::write(
         dir.path().join("planck.toml"),
-        "[explain]\nmin_rows = 100000\n",
+        "[explain]\nmin_rows = 1000\n",
     )
     .unwrap();
     let (code, v) = json_run(
         &db,
         dir.path(),
         &["--queries", &q, "--baseline", "none.toml"],
+    );
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(findings(&v, "seq-scan").len(), 1);
+    // The flag wins over the file: devices is below 100,000.
+    let (code, v) = json_run(
+        &db,
+        dir.path(),
+        &[
+            "--queries",
+            &q,
+            "--baseline",
+            "none.toml",
+            "--min-rows",
+            "100000",
+        ],
     );
     assert_eq!(code, 0);
     assert!(findings(&v, "seq-scan").is_empty());
@@ -260,7 +356,7 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
         "[[explain.ignore]]\ncheck = \"seq-scan\"\ntable = \"devices\"\nreason = \"devices stays small\"\n",
     )
     .unwrap();
-    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    let (code, v) = run(&q, &[]);
     assert_eq!(code, 0);
     assert!(findings(&v, "seq-scan").is_empty());
     assert_eq!(v["summary"]["ignored"], 1);
@@ -269,7 +365,7 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
 #[test]
 fn issue5_rls_in_force_in_tenant_mode_only() {
     let db = TestDb::migrated("explain_rls_modes");
-    seed_small_example(&db);
+    seed_bundled_example(&db);
     let dir = common::project_dir();
     let q = queries(
         dir.path(),
@@ -329,7 +425,7 @@ fn issue5_rls_in_force_in_tenant_mode_only() {
 #[test]
 fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
     let db = TestDb::migrated("explain_bad_input");
-    seed_small_example(&db);
+    seed_bundled_example(&db);
     db.exec(
         "CREATE FUNCTION slow_id(bigint) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
              AS $$ BEGIN PERFORM pg_sleep(3); RETURN $1; END $$;
@@ -553,17 +649,19 @@ fn issue5_empty_queries_file_explains_nothing_and_passes() {
 #[test]
 fn issue5_ignored_statement_is_skipped_with_its_reason() {
     let db = TestDb::migrated("explain_ignored_stmt");
-    seed_small_example(&db);
+    seed_bundled_example(&db);
     let dir = common::project_dir();
     let q = queries(dir.path(), &[PLANTED_SEQ_SCAN]);
-    let (code, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    // --min-rows: the seq scan on devices (about 6,000 rows) must count.
+    let args = ["--queries", &q, "--min-rows", MIN_ROWS_DEVICES];
+    let (code, _) = json_run(&db, dir.path(), &args);
     assert_eq!(code, 1);
     let text = std::fs::read_to_string(&q).unwrap().replace(
         "bypass_rls = true\n",
         "bypass_rls = true\nignore = \"device lists are tiny\"\n",
     );
     std::fs::write(&q, text).unwrap();
-    let (code, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    let (code, v) = json_run(&db, dir.path(), &args);
     assert_eq!(code, 0);
     assert_eq!(v["statements"][0]["status"], "skipped");
     assert_eq!(
@@ -583,10 +681,15 @@ fn issue5_from_stats_reads_pg_stat_statements_or_says_it_cannot() {
     assert!(err.contains("hint:"), "{err}");
 
     // The test cluster preloads pg_stat_statements (for `planck record`).
-    seed_small_example(&db);
+    seed_bundled_example(&db);
     db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     db.exec("SELECT id, name FROM devices WHERE user_id = 42");
-    let (code, v) = json_run(&db, dir.path(), &["--from-stats"]);
+    // --min-rows: the seq scan on devices (about 6,000 rows) must count.
+    let (code, v) = json_run(
+        &db,
+        dir.path(),
+        &["--from-stats", "--min-rows", MIN_ROWS_DEVICES],
+    );
     assert_eq!(code, 1, "{v:#}");
     let s = statement(&v, "FROM devices WHERE user_id = $1");
     assert_eq!(s["status"], "explained");
@@ -612,7 +715,7 @@ fn issue5_from_stats_reads_pg_stat_statements_or_says_it_cannot() {
 #[test]
 fn issue5_writes_are_never_executed_even_with_analyze() {
     let db = TestDb::migrated("explain_no_writes");
-    seed_small_example(&db);
+    seed_bundled_example(&db);
     let dir = common::project_dir();
     let q = queries(
         dir.path(),
@@ -639,7 +742,15 @@ fn issue5_writes_are_never_executed_even_with_analyze() {
     };
     let before = count();
     for extra in [None, Some("--analyze")] {
-        let mut args = vec!["--queries", q.as_str(), "--all-modes"];
+        // --min-rows: the filter on devices (about 6,000 rows) removes fewer
+        // rows than the default threshold.
+        let mut args = vec![
+            "--queries",
+            q.as_str(),
+            "--all-modes",
+            "--min-rows",
+            MIN_ROWS_DEVICES,
+        ];
         args.extend(extra);
         let (_, v) = json_run(&db, dir.path(), &args);
         let plans: Vec<&Value> = v["statements"]
