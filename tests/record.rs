@@ -321,7 +321,7 @@ fn records_the_example_app_and_matches_the_committed_file() {
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         committed,
-        "queries/recorded.toml is stale: regenerate it (docs/readme-record.md)"
+        "queries/recorded.toml is stale: regenerate it (see the README, planck record)"
     );
 }
 
