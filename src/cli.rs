@@ -35,29 +35,32 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The heading global flags are listed under in every `--help`.
+const GLOBAL: &str = "Global options";
+
 #[derive(Debug, Clone, Args)]
 pub struct Global {
     /// Database to work on [env: PLANCK_DATABASE_URL, DATABASE_URL, PGHOST...]
     ///
     /// A postgres:// URL or a libpq key=value string. Without one (and without
     /// `[database] url` in planck.toml) planck uses its managed local cluster.
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL", help_heading = GLOBAL)]
     pub database_url: Option<String>,
 
     /// Config file [default: planck.toml, searched from the current directory up]
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, global = true, value_name = "PATH", help_heading = GLOBAL)]
     pub config: Option<PathBuf>,
 
     /// Output format of results (stdout)
-    #[arg(long, global = true, value_enum, default_value_t = Format::Table)]
+    #[arg(long, global = true, value_enum, default_value_t = Format::Table, help_heading = GLOBAL)]
     pub format: Format,
 
     /// Print nothing but results and errors
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(short, long, global = true, conflicts_with = "verbose", help_heading = GLOBAL)]
     pub quiet: bool,
 
     /// Say what planck does, step by step (on stderr)
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
     pub verbose: bool,
 }
 
@@ -65,12 +68,41 @@ pub struct Global {
 pub enum Command {
     /// Manage the local PostgreSQL planck runs under .planck/
     #[command(subcommand)]
+    #[command(
+        long_about = "Manage the local PostgreSQL planck runs under .planck/ of the project \
+(the folder of planck.toml, else the current directory). Every other command starts it on demand \
+when no database is configured. These commands act on that local server only: --database-url \
+and DATABASE_URL do not apply to them."
+    )]
     Db(cmd::db::DbCommand),
     /// Apply migrations/*.sql in file-name order, each in its own transaction
     Migrate(cmd::migrate::MigrateArgs),
     /// Fill the database with a large, skewed, deterministic dataset
+    #[command(after_help = "Examples:
+  planck migrate && planck seed          # the one seeds/*.toml spec, else the schema alone
+  planck seed --scale 0.1                # a tenth of every row count of the spec
+  planck seed --no-spec --rows 500       # ignore specs; 500 rows per root table
+  planck seed --truncate --seed 7        # replace existing rows, another deterministic dataset
+  planck seed --shard 2/4                # the 2nd of 4 disjoint slices (4 machines, one load)
+
+Exit codes: 0 loaded, 2 bad spec or flags (file:line:col), 3 database unreachable or connection \
+lost, 130 interrupted (every table left fully loaded or as it was, every index restored).")]
     Seed(cmd::seed::SeedArgs),
     /// Capture the statements a test command sends, into queries/
+    #[command(
+        after_help = "The command runs with DATABASE_URL, PLANCK_DATABASE_URL and \
+PGHOST/PGPORT/PGUSER/PGDATABASE (and PGPASSWORD) pointing at the target database, so your \
+test suite talks to it; its output goes to stderr.
+
+Examples:
+  planck record -- npm test               # record what the suite sends
+  planck record -- tools/example-app      # the bundled example's test run
+  planck record                           # no command: what pg_stat_statements holds now
+  planck record --prune -- cargo test     # also drop statements the suite no longer sends
+
+Exit codes: 0 recorded, 1 recorded but the command failed or was killed, 2 bad input \
+(command not found, pg_stat_statements missing, broken queries file), 3 database unreachable."
+    )]
     Record(cmd::record::RecordArgs),
     /// Plan every recorded statement as tenant and as admin; flag bad plans
     Explain(cmd::explain::ExplainArgs),

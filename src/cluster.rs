@@ -202,7 +202,17 @@ impl Cluster {
     /// Connection URL for a database of this cluster (TCP on loopback, so any
     /// client can use it).
     pub fn url(&self, port: u16, database: &str) -> String {
-        format!("postgres://{SUPERUSER}@127.0.0.1:{port}/{database}")
+        // A database name may hold any character; the URL's path must not.
+        let path: String = database
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'-' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        format!("postgres://{SUPERUSER}@127.0.0.1:{port}/{path}")
     }
 
     /// Initializes (once) and starts the cluster; returns its port. Safe to
@@ -665,6 +675,18 @@ mod tests {
                 .to_string_lossy()
                 .starts_with("/tmp/planck-")
         );
+    }
+
+    #[test]
+    fn database_names_are_escaped_in_urls() {
+        let c = Cluster::at("/p/.planck".into(), "/bin".into());
+        assert_eq!(c.url(5, "planck"), "postgres://planck@127.0.0.1:5/planck");
+        assert_eq!(
+            c.url(5, "bad name/x"),
+            "postgres://planck@127.0.0.1:5/bad%20name%2Fx"
+        );
+        let parsed = crate::db::ConnInfo::parse(&c.url(5, "bad name"), true).unwrap();
+        assert_eq!(parsed.dbname(), "bad name");
     }
 
     #[test]

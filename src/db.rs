@@ -50,6 +50,8 @@ pub struct ConnInfo {
     /// The URL as given, for child processes (`record` hands it to the test suite).
     pub url: String,
     pub managed: bool,
+    /// Where the URL came from (`DATABASE_URL`, ...), named in connection errors.
+    pub source: Option<&'static str>,
 }
 
 impl ConnInfo {
@@ -68,6 +70,7 @@ impl ConnInfo {
             config,
             url: url.to_string(),
             managed,
+            source: None,
         })
     }
 
@@ -92,16 +95,19 @@ impl ConnInfo {
             config,
             url: replace_dbname(&self.url, dbname),
             managed: self.managed,
+            source: self.source,
         }
     }
 
     /// Connects, spawning the connection task on the current runtime.
     pub async fn connect(&self) -> Result<Client> {
-        let (client, conn) = self
-            .config
-            .connect(NoTls)
-            .await
-            .map_err(|e| connect_error(&self.display(), e))?;
+        let (client, conn) = self.config.connect(NoTls).await.map_err(|e| {
+            let shown = match self.source {
+                Some(src) => format!("{} (from {src})", self.display()),
+                None => self.display(),
+            };
+            connect_error(&shown, self.config.get_ssl_mode(), e)
+        })?;
         tokio::spawn(async move {
             // Errors here surface on the client's next call.
             let _ = conn.await;
@@ -134,7 +140,11 @@ pub async fn ensure_database(info: &ConnInfo) -> Result<()> {
 }
 
 /// Maps a failed connection attempt to an error with exit code 3 and a hint.
-fn connect_error(url: &str, e: tokio_postgres::Error) -> Error {
+fn connect_error(
+    url: &str,
+    ssl: tokio_postgres::config::SslMode,
+    e: tokio_postgres::Error,
+) -> Error {
     use tokio_postgres::error::SqlState;
     if let Some(db) = e.as_db_error() {
         let code = db.code();
@@ -163,14 +173,19 @@ fn connect_error(url: &str, e: tokio_postgres::Error) -> Error {
         message.push_str(&format!(": {s}"));
         src = s.source();
     }
+    let hint = if ssl == tokio_postgres::config::SslMode::Require {
+        "planck connects without TLS: use sslmode=prefer or sslmode=disable, or reach the \
+         server through a local tunnel"
+            .to_string()
+    } else {
+        "is the server running and accepting TCP connections at that host and port? \
+         Leave the URL unset to use planck's managed local PostgreSQL"
+            .to_string()
+    };
     Error::Connect {
         url: url.to_string(),
         message,
-        hint: Some(
-            "is the server running and accepting TCP connections at that host and port? \
-             Leave the URL unset to use planck's managed local PostgreSQL"
-                .to_string(),
-        ),
+        hint: Some(hint),
     }
 }
 

@@ -139,7 +139,9 @@ impl Settings {
                     db::redact(url),
                     source.describe()
                 ));
-                ConnInfo::parse(url, false)
+                let mut info = ConnInfo::parse(url, false)?;
+                info.source = Some(source.describe());
+                Ok(info)
             }
             Target::Managed => {
                 let cluster = self.cluster()?;

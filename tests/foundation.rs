@@ -89,9 +89,17 @@ fn db_lifecycle_start_url_stop_reuse() {
     let url = stdout(&out).trim().to_string();
     assert!(url.starts_with("postgres://planck@127.0.0.1:"), "{url}");
 
-    // `db url` prints a URL psql connects to.
+    // `db url` prints a URL psql connects to; `--format json` wraps it.
     let out = p.planck(&["db", "url"]);
     assert_exit(&out, 0);
+    assert_eq!(stdout(&out).trim(), url);
+    let out = p.planck(&["db", "url", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["url"], url.as_str());
+    // A second start says the server already runs, and keeps its port.
+    let out = p.planck(&["db", "start"]);
+    assert_exit(&out, 0);
+    assert!(stderr(&out).contains("already running"), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), url);
     assert_eq!(psql_select_one(&url), "42");
     std::process::Command::new("psql")
@@ -215,6 +223,22 @@ fn unreachable_server_exits_3() {
         "{err}"
     );
     assert!(!err.contains("topsecret"), "password leaked: {err}");
+}
+
+#[test]
+fn connection_errors_name_where_the_url_came_from() {
+    // A DATABASE_URL exported for the user's own app must not redirect planck silently.
+    let out = planck_cmd(Path::new("."))
+        .env("DATABASE_URL", "postgres://app:pw@127.0.0.1:1/app")
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains("postgres://app:***@127.0.0.1:1/app (from DATABASE_URL)"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -31,6 +31,12 @@ pub enum DbCommand {
 
 pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
     let cluster = settings.cluster()?;
+    if let crate::db::Target::Url { source, .. } = &settings.target {
+        settings.warn(&format!(
+            "`planck db` manages the local server under .planck/; the database of {} is not used here",
+            source.describe()
+        ));
+    }
     let mut log = |m: &str| settings.info(m);
     match command {
         DbCommand::Start { port } => {
@@ -39,10 +45,16 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                     "running as root: the server runs as the `{user}` OS user"
                 ));
             }
+            let was_running = matches!(cluster.state()?, State::Running { .. });
             let port = cluster.start(port, &mut log)?;
+            if was_running {
+                settings.info(&format!(
+                    "the managed PostgreSQL is already running on port {port}"
+                ));
+            }
             let url = cluster.url(port, cluster::DEFAULT_DATABASE);
             crate::db::ensure_database(&crate::db::ConnInfo::parse(&url, true)?).await?;
-            emit_line(&url)?;
+            emit_url(settings, &url)?;
         }
         DbCommand::Stop => {
             if cluster.stop()? {
@@ -84,7 +96,7 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
             let port = cluster.start(None, &mut log)?;
             let url = cluster.url(port, &database);
             crate::db::ensure_database(&crate::db::ConnInfo::parse(&url, true)?).await?;
-            emit_line(&url)?;
+            emit_url(settings, &url)?;
         }
         DbCommand::Destroy => {
             let dir = cluster.dir().to_path_buf();
@@ -96,6 +108,16 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// A URL on stdout: the bare line, or `{"url": ...}` with --format json.
+fn emit_url(settings: &Settings, url: &str) -> Result<()> {
+    match settings.format {
+        Format::Json => {
+            emit_line(&serde_json::json!({ "format_version": 1, "url": url }).to_string())
+        }
+        _ => emit_line(url),
+    }
 }
 
 fn emit_line(s: &str) -> Result<()> {

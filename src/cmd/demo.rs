@@ -47,6 +47,15 @@ pub struct DemoArgs {
     pub scale: f64,
 }
 
+/// The example app as the demo runs it: quiet when the demo is.
+fn example_app_command(settings: &Settings) -> Vec<String> {
+    let mut command = super::record::example_app_command();
+    if settings.quiet {
+        command.push("--quiet".to_string());
+    }
+    command
+}
+
 /// Where the demo keeps its files: `.planck/demo/` of the project.
 fn demo_dir(settings: &Settings) -> PathBuf {
     settings.project_dir.join(".planck").join("demo")
@@ -86,7 +95,7 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     let _ = std::fs::remove_file(&queries);
     let recorded = super::record::record_on(
         &conn,
-        super::record::RecordArgs::around(super::record::example_app_command()).output(&queries),
+        super::record::RecordArgs::around(example_app_command(settings)).output(&queries),
         settings,
     )
     .await?;
