@@ -969,3 +969,31 @@ fn progress_missing_spec_and_verbose_plan_read_plainly() {
         assert!(!err.contains(debug_word), "{debug_word}: {err}");
     }
 }
+
+/// Review finding 2, partitioned tables: their keys stay in place, so the
+/// duplicate shows during COPY rather than while rebuilding a key.
+#[test]
+fn loading_a_shard_of_a_partitioned_table_twice_is_refused_clearly() {
+    let db = TestDb::new("seed_shard_twice_partitioned");
+    db.exec(ORG);
+    let spec = "exclude = [\"hr.teams\", \"hr.members\", \"hr.flags\"]\n";
+    let args = ["--rows", "40", "--shard", "1/2", "--threads", "1"];
+    assert_exit(&seed_spec(&db, spec, &args), 0);
+    let before = (fingerprint(&db), db.query_strings(ALL_INDEXES));
+    assert!(
+        before
+            .0
+            .iter()
+            .any(|t| t.starts_with("hr.measurements=20:")),
+        "{before:?}"
+    );
+    let out = seed_spec(&db, spec, &args);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("this slice of hr.measurements appears to be loaded already"),
+        "{err}"
+    );
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!((fingerprint(&db), db.query_strings(ALL_INDEXES)), before);
+}

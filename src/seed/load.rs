@@ -494,6 +494,28 @@ async fn table_ddl(
     Ok((drops, creates))
 }
 
+/// A load error, read for what it means in shard mode: shards append to what
+/// is there, so a duplicate key (while rebuilding a key, or during COPY into a
+/// partitioned table, whose keys stay in place) means this slice went in
+/// before. The table's transaction rolls back untouched either way.
+fn loaded_twice(e: tokio_postgres::Error, truncate: bool, table: &str, doing: &str) -> Error {
+    if !truncate && e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+        let detail = e
+            .as_db_error()
+            .and_then(|d| d.detail())
+            .map(|d| format!(" ({})", d.trim_end_matches('.')))
+            .unwrap_or_default();
+        Error::usage_hint(
+            format!(
+                "this slice of {table} appears to be loaded already: its rows duplicate existing keys{detail}"
+            ),
+            "each shard loads once into the same tables; to start over, run `planck seed --truncate` without --shard",
+        )
+    } else {
+        Error::db(format!("{doing} {table}"), e)
+    }
+}
+
 /// Loads one table; returns (rows, bytes).
 #[allow(clippy::too_many_arguments)]
 async fn load_table(
@@ -645,7 +667,7 @@ async fn load_table(
         let ts = Instant::now();
         sink.send(chunk.freeze())
             .await
-            .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+            .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
         send_nanos += ts.elapsed().as_nanos() as u64;
         if let Some(pb) = &bar {
             pb.set_position(rows_sent);
@@ -662,12 +684,12 @@ async fn load_table(
     }
     sink.send(Bytes::from_static(copy::TRAILER))
         .await
-        .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+        .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
     let n = sink
         .as_mut()
         .finish()
         .await
-        .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+        .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
     if let Some(pb) = &bar {
         pb.set_message("indexing".to_string());
     }
@@ -675,26 +697,9 @@ async fn load_table(
     let copy_span = (started, Instant::now());
     for c in &creates {
         let t0 = Instant::now();
-        tx.batch_execute(c).await.map_err(|e| {
-            // Shards append to what is there: a duplicate key means this
-            // slice went in before. The transaction rolls back untouched.
-            if !truncate && e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-                let detail = e
-                    .as_db_error()
-                    .and_then(|d| d.detail())
-                    .map(|d| format!(" ({})", d.trim_end_matches('.')))
-                    .unwrap_or_default();
-                Error::usage_hint(
-                    format!(
-                        "this slice of {} appears to be loaded already: its rows duplicate existing keys{detail}",
-                        tp.display
-                    ),
-                    "each shard loads once into the same tables; to start over, run `planck seed --truncate` without --shard",
-                )
-            } else {
-                Error::db(format!("re-creating an index of {}", tp.display), e)
-            }
-        })?;
+        tx.batch_execute(c)
+            .await
+            .map_err(|e| loaded_twice(e, truncate, &tp.display, "re-creating an index of"))?;
         if trace {
             eprintln!("planck:   {:.2} s {c}", t0.elapsed().as_secs_f64());
         }
