@@ -173,7 +173,7 @@ pub async fn run_on(
     let pending = if args.dry_run || args.generate_only {
         load::pending_fks(&conn).await?
     } else {
-        load::recover(&conn, threads, settings).await?
+        load::recover(&conn, threads, shard.is_some(), settings).await?
     };
     let mut client = conn.connect().await?;
     let cat = catalog::load(&mut client, &pending).await?;
@@ -193,10 +193,17 @@ pub async fn run_on(
         let fks: Vec<String> = tp
             .fks
             .iter()
-            .map(|f| format!("{}->{} {:?}", f.name, plan.tables[f.parent].display, f.pick))
+            .map(|f| {
+                format!(
+                    "{} -> {} ({})",
+                    f.name,
+                    plan.tables[f.parent].display,
+                    f.pick.label()
+                )
+            })
             .collect();
         settings.debug(&format!(
-            "  {}: {} rows, {:?}; {}",
+            "  {}: {} rows, {}; {}",
             tp.display,
             tp.rows,
             tp.layout_name(),
@@ -235,6 +242,7 @@ pub async fn run_on(
     }
     if args.dry_run {
         render(settings, &plan, None, 0.0)?;
+        settings.info("dry run: nothing written");
         return Ok(0);
     }
     let report = load::run(

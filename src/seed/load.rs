@@ -205,17 +205,16 @@ enum Unmatched {
 struct Restored {
     /// Foreign keys left in planck_seed_saved.
     pending: Vec<String>,
+    /// Foreign keys re-created and validated.
+    restored: Vec<String>,
     /// Tables emptied so their foreign keys hold.
     emptied: Vec<String>,
+    /// The same tables' oids, to name them as the plan does.
+    emptied_oids: Vec<u32>,
 }
 
 /// Restores every saved object: indexes in parallel, then foreign keys one by one.
-async fn restore_all(
-    conn: &ConnInfo,
-    threads: usize,
-    unmatched: Unmatched,
-    settings: &Settings,
-) -> Result<Restored> {
+async fn restore_all(conn: &ConnInfo, threads: usize, unmatched: Unmatched) -> Result<Restored> {
     let c = connect(conn).await?;
     let all = saved(&c).await?;
     let mut out = Restored::default();
@@ -261,7 +260,10 @@ async fn restore_all(
         loop {
             attempts += 1;
             match restore_one(&mut c, s).await {
-                Ok(()) => break,
+                Ok(()) => {
+                    out.restored.push(format!("{} on {}", s.name, s.table));
+                    break;
+                }
                 Err(e) if e.sqlstate() == Some("23503") && unmatched == Unmatched::Keep => {
                     out.pending.push(format!("{} on {}", s.name, s.table));
                     break;
@@ -275,18 +277,20 @@ async fn restore_all(
                     c.batch_execute(&format!("TRUNCATE {} CASCADE", s.table))
                         .await
                         .map_err(|e| Error::db(format!("emptying {}", s.table), e))?;
+                    let oid: u32 = c
+                        .query_one("SELECT $1::text::regclass::oid", &[&s.table])
+                        .await
+                        .map_err(|e| Error::db(format!("looking up {}", s.table), e))?
+                        .get(0);
                     out.emptied.push(s.table.clone());
+                    out.emptied_oids.push(oid);
                 }
                 Err(e) => return Err(e),
             }
         }
     }
-    if !out.pending.is_empty() {
-        settings.info(&format!(
-            "{} foreign key(s) cannot be validated yet: their rows are incomplete (other shards, or an interrupted run); they stay in planck_seed_saved and the next complete load restores them",
-            out.pending.len()
-        ));
-    }
+    // The caller says what the outcome means: only it knows whether this is
+    // the restore before a load or the final one.
     Ok(out)
 }
 
@@ -316,9 +320,13 @@ pub async fn pending_fks(conn: &ConnInfo) -> Result<Vec<(String, String, String)
 /// Restores what an interrupted run left in `planck_seed_saved` and returns
 /// the foreign keys that still cannot be validated (their tables hold partial
 /// data until this run truncates them), as (table, name, definition).
+/// `sharded`: foreign keys saved by earlier shards are expected, not leftovers
+/// of an interrupted run, so nothing is said about them here; the end of the
+/// run says what stays saved.
 pub async fn recover(
     conn: &ConnInfo,
     threads: usize,
+    sharded: bool,
     settings: &Settings,
 ) -> Result<Vec<(String, String, String)>> {
     let c = connect(conn).await?;
@@ -335,11 +343,25 @@ pub async fn recover(
     }
     let leftovers = saved(&c).await?;
     if !leftovers.is_empty() {
-        settings.info(&format!(
-            "restoring {} index(es)/foreign key(s) an earlier run left saved in planck_seed_saved",
-            leftovers.len()
-        ));
-        restore_all(conn, threads, Unmatched::Keep, settings).await?;
+        let indexes = leftovers.iter().filter(|s| s.kind == "index").count();
+        let r = restore_all(conn, threads, Unmatched::Keep).await?;
+        let n = indexes + r.restored.len();
+        if sharded {
+            settings.debug(&format!(
+                "{} foreign key(s) saved by earlier shards",
+                leftovers.len() - indexes
+            ));
+        } else if n > 0 {
+            settings.info(&format!(
+                "restored {n} index(es)/foreign key(s) an earlier run left saved in planck_seed_saved"
+            ));
+        }
+        if !sharded && !r.pending.is_empty() {
+            settings.debug(&format!(
+                "{} foreign key(s) of an earlier partial load stay saved until this load completes",
+                r.pending.len()
+            ));
+        }
     }
     Ok(saved(&c)
         .await?
@@ -470,6 +492,28 @@ async fn table_ddl(
         .await
         .map_err(err)?;
     Ok((drops, creates))
+}
+
+/// A load error, read for what it means in shard mode: shards append to what
+/// is there, so a duplicate key (while rebuilding a key, or during COPY into a
+/// partitioned table, whose keys stay in place) means this slice went in
+/// before. The table's transaction rolls back untouched either way.
+fn loaded_twice(e: tokio_postgres::Error, truncate: bool, table: &str, doing: &str) -> Error {
+    if !truncate && e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+        let detail = e
+            .as_db_error()
+            .and_then(|d| d.detail())
+            .map(|d| format!(" ({})", d.trim_end_matches('.')))
+            .unwrap_or_default();
+        Error::usage_hint(
+            format!(
+                "this slice of {table} appears to be loaded already: its rows duplicate existing keys{detail}"
+            ),
+            "each shard loads once into the same tables; to start over, run `planck seed --truncate` without --shard",
+        )
+    } else {
+        Error::db(format!("{doing} {table}"), e)
+    }
 }
 
 /// Loads one table; returns (rows, bytes).
@@ -623,7 +667,7 @@ async fn load_table(
         let ts = Instant::now();
         sink.send(chunk.freeze())
             .await
-            .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+            .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
         send_nanos += ts.elapsed().as_nanos() as u64;
         if let Some(pb) = &bar {
             pb.set_position(rows_sent);
@@ -640,12 +684,12 @@ async fn load_table(
     }
     sink.send(Bytes::from_static(copy::TRAILER))
         .await
-        .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+        .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
     let n = sink
         .as_mut()
         .finish()
         .await
-        .map_err(|e| Error::db(format!("copying into {}", tp.display), e))?;
+        .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
     if let Some(pb) = &bar {
         pb.set_message("indexing".to_string());
     }
@@ -655,7 +699,7 @@ async fn load_table(
         let t0 = Instant::now();
         tx.batch_execute(c)
             .await
-            .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
+            .map_err(|e| loaded_twice(e, truncate, &tp.display, "re-creating an index of"))?;
         if trace {
             eprintln!("planck:   {:.2} s {c}", t0.elapsed().as_secs_f64());
         }
@@ -826,7 +870,7 @@ pub async fn run(
                         && progress.plain && progress.multi.is_none()
                     {
                         settings.info(&format!(
-                            "seeded {}: {} rows, {} in {:.1} s",
+                            "seeded {}: {} rows, {} sent in {:.1} s",
                             plan.tables[t].display,
                             crate::output::count(*rows),
                             crate::output::bytes(*bytes),
@@ -892,12 +936,33 @@ pub async fn run(
     } else {
         Unmatched::Fail
     };
-    let restore = restore_all(conn, opts.threads, unmatched, settings).await;
+    let restore = restore_all(conn, opts.threads, unmatched).await;
     let index_seconds = t_restore.elapsed().as_secs_f64();
+    // One list per state, each table in exactly one, named as the plan names them.
+    let emptied: Vec<String> = match &restore {
+        Ok(r) => r
+            .emptied_oids
+            .iter()
+            .zip(&r.emptied)
+            .map(|(oid, raw)| {
+                plan.tables
+                    .iter()
+                    .find(|t| t.oid == *oid)
+                    .map_or_else(|| raw.clone(), |t| t.display.clone())
+            })
+            .fold(Vec::new(), |mut v, n| {
+                if !v.contains(&n) {
+                    v.push(n);
+                }
+                v
+            }),
+        Err(_) => Vec::new(),
+    };
     let loaded: Vec<String> = results
         .iter()
         .filter(|(_, (r, _))| r.is_ok())
         .filter_map(|(t, _)| plan.tables.get(*t).map(|tp| tp.display.clone()))
+        .filter(|n| !emptied.contains(n))
         .collect();
     let failed: Vec<(usize, Error)> = results
         .into_iter()
@@ -907,7 +972,7 @@ pub async fn run(
         .tables
         .iter()
         .map(|t| t.display.clone())
-        .filter(|n| !loaded.contains(n))
+        .filter(|n| !loaded.contains(n) && !emptied.contains(n))
         .collect();
     if let Err(e) = &restore {
         settings.warn(&format!(
@@ -916,25 +981,25 @@ pub async fn run(
         ));
     }
     if interrupted || !failed.is_empty() {
-        let emptied = match &restore {
-            Ok(r) if !r.emptied.is_empty() => format!(
-                "; emptied {} (their parent tables did not load)",
-                r.emptied.join(", ")
-            ),
-            _ => String::new(),
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        let emptied = if emptied.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; emptied (their parent tables did not load): {}",
+                emptied.join(", ")
+            )
         };
         let state = format!(
-            "loaded: {}; left as they were: {}; indexes and foreign keys {}{emptied}",
-            if loaded.is_empty() {
-                "none".to_string()
-            } else {
-                loaded.join(", ")
-            },
-            if not_loaded.is_empty() {
-                "none".to_string()
-            } else {
-                not_loaded.join(", ")
-            },
+            "loaded: {}; left as they were: {}{emptied}; indexes and foreign keys {}",
+            list(&loaded),
+            list(&not_loaded),
             if restore.is_ok() {
                 "restored"
             } else {
@@ -951,7 +1016,24 @@ pub async fn run(
             .map(|(_, e)| e);
         return Err(first.unwrap_or(Error::Interrupted { message: state }));
     }
-    restore?;
+    let restored = restore?;
+    // Say once what the final restore left: the only true account of
+    // planck_seed_saved after a shard.
+    if sharded {
+        if !restored.pending.is_empty() {
+            settings.info(&format!(
+                "{} foreign key(s) stay saved in planck_seed_saved until the other shards are loaded \
+                 (the shard that completes the set restores and validates them): {}",
+                restored.pending.len(),
+                restored.pending.join(", ")
+            ));
+        } else if !restored.restored.is_empty() {
+            settings.info(&format!(
+                "restored and validated {} foreign key(s) saved by the shards; planck_seed_saved is empty",
+                restored.restored.len()
+            ));
+        }
+    }
 
     // Sequences, then statistics.
     let t_vacuum = Instant::now();

@@ -132,6 +132,22 @@ pub struct RowCtx {
 
 const WITHIN_PARENT: usize = usize::MAX;
 
+impl Pick {
+    /// How a foreign key's values are picked, in words (for --verbose).
+    pub fn label(&self) -> String {
+        match self {
+            Pick::Primary => "primary parent".into(),
+            Pick::Tenant => "own tenant".into(),
+            Pick::SameTenant => "same tenant".into(),
+            Pick::Uniform => "uniform".into(),
+            Pick::SelfRef => "self reference".into(),
+            Pick::UniqueGlobal => "each parent once".into(),
+            Pick::DistinctInParent => "distinct within parent".into(),
+            Pick::Joint { group, digit } => format!("joint (group {group}, part {digit})"),
+        }
+    }
+}
+
 impl TablePlan {
     /// The layout, for --verbose.
     pub fn layout_name(&self) -> String {
@@ -753,6 +769,23 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                     None => base_rows.round() as u64,
                 },
             };
+            // A tenant table scaled down to nothing would surface later as a
+            // puzzling "heavy tenant 1 does not exist"; name the cause here.
+            let asked = tspec
+                .and_then(|s| s.rows)
+                .unwrap_or_else(|| opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS));
+            if is_tenant && rows == 0 && asked > 0 && opts.scale < 1.0 {
+                return Err(Error::usage_hint(
+                    format!(
+                        "--scale {} leaves the tenant table {display} with 0 rows: {asked} rows × {} rounds down to 0",
+                        opts.scale, opts.scale
+                    ),
+                    format!(
+                        "raise --scale to at least {} so {display} keeps a row",
+                        1.0 / asked as f64
+                    ),
+                ));
+            }
             cum = vec![0, rows];
             if let Some(fk) = primary {
                 layout = Layout::Child { fk };

@@ -160,9 +160,14 @@ impl SpecFile {
     }
 
     pub fn load(path: &Path) -> Result<SpecFile> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
-            path: path.to_path_buf(),
-            source,
+        // The OS error goes in the headline only: as `Error::ReadFile` it would
+        // print again as the "caused by:" line.
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Usage {
+            message: format!("cannot read {}: {e}", path.display()),
+            hint: (e.kind() == std::io::ErrorKind::NotFound).then(|| {
+                "check --spec, or `[seed] spec` in planck.toml (relative to the project)"
+                    .to_string()
+            }),
         })?;
         SpecFile::parse(path, &text)
     }
