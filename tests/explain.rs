@@ -780,3 +780,144 @@ fn issue5_writes_are_never_executed_even_with_analyze() {
         assert_eq!(count(), before, "a write was executed ({extra:?})");
     }
 }
+
+/// New-user review: `--tenant-id abc` (not the key's type) exited 0 with
+/// every statement skipped ("invalid input syntax"), and `--tenant-id
+/// 999999` (a tenant owning no rows) exited 0 planning an empty tenant;
+/// `--tenant-setting app.nope` blamed empty tables on seeded data. All
+/// three are usage errors (exit 2) before planning, with a hint.
+#[test]
+fn review_bad_tenant_id_or_setting_is_a_usage_error() {
+    let db = TestDb::migrated("explain_bad_tenant_id");
+    seed_bundled_example(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[("SELECT id, title FROM items WHERE id = $1", APP, false)],
+    );
+    let run = |extra: &[&str]| {
+        let mut a = vec!["explain", "--queries", &q, "--as-tenant"];
+        a.extend_from_slice(extra);
+        let out = db.planck(&a, dir.path());
+        (out.status.code(), stderr(&out), stdout(&out))
+    };
+
+    let (code, err, out) = run(&["--tenant-id", "abc"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty(), "planned anyway: {out}");
+    for word in [
+        "tenant id abc",
+        "--tenant-id",
+        "app.account_id",
+        "bigint",
+        "items",
+    ] {
+        assert!(err.contains(word), "no {word:?} in: {err}");
+    }
+    assert!(
+        err.contains("hint: the heaviest tenant is 1; leave --tenant-id out"),
+        "{err}"
+    );
+
+    let (code, err, out) = run(&["--tenant-id", "999999"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(out.is_empty(), "planned anyway: {out}");
+    for word in [
+        "tenant id 999999",
+        "owns no rows",
+        "app.account_id",
+        "items",
+    ] {
+        assert!(err.contains(word), "no {word:?} in: {err}");
+    }
+    assert!(err.contains("hint: the heaviest tenant is 1"), "{err}");
+
+    // The same from planck.toml's [tenant] section.
+    std::fs::write(dir.path().join("planck.toml"), "[tenant]\nid = \"abc\"\n").unwrap();
+    let (code, err, _) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("tenant id abc ([tenant] id in planck.toml)"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[tenant]\nid = \"999999\"\n",
+    )
+    .unwrap();
+    let (code, err, _) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("owns no rows"), "{err}");
+    std::fs::remove_file(dir.path().join("planck.toml")).unwrap();
+
+    // A setting no policy reads: named, with the ones they do read.
+    let (code, err, _) = run(&["--tenant-setting", "app.nope"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("no row-level security policy reads app.nope"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: the policies read app.account_id"),
+        "{err}"
+    );
+    assert!(!err.contains("empty"), "{err}");
+
+    // A valid tenant owning rows still plans, as chosen.
+    let (code, v) = json_run(
+        &db,
+        dir.path(),
+        &["--queries", &q, "--as-tenant", "--tenant-id", "7"],
+    );
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["summary"]["skipped"], 0, "{v:#}");
+}
+
+/// New-user review: `--source /nonexistent` was accepted silently, and
+/// progress said "planning 1 statements".
+#[test]
+fn review_missing_source_is_an_error_and_counts_are_singular() {
+    let db = TestDb::migrated("explain_source_grammar");
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[(
+            "SELECT id, title FROM items WHERE id = $1",
+            "postgres",
+            true,
+        )],
+    );
+    let out = db.planck(
+        &[
+            "explain",
+            "--queries",
+            &q,
+            "--as-admin",
+            "--source",
+            "/nonexistent",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("/nonexistent"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+
+    // An existing directory is accepted.
+    let out = db.planck(
+        &["explain", "--queries", &q, "--as-admin", "--source", "."],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("planning 1 statement ("), "{err}");
+    assert!(err.contains("planned 1 statement in"), "{err}");
+    assert!(!err.contains("1 statements"), "{err}");
+    let text = stdout(&out);
+    // Unused indexes are info findings: the count, not its value, is the point.
+    assert!(
+        text.contains("1 statement explained, 0 skipped, "),
+        "{text}"
+    );
+    assert!(text.contains("findings (0 new errors)"), "{text}");
+}

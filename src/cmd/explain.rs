@@ -14,7 +14,7 @@ use crate::explain::catalog::Catalog;
 use crate::explain::checks::{self, Ctx, Severity};
 use crate::explain::engine::{Engine, EngineOptions, column_params};
 use crate::explain::plan::{Mode, PlanKind};
-use crate::explain::report::{self, Report};
+use crate::explain::report::{self, Report, counted};
 use crate::explain::tenant::{self, TenantOptions};
 use crate::output::Format;
 use crate::queries::{self, QueryFile, Statement};
@@ -160,6 +160,20 @@ pub async fn explain(
         }
     }
 
+    let source = args.source.as_ref().map(|s| settings.project_path(s));
+    if let Some(dir) = &source
+        && !dir.is_dir()
+    {
+        return Err(Error::usage_hint(
+            if dir.exists() {
+                format!("--source {} is not a directory", dir.display())
+            } else {
+                format!("--source {} does not exist", dir.display())
+            },
+            "pass the directory of the application's code, or leave --source out",
+        ));
+    }
+
     let client = conn.connect().await?;
     let statements = if args.from_stats {
         from_stats(&client).await?
@@ -204,6 +218,11 @@ pub async fn explain(
             .clone()
             .or(settings.config.tenant.setting.clone()),
         id: args.tenant_id.clone().or(settings.config.tenant.id.clone()),
+        id_source: Some(if args.tenant_id.is_some() {
+            "--tenant-id"
+        } else {
+            "[tenant] id in planck.toml"
+        }),
     };
     let tenancy = if want_tenant && (args.as_tenant || !catalog.policies.is_empty()) {
         let recorded: Vec<String> = statements
@@ -260,14 +279,15 @@ pub async fn explain(
     let started = std::time::Instant::now();
     let n = statements.len();
     settings.info(&format!(
-        "planning {n} statements ({}) over {} connections",
+        "planning {} ({}) over {}",
+        counted(n as u64, "statement", "statements"),
         engine
             .modes()
             .iter()
             .map(|m| m.as_str())
             .collect::<Vec<_>>()
             .join(" and "),
-        engine.jobs()
+        counted(engine.jobs() as u64, "connection", "connections")
     ));
     // On stderr, drawn only on a terminal (indicatif hides it otherwise).
     let bar = if settings.quiet {
@@ -276,14 +296,16 @@ pub async fn explain(
         indicatif::ProgressBar::new(n as u64)
     };
     if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} statements {elapsed}")
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {elapsed}")
     {
         bar.set_style(style);
     }
+    bar.set_message(if n == 1 { "statement" } else { "statements" });
     let mut results = engine.run(statements, &|| bar.inc(1)).await?;
     bar.finish_and_clear();
     settings.info(&format!(
-        "planned {n} statements in {:.1} s",
+        "planned {} in {:.1} s",
+        counted(n as u64, "statement", "statements"),
         started.elapsed().as_secs_f64()
     ));
 
@@ -294,7 +316,6 @@ pub async fn explain(
         clock.elapsed().as_secs_f64()
     ));
 
-    let source = args.source.as_ref().map(|s| settings.project_path(s));
     let ctx = Ctx {
         catalog: &catalog,
         results: &results,
@@ -326,8 +347,8 @@ pub async fn explain(
             .collect();
         baseline::write(&base_path, &gate)?;
         settings.info(&format!(
-            "wrote {} findings to {}",
-            gate.len(),
+            "wrote {} to {}",
+            counted(gate.len() as u64, "finding", "findings"),
             base_path.display()
         ));
     }

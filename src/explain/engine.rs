@@ -555,7 +555,12 @@ async fn plan_mode(
             return Err(Failure::Untyped(original));
         }
         e.repairs.push(format!(
-            "untyped parameter(s) {} guessed as text",
+            "untyped {} {} guessed as text",
+            if which.len() == 1 {
+                "parameter"
+            } else {
+                "parameters"
+            },
             which
                 .iter()
                 .map(|n| format!("${n}"))

@@ -211,13 +211,18 @@ fn target(f: &Finding) -> String {
     }
 }
 
+/// A count and its noun, singular or plural: `1 statement`, `2,000 statements`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
 fn summary_lines(r: &Report) -> Vec<String> {
     let mut v = vec![format!(
-        "{} statements explained, {} skipped, {} findings ({} new errors{})",
-        count(r.explained() as u64),
+        "{} explained, {} skipped, {} ({}{})",
+        counted(r.explained() as u64, "statement", "statements"),
         count(r.skipped() as u64),
-        count(r.findings.len() as u64),
-        r.new_errors(),
+        counted(r.findings.len() as u64, "finding", "findings"),
+        counted(r.new_errors() as u64, "new error", "new errors"),
         if r.ignored > 0 {
             format!(", {} ignored", r.ignored)
         } else {
@@ -317,8 +322,8 @@ pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
     if !skipped.is_empty() {
         writeln!(
             w,
-            "\n<details><summary>{} skipped statements</summary>\n",
-            skipped.len()
+            "\n<details><summary>{} skipped</summary>\n",
+            counted(skipped.len() as u64, "statement", "statements")
         )?;
         writeln!(w, "| statement | reason |\n|---|---|")?;
         for (e, reason) in skipped {
@@ -400,6 +405,14 @@ mod tests {
         assert_eq!(f["mode"], "tenant");
     }
 
+    /// New-user review: "planning 1 statements" and "1 findings (1 new errors)".
+    #[test]
+    fn counts_are_singular_or_plural() {
+        assert_eq!(counted(1, "statement", "statements"), "1 statement");
+        assert_eq!(counted(0, "statement", "statements"), "0 statements");
+        assert_eq!(counted(2_000, "finding", "findings"), "2,000 findings");
+    }
+
     #[test]
     fn table_and_markdown_show_findings_and_summary() {
         let r = report();
@@ -409,7 +422,7 @@ mod tests {
         assert!(t.contains("seq-scan"), "{t}");
         assert!(t.contains("> SELECT * FROM events WHERE kind = $1"), "{t}");
         assert!(
-            t.contains("1 statements explained, 1 skipped, 1 findings (1 new errors)"),
+            t.contains("1 statement explained, 1 skipped, 1 finding (1 new error)"),
             "{t}"
         );
         assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
@@ -417,6 +430,6 @@ mod tests {
         render_markdown(&mut m, &r).unwrap();
         let m = String::from_utf8(m).unwrap();
         assert!(m.contains("| error | `seq-scan` | tenant |"), "{m}");
-        assert!(m.contains("1 skipped statements"), "{m}");
+        assert!(m.contains("1 statement skipped"), "{m}");
     }
 }

@@ -22,6 +22,9 @@ pub struct TenantOptions {
     pub role: Option<String>,
     pub setting: Option<String>,
     pub id: Option<String>,
+    /// Where `id` came from, for messages: `--tenant-id` (the default) or
+    /// `[tenant] id in planck.toml`.
+    pub id_source: Option<&'static str>,
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +92,22 @@ pub fn setting_comparisons(qual: &str) -> Vec<(String, String)> {
         }
         ControlFlow::<()>::Continue(())
     });
+    out
+}
+
+/// Every setting a policy expression reads, as the server prints it:
+/// `current_setting('app.account_id'::text)` -> `app.account_id`.
+pub fn settings_read(qual: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in qual.match_indices("current_setting('") {
+        let rest = &qual[at + "current_setting('".len()..];
+        if let Some(end) = rest.find('\'') {
+            let name = rest[..end].to_string();
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
     out
 }
 
@@ -163,8 +182,36 @@ pub async fn resolve(
             }
         }
     }
+    let mut read: Vec<String> = catalog
+        .policies
+        .iter()
+        .flat_map(|p| [&p.qual, &p.with_check])
+        .flatten()
+        .flat_map(|q| settings_read(q))
+        .collect();
+    read.sort();
+    read.dedup();
     let setting = match &opts.setting {
-        Some(s) => s.clone(),
+        // Setting names are case-insensitive; the policies' spelling wins.
+        Some(s) => match read.iter().find(|r| r.eq_ignore_ascii_case(s)) {
+            Some(r) => r.clone(),
+            None => {
+                return Err(Error::usage_hint(
+                    format!("no row-level security policy reads {s}"),
+                    if read.is_empty() {
+                        "no policy calls current_setting('...'); planck plans as a tenant \
+                         through the setting the policies compare the tenant key with"
+                            .to_string()
+                    } else {
+                        format!(
+                            "the policies read {}; pass one with --tenant-setting \
+                             (or [tenant] setting in planck.toml), or leave it out",
+                            read.join(", ")
+                        )
+                    },
+                ));
+            }
+        },
         None => counts
             .iter()
             .max_by_key(|(_, n)| **n)
@@ -184,6 +231,13 @@ pub async fn resolve(
                 .map(|(c, _)| (t, c))
         })
         .collect();
+    if columns.is_empty() {
+        return Err(Error::usage_hint(
+            format!("no row-level security policy compares a column with {setting}"),
+            "planck finds each table's tenant key in policies of the form \
+             `column = current_setting('...')::type`",
+        ));
+    }
 
     // The role: flag/config, else the one that recorded the statements, else the policies'.
     let role = match &opts.role {
@@ -215,7 +269,11 @@ pub async fn resolve(
 
     let (heaviest, median) = tenant_sizes(client, &columns).await?;
     let id = match (&opts.id, &heaviest) {
-        (Some(id), _) => id.clone(),
+        (Some(id), _) => {
+            let flag = opts.id_source.unwrap_or("--tenant-id");
+            check_id(client, &setting, &columns, id, flag, heaviest.as_deref()).await?;
+            id.clone()
+        }
         (None, Some(h)) => h.clone(),
         (None, None) => {
             return Err(Error::usage_hint(
@@ -297,6 +355,93 @@ async fn check_role(client: &Client, catalog: &Catalog, role: &str) -> Result<()
     Ok(())
 }
 
+/// A chosen tenant id must cast to every tenant key's type and own rows in
+/// at least one RLS-protected table: otherwise every statement would be
+/// skipped ("invalid input syntax"), or planned against an empty tenant,
+/// and the CI gate would pass without judging anything.
+async fn check_id(
+    client: &Client,
+    setting: &str,
+    columns: &BTreeMap<String, String>,
+    id: &str,
+    flag: &str,
+    heaviest: Option<&str>,
+) -> Result<()> {
+    let hint = match heaviest {
+        Some(h) => format!("the heaviest tenant is {h}; leave {flag} out to use it"),
+        None => "the RLS-protected tables are empty: seed the database first (`planck seed`)"
+            .to_string(),
+    };
+    // Each table's key type, as the server spells it (so safe to splice).
+    let mut keys = Vec::new();
+    for (t, c) in columns {
+        let row = client
+            .query_opt(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+                  WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped",
+                &[&quote_ident(t), c],
+            )
+            .await
+            .map_err(|e| Error::db("looking up the tenant key's type", e))?;
+        if let Some(row) = row {
+            keys.push((t.as_str(), c.as_str(), row.get::<_, String>(0)));
+        }
+    }
+    // The id is bound, never spliced: only the type name is.
+    let mut rejected: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (t, _, ty) in &keys {
+        let cast = client
+            .query_one(&format!("SELECT $1::text::{ty} IS NOT NULL"), &[&id])
+            .await;
+        match cast {
+            Ok(_) => {}
+            Err(e) if e.code().is_some_and(|c| c.code().starts_with("22")) => {
+                rejected.entry(ty.as_str()).or_default().push(t);
+            }
+            Err(e) => return Err(Error::db("checking the tenant id", e)),
+        }
+    }
+    if !rejected.is_empty() {
+        let what = rejected
+            .iter()
+            .map(|(ty, tables)| format!("{ty} in {}", tables.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(Error::usage_hint(
+            format!(
+                "tenant id {id} ({flag}) does not cast to the type of the tenant key \
+                 {setting} guards: {what}"
+            ),
+            hint,
+        ));
+    }
+    for (t, c, ty) in &keys {
+        let owns: bool = client
+            .query_one(
+                &format!(
+                    "SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1::text::{ty})",
+                    quote_ident(t),
+                    quote_ident(c)
+                ),
+                &[&id],
+            )
+            .await
+            .map_err(|e| Error::db("checking the tenant id", e))?
+            .get(0);
+        if owns {
+            return Ok(());
+        }
+    }
+    let tables: Vec<&str> = keys.iter().map(|(t, _, _)| *t).collect();
+    Err(Error::usage_hint(
+        format!(
+            "tenant id {id} ({flag}) owns no rows in the tables {setting} guards: {}",
+            tables.join(", ")
+        ),
+        hint,
+    ))
+}
+
 /// The heaviest tenant and a median one, by rows owned across the
 /// RLS-protected tables.
 async fn tenant_sizes(
@@ -348,6 +493,15 @@ mod tests {
             vec![("account_id".to_string(), "app.account_id".to_string())]
         );
         assert!(setting_comparisons("(owner = CURRENT_USER)").is_empty());
+        assert_eq!(settings_read(q), vec!["app.account_id"]);
+        assert_eq!(
+            settings_read(
+                "((org = (current_setting('app.org'::text))::uuid) OR \
+                 (current_setting('app.admin'::text) = 'on'::text))"
+            ),
+            vec!["app.org", "app.admin"]
+        );
+        assert!(settings_read("(owner = CURRENT_USER)").is_empty());
         assert_eq!(functions(q), vec!["current_setting"]);
         assert_eq!(
             operators(q),
