@@ -262,14 +262,7 @@ pub fn render_table(w: &mut impl Write, r: &Report) -> io::Result<()> {
         }
         writeln!(w, "{t}")?;
     }
-    let skipped: Vec<_> = r
-        .results
-        .iter()
-        .filter_map(|e| match &e.status {
-            Status::Skipped(reason) => Some((e, reason)),
-            Status::Explained => None,
-        })
-        .collect();
+    let skipped = skipped(r);
     if !skipped.is_empty() {
         let mut t = table(&["skipped statement", "reason"]);
         for (e, reason) in skipped {
@@ -281,6 +274,17 @@ pub fn render_table(w: &mut impl Write, r: &Report) -> io::Result<()> {
         writeln!(w, "{l}")?;
     }
     Ok(())
+}
+
+/// The skipped statements with their reasons, in report order.
+fn skipped(r: &Report) -> Vec<(&Explained, &String)> {
+    r.results
+        .iter()
+        .filter_map(|e| match &e.status {
+            Status::Skipped(reason) => Some((e, reason)),
+            Status::Explained => None,
+        })
+        .collect()
 }
 
 pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
@@ -311,14 +315,7 @@ pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
             )?;
         }
     }
-    let skipped: Vec<_> = r
-        .results
-        .iter()
-        .filter_map(|e| match &e.status {
-            Status::Skipped(reason) => Some((e, reason)),
-            Status::Explained => None,
-        })
-        .collect();
+    let skipped = skipped(r);
     if !skipped.is_empty() {
         writeln!(
             w,

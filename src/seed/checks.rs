@@ -93,44 +93,8 @@ fn lex(s: &str) -> Option<Vec<Tok>> {
                 out.push(Tok::Cast);
                 i += 2
             }
-            '\'' => {
-                let mut v = String::new();
-                i += 1;
-                loop {
-                    let ch = *cs.get(i)?;
-                    if ch == '\'' {
-                        if cs.get(i + 1) == Some(&'\'') {
-                            v.push('\'');
-                            i += 2;
-                            continue;
-                        }
-                        i += 1;
-                        break;
-                    }
-                    v.push(ch);
-                    i += 1;
-                }
-                out.push(Tok::Str(v));
-            }
-            '"' => {
-                let mut v = String::new();
-                i += 1;
-                loop {
-                    let ch = *cs.get(i)?;
-                    if ch == '"' {
-                        if cs.get(i + 1) == Some(&'"') {
-                            v.push('"');
-                            i += 2;
-                            continue;
-                        }
-                        i += 1;
-                        break;
-                    }
-                    v.push(ch);
-                    i += 1;
-                }
-                out.push(Tok::Ident(v));
-            }
+            '\'' => out.push(Tok::Str(quoted(&cs, &mut i, '\'')?)),
+            '"' => out.push(Tok::Ident(quoted(&cs, &mut i, '"')?)),
             c if c.is_ascii_digit()
                 || (c == '-'
                     && cs.get(i + 1).is_some_and(|d| d.is_ascii_digit())
@@ -498,6 +462,28 @@ pub fn merge(into: &mut ColFacts, f: ColFacts) {
     into.after.extend(f.after);
     into.not_null |= f.not_null;
     into.not_eq.extend(f.not_eq);
+}
+
+/// Reads a token quoted with `q` starting at `cs[*i]` (the opening quote),
+/// where a doubled quote stands for one; leaves `*i` past the closing quote.
+/// `None` when the text ends inside the quotes.
+fn quoted(cs: &[char], i: &mut usize, q: char) -> Option<String> {
+    let mut v = String::new();
+    *i += 1;
+    loop {
+        let ch = *cs.get(*i)?;
+        if ch == q {
+            if cs.get(*i + 1) == Some(&q) {
+                v.push(q);
+                *i += 2;
+                continue;
+            }
+            *i += 1;
+            return Some(v);
+        }
+        v.push(ch);
+        *i += 1;
+    }
 }
 
 #[cfg(test)]
