@@ -1,7 +1,8 @@
 //! Test harness: one throwaway PostgreSQL per test run, one database per test.
 //!
 //! The cluster is started through planck's own managed-cluster code (the
-//! same as `planck db start`), under `target/tmp/test-cluster/.planck`, and is
+//! same as `planck db start`), under `/tmp/planck-tests-<hash>/test-cluster/.planck`
+//! (see [`tests_base`]), and is
 //! shared by every test binary (they serialize on its lock file). Each test
 //! gets a fresh database named after it, dropped only when the test passed so
 //! a failure can be inspected (`psql` to the URL the test printed).
@@ -19,11 +20,35 @@ pub struct TestCluster {
     pub port: u16,
 }
 
+/// Where the test cluster and the tests' project directories live:
+/// `/tmp/planck-tests-<hash of this checkout>`, open to every user. Not under
+/// `target/`: when the tests run as root the server runs as the `postgres` OS
+/// user, which could not enter a checkout below a folder only root may enter
+/// (`mktemp -d` makes those). The path is written to `target/tmp/test-base`
+/// so `.ci/run` can stop the cluster.
+pub fn tests_base() -> PathBuf {
+    use sha2::Digest;
+    use std::os::unix::fs::PermissionsExt;
+    static BASE: OnceLock<PathBuf> = OnceLock::new();
+    BASE.get_or_init(|| {
+        let h = sha2::Sha256::digest(env!("CARGO_MANIFEST_DIR").as_bytes());
+        let tag: String = h.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        let base = std::env::temp_dir().join(format!("planck-tests-{tag}"));
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let note = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        std::fs::create_dir_all(&note).unwrap();
+        std::fs::write(note.join("test-base"), base.display().to_string()).unwrap();
+        base
+    })
+    .clone()
+}
+
 /// The shared test cluster, started on first use.
 pub fn cluster() -> &'static TestCluster {
     static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-cluster");
+        let dir = tests_base().join("test-cluster");
         std::fs::create_dir_all(&dir).unwrap();
         let bindir = planck::cluster::find_bindir(
             std::env::var_os("PLANCK_PG_BINDIR")
@@ -203,11 +228,9 @@ pub fn planck_cmd(cwd: &Path) -> Command {
 /// (tests run as root in CI; the managed server then runs as `postgres`).
 pub fn project_dir() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
-    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&base).unwrap();
     let dir = tempfile::Builder::new()
         .prefix("proj-")
-        .tempdir_in(base)
+        .tempdir_in(tests_base())
         .unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
