@@ -159,12 +159,24 @@ impl Cluster {
         &self.dir
     }
 
+    /// Where the server's own files live (data, log, socket): `.planck/`, or,
+    /// when planck runs as root and the `postgres` OS user cannot reach the
+    /// project (a checkout below a folder only root may enter, as `mktemp -d`
+    /// makes), a folder in /tmp named in `.planck/home` at initdb.
+    fn home(&self) -> PathBuf {
+        fs::read_to_string(self.dir.join("home"))
+            .ok()
+            .map(|t| PathBuf::from(t.trim()))
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| self.dir.clone())
+    }
+
     pub fn data_dir(&self) -> PathBuf {
-        self.dir.join("data")
+        self.home().join("data")
     }
 
     pub fn log_file(&self) -> PathBuf {
-        self.dir.join("server.log")
+        self.home().join("server.log")
     }
 
     /// The OS user the server runs as, when it is not planck's own user.
@@ -176,15 +188,19 @@ impl Cluster {
     /// bytes, so a deep project directory falls back to a folder in /tmp named
     /// after a hash of the cluster's path.
     pub fn socket_dir(&self) -> PathBuf {
-        let inside = self.dir.join("run");
+        let inside = self.home().join("run");
         if inside.as_os_str().len() + ".s.PGSQL.65535.lock".len() + 1 < 100 {
             inside
         } else {
-            use sha2::Digest;
-            let h = sha2::Sha256::digest(self.dir.as_os_str().as_encoded_bytes());
-            let tag: String = h.iter().take(6).map(|b| format!("{b:02x}")).collect();
-            PathBuf::from(format!("/tmp/planck-{tag}"))
+            PathBuf::from(format!("/tmp/planck-{}", self.tag()))
         }
+    }
+
+    /// A short name for this cluster: 12 hex digits of a hash of its path.
+    fn tag(&self) -> String {
+        use sha2::Digest;
+        let h = sha2::Sha256::digest(self.dir.as_os_str().as_encoded_bytes());
+        h.iter().take(6).map(|b| format!("{b:02x}")).collect()
     }
 
     pub fn state(&self) -> Result<State> {
@@ -344,6 +360,10 @@ impl Cluster {
         if !sock.starts_with(&self.dir) {
             let _ = fs::remove_dir_all(&sock);
         }
+        let home = self.home();
+        if home != self.dir {
+            let _ = fs::remove_dir_all(&home);
+        }
         fs::remove_dir_all(&self.dir).map_err(|source| Error::WriteFile {
             path: self.dir.clone(),
             source,
@@ -352,6 +372,10 @@ impl Cluster {
     }
 
     fn init(&self, log: &mut dyn FnMut(&str)) -> Result<()> {
+        if let Some(user) = &self.run_as {
+            self.ensure_service_user(user)?;
+            self.place_home(user, log)?;
+        }
         let data = self.data_dir();
         // A half-made data directory from an interrupted initdb is useless.
         if data.exists() {
@@ -368,9 +392,7 @@ impl Cluster {
             log(&format!(
                 "running as root: initdb and the server run as the `{user}` OS user"
             ));
-            self.ensure_service_user(user)?;
-            self.check_reachable_by(user)?;
-            self.give_to_service_user(&self.dir)?;
+            self.give_to_service_user(&self.home())?;
             self.give_to_service_user(&data)?;
         }
         log(&format!("initializing a new cluster in {}", data.display()));
@@ -580,29 +602,33 @@ host all all ::1/128 scram-sha-256
         }
     }
 
-    /// The service user must be able to reach `.planck/`: every parent needs
-    /// the search (x) permission for it.
-    fn check_reachable_by(&self, user: &str) -> Result<()> {
-        let parent = self.dir.parent().unwrap_or(Path::new("/"));
-        let ok = Command::new("runuser")
+    /// Decides where the server's files go when it runs as `user`: in
+    /// `.planck/` when `user` can reach it (every parent needs the search
+    /// permission), else in a folder of /tmp, noted in `.planck/home`.
+    fn place_home(&self, user: &str, log: &mut dyn FnMut(&str)) -> Result<()> {
+        let reachable = Command::new("runuser")
             .args(["-u", user, "--", "test", "-x"])
-            .arg(parent)
+            .arg(&self.dir)
             .status()
             .is_ok_and(|s| s.success());
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::cluster(
-                format!(
-                    "the `{user}` OS user, which runs the managed PostgreSQL when planck is root, cannot reach {}",
-                    parent.display()
-                ),
-                Some(format!(
-                    "allow it with `chmod o+x` on {} and its parents, or use --database-url",
-                    parent.display()
-                )),
-            ))
+        let note = self.dir.join("home");
+        if reachable {
+            let _ = fs::remove_file(&note);
+            return Ok(());
         }
+        let home = std::env::temp_dir().join(format!("planck-home-{}", self.tag()));
+        log(&format!(
+            "the `{user}` OS user cannot reach {}; the server's files go to {}",
+            self.dir.display(),
+            home.display()
+        ));
+        fs::create_dir_all(&home).map_err(|source| Error::WriteFile {
+            path: home.clone(),
+            source,
+        })?;
+        fs::write(&note, home.display().to_string())
+            .map_err(|source| Error::WriteFile { path: note, source })?;
+        Ok(())
     }
 
     fn service_ids(&self) -> Result<Option<(u32, u32)>> {

@@ -174,6 +174,37 @@ fn stale_postmaster_pid_is_recovered() {
 }
 
 #[test]
+fn a_project_below_a_folder_only_its_owner_may_enter_works() {
+    // `mktemp -d` folders are 0700: as root, the `postgres` OS user that runs
+    // the server cannot reach a checkout inside one.
+    use std::os::unix::fs::PermissionsExt;
+    let outer = project_dir();
+    let locked = outer.path().join("locked");
+    let proj = locked.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run = |args: &[&str]| planck_cmd(&proj).args(args).output().unwrap();
+    let out = run(&["db", "start"]);
+    assert_exit(&out, 0);
+    assert_eq!(psql_select_one(stdout(&out).trim()), "42");
+    let note = proj.join(".planck/home");
+    let root = planck::cluster::running_as_root();
+    assert_eq!(
+        note.exists(),
+        root,
+        "the server's files move out only when run as root"
+    );
+    let home = std::fs::read_to_string(&note).unwrap_or_default();
+    assert_exit(&run(&["db", "stop"]), 0);
+    assert_exit(&run(&["db", "start"]), 0);
+    assert_exit(&run(&["db", "destroy"]), 0);
+    assert!(!proj.join(".planck").exists());
+    if root {
+        assert!(!Path::new(home.trim()).exists(), "{home} left behind");
+    }
+}
+
+#[test]
 fn port_in_use_is_a_clear_error() {
     let p = Project::new();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
