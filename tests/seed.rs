@@ -596,7 +596,7 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
             "--spec",
             p.to_str().unwrap(),
             "--scale",
-            "0.05",
+            "0.3",
             "--threads",
             "2",
         ])
@@ -605,6 +605,8 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
         .spawn()
         .unwrap();
     // Wait for a COPY into items (the biggest table) and kill its backend.
+    // At --scale 0.3 that COPY lasts long enough to be seen between two polls
+    // on a busy machine (at 0.05 it could slip through).
     let mut killed = false;
     for _ in 0..600 {
         let n = db.query_strings(&format!(
@@ -640,7 +642,7 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
             "--spec",
             p.to_str().unwrap(),
             "--scale",
-            "0.05",
+            "0.3",
             "--dry-run",
         ],
         dir.path(),
@@ -788,8 +790,11 @@ fn ctrl_c_rolls_back_running_loads_restores_everything_and_says_so() {
             "seed",
             "--spec",
             p.to_str().unwrap(),
+            // Big enough that the COPY into items still runs when the
+            // signal lands, even on a busy 2-core CI machine (at 0.05 it
+            // sometimes finished first).
             "--scale",
-            "0.05",
+            "0.3",
             "--threads",
             "2",
         ])
