@@ -68,25 +68,31 @@ fn is_setting_call(e: &Expr) -> Option<String> {
 /// `(account_id = (current_setting('app.account_id'))::bigint)` ->
 /// `[("account_id", "app.account_id")]`.
 pub fn setting_comparisons(qual: &str) -> Vec<(String, String)> {
-    let Some(expr) = parse_expr(qual) else {
-        return Vec::new();
-    };
+    match parse_expr(qual) {
+        Some(expr) => column_equalities(&expr, is_setting_call),
+        None => Vec::new(),
+    }
+}
+
+/// Every `column = other` (either way round) in `expr` where `value` accepts
+/// `other`, as (column, value). The column may be qualified; its last part counts.
+pub fn column_equalities<T>(expr: &Expr, value: impl Fn(&Expr) -> Option<T>) -> Vec<(String, T)> {
     let mut out = Vec::new();
-    let _ = visit_expressions(&expr, |e| {
+    let _ = visit_expressions(expr, |e| {
         if let Expr::BinaryOp {
             left,
             op: BinaryOperator::Eq,
             right,
         } = e
         {
-            for (c, s) in [(left, right), (right, left)] {
+            for (c, other) in [(left, right), (right, left)] {
                 let col = match c.as_ref() {
                     Expr::Identifier(i) => Some(i.value.clone()),
                     Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
                     _ => None,
                 };
-                if let (Some(col), Some(setting)) = (col, is_setting_call(s)) {
-                    out.push((col, setting));
+                if let (Some(col), Some(v)) = (col, value(other)) {
+                    out.push((col, v));
                 }
             }
         }

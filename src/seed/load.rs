@@ -137,6 +137,17 @@ async fn saved(c: &Client) -> Result<Vec<Saved>> {
         .collect())
 }
 
+/// Whether `planck_seed_saved` exists (it does once a run has saved anything).
+async fn saved_table_exists(c: &Client) -> Result<bool> {
+    Ok(c.query_one(
+        "SELECT to_regclass('public.planck_seed_saved') IS NOT NULL",
+        &[],
+    )
+    .await
+    .map_err(|e| Error::db("looking for planck_seed_saved", e))?
+    .get(0))
+}
+
 fn restore_sql(s: &Saved) -> String {
     if s.kind == "index" {
         s.def.clone()
@@ -298,15 +309,7 @@ async fn restore_all(conn: &ConnInfo, threads: usize, unmatched: Unmatched) -> R
 /// (for `--dry-run`), as (table, name, definition).
 pub async fn pending_fks(conn: &ConnInfo) -> Result<Vec<(String, String, String)>> {
     let c = connect(conn).await?;
-    let exists: bool = c
-        .query_one(
-            "SELECT to_regclass('public.planck_seed_saved') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("looking for planck_seed_saved", e))?
-        .get(0);
-    if !exists {
+    if !saved_table_exists(&c).await? {
         return Ok(Vec::new());
     }
     Ok(saved(&c)
@@ -330,15 +333,7 @@ pub async fn recover(
     settings: &Settings,
 ) -> Result<Vec<(String, String, String)>> {
     let c = connect(conn).await?;
-    let exists: bool = c
-        .query_one(
-            "SELECT to_regclass('public.planck_seed_saved') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("looking for planck_seed_saved", e))?
-        .get(0);
-    if !exists {
+    if !saved_table_exists(&c).await? {
         return Ok(Vec::new());
     }
     let leftovers = saved(&c).await?;

@@ -8,15 +8,14 @@
 //! (`partial-index-needs-literal`), not `unused-partial-index`.
 
 use std::collections::BTreeSet;
-use std::ops::ControlFlow;
 use std::path::Path;
 
-use sqlparser::ast::{BinaryOperator, Expr, Value, visit_expressions};
+use sqlparser::ast::{Expr, Value};
 
 use super::{Check, Ctx, Finding, Severity, modes_phrase};
 use crate::explain::engine::used_indexes;
 use crate::explain::plan::PlanKind;
-use crate::explain::tenant::parse_expr;
+use crate::explain::tenant::{column_equalities, parse_expr};
 
 pub struct UnusedPartialIndex;
 
@@ -41,23 +40,7 @@ pub fn predicate_literals(predicate: &str) -> Vec<(String, String)> {
             _ => None,
         }
     }
-    let mut out = Vec::new();
-    let _ = visit_expressions(&expr, |e| {
-        if let Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } = e
-        {
-            for (c, l) in [(left, right), (right, left)] {
-                if let (Expr::Identifier(i), Some(v)) = (c.as_ref(), literal(l)) {
-                    out.push((i.value.clone(), v));
-                }
-            }
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    out
+    column_equalities(&expr, literal)
 }
 
 /// Lines of the application's source that contain the literal, quoted, next
