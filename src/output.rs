@@ -19,6 +19,45 @@ pub enum Format {
     Markdown,
 }
 
+/// What library code gets instead of the whole settings: where status lines go.
+///
+/// `info` is a progress or status line (hidden by `--quiet`), `debug` shows
+/// with `--verbose` only, `warn` always shows. All of them go to stderr.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Log {
+    pub quiet: bool,
+    pub verbose: bool,
+}
+
+impl Log {
+    /// A log that prints nothing but warnings (for tests and library callers).
+    pub fn silent() -> Log {
+        Log {
+            quiet: true,
+            verbose: false,
+        }
+    }
+
+    /// A progress or status line on stderr, unless --quiet.
+    pub fn info(&self, msg: &str) {
+        if !self.quiet {
+            let _ = writeln!(io::stderr(), "{msg}");
+        }
+    }
+
+    /// A line on stderr with --verbose only.
+    pub fn debug(&self, msg: &str) {
+        if self.verbose && !self.quiet {
+            let _ = writeln!(io::stderr(), "planck: {msg}");
+        }
+    }
+
+    /// A warning on stderr (shown even with --quiet).
+    pub fn warn(&self, msg: &str) {
+        let _ = writeln!(io::stderr(), "warning: {msg}");
+    }
+}
+
 /// Writes a rendered result to stdout. A broken pipe ends quietly.
 pub fn emit(bytes: &[u8]) -> io::Result<()> {
     let mut out = io::stdout().lock();

@@ -10,7 +10,6 @@
 //! managed local cluster under `.planck/`. For everything else: flag, then
 //! `planck.toml`, then the built-in default.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::cli::Global;
@@ -18,7 +17,7 @@ use crate::cluster::{self, Cluster};
 use crate::config::{self, ConfigFile};
 use crate::db::{self, ConnInfo, Target, UrlSource};
 use crate::error::{Error, Result};
-use crate::output::Format;
+use crate::output::{Format, Log};
 
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -154,23 +153,27 @@ impl Settings {
         }
     }
 
+    /// The log handle library code gets instead of `&Settings`.
+    pub fn log(&self) -> Log {
+        Log {
+            quiet: self.quiet,
+            verbose: self.verbose,
+        }
+    }
+
     /// A progress or status line on stderr, unless --quiet.
     pub fn info(&self, msg: &str) {
-        if !self.quiet {
-            let _ = writeln!(std::io::stderr(), "{msg}");
-        }
+        self.log().info(msg)
     }
 
     /// A line on stderr with --verbose only.
     pub fn debug(&self, msg: &str) {
-        if self.verbose && !self.quiet {
-            let _ = writeln!(std::io::stderr(), "planck: {msg}");
-        }
+        self.log().debug(msg)
     }
 
     /// A warning on stderr (shown even with --quiet).
     pub fn warn(&self, msg: &str) {
-        let _ = writeln!(std::io::stderr(), "warning: {msg}");
+        self.log().warn(msg)
     }
 }
 
