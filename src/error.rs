@@ -18,8 +18,15 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The database could not be reached, or refused us.
     pub const DATABASE: i32 = 3;
+    /// planck itself failed: a task panicked, stdout could not be written, the
+    /// runtime could not start. A bug or the machine, never the user's input.
+    pub const INTERNAL: i32 = 4;
+    /// Stopped by SIGHUP (128 + 1): the terminal went away.
+    pub const HANGUP: i32 = 129;
     /// Interrupted by Ctrl-C (128 + SIGINT, as shells report it).
     pub const INTERRUPTED: i32 = 130;
+    /// Stopped by SIGTERM (128 + 15): `timeout`, `docker stop`, CI cancellation.
+    pub const TERMINATED: i32 = 143;
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -190,7 +197,13 @@ pub enum Error {
         hint: Option<String>,
     },
 
-    /// Anything else, with its context chain (command glue only).
+    /// planck itself failed (a task panicked, stdout could not be written):
+    /// exit code 4, never "usage".
+    #[error("internal error: {message}")]
+    Internal { message: String },
+
+    /// Anything else, with its context chain (command glue only). Exits like
+    /// [`Error::Internal`].
     #[error(transparent)]
     Other(#[from] anyhow::Error),
 }
@@ -215,6 +228,12 @@ impl Error {
         Error::Usage {
             message: message.into(),
             hint: Some(hint.into()),
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Error {
+        Error::Internal {
+            message: message.into(),
         }
     }
 
@@ -252,7 +271,7 @@ impl Error {
             Error::Postgres { pg, .. } if is_connection_class(&pg.code) => exit::DATABASE,
             Error::Cluster { .. } => exit::DATABASE,
             Error::Interrupted { .. } => exit::INTERRUPTED,
-            Error::Other(_) => exit::USAGE,
+            Error::Internal { .. } | Error::Other(_) => exit::INTERNAL,
             _ => exit::USAGE,
         }
     }
@@ -296,11 +315,13 @@ impl Error {
     }
 }
 
-/// SQLSTATE classes that mean "the database refused or is gone": connection
-/// exceptions (08), invalid authorization (28), invalid catalog name (3D),
-/// operator intervention (57, e.g. shutdown).
+/// SQLSTATEs that mean "the database refused or is gone": connection
+/// exceptions (08), invalid authorization (28), invalid catalog name (3D), and
+/// of operator intervention (57) only the 57P codes (admin or crash shutdown,
+/// cannot connect now, database dropped). 57014 (a statement timeout or a
+/// cancel) is a failed statement like any other, not an unreachable server.
 fn is_connection_class(code: &str) -> bool {
-    matches!(&code[..2.min(code.len())], "08" | "28" | "3D" | "57")
+    matches!(code.get(..2), Some("08" | "28" | "3D")) || code.starts_with("57P")
 }
 
 /// Renders an error for stderr: a lowercase headline, `hint:` lines, then the
@@ -311,17 +332,25 @@ pub fn render(err: &Error) -> String {
         out.push_str("\n  hint: ");
         out.push_str(&h);
     }
-    let mut source = std::error::Error::source(err);
+    let mut causes: Vec<String> = Vec::new();
     // `Other` is transparent: walk the anyhow chain after its first element.
     if let Error::Other(a) = err {
-        for cause in a.chain().skip(1) {
-            out.push_str(&format!("\n  caused by: {cause}"));
+        causes.extend(a.chain().skip(1).map(|c| c.to_string()));
+    } else {
+        let mut source = std::error::Error::source(err);
+        while let Some(s) = source {
+            causes.push(s.to_string());
+            source = s.source();
         }
-        source = None;
     }
-    while let Some(s) = source {
-        out.push_str(&format!("\n  caused by: {s}"));
-        source = s.source();
+    // Many headlines already end with their cause (`cannot read x: No such
+    // file`): a cause the text above already says is not repeated.
+    for cause in causes {
+        if cause.is_empty() || out.contains(&cause) {
+            continue;
+        }
+        out.push_str("\n  caused by: ");
+        out.push_str(&cause);
     }
     out
 }
@@ -348,9 +377,19 @@ mod tests {
         assert_eq!(e.exit_code(), exit::USAGE);
     }
 
+    /// Issue 8, section 5: a statement timeout (57014) was reported as
+    /// "database unreachable" (exit 3) because all of class 57 was.
     #[test]
     fn connection_class_sqlstates_exit_3() {
-        for (code, want) in [("28P01", 3), ("3D000", 3), ("08006", 3), ("42601", 2)] {
+        for (code, want) in [
+            ("28P01", 3),
+            ("3D000", 3),
+            ("08006", 3),
+            ("57P01", 3),
+            ("57P03", 3),
+            ("57014", 2),
+            ("42601", 2),
+        ] {
             let e = Error::Postgres {
                 context: "x".into(),
                 pg: PgError {
@@ -363,5 +402,30 @@ mod tests {
             };
             assert_eq!(e.exit_code(), want, "{code}");
         }
+    }
+
+    /// Issue 8, section 5: internal failures (a task panicked, stdout broke)
+    /// exited 2, the code that tells a user to fix their input.
+    #[test]
+    fn internal_errors_have_their_own_exit_code() {
+        assert_eq!(Error::internal("a load task failed").exit_code(), exit::INTERNAL);
+        assert_eq!(
+            Error::Other(anyhow::anyhow!("writing stdout")).exit_code(),
+            exit::INTERNAL
+        );
+        assert_ne!(exit::INTERNAL, exit::USAGE);
+    }
+
+    /// Issue 8, section 5: one cause was printed twice, once in the headline
+    /// and again as "caused by".
+    #[test]
+    fn a_cause_is_printed_once() {
+        let e = Error::ReadFile {
+            path: "seeds/x.toml".into(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory"),
+        };
+        let r = render(&e);
+        assert_eq!(r.matches("No such file or directory").count(), 1, "{r}");
+        insta::assert_snapshot!(r, @"error: cannot read seeds/x.toml: No such file or directory");
     }
 }

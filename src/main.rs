@@ -27,8 +27,8 @@ fn run(cli: Cli) -> i32 {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            return exit::USAGE;
+            eprintln!("error: internal error: cannot start the async runtime: {e}");
+            return exit::INTERNAL;
         }
     };
     let result = Settings::resolve(&cli.global, &env, &cwd)
