@@ -8,7 +8,7 @@ pub mod cmd;
 pub mod config;
 pub mod db;
 pub mod error;
-pub mod example_app;
+pub mod demo;
 pub mod explain;
 pub mod migrate;
 pub mod output;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::settings::Settings;
 
@@ -22,10 +23,10 @@ pub struct ExampleAppArgs {
 }
 
 /// Plays the bundled example's API and jobs against the target database, as
-/// its test suite would (see [`crate::example_app`]).
+/// its test suite would (see [`crate::demo::app`]).
 pub async fn example_app(args: ExampleAppArgs, settings: &Settings) -> Result<i32> {
     let conn = settings.conn().await?;
-    let summary = crate::example_app::play(&conn.url, args.app_url.as_deref())
+    let summary = crate::demo::app::play(&conn.url, args.app_url.as_deref())
         .await
         .map_err(|e| {
             Error::Other(anyhow::anyhow!(
@@ -45,6 +46,9 @@ pub struct DemoArgs {
     /// Size of the dataset, as a fraction of the bundled spec (1 = the 1.5 GB of the field report)
     #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
     pub scale: f64,
+    /// Drop and recreate --database even on a server planck does not manage
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The example app as the demo runs it: quiet when the demo is.
@@ -61,19 +65,64 @@ fn demo_dir(settings: &Settings) -> PathBuf {
     settings.project_dir.join(".planck").join("demo")
 }
 
-pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
-    let base = settings.conn().await?;
-    let conn = base.with_database(&args.database);
-    let migrations = bundled_dir().join("migrations");
-    if !migrations.is_dir() {
+/// Every flag is checked before anything is dropped or written.
+fn validate(args: &DemoArgs) -> Result<()> {
+    if !args.scale.is_finite() || args.scale <= 0.0 {
         return Err(Error::usage_hint(
-            format!(
-                "the bundled example is missing: {} does not exist",
-                migrations.display()
-            ),
-            "run the demo from a checkout of planck's repository",
+            format!("invalid --scale {}: it must be a number above 0", args.scale),
+            "--scale 0.1 loads about 150 MB in a few seconds; 1 is the field report's 1.5 GB",
         ));
     }
+    if args.database.is_empty() {
+        return Err(Error::usage("--database must name a database"));
+    }
+    Ok(())
+}
+
+/// On a server planck does not manage, the demo drops --database only when it
+/// does not exist yet or with --force, and only once the server is known to
+/// have what the demo needs (pg_stat_statements preloaded).
+async fn guard_database(base: &ConnInfo, args: &DemoArgs) -> Result<()> {
+    if base.managed {
+        return Ok(());
+    }
+    let client = base.connect().await?;
+    let libs: String = client
+        .query_one("SELECT current_setting('shared_preload_libraries')", &[])
+        .await
+        .map_err(|e| Error::db("reading shared_preload_libraries", e))?
+        .get(0);
+    if !crate::record::capture::preloads_pgss(&libs) {
+        return Err(Error::NotPreloaded { current: libs });
+    }
+    let exists = client
+        .query_opt(
+            "SELECT 1 FROM pg_database WHERE datname = $1",
+            &[&args.database],
+        )
+        .await
+        .map_err(|e| Error::db("looking up the demo database", e))?
+        .is_some();
+    if exists && !args.force {
+        return Err(Error::usage_hint(
+            format!(
+                "refusing to drop database {} of {}: it exists and is not on planck's managed cluster",
+                args.database,
+                base.display()
+            ),
+            "pick another name with --database, or add --force if it really is a throwaway",
+        ));
+    }
+    Ok(())
+}
+
+pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
+    validate(&args)?;
+    let base = settings.conn().await?;
+    guard_database(&base, &args).await?;
+    let conn = base.with_database(&args.database);
+    let example = crate::demo::extract(&demo_dir(settings).join("example"))?;
+    let migrations = crate::demo::migrations_dir(&example);
     if !conn.managed {
         settings.info(&format!(
             "the demo works in database {} of {}",

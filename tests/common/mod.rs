@@ -254,3 +254,27 @@ pub fn assert_exit(out: &Output, code: i32) {
         stderr(out)
     );
 }
+
+/// The name of the test function this is called in (ripgrep's `rgtest!`
+/// idea): `fn seed_keeps_rows() { let db = test_db!(); }` gets database
+/// `t_seed_keeps_rows`, so a kept database always names its test.
+#[macro_export]
+macro_rules! test_name {
+    () => {{
+        fn here() {}
+        fn name_of<T>(_: T) -> &'static str {
+            std::any::type_name::<T>()
+        }
+        let path = name_of(here);
+        let path = path.strip_suffix("::here").unwrap_or(path);
+        path.rsplit("::").next().unwrap_or(path)
+    }};
+}
+
+/// A fresh database named after the calling test function.
+#[macro_export]
+macro_rules! test_db {
+    () => {
+        $crate::common::TestDb::new($crate::test_name!())
+    };
+}
