@@ -278,3 +278,30 @@ macro_rules! test_db {
         $crate::common::TestDb::new($crate::test_name!())
     };
 }
+
+/// A fixture vendored under `tests/fixtures/` (see its README for licences).
+pub fn fixture(rel: &str) -> PathBuf {
+    let path = repo_root().join("tests/fixtures").join(rel);
+    assert!(path.exists(), "missing vendored fixture {}", path.display());
+    path
+}
+
+/// A fixture that may not be vendored (its licence does not allow it), read
+/// from `../shared/fixtures` beside the checkout. `None` means the test skips:
+/// it says so, and in CI (`CI` set) a missing folder fails instead.
+pub fn shared_fixture(rel: &str) -> Option<PathBuf> {
+    let path = repo_root().join("../shared/fixtures").join(rel);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing in CI, where ../shared is always beside the checkout",
+        path.display()
+    );
+    eprintln!(
+        "skipped: {} is not here (it is not vendored; see tests/fixtures/README.md)",
+        path.display()
+    );
+    None
+}
