@@ -64,10 +64,10 @@ impl fmt::Display for PgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (SQLSTATE {})", self.message, self.code)?;
         if let Some(d) = &self.detail {
-            write!(f, "\nDETAIL: {d}")?;
+            write!(f, "\n  DETAIL: {d}")?;
         }
         if let Some(h) = &self.hint {
-            write!(f, "\nHINT: {h}")?;
+            write!(f, "\n  HINT: {h}")?;
         }
         Ok(())
     }
@@ -427,5 +427,54 @@ mod tests {
         let r = render(&e);
         assert_eq!(r.matches("No such file or directory").count(), 1, "{r}");
         insta::assert_snapshot!(r, @"error: cannot read seeds/x.toml: No such file or directory");
+    }
+
+    fn pg(code: &str, message: &str) -> PgError {
+        PgError {
+            code: code.into(),
+            message: message.into(),
+            detail: Some("Key (id)=(1) already exists.".into()),
+            hint: Some("look at the row".into()),
+            position: None,
+        }
+    }
+
+    /// The text of the errors a user meets most, pinned: a change to any of
+    /// them is a reviewed snapshot change.
+    #[test]
+    fn main_errors_read_as_documented() {
+        let cases = [
+            Error::usage_hint("invalid --scale 0", "--scale must be above 0"),
+            Error::Config {
+                path: "planck.toml".into(),
+                line: Some(4),
+                column: Some(1),
+                message: "unknown key `colour`".into(),
+                hint: Some("known keys: database, paths, seed, explain".into()),
+            },
+            Error::Connect {
+                url: "postgres://app:***@db:5432/x (from DATABASE_URL)".into(),
+                message: "connection refused".into(),
+                hint: Some("is the server running?".into()),
+            },
+            Error::Migration {
+                path: "migrations/0002_content.sql".into(),
+                line: Some(12),
+                column: Some(5),
+                pg: pg("23505", "duplicate key value violates unique constraint"),
+            },
+            Error::NotPreloaded {
+                current: String::new(),
+            },
+            Error::Interrupted {
+                message: "3 of 9 tables loaded; every foreign key is back".into(),
+            },
+            Error::internal("a load task panicked"),
+        ];
+        let text: Vec<String> = cases
+            .iter()
+            .map(|e| format!("[exit {}]\n{}", e.exit_code(), render(e)))
+            .collect();
+        insta::assert_snapshot!(text.join("\n\n"));
     }
 }
