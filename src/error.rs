@@ -408,7 +408,10 @@ mod tests {
     /// exited 2, the code that tells a user to fix their input.
     #[test]
     fn internal_errors_have_their_own_exit_code() {
-        assert_eq!(Error::internal("a load task failed").exit_code(), exit::INTERNAL);
+        assert_eq!(
+            Error::internal("a load task failed").exit_code(),
+            exit::INTERNAL
+        );
         assert_eq!(
             Error::Other(anyhow::anyhow!("writing stdout")).exit_code(),
             exit::INTERNAL

@@ -111,6 +111,70 @@ pub fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// How a Markdown column is aligned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// Writes one Markdown table: a header, its alignment row, and the rows, each
+/// cell escaped with [`md_cell`]. The one place planck's Markdown tables are
+/// drawn, so every renderer's tables read the same in a pull request.
+pub fn markdown_table<W: Write + ?Sized>(
+    w: &mut W,
+    columns: &[(&str, Align)],
+    rows: impl IntoIterator<Item = Vec<String>>,
+) -> io::Result<()> {
+    let header: Vec<String> = columns.iter().map(|(name, _)| md_cell(name)).collect();
+    writeln!(w, "| {} |", header.join(" | "))?;
+    let rule: Vec<&str> = columns
+        .iter()
+        .map(|(_, a)| match a {
+            Align::Left => "---",
+            Align::Right => "---:",
+        })
+        .collect();
+    writeln!(w, "|{}|", rule.join("|"))?;
+    for row in rows {
+        let cells: Vec<String> = row.iter().map(|c| md_cell(c)).collect();
+        writeln!(w, "| {} |", cells.join(" | "))?;
+    }
+    Ok(())
+}
+
+/// Widest line planck's own status output aims for: summaries and progress
+/// bars fit an 80-column terminal.
+pub const WIDTH: usize = 80;
+
+/// A progress bar on stderr for `len` units of work, drawn only on a terminal
+/// and never with --quiet, in one style for every command: a label of at most
+/// 16 characters, the bar, counts and time, 80 columns at most.
+pub fn progress_bar(log: Log, len: u64, label: &str) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressStyle};
+    if log.quiet || !io::IsTerminal::is_terminal(&io::stderr()) {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix:>16!} {bar:24} {human_pos}/{human_len} {msg:12!} {elapsed:>4}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_prefix(label.to_string());
+    bar
+}
+
+/// Shortens `s` to at most `max` characters, ending in `…` when cut.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +186,32 @@ mod tests {
         assert_eq!(count(1_234_567), "1,234,567");
         assert_eq!(count(12), "12");
         assert_eq!(md_cell("a|b\nc"), "a\\|b c");
+    }
+
+    #[test]
+    fn markdown_tables_escape_and_align() {
+        let mut out = Vec::new();
+        markdown_table(
+            &mut out,
+            &[("table", Align::Left), ("rows", Align::Right)],
+            [
+                vec!["a|b".to_string(), count(1200)],
+                vec!["c".to_string(), "3".to_string()],
+            ],
+        )
+        .unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap(), @r"
+        | table | rows |
+        |---|---:|
+        | a\|b | 1,200 |
+        | c | 3 |
+        ");
+    }
+
+    #[test]
+    fn shorten_cuts_at_characters() {
+        assert_eq!(shorten("abcdef", 6), "abcdef");
+        assert_eq!(shorten("abcdef", 4), "abc…");
+        assert_eq!(shorten("ééééé", 3), "éé…");
     }
 }

@@ -203,7 +203,10 @@ fn imports_run_downward_only() {
 
 #[test]
 fn crate_paths_reads_groups_and_skips_comments() {
-    assert_eq!(crate_paths("use crate::db::{ConnInfo, quote_ident};"), ["db"]);
+    assert_eq!(
+        crate_paths("use crate::db::{ConnInfo, quote_ident};"),
+        ["db"]
+    );
     assert_eq!(
         crate_paths("use crate::{error::{Error, Result}, seed::catalog};"),
         ["error", "seed"]

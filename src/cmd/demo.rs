@@ -69,7 +69,10 @@ fn demo_dir(settings: &Settings) -> PathBuf {
 fn validate(args: &DemoArgs) -> Result<()> {
     if !args.scale.is_finite() || args.scale <= 0.0 {
         return Err(Error::usage_hint(
-            format!("invalid --scale {}: it must be a number above 0", args.scale),
+            format!(
+                "invalid --scale {}: it must be a number above 0",
+                args.scale
+            ),
             "--scale 0.1 loads about 150 MB in a few seconds; 1 is the field report's 1.5 GB",
         ));
     }

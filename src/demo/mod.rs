@@ -97,13 +97,13 @@ mod tests {
         let root = extract(&dir.path().join("example")).unwrap();
         let spec = std::fs::read_to_string(spec_path(&root)).unwrap();
         assert_eq!(spec, FILES[4].text);
-        assert_eq!(
-            std::fs::read_dir(migrations_dir(&root)).unwrap().count(),
-            4
-        );
+        assert_eq!(std::fs::read_dir(migrations_dir(&root)).unwrap().count(), 4);
         // A file changed by hand is put back; a second run changes nothing else.
         std::fs::write(spec_path(&root), "x").unwrap();
         extract(&root).unwrap();
-        assert_eq!(std::fs::read_to_string(spec_path(&root)).unwrap(), FILES[4].text);
+        assert_eq!(
+            std::fs::read_to_string(spec_path(&root)).unwrap(),
+            FILES[4].text
+        );
     }
 }
