@@ -12,18 +12,41 @@
 //! - `run/`: the unix socket directory;
 //! - `port`: the last port used, reused when still free;
 //! - `server.log`: the server's log;
-//! - `lock`: held while a planck process starts, stops or destroys the cluster.
+//! - `lock`, `in-use`: the locks of [`lock`] (who changes the cluster, who uses it);
+//! - `home`: present only when the server's files live in /tmp (see [`home`]).
 //!
 //! initdb refuses to run as root. When planck runs as root (as CI does), the
 //! server runs as the unprivileged `postgres` OS user, via `runuser`.
+//!
+//! No path ever goes through a shell: the data directory reaches `initdb` and
+//! `pg_ctl` in `PGDATA`, the log is named relative to the server's home (the
+//! working directory of `pg_ctl`), and port, socket directory and listen
+//! address are written to `postgresql.planck.conf`, which `postgresql.conf`
+//! includes (pg_ctl hands `-o` and `-D`/`-l` to `/bin/sh`, so a project in
+//! `my project/` broke them).
+//!
+//! The API async code calls ([`Cluster::ready`], [`Cluster::blocking`]) runs
+//! the blocking work (flock waits, `pg_ctl start -w`) on tokio's blocking
+//! pool; the plain methods stay for sync callers such as the test harness.
 
+mod conf;
+mod home;
+pub mod lock;
+
+use std::collections::HashMap;
 use std::fs;
 use std::net::TcpListener;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::output::Log;
+
+use home::Home;
+use lock::{Mode, Wait};
 
 /// The superuser initdb creates; local connections as it need no password.
 pub const SUPERUSER: &str = "planck";
@@ -31,26 +54,8 @@ pub const SUPERUSER: &str = "planck";
 pub const DEFAULT_DATABASE: &str = "planck";
 /// The OS user the server runs as when planck runs as root.
 const SERVICE_USER: &str = "postgres";
-
-/// Settings for a throwaway dev/CI server, appended to postgresql.conf.
-const SERVER_SETTINGS: &str = "\
-# Added by planck: a throwaway dev/CI server, fast rather than durable.
-listen_addresses = '127.0.0.1'
-shared_preload_libraries = 'pg_stat_statements'
-pg_stat_statements.track = all
-pg_stat_statements.max = 10000
-track_activity_query_size = 8192
-fsync = off
-synchronous_commit = off
-full_page_writes = off
-max_connections = 200
-shared_buffers = 256MB
-maintenance_work_mem = 256MB
-max_wal_size = 4GB
-checkpoint_timeout = 30min
-autovacuum = on
-log_min_messages = warning
-";
+/// How long `planck db destroy` waits for other planck commands by default.
+pub const DESTROY_WAIT: Duration = Duration::from_secs(10);
 
 /// A managed cluster, located but not necessarily initialized or running.
 #[derive(Debug, Clone)]
@@ -140,6 +145,19 @@ pub fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
+/// A started (or found running) cluster with its database, from [`Cluster::ready_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ready {
+    pub port: u16,
+    /// The URL of the database asked for.
+    pub url: String,
+    /// The server was already running before this call.
+    pub was_running: bool,
+}
+
+/// The "in use" locks this process holds, one per cluster, until it exits.
+static IN_USE: Mutex<Option<HashMap<PathBuf, lock::Held>>> = Mutex::new(None);
+
 impl Cluster {
     /// Locates the cluster of a project: `<project_dir>/.planck`.
     pub fn for_project(project_dir: &Path, bindir: PathBuf) -> Cluster {
@@ -162,13 +180,15 @@ impl Cluster {
     /// Where the server's own files live (data, log, socket): `.planck/`, or,
     /// when planck runs as root and the `postgres` OS user cannot reach the
     /// project (a checkout below a folder only root may enter, as `mktemp -d`
-    /// makes), a folder in /tmp named in `.planck/home` at initdb.
+    /// makes), a folder planck made in /tmp, named in `.planck/home` and
+    /// proven ours by its marker (see [`home`]). A note planck cannot prove
+    /// is never followed: the cluster is then taken to live in `.planck/`
+    /// (absent there, so the next start makes a home of its own).
     fn home(&self) -> PathBuf {
-        fs::read_to_string(self.dir.join("home"))
-            .ok()
-            .map(|t| PathBuf::from(t.trim()))
-            .filter(|p| p.is_absolute())
-            .unwrap_or_else(|| self.dir.clone())
+        match home::resolve(&self.dir) {
+            Home::Temp(p) => p,
+            Home::Inside | Home::Foreign { .. } => self.dir.clone(),
+        }
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -208,7 +228,7 @@ impl Cluster {
             return Ok(State::Absent);
         }
         match self.read_pid_file() {
-            Some((pid, port)) if process_is_postgres(pid) && self.pg_ctl_status()? => {
+            Some((pid, port)) if self.is_our_postmaster(pid) && self.pg_ctl_status()? => {
                 Ok(State::Running { port, pid })
             }
             _ => Ok(State::Stopped),
@@ -231,19 +251,115 @@ impl Cluster {
         format!("postgres://{SUPERUSER}@127.0.0.1:{port}/{path}")
     }
 
+    /// Makes the cluster ready for a command: starts it if needed and creates
+    /// `database` if it is missing, all under the cluster lock (so concurrent
+    /// first uses neither race initdb nor CREATE DATABASE), and holds the
+    /// "in use" lock until this process exits (so `planck db destroy` waits
+    /// for this command). Returns the database's URL. Progress lines go to
+    /// `log.debug`.
+    pub async fn ready(&self, database: &str, log: Log) -> Result<String> {
+        Ok(self.ready_with(None, database, log, Log::debug).await?.url)
+    }
+
+    /// [`Cluster::ready`] with a port the user asked for (`None`: the last
+    /// one, or any free one) and the log level of progress lines
+    /// (`Log::info` for `planck db start`).
+    pub async fn ready_with(
+        &self,
+        port: Option<u16>,
+        database: &str,
+        log: Log,
+        progress: fn(&Log, &str),
+    ) -> Result<Ready> {
+        let (state_lock, port, was_running) = self
+            .blocking(move |c| {
+                c.hold_in_use(log)?;
+                let state_lock = c.state_lock(log)?;
+                let mut say = |m: &str| progress(&log, m);
+                let (port, was_running) = c.start_locked(port, &mut say)?;
+                Ok((state_lock, port, was_running))
+            })
+            .await?;
+        // Still under the cluster lock: two first uses never both CREATE.
+        self.create_database(port, database).await?;
+        drop(state_lock);
+        Ok(Ready {
+            port,
+            url: self.url(port, database),
+            was_running,
+        })
+    }
+
+    /// Runs blocking cluster work (`stop`, `destroy`, `state`, ...) on
+    /// tokio's blocking pool, so async callers never block a worker thread.
+    pub async fn blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        F: FnOnce(&Cluster) -> Result<T> + Send + 'static,
+        T: Send + 'static,
+    {
+        let c = self.clone();
+        tokio::task::spawn_blocking(move || f(&c))
+            .await
+            .map_err(|e| Error::Other(anyhow::anyhow!("the managed cluster's task failed: {e}")))?
+    }
+
+    /// Takes the shared "in use" lock, which `planck db destroy` waits for,
+    /// and returns it; the cluster cannot be destroyed while it is held.
+    /// (`ready` holds one for the rest of the process.)
+    pub fn hold(&self, log: Log) -> Result<lock::Held> {
+        let path = self.dir.join("in-use");
+        let held = lock::take(&path, Mode::Shared, Wait::Forever, &mut |h| {
+            log.info(&format!(
+                "waiting: {} is destroying the managed cluster",
+                lock::describe(h)
+            ))
+        })?;
+        held.ok_or_else(|| Error::cluster("cannot lock the managed cluster", None))
+    }
+
+    fn hold_in_use(&self, log: Log) -> Result<()> {
+        let key = home::project_id(&self.dir);
+        let mut held = IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+        let map = held.get_or_insert_with(HashMap::new);
+        if !map.contains_key(&key) {
+            map.insert(key, self.hold(log)?);
+        }
+        Ok(())
+    }
+
     /// Initializes (once) and starts the cluster; returns its port. Safe to
     /// call from several processes at once: they serialize on `.planck/lock`
-    /// and the later ones find the server running.
+    /// and the later ones find the server running. (Sync, for the test
+    /// harness; async code calls [`Cluster::ready`].)
     ///
     /// `port`: a port the user asked for; otherwise the last one, or any free one.
     pub fn start(&self, port: Option<u16>, log: &mut dyn FnMut(&str)) -> Result<u16> {
-        fs::create_dir_all(&self.dir).map_err(|source| Error::WriteFile {
-            path: self.dir.clone(),
-            source,
+        let _lock = self.state_lock(Log::silent())?;
+        Ok(self.start_locked(port, log)?.0)
+    }
+
+    /// Holds `.planck/lock` until dropped.
+    fn state_lock(&self, log: Log) -> Result<lock::Held> {
+        let path = self.dir.join("lock");
+        let held = lock::take(&path, Mode::Exclusive, Wait::Forever, &mut |h| {
+            log.debug(&format!(
+                "waiting for {} to finish with the managed cluster",
+                lock::describe(h)
+            ))
         })?;
-        let _lock = self.lock()?;
+        held.ok_or_else(|| Error::cluster("cannot lock the managed cluster", None))
+    }
+
+    /// `start` under the cluster lock: the port, and whether it was running.
+    fn start_locked(&self, asked: Option<u16>, log: &mut dyn FnMut(&str)) -> Result<(u16, bool)> {
+        if asked == Some(0) {
+            return Err(Error::usage_hint(
+                "--port 0 is not a port the server can listen on",
+                "give a port from 1 to 65535, or leave --port out and planck picks a free one",
+            ));
+        }
         if let State::Running { port: running, .. } = self.state()? {
-            if let Some(asked) = port
+            if let Some(asked) = asked
                 && asked != running
             {
                 return Err(Error::usage_hint(
@@ -251,24 +367,31 @@ impl Cluster {
                     "run `planck db stop` first to move it to another port",
                 ));
             }
-            return Ok(running);
+            return Ok((running, true));
         }
         if !self.data_dir().join("PG_VERSION").is_file() {
             self.init(log)?;
         }
+        self.include_listen_file()?;
         self.clear_stale_locks(log)?;
-        let port = self.choose_port(port)?;
+        let port = self.choose_port(asked)?;
         let sock = self.socket_dir();
         fs::create_dir_all(&sock).map_err(|source| Error::WriteFile {
             path: sock.clone(),
             source,
         })?;
         self.give_to_service_user(&sock)?;
+        self.write_as_service(
+            &self.data_dir().join(conf::LISTEN_FILE),
+            &conf::listen_settings(port, &sock)?,
+        )?;
         log(&format!(
             "starting PostgreSQL on 127.0.0.1:{port} (data in {})",
             self.data_dir().display()
         ));
-        let opts = format!("-p {port} -k {}", sock.display());
+        // Only this start's lines explain this start's failure.
+        let log_file = self.log_file();
+        let offset = fs::metadata(&log_file).map(|m| m.len()).unwrap_or(0);
         let out = self.run_pg(
             "pg_ctl",
             &[
@@ -276,44 +399,69 @@ impl Cluster {
                 "-w".as_ref(),
                 "-t".as_ref(),
                 "120".as_ref(),
-                "-D".as_ref(),
-                self.data_dir().as_os_str(),
+                // Relative to the home, pg_ctl's working directory: pg_ctl
+                // pastes this name into a shell command.
                 "-l".as_ref(),
-                self.log_file().as_os_str(),
-                "-o".as_ref(),
-                opts.as_ref(),
+                "server.log".as_ref(),
             ],
         )?;
         if !out.status.success() {
-            let tail = self.log_tail(15);
-            let in_use = tail.contains("Address already in use") || tail.contains("could not bind");
-            return Err(Error::cluster(
-                format!(
-                    "the managed PostgreSQL did not start{}:\n{}{}",
-                    if in_use {
-                        format!(" (port {port} is in use)")
-                    } else {
-                        String::new()
-                    },
-                    String::from_utf8_lossy(&out.stderr).trim(),
-                    if tail.is_empty() {
-                        String::new()
-                    } else {
-                        format!("\nlast lines of {}:\n{tail}", self.log_file().display())
-                    }
-                ),
-                Some(if in_use {
-                    "another server holds the port; run `planck db start` without --port to pick a free one".into()
-                } else {
-                    format!(
-                        "read {} for the server's own words",
-                        self.log_file().display()
-                    )
-                }),
+            let new = read_from(&log_file, offset);
+            return Err(start_failure(
+                port,
+                asked.is_some(),
+                &String::from_utf8_lossy(&out.stderr),
+                &new,
+                &log_file,
             ));
         }
         let _ = fs::write(self.dir.join("port"), port.to_string());
-        Ok(port)
+        Ok((port, false))
+    }
+
+    /// Creates `database` if it is missing, as the superuser connected to
+    /// `postgres`.
+    async fn create_database(&self, port: u16, database: &str) -> Result<()> {
+        use tokio_postgres::error::SqlState;
+        let mut cfg = tokio_postgres::Config::new();
+        cfg.host("127.0.0.1")
+            .port(port)
+            .user(SUPERUSER)
+            .dbname("postgres")
+            .application_name("planck")
+            .connect_timeout(Duration::from_secs(10));
+        let (client, conn) =
+            cfg.connect(tokio_postgres::NoTls)
+                .await
+                .map_err(|e| Error::Connect {
+                    url: self.url(port, "postgres"),
+                    message: e.to_string(),
+                    hint: Some(format!(
+                        "the managed server's log is {}",
+                        self.log_file().display()
+                    )),
+                })?;
+        let task = tokio::spawn(conn);
+        let exists = client
+            .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&database])
+            .await
+            .map_err(|e| Error::db("looking up the database", e))?
+            .is_some();
+        if !exists {
+            let sql = format!("CREATE DATABASE \"{}\"", database.replace('"', "\"\""));
+            match client.batch_execute(&sql).await {
+                Ok(()) => {}
+                // Someone else (a client outside planck's lock) made it
+                // first: 42P04, or 23505 when both ran at the same moment.
+                Err(e)
+                    if e.code() == Some(&SqlState::DUPLICATE_DATABASE)
+                        || e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {}
+                Err(e) => return Err(Error::db(format!("creating database {database}"), e)),
+            }
+        }
+        drop(client);
+        let _ = task.await;
+        Ok(())
     }
 
     /// Stops the server (fast shutdown) and waits until it is gone.
@@ -321,7 +469,11 @@ impl Cluster {
         if !self.dir.exists() {
             return Ok(false);
         }
-        let _lock = self.lock()?;
+        let _lock = self.state_lock(Log::silent())?;
+        self.stop_locked()
+    }
+
+    fn stop_locked(&self) -> Result<bool> {
         if !matches!(self.state()?, State::Running { .. }) {
             return Ok(false);
         }
@@ -334,8 +486,6 @@ impl Cluster {
                 "60".as_ref(),
                 "-m".as_ref(),
                 "fast".as_ref(),
-                "-D".as_ref(),
-                self.data_dir().as_os_str(),
             ],
         )?;
         if !out.status.success() {
@@ -350,19 +500,53 @@ impl Cluster {
         Ok(true)
     }
 
-    /// Stops the server and deletes `.planck/` with all its data.
-    pub fn destroy(&self) -> Result<bool> {
+    /// Stops the server and deletes `.planck/` with all its data, and the
+    /// server's home in /tmp when planck can prove it made it for this
+    /// project. Waits up to `wait` for other planck commands using the
+    /// cluster to finish, then refuses, naming them.
+    pub fn destroy(&self, wait: Duration, log: Log) -> Result<bool> {
         if !self.dir.exists() {
             return Ok(false);
         }
-        self.stop()?;
+        let in_use = self.dir.join("in-use");
+        let held = lock::take(&in_use, Mode::Exclusive, Wait::Up(wait), &mut |h| {
+            log.info(&format!(
+                "waiting up to {}s for {} to finish with the managed cluster",
+                wait.as_secs(),
+                lock::describe(h)
+            ))
+        })?;
+        let Some(_in_use) = held else {
+            return Err(Error::cluster(
+                format!(
+                    "the managed cluster is in use by {}; not destroying it",
+                    lock::describe(&lock::holders(&in_use))
+                ),
+                Some(
+                    "wait for that command to finish (or stop it), then run `planck db destroy` again; \
+                     `--wait SECONDS` waits longer"
+                        .to_string(),
+                ),
+            ));
+        };
+        let _lock = self.state_lock(log)?;
+        self.stop_locked()?;
         let sock = self.socket_dir();
-        if !sock.starts_with(&self.dir) {
+        if !sock.starts_with(&self.dir) && !sock.starts_with(self.home()) {
             let _ = fs::remove_dir_all(&sock);
         }
-        let home = self.home();
-        if home != self.dir {
-            let _ = fs::remove_dir_all(&home);
+        match home::resolve(&self.dir) {
+            Home::Inside => {}
+            Home::Temp(home) => {
+                fs::remove_dir_all(&home).map_err(|source| Error::WriteFile {
+                    path: home.clone(),
+                    source,
+                })?;
+            }
+            Home::Foreign { path, why } => log.warn(&format!(
+                "left {} alone: .planck/home names it, but {why}",
+                path.display()
+            )),
         }
         fs::remove_dir_all(&self.dir).map_err(|source| Error::WriteFile {
             path: self.dir.clone(),
@@ -372,6 +556,14 @@ impl Cluster {
     }
 
     fn init(&self, log: &mut dyn FnMut(&str)) -> Result<()> {
+        if let Home::Foreign { path, why } = home::resolve(&self.dir) {
+            log(&format!(
+                "not using {} (named in .planck/home): {why}; this project gets a server of its own",
+                path.display()
+            ));
+            let note = self.dir.join(home::NOTE);
+            fs::remove_file(&note).map_err(|source| Error::WriteFile { path: note, source })?;
+        }
         if let Some(user) = &self.run_as {
             self.ensure_service_user(user)?;
             self.place_home(user, log)?;
@@ -399,8 +591,6 @@ impl Cluster {
         let out = self.run_pg(
             "initdb",
             &[
-                "-D".as_ref(),
-                data.as_os_str(),
                 "-U".as_ref(),
                 SUPERUSER.as_ref(),
                 "--auth=trust".as_ref(),
@@ -425,7 +615,7 @@ impl Cluster {
             source,
         })?;
         text.push('\n');
-        text.push_str(SERVER_SETTINGS);
+        text.push_str(conf::SERVER_SETTINGS);
         self.write_as_service(&conf, &text)?;
         // The superuser needs no password on loopback; every other role does,
         // as on a real server (so a wrong password is really refused).
@@ -441,17 +631,37 @@ host all all ::1/128 scram-sha-256
         Ok(())
     }
 
+    /// Makes postgresql.conf include [`conf::LISTEN_FILE`] (clusters made by
+    /// an older planck lack the line).
+    fn include_listen_file(&self) -> Result<()> {
+        let conf = self.data_dir().join("postgresql.conf");
+        let text = fs::read_to_string(&conf).map_err(|source| Error::ReadFile {
+            path: conf.clone(),
+            source,
+        })?;
+        if let Some(text) = conf::with_include(&text) {
+            self.write_as_service(&conf, &text)?;
+        }
+        Ok(())
+    }
+
     /// A crashed run leaves `postmaster.pid` (and the socket's lock file)
     /// behind. PostgreSQL refuses to start when the pid in it belongs to a live
-    /// process, which after a reboot or in a container may be any process.
-    /// Remove the files when their pid is not a running postgres.
+    /// process, which after a reboot or in a container may be any process,
+    /// and in a copy of a project (`cp -a`) is the original's live server.
+    /// Remove the files when their pid is not this cluster's running postmaster.
     fn clear_stale_locks(&self, log: &mut dyn FnMut(&str)) -> Result<()> {
         let pidfile = self.data_dir().join("postmaster.pid");
         if let Some((pid, _)) = self.read_pid_file()
-            && !process_is_postgres(pid)
+            && !self.is_our_postmaster(pid)
         {
+            let why = if process_is_postgres(pid) {
+                "is another cluster's server"
+            } else {
+                "is not running"
+            };
             log(&format!(
-                "removing a stale {} left by a crashed server (pid {pid} is not running)",
+                "removing a stale {} left by a crashed or copied server (pid {pid} {why})",
                 pidfile.display()
             ));
             fs::remove_file(&pidfile).map_err(|source| Error::WriteFile {
@@ -469,7 +679,7 @@ host all all ::1/128 scram-sha-256
                     let pid = fs::read_to_string(e.path())
                         .ok()
                         .and_then(|t| t.lines().next()?.trim().parse::<u32>().ok());
-                    if pid.is_none_or(|p| !process_is_postgres(p)) {
+                    if pid.is_none_or(|p| !self.is_our_postmaster(p)) {
                         let _ = fs::remove_file(e.path());
                         let sock = e.path().with_extension("");
                         let _ = fs::remove_file(sock);
@@ -478,6 +688,22 @@ host all all ::1/128 scram-sha-256
             }
         }
         Ok(())
+    }
+
+    /// True when `pid` is a live postgres whose working directory is this
+    /// cluster's data directory (a postmaster runs in its PGDATA), so a pid
+    /// copied along with a data directory is not taken for our server.
+    fn is_our_postmaster(&self, pid: u32) -> bool {
+        if !process_is_postgres(pid) {
+            return false;
+        }
+        match (
+            fs::read_link(format!("/proc/{pid}/cwd")),
+            fs::canonicalize(self.data_dir()),
+        ) {
+            (Ok(cwd), Ok(data)) => cwd == data,
+            _ => false,
+        }
     }
 
     fn read_pid_file(&self) -> Option<(u32, u16)> {
@@ -489,26 +715,15 @@ host all all ::1/128 scram-sha-256
     }
 
     fn pg_ctl_status(&self) -> Result<bool> {
-        let out = self.run_pg(
-            "pg_ctl",
-            &[
-                "status".as_ref(),
-                "-D".as_ref(),
-                self.data_dir().as_os_str(),
-            ],
-        )?;
+        let out = self.run_pg("pg_ctl", &["status".as_ref()])?;
         Ok(out.status.success())
     }
 
+    /// An asked port is tried as it is: the server's own bind reports why it
+    /// cannot have it (in use, privileged), from this start's log lines.
     fn choose_port(&self, asked: Option<u16>) -> Result<u16> {
         if let Some(p) = asked {
-            if port_is_free(p) {
-                return Ok(p);
-            }
-            return Err(Error::usage_hint(
-                format!("port {p} is in use by another program"),
-                "choose another with --port, or leave --port out and planck picks a free one",
-            ));
+            return Ok(p);
         }
         let last = fs::read_to_string(self.dir.join("port"))
             .ok()
@@ -527,24 +742,9 @@ host all all ::1/128 scram-sha-256
         Ok(port)
     }
 
-    /// Holds `.planck/lock` until dropped.
-    fn lock(&self) -> Result<fs::File> {
-        let path = self.dir.join("lock");
-        let f = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|source| Error::WriteFile {
-                path: path.clone(),
-                source,
-            })?;
-        f.lock()
-            .map_err(|source| Error::WriteFile { path, source })?;
-        Ok(f)
-    }
-
-    /// Runs a PostgreSQL binary, as the service user when planck is root.
+    /// Runs a PostgreSQL binary, as the service user when planck is root,
+    /// with `PGDATA` set and the server's home as working directory (no path
+    /// is passed as an argument a shell could split).
     fn run_pg(&self, program: &str, args: &[&std::ffi::OsStr]) -> Result<Output> {
         let bin = self.bindir.join(program);
         let mut cmd = match &self.run_as {
@@ -556,10 +756,16 @@ host all all ::1/128 scram-sha-256
             None => Command::new(&bin),
         };
         cmd.args(args);
+        cmd.env("PGDATA", self.data_dir());
+        let home = self.home();
+        if home.is_dir() {
+            cmd.current_dir(&home);
+        }
         // The server must not inherit our stdout/stderr: a test harness or a
         // pipe would wait for it to close them.
         cmd.stdin(std::process::Stdio::null());
-        // Locale of the child must not leak odd settings into initdb.
+        // Locale of the child must not leak odd settings into initdb, and the
+        // server's log must be in English for `start_failure` to read it.
         cmd.env("LC_ALL", "C");
         cmd.output().map_err(|e| {
             Error::cluster(
@@ -604,29 +810,26 @@ host all all ::1/128 scram-sha-256
 
     /// Decides where the server's files go when it runs as `user`: in
     /// `.planck/` when `user` can reach it (every parent needs the search
-    /// permission), else in a folder of /tmp, noted in `.planck/home`.
+    /// permission), else in a folder planck makes in /tmp, noted in
+    /// `.planck/home`.
     fn place_home(&self, user: &str, log: &mut dyn FnMut(&str)) -> Result<()> {
         let reachable = Command::new("runuser")
             .args(["-u", user, "--", "test", "-x"])
             .arg(&self.dir)
             .status()
             .is_ok_and(|s| s.success());
-        let note = self.dir.join("home");
+        let note = self.dir.join(home::NOTE);
         if reachable {
             let _ = fs::remove_file(&note);
             return Ok(());
         }
-        let home = std::env::temp_dir().join(format!("planck-home-{}", self.tag()));
+        let home = home::make(&self.dir)?;
         log(&format!(
             "the `{user}` OS user cannot reach {}; the server's files go to {}",
             self.dir.display(),
             home.display()
         ));
-        fs::create_dir_all(&home).map_err(|source| Error::WriteFile {
-            path: home.clone(),
-            source,
-        })?;
-        fs::write(&note, home.display().to_string())
+        fs::write(&note, home.as_os_str().as_encoded_bytes())
             .map_err(|source| Error::WriteFile { path: note, source })?;
         Ok(())
     }
@@ -667,12 +870,90 @@ host all all ::1/128 scram-sha-256
         })?;
         self.give_to_service_user(path)
     }
+}
 
-    fn log_tail(&self, n: usize) -> String {
-        let text = fs::read_to_string(self.log_file()).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
+/// What the server's log says about a failed start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// `could not bind ... Address already in use`.
+    PortInUse,
+    /// `could not bind ... Permission denied` (a port below 1024).
+    PortPrivileged,
+    Other,
+}
+
+/// Reads the server's log lines for a failed start. The log is the only
+/// place the server gives its reason; it is written in English (LC_ALL=C,
+/// initdb --locale=C), so its fixed phrases can be matched.
+fn classify(log: &str) -> Failure {
+    let bind = log.lines().filter(|l| l.contains("could not bind"));
+    let mut failure = Failure::Other;
+    for line in bind {
+        if line.contains("Address already in use") {
+            return Failure::PortInUse;
+        }
+        if line.contains("Permission denied") {
+            failure = Failure::PortPrivileged;
+        }
     }
+    failure
+}
+
+/// The error for a start that failed, from pg_ctl's stderr and the lines
+/// the server wrote to its log during this start (`this_start`).
+fn start_failure(
+    port: u16,
+    asked: bool,
+    pg_ctl_stderr: &str,
+    this_start: &str,
+    log_file: &Path,
+) -> Error {
+    let lines: Vec<&str> = this_start
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+    let words = if tail.is_empty() {
+        String::new()
+    } else {
+        format!("\nthe server's log ({}) says:\n{tail}", log_file.display())
+    };
+    let pick = if asked {
+        "choose another with --port, or leave --port out and planck picks a free one"
+    } else {
+        "run the command again: planck picks another free port"
+    };
+    let message = match classify(this_start) {
+        Failure::PortInUse => format!("port {port} is in use by another program{words}"),
+        Failure::PortPrivileged => format!(
+            "port {port} is a privileged port (below 1024) the server, running as an ordinary user, may not listen on{words}"
+        ),
+        Failure::Other => {
+            return Error::cluster(
+                format!(
+                    "the managed PostgreSQL did not start: {}{words}",
+                    pg_ctl_stderr.trim()
+                ),
+                Some(format!(
+                    "read {} for the server's own words",
+                    log_file.display()
+                )),
+            );
+        }
+    };
+    if asked {
+        Error::usage_hint(message, pick)
+    } else {
+        Error::cluster(message, Some(pick.to_string()))
+    }
+}
+
+/// The text of `path` from byte `offset` on (all of it when the file shrank).
+fn read_from(path: &Path, offset: u64) -> String {
+    let bytes = fs::read(path).unwrap_or_default();
+    let from = usize::try_from(offset).unwrap_or(0);
+    let from = if from <= bytes.len() { from } else { 0 };
+    String::from_utf8_lossy(&bytes[from..]).into_owned()
 }
 
 fn port_is_free(port: u16) -> bool {
@@ -719,5 +1000,52 @@ mod tests {
     fn pid_zero_is_not_postgres() {
         assert!(!process_is_postgres(0));
         assert!(!process_is_postgres(u32::MAX));
+    }
+
+    #[test]
+    fn a_failed_start_is_explained_by_this_starts_bind_error_only() {
+        let in_use = "2026-01-01 LOG:  could not bind IPv4 address \"127.0.0.1\": Address already in use\n\
+                      2026-01-01 FATAL:  could not create any TCP/IP sockets\n";
+        let denied = "LOG:  could not bind IPv4 address \"127.0.0.1\": Permission denied\n";
+        assert_eq!(classify(in_use), Failure::PortInUse);
+        assert_eq!(classify(denied), Failure::PortPrivileged);
+        assert_eq!(
+            classify("FATAL:  data directory has wrong ownership"),
+            Failure::Other
+        );
+        let log = Path::new("/x/server.log");
+        let e = start_failure(80, true, "pg_ctl: could not start server", denied, log);
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+        let text = crate::error::render(&e);
+        assert!(text.contains("port 80 is a privileged port"), "{text}");
+        assert!(text.contains("Permission denied"), "{text}");
+        assert!(text.contains("hint: choose another with --port"), "{text}");
+        // A port planck chose itself is a cluster failure, not the user's.
+        let e = start_failure(5555, false, "", in_use, log);
+        assert_eq!(e.exit_code(), crate::error::exit::DATABASE);
+        let e = start_failure(
+            5555,
+            true,
+            "pg_ctl: could not start server",
+            "FATAL:  boom\n",
+            log,
+        );
+        let text = crate::error::render(&e);
+        assert!(
+            text.contains("did not start: pg_ctl: could not start server"),
+            "{text}"
+        );
+        assert!(text.contains("FATAL:  boom"), "{text}");
+    }
+
+    #[test]
+    fn only_the_log_written_after_the_offset_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("server.log");
+        fs::write(&f, "old line\nnew line\n").unwrap();
+        assert_eq!(read_from(&f, 9), "new line\n");
+        // A log that shrank (rotated by hand) is read whole.
+        assert_eq!(read_from(&f, 1000), "old line\nnew line\n");
+        assert_eq!(read_from(&dir.path().join("none"), 0), "");
     }
 }
