@@ -317,6 +317,16 @@ impl Cluster {
         held.ok_or_else(|| Error::cluster("cannot lock the managed cluster", None))
     }
 
+    /// Lets go of the "in use" lock [`Cluster::ready`] took for this process
+    /// (for a process that goes on to destroy the cluster itself).
+    pub fn release(&self) {
+        let key = home::project_id(&self.dir);
+        let mut held = IN_USE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(map) = held.as_mut() {
+            map.remove(&key);
+        }
+    }
+
     fn hold_in_use(&self, log: Log) -> Result<()> {
         let key = home::project_id(&self.dir);
         let mut held = IN_USE.lock().unwrap_or_else(|p| p.into_inner());
