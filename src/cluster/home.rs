@@ -62,10 +62,36 @@ pub(crate) fn resolve(dir: &Path) -> Home {
         text.pop();
     }
     let path = PathBuf::from(OsString::from_vec(text));
-    match check(&path, &project_id(dir)) {
+    let id = project_id(dir);
+    match check(&path, &id) {
         Ok(()) => Home::Temp(path),
+        Err(_) if adopt_legacy(dir, &path, &id) => Home::Temp(path),
         Err(why) => Home::Foreign { path, why },
     }
+}
+
+/// Homes made by planck before markers existed were named
+/// `planck-home-<hash of the .planck path>` and nothing else. A note naming
+/// exactly the name this project's path gives, a folder without any marker
+/// that holds a data directory, is such a home: it gets its marker now, so a
+/// running cluster survives the upgrade. A copy of the project names the
+/// original's hash, not its own, so it is never adopted.
+fn adopt_legacy(dir: &Path, path: &Path, id: &Path) -> bool {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(dir.as_os_str().as_bytes());
+    let tag: String = h.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let legacy = std::env::temp_dir().join(format!("{PREFIX}{tag}"));
+    let is_dir = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir());
+    if path != legacy
+        || !is_dir
+        || fs::symlink_metadata(path.join(MARKER)).is_ok()
+        || !path.join("data/PG_VERSION").is_file()
+    {
+        return false;
+    }
+    let mut marker = MAGIC.to_vec();
+    marker.extend_from_slice(id.as_os_str().as_bytes());
+    fs::write(path.join(MARKER), marker).is_ok() && check(path, id).is_ok()
 }
 
 /// Why `path` is not a home planck made for the project `id`, if it is not.
@@ -190,6 +216,35 @@ mod tests {
         assert!(
             matches!(&got, Home::Foreign { why, .. } if why.contains("marker")),
             "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_home_made_before_markers_is_adopted_by_its_own_project_only() {
+        use sha2::Digest;
+        let (t, dir) = project("p");
+        let tag: String = sha2::Sha256::digest(dir.as_os_str().as_bytes())
+            .iter()
+            .take(6)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let legacy = std::env::temp_dir().join(format!("{PREFIX}{tag}"));
+        fs::create_dir_all(legacy.join("data")).unwrap();
+        fs::write(legacy.join("data/PG_VERSION"), "15\n").unwrap();
+        // A copy naming the original's legacy home does not adopt it.
+        let copy = t.path().join("p2/.planck");
+        fs::create_dir_all(&copy).unwrap();
+        fs::write(copy.join(NOTE), legacy.as_os_str().as_bytes()).unwrap();
+        let by_copy = resolve(&copy);
+        fs::write(dir.join(NOTE), legacy.as_os_str().as_bytes()).unwrap();
+        let by_owner = resolve(&dir);
+        let by_copy_after = resolve(&copy);
+        fs::remove_dir_all(&legacy).unwrap();
+        assert!(matches!(by_copy, Home::Foreign { .. }), "{by_copy:?}");
+        assert_eq!(by_owner, Home::Temp(legacy));
+        assert!(
+            matches!(by_copy_after, Home::Foreign { .. }),
+            "{by_copy_after:?}"
         );
     }
 
