@@ -331,8 +331,8 @@ impl Cluster {
         let key = home::project_id(&self.dir);
         let mut held = IN_USE.lock().unwrap_or_else(|p| p.into_inner());
         let map = held.get_or_insert_with(HashMap::new);
-        if !map.contains_key(&key) {
-            map.insert(key, self.hold(log)?);
+        if let std::collections::hash_map::Entry::Vacant(slot) = map.entry(key) {
+            slot.insert(self.hold(log)?);
         }
         Ok(())
     }
@@ -520,11 +520,13 @@ impl Cluster {
         }
         let in_use = self.dir.join("in-use");
         let held = lock::take(&in_use, Mode::Exclusive, Wait::Up(wait), &mut |h| {
-            log.info(&format!(
-                "waiting up to {}s for {} to finish with the managed cluster",
-                wait.as_secs(),
-                lock::describe(h)
-            ))
+            if !wait.is_zero() {
+                log.info(&format!(
+                    "waiting up to {}s for {} to finish with the managed cluster",
+                    wait.as_secs(),
+                    lock::describe(h)
+                ))
+            }
         })?;
         let Some(_in_use) = held else {
             return Err(Error::cluster(
