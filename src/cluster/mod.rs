@@ -384,17 +384,48 @@ impl Cluster {
         }
         self.include_listen_file()?;
         self.clear_stale_locks(log)?;
-        let port = self.choose_port(asked)?;
         let sock = self.socket_dir();
         fs::create_dir_all(&sock).map_err(|source| Error::WriteFile {
             path: sock.clone(),
             source,
         })?;
         self.give_to_service_user(&sock)?;
+        // A port planck picked can be taken by someone else before the
+        // server binds it: pick again, a few times.
+        let mut tries = 0;
+        let port = loop {
+            tries += 1;
+            let port = self.choose_port(asked)?;
+            match self.pg_ctl_start(port, asked.is_some(), &sock, log) {
+                Ok(()) => break port,
+                Err((failure, _))
+                    if asked.is_none() && failure == Failure::PortInUse && tries < 3 =>
+                {
+                    log(&format!("port {port} was taken meanwhile; trying another"));
+                    let _ = fs::remove_file(self.dir.join("port"));
+                }
+                Err((_, err)) => return Err(err),
+            }
+        };
+        let _ = fs::write(self.dir.join("port"), port.to_string());
+        Ok((port, false))
+    }
+
+    /// Writes where to listen and runs `pg_ctl start -w`; on failure, what
+    /// this start's log lines say and the error to report.
+    fn pg_ctl_start(
+        &self,
+        port: u16,
+        asked: bool,
+        sock: &Path,
+        log: &mut dyn FnMut(&str),
+    ) -> std::result::Result<(), (Failure, Error)> {
+        let other = |e: Error| (Failure::Other, e);
         self.write_as_service(
             &self.data_dir().join(conf::LISTEN_FILE),
-            &conf::listen_settings(port, &sock)?,
-        )?;
+            &conf::listen_settings(port, sock).map_err(other)?,
+        )
+        .map_err(other)?;
         log(&format!(
             "starting PostgreSQL on 127.0.0.1:{port} (data in {})",
             self.data_dir().display()
@@ -402,31 +433,35 @@ impl Cluster {
         // Only this start's lines explain this start's failure.
         let log_file = self.log_file();
         let offset = fs::metadata(&log_file).map(|m| m.len()).unwrap_or(0);
-        let out = self.run_pg(
-            "pg_ctl",
-            &[
-                "start".as_ref(),
-                "-w".as_ref(),
-                "-t".as_ref(),
-                "120".as_ref(),
-                // Relative to the home, pg_ctl's working directory: pg_ctl
-                // pastes this name into a shell command.
-                "-l".as_ref(),
-                "server.log".as_ref(),
-            ],
-        )?;
-        if !out.status.success() {
-            let new = read_from(&log_file, offset);
-            return Err(start_failure(
+        let out = self
+            .run_pg(
+                "pg_ctl",
+                &[
+                    "start".as_ref(),
+                    "-w".as_ref(),
+                    "-t".as_ref(),
+                    "120".as_ref(),
+                    // Relative to the home, pg_ctl's working directory: pg_ctl
+                    // pastes this name into a shell command.
+                    "-l".as_ref(),
+                    "server.log".as_ref(),
+                ],
+            )
+            .map_err(other)?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let new = read_from(&log_file, offset);
+        Err((
+            classify(&new),
+            start_failure(
                 port,
-                asked.is_some(),
+                asked,
                 &String::from_utf8_lossy(&out.stderr),
                 &new,
                 &log_file,
-            ));
-        }
-        let _ = fs::write(self.dir.join("port"), port.to_string());
-        Ok((port, false))
+            ),
+        ))
     }
 
     /// Creates `database` if it is missing, as the superuser connected to
@@ -705,6 +740,9 @@ host all all ::1/128 scram-sha-256
     /// True when `pid` is a live postgres whose working directory is this
     /// cluster's data directory (a postmaster runs in its PGDATA), so a pid
     /// copied along with a data directory is not taken for our server.
+    /// Where the working directory cannot be read, a live postgres counts as
+    /// ours: removing the pid file of a running server would let a second
+    /// postmaster start on its data.
     fn is_our_postmaster(&self, pid: u32) -> bool {
         if !process_is_postgres(pid) {
             return false;
@@ -714,7 +752,7 @@ host all all ::1/128 scram-sha-256
             fs::canonicalize(self.data_dir()),
         ) {
             (Ok(cwd), Ok(data)) => cwd == data,
-            _ => false,
+            _ => true,
         }
     }
 
