@@ -160,8 +160,18 @@ fn a_copied_project_gets_its_own_server_and_its_destroy_spares_the_original() {
         // A copy that starts gets a server of its own.
         let p3 = parent.join("p3");
         let _d3 = Destroy(p3.clone());
-        let url3 = start(&p3);
+        let out = planck(&p3, &["db", "start"]);
+        assert_exit(&out, 0);
+        let url3 = stdout(&out).trim().to_string();
         assert_ne!(url3, url, "the copy was handed the original's server");
+        if let Some(home) = &home {
+            // Said, not silent: a moved project's data stays behind.
+            assert!(
+                stderr(&out).contains(&format!("warning: not using {}", home.trim())),
+                "{}",
+                stderr(&out)
+            );
+        }
         let data3 = psql(&url3, "SHOW data_directory");
         assert_ne!(data3, data_dir);
         if home.is_some() {

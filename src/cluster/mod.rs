@@ -276,7 +276,8 @@ impl Cluster {
                 c.hold_in_use(log)?;
                 let state_lock = c.state_lock(log)?;
                 let mut say = |m: &str| progress(&log, m);
-                let (port, was_running) = c.start_locked(port, &mut say)?;
+                let mut warn = |m: &str| log.warn(m);
+                let (port, was_running) = c.start_locked(port, &mut say, &mut warn)?;
                 Ok((state_lock, port, was_running))
             })
             .await?;
@@ -345,7 +346,8 @@ impl Cluster {
     /// `port`: a port the user asked for; otherwise the last one, or any free one.
     pub fn start(&self, port: Option<u16>, log: &mut dyn FnMut(&str)) -> Result<u16> {
         let _lock = self.state_lock(Log::silent())?;
-        Ok(self.start_locked(port, log)?.0)
+        let mut warn = |m: &str| Log::silent().warn(m);
+        Ok(self.start_locked(port, log, &mut warn)?.0)
     }
 
     /// Holds `.planck/lock` until dropped.
@@ -361,7 +363,13 @@ impl Cluster {
     }
 
     /// `start` under the cluster lock: the port, and whether it was running.
-    fn start_locked(&self, asked: Option<u16>, log: &mut dyn FnMut(&str)) -> Result<(u16, bool)> {
+    /// `log` takes progress lines, `warn` what the user should know.
+    fn start_locked(
+        &self,
+        asked: Option<u16>,
+        log: &mut dyn FnMut(&str),
+        warn: &mut dyn FnMut(&str),
+    ) -> Result<(u16, bool)> {
         if asked == Some(0) {
             return Err(Error::usage_hint(
                 "--port 0 is not a port the server can listen on",
@@ -378,6 +386,14 @@ impl Cluster {
                 ));
             }
             return Ok((running, true));
+        }
+        if let Home::Foreign { path, why } = home::resolve(&self.dir) {
+            warn(&format!(
+                "not using {} (named in .planck/home): {why}; this project gets a server of its own",
+                path.display()
+            ));
+            let note = self.dir.join(home::NOTE);
+            fs::remove_file(&note).map_err(|source| Error::WriteFile { path: note, source })?;
         }
         if !self.data_dir().join("PG_VERSION").is_file() {
             self.init(log)?;
@@ -603,14 +619,6 @@ impl Cluster {
     }
 
     fn init(&self, log: &mut dyn FnMut(&str)) -> Result<()> {
-        if let Home::Foreign { path, why } = home::resolve(&self.dir) {
-            log(&format!(
-                "not using {} (named in .planck/home): {why}; this project gets a server of its own",
-                path.display()
-            ));
-            let note = self.dir.join(home::NOTE);
-            fs::remove_file(&note).map_err(|source| Error::WriteFile { path: note, source })?;
-        }
         if let Some(user) = &self.run_as {
             self.ensure_service_user(user)?;
             self.place_home(user, log)?;
