@@ -611,8 +611,24 @@ impl Cluster {
                 path.display()
             )),
         }
-        fs::remove_dir_all(&self.dir).map_err(|source| Error::WriteFile {
-            path: self.dir.clone(),
+        // Move `.planck/` aside first (atomic), then delete it: a planck
+        // command arriving meanwhile makes a fresh `.planck/` rather than
+        // seeing one half deleted.
+        let trash = self.dir.with_file_name(format!(
+            "{}.destroyed-{}",
+            self.dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            std::process::id()
+        ));
+        let doomed = if fs::rename(&self.dir, &trash).is_ok() {
+            trash
+        } else {
+            self.dir.clone()
+        };
+        fs::remove_dir_all(&doomed).map_err(|source| Error::WriteFile {
+            path: doomed.clone(),
             source,
         })?;
         Ok(true)
