@@ -59,6 +59,20 @@ fn psql_fails(url: &str) -> bool {
         .success()
 }
 
+/// Pids of the processes running in `dir` (a postmaster and its children run
+/// in their data directory; their command lines do not name it).
+fn processes_in(dir: &Path) -> Vec<String> {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return Vec::new();
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// `db start` in `dir`, returning the URL it prints.
 fn start(dir: &Path) -> String {
     let out = planck(dir, &["db", "start"]);
@@ -386,8 +400,15 @@ fn a_project_path_with_spaces_and_quotes_works() {
         .output()
         .unwrap();
     assert_eq!(stdout(&out).trim(), "7", "{}", stderr(&out));
+    let data = p.join(".planck/data");
+    assert!(
+        !processes_in(&data).is_empty(),
+        "no server runs in {}",
+        data.display()
+    );
     assert_exit(&planck(&p, &["db", "stop"]), 0);
     assert!(psql_fails(&url));
+    assert_eq!(processes_in(&data), Vec::<String>::new(), "left behind");
     assert_eq!(start(&p), url);
     assert_exit(&planck(&p, &["db", "destroy"]), 0);
     assert!(!p.join(".planck").exists());
