@@ -366,7 +366,7 @@ fn a_privileged_port_is_reported_as_such_not_as_in_use() {
     let out = planck(p.path(), &["db", "start", "--port", "80"]);
     assert_exit(&out, 2);
     let err = stderr(&out);
-    assert!(err.contains("port 80 is a privileged port"), "{err}");
+    assert!(err.contains("port 80 is privileged (below 1024)"), "{err}");
     assert!(err.contains("Permission denied"), "{err}");
     assert!(!err.contains("in use"), "{err}");
     assert!(!err.contains("OLD LINE"), "{err}");

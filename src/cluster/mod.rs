@@ -986,7 +986,25 @@ fn start_failure(
         .lines()
         .filter(|l| !l.trim().is_empty())
         .collect();
-    let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+    // The lines that say what went wrong; all of them when none does.
+    let telling: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| {
+            [
+                "FATAL:",
+                "ERROR:",
+                "PANIC:",
+                "could not",
+                "HINT:",
+                "DETAIL:",
+            ]
+            .iter()
+            .any(|w| l.contains(w))
+        })
+        .collect();
+    let shown = if telling.is_empty() { &lines } else { &telling };
+    let tail = shown[shown.len().saturating_sub(15)..].join("\n");
     let words = if tail.is_empty() {
         String::new()
     } else {
@@ -1000,7 +1018,7 @@ fn start_failure(
     let message = match classify(this_start) {
         Failure::PortInUse => format!("port {port} is in use by another program{words}"),
         Failure::PortPrivileged => format!(
-            "port {port} is a privileged port (below 1024) the server, running as an ordinary user, may not listen on{words}"
+            "port {port} is privileged (below 1024): the server may not listen on it{words}"
         ),
         Failure::Other => {
             return Error::cluster(
@@ -1091,8 +1109,14 @@ mod tests {
         let e = start_failure(80, true, "pg_ctl: could not start server", denied, log);
         assert_eq!(e.exit_code(), crate::error::exit::USAGE);
         let text = crate::error::render(&e);
-        assert!(text.contains("port 80 is a privileged port"), "{text}");
+        assert!(
+            text.contains("port 80 is privileged (below 1024)"),
+            "{text}"
+        );
         assert!(text.contains("Permission denied"), "{text}");
+        let chatty = format!("LOG:  starting PostgreSQL 15.18 on x86_64\n{denied}");
+        let text = crate::error::render(&start_failure(80, true, "", &chatty, log));
+        assert!(!text.contains("starting PostgreSQL"), "{text}");
         assert!(text.contains("hint: choose another with --port"), "{text}");
         // A port planck chose itself is a cluster failure, not the user's.
         let e = start_failure(5555, false, "", in_use, log);
