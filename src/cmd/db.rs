@@ -4,7 +4,7 @@ use clap::Subcommand;
 
 use crate::cluster::{self, State};
 use crate::error::{Error, Result};
-use crate::output::{self, Format};
+use crate::output::{self, Format, Log};
 use crate::settings::Settings;
 
 #[derive(Debug, Clone, Subcommand)]
@@ -12,7 +12,7 @@ pub enum DbCommand {
     /// Initialize (once) and start the local server; prints its URL
     Start {
         /// TCP port on 127.0.0.1 [default: the last one used, else any free port]
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
         port: Option<u16>,
     },
     /// Stop the local server
@@ -26,7 +26,12 @@ pub enum DbCommand {
         database: String,
     },
     /// Stop the local server and delete .planck/ with all its data
-    Destroy,
+    /// (waits for other planck commands using it, then refuses)
+    Destroy {
+        /// Seconds to wait for other planck commands using the server to finish
+        #[arg(long, value_name = "SECONDS", default_value_t = cluster::DESTROY_WAIT.as_secs())]
+        wait: u64,
+    },
 }
 
 pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
@@ -37,7 +42,7 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
             source.describe()
         ));
     }
-    let mut log = |m: &str| settings.info(m);
+    let log = settings.log();
     match command {
         DbCommand::Start { port } => {
             if let Some(user) = cluster.run_as() {
@@ -45,26 +50,26 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                     "running as root: the server runs as the `{user}` OS user"
                 ));
             }
-            let was_running = matches!(cluster.state()?, State::Running { .. });
-            let port = cluster.start(port, &mut log)?;
-            if was_running {
+            let ready = cluster
+                .ready_with(port, cluster::DEFAULT_DATABASE, log, Log::info)
+                .await?;
+            if ready.was_running {
                 settings.info(&format!(
-                    "the managed PostgreSQL is already running on port {port}"
+                    "the managed PostgreSQL is already running on port {}",
+                    ready.port
                 ));
             }
-            let url = cluster.url(port, cluster::DEFAULT_DATABASE);
-            crate::db::ensure_database(&crate::db::ConnInfo::parse(&url, true)?).await?;
-            emit_url(settings, &url)?;
+            emit_url(settings, &ready.url)?;
         }
         DbCommand::Stop => {
-            if cluster.stop()? {
+            if cluster.blocking(|c| c.stop()).await? {
                 settings.info("stopped the managed PostgreSQL");
             } else {
                 settings.info("the managed PostgreSQL was not running");
             }
         }
         DbCommand::Status => {
-            let state = cluster.state()?;
+            let state = cluster.blocking(|c| c.state()).await?;
             let (word, port) = match state {
                 State::Absent => ("absent", None),
                 State::Stopped => ("stopped", None),
@@ -93,14 +98,13 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
             }
         }
         DbCommand::Url { database } => {
-            let port = cluster.start(None, &mut log)?;
-            let url = cluster.url(port, &database);
-            crate::db::ensure_database(&crate::db::ConnInfo::parse(&url, true)?).await?;
-            emit_url(settings, &url)?;
+            let ready = cluster.ready_with(None, &database, log, Log::info).await?;
+            emit_url(settings, &ready.url)?;
         }
-        DbCommand::Destroy => {
+        DbCommand::Destroy { wait } => {
             let dir = cluster.dir().to_path_buf();
-            if cluster.destroy()? {
+            let wait = std::time::Duration::from_secs(wait);
+            if cluster.blocking(move |c| c.destroy(wait, log)).await? {
                 settings.info(&format!("deleted {}", dir.display()));
             } else {
                 settings.info(&format!("nothing to delete at {}", dir.display()));
