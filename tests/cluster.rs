@@ -461,10 +461,7 @@ fn ready_leaves_the_async_runtime_free_while_the_server_starts() {
 
 /// Issue 8 §2.8, through a real command: `planck record -- sleep 4` uses the
 /// managed cluster, so a `planck db destroy` meanwhile refuses, naming it.
-/// Needs `Settings::conn` to go through `Cluster::ready` (the lead's file):
-/// remove the `ignore` when that lands.
 #[test]
-#[ignore = "needs Settings::conn to call Cluster::ready (src/settings/mod.rs)"]
 fn destroy_refuses_while_planck_record_runs_on_the_cluster() {
     let p = project_dir();
     let _d = Destroy(p.path().to_path_buf());

@@ -121,15 +121,16 @@ fn db_lifecycle_start_url_stop_reuse() {
         !alive(pid),
         "server process {pid} still alive after `db stop`"
     );
-    let leftover = std::process::Command::new("pgrep")
-        .args(["-f", &p.path().join(".planck/data").display().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        stdout(&leftover).trim().is_empty(),
-        "leftover: {}",
-        stdout(&leftover)
-    );
+    // The postmaster's command line does not name the data directory (it is
+    // passed through PGDATA), so look for a process working in it.
+    let data = std::fs::canonicalize(p.path().join(".planck/data")).unwrap();
+    let leftover: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == data))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(leftover.is_empty(), "leftover: {leftover:?}");
     let out = p.planck(&["db", "status", "--format", "json"]);
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(status["state"], "stopped");

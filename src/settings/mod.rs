@@ -143,10 +143,11 @@ impl Settings {
                 Ok(info)
             }
             Target::Managed => {
+                // Started and its database created under the cluster lock, so
+                // first uses at once do not race (see `Cluster::ready`).
                 let cluster = self.cluster()?;
-                let port = cluster.start(None, &mut |m| self.debug(m))?;
-                let info = ConnInfo::parse(&cluster.url(port, cluster::DEFAULT_DATABASE), true)?;
-                db::ensure_database(&info).await?;
+                let url = cluster.ready(cluster::DEFAULT_DATABASE, self.log()).await?;
+                let info = ConnInfo::parse(&url, true)?;
                 self.debug(&format!("database: {} (managed cluster)", info.display()));
                 Ok(info)
             }
