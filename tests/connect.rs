@@ -770,3 +770,79 @@ fn cli_accepts_pgpassword_with_space_and_quote() {
     );
     assert!(!err.contains("Secret"), "{err}");
 }
+
+/// Issue 8, 3.4: the errors a transaction-mode pooler causes (a prepared
+/// statement missing or already there on the server connection it picked)
+/// map to the hint to use the direct or session-mode string. The server
+/// raises the same SQLSTATEs when asked directly.
+#[test]
+fn pooler_hint_recognises_the_servers_prepared_statement_errors() {
+    let db = TestDb::new("conn_pooler_hint");
+    let conn = db.conn();
+    let (missing, duplicate, other) = block_on(async move {
+        let c = conn.connect().await.unwrap();
+        let missing = c.batch_execute("EXECUTE s_missing").await.unwrap_err();
+        c.batch_execute("PREPARE s_dup AS SELECT 1").await.unwrap();
+        let duplicate = c
+            .batch_execute("PREPARE s_dup AS SELECT 1")
+            .await
+            .unwrap_err();
+        let other = c
+            .batch_execute("SELECT * FROM no_such_table")
+            .await
+            .unwrap_err();
+        (missing, duplicate, other)
+    });
+    let hint = planck::db::pooler_hint(&missing).expect("26000 gets the hint");
+    assert!(hint.contains("session-mode"), "{hint}");
+    assert!(
+        planck::db::pooler_hint(&duplicate).is_some(),
+        "42P05 gets the hint"
+    );
+    assert!(planck::db::pooler_hint(&other).is_none());
+}
+
+/// Issue 8, 3.2: `sslmode=require` against a server without TLS says so
+/// and how to fix it (the test cluster runs with ssl = off).
+#[test]
+fn require_against_a_server_without_tls_explains() {
+    let port = common::cluster().port;
+    let e = try_connect(
+        &format!("host=127.0.0.1 port={port} user=planck dbname=postgres sslmode=require"),
+        &LibpqEnv::empty(),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("sslmode=require needs a server with ssl=on"),
+        "{e}"
+    );
+    // prefer goes on in plain text.
+    assert_eq!(
+        try_connect(
+            &format!("host=127.0.0.1 port={port} user=planck dbname=postgres sslmode=prefer"),
+            &LibpqEnv::empty(),
+        ),
+        Ok(false)
+    );
+}
+
+/// Issue 8, 3.3: through the CLI, a silent server is a database error
+/// (exit 3) naming the host that timed out.
+#[test]
+fn cli_timeout_exits_3_naming_the_host() {
+    let (port, _held) = silent_listener();
+    let out = planck_cmd(Path::new("."))
+        .args([
+            "--database-url",
+            &format!("postgres://u@127.0.0.1:{port}/d?connect_timeout=1"),
+            "migrate",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("127.0.0.1:{port}: timed out after 1 s")),
+        "{err}"
+    );
+}

@@ -384,12 +384,15 @@ fn describe_pg(
 /// A hint for the errors a transaction-mode pooler (PgBouncer, Supavisor,
 /// the pooled connection strings Supabase and Neon hand out) causes: it
 /// gives each transaction any server connection, so a statement prepared in
-/// one transaction is missing (26000) or already there (42P05) in the next.
+/// one transaction is missing (26000, invalid_sql_statement_name) or already
+/// there (42P05, duplicate_prepared_statement) in the next.
 ///
-/// Branches on SQLSTATE; the one exception is PgBouncer's own errors, which
-/// it sends as 08P01 (protocol violation) with only a text to tell them apart
-/// (`prepared statement "..." does not exist`, as `pgbouncer/src/server.c`
-/// words it), so for 08P01 the text is read.
+/// Branches on SQLSTATE. The one exception is PgBouncer's own check (1.21+
+/// with `max_prepared_statements`): it drops the client with SQLSTATE 08P01
+/// (protocol_violation, shared with every other protocol error) and only a
+/// text to tell it apart ("prepared statement did not exist", "prepared
+/// statement name is already in use", in its `src/prepare.c`), so for 08P01
+/// alone the message is read.
 pub fn pooler_hint(e: &tokio_postgres::Error) -> Option<&'static str> {
     let db = e.as_db_error()?;
     pooler_hint_for(db.code(), db.message())
@@ -466,29 +469,42 @@ mod tests {
 
     #[test]
     fn pooler_errors_get_the_hint() {
-        assert!(
-            pooler_hint_for(
-                &SqlState::INVALID_SQL_STATEMENT_NAME,
-                "prepared statement \"s1\" does not exist"
-            )
-            .is_some()
-        );
-        assert!(
-            pooler_hint_for(
-                &SqlState::DUPLICATE_PSTATEMENT,
-                "prepared statement \"s0\" already exists"
-            )
-            .is_some()
-        );
-        assert!(
-            pooler_hint_for(
-                &SqlState::PROTOCOL_VIOLATION,
-                "prepared statement \"s3\" does not exist"
-            )
-            .is_some()
-        );
-        assert!(pooler_hint_for(&SqlState::PROTOCOL_VIOLATION, "invalid message length").is_none());
-        assert!(pooler_hint_for(&SqlState::UNDEFINED_TABLE, "prepared statement").is_none());
+        let cases = [
+            (
+                SqlState::INVALID_SQL_STATEMENT_NAME,
+                "prepared statement \"s1\" does not exist",
+                true,
+            ),
+            (
+                SqlState::DUPLICATE_PSTATEMENT,
+                "prepared statement \"s0\" already exists",
+                true,
+            ),
+            (
+                SqlState::PROTOCOL_VIOLATION,
+                "prepared statement did not exist",
+                true,
+            ),
+            (
+                SqlState::PROTOCOL_VIOLATION,
+                "prepared statement name is already in use",
+                true,
+            ),
+            (
+                SqlState::PROTOCOL_VIOLATION,
+                "invalid message length",
+                false,
+            ),
+            (SqlState::UNDEFINED_TABLE, "prepared statement", false),
+        ];
+        for (code, message, hinted) in cases {
+            assert_eq!(
+                pooler_hint_for(&code, message).is_some(),
+                hinted,
+                "{} {message}",
+                code.code()
+            );
+        }
         assert!(POOLER_HINT.contains("session-mode"));
     }
 

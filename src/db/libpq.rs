@@ -203,12 +203,15 @@ fn apply_service(spec: &mut Spec, env: &LibpqEnv, name: &str) -> Result<(), Pars
     })
 }
 
+/// A line number and what is wrong on it.
+pub(crate) type ServiceFileError = (usize, String);
+
 /// The keywords of service `name` in a pg_service.conf text, or `None` when it
 /// has no such section. Errors carry the line number.
 pub(crate) fn parse_service_file(
     text: &str,
     name: &str,
-) -> Result<Option<Vec<(String, String)>>, (usize, String)> {
+) -> Result<Option<Vec<(String, String)>>, ServiceFileError> {
     let mut found: Option<Vec<(String, String)>> = None;
     let mut in_section = false;
     for (i, raw) in text.lines().enumerate() {
