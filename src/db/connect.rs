@@ -256,21 +256,40 @@ async fn establish(
 
 /// Connects as [`ConnInfo::connect`] documents.
 pub(crate) async fn connect(info: &ConnInfo) -> Result<Client> {
-    let tls = connector(info)?;
+    let tls = cached_connector(info).await?;
     match establish(info, &tls).await {
         Ok((client, _handle)) => Ok(client),
         Err(failures) => Err(connect_error(info, failures)),
     }
 }
 
-fn connector(info: &ConnInfo) -> Result<MakeRustlsConnect> {
-    info.tls.connector().map_err(|message| Error::Connect {
+fn connector_error(info: &ConnInfo, message: String) -> Error {
+    Error::Connect {
         url: shown(info),
         message,
         hint: Some(
             "fix sslrootcert, sslcert or sslkey (or PGSSLROOTCERT, PGSSLCERT, PGSSLKEY)".into(),
         ),
-    })
+    }
+}
+
+/// The TLS connector, made once per set of options and shared by the
+/// clones of a `ConnInfo` (a seed opens many connections). Making it reads
+/// certificate files, and for `sslrootcert=system` the whole system store:
+/// blocking work, so it runs on tokio's blocking pool.
+async fn cached_connector(info: &ConnInfo) -> Result<MakeRustlsConnect> {
+    if let Some((opts, made)) = info.tls_cache.lock().expect("never poisoned").as_ref()
+        && *opts == info.tls
+    {
+        return Ok(made.clone());
+    }
+    let opts = info.tls.clone();
+    let made = tokio::task::spawn_blocking(move || opts.connector())
+        .await
+        .map_err(|e| Error::Other(anyhow::anyhow!("setting up TLS: {e}")))?
+        .map_err(|m| connector_error(info, m))?;
+    *info.tls_cache.lock().expect("never poisoned") = Some((info.tls.clone(), made.clone()));
+    Ok(made)
 }
 
 fn shown(info: &ConnInfo) -> String {
@@ -452,7 +471,8 @@ pub(crate) fn pool_manager(
     info: &ConnInfo,
     config: deadpool_postgres::ManagerConfig,
 ) -> Result<deadpool_postgres::Manager> {
-    let tls = connector(info)?;
+    // Called once per pool, outside any hot path: made here, synchronously.
+    let tls = info.tls.connector().map_err(|m| connector_error(info, m))?;
     Ok(deadpool_postgres::Manager::from_connect(
         info.config.clone(),
         PlanckConnect {

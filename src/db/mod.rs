@@ -22,7 +22,7 @@ pub mod tls;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio_postgres::Config;
@@ -128,7 +128,12 @@ pub struct ConnInfo {
     /// The password file, consulted for a host when no password is given.
     pub passfile: Option<Arc<Passfile>>,
     spec: Spec,
+    /// The TLS connector made for `tls`, shared by clones (see `connect`).
+    tls_cache: TlsCache,
 }
+
+/// The TLS connector last made, with the options it was made for.
+type TlsCache = Arc<Mutex<Option<(TlsOptions, tokio_postgres_rustls::MakeRustlsConnect)>>>;
 
 impl fmt::Debug for ConnInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -373,6 +378,7 @@ impl ConnInfo {
             load_balance,
             passfile: None,
             spec,
+            tls_cache: Arc::default(),
         };
         info.url = info.to_url(false);
         Ok(info)
