@@ -640,7 +640,7 @@ fn password_from_pgpass_only() {
         "{warnings:?}"
     );
     let e = try_connect(&text, &vars).unwrap_err();
-    assert!(e.contains("password"), "{e}");
+    assert!(e.contains("the server asks for a password"), "{e}");
 }
 
 /// Issue 8, 3.4: `service=` and `PGSERVICE` with `PGSERVICEFILE`, plus

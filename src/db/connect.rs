@@ -35,8 +35,15 @@ enum Failure {
 struct HostFailure {
     host: String,
     failure: Failure,
-    /// The password came from the password file.
-    pgpass: bool,
+    password: PasswordFrom,
+}
+
+/// Where the password of an attempt came from, for the hint.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PasswordFrom {
+    Nowhere,
+    Given,
+    PasswordFile,
 }
 
 /// The host as shown in messages: `name:port` (or the socket directory).
@@ -208,7 +215,11 @@ async fn establish(
     for want in passes {
         for i in host_order(info) {
             let mut config = single_host(&info.config, i);
-            let mut pgpass = false;
+            let mut password = if config.get_password().is_some() {
+                PasswordFrom::Given
+            } else {
+                PasswordFrom::Nowhere
+            };
             if config.get_password().is_none()
                 && let Some(pf) = &info.passfile
             {
@@ -221,7 +232,7 @@ async fn establish(
                 let db = config.get_dbname().unwrap_or(user);
                 if let Some(pw) = pf.lookup(&host, port, db, user) {
                     config.password(pw);
-                    pgpass = true;
+                    password = PasswordFrom::PasswordFile;
                 }
             }
             let whole = async {
@@ -246,7 +257,7 @@ async fn establish(
                 Err(failure) => failures.push(HostFailure {
                     host: host_label(&info.config, i),
                     failure,
-                    pgpass,
+                    password,
                 }),
             }
         }
@@ -339,19 +350,19 @@ fn describe(info: &ConnInfo, f: &HostFailure) -> (String, Option<String>) {
             why.to_string(),
             Some("list the primary among the hosts, or change target_session_attrs".into()),
         ),
-        Failure::Pg(e) => describe_pg(info, e, f.pgpass),
+        Failure::Pg(e) => describe_pg(info, e, f.password),
     }
 }
 
 fn describe_pg(
     info: &ConnInfo,
     e: &tokio_postgres::Error,
-    pgpass: bool,
+    password: PasswordFrom,
 ) -> (String, Option<String>) {
     if let Some(db) = e.as_db_error() {
         let code = db.code();
         let hint = if *code == SqlState::INVALID_PASSWORD {
-            Some(if pgpass {
+            Some(if password == PasswordFrom::PasswordFile {
                 "the password came from the password file (PGPASSFILE or ~/.pgpass): fix its line"
                     .to_string()
             } else {
@@ -386,7 +397,13 @@ fn describe_pg(
         message.push_str(&format!(": {s}"));
         src = s.source();
     }
-    let hint = if info.tls.mode.requires_tls() {
+    let network = chain_has::<std::io::Error>(e);
+    let hint = if !network && password == PasswordFrom::Nowhere && !info.tls.mode.requires_tls() {
+        // tokio-postgres' "password missing": the server asked for one.
+        "the server asks for a password: put it in the URL, in PGPASSWORD, or in a \
+         password file (~/.pgpass, or the file PGPASSFILE names, mode 0600)"
+            .to_string()
+    } else if info.tls.mode.requires_tls() && !network {
         format!(
             "sslmode={} needs a server with ssl=on; for a server without TLS (a local one), \
              use sslmode=prefer or disable",
@@ -398,6 +415,18 @@ fn describe_pg(
             .to_string()
     };
     (message, Some(hint))
+}
+
+/// Whether an error of type `T` is in `e`'s source chain.
+fn chain_has<T: std::error::Error + 'static>(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err.is::<T>() {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 /// A hint for the errors a transaction-mode pooler (PgBouncer, Supavisor,
