@@ -148,6 +148,20 @@ fn worth_other_way(e: &tokio_postgres::Error) -> bool {
     tls::explain_tls_failure(e).is_some()
 }
 
+/// Of two failed tries (plain and TLS), the one to report: the one that got
+/// further. A server's refusal after authentication started beats a TLS
+/// failure, which beats pg_hba.conf refusing the kind of connection, which
+/// beats a network error.
+fn further(a: tokio_postgres::Error, b: tokio_postgres::Error) -> tokio_postgres::Error {
+    let rank = |e: &tokio_postgres::Error| match e.as_db_error() {
+        Some(db) if *db.code() != SqlState::INVALID_AUTHORIZATION_SPECIFICATION => 3,
+        Some(_) => 1,
+        None if tls::explain_tls_failure(e).is_some() => 2,
+        None => 0,
+    };
+    if rank(&b) >= rank(&a) { b } else { a }
+}
+
 /// Connects to one host with libpq's sslmode semantics.
 async fn connect_host(
     config: &Config,
@@ -158,21 +172,21 @@ async fn connect_host(
     if matches!(config.get_hosts()[0], Host::Unix(_)) {
         return attempt(config, PgSslMode::Disable, tls).await;
     }
-    match info.tls.mode {
-        SslMode::Disable => attempt(config, PgSslMode::Disable, tls).await,
-        SslMode::Allow => match attempt(config, PgSslMode::Disable, tls).await {
-            Err(e) if worth_other_way(&e) => attempt(config, PgSslMode::Require, tls).await,
-            other => other,
-        },
+    let (first, then) = match info.tls.mode {
+        SslMode::Disable => return attempt(config, PgSslMode::Disable, tls).await,
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+            return attempt(config, PgSslMode::Require, tls).await;
+        }
+        SslMode::Allow => (PgSslMode::Disable, PgSslMode::Require),
         // tokio-postgres' prefer already goes on in plain text when the
         // server answers that it has no TLS.
-        SslMode::Prefer => match attempt(config, PgSslMode::Prefer, tls).await {
-            Err(e) if worth_other_way(&e) => attempt(config, PgSslMode::Disable, tls).await,
-            other => other,
-        },
-        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
-            attempt(config, PgSslMode::Require, tls).await
-        }
+        SslMode::Prefer => (PgSslMode::Prefer, PgSslMode::Disable),
+    };
+    match attempt(config, first, tls).await {
+        Err(e) if worth_other_way(&e) => attempt(config, then, tls)
+            .await
+            .map_err(|e2| further(e, e2)),
+        other => other,
     }
 }
 

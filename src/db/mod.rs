@@ -197,161 +197,17 @@ impl ConnInfo {
         Ok((info, warnings))
     }
 
+    /// Builds the connection from parsed keywords, phase by phase.
     fn from_spec(
         spec: Spec,
         managed: bool,
         env: &LibpqEnv,
     ) -> std::result::Result<ConnInfo, String> {
         let mut config = Config::new();
-        let list = |k: &str| -> Vec<String> {
-            spec.get(k)
-                .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
-                .unwrap_or_default()
-        };
-        let mut hosts = list("host");
-        let hostaddrs: Vec<IpAddr> = list("hostaddr")
-            .iter()
-            .map(|a| {
-                a.parse()
-                    .map_err(|_| format!("could not parse network address \"{a}\""))
-            })
-            .collect::<std::result::Result<_, _>>()?;
-        if !hostaddrs.is_empty() {
-            if hosts.is_empty() {
-                hosts = hostaddrs.iter().map(IpAddr::to_string).collect();
-            } else if hosts.len() != hostaddrs.len() {
-                return Err(format!(
-                    "could not match {} host names to {} hostaddr values",
-                    hosts.len(),
-                    hostaddrs.len()
-                ));
-            }
-        }
-        for h in &hosts {
-            let h = if h.is_empty() { "localhost" } else { h };
-            if h.starts_with('/') {
-                config.host_path(h);
-            } else {
-                config.host(h);
-            }
-        }
-        for a in &hostaddrs {
-            config.hostaddr(*a);
-        }
-        let ports = list("port");
-        if ports.len() > 1 && ports.len() != hosts.len() {
-            return Err(format!(
-                "could not match {} port numbers to {} hosts",
-                ports.len(),
-                hosts.len()
-            ));
-        }
-        for p in &ports {
-            let port = if p.is_empty() {
-                5432
-            } else {
-                p.parse::<u16>()
-                    .ok()
-                    .filter(|p| *p > 0)
-                    .ok_or_else(|| format!("invalid port number: \"{p}\""))?
-            };
-            config.port(port);
-        }
-        if let Some(u) = spec.get("user") {
-            config.user(u);
-        }
-        if let Some(p) = spec.get("password") {
-            config.password(p);
-        }
-        if let Some(d) = spec.get("dbname") {
-            config.dbname(d);
-        }
-        if let Some(o) = spec.get("options") {
-            config.options(o);
-        }
-        if let Some(a) = spec
-            .get("application_name")
-            .or(spec.get("fallback_application_name"))
-        {
-            config.application_name(a);
-        }
-        let seconds = |k: &str| -> std::result::Result<Option<i64>, String> {
-            spec.get(k)
-                .map(|v| {
-                    v.trim().parse::<i64>().map_err(|_| {
-                        format!("invalid integer value \"{v}\" for connection option \"{k}\"")
-                    })
-                })
-                .transpose()
-        };
-        let connect_timeout = match seconds("connect_timeout")? {
-            None => Some(DEFAULT_CONNECT_TIMEOUT),
-            Some(s) if s <= 0 => None,
-            Some(s) => Some(Duration::from_secs(s as u64)),
-        };
-        if let Some(t) = connect_timeout {
-            config.connect_timeout(t);
-        }
-        config.keepalives(seconds("keepalives")? != Some(0));
-        let positive = |v: Option<i64>, d: Duration| match v {
-            Some(s) if s > 0 => Duration::from_secs(s as u64),
-            _ => d,
-        };
-        config.keepalives_idle(positive(
-            seconds("keepalives_idle")?,
-            DEFAULT_KEEPALIVES_IDLE,
-        ));
-        config.keepalives_interval(positive(
-            seconds("keepalives_interval")?,
-            DEFAULT_KEEPALIVES_INTERVAL,
-        ));
-        config.keepalives_retries(match seconds("keepalives_count")? {
-            Some(n) if n > 0 => n as u32,
-            _ => DEFAULT_KEEPALIVES_COUNT,
-        });
-        // libpq's tcp_user_timeout is in milliseconds; 0 means the system's default.
-        match seconds("tcp_user_timeout")? {
-            None => {
-                config.tcp_user_timeout(DEFAULT_TCP_USER_TIMEOUT);
-            }
-            Some(ms) if ms > 0 => {
-                config.tcp_user_timeout(Duration::from_millis(ms as u64));
-            }
-            Some(_) => {}
-        }
-        let enum_value =
-            |k: &str, allowed: &[&str]| -> std::result::Result<Option<String>, String> {
-                match spec.get(k) {
-                    None => Ok(None),
-                    Some(v) if allowed.contains(&v) => Ok(Some(v.to_string())),
-                    Some(v) => Err(format!(
-                        "invalid {k} value: \"{v}\" (expected {})",
-                        allowed.join(", ")
-                    )),
-                }
-            };
-        match enum_value("channel_binding", &["disable", "prefer", "require"])?.as_deref() {
-            Some("disable") => config.channel_binding(ChannelBinding::Disable),
-            Some("require") => config.channel_binding(ChannelBinding::Require),
-            _ => config.channel_binding(ChannelBinding::Prefer),
-        };
-        if enum_value("sslnegotiation", &["postgres", "direct"])?.as_deref() == Some("direct") {
-            config.ssl_negotiation(SslNegotiation::Direct);
-        }
-        if enum_value("gssencmode", &["disable", "prefer", "require"])?.as_deref()
-            == Some("require")
-        {
-            return Err("gssencmode=require: planck has no GSSAPI support".into());
-        }
-        if let Some(enc) = spec.get("client_encoding")
-            && !enc.eq_ignore_ascii_case("utf8")
-            && !enc.eq_ignore_ascii_case("utf-8")
-            && !enc.eq_ignore_ascii_case("auto")
-        {
-            return Err(format!(
-                "client_encoding \"{enc}\": planck always talks UTF8"
-            ));
-        }
+        hosts_into(&spec, &mut config)?;
+        login_into(&spec, &mut config);
+        let connect_timeout = tcp_into(&spec, &mut config)?;
+        protocol_into(&spec, &mut config)?;
         let session_attrs = match spec.get("target_session_attrs") {
             None => SessionAttrs::Any,
             Some(v) => SessionAttrs::parse(v).ok_or_else(|| {
@@ -362,7 +218,7 @@ impl ConnInfo {
             })?,
         };
         let load_balance =
-            enum_value("load_balance_hosts", &["disable", "random"])?.as_deref() == Some("random");
+            one_of(&spec, "load_balance_hosts", &["disable", "random"])? == Some("random");
         let tls = tls_options(&spec, env)?;
         if tls.mode == SslMode::Disable && config.get_channel_binding() == ChannelBinding::Require {
             return Err("channel_binding=require needs TLS, but sslmode is disable".into());
@@ -514,6 +370,185 @@ impl ConnInfo {
     ) -> Result<deadpool_postgres::Manager> {
         connect::pool_manager(self, config)
     }
+}
+
+/// A keyword's comma-separated list (`host=a,b`).
+fn list(spec: &Spec, k: &str) -> Vec<String> {
+    spec.get(k)
+        .map(|v| v.split(',').map(|s| s.trim().to_string()).collect())
+        .unwrap_or_default()
+}
+
+/// A keyword whose value must be one of `allowed`.
+fn one_of<'a>(
+    spec: &'a Spec,
+    k: &str,
+    allowed: &[&str],
+) -> std::result::Result<Option<&'a str>, String> {
+    match spec.get(k) {
+        None => Ok(None),
+        Some(v) if allowed.contains(&v) => Ok(Some(v)),
+        Some(v) => Err(format!(
+            "invalid {k} value: \"{v}\" (expected {})",
+            allowed.join(", ")
+        )),
+    }
+}
+
+/// An integer keyword.
+fn integer(spec: &Spec, k: &str) -> std::result::Result<Option<i64>, String> {
+    spec.get(k)
+        .map(|v| {
+            v.trim()
+                .parse::<i64>()
+                .map_err(|_| format!("invalid integer value \"{v}\" for connection option \"{k}\""))
+        })
+        .transpose()
+}
+
+/// `host`, `hostaddr` and `port`, matched up as libpq does: one port for
+/// every host, or one per host; an empty entry is the default.
+fn hosts_into(spec: &Spec, config: &mut Config) -> std::result::Result<(), String> {
+    let mut hosts = list(spec, "host");
+    let hostaddrs: Vec<IpAddr> = list(spec, "hostaddr")
+        .iter()
+        .map(|a| {
+            a.parse()
+                .map_err(|_| format!("could not parse network address \"{a}\""))
+        })
+        .collect::<std::result::Result<_, _>>()?;
+    if !hostaddrs.is_empty() {
+        if hosts.is_empty() {
+            hosts = hostaddrs.iter().map(IpAddr::to_string).collect();
+        } else if hosts.len() != hostaddrs.len() {
+            return Err(format!(
+                "could not match {} host names to {} hostaddr values",
+                hosts.len(),
+                hostaddrs.len()
+            ));
+        }
+    }
+    for h in &hosts {
+        let h = if h.is_empty() { "localhost" } else { h };
+        if h.starts_with('/') {
+            config.host_path(h);
+        } else {
+            config.host(h);
+        }
+    }
+    for a in &hostaddrs {
+        config.hostaddr(*a);
+    }
+    let ports = list(spec, "port");
+    if ports.len() > 1 && ports.len() != hosts.len() {
+        return Err(format!(
+            "could not match {} port numbers to {} hosts",
+            ports.len(),
+            hosts.len()
+        ));
+    }
+    for p in &ports {
+        let port = if p.is_empty() {
+            5432
+        } else {
+            p.parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("invalid port number: \"{p}\""))?
+        };
+        config.port(port);
+    }
+    Ok(())
+}
+
+/// The login and the session's startup options.
+fn login_into(spec: &Spec, config: &mut Config) {
+    if let Some(u) = spec.get("user") {
+        config.user(u);
+    }
+    if let Some(p) = spec.get("password") {
+        config.password(p);
+    }
+    if let Some(d) = spec.get("dbname") {
+        config.dbname(d);
+    }
+    if let Some(o) = spec.get("options") {
+        config.options(o);
+    }
+    if let Some(a) = spec
+        .get("application_name")
+        .or(spec.get("fallback_application_name"))
+    {
+        config.application_name(a);
+    }
+}
+
+/// The connect timeout (returned: planck applies it to the whole attempt),
+/// keepalives and tcp_user_timeout, with planck's defaults.
+fn tcp_into(spec: &Spec, config: &mut Config) -> std::result::Result<Option<Duration>, String> {
+    let connect_timeout = match integer(spec, "connect_timeout")? {
+        None => Some(DEFAULT_CONNECT_TIMEOUT),
+        // libpq: zero or negative waits forever.
+        Some(s) if s <= 0 => None,
+        Some(s) => Some(Duration::from_secs(s as u64)),
+    };
+    if let Some(t) = connect_timeout {
+        config.connect_timeout(t);
+    }
+    config.keepalives(integer(spec, "keepalives")? != Some(0));
+    let seconds_or = |k: &str, d: Duration| -> std::result::Result<Duration, String> {
+        Ok(match integer(spec, k)? {
+            Some(s) if s > 0 => Duration::from_secs(s as u64),
+            _ => d,
+        })
+    };
+    config.keepalives_idle(seconds_or("keepalives_idle", DEFAULT_KEEPALIVES_IDLE)?);
+    config.keepalives_interval(seconds_or(
+        "keepalives_interval",
+        DEFAULT_KEEPALIVES_INTERVAL,
+    )?);
+    config.keepalives_retries(match integer(spec, "keepalives_count")? {
+        Some(n) if n > 0 => n as u32,
+        _ => DEFAULT_KEEPALIVES_COUNT,
+    });
+    // libpq's tcp_user_timeout is in milliseconds; 0 means the system's default.
+    match integer(spec, "tcp_user_timeout")? {
+        None => {
+            config.tcp_user_timeout(DEFAULT_TCP_USER_TIMEOUT);
+        }
+        Some(ms) if ms > 0 => {
+            config.tcp_user_timeout(Duration::from_millis(ms as u64));
+        }
+        Some(_) => {}
+    }
+    Ok(connect_timeout)
+}
+
+/// Channel binding, TLS negotiation, and the protocol options planck cannot honour.
+fn protocol_into(spec: &Spec, config: &mut Config) -> std::result::Result<(), String> {
+    config.channel_binding(
+        match one_of(spec, "channel_binding", &["disable", "prefer", "require"])? {
+            Some("disable") => ChannelBinding::Disable,
+            Some("require") => ChannelBinding::Require,
+            _ => ChannelBinding::Prefer,
+        },
+    );
+    if one_of(spec, "sslnegotiation", &["postgres", "direct"])? == Some("direct") {
+        config.ssl_negotiation(SslNegotiation::Direct);
+    }
+    if one_of(spec, "gssencmode", &["disable", "prefer", "require"])? == Some("require") {
+        return Err("gssencmode=require: planck has no GSSAPI support".into());
+    }
+    if let Some(enc) = spec.get("client_encoding")
+        && !["utf8", "utf-8", "auto"]
+            .iter()
+            .any(|e| enc.eq_ignore_ascii_case(e))
+    {
+        return Err(format!(
+            "client_encoding \"{enc}\": planck always talks UTF8"
+        ));
+    }
+    Ok(())
 }
 
 /// The TLS keywords, with libpq's defaults under `~/.postgresql/`.
