@@ -423,6 +423,28 @@ fn tls_modes_pass_and_fail_where_libpq_does() {
         "without the client certificate"
     );
 
+    // sslrootcert=system: the system's trusted roots, which rustls-native-certs
+    // reads from SSL_CERT_FILE when it is set (as OpenSSL does). Through the
+    // CLI, so the variable is set for that process alone.
+    let project = common::project_dir();
+    std::fs::create_dir_all(project.path().join("migrations")).unwrap();
+    let system = format!(
+        "postgres://planck@localhost:{}/postgres?hostaddr=127.0.0.1&sslrootcert=system",
+        server.port
+    );
+    for (roots, ok) in [(&ca, true), (&other, false)] {
+        let out = planck_cmd(project.path())
+            .env("SSL_CERT_FILE", roots)
+            .env_remove("SSL_CERT_DIR")
+            .args(["--database-url", &system, "migrate"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.success(), ok, "{roots}: {}", stderr(&out));
+        if !ok {
+            assert_exit(&out, 3);
+        }
+    }
+
     // The pool connects the same way.
     let (info, _) = ConnInfo::resolve(
         &server.by_name(&format!("{planck} sslmode=verify-full sslrootcert={ca}")),
