@@ -464,7 +464,9 @@ const POOLER_HINT: &str = "this looks like a transaction-mode connection pooler 
     Supavisor: port 6543 on Supabase, a -pooler host on Neon), which breaks prepared \
     statements across transactions: use the direct or session-mode connection string";
 
-fn pooler_hint_for(code: &SqlState, message: &str) -> Option<&'static str> {
+/// [`pooler_hint`] for an error already taken apart (a `PgError`'s code,
+/// through `SqlState::from_code`, and message).
+pub fn pooler_hint_for(code: &SqlState, message: &str) -> Option<&'static str> {
     if *code == SqlState::INVALID_SQL_STATEMENT_NAME || *code == SqlState::DUPLICATE_PSTATEMENT {
         return Some(POOLER_HINT);
     }
