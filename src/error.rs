@@ -288,6 +288,22 @@ impl Error {
                 vec!["this subcommand has its own issue; it lands in a later release".to_string()]
             }
             Error::Command { hint, .. } => hint.iter().cloned().collect(),
+            // A transaction-mode pooler breaks prepared statements: say so
+            // where the server's error alone would puzzle.
+            Error::Postgres { pg, .. } | Error::Migration { pg, .. } => {
+                let code = tokio_postgres::error::SqlState::from_code(&pg.code);
+                let mut hints: Vec<String> = crate::db::pooler_hint_for(&code, &pg.message)
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect();
+                if matches!(self, Error::Migration { .. }) {
+                    hints.push(
+                        "earlier migrations stay applied; fix the file and run `planck migrate` again"
+                            .to_string(),
+                    );
+                }
+                hints
+            }
             Error::NotPreloaded { current } => vec![
                 format!(
                     "set shared_preload_libraries = '{}' in postgresql.conf (or with ALTER SYSTEM SET), then restart the server",
@@ -306,10 +322,7 @@ impl Error {
                 format!("restore {name} as it was and add a new migration for the change"),
                 "or, on a throwaway database, run `planck migrate --fresh`".to_string(),
             ],
-            Error::Migration { .. } => vec![
-                "earlier migrations stay applied; fix the file and run `planck migrate` again"
-                    .to_string(),
-            ],
+
             _ => Vec::new(),
         }
     }
@@ -479,5 +492,22 @@ mod tests {
             .map(|e| format!("[exit {}]\n{}", e.exit_code(), render(e)))
             .collect();
         insta::assert_snapshot!(text.join("\n\n"));
+    }
+
+    /// Issue 8, 3.4: behind a transaction-mode pooler, prepared statements
+    /// vanish between transactions (26000); the error says why.
+    #[test]
+    fn pooler_errors_carry_the_hint() {
+        let e = Error::Postgres {
+            context: "planning statement 3".into(),
+            pg: PgError {
+                code: "26000".into(),
+                message: "prepared statement \"s1\" does not exist".into(),
+                detail: None,
+                hint: None,
+                position: None,
+            },
+        };
+        assert!(render(&e).contains("hint: this looks like a transaction-mode connection pooler"));
     }
 }

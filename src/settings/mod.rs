@@ -7,7 +7,10 @@
 //! Override order, strongest first, for the database: `--database-url`,
 //! `PLANCK_DATABASE_URL`, `DATABASE_URL`, libpq's `PGHOST`/`PGPORT`/`PGUSER`/
 //! `PGDATABASE`/`PGPASSWORD`, `planck.toml`'s `[database] url`, and last the
-//! managed local cluster under `.planck/`. For everything else: flag, then
+//! managed local cluster under `.planck/`. Whichever string wins is then
+//! completed with libpq's conventions ([`db::ConnInfo::resolve`]): the service
+//! file, the other `PG*` variables (`PGSSLMODE`, `PGCONNECT_TIMEOUT`, ...) for
+//! keywords it leaves unset, and `.pgpass`. For everything else: flag, then
 //! `planck.toml`, then the built-in default.
 
 use std::path::{Path, PathBuf};
@@ -31,6 +34,8 @@ pub struct Settings {
     pub verbose: bool,
     /// PLANCK_PG_BINDIR: where the PostgreSQL server binaries are.
     pub pg_bindir: Option<PathBuf>,
+    /// libpq's environment variables, taken once.
+    pub libpq: db::LibpqEnv,
 }
 
 impl Settings {
@@ -62,6 +67,7 @@ impl Settings {
             .and_then(|p| p.parent().map(Path::to_path_buf))
             .unwrap_or_else(|| cwd.to_path_buf());
         let env_nonempty = |k: &str| env(k).filter(|v| !v.is_empty());
+        let libpq = db::LibpqEnv::capture(&env_nonempty);
         let target = if let Some(url) = &global.database_url {
             Target::Url {
                 url: url.clone(),
@@ -77,9 +83,11 @@ impl Settings {
                 url,
                 source: UrlSource::DatabaseUrlEnv,
             }
-        } else if let Some(url) = db::url_from_libpq_env(&env_nonempty) {
+        } else if libpq.names_a_server() {
+            // An empty string: every keyword comes from the PG* variables
+            // themselves, with no string built from them in between.
             Target::Url {
-                url,
+                url: String::new(),
                 source: UrlSource::LibpqEnv,
             }
         } else if let Some(url) = &config.database.url {
@@ -91,8 +99,9 @@ impl Settings {
             Target::Managed
         };
         if let Target::Url { url, .. } = &target {
-            // Fail early, before any work, on a URL that does not parse.
-            ConnInfo::parse(url, false)?;
+            // Fail early, before any work, on a URL that does not parse
+            // (or a PGSSLMODE, a service that is wrong).
+            ConnInfo::resolve(url, &libpq)?;
         }
         Ok(Settings {
             project_dir,
@@ -103,6 +112,7 @@ impl Settings {
             quiet: global.quiet,
             verbose: global.verbose,
             pg_bindir: env_nonempty("PLANCK_PG_BINDIR").map(PathBuf::from),
+            libpq,
         })
     }
 
@@ -133,13 +143,16 @@ impl Settings {
     pub async fn conn(&self) -> Result<ConnInfo> {
         match &self.target {
             Target::Url { url, source } => {
+                let (mut info, warnings) = ConnInfo::resolve(url, &self.libpq)?;
+                for w in &warnings {
+                    self.warn(w);
+                }
+                info.source = Some(source.describe());
                 self.debug(&format!(
                     "database: {} (from {})",
-                    db::redact(url),
+                    info.display(),
                     source.describe()
                 ));
-                let mut info = ConnInfo::parse(url, false)?;
-                info.source = Some(source.describe());
                 Ok(info)
             }
             Target::Managed => {
