@@ -7,18 +7,19 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
-use crate::explain::baseline::{self, Baseline};
-use crate::explain::catalog::Catalog;
-use crate::explain::checks::{self, Ctx, Severity};
 use crate::explain::engine::{Engine, EngineOptions, column_params};
-use crate::explain::plan::{Mode, PlanKind};
+use crate::explain::plan_tree::{Mode, PlanKind};
 use crate::explain::report::{self, Report, counted};
-use crate::explain::tenant::{self, TenantOptions};
+use crate::explain::rules::{self, CheckId, Ctx, Severity};
+use crate::findings::baseline::{self, Baseline};
+use crate::findings::ignore::{IgnoreRule, ignored_by};
 use crate::output::Format;
 use crate::queries::{self, QueryFile, Statement};
 use crate::settings::Settings;
+use crate::tenancy::{self, TenantOptions};
 
 /// Defaults of the thresholds (planck.toml `[explain]` and flags override).
 pub const DEFAULT_MIN_ROWS: u64 = 10_000;
@@ -144,21 +145,26 @@ pub async fn explain(
         .statement_timeout_ms
         .or(cfg.statement_timeout_ms)
         .unwrap_or(DEFAULT_TIMEOUT_MS);
+    let mut disabled = Vec::new();
     for d in &cfg.disable {
-        if !checks::ALL.iter().any(|c| c.id() == d) {
-            return Err(Error::usage_hint(
-                format!("[explain] disable names an unknown check {d:?}"),
-                format!(
-                    "known checks: {}",
-                    checks::ALL
-                        .iter()
-                        .map(|c| c.id())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ));
-        }
+        disabled.push(d.parse::<CheckId>().map_err(|e| {
+            Error::usage_hint(
+                format!("[explain] disable names an unknown check {:?}", e.0),
+                CheckId::known(),
+            )
+        })?);
     }
+    let ignores: Vec<IgnoreRule> = cfg
+        .ignore
+        .iter()
+        .map(|r| IgnoreRule {
+            check: r.check.as_deref().and_then(|c| c.parse().ok()),
+            relation: r.table.clone(),
+            statement: r.statement.clone(),
+            reason: r.reason.clone(),
+            origin: None,
+        })
+        .collect();
 
     let source = args.source.as_ref().map(|s| settings.project_path(s));
     if let Some(dir) = &source
@@ -231,7 +237,7 @@ pub async fn explain(
             .filter_map(|s| s.role.clone())
             .collect();
         let clock = std::time::Instant::now();
-        let t = tenant::resolve(&client, &catalog, &tenant_opts, &recorded).await?;
+        let t = tenancy::resolve(&client, &catalog, &tenant_opts, &recorded).await?;
         settings.debug(&format!(
             "tenancy worked out in {:.2}s",
             clock.elapsed().as_secs_f64()
@@ -324,7 +330,7 @@ pub async fn explain(
         rls_cost_ratio: ratio,
         source: source.as_deref(),
     };
-    let all = checks::run_all(&ctx, &cfg.disable);
+    let all = rules::run_all(&ctx, &disabled);
 
     let base_path = match &args.baseline {
         Some(p) => settings.project_path(p),
@@ -333,7 +339,7 @@ pub async fn explain(
     let mut ignored = 0;
     let mut kept = Vec::new();
     for f in all {
-        if let Some(rule) = baseline::ignored_by(&cfg.ignore, &f) {
+        if let Some(rule) = ignored_by(&ignores, &f) {
             settings.debug(&format!("ignored {} ({})", f.message, rule.reason));
             ignored += 1;
         } else {
@@ -395,7 +401,7 @@ async fn literal_pass(
     catalog: &Catalog,
     results: &mut [crate::explain::engine::Explained],
 ) -> Result<()> {
-    use crate::explain::checks::unused_partial_index::predicate_literals;
+    use crate::explain::rules::unused_partial_index::predicate_literals;
     let used = crate::explain::engine::used_indexes(results);
     let mut todo = Vec::new();
     for ix in &catalog.indexes {

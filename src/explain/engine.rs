@@ -15,14 +15,14 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
-use super::catalog::Catalog;
-use super::plan::{Mode, Plan, PlanKind};
-use super::sql::{self, Analysis, Binding};
-use super::tenant::Tenancy;
-use super::values::{Sampler, TextParam, fill_defaults};
+use super::plan_tree::{Mode, Plan, PlanKind};
+use crate::catalog::planner::Catalog;
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, PgError, Result};
+use crate::params::binding::{self, Analysis, Binding};
+use crate::params::values::{Sampler, TextParam, fill_defaults};
 use crate::queries::Statement;
+use crate::tenancy::Tenancy;
 
 /// How the engine runs.
 #[derive(Debug, Clone)]
@@ -350,14 +350,14 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
         e.status = Status::Skipped(format!("ignored: {reason}"));
         return Ok(e);
     }
-    if let Err(reason) = sql::classify(&e.text) {
+    if let Err(reason) = binding::classify(&e.text) {
         e.status = Status::Skipped(reason);
         return Ok(e);
     }
-    let (text, repairs) = sql::repair(&e.text);
+    let (text, repairs) = binding::repair(&e.text);
     e.text = text;
     e.repairs = repairs;
-    e.analysis = sql::analyze(&e.text);
+    e.analysis = binding::analyze(&e.text);
     e.judged = shared.judged(&e.stmt);
     let client = get(pool).await?;
     let set_tenant = client
@@ -542,10 +542,10 @@ async fn plan_mode(
     if let Some(original) = untyped {
         // A typed guess: parameters nothing binds become text.
         let bound: BTreeSet<u32> = e.analysis.bindings.keys().copied().collect();
-        let all = sql::params(&e.text);
+        let all = binding::params(&e.text);
         let unbound: BTreeSet<u32> = all.difference(&bound).copied().collect();
         let which = if unbound.is_empty() { all } else { unbound };
-        let guess = sql::cast_params(&e.text, &which, "text");
+        let guess = binding::cast_params(&e.text, &which, "text");
         let _ = client.batch_execute("ROLLBACK").await;
         begin(client, set_tenant, shared, mode, first_tenant.as_deref()).await?;
         prepared = client

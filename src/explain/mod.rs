@@ -1,14 +1,10 @@
-//! `planck explain`'s machinery: statement text ([`sql`]), the schema facts
-//! ([`catalog`]), tenancy ([`tenant`]), the planning engine ([`engine`]), the
-//! plan model ([`plan`]), the checks ([`checks`]), the report and its
-//! renderers ([`report`]) and the CI baseline ([`baseline`]).
+//! `planck explain`'s machinery: the planning engine ([`engine`]), the plan
+//! model ([`plan_tree`]: EXPLAIN's JSON and a flat view of its nodes), the
+//! plan checks ([`rules`]), the report and its renderers ([`report`]). What
+//! replay and report share with it lives in the shared layers: `catalog`,
+//! `tenancy`, `params`, `session`, `findings`.
 
-pub mod baseline;
-pub mod catalog;
-pub mod checks;
 pub mod engine;
-pub mod plan;
+pub mod plan_tree;
 pub mod report;
-pub mod sql;
-pub mod tenant;
-pub mod values;
+pub mod rules;

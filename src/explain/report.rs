@@ -8,8 +8,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::checks::{Finding, Severity};
 use super::engine::{Explained, Status};
+use super::rules::{CheckId, Finding, Severity};
 use crate::output::{count, md_cell, table};
 
 pub const FORMAT_VERSION: u32 = 1;
@@ -44,7 +44,7 @@ impl Report {
             .count()
     }
 
-    pub fn by_check(&self) -> BTreeMap<&'static str, usize> {
+    pub fn by_check(&self) -> BTreeMap<CheckId, usize> {
         let mut m = BTreeMap::new();
         for (f, _) in &self.findings {
             *m.entry(f.check).or_default() += 1;
@@ -166,7 +166,7 @@ pub fn to_json(r: &Report) -> JsonReport<'_> {
             .findings
             .iter()
             .map(|(f, base)| JsonFinding {
-                check: f.check,
+                check: f.check.as_str(),
                 severity: f.severity.as_str(),
                 mode: f.mode.map(|m| m.as_str()),
                 statement_id: f.statement.as_deref(),
@@ -181,7 +181,11 @@ pub fn to_json(r: &Report) -> JsonReport<'_> {
         summary: JsonSummary {
             explained: r.explained(),
             skipped: r.skipped(),
-            findings: r.by_check(),
+            findings: r
+                .by_check()
+                .into_iter()
+                .map(|(c, n)| (c.as_str(), n))
+                .collect(),
             ignored: r.ignored,
             new_errors: r.new_errors(),
         },
@@ -339,9 +343,9 @@ pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::checks::testing::explained;
-    use crate::explain::checks::{Check, seq_scan::SeqScan};
-    use crate::explain::plan::{Mode, PlanKind};
+    use crate::explain::plan_tree::{Mode, PlanKind};
+    use crate::explain::rules::testing::explained;
+    use crate::explain::rules::{Check, seq_scan::SeqScan};
     use serde_json::json;
 
     fn report() -> Report {
@@ -356,12 +360,12 @@ mod tests {
         let mut skipped = explained("SET x = 1", vec![]);
         skipped.stmt.id = "s2".into();
         skipped.status = Status::Skipped("utility statement (SET)".into());
-        let f = crate::explain::checks::Finding::new(
-            &SeqScan,
+        let f = crate::explain::rules::Finding::new(
+            SeqScan.id(),
             Severity::Error,
             "Seq Scan on events".into(),
         )
-        .statement(&e, Mode::Tenant)
+        .statement(&e.stmt, Mode::Tenant)
         .relation("events");
         Report {
             results: vec![e, skipped],
@@ -397,7 +401,7 @@ mod tests {
         ] {
             assert!(f.get(k).is_some(), "finding key {k}");
         }
-        assert_eq!(f["check"], SeqScan.id());
+        assert_eq!(f["check"], SeqScan.id().as_str());
         assert_eq!(f["index"], serde_json::Value::Null);
         assert_eq!(f["mode"], "tenant");
     }

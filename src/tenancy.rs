@@ -1,5 +1,6 @@
 //! Tenancy: how the application runs as a tenant, inferred from the database
-//! where the user did not say. The setting comes from `current_setting('...')`
+//! where the user did not say, and [`TenantContext`], what a session applies
+//! per transaction to run as one (shared by explain, replay and record). The setting comes from `current_setting('...')`
 //! in the policies, each table's tenant column from the comparison it sits
 //! in, the role from the statements' recorded role, the heaviest tenant from
 //! the data (the key value owning most rows across RLS-protected tables).
@@ -12,9 +13,68 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use tokio_postgres::Client;
 
-use super::catalog::Catalog;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::planner::Catalog;
+use crate::catalog::sql_name;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
+
+/// How a statement is planned or run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    /// As the application role, under row-level security, for one tenant.
+    Tenant,
+    /// As the connecting (owner) role: no row-level security.
+    Admin,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Tenant => "tenant",
+            Mode::Admin => "admin",
+        }
+    }
+}
+
+/// The value of one setting a transaction runs with. Both travel to the
+/// server as text (`set_config` takes text); `Json` keeps a claim set
+/// (`request.jwt.claims`) structured in the files that carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SettingValue {
+    Text(String),
+    Json(serde_json::Value),
+}
+
+impl SettingValue {
+    /// The text `set_config` gets.
+    pub fn as_text(&self) -> String {
+        match self {
+            SettingValue::Text(s) => s.clone(),
+            SettingValue::Json(v) => v.to_string(),
+        }
+    }
+}
+
+/// Who a transaction runs as: the contract explain, replay and record share.
+///
+/// `role` is applied with `SET LOCAL ROLE`; each setting with
+/// `set_config(name, value, true)` (so a role may also come as a setting
+/// named `role`, the way PostgREST does it). `session::begin` applies it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TenantContext {
+    pub role: Option<String>,
+    pub settings: Vec<(String, SettingValue)>,
+}
+
+impl TenantContext {
+    /// The connecting role, no settings: admin mode.
+    pub fn admin() -> TenantContext {
+        TenantContext::default()
+    }
+}
 
 /// Overrides from flags and `planck.toml` (flags win).
 #[derive(Debug, Clone, Default)]
@@ -37,6 +97,23 @@ pub struct Tenancy {
     pub id: String,
     pub heaviest: Option<String>,
     pub median: Option<String>,
+}
+
+impl Tenancy {
+    /// The context of a transaction in `mode` as tenant `id` (admin mode and
+    /// a missing id set nothing).
+    pub fn context(&self, mode: Mode, id: Option<&str>) -> TenantContext {
+        if mode != Mode::Tenant {
+            return TenantContext::admin();
+        }
+        TenantContext {
+            role: Some(self.role.clone()),
+            settings: id
+                .map(|id| (self.setting.clone(), SettingValue::Text(id.to_string())))
+                .into_iter()
+                .collect(),
+        }
+    }
 }
 
 /// Parses a policy expression as the server prints it.
@@ -385,7 +462,7 @@ async fn check_id(
             .query_opt(
                 "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
                   WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped",
-                &[&quote_ident(t), c],
+                &[&sql_name(t), c],
             )
             .await
             .map_err(|e| Error::db("looking up the tenant key's type", e))?;
@@ -426,7 +503,7 @@ async fn check_id(
             .query_one(
                 &format!(
                     "SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1::text::{ty})",
-                    quote_ident(t),
+                    sql_name(t),
                     quote_ident(c)
                 ),
                 &[&id],
@@ -466,7 +543,7 @@ async fn tenant_sizes(
                 format!(
                     "SELECT {c}{cast} AS k, count(*) AS n FROM {t} WHERE {c} IS NOT NULL GROUP BY 1",
                     c = quote_ident(c),
-                    t = quote_ident(t)
+                    t = sql_name(t)
                 )
             })
             .collect();

@@ -6,27 +6,21 @@
 
 use std::collections::BTreeSet;
 
-use super::{Check, Ctx, Finding, Severity, describe};
-use crate::explain::plan::{Mode, PlanKind};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding};
+use crate::explain::plan_tree::{Mode, PlanKind};
 
 pub struct RlsPolicy;
 
 impl Check for RlsPolicy {
-    fn id(&self) -> &'static str {
-        "rls-policy"
-    }
-
-    fn help(&self) -> &'static str {
-        "policies should compare an indexed column with a STABLE expression through LEAKPROOF \
-         operators, e.g. account_id = current_setting('app.account_id')::bigint"
+    fn id(&self) -> CheckId {
+        CheckId::RlsPolicy
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         for c in &ctx.catalog.policy_calls {
             if c.volatile {
                 out.push(
-                    Finding::new(
-                        self,
+                    finding(self,
                         Severity::Error,
                         format!(
                             "policy {} on {} calls VOLATILE {}: it runs for every row and can never be an index condition",
@@ -37,7 +31,7 @@ impl Check for RlsPolicy {
                     .mode(Mode::Tenant),
                 );
             } else if !c.leakproof && c.what.starts_with("operator") {
-                let mut f = Finding::new(
+                let mut f = finding(
                     self,
                     Severity::Warning,
                     format!(
@@ -61,7 +55,7 @@ impl Check for RlsPolicy {
                     i.table == *table && i.columns.first() == Some(&Some(column.clone()))
                 });
                 if !led {
-                    let mut f = Finding::new(
+                    let mut f = finding(
                         self,
                         Severity::Warning,
                         format!(
@@ -98,7 +92,7 @@ impl Check for RlsPolicy {
                 if ap.uses_any_index() && !tp.uses_any_index() && big {
                     if seen.insert("index") {
                         out.push(
-                            Finding::new(
+                            finding(
                                 self,
                                 Severity::Error,
                                 format!(
@@ -107,14 +101,14 @@ impl Check for RlsPolicy {
                                     ap.indexes().join(", ")
                                 ),
                             )
-                            .statement(e, Mode::Tenant),
+                            .statement(&e.stmt, Mode::Tenant),
                         );
                     }
                 } else {
                     let (t, a) = (tp.total_cost(), ap.total_cost());
                     if a > 0.0 && t / a >= ctx.rls_cost_ratio && seen.insert("cost") {
                         out.push(
-                            Finding::new(
+                            finding(
                                 self,
                                 Severity::Warning,
                                 format!(
@@ -123,7 +117,7 @@ impl Check for RlsPolicy {
                                     t / a
                                 ),
                             )
-                            .statement(e, Mode::Tenant),
+                            .statement(&e.stmt, Mode::Tenant),
                         );
                     }
                 }
@@ -136,7 +130,7 @@ impl Check for RlsPolicy {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::catalog::PolicyCall;
+    use crate::catalog::planner::PolicyCall;
     use serde_json::json;
 
     #[test]

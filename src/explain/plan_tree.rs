@@ -4,23 +4,7 @@
 
 use serde_json::Value;
 
-/// How the plan was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Mode {
-    /// As the application role, under row-level security, for one tenant.
-    Tenant,
-    /// As the connecting (owner) role: no row-level security.
-    Admin,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Tenant => "tenant",
-            Mode::Admin => "admin",
-        }
-    }
-}
+pub use crate::tenancy::Mode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanKind {

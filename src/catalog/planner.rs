@@ -197,7 +197,7 @@ impl Catalog {
 /// The functions (with their volatility) and comparison operators (with
 /// their leakproofness) the policies use.
 async fn policy_calls(client: &Client, policies: &[Policy]) -> Result<Vec<PolicyCall>> {
-    use super::tenant::{functions, operators};
+    use crate::tenancy::{functions, operators};
     let mut out = Vec::new();
     for p in policies {
         let exprs: Vec<&String> = [&p.qual, &p.with_check].into_iter().flatten().collect();

@@ -2,18 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use super::{Check, Ctx, Finding, Severity, describe, judged_plans};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
 
 pub struct SeqScan;
 
 impl Check for SeqScan {
-    fn id(&self) -> &'static str {
-        "seq-scan"
-    }
-
-    fn help(&self) -> &'static str {
-        "add an index that leads with the columns the statement filters or joins on, \
-         or raise --min-rows if the table stays small"
+    fn id(&self) -> CheckId {
+        CheckId::SeqScan
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -36,7 +31,7 @@ impl Check for SeqScan {
             for ((mode, rel), plans) in hits {
                 let rows = crate::output::count(ctx.catalog.rows(&rel));
                 out.push(
-                    Finding::new(
+                    finding(
                         self,
                         Severity::Error,
                         format!(
@@ -44,7 +39,7 @@ impl Check for SeqScan {
                             plans.join(", ")
                         ),
                     )
-                    .statement(e, mode)
+                    .statement(&e.stmt, mode)
                     .relation(rel),
                 );
             }
@@ -56,7 +51,7 @@ impl Check for SeqScan {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::plan::{Mode, PlanKind};
+    use crate::explain::plan_tree::{Mode, PlanKind};
     use serde_json::json;
 
     fn scan(rel: &str) -> serde_json::Value {

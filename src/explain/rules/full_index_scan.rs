@@ -1,8 +1,8 @@
 //! `full-index-scan`: an index scan whose conditions do not constrain the
 //! index's leading column, on a big table: the whole index is read.
 
-use super::{Check, Ctx, Finding, Severity, describe, judged_plans};
-use crate::explain::sql::{Tok, lex};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use crate::params::binding::{Tok, lex};
 
 pub struct FullIndexScan;
 
@@ -16,13 +16,8 @@ pub fn mentions_column(cond: &str, column: &str) -> bool {
 }
 
 impl Check for FullIndexScan {
-    fn id(&self) -> &'static str {
-        "full-index-scan"
-    }
-
-    fn help(&self) -> &'static str {
-        "the scan does not constrain the index's first column; add an index that leads \
-         with the filtered column, or filter on the leading one"
+    fn id(&self) -> CheckId {
+        CheckId::FullIndexScan
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -64,11 +59,11 @@ impl FullIndexScan {
         &self,
         ctx: &Ctx,
         e: &crate::explain::engine::Explained,
-        p: &crate::explain::plan::Plan,
+        p: &crate::explain::plan_tree::Plan,
         rel: &str,
         idx: &str,
         cond: Option<&str>,
-        seen: &mut Vec<(crate::explain::plan::Mode, String)>,
+        seen: &mut Vec<(crate::explain::plan_tree::Mode, String)>,
         out: &mut Vec<Finding>,
     ) {
         let rows = ctx.catalog.rows(rel);
@@ -89,8 +84,7 @@ impl FullIndexScan {
         }
         seen.push((p.mode, idx.to_string()));
         out.push(
-            Finding::new(
-                self,
+            finding(self,
                 Severity::Warning,
                 format!(
                     "{idx} on {rel} ({} rows) is read without a condition on its leading column {lead} in the {}",
@@ -98,7 +92,7 @@ impl FullIndexScan {
                     describe(p)
                 ),
             )
-            .statement(e, p.mode)
+            .statement(&e.stmt, p.mode)
             .relation(rel)
             .index(idx),
         );
@@ -109,7 +103,7 @@ impl FullIndexScan {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::plan::{Mode, PlanKind};
+    use crate::explain::plan_tree::{Mode, PlanKind};
     use serde_json::json;
 
     #[test]

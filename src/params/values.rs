@@ -1,6 +1,6 @@
 //! Parameter values: what custom plans are planned with.
 //!
-//! Each `$n` bound to a column (see [`super::sql`]) gets that column's most
+//! Each `$n` bound to a column (see [`super::binding`]) gets that column's most
 //! common value among the tenant's rows (sampled once per table, column and
 //! tenant, as the connecting role, outside any transaction); `LIMIT $n` a
 //! page size, `OFFSET $n` 0; anything else a value of the type the server
@@ -13,11 +13,11 @@ use bytes::BytesMut;
 use tokio_postgres::Client;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 
-use super::catalog::Catalog;
-use super::sql::{self, Analysis, Binding};
-use super::tenant::Tenancy;
+use crate::catalog::planner::Catalog;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
+use crate::params::binding::{self, Analysis, Binding};
+use crate::tenancy::Tenancy;
 
 /// A realistic page size for `LIMIT $n`.
 pub const PAGE_SIZE: &str = "50";
@@ -111,7 +111,7 @@ impl Sampler {
         analysis: &Analysis,
         tenant: Option<&str>,
     ) -> Result<Vec<Option<String>>> {
-        let max = sql::params(text).into_iter().max().unwrap_or(0) as usize;
+        let max = binding::params(text).into_iter().max().unwrap_or(0) as usize;
         let mut out = vec![None; max];
         for (&n, b) in &analysis.bindings {
             let Some(slot) = out.get_mut((n as usize).wrapping_sub(1)) else {
