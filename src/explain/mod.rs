@@ -5,6 +5,12 @@
 //! `tenancy`, `params`, `session`, `findings`.
 
 pub mod engine;
+pub mod options;
 pub mod plan_tree;
 pub mod report;
 pub mod rules;
+pub mod run;
+pub mod stats_source;
+
+pub use options::ExplainSettings;
+pub use run::run;

@@ -15,7 +15,7 @@ use crate::output::{count, md_cell, table};
 pub const FORMAT_VERSION: u32 = 1;
 
 /// What `planck explain` found.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Report {
     pub results: Vec<Explained>,
     /// Findings after ignores, each marked when the baseline holds it.
@@ -42,6 +42,16 @@ impl Report {
             .iter()
             .filter(|(f, base)| f.severity == Severity::Error && !base)
             .count()
+    }
+
+    /// The gate: 1 on a new error finding, or (with `fail_on_skipped`) on a
+    /// skipped statement; else 0.
+    pub fn exit_code(&self, fail_on_skipped: bool) -> i32 {
+        if self.new_errors() > 0 || (fail_on_skipped && self.skipped() > 0) {
+            1
+        } else {
+            0
+        }
     }
 
     pub fn by_check(&self) -> BTreeMap<CheckId, usize> {

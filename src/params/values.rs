@@ -17,6 +17,7 @@ use crate::catalog::planner::Catalog;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
 use crate::params::binding::{self, Analysis, Binding};
+use crate::session::{self, StatsMode};
 use crate::tenancy::Tenancy;
 
 /// A realistic page size for `LIMIT $n`.
@@ -88,17 +89,20 @@ pub struct Sampler {
     /// Table -> the column its policy compares with the tenant setting.
     tenant_columns: BTreeMap<String, String>,
     cache: Mutex<HashMap<SampleKey, Option<String>>>,
+    stats: StatsMode,
 }
 
 /// (table, column, tenant).
 type SampleKey = (String, String, Option<String>);
 
 impl Sampler {
-    pub fn new(catalog: Arc<Catalog>, tenancy: Option<&Tenancy>) -> Sampler {
+    /// `stats`: how the probes stay out of pg_stat_statements (see `session`).
+    pub fn new(catalog: Arc<Catalog>, tenancy: Option<&Tenancy>, stats: StatsMode) -> Sampler {
         Sampler {
             catalog,
             tenant_columns: tenancy.map(|t| t.columns.clone()).unwrap_or_default(),
             cache: Mutex::new(HashMap::new()),
+            stats,
         }
     }
 
@@ -170,14 +174,17 @@ impl Sampler {
             return Ok(v);
         }
         let c = quote_ident(column);
-        let t = quote_ident(table);
+        let t = crate::catalog::sql_name(table);
         let filter = match &tcol {
             Some(tc) if tenant.is_some() => format!("AND {} = $1", quote_ident(tc)),
             _ => String::new(),
         };
-        let sql = format!(
-            "SELECT v FROM (SELECT {c}::text AS v FROM {t} WHERE {c} IS NOT NULL {filter} LIMIT 5000) s \
+        let sql = session::tag(
+            self.stats,
+            &format!(
+                "SELECT v FROM (SELECT {c}::text AS v FROM {t} WHERE {c} IS NOT NULL {filter} LIMIT 5000) s \
          GROUP BY v ORDER BY count(*) DESC, v LIMIT 1"
+            ),
         );
         let p = TextParam(tenant.map(str::to_string));
         let params: Vec<&(dyn ToSql + Sync)> = if tenant.is_some() && tcol.is_some() {
