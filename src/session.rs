@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
 use tokio_postgres::{Client, NoTls};
 
 use crate::db::{ConnInfo, quote_ident};
@@ -136,12 +137,14 @@ pub async fn apply_settings(
         .iter()
         .flat_map(|(name, v)| [name.clone(), v.as_text()])
         .collect();
-    let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = values
+    let params: Vec<(&(dyn tokio_postgres::types::ToSql + Sync), Type)> = values
         .iter()
-        .map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync))
+        .map(|v| (v as &(dyn tokio_postgres::types::ToSql + Sync), Type::TEXT))
         .collect();
+    // Typed: Parse, Bind and Execute leave in one write, so a statement the
+    // caller pipelines behind this one reaches the server after it.
     client
-        .execute(&settings_sql(ctx.settings.len()), &params)
+        .query_typed(&settings_sql(ctx.settings.len()), &params)
         .await
         .map(|_| ())
 }
