@@ -443,11 +443,13 @@ async fn begin(
     .map_err(|e| failure(e, "starting the planning transaction"))
 }
 
+/// VERBOSE: only then does EXPLAIN name each scan's `Schema`, which keeps two
+/// schemas' same-named tables and indexes apart (see `plan_tree::walk`).
 fn explain_prefix(analyze: bool) -> &'static str {
     if analyze {
-        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+        "EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) "
     } else {
-        "EXPLAIN (FORMAT JSON) "
+        "EXPLAIN (VERBOSE, FORMAT JSON) "
     }
 }
 
@@ -686,14 +688,16 @@ fn generic_record(mode: Mode, tenant: &Option<String>, n: usize, json: Value) ->
 /// force the generic plan, EXPLAIN EXECUTE with NULLs.
 fn generic_sql(shared: &Shared, text: &str, nparams: usize) -> String {
     if shared.catalog.server_version_num >= 160000 {
-        shared.tag(&format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {text}"))
+        shared.tag(&format!(
+            "EXPLAIN (GENERIC_PLAN, VERBOSE, FORMAT JSON) {text}"
+        ))
     } else {
         let nulls = vec!["NULL"; nparams].join(", ");
         [
             // The `;` on a line of its own: the text may end in a `--` comment.
             format!("PREPARE planck_generic AS {text}\n"),
             "SET LOCAL plan_cache_mode = force_generic_plan".to_string(),
-            format!("EXPLAIN (FORMAT JSON) EXECUTE planck_generic({nulls})"),
+            format!("EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE planck_generic({nulls})"),
             "DEALLOCATE planck_generic".to_string(),
             "SET LOCAL plan_cache_mode = auto".to_string(),
         ]
@@ -784,11 +788,9 @@ pub fn column_params(e: &Explained, catalog: &Catalog) -> Vec<(u32, String, Stri
             array: false,
         } = b
         {
-            let t = match table {
-                Some(t) if catalog.tables.contains_key(t) => Some(t.clone()),
-                _ => catalog
-                    .table_with_column(&e.analysis.tables, column)
-                    .cloned(),
+            let t = match table.as_deref().and_then(|t| catalog.resolve(t)) {
+                Some(t) => Some(t.to_string()),
+                None => catalog.table_with_column(&e.analysis.tables, column),
             };
             if let Some(t) = t {
                 out.push((n, t, column.clone()));
@@ -848,7 +850,7 @@ mod tests {
         };
         assert_eq!(
             generic_sql(&shared(160004), "SELECT $1", 1),
-            "EXPLAIN (GENERIC_PLAN, FORMAT JSON) SELECT $1"
+            "EXPLAIN (GENERIC_PLAN, VERBOSE, FORMAT JSON) SELECT $1"
         );
         let old = generic_sql(&shared(150018), "SELECT $1 -- c", 2);
         assert!(

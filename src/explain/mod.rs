@@ -5,6 +5,7 @@
 //! `tenancy`, `params`, `session`, `findings`.
 
 pub mod engine;
+pub mod json;
 pub mod options;
 pub mod plan_tree;
 pub mod report;

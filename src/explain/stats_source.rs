@@ -54,8 +54,11 @@ pub fn noise(query: &str) -> Option<Noise> {
     // What the engine, the sampler and the session send (constants normalized to $n).
     const PLANCK_FORMS: &[&str] = &[
         "explain (format json)",
+        "explain (verbose, format json)",
         "explain (analyze, buffers, format json)",
+        "explain (analyze, buffers, verbose, format json)",
         "explain (generic_plan, format json)",
+        "explain (generic_plan, verbose, format json)",
         "prepare planck_generic",
         "execute planck_generic",
         "deallocate planck_generic",

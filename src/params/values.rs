@@ -129,12 +129,9 @@ impl Sampler {
                     column,
                     array,
                 } => {
-                    let table = match table {
-                        Some(t) if self.catalog.tables.contains_key(t) => Some(t.clone()),
-                        _ => self
-                            .catalog
-                            .table_with_column(&analysis.tables, column)
-                            .cloned(),
+                    let table = match table.as_deref().and_then(|t| self.catalog.resolve(t)) {
+                        Some(t) => Some(t.to_string()),
+                        None => self.catalog.table_with_column(&analysis.tables, column),
                     };
                     let Some(table) = table else { continue };
                     let v = self.sample(client, &table, column, tenant).await?;

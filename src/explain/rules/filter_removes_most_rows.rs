@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
 use crate::output::count;
 
 pub struct FilterRemovesMostRows;
@@ -43,7 +43,8 @@ impl Check for FilterRemovesMostRows {
                                 ),
                             )
                             .statement(&e.stmt, p.mode)
-                            .relation(rel.clone()),
+                            .relation(rel.clone())
+                            .node(plan_index(e, p), &n.path),
                         );
                     }
                 }

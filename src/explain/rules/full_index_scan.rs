@@ -1,7 +1,7 @@
 //! `full-index-scan`: an index scan whose conditions do not constrain the
 //! index's leading column, on a big table: the whole index is read.
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
 use crate::params::binding::{Tok, lex};
 
 pub struct FullIndexScan;
@@ -31,21 +31,12 @@ impl Check for FullIndexScan {
                             && n.node_type == "Bitmap Index Scan"
                             && let Some(ix) = ctx.catalog.index(idx)
                         {
-                            self.judge(
-                                ctx,
-                                e,
-                                p,
-                                &ix.table.clone(),
-                                idx,
-                                n.index_cond.as_deref(),
-                                &mut seen,
-                                out,
-                            );
+                            self.judge(ctx, e, p, &ix.table.clone(), idx, &n, &mut seen, out);
                         }
                         continue;
                     };
                     if n.is_index_scan() {
-                        self.judge(ctx, e, p, rel, idx, n.index_cond.as_deref(), &mut seen, out);
+                        self.judge(ctx, e, p, rel, idx, &n, &mut seen, out);
                     }
                 }
             }
@@ -62,10 +53,11 @@ impl FullIndexScan {
         p: &crate::explain::plan_tree::Plan,
         rel: &str,
         idx: &str,
-        cond: Option<&str>,
+        n: &crate::explain::plan_tree::Node,
         seen: &mut Vec<(crate::explain::plan_tree::Mode, String)>,
         out: &mut Vec<Finding>,
     ) {
+        let cond = n.index_cond.as_deref();
         let rows = ctx.catalog.rows(rel);
         if rows < ctx.min_rows {
             return;
@@ -94,7 +86,8 @@ impl FullIndexScan {
             )
             .statement(&e.stmt, p.mode)
             .relation(rel)
-            .index(idx),
+            .index(idx)
+            .node(plan_index(e, p), &n.path),
         );
     }
 }

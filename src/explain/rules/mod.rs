@@ -50,7 +50,13 @@ impl Ctx<'_> {
     pub fn touched(&self) -> std::collections::BTreeSet<String> {
         let mut s = std::collections::BTreeSet::new();
         for e in self.explained() {
-            s.extend(e.analysis.tables.iter().cloned());
+            s.extend(
+                e.analysis
+                    .tables
+                    .iter()
+                    .filter_map(|t| self.catalog.resolve(t))
+                    .map(str::to_string),
+            );
             for p in &e.plans {
                 s.extend(p.nodes().into_iter().filter_map(|n| n.relation));
             }
@@ -131,6 +137,7 @@ pub(crate) mod testing {
     pub fn catalog(tables: &[(&str, u64)], indexes: Vec<Index>) -> Catalog {
         Catalog {
             server_version_num: 150000,
+            search_path: vec!["public".into()],
             tables: tables
                 .iter()
                 .map(|(n, rows)| {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
 
 pub struct SeqScan;
 
@@ -14,13 +14,16 @@ impl Check for SeqScan {
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         for e in ctx.explained() {
             // (mode, table) -> the plans that scan it.
-            let mut hits: BTreeMap<_, Vec<String>> = BTreeMap::new();
+            let mut hits: BTreeMap<_, (Vec<String>, (usize, Vec<usize>))> = BTreeMap::new();
             for p in judged_plans(e) {
                 for n in p.nodes() {
                     if let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan())
                         && ctx.catalog.rows(&rel) >= ctx.min_rows
                     {
-                        let v = hits.entry((p.mode, rel)).or_default();
+                        // The first node found is the one the finding points at.
+                        let (v, _) = hits
+                            .entry((p.mode, rel))
+                            .or_insert_with(|| (Vec::new(), (plan_index(e, p), n.path.clone())));
                         let d = describe(p);
                         if !v.contains(&d) {
                             v.push(d);
@@ -28,7 +31,7 @@ impl Check for SeqScan {
                     }
                 }
             }
-            for ((mode, rel), plans) in hits {
+            for ((mode, rel), (plans, (plan, path))) in hits {
                 let rows = crate::output::count(ctx.catalog.rows(&rel));
                 out.push(
                     finding(
@@ -40,7 +43,8 @@ impl Check for SeqScan {
                         ),
                     )
                     .statement(&e.stmt, mode)
-                    .relation(rel),
+                    .relation(rel)
+                    .node(plan, &path),
                 );
             }
         }

@@ -32,7 +32,7 @@ impl Check for StaleStatement {
                 .analysis
                 .tables
                 .iter()
-                .find(|t| !ctx.catalog.tables.contains_key(*t))
+                .find(|t| ctx.catalog.resolve(t).is_none())
             {
                 f = f.relation(t.clone());
             }
