@@ -1,0 +1,339 @@
+//! `planck explain` after the foundation v2 step (issue 8): same-named tables
+//! in two schemas stay apart, planck never plans its own statements from
+//! pg_stat_statements, skipped statements can fail the gate, findings point
+//! at their queries-file line and plan node. JSON is read through typed
+//! mirror structs that refuse unknown fields, so the wire shape is pinned
+//! here independently of the crate's own types.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::{TestDb, assert_exit, stderr, stdout};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Report {
+    format_version: u32,
+    statements: Vec<Statement>,
+    findings: Vec<Finding>,
+    summary: Summary,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Statement {
+    id: String,
+    query: String,
+    role: Option<String>,
+    mode: Option<String>,
+    status: String,
+    reason: Option<String>,
+    planned_query: Option<String>,
+    repairs: Vec<String>,
+    param_types: Vec<String>,
+    notes: Vec<String>,
+    plans: Vec<Plan>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Plan {
+    mode: String,
+    kind: String,
+    tenant: Option<String>,
+    tenant_id: Option<String>,
+    params: Vec<Option<String>>,
+    plan: serde_json::Value,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Finding {
+    check: String,
+    severity: String,
+    mode: Option<String>,
+    statement_id: Option<String>,
+    query: Option<String>,
+    relation: Option<String>,
+    index: Option<String>,
+    message: String,
+    help: String,
+    baseline: bool,
+    location: Option<Location>,
+    node: Option<Node>,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Location {
+    kind: String,
+    path: String,
+    line: usize,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Node {
+    plan: usize,
+    path: Vec<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Summary {
+    explained: usize,
+    skipped: usize,
+    findings: std::collections::BTreeMap<String, usize>,
+    ignored: usize,
+    new_errors: usize,
+}
+
+impl Report {
+    fn findings(&self, check: &str) -> Vec<&Finding> {
+        self.findings.iter().filter(|f| f.check == check).collect()
+    }
+
+    fn statement(&self, needle: &str) -> &Statement {
+        self.statements
+            .iter()
+            .find(|s| s.query.contains(needle))
+            .unwrap_or_else(|| panic!("no statement with {needle}: {self:#?}"))
+    }
+}
+
+/// Runs `planck --format json explain ARGS`: the exit code, the report, stderr.
+fn json_run(db: &TestDb, dir: &Path, args: &[&str]) -> (i32, Report, String) {
+    let mut a = vec!["--format", "json", "explain"];
+    a.extend_from_slice(args);
+    let out = db.planck(&a, dir);
+    let code = out.status.code().unwrap_or(-1);
+    let r: Report = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| {
+        panic!(
+            "not the report ({e}); exit {code}\nstdout:\n{}\nstderr:\n{}",
+            stdout(&out),
+            stderr(&out)
+        )
+    });
+    assert_eq!(r.format_version, 1);
+    (code, r, stderr(&out))
+}
+
+/// A queries file of these statements (role `planck`, the superuser the
+/// test cluster connects as); returns its path and each entry's line.
+fn queries(dir: &Path, stmts: &[&str]) -> (String, Vec<usize>) {
+    let mut text = String::from("format_version = 1\n");
+    let mut lines = Vec::new();
+    for q in stmts {
+        text.push_str("\n[[statement]]\n");
+        lines.push(text.lines().count());
+        text.push_str(&format!(
+            "role = \"planck\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
+        ));
+    }
+    let path = dir.join("queries.toml");
+    std::fs::write(&path, text).unwrap();
+    (path.display().to_string(), lines)
+}
+
+/// Issue 8 section 1: explain keyed tables and indexes by bare name and read
+/// only the search path, so `a.events` was reported as `events` (or not at
+/// all) and same-named indexes of two schemas overwrote each other.
+#[test]
+fn issue8_same_named_tables_and_indexes_in_two_schemas_each_finding_names_its_own() {
+    let db = TestDb::new("explain_two_schemas");
+    db.exec(
+        "CREATE SCHEMA a; CREATE SCHEMA b;
+         CREATE TABLE events (id bigint PRIMARY KEY, kind text, note text);
+         CREATE TABLE a.events (id bigint PRIMARY KEY, kind text, note text);
+         CREATE TABLE b.events (id bigint PRIMARY KEY, kind text, note text);
+         INSERT INTO events SELECT g, 'k' || (g % 100), 'n' || g FROM generate_series(1, 20000) g;
+         INSERT INTO a.events SELECT g, 'k' || (g % 100), 'n' || g FROM generate_series(1, 20000) g;
+         INSERT INTO b.events SELECT g, 'k' || (g % 100), 'n' || g FROM generate_series(1, 200) g;
+         CREATE INDEX events_kind ON events (kind);
+         CREATE INDEX events_kind ON a.events (kind);
+         CREATE INDEX events_kind ON b.events (kind);
+         ANALYZE",
+    );
+    let dir = common::project_dir();
+    let (q, lines) = queries(
+        dir.path(),
+        &[
+            "SELECT id FROM a.events WHERE note = $1",
+            "SELECT id FROM b.events WHERE note = $1",
+            "SELECT id FROM events WHERE note = $1",
+            "SELECT id FROM a.events WHERE kind = $1",
+        ],
+    );
+    let (code, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_eq!(code, 1, "{r:#?}\n{err}");
+
+    // Seq scans: the two large tables, each by its own name; b.events is small.
+    let seq: BTreeSet<(&str, &str)> = r
+        .findings("seq-scan")
+        .iter()
+        .map(|f| {
+            let s = r
+                .statements
+                .iter()
+                .find(|s| Some(&s.id) == f.statement_id.as_ref())
+                .unwrap();
+            (s.query.as_str(), f.relation.as_deref().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        seq,
+        BTreeSet::from([
+            ("SELECT id FROM a.events WHERE note = $1", "a.events"),
+            ("SELECT id FROM events WHERE note = $1", "events"),
+        ]),
+        "{r:#?}"
+    );
+
+    // a.events_kind is used; public's and b's same-named indexes are not.
+    let unused: BTreeSet<(&str, &str)> = r
+        .findings("unused-index")
+        .iter()
+        .filter(|f| f.index.as_deref().is_some_and(|i| i.ends_with("events_kind")))
+        .map(|f| (f.relation.as_deref().unwrap(), f.index.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        unused,
+        BTreeSet::from([("b.events", "b.events_kind"), ("events", "events_kind")]),
+        "{r:#?}"
+    );
+
+    // The finding points at its statement's entry and at the scan node.
+    let on_a = r
+        .findings("seq-scan")
+        .into_iter()
+        .find(|f| f.relation.as_deref() == Some("a.events"))
+        .unwrap();
+    assert_eq!(
+        on_a.location,
+        Some(Location {
+            kind: "queries".into(),
+            path: q.clone(),
+            line: lines[0],
+        })
+    );
+    let node = on_a.node.as_ref().expect("a plan node");
+    let s = r.statement("FROM a.events WHERE note");
+    let mut n = &s.plans[node.plan].plan[0]["Plan"];
+    for i in &node.path {
+        n = &n["Plans"][*i];
+    }
+    assert_eq!(n["Node Type"], "Seq Scan", "{n:#}");
+    assert_eq!(n["Schema"], "a", "{n:#}");
+}
+
+/// Issue 8 section 4: `planck explain --from-stats` run twice planned its
+/// own PREPAREs, EXPLAINs and value probes from the first run (96 of them on
+/// a small fixture), the server's foreign-key checks and
+/// pg_stat_statements_reset.
+#[test]
+fn issue8_from_stats_twice_plans_none_of_planck_own_statements() {
+    let db = TestDb::new("explain_stats_twice");
+    db.exec(
+        "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+         CREATE TABLE users (id bigint PRIMARY KEY, name text);
+         CREATE TABLE devices (id bigint PRIMARY KEY, user_id bigint REFERENCES users, name text);
+         INSERT INTO users SELECT g, 'u' || g FROM generate_series(1, 100) g;
+         INSERT INTO devices SELECT g, g % 100 + 1, 'd' FROM generate_series(1, 20000) g;
+         ANALYZE",
+    );
+    db.exec(
+        "SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database \
+         WHERE datname = current_database()), 0)",
+    );
+    // The application: a query, and an insert whose FK check the server runs
+    // (recorded too: the test cluster tracks nested statements).
+    db.exec("SELECT id, name FROM devices WHERE user_id = 42");
+    db.exec("INSERT INTO devices VALUES (20001, 5, 'x')");
+    db.exec("UPDATE devices SET name = 'y' WHERE user_id = 7");
+
+    let dir = common::project_dir();
+    let own = |r: &Report| -> Vec<String> {
+        r.statements
+            .iter()
+            .map(|s| s.query.clone())
+            .filter(|q| {
+                let l = q.to_lowercase();
+                l.contains("explain (")
+                    || l.contains("planck_generic")
+                    || l.contains("set_config")
+                    || l.contains("pg_stat_statements")
+                    || l.contains("for key share")
+                    || l.contains("::text as v from")
+                    || l.contains("/* planck */")
+            })
+            .collect()
+    };
+    let (_, first, err1) = json_run(&db, dir.path(), &["--from-stats"]);
+    assert!(own(&first).is_empty(), "{:#?}", own(&first));
+    first.statement("FROM devices WHERE user_id = $1");
+    assert!(
+        err1.contains("server foreign-key checks"),
+        "the FK check is left out with its own reason: {err1}"
+    );
+    let (_, second, _) = json_run(&db, dir.path(), &["--from-stats"]);
+    assert!(own(&second).is_empty(), "{:#?}", own(&second));
+    let ids = |r: &Report| r.statements.iter().map(|s| s.id.clone()).collect::<BTreeSet<_>>();
+    assert!(
+        ids(&second).is_subset(&ids(&first)),
+        "the second run found statements the first run sent: {:#?}",
+        ids(&second).difference(&ids(&first)).collect::<Vec<_>>()
+    );
+}
+
+/// Issue 8 section 5: when every statement timed out, explain exited 0 and
+/// the gate passed without judging anything.
+#[test]
+fn issue8_fail_on_skipped_exits_1_when_every_statement_timed_out() {
+    let db = TestDb::new("explain_fail_on_skipped");
+    db.exec(
+        "CREATE TABLE t (id bigint PRIMARY KEY);
+         CREATE FUNCTION slow_id(bigint) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
+             AS $$ BEGIN PERFORM pg_sleep(3); RETURN $1; END $$",
+    );
+    let dir = common::project_dir();
+    let (q, _) = queries(
+        dir.path(),
+        &[
+            "SELECT id FROM t WHERE id = slow_id($1)",
+            "SELECT id FROM t WHERE id = slow_id($1) + 1",
+        ],
+    );
+    let base = ["--queries", q.as_str(), "--statement-timeout-ms", "200"];
+    let (code, r, _) = json_run(&db, dir.path(), &base);
+    assert_eq!(code, 0, "skipped statements alone do not fail the gate");
+    assert_eq!((r.summary.explained, r.summary.skipped), (0, 2), "{r:#?}");
+    assert!(
+        r.statements
+            .iter()
+            .all(|s| s.reason.as_deref().is_some_and(|x| x.contains("timed out"))),
+        "{r:#?}"
+    );
+    let mut args = base.to_vec();
+    args.push("--fail-on-skipped");
+    let (code, _, _) = json_run(&db, dir.path(), &args);
+    assert_eq!(code, 1);
+    // The table's summary counts them, within 80 columns.
+    let mut a = vec!["explain"];
+    a.extend_from_slice(&args);
+    let out = db.planck(&a, dir.path());
+    assert_exit(&out, 1);
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("0 statements explained, 2 skipped")),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+}
