@@ -19,6 +19,7 @@ use crate::catalog::planner::Catalog;
 use crate::catalog::sql_name;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
+use crate::session::{StatsMode, tag};
 
 /// How a statement is planned or run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -244,6 +245,7 @@ pub async fn resolve(
     catalog: &Catalog,
     opts: &TenantOptions,
     recorded_roles: &[String],
+    stats: StatsMode,
 ) -> Result<Tenancy> {
     if catalog.policies.is_empty() {
         return Err(Error::usage_hint(
@@ -348,13 +350,22 @@ pub async fn resolve(
                 })?
         }
     };
-    check_role(client, catalog, &role).await?;
+    check_role(client, catalog, &role, stats).await?;
 
-    let (heaviest, median) = tenant_sizes(client, &columns).await?;
+    let (heaviest, median) = tenant_sizes(client, &columns, stats).await?;
     let id = match (&opts.id, &heaviest) {
         (Some(id), _) => {
             let flag = opts.id_source.unwrap_or("--tenant-id");
-            check_id(client, &setting, &columns, id, flag, heaviest.as_deref()).await?;
+            check_id(
+                client,
+                &setting,
+                &columns,
+                id,
+                flag,
+                heaviest.as_deref(),
+                stats,
+            )
+            .await?;
             id.clone()
         }
         (None, Some(h)) => h.clone(),
@@ -376,14 +387,18 @@ pub async fn resolve(
 }
 
 /// The role must exist, obey row-level security and own none of the tables.
-async fn check_role(client: &Client, catalog: &Catalog, role: &str) -> Result<()> {
+async fn check_role(
+    client: &Client,
+    catalog: &Catalog,
+    role: &str,
+    stats: StatsMode,
+) -> Result<()> {
     let row = client
-        .query_opt(
-            "SELECT rolsuper, rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER'),
+        .query_opt(&tag(stats, "SELECT rolsuper, rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER'),
                     ARRAY(SELECT c.relname::text FROM pg_class c
                            WHERE c.relowner = r.oid AND c.relrowsecurity AND NOT c.relforcerowsecurity
                            ORDER BY 1)
-               FROM pg_roles r WHERE rolname = $1",
+               FROM pg_roles r WHERE rolname = $1"),
             &[&role],
         )
         .await
@@ -449,6 +464,7 @@ async fn check_id(
     id: &str,
     flag: &str,
     heaviest: Option<&str>,
+    stats: StatsMode,
 ) -> Result<()> {
     let hint = match heaviest {
         Some(h) => format!("the heaviest tenant is {h}; leave {flag} out to use it"),
@@ -460,8 +476,11 @@ async fn check_id(
     for (t, c) in columns {
         let row = client
             .query_opt(
-                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+                &tag(
+                    stats,
+                    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
                   WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped",
+                ),
                 &[&sql_name(t), c],
             )
             .await
@@ -474,7 +493,10 @@ async fn check_id(
     let mut rejected: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (t, _, ty) in &keys {
         let cast = client
-            .query_one(&format!("SELECT $1::text::{ty} IS NOT NULL"), &[&id])
+            .query_one(
+                &tag(stats, &format!("SELECT $1::text::{ty} IS NOT NULL")),
+                &[&id],
+            )
             .await;
         match cast {
             Ok(_) => {}
@@ -501,10 +523,13 @@ async fn check_id(
     for (t, c, ty) in &keys {
         let owns: bool = client
             .query_one(
-                &format!(
-                    "SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1::text::{ty})",
-                    sql_name(t),
-                    quote_ident(c)
+                &tag(
+                    stats,
+                    &format!(
+                        "SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1::text::{ty})",
+                        sql_name(t),
+                        quote_ident(c)
+                    ),
                 ),
                 &[&id],
             )
@@ -530,6 +555,7 @@ async fn check_id(
 async fn tenant_sizes(
     client: &Client,
     columns: &BTreeMap<String, String>,
+    stats: StatsMode,
 ) -> Result<(Option<String>, Option<String>)> {
     if columns.is_empty() {
         return Ok((None, None));
@@ -552,10 +578,10 @@ async fn tenant_sizes(
             parts.join(" UNION ALL ")
         )
     };
-    let rows = match client.query(&query(""), &[]).await {
+    let rows = match client.query(&tag(stats, &query("")), &[]).await {
         Ok(rows) => rows,
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DATATYPE_MISMATCH) => client
-            .query(&query("::text"), &[])
+            .query(&tag(stats, &query("::text")), &[])
             .await
             .map_err(|e| Error::db("finding the heaviest tenant", e))?,
         Err(e) => return Err(Error::db("finding the heaviest tenant", e)),

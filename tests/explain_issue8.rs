@@ -200,7 +200,11 @@ fn issue8_same_named_tables_and_indexes_in_two_schemas_each_finding_names_its_ow
     let unused: BTreeSet<(&str, &str)> = r
         .findings("unused-index")
         .iter()
-        .filter(|f| f.index.as_deref().is_some_and(|i| i.ends_with("events_kind")))
+        .filter(|f| {
+            f.index
+                .as_deref()
+                .is_some_and(|i| i.ends_with("events_kind"))
+        })
         .map(|f| (f.relation.as_deref().unwrap(), f.index.as_deref().unwrap()))
         .collect();
     assert_eq!(
@@ -284,7 +288,12 @@ fn issue8_from_stats_twice_plans_none_of_planck_own_statements() {
     );
     let (_, second, _) = json_run(&db, dir.path(), &["--from-stats"]);
     assert!(own(&second).is_empty(), "{:#?}", own(&second));
-    let ids = |r: &Report| r.statements.iter().map(|s| s.id.clone()).collect::<BTreeSet<_>>();
+    let ids = |r: &Report| {
+        r.statements
+            .iter()
+            .map(|s| s.id.clone())
+            .collect::<BTreeSet<_>>()
+    };
     assert!(
         ids(&second).is_subset(&ids(&first)),
         "the second run found statements the first run sent: {:#?}",
@@ -336,4 +345,76 @@ fn issue8_fail_on_skipped_exits_1_when_every_statement_timed_out() {
         "{text}"
     );
     assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+}
+
+/// Issue 8 section 4: where a role may not `SET pg_stat_statements.track`,
+/// planck falls back to tagging its statements `/* planck */`, says so once
+/// (not once per pooled connection), and still leaves them out next time.
+#[test]
+fn issue8_a_role_that_may_not_untrack_is_warned_once_and_tagged_statements_are_left_out() {
+    let db = TestDb::new("explain_untrack_refused");
+    let role = format!("{}_r", db.name);
+    db.exec(&format!(
+        "DROP ROLE IF EXISTS {role};
+         CREATE ROLE {role} LOGIN PASSWORD 'pw';
+         CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+         CREATE TABLE t (id bigint PRIMARY KEY, v text);
+         INSERT INTO t SELECT g, 'v' || (g % 10) FROM generate_series(1, 1000) g;
+         GRANT SELECT ON t TO {role};
+         ANALYZE"
+    ));
+    let url = db.url.replacen("planck@", &format!("{role}:pw@"), 1);
+    assert_ne!(url, db.url);
+    let dir = common::project_dir();
+    let run = || {
+        let out = common::planck_cmd(dir.path())
+            .args(["--database-url", &url, "--format", "json", "explain"])
+            .args(["--from-stats", "--as-admin", "--jobs", "3"])
+            .output()
+            .unwrap();
+        let r: Report = serde_json::from_str(&stdout(&out))
+            .unwrap_or_else(|e| panic!("{e}\n{}\n{}", stdout(&out), stderr(&out)));
+        (r, stderr(&out))
+    };
+    // The application, as the role: one statement planck has to plan.
+    {
+        let url = url.clone();
+        common::block_on(async move {
+            let c = planck::db::ConnInfo::parse(&url, false)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
+            c.query("SELECT id FROM t WHERE v = $1", &[&"v3"])
+                .await
+                .unwrap();
+        });
+    }
+    let (first, err) = run();
+    assert_eq!(
+        err.matches("may not SET pg_stat_statements.track").count(),
+        1,
+        "{err}"
+    );
+    first.statement("SELECT id FROM t WHERE v = $1");
+    let tagged = db.query_strings(&format!(
+        "SELECT count(*) FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid
+          WHERE r.rolname = '{role}' AND s.query LIKE '/* planck */ EXPLAIN%'"
+    ));
+    assert_ne!(
+        tagged,
+        vec!["0".to_string()],
+        "planck's EXPLAINs carry the tag"
+    );
+    let (second, _) = run();
+    let leaked: Vec<&str> = second
+        .statements
+        .iter()
+        .map(|s| s.query.as_str())
+        .filter(|q| q.contains("/* planck */") || q.contains("EXPLAIN ("))
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:#?}");
+    second.statement("SELECT id FROM t WHERE v = $1");
+    db.exec(&format!("DROP OWNED BY {role}"));
+    db.exec(&format!("DROP ROLE {role}"));
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use tokio_postgres::Client;
 
 use crate::error::{Error, Result};
+use crate::session::{StatsMode, tag};
 
 /// The schemas read: not the system's, not planck's own (`col` names the
 /// schema column; spliced into the queries).
@@ -93,23 +94,26 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    pub async fn load(client: &Client) -> Result<Catalog> {
+    /// `stats`: how the reads stay out of pg_stat_statements (see `session`).
+    pub async fn load(client: &Client, stats: StatsMode) -> Result<Catalog> {
         let q = |ctx: &'static str| move |e| Error::db(ctx, e);
         let version: i32 = client
-            .query_one("SELECT current_setting('server_version_num')::int", &[])
+            .query_one(
+                &tag(stats, "SELECT current_setting('server_version_num')::int"),
+                &[],
+            )
             .await
             .map_err(q("reading the server version"))?
             .get(0);
         let search_path: Vec<String> = client
-            .query_one("SELECT current_schemas(false)::text[]", &[])
+            .query_one(&tag(stats, "SELECT current_schemas(false)::text[]"), &[])
             .await
             .map_err(q("reading the search path"))?
             .get(0);
         let mut tables = BTreeMap::new();
         let mut uncounted = Vec::new();
         for r in client
-            .query(
-                &format!(
+            .query(&tag(stats, &format!(
                     "SELECT n.nspname::text || '.' || c.relname::text, c.reltuples::float8, c.relrowsecurity,
                         coalesce(array_agg(a.attname::text ORDER BY a.attnum)
                                  FILTER (WHERE a.attnum > 0), '{{}}')
@@ -119,7 +123,7 @@ impl Catalog {
                   WHERE c.relkind IN ('r', 'p') AND {}
                   GROUP BY c.oid, n.nspname, c.relname, c.reltuples, c.relrowsecurity",
                     user_schemas("n.nspname")
-                ),
+                )),
                 &[],
             )
             .await
@@ -146,15 +150,14 @@ impl Catalog {
         // Never analyzed: count for real (the threshold needs a true size).
         for name in uncounted {
             let sql = format!("SELECT count(*) FROM {}", super::sql_name(&name));
-            if let Ok(row) = client.query_one(&sql, &[]).await
+            if let Ok(row) = client.query_one(&tag(stats, &sql), &[]).await
                 && let Some(t) = tables.get_mut(&name)
             {
                 t.rows = row.get::<_, i64>(0).max(0) as u64;
             }
         }
         let indexes = client
-            .query(
-                &format!(
+            .query(&tag(stats, &format!(
                     "SELECT n.nspname::text || '.' || i.relname::text, n.nspname::text || '.' || t.relname::text,
                         x.indisunique, x.indisprimary,
                         EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid
@@ -174,7 +177,7 @@ impl Catalog {
                   WHERE {}
                   ORDER BY n.nspname, t.relname, i.relname",
                     user_schemas("n.nspname")
-                ),
+                )),
                 &[],
             )
             .await
@@ -194,14 +197,13 @@ impl Catalog {
             .filter(|i: &Index| !OWN_TABLES.contains(&i.table.as_str()))
             .collect();
         let policies: Vec<Policy> = client
-            .query(
-                &format!(
+            .query(&tag(stats, &format!(
                     "SELECT schemaname::text || '.' || tablename::text, policyname::text, roles::text[],
                         qual, with_check
                    FROM pg_policies WHERE {}
                   ORDER BY 1, 2",
                     user_schemas("schemaname")
-                ),
+                )),
                 &[],
             )
             .await
@@ -215,7 +217,7 @@ impl Catalog {
                 with_check: r.get(4),
             })
             .collect();
-        let policy_calls = policy_calls(client, &policies).await?;
+        let policy_calls = policy_calls(client, &policies, stats).await?;
         Ok(Catalog {
             server_version_num: version,
             search_path,
@@ -269,7 +271,11 @@ impl Catalog {
 
 /// The functions (with their volatility) and comparison operators (with
 /// their leakproofness) the policies use.
-async fn policy_calls(client: &Client, policies: &[Policy]) -> Result<Vec<PolicyCall>> {
+async fn policy_calls(
+    client: &Client,
+    policies: &[Policy],
+    stats: StatsMode,
+) -> Result<Vec<PolicyCall>> {
     use crate::tenancy::{functions, operators};
     let mut out = Vec::new();
     for p in policies {
@@ -280,8 +286,11 @@ async fn policy_calls(client: &Client, policies: &[Policy]) -> Result<Vec<Policy
         if !names.is_empty() {
             let rows = client
                 .query(
-                    "SELECT proname::text, bool_or(provolatile = 'v'), bool_and(proleakproof)
+                    &tag(
+                        stats,
+                        "SELECT proname::text, bool_or(provolatile = 'v'), bool_and(proleakproof)
                        FROM pg_proc WHERE proname = ANY ($1) GROUP BY 1 ORDER BY 1",
+                    ),
                     &[&names],
                 )
                 .await
@@ -302,12 +311,15 @@ async fn policy_calls(client: &Client, policies: &[Policy]) -> Result<Vec<Policy
         for (column, op) in ops {
             let row = client
                 .query_opt(
-                    "SELECT bool_and(f.proleakproof), format_type(a.atttypid, NULL)
+                    &tag(
+                        stats,
+                        "SELECT bool_and(f.proleakproof), format_type(a.atttypid, NULL)
                        FROM pg_attribute a
                        JOIN pg_operator o ON o.oprleft = a.atttypid AND o.oprname = $3
                        JOIN pg_proc f ON f.oid = o.oprcode
                       WHERE a.attrelid = to_regclass($1) AND a.attname = $2
                       GROUP BY a.atttypid",
+                    ),
                     &[&super::sql_name(&p.table), &column, &op],
                 )
                 .await

@@ -25,26 +25,26 @@ use crate::findings::baseline::{self, Baseline};
 use crate::findings::{self, Finding, ignore::ignored_by};
 use crate::output::Log;
 use crate::queries::{QueryFile, Statement};
-use crate::session;
+use crate::session::{self, StatsMode};
 use crate::tenancy::{self, Tenancy};
 
 /// Plans every statement and judges the plans.
 pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Report> {
     let client = conn.connect().await?;
     let stats = session::quiet_stats(&client, log).await?;
-    let statements = read_statements(&client, s, log).await?;
+    let statements = read_statements(&client, s, stats, log).await?;
     if statements.is_empty() {
         log.warn("no statements to explain (the queries file or pg_stat_statements is empty)");
         return Ok(Report::default());
     }
 
     let clock = Instant::now();
-    let catalog = Arc::new(Catalog::load(&client).await?);
+    let catalog = Arc::new(Catalog::load(&client, stats).await?);
     log.debug(&format!(
         "catalog read in {:.2}s",
         clock.elapsed().as_secs_f64()
     ));
-    let tenancy = resolve_tenancy(&client, &catalog, s, &statements, log).await?;
+    let tenancy = resolve_tenancy(&client, &catalog, s, &statements, stats, log).await?;
     let mut modes = Vec::new();
     if tenancy.is_some() {
         modes.push(Mode::Tenant);
@@ -96,10 +96,15 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
 }
 
 /// The statements, from the queries file or pg_stat_statements.
-async fn read_statements(client: &Client, s: &ExplainSettings, log: Log) -> Result<Vec<Statement>> {
+async fn read_statements(
+    client: &Client,
+    s: &ExplainSettings,
+    stats: StatsMode,
+    log: Log,
+) -> Result<Vec<Statement>> {
     match &s.statements {
         StatementSource::Stats => {
-            let (statements, dropped) = stats_source::read(client).await?;
+            let (statements, dropped) = stats_source::read(client, stats).await?;
             if !dropped.is_empty() {
                 let parts: Vec<String> = dropped
                     .iter()
@@ -130,6 +135,7 @@ async fn resolve_tenancy(
     catalog: &Catalog,
     s: &ExplainSettings,
     statements: &[Statement],
+    stats: StatsMode,
     log: Log,
 ) -> Result<Option<Tenancy>> {
     if !(s.want_tenant() && (s.tenant_only || !catalog.policies.is_empty())) {
@@ -144,7 +150,7 @@ async fn resolve_tenancy(
         .filter_map(|s| s.role.clone())
         .collect();
     let clock = Instant::now();
-    let t = tenancy::resolve(client, catalog, &s.tenant, &recorded).await?;
+    let t = tenancy::resolve(client, catalog, &s.tenant, &recorded, stats).await?;
     log.debug(&format!(
         "tenancy worked out in {:.2}s",
         clock.elapsed().as_secs_f64()

@@ -20,7 +20,7 @@ use tokio_postgres::error::SqlState;
 
 use crate::error::{Error, Result};
 use crate::queries::{self, Statement};
-use crate::session::TAG;
+use crate::session::{StatsMode, TAG, tag};
 
 /// Why a pg_stat_statements entry is not planned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -90,15 +90,17 @@ pub fn noise(query: &str) -> Option<Noise> {
 
 /// The statements of this database in pg_stat_statements, noise dropped
 /// (counted by kind in the second value).
-pub async fn read(client: &Client) -> Result<(Vec<Statement>, BTreeMap<Noise, usize>)> {
+pub async fn read(
+    client: &Client,
+    stats: StatsMode,
+) -> Result<(Vec<Statement>, BTreeMap<Noise, usize>)> {
     let rows = client
-        .query(
-            "SELECT s.query, r.rolname::text, (r.rolsuper OR r.rolbypassrls)
+        .query(&tag(stats, "SELECT s.query, r.rolname::text, (r.rolsuper OR r.rolbypassrls)
                     OR EXISTS (SELECT 1 FROM pg_class c WHERE c.relowner = r.oid AND c.relrowsecurity),
                     s.queryid, s.calls, s.rows
                FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid
               WHERE s.dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-              ORDER BY s.calls DESC, s.query",
+              ORDER BY s.calls DESC, s.query"),
             &[],
         )
         .await
