@@ -227,8 +227,45 @@ pub async fn load(
         .map_err(|e| Error::db("reading the catalog", e))?;
     cat
 }
+/// What the phases after [`read_tables`] share.
+struct Reading {
+    tables: Vec<Table>,
+    /// Table oid -> index in `tables`.
+    by_oid: HashMap<u32, usize>,
+    oids: Vec<u32>,
+}
 
+/// The types a catalog's columns reach, through domains and arrays.
+#[derive(Default)]
+struct Types {
+    rows: HashMap<u32, TypeRow>,
+    domain_checks: HashMap<u32, Vec<String>>,
+    enums: HashMap<u32, Vec<String>>,
+}
+
+/// One pass over the catalog, in phases: the tables, their columns (and the
+/// types those reach), constraints, foreign keys declared on partitions,
+/// unique indexes that back no constraint, partition bounds.
 async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
+    let tables = read_tables(client).await?;
+    let by_oid = tables.iter().enumerate().map(|(i, t)| (t.oid, i)).collect();
+    let oids = tables.iter().map(|t| t.oid).collect();
+    let mut r = Reading {
+        tables,
+        by_oid,
+        oids,
+    };
+    read_columns(client, &mut r).await?;
+    read_constraints(client, &mut r).await?;
+    read_partition_fks(client, &mut r).await?;
+    read_unique_indexes(client, &mut r).await?;
+    read_partitions(client, &mut r).await?;
+    Ok(Catalog { tables: r.tables })
+}
+
+/// Ordinary and partitioned tables outside the system schemas and
+/// extensions, planck's own bookkeeping left out.
+async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
     let rows = client
         .query(
             "SELECT c.oid, n.nspname, c.relname, c.relkind = 'p'
@@ -263,13 +300,17 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
             partitioning: None,
         });
     }
-    let by_oid: HashMap<u32, usize> = tables.iter().enumerate().map(|(i, t)| (t.oid, i)).collect();
-    let oids: Vec<u32> = tables.iter().map(|t| t.oid).collect();
+    Ok(tables)
+}
 
-    // Types: every type reachable from a column, through domains and arrays.
-    let mut types: HashMap<u32, TypeRow> = HashMap::new();
-    let mut domain_checks: HashMap<u32, Vec<String>> = HashMap::new();
-    let mut enums: HashMap<u32, Vec<String>> = HashMap::new();
+/// Every column of every table, its type resolved through domains.
+async fn read_columns(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
     let cols = client
         .query(
             "SELECT a.attrelid, a.attnum, a.attname, a.atttypid, a.atttypmod, a.attnotnull,
@@ -286,7 +327,76 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
         )
         .await
         .map_err(dberr("columns"))?;
-    let mut pending: Vec<u32> = cols.iter().map(|r| r.get::<_, u32>(3)).collect();
+    let types = read_types(client, cols.iter().map(|r| r.get::<_, u32>(3)).collect()).await?;
+    let Types {
+        rows: types,
+        domain_checks,
+        enums,
+    } = &types;
+    for r in &cols {
+        let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else {
+            continue;
+        };
+        let mut typid: u32 = r.get(3);
+        let mut typmod: i32 = r.get(4);
+        let mut checks = Vec::new();
+        let mut not_null: bool = r.get(5);
+        // Resolve domains down to their base type.
+        let mut guard = 0;
+        while let Some(t) = types.get(&typid) {
+            if t.typtype != b'd' as i8 || guard > 16 {
+                break;
+            }
+            not_null |= t.notnull;
+            checks.extend(domain_checks.get(&typid).cloned().unwrap_or_default());
+            if typmod < 0 {
+                typmod = t.typmod;
+            }
+            typid = t.basetype;
+            guard += 1;
+        }
+        let kind = kind_of(typid, &types, &enums);
+        let default: Option<String> = r.get(6);
+        let serial: Option<String> = r.get(10);
+        let sequence = serial.or_else(|| default.as_deref().and_then(nextval_sequence));
+        let (max_len, numeric) = match (&kind, types.get(&typid).map(|t| t.name.as_str())) {
+            (TypeKind::Text, Some("varchar" | "bpchar")) if typmod >= 4 => {
+                (Some((typmod - 4) as usize), None)
+            }
+            (TypeKind::Numeric, _) if typmod >= 4 => {
+                let m = typmod - 4;
+                (
+                    None,
+                    Some((((m >> 16) & 0xffff) as u32, (m & 0xffff) as u32)),
+                )
+            }
+            _ => (None, None),
+        };
+        tables[ti].columns.push(Column {
+            attnum: r.get(1),
+            name: r.get(2),
+            type_name: r.get(9),
+            kind,
+            not_null,
+            default,
+            identity: r.get(7),
+            generated: r.get(8),
+            max_len,
+            numeric,
+            domain_checks: checks,
+            sequence,
+        });
+    }
+
+    Ok(())
+}
+
+/// Every type reachable from `pending` through domains and arrays, with the
+/// domains' CHECK constraints and the enums' labels.
+async fn read_types(client: &impl GenericClient, mut pending: Vec<u32>) -> Result<Types> {
+    let mut types: HashMap<u32, TypeRow> = HashMap::new();
+    let mut domain_checks: HashMap<u32, Vec<String>> = HashMap::new();
+    let mut enums: HashMap<u32, Vec<String>> = HashMap::new();
     while !pending.is_empty() {
         pending.sort_unstable();
         pending.dedup();
@@ -347,61 +457,21 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
         enums.entry(r.get(0)).or_default().push(r.get(1));
     }
 
-    for r in &cols {
-        let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else {
-            continue;
-        };
-        let mut typid: u32 = r.get(3);
-        let mut typmod: i32 = r.get(4);
-        let mut checks = Vec::new();
-        let mut not_null: bool = r.get(5);
-        // Resolve domains down to their base type.
-        let mut guard = 0;
-        while let Some(t) = types.get(&typid) {
-            if t.typtype != b'd' as i8 || guard > 16 {
-                break;
-            }
-            not_null |= t.notnull;
-            checks.extend(domain_checks.get(&typid).cloned().unwrap_or_default());
-            if typmod < 0 {
-                typmod = t.typmod;
-            }
-            typid = t.basetype;
-            guard += 1;
-        }
-        let kind = kind_of(typid, &types, &enums);
-        let default: Option<String> = r.get(6);
-        let serial: Option<String> = r.get(10);
-        let sequence = serial.or_else(|| default.as_deref().and_then(nextval_sequence));
-        let (max_len, numeric) = match (&kind, types.get(&typid).map(|t| t.name.as_str())) {
-            (TypeKind::Text, Some("varchar" | "bpchar")) if typmod >= 4 => {
-                (Some((typmod - 4) as usize), None)
-            }
-            (TypeKind::Numeric, _) if typmod >= 4 => {
-                let m = typmod - 4;
-                (
-                    None,
-                    Some((((m >> 16) & 0xffff) as u32, (m & 0xffff) as u32)),
-                )
-            }
-            _ => (None, None),
-        };
-        tables[ti].columns.push(Column {
-            attnum: r.get(1),
-            name: r.get(2),
-            type_name: r.get(9),
-            kind,
-            not_null,
-            default,
-            identity: r.get(7),
-            generated: r.get(8),
-            max_len,
-            numeric,
-            domain_checks: checks,
-            sequence,
-        });
-    }
+    Ok(Types {
+        rows: types,
+        domain_checks,
+        enums,
+    })
+}
 
+/// Primary keys, uniques, foreign keys, checks.
+async fn read_constraints(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
     // Constraints: primary keys, uniques, foreign keys, checks.
     for r in client
         .query(
@@ -452,6 +522,17 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
         }
     }
 
+    Ok(())
+}
+
+/// Foreign keys declared on the partitions of a partitioned table.
+async fn read_partition_fks(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
     // Foreign keys declared on the partitions of a partitioned table (as
     // pg_dump writes them): every partition's rows must hold them, so the
     // parent table's rows do.
@@ -494,6 +575,17 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
         });
     }
 
+    Ok(())
+}
+
+/// Unique indexes that back no constraint.
+async fn read_unique_indexes(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
     // Unique indexes that back no constraint (also partial and expression ones).
     for r in client
         .query(
@@ -529,6 +621,17 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
         }
     }
 
+    Ok(())
+}
+
+/// Partition keys and bounds.
+async fn read_partitions(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
     // Partition keys and bounds (single-column keys).
     for r in client
         .query(
@@ -563,7 +666,7 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
         };
         tables[ti].partitioning = Some(Partitioning { col, bounds: b });
     }
-    Ok(Catalog { tables })
+    Ok(())
 }
 
 fn attnums_to_idx(t: &Table, keys: &[i16]) -> Vec<usize> {
