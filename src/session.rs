@@ -18,6 +18,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use deadpool_postgres::{Hook, HookError, Manager, ManagerConfig, Pool, RecyclingMethod};
+use serde::{Deserialize, Serialize};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, NoTls};
@@ -25,7 +26,45 @@ use tokio_postgres::{Client, NoTls};
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
 use crate::output::Log;
-use crate::tenancy::TenantContext;
+
+/// The value of one setting a transaction runs with. Both travel to the
+/// server as text (`set_config` takes text); `Json` keeps a claim set
+/// (`request.jwt.claims`) structured in the files that carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SettingValue {
+    Text(String),
+    Json(serde_json::Value),
+}
+
+impl SettingValue {
+    /// The text `set_config` gets.
+    pub fn as_text(&self) -> String {
+        match self {
+            SettingValue::Text(s) => s.clone(),
+            SettingValue::Json(v) => v.to_string(),
+        }
+    }
+}
+
+/// Who a transaction runs as: the contract explain, replay and record share.
+///
+/// `role` is applied with `SET LOCAL ROLE`; each setting with
+/// `set_config(name, value, true)` (so a role may also come as a setting
+/// named `role`, the way PostgREST does it). [`begin`] applies it;
+/// `tenancy` re-exports it and builds it from the tenancy it works out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TenantContext {
+    pub role: Option<String>,
+    pub settings: Vec<(String, SettingValue)>,
+}
+
+impl TenantContext {
+    /// The connecting role, no settings: admin mode.
+    pub fn admin() -> TenantContext {
+        TenantContext::default()
+    }
+}
 
 /// The comment planck's statements carry where tracking cannot be switched off.
 pub const TAG: &str = "/* planck */";
@@ -166,7 +205,6 @@ pub async fn begin(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tenancy::SettingValue;
 
     #[test]
     fn begin_sets_timeout_role_and_binds_every_setting() {

@@ -276,7 +276,7 @@ async fn policy_calls(
     policies: &[Policy],
     stats: StatsMode,
 ) -> Result<Vec<PolicyCall>> {
-    use crate::tenancy::{functions, operators};
+    use super::expr::{functions, operators};
     let mut out = Vec::new();
     for p in policies {
         let exprs: Vec<&String> = [&p.qual, &p.with_check].into_iter().flatten().collect();

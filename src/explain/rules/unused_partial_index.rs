@@ -13,9 +13,9 @@ use std::path::Path;
 use sqlparser::ast::{Expr, Value};
 
 use super::{Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
+use crate::catalog::expr::{column_equalities, parse_expr};
 use crate::explain::engine::used_indexes;
 use crate::explain::plan_tree::PlanKind;
-use crate::tenancy::{column_equalities, parse_expr};
 
 pub struct UnusedPartialIndex;
 
