@@ -355,7 +355,7 @@ async fn read_columns(client: &impl GenericClient, r: &mut Reading) -> Result<()
             typid = t.basetype;
             guard += 1;
         }
-        let kind = kind_of(typid, &types, &enums);
+        let kind = kind_of(typid, types, enums);
         let default: Option<String> = r.get(6);
         let serial: Option<String> = r.get(10);
         let sequence = serial.or_else(|| default.as_deref().and_then(nextval_sequence));

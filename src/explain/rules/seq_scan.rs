@@ -6,6 +6,9 @@ use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_pl
 
 pub struct SeqScan;
 
+/// A plan's index among the statement's plans and a node's path in it.
+type NodeAt = (usize, Vec<usize>);
+
 impl Check for SeqScan {
     fn id(&self) -> CheckId {
         CheckId::SeqScan
@@ -14,7 +17,7 @@ impl Check for SeqScan {
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         for e in ctx.explained() {
             // (mode, table) -> the plans that scan it.
-            let mut hits: BTreeMap<_, (Vec<String>, (usize, Vec<usize>))> = BTreeMap::new();
+            let mut hits: BTreeMap<_, (Vec<String>, NodeAt)> = BTreeMap::new();
             for p in judged_plans(e) {
                 for n in p.nodes() {
                     if let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan())
