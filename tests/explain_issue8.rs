@@ -418,3 +418,72 @@ fn issue8_a_role_that_may_not_untrack_is_warned_once_and_tagged_statements_are_l
     db.exec(&format!("DROP OWNED BY {role}"));
     db.exec(&format!("DROP ROLE {role}"));
 }
+
+/// Issue 8's shared contract: `session::begin` applies a `TenantContext`
+/// (a role by `SET LOCAL ROLE` or as a `role` setting, several settings, a
+/// JSON claim set) with a statement_timeout, all undone by ROLLBACK.
+#[test]
+fn issue8_session_begin_applies_role_settings_and_json_claims_for_one_transaction() {
+    use planck::session::{self, SettingValue, TenantContext};
+    let db = TestDb::new("explain_session_begin");
+    let role = format!("{}_r", db.name);
+    db.exec(&format!(
+        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role}; GRANT {role} TO CURRENT_USER"
+    ));
+    let conn = db.conn();
+    let r = role.clone();
+    let got = common::block_on(async move {
+        let c = conn.connect().await.unwrap();
+        let show = "SELECT current_user::text, current_setting('statement_timeout'),
+                           current_setting('app.account_id', true),
+                           nullif(current_setting('request.jwt.claims', true), '')::json->>'sub'";
+        let mut out = Vec::new();
+        for ctx in [
+            TenantContext {
+                role: Some(r.clone()),
+                settings: vec![
+                    ("app.account_id".into(), SettingValue::Text("42".into())),
+                    (
+                        "request.jwt.claims".into(),
+                        SettingValue::Json(serde_json::json!({"sub": "u-7", "role": "x"})),
+                    ),
+                ],
+            },
+            TenantContext {
+                role: None,
+                settings: vec![("role".into(), SettingValue::Text(r.clone()))],
+            },
+        ] {
+            session::begin(&c, &ctx, 1234).await.unwrap();
+            let row = c.query_one(show, &[]).await.unwrap();
+            out.push((
+                row.get::<_, String>(0),
+                row.get::<_, String>(1),
+                row.get::<_, Option<String>>(2),
+                row.get::<_, Option<String>>(3),
+            ));
+            c.batch_execute("ROLLBACK").await.unwrap();
+        }
+        let after = c.query_one(show, &[]).await.unwrap();
+        out.push((
+            after.get(0),
+            after.get(1),
+            after.get::<_, Option<String>>(2).filter(|s| !s.is_empty()),
+            after.get(3),
+        ));
+        out
+    });
+    assert_eq!(
+        got[0],
+        (
+            role.clone(),
+            "1234ms".into(),
+            Some("42".into()),
+            Some("u-7".into())
+        )
+    );
+    assert_eq!(got[1].0, role, "a role given as a setting");
+    assert_eq!(got[2].0, "planck", "ROLLBACK undid it all");
+    assert_eq!(got[2].2, None);
+    db.exec(&format!("DROP ROLE {role}"));
+}
