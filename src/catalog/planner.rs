@@ -245,6 +245,12 @@ impl Catalog {
         self.tables.get_key_value(&key?).map(|(k, _)| k.as_str())
     }
 
+    /// Whether a table (display name) is in a schema of the search path.
+    pub fn on_search_path(&self, table: &str) -> bool {
+        let (schema, _) = super::split_name(table);
+        self.search_path.iter().any(|s| s == schema)
+    }
+
     /// Rows of a table by display name.
     pub fn rows(&self, table: &str) -> u64 {
         self.tables.get(table).map_or(0, |t| t.rows)

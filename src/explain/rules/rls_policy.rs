@@ -17,7 +17,14 @@ impl Check for RlsPolicy {
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
+        let touched = ctx.touched();
         for c in &ctx.catalog.policy_calls {
+            // The catalog holds every schema; judge the policies of the
+            // application's own (on the search path) and of tables it touched,
+            // not those of a platform's schemas (Supabase's `storage`, ...).
+            if !(ctx.catalog.on_search_path(&c.table) || touched.contains(&c.table)) {
+                continue;
+            }
             if c.volatile {
                 out.push(
                     finding(self,
@@ -44,7 +51,6 @@ impl Check for RlsPolicy {
                 out.push(f);
             }
         }
-        let touched = ctx.touched();
         if let Some(t) = ctx.tenancy {
             for (table, column) in &t.columns {
                 if !touched.contains(table) || ctx.catalog.rows(table) < ctx.min_rows {
@@ -158,6 +164,36 @@ mod tests {
         assert_eq!(out[0].severity, Severity::Error);
         assert_eq!(out[0].mode, Some(Mode::Tenant));
         assert!(out[0].message.contains("tenant_of()"));
+    }
+
+    /// With every schema in the catalog (issue 8), a platform's policies
+    /// (`storage.objects` on Supabase) are not the application's to fix.
+    #[test]
+    fn policies_off_the_search_path_count_only_when_a_statement_touches_them() {
+        let mut cat = catalog(&[("items", 50_000)], vec![]);
+        let call = |table: &str| PolicyCall {
+            table: table.into(),
+            policy: "p".into(),
+            what: "random()".into(),
+            volatile: true,
+            leakproof: false,
+        };
+        cat.policy_calls = vec![call("storage.objects"), call("items")];
+        let mut out = Vec::new();
+        RlsPolicy.run(&ctx(&cat, &[]), &mut out);
+        let tables: Vec<_> = out.iter().map(|f| f.relation.as_deref().unwrap()).collect();
+        assert_eq!(tables, vec!["items"]);
+        let touching = [explained("SELECT * FROM storage.objects", vec![])];
+        cat.tables.insert(
+            "storage.objects".into(),
+            crate::catalog::planner::Table {
+                name: "storage.objects".into(),
+                ..Default::default()
+            },
+        );
+        let mut out = Vec::new();
+        RlsPolicy.run(&ctx(&cat, &touching), &mut out);
+        assert_eq!(out.len(), 2, "{out:?}");
     }
 
     #[test]
