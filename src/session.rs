@@ -234,4 +234,27 @@ mod tests {
         assert_eq!(tag(StatsMode::Tagged, "SELECT 1"), "/* planck */ SELECT 1");
         assert_eq!(tag(StatsMode::Untracked, "SELECT 1"), "SELECT 1");
     }
+
+    /// The shape record and replay write in their files: text, or a JSON claim set.
+    #[test]
+    fn setting_values_read_as_text_or_json_from_toml() {
+        #[derive(serde::Deserialize)]
+        struct F {
+            settings: std::collections::BTreeMap<String, SettingValue>,
+        }
+        let f: F = toml::from_str(
+            "[settings]\n\"app.account_id\" = \"7\"\n\
+             \"request.jwt.claims\" = { sub = \"u-1\", roles = [\"a\"] }\n",
+        )
+        .unwrap();
+        assert_eq!(f.settings["app.account_id"], SettingValue::Text("7".into()));
+        assert_eq!(
+            f.settings["request.jwt.claims"],
+            SettingValue::Json(serde_json::json!({"sub": "u-1", "roles": ["a"]}))
+        );
+        // The text set_config gets parses back to the same claims.
+        let text = f.settings["request.jwt.claims"].as_text();
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, serde_json::json!({"sub": "u-1", "roles": ["a"]}));
+    }
 }
