@@ -37,9 +37,9 @@ pub enum Noise {
 impl Noise {
     pub fn describe(self) -> &'static str {
         match self {
-            Noise::Planck => "planck's own",
-            Noise::ForeignKeyCheck => "server foreign-key checks",
-            Noise::StatsReset => "pg_stat_statements_reset",
+            Noise::Planck => "of planck's own",
+            Noise::ForeignKeyCheck => "server FK checks",
+            Noise::StatsReset => "stats resets",
         }
     }
 }
