@@ -6,7 +6,7 @@
 //! multi-line string that diffs line by line:
 //!
 //! ```toml
-//! format_version = 1
+//! format_version = 2
 //!
 //! [[statement]]
 //! id = "5f0c3a9e1b2d4c68"
@@ -17,12 +17,32 @@
 //! query = """
 //! SELECT id, title FROM items WHERE pouch_id = $1 ORDER BY updated_at DESC LIMIT $2
 //! """
+//!
+//! [[transaction]]
+//! id = "checkout"
+//! statements = ["5f0c3a9e1b2d4c68"]
+//! isolation = "repeatable read"
 //! ```
 //!
 //! A statement's identity is its `id`: a hash of its normalized text (space
 //! collapsed) and role, so it survives a new server, where pg_stat_statements'
 //! queryid changes. Hand-added entries may leave `id` out; it is derived.
+//!
+//! Format 2 (this one) adds, over format 1: per-statement `contexts`,
+//! `created_relations` (relations the test run created), `[[transaction]]`
+//! entries ([`transaction`]) and `x-` keys, which planck never reads and
+//! always keeps. Format 1 files are read as they are and written back as
+//! format 2; a newer format is an error naming the file.
+//!
+//! A command rewrites only what it owns ([`write`]): `record` owns the facts
+//! it measures on the statements it matched (calls, rows, bypass_rls,
+//! database) and the entries it adds or prunes. Comments, hand edits,
+//! `[[transaction]]` entries and `x-` keys survive a rewrite as written.
 
+pub mod transaction;
+mod write;
+
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -31,13 +51,45 @@ use sha2::{Digest, Sha256};
 use crate::config::line_col;
 use crate::error::{Error, Result};
 
-pub const FORMAT_VERSION: u32 = 1;
+pub use transaction::{Bind, BindSource, Isolation, SettingValue, Transaction, TxOutcome};
+
+/// The format this planck writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The formats this planck reads.
+pub const READABLE_FORMATS: [u32; 2] = [1, 2];
 /// The default file name under the project's queries folder.
 pub const DEFAULT_FILE: &str = "recorded.toml";
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct QueryFile {
     pub statements: Vec<Statement>,
+    /// `[[transaction]]` entries, validated against the statements.
+    pub transactions: Vec<Transaction>,
+    /// Relations the recorded test run created (`schema.name`), which the
+    /// target database may not have.
+    pub created_relations: Vec<String>,
+    /// The document it was read from: a rewrite edits it rather than
+    /// starting over, so what no command owns survives.
+    source: Option<write::Source>,
+}
+
+/// Where a statement ran: pg_stat_statements' `toplevel` (PostgreSQL 14+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Context {
+    /// Sent by the client.
+    Top,
+    /// Run inside a function or procedure.
+    Function,
+}
+
+impl Context {
+    pub fn name(self) -> &'static str {
+        match self {
+            Context::Top => "top",
+            Context::Function => "function",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,6 +108,8 @@ pub struct Statement {
     pub queryid: Option<i64>,
     pub calls: Option<u64>,
     pub rows: Option<u64>,
+    /// Where it ran (client, inside a function); empty when unknown.
+    pub contexts: Vec<Context>,
     /// Set by a person: the statement is kept but not verified, with the reason.
     pub ignore: Option<String>,
     /// `true` for entries a person added by hand; `record` never prunes them.
@@ -65,15 +119,20 @@ pub struct Statement {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawFile {
-    format_version: Option<u32>,
+    format_version: Option<toml::Spanned<i64>>,
     #[serde(default)]
     statement: Vec<toml::Spanned<RawStatement>>,
+    #[serde(default)]
+    transaction: Vec<toml::Spanned<transaction::RawTransaction>>,
+    #[serde(default)]
+    created_relations: Vec<String>,
+    /// Anything else: `x-` keys are kept, others are typos.
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RawStatement {
     id: Option<String>,
     query: String,
@@ -83,9 +142,53 @@ struct RawStatement {
     queryid: Option<i64>,
     calls: Option<u64>,
     rows: Option<u64>,
+    #[serde(default)]
+    contexts: Vec<Context>,
     ignore: Option<String>,
     #[serde(default)]
     manual: bool,
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
+}
+
+const FILE_KEYS: &str = "format_version, statement, transaction, created_relations";
+const STATEMENT_KEYS: &str =
+    "id, query, role, bypass_rls, database, queryid, calls, rows, contexts, ignore, manual";
+
+/// An error at a line of the queries file.
+pub(crate) fn file_error(
+    path: &Path,
+    line: Option<usize>,
+    message: impl Into<String>,
+    hint: impl Into<String>,
+) -> Error {
+    Error::Config {
+        path: path.to_path_buf(),
+        line,
+        column: None,
+        message: message.into(),
+        hint: Some(hint.into()),
+    }
+}
+
+/// Refuses keys planck does not know, unless they start with `x-` (kept,
+/// never read): a typo must not silently drop a setting.
+pub(crate) fn check_keys(
+    path: &Path,
+    line: Option<usize>,
+    what: &str,
+    other: &BTreeMap<String, toml::Value>,
+    known: &str,
+) -> Result<()> {
+    match other.keys().find(|k| !k.starts_with("x-")) {
+        Some(k) => Err(file_error(
+            path,
+            line,
+            format!("unknown key `{k}` in {what}"),
+            format!("the keys are {known}; a key starting with `x-` is kept and never read"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Collapses runs of whitespace, so reformatting a statement keeps its identity.
@@ -145,7 +248,8 @@ impl MergeStatus {
 pub struct Merge {
     /// For each captured statement, in order: its id in the file and what happened.
     pub outcomes: Vec<(String, MergeStatus)>,
-    /// Recorded (not manual) entries the run did not send: removed when pruning.
+    /// Recorded (not manual) entries the run did not send: removed when
+    /// pruning, unless a `[[transaction]]` names them.
     pub vanished: Vec<Statement>,
     pub pruned: bool,
 }
@@ -173,58 +277,75 @@ impl QueryFile {
     pub fn parse(path: &Path, text: &str) -> Result<QueryFile> {
         let raw: RawFile =
             toml::from_str(text).map_err(|e| crate::config::toml_error(path, text, &e))?;
-        if let Some(v) = raw.format_version
-            && v != FORMAT_VERSION
-        {
-            return Err(Error::Config {
-                path: path.to_path_buf(),
-                line: None,
-                column: None,
-                message: format!(
-                    "format_version {v} is not one this planck reads ({FORMAT_VERSION})"
-                ),
-                hint: Some("re-record the file with this version of planck".into()),
-            });
-        }
-        let mut seen: std::collections::HashMap<String, usize> = Default::default();
+        let version = match &raw.format_version {
+            Some(v) => {
+                let (line, _) = line_col(text, v.span().start);
+                let n = *v.get_ref();
+                if !READABLE_FORMATS.iter().any(|&r| i64::from(r) == n) {
+                    let newer = n > i64::from(FORMAT_VERSION);
+                    return Err(file_error(
+                        path,
+                        Some(line),
+                        if newer {
+                            format!("format_version {n} is newer than this planck reads (1 and 2)")
+                        } else {
+                            format!("format_version {n} is not a queries file format (1 and 2 are)")
+                        },
+                        if newer {
+                            format!(
+                                "upgrade planck (this is {}), or re-record the file with this one",
+                                env!("CARGO_PKG_VERSION")
+                            )
+                        } else {
+                            "set format_version = 2, or re-record the file".to_string()
+                        },
+                    ));
+                }
+                n as u32
+            }
+            None => 1,
+        };
+        check_keys(path, None, "the queries file", &raw.other, FILE_KEYS)?;
+        let mut seen: HashMap<String, usize> = Default::default();
         // Identity is text and role: two entries that differ only by a
         // hand-edited id are the same statement too.
-        let mut seen_text: std::collections::HashMap<(String, Option<String>), usize> =
-            Default::default();
+        let mut seen_text: HashMap<(String, Option<String>), usize> = Default::default();
         let mut statements = Vec::with_capacity(raw.statement.len());
         for spanned in raw.statement {
             let (line, _) = line_col(text, spanned.span().start);
             let r = spanned.into_inner();
+            check_keys(
+                path,
+                Some(line),
+                "a [[statement]]",
+                &r.other,
+                STATEMENT_KEYS,
+            )?;
             if r.query.trim().is_empty() {
-                return Err(Error::Config {
-                    path: path.to_path_buf(),
-                    line: Some(line),
-                    column: None,
-                    message: "statement with an empty query".into(),
-                    hint: Some("delete the entry or put the SQL in `query`".into()),
-                });
+                return Err(file_error(
+                    path,
+                    Some(line),
+                    "statement with an empty query",
+                    "delete the entry or put the SQL in `query`",
+                ));
             }
             let id =
                 r.id.unwrap_or_else(|| identity(&r.query, r.role.as_deref()));
             if let Some(first) = seen.insert(id.clone(), line) {
-                return Err(Error::Config {
-                    path: path.to_path_buf(),
-                    line: Some(line),
-                    column: None,
-                    message: format!("statement {id} appears twice (first at line {first})"),
-                    hint: Some("delete one of the two entries".into()),
-                });
+                return Err(file_error(
+                    path,
+                    Some(line),
+                    format!("statement {id} appears twice (first at line {first})"),
+                    "delete one of the two entries",
+                ));
             }
             if let Some(first) = seen_text.insert((text_key(&r.query), r.role.clone()), line) {
-                return Err(Error::Config {
-                    path: path.to_path_buf(),
-                    line: Some(line),
-                    column: None,
-                    message: format!(
-                        "statement {id} has the same text and role as the one at line {first}"
-                    ),
-                    hint: Some("delete one of the two entries".into()),
-                });
+                return Err(file_error(
+                    path,
+                    Some(line),
+                    format!("statement {id} has the same text and role as the one at line {first}"),
+                    "delete one of the two entries",
+                ));
             }
             statements.push(Statement {
                 id,
@@ -235,72 +356,44 @@ impl QueryFile {
                 queryid: r.queryid,
                 calls: r.calls,
                 rows: r.rows,
+                contexts: r.contexts,
                 ignore: r.ignore,
                 manual: r.manual,
                 line: Some(line),
             });
         }
-        Ok(QueryFile { statements })
+        let transactions = transaction::validate(path, text, raw.transaction, &statements)?;
+        let source = write::Source::parse(path, text, version, &statements)?;
+        Ok(QueryFile {
+            statements,
+            transactions,
+            created_relations: raw.created_relations,
+            source: Some(source),
+        })
     }
 
-    /// The file's text: a header, then the statements sorted by role and text,
-    /// so the same set always renders to the same bytes.
+    /// The format of the file it was read from (1 when it had none), or
+    /// `None` for a file made in memory.
+    pub fn read_format(&self) -> Option<u32> {
+        self.source.as_ref().map(|s| s.version)
+    }
+
+    /// The file's text. Statements are sorted by role and text, so the same
+    /// set always renders to the same bytes; a file read from disk keeps
+    /// everything no command owns (see [`write`]).
     pub fn render(&self) -> String {
-        let mut sorted: Vec<&Statement> = self.statements.iter().collect();
-        sorted.sort_by(|a, b| {
-            (a.role.as_deref(), normalize_space(&a.query), &a.id).cmp(&(
-                b.role.as_deref(),
-                normalize_space(&b.query),
-                &b.id,
-            ))
-        });
-        let mut out = String::from(
-            "# Statements planck verifies, recorded from pg_stat_statements by `planck record`.\n\
-             # Edit freely: add a [[statement]] by hand (manual = true), delete one, or\n\
-             # set ignore = \"why\" on one. Re-recording keeps your edits.\n",
-        );
-        out.push_str(&format!("format_version = {FORMAT_VERSION}\n"));
-        for s in sorted {
-            out.push_str("\n[[statement]]\n");
-            out.push_str(&format!("id = {}\n", toml_string(&s.id)));
-            if let Some(r) = &s.role {
-                out.push_str(&format!("role = {}\n", toml_string(r)));
-            }
-            if let Some(b) = s.bypass_rls {
-                out.push_str(&format!("bypass_rls = {b}\n"));
-            }
-            if let Some(d) = &s.database {
-                out.push_str(&format!("database = {}\n", toml_string(d)));
-            }
-            if let Some(q) = s.queryid {
-                out.push_str(&format!("queryid = {q}\n"));
-            }
-            if let Some(c) = s.calls {
-                out.push_str(&format!("calls = {c}\n"));
-            }
-            if let Some(r) = s.rows {
-                out.push_str(&format!("rows = {r}\n"));
-            }
-            if s.manual {
-                out.push_str("manual = true\n");
-            }
-            if let Some(i) = &s.ignore {
-                out.push_str(&format!("ignore = {}\n", toml_string(i)));
-            }
-            out.push_str(&format!("query = {}\n", toml_multiline(&s.query)));
-        }
-        out
+        write::render(self)
     }
 
     /// Merges a capture into the file. A captured statement matches an entry
     /// by id, else by [`text_key`] and role, else by text alone when the entry
     /// was added by hand without a role. A matched entry keeps its id, text,
     /// `ignore` mark and anything a person wrote; only the facts measured by
-    /// the run (calls, rows, bypass_rls, database) are refreshed, and never on
-    /// a `manual` entry. Recorded entries the run did not send are reported
-    /// in `vanished`, and removed when `prune`; manual entries always stay.
+    /// the run (calls, rows, bypass_rls, database, contexts) are refreshed,
+    /// and never on a `manual` entry. Recorded entries the run did not send
+    /// are reported in `vanished`, and removed when `prune`; manual entries
+    /// and those a `[[transaction]]` names always stay.
     pub fn merge(&mut self, captured: &[Statement], prune: bool) -> Merge {
-        use std::collections::HashMap;
         let mut by_id: HashMap<String, usize> = HashMap::new();
         let mut by_text: HashMap<(String, Option<String>), usize> = HashMap::new();
         for (i, s) in self.statements.iter().enumerate() {
@@ -336,32 +429,46 @@ impl QueryFile {
                 merge.outcomes.push((e.id.clone(), MergeStatus::Manual));
                 continue;
             }
-            let before = (e.calls, e.rows, e.bypass_rls, e.database.clone(), e.queryid);
+            let facts = |e: &Statement| {
+                (
+                    e.calls,
+                    e.rows,
+                    e.bypass_rls,
+                    e.database.clone(),
+                    e.queryid,
+                    e.contexts.clone(),
+                )
+            };
+            let before = facts(e);
             e.calls = c.calls;
             e.rows = c.rows;
             e.bypass_rls = c.bypass_rls;
             e.database = c.database.clone();
             e.queryid = c.queryid;
-            let after = (e.calls, e.rows, e.bypass_rls, e.database.clone(), e.queryid);
-            let status = if before == after {
+            if !c.contexts.is_empty() {
+                e.contexts = c.contexts.clone();
+            }
+            let status = if before == facts(e) {
                 MergeStatus::Unchanged
             } else {
                 MergeStatus::Updated
             };
             merge.outcomes.push((e.id.clone(), status));
         }
+        let named: std::collections::HashSet<&str> = self
+            .transactions
+            .iter()
+            .flat_map(|t| t.statements.iter().map(String::as_str))
+            .collect();
         let mut keep = Vec::with_capacity(self.statements.len());
-        for (s, m) in std::mem::take(&mut self.statements)
-            .into_iter()
-            .zip(matched)
-        {
+        for (s, m) in self.statements.iter().zip(matched) {
             if !m && !s.manual {
                 merge.vanished.push(s.clone());
-                if prune {
+                if prune && !named.contains(s.id.as_str()) {
                     continue;
                 }
             }
-            keep.push(s);
+            keep.push(s.clone());
         }
         self.statements = keep;
         merge.pruned = prune;
@@ -382,55 +489,6 @@ impl QueryFile {
         std::fs::write(&tmp, self.render()).map_err(write_err)?;
         std::fs::rename(&tmp, path).map_err(write_err)
     }
-}
-
-/// A TOML basic string.
-fn toml_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A TOML multi-line basic string, the SQL on its own lines.
-fn toml_multiline(s: &str) -> String {
-    let mut out = String::from("\"\"\"\n");
-    let mut quotes = 0;
-    for ch in s.chars() {
-        match ch {
-            '\\' => out.push_str("\\\\"),
-            // Never three quotes in a row: that would close the string.
-            '"' if quotes == 2 => {
-                out.push_str("\\\"");
-                quotes = 0;
-                continue;
-            }
-            '"' => out.push('"'),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() && c != '\n' && c != '\t' => {
-                out.push_str(&format!("\\u{:04X}", c as u32))
-            }
-            c => out.push(c),
-        }
-        quotes = if ch == '"' { quotes + 1 } else { 0 };
-    }
-    // A closing quote right before the delimiter would merge with it.
-    if s.ends_with('"') {
-        out.push_str("\\\n");
-    }
-    out.push_str("\n\"\"\"");
-    out
 }
 
 #[cfg(test)]
@@ -458,6 +516,7 @@ mod tests {
                 ),
                 stmt("SELECT 1\nFROM accounts", "admin"),
             ],
+            ..Default::default()
         };
         let text = f.render();
         let back = QueryFile::parse(Path::new("q.toml"), &text).unwrap();
@@ -576,5 +635,150 @@ query = "SELECT gone FROM old_table"
             .unwrap_err()
             .to_string();
         assert!(msg.starts_with("q.toml:3:"), "{msg}");
+    }
+
+    /// The defect (issue 8): a re-recording rebuilt the file from its
+    /// statements, so every comment a person wrote was lost.
+    #[test]
+    fn comments_survive_a_rewrite_defect() {
+        let text = "# our team's notes on the queries\nformat_version = 2\n\n\
+            # hot path: keep an eye on this one\n[[statement]]\nrole = \"app\"\ncalls = 1 # measured\n\
+            query = \"SELECT a FROM t WHERE a = $1\"\n\n[[statement]]\nrole = \"app\"\ncalls = 2\n\
+            query = \"SELECT b FROM u\"\n# the end\n";
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        let captured = vec![Statement {
+            calls: Some(5),
+            ..stmt("SELECT a FROM t WHERE a = $1", "app")
+        }];
+        f.merge(&captured, true);
+        let out = f.render();
+        assert_eq!(
+            out,
+            "# our team's notes on the queries\nformat_version = 2\n\n\
+            # hot path: keep an eye on this one\n[[statement]]\nrole = \"app\"\ncalls = 5 # measured\n\
+            bypass_rls = false\nquery = \"SELECT a FROM t WHERE a = $1\"\n# the end\n"
+        );
+    }
+
+    /// The defect (issue 8): entries record does not own (transactions, x-
+    /// keys) would be dropped by a rewrite; they survive as written.
+    #[test]
+    fn entries_no_command_owns_survive_a_rewrite_defect() {
+        let text = "format_version = 2\nx-team = \"payments\"\n\n[[statement]]\nid = \"s1\"\nrole = \"app\"\n\
+            x-owner = \"bob\"\nquery = \"SELECT a FROM t\"\n\n\
+            [[transaction]]\nid = \"t1\"\nstatements = [\"s1\"]   # the only one\nthink_ms = 3\n\n\
+            [[transaction.bind]]\nstatement = \"s1\"\nparam = 1\nvalue = 7\n\n[x-notes]\nwhy = \"later\"\n";
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        assert_eq!(f.transactions.len(), 1);
+        let captured = vec![
+            stmt("SELECT a FROM t", "app"),
+            stmt("SELECT 2 FROM v", "app"),
+        ];
+        f.merge(&captured, true);
+        let out = f.render();
+        for kept in [
+            "x-team = \"payments\"\n",
+            "x-owner = \"bob\"\n",
+            "[[transaction]]\nid = \"t1\"\nstatements = [\"s1\"]   # the only one\nthink_ms = 3\n",
+            "[[transaction.bind]]\nstatement = \"s1\"\nparam = 1\nvalue = 7\n",
+            "[x-notes]\nwhy = \"later\"\n",
+            "SELECT 2 FROM v",
+        ] {
+            assert!(out.contains(kept), "{kept:?} lost:\n{out}");
+        }
+        let back = QueryFile::parse(Path::new("q.toml"), &out).unwrap();
+        assert_eq!(back.transactions, {
+            let mut t = f.transactions.clone();
+            t[0].line = back.transactions[0].line;
+            t
+        });
+        assert_eq!(back.render(), out, "a second rewrite changes nothing");
+    }
+
+    #[test]
+    fn pruning_keeps_statements_a_transaction_names() {
+        let text = "[[statement]]\nid = \"s1\"\nrole = \"app\"\nquery = \"SELECT a FROM t\"\n\
+            [[transaction]]\nid = \"t1\"\nstatements = [\"s1\"]\n";
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        let m = f.merge(&[], true);
+        assert_eq!(m.vanished.len(), 1);
+        assert_eq!(f.statements.len(), 1, "named by t1: kept");
+        QueryFile::parse(Path::new("q.toml"), &f.render()).unwrap();
+    }
+
+    #[test]
+    fn format_1_is_read_and_written_back_as_2() {
+        let text =
+            "format_version = 1\n\n[[statement]]\nrole = \"app\"\nquery = \"SELECT 1 FROM t\"\n";
+        let f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        assert_eq!(f.read_format(), Some(1));
+        assert_eq!(f.statements.len(), 1);
+        assert_eq!(
+            f.render(),
+            text.replace("format_version = 1", "format_version = 2")
+        );
+        let none =
+            QueryFile::parse(Path::new("q.toml"), "[[statement]]\nquery = \"SELECT 1\"\n").unwrap();
+        assert_eq!(none.read_format(), Some(1), "no format_version: format 1");
+    }
+
+    #[test]
+    fn a_newer_format_is_a_clear_error_naming_the_file() {
+        let msg = QueryFile::parse(Path::new("q/recorded.toml"), "\nformat_version = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "q/recorded.toml:2: format_version 3 is newer than this planck reads (1 and 2)"
+        );
+        let msg = QueryFile::parse(Path::new("q.toml"), "format_version = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("format_version 0 is not a queries file format"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_typos_unless_x_prefixed() {
+        let msg = QueryFile::parse(
+            Path::new("q.toml"),
+            "[[statement]]\nquery = \"SELECT 1\"\nignroe = \"x\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(msg, "q.toml:1: unknown key `ignroe` in a [[statement]]");
+        let msg = QueryFile::parse(Path::new("q.toml"), "[[statment]]\nquery = \"SELECT 1\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("unknown key `statment` in the queries file"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn contexts_are_read_and_written() {
+        let text =
+            "[[statement]]\nquery = \"SELECT 1 FROM t\"\ncontexts = [\"top\", \"function\"]\n";
+        let f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        assert_eq!(f.statements[0].contexts, [Context::Top, Context::Function]);
+        let fresh = QueryFile {
+            statements: f
+                .statements
+                .iter()
+                .map(|s| Statement {
+                    line: None,
+                    ..s.clone()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let back = QueryFile::parse(Path::new("q.toml"), &fresh.render()).unwrap();
+        assert_eq!(
+            back.statements[0].contexts,
+            [Context::Top, Context::Function]
+        );
     }
 }
