@@ -16,5 +16,6 @@ pub mod queries;
 pub mod record;
 pub mod seed;
 pub mod settings;
+pub mod stats;
 
 pub use error::{Error, Result};

@@ -14,37 +14,21 @@
 //! with row-level security (enabled, not forced) that the statement names.
 //! Tables reached only through views, functions or triggers are not seen.
 
-pub mod capture;
 pub mod child;
-pub mod noise;
+pub mod report;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
+use crate::output::Log;
 use crate::queries::{self, Merge, MergeStatus, QueryFile, Statement};
-use crate::settings::Settings;
+use crate::settings::record::RecordSettings;
+use crate::stats::{capture, noise};
 
+pub use crate::stats::Reason;
 pub use child::Exit;
-pub use noise::Reason;
-
-/// What to record and where.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
-    /// The queries file to merge into.
-    pub output: PathBuf,
-    /// Keep the noise too.
-    pub keep_all: bool,
-    /// Remove recorded statements the run no longer sends.
-    pub prune: bool,
-    /// The command and its arguments; empty: capture what is there now.
-    pub command: Vec<String>,
-    /// Where the command runs.
-    pub cwd: PathBuf,
-    /// `PATH`, to find the command.
-    pub path_var: Option<std::ffi::OsString>,
-}
 
 /// How the capture isolated the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +85,7 @@ pub struct Outcome {
 }
 
 /// Records `opts.command` (or the current contents) on `conn` into `opts.output`.
-pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Result<Outcome> {
+pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<Outcome> {
     // 1. The file and the command, before touching the database.
     let mut file = if opts.output.exists() {
         QueryFile::load(&opts.output)?
@@ -122,9 +106,15 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
     let mut tagged = conn.clone();
     tagged.config.application_name("planck record");
     let client = tagged.connect().await?;
+    // record's own probes stay out of what it records.
+    if crate::stats::quiet(&client).await? == crate::stats::Quiet::Tagged {
+        log.debug(
+            "this role may not set pg_stat_statements.track: record's own statements are tagged /* planck */ and dropped",
+        );
+    }
     let probe = capture::probe(&client).await?;
     if probe.created_extension {
-        settings.info(&format!(
+        log.info(&format!(
             "created the pg_stat_statements extension in database {}",
             probe.database
         ));
@@ -137,7 +127,7 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
             let mode = if capture::reset(&client, &probe).await? {
                 Mode::Reset
             } else {
-                settings.debug(&format!(
+                log.debug(&format!(
                     "role {} may not reset pg_stat_statements: subtracting a snapshot instead",
                     probe.current_user
                 ));
@@ -145,12 +135,12 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
             };
             let before = capture::sample(&client, &probe).await?;
             let env = child::env_for(conn);
-            settings.info(&format!(
+            log.info(&format!(
                 "recording `{}` against {}",
-                crate::cmd::record::shell_words(&opts.command),
+                child::shell_words(&opts.command),
                 conn.display()
             ));
-            let exit = child::run(program, &opts.command[1..], &env, &opts.cwd, settings).await?;
+            let exit = child::run(program, &opts.command[1..], &env, &opts.cwd, log).await?;
             let after = capture::sample(&client, &probe).await?;
             (mode, Some(exit), Some(before), after)
         }
@@ -233,12 +223,12 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
             .unwrap_or_else(|| format!("oid {}", r.userid));
         let key = (role.clone(), queries::text_key(query));
         let reason = noise::classify(query);
-        if reason != Some(Reason::Planck) {
+        if !reason.is_some_and(Reason::is_planck) {
             sent += 1;
         }
         // planck's own statements are never the application's, even with --keep-all.
         if let Some(reason) = reason
-            && (!opts.keep_all || reason == Reason::Planck)
+            && (!opts.keep_all || reason.is_planck())
         {
             dropped_keys.insert(key, reason);
             continue;

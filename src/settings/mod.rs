@@ -10,6 +10,8 @@
 //! managed local cluster under `.planck/`. For everything else: flag, then
 //! `planck.toml`, then the built-in default.
 
+pub mod record;
+
 use std::path::{Path, PathBuf};
 
 use crate::cli::Global;

@@ -177,7 +177,9 @@ pub async fn probe(client: &Client) -> Result<Probe> {
     }
     let settings = client
         .query_one(
-            "/* planck */ SELECT current_setting('pg_stat_statements.track', true), \
+            // reset_val: the session's own value is 'none' (see stats::quiet);
+            // the sessions of the run get the server's, database's or role's.
+            "/* planck */ SELECT (SELECT reset_val FROM pg_settings WHERE name = 'pg_stat_statements.track'), \
              current_setting('pg_stat_statements.max', true), \
              (SELECT setting::bigint FROM pg_settings WHERE name = 'track_activity_query_size')",
             &[],
@@ -394,7 +396,7 @@ mod tests {
             bypassrls: false,
             owned_rls_tables: vec!["items".into()],
         };
-        let ids = |q: &str| crate::record::noise::identifiers(q);
+        let ids = |q: &str| crate::stats::noise::identifiers(q);
         assert!(owner.bypasses_rls(&ids("SELECT count(*) FROM public.items")));
         assert!(!owner.bypasses_rls(&ids("DELETE FROM dpop_replays WHERE jti = $1")));
         let su = RoleFacts {
