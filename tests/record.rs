@@ -788,3 +788,96 @@ fn warns_about_evictions() {
         "{err}"
     );
 }
+
+// Issue 8, the defects: a re-recording rebuilt the queries file from its
+// statements, dropping every comment, and would have dropped entries it does
+// not own ([[transaction]], x- keys). Both survive, byte for byte.
+#[test]
+fn rerecording_keeps_comments_and_entries_it_does_not_own() {
+    let db = TestDb::new("record_keeps_comments");
+    db.exec("CREATE TABLE t (a int); CREATE TABLE u (b int)");
+    let dir = common::project_dir();
+    let script = write_script(
+        dir.path(),
+        "s.sh",
+        "psql -X -q -c 'SELECT a FROM t WHERE a = 1' -c 'SELECT b FROM u' >/dev/null\n",
+    );
+    let (out, _) = record_json(&db, dir.path(), &["--", &script]);
+    assert_exit(&out, 0);
+    let file = dir.path().join("queries/recorded.toml");
+    let recorded = QueryFile::load(&file).unwrap();
+    let id_t = &recorded
+        .statements
+        .iter()
+        .find(|s| s.query.contains("FROM t"))
+        .unwrap()
+        .id;
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = format!(
+        "# Owned by the payments team.\n{}",
+        text.replacen(
+            "\n[[statement]]\n",
+            "\n# hot path, see ticket 12\n[[statement]]\nx-owner = \"bob\"\n",
+            1,
+        )
+    ) + &format!(
+        "\n# checkout, written by hand\n[[transaction]]\nid = \"checkout\"\nstatements = [\"{id_t}\"]\n\
+         think_ms = 5\nisolation = \"serializable\"\nx-ticket = 12\n\n[x-notes]\nwhy = \"later\"\n"
+    );
+    std::fs::write(&file, &edited).unwrap();
+    let f = QueryFile::load(&file).unwrap();
+    assert_eq!(f.transactions.len(), 1);
+
+    let (out, v) = record_json(&db, dir.path(), &["--", &script]);
+    assert_exit(&out, 0);
+    assert_eq!(v["unchanged"], 2, "{v:#}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        edited,
+        "the re-recording changed what it does not own"
+    );
+    // Pruning a statement a transaction names keeps it (the file stays valid).
+    let only_u = write_script(
+        dir.path(),
+        "u.sh",
+        "psql -X -q -c 'SELECT b FROM u' >/dev/null\n",
+    );
+    let (out, v) = record_json(&db, dir.path(), &["--prune", "--", &only_u]);
+    assert_exit(&out, 0);
+    assert_eq!(v["vanished"].as_array().unwrap().len(), 1, "{v:#}");
+    let after = QueryFile::load(&file).unwrap();
+    assert_eq!(after.statements.len(), 2);
+    assert_eq!(after.transactions[0].statements, [id_t.clone()]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("# Owned by the payments team.\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# checkout, written by hand\n[[transaction]]"),
+        "{text}"
+    );
+}
+
+// Issue 8: a queries file of a newer format is a clear error naming the
+// file, before anything runs.
+#[test]
+fn a_newer_queries_file_format_is_refused() {
+    let db = TestDb::new("record_newer_format");
+    let dir = common::project_dir();
+    let q = dir.path().join("queries");
+    std::fs::create_dir_all(&q).unwrap();
+    let file = q.join("recorded.toml");
+    std::fs::write(&file, "format_version = 3\n").unwrap();
+    let out = db.planck(&["record", "--", "true"], dir.path());
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:1: format_version 3 is newer than this planck reads (1 and 2)",
+            file.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("hint: upgrade planck"), "{err}");
+}
