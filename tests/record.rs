@@ -847,7 +847,7 @@ fn rerecording_keeps_comments_and_entries_it_does_not_own() {
     assert_eq!(v["vanished"].as_array().unwrap().len(), 1, "{v:#}");
     let after = QueryFile::load(&file).unwrap();
     assert_eq!(after.statements.len(), 2);
-    assert_eq!(after.transactions[0].statements, [id_t.clone()]);
+    assert_eq!(after.transactions[0].statements, std::slice::from_ref(id_t));
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(
         text.starts_with("# Owned by the payments team.\n"),
