@@ -7,7 +7,7 @@
 //! (loaded, extension present or creatable, tracking on), reset the target
 //! database's counters and take a snapshot, run the command, take a second
 //! snapshot, subtract, resolve roles and the RLS-bypass flag, drop the noise
-//! ([`noise`]), merge into the file ([`crate::queries::QueryFile::merge`]).
+//! ([`crate::stats::noise`]), merge into the file ([`crate::queries::QueryFile::merge`]).
 //!
 //! The RLS-bypass flag of a statement is true when the role that ran it is a
 //! superuser, has BYPASSRLS, or has the privileges of the owner of a table
@@ -18,17 +18,36 @@ pub mod child;
 pub mod report;
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::output::Log;
 use crate::queries::{self, Merge, MergeStatus, QueryFile, Statement};
-use crate::settings::record::RecordSettings;
 use crate::stats::{capture, noise};
 
 pub use crate::stats::Reason;
 pub use child::Exit;
+
+/// What to record and where: everything [`record`] needs, resolved once by
+/// `RecordSettings::resolve` (in settings/record.rs, from flags,
+/// planck.toml and the process's directory and `PATH`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordSettings {
+    /// The queries file to merge into.
+    pub output: PathBuf,
+    /// Keep the noise too.
+    pub keep_all: bool,
+    /// Remove recorded statements the run no longer sends.
+    pub prune: bool,
+    /// The command and its arguments; empty: capture what is there now.
+    pub command: Vec<String>,
+    /// Where the command runs.
+    pub cwd: PathBuf,
+    /// `PATH`, to find the command.
+    pub path_var: Option<OsString>,
+}
 
 /// How the capture isolated the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

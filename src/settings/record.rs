@@ -15,6 +15,9 @@ use super::Settings;
 use crate::error::{Error, Result};
 use crate::queries;
 
+/// Defined in the domain (library code may not import settings); resolved here.
+pub use crate::record::RecordSettings;
+
 #[derive(Debug, Clone, Default, Args)]
 pub struct RecordArgs {
     /// Queries file to merge into, relative to the project [default: queries/recorded.toml]
@@ -57,23 +60,6 @@ impl RecordArgs {
         self.output = Some(path.into());
         self
     }
-}
-
-/// What to record and where: everything `crate::record` needs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RecordSettings {
-    /// The queries file to merge into.
-    pub output: PathBuf,
-    /// Keep the noise too.
-    pub keep_all: bool,
-    /// Remove recorded statements the run no longer sends.
-    pub prune: bool,
-    /// The command and its arguments; empty: capture what is there now.
-    pub command: Vec<String>,
-    /// Where the command runs.
-    pub cwd: PathBuf,
-    /// `PATH`, to find the command.
-    pub path_var: Option<OsString>,
 }
 
 impl RecordSettings {
