@@ -91,8 +91,8 @@ pub async fn apply(client: &mut Client, migrations: &[Migration], log: Log) -> R
                 applied_at timestamptz NOT NULL DEFAULT now(),
                 duration_ms bigint NOT NULL
             );
-            {}",
-            objects::TABLE_DDL
+            {};",
+            objects::COLUMN_DDL
         ))
         .await
         .map_err(|e| Error::db("creating planck_migrations", e))?;
@@ -134,12 +134,11 @@ async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -
             .await
             .map_err(|e| Error::db("starting a transaction", e))?;
         let changes = run_file(&tx, m).await?;
-        objects::store(&tx, &changes).await?;
-        outcome.objects.extend(changes);
         let ms = started.elapsed().as_millis() as i64;
         tx.execute(
-            "INSERT INTO planck_migrations (name, checksum, duration_ms) VALUES ($1, $2, $3)",
-            &[&m.name, &m.checksum, &ms],
+            "/* planck */ INSERT INTO planck_migrations (name, checksum, duration_ms, objects) \
+             VALUES ($1, $2, $3, $4)",
+            &[&m.name, &m.checksum, &ms, &objects::to_json(&changes)],
         )
         .await
         .map_err(|e| Error::db("recording the migration", e))?;
@@ -147,6 +146,7 @@ async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -
             .await
             .map_err(|e| Error::db(format!("committing {}", m.name), e))?;
         outcome.applied.push(m.name.clone());
+        outcome.objects.extend(changes);
     }
     Ok(outcome)
 }

@@ -5,8 +5,8 @@
 //! compares them by oid: new ones were created by that statement, missing
 //! ones dropped, one whose name changed renamed, and a name that was both
 //! dropped and created (`ALTER COLUMN ... TYPE` rebuilds its indexes) was
-//! recreated. The changes go to `planck_migration_objects`, beside
-//! `planck_migrations` and in the same transaction as the file's row there.
+//! recreated. The changes go to the file's own row of `planck_migrations`
+//! (an `objects` jsonb column), written in the file's transaction.
 //!
 //! In the database, not in a file under `.planck/`: the map describes one
 //! database's history, so it must commit and roll back with the migration
@@ -23,17 +23,10 @@ use tokio_postgres::error::SqlState;
 
 use crate::error::{Error, Result};
 
-/// The table, created with `planck_migrations`.
-pub const TABLE_DDL: &str = "CREATE TABLE IF NOT EXISTS planck_migration_objects (
-    migration text NOT NULL,
-    line integer NOT NULL,
-    action text NOT NULL,
-    kind text NOT NULL,
-    schema_name text NOT NULL,
-    name text NOT NULL,
-    table_name text,
-    renamed_from text
-)";
+/// The column the map lives in: a column of planck's existing table, not
+/// a table of its own, so planck adds no table to a migrated database and
+/// every catalog reader that skips `planck_migrations` skips it too.
+pub const COLUMN_DDL: &str = "ALTER TABLE planck_migrations ADD COLUMN IF NOT EXISTS objects jsonb";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -75,16 +68,6 @@ impl Action {
             Action::Dropped => "dropped",
             Action::Recreated => "recreated",
             Action::Renamed => "renamed",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Action> {
-        match s {
-            "created" => Some(Action::Created),
-            "dropped" => Some(Action::Dropped),
-            "recreated" => Some(Action::Recreated),
-            "renamed" => Some(Action::Renamed),
-            _ => None,
         }
     }
 }
@@ -136,7 +119,7 @@ pub(super) async fn snapshot(client: &impl GenericClient) -> Result<Snapshot> {
                JOIN pg_namespace n ON n.oid = c.relnamespace
               WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'planck')
                 AND n.nspname NOT LIKE 'pg\\_toast%'
-                AND t.relname NOT IN ('planck_migrations', 'planck_migration_objects')
+                AND t.relname <> 'planck_migrations'
              UNION ALL
              SELECT 'constraint', co.oid, n.nspname::text, co.conname::text, t.relname::text
                FROM pg_constraint co
@@ -144,7 +127,7 @@ pub(super) async fn snapshot(client: &impl GenericClient) -> Result<Snapshot> {
                LEFT JOIN pg_class t ON t.oid = co.conrelid
               WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'planck')
                 AND n.nspname NOT LIKE 'pg\\_toast%'
-                AND coalesce(t.relname, '') NOT IN ('planck_migrations', 'planck_migration_objects')",
+                AND coalesce(t.relname, '') <> 'planck_migrations'",
             &[],
         )
         .await
@@ -228,30 +211,9 @@ pub(super) fn diff(
     out
 }
 
-/// Stores a file's changes (inside the file's transaction).
-pub(super) async fn store(client: &impl GenericClient, changes: &[ObjectChange]) -> Result<()> {
-    for c in changes {
-        let line = i32::try_from(c.line).unwrap_or(i32::MAX);
-        client
-            .execute(
-                "/* planck */ INSERT INTO planck_migration_objects
-                   (migration, line, action, kind, schema_name, name, table_name, renamed_from)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                &[
-                    &c.migration,
-                    &line,
-                    &c.action.name(),
-                    &c.kind.name(),
-                    &c.schema,
-                    &c.name,
-                    &c.table,
-                    &c.renamed_from,
-                ],
-            )
-            .await
-            .map_err(|e| Error::db("recording the migration's indexes and constraints", e))?;
-    }
-    Ok(())
+/// A file's changes as stored in its `planck_migrations` row.
+pub(super) fn to_json(changes: &[ObjectChange]) -> serde_json::Value {
+    serde_json::to_value(changes).unwrap_or(serde_json::Value::Null)
 }
 
 /// Every recorded change of a database, in the order migrations applied them.
@@ -266,33 +228,35 @@ impl ObjectMap {
     /// `planck migrate` never ran there (or an older planck did).
     /// `migrations_dir` turns file names into paths.
     pub async fn load(client: &impl GenericClient, migrations_dir: &Path) -> Result<ObjectMap> {
+        // Migrations apply in file-name order: that is the order of history.
         let rows = match client
             .query(
-                "/* planck */ SELECT migration, line, action, kind, schema_name, name, table_name, renamed_from
-                   FROM planck_migration_objects ORDER BY migration, line, kind, schema_name, name",
+                "/* planck */ SELECT objects FROM planck_migrations \
+                 WHERE objects IS NOT NULL ORDER BY name",
                 &[],
             )
             .await
         {
             Ok(rows) => rows,
-            Err(e) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => Vec::new(),
-            Err(e) => return Err(Error::db("reading planck_migration_objects", e)),
+            // Never migrated by planck, or by a planck without the map.
+            Err(e)
+                if e.code() == Some(&SqlState::UNDEFINED_TABLE)
+                    || e.code() == Some(&SqlState::UNDEFINED_COLUMN) =>
+            {
+                Vec::new()
+            }
+            Err(e) => return Err(Error::db("reading planck_migrations", e)),
         };
-        let changes = rows
-            .into_iter()
-            .filter_map(|r| {
-                Some(ObjectChange {
-                    migration: r.get(0),
-                    line: usize::try_from(r.get::<_, i32>(1)).ok()?,
-                    action: Action::parse(r.get(2))?,
-                    kind: Kind::parse(r.get(3))?,
-                    schema: r.get(4),
-                    name: r.get(5),
-                    table: r.get(6),
-                    renamed_from: r.get(7),
-                })
-            })
-            .collect();
+        let mut changes = Vec::new();
+        for r in rows {
+            let v: serde_json::Value = r.get(0);
+            let file: Vec<ObjectChange> = serde_json::from_value(v).map_err(|e| {
+                Error::usage(format!(
+                    "planck_migrations holds an object map this planck cannot read: {e}"
+                ))
+            })?;
+            changes.extend(file);
+        }
         Ok(ObjectMap {
             dir: migrations_dir.to_path_buf(),
             changes,

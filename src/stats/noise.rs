@@ -43,8 +43,8 @@ const MIGRATION_TABLES: &[&str] = &[
 pub enum Reason {
     /// Sent by planck itself: tagged `/* planck */`.
     Planck,
-    /// planck's bookkeeping: its `planck` schema, `planck_migrations`,
-    /// `planck_migration_objects`, the legacy `planck_seed_saved`.
+    /// planck's bookkeeping: its `planck` schema, `planck_migrations`, the
+    /// legacy `planck_seed_saved`.
     PlanckBookkeeping,
     /// The server's own row checks and actions for a foreign key
     /// (`SELECT 1 FROM ONLY ... x WHERE ... FOR KEY SHARE OF x`, cascades).
@@ -139,7 +139,6 @@ impl Reason {
 /// The tables planck keeps its bookkeeping in, outside its own schema.
 const PLANCK_TABLES: &[&str] = &[
     "planck_migrations",
-    "planck_migration_objects",
     "planck_seed_saved",
     "planck_seed_saved_id_seq",
 ];
