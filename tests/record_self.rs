@@ -175,3 +175,39 @@ fn the_servers_foreign_key_checks_are_dropped() {
         v.dropped
     );
 }
+
+/// record's own probes run with `pg_stat_statements.track = 'none'`: a
+/// capture of what the server holds right after a recording finds none of
+/// them but that SET (they used to be tracked, tagged, and only dropped by
+/// the filter: one entry per probe).
+#[test]
+fn records_own_probes_are_not_tracked() {
+    let db = TestDb::new("record_self_probes");
+    db.exec("CREATE TABLE t (a int)");
+    reset_stats(&db);
+    let dir = common::project_dir();
+    let script = dir.path().join("s.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\npsql -X -q -c 'SELECT a FROM t' >/dev/null\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let first = record_now(&db, dir.path(), &["--", "./s.sh"]);
+    assert_eq!(first.kept, 1, "{first:#?}");
+    let now = record_now(&db, dir.path(), &["-o", "now.toml"]);
+    assert_eq!(now.mode, "current");
+    // The SET itself is counted (tracking is decided as a statement
+    // starts): one tagged entry, dropped; nothing after it.
+    assert_eq!(now.dropped["planck"], 1, "{:?}", now.dropped);
+    assert_eq!(
+        db.query_strings(
+            "SELECT query FROM pg_stat_statements WHERE query LIKE '%/* planck */%' \
+             AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ),
+        ["/* planck */ SET pg_stat_statements.track = 'none'"]
+    );
+}
