@@ -7,7 +7,6 @@ mod common;
 use std::path::Path;
 
 use common::{TestDb, assert_exit, stderr};
-use planck::migrate::report::wire;
 use planck::migrate::{Action, ObjectMap, Origin};
 
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -19,7 +18,27 @@ fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-fn migrate_json(db: &TestDb, dir: &Path) -> wire::Report {
+/// migrate's JSON summary, mirrored here apart from planck's own wire types.
+#[derive(Debug, serde::Deserialize)]
+struct Summary {
+    format_version: u32,
+    applied: Vec<String>,
+    objects: Vec<ObjectMirror>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct ObjectMirror {
+    migration: String,
+    line: usize,
+    action: String,
+    kind: String,
+    schema: String,
+    name: String,
+    table: Option<String>,
+    renamed_from: Option<String>,
+}
+
+fn migrate_json(db: &TestDb, dir: &Path) -> Summary {
     let out = db.planck(&["--format", "json", "migrate"], dir);
     assert_exit(&out, 0);
     serde_json::from_slice(&out.stdout)
@@ -44,6 +63,7 @@ fn migrate_records_which_line_made_or_dropped_each_index_and_constraint() {
     let db = TestDb::new("migrate_object_map");
     let dir = project(&[("0001_init.sql", INIT), ("0002_more.sql", SECOND)]);
     let v = migrate_json(&db, dir.path());
+    assert_eq!(v.format_version, 1);
     assert_eq!(v.applied, ["0001_init.sql", "0002_more.sql"]);
     let got: Vec<(String, usize, String, String)> = v
         .objects

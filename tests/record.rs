@@ -10,12 +10,50 @@ use std::process::Output;
 use common::{TestDb, assert_exit, stderr, stdout};
 use planck::queries::QueryFile;
 
-/// Runs `planck --format json record ARGS` in `dir` and parses the summary.
-fn record_json(db: &TestDb, dir: &Path, args: &[&str]) -> (Output, serde_json::Value) {
+/// The summary as a tool reads it: a mirror of the JSON wire format,
+/// written here apart from planck's own types, so a change to the format
+/// fails these tests instead of changing with them.
+#[derive(Debug, serde::Deserialize)]
+struct Summary {
+    format_version: u32,
+    mode: String,
+    created_extension: bool,
+    exit: Option<ExitMirror>,
+    kept: usize,
+    added: usize,
+    unchanged: usize,
+    dropped: std::collections::BTreeMap<String, u64>,
+    warnings: Vec<String>,
+    vanished: Vec<VanishedMirror>,
+    pruned: bool,
+    statements: Vec<StatementMirror>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct ExitMirror {
+    code: Option<i32>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct VanishedMirror {
+    query: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct StatementMirror {
+    query: String,
+}
+
+/// Runs `planck --format json record ARGS` in `dir` and parses the summary
+/// (`None` when stdout is not one).
+fn record_json(db: &TestDb, dir: &Path, args: &[&str]) -> (Output, Option<Summary>) {
     let mut all = vec!["--format", "json", "record"];
     all.extend_from_slice(args);
     let out = db.planck(&all, dir);
-    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    let v: Option<Summary> = serde_json::from_slice(&out.stdout).ok();
+    if let Some(v) = &v {
+        assert_eq!(v.format_version, 1);
+    }
     (out, v)
 }
 
@@ -125,6 +163,7 @@ fn records_a_psql_run_exactly_and_rerecords_identically() {
 
     let (out, v) = record_json(&db, dir.path(), &["--", &script]);
     assert_exit(&out, 0);
+    let v = v.unwrap();
     let file = dir.path().join("queries/recorded.toml");
     assert_eq!(
         entries(&file),
@@ -140,26 +179,27 @@ fn records_a_psql_run_exactly_and_rerecords_identically() {
             (owner, true, "SELECT count(*) FROM notes"),
         ])
     );
-    assert_eq!(v["mode"], "reset");
-    assert_eq!(v["created_extension"], true);
-    assert_eq!(v["exit"]["code"], 0);
-    assert_eq!(v["kept"], 5);
-    assert_eq!(v["added"], 5);
-    let dropped = &v["dropped"];
+    assert_eq!(v.mode, "reset");
+    assert!(v.created_extension);
+    assert_eq!(v.exit.as_ref().unwrap().code, Some(0));
+    assert_eq!(v.kept, 5);
+    assert_eq!(v.added, 5);
+    let dropped = &v.dropped;
     // BEGIN, SAVEPOINT, RELEASE, COMMIT
-    assert_eq!(dropped["transaction"], 4, "{v:#}");
+    assert_eq!(dropped["transaction"], 4, "{v:#?}");
     // SET LOCAL, set_config(), SHOW
-    assert_eq!(dropped["setting"], 3, "{v:#}");
-    assert_eq!(dropped["listen-notify"], 1, "{v:#}");
-    assert_eq!(dropped["ddl"], 2, "{v:#}");
-    assert!(dropped["catalog"].as_u64().unwrap() >= 1, "{v:#}");
-    assert!(v["warnings"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(dropped["setting"], 3, "{v:#?}");
+    assert_eq!(dropped["listen-notify"], 1, "{v:#?}");
+    assert_eq!(dropped["ddl"], 2, "{v:#?}");
+    assert!(dropped["catalog"] >= 1, "{v:#?}");
+    assert!(v.warnings.is_empty(), "{v:#?}");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("database = \"t_record_psql\""), "{text}");
 
     let (out, v) = record_json(&db, dir.path(), &["--", &script]);
     assert_exit(&out, 0);
-    assert_eq!(v["unchanged"], 5, "{v:#}");
+    let v = v.unwrap();
+    assert_eq!(v.unchanged, 5, "{v:#?}");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         text,
@@ -177,6 +217,7 @@ fn records_the_example_app_and_matches_the_committed_file() {
     let app = common::repo_root().join("tools/example-app");
     let (out, v) = record_json(&db, dir.path(), &["--", app.to_str().unwrap()]);
     assert_exit(&out, 0);
+    let v = v.unwrap();
     let file = dir.path().join("queries/recorded.toml");
     // The bundled app's API as app_user (RLS applies), its jobs as the
     // owner (here the superuser, so RLS does not).
@@ -308,9 +349,9 @@ fn records_the_example_app_and_matches_the_committed_file() {
     let queries: Vec<String> = got.statements.iter().map(|s| s.query.clone()).collect();
     assert!(queries.iter().any(|q| q
         == "SELECT id, slug, title, updated_at FROM items WHERE pouch_id = $1 AND status = $2 ORDER BY updated_at DESC LIMIT $3"));
-    assert_eq!(v["dropped"]["utility"], 11, "the fixture COPYs: {v:#}");
-    assert!(v["dropped"]["setting"].as_u64().unwrap() >= 2, "{v:#}");
-    assert!(v["dropped"]["transaction"].as_u64().unwrap() >= 2, "{v:#}");
+    assert_eq!(v.dropped["utility"], 11, "the fixture COPYs: {v:#?}");
+    assert!(v.dropped["setting"] >= 2, "{v:#?}");
+    assert!(v.dropped["transaction"] >= 2, "{v:#?}");
 
     let committed = std::fs::read_to_string(common::repo_root().join("queries/recorded.toml"))
         .unwrap()
@@ -357,7 +398,8 @@ fn hand_edits_survive_and_prune_removes_vanished() {
 
     let (out, v) = record_json(&db, dir.path(), &["--", &both]);
     assert_exit(&out, 0);
-    assert_eq!(v["unchanged"], 2, "{v:#}");
+    let v = v.unwrap();
+    assert_eq!(v.unchanged, 2, "{v:#?}");
     let after = std::fs::read_to_string(&file).unwrap();
     assert!(
         after.contains("ignore = \"tiny table, ticket 7\""),
@@ -375,9 +417,10 @@ fn hand_edits_survive_and_prune_removes_vanished() {
     // u's statement vanishes: reported, kept; then pruned.
     let (out, v) = record_json(&db, dir.path(), &["--", &only_t]);
     assert_exit(&out, 0);
-    let vanished = v["vanished"].as_array().unwrap();
-    assert_eq!(vanished.len(), 1, "{v:#}");
-    assert_eq!(vanished[0]["query"], "SELECT b FROM u WHERE b = $1");
+    let v = v.unwrap();
+    let vanished = &v.vanished;
+    assert_eq!(vanished.len(), 1, "{v:#?}");
+    assert_eq!(vanished[0].query, "SELECT b FROM u WHERE b = $1");
     assert!(
         std::fs::read_to_string(&file)
             .unwrap()
@@ -385,7 +428,7 @@ fn hand_edits_survive_and_prune_removes_vanished() {
     );
     let (out, v) = record_json(&db, dir.path(), &["--prune", "--", &only_t]);
     assert_exit(&out, 0);
-    assert_eq!(v["pruned"], true);
+    assert!(v.unwrap().pruned);
     let pruned = std::fs::read_to_string(&file).unwrap();
     assert!(!pruned.contains("FROM u WHERE"), "{pruned}");
     assert!(
@@ -411,12 +454,8 @@ fn keep_all_and_capture_without_a_command() {
     );
     let (out, v) = record_json(&db, dir.path(), &["--keep-all", "--", &script]);
     assert_exit(&out, 0);
-    let queries: Vec<&str> = v["statements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["query"].as_str().unwrap())
-        .collect();
+    let v = v.unwrap();
+    let queries: Vec<&str> = v.statements.iter().map(|s| s.query.as_str()).collect();
     assert!(
         queries.contains(&"BEGIN") && queries.contains(&"COMMIT"),
         "{queries:?}"
@@ -426,8 +465,9 @@ fn keep_all_and_capture_without_a_command() {
     // No command: the counters as they are (the run above, plus planck's own).
     let (out, v) = record_json(&db, dir.path(), &["-o", "now.toml"]);
     assert_exit(&out, 0);
-    assert_eq!(v["mode"], "current");
-    assert!(v["exit"].is_null());
+    let v = v.unwrap();
+    assert_eq!(v.mode, "current");
+    assert!(v.exit.is_none());
     assert_eq!(
         entries(&dir.path().join("now.toml")),
         set(&[("planck", true, "SELECT a FROM t")])
@@ -466,8 +506,8 @@ fn records_by_snapshot_when_the_role_may_not_reset() {
         .output()
         .unwrap();
     assert_exit(&out, 0);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["mode"], "snapshot", "{v:#}");
+    let v: Summary = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.mode, "snapshot", "{v:#?}");
     assert_eq!(
         entries(&dir.path().join("queries/recorded.toml")),
         set(&[(role, false, "SELECT a FROM t WHERE a > $1")])
@@ -505,13 +545,14 @@ fn failing_and_killed_commands_still_record() {
     );
     let (out, v) = record_json(&db, dir.path(), &["--", &failing]);
     assert_exit(&out, 1);
-    assert_eq!(v["exit"]["code"], 3);
+    let v = v.unwrap();
+    assert_eq!(v.exit.as_ref().unwrap().code, Some(3));
     assert!(
         stderr(&out).contains("warning: the command exited with status 3"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(v["kept"], 1);
+    assert_eq!(v.kept, 1);
 
     let killed = write_script(
         dir.path(),
@@ -830,7 +871,8 @@ fn rerecording_keeps_comments_and_entries_it_does_not_own() {
 
     let (out, v) = record_json(&db, dir.path(), &["--", &script]);
     assert_exit(&out, 0);
-    assert_eq!(v["unchanged"], 2, "{v:#}");
+    let v = v.unwrap();
+    assert_eq!(v.unchanged, 2, "{v:#?}");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         edited,
@@ -844,7 +886,8 @@ fn rerecording_keeps_comments_and_entries_it_does_not_own() {
     );
     let (out, v) = record_json(&db, dir.path(), &["--prune", "--", &only_u]);
     assert_exit(&out, 0);
-    assert_eq!(v["vanished"].as_array().unwrap().len(), 1, "{v:#}");
+    let v = v.unwrap();
+    assert_eq!(v.vanished.len(), 1, "{v:#?}");
     let after = QueryFile::load(&file).unwrap();
     assert_eq!(after.statements.len(), 2);
     assert_eq!(after.transactions[0].statements, std::slice::from_ref(id_t));

@@ -15,9 +15,17 @@ use std::path::Path;
 
 use common::{TestDb, assert_exit, stderr};
 use planck::queries::QueryFile;
-use planck::record::report::wire;
 
-fn record_now(db: &TestDb, dir: &Path, args: &[&str]) -> wire::Report {
+/// The parts of record's JSON summary these tests read, mirrored here apart
+/// from planck's own wire types.
+#[derive(Debug, serde::Deserialize)]
+struct Summary {
+    mode: String,
+    kept: usize,
+    dropped: std::collections::BTreeMap<String, u64>,
+}
+
+fn record_now(db: &TestDb, dir: &Path, args: &[&str]) -> Summary {
     let mut all = vec!["--format", "json", "record"];
     all.extend_from_slice(args);
     let out = db.planck(&all, dir);
