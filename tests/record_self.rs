@@ -219,3 +219,39 @@ fn records_own_probes_are_not_tracked() {
         ["/* planck */ SET pg_stat_statements.track = 'none'"]
     );
 }
+
+/// The defect: a suite that runs `planck migrate` under `planck record`
+/// recorded migrate's `SELECT pg_advisory_lock($1)` and unlock as the
+/// application's. Now migrate's session is not tracked at all (nor its
+/// DDL and catalog reads): only the suite's own statement is there.
+#[test]
+fn record_around_a_script_that_migrates_sees_none_of_it() {
+    let db = TestDb::new("record_self_migrate");
+    let dir = common::project_dir();
+    std::fs::create_dir(dir.path().join("migrations")).unwrap();
+    std::fs::write(
+        dir.path().join("migrations/0001.sql"),
+        "CREATE TABLE t (id int PRIMARY KEY, a text);\nCREATE INDEX t_a ON t (a);\n",
+    )
+    .unwrap();
+    let script = dir.path().join("suite.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nset -e\n\"$PLANCK_BIN\" migrate >/dev/null\n\
+         psql -X -q -c 'SELECT a FROM t WHERE id = 1' >/dev/null\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let v = record_now(&db, dir.path(), &["--", "./suite.sh"]);
+    assert_eq!(
+        queries(&dir.path().join("queries/recorded.toml")),
+        BTreeSet::from(["SELECT a FROM t WHERE id = $1".to_string()]),
+        "{v:#?}"
+    );
+    assert_eq!(v.dropped["ddl"], 0, "{:?}", v.dropped);
+    assert_eq!(v.dropped["catalog"], 0, "{:?}", v.dropped);
+    assert_eq!(v.dropped["planck-bookkeeping"], 0, "{:?}", v.dropped);
+}

@@ -83,6 +83,14 @@ pub fn discover(dir: &Path) -> Result<Vec<Migration>> {
 
 /// Applies every migration not yet applied; checks the checksums of the others.
 pub async fn apply(client: &mut Client, migrations: &[Migration], log: Log) -> Result<Outcome> {
+    // Migrating is planck's work, never the application's: out of
+    // pg_stat_statements (a suite that runs `planck migrate` under `planck
+    // record` must not record the migrations or planck's catalog reads).
+    if crate::stats::quiet(client).await? == crate::stats::Quiet::Tagged {
+        log.debug(
+            "this role may not set pg_stat_statements.track: migrate's statements stay tracked",
+        );
+    }
     client
         .batch_execute(&format!(
             "CREATE TABLE IF NOT EXISTS planck_migrations (
@@ -97,19 +105,22 @@ pub async fn apply(client: &mut Client, migrations: &[Migration], log: Log) -> R
         .await
         .map_err(|e| Error::db("creating planck_migrations", e))?;
     client
-        .execute("SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
+        .execute("/* planck */ SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
         .await
         .map_err(|e| Error::db("taking the migration lock", e))?;
     let result = apply_locked(client, migrations, log).await;
     let _ = client
-        .execute("SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
+        .execute("/* planck */ SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
         .await;
     result
 }
 
 async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -> Result<Outcome> {
     let rows = client
-        .query("SELECT name, checksum FROM planck_migrations", &[])
+        .query(
+            "/* planck */ SELECT name, checksum FROM planck_migrations",
+            &[],
+        )
         .await
         .map_err(|e| Error::db("reading planck_migrations", e))?;
     let applied: std::collections::HashMap<String, String> =
