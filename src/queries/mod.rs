@@ -372,6 +372,16 @@ impl QueryFile {
         })
     }
 
+    /// The statement with this id (what a transaction's `statements` name).
+    pub fn statement(&self, id: &str) -> Option<&Statement> {
+        self.statements.iter().find(|s| s.id == id)
+    }
+
+    /// A transaction's statements, in the order they run.
+    pub fn statements_of<'a>(&'a self, t: &'a Transaction) -> impl Iterator<Item = &'a Statement> {
+        t.statements.iter().filter_map(|id| self.statement(id))
+    }
+
     /// The format of the file it was read from (1 when it had none), or
     /// `None` for a file made in memory.
     pub fn read_format(&self) -> Option<u32> {
@@ -693,6 +703,20 @@ query = "SELECT gone FROM old_table"
             t
         });
         assert_eq!(back.render(), out, "a second rewrite changes nothing");
+    }
+
+    #[test]
+    fn a_transactions_statements_are_found_in_order() {
+        let text = "[[statement]]\nid = \"a\"\nquery = \"SELECT 1 FROM t\"\n\
+            [[statement]]\nid = \"b\"\nquery = \"SELECT 2 FROM t\"\n\
+            [[transaction]]\nid = \"t1\"\nstatements = [\"b\", \"a\", \"b\"]\n";
+        let f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        let ids: Vec<&str> = f
+            .statements_of(&f.transactions[0])
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(ids, ["b", "a", "b"]);
+        assert!(f.statement("zz").is_none());
     }
 
     #[test]
