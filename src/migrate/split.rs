@@ -149,6 +149,21 @@ mod tests {
     }
 
     #[test]
+    fn quoted_bodies_of_every_kind_stay_whole() {
+        let sql = "CREATE FUNCTION a() RETURNS text LANGUAGE plpgsql AS $fn$\nBEGIN\n  RETURN $$x;$$;\nEND\n$fn$;\n\
+                   CREATE OR REPLACE FUNCTION b() RETURNS int LANGUAGE sql AS 'SELECT 1; SELECT 2';\n\
+                   CREATE PROCEDURE c() LANGUAGE sql BEGIN ATOMIC INSERT INTO t VALUES (1); END;\n\
+                   SELECT E'it\\'s;', \"a;b\";\n";
+        let got = lines_and_texts(sql);
+        assert_eq!(
+            got.iter().map(|(l, _)| *l).collect::<Vec<_>>(),
+            [1, 6, 7, 8]
+        );
+        assert!(got[0].1.ends_with("$fn$;"), "{}", got[0].1);
+        assert!(got[2].1.ends_with("END;"), "{}", got[2].1);
+    }
+
+    #[test]
     fn comments_alone_are_no_statement() {
         assert_eq!(statements("-- nothing\n/* here */\n").unwrap(), []);
         assert_eq!(lines_and_texts("SELECT 1; -- done\n").len(), 1);
