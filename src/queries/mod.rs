@@ -720,6 +720,21 @@ query = "SELECT gone FROM old_table"
     }
 
     #[test]
+    fn x_subtables_stay_with_their_statement_when_sorting_moves_it() {
+        let text = "format_version = 2\n\n[[statement]]\nrole = \"b\"\nquery = \"SELECT 2 FROM t\"\n\n\
+            [statement.x-meta]\nowner = \"bob\"\n\n[[statement]]\nrole = \"a\"\nquery = \"SELECT 1 FROM t\"\n";
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        f.merge(&[], false);
+        let out = f.render();
+        assert_eq!(
+            out,
+            "format_version = 2\n\n[[statement]]\nrole = \"a\"\nquery = \"SELECT 1 FROM t\"\n\n\
+            [[statement]]\nrole = \"b\"\nquery = \"SELECT 2 FROM t\"\n\n[statement.x-meta]\nowner = \"bob\"\n"
+        );
+        QueryFile::parse(Path::new("q.toml"), &out).unwrap();
+    }
+
+    #[test]
     fn pruning_keeps_statements_a_transaction_names() {
         let text = "[[statement]]\nid = \"s1\"\nrole = \"app\"\nquery = \"SELECT a FROM t\"\n\
             [[transaction]]\nid = \"t1\"\nstatements = [\"s1\"]\n";
