@@ -255,3 +255,53 @@ fn record_around_a_script_that_migrates_sees_none_of_it() {
     assert_eq!(v.dropped["catalog"], 0, "{:?}", v.dropped);
     assert_eq!(v.dropped["planck-bookkeeping"], 0, "{:?}", v.dropped);
 }
+
+/// `stats::current_statements`, what `explain --from-stats` reads: the
+/// application's statements only, with the same noise rules as record
+/// (the server's foreign-key checks, transaction control, settings,
+/// planck's own reads all dropped).
+#[test]
+fn current_statements_are_the_applications_only() {
+    let db = TestDb::new("record_self_current");
+    db.exec(
+        "CREATE TABLE parent (id int PRIMARY KEY);
+         CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent);
+         INSERT INTO parent VALUES (1);",
+    );
+    reset_stats(&db);
+    db.exec(
+        "BEGIN; SET LOCAL work_mem = '8MB'; INSERT INTO child VALUES (1, 1); COMMIT;
+         SELECT id FROM child WHERE parent_id = 1;",
+    );
+    let conn = db.conn();
+    let first = common::block_on(async move {
+        let client = conn.connect().await.unwrap();
+        planck::stats::current_statements(&client).await.unwrap()
+    });
+    let got: BTreeSet<String> = first.statements.iter().map(|s| s.query.clone()).collect();
+    assert_eq!(
+        got,
+        BTreeSet::from([
+            "INSERT INTO child VALUES ($1, $2)".to_string(),
+            "SELECT id FROM child WHERE parent_id = $1".to_string(),
+        ])
+    );
+    let s = &first.statements[0];
+    assert_eq!(
+        (s.role.as_deref(), s.bypass_rls, s.calls),
+        (Some("planck"), Some(true), Some(1))
+    );
+    let dropped = |r: planck::stats::Reason| first.dropped.get(&r).copied().unwrap_or(0);
+    use planck::stats::Reason;
+    assert_eq!(dropped(Reason::ForeignKeyCheck), 1, "{:?}", first.dropped);
+    assert_eq!(dropped(Reason::Transaction), 2, "{:?}", first.dropped);
+    assert_eq!(dropped(Reason::Setting), 1, "{:?}", first.dropped);
+    assert_eq!(dropped(Reason::StatsReset), 1, "{:?}", first.dropped);
+    // A second read sees none of the first one's statements.
+    let conn = db.conn();
+    let second = common::block_on(async move {
+        let client = conn.connect().await.unwrap();
+        planck::stats::current_statements(&client).await.unwrap()
+    });
+    assert_eq!(second.statements, first.statements);
+}

@@ -206,7 +206,7 @@ pub async fn probe(client: &Client) -> Result<Probe> {
     })
 }
 
-async fn extension_schema(client: &Client) -> Result<Option<String>> {
+pub(crate) async fn extension_schema(client: &Client) -> Result<Option<String>> {
     Ok(client
         .query_opt(
             "/* planck */ SELECT n.nspname::text FROM pg_extension e \
@@ -244,13 +244,17 @@ pub async fn reset(client: &Client, probe: &Probe) -> Result<bool> {
 
 /// Reads the database's entries (and the eviction counter).
 pub async fn sample(client: &Client, probe: &Probe) -> Result<Sample> {
+    sample_of(client, &probe.schema, probe.dbid).await
+}
+
+/// [`sample`] given the view's (quoted) schema and the database's oid.
+pub(crate) async fn sample_of(client: &Client, schema: &str, dbid: u32) -> Result<Sample> {
     let sql = format!(
         "/* planck */ SELECT s.userid, s.queryid, s.query, s.calls, s.rows, s.total_exec_time \
-         FROM {}.pg_stat_statements s WHERE s.dbid = $1",
-        probe.schema
+         FROM {schema}.pg_stat_statements s WHERE s.dbid = $1"
     );
     let rows = client
-        .query(&sql, &[&probe.dbid])
+        .query(&sql, &[&dbid])
         .await
         .map_err(|e| pg("reading pg_stat_statements", e))?;
     let mut out = Sample::default();
@@ -269,10 +273,7 @@ pub async fn sample(client: &Client, probe: &Probe) -> Result<Sample> {
             c.text = r.get(2);
         }
     }
-    let info = format!(
-        "/* planck */ SELECT dealloc FROM {}.pg_stat_statements_info",
-        probe.schema
-    );
+    let info = format!("/* planck */ SELECT dealloc FROM {schema}.pg_stat_statements_info");
     out.dealloc = match client.query_opt(&info, &[]).await {
         Ok(row) => row.map(|r| r.get(0)),
         // Before PostgreSQL 14 (extension 1.9) there is no info view.

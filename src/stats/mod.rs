@@ -18,9 +18,13 @@ pub mod noise;
 
 pub use noise::{Reason, classify};
 
+use std::collections::{BTreeMap, HashMap};
+
 use tokio_postgres::Client;
 
+use crate::db::quote_ident;
 use crate::error::{Error, Result};
+use crate::queries::{self, Statement};
 
 /// Whether a session is kept out of pg_stat_statements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,4 +51,86 @@ pub async fn quiet(client: &Client) -> Result<Quiet> {
         Err(e) if e.as_db_error().is_some() => Ok(Quiet::Tagged),
         Err(e) => Err(Error::db("keeping planck out of pg_stat_statements", e)),
     }
+}
+
+/// What pg_stat_statements holds for a database, the noise left out.
+#[derive(Debug, Clone, Default)]
+pub struct Current {
+    /// One per (role, text), most called first.
+    pub statements: Vec<Statement>,
+    /// Distinct statements dropped, per reason.
+    pub dropped: BTreeMap<Reason, usize>,
+}
+
+/// The application's statements pg_stat_statements holds now for the
+/// database `client` is connected to, for `explain --from-stats`: read
+/// only (the extension is never created), planck's session untracked,
+/// roles and the RLS-bypass flag resolved as `record` does, noise dropped
+/// with the same rules.
+pub async fn current_statements(client: &Client) -> Result<Current> {
+    quiet(client).await?;
+    let Some(schema) = capture::extension_schema(client).await? else {
+        return Err(Error::usage_hint(
+            "pg_stat_statements is not available in this database",
+            "CREATE EXTENSION pg_stat_statements (with shared_preload_libraries), or use --queries",
+        ));
+    };
+    let row = client
+        .query_one(
+            "/* planck */ SELECT oid, datname::text FROM pg_database WHERE datname = current_database()",
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("reading the database's oid", e))?;
+    let (dbid, database): (u32, String) = (row.get(0), row.get(1));
+    let sample = match capture::sample_of(client, &quote_ident(&schema), dbid).await {
+        // 55000: the extension exists but the library is not loaded.
+        Err(e) if e.sqlstate() == Some("55000") => {
+            return Err(Error::usage_hint(
+                "pg_stat_statements is not loaded on this server",
+                "add it to shared_preload_libraries and restart, or use --queries",
+            ));
+        }
+        other => other?,
+    };
+    let raw = capture::delta(None, &sample);
+    let mut userids: Vec<u32> = raw.iter().map(|r| r.userid).collect();
+    userids.sort_unstable();
+    userids.dedup();
+    let roles = capture::roles(client, &userids).await?;
+    let mut out = Current::default();
+    let mut dropped_keys: HashMap<(String, String), Reason> = HashMap::new();
+    let mut groups: BTreeMap<(String, String), Statement> = BTreeMap::new();
+    for r in &raw {
+        let Some(query) = &r.query else { continue };
+        let facts = roles.get(&r.userid);
+        let role = facts
+            .map(|f| f.name.clone())
+            .unwrap_or_else(|| format!("oid {}", r.userid));
+        let key = (role.clone(), queries::text_key(query));
+        if let Some(reason) = classify(query) {
+            dropped_keys.insert(key, reason);
+            continue;
+        }
+        let g = groups.entry(key).or_insert_with(|| Statement {
+            id: queries::identity(query, Some(&role)),
+            query: query.trim().to_string(),
+            role: Some(role.clone()),
+            bypass_rls: Some(facts.is_some_and(|f| f.bypasses_rls(&noise::identifiers(query)))),
+            database: Some(database.clone()),
+            queryid: Some(r.queryid),
+            calls: Some(0),
+            rows: Some(0),
+            ..Default::default()
+        });
+        g.calls = Some(g.calls.unwrap_or(0) + r.calls);
+        g.rows = Some(g.rows.unwrap_or(0) + r.rows);
+    }
+    for reason in dropped_keys.into_values() {
+        *out.dropped.entry(reason).or_default() += 1;
+    }
+    out.statements = groups.into_values().collect();
+    out.statements
+        .sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.query.cmp(&b.query)));
+    Ok(out)
 }
