@@ -17,7 +17,7 @@
 pub mod child;
 pub mod report;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -25,7 +25,7 @@ use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::output::Log;
 use crate::queries::{self, Merge, MergeStatus, QueryFile, Statement};
-use crate::stats::{capture, noise};
+use crate::stats::capture;
 
 pub use crate::stats::Reason;
 pub use child::Exit;
@@ -226,53 +226,26 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     userids.sort_unstable();
     userids.dedup();
     let roles = capture::roles(&client, &userids).await?;
-    let mut dropped: BTreeMap<Reason, usize> = BTreeMap::new();
-    let mut groups: BTreeMap<(String, String), Kept> = BTreeMap::new();
-    let mut dropped_keys: HashMap<(String, String), Reason> = HashMap::new();
-    // Statements of the run, planck's own left out: zero means a wrong target.
-    let mut sent = 0usize;
-    for r in &raw {
-        let Some(query) = &r.query else {
-            sent += 1;
-            continue;
-        };
-        let facts = roles.get(&r.userid);
-        let role = facts
-            .map(|f| f.name.clone())
-            .unwrap_or_else(|| format!("oid {}", r.userid));
-        let key = (role.clone(), queries::text_key(query));
-        let reason = noise::classify(query);
-        if !reason.is_some_and(Reason::is_planck) {
-            sent += 1;
-        }
-        // planck's own statements are never the application's, even with --keep-all.
-        if let Some(reason) = reason
-            && (!opts.keep_all || reason.is_planck())
-        {
-            dropped_keys.insert(key, reason);
-            continue;
-        }
-        let bypass = facts.is_some_and(|f| f.bypasses_rls(&noise::identifiers(query)));
-        let g = groups.entry(key).or_insert_with(|| Kept {
-            id: queries::identity(query, Some(&role)),
-            queryid: r.queryid,
-            role,
-            bypass_rls: bypass,
-            calls: 0,
-            rows: 0,
-            total_ms: 0.0,
-            query: query.trim().to_string(),
-            noise: reason,
+    let crate::stats::Grouping {
+        statements: grouped,
+        dropped,
+        sent,
+    } = crate::stats::group(&raw, &roles, opts.keep_all);
+    let mut statements: Vec<Kept> = grouped
+        .into_iter()
+        .map(|g| Kept {
+            id: queries::identity(&g.query, Some(&g.role)),
+            queryid: g.queryid,
+            role: g.role,
+            bypass_rls: g.bypass_rls,
+            calls: g.calls,
+            rows: g.rows,
+            total_ms: g.total_ms,
+            query: g.query,
+            noise: g.noise,
             status: MergeStatus::Added,
-        });
-        g.calls += r.calls;
-        g.rows += r.rows;
-        g.total_ms += r.total_ms;
-    }
-    for reason in dropped_keys.into_values() {
-        *dropped.entry(reason).or_default() += 1;
-    }
-    let mut statements: Vec<Kept> = groups.into_values().collect();
+        })
+        .collect();
     if statements.is_empty() {
         warnings.push(if sent == 0 {
             format!(

@@ -53,6 +53,87 @@ pub async fn quiet(client: &Client) -> Result<Quiet> {
     }
 }
 
+/// One statement of a capture: the pg_stat_statements entries of one role
+/// and one text ([`crate::queries::text_key`]) added up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grouped {
+    pub role: String,
+    /// The text, trimmed (the first one seen).
+    pub query: String,
+    /// pg_stat_statements' queryid of the first entry.
+    pub queryid: i64,
+    pub bypass_rls: bool,
+    pub calls: u64,
+    pub rows: u64,
+    pub total_ms: f64,
+    /// Why it is noise, when noise is kept.
+    pub noise: Option<Reason>,
+}
+
+/// A capture sorted into the application's statements and the noise.
+#[derive(Debug, Clone, Default)]
+pub struct Grouping {
+    /// Sorted by role, then text.
+    pub statements: Vec<Grouped>,
+    /// Distinct statements dropped, per reason.
+    pub dropped: BTreeMap<Reason, usize>,
+    /// Entries that were not planck's own: zero means the run talked to
+    /// another database.
+    pub sent: usize,
+}
+
+/// Groups captured entries by role and text and drops the noise (kept,
+/// marked, with `keep_noise`, except planck's own statements, which are
+/// never the application's).
+pub fn group(
+    raw: &[capture::Raw],
+    roles: &HashMap<u32, capture::RoleFacts>,
+    keep_noise: bool,
+) -> Grouping {
+    let mut out = Grouping::default();
+    let mut groups: BTreeMap<(String, String), Grouped> = BTreeMap::new();
+    let mut dropped_keys: HashMap<(String, String), Reason> = HashMap::new();
+    for r in raw {
+        let Some(query) = &r.query else {
+            out.sent += 1;
+            continue;
+        };
+        let facts = roles.get(&r.userid);
+        let role = facts
+            .map(|f| f.name.clone())
+            .unwrap_or_else(|| format!("oid {}", r.userid));
+        let key = (role.clone(), queries::text_key(query));
+        let reason = classify(query);
+        if !reason.is_some_and(Reason::is_planck) {
+            out.sent += 1;
+        }
+        if let Some(reason) = reason
+            && (!keep_noise || reason.is_planck())
+        {
+            dropped_keys.insert(key, reason);
+            continue;
+        }
+        let g = groups.entry(key).or_insert_with(|| Grouped {
+            bypass_rls: facts.is_some_and(|f| f.bypasses_rls(&noise::identifiers(query))),
+            role,
+            query: query.trim().to_string(),
+            queryid: r.queryid,
+            calls: 0,
+            rows: 0,
+            total_ms: 0.0,
+            noise: reason,
+        });
+        g.calls += r.calls;
+        g.rows += r.rows;
+        g.total_ms += r.total_ms;
+    }
+    for reason in dropped_keys.into_values() {
+        *out.dropped.entry(reason).or_default() += 1;
+    }
+    out.statements = groups.into_values().collect();
+    out
+}
+
 /// What pg_stat_statements holds for a database, the noise left out.
 #[derive(Debug, Clone, Default)]
 pub struct Current {
@@ -98,38 +179,25 @@ pub async fn current_statements(client: &Client) -> Result<Current> {
     userids.sort_unstable();
     userids.dedup();
     let roles = capture::roles(client, &userids).await?;
-    let mut out = Current::default();
-    let mut dropped_keys: HashMap<(String, String), Reason> = HashMap::new();
-    let mut groups: BTreeMap<(String, String), Statement> = BTreeMap::new();
-    for r in &raw {
-        let Some(query) = &r.query else { continue };
-        let facts = roles.get(&r.userid);
-        let role = facts
-            .map(|f| f.name.clone())
-            .unwrap_or_else(|| format!("oid {}", r.userid));
-        let key = (role.clone(), queries::text_key(query));
-        if let Some(reason) = classify(query) {
-            dropped_keys.insert(key, reason);
-            continue;
-        }
-        let g = groups.entry(key).or_insert_with(|| Statement {
-            id: queries::identity(query, Some(&role)),
-            query: query.trim().to_string(),
-            role: Some(role.clone()),
-            bypass_rls: Some(facts.is_some_and(|f| f.bypasses_rls(&noise::identifiers(query)))),
-            database: Some(database.clone()),
-            queryid: Some(r.queryid),
-            calls: Some(0),
-            rows: Some(0),
-            ..Default::default()
-        });
-        g.calls = Some(g.calls.unwrap_or(0) + r.calls);
-        g.rows = Some(g.rows.unwrap_or(0) + r.rows);
-    }
-    for reason in dropped_keys.into_values() {
-        *out.dropped.entry(reason).or_default() += 1;
-    }
-    out.statements = groups.into_values().collect();
+    let grouping = group(&raw, &roles, false);
+    let mut out = Current {
+        statements: grouping
+            .statements
+            .into_iter()
+            .map(|g| Statement {
+                id: queries::identity(&g.query, Some(&g.role)),
+                query: g.query,
+                role: Some(g.role),
+                bypass_rls: Some(g.bypass_rls),
+                database: Some(database.clone()),
+                queryid: Some(g.queryid),
+                calls: Some(g.calls),
+                rows: Some(g.rows),
+                ..Default::default()
+            })
+            .collect(),
+        dropped: grouping.dropped,
+    };
     out.statements
         .sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.query.cmp(&b.query)));
     Ok(out)
