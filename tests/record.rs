@@ -924,3 +924,49 @@ fn a_newer_queries_file_format_is_refused() {
     );
     assert!(err.contains("hint: upgrade planck"), "{err}");
 }
+
+// Issue 8, format 2: a statement run inside a function is recorded with
+// `contexts = ["function"]`; one the client sent has no contexts key.
+#[test]
+fn statements_run_inside_functions_carry_their_context() {
+    let db = TestDb::new("record_contexts");
+    db.exec(
+        "CREATE TABLE t (a int);
+         CREATE FUNCTION bump(x int) RETURNS void LANGUAGE plpgsql AS $$
+         BEGIN
+           UPDATE t SET a = a + 1 WHERE a = x;
+         END $$;",
+    );
+    let dir = common::project_dir();
+    let script = write_script(
+        dir.path(),
+        "s.sh",
+        "psql -X -q -c 'SELECT bump(1)' -c 'UPDATE t SET a = a + 1 WHERE a = 7' >/dev/null\n\
+         psql -X -q -c 'SELECT bump(2)' >/dev/null\n",
+    );
+    let (out, _) = record_json(&db, dir.path(), &["--", &script]);
+    assert_exit(&out, 0);
+    let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
+    let contexts: BTreeSet<(String, Vec<&str>)> = f
+        .statements
+        .iter()
+        .map(|s| {
+            (
+                planck::queries::normalize_space(&s.query),
+                s.contexts.iter().map(|c| c.name()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        contexts,
+        BTreeSet::from([
+            ("SELECT bump($1)".to_string(), vec![]),
+            ("UPDATE t SET a = a + $1 WHERE a = $2".to_string(), vec![]),
+            // The function's statement: its own text (x is its parameter).
+            (
+                "UPDATE t SET a = a + $2 WHERE a = x".to_string(),
+                vec!["function"]
+            ),
+        ])
+    );
+}

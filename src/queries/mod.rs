@@ -108,7 +108,9 @@ pub struct Statement {
     pub queryid: Option<i64>,
     pub calls: Option<u64>,
     pub rows: Option<u64>,
-    /// Where it ran (client, inside a function); empty when unknown.
+    /// Where it ran inside the recording: `function` when (also) inside a
+    /// function or procedure. Empty: as the client sent it (or unknown,
+    /// before PostgreSQL 14). `record` owns it.
     pub contexts: Vec<Context>,
     /// Set by a person: the statement is kept but not verified, with the reason.
     pub ignore: Option<String>,
@@ -455,9 +457,7 @@ impl QueryFile {
             e.bypass_rls = c.bypass_rls;
             e.database = c.database.clone();
             e.queryid = c.queryid;
-            if !c.contexts.is_empty() {
-                e.contexts = c.contexts.clone();
-            }
+            e.contexts = c.contexts.clone();
             let status = if before == facts(e) {
                 MergeStatus::Unchanged
             } else {

@@ -85,6 +85,8 @@ pub struct Kept {
     /// Why it is noise, when kept with `--keep-all`.
     pub noise: Option<Reason>,
     pub status: MergeStatus,
+    /// Where it ran, as the file keeps it (empty: as the client sent it).
+    pub contexts: Vec<queries::Context>,
 }
 
 /// What a recording did.
@@ -234,6 +236,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     let mut statements: Vec<Kept> = grouped
         .into_iter()
         .map(|g| Kept {
+            contexts: g.file_contexts(),
             id: queries::identity(&g.query, Some(&g.role)),
             queryid: g.queryid,
             role: g.role,
@@ -273,6 +276,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             queryid: None,
             calls: Some(k.calls),
             rows: Some(k.rows),
+            contexts: k.contexts.clone(),
             ..Default::default()
         })
         .collect();

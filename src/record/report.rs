@@ -256,6 +256,9 @@ pub mod wire {
         pub noise: Option<String>,
         /// `added`, `updated`, `unchanged` or `manual`.
         pub status: String,
+        /// `top` and/or `function`, as the queries file keeps them (empty:
+        /// as the client sent it).
+        pub contexts: Vec<String>,
     }
 }
 
@@ -317,6 +320,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
                 query: k.query.clone(),
                 noise: k.noise.map(|r| r.name().to_string()),
                 status: k.status.name().to_string(),
+                contexts: k.contexts.iter().map(|c| c.name().to_string()).collect(),
             })
             .collect(),
     }
@@ -356,6 +360,7 @@ mod tests {
                     query: "SELECT a\n FROM t WHERE id = $1".into(),
                     noise: None,
                     status: MergeStatus::Added,
+                    contexts: vec![],
                 },
                 Kept {
                     id: "def".into(),
@@ -368,6 +373,7 @@ mod tests {
                     query: "UPDATE items SET status = $1 WHERE updated_at < now() - $2::interval AND status | $3 = $4".into(),
                     noise: Some(Reason::Ddl),
                     status: MergeStatus::Unchanged,
+                    contexts: vec![crate::queries::Context::Top, crate::queries::Context::Function],
                 },
             ],
             dropped,

@@ -68,6 +68,20 @@ pub struct Grouped {
     pub total_ms: f64,
     /// Why it is noise, when noise is kept.
     pub noise: Option<Reason>,
+    /// Where its calls ran, sorted; empty when the server does not say.
+    pub contexts: Vec<queries::Context>,
+}
+
+impl Grouped {
+    /// `contexts` as the queries file keeps them: left out when the
+    /// statement ran only as the client sent it (the common case).
+    pub fn file_contexts(&self) -> Vec<queries::Context> {
+        if self.contexts == [queries::Context::Top] {
+            Vec::new()
+        } else {
+            self.contexts.clone()
+        }
+    }
 }
 
 /// A capture sorted into the application's statements and the noise.
@@ -122,7 +136,14 @@ pub fn group(
             rows: 0,
             total_ms: 0.0,
             noise: reason,
+            contexts: Vec::new(),
         });
+        for c in &r.contexts {
+            if !g.contexts.contains(c) {
+                g.contexts.push(*c);
+                g.contexts.sort();
+            }
+        }
         g.calls += r.calls;
         g.rows += r.rows;
         g.total_ms += r.total_ms;
@@ -158,13 +179,14 @@ pub async fn current_statements(client: &Client) -> Result<Current> {
     };
     let row = client
         .query_one(
-            "/* planck */ SELECT oid, datname::text FROM pg_database WHERE datname = current_database()",
+            "/* planck */ SELECT oid, datname::text, current_setting('server_version_num')::int \
+             FROM pg_database WHERE datname = current_database()",
             &[],
         )
         .await
         .map_err(|e| Error::db("reading the database's oid", e))?;
-    let (dbid, database): (u32, String) = (row.get(0), row.get(1));
-    let sample = match capture::sample_of(client, &quote_ident(&schema), dbid).await {
+    let (dbid, database, version): (u32, String, i32) = (row.get(0), row.get(1), row.get(2));
+    let sample = match capture::sample_of(client, &quote_ident(&schema), dbid, version).await {
         // 55000: the extension exists but the library is not loaded.
         Err(e) if e.sqlstate() == Some("55000") => {
             return Err(Error::usage_hint(
@@ -185,6 +207,7 @@ pub async fn current_statements(client: &Client) -> Result<Current> {
             .statements
             .into_iter()
             .map(|g| Statement {
+                contexts: g.file_contexts(),
                 id: queries::identity(&g.query, Some(&g.role)),
                 query: g.query,
                 role: Some(g.role),
