@@ -348,6 +348,12 @@ fn resolve<'a>(cat: &Catalog, sf: &'a SpecFile) -> Result<Resolved<'a>> {
         per: HashMap::new(),
         excluded: HashSet::new(),
     };
+    // planck's own bookkeeping (left by an interrupted run) is never seeded.
+    for (i, t) in cat.tables.iter().enumerate() {
+        if format!("{}.{}", t.schema, t.name) == crate::bookkeeping::TABLE {
+            r.excluded.insert(i);
+        }
+    }
     for e in &sf.spec.exclude {
         let Some(i) = cat.find(e.get_ref()) else {
             return Err(unknown_table(e, "exclude"));
