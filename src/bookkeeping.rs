@@ -21,7 +21,7 @@
 use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
-use crate::db::{ConnInfo, quote_ident};
+use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::output::Log;
 
@@ -93,12 +93,14 @@ struct Found {
     has_columns: bool,
 }
 
-/// Whether `table` (schema-qualified) exists, and who owns it and its schema.
-async fn find(c: &Client, table: &str, columns: &[&str]) -> Result<Option<Found>> {
+/// Whether `table` (schema-qualified) exists, and who owns it and its schema
+/// (`legacy`: the table of planck 0.x in `public`, a schema nobody in
+/// particular owns (`pg_database_owner` on 15): only the table's owner counts).
+async fn find(c: &Client, table: &str, columns: &[&str], legacy: bool) -> Result<Option<Found>> {
     let cols: Vec<String> = columns.iter().map(|s| s.to_string()).collect();
     let row = c
         .query_opt(
-            "SELECT r.rolname::text, n.nspowner = u.oid OR s.rolsuper,
+            "SELECT r.rolname::text, n.nspowner = u.oid OR s.rolsuper OR $4,
                     c.relowner = u.oid OR o.rolsuper,
                     c.relkind = 'r' AND obj_description(c.oid, 'pg_class') IS NOT DISTINCT FROM $3,
                     (SELECT count(*) FROM pg_attribute a
@@ -110,7 +112,7 @@ async fn find(c: &Client, table: &str, columns: &[&str]) -> Result<Option<Found>
                JOIN pg_roles s ON s.oid = n.nspowner
                CROSS JOIN (SELECT oid FROM pg_roles WHERE rolname = current_user) u
               WHERE c.oid = to_regclass($1)",
-            &[&table, &cols, &MARKER],
+            &[&table, &cols, &MARKER, &legacy],
         )
         .await
         .map_err(dberr("looking for planck's bookkeeping"))?;
@@ -153,7 +155,7 @@ fn untrusted(table: &str, owner: &str) -> Error {
 
 /// Checks that `table`, when it exists, is planck's and trusted; returns whether it exists.
 async fn check(c: &Client, table: &str, columns: &[&str], legacy: bool) -> Result<bool> {
-    let Some(f) = find(c, table, columns).await? else {
+    let Some(f) = find(c, table, columns, legacy).await? else {
         return Ok(false);
     };
     if !f.has_columns {
@@ -248,7 +250,10 @@ pub async fn warn_pending(c: &Client, log: Log) {
                 log.warn(&m);
             }
         }
-        Err(e) => log.warn(&crate::error::render(&e)),
+        Err(e) => {
+            let text = crate::error::render(&e);
+            log.warn(text.strip_prefix("error: ").unwrap_or(&text))
+        }
     }
 }
 
@@ -286,7 +291,10 @@ pub async fn ensure(c: &mut Client) -> Result<()> {
             {
                 if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
                     let r = c
-                        .query_one("SELECT current_database()::text, current_user::text", &[])
+                        .query_one(
+                            "SELECT quote_ident(current_database()), quote_ident(current_user)",
+                            &[],
+                        )
                         .await
                         .map_err(dberr("naming the database"))?;
                     let (db, role): (String, String) = (r.get(0), r.get(1));
@@ -297,9 +305,7 @@ pub async fn ensure(c: &mut Client) -> Result<()> {
                         ),
                         format!(
                             "ask the database's owner or a superuser to run `GRANT CREATE ON \
-                             DATABASE {} TO {};`",
-                            quote_ident(&db),
-                            quote_ident(&role)
+                             DATABASE {db} TO {role};`"
                         ),
                     ));
                 }

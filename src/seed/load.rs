@@ -113,7 +113,21 @@ async fn connect(conn: &ConnInfo) -> Result<Client> {
 /// run as one statement of the extended protocol, so nothing rides along.
 async fn restore_sql(c: &impl GenericClient, s: &Saved, not_valid: bool) -> Result<String> {
     if s.kind == "index" {
+        // Only an index definition, as planck 0.x saved them.
+        let d = s.def.trim_start().to_ascii_uppercase();
+        if !(d.starts_with("CREATE INDEX ") || d.starts_with("CREATE UNIQUE INDEX ")) {
+            return Err(Error::usage_hint(
+                format!("saved index {} is not an index definition: {}", s.label(), s.def),
+                format!("planck does not run it; remove the row from {}", bookkeeping::TABLE),
+            ));
+        }
         return Ok(s.def.clone());
+    }
+    if !s.def.trim_start().to_ascii_uppercase().starts_with("FOREIGN KEY") {
+        return Err(Error::usage_hint(
+            format!("saved foreign key {} is not a foreign-key definition: {}", s.label(), s.def),
+            format!("planck does not run it; remove the row from {}", bookkeeping::TABLE),
+        ));
     }
     let table: Option<String> = c
         .query_one("SELECT to_regclass($1)::text", &[&s.table])
