@@ -259,7 +259,20 @@ pub async fn warn_pending(c: &Client, log: Log) {
 
 /// Creates [`SCHEMA`] and [`TABLE`] when missing, checks both are planck's
 /// and trusted, and migrates the rows of [`LEGACY_TABLE`] once (dropping it).
+/// Shards starting together run this one at a time (a session-level lock
+/// around it): concurrent `CREATE`s of one name collide in the catalog.
 pub async fn ensure(c: &mut Client) -> Result<()> {
+    c.execute("SELECT pg_advisory_lock($1, $2)", &[&LOCK_CLASS, &LOCK_SAVE])
+        .await
+        .map_err(dberr("waiting to create planck's bookkeeping"))?;
+    let r = ensure_locked(c).await;
+    c.execute("SELECT pg_advisory_unlock($1, $2)", &[&LOCK_CLASS, &LOCK_SAVE])
+        .await
+        .map_err(dberr("releasing a lock"))?;
+    r
+}
+
+async fn ensure_locked(c: &mut Client) -> Result<()> {
     let schema: Option<(bool, String)> = c
         .query_opt(
             "SELECT n.nspowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)

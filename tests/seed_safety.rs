@@ -196,8 +196,12 @@ fn sigkill_mid_load_then_restore_brings_every_foreign_key_back_and_a_renamed_col
     assert!(err.contains("column \"pouch_id\""), "{err}");
     assert!(err.contains(&format!("planck seed --restore --forget {}", victim[0])), "{err}");
     // Every other key is back and valid already.
-    assert_eq!(fks(&db).len(), before.len() - 1);
-    assert_eq!(count(&db, "SELECT count(*) FROM pg_constraint WHERE NOT convalidated"), 0);
+    assert_eq!(fks(&db).len(), before.len() - 1, "{err}");
+    assert_eq!(
+        db.query_strings("SELECT conname FROM pg_constraint WHERE NOT convalidated"),
+        Vec::<String>::new(),
+        "{err}"
+    );
     // The way out: re-create it by hand to fit, then --restore forgets the copy.
     db.exec(&format!(
         "ALTER TABLE items ADD CONSTRAINT {} FOREIGN KEY (bag_id) REFERENCES pouches(id) ON DELETE CASCADE",
@@ -485,4 +489,74 @@ fn two_shards_run_at_once_and_the_last_restores_the_set() {
     }
     assert_eq!(fks(&db), before);
     assert_nothing_left(&db);
+}
+
+/// Loads `parents` and `kids` through the library with a fault in kids'
+/// generator; returns the rendered error.
+fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
+    use planck::output::Log;
+    use planck::seed::{catalog, load, plan, signal::Signals, spec::SpecFile};
+    let conn = db.conn();
+    let r = common::block_on(async move {
+        let signals = Signals::install().unwrap();
+        let mut lock = planck::bookkeeping::SeedLock::acquire(&conn, false, "planck seed", Log::silent())
+            .await
+            .unwrap();
+        let mut c = conn.connect().await.unwrap();
+        let cat = catalog::load(&mut c, &[]).await.unwrap();
+        let plan = plan::build(
+            &cat,
+            &SpecFile::default(),
+            &plan::Options {
+                seed: plan::DEFAULT_SEED,
+                scale: 1.0,
+                default_rows: Some(20_000),
+            },
+        )
+        .unwrap();
+        load::run(
+            &conn,
+            std::sync::Arc::new(plan),
+            &load::LoadOptions {
+                truncate: true,
+                threads: 1,
+                shard: None,
+                fault: Some(("kids".into(), fault)),
+            },
+            &mut lock,
+            &signals,
+            Log::silent(),
+        )
+        .await
+    });
+    planck::error::render(&r.expect_err("a load whose generator failed succeeded"))
+}
+
+/// Issue 8 section 2.5: a generator thread that panicked was ignored
+/// (`let _ = producer.join()`): the COPY committed a truncated table and the
+/// summary reported the planned count. Now the table fails and rolls back;
+/// and COPY's row count is checked against the rows generated, so a
+/// generator that stops early without a word fails too.
+#[test]
+fn a_generator_that_panics_or_stops_early_fails_its_table_and_rolls_it_back() {
+    use planck::seed::load::Fault;
+    let db = TestDb::new("safety_generator_failure");
+    db.exec(
+        "CREATE TABLE parents (id int PRIMARY KEY);
+         CREATE TABLE kids (id int PRIMARY KEY, parent_id int NOT NULL REFERENCES parents)",
+    );
+    let before = fks(&db);
+    let err = load_with_fault(&db, Fault::PanicAfter(1));
+    assert!(err.contains("cannot seed kids: a generator thread failed (injected generator failure)"), "{err}");
+    assert_eq!(count(&db, "SELECT count(*) FROM kids"), 0);
+    assert_eq!(fks(&db), before);
+    assert_nothing_left(&db);
+    let err = load_with_fault(&db, Fault::StopAfter(1));
+    assert!(err.contains("cannot seed kids: COPY wrote 4096 rows where"), "{err}");
+    assert_eq!(count(&db, "SELECT count(*) FROM kids"), 0);
+    assert_eq!(fks(&db), before);
+    assert_nothing_left(&db);
+    // Without a fault the same load completes.
+    assert_exit(&planck(&db, &["seed", "--rows", "20000", "--truncate"]), 0);
+    assert!(count(&db, "SELECT count(*) FROM kids") > 4096);
 }

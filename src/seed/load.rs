@@ -792,6 +792,13 @@ async fn load_table(
         tx.batch_execute(&format!("TRUNCATE {}", tp.qualified))
             .await
             .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
+    } else {
+        // Shards of one set load a table one at a time: each drops and
+        // re-creates the table's indexes, which must not interleave (the
+        // lock TRUNCATE takes in an unsharded run).
+        tx.batch_execute(&format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", tp.qualified))
+            .await
+            .map_err(|e| Error::db(format!("locking {}", tp.display), e))?;
     }
     // Indexes and key constraints are dropped and re-created inside this
     // transaction: bulk index builds beat row-by-row maintenance, and if the
