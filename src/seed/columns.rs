@@ -578,7 +578,7 @@ impl Ctx<'_> {
                     match kind {
                         TypeKind::Numeric => {
                             let s = col.numeric.map_or(2, |x| x.1);
-                            let m = 10f64.powi(s as i32);
+                            let m = libm::pow(10.0, f64::from(s));
                             Gen::Dec {
                                 lo: (a * m).round() as i128,
                                 hi: (b * m).round() as i128,

@@ -533,7 +533,7 @@ impl Gen {
                     let step = ((hi - lo) / n as i64).max(1);
                     Val::Micros(lo + p.apply(row % n) as i64 * step)
                 } else {
-                    let u = rng::unit(h).powf(*bias);
+                    let u = libm::pow(rng::unit(h), *bias);
                     Val::Micros(hi - ((hi - lo) as f64 * u) as i64)
                 }
             }
@@ -673,7 +673,7 @@ fn to_json(v: &Val) -> serde_json::Value {
         Val::Float(f) => serde_json::Number::from_f64(*f)
             .map(J::Number)
             .unwrap_or(J::Null),
-        Val::Dec(u, s) => serde_json::Number::from_f64(*u as f64 / 10f64.powi(*s as i32))
+        Val::Dec(u, s) => serde_json::Number::from_f64(*u as f64 / libm::pow(10.0, f64::from(*s)))
             .map(J::Number)
             .unwrap_or(J::Null),
         Val::Text(s) | Val::Json(s) => J::String(s.clone()),

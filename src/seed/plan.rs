@@ -548,7 +548,7 @@ fn count_sample(c: &Count, h: u64, zipf_cdf: &[f64]) -> u64 {
         }
         Count::Lognormal { lognormal, mean } => {
             let z = r.normal();
-            (mean * (lognormal * z - lognormal * lognormal / 2.0).exp())
+            (mean * libm::exp(lognormal * z - lognormal * lognormal / 2.0))
                 .round()
                 .max(0.0) as u64
         }
@@ -730,7 +730,7 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
             let zipf_cdf: Vec<f64> = match &count {
                 Count::Zipf { zipf, max } => {
                     let w: Vec<f64> = (1..=(*max).max(1))
-                        .map(|k| 1.0 / (k as f64).powf(*zipf))
+                        .map(|k| 1.0 / libm::pow(k as f64, *zipf))
                         .collect();
                     let s: f64 = w.iter().sum();
                     let mut acc = 0.0;
@@ -1451,9 +1451,9 @@ fn tenant_weights(spec: &spec::Spec, opts: &Options, t_rows: u64, t_key: u64) ->
             Some(Dist::Named(n)) if n == "uniform" => 1.0,
             Some(Dist::Lognormal { lognormal }) => {
                 let mut r = ValueRng::new(rng::hash(opts.seed, t_key, 1, b));
-                (lognormal * r.normal()).exp()
+                libm::exp(lognormal * r.normal())
             }
-            Some(Dist::Zipf { zipf }) => 1.0 / ((b + 1) as f64).powf(*zipf),
+            Some(Dist::Zipf { zipf }) => 1.0 / libm::pow((b + 1) as f64, *zipf),
             _ => 1.0 / (b + 1) as f64,
         })
         .collect()

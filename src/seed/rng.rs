@@ -100,7 +100,7 @@ impl ValueRng {
     pub fn normal(&mut self) -> f64 {
         let u1 = self.unit().max(f64::MIN_POSITIVE);
         let u2 = self.unit();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        libm::sqrt(-2.0 * libm::log(u1)) * libm::cos(std::f64::consts::TAU * u2)
     }
 }
 
