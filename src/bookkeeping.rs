@@ -262,13 +262,19 @@ pub async fn warn_pending(c: &Client, log: Log) {
 /// Shards starting together run this one at a time (a session-level lock
 /// around it): concurrent `CREATE`s of one name collide in the catalog.
 pub async fn ensure(c: &mut Client) -> Result<()> {
-    c.execute("SELECT pg_advisory_lock($1, $2)", &[&LOCK_CLASS, &LOCK_SAVE])
-        .await
-        .map_err(dberr("waiting to create planck's bookkeeping"))?;
+    c.execute(
+        "SELECT pg_advisory_lock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("waiting to create planck's bookkeeping"))?;
     let r = ensure_locked(c).await;
-    c.execute("SELECT pg_advisory_unlock($1, $2)", &[&LOCK_CLASS, &LOCK_SAVE])
-        .await
-        .map_err(dberr("releasing a lock"))?;
+    c.execute(
+        "SELECT pg_advisory_unlock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("releasing a lock"))?;
     r
 }
 
@@ -327,7 +333,10 @@ async fn ensure_locked(c: &mut Client) -> Result<()> {
         }
     }
     if !check(c, TABLE, COLUMNS, false).await? {
-        let tx = c.transaction().await.map_err(dberr("creating planck.seed_saved"))?;
+        let tx = c
+            .transaction()
+            .await
+            .map_err(dberr("creating planck.seed_saved"))?;
         tx.execute(
             &format!(
                 "CREATE TABLE {TABLE} (
@@ -344,15 +353,23 @@ async fn ensure_locked(c: &mut Client) -> Result<()> {
         .await
         .map_err(dberr("creating planck.seed_saved"))?;
         tx.execute(
-            &format!("COMMENT ON TABLE {TABLE} IS {}", crate::db::quote_literal(MARKER)),
+            &format!(
+                "COMMENT ON TABLE {TABLE} IS {}",
+                crate::db::quote_literal(MARKER)
+            ),
             &[],
         )
         .await
         .map_err(dberr("creating planck.seed_saved"))?;
-        tx.commit().await.map_err(dberr("creating planck.seed_saved"))?;
+        tx.commit()
+            .await
+            .map_err(dberr("creating planck.seed_saved"))?;
     }
     if check(c, LEGACY_TABLE, LEGACY_COLUMNS, true).await? {
-        let tx = c.transaction().await.map_err(dberr("migrating planck_seed_saved"))?;
+        let tx = c
+            .transaction()
+            .await
+            .map_err(dberr("migrating planck_seed_saved"))?;
         tx.execute(
             &format!(
                 "INSERT INTO {TABLE} (kind, table_name, name, def)
@@ -365,7 +382,9 @@ async fn ensure_locked(c: &mut Client) -> Result<()> {
         tx.execute(&format!("DROP TABLE {LEGACY_TABLE}"), &[])
             .await
             .map_err(dberr("dropping public.planck_seed_saved"))?;
-        tx.commit().await.map_err(dberr("migrating planck_seed_saved"))?;
+        tx.commit()
+            .await
+            .map_err(dberr("migrating planck_seed_saved"))?;
     }
     Ok(())
 }
@@ -435,7 +454,9 @@ pub async fn clean_up(c: &Client) -> Result<bool> {
         .get(0);
     if empty {
         // RESTRICT: a user object that slipped in since keeps the schema.
-        let _ = c.execute(&format!("DROP SCHEMA {SCHEMA} RESTRICT"), &[]).await;
+        let _ = c
+            .execute(&format!("DROP SCHEMA {SCHEMA} RESTRICT"), &[])
+            .await;
     }
     Ok(true)
 }
@@ -444,9 +465,12 @@ pub async fn clean_up(c: &Client) -> Result<bool> {
 /// the caller's transaction, released at its end): two shards starting
 /// together would otherwise both save, and then both try to drop, the same keys.
 pub async fn serialize_saves(tx: &tokio_postgres::Transaction<'_>) -> Result<()> {
-    tx.execute("SELECT pg_advisory_xact_lock($1, $2)", &[&LOCK_CLASS, &LOCK_SAVE])
-        .await
-        .map_err(dberr("waiting to save foreign keys"))?;
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("waiting to save foreign keys"))?;
     Ok(())
 }
 
@@ -472,8 +496,16 @@ async fn holders(c: &Client) -> Result<Vec<String>> {
                 (r.get(0), r.get(1), r.get(2), r.get(3));
             format!(
                 "pid {pid} ({}, {}) since {}",
-                if app.is_empty() { "no application_name" } else { &app },
-                if mode == "ShareLock" { "shared, a --shard run" } else { "exclusive" },
+                if app.is_empty() {
+                    "no application_name"
+                } else {
+                    &app
+                },
+                if mode == "ShareLock" {
+                    "shared, a --shard run"
+                } else {
+                    "exclusive"
+                },
                 since.unwrap_or_else(|| "an unknown time".into())
             )
         })
@@ -590,7 +622,9 @@ mod tests {
              (1 in place as NOT VALID, not yet validated): a_fk on public.items, b_fk on \
              public.items; run `planck seed --restore`"
         );
-        let many: Vec<_> = (0..7).map(|i| p(&format!("f{i}"), State::Dropped)).collect();
+        let many: Vec<_> = (0..7)
+            .map(|i| p(&format!("f{i}"), State::Dropped))
+            .collect();
         assert!(pending_message(&many).unwrap().contains("and 2 more"));
     }
 }

@@ -31,7 +31,15 @@ fn the_example_dataset_is_byte_for_byte_the_committed_one() {
     let dir = project_dir();
     let spec = repo_root().join("seeds/example.toml");
     let out = db.planck(
-        &["seed", "--spec", spec.to_str().unwrap(), "--scale", "0.002", "--threads", "2"],
+        &[
+            "seed",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--scale",
+            "0.002",
+            "--threads",
+            "2",
+        ],
         dir.path(),
     );
     assert_exit(&out, 0);

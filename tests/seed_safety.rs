@@ -98,7 +98,9 @@ fn planck(db: &TestDb, args: &[&str]) -> Output {
 fn assert_sequences_moved(db: &TestDb) {
     let accounts = count(db, "SELECT count(*) FROM accounts");
     assert!(accounts > 0, "accounts did not load before the signal");
-    db.exec("INSERT INTO accounts (name, slug) VALUES ('after the signal', 'fresh-slug-after-signal')");
+    db.exec(
+        "INSERT INTO accounts (name, slug) VALUES ('after the signal', 'fresh-slug-after-signal')",
+    );
     assert_eq!(count(db, "SELECT count(*) FROM accounts"), accounts + 1);
 }
 
@@ -117,7 +119,10 @@ fn sigterm_mid_load_exits_143_with_every_foreign_key_back_and_valid() {
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 143);
     let err = stderr(&out);
-    assert!(err.contains("error: interrupted: SIGTERM; loaded:"), "{err}");
+    assert!(
+        err.contains("error: interrupted: SIGTERM; loaded:"),
+        "{err}"
+    );
     assert!(err.contains("indexes and foreign keys restored"), "{err}");
     assert_eq!(fks(&db), before);
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
@@ -159,8 +164,7 @@ fn ctrl_c_leaves_the_sequences_of_committed_tables_past_their_keys() {
 /// key that no longer applies (its column was renamed) is reported with a
 /// hint and a way out (`--forget`), not a dead end.
 #[test]
-fn sigkill_mid_load_then_restore_brings_every_foreign_key_back_and_a_renamed_column_has_a_hint()
-{
+fn sigkill_mid_load_then_restore_brings_every_foreign_key_back_and_a_renamed_column_has_a_hint() {
     let db = TestDb::migrated("safety_sigkill_restore");
     let before = fks(&db);
     let (dir, spec) = example_spec_file();
@@ -174,12 +178,20 @@ fn sigkill_mid_load_then_restore_brings_every_foreign_key_back_and_a_renamed_col
     // The next command that touches the database says so.
     let (dir2, spec2) = example_spec_file();
     let dry = db.planck(
-        &["seed", "--spec", spec2.to_str().unwrap(), "--scale", "0.001", "--dry-run"],
+        &[
+            "seed",
+            "--spec",
+            spec2.to_str().unwrap(),
+            "--scale",
+            "0.001",
+            "--dry-run",
+        ],
         dir2.path(),
     );
     assert_exit(&dry, 0);
     assert!(
-        stderr(&dry).contains("wait to be restored") && stderr(&dry).contains("planck seed --restore"),
+        stderr(&dry).contains("wait to be restored")
+            && stderr(&dry).contains("planck seed --restore"),
         "{}",
         stderr(&dry)
     );
@@ -192,9 +204,18 @@ fn sigkill_mid_load_then_restore_brings_every_foreign_key_back_and_a_renamed_col
     let out = planck(&db, &["seed", "--restore"]);
     assert_exit(&out, 2);
     let err = stderr(&out);
-    assert!(err.contains(&format!("saved foreign key {} on public.items no longer applies", victim[0])), "{err}");
+    assert!(
+        err.contains(&format!(
+            "saved foreign key {} on public.items no longer applies",
+            victim[0]
+        )),
+        "{err}"
+    );
     assert!(err.contains("column \"pouch_id\""), "{err}");
-    assert!(err.contains(&format!("planck seed --restore --forget {}", victim[0])), "{err}");
+    assert!(
+        err.contains(&format!("planck seed --restore --forget {}", victim[0])),
+        "{err}"
+    );
     // Every other key is back and valid already.
     assert_eq!(fks(&db).len(), before.len() - 1, "{err}");
     assert_eq!(
@@ -249,10 +270,18 @@ fn restore_forget_drops_the_copy_of_a_key_that_no_longer_applies() {
     db.exec("ALTER TABLE kids DROP COLUMN parent_id");
     let out = planck(&db, &["seed", "--restore"]);
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("--forget kids_parent_fk"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--forget kids_parent_fk"),
+        "{}",
+        stderr(&out)
+    );
     let out = planck(&db, &["seed", "--restore", "--forget", "kids_parent_fk"]);
     assert_exit(&out, 0);
-    assert!(stderr(&out).contains("forgot planck's copy of kids_parent_fk"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("forgot planck's copy of kids_parent_fk"),
+        "{}",
+        stderr(&out)
+    );
     assert_nothing_left(&db);
     let out = planck(&db, &["seed", "--restore", "--forget", "nope"]);
     assert_exit(&out, 2);
@@ -290,11 +319,17 @@ fn the_old_public_planck_seed_saved_is_migrated_and_restored() {
     let dir = project_dir();
     let out = db.planck(&["seed", "--rows", "5", "--dry-run"], dir.path());
     assert_exit(&out, 0);
-    assert!(stderr(&out).contains("kids_parent_fk on public.kids"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("kids_parent_fk on public.kids"),
+        "{}",
+        stderr(&out)
+    );
     let out = db.planck(&["seed", "--restore"], dir.path());
     assert_exit(&out, 0);
     assert_eq!(
-        db.query_strings("SELECT conname || ':' || convalidated FROM pg_constraint WHERE contype = 'f'"),
+        db.query_strings(
+            "SELECT conname || ':' || convalidated FROM pg_constraint WHERE contype = 'f'"
+        ),
         vec!["kids_parent_fk:true"]
     );
     assert_nothing_left(&db);
@@ -327,9 +362,18 @@ fn saved_ddl_planted_by_another_role_is_not_executed() {
             err.contains(&format!("public.planck_seed_saved belongs to role {role}")),
             "{err}"
         );
-        assert!(err.contains("does not run the definitions it holds"), "{err}");
+        assert!(
+            err.contains("does not run the definitions it holds"),
+            "{err}"
+        );
     }
-    assert_eq!(count(&db, "SELECT count(*) FROM pg_class WHERE relname = 'victim'"), 1);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM pg_class WHERE relname = 'victim'"
+        ),
+        1
+    );
     db.exec(&format!(
         "DROP TABLE public.planck_seed_saved; REVOKE CREATE ON SCHEMA public FROM {role}; DROP ROLE {role}"
     ));
@@ -347,7 +391,10 @@ fn a_user_table_named_like_planck_s_is_a_clear_error() {
     let out = planck(&db, &["seed", "--rows", "5"]);
     assert_exit(&out, 2);
     let err = stderr(&out);
-    assert!(err.contains("planck.seed_saved exists but is not planck's bookkeeping"), "{err}");
+    assert!(
+        err.contains("planck.seed_saved exists but is not planck's bookkeeping"),
+        "{err}"
+    );
     assert!(err.contains("hint: "), "{err}");
     assert!(!err.contains("does not exist"), "{err}");
     // Same columns but not marked as planck's: still refused.
@@ -357,7 +404,11 @@ fn a_user_table_named_like_planck_s_is_a_clear_error() {
     );
     let out = planck(&db, &["seed", "--rows", "5"]);
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("lacks planck's marker"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("lacks planck's marker"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// Issue 8 section 2.7: a role that cannot create planck's schema gets an
@@ -371,7 +422,9 @@ fn a_role_that_cannot_create_the_schema_is_told_the_grant() {
          CREATE SCHEMA app AUTHORIZATION {role};
          SET ROLE {role}; CREATE TABLE app.things (id int PRIMARY KEY); RESET ROLE;"
     ));
-    let url = db.url.replacen("://planck@", &format!("://{role}:app-pw@"), 1);
+    let url = db
+        .url
+        .replacen("://planck@", &format!("://{role}:app-pw@"), 1);
     assert_ne!(url, db.url);
     let dir = project_dir();
     let out = common::planck_cmd(dir.path())
@@ -380,7 +433,10 @@ fn a_role_that_cannot_create_the_schema_is_told_the_grant() {
         .unwrap();
     assert_exit(&out, 2);
     let err = stderr(&out);
-    assert!(err.contains(&format!("role {role} may not create schema planck")), "{err}");
+    assert!(
+        err.contains(&format!("role {role} may not create schema planck")),
+        "{err}"
+    );
     assert!(
         err.contains(&format!("GRANT CREATE ON DATABASE {} TO {role};", db.name)),
         "{err}"
@@ -499,9 +555,10 @@ fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
     let conn = db.conn();
     let r = common::block_on(async move {
         let signals = Signals::install().unwrap();
-        let mut lock = planck::bookkeeping::SeedLock::acquire(&conn, false, "planck seed", Log::silent())
-            .await
-            .unwrap();
+        let mut lock =
+            planck::bookkeeping::SeedLock::acquire(&conn, false, "planck seed", Log::silent())
+                .await
+                .unwrap();
         let mut c = conn.connect().await.unwrap();
         let cat = catalog::load(&mut c, &[]).await.unwrap();
         let plan = plan::build(
@@ -547,12 +604,18 @@ fn a_generator_that_panics_or_stops_early_fails_its_table_and_rolls_it_back() {
     );
     let before = fks(&db);
     let err = load_with_fault(&db, Fault::PanicAfter(1));
-    assert!(err.contains("cannot seed kids: a generator thread failed (injected generator failure)"), "{err}");
+    assert!(
+        err.contains("cannot seed kids: a generator thread failed (injected generator failure)"),
+        "{err}"
+    );
     assert_eq!(count(&db, "SELECT count(*) FROM kids"), 0);
     assert_eq!(fks(&db), before);
     assert_nothing_left(&db);
     let err = load_with_fault(&db, Fault::StopAfter(1));
-    assert!(err.contains("cannot seed kids: COPY wrote 4096 rows where"), "{err}");
+    assert!(
+        err.contains("cannot seed kids: COPY wrote 4096 rows where"),
+        "{err}"
+    );
     assert_eq!(count(&db, "SELECT count(*) FROM kids"), 0);
     assert_eq!(fks(&db), before);
     assert_nothing_left(&db);

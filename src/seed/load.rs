@@ -117,16 +117,35 @@ async fn restore_sql(c: &impl GenericClient, s: &Saved, not_valid: bool) -> Resu
         let d = s.def.trim_start().to_ascii_uppercase();
         if !(d.starts_with("CREATE INDEX ") || d.starts_with("CREATE UNIQUE INDEX ")) {
             return Err(Error::usage_hint(
-                format!("saved index {} is not an index definition: {}", s.label(), s.def),
-                format!("planck does not run it; remove the row from {}", bookkeeping::TABLE),
+                format!(
+                    "saved index {} is not an index definition: {}",
+                    s.label(),
+                    s.def
+                ),
+                format!(
+                    "planck does not run it; remove the row from {}",
+                    bookkeeping::TABLE
+                ),
             ));
         }
         return Ok(s.def.clone());
     }
-    if !s.def.trim_start().to_ascii_uppercase().starts_with("FOREIGN KEY") {
+    if !s
+        .def
+        .trim_start()
+        .to_ascii_uppercase()
+        .starts_with("FOREIGN KEY")
+    {
         return Err(Error::usage_hint(
-            format!("saved foreign key {} is not a foreign-key definition: {}", s.label(), s.def),
-            format!("planck does not run it; remove the row from {}", bookkeeping::TABLE),
+            format!(
+                "saved foreign key {} is not a foreign-key definition: {}",
+                s.label(),
+                s.def
+            ),
+            format!(
+                "planck does not run it; remove the row from {}",
+                bookkeeping::TABLE
+            ),
         ));
     }
     let table: Option<String> = c
@@ -162,7 +181,11 @@ fn inapplicable(s: &Saved, e: &Error) -> String {
         "saved {} {} no longer applies ({}); its definition: {}. Re-create it by hand to fit \
          the schema as it is now (then `planck seed --restore` forgets planck's copy), or drop \
          planck's copy with `planck seed --restore --forget {}`",
-        if s.kind == "fk" { "foreign key" } else { "index" },
+        if s.kind == "fk" {
+            "foreign key"
+        } else {
+            "index"
+        },
         s.label(),
         e.to_string().lines().next().unwrap_or_default(),
         s.def,
@@ -194,10 +217,7 @@ async fn restore_one(c: &mut Client, s: &Saved) -> Result<()> {
             return Ok(());
         }
         Err(e) => {
-            return Err(Error::db(
-                format!("restoring {} {}", s.kind, s.label()),
-                e,
-            ));
+            return Err(Error::db(format!("restoring {} {}", s.kind, s.label()), e));
         }
     }
     bookkeeping::forget(&tx, s).await?;
@@ -562,11 +582,7 @@ pub async fn restore_command(
         }
         for p in &hits {
             bookkeeping::forget(&c, p).await?;
-            log.info(&format!(
-                "forgot planck's copy of {}: {}",
-                p.label(),
-                p.def
-            ));
+            log.info(&format!("forgot planck's copy of {}: {}", p.label(), p.def));
         }
     }
     let r = restore_all(conn, threads, Unmatched::Report).await?;
@@ -724,7 +740,11 @@ fn loaded_twice(e: tokio_postgres::Error, truncate: bool, table: &str, doing: &s
 /// this leaves only a gap). A shard (`!exclusive`) never moves a sequence
 /// back: another shard may have moved it further. A failure is a warning
 /// (a savepoint keeps the load), as it always was.
-async fn advance_sequences(tx: &mut tokio_postgres::Transaction<'_>, tp: &TablePlan, exclusive: bool) {
+async fn advance_sequences(
+    tx: &mut tokio_postgres::Transaction<'_>,
+    tp: &TablePlan,
+    exclusive: bool,
+) {
     for (seq, col) in &tp.sequences {
         let sql = format!(
             "SELECT setval($1::text::regclass, m) FROM (SELECT max({})::bigint AS m FROM {}) s
@@ -796,9 +816,12 @@ async fn load_table(
         // Shards of one set load a table one at a time: each drops and
         // re-creates the table's indexes, which must not interleave (the
         // lock TRUNCATE takes in an unsharded run).
-        tx.batch_execute(&format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", tp.qualified))
-            .await
-            .map_err(|e| Error::db(format!("locking {}", tp.display), e))?;
+        tx.batch_execute(&format!(
+            "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+            tp.qualified
+        ))
+        .await
+        .map_err(|e| Error::db(format!("locking {}", tp.display), e))?;
     }
     // Indexes and key constraints are dropped and re-created inside this
     // transaction: bulk index builds beat row-by-row maintenance, and if the
@@ -1261,7 +1284,9 @@ pub async fn run(
     let started = Instant::now();
     let (results, stopped) = load_tables(conn, &plan, opts, signals, log).await?;
     let load_secs = started.elapsed().as_secs_f64();
-    log.debug(&format!("loaded in {load_secs:.1} s; restoring foreign keys"));
+    log.debug(&format!(
+        "loaded in {load_secs:.1} s; restoring foreign keys"
+    ));
     let copy_seconds = streaming_seconds(&results);
     let per_table: BTreeMap<usize, (u64, f64)> = results
         .iter()
@@ -1273,7 +1298,11 @@ pub async fn run(
     // loading rows the keys would check).
     let t_restore = Instant::now();
     let failed_load = stopped.is_some() || results.values().any(|(r, _)| r.is_err());
-    let alone = if sharded { lock.try_alone().await? } else { true };
+    let alone = if sharded {
+        lock.try_alone().await?
+    } else {
+        true
+    };
     let restore = if !alone {
         Ok(Restored {
             pending: bookkeeping::pending(&admin)

@@ -332,7 +332,10 @@ mod tests {
     #[test]
     fn markdown_summary() {
         insta::assert_snapshot!(rendered(&loaded(), Format::Markdown));
-        insta::assert_snapshot!("markdown_summary_dry_run", rendered(&dry(), Format::Markdown));
+        insta::assert_snapshot!(
+            "markdown_summary_dry_run",
+            rendered(&dry(), Format::Markdown)
+        );
     }
 
     #[test]

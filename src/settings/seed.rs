@@ -239,7 +239,10 @@ mod tests {
     #[test]
     fn a_bad_value_in_planck_toml_names_planck_toml_not_the_flag() {
         let e = err(&[], Some("[seed]\nscale = -3.0\n"));
-        assert!(e.contains("planck.toml: invalid `[seed] scale = -3`"), "{e}");
+        assert!(
+            e.contains("planck.toml: invalid `[seed] scale = -3`"),
+            "{e}"
+        );
         assert!(!e.contains("--scale"), "{e}");
         let e = err(&[], Some("[seed]\nthreads = 0\n"));
         assert!(e.contains("invalid `[seed] threads = 0`"), "{e}");
@@ -266,7 +269,10 @@ mod tests {
         ] {
             let e = err(&bad, None);
             assert!(e.starts_with("error: "), "{bad:?}: {e}");
-            assert!(e.contains(bad[0].split('=').next().unwrap()), "{bad:?}: {e}");
+            assert!(
+                e.contains(bad[0].split('=').next().unwrap()),
+                "{bad:?}: {e}"
+            );
         }
     }
 
