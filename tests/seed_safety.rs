@@ -551,7 +551,7 @@ fn two_shards_run_at_once_and_the_last_restores_the_set() {
 /// generator; returns the rendered error.
 fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
     use planck::output::Log;
-    use planck::seed::{catalog, load, plan, signal::Signals, spec::SpecFile};
+    use planck::seed::{catalog, layout, load, signal::Signals, spec::SpecFile};
     let conn = db.conn();
     let r = common::block_on(async move {
         let signals = Signals::install().unwrap();
@@ -561,11 +561,11 @@ fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
                 .unwrap();
         let mut c = conn.connect().await.unwrap();
         let cat = catalog::load(&mut c, &[]).await.unwrap();
-        let plan = plan::build(
+        let plan = layout::build(
             &cat,
             &SpecFile::default(),
-            &plan::Options {
-                seed: plan::DEFAULT_SEED,
+            &layout::Options {
+                seed: layout::DEFAULT_SEED,
                 scale: 1.0,
                 default_rows: Some(20_000),
             },

@@ -10,7 +10,7 @@
 
 use crate::error::Result;
 use crate::seed::catalog::{Column, Table, TypeKind};
-use crate::seed::checks::{ColFacts, Lit};
+use crate::seed::check_expr::{ColFacts, Lit};
 use crate::seed::generate::{FakeKind, Gen, Text, Val, parse_format};
 use crate::seed::spec::{self, ColumnSpec, Scalar, SpecFile, Values};
 

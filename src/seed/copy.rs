@@ -12,7 +12,7 @@ use bytes::{BufMut, BytesMut};
 
 use crate::seed::catalog::TypeKind;
 use crate::seed::generate::Val;
-use crate::seed::plan::Plan;
+use crate::seed::layout::Plan;
 
 /// Signature, flags (no OIDs), header extension length 0.
 pub const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";

@@ -4,14 +4,14 @@
 //! rayon workers. It holds no state and allocates only the value it returns,
 //! so any row can be produced in any order on any thread and come out the
 //! same. Keys (foreign keys, ordinals, joint enumerations) need the row's
-//! place in the plan and are resolved through [`crate::seed::plan::Plan`].
+//! place in the plan and are resolved through [`crate::seed::layout::Plan`].
 
 use std::fmt::Write as _;
 
 use fake::Fake;
 use fake::locales::{Data, EN};
 
-use crate::seed::plan::{Plan, RowCtx};
+use crate::seed::layout::{Plan, RowCtx};
 use crate::seed::rng::{self, Permutation, ValueRng};
 
 /// One generated value, before it is encoded for the column's type.

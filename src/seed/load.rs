@@ -50,7 +50,7 @@ use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
 use crate::output::Log;
 use crate::seed::copy;
-use crate::seed::plan::{Plan, TablePlan};
+use crate::seed::layout::{Plan, TablePlan};
 use crate::seed::signal::{self, Signals};
 
 const CHUNK_BYTES: usize = 4 << 20;

@@ -10,12 +10,12 @@
 #![allow(clippy::result_large_err)]
 
 pub mod catalog;
-pub mod checks;
+pub mod check_expr;
 pub mod columns;
 pub mod copy;
 pub mod generate;
 pub mod load;
-pub mod plan;
+pub mod layout;
 pub mod rng;
 pub mod signal;
 pub mod spec;
@@ -66,7 +66,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         Some(p) => SpecFile::load(p)?,
         None => SpecFile::default(),
     };
-    let plan_opts = plan::Options {
+    let plan_opts = layout::Options {
         seed: opts.seed,
         scale: opts.scale,
         default_rows: opts.rows,
@@ -92,7 +92,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     let cat = catalog::load(&mut client, &pending).await?;
     drop(client);
     let started = Instant::now();
-    let plan = Arc::new(plan::build(&cat, &sf, &plan_opts)?);
+    let plan = Arc::new(layout::build(&cat, &sf, &plan_opts)?);
     log_plan(&plan, &sf, log);
     if opts.generate_only {
         generate_only(&plan, opts.threads, log)?;
@@ -164,7 +164,7 @@ async fn restore(
     Ok(Summary::restored(r.restored.len()))
 }
 
-fn log_plan(plan: &plan::Plan, sf: &SpecFile, log: Log) {
+fn log_plan(plan: &layout::Plan, sf: &SpecFile, log: Log) {
     log.debug(&format!(
         "plan: {} tables, {} rows{}",
         plan.tables.len(),
@@ -198,7 +198,7 @@ fn log_plan(plan: &plan::Plan, sf: &SpecFile, log: Log) {
 }
 
 /// `--generate-only`: generate and encode every row, send nothing, report MB/s.
-fn generate_only(plan: &Arc<plan::Plan>, threads: usize, log: Log) -> Result<()> {
+fn generate_only(plan: &Arc<layout::Plan>, threads: usize, log: Log) -> Result<()> {
     let t0 = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::output::{self, Format};
 use crate::seed::load::LoadReport;
-use crate::seed::plan::Plan;
+use crate::seed::layout::Plan;
 
 /// What kind of run a summary describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use crate::cmd::seed::SeedArgs;
 use crate::error::{Error, Result};
 use crate::output::Format;
 use crate::seed::SeedOptions;
-use crate::seed::plan::DEFAULT_SEED;
+use crate::seed::layout::DEFAULT_SEED;
 use crate::settings::Settings;
 
 /// The largest `--scale` planck accepts: beyond it row counts overflow

@@ -1,5 +1,6 @@
-//! The plan: how many rows each table gets, which parent row every child row
-//! belongs to, and the generator of every column.
+//! The row layout (seed's plan; `explain::plan` is the EXPLAIN tree): how
+//! many rows each table gets, which parent row every child row belongs to,
+//! and the generator of every column.
 //!
 //! Rows of a table are laid out in *blocks*, one per tenant (a single block
 //! when there is no tenant): tenant `b` owns rows `cum[b]..cum[b + 1]` of every
@@ -17,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::error::{Error, Result};
 use crate::seed::catalog::{Catalog, PartitionBounds, TypeKind};
-use crate::seed::checks::{self, ColFacts};
+use crate::seed::check_expr::{self, ColFacts};
 use crate::seed::columns::{Ctx, DAY, T_HI, T_LO, default_gen, make_unique, uniform_choice};
 use crate::seed::generate::{Gen, Text, Val};
 use crate::seed::rng::{self, Permutation, ValueRng};
@@ -612,11 +613,11 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
         let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
         let mut unparsed: Vec<&crate::seed::catalog::Check> = Vec::new();
         for ch in &table.checks {
-            match checks::facts(&ch.def, None) {
+            match check_expr::facts(&ch.def, None) {
                 Some(m) => {
                     for (name, f) in m {
                         if let Some(c) = table.column(&name) {
-                            checks::merge(&mut facts[c], f);
+                            check_expr::merge(&mut facts[c], f);
                         }
                     }
                 }
@@ -625,10 +626,10 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
         }
         for (c, col) in table.columns.iter().enumerate() {
             for d in &col.domain_checks {
-                match checks::facts(d, Some(&col.name)) {
+                match check_expr::facts(d, Some(&col.name)) {
                     Some(m) => {
                         for (_, f) in m {
-                            checks::merge(&mut facts[c], f);
+                            check_expr::merge(&mut facts[c], f);
                         }
                     }
                     None => {
