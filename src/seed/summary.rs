@@ -10,8 +10,8 @@ use std::io::{self, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::output::{self, Format};
-use crate::seed::load::LoadReport;
 use crate::seed::layout::Plan;
+use crate::seed::load::LoadReport;
 
 /// What kind of run a summary describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
