@@ -1168,6 +1168,119 @@ fn uniqueness(
     Ok(())
 }
 
+/// Phase (rows of a `per = "parent"` table): each parent row's child count,
+/// drawn from the spec's `count`; returns the running sums over the parent's rows.
+fn per_parent_counts(ts: &spec::TableSpec, p: &TablePlan, display: &str, seed: u64) -> Vec<u64> {
+    let count = ts
+        .count
+        .as_ref()
+        .map(|c| c.get_ref().clone())
+        .unwrap_or(Count::Fixed(1));
+    let zipf_cdf: Vec<f64> = match &count {
+        Count::Zipf { zipf, max } => {
+            let w: Vec<f64> = (1..=(*max).max(1))
+                .map(|k| 1.0 / libm::pow(k as f64, *zipf))
+                .collect();
+            let s: f64 = w.iter().sum();
+            let mut acc = 0.0;
+            w.iter()
+                .map(|x| {
+                    acc += x / s;
+                    acc
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let ck = rng::name_key(&format!("{display}#count"));
+    let mut pcum = Vec::with_capacity(p.rows as usize + 1);
+    pcum.push(0u64);
+    let mut run = 0u64;
+    for q in 0..p.rows {
+        run = run.saturating_add(count_sample(&count, rng::hash(seed, ck, 0, q), &zipf_cdf));
+        pcum.push(run);
+    }
+    pcum
+}
+
+/// Phase: the columns the spec gives a generator; returns which columns
+/// are assigned and where in the spec each generator stands.
+fn spec_generators(
+    sf: &SpecFile,
+    res: &Resolved,
+    table: &crate::seed::catalog::Table,
+    ci: usize,
+    facts: &[ColFacts],
+    tp: &mut TablePlan,
+) -> Result<(Vec<bool>, HashMap<usize, std::ops::Range<usize>>)> {
+    let ctx = Ctx { sf };
+    let mut assigned: Vec<bool> = vec![false; table.columns.len()];
+    let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
+    for (c, col) in table.columns.iter().enumerate() {
+        let Some(cs) = res.columns.get(&(ci, c)) else {
+            continue;
+        };
+        if let Some(g) = ctx.compile(table, col, &col.kind, cs.get_ref(), cs.span(), &facts[c])? {
+            tp.cols[c].generator = g;
+            assigned[c] = true;
+            spec_span.insert(c, cs.span());
+        }
+    }
+    Ok((assigned, spec_span))
+}
+
+/// Phase: how each foreign key picks its parent row (the primary parent
+/// first: its columns follow the layout; then self references, the tenant,
+/// the same tenant, uniform), and which columns they fill.
+#[allow(clippy::too_many_arguments)]
+fn fk_picks(
+    primary: Option<usize>,
+    pi: usize,
+    my_tree: bool,
+    order: &[usize],
+    tenant: Option<usize>,
+    in_tree: &[bool],
+    t_rows: Option<u64>,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> HashMap<usize, usize> {
+    // Foreign keys: primary first.
+    let mut fk_order: Vec<usize> = (0..tp.fks.len()).collect();
+    if let Some(p) = primary {
+        fk_order.retain(|x| *x != p);
+        fk_order.insert(0, p);
+    }
+    let mut fk_cols: HashMap<usize, usize> = HashMap::new();
+    for fi in fk_order {
+        let f = &mut tp.fks[fi];
+        f.pick = if Some(fi) == primary {
+            Pick::Primary
+        } else if f.parent == pi {
+            Pick::SelfRef
+        } else if my_tree && Some(order[f.parent]) == tenant {
+            Pick::Tenant
+        } else if my_tree && in_tree.get(f.parent).copied().unwrap_or(false) {
+            Pick::SameTenant
+        } else {
+            Pick::Uniform
+        };
+        if f.pick == Pick::Tenant && tp.cum.len() <= 2 && t_rows.unwrap_or(0) > 1 {
+            f.pick = Pick::Uniform;
+        }
+        if f.nullable && !matches!(f.pick, Pick::Primary) {
+            f.null_p = 0.1;
+        }
+        for (part, c) in f.cols.iter().enumerate() {
+            if !assigned[*c] {
+                tp.cols[*c].generator = Gen::Fk { fk: fi, part };
+                assigned[*c] = true;
+                fk_cols.insert(*c, fi);
+            }
+        }
+    }
+    fk_cols
+}
+
 pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
     let res = resolve(cat, sf)?;
     let spec = &sf.spec;
@@ -1231,39 +1344,8 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
         if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
             let fk = primary.unwrap_or(0);
             let p = &tables[fks[fk].parent];
-            let count = ts
-                .count
-                .as_ref()
-                .map(|c| c.get_ref().clone())
-                .unwrap_or(Count::Fixed(1));
-            let zipf_cdf: Vec<f64> = match &count {
-                Count::Zipf { zipf, max } => {
-                    let w: Vec<f64> = (1..=(*max).max(1))
-                        .map(|k| 1.0 / libm::pow(k as f64, *zipf))
-                        .collect();
-                    let s: f64 = w.iter().sum();
-                    let mut acc = 0.0;
-                    w.iter()
-                        .map(|x| {
-                            acc += x / s;
-                            acc
-                        })
-                        .collect()
-                }
-                _ => Vec::new(),
-            };
-            let ck = rng::name_key(&format!("{display}#count"));
-            let mut pcum = Vec::with_capacity(p.rows as usize + 1);
-            pcum.push(0u64);
-            let mut run = 0u64;
-            for q in 0..p.rows {
-                run = run.saturating_add(count_sample(
-                    &count,
-                    rng::hash(opts.seed, ck, 0, q),
-                    &zipf_cdf,
-                ));
-                pcum.push(run);
-            }
+            let pcum = per_parent_counts(ts, p, &display, opts.seed);
+            let run = *pcum.last().unwrap_or(&0);
             rows = run;
             cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
             layout = Layout::PerParent { fk, pcum };
@@ -1361,55 +1443,18 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                 .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
                 .collect(),
         };
-        let ctx = Ctx { sf };
-        let mut assigned: Vec<bool> = vec![false; table.columns.len()];
-        let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
-        for (c, col) in table.columns.iter().enumerate() {
-            let Some(cs) = res.columns.get(&(ci, c)) else {
-                continue;
-            };
-            if let Some(g) =
-                ctx.compile(table, col, &col.kind, cs.get_ref(), cs.span(), &facts[c])?
-            {
-                tp.cols[c].generator = g;
-                assigned[c] = true;
-                spec_span.insert(c, cs.span());
-            }
-        }
-        // Foreign keys: primary first.
-        let mut fk_order: Vec<usize> = (0..tp.fks.len()).collect();
-        if let Some(p) = primary {
-            fk_order.retain(|x| *x != p);
-            fk_order.insert(0, p);
-        }
-        let mut fk_cols: HashMap<usize, usize> = HashMap::new();
-        for fi in fk_order {
-            let f = &mut tp.fks[fi];
-            f.pick = if Some(fi) == primary {
-                Pick::Primary
-            } else if f.parent == pi {
-                Pick::SelfRef
-            } else if my_tree && Some(order[f.parent]) == tenant {
-                Pick::Tenant
-            } else if my_tree && in_tree.get(f.parent).copied().unwrap_or(false) {
-                Pick::SameTenant
-            } else {
-                Pick::Uniform
-            };
-            if f.pick == Pick::Tenant && tp.cum.len() <= 2 && t_rows.unwrap_or(0) > 1 {
-                f.pick = Pick::Uniform;
-            }
-            if f.nullable && !matches!(f.pick, Pick::Primary) {
-                f.null_p = 0.1;
-            }
-            for (part, c) in f.cols.iter().enumerate() {
-                if !assigned[*c] {
-                    tp.cols[*c].generator = Gen::Fk { fk: fi, part };
-                    assigned[*c] = true;
-                    fk_cols.insert(*c, fi);
-                }
-            }
-        }
+        let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
+        let fk_cols = fk_picks(
+            primary,
+            pi,
+            my_tree,
+            &order,
+            tenant,
+            &in_tree,
+            t_rows,
+            &mut tp,
+            &mut assigned,
+        );
         orphan_columns(table, &display, &orphan_fks, &mut tp, &mut assigned)?;
         // Null ratios given in the spec for FK columns.
         for (c, fi) in &fk_cols {
