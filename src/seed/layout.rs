@@ -624,7 +624,7 @@ fn check_facts(
                         continue;
                     }
                     return Err(seed_err(
-                        &display,
+                        display,
                         Some(&col.name),
                         format!("its domain's check `{d}` is beyond what planck understands"),
                         format!(
@@ -645,7 +645,7 @@ fn check_facts(
             .collect();
         if !uncovered.is_empty() {
             return Err(seed_err(
-                &display,
+                display,
                 uncovered.first().copied(),
                 format!(
                     "CHECK constraint {} ({}) is beyond what planck understands",
@@ -724,7 +724,7 @@ fn partition_keys(
                     .collect();
                 if ranges.is_empty() {
                     return Err(seed_err(
-                        &display,
+                        display,
                         Some(&table.columns[part.col].name),
                         "its partitions' bounds are beyond what planck understands",
                         "give the partition key a `range` in the spec",
@@ -801,7 +801,7 @@ fn remaining_columns(
             None if col.default.is_some() => tp.cols[c].include = false,
             None => {
                 return Err(seed_err(
-                    &display,
+                    display,
                     Some(&col.name),
                     format!("planck cannot produce values of type {}", col.type_name),
                     format!(
@@ -823,7 +823,7 @@ fn keys_fit(
     tables: &[TablePlan],
 ) -> Result<()> {
     // Integer keys must fit their type (a smallint id holds 32,767 rows).
-    let max_per_parent = max_children(&tp, &tables);
+    let max_per_parent = max_children(tp, tables);
     for (c, col) in table.columns.iter().enumerate() {
         let top = match &tp.cols[c].generator {
             Gen::Sequence { start, step } => {
@@ -834,7 +834,7 @@ fn keys_fit(
         };
         if col.kind.is_int() && top > i128::from(col.kind.int_max()) {
             return Err(seed_err(
-                &display,
+                display,
                 Some(&col.name),
                 format!(
                     "{} rows need values up to {top}, beyond {}",
@@ -864,7 +864,7 @@ fn orphan_columns(
             }
             if table.columns[*c].not_null {
                 return Err(seed_err(
-                    &display,
+                    display,
                     Some(&table.columns[*c].name),
                     format!(
                         "it references {}, which is excluded or cannot be seeded",
@@ -903,7 +903,7 @@ fn uniqueness(
     assigned: &mut [bool],
 ) -> Result<()> {
     // Uniqueness.
-    let max_per_parent = max_children(&tp, &tables);
+    let max_per_parent = max_children(tp, tables);
     let mut uniques = table.uniques.clone();
     uniques.sort_by_key(|u| !u.primary);
     for u in &uniques {
@@ -953,7 +953,7 @@ fn uniqueness(
             let hint = "widen the column's `values`/`range`, lower the table's `rows` or `count`, or mark a text column `unique = true`".to_string();
             match span_of(c) {
                 Some(s) => sf.error(s, what, Some(hint)),
-                None => seed_err(&display, Some(&table.columns[c].name), what, hint),
+                None => seed_err(display, Some(&table.columns[c].name), what, hint),
             }
         };
         let need = if within { max_per_parent } else { tp.rows };
@@ -1096,7 +1096,7 @@ fn uniqueness(
                 members.push((c, None));
             } else {
                 return Err(seed_err(
-                    &display,
+                    display,
                     Some(&table.columns[c].name),
                     format!("cannot make {} unique", u.name),
                     format!(
@@ -1203,6 +1203,9 @@ fn per_parent_counts(ts: &spec::TableSpec, p: &TablePlan, display: &str, seed: u
     pcum
 }
 
+/// Column index -> where its generator stands in the spec file.
+type SpecSpans = HashMap<usize, std::ops::Range<usize>>;
+
 /// Phase: the columns the spec gives a generator; returns which columns
 /// are assigned and where in the spec each generator stands.
 fn spec_generators(
@@ -1212,7 +1215,7 @@ fn spec_generators(
     ci: usize,
     facts: &[ColFacts],
     tp: &mut TablePlan,
-) -> Result<(Vec<bool>, HashMap<usize, std::ops::Range<usize>>)> {
+) -> Result<(Vec<bool>, SpecSpans)> {
     let ctx = Ctx { sf };
     let mut assigned: Vec<bool> = vec![false; table.columns.len()];
     let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
