@@ -6,54 +6,13 @@
 //! exits with 128 + its number.
 #![allow(clippy::result_large_err)] // see src/seed/mod.rs
 
-use std::path::PathBuf;
-
-use clap::Args;
-
 use crate::error::{Error, Result};
 use crate::seed::{self, signal, summary};
 use crate::settings::Settings;
 use crate::settings::seed::SeedSettings;
 
-#[derive(Debug, Clone, Default, Args)]
-pub struct SeedArgs {
-    /// Spec file [default: `[seed] spec` of planck.toml, else the one seeds/*.toml]
-    #[arg(long, value_name = "PATH", conflicts_with = "no_spec")]
-    pub spec: Option<PathBuf>,
-    /// Ignore spec files: seed every table from the catalog alone
-    #[arg(long)]
-    pub no_spec: bool,
-    /// RNG seed; the same seed gives byte-identical tables [default: 20260101]
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
-    /// Multiply every row count of the spec (0.1 for a quick run)
-    #[arg(long, value_name = "FACTOR")]
-    pub scale: Option<f64>,
-    /// Rows of a table nothing else sizes (children get more, by fan-out) [default: 1000]
-    #[arg(long, value_name = "N")]
-    pub rows: Option<u64>,
-    /// Worker threads and connections [default: the number of CPUs]
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
-    /// Load only the K-th of N disjoint slices of every table (N machines load exactly what one would)
-    #[arg(long, value_name = "K/N")]
-    pub shard: Option<String>,
-    /// Replace the rows of tables that are not empty
-    #[arg(long)]
-    pub truncate: bool,
-    /// Print the plan (rows per table) and write nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Generate and encode every row, send nothing, report MB/s (profiling)
-    #[arg(long, hide = true)]
-    pub generate_only: bool,
-    /// Restore and validate the foreign keys an interrupted seed left saved; load nothing
-    #[arg(long, conflicts_with_all = ["truncate", "dry_run", "generate_only", "shard", "spec", "no_spec"])]
-    pub restore: bool,
-    /// With --restore: drop planck's saved copy of the named constraint (one that no longer applies)
-    #[arg(long, value_name = "NAME")]
-    pub forget: Vec<String>,
-}
+/// `planck seed`'s flags (defined beside their resolution in `settings::seed`).
+pub use crate::settings::seed::SeedArgs;
 
 impl SeedArgs {
     /// The bundled example's spec at `scale`, replacing existing rows: what

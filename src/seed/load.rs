@@ -619,7 +619,9 @@ async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
         .map_err(|e| Error::db("listing foreign keys", e))?;
     for r in &fks {
         let (t, n, d): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-        bookkeeping::save_fk(&tx, &t, &n, &d).await?;
+        // A key left NOT VALID (by a kill during a restore) comes back validated.
+        let d = d.strip_suffix(" NOT VALID").unwrap_or(&d);
+        bookkeeping::save_fk(&tx, &t, &n, d).await?;
         tx.batch_execute(&format!(
             "ALTER TABLE {t} DROP CONSTRAINT {}",
             quote_ident(&n)

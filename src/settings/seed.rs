@@ -8,7 +8,8 @@
 
 use std::path::PathBuf;
 
-use crate::cmd::seed::SeedArgs;
+use clap::Args;
+
 use crate::error::{Error, Result};
 use crate::output::Format;
 use crate::seed::SeedOptions;
@@ -22,6 +23,48 @@ pub const MAX_SCALE: f64 = 1e6;
 pub const MAX_ROWS: u64 = 1_000_000_000_000;
 /// The most worker threads (and connections).
 pub const MAX_THREADS: usize = 64;
+
+/// `planck seed`'s raw flags, as clap parses them (the lower half of
+/// [`SeedSettings`]: defined here so settings need not import the command).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SeedArgs {
+    /// Spec file [default: `[seed] spec` of planck.toml, else the one seeds/*.toml]
+    #[arg(long, value_name = "PATH", conflicts_with = "no_spec")]
+    pub spec: Option<PathBuf>,
+    /// Ignore spec files: seed every table from the catalog alone
+    #[arg(long)]
+    pub no_spec: bool,
+    /// RNG seed; the same seed gives byte-identical tables [default: 20260101]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Multiply every row count of the spec (0.1 for a quick run)
+    #[arg(long, value_name = "FACTOR")]
+    pub scale: Option<f64>,
+    /// Rows of a table nothing else sizes (children get more, by fan-out) [default: 1000]
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+    /// Worker threads and connections [default: the number of CPUs]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Load only the K-th of N disjoint slices of every table (N machines load exactly what one would)
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Replace the rows of tables that are not empty
+    #[arg(long)]
+    pub truncate: bool,
+    /// Print the plan (rows per table) and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Generate and encode every row, send nothing, report MB/s (profiling)
+    #[arg(long, hide = true)]
+    pub generate_only: bool,
+    /// Restore and validate the foreign keys an interrupted seed left saved; load nothing
+    #[arg(long, conflicts_with_all = ["truncate", "dry_run", "generate_only", "shard", "spec", "no_spec"])]
+    pub restore: bool,
+    /// With --restore: drop planck's saved copy of the named constraint (one that no longer applies)
+    #[arg(long, value_name = "NAME")]
+    pub forget: Vec<String>,
+}
 
 /// Everything `planck seed` needs, resolved.
 #[derive(Debug, Clone, PartialEq)]
