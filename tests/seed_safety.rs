@@ -623,3 +623,81 @@ fn a_generator_that_panics_or_stops_early_fails_its_table_and_rolls_it_back() {
     assert_exit(&planck(&db, &["seed", "--rows", "20000", "--truncate"]), 0);
     assert!(count(&db, "SELECT count(*) FROM kids") > 4096);
 }
+
+/// Issue 8 section 2.3: a kill while the foreign keys are validated leaves
+/// them in place NOT VALID. The next command reports them as such, and
+/// `planck seed --restore` validates them. (The state is made with planck's
+/// own bookkeeping, as the restore's first transaction leaves it.)
+#[test]
+fn keys_a_kill_left_not_valid_are_reported_and_validated_by_restore() {
+    let db = TestDb::new("safety_not_valid_left");
+    db.exec(
+        "CREATE TABLE parents (id int PRIMARY KEY);
+         CREATE TABLE kids (id int PRIMARY KEY, parent_id int CONSTRAINT kids_parent_fk REFERENCES parents);
+         INSERT INTO parents VALUES (1); INSERT INTO kids VALUES (1, 1);",
+    );
+    let conn = db.conn();
+    common::block_on(async move {
+        let mut c = conn.connect().await.unwrap();
+        planck::bookkeeping::ensure(&mut c).await.unwrap();
+        let tx = c.transaction().await.unwrap();
+        planck::bookkeeping::save_fk(
+            &tx,
+            "public.kids",
+            "kids_parent_fk",
+            "FOREIGN KEY (parent_id) REFERENCES parents(id)",
+        )
+        .await
+        .unwrap();
+        tx.batch_execute(
+            "ALTER TABLE kids DROP CONSTRAINT kids_parent_fk;
+             ALTER TABLE kids ADD CONSTRAINT kids_parent_fk FOREIGN KEY (parent_id) REFERENCES parents(id) NOT VALID;
+             UPDATE planck.seed_saved SET state = 'not_valid';",
+        )
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    });
+    let out = planck(&db, &["seed", "--rows", "5", "--dry-run"]);
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("1 constraint(s) an interrupted `planck seed` dropped wait to be restored (1 in place as NOT VALID, not yet validated): kids_parent_fk on public.kids"),
+        "{}",
+        stderr(&out)
+    );
+    let out = planck(&db, &["seed", "--restore"]);
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("restored and validated 1 constraint(s)"),
+        "{}",
+        stderr(&out)
+    );
+    assert_nothing_left(&db);
+    assert_eq!(count(&db, "SELECT count(*) FROM kids"), 1);
+}
+
+/// Issue 8 sections 2.2 and 5: flags are validated before anything touches
+/// the database, and a bad planck.toml value is named as planck.toml's.
+#[test]
+fn a_bad_scale_in_planck_toml_is_named_and_nothing_is_written() {
+    let db = TestDb::migrated("safety_bad_toml_scale");
+    let dir = project_dir();
+    std::fs::write(dir.path().join("planck.toml"), "[seed]\nscale = -3.0\n").unwrap();
+    let out = db.planck(&["seed"], dir.path());
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("planck.toml: invalid `[seed] scale = -3`"),
+        "{err}"
+    );
+    assert!(!err.contains("--scale"), "{err}");
+    let out = db.planck(&["seed", "--scale", "0"], dir.path());
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("invalid --scale 0"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM accounts"), 0);
+    assert_nothing_left(&db);
+}
