@@ -10,9 +10,11 @@
 //!
 //! Once caught, a signal stays caught for the life of the process (tokio's
 //! handlers are never uninstalled): a second Ctrl-C while the foreign keys
-//! are validated does not cut the validation short.
+//! are validated does not cut the validation short. Once every [`Signals`]
+//! handle is dropped (the seed is over), SIGTERM and SIGHUP end the process
+//! with their usual code again, as their default action would.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
@@ -72,10 +74,29 @@ pub fn received() -> Option<Stop> {
     Stop::from_code(FIRST.load(Ordering::SeqCst))
 }
 
+/// How many [`Signals`] handles are alive in the process (a listener of an
+/// earlier seed in the same process must not take a later seed's signal for
+/// an orphan).
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
 /// A handle on the caught signals; cheap to clone.
-#[derive(Clone)]
 pub struct Signals {
     rx: watch::Receiver<Option<Stop>>,
+}
+
+impl Clone for Signals {
+    fn clone(&self) -> Signals {
+        LIVE.fetch_add(1, Ordering::SeqCst);
+        Signals {
+            rx: self.rx.clone(),
+        }
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Signals {
@@ -97,12 +118,19 @@ impl Signals {
                     _ = term.recv() => Stop::Terminate,
                     _ = hup.recv() => Stop::Hangup,
                 };
-                let _ = FIRST.compare_exchange(0, s.code(), Ordering::SeqCst, Ordering::SeqCst);
-                if tx.send(received()).is_err() {
-                    // Nobody listens any more; keep catching (and ignoring).
+                if LIVE.load(Ordering::SeqCst) == 0 && s != Stop::Interrupt {
+                    // The seed is over (every handle dropped, e.g. `planck
+                    // demo` went on to explain): do what the signal's default
+                    // action would have done, since tokio never gives it back.
+                    // SIGINT is left to whoever listens for Ctrl-C next
+                    // (record does), as before.
+                    std::process::exit(s.exit_code());
                 }
+                let _ = FIRST.compare_exchange(0, s.code(), Ordering::SeqCst, Ordering::SeqCst);
+                let _ = tx.send(received());
             }
         });
+        LIVE.fetch_add(1, Ordering::SeqCst);
         Ok(Signals { rx })
     }
 
