@@ -193,9 +193,15 @@ fn inapplicable(s: &Saved, e: &Error) -> String {
     )
 }
 
-/// Whether an error says the saved definition does not fit the schema (SQLSTATE class 42).
+/// Whether an error says the saved definition does not fit the schema as it
+/// is now: a column, table or type renamed or dropped, no unique key to
+/// reference, a changed type, or a definition that does not parse. (Not a
+/// missing privilege: that is the role's problem, reported as it is.)
 fn is_inapplicable(e: &Error) -> bool {
-    e.sqlstate().is_some_and(|c| c.starts_with("42"))
+    matches!(
+        e.sqlstate(),
+        Some("42703" | "42P01" | "42704" | "42830" | "42804" | "42601" | "42P10" | "42809")
+    )
 }
 
 /// Re-creates one saved object (validating it) and forgets it, atomically.
