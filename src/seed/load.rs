@@ -1283,7 +1283,16 @@ pub async fn run(
     signals.check("nothing was written")?;
     bookkeeping::ensure(&mut admin).await?;
     let seeded: Vec<u32> = plan.tables.iter().map(|t| t.oid).collect();
-    let dropped = save_and_drop(&mut admin, &seeded).await?;
+    let dropped = match save_and_drop(&mut admin, &seeded).await {
+        Ok(n) => n,
+        Err(e) => {
+            // Nothing was dropped (one transaction): leave nothing behind.
+            if !sharded {
+                let _ = bookkeeping::clean_up(&admin).await;
+            }
+            return Err(e);
+        }
+    };
     log.debug(&format!(
         "dropped {dropped} foreign key(s), saved in {}",
         bookkeeping::TABLE
