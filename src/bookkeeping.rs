@@ -612,6 +612,20 @@ mod tests {
         }
     }
 
+    /// The text of the bookkeeping's refusals (issue 8 section 6: snapshots
+    /// of the main errors).
+    #[test]
+    fn refusals_read_plainly() {
+        insta::assert_snapshot!(
+            "untrusted",
+            crate::error::render(&untrusted(LEGACY_TABLE, "mallory"))
+        );
+        insta::assert_snapshot!(
+            "not_ours",
+            crate::error::render(&not_ours(TABLE, "it lacks planck's marker comment"))
+        );
+    }
+
     #[test]
     fn the_pending_warning_counts_names_and_says_what_to_run() {
         assert_eq!(pending_message(&[]), None);

@@ -704,16 +704,18 @@ fn json_summary_and_dry_run() {
         "{}",
         stderr(&out)
     );
-    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(v["format_version"], 1);
-    assert_eq!(v["dry_run"], true);
-    let items = v["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["table"] == "items")
-        .unwrap();
-    assert_eq!(items["rows"], 4000);
+    // Typed: the wire type itself reads the output (a renamed or retyped
+    // field fails here).
+    let v: planck::seed::summary::JsonSummary = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v.format_version, 1);
+    assert!(v.dry_run);
+    let items = v.tables.iter().find(|t| t.table == "items").unwrap();
+    assert_eq!(items.rows, 4000);
+    assert_eq!(
+        (items.data_bytes, items.total_bytes, items.seconds),
+        (None, None, None)
+    );
+    assert_eq!(v.rows, v.tables.iter().map(|t| t.rows).sum::<u64>());
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
 }
 

@@ -177,17 +177,20 @@ async fn restore_sql(c: &impl GenericClient, s: &Saved, not_valid: bool) -> Resu
 /// table renamed or dropped since it was saved): named, with its definition
 /// and the ways out.
 fn inapplicable(s: &Saved, e: &Error) -> String {
+    let why = match e {
+        Error::Postgres { pg, .. } => format!("{} (SQLSTATE {})", pg.message, pg.code),
+        other => other.to_string(),
+    };
     format!(
-        "saved {} {} no longer applies ({}); its definition: {}. Re-create it by hand to fit \
-         the schema as it is now (then `planck seed --restore` forgets planck's copy), or drop \
-         planck's copy with `planck seed --restore --forget {}`",
+        "saved {} {} no longer applies: {why}\n  saved definition: {}\n  \
+         hint: re-create it by hand to fit the schema as it is now; `planck seed --restore` \
+         then forgets planck's copy\n  hint: or drop planck's copy: `planck seed --restore --forget {}`",
         if s.kind == "fk" {
             "foreign key"
         } else {
             "index"
         },
         s.label(),
-        e.to_string().lines().next().unwrap_or_default(),
         s.def,
         s.name
     )
@@ -1555,4 +1558,37 @@ async fn measure(
         });
     }
     Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 8 section 2.3: a saved key that no longer applies is reported
+    /// with its definition and both ways out.
+    #[test]
+    fn a_key_that_no_longer_applies_reads_plainly() {
+        let s = Saved {
+            id: 3,
+            kind: "fk".into(),
+            table: "public.items".into(),
+            name: "items_pouch_id_fkey".into(),
+            def: "FOREIGN KEY (pouch_id) REFERENCES pouches(id) ON DELETE CASCADE".into(),
+            state: State::Dropped,
+            legacy: false,
+        };
+        let e = Error::Postgres {
+            context: "restoring foreign key items_pouch_id_fkey on public.items".into(),
+            pg: crate::error::PgError {
+                code: "42703".into(),
+                message: "column \"pouch_id\" referenced in foreign key constraint does not exist"
+                    .into(),
+                detail: None,
+                hint: None,
+                position: None,
+            },
+        };
+        assert!(is_inapplicable(&e));
+        insta::assert_snapshot!(inapplicable(&s, &e));
+    }
 }
