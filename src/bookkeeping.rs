@@ -474,6 +474,30 @@ pub async fn serialize_saves(tx: &tokio_postgres::Transaction<'_>) -> Result<()>
     Ok(())
 }
 
+/// Holds off the saving of foreign keys (by other shards) on this session
+/// until [`allow_saves`]: what a shard reads of the saved keys and of the
+/// catalog is then one consistent state (before a save, or after it).
+pub async fn hold_saves(c: &Client) -> Result<()> {
+    c.execute(
+        "SELECT pg_advisory_lock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("waiting for other shards to save their foreign keys"))?;
+    Ok(())
+}
+
+/// Ends [`hold_saves`].
+pub async fn allow_saves(c: &Client) -> Result<()> {
+    c.execute(
+        "SELECT pg_advisory_unlock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("releasing a lock"))?;
+    Ok(())
+}
+
 /// Who holds the seed lock of the current database, for the waiting message.
 async fn holders(c: &Client) -> Result<Vec<String>> {
     let rows = c

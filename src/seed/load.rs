@@ -527,7 +527,9 @@ pub async fn recover(
     if leftovers.is_empty() {
         return Ok(Vec::new());
     }
-    if leftovers.iter().any(|p| p.legacy) {
+    // (A shard migrates planck 0.x's rows when it loads: here it holds off
+    // other shards' saves, which ensure() would wait for.)
+    if !sharded && leftovers.iter().any(|p| p.legacy) {
         bookkeeping::ensure(&mut c).await?;
     }
     if sharded {

@@ -75,6 +75,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     // A dry run writes nothing, not even the clean-up of an interrupted run,
     // and takes no lock.
     let mut lock = None;
+    let mut client = conn.connect().await?;
     let pending = if writes {
         let sharded = opts.shard.is_some();
         let l = tokio::select! {
@@ -82,14 +83,21 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             s = signals.wait() => return Err(signal::interrupted(s, "nothing was written")),
         };
         lock = Some(l);
+        if sharded {
+            // Another shard may be saving and dropping the foreign keys right
+            // now: read the saved keys and the catalog on one side of that.
+            // (After the seed lock: an unsharded run holding it may be saving.)
+            bookkeeping::hold_saves(&client).await?;
+        }
         load::recover(conn, opts.threads, sharded, log).await?
     } else {
-        let c = conn.connect().await?;
-        bookkeeping::warn_pending(&c, log).await;
+        bookkeeping::warn_pending(&client, log).await;
         load::pending_fks(conn).await?
     };
-    let mut client = conn.connect().await?;
     let cat = catalog::load(&mut client, &pending).await?;
+    if opts.shard.is_some() && writes {
+        bookkeeping::allow_saves(&client).await?;
+    }
     drop(client);
     let started = Instant::now();
     let plan = Arc::new(layout::build(&cat, &sf, &plan_opts)?);
