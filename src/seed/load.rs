@@ -1170,20 +1170,28 @@ async fn load_tables(
             .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
         plain: !log.quiet,
     };
+    // Loads start in plan order (parents before children), at most
+    // `threads` at once: a permit is taken before a table's task is spawned
+    // (tasks spawned at once would start in whatever order the scheduler
+    // picks, and a child could commit before its parent).
     let sem = Arc::new(tokio::sync::Semaphore::new(opts.threads.max(1)));
     let mut set = tokio::task::JoinSet::new();
     let sharded = opts.shard.is_some();
-    for t in 0..plan.tables.len() {
+    let mut bars: Vec<Option<ProgressBar>> = plan
+        .tables
+        .iter()
+        .map(|tp| {
+            let r = slice(tp.rows, opts.shard);
+            progress.bar(&tp.display, r.end - r.start)
+        })
+        .collect();
+    let spawn = |t: usize,
+                 permit: tokio::sync::OwnedSemaphorePermit,
+                 bar: Option<ProgressBar>,
+                 set: &mut tokio::task::JoinSet<(usize, Loaded, f64)>| {
         let tp = &plan.tables[t];
         let range = slice(tp.rows, opts.shard);
-        let bar = progress.bar(&tp.display, range.end - range.start);
-        let (conn, plan, pool, cancel, sem) = (
-            conn.clone(),
-            plan.clone(),
-            pool.clone(),
-            cancel.clone(),
-            sem.clone(),
-        );
+        let (conn, plan, pool, cancel) = (conn.clone(), plan.clone(), pool.clone(), cancel.clone());
         let truncate = !sharded;
         let trace = log.verbose && !log.quiet;
         let fault = opts
@@ -1192,17 +1200,8 @@ async fn load_tables(
             .filter(|(name, _)| *name == tp.display)
             .map(|f| f.1);
         set.spawn(async move {
-            let _permit = sem.acquire_owned().await;
+            let _permit = permit;
             let t0 = Instant::now();
-            if cancel.load(Ordering::Relaxed) {
-                return (
-                    t,
-                    Err(Error::Interrupted {
-                        message: "not started".into(),
-                    }),
-                    0.0,
-                );
-            }
             let r = load_table(
                 conn,
                 plan,
@@ -1221,17 +1220,23 @@ async fn load_tables(
             }
             (t, r, t0.elapsed().as_secs_f64())
         });
-    }
+    };
     let mut results: BTreeMap<usize, (Loaded, f64)> = BTreeMap::new();
     let mut stopped = signals.received();
-    if stopped.is_some() {
-        cancel.store(true, Ordering::Relaxed);
-        set.abort_all();
-    }
+    let mut next = 0;
     loop {
+        let more = next < plan.tables.len() && stopped.is_none() && !cancel.load(Ordering::Relaxed);
+        if !more && set.is_empty() {
+            break;
+        }
         tokio::select! {
-            r = set.join_next() => match r {
-                None => break,
+            permit = sem.clone().acquire_owned(), if more => {
+                let permit = permit.map_err(|e| Error::Other(anyhow::anyhow!("load queue closed: {e}")))?;
+                spawn(next, permit, bars[next].take(), &mut set);
+                next += 1;
+            }
+            r = set.join_next(), if !set.is_empty() => match r {
+                None => {}
                 Some(Ok((t, res, secs))) => {
                     if let Ok((rows, bytes, _)) = &res
                         && progress.plain && progress.multi.is_none()
