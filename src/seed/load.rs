@@ -800,6 +800,45 @@ pub enum Fault {
     StopAfter(u64),
 }
 
+/// The server processes of the running loads. On a stop signal their
+/// queries are cancelled: a backend building an index would otherwise go on
+/// (and hold its table) until the build ends, long after planck closed the
+/// connection, and the foreign keys could not be re-added before a SIGKILL.
+#[derive(Clone, Default)]
+struct Backends(Arc<std::sync::Mutex<Vec<i32>>>);
+
+impl Backends {
+    fn add(&self, pid: i32) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(pid);
+        }
+    }
+
+    fn remove(&self, pid: i32) {
+        if let Ok(mut v) = self.0.lock() {
+            v.retain(|p| *p != pid);
+        }
+    }
+
+    /// Cancels what the still-running loads' backends do (only backends that
+    /// are still planck's loads in this database: a pid can be reused).
+    async fn cancel_all(&self, conn: &ConnInfo) {
+        let pids: Vec<i32> = self.0.lock().map(|v| v.clone()).unwrap_or_default();
+        if pids.is_empty() {
+            return;
+        }
+        if let Ok(c) = conn.connect().await {
+            let _ = c
+                .execute(
+                    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+                      WHERE pid = ANY ($1) AND application_name = $2 AND datname = current_database()",
+                    &[&pids, &APP_NAME],
+                )
+                .await;
+        }
+    }
+}
+
 /// Loads one table; returns (rows, bytes).
 #[allow(clippy::too_many_arguments)]
 async fn load_table(
@@ -813,10 +852,50 @@ async fn load_table(
     bar: Option<ProgressBar>,
     trace: bool,
     fault: Option<Fault>,
+    pids: Backends,
 ) -> Result<(u64, u64, (Instant, Instant))> {
-    let tp = &plan.tables[t];
     let expected = range.end - range.start;
     let mut client = connect(&conn).await?;
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .map_err(|e| Error::db("configuring a connection", e))?
+        .get(0);
+    pids.add(pid);
+    let r = load_table_on(
+        &mut client,
+        plan.clone(),
+        t,
+        range,
+        truncate,
+        pool,
+        cancel,
+        bar,
+        trace,
+        fault,
+        expected,
+    )
+    .await;
+    pids.remove(pid);
+    r
+}
+
+/// [`load_table`] on its connection.
+#[allow(clippy::too_many_arguments)]
+async fn load_table_on(
+    client: &mut Client,
+    plan: Arc<Plan>,
+    t: usize,
+    range: std::ops::Range<u64>,
+    truncate: bool,
+    pool: Arc<rayon::ThreadPool>,
+    cancel: Arc<AtomicBool>,
+    bar: Option<ProgressBar>,
+    trace: bool,
+    fault: Option<Fault>,
+    expected: u64,
+) -> Result<(u64, u64, (Instant, Instant))> {
+    let tp = &plan.tables[t];
     let mut tx = client
         .transaction()
         .await
@@ -1177,6 +1256,7 @@ async fn load_tables(
     let sem = Arc::new(tokio::sync::Semaphore::new(opts.threads.max(1)));
     let mut set = tokio::task::JoinSet::new();
     let sharded = opts.shard.is_some();
+    let backends = Backends::default();
     let mut bars: Vec<Option<ProgressBar>> = plan
         .tables
         .iter()
@@ -1191,7 +1271,13 @@ async fn load_tables(
                  set: &mut tokio::task::JoinSet<(usize, Loaded, f64)>| {
         let tp = &plan.tables[t];
         let range = slice(tp.rows, opts.shard);
-        let (conn, plan, pool, cancel) = (conn.clone(), plan.clone(), pool.clone(), cancel.clone());
+        let (conn, plan, pool, cancel, pids) = (
+            conn.clone(),
+            plan.clone(),
+            pool.clone(),
+            cancel.clone(),
+            backends.clone(),
+        );
         let truncate = !sharded;
         let trace = log.verbose && !log.quiet;
         let fault = opts
@@ -1213,6 +1299,7 @@ async fn load_tables(
                 bar,
                 trace,
                 fault,
+                pids,
             )
             .await;
             if r.is_err() {
@@ -1267,6 +1354,7 @@ async fn load_tables(
                 ));
                 // Dropping the tasks closes their connections: the server rolls back.
                 set.abort_all();
+                backends.cancel_all(conn).await;
             }
         }
     }
