@@ -257,6 +257,17 @@ pub async fn warn_pending(c: &Client, log: Log) {
     }
 }
 
+/// [`warn_pending`] on a connection of its own (untracked), for commands
+/// that do their work elsewhere: explain, migrate, replay. Never fails: an
+/// unreachable database is the command's own error to report.
+pub async fn warn_pending_on(conn: &ConnInfo, log: Log) {
+    if let Ok(c) = conn.connect().await
+        && crate::session::untrack(&c).await.is_ok()
+    {
+        warn_pending(&c, log).await;
+    }
+}
+
 /// Creates [`SCHEMA`] and [`TABLE`] when missing, checks both are planck's
 /// and trusted, and migrates the rows of [`LEGACY_TABLE`] once (dropping it).
 /// Shards starting together run this one at a time (a session-level lock

@@ -21,6 +21,7 @@ pub mod record;
 pub mod seed;
 pub mod session;
 pub mod settings;
+pub mod signal;
 pub mod stats;
 pub mod tenancy;
 

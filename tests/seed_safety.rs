@@ -195,6 +195,20 @@ fn sigkill_mid_load_then_restore_brings_every_foreign_key_back_and_a_renamed_col
         "{}",
         stderr(&dry)
     );
+    // So do explain and migrate (issue 8, 2.3: "every command that touches
+    // the database warns").
+    for args in [
+        &["migrate"][..],
+        &["explain", "--queries", "nothing.toml"][..],
+    ] {
+        std::fs::write(dir2.path().join("nothing.toml"), "format_version = 2\n").unwrap();
+        let out = db.planck(args, dir2.path());
+        assert!(
+            stderr(&out).contains("wait to be restored"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
     // A column of one saved key is renamed meanwhile.
     let victim = db.query_strings(
         "SELECT name FROM planck.seed_saved WHERE table_name = 'public.items' AND def LIKE 'FOREIGN KEY (pouch_id)%'",
@@ -550,8 +564,10 @@ fn two_shards_run_at_once_and_the_last_restores_the_set() {
 /// Loads `parents` and `kids` through the library with a fault in kids'
 /// generator; returns the rendered error.
 fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
+    use planck::catalog::schema as catalog;
     use planck::output::Log;
-    use planck::seed::{catalog, layout, load, signal::Signals, spec::SpecFile};
+    use planck::seed::{layout, load, spec::SpecFile};
+    use planck::signal::Signals;
     let conn = db.conn();
     let r = common::block_on(async move {
         let signals = Signals::install().unwrap();

@@ -7,7 +7,7 @@
 #![allow(clippy::result_large_err)] // see src/seed/mod.rs
 
 use crate::error::{Error, Result};
-use crate::seed::{self, signal, summary};
+use crate::seed::{self, summary};
 use crate::settings::Settings;
 use crate::settings::seed::SeedSettings;
 
@@ -57,16 +57,6 @@ pub async fn run_on(
             crate::output::emit(&out).map_err(|e| Error::Other(e.into()))?;
             Ok(0)
         }
-        Err(e @ Error::Interrupted { .. }) => match signal::received() {
-            // `Error::Interrupted` exits 130 in main; SIGTERM and SIGHUP want
-            // 143 and 129, so the error is printed here. (When error.rs gains
-            // exit::TERMINATED/HANGUP and a signal on the variant, this goes.)
-            Some(sig) if sig != signal::Stop::Interrupt => {
-                eprintln!("{}", crate::error::render(&e));
-                Ok(sig.exit_code())
-            }
-            _ => Err(e),
-        },
         Err(e) => Err(e),
     }
 }

@@ -8,8 +8,8 @@
 //! file:line. The planner ([`crate::seed::plan`]) then decides keys and
 //! uniqueness on top of these.
 
+use crate::catalog::schema::{Column, Table, TypeKind};
 use crate::error::Result;
-use crate::seed::catalog::{Column, Table, TypeKind};
 use crate::seed::check_expr::{ColFacts, Lit};
 use crate::seed::generate::{FakeKind, Gen, Text, Val, parse_format};
 use crate::seed::spec::{self, ColumnSpec, Scalar, SpecFile, Values};

@@ -10,7 +10,7 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::seed::catalog::TypeKind;
+use crate::catalog::schema::TypeKind;
 use crate::seed::generate::Val;
 use crate::seed::layout::Plan;
 

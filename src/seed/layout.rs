@@ -16,8 +16,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::catalog::schema::{Catalog, PartitionBounds, TypeKind};
 use crate::error::{Error, Result};
-use crate::seed::catalog::{Catalog, PartitionBounds, TypeKind};
 use crate::seed::check_expr::{self, ColFacts};
 use crate::seed::columns::{Ctx, DAY, T_HI, T_LO, default_gen, make_unique, uniform_choice};
 use crate::seed::generate::{Gen, Text, Val};
@@ -591,14 +591,14 @@ fn tenant_of(cat: &Catalog, sf: &SpecFile, res: &Resolved) -> Result<Option<usiz
 /// say about each column; an error for one planck cannot read whose columns
 /// the spec does not cover.
 fn check_facts(
-    table: &crate::seed::catalog::Table,
+    table: &crate::catalog::schema::Table,
     ci: usize,
     display: &str,
     res: &Resolved,
 ) -> Result<Vec<ColFacts>> {
     // Facts from CHECK constraints.
     let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
-    let mut unparsed: Vec<&crate::seed::catalog::Check> = Vec::new();
+    let mut unparsed: Vec<&crate::catalog::schema::Check> = Vec::new();
     for ch in &table.checks {
         match check_expr::facts(&ch.def, None) {
             Some(m) => {
@@ -665,7 +665,7 @@ fn check_facts(
 /// Phase: the table's foreign keys to seeded parents (as plan positions),
 /// and those to parents planck does not seed.
 fn table_fks(
-    table: &crate::seed::catalog::Table,
+    table: &crate::catalog::schema::Table,
     ci: usize,
     pi: usize,
     pos: &HashMap<usize, usize>,
@@ -695,7 +695,7 @@ fn table_fks(
 /// Phase: a partition key the spec leaves alone gets values inside the
 /// partitions' bounds.
 fn partition_keys(
-    table: &crate::seed::catalog::Table,
+    table: &crate::catalog::schema::Table,
     display: &str,
     tp: &mut TablePlan,
     assigned: &mut [bool],
@@ -758,7 +758,7 @@ fn partition_keys(
 /// Phase: every column nothing else filled gets its type's default
 /// generator (after another column, NULL now and then, or an error).
 fn remaining_columns(
-    table: &crate::seed::catalog::Table,
+    table: &crate::catalog::schema::Table,
     display: &str,
     facts: &[ColFacts],
     tp: &mut TablePlan,
@@ -817,7 +817,7 @@ fn remaining_columns(
 
 /// Phase: integer keys must fit their type.
 fn keys_fit(
-    table: &crate::seed::catalog::Table,
+    table: &crate::catalog::schema::Table,
     display: &str,
     tp: &TablePlan,
     tables: &[TablePlan],
@@ -850,7 +850,7 @@ fn keys_fit(
 /// Phase: columns of foreign keys to tables planck does not seed stay NULL
 /// (an error when they cannot).
 fn orphan_columns(
-    table: &crate::seed::catalog::Table,
+    table: &crate::catalog::schema::Table,
     display: &str,
     orphan_fks: &[usize],
     tp: &mut TablePlan,
@@ -892,7 +892,7 @@ fn uniqueness(
     sf: &SpecFile,
     res: &Resolved,
     (ci, pi, primary): (usize, usize, Option<usize>),
-    table: &crate::seed::catalog::Table,
+    table: &crate::catalog::schema::Table,
     display: &str,
     facts: &[ColFacts],
     spec_span: &HashMap<usize, std::ops::Range<usize>>,
@@ -1211,7 +1211,7 @@ type SpecSpans = HashMap<usize, std::ops::Range<usize>>;
 fn spec_generators(
     sf: &SpecFile,
     res: &Resolved,
-    table: &crate::seed::catalog::Table,
+    table: &crate::catalog::schema::Table,
     ci: usize,
     facts: &[ColFacts],
     tp: &mut TablePlan,
@@ -1753,7 +1753,7 @@ mod plan_tests {
     use std::path::Path;
 
     use super::*;
-    use crate::seed::catalog::{Check, Column, ForeignKey, Table, Unique};
+    use crate::catalog::schema::{Check, Column, ForeignKey, Table, Unique};
 
     fn col(attnum: i16, name: &str, kind: TypeKind, seq: bool) -> Column {
         Column {

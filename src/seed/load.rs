@@ -51,7 +51,7 @@ use crate::error::{Error, Result};
 use crate::output::Log;
 use crate::seed::copy;
 use crate::seed::layout::{Plan, TablePlan};
-use crate::seed::signal::{self, Signals};
+use crate::signal::{self, Signals};
 
 const CHUNK_BYTES: usize = 4 << 20;
 pub const APP_NAME: &str = "planck seed";
@@ -1085,6 +1085,7 @@ async fn load_table_on(
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Interrupted {
             message: format!("{} not loaded", tp.display),
+            signal: signal::received().map_or(2, |s| s.code()),
         });
     }
     sink.send(Bytes::from_static(copy::TRAILER))
@@ -1591,7 +1592,10 @@ fn failure(
         .into_iter()
         .find(|(_, e)| !matches!(e, Error::Interrupted { .. }))
         .map(|(_, e)| e);
-    first.unwrap_or(Error::Interrupted { message: state })
+    first.unwrap_or(Error::Interrupted {
+        message: state,
+        signal: signal::received().map_or(2, |s| s.code()),
+    })
 }
 
 /// `VACUUM (ANALYZE)` every seeded table, several at once.

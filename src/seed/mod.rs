@@ -9,7 +9,6 @@
 // a crate-wide decision, so seed code follows `Result<T, Error>` as it is.
 #![allow(clippy::result_large_err)]
 
-pub mod catalog;
 pub mod check_expr;
 pub mod columns;
 pub mod copy;
@@ -17,7 +16,6 @@ pub mod generate;
 pub mod layout;
 pub mod load;
 pub mod rng;
-pub mod signal;
 pub mod spec;
 pub mod summary;
 
@@ -26,12 +24,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::bookkeeping::{self, SeedLock};
+use crate::catalog::schema as catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::output::{self, Log};
 use crate::seed::load::LoadOptions;
 use crate::seed::spec::SpecFile;
 use crate::seed::summary::Summary;
+use crate::signal;
 
 /// What one `planck seed` does, every value resolved and validated (by
 /// `settings::seed`, from flags, planck.toml and defaults).

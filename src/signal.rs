@@ -1,4 +1,6 @@
-//! SIGINT, SIGTERM and SIGHUP during a seed: noted, never fatal on the spot.
+//! SIGINT, SIGTERM and SIGHUP during long work (a seed, later a replay):
+//! noted, never fatal on the spot. A base layer, so every command that must
+//! leave a database consistent catches them the same way.
 //!
 //! `timeout`, `docker stop` and CI cancellation send SIGTERM (and SIGKILL
 //! about 10 s later); a closed terminal sends SIGHUP. Killed at once, planck
@@ -56,7 +58,8 @@ impl Stop {
         }
     }
 
-    fn code(self) -> i32 {
+    /// The signal's number (2, 15, 1): what `Error::Interrupted` carries.
+    pub fn code(self) -> i32 {
         match self {
             Stop::Interrupt => 2,
             Stop::Terminate => 15,
@@ -167,6 +170,7 @@ pub fn interrupted(s: Stop, state: &str) -> Error {
             Stop::Interrupt => state.to_string(),
             other => format!("{}; {state}", other.name()),
         },
+        signal: s.code(),
     }
 }
 
