@@ -880,7 +880,10 @@ fn the_demo_entry_point_seeds_a_given_database() {
     let settings = planck::settings::Settings::resolve(&global, &|_| None, dir.path()).unwrap();
     let code = common::block_on(async move {
         planck::cmd::seed::run_on(
-            planck::cmd::seed::SeedArgs::bundled(0.005),
+            planck::cmd::seed::SeedArgs::for_spec(
+                common::repo_root().join("seeds/example.toml"),
+                0.005,
+            ),
             Some(&conn),
             &settings,
         )

@@ -16,13 +16,6 @@ pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
     render(&conn, &explain, settings).await
 }
 
-/// `planck explain` on a given database (what `planck demo` calls, with
-/// `ExplainArgs::with_queries(...)` and the demo's connection).
-pub async fn run_on(conn: &ConnInfo, args: ExplainArgs, settings: &Settings) -> Result<i32> {
-    let explain = ExplainSettings::resolve(&args, settings)?;
-    render(conn, &explain, settings).await
-}
-
 async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings) -> Result<i32> {
     // Plans on a database whose foreign keys an interrupted seed left
     // dropped would not be the application's: say so first.

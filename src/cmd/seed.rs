@@ -15,15 +15,11 @@ use crate::settings::seed::SeedSettings;
 pub use crate::settings::seed::SeedArgs;
 
 impl SeedArgs {
-    /// The bundled example's spec at `scale`, replacing existing rows: what
-    /// `planck demo` runs (`--scale 0.1` loads about 150 MB in a few seconds).
-    pub fn bundled(scale: f64) -> SeedArgs {
+    /// A spec at `scale`, replacing existing rows: what `planck demo` runs on
+    /// the bundled example (`--scale 0.1` loads about 150 MB in a few seconds).
+    pub fn for_spec(spec: std::path::PathBuf, scale: f64) -> SeedArgs {
         SeedArgs {
-            spec: Some(
-                super::demo::bundled_dir()
-                    .join("seeds")
-                    .join("example.toml"),
-            ),
+            spec: Some(spec),
             scale: Some(scale),
             truncate: true,
             ..SeedArgs::default()
@@ -37,7 +33,7 @@ pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
 }
 
 /// [`run`] against a given database instead of the configured one (`planck
-/// demo` seeds its own database): `run_on(SeedArgs::bundled(0.1), Some(&conn), settings)`.
+/// demo` seeds its own database): `run_on(SeedArgs::for_spec(path, 0.1), Some(&conn), settings)`.
 /// Library callers use [`crate::seed::run`] with [`SeedSettings::resolve`]'s options.
 pub async fn run_on(
     args: SeedArgs,
