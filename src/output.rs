@@ -147,20 +147,25 @@ pub fn markdown_table<W: Write + ?Sized>(
 /// bars fit an 80-column terminal.
 pub const WIDTH: usize = 80;
 
-/// A progress bar on stderr for `len` units of work, drawn only on a terminal
-/// and never with --quiet, in one style for every command: a label of at most
-/// 16 characters, the bar, counts and time, 80 columns at most.
+/// The one progress-bar style: a label of at most 16 characters, the bar,
+/// counts, a message of at most 12 (a rate, a phase) and the time left, 76
+/// columns at most, so it never wraps on an 80-column terminal.
+pub fn bar_style() -> indicatif::ProgressStyle {
+    indicatif::ProgressStyle::with_template(
+        "{prefix:>16!} {bar:20} {human_pos:>7}/{human_len:7} {msg:12!} {eta:>4}",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+}
+
+/// A progress bar on stderr for `len` units of work in [`bar_style`], drawn
+/// only on a terminal and never with --quiet.
 pub fn progress_bar(log: Log, len: u64, label: &str) -> indicatif::ProgressBar {
-    use indicatif::{ProgressBar, ProgressStyle};
+    use indicatif::ProgressBar;
     if log.quiet || !io::IsTerminal::is_terminal(&io::stderr()) {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template(
-        "{prefix:>16!} {bar:24} {human_pos}/{human_len} {msg:12!} {elapsed:>4}",
-    ) {
-        bar.set_style(style);
-    }
+    bar.set_style(bar_style());
     bar.set_prefix(label.to_string());
     bar
 }

@@ -38,7 +38,7 @@ use std::time::Instant;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 use tokio::sync::mpsc;
 use tokio_postgres::Client;
 
@@ -658,12 +658,7 @@ impl Progress {
     fn bar(&self, name: &str, rows: u64) -> Option<ProgressBar> {
         let m = self.multi.as_ref()?;
         let pb = m.add(ProgressBar::new(rows));
-        pb.set_style(
-            ProgressStyle::with_template(
-                "{prefix:>16} {bar:30} {human_pos}/{human_len} rows {msg} eta {eta}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
+        pb.set_style(crate::output::bar_style());
         pb.set_prefix(name.to_string());
         Some(pb)
     }

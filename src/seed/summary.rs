@@ -252,9 +252,9 @@ pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
     if let Some(p) = s.phases {
         writeln!(
             w,
-            "seeded {} rows ({} of table data, {} with indexes) in {:.1} s: \
-             load and index {:.1} s (COPY streaming {:.1} s), foreign keys {:.1} s, \
-             vacuum {:.1} s; seed {}",
+            "seeded {} rows ({} of table data, {} with indexes) in {:.1} s\n  \
+             load and index {:.1} s (COPY {:.1} s), foreign keys {:.1} s, vacuum {:.1} s\n  \
+             seed {} (the same seed gives the same tables)",
             output::count(s.rows()),
             size(s.data_bytes()),
             size(s.total_bytes()),
@@ -327,6 +327,21 @@ mod tests {
     fn table_summary() {
         insta::assert_snapshot!(rendered(&loaded(), Format::Table));
         insta::assert_snapshot!("table_summary_dry_run", rendered(&dry(), Format::Table));
+    }
+
+    /// Issue 8, section 5: the summary line was 127-154 characters.
+    #[test]
+    fn table_summary_fits_80_columns() {
+        for s in [loaded(), dry()] {
+            let text = rendered(&s, Format::Table);
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= 80,
+                    "{} chars: {line}",
+                    line.chars().count()
+                );
+            }
+        }
     }
 
     #[test]
