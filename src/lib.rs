@@ -14,6 +14,7 @@ pub mod migrate;
 pub mod output;
 pub mod queries;
 pub mod record;
+pub mod replay;
 pub mod seed;
 pub mod settings;
 
