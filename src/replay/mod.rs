@@ -9,3 +9,4 @@
 pub mod attribution;
 pub mod hist;
 pub mod verdict;
+pub mod workload;

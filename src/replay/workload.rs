@@ -1,0 +1,548 @@
+//! The workload replay runs: statements, transactions and their weights.
+//!
+//! Read from the queries file: `[[statement]]` entries (their `calls` are the
+//! weights) and `[[transaction]]` entries (format 2: `statements` in order,
+//! `repeat`, `calls`, `think_ms`, `role`, `settings`, `isolation`,
+//! `outcome`, `manual` and `[[transaction.bind]]` with `value`, `column` or
+//! `result`). Statements that belong to no transaction run alone.
+//!
+//! Until the shared `queries` layer reads format 2, this module parses the
+//! file itself, leniently (unknown keys ignored), and validates what replay
+//! relies on: each transaction's statement ids exist (error at file:line).
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::attribution::locked_relations;
+use crate::config::line_col;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    pub id: String,
+    pub query: String,
+    pub role: Option<String>,
+    pub calls: u64,
+    /// Relations it writes or row-locks (see [`locked_relations`]).
+    pub locks: Vec<String>,
+    /// Whether it changes data (INSERT, UPDATE, DELETE, MERGE, or a row lock).
+    pub writes: bool,
+    /// Why a rollback would not undo it, when it calls such a function.
+    pub side_effect: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BindSource {
+    Value(String),
+    /// `table.column` or `schema.table.column`, sampled from the data.
+    Column {
+        table: String,
+        column: String,
+    },
+    /// An output column of an earlier statement of the transaction.
+    Result {
+        statement: String,
+        column: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bind {
+    pub statement: String,
+    /// `$n`, from 1.
+    pub param: u32,
+    pub source: BindSource,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transaction {
+    pub id: String,
+    pub name: String,
+    /// Indexes into [`Workload::statements`], in order.
+    pub statements: Vec<usize>,
+    pub repeat: u32,
+    pub calls: u64,
+    pub think_ms: f64,
+    pub role: Option<String>,
+    pub settings: Vec<(String, String)>,
+    /// `read committed`, `repeatable read` or `serializable`.
+    pub isolation: Option<String>,
+    pub bind: Vec<Bind>,
+    pub rollback: bool,
+    pub manual: bool,
+}
+
+/// One thing a client runs: a transaction, or a statement alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    Transaction(usize),
+    Lone(usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Weights {
+    #[default]
+    Calls,
+    Uniform,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Workload {
+    pub statements: Vec<Statement>,
+    pub transactions: Vec<Transaction>,
+    /// What runs, with its weight (> 0).
+    pub units: Vec<(Unit, f64)>,
+}
+
+impl Workload {
+    /// Builds the units: every transaction (rolled-back shapes only with
+    /// `include_rollbacks`), and each statement of no transaction alone.
+    pub fn new(
+        statements: Vec<Statement>,
+        transactions: Vec<Transaction>,
+        weights: Weights,
+        include_rollbacks: bool,
+    ) -> Workload {
+        let in_tx: HashSet<usize> = transactions
+            .iter()
+            .flat_map(|t| t.statements.iter().copied())
+            .collect();
+        let w = |calls: u64| match weights {
+            Weights::Calls => calls.max(1) as f64,
+            Weights::Uniform => 1.0,
+        };
+        let mut units = Vec::new();
+        for (i, t) in transactions.iter().enumerate() {
+            if t.rollback && !include_rollbacks {
+                continue;
+            }
+            units.push((Unit::Transaction(i), w(t.calls)));
+        }
+        for (i, s) in statements.iter().enumerate() {
+            if !in_tx.contains(&i) {
+                units.push((Unit::Lone(i), w(s.calls)));
+            }
+        }
+        Workload {
+            statements,
+            transactions,
+            units,
+        }
+    }
+
+    /// The statements a unit runs, in order (a transaction's `repeat` times).
+    pub fn unit_statements(&self, unit: Unit) -> Vec<usize> {
+        match unit {
+            Unit::Lone(s) => vec![s],
+            Unit::Transaction(t) => {
+                let t = &self.transactions[t];
+                (0..t.repeat.max(1))
+                    .flat_map(|_| t.statements.iter().copied())
+                    .collect()
+            }
+        }
+    }
+
+    pub fn unit_name(&self, unit: Unit) -> String {
+        match unit {
+            Unit::Lone(s) => self.statements[s].id.clone(),
+            Unit::Transaction(t) => self.transactions[t].name.clone(),
+        }
+    }
+
+    /// Statements with effects a rollback does not undo.
+    pub fn side_effects(&self) -> Vec<(&Statement, &'static str)> {
+        self.statements
+            .iter()
+            .filter_map(|s| s.side_effect.map(|e| (s, e)))
+            .collect()
+    }
+
+    /// Relations the workload writes or locks (for the integrity check).
+    pub fn written_relations(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in &self.statements {
+            for r in &s.locks {
+                if !out.contains(r) {
+                    out.push(r.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Functions and commands whose effect a ROLLBACK keeps (nextval/setval aside).
+const SIDE_EFFECTS: &[(&str, &str)] = &[
+    ("dblink", "dblink runs on another connection"),
+    (
+        "pg_advisory_lock",
+        "a session advisory lock outlives the transaction",
+    ),
+    (
+        "pg_try_advisory_lock",
+        "a session advisory lock outlives the transaction",
+    ),
+    ("pg_terminate_backend", "it terminates a backend"),
+    ("pg_cancel_backend", "it cancels a backend's query"),
+    ("pg_notify", "a notification is sent"),
+    ("notify", "a notification is sent"),
+    ("lo_export", "it writes a file on the server"),
+    (
+        "copy",
+        "COPY to a file or program has effects outside the database",
+    ),
+];
+
+fn side_effect_of(query: &str) -> Option<&'static str> {
+    let lower = query.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    SIDE_EFFECTS.iter().find_map(|(name, why)| {
+        let hit = if *name == "notify" || *name == "copy" {
+            words.first() == Some(name)
+        } else {
+            words.contains(name)
+        };
+        hit.then_some(*why)
+    })
+}
+
+fn is_write(query: &str, locks: &[String]) -> bool {
+    let first = query
+        .trim_start()
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("")
+        .to_lowercase();
+    !locks.is_empty() || matches!(first.as_str(), "insert" | "update" | "delete" | "merge")
+}
+
+impl Statement {
+    pub fn new(id: String, query: String, role: Option<String>, calls: u64) -> Statement {
+        let locks = locked_relations(&query);
+        Statement {
+            writes: is_write(&query, &locks),
+            side_effect: side_effect_of(&query),
+            id,
+            query,
+            role,
+            calls,
+            locks,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct RawFile {
+    #[serde(default)]
+    statement: Vec<RawStatement>,
+    #[serde(default)]
+    transaction: Vec<toml::Spanned<RawTransaction>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawStatement {
+    id: Option<String>,
+    query: String,
+    role: Option<String>,
+    calls: Option<u64>,
+    ignore: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawTransaction {
+    id: String,
+    name: Option<String>,
+    statements: Vec<String>,
+    repeat: Option<u32>,
+    calls: Option<u64>,
+    think_ms: Option<f64>,
+    role: Option<String>,
+    #[serde(default)]
+    settings: BTreeMap<String, toml::Value>,
+    isolation: Option<String>,
+    #[serde(default)]
+    bind: Vec<RawBind>,
+    outcome: Option<String>,
+    #[serde(default)]
+    manual: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawBind {
+    statement: String,
+    param: u32,
+    value: Option<toml::Value>,
+    column: Option<String>,
+    result: Option<String>,
+}
+
+fn value_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Reads the queries file at `path` into its statements and transactions.
+pub fn load(path: &Path) -> Result<(Vec<Statement>, Vec<Transaction>)> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::ReadFile {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    parse(path, &text)
+}
+
+pub fn parse(path: &Path, text: &str) -> Result<(Vec<Statement>, Vec<Transaction>)> {
+    let err = |offset: Option<usize>, message: String| {
+        let (line, column) = offset.map(|o| line_col(text, o)).unzip();
+        Error::Config {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message,
+            hint: None,
+        }
+    };
+    let raw: RawFile = toml::from_str(text)
+        .map_err(|e| err(e.span().map(|s| s.start), e.message().to_string()))?;
+    let statements: Vec<Statement> = raw
+        .statement
+        .into_iter()
+        .filter(|s| s.ignore.is_none())
+        .map(|s| {
+            let id =
+                s.id.unwrap_or_else(|| crate::queries::identity(&s.query, s.role.as_deref()));
+            Statement::new(id, s.query.trim().to_string(), s.role, s.calls.unwrap_or(1))
+        })
+        .collect();
+    let mut transactions = Vec::new();
+    for spanned in raw.transaction {
+        let at = Some(spanned.span().start);
+        let t = spanned.into_inner();
+        let mut idx = Vec::new();
+        for sid in &t.statements {
+            let Some(i) = statements.iter().position(|s| &s.id == sid) else {
+                return Err(err(
+                    at,
+                    format!(
+                        "transaction {} names statement {sid}, which the file does not have",
+                        t.id
+                    ),
+                ));
+            };
+            idx.push(i);
+        }
+        if t.statements.is_empty() {
+            return Err(err(at, format!("transaction {} has no statements", t.id)));
+        }
+        let think_ms = t.think_ms.unwrap_or(0.0);
+        if !think_ms.is_finite() || think_ms < 0.0 {
+            return Err(err(
+                at,
+                format!("transaction {}: think_ms must be >= 0", t.id),
+            ));
+        }
+        let mut bind = Vec::new();
+        for b in t.bind {
+            if !t.statements.contains(&b.statement) {
+                return Err(err(
+                    at,
+                    format!(
+                        "transaction {}: bind names statement {}, not one of its own",
+                        t.id, b.statement
+                    ),
+                ));
+            }
+            let source = match (b.value, b.column, b.result) {
+                (Some(v), None, None) => BindSource::Value(value_text(&v)),
+                (None, Some(c), None) => {
+                    let (table, column) = c.rsplit_once('.').ok_or_else(|| {
+                        err(
+                            at,
+                            format!("transaction {}: column {c} is not table.column", t.id),
+                        )
+                    })?;
+                    BindSource::Column {
+                        table: table.to_string(),
+                        column: column.to_string(),
+                    }
+                }
+                (None, None, Some(r)) => {
+                    let (statement, column) = r.split_once('.').ok_or_else(|| {
+                        err(
+                            at,
+                            format!("transaction {}: result {r} is not statement.column", t.id),
+                        )
+                    })?;
+                    BindSource::Result {
+                        statement: statement.to_string(),
+                        column: column.to_string(),
+                    }
+                }
+                _ => {
+                    return Err(err(
+                        at,
+                        format!(
+                            "transaction {}: a bind takes exactly one of value, column, result",
+                            t.id
+                        ),
+                    ));
+                }
+            };
+            bind.push(Bind {
+                statement: b.statement,
+                param: b.param,
+                source,
+            });
+        }
+        let isolation = match t.isolation.as_deref().map(str::to_lowercase) {
+            None => None,
+            Some(i) => {
+                let n = i.replace(['_', '-'], " ");
+                if !["read committed", "repeatable read", "serializable"].contains(&n.as_str()) {
+                    return Err(err(
+                        at,
+                        format!("transaction {}: unknown isolation {i}", t.id),
+                    ));
+                }
+                Some(n)
+            }
+        };
+        transactions.push(Transaction {
+            name: t.name.unwrap_or_else(|| format!("tx-{}", t.id)),
+            id: t.id,
+            statements: idx,
+            repeat: t.repeat.unwrap_or(1).max(1),
+            calls: t.calls.unwrap_or(1),
+            think_ms,
+            role: t.role,
+            settings: t
+                .settings
+                .iter()
+                .map(|(k, v)| (k.clone(), value_text(v)))
+                .collect(),
+            isolation,
+            bind,
+            rollback: t.outcome.as_deref() == Some("rollback"),
+            manual: t.manual,
+        });
+    }
+    Ok((statements, transactions))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"format_version = 2
+
+[[statement]]
+id = "s1"
+calls = 30
+query = "UPDATE accounts SET n = n + 1 WHERE id = $1 RETURNING n"
+
+[[statement]]
+id = "s2"
+calls = 30
+query = "INSERT INTO items (account_id, seq) VALUES ($1, $2)"
+
+[[statement]]
+id = "s3"
+calls = 10
+query = "SELECT 1"
+
+[[transaction]]
+id = "t1"
+statements = ["s1", "s2"]
+calls = 30
+think_ms = 2
+manual = true
+
+[[transaction.bind]]
+statement = "s1"
+param = 1
+column = "accounts.id"
+
+[[transaction.bind]]
+statement = "s2"
+param = 2
+result = "s1.n"
+"#;
+
+    #[test]
+    fn transactions_and_lone_statements_become_units() {
+        let (s, t) = parse(Path::new("q.toml"), FILE).unwrap();
+        assert_eq!(t[0].name, "tx-t1");
+        assert_eq!(t[0].statements, vec![0, 1]);
+        assert_eq!(
+            t[0].bind[1].source,
+            BindSource::Result {
+                statement: "s1".into(),
+                column: "n".into()
+            }
+        );
+        let w = Workload::new(s, t, Weights::Calls, false);
+        assert_eq!(
+            w.units,
+            vec![(Unit::Transaction(0), 30.0), (Unit::Lone(2), 10.0)]
+        );
+        assert_eq!(w.written_relations(), vec!["accounts", "items"]);
+        assert!(w.statements[0].writes && !w.statements[2].writes);
+        let u = Workload::new(
+            w.statements.clone(),
+            w.transactions.clone(),
+            Weights::Uniform,
+            false,
+        );
+        assert!(u.units.iter().all(|(_, w)| *w == 1.0));
+    }
+
+    /// Faults: a transaction naming an unknown statement id is an error at file:line.
+    #[test]
+    fn unknown_statement_id_is_an_error_at_its_line() {
+        let text = FILE.replace(
+            r#"statements = ["s1", "s2"]"#,
+            r#"statements = ["s1", "nope"]"#,
+        );
+        let e = parse(Path::new("q.toml"), &text).unwrap_err();
+        match e {
+            Error::Config { line, message, .. } => {
+                assert_eq!(line, Some(18)); // the [[transaction]] header
+                assert!(message.contains("nope"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn rolled_back_shapes_are_skipped_unless_asked() {
+        let text = FILE.replace("manual = true", "manual = true\noutcome = \"rollback\"");
+        let (s, t) = parse(Path::new("q.toml"), &text).unwrap();
+        let w = Workload::new(s.clone(), t.clone(), Weights::Calls, false);
+        assert!(
+            !w.units
+                .iter()
+                .any(|(u, _)| matches!(u, Unit::Transaction(_)))
+        );
+        let w = Workload::new(s, t, Weights::Calls, true);
+        assert!(
+            w.units
+                .iter()
+                .any(|(u, _)| matches!(u, Unit::Transaction(_)))
+        );
+    }
+
+    #[test]
+    fn side_effects_are_named() {
+        assert!(side_effect_of("SELECT pg_advisory_lock($1)").is_some());
+        assert!(side_effect_of("NOTIFY jobs").is_some());
+        assert!(side_effect_of("SELECT nextval('s')").is_none());
+        assert!(side_effect_of("SELECT notify_count FROM t").is_none());
+    }
+}
