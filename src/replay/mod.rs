@@ -7,6 +7,9 @@
 //! - [`attribution`]: root holders of lock waits and the lock-taking statement.
 
 pub mod attribution;
+pub mod exec;
 pub mod hist;
+pub mod ladder;
+pub mod sampler;
 pub mod verdict;
 pub mod workload;
