@@ -2,6 +2,7 @@
 //! production-sized data. The binary in `main.rs` only parses flags, calls
 //! [`cmd::run`] and maps the result to an exit code; everything lives here.
 
+pub mod catalog;
 pub mod cli;
 pub mod cluster;
 pub mod cmd;
@@ -10,12 +11,16 @@ pub mod db;
 pub mod demo;
 pub mod error;
 pub mod explain;
+pub mod findings;
 pub mod migrate;
 pub mod output;
+pub mod params;
 pub mod queries;
 pub mod record;
 pub mod replay;
 pub mod seed;
+pub mod session;
 pub mod settings;
+pub mod tenancy;
 
 pub use error::{Error, Result};

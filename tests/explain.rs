@@ -74,6 +74,13 @@ fn json_run(db: &TestDb, dir: &Path, args: &[&str]) -> (i32, Value) {
         )
     });
     assert_eq!(v["format_version"], 1);
+    // Every report also reads through the typed mirror of the wire format.
+    let typed: common::explain_json::Report = serde_json::from_value(v.clone())
+        .unwrap_or_else(|e| panic!("the report does not match its wire format: {e}\n{v:#}"));
+    assert_eq!(
+        typed.statements.len(),
+        v["statements"].as_array().unwrap().len()
+    );
     (code, v)
 }
 

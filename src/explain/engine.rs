@@ -9,20 +9,23 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
-use super::catalog::Catalog;
-use super::plan::{Mode, Plan, PlanKind};
-use super::sql::{self, Analysis, Binding};
-use super::tenant::Tenancy;
-use super::values::{Sampler, TextParam, fill_defaults};
-use crate::db::{ConnInfo, quote_ident};
+use super::plan_tree::{Mode, Plan, PlanKind};
+use crate::catalog::planner::Catalog;
+use crate::db::ConnInfo;
 use crate::error::{Error, PgError, Result};
+use crate::output::Log;
+use crate::params::binding::{self, Analysis, Binding};
+use crate::params::values::{Sampler, TextParam, fill_defaults};
 use crate::queries::Statement;
+use crate::session::{self, StatsMode};
+use crate::tenancy::Tenancy;
+use crate::tenancy::TenantContext;
 
 /// How the engine runs.
 #[derive(Debug, Clone)]
@@ -34,6 +37,8 @@ pub struct EngineOptions {
     pub analyze: bool,
     pub timeout_ms: u64,
     pub jobs: usize,
+    /// How planck's statements stay out of pg_stat_statements (see `session`).
+    pub stats: StatsMode,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,23 +150,13 @@ impl Engine {
         catalog: Arc<Catalog>,
         tenancy: Option<Tenancy>,
         opts: EngineOptions,
+        log: Log,
     ) -> Result<Engine> {
-        let mgr = Manager::from_config(
-            conn.config.clone(),
-            NoTls,
-            ManagerConfig {
-                // Every use ends with ROLLBACK and DEALLOCATE: nothing to clean.
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(mgr)
-            .max_size(opts.jobs.max(1))
-            .build()
-            .map_err(|e| Error::Other(anyhow::anyhow!("building the connection pool: {e}")))?;
+        let pool = session::pool(conn, opts.jobs, log)?;
         Ok(Engine {
             pool,
             shared: Arc::new(Shared {
-                sampler: Sampler::new(catalog.clone(), tenancy.as_ref()),
+                sampler: Sampler::new(catalog.clone(), tenancy.as_ref(), opts.stats),
                 catalog,
                 tenancy,
                 opts,
@@ -178,7 +173,7 @@ impl Engine {
     }
 
     async fn client(&self) -> Result<deadpool_postgres::Object> {
-        get(&self.pool).await
+        session::get(&self.pool).await
     }
 
     /// Plans every statement, in parallel; results keep the input order.
@@ -227,19 +222,7 @@ impl Engine {
             .sampler
             .values(&client, &e.text, &e.analysis, pick.tenant_id.as_deref())
             .await?;
-        let set_tenant = client
-            .prepare_cached(SET_TENANT)
-            .await
-            .map_err(|err| Error::db("preparing set_config", err))?;
-        if let Err(f) = begin(
-            &client,
-            &set_tenant,
-            &self.shared,
-            mode,
-            pick.tenant_id.as_deref(),
-        )
-        .await
-        {
+        if let Err(f) = begin(&client, &self.shared, mode, pick.tenant_id.as_deref()).await {
             rollback(&client).await?;
             return match f {
                 Failure::Fatal(err) => Err(err),
@@ -268,15 +251,6 @@ impl Engine {
             Err(_) => Ok(None),
         }
     }
-}
-
-async fn get(pool: &Pool) -> Result<deadpool_postgres::Object> {
-    pool.get().await.map_err(|e| match e {
-        deadpool_postgres::PoolError::Backend(e) => Error::db("connecting", e),
-        other => Error::Other(anyhow::anyhow!(
-            "getting a connection from the pool: {other}"
-        )),
-    })
 }
 
 impl Shared {
@@ -350,20 +324,16 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
         e.status = Status::Skipped(format!("ignored: {reason}"));
         return Ok(e);
     }
-    if let Err(reason) = sql::classify(&e.text) {
+    if let Err(reason) = binding::classify(&e.text) {
         e.status = Status::Skipped(reason);
         return Ok(e);
     }
-    let (text, repairs) = sql::repair(&e.text);
+    let (text, repairs) = binding::repair(&e.text);
     e.text = text;
     e.repairs = repairs;
-    e.analysis = sql::analyze(&e.text);
+    e.analysis = binding::analyze(&e.text);
     e.judged = shared.judged(&e.stmt);
-    let client = get(pool).await?;
-    let set_tenant = client
-        .prepare_cached(SET_TENANT)
-        .await
-        .map_err(|err| Error::db("preparing set_config", err))?;
+    let client = session::get(pool).await?;
     // Values are sampled first, as the connecting role, outside any transaction.
     let mut picks = Vec::new();
     for pick in shared.picks() {
@@ -375,7 +345,7 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     }
     let mut failures = Vec::new();
     for mode in shared.opts.modes.clone() {
-        match plan_mode(&client, &set_tenant, shared, &mut e, mode, &picks).await {
+        match plan_mode(&client, shared, &mut e, mode, &picks).await {
             Ok(()) => {}
             Err(Failure::Fatal(err)) => return Err(err),
             Err(Failure::Timeout) => {
@@ -442,52 +412,46 @@ async fn rollback(client: &Client) -> Result<()> {
         .map_err(|e| Error::db("rolling back", e))
 }
 
-fn begin_sql(shared: &Shared, mode: Mode) -> String {
-    let mut sql = format!(
-        "BEGIN; SET LOCAL statement_timeout = {}",
-        shared.opts.timeout_ms
-    );
-    if mode == Mode::Tenant
-        && let Some(t) = &shared.tenancy
-    {
-        sql.push_str(&format!("; SET LOCAL ROLE {}", quote_ident(&t.role)));
+impl Shared {
+    /// Who a transaction in `mode` runs as, for tenant `id`.
+    fn context(&self, mode: Mode, id: Option<&str>) -> TenantContext {
+        match &self.tenancy {
+            Some(t) => t.context(mode, id),
+            None => TenantContext::admin(),
+        }
     }
-    sql
+
+    /// `sql` as planck sends it (tagged where pg_stat_statements tracks planck).
+    fn tag(&self, sql: &str) -> String {
+        session::tag(self.opts.stats, sql)
+    }
 }
 
 /// BEGIN, the timeout, and in tenant mode the role and the tenant.
 async fn begin(
     client: &Client,
-    set_tenant: &tokio_postgres::Statement,
     shared: &Shared,
     mode: Mode,
     tenant: Option<&str>,
 ) -> Result<(), Failure> {
-    client
-        .batch_execute(&begin_sql(shared, mode))
-        .await
-        .map_err(|e| failure(e, "starting the planning transaction"))?;
-    if mode == Mode::Tenant
-        && let (Some(t), Some(id)) = (&shared.tenancy, tenant)
-    {
-        client
-            .execute(set_tenant, &[&t.setting, &id])
-            .await
-            .map_err(|e| failure(e, "setting the tenant"))?;
-    }
-    Ok(())
+    session::begin(
+        client,
+        &shared.context(mode, tenant),
+        shared.opts.timeout_ms,
+    )
+    .await
+    .map_err(|e| failure(e, "starting the planning transaction"))
 }
 
+/// VERBOSE: only then does EXPLAIN name each scan's `Schema`, which keeps two
+/// schemas' same-named tables and indexes apart (see `plan_tree::walk`).
 fn explain_prefix(analyze: bool) -> &'static str {
     if analyze {
-        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+        "EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) "
     } else {
-        "EXPLAIN (FORMAT JSON) "
+        "EXPLAIN (VERBOSE, FORMAT JSON) "
     }
 }
-
-/// The query that sets the tenant, prepared once per connection.
-pub const SET_TENANT: &str = "SELECT set_config($1, $2, true)";
 
 /// One pipelined request's outcome.
 enum Step {
@@ -506,7 +470,6 @@ type StepFut<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Step> + Se
 /// one (the slow path), so an error is attributed to its plan.
 async fn plan_mode(
     client: &Client,
-    set_tenant: &tokio_postgres::Statement,
     shared: &Shared,
     e: &mut Explained,
     mode: Mode,
@@ -514,24 +477,14 @@ async fn plan_mode(
 ) -> Result<(), Failure> {
     let tenancy = shared.tenancy.as_ref().filter(|_| mode == Mode::Tenant);
     let first_tenant = picks.first().and_then(|p| p.0.tenant_id.clone());
-    let explain_text = format!("{}{}", explain_prefix(false), e.text);
-    let begin_text = begin_sql(shared, mode);
-    let (r_begin, r_set, r_prep) = tokio::join!(
-        client.batch_execute(&begin_text),
-        async {
-            match (tenancy, &first_tenant) {
-                (Some(t), Some(id)) => client
-                    .execute(set_tenant, &[&t.setting, id])
-                    .await
-                    .map(|_| ()),
-                _ => Ok(()),
-            }
-        },
+    let explain_text = shared.tag(&format!("{}{}", explain_prefix(false), e.text));
+    let ctx = shared.context(mode, first_tenant.as_deref());
+    let (r_begin, r_prep) = tokio::join!(
+        session::begin(client, &ctx, shared.opts.timeout_ms),
         // Prepared after SET ROLE (pipelined behind it), so the policies are part of the plan.
         client.prepare(&explain_text),
     );
     r_begin.map_err(|err| failure(err, "starting the planning transaction"))?;
-    r_set.map_err(|err| failure(err, "setting the tenant"))?;
     let mut prepared = r_prep;
     let untyped = prepared.as_ref().err().and_then(|err| {
         (err.code() == Some(&SqlState::INDETERMINATE_DATATYPE)
@@ -542,14 +495,14 @@ async fn plan_mode(
     if let Some(original) = untyped {
         // A typed guess: parameters nothing binds become text.
         let bound: BTreeSet<u32> = e.analysis.bindings.keys().copied().collect();
-        let all = sql::params(&e.text);
+        let all = binding::params(&e.text);
         let unbound: BTreeSet<u32> = all.difference(&bound).copied().collect();
         let which = if unbound.is_empty() { all } else { unbound };
-        let guess = sql::cast_params(&e.text, &which, "text");
+        let guess = binding::cast_params(&e.text, &which, "text");
         let _ = client.batch_execute("ROLLBACK").await;
-        begin(client, set_tenant, shared, mode, first_tenant.as_deref()).await?;
+        begin(client, shared, mode, first_tenant.as_deref()).await?;
         prepared = client
-            .prepare(&format!("{}{}", explain_prefix(false), guess))
+            .prepare(&shared.tag(&format!("{}{}", explain_prefix(false), guess)))
             .await;
         if prepared.is_err() {
             return Err(Failure::Untyped(original));
@@ -573,7 +526,7 @@ async fn plan_mode(
     let analyze_stmt = if shared.opts.analyze {
         Some(
             client
-                .prepare(&format!("{}{}", explain_prefix(true), e.text))
+                .prepare(&shared.tag(&format!("{}{}", explain_prefix(true), e.text)))
                 .await
                 .map_err(|err| failure(err, "preparing the statement"))?,
         )
@@ -608,13 +561,9 @@ async fn plan_mode(
     }
     for ((pick, _), r) in picks.iter().zip(&refs) {
         if let (Some(t), Some(id)) = (tenancy, &pick.tenant_id) {
+            let ctx = t.context(mode, Some(id));
             futs.push(Box::pin(async move {
-                Step::Unit(
-                    client
-                        .execute(set_tenant, &[&t.setting, id])
-                        .await
-                        .map(|_| ()),
-                )
+                Step::Unit(session::apply_settings(client, &ctx).await)
             }));
         }
         futs.push(Box::pin(async move {
@@ -672,7 +621,7 @@ async fn plan_mode(
     // The slow path: one plan at a time, to know which failed and why.
     let _ = client.batch_execute("DEALLOCATE planck_generic").await;
     if failed_generic {
-        begin(client, set_tenant, shared, mode, first_tenant.as_deref()).await?;
+        begin(client, shared, mode, first_tenant.as_deref()).await?;
         let r = generic_plan(client, shared, &e.text, types.len()).await;
         let _ = client.batch_execute("ROLLBACK").await;
         let _ = client.batch_execute("DEALLOCATE planck_generic").await;
@@ -681,7 +630,7 @@ async fn plan_mode(
     }
     for i in failed_picks {
         let (pick, values) = &picks[i];
-        begin(client, set_tenant, shared, mode, pick.tenant_id.as_deref()).await?;
+        begin(client, shared, mode, pick.tenant_id.as_deref()).await?;
         let mut r = plan_custom(
             client,
             shared,
@@ -695,7 +644,7 @@ async fn plan_mode(
         if let Err(Failure::Other(_)) = &r {
             // Sampled values the statement rejects (a data error): plan with type defaults.
             let _ = client.batch_execute("ROLLBACK").await;
-            begin(client, set_tenant, shared, mode, pick.tenant_id.as_deref()).await?;
+            begin(client, shared, mode, pick.tenant_id.as_deref()).await?;
             r = plan_custom(client, shared, e, mode, pick, Vec::new(), PlanKind::Custom).await;
             if r.is_ok() {
                 e.notes.push(format!(
@@ -739,17 +688,21 @@ fn generic_record(mode: Mode, tenant: &Option<String>, n: usize, json: Value) ->
 /// force the generic plan, EXPLAIN EXECUTE with NULLs.
 fn generic_sql(shared: &Shared, text: &str, nparams: usize) -> String {
     if shared.catalog.server_version_num >= 160000 {
-        format!("EXPLAIN (GENERIC_PLAN, FORMAT JSON) {text}")
+        shared.tag(&format!(
+            "EXPLAIN (GENERIC_PLAN, VERBOSE, FORMAT JSON) {text}"
+        ))
     } else {
         let nulls = vec!["NULL"; nparams].join(", ");
-        format!(
+        [
             // The `;` on a line of its own: the text may end in a `--` comment.
-            "PREPARE planck_generic AS {text}\n;\n\
-             SET LOCAL plan_cache_mode = force_generic_plan;\n\
-             EXPLAIN (FORMAT JSON) EXECUTE planck_generic({nulls});\n\
-             DEALLOCATE planck_generic;\n\
-             SET LOCAL plan_cache_mode = auto"
-        )
+            format!("PREPARE planck_generic AS {text}\n"),
+            "SET LOCAL plan_cache_mode = force_generic_plan".to_string(),
+            format!("EXPLAIN (VERBOSE, FORMAT JSON) EXECUTE planck_generic({nulls})"),
+            "DEALLOCATE planck_generic".to_string(),
+            "SET LOCAL plan_cache_mode = auto".to_string(),
+        ]
+        .map(|s| shared.tag(&s))
+        .join(";\n")
     }
 }
 
@@ -797,11 +750,11 @@ async fn plan_custom(
 ) -> Result<Plan, Failure> {
     // The caller has begun the transaction with the pick's tenant.
     let stmt = client
-        .prepare(&format!(
+        .prepare(&shared.tag(&format!(
             "{}{}",
             explain_prefix(shared.opts.analyze),
             e.text
-        ))
+        )))
         .await
         .map_err(|err| failure(err, "preparing the statement"))?;
     let types = stmt.params().to_vec();
@@ -835,11 +788,9 @@ pub fn column_params(e: &Explained, catalog: &Catalog) -> Vec<(u32, String, Stri
             array: false,
         } = b
         {
-            let t = match table {
-                Some(t) if catalog.tables.contains_key(t) => Some(t.clone()),
-                _ => catalog
-                    .table_with_column(&e.analysis.tables, column)
-                    .cloned(),
+            let t = match table.as_deref().and_then(|t| catalog.resolve(t)) {
+                Some(t) => Some(t.to_string()),
+                None => catalog.table_with_column(&e.analysis.tables, column),
             };
             if let Some(t) = t {
                 out.push((n, t, column.clone()));
@@ -882,7 +833,7 @@ mod tests {
     #[test]
     fn generic_sql_branches_on_the_server_version() {
         let shared = |v| Shared {
-            sampler: Sampler::new(Arc::new(Catalog::default()), None),
+            sampler: Sampler::new(Arc::new(Catalog::default()), None, StatsMode::Untracked),
             catalog: Arc::new(Catalog {
                 server_version_num: v,
                 ..Default::default()
@@ -894,11 +845,12 @@ mod tests {
                 analyze: false,
                 timeout_ms: 100,
                 jobs: 1,
+                stats: StatsMode::Untracked,
             },
         };
         assert_eq!(
             generic_sql(&shared(160004), "SELECT $1", 1),
-            "EXPLAIN (GENERIC_PLAN, FORMAT JSON) SELECT $1"
+            "EXPLAIN (GENERIC_PLAN, VERBOSE, FORMAT JSON) SELECT $1"
         );
         let old = generic_sql(&shared(150018), "SELECT $1 -- c", 2);
         assert!(

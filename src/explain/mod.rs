@@ -1,14 +1,19 @@
-//! `planck explain`'s machinery: statement text ([`sql`]), the schema facts
-//! ([`catalog`]), tenancy ([`tenant`]), the planning engine ([`engine`]), the
-//! plan model ([`plan`]), the checks ([`checks`]), the report and its
-//! renderers ([`report`]) and the CI baseline ([`baseline`]).
+//! `planck explain`'s machinery: [`run`] (the phases, from statements to the
+//! report), its settings ([`options`]), the statements pg_stat_statements
+//! holds ([`stats_source`]), the planning engine ([`engine`]), the plan model
+//! ([`plan_tree`]: EXPLAIN's JSON and a flat view of its nodes), the plan
+//! checks ([`rules`]), the report and its renderers ([`report`], with the
+//! JSON wire types in [`json`]). What replay and report share with it lives
+//! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
-pub mod baseline;
-pub mod catalog;
-pub mod checks;
 pub mod engine;
-pub mod plan;
+pub mod json;
+pub mod options;
+pub mod plan_tree;
 pub mod report;
-pub mod sql;
-pub mod tenant;
-pub mod values;
+pub mod rules;
+pub mod run;
+pub mod stats_source;
+
+pub use options::ExplainSettings;
+pub use run::run;

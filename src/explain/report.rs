@@ -1,21 +1,19 @@
 //! The report and its renderers: `table` (comfy-table, one row per finding,
-//! then a summary), `markdown` (a PR comment) and `json`. The JSON wire
-//! types below are the contract (`format_version` 1) and live apart from the
-//! internal types so a refactor cannot change the output by accident.
+//! then a summary), `markdown` (a PR comment) and `json` (the wire types in
+//! [`super::json`]). Each renderer is `fn(w: &mut impl Write, &Report)`; every
+//! line fits an 80-column terminal.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use serde::Serialize;
-
-use super::checks::{Finding, Severity};
 use super::engine::{Explained, Status};
+use super::rules::{CheckId, Finding, Severity};
 use crate::output::{count, md_cell, table};
 
-pub const FORMAT_VERSION: u32 = 1;
+pub use super::json::FORMAT_VERSION;
 
 /// What `planck explain` found.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Report {
     pub results: Vec<Explained>,
     /// Findings after ignores, each marked when the baseline holds it.
@@ -44,7 +42,17 @@ impl Report {
             .count()
     }
 
-    pub fn by_check(&self) -> BTreeMap<&'static str, usize> {
+    /// The gate: 1 on a new error finding, or (with `fail_on_skipped`) on a
+    /// skipped statement; else 0.
+    pub fn exit_code(&self, fail_on_skipped: bool) -> i32 {
+        if self.new_errors() > 0 || (fail_on_skipped && self.skipped() > 0) {
+            1
+        } else {
+            0
+        }
+    }
+
+    pub fn by_check(&self) -> BTreeMap<CheckId, usize> {
         let mut m = BTreeMap::new();
         for (f, _) in &self.findings {
             *m.entry(f.check).or_default() += 1;
@@ -53,143 +61,8 @@ impl Report {
     }
 }
 
-// ---- JSON wire types ------------------------------------------------------
-
-#[derive(Serialize)]
-pub struct JsonReport<'a> {
-    pub format_version: u32,
-    pub statements: Vec<JsonStatement<'a>>,
-    pub findings: Vec<JsonFinding<'a>>,
-    pub summary: JsonSummary,
-}
-
-#[derive(Serialize)]
-pub struct JsonStatement<'a> {
-    pub id: &'a str,
-    pub query: &'a str,
-    pub role: Option<&'a str>,
-    /// `tenant`, `admin`, or `both` with --all-modes: the modes it is judged in.
-    pub mode: Option<&'static str>,
-    pub status: &'static str,
-    pub reason: Option<&'a str>,
-    /// The text planned, when repairs changed it.
-    pub planned_query: Option<&'a str>,
-    pub repairs: &'a [String],
-    pub param_types: &'a [String],
-    pub notes: &'a [String],
-    pub plans: Vec<JsonPlan<'a>>,
-}
-
-#[derive(Serialize)]
-pub struct JsonPlan<'a> {
-    pub mode: &'static str,
-    /// `generic`, `custom` or `literal`.
-    pub kind: &'static str,
-    /// Whose values: `heaviest`, `median`, `chosen`, `common`; null for generic plans.
-    pub tenant: Option<&'a str>,
-    pub tenant_id: Option<&'a str>,
-    pub params: &'a [Option<String>],
-    /// PostgreSQL's EXPLAIN (FORMAT JSON), untouched.
-    pub plan: &'a serde_json::Value,
-}
-
-#[derive(Serialize)]
-pub struct JsonFinding<'a> {
-    pub check: &'static str,
-    pub severity: &'static str,
-    pub mode: Option<&'static str>,
-    pub statement_id: Option<&'a str>,
-    pub query: Option<&'a str>,
-    pub relation: Option<&'a str>,
-    pub index: Option<&'a str>,
-    pub message: &'a str,
-    pub help: &'static str,
-    /// Held by the baseline: does not fail CI.
-    pub baseline: bool,
-}
-
-#[derive(Serialize)]
-pub struct JsonSummary {
-    pub explained: usize,
-    pub skipped: usize,
-    pub findings: BTreeMap<&'static str, usize>,
-    pub ignored: usize,
-    pub new_errors: usize,
-}
-
-fn judged_str(e: &Explained) -> Option<&'static str> {
-    match e.judged.as_slice() {
-        [] => None,
-        [m] => Some(m.as_str()),
-        _ => Some("both"),
-    }
-}
-
-pub fn to_json(r: &Report) -> JsonReport<'_> {
-    JsonReport {
-        format_version: FORMAT_VERSION,
-        statements: r
-            .results
-            .iter()
-            .map(|e| JsonStatement {
-                id: &e.stmt.id,
-                query: &e.stmt.query,
-                role: e.stmt.role.as_deref(),
-                mode: judged_str(e),
-                status: match e.status {
-                    Status::Explained => "explained",
-                    Status::Skipped(_) => "skipped",
-                },
-                reason: match &e.status {
-                    Status::Skipped(r) => Some(r),
-                    Status::Explained => None,
-                },
-                planned_query: (e.text != e.stmt.query.trim()).then_some(e.text.as_str()),
-                repairs: &e.repairs,
-                param_types: &e.param_types,
-                notes: &e.notes,
-                plans: e
-                    .plans
-                    .iter()
-                    .map(|p| JsonPlan {
-                        mode: p.mode.as_str(),
-                        kind: p.kind.as_str(),
-                        tenant: p.tenant.as_deref(),
-                        tenant_id: p.tenant_id.as_deref(),
-                        params: &p.params,
-                        plan: &p.json,
-                    })
-                    .collect(),
-            })
-            .collect(),
-        findings: r
-            .findings
-            .iter()
-            .map(|(f, base)| JsonFinding {
-                check: f.check,
-                severity: f.severity.as_str(),
-                mode: f.mode.map(|m| m.as_str()),
-                statement_id: f.statement.as_deref(),
-                query: f.query.as_deref(),
-                relation: f.relation.as_deref(),
-                index: f.index.as_deref(),
-                message: &f.message,
-                help: f.help,
-                baseline: *base,
-            })
-            .collect(),
-        summary: JsonSummary {
-            explained: r.explained(),
-            skipped: r.skipped(),
-            findings: r.by_check(),
-            ignored: r.ignored,
-            new_errors: r.new_errors(),
-        },
-    }
-}
-
 pub fn render_json(w: &mut impl Write, r: &Report) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, &to_json(r))?;
+    serde_json::to_writer_pretty(&mut *w, &super::json::from_report(r))?;
     writeln!(w)
 }
 
@@ -204,7 +77,8 @@ fn short(q: &str, n: usize) -> String {
 
 fn target(f: &Finding) -> String {
     match (&f.relation, &f.index) {
-        (Some(r), Some(i)) => format!("{r}.{i}"),
+        // An index's schema is its table's: `audit.events.events_kind_idx`.
+        (Some(r), Some(i)) => format!("{r}.{}", i.rsplit('.').next().unwrap_or(i)),
         (Some(r), None) => r.clone(),
         (None, Some(i)) => i.clone(),
         (None, None) => String::new(),
@@ -216,28 +90,50 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 
-fn summary_lines(r: &Report) -> Vec<String> {
-    let mut v = vec![format!(
-        "{} explained, {} skipped, {} ({}{})",
-        counted(r.explained() as u64, "statement", "statements"),
-        count(r.skipped() as u64),
-        counted(r.findings.len() as u64, "finding", "findings"),
-        counted(r.new_errors() as u64, "new error", "new errors"),
-        if r.ignored > 0 {
-            format!(", {} ignored", r.ignored)
-        } else {
-            String::new()
+/// Joins `parts` with `, ` into lines of at most `width` columns.
+fn wrap_parts(parts: &[String], width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for p in parts {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 2 + p.chars().count() <= width => {
+                l.push_str(", ");
+                l.push_str(p);
+            }
+            Some(l) => {
+                l.push(',');
+                lines.push(p.clone());
+            }
+            None => lines.push(p.clone()),
         }
-    )];
-    let by = r.by_check();
-    if !by.is_empty() {
-        v.push(
-            by.iter()
-                .map(|(c, n)| format!("{c}: {n}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
     }
+    lines
+}
+
+/// `12 statements explained, 3 skipped, 4 findings (1 new error)`, then the
+/// findings per check, wrapped at 80 columns.
+fn summary_lines(r: &Report) -> Vec<String> {
+    let mut parts = vec![
+        format!(
+            "{} explained",
+            counted(r.explained() as u64, "statement", "statements")
+        ),
+        format!("{} skipped", count(r.skipped() as u64)),
+        format!(
+            "{} ({})",
+            counted(r.findings.len() as u64, "finding", "findings"),
+            counted(r.new_errors() as u64, "new error", "new errors")
+        ),
+    ];
+    if r.ignored > 0 {
+        parts.push(format!("{} ignored", count(r.ignored as u64)));
+    }
+    let mut v = wrap_parts(&parts, 80);
+    let by: Vec<String> = r
+        .by_check()
+        .iter()
+        .map(|(c, n)| format!("{c}: {n}"))
+        .collect();
+    v.extend(wrap_parts(&by, 80));
     v
 }
 
@@ -339,9 +235,10 @@ pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::checks::testing::explained;
-    use crate::explain::checks::{Check, seq_scan::SeqScan};
-    use crate::explain::plan::{Mode, PlanKind};
+    use crate::explain::plan_tree::{Mode, PlanKind};
+    use crate::explain::rules::testing::explained;
+    use crate::explain::rules::{Check, seq_scan::SeqScan};
+    use crate::findings::{CheckId, Finding};
     use serde_json::json;
 
     fn report() -> Report {
@@ -356,12 +253,12 @@ mod tests {
         let mut skipped = explained("SET x = 1", vec![]);
         skipped.stmt.id = "s2".into();
         skipped.status = Status::Skipped("utility statement (SET)".into());
-        let f = crate::explain::checks::Finding::new(
-            &SeqScan,
+        let f = crate::explain::rules::Finding::new(
+            SeqScan.id(),
             Severity::Error,
             "Seq Scan on events".into(),
         )
-        .statement(&e, Mode::Tenant)
+        .statement(&e.stmt, Mode::Tenant)
         .relation("events");
         Report {
             results: vec![e, skipped],
@@ -397,7 +294,7 @@ mod tests {
         ] {
             assert!(f.get(k).is_some(), "finding key {k}");
         }
-        assert_eq!(f["check"], SeqScan.id());
+        assert_eq!(f["check"], SeqScan.id().as_str());
         assert_eq!(f["index"], serde_json::Value::Null);
         assert_eq!(f["mode"], "tenant");
     }
@@ -428,5 +325,145 @@ mod tests {
         let m = String::from_utf8(m).unwrap();
         assert!(m.contains("| error | `seq-scan` | tenant |"), "{m}");
         assert!(m.contains("1 statement skipped"), "{m}");
+    }
+
+    /// A fixed report with something of everything: a finding with a
+    /// location and a plan node, one held by the baseline, an index target,
+    /// a skipped statement, an ignored count.
+    fn full_report() -> Report {
+        let mut e = explained(
+            "SELECT id, title FROM items WHERE account_id = $1 AND status = $2 ORDER BY created_at DESC LIMIT $3",
+            vec![
+                (
+                    Mode::Tenant,
+                    PlanKind::Generic,
+                    json!([{"Plan": {"Node Type": "Limit", "Total Cost": 812.5, "Plans": [
+                        {"Node Type": "Seq Scan", "Relation Name": "items", "Schema": "public",
+                         "Total Cost": 800.0, "Plan Rows": 40}]}}]),
+                ),
+                (
+                    Mode::Tenant,
+                    PlanKind::Custom,
+                    json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "items",
+                        "Schema": "public", "Index Name": "items_created", "Total Cost": 9.1}}]),
+                ),
+            ],
+        );
+        e.stmt.id = "3f9a1c0d2b7e4a51".into();
+        e.stmt.role = Some("app_user".into());
+        e.stmt.line = Some(12);
+        e.judged = vec![Mode::Tenant];
+        e.param_types = vec!["int8".into(), "text".into(), "int8".into()];
+        e.plans[1].params = vec![Some("1".into()), Some("open".into()), Some("50".into())];
+        let mut skipped = explained("SELECT pg_sleep($1)", vec![]);
+        skipped.stmt.id = "77aa00bb11cc22dd".into();
+        skipped.status = Status::Skipped("planning timed out after 300 ms (tenant mode)".into());
+        let seq = Finding::new(
+            CheckId::SeqScan,
+            Severity::Error,
+            "Seq Scan on items (40,000 rows) in the generic plan".into(),
+        )
+        .statement(&e.stmt, Mode::Tenant)
+        .relation("items")
+        .node(0, &[0]);
+        let full = Finding::new(
+            CheckId::FullIndexScan,
+            Severity::Warning,
+            "items_created on items (40,000 rows) is read without a condition on its \
+             leading column created_at in the custom plan (heaviest tenant)"
+                .into(),
+        )
+        .statement(&e.stmt, Mode::Tenant)
+        .relation("items")
+        .index("items_created")
+        .node(1, &[]);
+        let unused = Finding::new(
+            CheckId::UnusedIndex,
+            Severity::Warning,
+            "audit.events_kind on audit.events is used by no plan, in any mode".into(),
+        )
+        .relation("audit.events")
+        .index("audit.events_kind");
+        let mut all = vec![seq, full, unused];
+        crate::findings::locate(
+            &mut all,
+            &[e.stmt.clone()],
+            std::path::Path::new("queries/recorded.toml"),
+        );
+        let mut it = all.into_iter();
+        Report {
+            results: vec![e, skipped],
+            findings: vec![
+                (it.next().unwrap(), false),
+                (it.next().unwrap(), true),
+                (it.next().unwrap(), false),
+            ],
+            ignored: 2,
+        }
+    }
+
+    #[test]
+    fn snapshot_table() {
+        let mut t = Vec::new();
+        render_table(&mut t, &full_report()).unwrap();
+        let t = String::from_utf8(t).unwrap();
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+        insta::assert_snapshot!(t);
+    }
+
+    #[test]
+    fn snapshot_markdown() {
+        let mut m = Vec::new();
+        render_markdown(&mut m, &full_report()).unwrap();
+        insta::assert_snapshot!(String::from_utf8(m).unwrap());
+    }
+
+    #[test]
+    fn snapshot_json() {
+        let mut j = Vec::new();
+        render_json(&mut j, &full_report()).unwrap();
+        let text = String::from_utf8(j).unwrap();
+        // The wire types read back what they wrote.
+        let back: crate::explain::json::JsonReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, crate::explain::json::from_report(&full_report()));
+        insta::assert_snapshot!(text);
+    }
+
+    /// Issue 8 section 5: summary lines were 127-154 characters.
+    #[test]
+    fn issue8_summary_lines_fit_80_columns() {
+        let mut r = full_report();
+        let f = r.findings[0].0.clone();
+        for c in CheckId::ALL {
+            let mut g = f.clone();
+            g.check = c;
+            r.findings.push((g, false));
+        }
+        r.ignored = 123_456;
+        let lines = summary_lines(&r);
+        assert!(lines.len() >= 3, "{lines:#?}");
+        for l in &lines {
+            assert!(
+                l.chars().count() <= 80,
+                "{} columns: {l}",
+                l.chars().count()
+            );
+        }
+        let joined = lines.join(" ");
+        for c in CheckId::ALL {
+            assert!(joined.contains(&format!("{c}: ")), "{joined}");
+        }
+        assert!(joined.contains("1 skipped"), "{joined}");
+        assert!(joined.contains("123,456 ignored"), "{joined}");
+    }
+
+    #[test]
+    fn fail_on_skipped_gates_on_skipped_statements_only_when_asked() {
+        let mut r = full_report();
+        r.findings.retain(|(f, _)| f.severity != Severity::Error);
+        assert_eq!(r.exit_code(false), 0);
+        assert_eq!(r.exit_code(true), 1);
+        r.results.retain(|e| e.status == Status::Explained);
+        assert_eq!(r.exit_code(true), 0);
     }
 }

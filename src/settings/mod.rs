@@ -13,6 +13,8 @@
 //! keywords it leaves unset, and `.pgpass`. For everything else: flag, then
 //! `planck.toml`, then the built-in default.
 
+pub mod explain;
+
 use std::path::{Path, PathBuf};
 
 use crate::cli::Global;

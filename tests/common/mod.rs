@@ -305,3 +305,106 @@ pub fn shared_fixture(rel: &str) -> Option<PathBuf> {
     );
     None
 }
+
+/// `planck explain --format json` as a test reads it: typed mirror structs
+/// of the wire format (format_version 1) that refuse unknown fields, kept
+/// here, apart from the crate's own types, so a change to the output shows
+/// up as a failing test and not as a silently different report.
+pub mod explain_json {
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Report {
+        pub format_version: u32,
+        pub statements: Vec<Statement>,
+        pub findings: Vec<Finding>,
+        pub summary: Summary,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Statement {
+        pub id: String,
+        pub query: String,
+        pub role: Option<String>,
+        pub mode: Option<String>,
+        pub status: String,
+        pub reason: Option<String>,
+        pub planned_query: Option<String>,
+        pub repairs: Vec<String>,
+        pub param_types: Vec<String>,
+        pub notes: Vec<String>,
+        pub plans: Vec<Plan>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Plan {
+        pub mode: String,
+        pub kind: String,
+        pub tenant: Option<String>,
+        pub tenant_id: Option<String>,
+        pub params: Vec<Option<String>>,
+        pub plan: serde_json::Value,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Finding {
+        pub check: String,
+        pub severity: String,
+        pub mode: Option<String>,
+        pub statement_id: Option<String>,
+        pub query: Option<String>,
+        pub relation: Option<String>,
+        pub index: Option<String>,
+        pub message: String,
+        pub help: String,
+        pub baseline: bool,
+        pub location: Option<Location>,
+        pub node: Option<Node>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    pub struct Location {
+        pub kind: String,
+        pub path: String,
+        pub line: usize,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    pub struct Node {
+        pub plan: usize,
+        pub path: Vec<usize>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Summary {
+        pub explained: usize,
+        pub skipped: usize,
+        pub findings: std::collections::BTreeMap<String, usize>,
+        pub ignored: usize,
+        pub new_errors: usize,
+    }
+
+    impl Report {
+        pub fn findings(&self, check: &str) -> Vec<&Finding> {
+            self.findings.iter().filter(|f| f.check == check).collect()
+        }
+
+        pub fn statement(&self, needle: &str) -> &Statement {
+            self.statements
+                .iter()
+                .find(|s| s.query.contains(needle))
+                .unwrap_or_else(|| panic!("no statement with {needle}: {self:#?}"))
+        }
+    }
+}

@@ -6,27 +6,28 @@
 
 use std::collections::BTreeSet;
 
-use super::{Check, Ctx, Finding, Severity, describe};
-use crate::explain::plan::{Mode, PlanKind};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding};
+use crate::explain::plan_tree::{Mode, PlanKind};
 
 pub struct RlsPolicy;
 
 impl Check for RlsPolicy {
-    fn id(&self) -> &'static str {
-        "rls-policy"
-    }
-
-    fn help(&self) -> &'static str {
-        "policies should compare an indexed column with a STABLE expression through LEAKPROOF \
-         operators, e.g. account_id = current_setting('app.account_id')::bigint"
+    fn id(&self) -> CheckId {
+        CheckId::RlsPolicy
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
+        let touched = ctx.touched();
         for c in &ctx.catalog.policy_calls {
+            // The catalog holds every schema; judge the policies of the
+            // application's own (on the search path) and of tables it touched,
+            // not those of a platform's schemas (Supabase's `storage`, ...).
+            if !(ctx.catalog.on_search_path(&c.table) || touched.contains(&c.table)) {
+                continue;
+            }
             if c.volatile {
                 out.push(
-                    Finding::new(
-                        self,
+                    finding(self,
                         Severity::Error,
                         format!(
                             "policy {} on {} calls VOLATILE {}: it runs for every row and can never be an index condition",
@@ -37,7 +38,7 @@ impl Check for RlsPolicy {
                     .mode(Mode::Tenant),
                 );
             } else if !c.leakproof && c.what.starts_with("operator") {
-                let mut f = Finding::new(
+                let mut f = finding(
                     self,
                     Severity::Warning,
                     format!(
@@ -50,7 +51,6 @@ impl Check for RlsPolicy {
                 out.push(f);
             }
         }
-        let touched = ctx.touched();
         if let Some(t) = ctx.tenancy {
             for (table, column) in &t.columns {
                 if !touched.contains(table) || ctx.catalog.rows(table) < ctx.min_rows {
@@ -61,7 +61,7 @@ impl Check for RlsPolicy {
                     i.table == *table && i.columns.first() == Some(&Some(column.clone()))
                 });
                 if !led {
-                    let mut f = Finding::new(
+                    let mut f = finding(
                         self,
                         Severity::Warning,
                         format!(
@@ -98,7 +98,7 @@ impl Check for RlsPolicy {
                 if ap.uses_any_index() && !tp.uses_any_index() && big {
                     if seen.insert("index") {
                         out.push(
-                            Finding::new(
+                            finding(
                                 self,
                                 Severity::Error,
                                 format!(
@@ -107,14 +107,14 @@ impl Check for RlsPolicy {
                                     ap.indexes().join(", ")
                                 ),
                             )
-                            .statement(e, Mode::Tenant),
+                            .statement(&e.stmt, Mode::Tenant),
                         );
                     }
                 } else {
                     let (t, a) = (tp.total_cost(), ap.total_cost());
                     if a > 0.0 && t / a >= ctx.rls_cost_ratio && seen.insert("cost") {
                         out.push(
-                            Finding::new(
+                            finding(
                                 self,
                                 Severity::Warning,
                                 format!(
@@ -123,7 +123,7 @@ impl Check for RlsPolicy {
                                     t / a
                                 ),
                             )
-                            .statement(e, Mode::Tenant),
+                            .statement(&e.stmt, Mode::Tenant),
                         );
                     }
                 }
@@ -136,7 +136,7 @@ impl Check for RlsPolicy {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::catalog::PolicyCall;
+    use crate::catalog::planner::PolicyCall;
     use serde_json::json;
 
     #[test]
@@ -164,6 +164,36 @@ mod tests {
         assert_eq!(out[0].severity, Severity::Error);
         assert_eq!(out[0].mode, Some(Mode::Tenant));
         assert!(out[0].message.contains("tenant_of()"));
+    }
+
+    /// With every schema in the catalog (issue 8), a platform's policies
+    /// (`storage.objects` on Supabase) are not the application's to fix.
+    #[test]
+    fn policies_off_the_search_path_count_only_when_a_statement_touches_them() {
+        let mut cat = catalog(&[("items", 50_000)], vec![]);
+        let call = |table: &str| PolicyCall {
+            table: table.into(),
+            policy: "p".into(),
+            what: "random()".into(),
+            volatile: true,
+            leakproof: false,
+        };
+        cat.policy_calls = vec![call("storage.objects"), call("items")];
+        let mut out = Vec::new();
+        RlsPolicy.run(&ctx(&cat, &[]), &mut out);
+        let tables: Vec<_> = out.iter().map(|f| f.relation.as_deref().unwrap()).collect();
+        assert_eq!(tables, vec!["items"]);
+        let touching = [explained("SELECT * FROM storage.objects", vec![])];
+        cat.tables.insert(
+            "storage.objects".into(),
+            crate::catalog::planner::Table {
+                name: "storage.objects".into(),
+                ..Default::default()
+            },
+        );
+        let mut out = Vec::new();
+        RlsPolicy.run(&ctx(&cat, &touching), &mut out);
+        assert_eq!(out.len(), 2, "{out:?}");
     }
 
     #[test]

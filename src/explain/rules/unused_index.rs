@@ -4,19 +4,14 @@
 //! Only tables some statement touches are judged; partial indexes have their
 //! own check (`unused-partial-index`).
 
-use super::{Check, Ctx, Finding, Severity, modes_phrase};
+use super::{Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
 use crate::explain::engine::used_indexes;
 
 pub struct UnusedIndex;
 
 impl Check for UnusedIndex {
-    fn id(&self) -> &'static str {
-        "unused-index"
-    }
-
-    fn help(&self) -> &'static str {
-        "no recorded statement reads this index; drop it (it slows every write) unless \
-         something outside the recorded statements needs it"
+    fn id(&self) -> CheckId {
+        CheckId::UnusedIndex
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -52,7 +47,7 @@ impl Check for UnusedIndex {
                 ),
             };
             out.push(
-                Finding::new(self, severity, message)
+                finding(self, severity, message)
                     .relation(&ix.table)
                     .index(&ix.name),
             );
@@ -64,7 +59,7 @@ impl Check for UnusedIndex {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::plan::{Mode, PlanKind};
+    use crate::explain::plan_tree::{Mode, PlanKind};
     use serde_json::json;
 
     #[test]

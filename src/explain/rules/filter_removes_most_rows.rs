@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{Check, Ctx, Finding, Severity, describe, judged_plans};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
 use crate::output::count;
 
 pub struct FilterRemovesMostRows;
@@ -13,13 +13,8 @@ pub struct FilterRemovesMostRows;
 const RATIO: f64 = 10.0;
 
 impl Check for FilterRemovesMostRows {
-    fn id(&self) -> &'static str {
-        "filter-removes-most-rows"
-    }
-
-    fn help(&self) -> &'static str {
-        "the scan reads rows only to discard them; index the filtered columns \
-         (needs --analyze, which measures the rows removed)"
+    fn id(&self) -> CheckId {
+        CheckId::FilterRemovesMostRows
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -37,7 +32,7 @@ impl Check for FilterRemovesMostRows {
                     }
                     if seen.insert((p.mode, rel.clone())) {
                         out.push(
-                            Finding::new(
+                            finding(
                                 self,
                                 Severity::Warning,
                                 format!(
@@ -47,8 +42,9 @@ impl Check for FilterRemovesMostRows {
                                     describe(p)
                                 ),
                             )
-                            .statement(e, p.mode)
-                            .relation(rel.clone()),
+                            .statement(&e.stmt, p.mode)
+                            .relation(rel.clone())
+                            .node(plan_index(e, p), &n.path),
                         );
                     }
                 }
@@ -61,7 +57,7 @@ impl Check for FilterRemovesMostRows {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::plan::{Mode, PlanKind};
+    use crate::explain::plan_tree::{Mode, PlanKind};
     use serde_json::json;
 
     #[test]

@@ -4,23 +4,7 @@
 
 use serde_json::Value;
 
-/// How the plan was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Mode {
-    /// As the application role, under row-level security, for one tenant.
-    Tenant,
-    /// As the connecting (owner) role: no row-level security.
-    Admin,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Tenant => "tenant",
-            Mode::Admin => "admin",
-        }
-    }
-}
+pub use crate::tenancy::Mode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanKind {
@@ -59,6 +43,8 @@ pub struct Plan {
 /// One node of a plan tree, flattened.
 #[derive(Debug, Clone, Default)]
 pub struct Node {
+    /// Child indexes from the root to this node (`[]` is the root).
+    pub path: Vec<usize>,
     pub node_type: String,
     pub relation: Option<String>,
     pub index: Option<String>,
@@ -103,7 +89,7 @@ impl Plan {
     pub fn nodes(&self) -> Vec<Node> {
         let mut out = Vec::new();
         if let Some(r) = self.root() {
-            walk(r, &mut out);
+            walk(r, None, &mut Vec::new(), &mut out);
         }
         out
     }
@@ -144,7 +130,17 @@ fn s(v: &Value, k: &str) -> Option<String> {
     v.get(k).and_then(Value::as_str).map(str::to_string)
 }
 
-fn walk(v: &Value, out: &mut Vec<Node>) {
+/// Walks the tree depth first. `schema` is the nearest ancestor's `Schema`
+/// (EXPLAIN VERBOSE names it on scan nodes; a Bitmap Index Scan's is its
+/// Bitmap Heap Scan's, an index's schema being its table's), so relations and
+/// indexes come out as display names (`events`, `audit.events`).
+fn walk(v: &Value, schema: Option<&str>, path: &mut Vec<usize>, out: &mut Vec<Node>) {
+    let own = v.get("Schema").and_then(Value::as_str);
+    let schema = own.or(schema);
+    let qualify = |name: String| match schema {
+        Some(sc) => crate::catalog::display_name(sc, &name),
+        None => name,
+    };
     let cond = [
         "Index Cond",
         "Recheck Cond",
@@ -157,8 +153,9 @@ fn walk(v: &Value, out: &mut Vec<Node>) {
     .collect::<Vec<_>>();
     out.push(Node {
         node_type: s(v, "Node Type").unwrap_or_default(),
-        relation: s(v, "Relation Name"),
-        index: s(v, "Index Name"),
+        path: path.clone(),
+        relation: s(v, "Relation Name").map(qualify),
+        index: s(v, "Index Name").map(qualify),
         index_cond: s(v, "Index Cond"),
         filter: {
             let mut f: Vec<String> = s(v, "Filter").into_iter().collect();
@@ -175,7 +172,7 @@ fn walk(v: &Value, out: &mut Vec<Node>) {
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .filter_map(|x| x.as_str().map(|x| qualify(x.to_string())))
                     .collect()
             })
             .unwrap_or_default(),
@@ -184,8 +181,10 @@ fn walk(v: &Value, out: &mut Vec<Node>) {
         removed_by_filter: v.get("Rows Removed by Filter").and_then(Value::as_f64),
     });
     if let Some(children) = v.get("Plans").and_then(Value::as_array) {
-        for c in children {
-            walk(c, out);
+        for (i, c) in children.iter().enumerate() {
+            path.push(i);
+            walk(c, schema, path, out);
+            path.pop();
         }
     }
 }
@@ -223,5 +222,26 @@ mod tests {
         assert_eq!(p.indexes(), vec!["items_pkey", "rate_limits_pkey"]);
         assert!(p.mentions("current_setting('app.account_id'"));
         assert_eq!(p.total_cost(), 9.5);
+    }
+
+    /// Issue 8: plans named relations by bare name, so `a.events` and
+    /// `b.events` were one table to the checks.
+    #[test]
+    fn issue8_verbose_schema_qualifies_relations_and_indexes_down_the_tree() {
+        let p = test_plan(
+            Mode::Admin,
+            json!([{"Plan": {"Node Type": "Nested Loop", "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "events", "Schema": "audit"},
+                {"Node Type": "Bitmap Heap Scan", "Relation Name": "events", "Schema": "public",
+                 "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "events_kind"}]}
+            ]}}]),
+        );
+        let n = p.nodes();
+        assert_eq!(n[1].relation.as_deref(), Some("audit.events"));
+        assert_eq!(n[1].path, vec![0]);
+        assert_eq!(n[2].relation.as_deref(), Some("events"));
+        assert_eq!(n[3].index.as_deref(), Some("events_kind"));
+        assert_eq!(n[3].path, vec![1, 0]);
+        assert_eq!(n[0].path, Vec::<usize>::new());
     }
 }

@@ -1,20 +1,39 @@
 //! Tenancy: how the application runs as a tenant, inferred from the database
-//! where the user did not say. The setting comes from `current_setting('...')`
+//! where the user did not say, and [`TenantContext`], what a session applies
+//! per transaction to run as one (shared by explain, replay and record). The setting comes from `current_setting('...')`
 //! in the policies, each table's tenant column from the comparison it sits
 //! in, the role from the statements' recorded role, the heaviest tenant from
 //! the data (the key value owning most rows across RLS-protected tables).
 
 use std::collections::BTreeMap;
-use std::ops::ControlFlow;
 
-use sqlparser::ast::{BinaryOperator, Expr, visit_expressions};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 use tokio_postgres::Client;
 
-use super::catalog::Catalog;
+use crate::catalog::expr::{setting_comparisons, settings_read};
+use crate::catalog::planner::Catalog;
+use crate::catalog::sql_name;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
+pub use crate::session::{SettingValue, TenantContext};
+use crate::session::{StatsMode, tag};
+
+/// How a statement is planned or run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mode {
+    /// As the application role, under row-level security, for one tenant.
+    Tenant,
+    /// As the connecting (owner) role: no row-level security.
+    Admin,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Tenant => "tenant",
+            Mode::Admin => "admin",
+        }
+    }
+}
 
 /// Overrides from flags and `planck.toml` (flags win).
 #[derive(Debug, Clone, Default)]
@@ -39,126 +58,21 @@ pub struct Tenancy {
     pub median: Option<String>,
 }
 
-/// Parses a policy expression as the server prints it.
-pub fn parse_expr(text: &str) -> Option<Expr> {
-    Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(text)
-        .ok()?
-        .parse_expr()
-        .ok()
-}
-
-fn is_setting_call(e: &Expr) -> Option<String> {
-    let mut found = None;
-    let _ = visit_expressions(e, |x| {
-        if let Expr::Function(f) = x
-            && f.name.to_string().eq_ignore_ascii_case("current_setting")
-        {
-            let args = f.args.to_string();
-            if let Some(s) = args.split('\'').nth(1) {
-                found = Some(s.to_string());
-                return ControlFlow::Break(());
-            }
+impl Tenancy {
+    /// The context of a transaction in `mode` as tenant `id` (admin mode and
+    /// a missing id set nothing).
+    pub fn context(&self, mode: Mode, id: Option<&str>) -> TenantContext {
+        if mode != Mode::Tenant {
+            return TenantContext::admin();
         }
-        ControlFlow::Continue(())
-    });
-    found
-}
-
-/// `(account_id = (current_setting('app.account_id'))::bigint)` ->
-/// `[("account_id", "app.account_id")]`.
-pub fn setting_comparisons(qual: &str) -> Vec<(String, String)> {
-    match parse_expr(qual) {
-        Some(expr) => column_equalities(&expr, is_setting_call),
-        None => Vec::new(),
-    }
-}
-
-/// Every `column = other` (either way round) in `expr` where `value` accepts
-/// `other`, as (column, value). The column may be qualified; its last part counts.
-pub fn column_equalities<T>(expr: &Expr, value: impl Fn(&Expr) -> Option<T>) -> Vec<(String, T)> {
-    let mut out = Vec::new();
-    let _ = visit_expressions(expr, |e| {
-        if let Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } = e
-        {
-            for (c, other) in [(left, right), (right, left)] {
-                let col = match c.as_ref() {
-                    Expr::Identifier(i) => Some(i.value.clone()),
-                    Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
-                    _ => None,
-                };
-                if let (Some(col), Some(v)) = (col, value(other)) {
-                    out.push((col, v));
-                }
-            }
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    out
-}
-
-/// Every setting a policy expression reads, as the server prints it:
-/// `current_setting('app.account_id'::text)` -> `app.account_id`.
-pub fn settings_read(qual: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for (at, _) in qual.match_indices("current_setting('") {
-        let rest = &qual[at + "current_setting('".len()..];
-        if let Some(end) = rest.find('\'') {
-            let name = rest[..end].to_string();
-            if !out.contains(&name) {
-                out.push(name);
-            }
+        TenantContext {
+            role: Some(self.role.clone()),
+            settings: id
+                .map(|id| (self.setting.clone(), SettingValue::Text(id.to_string())))
+                .into_iter()
+                .collect(),
         }
     }
-    out
-}
-
-/// Function names a policy expression calls.
-pub fn functions(qual: &str) -> Vec<String> {
-    let Some(expr) = parse_expr(qual) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let _ = visit_expressions(&expr, |e| {
-        if let Expr::Function(f) = e
-            && let Some(last) = f.name.0.last()
-        {
-            let n = last.to_string().trim_matches('"').to_string();
-            if !out.contains(&n) {
-                out.push(n);
-            }
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    out
-}
-
-/// Comparisons a policy makes on a column: `(column, operator)`.
-pub fn operators(qual: &str) -> Vec<(String, String)> {
-    let Some(expr) = parse_expr(qual) else {
-        return Vec::new();
-    };
-    let mut out = Vec::new();
-    let _ = visit_expressions(&expr, |e| {
-        if let Expr::BinaryOp { left, op, right } = e {
-            let sym = match op {
-                BinaryOperator::And | BinaryOperator::Or => None,
-                BinaryOperator::PGCustomBinaryOperator(parts) => Some(parts.join(".")),
-                other => Some(other.to_string()),
-            };
-            for c in [left, right] {
-                if let (Expr::Identifier(i), Some(s)) = (c.as_ref(), &sym) {
-                    out.push((i.value.clone(), s.clone()));
-                }
-            }
-        }
-        ControlFlow::<()>::Continue(())
-    });
-    out
 }
 
 /// Works out the tenancy, or explains why it cannot.
@@ -167,6 +81,7 @@ pub async fn resolve(
     catalog: &Catalog,
     opts: &TenantOptions,
     recorded_roles: &[String],
+    stats: StatsMode,
 ) -> Result<Tenancy> {
     if catalog.policies.is_empty() {
         return Err(Error::usage_hint(
@@ -271,13 +186,22 @@ pub async fn resolve(
                 })?
         }
     };
-    check_role(client, catalog, &role).await?;
+    check_role(client, catalog, &role, stats).await?;
 
-    let (heaviest, median) = tenant_sizes(client, &columns).await?;
+    let (heaviest, median) = tenant_sizes(client, &columns, stats).await?;
     let id = match (&opts.id, &heaviest) {
         (Some(id), _) => {
             let flag = opts.id_source.unwrap_or("--tenant-id");
-            check_id(client, &setting, &columns, id, flag, heaviest.as_deref()).await?;
+            check_id(
+                client,
+                &setting,
+                &columns,
+                id,
+                flag,
+                heaviest.as_deref(),
+                stats,
+            )
+            .await?;
             id.clone()
         }
         (None, Some(h)) => h.clone(),
@@ -299,14 +223,18 @@ pub async fn resolve(
 }
 
 /// The role must exist, obey row-level security and own none of the tables.
-async fn check_role(client: &Client, catalog: &Catalog, role: &str) -> Result<()> {
+async fn check_role(
+    client: &Client,
+    catalog: &Catalog,
+    role: &str,
+    stats: StatsMode,
+) -> Result<()> {
     let row = client
-        .query_opt(
-            "SELECT rolsuper, rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER'),
+        .query_opt(&tag(stats, "SELECT rolsuper, rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER'),
                     ARRAY(SELECT c.relname::text FROM pg_class c
                            WHERE c.relowner = r.oid AND c.relrowsecurity AND NOT c.relforcerowsecurity
                            ORDER BY 1)
-               FROM pg_roles r WHERE rolname = $1",
+               FROM pg_roles r WHERE rolname = $1"),
             &[&role],
         )
         .await
@@ -372,6 +300,7 @@ async fn check_id(
     id: &str,
     flag: &str,
     heaviest: Option<&str>,
+    stats: StatsMode,
 ) -> Result<()> {
     let hint = match heaviest {
         Some(h) => format!("the heaviest tenant is {h}; leave {flag} out to use it"),
@@ -383,9 +312,12 @@ async fn check_id(
     for (t, c) in columns {
         let row = client
             .query_opt(
-                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+                &tag(
+                    stats,
+                    "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
                   WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped",
-                &[&quote_ident(t), c],
+                ),
+                &[&sql_name(t), c],
             )
             .await
             .map_err(|e| Error::db("looking up the tenant key's type", e))?;
@@ -397,7 +329,10 @@ async fn check_id(
     let mut rejected: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (t, _, ty) in &keys {
         let cast = client
-            .query_one(&format!("SELECT $1::text::{ty} IS NOT NULL"), &[&id])
+            .query_one(
+                &tag(stats, &format!("SELECT $1::text::{ty} IS NOT NULL")),
+                &[&id],
+            )
             .await;
         match cast {
             Ok(_) => {}
@@ -424,10 +359,13 @@ async fn check_id(
     for (t, c, ty) in &keys {
         let owns: bool = client
             .query_one(
-                &format!(
-                    "SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1::text::{ty})",
-                    quote_ident(t),
-                    quote_ident(c)
+                &tag(
+                    stats,
+                    &format!(
+                        "SELECT EXISTS (SELECT 1 FROM {} WHERE {} = $1::text::{ty})",
+                        sql_name(t),
+                        quote_ident(c)
+                    ),
                 ),
                 &[&id],
             )
@@ -453,6 +391,7 @@ async fn check_id(
 async fn tenant_sizes(
     client: &Client,
     columns: &BTreeMap<String, String>,
+    stats: StatsMode,
 ) -> Result<(Option<String>, Option<String>)> {
     if columns.is_empty() {
         return Ok((None, None));
@@ -466,7 +405,7 @@ async fn tenant_sizes(
                 format!(
                     "SELECT {c}{cast} AS k, count(*) AS n FROM {t} WHERE {c} IS NOT NULL GROUP BY 1",
                     c = quote_ident(c),
-                    t = quote_ident(t)
+                    t = sql_name(t)
                 )
             })
             .collect();
@@ -475,47 +414,14 @@ async fn tenant_sizes(
             parts.join(" UNION ALL ")
         )
     };
-    let rows = match client.query(&query(""), &[]).await {
+    let rows = match client.query(&tag(stats, &query("")), &[]).await {
         Ok(rows) => rows,
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DATATYPE_MISMATCH) => client
-            .query(&query("::text"), &[])
+            .query(&tag(stats, &query("::text")), &[])
             .await
             .map_err(|e| Error::db("finding the heaviest tenant", e))?,
         Err(e) => return Err(Error::db("finding the heaviest tenant", e)),
     };
     let keys: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
     Ok((keys.first().cloned(), keys.get(keys.len() / 2).cloned()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn finds_the_setting_and_column_of_a_policy() {
-        let q = "(account_id = (current_setting('app.account_id'::text))::bigint)";
-        assert_eq!(
-            setting_comparisons(q),
-            vec![("account_id".to_string(), "app.account_id".to_string())]
-        );
-        assert!(setting_comparisons("(owner = CURRENT_USER)").is_empty());
-        assert_eq!(settings_read(q), vec!["app.account_id"]);
-        assert_eq!(
-            settings_read(
-                "((org = (current_setting('app.org'::text))::uuid) OR \
-                 (current_setting('app.admin'::text) = 'on'::text))"
-            ),
-            vec!["app.org", "app.admin"]
-        );
-        assert!(settings_read("(owner = CURRENT_USER)").is_empty());
-        assert_eq!(functions(q), vec!["current_setting"]);
-        assert_eq!(
-            operators(q),
-            vec![("account_id".to_string(), "=".to_string())]
-        );
-        assert_eq!(
-            operators("(title ~~ 'a%'::text)"),
-            vec![("title".to_string(), "~~".to_string())]
-        );
-    }
 }

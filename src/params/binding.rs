@@ -386,7 +386,8 @@ pub enum Binding {
 /// What sqlparser could tell about a statement.
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
-    /// Tables the statement reads or writes (unqualified names, in order).
+    /// Tables the statement reads or writes, as written (`events`,
+    /// `audit.events`), in order; `Catalog::resolve` finds them.
     pub tables: Vec<String>,
     pub bindings: BTreeMap<u32, Binding>,
     /// Why sqlparser could not parse the text (the server may still accept it).
@@ -437,10 +438,18 @@ struct Binder {
     bindings: Vec<(u32, Binding)>,
 }
 
+/// A table name as written: `events`, or `audit.events` when qualified
+/// (a database qualifier, `db.schema.table`, is dropped).
 fn ident_name(name: &ObjectName) -> Option<String> {
-    match name.0.last()? {
+    let part = |p: &ObjectNamePart| match p {
         ObjectNamePart::Identifier(i) => Some(fold(&i.value, i.quote_style)),
         _ => None,
+    };
+    let n = name.0.len();
+    let table = part(name.0.last()?)?;
+    match n {
+        1 => Some(table),
+        _ => Some(format!("{}.{table}", part(&name.0[n - 2])?)),
     }
 }
 

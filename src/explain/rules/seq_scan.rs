@@ -2,30 +2,31 @@
 
 use std::collections::BTreeMap;
 
-use super::{Check, Ctx, Finding, Severity, describe, judged_plans};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
 
 pub struct SeqScan;
 
-impl Check for SeqScan {
-    fn id(&self) -> &'static str {
-        "seq-scan"
-    }
+/// A plan's index among the statement's plans and a node's path in it.
+type NodeAt = (usize, Vec<usize>);
 
-    fn help(&self) -> &'static str {
-        "add an index that leads with the columns the statement filters or joins on, \
-         or raise --min-rows if the table stays small"
+impl Check for SeqScan {
+    fn id(&self) -> CheckId {
+        CheckId::SeqScan
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         for e in ctx.explained() {
             // (mode, table) -> the plans that scan it.
-            let mut hits: BTreeMap<_, Vec<String>> = BTreeMap::new();
+            let mut hits: BTreeMap<_, (Vec<String>, NodeAt)> = BTreeMap::new();
             for p in judged_plans(e) {
                 for n in p.nodes() {
                     if let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan())
                         && ctx.catalog.rows(&rel) >= ctx.min_rows
                     {
-                        let v = hits.entry((p.mode, rel)).or_default();
+                        // The first node found is the one the finding points at.
+                        let (v, _) = hits
+                            .entry((p.mode, rel))
+                            .or_insert_with(|| (Vec::new(), (plan_index(e, p), n.path.clone())));
                         let d = describe(p);
                         if !v.contains(&d) {
                             v.push(d);
@@ -33,10 +34,10 @@ impl Check for SeqScan {
                     }
                 }
             }
-            for ((mode, rel), plans) in hits {
+            for ((mode, rel), (plans, (plan, path))) in hits {
                 let rows = crate::output::count(ctx.catalog.rows(&rel));
                 out.push(
-                    Finding::new(
+                    finding(
                         self,
                         Severity::Error,
                         format!(
@@ -44,8 +45,9 @@ impl Check for SeqScan {
                             plans.join(", ")
                         ),
                     )
-                    .statement(e, mode)
-                    .relation(rel),
+                    .statement(&e.stmt, mode)
+                    .relation(rel)
+                    .node(plan, &path),
                 );
             }
         }
@@ -56,7 +58,7 @@ impl Check for SeqScan {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::plan::{Mode, PlanKind};
+    use crate::explain::plan_tree::{Mode, PlanKind};
     use serde_json::json;
 
     fn scan(rel: &str) -> serde_json::Value {

@@ -1,8 +1,8 @@
 //! `full-index-scan`: an index scan whose conditions do not constrain the
 //! index's leading column, on a big table: the whole index is read.
 
-use super::{Check, Ctx, Finding, Severity, describe, judged_plans};
-use crate::explain::sql::{Tok, lex};
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
+use crate::params::binding::{Tok, lex};
 
 pub struct FullIndexScan;
 
@@ -16,13 +16,8 @@ pub fn mentions_column(cond: &str, column: &str) -> bool {
 }
 
 impl Check for FullIndexScan {
-    fn id(&self) -> &'static str {
-        "full-index-scan"
-    }
-
-    fn help(&self) -> &'static str {
-        "the scan does not constrain the index's first column; add an index that leads \
-         with the filtered column, or filter on the leading one"
+    fn id(&self) -> CheckId {
+        CheckId::FullIndexScan
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -36,21 +31,12 @@ impl Check for FullIndexScan {
                             && n.node_type == "Bitmap Index Scan"
                             && let Some(ix) = ctx.catalog.index(idx)
                         {
-                            self.judge(
-                                ctx,
-                                e,
-                                p,
-                                &ix.table.clone(),
-                                idx,
-                                n.index_cond.as_deref(),
-                                &mut seen,
-                                out,
-                            );
+                            self.judge(ctx, e, p, &ix.table.clone(), idx, &n, &mut seen, out);
                         }
                         continue;
                     };
                     if n.is_index_scan() {
-                        self.judge(ctx, e, p, rel, idx, n.index_cond.as_deref(), &mut seen, out);
+                        self.judge(ctx, e, p, rel, idx, &n, &mut seen, out);
                     }
                 }
             }
@@ -64,13 +50,14 @@ impl FullIndexScan {
         &self,
         ctx: &Ctx,
         e: &crate::explain::engine::Explained,
-        p: &crate::explain::plan::Plan,
+        p: &crate::explain::plan_tree::Plan,
         rel: &str,
         idx: &str,
-        cond: Option<&str>,
-        seen: &mut Vec<(crate::explain::plan::Mode, String)>,
+        n: &crate::explain::plan_tree::Node,
+        seen: &mut Vec<(crate::explain::plan_tree::Mode, String)>,
         out: &mut Vec<Finding>,
     ) {
+        let cond = n.index_cond.as_deref();
         let rows = ctx.catalog.rows(rel);
         if rows < ctx.min_rows {
             return;
@@ -89,8 +76,7 @@ impl FullIndexScan {
         }
         seen.push((p.mode, idx.to_string()));
         out.push(
-            Finding::new(
-                self,
+            finding(self,
                 Severity::Warning,
                 format!(
                     "{idx} on {rel} ({} rows) is read without a condition on its leading column {lead} in the {}",
@@ -98,9 +84,10 @@ impl FullIndexScan {
                     describe(p)
                 ),
             )
-            .statement(e, p.mode)
+            .statement(&e.stmt, p.mode)
             .relation(rel)
-            .index(idx),
+            .index(idx)
+            .node(plan_index(e, p), &n.path),
         );
     }
 }
@@ -109,7 +96,7 @@ impl FullIndexScan {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::plan::{Mode, PlanKind};
+    use crate::explain::plan_tree::{Mode, PlanKind};
     use serde_json::json;
 
     #[test]

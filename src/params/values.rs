@@ -1,6 +1,6 @@
 //! Parameter values: what custom plans are planned with.
 //!
-//! Each `$n` bound to a column (see [`super::sql`]) gets that column's most
+//! Each `$n` bound to a column (see [`super::binding`]) gets that column's most
 //! common value among the tenant's rows (sampled once per table, column and
 //! tenant, as the connecting role, outside any transaction); `LIMIT $n` a
 //! page size, `OFFSET $n` 0; anything else a value of the type the server
@@ -13,11 +13,12 @@ use bytes::BytesMut;
 use tokio_postgres::Client;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 
-use super::catalog::Catalog;
-use super::sql::{self, Analysis, Binding};
-use super::tenant::Tenancy;
+use crate::catalog::planner::Catalog;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
+use crate::params::binding::{self, Analysis, Binding};
+use crate::session::{self, StatsMode};
+use crate::tenancy::Tenancy;
 
 /// A realistic page size for `LIMIT $n`.
 pub const PAGE_SIZE: &str = "50";
@@ -88,17 +89,20 @@ pub struct Sampler {
     /// Table -> the column its policy compares with the tenant setting.
     tenant_columns: BTreeMap<String, String>,
     cache: Mutex<HashMap<SampleKey, Option<String>>>,
+    stats: StatsMode,
 }
 
 /// (table, column, tenant).
 type SampleKey = (String, String, Option<String>);
 
 impl Sampler {
-    pub fn new(catalog: Arc<Catalog>, tenancy: Option<&Tenancy>) -> Sampler {
+    /// `stats`: how the probes stay out of pg_stat_statements (see `session`).
+    pub fn new(catalog: Arc<Catalog>, tenancy: Option<&Tenancy>, stats: StatsMode) -> Sampler {
         Sampler {
             catalog,
             tenant_columns: tenancy.map(|t| t.columns.clone()).unwrap_or_default(),
             cache: Mutex::new(HashMap::new()),
+            stats,
         }
     }
 
@@ -111,7 +115,7 @@ impl Sampler {
         analysis: &Analysis,
         tenant: Option<&str>,
     ) -> Result<Vec<Option<String>>> {
-        let max = sql::params(text).into_iter().max().unwrap_or(0) as usize;
+        let max = binding::params(text).into_iter().max().unwrap_or(0) as usize;
         let mut out = vec![None; max];
         for (&n, b) in &analysis.bindings {
             let Some(slot) = out.get_mut((n as usize).wrapping_sub(1)) else {
@@ -125,12 +129,9 @@ impl Sampler {
                     column,
                     array,
                 } => {
-                    let table = match table {
-                        Some(t) if self.catalog.tables.contains_key(t) => Some(t.clone()),
-                        _ => self
-                            .catalog
-                            .table_with_column(&analysis.tables, column)
-                            .cloned(),
+                    let table = match table.as_deref().and_then(|t| self.catalog.resolve(t)) {
+                        Some(t) => Some(t.to_string()),
+                        None => self.catalog.table_with_column(&analysis.tables, column),
                     };
                     let Some(table) = table else { continue };
                     let v = self.sample(client, &table, column, tenant).await?;
@@ -170,14 +171,17 @@ impl Sampler {
             return Ok(v);
         }
         let c = quote_ident(column);
-        let t = quote_ident(table);
+        let t = crate::catalog::sql_name(table);
         let filter = match &tcol {
             Some(tc) if tenant.is_some() => format!("AND {} = $1", quote_ident(tc)),
             _ => String::new(),
         };
-        let sql = format!(
-            "SELECT v FROM (SELECT {c}::text AS v FROM {t} WHERE {c} IS NOT NULL {filter} LIMIT 5000) s \
+        let sql = session::tag(
+            self.stats,
+            &format!(
+                "SELECT v FROM (SELECT {c}::text AS v FROM {t} WHERE {c} IS NOT NULL {filter} LIMIT 5000) s \
          GROUP BY v ORDER BY count(*) DESC, v LIMIT 1"
+            ),
         );
         let p = TextParam(tenant.map(str::to_string));
         let params: Vec<&(dyn ToSql + Sync)> = if tenant.is_some() && tcol.is_some() {

@@ -12,16 +12,15 @@ use std::path::Path;
 
 use sqlparser::ast::{Expr, Value};
 
-use super::{Check, Ctx, Finding, Severity, modes_phrase};
+use super::{Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
+use crate::catalog::expr::{column_equalities, parse_expr};
 use crate::explain::engine::used_indexes;
-use crate::explain::plan::PlanKind;
-use crate::explain::tenant::{column_equalities, parse_expr};
+use crate::explain::plan_tree::PlanKind;
 
 pub struct UnusedPartialIndex;
 
-pub const NEEDS_LITERAL: &str = "partial-index-needs-literal";
-const NEEDS_LITERAL_HELP: &str = "the index is used only when the application inlines the constant; \
-     keep it inlined (a bind parameter would make the generic plan skip the index)";
+/// The id of the informational finding this check also emits.
+pub const NEEDS_LITERAL: CheckId = CheckId::PartialIndexNeedsLiteral;
 
 /// `(status = 'open'::text)` -> `[("status", "open")]`.
 pub fn predicate_literals(predicate: &str) -> Vec<(String, String)> {
@@ -82,13 +81,8 @@ pub fn find_in_source(dir: &Path, column: &str, literal: &str) -> Vec<String> {
 }
 
 impl Check for UnusedPartialIndex {
-    fn id(&self) -> &'static str {
-        "unused-partial-index"
-    }
-
-    fn help(&self) -> &'static str {
-        "no plan uses this partial index, not even with its predicate's constant put back; \
-         drop it, or make the statements' conditions match its WHERE clause"
+    fn id(&self) -> CheckId {
+        CheckId::UnusedPartialIndex
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -141,13 +135,12 @@ impl Check for UnusedPartialIndex {
                                 message.push_str(&format!("; inlined in {}", hits.join(", ")));
                             }
                         }
-                        let mut f = Finding::new(self, Severity::Info, message)
-                            .statement(e, p.mode)
-                            .relation(&ix.table)
-                            .index(&ix.name);
-                        f.check = NEEDS_LITERAL;
-                        f.help = NEEDS_LITERAL_HELP;
-                        out.push(f);
+                        out.push(
+                            Finding::new(NEEDS_LITERAL, Severity::Info, message)
+                                .statement(&e.stmt, p.mode)
+                                .relation(&ix.table)
+                                .index(&ix.name),
+                        );
                     }
                 }
                 continue;
@@ -156,7 +149,7 @@ impl Check for UnusedPartialIndex {
                 continue;
             }
             out.push(
-                Finding::new(
+                finding(
                     self,
                     Severity::Warning,
                     format!(
@@ -177,7 +170,7 @@ impl Check for UnusedPartialIndex {
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::plan::Mode;
+    use crate::explain::plan_tree::Mode;
     use serde_json::json;
 
     #[test]
@@ -217,7 +210,7 @@ mod tests {
             got,
             vec![
                 (NEEDS_LITERAL, "items_open"),
-                ("unused-partial-index", "items_dead")
+                (CheckId::UnusedPartialIndex, "items_dead")
             ]
         );
         assert!(

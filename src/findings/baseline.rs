@@ -3,16 +3,15 @@
 //! `queries/baseline.toml` holds one `[[finding]]` per accepted finding,
 //! keyed by check, statement identity, mode, relation and index, never by
 //! costs or row counts, sorted, so it is stable and diffs well. Ignores are
-//! different: they carry a reason and live in planck.toml (`[[explain.ignore]]`)
-//! or on the statement in the queries file (`ignore = "why"`).
+//! different (see [`super::ignore`]): they carry a reason and live in planck.toml
+//! (`[[explain.ignore]]`) or on the statement in the queries file (`ignore = "why"`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::checks::Finding;
-use crate::config::IgnoreRule;
+use super::Finding;
 use crate::error::{Error, Result};
 
 pub const FILE: &str = "baseline.toml";
@@ -190,29 +189,16 @@ pub fn write(path: &Path, findings: &[&Finding]) -> Result<()> {
     std::fs::rename(&tmp, path).map_err(err)
 }
 
-/// Whether an ignore rule covers a finding: every field it sets must match.
-pub fn ignored_by<'a>(rules: &'a [IgnoreRule], f: &Finding) -> Option<&'a IgnoreRule> {
-    rules.iter().find(|r| {
-        r.check.as_deref().is_none_or(|c| c == f.check)
-            && r.table
-                .as_deref()
-                .is_none_or(|t| f.relation.as_deref() == Some(t))
-            && r.statement
-                .as_deref()
-                .is_none_or(|s| f.statement.as_deref() == Some(s))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::checks::{Severity, seq_scan::SeqScan};
+    use crate::findings::{CheckId, Severity};
 
     fn finding(stmt: &str, rel: &str) -> Finding {
-        let mut f = Finding::new(&SeqScan, Severity::Error, format!("{rel} 123 rows"));
+        let mut f = Finding::new(CheckId::SeqScan, Severity::Error, format!("{rel} 123 rows"));
         f.statement = Some(stmt.into());
         f.relation = Some(rel.into());
-        f.mode = Some(crate::explain::plan::Mode::Tenant);
+        f.mode = Some(crate::tenancy::Mode::Tenant);
         f.query = Some("SELECT \"x\" FROM t".into());
         f
     }
@@ -234,19 +220,5 @@ mod tests {
         assert!(base.contains(&a) && base.contains(&b));
         assert!(!base.contains(&finding("ccc", "events")));
         assert_eq!(render(&[&b, &a]), text, "stable");
-    }
-
-    #[test]
-    fn ignore_rules_match_on_every_field_they_set() {
-        let f = finding("s1", "events");
-        let rule = |check: Option<&str>, table: Option<&str>| IgnoreRule {
-            check: check.map(str::to_string),
-            table: table.map(str::to_string),
-            statement: None,
-            reason: "r".into(),
-        };
-        assert!(ignored_by(&[rule(Some("seq-scan"), Some("events"))], &f).is_some());
-        assert!(ignored_by(&[rule(Some("seq-scan"), Some("items"))], &f).is_none());
-        assert!(ignored_by(&[rule(None, Some("events"))], &f).is_some());
     }
 }

@@ -4,10 +4,11 @@
 
 use std::path::Path;
 
-use super::catalog::Catalog;
 use super::engine::{Explained, Status};
-use super::plan::{Mode, Plan, PlanKind};
-use super::tenant::Tenancy;
+use super::plan_tree::{Mode, Plan, PlanKind};
+use crate::catalog::planner::Catalog;
+pub use crate::findings::{CheckId, Finding, Severity};
+use crate::tenancy::Tenancy;
 
 pub mod filter_removes_most_rows;
 pub mod full_index_scan;
@@ -27,76 +28,6 @@ pub const ALL: &[&dyn Check] = &[
     &stale_statement::StaleStatement,
     &filter_removes_most_rows::FilterRemovesMostRows,
 ];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    Error,
-    Warning,
-    Info,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
-    }
-}
-
-/// A finding is data, not an error.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finding {
-    pub check: &'static str,
-    pub severity: Severity,
-    /// `None` for findings about the schema as a whole (unused indexes).
-    pub mode: Option<Mode>,
-    pub statement: Option<String>,
-    pub query: Option<String>,
-    pub relation: Option<String>,
-    pub index: Option<String>,
-    pub message: String,
-    pub help: &'static str,
-}
-
-impl Finding {
-    pub fn new(check: &dyn Check, severity: Severity, message: String) -> Finding {
-        Finding {
-            check: check.id(),
-            severity,
-            mode: None,
-            statement: None,
-            query: None,
-            relation: None,
-            index: None,
-            message,
-            help: check.help(),
-        }
-    }
-
-    pub fn statement(mut self, e: &Explained, mode: Mode) -> Finding {
-        self.statement = Some(e.stmt.id.clone());
-        self.query = Some(e.stmt.query.clone());
-        self.mode = Some(mode);
-        self
-    }
-
-    pub fn mode(mut self, m: Mode) -> Finding {
-        self.mode = Some(m);
-        self
-    }
-
-    pub fn relation(mut self, r: impl Into<String>) -> Finding {
-        self.relation = Some(r.into());
-        self
-    }
-
-    pub fn index(mut self, i: impl Into<String>) -> Finding {
-        self.index = Some(i.into());
-        self
-    }
-}
 
 /// What a check sees.
 pub struct Ctx<'a> {
@@ -119,7 +50,13 @@ impl Ctx<'_> {
     pub fn touched(&self) -> std::collections::BTreeSet<String> {
         let mut s = std::collections::BTreeSet::new();
         for e in self.explained() {
-            s.extend(e.analysis.tables.iter().cloned());
+            s.extend(
+                e.analysis
+                    .tables
+                    .iter()
+                    .filter_map(|t| self.catalog.resolve(t))
+                    .map(str::to_string),
+            );
             for p in &e.plans {
                 s.extend(p.nodes().into_iter().filter_map(|n| n.relation));
             }
@@ -157,35 +94,50 @@ pub fn describe(p: &Plan) -> String {
     }
 }
 
+/// One plan check. Its help text lives with its id ([`CheckId::help`]).
 pub trait Check: Sync {
-    fn id(&self) -> &'static str;
-    fn help(&self) -> &'static str;
+    fn id(&self) -> CheckId;
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>);
 }
 
-/// Runs every check not disabled.
-pub fn run_all(ctx: &Ctx, disabled: &[String]) -> Vec<Finding> {
+/// A finding of check `c` (what `Finding::new(self, ...)` reads as in a check).
+pub fn finding(c: &(impl Check + ?Sized), severity: Severity, message: String) -> Finding {
+    Finding::new(c.id(), severity, message)
+}
+
+/// Runs every check not disabled; a disabled id also drops the findings a
+/// check emits under another id (`partial-index-needs-literal`).
+pub fn run_all(ctx: &Ctx, disabled: &[CheckId]) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in ALL {
-        if !disabled.iter().any(|d| d == c.id()) {
-            c.run(ctx, &mut out);
-        }
+        c.run(ctx, &mut out);
     }
+    out.retain(|f| !disabled.contains(&f.check));
     out
+}
+
+/// Where a node of `p` (one of `e`'s plans) sits: the plan's index among the
+/// statement's plans.
+pub fn plan_index(e: &Explained, p: &Plan) -> usize {
+    e.plans
+        .iter()
+        .position(|q| std::ptr::eq(q, p))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
 pub(crate) mod testing {
     //! Builders for check tests: a catalog and explained statements by hand.
     use super::*;
-    use crate::explain::catalog::{Index, Table};
-    use crate::explain::sql;
+    use crate::catalog::planner::{Index, Table};
+    use crate::params::binding;
     use crate::queries::Statement;
     use serde_json::Value;
 
     pub fn catalog(tables: &[(&str, u64)], indexes: Vec<Index>) -> Catalog {
         Catalog {
             server_version_num: 150000,
+            search_path: vec!["public".into()],
             tables: tables
                 .iter()
                 .map(|(n, rows)| {
@@ -225,7 +177,7 @@ pub(crate) mod testing {
             },
             text: query.into(),
             repairs: vec![],
-            analysis: sql::analyze(query),
+            analysis: binding::analyze(query),
             judged: vec![Mode::Tenant, Mode::Admin],
             status: Status::Explained,
             param_types: vec![],

@@ -1,18 +1,13 @@
 //! `stale-statement`: a recorded statement names a table, column or function
 //! that no longer exists (a migration dropped or renamed it).
 
-use super::{Check, Ctx, Finding, Severity};
+use super::{Check, CheckId, Ctx, Finding, Severity, finding};
 
 pub struct StaleStatement;
 
 impl Check for StaleStatement {
-    fn id(&self) -> &'static str {
-        "stale-statement"
-    }
-
-    fn help(&self) -> &'static str {
-        "the schema changed under this statement: fix the code that sends it, or \
-         re-record the queries file (`planck record`)"
+    fn id(&self) -> CheckId {
+        CheckId::StaleStatement
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -22,8 +17,8 @@ impl Check for StaleStatement {
                 .judged
                 .first()
                 .copied()
-                .unwrap_or(crate::explain::plan::Mode::Admin);
-            let mut f = Finding::new(
+                .unwrap_or(crate::explain::plan_tree::Mode::Admin);
+            let mut f = finding(
                 self,
                 Severity::Error,
                 format!(
@@ -31,13 +26,13 @@ impl Check for StaleStatement {
                     pg.message, pg.code
                 ),
             )
-            .statement(e, mode);
+            .statement(&e.stmt, mode);
             // A table the statement names that the catalog lacks.
             if let Some(t) = e
                 .analysis
                 .tables
                 .iter()
-                .find(|t| !ctx.catalog.tables.contains_key(*t))
+                .find(|t| ctx.catalog.resolve(t).is_none())
             {
                 f = f.relation(t.clone());
             }

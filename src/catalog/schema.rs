@@ -1,0 +1,832 @@
+//! What the database says about its tables: the facts `planck seed` plans from.
+//!
+//! One pass over `pg_catalog` collects, for every ordinary or partitioned
+//! table outside the system schemas, its columns (type, domain, enum labels,
+//! array element, NOT NULL, default, identity, generated), its primary key,
+//! unique constraints and unique indexes (composite and partial), foreign keys
+//! (composite and self-referencing), CHECK constraints (as text, parsed by
+//! `seed::checks`) and, for a range- or list-partitioned table, the
+//! bounds of its partitions. Nothing here decides anything; see `plan`.
+
+use std::collections::HashMap;
+
+use tokio_postgres::{Client, GenericClient};
+
+use crate::error::{Error, Result};
+
+/// planck's own bookkeeping tables, never seeded.
+pub const OWN_TABLES: &[&str] = &["planck_migrations", "planck_seed_saved"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeKind {
+    Bool,
+    Int2,
+    Int4,
+    Int8,
+    Float4,
+    Float8,
+    Numeric,
+    Text,
+    Bytea,
+    Uuid,
+    Date,
+    Timestamp,
+    Timestamptz,
+    Time,
+    Interval,
+    Json,
+    Jsonb,
+    Inet,
+    TsVector,
+    Enum(Vec<String>),
+    /// Element kind and the element type's oid (binary arrays carry it).
+    Array(Box<TypeKind>, u32),
+    Unsupported(String),
+}
+
+impl TypeKind {
+    pub fn is_int(&self) -> bool {
+        matches!(self, TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8)
+    }
+
+    pub fn is_text(&self) -> bool {
+        matches!(self, TypeKind::Text)
+    }
+
+    pub fn is_time(&self) -> bool {
+        matches!(
+            self,
+            TypeKind::Timestamp | TypeKind::Timestamptz | TypeKind::Date
+        )
+    }
+
+    /// Largest value of an integer kind.
+    pub fn int_max(&self) -> i64 {
+        match self {
+            TypeKind::Int2 => i64::from(i16::MAX),
+            TypeKind::Int4 => i64::from(i32::MAX),
+            _ => i64::MAX,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub attnum: i16,
+    pub name: String,
+    /// As `format_type` prints it, for messages.
+    pub type_name: String,
+    pub kind: TypeKind,
+    pub not_null: bool,
+    pub default: Option<String>,
+    pub identity: bool,
+    pub generated: bool,
+    /// Maximum length in characters (varchar(n), char(n)).
+    pub max_len: Option<usize>,
+    /// Precision and scale of numeric(p, s).
+    pub numeric: Option<(u32, u32)>,
+    /// CHECK constraints of the column's domain(s), `VALUE` standing for the column.
+    pub domain_checks: Vec<String>,
+    /// The sequence feeding the column (identity or `nextval` default).
+    pub sequence: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Unique {
+    pub name: String,
+    /// Column indices (into `Table::columns`).
+    pub cols: Vec<usize>,
+    pub primary: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ForeignKey {
+    pub name: String,
+    pub cols: Vec<usize>,
+    /// Index of the referenced table in `Catalog::tables` (None: not seedable, e.g. a system table).
+    pub parent: Option<usize>,
+    pub parent_name: String,
+    /// Column indices in the parent.
+    pub parent_cols: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub name: String,
+    pub def: String,
+    pub cols: Vec<usize>,
+}
+
+/// Bounds of the partitions of a table partitioned on one column.
+#[derive(Debug, Clone)]
+pub enum PartitionBounds {
+    /// `[from, to)` per partition, as the text the server printed (None: MINVALUE/MAXVALUE).
+    Range(Vec<(Option<String>, Option<String>)>),
+    List(Vec<String>),
+    /// Hash partitions or a default partition: any value fits.
+    Any,
+}
+
+#[derive(Debug, Clone)]
+pub struct Partitioning {
+    pub col: usize,
+    pub bounds: PartitionBounds,
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    pub oid: u32,
+    pub schema: String,
+    pub name: String,
+    pub partitioned: bool,
+    pub columns: Vec<Column>,
+    pub uniques: Vec<Unique>,
+    pub fks: Vec<ForeignKey>,
+    pub checks: Vec<Check>,
+    pub partitioning: Option<Partitioning>,
+}
+
+impl Table {
+    /// The name users write: bare in `public`, else `schema.name`.
+    pub fn display(&self) -> String {
+        if self.schema == "public" {
+            self.name.clone()
+        } else {
+            format!("{}.{}", self.schema, self.name)
+        }
+    }
+
+    /// The quoted, schema-qualified name for SQL.
+    pub fn qualified(&self) -> String {
+        format!(
+            "{}.{}",
+            crate::db::quote_ident(&self.schema),
+            crate::db::quote_ident(&self.name)
+        )
+    }
+
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name == name)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub tables: Vec<Table>,
+}
+
+impl Catalog {
+    pub fn find(&self, name: &str) -> Option<usize> {
+        let (schema, bare) = match name.split_once('.') {
+            Some((s, n)) => (s, n),
+            None => ("public", name),
+        };
+        self.tables
+            .iter()
+            .position(|t| t.schema == schema && t.name == bare)
+    }
+}
+
+struct TypeRow {
+    name: String,
+    typtype: i8,
+    basetype: u32,
+    elem: u32,
+    category: i8,
+    typmod: i32,
+    notnull: bool,
+}
+
+fn dberr(what: &str) -> impl FnOnce(tokio_postgres::Error) -> Error + '_ {
+    move |e| Error::db(format!("reading the catalog ({what})"), e)
+}
+
+/// Reads the catalog. Foreign keys an interrupted run left saved (and which
+/// could not be restored yet) are put back as NOT VALID inside a transaction
+/// that is rolled back, so the plan sees the schema as the user wrote it.
+pub async fn load(
+    client: &mut Client,
+    pending_fks: &[(String, String, String)],
+) -> Result<Catalog> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| Error::db("reading the catalog", e))?;
+    for (table, name, def) in pending_fks {
+        let def = def.trim_end().trim_end_matches("NOT VALID").trim_end();
+        tx.batch_execute(&format!(
+            "ALTER TABLE {table} ADD CONSTRAINT {} {def} NOT VALID",
+            crate::db::quote_ident(name)
+        ))
+        .await
+        .map_err(|e| Error::db(format!("re-reading saved foreign key {name}"), e))?;
+    }
+    let cat = load_in(&tx).await;
+    tx.rollback()
+        .await
+        .map_err(|e| Error::db("reading the catalog", e))?;
+    cat
+}
+/// What the phases after [`read_tables`] share.
+struct Reading {
+    tables: Vec<Table>,
+    /// Table oid -> index in `tables`.
+    by_oid: HashMap<u32, usize>,
+    oids: Vec<u32>,
+}
+
+/// The types a catalog's columns reach, through domains and arrays.
+#[derive(Default)]
+struct Types {
+    rows: HashMap<u32, TypeRow>,
+    domain_checks: HashMap<u32, Vec<String>>,
+    enums: HashMap<u32, Vec<String>>,
+}
+
+/// One pass over the catalog, in phases: the tables, their columns (and the
+/// types those reach), constraints, foreign keys declared on partitions,
+/// unique indexes that back no constraint, partition bounds.
+async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
+    let tables = read_tables(client).await?;
+    let by_oid = tables.iter().enumerate().map(|(i, t)| (t.oid, i)).collect();
+    let oids = tables.iter().map(|t| t.oid).collect();
+    let mut r = Reading {
+        tables,
+        by_oid,
+        oids,
+    };
+    read_columns(client, &mut r).await?;
+    read_constraints(client, &mut r).await?;
+    read_partition_fks(client, &mut r).await?;
+    read_unique_indexes(client, &mut r).await?;
+    read_partitions(client, &mut r).await?;
+    Ok(Catalog { tables: r.tables })
+}
+
+/// Ordinary and partitioned tables outside the system schemas and
+/// extensions, planck's own bookkeeping left out.
+async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
+    let rows = client
+        .query(
+            "SELECT c.oid, n.nspname, c.relname, c.relkind = 'p'
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
+                AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                AND n.nspname NOT LIKE 'pg\\_%'
+                AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                                 WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                                   AND d.deptype = 'e')
+              ORDER BY n.nspname, c.relname",
+            &[],
+        )
+        .await
+        .map_err(dberr("tables"))?;
+    let mut tables: Vec<Table> = Vec::new();
+    for r in rows {
+        let name: String = r.get(2);
+        let schema: String = r.get(1);
+        if schema == "public" && OWN_TABLES.contains(&name.as_str()) {
+            continue;
+        }
+        tables.push(Table {
+            oid: r.get(0),
+            schema,
+            name,
+            partitioned: r.get(3),
+            columns: Vec::new(),
+            uniques: Vec::new(),
+            fks: Vec::new(),
+            checks: Vec::new(),
+            partitioning: None,
+        });
+    }
+    Ok(tables)
+}
+
+/// Every column of every table, its type resolved through domains.
+async fn read_columns(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
+    let cols = client
+        .query(
+            "SELECT a.attrelid, a.attnum, a.attname, a.atttypid, a.atttypmod, a.attnotnull,
+                    pg_get_expr(d.adbin, d.adrelid), a.attidentity <> '', a.attgenerated <> '',
+                    format_type(a.atttypid, a.atttypmod),
+                    pg_get_serial_sequence(quote_ident(n.nspname) || '.' || quote_ident(c.relname), a.attname)
+               FROM pg_attribute a
+               JOIN pg_class c ON c.oid = a.attrelid
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+               LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+              WHERE a.attrelid = ANY($1) AND a.attnum > 0 AND NOT a.attisdropped
+              ORDER BY a.attrelid, a.attnum",
+            &[&oids],
+        )
+        .await
+        .map_err(dberr("columns"))?;
+    let types = read_types(client, cols.iter().map(|r| r.get::<_, u32>(3)).collect()).await?;
+    let Types {
+        rows: types,
+        domain_checks,
+        enums,
+    } = &types;
+    for r in &cols {
+        let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else {
+            continue;
+        };
+        let mut typid: u32 = r.get(3);
+        let mut typmod: i32 = r.get(4);
+        let mut checks = Vec::new();
+        let mut not_null: bool = r.get(5);
+        // Resolve domains down to their base type.
+        let mut guard = 0;
+        while let Some(t) = types.get(&typid) {
+            if t.typtype != b'd' as i8 || guard > 16 {
+                break;
+            }
+            not_null |= t.notnull;
+            checks.extend(domain_checks.get(&typid).cloned().unwrap_or_default());
+            if typmod < 0 {
+                typmod = t.typmod;
+            }
+            typid = t.basetype;
+            guard += 1;
+        }
+        let kind = kind_of(typid, types, enums);
+        let default: Option<String> = r.get(6);
+        let serial: Option<String> = r.get(10);
+        let sequence = serial.or_else(|| default.as_deref().and_then(nextval_sequence));
+        let (max_len, numeric) = match (&kind, types.get(&typid).map(|t| t.name.as_str())) {
+            (TypeKind::Text, Some("varchar" | "bpchar")) if typmod >= 4 => {
+                (Some((typmod - 4) as usize), None)
+            }
+            (TypeKind::Numeric, _) if typmod >= 4 => {
+                let m = typmod - 4;
+                (
+                    None,
+                    Some((((m >> 16) & 0xffff) as u32, (m & 0xffff) as u32)),
+                )
+            }
+            _ => (None, None),
+        };
+        tables[ti].columns.push(Column {
+            attnum: r.get(1),
+            name: r.get(2),
+            type_name: r.get(9),
+            kind,
+            not_null,
+            default,
+            identity: r.get(7),
+            generated: r.get(8),
+            max_len,
+            numeric,
+            domain_checks: checks,
+            sequence,
+        });
+    }
+
+    Ok(())
+}
+
+/// Every type reachable from `pending` through domains and arrays, with the
+/// domains' CHECK constraints and the enums' labels.
+async fn read_types(client: &impl GenericClient, mut pending: Vec<u32>) -> Result<Types> {
+    let mut types: HashMap<u32, TypeRow> = HashMap::new();
+    let mut domain_checks: HashMap<u32, Vec<String>> = HashMap::new();
+    let mut enums: HashMap<u32, Vec<String>> = HashMap::new();
+    while !pending.is_empty() {
+        pending.sort_unstable();
+        pending.dedup();
+        pending.retain(|o| !types.contains_key(o));
+        if pending.is_empty() {
+            break;
+        }
+        let trs = client
+            .query(
+                "SELECT oid, typname, typtype::\"char\", typbasetype, typelem, typcategory::\"char\", typtypmod, typnotnull
+                   FROM pg_type WHERE oid = ANY($1)",
+                &[&pending],
+            )
+            .await
+            .map_err(dberr("types"))?;
+        let mut next = Vec::new();
+        for t in trs {
+            let row = TypeRow {
+                name: t.get(1),
+                typtype: t.get(2),
+                basetype: t.get(3),
+                elem: t.get(4),
+                category: t.get(5),
+                typmod: t.get(6),
+                notnull: t.get(7),
+            };
+            if row.basetype != 0 {
+                next.push(row.basetype);
+            }
+            if row.elem != 0 && row.category == b'A' as i8 {
+                next.push(row.elem);
+            }
+            types.insert(t.get(0), row);
+        }
+        pending = next;
+    }
+    let type_oids: Vec<u32> = types.keys().copied().collect();
+    for r in client
+        .query(
+            "SELECT contypid, pg_get_constraintdef(oid) FROM pg_constraint
+              WHERE contypid = ANY($1) AND contype = 'c' ORDER BY conname",
+            &[&type_oids],
+        )
+        .await
+        .map_err(dberr("domain checks"))?
+    {
+        domain_checks.entry(r.get(0)).or_default().push(r.get(1));
+    }
+    for r in client
+        .query(
+            "SELECT enumtypid, enumlabel::text FROM pg_enum WHERE enumtypid = ANY($1)
+              ORDER BY enumtypid, enumsortorder",
+            &[&type_oids],
+        )
+        .await
+        .map_err(dberr("enums"))?
+    {
+        enums.entry(r.get(0)).or_default().push(r.get(1));
+    }
+
+    Ok(Types {
+        rows: types,
+        domain_checks,
+        enums,
+    })
+}
+
+/// Primary keys, uniques, foreign keys, checks.
+async fn read_constraints(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
+    // Constraints: primary keys, uniques, foreign keys, checks.
+    for r in client
+        .query(
+            "SELECT conrelid, conname, contype::\"char\", conkey, confrelid, confkey,
+                    pg_get_constraintdef(oid), confrelid::regclass::text
+               FROM pg_constraint
+              WHERE conrelid = ANY($1) AND contype IN ('p', 'u', 'f', 'c')
+              ORDER BY conrelid, contype, conname",
+            &[&oids],
+        )
+        .await
+        .map_err(dberr("constraints"))?
+    {
+        let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else {
+            continue;
+        };
+        let name: String = r.get(1);
+        let contype: i8 = r.get(2);
+        let conkey: Vec<i16> = r.get::<_, Option<Vec<i16>>>(3).unwrap_or_default();
+        let cols = attnums_to_idx(&tables[ti], &conkey);
+        match contype as u8 {
+            b'p' | b'u' => tables[ti].uniques.push(Unique {
+                name,
+                cols,
+                primary: contype == b'p' as i8,
+            }),
+            b'f' => {
+                let poid: u32 = r.get(4);
+                let parent = by_oid.get(&poid).copied();
+                let confkey: Vec<i16> = r.get::<_, Option<Vec<i16>>>(5).unwrap_or_default();
+                let parent_cols = match parent {
+                    Some(p) => attnums_to_idx(&tables[p], &confkey),
+                    None => Vec::new(),
+                };
+                tables[ti].fks.push(ForeignKey {
+                    name,
+                    cols,
+                    parent,
+                    parent_name: r.get(7),
+                    parent_cols,
+                });
+            }
+            _ => tables[ti].checks.push(Check {
+                name,
+                def: r.get(6),
+                cols,
+            }),
+        }
+    }
+
+    Ok(())
+}
+
+/// Foreign keys declared on the partitions of a partitioned table.
+async fn read_partition_fks(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
+    // Foreign keys declared on the partitions of a partitioned table (as
+    // pg_dump writes them): every partition's rows must hold them, so the
+    // parent table's rows do.
+    for r in client
+        .query(
+            "SELECT h.inhparent, c.conname,
+                    ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, o)
+                            JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o),
+                    c.confrelid, c.confkey, c.confrelid::regclass::text
+               FROM pg_constraint c JOIN pg_inherits h ON h.inhrelid = c.conrelid
+              WHERE c.contype = 'f' AND c.conparentid = 0 AND h.inhparent = ANY($1)
+              ORDER BY h.inhparent, c.conname",
+            &[&oids],
+        )
+        .await
+        .map_err(dberr("partition foreign keys"))?
+    {
+        let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else { continue };
+        let names: Vec<String> = r.get(2);
+        let cols: Vec<usize> = names.iter().filter_map(|n| tables[ti].column(n)).collect();
+        if cols.len() != names.len() {
+            continue;
+        }
+        let poid: u32 = r.get(3);
+        let parent = by_oid.get(&poid).copied();
+        if tables[ti].fks.iter().any(|f| f.cols == cols && f.parent == parent) {
+            continue;
+        }
+        let confkey: Vec<i16> = r.get(4);
+        let parent_cols = match parent {
+            Some(p) => attnums_to_idx(&tables[p], &confkey),
+            None => Vec::new(),
+        };
+        tables[ti].fks.push(ForeignKey {
+            name: r.get(1),
+            cols,
+            parent,
+            parent_name: r.get(5),
+            parent_cols,
+        });
+    }
+
+    Ok(())
+}
+
+/// Unique indexes that back no constraint.
+async fn read_unique_indexes(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
+    // Unique indexes that back no constraint (also partial and expression ones).
+    for r in client
+        .query(
+            "SELECT i.indrelid, ic.relname, i.indkey::int2[],
+                    ARRAY(SELECT d.refobjsubid::int2 FROM pg_depend d
+                           WHERE d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid
+                             AND d.refobjid = i.indrelid AND d.refobjsubid > 0)
+               FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+              WHERE i.indrelid = ANY($1) AND i.indisunique
+                AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid
+                                   AND c.contype IN ('p', 'u', 'x'))
+              ORDER BY i.indrelid, ic.relname",
+            &[&oids],
+        )
+        .await
+        .map_err(dberr("unique indexes"))?
+    {
+        let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else {
+            continue;
+        };
+        let mut keys: Vec<i16> = r.get(2);
+        keys.extend(r.get::<_, Vec<i16>>(3));
+        keys.retain(|k| *k > 0);
+        keys.sort_unstable();
+        keys.dedup();
+        let cols = attnums_to_idx(&tables[ti], &keys);
+        if !cols.is_empty() {
+            tables[ti].uniques.push(Unique {
+                name: r.get(1),
+                cols,
+                primary: false,
+            });
+        }
+    }
+
+    Ok(())
+}
+
+/// Partition keys and bounds.
+async fn read_partitions(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let Reading {
+        tables,
+        by_oid,
+        oids,
+    } = r;
+    let (by_oid, oids) = (&*by_oid, &*oids);
+    // Partition keys and bounds (single-column keys).
+    for r in client
+        .query(
+            "SELECT p.partrelid, p.partstrat::\"char\", p.partattrs::int2[],
+                    ARRAY(SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits h
+                            JOIN pg_class c ON c.oid = h.inhrelid
+                           WHERE h.inhparent = p.partrelid ORDER BY 1)
+               FROM pg_partitioned_table p WHERE p.partrelid = ANY($1)",
+            &[&oids],
+        )
+        .await
+        .map_err(dberr("partitions"))?
+    {
+        let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else {
+            continue;
+        };
+        let strat: i8 = r.get(1);
+        let attrs: Vec<i16> = r.get(2);
+        let bounds: Vec<String> = r.get(3);
+        if attrs.len() != 1 || attrs[0] == 0 {
+            continue;
+        }
+        let Some(col) = tables[ti].columns.iter().position(|c| c.attnum == attrs[0]) else {
+            continue;
+        };
+        let b = if bounds.iter().any(|b| b == "DEFAULT") || strat == b'h' as i8 {
+            PartitionBounds::Any
+        } else if strat == b'r' as i8 {
+            PartitionBounds::Range(bounds.iter().filter_map(|b| parse_range_bound(b)).collect())
+        } else {
+            PartitionBounds::List(bounds.iter().flat_map(|b| parse_list_bound(b)).collect())
+        };
+        tables[ti].partitioning = Some(Partitioning { col, bounds: b });
+    }
+    Ok(())
+}
+
+fn attnums_to_idx(t: &Table, keys: &[i16]) -> Vec<usize> {
+    keys.iter()
+        .filter_map(|k| t.columns.iter().position(|c| c.attnum == *k))
+        .collect()
+}
+
+fn kind_of(
+    typid: u32,
+    types: &HashMap<u32, TypeRow>,
+    enums: &HashMap<u32, Vec<String>>,
+) -> TypeKind {
+    let Some(t) = types.get(&typid) else {
+        return TypeKind::Unsupported(format!("type {typid}"));
+    };
+    if let Some(labels) = enums.get(&typid) {
+        return TypeKind::Enum(labels.clone());
+    }
+    if t.category == b'A' as i8 && t.elem != 0 {
+        let mut elem = t.elem;
+        // An array of a domain: binary arrays carry the domain's oid, values its base type.
+        let mut base = elem;
+        while let Some(e) = types.get(&base) {
+            if e.typtype != b'd' as i8 {
+                break;
+            }
+            base = e.basetype;
+        }
+        let inner = kind_of(base, types, enums);
+        if matches!(inner, TypeKind::Unsupported(_) | TypeKind::Array(..)) {
+            return TypeKind::Unsupported(format!("{}[]", t.name.trim_start_matches('_')));
+        }
+        if base != elem {
+            elem = base;
+        }
+        return TypeKind::Array(Box::new(inner), elem);
+    }
+    match t.name.as_str() {
+        "bool" => TypeKind::Bool,
+        "int2" => TypeKind::Int2,
+        "int4" => TypeKind::Int4,
+        "int8" => TypeKind::Int8,
+        "float4" => TypeKind::Float4,
+        "float8" => TypeKind::Float8,
+        "numeric" => TypeKind::Numeric,
+        "text" | "varchar" | "bpchar" | "name" | "citext" => TypeKind::Text,
+        "bytea" => TypeKind::Bytea,
+        "uuid" => TypeKind::Uuid,
+        "date" => TypeKind::Date,
+        "timestamp" => TypeKind::Timestamp,
+        "timestamptz" => TypeKind::Timestamptz,
+        "time" => TypeKind::Time,
+        "interval" => TypeKind::Interval,
+        "json" => TypeKind::Json,
+        "jsonb" => TypeKind::Jsonb,
+        "inet" => TypeKind::Inet,
+        "tsvector" => TypeKind::TsVector,
+        other => TypeKind::Unsupported(other.to_string()),
+    }
+}
+
+/// The sequence of a `nextval('seq'::regclass)` default.
+fn nextval_sequence(default: &str) -> Option<String> {
+    let rest = default.strip_prefix("nextval('")?;
+    let end = rest.find("'::regclass")?;
+    Some(rest[..end].replace("''", "'"))
+}
+
+fn quoted_values(s: &str) -> Vec<Option<String>> {
+    // Splits `'a', 'b'` / `MINVALUE` / `10` into values.
+    let mut out = Vec::new();
+    let mut chars = s.chars().peekable();
+    let mut cur = String::new();
+    let mut in_q = false;
+    let mut was_q = false;
+    while let Some(c) = chars.next() {
+        if in_q {
+            if c == '\'' {
+                if chars.peek() == Some(&'\'') {
+                    cur.push('\'');
+                    chars.next();
+                } else {
+                    in_q = false;
+                }
+            } else {
+                cur.push(c);
+            }
+        } else if c == '\'' {
+            in_q = true;
+            was_q = true;
+        } else if c == ',' {
+            out.push(finish(&cur, was_q));
+            cur.clear();
+            was_q = false;
+        } else if !c.is_whitespace() {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() || was_q {
+        out.push(finish(&cur, was_q));
+    }
+    out
+}
+
+fn finish(cur: &str, quoted: bool) -> Option<String> {
+    if !quoted && (cur.eq_ignore_ascii_case("MINVALUE") || cur.eq_ignore_ascii_case("MAXVALUE")) {
+        None
+    } else {
+        Some(cur.to_string())
+    }
+}
+
+fn parse_range_bound(b: &str) -> Option<(Option<String>, Option<String>)> {
+    let rest = b.strip_prefix("FOR VALUES FROM (")?;
+    let (from, rest) = rest.split_once(") TO (")?;
+    let to = rest.strip_suffix(')')?;
+    let from = quoted_values(from).into_iter().next()?;
+    let to = quoted_values(to).into_iter().next()?;
+    Some((from, to))
+}
+
+fn parse_list_bound(b: &str) -> Vec<String> {
+    b.strip_prefix("FOR VALUES IN (")
+        .and_then(|r| r.strip_suffix(')'))
+        .map(|r| quoted_values(r).into_iter().flatten().collect())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_partition_bounds() {
+        assert_eq!(
+            parse_range_bound(
+                "FOR VALUES FROM ('2022-01-01 00:00:00+00') TO ('2022-02-01 00:00:00+00')"
+            ),
+            Some((
+                Some("2022-01-01 00:00:00+00".into()),
+                Some("2022-02-01 00:00:00+00".into())
+            ))
+        );
+        assert_eq!(
+            parse_range_bound("FOR VALUES FROM (MINVALUE) TO (100)"),
+            Some((None, Some("100".into())))
+        );
+        assert_eq!(
+            parse_list_bound("FOR VALUES IN ('a', 'it''s')"),
+            vec!["a", "it's"]
+        );
+    }
+
+    #[test]
+    fn finds_the_sequence_of_a_default() {
+        assert_eq!(
+            nextval_sequence("nextval('public.customer_customer_id_seq'::regclass)").as_deref(),
+            Some("public.customer_customer_id_seq")
+        );
+        assert_eq!(nextval_sequence("now()"), None);
+    }
+}

@@ -1,0 +1,81 @@
+//! [`ExplainSettings`]: everything `planck explain` runs with, flags, file and
+//! defaults already merged (by `settings::explain`, once), so the library
+//! never sees raw flags or the whole `Settings`.
+
+use std::path::PathBuf;
+
+use crate::findings::CheckId;
+use crate::findings::ignore::IgnoreRule;
+use crate::tenancy::TenantOptions;
+
+/// Defaults of the thresholds (planck.toml `[explain]` and flags override).
+pub const DEFAULT_MIN_ROWS: u64 = 10_000;
+pub const DEFAULT_RLS_COST_RATIO: f64 = 10.0;
+pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+pub const DEFAULT_JOBS: usize = 4;
+
+/// Where the statements come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatementSource {
+    /// A queries file (absolute, or relative to the current directory).
+    Queries(PathBuf),
+    /// This database's pg_stat_statements.
+    Stats,
+}
+
+#[derive(Debug, Clone)]
+pub struct ExplainSettings {
+    pub statements: StatementSource,
+    /// `--as-tenant`: tenant mode only (an error without policies).
+    pub tenant_only: bool,
+    /// `--as-admin`: admin mode only.
+    pub admin_only: bool,
+    pub all_modes: bool,
+    pub tenant: TenantOptions,
+    pub min_rows: u64,
+    pub rls_cost_ratio: f64,
+    pub timeout_ms: u64,
+    pub analyze: bool,
+    /// The application's source, searched for partial-index literals (an existing directory).
+    pub app_source: Option<PathBuf>,
+    pub baseline: PathBuf,
+    pub write_baseline: bool,
+    pub jobs: usize,
+    pub disabled: Vec<CheckId>,
+    pub ignores: Vec<IgnoreRule>,
+    /// Exit 1 when any statement was skipped.
+    pub fail_on_skipped: bool,
+}
+
+impl ExplainSettings {
+    /// Defaults for a queries file: what `planck explain` does bare.
+    pub fn new(queries: impl Into<PathBuf>, baseline: impl Into<PathBuf>) -> ExplainSettings {
+        ExplainSettings {
+            statements: StatementSource::Queries(queries.into()),
+            tenant_only: false,
+            admin_only: false,
+            all_modes: false,
+            tenant: TenantOptions::default(),
+            min_rows: DEFAULT_MIN_ROWS,
+            rls_cost_ratio: DEFAULT_RLS_COST_RATIO,
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            analyze: false,
+            app_source: None,
+            baseline: baseline.into(),
+            write_baseline: false,
+            jobs: DEFAULT_JOBS,
+            disabled: Vec::new(),
+            ignores: Vec::new(),
+            fail_on_skipped: false,
+        }
+    }
+
+    /// Tenant mode wanted (when the database has policies, or `--as-tenant`).
+    pub fn want_tenant(&self) -> bool {
+        self.tenant_only || !self.admin_only
+    }
+
+    pub fn want_admin(&self) -> bool {
+        self.admin_only || !self.tenant_only
+    }
+}

@@ -1,0 +1,312 @@
+//! `planck explain` as a library call: [`run`] takes the resolved
+//! [`ExplainSettings`], a connection and a [`Log`], and returns the
+//! [`Report`]; rendering and the exit code are the command's.
+//!
+//! The phases, in order: read the statements, read the catalog, work out the
+//! tenancy, plan (the engine), re-plan with partial-index literals, judge
+//! (checks, ignores, baseline).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_postgres::Client;
+
+use super::engine::{Engine, EngineOptions, Explained, Status, column_params, used_indexes};
+use super::options::{ExplainSettings, StatementSource};
+use super::plan_tree::{Mode, PlanKind};
+use super::report::{Report, counted};
+use super::rules::{self, Ctx, Severity, unused_partial_index::predicate_literals};
+use super::stats_source;
+use crate::catalog::planner::Catalog;
+use crate::db::ConnInfo;
+use crate::error::{Error, Result};
+use crate::findings::baseline::{self, Baseline};
+use crate::findings::{self, Finding, ignore::ignored_by};
+use crate::output::Log;
+use crate::queries::{QueryFile, Statement};
+use crate::session::{self, StatsMode};
+use crate::tenancy::{self, Tenancy};
+
+/// Plans every statement and judges the plans.
+pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Report> {
+    let client = conn.connect().await?;
+    let stats = session::quiet_stats(&client, log).await?;
+    let statements = read_statements(&client, s, stats, log).await?;
+    if statements.is_empty() {
+        log.warn("no statements to explain (the queries file or pg_stat_statements is empty)");
+        return Ok(Report::default());
+    }
+
+    let clock = Instant::now();
+    let catalog = Arc::new(Catalog::load(&client, stats).await?);
+    log.debug(&format!(
+        "catalog read in {:.2}s",
+        clock.elapsed().as_secs_f64()
+    ));
+    let tenancy = resolve_tenancy(&client, &catalog, s, &statements, stats, log).await?;
+    let mut modes = Vec::new();
+    if tenancy.is_some() {
+        modes.push(Mode::Tenant);
+    }
+    if s.want_admin() {
+        modes.push(Mode::Admin);
+    }
+    let engine = Engine::new(
+        conn,
+        catalog.clone(),
+        tenancy.clone(),
+        EngineOptions {
+            modes,
+            all_modes: s.all_modes,
+            analyze: s.analyze,
+            timeout_ms: s.timeout_ms,
+            jobs: s.jobs,
+            stats,
+        },
+        log,
+    )?;
+    let mut results = plan(&engine, statements.clone(), log).await?;
+
+    let clock = Instant::now();
+    literal_pass(&engine, &catalog, &mut results).await?;
+    log.debug(&format!(
+        "literal re-plans in {:.2}s",
+        clock.elapsed().as_secs_f64()
+    ));
+
+    let ctx = Ctx {
+        catalog: &catalog,
+        results: &results,
+        tenancy: tenancy.as_ref(),
+        min_rows: s.min_rows,
+        rls_cost_ratio: s.rls_cost_ratio,
+        source: s.app_source.as_deref(),
+    };
+    let mut all = rules::run_all(&ctx, &s.disabled);
+    if let StatementSource::Queries(path) = &s.statements {
+        findings::locate(&mut all, &statements, path);
+    }
+    let (findings, ignored) = judge(all, s, log)?;
+    Ok(Report {
+        results,
+        findings,
+        ignored,
+    })
+}
+
+/// The statements, from the queries file or pg_stat_statements.
+async fn read_statements(
+    client: &Client,
+    s: &ExplainSettings,
+    stats: StatsMode,
+    log: Log,
+) -> Result<Vec<Statement>> {
+    match &s.statements {
+        StatementSource::Stats => {
+            let (statements, dropped) = stats_source::read(client, stats).await?;
+            if !dropped.is_empty() {
+                let parts: Vec<String> = dropped
+                    .iter()
+                    .map(|(n, k)| format!("{k} {}", n.describe()))
+                    .collect();
+                // `left out 5 of planck's own, 21 server FK checks, 1 stats resets`
+                log.info(&format!("left out {}", parts.join(", ")));
+            }
+            Ok(statements)
+        }
+        StatementSource::Queries(path) => {
+            if !path.is_file() {
+                return Err(Error::usage_hint(
+                    format!("no queries file at {}", path.display()),
+                    "record one with `planck record -- <your tests>`, pass --queries PATH, or use --from-stats",
+                ));
+            }
+            Ok(QueryFile::load(path)?.statements)
+        }
+    }
+}
+
+/// Tenant mode's role, setting and tenant, or None (admin only).
+async fn resolve_tenancy(
+    client: &Client,
+    catalog: &Catalog,
+    s: &ExplainSettings,
+    statements: &[Statement],
+    stats: StatsMode,
+    log: Log,
+) -> Result<Option<Tenancy>> {
+    if !(s.want_tenant() && (s.tenant_only || !catalog.policies.is_empty())) {
+        if s.want_tenant() && !s.admin_only {
+            log.info("no row-level security policies: planning as admin only");
+        }
+        return Ok(None);
+    }
+    let recorded: Vec<String> = statements
+        .iter()
+        .filter(|s| s.bypass_rls == Some(false))
+        .filter_map(|s| s.role.clone())
+        .collect();
+    let clock = Instant::now();
+    let t = tenancy::resolve(client, catalog, &s.tenant, &recorded, stats).await?;
+    log.debug(&format!(
+        "tenancy worked out in {:.2}s",
+        clock.elapsed().as_secs_f64()
+    ));
+    log.info(&format!(
+        "tenant mode: role {}, {} = {}{}",
+        t.role,
+        t.setting,
+        t.id,
+        if t.heaviest.as_deref() == Some(t.id.as_str()) {
+            " (heaviest tenant)"
+        } else {
+            ""
+        }
+    ));
+    Ok(Some(t))
+}
+
+/// Every statement through the engine, with a progress bar on a terminal.
+async fn plan(engine: &Engine, statements: Vec<Statement>, log: Log) -> Result<Vec<Explained>> {
+    let started = Instant::now();
+    let n = statements.len();
+    log.info(&format!(
+        "planning {} ({}) over {}",
+        counted(n as u64, "statement", "statements"),
+        engine
+            .modes()
+            .iter()
+            .map(|m| m.as_str())
+            .collect::<Vec<_>>()
+            .join(" and "),
+        counted(engine.jobs() as u64, "connection", "connections")
+    ));
+    // On stderr, drawn only on a terminal (indicatif hides it otherwise).
+    let bar = if log.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(n as u64)
+    };
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {elapsed}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message(if n == 1 { "statement" } else { "statements" });
+    let results = engine.run(statements, &|| bar.inc(1)).await?;
+    bar.finish_and_clear();
+    log.info(&format!(
+        "planned {} in {:.1} s",
+        counted(n as u64, "statement", "statements"),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(results)
+}
+
+/// Ignores, the baseline (written first with `--write-baseline`), and the
+/// report order: errors first, then a stable order.
+fn judge(
+    all: Vec<Finding>,
+    s: &ExplainSettings,
+    log: Log,
+) -> Result<(Vec<(Finding, bool)>, usize)> {
+    let mut ignored = 0;
+    let mut kept = Vec::new();
+    for f in all {
+        if let Some(rule) = ignored_by(&s.ignores, &f) {
+            log.debug(&format!("ignored {} ({})", f.message, rule.reason));
+            ignored += 1;
+        } else {
+            kept.push(f);
+        }
+    }
+    if s.write_baseline {
+        write_baseline(&s.baseline, &kept, log)?;
+    }
+    kept.sort_by(|a, b| {
+        (
+            a.severity,
+            a.check,
+            &a.relation,
+            &a.index,
+            &a.statement,
+            &a.mode,
+        )
+            .cmp(&(
+                b.severity,
+                b.check,
+                &b.relation,
+                &b.index,
+                &b.statement,
+                &b.mode,
+            ))
+    });
+    let base = Baseline::load(&s.baseline)?;
+    let findings = kept
+        .into_iter()
+        .map(|f| {
+            let b = base.contains(&f);
+            (f, b)
+        })
+        .collect();
+    Ok((findings, ignored))
+}
+
+fn write_baseline(path: &Path, kept: &[Finding], log: Log) -> Result<()> {
+    let gate: Vec<_> = kept
+        .iter()
+        .filter(|f| f.severity != Severity::Info)
+        .collect();
+    baseline::write(path, &gate)?;
+    log.info(&format!(
+        "wrote {} to {}",
+        counted(gate.len() as u64, "finding", "findings"),
+        path.display()
+    ));
+    Ok(())
+}
+
+/// Re-plans statements comparing a partial index's predicate column with a
+/// parameter, with the constant put back (see the unused-partial-index check).
+async fn literal_pass(engine: &Engine, catalog: &Catalog, results: &mut [Explained]) -> Result<()> {
+    let used = used_indexes(results);
+    let mut todo = Vec::new();
+    for ix in &catalog.indexes {
+        let Some(pred) = &ix.predicate else { continue };
+        if used
+            .get(&ix.name)
+            .is_some_and(|k| k.contains(PlanKind::Generic.as_str()))
+        {
+            continue;
+        }
+        for (col, lit) in predicate_literals(pred) {
+            for (i, e) in results.iter().enumerate() {
+                if e.status != Status::Explained {
+                    continue;
+                }
+                for (n, t, c) in column_params(e, catalog) {
+                    if t == ix.table && c == col {
+                        for m in &e.judged {
+                            todo.push((i, *m, n, lit.clone()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    todo.sort();
+    todo.dedup();
+    // Concurrent, bounded by the pool's size.
+    let plans = futures_util::future::join_all(todo.iter().map(|(i, mode, n, lit)| {
+        let e = &results[*i];
+        async move { (*i, engine.plan_with_literal(e, *mode, *n, lit).await) }
+    }))
+    .await;
+    for (i, p) in plans {
+        if let Some(p) = p? {
+            results[i].plans.push(p);
+        }
+    }
+    Ok(())
+}

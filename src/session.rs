@@ -1,0 +1,258 @@
+//! Sessions: how planck talks to the server when it works for the
+//! application (explain's plans, replay's runs, record's probes).
+//!
+//! - [`pool`]: a deadpool of connections, each made quiet first.
+//! - [`quiet_stats`]: every planck session first runs
+//!   `SET pg_stat_statements.track = 'none'`, so nothing planck sends (nor
+//!   what the server runs for it: foreign-key checks) lands in
+//!   pg_stat_statements. A comment tag alone cannot do that:
+//!   pg_stat_statements keys entries by queryid, which ignores comments, and
+//!   keeps the first text it saw. The setting is a superuser's (on 15+
+//!   grantable with `GRANT SET ON PARAMETER pg_stat_statements.track TO ...`);
+//!   where it is refused, planck warns once and tags its statements with
+//!   [`TAG`], added here only ([`tag`]).
+//! - [`begin`]: a transaction with a statement_timeout and a
+//!   [`TenantContext`] (role and settings), always ended by the caller's
+//!   ROLLBACK or COMMIT.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use deadpool_postgres::{Hook, HookError, ManagerConfig, Pool, RecyclingMethod};
+use serde::{Deserialize, Serialize};
+use tokio_postgres::Client;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
+
+use crate::db::{ConnInfo, quote_ident};
+use crate::error::{Error, Result};
+use crate::output::Log;
+
+/// The value of one setting a transaction runs with. Both travel to the
+/// server as text (`set_config` takes text); `Json` keeps a claim set
+/// (`request.jwt.claims`) structured in the files that carry it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SettingValue {
+    Text(String),
+    Json(serde_json::Value),
+}
+
+impl SettingValue {
+    /// The text `set_config` gets.
+    pub fn as_text(&self) -> String {
+        match self {
+            SettingValue::Text(s) => s.clone(),
+            SettingValue::Json(v) => v.to_string(),
+        }
+    }
+}
+
+/// Who a transaction runs as: the contract explain, replay and record share.
+///
+/// `role` is applied with `SET LOCAL ROLE`; each setting with
+/// `set_config(name, value, true)` (so a role may also come as a setting
+/// named `role`, the way PostgREST does it). [`begin`] applies it;
+/// `tenancy` re-exports it and builds it from the tenancy it works out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TenantContext {
+    pub role: Option<String>,
+    pub settings: Vec<(String, SettingValue)>,
+}
+
+impl TenantContext {
+    /// The connecting role, no settings: admin mode.
+    pub fn admin() -> TenantContext {
+        TenantContext::default()
+    }
+}
+
+/// The comment planck's statements carry where tracking cannot be switched off.
+pub const TAG: &str = "/* planck */";
+
+/// What keeps this session's statements out of pg_stat_statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatsMode {
+    /// `pg_stat_statements.track = 'none'` took: nothing is recorded.
+    Untracked,
+    /// The setting was refused: statements carry [`TAG`] (and still count).
+    Tagged,
+}
+
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// The statement that switches tracking off for this session.
+pub const UNTRACK: &str = "SET pg_stat_statements.track = 'none'";
+
+/// Switches pg_stat_statements off for this session; where the role may not,
+/// warns once per process and answers [`StatsMode::Tagged`].
+pub async fn quiet_stats(client: &Client, log: Log) -> Result<StatsMode> {
+    match client.batch_execute(UNTRACK).await {
+        Ok(()) => Ok(StatsMode::Untracked),
+        Err(e) if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => {
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                log.warn(
+                    "this role may not SET pg_stat_statements.track, so planck's own statements \
+                     will show in pg_stat_statements (tagged /* planck */); a superuser can \
+                     GRANT SET ON PARAMETER pg_stat_statements.track TO this role",
+                );
+            }
+            Ok(StatsMode::Tagged)
+        }
+        Err(e) => Err(Error::db("switching pg_stat_statements off for planck", e)),
+    }
+}
+
+/// `sql` as planck sends it in `mode`: tagged when tracking could not be switched off.
+pub fn tag(mode: StatsMode, sql: &str) -> String {
+    match mode {
+        StatsMode::Untracked => sql.to_string(),
+        StatsMode::Tagged => format!("{TAG} {sql}"),
+    }
+}
+
+/// A pool of `size` connections to `conn`, each quiet (see [`quiet_stats`])
+/// before its first use.
+pub fn pool(conn: &ConnInfo, size: usize, log: Log) -> Result<Pool> {
+    // Connections made exactly as `ConnInfo::connect` makes them (TLS mode,
+    // timeouts, keepalives, target_session_attrs).
+    let mgr = conn.pool_manager(ManagerConfig {
+        // Every use ends with ROLLBACK (and DEALLOCATE): nothing to clean.
+        recycling_method: RecyclingMethod::Fast,
+    })?;
+    Pool::builder(mgr)
+        .max_size(size.max(1))
+        .post_create(Hook::async_fn(move |client, _| {
+            Box::pin(async move {
+                quiet_stats(client, log)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| HookError::message(e.to_string()))
+            })
+        }))
+        .build()
+        .map_err(|e| Error::Other(anyhow::anyhow!("building the connection pool: {e}")))
+}
+
+/// A connection from the pool.
+pub async fn get(pool: &Pool) -> Result<deadpool_postgres::Object> {
+    pool.get().await.map_err(|e| match e {
+        deadpool_postgres::PoolError::Backend(e) => Error::db("connecting", e),
+        other => Error::Other(anyhow::anyhow!(
+            "getting a connection from the pool: {other}"
+        )),
+    })
+}
+
+/// `BEGIN`, the timeout and the role, as one simple-protocol batch.
+pub fn begin_sql(ctx: &TenantContext, timeout_ms: u64) -> String {
+    let mut sql = format!("BEGIN; SET LOCAL statement_timeout = {timeout_ms}");
+    if let Some(role) = &ctx.role {
+        sql.push_str(&format!("; SET LOCAL ROLE {}", quote_ident(role)));
+    }
+    sql
+}
+
+/// `SELECT set_config($1, $2, true), ...` for `n` settings (names and values bound).
+pub fn settings_sql(n: usize) -> String {
+    let calls: Vec<String> = (0..n)
+        .map(|i| format!("set_config(${}, ${}, true)", 2 * i + 1, 2 * i + 2))
+        .collect();
+    format!("SELECT {}", calls.join(", "))
+}
+
+/// Applies the context's settings inside the open transaction (nothing to
+/// do without settings).
+pub async fn apply_settings(
+    client: &Client,
+    ctx: &TenantContext,
+) -> std::result::Result<(), tokio_postgres::Error> {
+    if ctx.settings.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<String> = ctx
+        .settings
+        .iter()
+        .flat_map(|(name, v)| [name.clone(), v.as_text()])
+        .collect();
+    let params: Vec<(&(dyn tokio_postgres::types::ToSql + Sync), Type)> = values
+        .iter()
+        .map(|v| (v as &(dyn tokio_postgres::types::ToSql + Sync), Type::TEXT))
+        .collect();
+    // Typed: Parse, Bind and Execute leave in one write, so a statement the
+    // caller pipelines behind this one reaches the server after it.
+    client
+        .query_typed(&settings_sql(ctx.settings.len()), &params)
+        .await
+        .map(|_| ())
+}
+
+/// Opens a transaction with `statement_timeout`, the context's role and its
+/// settings, pipelined in one round trip. The caller ends it.
+pub async fn begin(
+    client: &Client,
+    ctx: &TenantContext,
+    timeout_ms: u64,
+) -> std::result::Result<(), tokio_postgres::Error> {
+    let batch = begin_sql(ctx, timeout_ms);
+    // Polled in order, so the server receives BEGIN before the settings.
+    let (b, s) = tokio::join!(client.batch_execute(&batch), apply_settings(client, ctx));
+    b?;
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn begin_sets_timeout_role_and_binds_every_setting() {
+        let ctx = TenantContext {
+            role: Some("app user".into()),
+            settings: vec![
+                ("app.account_id".into(), SettingValue::Text("7".into())),
+                (
+                    "request.jwt.claims".into(),
+                    SettingValue::Json(serde_json::json!({"sub": "u1"})),
+                ),
+            ],
+        };
+        assert_eq!(
+            begin_sql(&ctx, 250),
+            "BEGIN; SET LOCAL statement_timeout = 250; SET LOCAL ROLE \"app user\""
+        );
+        assert_eq!(
+            begin_sql(&TenantContext::admin(), 5),
+            "BEGIN; SET LOCAL statement_timeout = 5"
+        );
+        assert_eq!(
+            settings_sql(2),
+            "SELECT set_config($1, $2, true), set_config($3, $4, true)"
+        );
+        assert_eq!(ctx.settings[1].1.as_text(), r#"{"sub":"u1"}"#);
+        assert_eq!(tag(StatsMode::Tagged, "SELECT 1"), "/* planck */ SELECT 1");
+        assert_eq!(tag(StatsMode::Untracked, "SELECT 1"), "SELECT 1");
+    }
+
+    /// The shape record and replay write in their files: text, or a JSON claim set.
+    #[test]
+    fn setting_values_read_as_text_or_json_from_toml() {
+        #[derive(serde::Deserialize)]
+        struct F {
+            settings: std::collections::BTreeMap<String, SettingValue>,
+        }
+        let f: F = toml::from_str(
+            "[settings]\n\"app.account_id\" = \"7\"\n\
+             \"request.jwt.claims\" = { sub = \"u-1\", roles = [\"a\"] }\n",
+        )
+        .unwrap();
+        assert_eq!(f.settings["app.account_id"], SettingValue::Text("7".into()));
+        assert_eq!(
+            f.settings["request.jwt.claims"],
+            SettingValue::Json(serde_json::json!({"sub": "u-1", "roles": ["a"]}))
+        );
+        // The text set_config gets parses back to the same claims.
+        let text = f.settings["request.jwt.claims"].as_text();
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, serde_json::json!({"sub": "u-1", "roles": ["a"]}));
+    }
+}

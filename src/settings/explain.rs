@@ -1,0 +1,410 @@
+//! `planck explain`'s settings: its raw flags ([`ExplainArgs`]) resolved once
+//! with `planck.toml` and the defaults into [`ExplainSettings`].
+//!
+//! Override order, strongest first: the flag, then `planck.toml`
+//! (`[explain]`, `[tenant]`), then the built-in default. Paths are taken from
+//! the project directory. Check ids in `[explain] disable` and
+//! `[[explain.ignore]] check` are parsed here, and a typo, or an ignore that
+//! names no check, table or statement, is an error at planck.toml:line.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::Deserialize;
+
+use super::Settings;
+use crate::config::{IgnoreRule as RawIgnore, line_col};
+use crate::error::{Error, Result};
+pub use crate::explain::options::{
+    DEFAULT_JOBS, DEFAULT_MIN_ROWS, DEFAULT_RLS_COST_RATIO, DEFAULT_TIMEOUT_MS, ExplainSettings,
+    StatementSource,
+};
+use crate::findings::CheckId;
+use crate::findings::ignore::IgnoreRule;
+use crate::queries;
+use crate::tenancy::TenantOptions;
+
+#[derive(Debug, Clone, Default, Args)]
+#[command(
+    after_help = "Checks: seq-scan, full-index-scan, unused-index, unused-partial-index \
+(and partial-index-needs-literal), rls-policy, stale-statement, filter-removes-most-rows \
+(--analyze).\n\
+Exit codes: 0 no new errors, 1 error findings not in the baseline (or, with \
+--fail-on-skipped, a skipped statement), 2 usage or configuration error, 3 database \
+unreachable."
+)]
+pub struct ExplainArgs {
+    /// Queries file [default: queries/recorded.toml of the project]
+    #[arg(long, value_name = "PATH", conflicts_with = "from_stats")]
+    pub queries: Option<PathBuf>,
+
+    /// Read the statements from pg_stat_statements instead of a queries file
+    #[arg(long)]
+    pub from_stats: bool,
+
+    /// Plan as the application role under row-level security only
+    #[arg(long)]
+    pub as_tenant: bool,
+
+    /// Plan as the owner/admin role (no row-level security) only
+    #[arg(long)]
+    pub as_admin: bool,
+
+    /// Judge every statement in every mode (default: by the role that recorded it)
+    #[arg(long)]
+    pub all_modes: bool,
+
+    /// The application role [default: the role that recorded the statements]
+    #[arg(long, value_name = "ROLE")]
+    pub tenant_role: Option<String>,
+
+    /// The setting the policies read [default: from current_setting() in pg_policies]
+    #[arg(long, value_name = "NAME")]
+    pub tenant_setting: Option<String>,
+
+    /// The tenant to plan as [default: the heaviest]
+    #[arg(long, value_name = "ID")]
+    pub tenant_id: Option<String>,
+
+    /// Tables with fewer rows are not flagged for scans [default: 10000]
+    #[arg(long, value_name = "N")]
+    pub min_rows: Option<u64>,
+
+    /// EXPLAIN ANALYZE the custom plans (inside a transaction always rolled back)
+    #[arg(long)]
+    pub analyze: bool,
+
+    /// Planning timeout per statement [default: 5000]
+    #[arg(long, value_name = "MS")]
+    pub statement_timeout_ms: Option<u64>,
+
+    /// Application source to search for the literals partial indexes need
+    #[arg(long, value_name = "DIR")]
+    pub source: Option<PathBuf>,
+
+    /// Baseline file [default: queries/baseline.toml of the project]
+    #[arg(long, value_name = "PATH")]
+    pub baseline: Option<PathBuf>,
+
+    /// Write the current error and warning findings to the baseline, then exit 0
+    #[arg(long)]
+    pub write_baseline: bool,
+
+    /// Connections planning in parallel [default: 4]
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// Exit 1 when any statement was skipped (timed out, stale, refused)
+    #[arg(long)]
+    pub fail_on_skipped: bool,
+}
+
+impl ExplainArgs {
+    /// Both modes, the project's queries file: what `planck explain` does bare.
+    pub fn new() -> ExplainArgs {
+        ExplainArgs::default()
+    }
+
+    /// The same, on another queries file (for `planck demo`).
+    pub fn with_queries(path: impl Into<PathBuf>) -> ExplainArgs {
+        ExplainArgs {
+            queries: Some(path.into()),
+            ..Default::default()
+        }
+    }
+}
+
+impl ExplainSettings {
+    /// Flags, `planck.toml` and defaults, merged once.
+    pub fn resolve(args: &ExplainArgs, settings: &Settings) -> Result<ExplainSettings> {
+        let cfg = &settings.config.explain;
+        let tenant = &settings.config.tenant;
+        let located = Located::read(settings.config_path.as_deref());
+
+        let app_source = args.source.as_ref().map(|s| settings.project_path(s));
+        if let Some(dir) = &app_source
+            && !dir.is_dir()
+        {
+            return Err(Error::usage_hint(
+                if dir.exists() {
+                    format!("--source {} is not a directory", dir.display())
+                } else {
+                    format!("--source {} does not exist", dir.display())
+                },
+                "pass the directory of the application's code, or leave --source out",
+            ));
+        }
+        if args.jobs == Some(0) {
+            return Err(Error::usage("--jobs must be at least 1"));
+        }
+        let statements = if args.from_stats {
+            StatementSource::Stats
+        } else {
+            StatementSource::Queries(match &args.queries {
+                Some(p) => settings.project_path(p),
+                None => queries::default_path(&settings.queries_dir()),
+            })
+        };
+        let baseline = match &args.baseline {
+            Some(p) => settings.project_path(p),
+            None => crate::findings::baseline::default_path(&settings.queries_dir()),
+        };
+        Ok(ExplainSettings {
+            statements,
+            tenant_only: args.as_tenant,
+            admin_only: args.as_admin,
+            all_modes: args.all_modes,
+            tenant: TenantOptions {
+                role: args.tenant_role.clone().or(tenant.role.clone()),
+                setting: args.tenant_setting.clone().or(tenant.setting.clone()),
+                id: args.tenant_id.clone().or(tenant.id.clone()),
+                id_source: Some(if args.tenant_id.is_some() {
+                    "--tenant-id"
+                } else {
+                    "[tenant] id in planck.toml"
+                }),
+            },
+            min_rows: args.min_rows.or(cfg.min_rows).unwrap_or(DEFAULT_MIN_ROWS),
+            rls_cost_ratio: cfg.rls_cost_ratio.unwrap_or(DEFAULT_RLS_COST_RATIO),
+            timeout_ms: args
+                .statement_timeout_ms
+                .or(cfg.statement_timeout_ms)
+                .unwrap_or(DEFAULT_TIMEOUT_MS),
+            analyze: args.analyze,
+            app_source,
+            baseline,
+            write_baseline: args.write_baseline,
+            jobs: args.jobs.unwrap_or(DEFAULT_JOBS),
+            disabled: disabled(&cfg.disable, &located, settings)?,
+            ignores: ignores(&cfg.ignore, &located, settings)?,
+            fail_on_skipped: args.fail_on_skipped,
+        })
+    }
+}
+
+/// Where each `disable` entry and ignore rule sits in planck.toml (byte
+/// offsets), read beside `config.rs`'s parse: serde there keeps no positions.
+#[derive(Debug, Default)]
+struct Located {
+    path: Option<PathBuf>,
+    text: String,
+    disable: Vec<std::ops::Range<usize>>,
+    ignore: Vec<(std::ops::Range<usize>, Option<std::ops::Range<usize>>)>,
+}
+
+#[derive(Deserialize, Default)]
+struct LocFile {
+    #[serde(default)]
+    explain: LocExplain,
+}
+
+#[derive(Deserialize, Default)]
+struct LocExplain {
+    #[serde(default)]
+    disable: Vec<toml::Spanned<String>>,
+    #[serde(default)]
+    ignore: Vec<toml::Spanned<LocIgnore>>,
+}
+
+#[derive(Deserialize)]
+struct LocIgnore {
+    check: Option<toml::Spanned<String>>,
+}
+
+impl Located {
+    fn read(path: Option<&Path>) -> Located {
+        let Some(path) = path else {
+            return Located::default();
+        };
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Located::default();
+        };
+        let file: LocFile = toml::from_str(&text).unwrap_or_default();
+        Located {
+            path: Some(path.to_path_buf()),
+            disable: file.explain.disable.iter().map(|d| d.span()).collect(),
+            ignore: file
+                .explain
+                .ignore
+                .iter()
+                .map(|i| (i.span(), i.get_ref().check.as_ref().map(|c| c.span())))
+                .collect(),
+            text,
+        }
+    }
+
+    /// A configuration error at `span` of planck.toml (or without a position).
+    fn error(
+        &self,
+        settings: &Settings,
+        span: Option<&std::ops::Range<usize>>,
+        message: String,
+        hint: String,
+    ) -> Error {
+        let (line, column) = match span {
+            Some(s) if self.path.is_some() => {
+                let (l, c) = line_col(&self.text, s.start);
+                (Some(l), Some(c))
+            }
+            _ => (None, None),
+        };
+        Error::Config {
+            path: self
+                .path
+                .clone()
+                .or(settings.config_path.clone())
+                .unwrap_or_else(|| PathBuf::from(crate::config::FILE_NAME)),
+            line,
+            column,
+            message,
+            hint: Some(hint),
+        }
+    }
+
+    fn origin(&self, i: usize) -> Option<String> {
+        let path = self.path.as_ref()?;
+        let (span, _) = self.ignore.get(i)?;
+        let (line, _) = line_col(&self.text, span.start);
+        Some(format!("{}:{line}", path.display()))
+    }
+}
+
+fn disabled(raw: &[String], at: &Located, settings: &Settings) -> Result<Vec<CheckId>> {
+    raw.iter()
+        .enumerate()
+        .map(|(i, d)| {
+            d.parse::<CheckId>().map_err(|e| {
+                at.error(
+                    settings,
+                    at.disable.get(i),
+                    format!("[explain] disable names an unknown check {:?}", e.0),
+                    CheckId::known(),
+                )
+            })
+        })
+        .collect()
+}
+
+fn ignores(raw: &[RawIgnore], at: &Located, settings: &Settings) -> Result<Vec<IgnoreRule>> {
+    let mut out = Vec::new();
+    for (i, r) in raw.iter().enumerate() {
+        let (entry, check_span) = match at.ignore.get(i) {
+            Some((e, c)) => (Some(e), c.as_ref()),
+            None => (None, None),
+        };
+        let check = match &r.check {
+            Some(c) => Some(c.parse::<CheckId>().map_err(|e| {
+                at.error(
+                    settings,
+                    check_span.or(entry),
+                    format!("[[explain.ignore]] check names an unknown check {:?}", e.0),
+                    CheckId::known(),
+                )
+            })?),
+            None => None,
+        };
+        let rule = IgnoreRule {
+            check,
+            relation: r.table.clone(),
+            statement: r.statement.clone(),
+            reason: r.reason.clone(),
+            origin: at.origin(i),
+        };
+        if !rule.names_something() {
+            return Err(at.error(
+                settings,
+                entry,
+                "[[explain.ignore]] names no check, table or statement, so it would \
+                 silence every finding"
+                    .to_string(),
+                "give it a check = \"...\", table = \"...\" or statement = \"...\"".to_string(),
+            ));
+        }
+        out.push(rule);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn settings_with(toml: &str) -> (tempfile::TempDir, Settings) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("planck.toml"), toml).unwrap();
+        let cli =
+            crate::cli::Cli::parse_from(["planck", "--database-url", "postgres://u@h/d", "demo"]);
+        let s = Settings::resolve(&cli.global, &|_| None, dir.path()).unwrap();
+        (dir, s)
+    }
+
+    fn line_of(e: &Error) -> Option<usize> {
+        match e {
+            Error::Config { line, .. } => *line,
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn flag_beats_file_beats_default() {
+        let (_d, s) = settings_with("[explain]\nmin_rows = 5\nstatement_timeout_ms = 99\n");
+        let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
+        assert_eq!((r.min_rows, r.timeout_ms, r.jobs), (5, 99, DEFAULT_JOBS));
+        let args = ExplainArgs {
+            min_rows: Some(7),
+            ..ExplainArgs::new()
+        };
+        let r = ExplainSettings::resolve(&args, &s).unwrap();
+        assert_eq!(r.min_rows, 7);
+        assert_eq!(r.rls_cost_ratio, DEFAULT_RLS_COST_RATIO);
+        assert_eq!(
+            r.statements,
+            StatementSource::Queries(s.project_dir.join("queries/recorded.toml"))
+        );
+    }
+
+    /// Issue 8: `disable = ["partial-index-needs-literal"]` was refused (not a check's own id).
+    #[test]
+    fn issue8_disable_takes_every_emitted_id_and_a_typo_is_an_error_at_its_line() {
+        let (_d, s) = settings_with("[explain]\ndisable = [\"partial-index-needs-literal\"]\n");
+        let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
+        assert_eq!(r.disabled, vec![CheckId::PartialIndexNeedsLiteral]);
+        let (_d, s) = settings_with("[explain]\ndisable = [\n  \"seq-scan\",\n  \"seq-scn\",\n]\n");
+        let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
+        assert_eq!(line_of(&e), Some(4), "{e}");
+        assert!(e.to_string().contains("seq-scn"), "{e}");
+    }
+
+    /// Issue 8: a typo in `[[explain.ignore]] check` silently ignored nothing,
+    /// and an ignore naming nothing silenced everything.
+    #[test]
+    fn issue8_ignore_check_typo_and_empty_ignore_are_errors_at_their_line() {
+        let (_d, s) = settings_with(
+            "[explain]\n\n[[explain.ignore]]\ncheck = \"seq-scan\"\nreason = \"ok\"\n\n\
+             [[explain.ignore]]\ntable = \"events\"\ncheck = \"sequential\"\nreason = \"typo\"\n",
+        );
+        let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
+        assert_eq!(line_of(&e), Some(9), "{e}");
+        assert!(e.to_string().contains("sequential"), "{e}");
+
+        let (_d, s) = settings_with("[[explain.ignore]]\nreason = \"everything\"\n");
+        let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
+        assert_eq!(line_of(&e), Some(1), "{e}");
+        assert!(e.to_string().contains("names no check"), "{e}");
+
+        let (_d, s) = settings_with(
+            "[[explain.ignore]]\ntable = \"events\"\ncheck = \"seq-scan\"\nreason = \"small\"\n",
+        );
+        let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
+        assert_eq!(r.ignores[0].check, Some(CheckId::SeqScan));
+        assert_eq!(r.ignores[0].relation.as_deref(), Some("events"));
+        assert!(
+            r.ignores[0]
+                .origin
+                .as_deref()
+                .unwrap()
+                .ends_with("planck.toml:1")
+        );
+    }
+}
