@@ -14,6 +14,7 @@
 //! `planck.toml`, then the built-in default.
 
 pub mod explain;
+pub mod replay;
 
 use std::path::{Path, PathBuf};
 
