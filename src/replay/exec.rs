@@ -538,7 +538,7 @@ pub async fn run_unit(
             Ok((affected, first_row)) => {
                 ok_statements += 1;
                 let mut stats = stats.borrow_mut();
-                if stmt.writes {
+                if stmt.modifies {
                     stats.rows_written += affected;
                 }
                 if record {

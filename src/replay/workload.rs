@@ -27,8 +27,11 @@ pub struct Statement {
     pub calls: u64,
     /// Relations it writes or row-locks (see [`locked_relations`]).
     pub locks: Vec<String>,
-    /// Whether it changes data (INSERT, UPDATE, DELETE, MERGE, or a row lock).
+    /// Whether it writes or row-locks (INSERT, UPDATE, DELETE, MERGE, FOR UPDATE/SHARE).
     pub writes: bool,
+    /// Whether it changes rows (INSERT, UPDATE, DELETE, MERGE): the rows the
+    /// server reports for it count in the integrity line.
+    pub modifies: bool,
     /// Why a rollback would not undo it, when it calls such a function.
     pub side_effect: Option<&'static str>,
 }
@@ -212,21 +215,22 @@ fn side_effect_of(query: &str) -> Option<&'static str> {
     })
 }
 
-fn is_write(query: &str, locks: &[String]) -> bool {
+fn modifies(query: &str) -> bool {
     let first = query
         .trim_start()
         .split(|c: char| !c.is_alphanumeric())
         .next()
         .unwrap_or("")
         .to_lowercase();
-    !locks.is_empty() || matches!(first.as_str(), "insert" | "update" | "delete" | "merge")
+    matches!(first.as_str(), "insert" | "update" | "delete" | "merge")
 }
 
 impl Statement {
     pub fn new(id: String, query: String, role: Option<String>, calls: u64) -> Statement {
         let locks = locked_relations(&query);
         Statement {
-            writes: is_write(&query, &locks),
+            writes: !locks.is_empty() || modifies(&query),
+            modifies: modifies(&query),
             side_effect: side_effect_of(&query),
             id,
             query,
