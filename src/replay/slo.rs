@@ -35,7 +35,7 @@ impl Slo {
         };
         let max_ms = num.trim().parse::<f64>().map_err(|_| bad())? * scale;
         let concurrency = c.trim().parse::<u32>().map_err(|_| bad())?;
-        if !(max_ms > 0.0) || concurrency == 0 {
+        if max_ms.is_nan() || max_ms <= 0.0 || concurrency == 0 {
             return Err(bad());
         }
         Ok(Slo {
@@ -48,11 +48,14 @@ impl Slo {
     /// `None` when the step did not run; `Some(true)` when the objective held.
     pub fn met(&self, r: &Report) -> Option<(bool, f64)> {
         let s = r.steps.iter().find(|s| s.concurrency == self.concurrency)?;
-        let v = match self.percentile {
-            p if p == 50.0 => s.p50_ms,
-            p if p == 95.0 => s.p95_ms,
-            p if p == 99.0 => s.p99_ms,
-            _ => s.p999_ms,
+        let v = if self.percentile == 50.0 {
+            s.p50_ms
+        } else if self.percentile == 95.0 {
+            s.p95_ms
+        } else if self.percentile == 99.0 {
+            s.p99_ms
+        } else {
+            s.p999_ms
         };
         Some((v <= self.max_ms, v))
     }

@@ -224,8 +224,9 @@ fn least_squares(rows: &[([f64; 3], f64)], free: [bool; 3]) -> Option<[f64; 3]> 
         for r in 0..k {
             if r != c {
                 let f = m[r][c] / m[c][c];
-                for j in c..=k {
-                    m[r][j] -= f * m[c][j];
+                let pivot = m[c].clone();
+                for (x, p) in m[r].iter_mut().zip(&pivot).skip(c) {
+                    *x -= f * p;
                 }
             }
         }
