@@ -21,6 +21,7 @@ pub mod replay;
 pub mod seed;
 pub mod session;
 pub mod settings;
+pub mod stats;
 pub mod tenancy;
 
 pub use error::{Error, Result};
