@@ -6,18 +6,15 @@
 //! `outcome`, `manual` and `[[transaction.bind]]` with `value`, `column` or
 //! `result`). Statements that belong to no transaction run alone.
 //!
-//! Until the shared `queries` layer reads format 2, this module parses the
-//! file itself, leniently (unknown keys ignored), and validates what replay
-//! relies on: each transaction's statement ids exist (error at file:line).
+//! The shared `queries` layer parses and validates the file (an unknown
+//! statement id is an error at file:line); this module turns it into units.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::Path;
 
-use serde::Deserialize;
-
 use super::attribution::locked_relations;
-use crate::config::line_col;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::queries::{self, QueryFile};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Statement {
@@ -241,208 +238,89 @@ impl Statement {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct RawFile {
-    #[serde(default)]
-    statement: Vec<RawStatement>,
-    #[serde(default)]
-    transaction: Vec<toml::Spanned<RawTransaction>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct RawStatement {
-    id: Option<String>,
-    query: String,
-    role: Option<String>,
-    calls: Option<u64>,
-    ignore: Option<String>,
-}
-
-#[derive(Debug, Deserialize)]
-struct RawTransaction {
-    id: String,
-    name: Option<String>,
-    statements: Vec<String>,
-    repeat: Option<u32>,
-    calls: Option<u64>,
-    think_ms: Option<f64>,
-    role: Option<String>,
-    #[serde(default)]
-    settings: BTreeMap<String, toml::Value>,
-    isolation: Option<String>,
-    #[serde(default)]
-    bind: Vec<RawBind>,
-    outcome: Option<String>,
-    #[serde(default)]
-    manual: bool,
-}
-
-#[derive(Debug, Deserialize)]
-struct RawBind {
-    statement: String,
-    param: u32,
-    value: Option<toml::Value>,
-    column: Option<String>,
-    result: Option<String>,
-}
-
-fn value_text(v: &toml::Value) -> String {
-    match v {
-        toml::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Reads the queries file at `path` into its statements and transactions.
+/// Reads the queries file at `path` (format 2, through the shared `queries`
+/// layer, which validates the transactions: ids that exist, binds naming
+/// their own statements, an isolation PostgreSQL has) into replay's workload.
 pub fn load(path: &Path) -> Result<(Vec<Statement>, Vec<Transaction>)> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::ReadFile {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    parse(path, &text)
+    Ok(from_file(&QueryFile::load(path)?))
 }
 
-pub fn parse(path: &Path, text: &str) -> Result<(Vec<Statement>, Vec<Transaction>)> {
-    let err = |offset: Option<usize>, message: String| {
-        let (line, column) = offset.map(|o| line_col(text, o)).unzip();
-        Error::Config {
-            path: path.to_path_buf(),
-            line,
-            column,
-            message,
-            hint: None,
-        }
-    };
-    let raw: RawFile = toml::from_str(text)
-        .map_err(|e| err(e.span().map(|s| s.start), e.message().to_string()))?;
-    let statements: Vec<Statement> = raw
-        .statement
-        .into_iter()
+/// Replay's view of a parsed queries file. Ignored statements are left out
+/// (a transaction that names one keeps its other statements).
+pub fn from_file(qf: &QueryFile) -> (Vec<Statement>, Vec<Transaction>) {
+    let statements: Vec<Statement> = qf
+        .statements
+        .iter()
         .filter(|s| s.ignore.is_none())
         .map(|s| {
-            let id =
-                s.id.unwrap_or_else(|| crate::queries::identity(&s.query, s.role.as_deref()));
-            Statement::new(id, s.query.trim().to_string(), s.role, s.calls.unwrap_or(1))
+            Statement::new(
+                s.id.clone(),
+                s.query.trim().to_string(),
+                s.role.clone(),
+                s.calls.unwrap_or(1),
+            )
         })
         .collect();
-    let mut transactions = Vec::new();
-    for spanned in raw.transaction {
-        let at = Some(spanned.span().start);
-        let t = spanned.into_inner();
-        let mut idx = Vec::new();
-        for sid in &t.statements {
-            let Some(i) = statements.iter().position(|s| &s.id == sid) else {
-                return Err(err(
-                    at,
-                    format!(
-                        "transaction {} names statement {sid}, which the file does not have",
-                        t.id
-                    ),
-                ));
-            };
-            idx.push(i);
-        }
-        if t.statements.is_empty() {
-            return Err(err(at, format!("transaction {} has no statements", t.id)));
-        }
-        let think_ms = t.think_ms.unwrap_or(0.0);
-        if !think_ms.is_finite() || think_ms < 0.0 {
-            return Err(err(
-                at,
-                format!("transaction {}: think_ms must be >= 0", t.id),
-            ));
-        }
-        let mut bind = Vec::new();
-        for b in t.bind {
-            if !t.statements.contains(&b.statement) {
-                return Err(err(
-                    at,
-                    format!(
-                        "transaction {}: bind names statement {}, not one of its own",
-                        t.id, b.statement
-                    ),
-                ));
-            }
-            let source = match (b.value, b.column, b.result) {
-                (Some(v), None, None) => BindSource::Value(value_text(&v)),
-                (None, Some(c), None) => {
-                    let (table, column) = c.rsplit_once('.').ok_or_else(|| {
-                        err(
-                            at,
-                            format!("transaction {}: column {c} is not table.column", t.id),
-                        )
-                    })?;
-                    BindSource::Column {
-                        table: table.to_string(),
-                        column: column.to_string(),
-                    }
-                }
-                (None, None, Some(r)) => {
-                    let (statement, column) = r.split_once('.').ok_or_else(|| {
-                        err(
-                            at,
-                            format!("transaction {}: result {r} is not statement.column", t.id),
-                        )
-                    })?;
-                    BindSource::Result {
-                        statement: statement.to_string(),
-                        column: column.to_string(),
-                    }
-                }
-                _ => {
-                    return Err(err(
-                        at,
-                        format!(
-                            "transaction {}: a bind takes exactly one of value, column, result",
-                            t.id
-                        ),
-                    ));
-                }
-            };
-            bind.push(Bind {
-                statement: b.statement,
-                param: b.param,
-                source,
-            });
-        }
-        let isolation = match t.isolation.as_deref().map(str::to_lowercase) {
-            None => None,
-            Some(i) => {
-                let n = i.replace(['_', '-'], " ");
-                if !["read committed", "repeatable read", "serializable"].contains(&n.as_str()) {
-                    return Err(err(
-                        at,
-                        format!("transaction {}: unknown isolation {i}", t.id),
-                    ));
-                }
-                Some(n)
-            }
-        };
-        transactions.push(Transaction {
-            name: t.name.unwrap_or_else(|| format!("tx-{}", t.id)),
-            id: t.id,
-            statements: idx,
-            repeat: t.repeat.unwrap_or(1).max(1),
+    let transactions = qf
+        .transactions
+        .iter()
+        .map(|t| Transaction {
+            id: t.id.clone(),
+            name: t.name.clone().unwrap_or_else(|| format!("tx-{}", t.id)),
+            statements: t
+                .statements
+                .iter()
+                .filter_map(|id| statements.iter().position(|s| &s.id == id))
+                .collect(),
+            repeat: t.repeat.max(1),
             calls: t.calls.unwrap_or(1),
-            think_ms,
-            role: t.role,
+            think_ms: t.think_ms,
+            role: t.role.clone(),
             settings: t
                 .settings
                 .iter()
-                .map(|(k, v)| (k.clone(), value_text(v)))
+                .map(|(k, v)| (k.clone(), v.as_text()))
                 .collect(),
-            isolation,
-            bind,
-            rollback: t.outcome.as_deref() == Some("rollback"),
+            isolation: t.isolation.map(|i| i.sql().to_string()),
+            bind: t
+                .bind
+                .iter()
+                .map(|b| Bind {
+                    statement: b.statement.clone(),
+                    param: b.param,
+                    source: match &b.source {
+                        queries::BindSource::Value(v) => BindSource::Value(v.clone()),
+                        queries::BindSource::Column(c) => {
+                            let (table, column) = c.rsplit_once('.').unwrap_or(("", c));
+                            BindSource::Column {
+                                table: table.to_string(),
+                                column: column.to_string(),
+                            }
+                        }
+                        queries::BindSource::Result { statement, column } => BindSource::Result {
+                            statement: statement.clone(),
+                            column: column.clone(),
+                        },
+                    },
+                })
+                .collect(),
+            rollback: t.outcome == queries::TxOutcome::Rollback,
             manual: t.manual,
-        });
-    }
-    Ok((statements, transactions))
+        })
+        .filter(|t| !t.statements.is_empty())
+        .collect();
+    (statements, transactions)
+}
+
+/// Parses a queries file's text (tests, callers holding the text).
+pub fn parse(path: &Path, text: &str) -> Result<(Vec<Statement>, Vec<Transaction>)> {
+    Ok(from_file(&QueryFile::parse(path, text)?))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     const FILE: &str = r#"format_version = 2
 
