@@ -75,9 +75,7 @@ async fn connect(conn: &ConnInfo, registry: &Registry) -> std::result::Result<Cl
         .expect("registry lock")
         .insert(pid, history.clone());
     // Best effort: keep planck's statements out of pg_stat_statements.
-    let _ = client
-        .batch_execute("SET pg_stat_statements.track = 'none'")
-        .await;
+    let _ = crate::session::untrack(&client).await;
     Ok(ClientConn {
         client,
         prepared: HashMap::new(),
@@ -220,9 +218,7 @@ pub async fn run_step(
     let sampler_stop = Arc::new(AtomicBool::new(false));
     let sampler = if opts.sampler {
         let client = conn.connect().await?;
-        let _ = client
-            .batch_execute("SET pg_stat_statements.track = 'none'")
-            .await;
+        let _ = crate::session::untrack(&client).await;
         let app = opts.app.clone();
         let registry = registry.clone();
         let s_stop = sampler_stop.clone();

@@ -221,9 +221,7 @@ pub async fn run(
 ) -> Result<Report> {
     check_workload(&workload, opts, conn.managed)?;
     let admin = conn.connect().await?;
-    let _ = admin
-        .batch_execute("SET pg_stat_statements.track = 'none'")
-        .await;
+    let _ = crate::session::untrack(&admin).await;
     let top = opts.ladder.iter().copied().max().unwrap_or(1);
     check_connections(&admin, top, opts.sampler).await?;
     let pools = sample_pools(&admin, &workload, opts.pool_rows)
