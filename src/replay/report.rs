@@ -564,3 +564,116 @@ pub fn render_markdown<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::hist::Latency;
+
+    fn sample() -> Report {
+        let mut h = Latency::new();
+        for us in [800, 1200, 2500, 9000] {
+            h.record_us(us);
+        }
+        let step = |i: usize, c: u32, x: f64, shape: Shape| StepJson {
+            step_index: i,
+            concurrency: c,
+            throughput_per_s: x,
+            statements_per_s: x * 5.0,
+            p50_ms: 1.2,
+            p95_ms: 9.0,
+            p99_ms: 9.0,
+            p999_ms: 9.0,
+            max_ms: 9.0,
+            errors: BTreeMap::from([("40P01".to_string(), 2)]),
+            first_errors: BTreeMap::from([("40P01".to_string(), "deadlock detected".to_string())]),
+            pool_wait_p95_ms: None,
+            histogram: h.to_base64(),
+            shape,
+            units: 4,
+            reconnects: 0,
+        };
+        Report {
+            format_version: FORMAT_VERSION,
+            percentile_method: METHOD.to_string(),
+            steps: vec![
+                step(0, 1, 300.0, Shape::Growing),
+                step(1, 4, 410.0, Shape::Growing),
+                step(2, 16, 250.0, Shape::Backwards),
+            ],
+            statements: vec![],
+            transactions: vec![],
+            hotspots: vec![HotspotJson {
+                step_index: 2,
+                lock_type: "transactionid".into(),
+                relation: Some("accounts".into()),
+                row: "ctid (0,1); blocker bound $1 = 1".into(),
+                waiting_statement: Some("UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1".into()),
+                waiting_statement_id: Some("s1".into()),
+                blocking_statement: Some("UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1".into()),
+                blocking_statement_id: Some("s1".into()),
+                blocker_state: "idle in transaction".into(),
+                transaction: Some("tx-add-item".into()),
+                samples: 710,
+                wait_seconds: 14.2,
+                wait_share: 0.71,
+            }],
+            wait_events: vec![WaitEventJson {
+                step_index: 2,
+                wait_event_type: "Lock".into(),
+                wait_event: "transactionid".into(),
+                samples: 710,
+                share: 0.71,
+            }],
+            integrity: IntegrityJson {
+                attempted: 12,
+                succeeded: 10,
+                failed: 2,
+                planck_rows_changed: 30,
+                server_rows_changed: Some(30),
+                planck_rollbacks: 12,
+                planck_commits: 0,
+                server_xact_rollback: Some(12),
+                server_xact_commit: Some(3),
+                data_unchanged: Some(true),
+                notes: vec!["sequences advance".into()],
+            },
+            client_cpu: vec![],
+            verdict: VerdictJson {
+                peak_concurrency: Some(4),
+                shape: Shape::Backwards,
+                usl: None,
+                text: "throughput peaks at 4 concurrent (410 units/s) and falls after".into(),
+            },
+            interrupted: false,
+        }
+    }
+
+    fn rendered(f: fn(&mut Vec<u8>, &Report) -> io::Result<()>) -> String {
+        let mut buf = Vec::new();
+        f(&mut buf, &sample()).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn table_snapshot() {
+        insta::assert_snapshot!(rendered(|w, r| render_table(w, r)));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(rendered(|w, r| render_markdown(w, r)));
+    }
+
+    /// The JSON is the wire contract: it reads back into the same report.
+    #[test]
+    fn json_snapshot_and_round_trip() {
+        let text = rendered(|w, r| render_json(w, r));
+        let back: Report = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, sample());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["format_version"], 1);
+        assert_eq!(v["steps"][2]["shape"], "backwards");
+        insta::assert_snapshot!(text);
+    }
+}
