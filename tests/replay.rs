@@ -453,3 +453,77 @@ fn slo_missed_exits_1() {
     );
     assert_exit(&out, 0);
 }
+
+const DEADLOCK: &str = r#"format_version = 2
+
+[[statement]]
+id = "one"
+query = "UPDATE pair SET n = n + 1 WHERE id = 1"
+
+[[statement]]
+id = "two"
+query = "UPDATE pair SET n = n + 1 WHERE id = 2"
+
+[[statement]]
+id = "two_b"
+query = "UPDATE pair SET n = n + 2 WHERE id = 2"
+
+[[statement]]
+id = "one_b"
+query = "UPDATE pair SET n = n + 2 WHERE id = 1"
+
+[[transaction]]
+id = "forward"
+statements = ["one", "two"]
+think_ms = 30
+
+[[transaction]]
+id = "backward"
+statements = ["two_b", "one_b"]
+think_ms = 30
+"#;
+
+/// Faults: deadlocks are counted (40P01) and the run goes on.
+#[test]
+fn deadlocks_are_counted_and_the_run_goes_on() {
+    let db = test_db!();
+    db.exec("CREATE TABLE pair (id int PRIMARY KEY, n int NOT NULL); INSERT INTO pair VALUES (1, 0), (2, 0)");
+    let dir = project_dir();
+    let q = write_queries(dir.path(), DEADLOCK);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "4", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert!(s.errors.get("40P01").copied().unwrap_or(0) > 0, "{s:?}");
+    assert!(s.units > 0, "units still succeed between deadlocks: {s:?}");
+    assert_eq!(db.query_strings("SELECT sum(n)::text FROM pair"), ["0"]);
+}
+
+/// Faults: SIGTERM mid-run prints the report of the finished steps, exits
+/// 143, and leaves no open transaction behind (the data is unchanged).
+#[test]
+fn sigterm_reports_the_finished_steps() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
+    let dir = project_dir();
+    let q = write_queries(dir.path(), ATTRIBUTION);
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url, "replay", "--queries", &q, "--warmup", "0"])
+        .args(["--format", "json", "--ladder", "1,1,1,1,1,1", "--duration", "600ms"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1700));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 143);
+    let r = report(&out);
+    assert!(r.interrupted);
+    assert!(!r.steps.is_empty() && r.steps.len() < 6, "{} steps", r.steps.len());
+    assert_eq!(db.query_strings("SELECT n::text FROM hot"), ["0"]);
+}
