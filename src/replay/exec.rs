@@ -442,12 +442,18 @@ pub async fn run_unit(
             }
         }
     };
+    // A lone read with nothing to set runs on its own, as the application
+    // sends it (the session's statement_timeout bounds it); everything else
+    // inside BEGIN .. ROLLBACK.
+    let autocommit = matches!(unit, Unit::Lone(s) if !w.statements[s].writes) && role.is_none();
     let begin = begin_sql(
         isolation.as_deref(),
         shared.statement_timeout_ms,
         role.as_deref(),
     );
-    if let Err(e) = conn.client.batch_execute(&begin).await {
+    if autocommit {
+        // Nothing to open.
+    } else if let Err(e) = conn.client.batch_execute(&begin).await {
         fail(stats, &sqlstate(&e), &error_text(&e), None);
         return end(conn, stats, e.code().is_none()).await;
     }
@@ -562,12 +568,18 @@ pub async fn run_unit(
     } else {
         "ROLLBACK"
     };
-    let res = conn.client.batch_execute(finish).await;
+    let res = if autocommit {
+        Ok(())
+    } else {
+        conn.client.batch_execute(finish).await
+    };
     conn.history.lock().expect("history lock").end();
     match res {
         Ok(()) => {
             let mut stats = stats.borrow_mut();
-            if finish == "COMMIT" {
+            if autocommit {
+                // No transaction of planck's to count.
+            } else if finish == "COMMIT" {
                 stats.commits += 1;
             } else {
                 stats.rollbacks += 1;

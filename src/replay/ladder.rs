@@ -62,7 +62,11 @@ pub fn process_cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-async fn connect(conn: &ConnInfo, registry: &Registry) -> std::result::Result<ClientConn, Error> {
+async fn connect(
+    conn: &ConnInfo,
+    registry: &Registry,
+    timeout_ms: u64,
+) -> std::result::Result<ClientConn, Error> {
     let client = conn.connect().await?;
     let row = client
         .query_one("SELECT pg_backend_pid()", &[])
@@ -76,6 +80,11 @@ async fn connect(conn: &ConnInfo, registry: &Registry) -> std::result::Result<Cl
         .insert(pid, history.clone());
     // Best effort: keep planck's statements out of pg_stat_statements.
     let _ = crate::session::untrack(&client).await;
+    // Bounds the lone reads that run outside a transaction.
+    client
+        .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
+        .await
+        .map_err(|e| Error::db("setting statement_timeout", e))?;
     Ok(ClientConn {
         client,
         prepared: HashMap::new(),
@@ -122,7 +131,7 @@ pub async fn run_step(
                 let mut conns = Vec::new();
                 let mut failure = None;
                 for _ in &clients {
-                    match connect(&conn, &registry).await {
+                    match connect(&conn, &registry, shared.statement_timeout_ms).await {
                         Ok(c) => conns.push(c),
                         Err(e) => {
                             failure = Some(e);
@@ -185,7 +194,7 @@ pub async fn run_step(
                                     if Instant::now() >= until || stop.load(Ordering::Relaxed) {
                                         return;
                                     }
-                                    match connect(&conn, &registry).await {
+                                    match connect(&conn, &registry, shared.statement_timeout_ms).await {
                                         Ok(n) => {
                                             cc = n;
                                             stats.borrow_mut().reconnects += 1;
