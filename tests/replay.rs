@@ -508,8 +508,23 @@ fn sigterm_reports_the_finished_steps() {
     let dir = project_dir();
     let q = write_queries(dir.path(), ATTRIBUTION);
     let child = common::planck_cmd(dir.path())
-        .args(["--database-url", &db.url, "replay", "--queries", &q, "--warmup", "0"])
-        .args(["--format", "json", "--ladder", "1,1,1,1,1,1", "--duration", "600ms"])
+        .args([
+            "--database-url",
+            &db.url,
+            "replay",
+            "--queries",
+            &q,
+            "--warmup",
+            "0",
+        ])
+        .args([
+            "--format",
+            "json",
+            "--ladder",
+            "1,1,1,1,1,1",
+            "--duration",
+            "600ms",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -524,6 +539,43 @@ fn sigterm_reports_the_finished_steps() {
     assert_exit(&out, 143);
     let r = report(&out);
     assert!(r.interrupted);
-    assert!(!r.steps.is_empty() && r.steps.len() < 6, "{} steps", r.steps.len());
+    assert!(
+        !r.steps.is_empty() && r.steps.len() < 6,
+        "{} steps",
+        r.steps.len()
+    );
     assert_eq!(db.query_strings("SELECT n::text FROM hot"), ["0"]);
+}
+
+/// A lone statement with a parameter is bound from its text (sampled from
+/// the column it is compared with), not refused and not sent as NULL.
+#[test]
+fn lone_statement_parameters_are_sampled_from_their_column() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot SELECT g, 0 FROM generate_series(1, 50) g");
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"bump\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = $1\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "2", "--duration", "300ms"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert!(
+        r.steps[0].units > 0 && r.steps[0].errors.is_empty(),
+        "{:?}",
+        r.steps[0]
+    );
+    // One row per execution: the value matched a real row.
+    assert_eq!(
+        r.integrity.planck_rows_changed, r.integrity.succeeded,
+        "{:?}",
+        r.integrity
+    );
+    assert_eq!(db.query_strings("SELECT sum(n)::text FROM hot"), ["0"]);
 }

@@ -134,8 +134,13 @@ pub type Pools = HashMap<String, Pool>;
 /// The tables and columns the binds sample, in a stable order.
 pub fn pool_columns(w: &Workload) -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    for t in &w.transactions {
-        for b in &t.bind {
+    let all = w
+        .statements
+        .iter()
+        .flat_map(|s| &s.auto_bind)
+        .chain(w.transactions.iter().flat_map(|t| &t.bind));
+    {
+        for b in all {
             if let BindSource::Column { table, column } = &b.source {
                 match out.iter_mut().find(|(t, _)| t == table) {
                     Some((_, cols)) if !cols.contains(column) => cols.push(column.clone()),
@@ -491,8 +496,13 @@ pub async fn run_unit(
         let stmt = &w.statements[s];
         let n = shared.param_counts[s] as usize;
         let mut values: Vec<TextParam> = vec![TextParam(None); n];
-        if let Some(t) = tx {
-            for b in t.bind.iter().filter(|b| b.statement == stmt.id) {
+        let own = tx.map(|t| t.bind.as_slice()).unwrap_or(&[]);
+        {
+            for b in stmt
+                .auto_bind
+                .iter()
+                .chain(own.iter().filter(|b| b.statement == stmt.id))
+            {
                 let Some(slot) = values.get_mut(b.param as usize - 1) else {
                     continue;
                 };

@@ -194,7 +194,9 @@ pub async fn run_step(
                                     if Instant::now() >= until || stop.load(Ordering::Relaxed) {
                                         return;
                                     }
-                                    match connect(&conn, &registry, shared.statement_timeout_ms).await {
+                                    match connect(&conn, &registry, shared.statement_timeout_ms)
+                                        .await
+                                    {
                                         Ok(n) => {
                                             cc = n;
                                             stats.borrow_mut().reconnects += 1;

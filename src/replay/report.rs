@@ -608,9 +608,13 @@ mod tests {
                 lock_type: "transactionid".into(),
                 relation: Some("accounts".into()),
                 row: "ctid (0,1); blocker bound $1 = 1".into(),
-                waiting_statement: Some("UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1".into()),
+                waiting_statement: Some(
+                    "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1".into(),
+                ),
                 waiting_statement_id: Some("s1".into()),
-                blocking_statement: Some("UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1".into()),
+                blocking_statement: Some(
+                    "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1".into(),
+                ),
                 blocking_statement_id: Some("s1".into()),
                 blocker_state: "idle in transaction".into(),
                 transaction: Some("tx-add-item".into()),

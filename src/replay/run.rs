@@ -144,43 +144,30 @@ pub fn check_workload(w: &Workload, opts: &Options, managed: bool) -> Result<()>
             "add --allow-side-effects to replay it anyway, or mark it ignore = \"...\" in the queries file",
         ));
     }
-    for t in &w.transactions {
-        for &s in &t.statements {
-            let n = param_count(&w.statements[s].query);
-            for p in 1..=n {
-                if !t
-                    .bind
-                    .iter()
-                    .any(|b| b.statement == w.statements[s].id && b.param == p)
-                {
-                    return Err(Error::usage_hint(
-                        format!(
-                            "transaction {}: ${p} of statement {} has no [[transaction.bind]]",
-                            t.id, w.statements[s].id
-                        ),
-                        "give it a value, a column to sample (table.column) or an earlier statement's result",
-                    ));
+    Ok(())
+}
+
+/// Parameters nothing binds: (unit, statement id, $n).
+pub fn unbound(w: &Workload) -> Vec<(String, String, u32)> {
+    let mut out = Vec::new();
+    for (u, _) in &w.units {
+        let own = match u {
+            super::workload::Unit::Transaction(t) => w.transactions[*t].bind.as_slice(),
+            super::workload::Unit::Lone(_) => &[],
+        };
+        for s in w.unit_statements(*u) {
+            let st = &w.statements[s];
+            for p in 1..=param_count(&st.query) {
+                let bound = st.auto_bind.iter().any(|b| b.param == p)
+                    || own.iter().any(|b| b.statement == st.id && b.param == p);
+                let entry = (w.unit_name(*u), st.id.clone(), p);
+                if !bound && !out.contains(&entry) {
+                    out.push(entry);
                 }
             }
         }
     }
-    let in_tx: Vec<usize> = w
-        .transactions
-        .iter()
-        .flat_map(|t| t.statements.clone())
-        .collect();
-    for (i, s) in w.statements.iter().enumerate() {
-        if !in_tx.contains(&i) && param_count(&s.query) > 0 {
-            return Err(Error::usage_hint(
-                format!(
-                    "statement {} has parameters, and replay binds a lone statement's parameters only once the shared params layer is wired in",
-                    s.id
-                ),
-                "put it in a [[transaction]] with [[transaction.bind]] entries, or ignore it for now",
-            ));
-        }
-    }
-    Ok(())
+    out
 }
 
 /// The top step, the sampler and the connections in use must fit the
@@ -233,6 +220,12 @@ pub async fn run(
                 "table {table} has no rows: its bound parameters are NULL"
             ));
         }
+    }
+    for (what, s, p) in unbound(&workload) {
+        log.warn(&format!(
+            "{what}: ${p} of statement {s} is bound to no column, value or result: it is sent as NULL \
+             (add a [[transaction.bind]] entry)"
+        ));
     }
     let relations = workload.written_relations();
     let before = server_counters(&admin, &relations, opts.verify_max_rows).await?;

@@ -31,6 +31,42 @@ pub struct Statement {
     pub modifies: bool,
     /// Why a rollback would not undo it, when it calls such a function.
     pub side_effect: Option<&'static str>,
+    /// Binds the statement's own text gives (the shared `params` layer's
+    /// analysis: `$n` compared with, inserted into or assigned to a column
+    /// is sampled from it; LIMIT gets a page size, OFFSET 0). A transaction's
+    /// own `[[transaction.bind]]` entries win over these.
+    pub auto_bind: Vec<Bind>,
+}
+
+/// The binds [`crate::params::binding::analyze`] finds in `query`. A column
+/// of no named table is taken from the statement's one table, when it has one.
+fn auto_binds(id: &str, query: &str) -> Vec<Bind> {
+    use crate::params::binding::{Binding, analyze};
+    let a = analyze(query);
+    a.bindings
+        .iter()
+        .filter_map(|(&n, b)| {
+            let source = match b {
+                Binding::Limit => BindSource::Value("50".into()),
+                Binding::Offset => BindSource::Value("0".into()),
+                Binding::Column { array: true, .. } => return None,
+                Binding::Column { table, column, .. } => {
+                    let table = table
+                        .clone()
+                        .or_else(|| (a.tables.len() == 1).then(|| a.tables[0].clone()))?;
+                    BindSource::Column {
+                        table,
+                        column: column.clone(),
+                    }
+                }
+            };
+            Some(Bind {
+                statement: id.to_string(),
+                param: n,
+                source,
+            })
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -229,6 +265,7 @@ impl Statement {
             writes: !locks.is_empty() || modifies(&query),
             modifies: modifies(&query),
             side_effect: side_effect_of(&query),
+            auto_bind: auto_binds(&id, &query),
             id,
             query,
             role,
@@ -417,6 +454,34 @@ result = "s1.n"
             w.units
                 .iter()
                 .any(|(u, _)| matches!(u, Unit::Transaction(_)))
+        );
+    }
+
+    /// A lone statement's parameters are bound from its own text (the
+    /// shared params layer), so a recorded file replays without hand binds.
+    #[test]
+    fn lone_statement_parameters_bind_from_the_text() {
+        let s = Statement::new(
+            "s".into(),
+            "SELECT id FROM items WHERE account_id = $1 ORDER BY id LIMIT $2".into(),
+            None,
+            1,
+        );
+        assert_eq!(
+            s.auto_bind
+                .iter()
+                .map(|b| (b.param, b.source.clone()))
+                .collect::<Vec<_>>(),
+            vec![
+                (
+                    1,
+                    BindSource::Column {
+                        table: "items".into(),
+                        column: "account_id".into()
+                    }
+                ),
+                (2, BindSource::Value("50".into())),
+            ]
         );
     }
 
