@@ -661,18 +661,18 @@ mod tests {
 
     #[test]
     fn table_snapshot() {
-        insta::assert_snapshot!(rendered(|w, r| render_table(w, r)));
+        insta::assert_snapshot!(rendered(render_table));
     }
 
     #[test]
     fn markdown_snapshot() {
-        insta::assert_snapshot!(rendered(|w, r| render_markdown(w, r)));
+        insta::assert_snapshot!(rendered(render_markdown));
     }
 
     /// The JSON is the wire contract: it reads back into the same report.
     #[test]
     fn json_snapshot_and_round_trip() {
-        let text = rendered(|w, r| render_json(w, r));
+        let text = rendered(render_json);
         let back: Report = serde_json::from_str(&text).unwrap();
         assert_eq!(back, sample());
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
