@@ -7,12 +7,12 @@ use clap::Args;
 
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
+use crate::explain::report as explain_report;
+use crate::output::{self, Format};
 use crate::settings::Settings;
-
-/// The bundled example ships with the source: migrations/, seeds/, queries/.
-pub fn bundled_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::settings::explain::{ExplainArgs, ExplainSettings};
+use crate::settings::record::{RecordArgs, RecordSettings};
+use crate::settings::seed::{SeedArgs, SeedSettings};
 
 /// Arguments of the hidden `planck example-app`.
 #[derive(Debug, Clone, Default, Args)]
@@ -133,9 +133,10 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
             base.display()
         ));
     }
-    // The demo database is the demo's own: always rebuilt from scratch.
-    let outcome =
-        super::migrate::migrate_database(&conn, &migrations, true, true, settings).await?;
+    // The demo database is the demo's own: always rebuilt from scratch. Each
+    // step calls the library, as the commands themselves do.
+    let log = settings.log();
+    let outcome = crate::migrate::run(&conn, &migrations, true, true, log).await?;
     settings.info(&format!(
         "migrated the bundled example: {} migrations into {}",
         outcome.applied.len(),
@@ -145,16 +146,18 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     // file of the demo's own (the committed queries/recorded.toml stays as is).
     let queries = demo_dir(settings).join("recorded.toml");
     let _ = std::fs::remove_file(&queries);
-    let recorded = super::record::record_on(
-        &conn,
-        super::record::RecordArgs::around(example_app_command(settings)).output(&queries),
+    let record = RecordSettings::resolve(
+        &RecordArgs::around(example_app_command(settings)).output(&queries),
         settings,
-    )
-    .await?;
+    )?;
+    let recorded = crate::record::record(&conn, &record, log).await?;
+    for w in &recorded.warnings {
+        settings.warn(w);
+    }
     if let Some(status) = recorded.exit
         && !status.success()
     {
-        return Err(Error::Other(anyhow::anyhow!(
+        return Err(Error::internal(format!(
             "the example app {}; see its output above",
             status.describe()
         )));
@@ -165,22 +168,29 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         queries.display()
     ));
     // Step 3: seed the bundled spec (the example app's fixtures make way).
-    let code = super::seed::run_on(
-        super::seed::SeedArgs::bundled(args.scale),
-        Some(&conn),
+    let seed = SeedSettings::resolve(
+        &SeedArgs::for_spec(crate::demo::spec_path(&example), args.scale),
         settings,
-    )
-    .await?;
-    if code != 0 {
-        return Ok(code);
-    }
+    )?;
+    let summary = crate::seed::run(&conn, &seed.options, log).await?;
+    let mut out = Vec::new();
+    crate::seed::summary::render(&mut out, &summary, settings.format)
+        .map_err(|e| Error::internal(format!("rendering the seed summary: {e}")))?;
     // Step 4: plan every recorded statement as tenant and as admin.
-    let mut explain_args = super::explain::ExplainArgs::with_queries(&queries);
+    let mut explain_args = ExplainArgs::with_queries(&queries);
     explain_args.baseline = Some(demo_dir(settings).join("baseline.toml"));
-    let code = super::explain::run_on(&conn, explain_args, settings).await?;
+    let explain = ExplainSettings::resolve(&explain_args, settings)?;
+    let report = crate::explain::run(&conn, &explain, log).await?;
+    let rendered = match settings.format {
+        Format::Json => explain_report::render_json(&mut out, &report),
+        Format::Markdown => explain_report::render_markdown(&mut out, &report),
+        Format::Table => explain_report::render_table(&mut out, &report),
+    };
+    rendered.map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
+    output::emit(&out).map_err(|e| Error::internal(format!("writing to stdout: {e}")))?;
     settings.info(&format!(
         "{} (the bundled example has these on purpose: in your project, exit code 1 fails CI)",
-        if code == crate::error::exit::FINDINGS {
+        if report.exit_code(explain.fail_on_skipped) == crate::error::exit::FINDINGS {
             "explain found problems"
         } else {
             "explain found nothing to fail on"

@@ -3,10 +3,9 @@
 //! Glue only: settings resolved in [`crate::settings::record`], the work in
 //! [`crate::record`], the summary in [`crate::record::report`].
 
-use crate::db::ConnInfo;
 use crate::error::{Error, Result, exit};
 use crate::output;
-use crate::record::{self, Outcome};
+use crate::record;
 use crate::settings::Settings;
 use crate::settings::record::RecordSettings;
 
@@ -21,14 +20,9 @@ pub fn example_app_command() -> Vec<String> {
 }
 
 pub async fn run(args: RecordArgs, settings: &Settings) -> Result<i32> {
+    let resolved = RecordSettings::resolve(&args, settings)?;
     let conn = settings.conn().await?;
-    run_on(&conn, args, settings).await
-}
-
-/// `planck record` against a given connection: records, prints the
-/// summary, returns the exit code.
-pub async fn run_on(conn: &ConnInfo, args: RecordArgs, settings: &Settings) -> Result<i32> {
-    let outcome = record_on(conn, args, settings).await?;
+    let outcome = record::record(&conn, &resolved, settings.log()).await?;
     for w in &outcome.warnings {
         settings.warn(w);
     }
@@ -41,11 +35,4 @@ pub async fn run_on(conn: &ConnInfo, args: RecordArgs, settings: &Settings) -> R
         Some(e) if !e.success() => exit::FINDINGS,
         _ => exit::OK,
     })
-}
-
-/// Records without printing anything but progress, for callers that render
-/// the outcome themselves (`planck demo`).
-pub async fn record_on(conn: &ConnInfo, args: RecordArgs, settings: &Settings) -> Result<Outcome> {
-    let resolved = RecordSettings::resolve(&args, settings)?;
-    record::record(conn, &resolved, settings.log()).await
 }

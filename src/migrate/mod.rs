@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 use tokio_postgres::Client;
 
 use crate::config::line_col;
+use crate::db::ConnInfo;
 use crate::error::{Error, PgError, Result};
 use crate::output::Log;
 
@@ -231,6 +232,56 @@ fn char_position_to_line_col(text: &str, pos: usize) -> (usize, usize) {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Applies `dir`'s migrations to `conn`, recreating the database first when `fresh`.
+pub async fn run(
+    conn: &ConnInfo,
+    dir: &Path,
+    fresh: bool,
+    force: bool,
+    log: Log,
+) -> Result<Outcome> {
+    let migrations = discover(dir).map_err(|e| match e {
+        Error::ReadFile { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::usage_hint(
+                format!("no migrations folder at {}", path.display()),
+                "put your schema in migrations/*.sql, or set [paths] migrations in planck.toml",
+            )
+        }
+        other => other,
+    })?;
+    if fresh {
+        if !conn.managed && !force {
+            return Err(Error::usage_hint(
+                format!(
+                    "refusing to drop {}: it is not planck's managed database",
+                    conn.display()
+                ),
+                "add --force if you really mean to drop and recreate it",
+            ));
+        }
+        recreate_database(conn, log).await?;
+    }
+    let mut client = conn.connect().await?;
+    apply(&mut client, &migrations, log).await
+}
+
+/// Drops and recreates the connection's database.
+pub async fn recreate_database(conn: &ConnInfo, log: Log) -> Result<()> {
+    let name = conn.dbname();
+    log.info(&format!("recreating database {name}"));
+    let admin = conn.with_database("postgres").connect().await?;
+    let q = crate::db::quote_ident(&name);
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {q} WITH (FORCE)"))
+        .await
+        .map_err(|e| Error::db(format!("dropping database {name}"), e))?;
+    admin
+        .batch_execute(&format!("CREATE DATABASE {q}"))
+        .await
+        .map_err(|e| Error::db(format!("creating database {name}"), e))?;
+    Ok(())
 }
 
 #[cfg(test)]
