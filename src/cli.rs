@@ -106,8 +106,8 @@ Exit codes: 0 recorded, 1 recorded but the command failed or was killed, 2 bad i
     Record(cmd::record::RecordArgs),
     /// Plan every recorded statement as tenant and as admin; flag bad plans
     Explain(cmd::explain::ExplainArgs),
-    /// Replay the recorded mix under a concurrency ladder (not built yet)
-    Replay(cmd::NotBuiltArgs),
+    /// Replay the recorded mix under a concurrency ladder; name the lock hotspots
+    Replay(cmd::replay::ReplayArgs),
     /// Write a DBA review report, or gate a migration in CI (not built yet)
     Report(cmd::NotBuiltArgs),
     /// Run the whole pipeline on the bundled example

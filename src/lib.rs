@@ -18,6 +18,7 @@ pub mod output;
 pub mod params;
 pub mod queries;
 pub mod record;
+pub mod replay;
 pub mod seed;
 pub mod session;
 pub mod settings;

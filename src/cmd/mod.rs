@@ -7,6 +7,7 @@ pub mod demo;
 pub mod explain;
 pub mod migrate;
 pub mod record;
+pub mod replay;
 pub mod seed;
 
 use clap::Args;
@@ -30,7 +31,7 @@ pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
         Command::Seed(a) => seed::run(a, settings).await,
         Command::Record(a) => record::run(a, settings).await,
         Command::Explain(a) => explain::run(a, settings).await,
-        Command::Replay(_) => Err(Error::NotBuilt { command: "replay" }),
+        Command::Replay(a) => replay::run(a, settings).await,
         Command::Report(_) => Err(Error::NotBuilt { command: "report" }),
         Command::Demo(a) => demo::run(a, settings).await,
         Command::ExampleApp(a) => demo::example_app(a, settings).await,

@@ -15,6 +15,7 @@
 
 pub mod explain;
 pub mod record;
+pub mod replay;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,74 @@
+//! `planck replay`: resolves its settings, reads the workload, runs
+//! [`crate::replay::run::run`] with Ctrl-C and SIGTERM ending it after the
+//! finished steps, renders the report and returns the exit code (0 ran,
+//! 1 the SLO was missed, 130/143 interrupted: the report is still printed).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use crate::error::{Error, Result, exit};
+use crate::output::Format;
+use crate::replay::report::{self, Report};
+use crate::replay::workload::{self, Workload};
+pub use crate::settings::replay::ReplayArgs;
+use crate::settings::{Settings, replay::ReplaySettings};
+
+pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
+    let rs = ReplaySettings::resolve(&args, settings)?;
+    let (statements, transactions) = workload::load(&rs.queries)?;
+    let w = Workload::new(statements, transactions, rs.weights, rs.include_rollbacks);
+    let conn = settings.conn().await?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let signal = Arc::new(AtomicI32::new(0));
+    let listener = {
+        let (stop, signal) = (stop.clone(), signal.clone());
+        tokio::spawn(async move {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let code = tokio::select! {
+                _ = tokio::signal::ctrl_c() => exit::INTERRUPTED,
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => exit::TERMINATED,
+            };
+            signal.store(code, Ordering::Relaxed);
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let result = crate::replay::run::run(&conn, w, &rs.options, settings.log(), stop).await;
+    listener.abort();
+    let report = result?;
+    let mut buf = Vec::new();
+    write(&mut buf, &report, settings.format).map_err(|e| Error::Other(e.into()))?;
+    crate::output::emit(&buf).map_err(|e| Error::Other(e.into()))?;
+    let sig = signal.load(Ordering::Relaxed);
+    if sig != 0 {
+        return Ok(sig);
+    }
+    if let Some(slo) = &rs.slo {
+        match slo.met(&report) {
+            None => {
+                settings.warn(&format!(
+                    "--slo names {} clients, a step the ladder did not run",
+                    slo.concurrency
+                ));
+                return Ok(exit::USAGE);
+            }
+            Some((false, v)) => {
+                settings.warn(&format!(
+                    "SLO missed: p{} at {} clients is {v:.2} ms, above {:.2} ms",
+                    slo.percentile, slo.concurrency, slo.max_ms
+                ));
+                return Ok(exit::FINDINGS);
+            }
+            Some((true, _)) => {}
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn write(w: &mut Vec<u8>, r: &Report, format: Format) -> std::io::Result<()> {
+    match format {
+        Format::Json => report::render_json(w, r),
+        Format::Markdown => report::render_markdown(w, r),
+        Format::Table => report::render_table(w, r),
+    }
+}

@@ -1,0 +1,689 @@
+//! What one client does: run a unit (a transaction whole, or a statement
+//! alone) on its own connection inside `BEGIN ... ROLLBACK` (or COMMIT with
+//! `--commit`), with its parameters bound, recording latencies and errors
+//! into its worker thread's stats and every statement into the connection's
+//! [`History`] for the sampler.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use futures_util::{TryStreamExt, pin_mut};
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
+use tokio_postgres::{Client, Statement as Prepared};
+
+use super::attribution::History;
+use super::hist::Latency;
+use super::workload::{BindSource, Unit, Workload};
+use crate::db::quote_ident;
+
+/// A value sent in text form: the server parses it as it would a literal.
+#[derive(Debug, Clone)]
+pub struct TextParam(pub Option<String>);
+
+impl ToSql for TextParam {
+    fn to_sql(
+        &self,
+        _ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
+        match &self.0 {
+            None => Ok(IsNull::Yes),
+            Some(s) => {
+                out.extend_from_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
+        }
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _ty: &Type) -> tokio_postgres::types::Format {
+        tokio_postgres::types::Format::Text
+    }
+
+    to_sql_checked!();
+}
+
+/// A result value as text, for a RETURNING value fed into a later statement.
+struct AnyText(Option<String>);
+
+impl<'a> FromSql<'a> for AnyText {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn StdError + Sync + Send>> {
+        let s = match *ty {
+            Type::INT2 => i16::from_sql(ty, raw)?.to_string(),
+            Type::INT4 => i32::from_sql(ty, raw)?.to_string(),
+            Type::INT8 => i64::from_sql(ty, raw)?.to_string(),
+            Type::OID => u32::from_sql(ty, raw)?.to_string(),
+            Type::FLOAT4 => f32::from_sql(ty, raw)?.to_string(),
+            Type::FLOAT8 => f64::from_sql(ty, raw)?.to_string(),
+            Type::BOOL => bool::from_sql(ty, raw)?.to_string(),
+            Type::UUID => {
+                let b: [u8; 16] = raw.try_into()?;
+                let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+                format!(
+                    "{}-{}-{}-{}-{}",
+                    &h[..8],
+                    &h[8..12],
+                    &h[12..16],
+                    &h[16..20],
+                    &h[20..]
+                )
+            }
+            _ => String::from_utf8(raw.to_vec())?,
+        };
+        Ok(AnyText(Some(s)))
+    }
+
+    fn from_sql_null(_ty: &Type) -> Result<Self, Box<dyn StdError + Sync + Send>> {
+        Ok(AnyText(None))
+    }
+
+    fn accepts(_ty: &Type) -> bool {
+        true
+    }
+}
+
+/// Every `$n` of a statement: the highest number.
+pub fn param_count(sql: &str) -> u32 {
+    let b = sql.as_bytes();
+    let mut max = 0;
+    let mut i = 0;
+    let mut in_str = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            in_str = c != b'\'';
+        } else if c == b'\'' {
+            in_str = true;
+        } else if c == b'$' {
+            let start = i + 1;
+            let mut j = start;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j > start
+                && let Ok(n) = sql[start..j].parse::<u32>()
+            {
+                max = max.max(n);
+            }
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    max
+}
+
+/// Rows sampled up front for the `column` binds of one table: drawn whole, so
+/// parameters compared with columns of one table match one row.
+#[derive(Debug, Clone, Default)]
+pub struct Pool {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
+/// Every table's pool, keyed by the table as the bind writes it.
+pub type Pools = HashMap<String, Pool>;
+
+/// The tables and columns the binds sample, in a stable order.
+pub fn pool_columns(w: &Workload) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let all = w
+        .statements
+        .iter()
+        .flat_map(|s| &s.auto_bind)
+        .chain(w.transactions.iter().flat_map(|t| &t.bind));
+    {
+        for b in all {
+            if let BindSource::Column { table, column } = &b.source {
+                match out.iter_mut().find(|(t, _)| t == table) {
+                    Some((_, cols)) if !cols.contains(column) => cols.push(column.clone()),
+                    Some(_) => {}
+                    None => out.push((table.clone(), vec![column.clone()])),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Samples up to `n` rows of each pool's table (never a query per execution).
+pub async fn sample_pools(
+    client: &Client,
+    w: &Workload,
+    n: usize,
+) -> Result<Pools, tokio_postgres::Error> {
+    let mut pools = Pools::new();
+    for (table, cols) in pool_columns(w) {
+        let qualified: Vec<String> = table.split('.').map(quote_ident).collect();
+        let select: Vec<String> = cols
+            .iter()
+            .map(|c| format!("{}::text", quote_ident(c)))
+            .collect();
+        let sql = format!(
+            "SELECT {} FROM {} ORDER BY random() LIMIT {n}",
+            select.join(", "),
+            qualified.join(".")
+        );
+        let rows = client.query(&sql, &[]).await?;
+        let rows = rows
+            .iter()
+            .map(|r| {
+                (0..cols.len())
+                    .map(|i| r.get::<_, Option<String>>(i))
+                    .collect()
+            })
+            .collect();
+        pools.insert(
+            table,
+            Pool {
+                columns: cols,
+                rows,
+            },
+        );
+    }
+    Ok(pools)
+}
+
+/// A small, fast, seeded generator (splitmix64): per client, no locking.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+}
+
+/// Picks units by weight.
+#[derive(Debug, Clone)]
+pub struct Picker {
+    cumulative: Vec<f64>,
+    units: Vec<Unit>,
+}
+
+impl Picker {
+    pub fn new(units: &[(Unit, f64)]) -> Picker {
+        let mut total = 0.0;
+        let cumulative = units
+            .iter()
+            .map(|(_, w)| {
+                total += w;
+                total
+            })
+            .collect();
+        Picker {
+            cumulative,
+            units: units.iter().map(|(u, _)| *u).collect(),
+        }
+    }
+
+    pub fn pick(&self, rng: &mut Rng) -> Unit {
+        let total = *self.cumulative.last().unwrap_or(&1.0);
+        let x = rng.unit() * total;
+        let i = self
+            .cumulative
+            .partition_point(|c| *c <= x)
+            .min(self.units.len() - 1);
+        self.units[i]
+    }
+}
+
+/// Errors of one kind: how many, and the first text.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorCount {
+    pub count: u64,
+    pub first: String,
+}
+
+pub type Errors = HashMap<String, ErrorCount>;
+
+pub fn add_error(errors: &mut Errors, code: &str, text: &str) {
+    let e = errors.entry(code.to_string()).or_default();
+    if e.count == 0 {
+        e.first = text.to_string();
+    }
+    e.count += 1;
+}
+
+pub fn merge_errors(into: &mut Errors, from: &Errors) {
+    for (k, v) in from {
+        let e = into.entry(k.clone()).or_default();
+        if e.count == 0 {
+            e.first = v.first.clone();
+        }
+        e.count += v.count;
+    }
+}
+
+/// A latency histogram and its errors.
+#[derive(Debug, Clone, Default)]
+pub struct Timed {
+    pub latency: Latency,
+    pub errors: Errors,
+}
+
+/// What one worker thread gathered over a step (merged at its end).
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    /// All units of the step.
+    pub units: Timed,
+    pub statements: HashMap<usize, Timed>,
+    pub transactions: HashMap<usize, Timed>,
+    /// Units that succeeded in each second of the measured window.
+    pub per_second: Vec<u64>,
+    pub statements_ok: u64,
+    /// Every unit, warm-up included (the integrity line).
+    pub attempted: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub rollbacks: u64,
+    pub commits: u64,
+    /// Rows the server reported for write statements, warm-up included.
+    pub rows_written: u64,
+    pub reconnects: u64,
+}
+
+impl WorkerStats {
+    pub fn merge(&mut self, o: &WorkerStats) {
+        self.units.latency.merge(&o.units.latency);
+        merge_errors(&mut self.units.errors, &o.units.errors);
+        for (k, v) in &o.statements {
+            let e = self.statements.entry(*k).or_default();
+            e.latency.merge(&v.latency);
+            merge_errors(&mut e.errors, &v.errors);
+        }
+        for (k, v) in &o.transactions {
+            let e = self.transactions.entry(*k).or_default();
+            e.latency.merge(&v.latency);
+            merge_errors(&mut e.errors, &v.errors);
+        }
+        if self.per_second.len() < o.per_second.len() {
+            self.per_second.resize(o.per_second.len(), 0);
+        }
+        for (i, n) in o.per_second.iter().enumerate() {
+            self.per_second[i] += n;
+        }
+        self.statements_ok += o.statements_ok;
+        self.attempted += o.attempted;
+        self.succeeded += o.succeeded;
+        self.failed += o.failed;
+        self.rollbacks += o.rollbacks;
+        self.commits += o.commits;
+        self.rows_written += o.rows_written;
+        self.reconnects += o.reconnects;
+    }
+}
+
+/// What every client of a run shares, read-only.
+#[derive(Debug)]
+pub struct Shared {
+    pub workload: Workload,
+    pub pools: Pools,
+    pub statement_timeout_ms: u64,
+    pub commit: bool,
+    /// Parameter counts per statement.
+    pub param_counts: Vec<u32>,
+}
+
+/// The SQLSTATE of an error; `08006` when the connection was lost.
+pub fn sqlstate(e: &tokio_postgres::Error) -> String {
+    match e.code() {
+        Some(c) => c.code().to_string(),
+        None => "08006".to_string(),
+    }
+}
+
+/// One text for an error: the server's message, or the client's.
+pub fn error_text(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// One client's connection and what it prepared on it.
+pub struct ClientConn {
+    pub client: Client,
+    pub prepared: HashMap<usize, Prepared>,
+    pub history: Arc<Mutex<History>>,
+    pub pid: i32,
+}
+
+/// How a unit ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Ok,
+    Failed,
+    /// The connection is gone: reconnect before the next unit.
+    Lost,
+}
+
+/// The SQL that opens a unit's transaction.
+pub fn begin_sql(isolation: Option<&str>, timeout_ms: u64, role: Option<&str>) -> String {
+    let mut sql = String::from("BEGIN");
+    if let Some(i) = isolation {
+        sql.push_str(" ISOLATION LEVEL ");
+        sql.push_str(&i.to_uppercase());
+    }
+    sql.push_str(&format!("; SET LOCAL statement_timeout = {timeout_ms}"));
+    if let Some(r) = role {
+        sql.push_str(&format!("; SET LOCAL ROLE {}", quote_ident(r)));
+    }
+    sql
+}
+
+/// Runs `unit` once. `record` says whether latencies count (past the warm-up).
+pub async fn run_unit(
+    conn: &mut ClientConn,
+    shared: &Shared,
+    unit: Unit,
+    rng: &mut Rng,
+    stats: &RefCell<WorkerStats>,
+    record: bool,
+) -> Outcome {
+    let w = &shared.workload;
+    let stmts = w.unit_statements(unit);
+    let (isolation, role, settings, think, tx) = match unit {
+        Unit::Transaction(t) => {
+            let t = &w.transactions[t];
+            let role = t
+                .role
+                .clone()
+                .or_else(|| w.statements[t.statements[0]].role.clone());
+            (
+                t.isolation.clone(),
+                role,
+                t.settings.clone(),
+                t.think_ms,
+                Some(t),
+            )
+        }
+        Unit::Lone(s) => (None, w.statements[s].role.clone(), Vec::new(), 0.0, None),
+    };
+    stats.borrow_mut().attempted += 1;
+    let started = Instant::now();
+    let fail = |stats: &RefCell<WorkerStats>, code: &str, text: &str, stmt: Option<usize>| {
+        let mut stats = stats.borrow_mut();
+        stats.failed += 1;
+        if record {
+            add_error(&mut stats.units.errors, code, text);
+            if let Some(s) = stmt {
+                add_error(
+                    &mut stats.statements.entry(s).or_default().errors,
+                    code,
+                    text,
+                );
+            }
+            if let Unit::Transaction(t) = unit {
+                add_error(
+                    &mut stats.transactions.entry(t).or_default().errors,
+                    code,
+                    text,
+                );
+            }
+        }
+    };
+    // A lone read with nothing to set runs on its own, as the application
+    // sends it (the session's statement_timeout bounds it); everything else
+    // inside BEGIN .. ROLLBACK.
+    let autocommit = matches!(unit, Unit::Lone(s) if !w.statements[s].writes) && role.is_none();
+    let begin = begin_sql(
+        isolation.as_deref(),
+        shared.statement_timeout_ms,
+        role.as_deref(),
+    );
+    if autocommit {
+        // Nothing to open.
+    } else if let Err(e) = conn.client.batch_execute(&begin).await {
+        fail(stats, &sqlstate(&e), &error_text(&e), None);
+        return end(conn, stats, e.code().is_none()).await;
+    }
+    if !settings.is_empty() {
+        let calls: Vec<String> = (0..settings.len())
+            .map(|i| format!("set_config(${}, ${}, true)", 2 * i + 1, 2 * i + 2))
+            .collect();
+        let values: Vec<TextParam> = settings
+            .iter()
+            .flat_map(|(k, v)| [TextParam(Some(k.clone())), TextParam(Some(v.clone()))])
+            .collect();
+        let params: Vec<&(dyn ToSql + Sync)> =
+            values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        if let Err(e) = conn
+            .client
+            .query(&format!("SELECT {}", calls.join(", ")), &params)
+            .await
+        {
+            fail(stats, &sqlstate(&e), &error_text(&e), None);
+            return end(conn, stats, e.code().is_none()).await;
+        }
+    }
+    conn.history
+        .lock()
+        .expect("history lock")
+        .begin(match unit {
+            Unit::Transaction(t) => t,
+            Unit::Lone(s) => usize::MAX - s,
+        });
+    // The draws of this execution: one sampled row per table, and results.
+    let mut rows: HashMap<&str, usize> = HashMap::new();
+    let mut results: HashMap<(usize, String), Option<String>> = HashMap::new();
+    let mut ok_statements = 0;
+    for &s in &stmts {
+        let stmt = &w.statements[s];
+        let n = shared.param_counts[s] as usize;
+        let mut values: Vec<TextParam> = vec![TextParam(None); n];
+        let own = tx.map(|t| t.bind.as_slice()).unwrap_or(&[]);
+        {
+            for b in stmt
+                .auto_bind
+                .iter()
+                .chain(own.iter().filter(|b| b.statement == stmt.id))
+            {
+                let Some(slot) = values.get_mut(b.param as usize - 1) else {
+                    continue;
+                };
+                slot.0 = match &b.source {
+                    BindSource::Value(v) => Some(v.clone()),
+                    BindSource::Column { table, column } => shared.pools.get(table).and_then(|p| {
+                        if p.rows.is_empty() {
+                            return None;
+                        }
+                        let r = *rows
+                            .entry(table.as_str())
+                            .or_insert_with(|| rng.below(p.rows.len()));
+                        let c = p.columns.iter().position(|c| c == column)?;
+                        p.rows[r][c].clone()
+                    }),
+                    BindSource::Result { statement, column } => {
+                        let from = w.statements.iter().position(|x| &x.id == statement);
+                        from.and_then(|f| results.get(&(f, column.clone())).cloned().flatten())
+                    }
+                };
+            }
+        }
+        let prepared = match conn.prepared.get(&s) {
+            Some(p) => p.clone(),
+            None => match conn.client.prepare(&stmt.query).await {
+                Ok(p) => {
+                    conn.prepared.insert(s, p.clone());
+                    p
+                }
+                Err(e) => {
+                    fail(stats, &sqlstate(&e), &error_text(&e), Some(s));
+                    return end(conn, stats, e.code().is_none()).await;
+                }
+            },
+        };
+        conn.history.lock().expect("history lock").start(
+            s,
+            &stmt.locks,
+            values.iter().map(|v| v.0.clone()).collect(),
+        );
+        let t0 = Instant::now();
+        let res = execute(&conn.client, &prepared, &values).await;
+        let took = t0.elapsed();
+        conn.history
+            .lock()
+            .expect("history lock")
+            .finish_statement();
+        match res {
+            Ok((affected, first_row)) => {
+                ok_statements += 1;
+                let mut stats = stats.borrow_mut();
+                if stmt.modifies {
+                    stats.rows_written += affected;
+                }
+                if record {
+                    stats.statements.entry(s).or_default().latency.record(took);
+                }
+                for (col, v) in first_row {
+                    results.insert((s, col), v);
+                }
+            }
+            Err(e) => {
+                fail(stats, &sqlstate(&e), &error_text(&e), Some(s));
+                return end(conn, stats, e.code().is_none()).await;
+            }
+        }
+        if think > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(think / 1000.0)).await;
+        }
+    }
+    let finish = if shared.commit && tx.is_none_or(|t| !t.rollback) {
+        "COMMIT"
+    } else {
+        "ROLLBACK"
+    };
+    let res = if autocommit {
+        Ok(())
+    } else {
+        conn.client.batch_execute(finish).await
+    };
+    conn.history.lock().expect("history lock").end();
+    match res {
+        Ok(()) => {
+            let mut stats = stats.borrow_mut();
+            if autocommit {
+                // No transaction of planck's to count.
+            } else if finish == "COMMIT" {
+                stats.commits += 1;
+            } else {
+                stats.rollbacks += 1;
+            }
+            stats.succeeded += 1;
+            if record {
+                stats.statements_ok += ok_statements;
+                stats.units.latency.record(started.elapsed());
+                if let Unit::Transaction(t) = unit {
+                    stats
+                        .transactions
+                        .entry(t)
+                        .or_default()
+                        .latency
+                        .record(started.elapsed());
+                }
+            }
+            Outcome::Ok
+        }
+        Err(e) => {
+            fail(stats, &sqlstate(&e), &error_text(&e), None);
+            if e.code().is_none() {
+                Outcome::Lost
+            } else {
+                Outcome::Failed
+            }
+        }
+    }
+}
+
+/// Ends a failed unit: ROLLBACK unless the connection is gone.
+async fn end(conn: &mut ClientConn, stats: &RefCell<WorkerStats>, lost: bool) -> Outcome {
+    conn.history.lock().expect("history lock").end();
+    if lost || conn.client.is_closed() {
+        return Outcome::Lost;
+    }
+    match conn.client.batch_execute("ROLLBACK").await {
+        Ok(()) => {
+            stats.borrow_mut().rollbacks += 1;
+            Outcome::Failed
+        }
+        Err(_) => Outcome::Lost,
+    }
+}
+
+/// Executes a prepared statement: rows affected, and the first row's
+/// columns as text (for `result` binds).
+async fn execute(
+    client: &Client,
+    prepared: &Prepared,
+    values: &[TextParam],
+) -> Result<(u64, Vec<(String, Option<String>)>), tokio_postgres::Error> {
+    let stream = client.query_raw(prepared, values.iter()).await?;
+    pin_mut!(stream);
+    let mut first = Vec::new();
+    let mut n = 0u64;
+    while let Some(row) = stream.try_next().await? {
+        if n == 0 {
+            for (i, c) in row.columns().iter().enumerate() {
+                let v = row.try_get::<_, AnyText>(i).map(|a| a.0).unwrap_or(None);
+                first.push((c.name().to_string(), v));
+            }
+        }
+        n += 1;
+    }
+    Ok((stream.rows_affected().unwrap_or(n), first))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_count_skips_strings() {
+        assert_eq!(param_count("SELECT $1, $12 FROM t WHERE a = '$30'"), 12);
+        assert_eq!(param_count("SELECT 1"), 0);
+    }
+
+    #[test]
+    fn picker_follows_weights() {
+        let units = [(Unit::Lone(0), 9.0), (Unit::Lone(1), 1.0)];
+        let p = Picker::new(&units);
+        let mut rng = Rng::new(7);
+        let n = 20_000;
+        let zeros = (0..n).filter(|_| p.pick(&mut rng) == Unit::Lone(0)).count();
+        let share = zeros as f64 / n as f64;
+        assert!((share - 0.9).abs() < 0.02, "{share}");
+    }
+
+    #[test]
+    fn begin_names_isolation_timeout_and_role() {
+        assert_eq!(
+            begin_sql(Some("repeatable read"), 500, Some("app")),
+            "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL statement_timeout = 500; SET LOCAL ROLE \"app\""
+        );
+    }
+}

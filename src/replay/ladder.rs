@@ -1,0 +1,301 @@
+//! The ladder: each step a closed loop of `concurrency` clients, one
+//! connection each, connected before the step starts (connection time is
+//! not latency), spread over worker threads that each run a single-threaded
+//! runtime and own one histogram per (statement) and (transaction), merged
+//! at the step's end. The sampler runs on the caller's runtime meanwhile.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::attribution::History;
+use super::exec::{ClientConn, Outcome, Picker, Rng, Shared, WorkerStats, run_unit};
+use super::sampler::{self, Registry, Samples};
+use crate::db::ConnInfo;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct StepOptions {
+    pub concurrency: u32,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub sample_ms: u64,
+    pub sampler: bool,
+    pub workers: usize,
+    pub seed: u64,
+    /// application_name of planck's backends (unique per run).
+    pub app: String,
+}
+
+/// What one step measured.
+#[derive(Debug)]
+pub struct StepResult {
+    pub concurrency: u32,
+    pub stats: WorkerStats,
+    pub samples: Samples,
+    /// The measured window, as it really lasted.
+    pub elapsed: Duration,
+    /// planck's CPU seconds over the step (warm-up included).
+    pub cpu_seconds: f64,
+    /// Wall seconds of the step (warm-up included).
+    pub wall_seconds: f64,
+    pub workers: usize,
+    /// The step was cut short (Ctrl-C, SIGTERM).
+    pub interrupted: bool,
+}
+
+/// planck's own CPU time (user + system), from /proc/self/stat; 0 elsewhere.
+pub fn process_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name's closing parenthesis: utime is the
+    // 12th, stime the 13th (clock ticks, 100 a second on Linux).
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+async fn connect(
+    conn: &ConnInfo,
+    registry: &Registry,
+    timeout_ms: u64,
+) -> std::result::Result<ClientConn, Error> {
+    let client = conn.connect().await?;
+    let row = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .map_err(|e| Error::db("reading the backend pid", e))?;
+    let pid: i32 = row.get(0);
+    let history = Arc::new(Mutex::new(History::default()));
+    registry
+        .lock()
+        .expect("registry lock")
+        .insert(pid, history.clone());
+    // Best effort: keep planck's statements out of pg_stat_statements.
+    let _ = crate::session::untrack(&client).await;
+    // Bounds the lone reads that run outside a transaction.
+    client
+        .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
+        .await
+        .map_err(|e| Error::db("setting statement_timeout", e))?;
+    Ok(ClientConn {
+        client,
+        prepared: HashMap::new(),
+        history,
+        pid,
+    })
+}
+
+/// Runs one step. `stop` ends it early.
+pub async fn run_step(
+    conn: &ConnInfo,
+    shared: Arc<Shared>,
+    opts: &StepOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<StepResult> {
+    let mut conn = conn.clone();
+    conn.config.application_name(&opts.app);
+    let registry: Registry = Arc::new(Mutex::new(HashMap::new()));
+    let workers = opts.workers.clamp(1, opts.concurrency.max(1) as usize);
+    let ready = Arc::new(tokio::sync::Barrier::new(workers + 1));
+    let go: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
+    let (go_tx, go_rx) = tokio::sync::watch::channel(None::<Instant>);
+    let step_end = Arc::new(AtomicBool::new(false));
+    let mut handles = Vec::new();
+    for w in 0..workers {
+        let clients: Vec<u32> = (0..opts.concurrency)
+            .filter(|c| *c as usize % workers == w)
+            .collect();
+        let conn = conn.clone();
+        let shared = shared.clone();
+        let registry = registry.clone();
+        let ready = ready.clone();
+        let mut go_rx = go_rx.clone();
+        let stop = stop.clone();
+        let step_end = step_end.clone();
+        let (warmup, duration, seed) = (opts.warmup, opts.duration, opts.seed);
+        handles.push(std::thread::spawn(move || -> Result<WorkerStats> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Error::internal(format!("starting a worker runtime: {e}")))?;
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&rt, async move {
+                let mut conns = Vec::new();
+                let mut failure = None;
+                for _ in &clients {
+                    match connect(&conn, &registry, shared.statement_timeout_ms).await {
+                        Ok(c) => conns.push(c),
+                        Err(e) => {
+                            failure = Some(e);
+                            break;
+                        }
+                    }
+                }
+                ready.wait().await;
+                if let Some(e) = failure {
+                    return Err(e);
+                }
+                let start = loop {
+                    if let Some(t) = *go_rx.borrow() {
+                        break t;
+                    }
+                    if go_rx.changed().await.is_err() {
+                        return Ok(WorkerStats::default());
+                    }
+                };
+                let stats = Rc::new(RefCell::new(WorkerStats::default()));
+                let picker = Picker::new(&shared.workload.units);
+                let mut tasks = Vec::new();
+                for (c, mut cc) in clients.into_iter().zip(conns) {
+                    let shared = shared.clone();
+                    let stats = stats.clone();
+                    let picker = picker.clone();
+                    let stop = stop.clone();
+                    let step_end = step_end.clone();
+                    let conn = conn.clone();
+                    let registry = registry.clone();
+                    tasks.push(tokio::task::spawn_local(async move {
+                        let mut rng =
+                            Rng::new(seed ^ (u64::from(c) + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
+                        let measure_from = start + warmup;
+                        let until = measure_from + duration;
+                        loop {
+                            let now = Instant::now();
+                            if now >= until
+                                || stop.load(Ordering::Relaxed)
+                                || step_end.load(Ordering::Relaxed)
+                            {
+                                break;
+                            }
+                            let record = now >= measure_from;
+                            let unit = picker.pick(&mut rng);
+                            let outcome =
+                                run_unit(&mut cc, &shared, unit, &mut rng, &stats, record).await;
+                            if record && outcome == Outcome::Ok {
+                                let mut s = stats.borrow_mut();
+                                let sec = (now - measure_from).as_secs() as usize;
+                                if s.per_second.len() <= sec {
+                                    s.per_second.resize(sec + 1, 0);
+                                }
+                                s.per_second[sec] += 1;
+                            }
+                            if outcome == Outcome::Lost {
+                                // The server went away: reconnect, retrying until the step ends.
+                                registry.lock().expect("registry lock").remove(&cc.pid);
+                                loop {
+                                    if Instant::now() >= until || stop.load(Ordering::Relaxed) {
+                                        return;
+                                    }
+                                    match connect(&conn, &registry, shared.statement_timeout_ms)
+                                        .await
+                                    {
+                                        Ok(n) => {
+                                            cc = n;
+                                            stats.borrow_mut().reconnects += 1;
+                                            break;
+                                        }
+                                        Err(_) => {
+                                            tokio::time::sleep(Duration::from_millis(200)).await
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }));
+                }
+                for t in tasks {
+                    let _ = t.await;
+                }
+                Ok(Rc::try_unwrap(stats)
+                    .map(RefCell::into_inner)
+                    .unwrap_or_default())
+            })
+        }));
+    }
+    ready.wait().await;
+    let cpu0 = process_cpu_seconds();
+    let start = Instant::now();
+    *go.lock().expect("go lock") = Some(start);
+    let _ = go_tx.send(Some(start));
+    // The sampler covers the measured window only.
+    let sampler_stop = Arc::new(AtomicBool::new(false));
+    let sampler = if opts.sampler {
+        let client = conn.connect().await?;
+        let _ = crate::session::untrack(&client).await;
+        let app = opts.app.clone();
+        let registry = registry.clone();
+        let s_stop = sampler_stop.clone();
+        let interval = Duration::from_millis(opts.sample_ms.max(1));
+        let warmup = opts.warmup;
+        Some(tokio::spawn(async move {
+            tokio::time::sleep(warmup).await;
+            sampler::run(client, app, interval, registry, s_stop).await
+        }))
+    } else {
+        None
+    };
+    let total = opts.warmup + opts.duration;
+    let mut interrupted = false;
+    while start.elapsed() < total {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20).min(total.saturating_sub(start.elapsed())))
+            .await;
+    }
+    step_end.store(true, Ordering::Relaxed);
+    sampler_stop.store(true, Ordering::Relaxed);
+    let samples = match sampler {
+        Some(h) => h.await.unwrap_or_default(),
+        None => Samples::default(),
+    };
+    let elapsed = start
+        .elapsed()
+        .saturating_sub(opts.warmup)
+        .min(opts.duration);
+    let mut stats = WorkerStats::default();
+    let mut first_err = None;
+    // Workers finish their unit in flight (bounded by the statement
+    // timeout); an interrupted step does not wait for them.
+    let joined = tokio::task::spawn_blocking(move || {
+        handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
+    });
+    let results = if interrupted {
+        match tokio::time::timeout(Duration::from_secs(2), joined).await {
+            Ok(r) => r.unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
+    } else {
+        joined.await.unwrap_or_default()
+    };
+    for r in results {
+        match r {
+            Ok(Ok(s)) => stats.merge(&s),
+            Ok(Err(e)) => first_err = first_err.or(Some(e)),
+            Err(_) => first_err = first_err.or(Some(Error::internal("a replay worker panicked"))),
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let wall = start.elapsed().as_secs_f64();
+    Ok(StepResult {
+        concurrency: opts.concurrency,
+        stats,
+        samples,
+        elapsed,
+        cpu_seconds: process_cpu_seconds() - cpu0,
+        wall_seconds: wall,
+        workers,
+        interrupted,
+    })
+}

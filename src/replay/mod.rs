@@ -1,0 +1,18 @@
+//! `planck replay`: the recorded mix under a concurrency ladder, with honest
+//! percentiles and the lock hotspots named down to the statement that took
+//! the lock (issue 11).
+//!
+//! - [`hist`]: HdrHistogram latencies, merged per step, serialised for the JSON.
+//! - [`verdict`]: growing / plateau / backwards / client-bound, and the USL fit.
+//! - [`attribution`]: root holders of lock waits and the lock-taking statement.
+
+pub mod attribution;
+pub mod exec;
+pub mod hist;
+pub mod ladder;
+pub mod report;
+pub mod run;
+pub mod sampler;
+pub mod slo;
+pub mod verdict;
+pub mod workload;

@@ -1,0 +1,683 @@
+//! The replay report: owned wire types (`format_version: 1`, the schema of
+//! issue 11, 7), built from the steps, and its renderers (table, markdown,
+//! JSON), each over `impl Write`.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::attribution::BlockerState;
+use super::hist::METHOD;
+use super::ladder::StepResult;
+use super::verdict::{self, Shape, StepPoint, Usl};
+use super::workload::Workload;
+use crate::output::{self, Align};
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub format_version: u32,
+    pub percentile_method: String,
+    pub steps: Vec<StepJson>,
+    pub statements: Vec<StatementJson>,
+    pub transactions: Vec<TransactionJson>,
+    pub hotspots: Vec<HotspotJson>,
+    pub wait_events: Vec<WaitEventJson>,
+    pub integrity: IntegrityJson,
+    pub client_cpu: Vec<CpuJson>,
+    pub verdict: VerdictJson,
+    /// The run was stopped (Ctrl-C, SIGTERM): the finished steps only.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepJson {
+    pub step_index: usize,
+    pub concurrency: u32,
+    pub throughput_per_s: f64,
+    pub statements_per_s: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    pub errors: BTreeMap<String, u64>,
+    /// The first error text of each SQLSTATE.
+    pub first_errors: BTreeMap<String, String>,
+    /// Time waiting for a pooled connection (`--pool`); `None` without a pool.
+    pub pool_wait_p95_ms: Option<f64>,
+    /// The units' latencies: HdrHistogram V2 + DEFLATE, base64.
+    pub histogram: String,
+    pub shape: Shape,
+    pub units: u64,
+    pub reconnects: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementJson {
+    pub id: String,
+    pub query: String,
+    pub step_index: usize,
+    pub calls: u64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub errors: BTreeMap<String, u64>,
+    pub first_errors: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransactionJson {
+    pub id: String,
+    pub name: String,
+    pub statements: Vec<String>,
+    pub queries: Vec<String>,
+    pub step_index: usize,
+    pub calls: u64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub errors: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HotspotJson {
+    pub step_index: usize,
+    pub lock_type: String,
+    pub relation: Option<String>,
+    /// `ctid (page,tuple)` and the values the blocker bound, or "row unknown".
+    pub row: String,
+    pub waiting_statement: Option<String>,
+    pub waiting_statement_id: Option<String>,
+    pub blocking_statement: Option<String>,
+    pub blocking_statement_id: Option<String>,
+    /// `running <statement>`, `waiting on a lock in <statement>`,
+    /// `idle in transaction`, or `unknown`.
+    pub blocker_state: String,
+    /// The blocker's transaction (its name), or the lone statement's id.
+    pub transaction: Option<String>,
+    pub samples: u64,
+    pub wait_seconds: f64,
+    pub wait_share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitEventJson {
+    pub step_index: usize,
+    pub wait_event_type: String,
+    pub wait_event: String,
+    pub samples: u64,
+    pub share: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntegrityJson {
+    pub attempted: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    /// Rows planck's write statements reported (warm-up included).
+    pub planck_rows_changed: u64,
+    /// pg_stat_user_tables n_tup_ins + n_tup_upd + n_tup_del, delta.
+    pub server_rows_changed: Option<i64>,
+    pub planck_rollbacks: u64,
+    pub planck_commits: u64,
+    /// pg_stat_database xact_rollback, delta.
+    pub server_xact_rollback: Option<i64>,
+    pub server_xact_commit: Option<i64>,
+    /// Every verified table holds the same row count and checksum as before.
+    pub data_unchanged: Option<bool>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuJson {
+    pub step_index: usize,
+    pub planck_cpu_share: f64,
+    pub server_cpu_share: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictJson {
+    pub peak_concurrency: Option<u32>,
+    pub shape: Shape,
+    pub usl: Option<Usl>,
+    pub text: String,
+}
+
+fn errors_of(e: &super::exec::Errors) -> (BTreeMap<String, u64>, BTreeMap<String, String>) {
+    (
+        e.iter().map(|(k, v)| (k.clone(), v.count)).collect(),
+        e.iter()
+            .map(|(k, v)| (k.clone(), v.first.clone()))
+            .collect(),
+    )
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn state_text(w: &Workload, s: &BlockerState) -> String {
+    match s {
+        BlockerState::Running(i) => format!("running {}", w.statements[*i].query),
+        BlockerState::WaitingOnLock(i) => {
+            format!("waiting on a lock in {}", w.statements[*i].query)
+        }
+        BlockerState::IdleInTransaction => "idle in transaction".into(),
+        BlockerState::Unknown => "unknown".into(),
+    }
+}
+
+fn unit_label(w: &Workload, unit: usize) -> String {
+    if unit < w.transactions.len() {
+        w.transactions[unit].name.clone()
+    } else {
+        // A lone statement: see `exec::run_unit`.
+        w.statements
+            .get(usize::MAX - unit)
+            .map(|s| s.id.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// Builds the report of the finished steps.
+pub fn build(
+    w: &Workload,
+    steps: &[StepResult],
+    integrity: IntegrityJson,
+    sample_ms: u64,
+    interrupted: bool,
+) -> Report {
+    let mut out = Report {
+        format_version: FORMAT_VERSION,
+        percentile_method: METHOD.to_string(),
+        steps: Vec::new(),
+        statements: Vec::new(),
+        transactions: Vec::new(),
+        hotspots: Vec::new(),
+        wait_events: Vec::new(),
+        integrity,
+        client_cpu: Vec::new(),
+        verdict: VerdictJson {
+            peak_concurrency: None,
+            shape: Shape::Growing,
+            usl: None,
+            text: String::new(),
+        },
+        interrupted,
+    };
+    let points: Vec<StepPoint> = steps
+        .iter()
+        .map(|s| {
+            let secs = s.elapsed.as_secs_f64().max(1e-9);
+            let cores = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(s.workers.max(1));
+            StepPoint {
+                concurrency: s.concurrency,
+                throughput: s.stats.units.latency.count() as f64 / secs,
+                per_second: s
+                    .stats
+                    .per_second
+                    .iter()
+                    .take(s.elapsed.as_secs() as usize)
+                    .map(|n| *n as f64)
+                    .collect(),
+                client_cpu_share: s.cpu_seconds / (s.wall_seconds.max(1e-9) * cores as f64),
+            }
+        })
+        .collect();
+    let shapes = verdict::step_shapes(&points);
+    for (i, (s, p)) in steps.iter().zip(&points).enumerate() {
+        let secs = s.elapsed.as_secs_f64().max(1e-9);
+        let h = &s.stats.units.latency;
+        let (errors, first_errors) = errors_of(&s.stats.units.errors);
+        out.steps.push(StepJson {
+            step_index: i,
+            concurrency: s.concurrency,
+            throughput_per_s: round3(p.throughput),
+            statements_per_s: round3(s.stats.statements_ok as f64 / secs),
+            p50_ms: h.percentile_ms(50.0),
+            p95_ms: h.percentile_ms(95.0),
+            p99_ms: h.percentile_ms(99.0),
+            p999_ms: h.percentile_ms(99.9),
+            max_ms: h.max_ms(),
+            errors,
+            first_errors,
+            pool_wait_p95_ms: None,
+            histogram: h.to_base64(),
+            shape: shapes[i],
+            units: h.count(),
+            reconnects: s.stats.reconnects,
+        });
+        out.client_cpu.push(CpuJson {
+            step_index: i,
+            planck_cpu_share: round3(p.client_cpu_share),
+            server_cpu_share: None,
+        });
+        let mut stmt_ids: Vec<&usize> = s.stats.statements.keys().collect();
+        stmt_ids.sort();
+        for &si in stmt_ids {
+            let t = &s.stats.statements[&si];
+            let (errors, first_errors) = errors_of(&t.errors);
+            out.statements.push(StatementJson {
+                id: w.statements[si].id.clone(),
+                query: w.statements[si].query.clone(),
+                step_index: i,
+                calls: t.latency.count(),
+                p50_ms: t.latency.percentile_ms(50.0),
+                p95_ms: t.latency.percentile_ms(95.0),
+                p99_ms: t.latency.percentile_ms(99.0),
+                errors,
+                first_errors,
+            });
+        }
+        let mut tx_ids: Vec<&usize> = s.stats.transactions.keys().collect();
+        tx_ids.sort();
+        for &ti in tx_ids {
+            let t = &s.stats.transactions[&ti];
+            let tx = &w.transactions[ti];
+            out.transactions.push(TransactionJson {
+                id: tx.id.clone(),
+                name: tx.name.clone(),
+                statements: tx
+                    .statements
+                    .iter()
+                    .map(|x| w.statements[*x].id.clone())
+                    .collect(),
+                queries: tx
+                    .statements
+                    .iter()
+                    .map(|x| w.statements[*x].query.clone())
+                    .collect(),
+                step_index: i,
+                calls: t.latency.count(),
+                p50_ms: t.latency.percentile_ms(50.0),
+                p95_ms: t.latency.percentile_ms(95.0),
+                p99_ms: t.latency.percentile_ms(99.0),
+                errors: errors_of(&t.errors).0,
+            });
+        }
+        let client_samples = s.samples.backend_samples.max(1) as f64;
+        let mut hs: Vec<_> = s.samples.hotspots.iter().collect();
+        hs.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
+        for (k, c) in hs {
+            let state = c
+                .states
+                .iter()
+                .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+                .map(|(s, _)| state_text(w, s))
+                .unwrap_or_else(|| "unknown".into());
+            let bound: Vec<String> = c
+                .blocker_params
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| v.as_ref().map(|v| format!("${} = {v}", i + 1)))
+                .collect();
+            let row = match k.row {
+                Some((p, t)) if bound.is_empty() => format!("ctid ({p},{t})"),
+                Some((p, t)) => format!("ctid ({p},{t}); blocker bound {}", bound.join(", ")),
+                None => "row unknown".into(),
+            };
+            out.hotspots.push(HotspotJson {
+                step_index: i,
+                lock_type: k.lock_type.clone(),
+                relation: k.relation.clone(),
+                row,
+                waiting_statement: k.waiting.map(|x| w.statements[x].query.clone()),
+                waiting_statement_id: k.waiting.map(|x| w.statements[x].id.clone()),
+                blocking_statement: k.blocking.map(|x| w.statements[x].query.clone()),
+                blocking_statement_id: k.blocking.map(|x| w.statements[x].id.clone()),
+                blocker_state: state,
+                transaction: k.blocker_unit.map(|u| unit_label(w, u)),
+                samples: c.samples,
+                wait_seconds: round3(c.samples as f64 * sample_ms as f64 / 1000.0),
+                wait_share: round3(c.samples as f64 / client_samples),
+            });
+        }
+        let mut we: Vec<_> = s.samples.wait_events.iter().collect();
+        we.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        for ((t, e), n) in we {
+            out.wait_events.push(WaitEventJson {
+                step_index: i,
+                wait_event_type: t.clone(),
+                wait_event: e.clone(),
+                samples: *n,
+                share: round3(*n as f64 / client_samples),
+            });
+        }
+    }
+    let peak = verdict::peak_index(&points);
+    let shape = verdict::run_shape(&points, &shapes);
+    let usl = verdict::fit_usl(
+        &points
+            .iter()
+            .map(|p| (f64::from(p.concurrency), p.throughput))
+            .collect::<Vec<_>>(),
+    );
+    out.verdict = VerdictJson {
+        peak_concurrency: peak.map(|i| points[i].concurrency),
+        shape,
+        usl,
+        text: verdict_text(&out, peak, shape),
+    };
+    out
+}
+
+fn verdict_text(r: &Report, peak: Option<usize>, shape: Shape) -> String {
+    let Some(p) = peak else {
+        return "no step finished".into();
+    };
+    let s = &r.steps[p];
+    let mut text = match shape {
+        Shape::Growing => format!(
+            "throughput still grows at {} concurrent ({:.0} units/s): the ladder did not find the limit",
+            s.concurrency, s.throughput_per_s
+        ),
+        Shape::Plateau => format!(
+            "throughput plateaus from {} concurrent ({:.0} units/s): serialisation (sigma), not collapse",
+            s.concurrency, s.throughput_per_s
+        ),
+        Shape::Backwards => format!(
+            "throughput peaks at {} concurrent ({:.0} units/s) and falls after: coherency cost (kappa), contention rather than saturation",
+            s.concurrency, s.throughput_per_s
+        ),
+        Shape::ClientBound => format!(
+            "planck itself was CPU-bound past {} concurrent ({:.0} units/s): these steps say nothing about the server",
+            s.concurrency, s.throughput_per_s
+        ),
+    };
+    // The top hotspot of the last step that had one.
+    if let Some(h) = r
+        .hotspots
+        .iter()
+        .filter(|h| h.step_index == r.hotspots.iter().map(|h| h.step_index).max().unwrap_or(0))
+        .max_by(|a, b| a.samples.cmp(&b.samples))
+    {
+        let c = r.steps[h.step_index].concurrency;
+        text.push_str(&format!(
+            "; {:.0} % of client time at {c} waits on the {} lock of {} {}, taken by `{}` ({})",
+            h.wait_share * 100.0,
+            h.lock_type,
+            h.relation.as_deref().unwrap_or("?"),
+            h.row,
+            output::shorten(
+                h.blocking_statement
+                    .as_deref()
+                    .unwrap_or("an unknown statement"),
+                60
+            ),
+            h.transaction.as_deref().unwrap_or("unknown transaction"),
+        ));
+    }
+    text
+}
+
+pub fn render_json<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, r)?;
+    writeln!(w)
+}
+
+fn fmt_ms(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+fn step_rows(r: &Report) -> Vec<Vec<String>> {
+    r.steps
+        .iter()
+        .map(|s| {
+            let errors: u64 = s.errors.values().sum();
+            vec![
+                s.concurrency.to_string(),
+                format!("{:.1}", s.throughput_per_s),
+                fmt_ms(s.p50_ms),
+                fmt_ms(s.p95_ms),
+                fmt_ms(s.p99_ms),
+                fmt_ms(s.max_ms),
+                output::count(errors),
+                s.shape.as_str().to_string(),
+            ]
+        })
+        .collect()
+}
+
+const STEP_COLUMNS: [&str; 8] = [
+    "clients", "units/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "shape",
+];
+
+fn hotspot_rows(r: &Report) -> Vec<Vec<String>> {
+    r.hotspots
+        .iter()
+        .take(10)
+        .map(|h| {
+            vec![
+                r.steps[h.step_index].concurrency.to_string(),
+                format!("{} {}", h.lock_type, h.relation.as_deref().unwrap_or("")),
+                output::shorten(h.waiting_statement.as_deref().unwrap_or("?"), 30),
+                output::shorten(h.blocking_statement.as_deref().unwrap_or("?"), 30),
+                format!("{:.0} %", h.wait_share * 100.0),
+            ]
+        })
+        .collect()
+}
+
+const HOTSPOT_COLUMNS: [&str; 5] = ["clients", "lock", "waiting", "blocking", "share"];
+
+fn integrity_line(r: &Report) -> String {
+    let i = &r.integrity;
+    let mut s = format!(
+        "integrity: {} attempted, {} succeeded, {} failed; rows changed {} by planck's count, {} by the server's",
+        i.attempted,
+        i.succeeded,
+        i.failed,
+        i.planck_rows_changed,
+        i.server_rows_changed.map_or("?".into(), |n| n.to_string())
+    );
+    if let Some(u) = i.data_unchanged {
+        s.push_str(if u {
+            "; data unchanged"
+        } else {
+            "; DATA CHANGED"
+        });
+    }
+    s
+}
+
+pub fn render_table<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
+    let mut t = output::table(&STEP_COLUMNS);
+    for row in step_rows(r) {
+        t.add_row(row);
+    }
+    writeln!(w, "{t}")?;
+    if !r.hotspots.is_empty() {
+        let mut t = output::table(&HOTSPOT_COLUMNS);
+        for row in hotspot_rows(r) {
+            t.add_row(row);
+        }
+        writeln!(w, "{t}")?;
+    }
+    writeln!(w, "{}", r.verdict.text)?;
+    if let Some(u) = &r.verdict.usl {
+        writeln!(
+            w,
+            "USL: lambda {:.1}, sigma {:.4}, kappa {:.5}, N* {}, R^2 {:.3}",
+            u.lambda,
+            u.sigma,
+            u.kappa,
+            u.n_star.map_or("none".into(), |n| format!("{n:.1}")),
+            u.r2
+        )?;
+    }
+    writeln!(w, "{}", integrity_line(r))?;
+    for n in &r.integrity.notes {
+        writeln!(w, "note: {n}")?;
+    }
+    writeln!(w, "percentiles: {}", r.percentile_method)?;
+    if r.interrupted {
+        writeln!(
+            w,
+            "interrupted: the steps above finished; the one running was dropped"
+        )?;
+    }
+    Ok(())
+}
+
+pub fn render_markdown<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
+    writeln!(w, "## planck replay\n")?;
+    let cols: Vec<(&str, Align)> = STEP_COLUMNS
+        .iter()
+        .map(|c| {
+            (
+                *c,
+                if *c == "shape" {
+                    Align::Left
+                } else {
+                    Align::Right
+                },
+            )
+        })
+        .collect();
+    output::markdown_table(w, &cols, step_rows(r))?;
+    if !r.hotspots.is_empty() {
+        writeln!(w, "\n### Lock hotspots\n")?;
+        let cols: Vec<(&str, Align)> = HOTSPOT_COLUMNS
+            .iter()
+            .map(|c| {
+                (
+                    *c,
+                    if *c == "clients" || *c == "share" {
+                        Align::Right
+                    } else {
+                        Align::Left
+                    },
+                )
+            })
+            .collect();
+        output::markdown_table(w, &cols, hotspot_rows(r))?;
+    }
+    writeln!(w, "\n{}\n", r.verdict.text)?;
+    writeln!(w, "{}", integrity_line(r))?;
+    for n in &r.integrity.notes {
+        writeln!(w, "- {n}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::hist::Latency;
+
+    fn sample() -> Report {
+        let mut h = Latency::new();
+        for us in [800, 1200, 2500, 9000] {
+            h.record_us(us);
+        }
+        let step = |i: usize, c: u32, x: f64, shape: Shape| StepJson {
+            step_index: i,
+            concurrency: c,
+            throughput_per_s: x,
+            statements_per_s: x * 5.0,
+            p50_ms: 1.2,
+            p95_ms: 9.0,
+            p99_ms: 9.0,
+            p999_ms: 9.0,
+            max_ms: 9.0,
+            errors: BTreeMap::from([("40P01".to_string(), 2)]),
+            first_errors: BTreeMap::from([("40P01".to_string(), "deadlock detected".to_string())]),
+            pool_wait_p95_ms: None,
+            histogram: h.to_base64(),
+            shape,
+            units: 4,
+            reconnects: 0,
+        };
+        Report {
+            format_version: FORMAT_VERSION,
+            percentile_method: METHOD.to_string(),
+            steps: vec![
+                step(0, 1, 300.0, Shape::Growing),
+                step(1, 4, 410.0, Shape::Growing),
+                step(2, 16, 250.0, Shape::Backwards),
+            ],
+            statements: vec![],
+            transactions: vec![],
+            hotspots: vec![HotspotJson {
+                step_index: 2,
+                lock_type: "transactionid".into(),
+                relation: Some("accounts".into()),
+                row: "ctid (0,1); blocker bound $1 = 1".into(),
+                waiting_statement: Some(
+                    "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1".into(),
+                ),
+                waiting_statement_id: Some("s1".into()),
+                blocking_statement: Some(
+                    "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1".into(),
+                ),
+                blocking_statement_id: Some("s1".into()),
+                blocker_state: "idle in transaction".into(),
+                transaction: Some("tx-add-item".into()),
+                samples: 710,
+                wait_seconds: 14.2,
+                wait_share: 0.71,
+            }],
+            wait_events: vec![WaitEventJson {
+                step_index: 2,
+                wait_event_type: "Lock".into(),
+                wait_event: "transactionid".into(),
+                samples: 710,
+                share: 0.71,
+            }],
+            integrity: IntegrityJson {
+                attempted: 12,
+                succeeded: 10,
+                failed: 2,
+                planck_rows_changed: 30,
+                server_rows_changed: Some(30),
+                planck_rollbacks: 12,
+                planck_commits: 0,
+                server_xact_rollback: Some(12),
+                server_xact_commit: Some(3),
+                data_unchanged: Some(true),
+                notes: vec!["sequences advance".into()],
+            },
+            client_cpu: vec![],
+            verdict: VerdictJson {
+                peak_concurrency: Some(4),
+                shape: Shape::Backwards,
+                usl: None,
+                text: "throughput peaks at 4 concurrent (410 units/s) and falls after".into(),
+            },
+            interrupted: false,
+        }
+    }
+
+    fn rendered(f: fn(&mut Vec<u8>, &Report) -> io::Result<()>) -> String {
+        let mut buf = Vec::new();
+        f(&mut buf, &sample()).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn table_snapshot() {
+        insta::assert_snapshot!(rendered(render_table));
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(rendered(render_markdown));
+    }
+
+    /// The JSON is the wire contract: it reads back into the same report.
+    #[test]
+    fn json_snapshot_and_round_trip() {
+        let text = rendered(render_json);
+        let back: Report = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, sample());
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["format_version"], 1);
+        assert_eq!(v["steps"][2]["shape"], "backwards");
+        insta::assert_snapshot!(text);
+    }
+}

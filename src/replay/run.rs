@@ -1,0 +1,478 @@
+//! A whole replay: the refusals checked before anything starts, parameter
+//! pools sampled up front, the integrity counters and checksums taken
+//! before and after, and the ladder's steps in order.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use super::exec::{Shared, param_count, pool_columns, sample_pools};
+use super::ladder::{StepOptions, StepResult, run_step};
+use super::report::{self, IntegrityJson, Report};
+use super::workload::Workload;
+use crate::db::{ConnInfo, quote_ident};
+use crate::error::{Error, Result};
+use crate::output::Log;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub ladder: Vec<u32>,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub statement_timeout_ms: u64,
+    pub sample_ms: u64,
+    pub sampler: bool,
+    pub commit: bool,
+    pub force: bool,
+    pub allow_side_effects: bool,
+    /// Tables with more rows are not checksummed (a note says so).
+    pub verify_max_rows: u64,
+    pub workers: usize,
+    pub seed: u64,
+    /// Rows sampled per table for `column` binds.
+    pub pool_rows: usize,
+}
+
+/// The counters and checksums the integrity line compares.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerCounters {
+    pub rows_changed: i64,
+    pub xact_commit: i64,
+    pub xact_rollback: i64,
+    /// (relation, rows, checksum); `None` when skipped.
+    pub checksums: Vec<(String, i64, Option<String>)>,
+}
+
+fn qualified(rel: &str) -> String {
+    rel.split('.')
+        .map(quote_ident)
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Reads the server's counters and the written tables' checksums.
+pub async fn server_counters(
+    client: &Client,
+    relations: &[String],
+    max_rows: u64,
+) -> Result<ServerCounters> {
+    let ctx = |what: &'static str| move |e| Error::db(what, e);
+    client
+        .batch_execute("SELECT pg_stat_clear_snapshot()")
+        .await
+        .map_err(ctx("clearing the statistics snapshot"))?;
+    let rows: i64 = client
+        .query_one(
+            "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::int8 FROM pg_stat_user_tables",
+            &[],
+        )
+        .await
+        .map_err(ctx("reading pg_stat_user_tables"))?
+        .get(0);
+    let x = client
+        .query_one(
+            "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()",
+            &[],
+        )
+        .await
+        .map_err(ctx("reading pg_stat_database"))?;
+    let mut checksums = Vec::new();
+    for rel in relations {
+        let q = qualified(rel);
+        let n: i64 = match client
+            .query_one(&format!("SELECT count(*) FROM {q}"), &[])
+            .await
+        {
+            Ok(r) => r.get(0),
+            // A relation the text names that is not a table here (a CTE name).
+            Err(_) => continue,
+        };
+        let sum = if n as u64 <= max_rows {
+            let r = client
+                .query_one(
+                    &format!(
+                        "SELECT md5(coalesce(string_agg(h, '' ORDER BY h), '')) \
+                         FROM (SELECT md5(t::text) AS h FROM {q} t) s"
+                    ),
+                    &[],
+                )
+                .await
+                .map_err(ctx("checksumming a table"))?;
+            Some(r.get::<_, String>(0))
+        } else {
+            None
+        };
+        checksums.push((rel.clone(), n, sum));
+    }
+    Ok(ServerCounters {
+        rows_changed: rows,
+        xact_commit: x.get(0),
+        xact_rollback: x.get(1),
+        checksums,
+    })
+}
+
+/// The refusals that hold before anything runs.
+pub fn check_workload(w: &Workload, opts: &Options, managed: bool) -> Result<()> {
+    if w.units.is_empty() {
+        return Err(Error::usage_hint(
+            "no statements to replay",
+            "record some with `planck record -- <tests>`, or write [[statement]] entries by hand",
+        ));
+    }
+    if opts.ladder.is_empty() || opts.ladder.contains(&0) {
+        return Err(Error::usage(
+            "--ladder takes client counts above 0, e.g. 1,2,4,8",
+        ));
+    }
+    if opts.commit && !managed && !opts.force {
+        return Err(Error::usage_hint(
+            "--commit refused: this database is not planck's own managed one, and the writes would stay",
+            "replay without --commit (every unit is rolled back), or add --force if this database is disposable",
+        ));
+    }
+    if !opts.allow_side_effects
+        && let Some((s, why)) = w.side_effects().first()
+    {
+        return Err(Error::usage_hint(
+            format!(
+                "statement {} has an effect a rollback does not undo: {why}",
+                s.id
+            ),
+            "add --allow-side-effects to replay it anyway, or mark it ignore = \"...\" in the queries file",
+        ));
+    }
+    Ok(())
+}
+
+/// Parameters nothing binds: (unit, statement id, $n).
+pub fn unbound(w: &Workload) -> Vec<(String, String, u32)> {
+    let mut out = Vec::new();
+    for (u, _) in &w.units {
+        let own = match u {
+            super::workload::Unit::Transaction(t) => w.transactions[*t].bind.as_slice(),
+            super::workload::Unit::Lone(_) => &[],
+        };
+        for s in w.unit_statements(*u) {
+            let st = &w.statements[s];
+            for p in 1..=param_count(&st.query) {
+                let bound = st.auto_bind.iter().any(|b| b.param == p)
+                    || own.iter().any(|b| b.statement == st.id && b.param == p);
+                let entry = (w.unit_name(*u), st.id.clone(), p);
+                if !bound && !out.contains(&entry) {
+                    out.push(entry);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The top step, the sampler and the connections in use must fit the
+/// server's limit (`max_connections` less the reserved ones).
+pub async fn check_connections(client: &Client, top: u32, sampler: bool) -> Result<()> {
+    let r = client
+        .query_one(
+            "SELECT current_setting('max_connections')::int \
+                  - current_setting('superuser_reserved_connections')::int \
+                  - coalesce(nullif(current_setting('reserved_connections', true), '')::int, 0), \
+                    (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int",
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("reading max_connections", e))?;
+    let limit: i32 = r.get(0);
+    let in_use: i32 = r.get(1);
+    let need = top as i32 + i32::from(sampler);
+    if need + in_use > limit {
+        return Err(Error::usage_hint(
+            format!(
+                "the top step needs {need} connections and {in_use} are in use, but the server takes {limit} \
+                 (max_connections less the reserved ones)"
+            ),
+            "lower the top of --ladder, or raise max_connections on the server",
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the ladder; `stop` (Ctrl-C, SIGTERM) ends it after the finished steps.
+pub async fn run(
+    conn: &ConnInfo,
+    workload: Workload,
+    opts: &Options,
+    log: Log,
+    stop: Arc<AtomicBool>,
+) -> Result<Report> {
+    check_workload(&workload, opts, conn.managed)?;
+    let admin = conn.connect().await?;
+    let _ = crate::session::untrack(&admin).await;
+    let top = opts.ladder.iter().copied().max().unwrap_or(1);
+    check_connections(&admin, top, opts.sampler).await?;
+    let pools = sample_pools(&admin, &workload, opts.pool_rows)
+        .await
+        .map_err(|e| Error::db("sampling parameter values", e))?;
+    for (table, _) in pool_columns(&workload) {
+        if pools.get(&table).is_none_or(|p| p.rows.is_empty()) {
+            log.warn(&format!(
+                "table {table} has no rows: its bound parameters are NULL"
+            ));
+        }
+    }
+    for (what, s, p) in unbound(&workload) {
+        log.warn(&format!(
+            "{what}: ${p} of statement {s} is bound to no column, value or result: it is sent as NULL \
+             (add a [[transaction.bind]] entry)"
+        ));
+    }
+    let relations = workload.written_relations();
+    let before = server_counters(&admin, &relations, opts.verify_max_rows).await?;
+    let param_counts = workload
+        .statements
+        .iter()
+        .map(|s| param_count(&s.query))
+        .collect();
+    let shared = Arc::new(Shared {
+        workload,
+        pools,
+        statement_timeout_ms: opts.statement_timeout_ms,
+        commit: opts.commit,
+        param_counts,
+    });
+    let app = format!("planck replay {}", std::process::id());
+    let mut steps: Vec<StepResult> = Vec::new();
+    let mut interrupted = false;
+    for (i, &c) in opts.ladder.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let step = StepOptions {
+            concurrency: c,
+            warmup: opts.warmup,
+            duration: opts.duration,
+            sample_ms: opts.sample_ms,
+            sampler: opts.sampler,
+            workers: opts.workers,
+            seed: opts.seed.wrapping_add(i as u64),
+            app: app.clone(),
+        };
+        let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
+        if r.interrupted {
+            interrupted = true;
+            break;
+        }
+        let secs = r.elapsed.as_secs_f64().max(1e-9);
+        let errors: u64 = r.stats.units.errors.values().map(|e| e.count).sum();
+        log.info(&format!(
+            "step {}/{}: {c} clients, {:.1} units/s, p95 {:.2} ms, {errors} errors",
+            i + 1,
+            opts.ladder.len(),
+            r.stats.units.latency.count() as f64 / secs,
+            r.stats.units.latency.percentile_ms(95.0),
+        ));
+        steps.push(r);
+    }
+    // Backends flush their statistics as they exit: wait for them to go.
+    for _ in 0..100 {
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&app],
+            )
+            .await
+            .map_err(|e| Error::db("waiting for replay's connections to close", e))?
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = server_counters(&admin, &relations, opts.verify_max_rows).await?;
+    let mut totals = super::exec::WorkerStats::default();
+    for s in &steps {
+        totals.attempted += s.stats.attempted;
+        totals.succeeded += s.stats.succeeded;
+        totals.failed += s.stats.failed;
+        totals.rows_written += s.stats.rows_written;
+        totals.rollbacks += s.stats.rollbacks;
+        totals.commits += s.stats.commits;
+    }
+    let integrity = integrity(&totals, &before, &after, opts);
+    Ok(report::build(
+        &shared.workload,
+        &steps,
+        integrity,
+        opts.sample_ms,
+        interrupted,
+    ))
+}
+
+/// The integrity line: planck's own counters, each counted on its own, beside
+/// the server's deltas and the checksums.
+pub fn integrity(
+    t: &super::exec::WorkerStats,
+    before: &ServerCounters,
+    after: &ServerCounters,
+    opts: &Options,
+) -> IntegrityJson {
+    let mut notes = Vec::new();
+    let server_rows = after.rows_changed - before.rows_changed;
+    if server_rows != t.rows_written as i64 {
+        notes.push(format!(
+            "MISMATCH: the server counted {server_rows} rows inserted, updated or deleted, planck's executions reported {}",
+            t.rows_written
+        ));
+    }
+    if t.attempted != t.succeeded + t.failed {
+        notes.push(format!(
+            "MISMATCH: {} attempted but {} succeeded and {} failed (units cut off by the end of the run)",
+            t.attempted, t.succeeded, t.failed
+        ));
+    }
+    let server_rollbacks = after.xact_rollback - before.xact_rollback;
+    if server_rollbacks < t.rollbacks as i64 {
+        notes.push(format!(
+            "MISMATCH: planck rolled back {} transactions, the server counted {server_rollbacks}",
+            t.rollbacks
+        ));
+    }
+    let mut unchanged = true;
+    for (rel, n, sum) in &before.checksums {
+        let a = after.checksums.iter().find(|(r, _, _)| r == rel);
+        match (sum, a) {
+            (None, _) => notes.push(format!(
+                "{rel} not checksummed: {n} rows, above --verify-max-rows {}",
+                opts.verify_max_rows
+            )),
+            (Some(s), Some((_, an, Some(asum)))) if s == asum && n == an => {}
+            (Some(_), Some((_, an, _))) => {
+                unchanged = false;
+                notes.push(format!(
+                    "{rel} changed: {n} rows before, {an} after, checksum differs"
+                ));
+            }
+            (Some(_), None) => {
+                unchanged = false;
+                notes.push(format!("{rel} could not be read after the run"));
+            }
+        }
+    }
+    if !opts.commit {
+        notes.push(
+            "every unit ran inside BEGIN .. ROLLBACK: production's commit (its WAL flush, so locks are held a \
+             little longer there) and READ COMMITTED waiters re-checking a committed row are left out; sequences advance"
+                .into(),
+        );
+    }
+    IntegrityJson {
+        attempted: t.attempted,
+        succeeded: t.succeeded,
+        failed: t.failed,
+        planck_rows_changed: t.rows_written,
+        server_rows_changed: Some(server_rows),
+        planck_rollbacks: t.rollbacks,
+        planck_commits: t.commits,
+        server_xact_rollback: Some(server_rollbacks),
+        server_xact_commit: Some(after.xact_commit - before.xact_commit),
+        data_unchanged: (!before.checksums.is_empty()).then_some(unchanged),
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> Options {
+        Options {
+            ladder: vec![1],
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            statement_timeout_ms: 1000,
+            sample_ms: 20,
+            sampler: true,
+            commit: false,
+            force: false,
+            allow_side_effects: false,
+            verify_max_rows: 1000,
+            workers: 1,
+            seed: 1,
+            pool_rows: 10,
+        }
+    }
+
+    /// A planted mismatch (the server saw a row change planck did not
+    /// report, and a table's checksum moved) is reported, not hidden.
+    #[test]
+    fn integrity_reports_a_planted_mismatch() {
+        let t = super::super::exec::WorkerStats {
+            attempted: 10,
+            succeeded: 10,
+            rollbacks: 10,
+            rows_written: 5,
+            ..Default::default()
+        };
+        let before = ServerCounters {
+            rows_changed: 100,
+            xact_commit: 0,
+            xact_rollback: 0,
+            checksums: vec![("accounts".into(), 3, Some("a".into()))],
+        };
+        let mut after = ServerCounters {
+            rows_changed: 105,
+            xact_commit: 1,
+            xact_rollback: 10,
+            checksums: vec![("accounts".into(), 3, Some("a".into()))],
+        };
+        let ok = integrity(&t, &before, &after, &opts());
+        assert_eq!(ok.data_unchanged, Some(true));
+        assert!(
+            !ok.notes.iter().any(|n| n.contains("MISMATCH")),
+            "{:?}",
+            ok.notes
+        );
+        after.rows_changed = 106;
+        after.checksums[0].2 = Some("b".into());
+        let bad = integrity(&t, &before, &after, &opts());
+        assert_eq!(bad.data_unchanged, Some(false));
+        assert!(
+            bad.notes
+                .iter()
+                .any(|n| n.starts_with("MISMATCH: the server counted 6")),
+            "{:?}",
+            bad.notes
+        );
+        assert!(bad.notes.iter().any(|n| n.contains("accounts changed")));
+    }
+
+    #[test]
+    fn commit_on_an_unmanaged_database_is_refused_without_force() {
+        let w = Workload::new(
+            vec![super::super::workload::Statement::new(
+                "s".into(),
+                "UPDATE t SET a = 1".into(),
+                None,
+                1,
+            )],
+            vec![],
+            Default::default(),
+            false,
+        );
+        let mut o = opts();
+        o.commit = true;
+        assert!(check_workload(&w, &o, false).is_err());
+        assert!(check_workload(&w, &o, true).is_ok());
+        o.force = true;
+        assert!(check_workload(&w, &o, false).is_ok());
+    }
+
+    #[test]
+    fn no_statements_is_an_error() {
+        let w = Workload::default();
+        let e = check_workload(&w, &opts(), true).unwrap_err();
+        assert!(e.to_string().contains("no statements"));
+    }
+}

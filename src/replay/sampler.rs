@@ -1,0 +1,194 @@
+//! The sampler: on its own connection, `pg_stat_activity` every
+//! `--sample-ms` for planck's backends (tagged by `application_name`), and
+//! only when one of them waits on a Lock, `pg_locks` and
+//! `pg_blocking_pids()` (both take the lock manager's partition locks: the
+//! manual warns against calling them often). Waits are resolved to their root
+//! holder and the statement that took the lock ([`super::attribution`]);
+//! every wait event of planck's backends counts in the step's profile.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use super::attribution::{BlockerState, History, LockRow, LockSnapshot};
+
+/// Each backend's history, by pid: what the clients record and the sampler reads.
+pub type Registry = Arc<Mutex<HashMap<i32, Arc<Mutex<History>>>>>;
+
+/// A hotspot's identity within a step.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HotspotKey {
+    pub lock_type: String,
+    pub relation: Option<String>,
+    /// `ctid (page,tuple)` of the row, when the tuple lock showed it.
+    pub row: Option<(i32, i16)>,
+    /// Statement indexes.
+    pub waiting: Option<usize>,
+    pub blocking: Option<usize>,
+    /// The blocker's unit (see [`History::unit`]).
+    pub blocker_unit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct HotspotCount {
+    pub samples: u64,
+    pub states: HashMap<BlockerState, u64>,
+    /// Values the blocking statement had bound, the first time seen.
+    pub blocker_params: Vec<Option<String>>,
+}
+
+/// What the sampler gathered over a step.
+#[derive(Debug, Default)]
+pub struct Samples {
+    pub polls: u64,
+    /// Sum over polls of planck backends seen.
+    pub backend_samples: u64,
+    pub hotspots: HashMap<HotspotKey, HotspotCount>,
+    pub wait_events: HashMap<(String, String), u64>,
+    pub lock_polls: u64,
+    pub errors: u64,
+}
+
+const ACTIVITY: &str = "SELECT pid, state, wait_event_type, wait_event FROM pg_stat_activity \
+                        WHERE application_name = $1";
+const LOCKS: &str = "SELECT l.pid, l.locktype, l.relation::regclass::text, l.page, l.tuple, \
+                     coalesce(l.transactionid::text, l.virtualxid, \
+                              l.classid::text || ':' || l.objid::text || ':' || l.objsubid::text), \
+                     l.granted \
+                     FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
+                     WHERE a.application_name = $1";
+const BLOCKING: &str = "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity \
+                        WHERE application_name = $1 AND wait_event_type = 'Lock'";
+
+/// Polls until `stop` is set.
+pub async fn run(
+    client: Client,
+    app: String,
+    interval: Duration,
+    registry: Registry,
+    stop: Arc<AtomicBool>,
+) -> Samples {
+    let mut out = Samples::default();
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let (Ok(activity), Ok(locks), Ok(blocking)) = (
+        client.prepare(ACTIVITY).await,
+        client.prepare(LOCKS).await,
+        client.prepare(BLOCKING).await,
+    ) else {
+        out.errors += 1;
+        return out;
+    };
+    while !stop.load(Ordering::Relaxed) {
+        tick.tick().await;
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let Ok(rows) = client.query(&activity, &[&app]).await else {
+            out.errors += 1;
+            continue;
+        };
+        out.polls += 1;
+        let mut states: HashMap<i32, (String, Option<String>)> = HashMap::new();
+        let mut any_lock = false;
+        for r in &rows {
+            let pid: i32 = r.get(0);
+            let state: Option<String> = r.get(1);
+            let wtype: Option<String> = r.get(2);
+            let wevent: Option<String> = r.get(3);
+            out.backend_samples += 1;
+            if let (Some(t), Some(e)) = (&wtype, &wevent) {
+                *out.wait_events.entry((t.clone(), e.clone())).or_default() += 1;
+                any_lock |= t == "Lock";
+            }
+            states.insert(pid, (state.unwrap_or_default(), wtype));
+        }
+        if !any_lock {
+            continue;
+        }
+        out.lock_polls += 1;
+        let (Ok(lrows), Ok(brows)) = (
+            client.query(&locks, &[&app]).await,
+            client.query(&blocking, &[&app]).await,
+        ) else {
+            out.errors += 1;
+            continue;
+        };
+        let snap = LockSnapshot {
+            locks: lrows
+                .iter()
+                .map(|r| LockRow {
+                    pid: r.get(0),
+                    locktype: r.get(1),
+                    relation: r.get(2),
+                    page: r.get(3),
+                    tuple: r.get(4),
+                    object: r.get(5),
+                    granted: r.get(6),
+                })
+                .collect(),
+            blocking: brows
+                .iter()
+                .map(|r| (r.get(0), r.get::<_, Vec<i32>>(1)))
+                .collect(),
+        };
+        let reg = registry.lock().expect("registry lock").clone();
+        for wait in snap.waits() {
+            let waiting = reg.get(&wait.waiter).and_then(|h| {
+                h.lock()
+                    .expect("history lock")
+                    .current()
+                    .map(|e| e.statement)
+            });
+            let (blocking, blocker_unit, params, state) =
+                match wait.root.and_then(|r| reg.get(&r).map(|h| (r, h))) {
+                    None => (None, None, Vec::new(), BlockerState::Unknown),
+                    Some((root, h)) => {
+                        let h = h.lock().expect("history lock");
+                        let short = wait.relation.as_deref().map(|r| {
+                            r.rsplit('.')
+                                .next()
+                                .unwrap_or(r)
+                                .trim_matches('"')
+                                .to_lowercase()
+                        });
+                        let taker = h.lock_taker(short.as_deref());
+                        let state = match (states.get(&root), h.current()) {
+                            (Some((s, _)), _) if s.starts_with("idle in transaction") => {
+                                BlockerState::IdleInTransaction
+                            }
+                            (Some((_, Some(t))), Some(c)) if t == "Lock" => {
+                                BlockerState::WaitingOnLock(c.statement)
+                            }
+                            (_, Some(c)) => BlockerState::Running(c.statement),
+                            (_, None) => BlockerState::IdleInTransaction,
+                        };
+                        (
+                            taker.map(|e| e.statement),
+                            h.unit,
+                            taker.map(|e| e.params.clone()).unwrap_or_default(),
+                            state,
+                        )
+                    }
+                };
+            let key = HotspotKey {
+                lock_type: wait.lock_type,
+                relation: wait.relation,
+                row: wait.row,
+                waiting,
+                blocking,
+                blocker_unit,
+            };
+            let c = out.hotspots.entry(key).or_default();
+            c.samples += 1;
+            *c.states.entry(state).or_default() += 1;
+            if c.blocker_params.is_empty() {
+                c.blocker_params = params;
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,581 @@
+//! `planck replay` against a real server (issue 11): the hotspots named down
+//! to the statement that took the lock, data unchanged by a default replay,
+//! and the faults. Steps of 1 s or less with `--warmup 0`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{TestDb, assert_exit, project_dir, stderr, stdout};
+use planck::replay::report::{HotspotJson, Report};
+
+fn write_queries(dir: &Path, text: &str) -> String {
+    let p = dir.join("q.toml");
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+fn replay(db: &TestDb, dir: &Path, queries: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "replay",
+        "--queries",
+        queries,
+        "--warmup",
+        "0",
+        "--format",
+        "json",
+    ];
+    args.extend_from_slice(extra);
+    db.planck(&args, dir)
+}
+
+fn report(out: &std::process::Output) -> Report {
+    serde_json::from_str(&stdout(out))
+        .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", stdout(out), stderr(out)))
+}
+
+/// md5 of every user table's rows, in order.
+fn checksums(db: &TestDb) -> Vec<String> {
+    let tables = db.query_strings(
+        "SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables ORDER BY 1",
+    );
+    assert!(!tables.is_empty());
+    tables
+        .iter()
+        .map(|t| {
+            let sum = db.query_strings(&format!(
+                "SELECT count(*) || ':' || md5(coalesce(string_agg(h, '' ORDER BY h), '')) \
+                 FROM (SELECT md5(x::text) AS h FROM {t} x) s"
+            ));
+            format!("{t} {}", sum[0])
+        })
+        .collect()
+}
+
+fn top<'a>(hs: impl Iterator<Item = &'a HotspotJson>) -> Option<&'a HotspotJson> {
+    hs.max_by_key(|h| h.samples)
+}
+
+const TPCB: &str = r#"format_version = 2
+
+[[statement]]
+id = "upd_acc"
+calls = 100
+query = "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2"
+
+[[statement]]
+id = "sel_acc"
+calls = 100
+query = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
+
+[[statement]]
+id = "upd_tel"
+calls = 100
+query = "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2"
+
+[[statement]]
+id = "upd_bra"
+calls = 100
+query = "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2"
+
+[[statement]]
+id = "ins_his"
+calls = 100
+query = "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)"
+
+# The TPC-B script of pgbench, by hand: aid, tid, bid and delta shared
+# across its statements through bind.
+[[transaction]]
+id = "tpcb"
+name = "TPC-B"
+statements = ["upd_acc", "sel_acc", "upd_tel", "upd_bra", "ins_his"]
+calls = 100
+manual = true
+
+[[transaction.bind]]
+statement = "upd_acc"
+param = 1
+value = 5
+[[transaction.bind]]
+statement = "upd_acc"
+param = 2
+column = "pgbench_accounts.aid"
+[[transaction.bind]]
+statement = "sel_acc"
+param = 1
+column = "pgbench_accounts.aid"
+[[transaction.bind]]
+statement = "upd_tel"
+param = 1
+value = 5
+[[transaction.bind]]
+statement = "upd_tel"
+param = 2
+column = "pgbench_tellers.tid"
+[[transaction.bind]]
+statement = "upd_bra"
+param = 1
+value = 5
+[[transaction.bind]]
+statement = "upd_bra"
+param = 2
+column = "pgbench_branches.bid"
+[[transaction.bind]]
+statement = "ins_his"
+param = 1
+column = "pgbench_tellers.tid"
+[[transaction.bind]]
+statement = "ins_his"
+param = 2
+column = "pgbench_branches.bid"
+[[transaction.bind]]
+statement = "ins_his"
+param = 3
+column = "pgbench_accounts.aid"
+[[transaction.bind]]
+statement = "ins_his"
+param = 4
+value = 5
+"#;
+
+fn pgbench_init(db: &TestDb) {
+    let out = Command::new("pgbench")
+        .args(["-i", "-s", "1", "-q", &db.url])
+        .output()
+        .expect("pgbench is needed for the replay tests");
+    assert!(
+        out.status.success(),
+        "pgbench -i: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Acceptance: pgbench's schema, TPC-B as a hand-written transaction, 8
+/// clients: the top hotspot is a row lock on pgbench_branches or
+/// pgbench_tellers with both statements named; and the default replay
+/// leaves every table as it was.
+#[test]
+fn tpcb_8_clients_branch_or_teller_hotspot_data_unchanged() {
+    let db = test_db!();
+    pgbench_init(&db);
+    let dir = project_dir();
+    let q = write_queries(dir.path(), TPCB);
+    let before = checksums(&db);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "8", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert_eq!(r.format_version, 1);
+    assert_eq!(r.steps.len(), 1);
+    assert_eq!(r.steps[0].concurrency, 8);
+    assert!(r.steps[0].throughput_per_s > 0.0);
+    assert!(r.steps[0].p95_ms > 0.0 && r.steps[0].p50_ms <= r.steps[0].p95_ms);
+    assert!(!r.steps[0].histogram.is_empty());
+    let h = top(r.hotspots.iter()).expect("8 clients on one branch row wait on each other");
+    assert!(
+        ["transactionid", "tuple"].contains(&h.lock_type.as_str()),
+        "{h:?}"
+    );
+    let rel = h.relation.as_deref().unwrap_or("");
+    assert!(
+        rel == "pgbench_branches" || rel == "pgbench_tellers",
+        "{h:?}"
+    );
+    let waiting = h
+        .waiting_statement
+        .as_deref()
+        .expect("waiting statement named");
+    let blocking = h
+        .blocking_statement
+        .as_deref()
+        .expect("blocking statement named");
+    assert!(waiting.contains(rel), "{h:?}");
+    assert!(
+        blocking.starts_with("UPDATE") && blocking.contains(rel),
+        "{h:?}"
+    );
+    assert_eq!(h.transaction.as_deref(), Some("TPC-B"));
+    assert!(h.wait_share > 0.0 && h.wait_share <= 1.0);
+    // Writes never change the data by default.
+    assert_eq!(checksums(&db), before);
+    assert_eq!(r.integrity.data_unchanged, Some(true), "{:?}", r.integrity);
+    assert!(r.integrity.attempted > 0 && r.integrity.succeeded > 0);
+    assert_eq!(
+        r.integrity.server_rows_changed,
+        Some(r.integrity.planck_rows_changed as i64),
+        "{:?}",
+        r.integrity
+    );
+}
+
+const ATTRIBUTION: &str = r#"format_version = 2
+
+[[statement]]
+id = "a_lock"
+calls = 1
+query = "SELECT id, n FROM hot WHERE id = 1 FOR UPDATE"
+
+[[statement]]
+id = "a_two"
+calls = 1
+query = "SELECT count(*) FROM other"
+
+[[statement]]
+id = "a_three"
+calls = 1
+query = "SELECT max(n) FROM other"
+
+[[statement]]
+id = "b_update"
+calls = 3
+query = "UPDATE hot SET n = n + 1 WHERE id = 1"
+
+[[transaction]]
+id = "a"
+name = "A"
+statements = ["a_lock", "a_two", "a_three"]
+calls = 1
+think_ms = 40
+manual = true
+"#;
+
+/// Acceptance (attribution a naive implementation cannot pass): A takes the
+/// row with SELECT ... FOR UPDATE and runs two more statements with think
+/// time; B updates the same row. For B's waits on A, the blocking statement
+/// is A's SELECT ... FOR UPDATE (not B's text, not what A runs when
+/// sampled), the blocker state names A's later statement or idle in
+/// transaction, and the waiting statement is B's UPDATE.
+#[test]
+fn b_waits_are_attributed_to_as_select_for_update() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); \
+         CREATE TABLE other (n int); INSERT INTO other SELECT g FROM generate_series(1, 1000) g",
+    );
+    let dir = project_dir();
+    let q = write_queries(dir.path(), ATTRIBUTION);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "4", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let b = "UPDATE hot SET n = n + 1 WHERE id = 1";
+    let on_a: Vec<&HotspotJson> = r
+        .hotspots
+        .iter()
+        .filter(|h| {
+            h.waiting_statement.as_deref() == Some(b) && h.transaction.as_deref() == Some("A")
+        })
+        .collect();
+    let h = top(on_a.into_iter()).unwrap_or_else(|| panic!("B waited on A: {:#?}", r.hotspots));
+    assert_eq!(
+        h.blocking_statement.as_deref(),
+        Some("SELECT id, n FROM hot WHERE id = 1 FOR UPDATE"),
+        "{h:?}"
+    );
+    assert_eq!(h.relation.as_deref(), Some("hot"));
+    assert!(
+        h.blocker_state == "idle in transaction"
+            || h.blocker_state == "running SELECT count(*) FROM other"
+            || h.blocker_state == "running SELECT max(n) FROM other",
+        "{h:?}"
+    );
+    assert_eq!(db.query_strings("SELECT n FROM hot"), ["0"]);
+}
+
+/// Faults: a transaction naming an unknown statement id fails at file:line.
+#[test]
+fn unknown_statement_id_is_an_error_at_file_line() {
+    let db = test_db!();
+    let dir = project_dir();
+    let text = ATTRIBUTION.replace("\"a_three\"]", "\"nope\"]");
+    let line = 1 + text.lines().position(|l| l == "[[transaction]]").unwrap();
+    let q = write_queries(dir.path(), &text);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "200ms"],
+    );
+    assert_exit(&out, 2);
+    let e = stderr(&out);
+    assert!(
+        e.contains("nope") && e.contains(&format!("q.toml:{line}:")),
+        "{e}"
+    );
+}
+
+/// Faults: --commit on a database planck does not manage, without --force.
+#[test]
+fn commit_on_an_unmanaged_database_is_refused() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
+    let dir = project_dir();
+    let q = write_queries(dir.path(), ATTRIBUTION);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "200ms", "--commit"],
+    );
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("--commit refused"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(db.query_strings("SELECT n FROM hot"), ["0"]);
+    // With --force it commits, and the integrity line still balances.
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--ladder",
+            "1",
+            "--duration",
+            "300ms",
+            "--commit",
+            "--force",
+        ],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let n: i64 = db.query_strings("SELECT n FROM hot")[0].parse().unwrap();
+    assert!(n > 0, "committed updates stay");
+    assert_eq!(r.integrity.data_unchanged, Some(false));
+    assert!(r.integrity.planck_commits > 0);
+    assert_eq!(
+        r.integrity.server_rows_changed,
+        Some(r.integrity.planck_rows_changed as i64),
+        "{:?}",
+        r.integrity
+    );
+}
+
+/// Faults: a top step above max_connections is refused before anything runs.
+#[test]
+fn top_step_above_max_connections_refused() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); CREATE TABLE other (n int)");
+    let dir = project_dir();
+    let q = write_queries(dir.path(), ATTRIBUTION);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1,5000", "--duration", "200ms"],
+    );
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("max_connections"), "{}", stderr(&out));
+}
+
+/// Faults: a statement that fails on every execution is reported once with
+/// its SQLSTATE and first text, and kept out of the percentiles; a step
+/// where nothing succeeds still reports.
+#[test]
+fn always_failing_statement_counted_not_in_percentiles() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"div\"\nquery = \"SELECT 1 / 0\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "2", "--duration", "300ms"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert!(s.errors.get("22012").copied().unwrap_or(0) > 0, "{s:?}");
+    assert!(s.first_errors["22012"].contains("division by zero"));
+    assert_eq!(s.units, 0);
+    assert_eq!(s.p95_ms, 0.0);
+    assert_eq!(r.integrity.succeeded, 0);
+    assert_eq!(r.integrity.failed, r.integrity.attempted);
+}
+
+/// Faults: a statement longer than the step ends at --statement-timeout-ms
+/// and is counted as 57014, apart from other errors.
+#[test]
+fn statement_timeout_is_counted_apart() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"slow\"\nquery = \"SELECT pg_sleep(5)\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--ladder",
+            "1",
+            "--duration",
+            "500ms",
+            "--statement-timeout-ms",
+            "100",
+        ],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert!(
+        r.steps[0].errors.get("57014").copied().unwrap_or(0) >= 2,
+        "{:?}",
+        r.steps[0]
+    );
+}
+
+/// --slo exits 1 when missed at its step, 0 when held.
+#[test]
+fn slo_missed_exits_1() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"nap\"\nquery = \"SELECT pg_sleep(0.02)\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "300ms", "--slo", "p95=1ms@1"],
+    );
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("SLO missed"));
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "300ms", "--slo", "p95=5s@1"],
+    );
+    assert_exit(&out, 0);
+}
+
+const DEADLOCK: &str = r#"format_version = 2
+
+[[statement]]
+id = "one"
+query = "UPDATE pair SET n = n + 1 WHERE id = 1"
+
+[[statement]]
+id = "two"
+query = "UPDATE pair SET n = n + 1 WHERE id = 2"
+
+[[statement]]
+id = "two_b"
+query = "UPDATE pair SET n = n + 2 WHERE id = 2"
+
+[[statement]]
+id = "one_b"
+query = "UPDATE pair SET n = n + 2 WHERE id = 1"
+
+[[transaction]]
+id = "forward"
+statements = ["one", "two"]
+think_ms = 30
+
+[[transaction]]
+id = "backward"
+statements = ["two_b", "one_b"]
+think_ms = 30
+"#;
+
+/// Faults: deadlocks are counted (40P01) and the run goes on.
+#[test]
+fn deadlocks_are_counted_and_the_run_goes_on() {
+    let db = test_db!();
+    db.exec("CREATE TABLE pair (id int PRIMARY KEY, n int NOT NULL); INSERT INTO pair VALUES (1, 0), (2, 0)");
+    let dir = project_dir();
+    let q = write_queries(dir.path(), DEADLOCK);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "4", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert!(s.errors.get("40P01").copied().unwrap_or(0) > 0, "{s:?}");
+    assert!(s.units > 0, "units still succeed between deadlocks: {s:?}");
+    assert_eq!(db.query_strings("SELECT sum(n)::text FROM pair"), ["0"]);
+}
+
+/// Faults: SIGTERM mid-run prints the report of the finished steps, exits
+/// 143, and leaves no open transaction behind (the data is unchanged).
+#[test]
+fn sigterm_reports_the_finished_steps() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
+    let dir = project_dir();
+    let q = write_queries(dir.path(), ATTRIBUTION);
+    let child = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &db.url,
+            "replay",
+            "--queries",
+            &q,
+            "--warmup",
+            "0",
+        ])
+        .args([
+            "--format",
+            "json",
+            "--ladder",
+            "1,1,1,1,1,1",
+            "--duration",
+            "600ms",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1700));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 143);
+    let r = report(&out);
+    assert!(r.interrupted);
+    assert!(
+        !r.steps.is_empty() && r.steps.len() < 6,
+        "{} steps",
+        r.steps.len()
+    );
+    assert_eq!(db.query_strings("SELECT n::text FROM hot"), ["0"]);
+}
+
+/// A lone statement with a parameter is bound from its text (sampled from
+/// the column it is compared with), not refused and not sent as NULL.
+#[test]
+fn lone_statement_parameters_are_sampled_from_their_column() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot SELECT g, 0 FROM generate_series(1, 50) g");
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"bump\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = $1\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "2", "--duration", "300ms"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert!(
+        r.steps[0].units > 0 && r.steps[0].errors.is_empty(),
+        "{:?}",
+        r.steps[0]
+    );
+    // One row per execution: the value matched a real row.
+    assert_eq!(
+        r.integrity.planck_rows_changed, r.integrity.succeeded,
+        "{:?}",
+        r.integrity
+    );
+    assert_eq!(db.query_strings("SELECT sum(n)::text FROM hot"), ["0"]);
+}
