@@ -84,6 +84,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         source: s.app_source.as_deref(),
     };
     let mut all = rules::run_all(&ctx, &s.disabled);
+    guessed_types_warn(&mut all, &results);
     if let StatementSource::Queries(path) = &s.statements {
         findings::locate(&mut all, &statements, path);
     }
@@ -202,6 +203,27 @@ async fn plan(engine: &Engine, statements: Vec<Statement>, log: Log) -> Result<V
         started.elapsed().as_secs_f64()
     ));
     Ok(results)
+}
+
+/// A finding on a statement planned with a fixed-order type guess rests
+/// on that guess: it is a warning, and says so.
+fn guessed_types_warn(all: &mut [Finding], results: &[Explained]) {
+    for f in all.iter_mut() {
+        let Some(e) = results
+            .iter()
+            .find(|e| f.statement.as_deref() == Some(e.stmt.id.as_str()))
+        else {
+            continue;
+        };
+        if e.guesses.is_empty() {
+            continue;
+        }
+        if f.severity == Severity::Error {
+            f.severity = Severity::Warning;
+        }
+        f.message
+            .push_str(&format!(" (planned with {})", e.guesses.join("; ")));
+    }
 }
 
 /// Ignores, the baseline (written first with `--write-baseline`), and the

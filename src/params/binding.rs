@@ -504,6 +504,47 @@ pub fn params(text: &str) -> BTreeSet<u32> {
         .collect()
 }
 
+/// Functions whose effects a ROLLBACK does not undo: a statement calling
+/// one is planned without ANALYZE (the README lists them).
+pub const NOT_ROLLED_BACK: [&str; 19] = [
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_advisory_lock",
+    "pg_advisory_lock_shared",
+    "pg_try_advisory_lock",
+    "pg_try_advisory_lock_shared",
+    "setval",
+    "nextval",
+    "dblink",
+    "dblink_exec",
+    "dblink_send_query",
+    "pg_reload_conf",
+    "pg_rotate_logfile",
+    "pg_switch_wal",
+    "lo_export",
+    "pg_file_write",
+    "pg_notify",
+    "pg_stat_reset",
+    "pg_stat_statements_reset",
+];
+
+/// The first function of [`NOT_ROLLED_BACK`] the statement calls (a word
+/// followed by `(`, outside strings and comments).
+pub fn not_rolled_back(text: &str) -> Option<&'static str> {
+    let toks = lex(text);
+    let sig: Vec<&Token> = toks
+        .iter()
+        .filter(|t| !matches!(t.kind, Tok::Space | Tok::Comment))
+        .collect();
+    sig.windows(2).find_map(|w| {
+        if w[0].kind != Tok::Word || w[1].kind != Tok::Punct('(') {
+            return None;
+        }
+        let name = text[w[0].start..w[0].end].to_ascii_lowercase();
+        NOT_ROLLED_BACK.iter().find(|f| **f == name).copied()
+    })
+}
+
 /// What a parameter stands for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Binding {
@@ -919,6 +960,16 @@ mod tests {
         let (t, notes) = repair("SELECT * FROM t WHERE id IN ($1, $2)");
         assert_eq!(t, "SELECT * FROM t WHERE id IN ($1, $2)");
         assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn finds_calls_a_rollback_does_not_undo() {
+        assert_eq!(
+            not_rolled_back("SELECT pg_terminate_backend(pg_backend_pid())"),
+            Some("pg_terminate_backend")
+        );
+        assert_eq!(not_rolled_back("SELECT NEXTVAL ('s')"), Some("nextval"));
+        assert_eq!(not_rolled_back("SELECT 'setval(' , nextval_x(1) -- setval(\n"), None);
     }
 
     #[test]

@@ -1,0 +1,267 @@
+//! `planck explain` on real workloads (issue 10): every valid statement is
+//! planned (normalized text typed from its context, repaired, or guessed in
+//! a fixed order, each repair in the JSON), `stale-statement` only for what
+//! is truly gone, and one statement's failure never ends the run.
+
+mod common;
+
+use std::path::Path;
+
+use common::explain_json::{Report, Statement};
+use common::{TestDb, stderr, stdout};
+
+/// Runs `planck --format json explain ARGS`: the exit code, the report, stderr.
+fn json_run(db: &TestDb, dir: &Path, args: &[&str]) -> (i32, Report, String) {
+    let mut a = vec!["--format", "json", "explain"];
+    a.extend_from_slice(args);
+    let out = db.planck(&a, dir);
+    let code = out.status.code().unwrap_or(-1);
+    let r: Report = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| {
+        panic!(
+            "not the report ({e}); exit {code}\nstdout:\n{}\nstderr:\n{}",
+            stdout(&out),
+            stderr(&out)
+        )
+    });
+    (code, r, stderr(&out))
+}
+
+/// A queries file of these statements, as `planck record` writes them.
+fn queries(dir: &Path, stmts: &[String]) -> String {
+    let mut text = String::from("format_version = 1\n");
+    for q in stmts {
+        text.push_str(&format!(
+            "\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
+        ));
+    }
+    let path = dir.join("queries.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn schema(db: &TestDb) {
+    db.exec(
+        "CREATE TABLE t (id bigint PRIMARY KEY, n integer NOT NULL, d date NOT NULL,
+                         created_at timestamptz NOT NULL, price numeric NOT NULL);
+         INSERT INTO t SELECT g, g % 1000, date '2024-01-01' + g % 365,
+                              timestamptz '2024-01-01' + g * interval '1 minute', g / 7.0
+           FROM generate_series(1, 50000) g;
+         CREATE INDEX t_n ON t (n);
+         ANALYZE t",
+    );
+}
+
+fn explained<'a>(r: &'a Report, needle: &str) -> &'a Statement {
+    let s = r.statement(needle);
+    assert_eq!(s.status, "explained", "{s:#?}");
+    s
+}
+
+/// Issue 10 section 1: `int_col BETWEEN $1 - $2 AND $3 + $4` was refused
+/// (42725, `operator is not unique: unknown - unknown`); typed from the
+/// column it meets it is an integer, never numeric (a cast on the column
+/// would lose its index).
+#[test]
+fn issue10_parameter_arithmetic_is_typed_from_the_column_and_keeps_the_index() {
+    let db = TestDb::new("explain10_between");
+    schema(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &["SELECT id FROM t WHERE n BETWEEN $1 - $2 AND $3 + $4".into()],
+    );
+    let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    let s = explained(&r, "BETWEEN");
+    assert!(
+        s.repairs
+            .iter()
+            .any(|x| x.contains("$1, $2, $3, $4 typed integer")),
+        "{s:#?}\n{err}"
+    );
+    assert_eq!(s.param_types, vec!["int4"; 4], "{s:#?}");
+    let plan = serde_json::to_string(&s.plans).unwrap();
+    assert!(plan.contains("t_n"), "the index on n is used: {plan}");
+    assert!(!plan.contains("(t.n)::numeric"), "{plan}");
+    assert!(r.findings("stale-statement").is_empty(), "{r:#?}");
+}
+
+/// Issue 10 section 1: `$1 * $2` with no column beside it: the fixed guess
+/// order (numeric first), recorded as a guess.
+#[test]
+fn issue10_parameters_with_no_context_are_guessed_in_the_fixed_order() {
+    let db = TestDb::new("explain10_guess");
+    schema(&db);
+    let dir = common::project_dir();
+    let q = queries(dir.path(), &["SELECT $1 * $2 FROM t WHERE id = $3".into()]);
+    let (_, r, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    let s = explained(&r, "$1 * $2");
+    assert!(
+        s.repairs
+            .iter()
+            .any(|x| x == "untyped parameters $1, $2 guessed as numeric"),
+        "{s:#?}"
+    );
+    assert_eq!(s.param_types[..2], ["numeric", "numeric"], "{s:#?}");
+}
+
+/// Issue 10 section 1: `sum(case when x = $1 then $2 else $3 end)` was
+/// refused (`function sum(text) does not exist`, 42883) and reported as
+/// stale; the aggregate types the CASE's results.
+#[test]
+fn issue10_case_results_in_an_aggregate_are_typed_by_the_aggregate_never_stale() {
+    let db = TestDb::new("explain10_case");
+    schema(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[
+            "SELECT sum(CASE WHEN n = $1 THEN $2 ELSE $3 END) FROM t".into(),
+            "SELECT CASE WHEN n > $1 THEN price ELSE $2 END FROM t WHERE id = $3".into(),
+        ],
+    );
+    let (_, r, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    let s = explained(&r, "sum(CASE");
+    assert!(
+        s.repairs
+            .iter()
+            .any(|x| x.contains("$2, $3 typed numeric from the expression")),
+        "{s:#?}"
+    );
+    // The sibling column's type (numeric), not a guess.
+    let s = explained(&r, "THEN price");
+    assert!(
+        s.repairs.iter().any(|x| x.contains("$2 typed numeric")),
+        "{s:#?}"
+    );
+    assert!(r.findings("stale-statement").is_empty(), "{r:#?}");
+}
+
+/// Issue 10 section 1: `created_at > now() - $1` was refused
+/// (`operator does not exist: timestamptz > interval`) and reported as
+/// stale; `x + $1` on dates and timestamps.
+#[test]
+fn issue10_clock_and_date_arithmetic_with_a_parameter_is_planned() {
+    let db = TestDb::new("explain10_clock");
+    schema(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[
+            "SELECT id FROM t WHERE created_at > now() - $1".into(),
+            "SELECT d + $1 FROM t WHERE id = $2".into(),
+            "SELECT id FROM t WHERE created_at + $1 < now()".into(),
+        ],
+    );
+    let (_, r, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    let s = explained(&r, "now() - $1");
+    assert!(
+        s.repairs.iter().any(|x| x.contains("$1 typed interval")),
+        "{s:#?}"
+    );
+    explained(&r, "d + $1");
+    explained(&r, "created_at + $1");
+    assert!(r.findings("stale-statement").is_empty(), "{r:#?}");
+}
+
+/// Issue 10 section 1: `extract($1 from x)`: the field became a
+/// parameter, and the text did not even parse.
+#[test]
+fn issue10_extract_with_a_parameter_field_is_planned() {
+    let db = TestDb::new("explain10_extract");
+    schema(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &["SELECT extract($1 FROM created_at) FROM t WHERE id = $2".into()],
+    );
+    let (_, r, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    let s = explained(&r, "extract");
+    assert!(
+        s.planned_query
+            .as_deref()
+            .is_some_and(|p| p.contains("pg_catalog.extract($1::text, created_at)")),
+        "{s:#?}"
+    );
+}
+
+/// Issue 10 section 1: `IN ($1, ..., $70000)` aborted the whole run with
+/// exit 3 "database unreachable"; the other statements were lost.
+#[test]
+fn issue10_an_in_list_of_70000_parameters_is_planned_and_the_run_goes_on() {
+    let db = TestDb::new("explain10_in70k");
+    schema(&db);
+    let dir = common::project_dir();
+    let list: Vec<String> = (1..=70_000).map(|n| format!("${n}")).collect();
+    let q = queries(
+        dir.path(),
+        &[
+            format!("SELECT id FROM t WHERE id IN ({})", list.join(", ")),
+            "SELECT id FROM t WHERE n = $1".into(),
+        ],
+    );
+    let (code, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert_ne!(code, 3, "{err}");
+    let s = explained(&r, "$69999");
+    assert!(
+        s.repairs.iter().any(|x| x.contains("= ANY($n)")),
+        "{:?}",
+        s.repairs
+    );
+    explained(&r, "WHERE n = $1");
+}
+
+/// Issue 10 section 2: `pg_terminate_backend(pg_backend_pid())` under
+/// `--analyze` killed planck's own connection and ended the run; it is
+/// planned without ANALYZE, with a note, and the other statements go on.
+#[test]
+fn issue10_pg_terminate_backend_under_analyze_is_planned_without_analyze() {
+    let db = TestDb::new("explain10_terminate");
+    schema(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[
+            "SELECT pg_terminate_backend(pg_backend_pid())".into(),
+            "SELECT id FROM t WHERE n = $1".into(),
+        ],
+    );
+    let (code, r, err) = json_run(&db, dir.path(), &["--queries", &q, "--analyze"]);
+    assert_ne!(code, 3, "{err}");
+    let s = explained(&r, "pg_terminate_backend");
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("without ANALYZE") && n.contains("pg_terminate_backend")),
+        "{s:#?}"
+    );
+    let other = explained(&r, "WHERE n = $1");
+    let plan = serde_json::to_string(&other.plans).unwrap();
+    assert!(plan.contains("Actual Rows"), "the others are analyzed: {plan}");
+}
+
+/// Issue 10 section 2: what is truly gone stays `stale-statement`: a
+/// dropped table, a dropped function called with known argument types.
+#[test]
+fn issue10_dropped_table_and_function_are_still_stale() {
+    let db = TestDb::new("explain10_stale");
+    schema(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[
+            "SELECT * FROM gone WHERE id = $1".into(),
+            "SELECT gone_fn(n) FROM t WHERE id = $1".into(),
+            "SELECT n + $1 FROM t WHERE id = $2".into(),
+        ],
+    );
+    let (_, r, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    let stale: Vec<&str> = r
+        .findings("stale-statement")
+        .iter()
+        .filter_map(|f| f.query.as_deref())
+        .collect();
+    assert_eq!(stale.len(), 2, "{r:#?}");
+    assert!(stale.iter().any(|q| q.contains("FROM gone")), "{stale:?}");
+    assert!(stale.iter().any(|q| q.contains("gone_fn")), "{stale:?}");
+    explained(&r, "n + $1");
+}
