@@ -53,7 +53,11 @@ fn schema(db: &TestDb) {
 
 /// Every plan of a statement as one JSON text.
 fn plans_text(s: &Statement) -> String {
-    s.plans.iter().map(|p| p.plan.to_string()).collect::<Vec<_>>().join("\n")
+    s.plans
+        .iter()
+        .map(|p| p.plan.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn explained<'a>(r: &'a Report, needle: &str) -> &'a Statement {
@@ -239,7 +243,10 @@ fn issue10_pg_terminate_backend_under_analyze_is_planned_without_analyze() {
     );
     let other = explained(&r, "WHERE n = $1");
     let plan = plans_text(other);
-    assert!(plan.contains("Actual Rows"), "the others are analyzed: {plan}");
+    assert!(
+        plan.contains("Actual Rows"),
+        "the others are analyzed: {plan}"
+    );
 }
 
 /// Issue 10 section 2: what is truly gone stays `stale-statement`: a

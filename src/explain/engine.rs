@@ -703,7 +703,17 @@ async fn type_by_context(
 ) -> Result<Option<tokio_postgres::Statement>, Failure> {
     let u = typing::untyped(&e.text);
     if u.loose.is_empty() {
-        return Ok(None);
+        // No context at all (`$1 IS NULL`): text, as the server reads an
+        // unknown literal, then the fixed order.
+        let all = typing::uncast(&e.text);
+        let text = typing::Attempt {
+            casts: all.iter().map(|n| (*n, "text".to_string())).collect(),
+            guessed: all.clone(),
+        };
+        let attempts: Vec<typing::Attempt> = std::iter::once(text)
+            .chain(typing::attempts(&all, &BTreeMap::new()))
+            .collect();
+        return try_attempts(client, shared, e, mode, tenant, attempts).await;
     }
     let mut hinted: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for (n, hints) in &u.hints {
@@ -715,7 +725,23 @@ async fn type_by_context(
             }
         }
     }
-    for attempt in typing::attempts(&u.loose, &hinted) {
+    let attempts = typing::attempts(&u.loose, &hinted);
+    try_attempts(client, shared, e, mode, tenant, attempts).await
+}
+
+/// Prepares with each attempt's casts in a fresh transaction; keeps the first that plans.
+async fn try_attempts(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+    mode: Mode,
+    tenant: Option<&str>,
+    attempts: Vec<typing::Attempt>,
+) -> Result<Option<tokio_postgres::Statement>, Failure> {
+    for attempt in attempts {
+        if attempt.casts.is_empty() {
+            continue;
+        }
         let text = typing::apply(&e.text, &attempt.casts);
         begin(client, shared, mode, tenant).await?;
         match client
@@ -724,17 +750,17 @@ async fn type_by_context(
         {
             Ok(stmt) => {
                 let notes = attempt.describe();
-                e.guesses.extend(
-                    notes
-                        .iter()
-                        .filter(|n| n.contains("guessed as"))
-                        .cloned(),
-                );
+                e.guesses
+                    .extend(notes.iter().filter(|n| n.contains("guessed as")).cloned());
                 e.repairs.extend(notes);
                 e.text = text;
                 return Ok(Some(stmt));
             }
-            Err(err) if err.as_db_error().is_some_and(|d| !d.code().code().starts_with("08")) => {
+            Err(err)
+                if err
+                    .as_db_error()
+                    .is_some_and(|d| !d.code().code().starts_with("08")) =>
+            {
                 let _ = client.batch_execute("ROLLBACK").await;
             }
             Err(err) => return Err(failure(err, "preparing the statement")),

@@ -969,7 +969,10 @@ mod tests {
             Some("pg_terminate_backend")
         );
         assert_eq!(not_rolled_back("SELECT NEXTVAL ('s')"), Some("nextval"));
-        assert_eq!(not_rolled_back("SELECT 'setval(' , nextval_x(1) -- setval(\n"), None);
+        assert_eq!(
+            not_rolled_back("SELECT 'setval(' , nextval_x(1) -- setval(\n"),
+            None
+        );
     }
 
     #[test]
