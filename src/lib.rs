@@ -20,6 +20,7 @@ pub mod record;
 pub mod seed;
 pub mod session;
 pub mod settings;
+pub mod stats;
 pub mod tenancy;
 
 pub use error::{Error, Result};

@@ -86,18 +86,24 @@ pub const UNTRACK: &str = "SET pg_stat_statements.track = 'none'";
 /// Switches pg_stat_statements off for this session; where the role may not,
 /// warns once per process and answers [`StatsMode::Tagged`].
 pub async fn quiet_stats(client: &Client, log: Log) -> Result<StatsMode> {
+    let mode = untrack(client).await?;
+    if mode == StatsMode::Tagged && !WARNED.swap(true, Ordering::Relaxed) {
+        log.warn(
+            "this role may not SET pg_stat_statements.track, so planck's own statements \
+             will show in pg_stat_statements (tagged /* planck */); a superuser can \
+             GRANT SET ON PARAMETER pg_stat_statements.track TO this role",
+        );
+    }
+    Ok(mode)
+}
+
+/// [`quiet_stats`] without the warning, for sessions whose statements are
+/// dropped by the noise filter anyway when tagged (record's own probes,
+/// migrate): the caller says what it means with `--verbose`.
+pub async fn untrack(client: &Client) -> Result<StatsMode> {
     match client.batch_execute(UNTRACK).await {
         Ok(()) => Ok(StatsMode::Untracked),
-        Err(e) if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => {
-            if !WARNED.swap(true, Ordering::Relaxed) {
-                log.warn(
-                    "this role may not SET pg_stat_statements.track, so planck's own statements \
-                     will show in pg_stat_statements (tagged /* planck */); a superuser can \
-                     GRANT SET ON PARAMETER pg_stat_statements.track TO this role",
-                );
-            }
-            Ok(StatsMode::Tagged)
-        }
+        Err(e) if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => Ok(StatsMode::Tagged),
         Err(e) => Err(Error::db("switching pg_stat_statements off for planck", e)),
     }
 }

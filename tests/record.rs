@@ -10,12 +10,50 @@ use std::process::Output;
 use common::{TestDb, assert_exit, stderr, stdout};
 use planck::queries::QueryFile;
 
-/// Runs `planck --format json record ARGS` in `dir` and parses the summary.
-fn record_json(db: &TestDb, dir: &Path, args: &[&str]) -> (Output, serde_json::Value) {
+/// The summary as a tool reads it: a mirror of the JSON wire format,
+/// written here apart from planck's own types, so a change to the format
+/// fails these tests instead of changing with them.
+#[derive(Debug, serde::Deserialize)]
+struct Summary {
+    format_version: u32,
+    mode: String,
+    created_extension: bool,
+    exit: Option<ExitMirror>,
+    kept: usize,
+    added: usize,
+    unchanged: usize,
+    dropped: std::collections::BTreeMap<String, u64>,
+    warnings: Vec<String>,
+    vanished: Vec<VanishedMirror>,
+    pruned: bool,
+    statements: Vec<StatementMirror>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct ExitMirror {
+    code: Option<i32>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct VanishedMirror {
+    query: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct StatementMirror {
+    query: String,
+}
+
+/// Runs `planck --format json record ARGS` in `dir` and parses the summary
+/// (`None` when stdout is not one).
+fn record_json(db: &TestDb, dir: &Path, args: &[&str]) -> (Output, Option<Summary>) {
     let mut all = vec!["--format", "json", "record"];
     all.extend_from_slice(args);
     let out = db.planck(&all, dir);
-    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    let v: Option<Summary> = serde_json::from_slice(&out.stdout).ok();
+    if let Some(v) = &v {
+        assert_eq!(v.format_version, 1);
+    }
     (out, v)
 }
 
@@ -125,6 +163,7 @@ fn records_a_psql_run_exactly_and_rerecords_identically() {
 
     let (out, v) = record_json(&db, dir.path(), &["--", &script]);
     assert_exit(&out, 0);
+    let v = v.unwrap();
     let file = dir.path().join("queries/recorded.toml");
     assert_eq!(
         entries(&file),
@@ -140,26 +179,27 @@ fn records_a_psql_run_exactly_and_rerecords_identically() {
             (owner, true, "SELECT count(*) FROM notes"),
         ])
     );
-    assert_eq!(v["mode"], "reset");
-    assert_eq!(v["created_extension"], true);
-    assert_eq!(v["exit"]["code"], 0);
-    assert_eq!(v["kept"], 5);
-    assert_eq!(v["added"], 5);
-    let dropped = &v["dropped"];
+    assert_eq!(v.mode, "reset");
+    assert!(v.created_extension);
+    assert_eq!(v.exit.as_ref().unwrap().code, Some(0));
+    assert_eq!(v.kept, 5);
+    assert_eq!(v.added, 5);
+    let dropped = &v.dropped;
     // BEGIN, SAVEPOINT, RELEASE, COMMIT
-    assert_eq!(dropped["transaction"], 4, "{v:#}");
+    assert_eq!(dropped["transaction"], 4, "{v:#?}");
     // SET LOCAL, set_config(), SHOW
-    assert_eq!(dropped["setting"], 3, "{v:#}");
-    assert_eq!(dropped["listen-notify"], 1, "{v:#}");
-    assert_eq!(dropped["ddl"], 2, "{v:#}");
-    assert!(dropped["catalog"].as_u64().unwrap() >= 1, "{v:#}");
-    assert!(v["warnings"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(dropped["setting"], 3, "{v:#?}");
+    assert_eq!(dropped["listen-notify"], 1, "{v:#?}");
+    assert_eq!(dropped["ddl"], 2, "{v:#?}");
+    assert!(dropped["catalog"] >= 1, "{v:#?}");
+    assert!(v.warnings.is_empty(), "{v:#?}");
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(text.contains("database = \"t_record_psql\""), "{text}");
 
     let (out, v) = record_json(&db, dir.path(), &["--", &script]);
     assert_exit(&out, 0);
-    assert_eq!(v["unchanged"], 5, "{v:#}");
+    let v = v.unwrap();
+    assert_eq!(v.unchanged, 5, "{v:#?}");
     assert_eq!(
         std::fs::read_to_string(&file).unwrap(),
         text,
@@ -177,6 +217,7 @@ fn records_the_example_app_and_matches_the_committed_file() {
     let app = common::repo_root().join("tools/example-app");
     let (out, v) = record_json(&db, dir.path(), &["--", app.to_str().unwrap()]);
     assert_exit(&out, 0);
+    let v = v.unwrap();
     let file = dir.path().join("queries/recorded.toml");
     // The bundled app's API as app_user (RLS applies), its jobs as the
     // owner (here the superuser, so RLS does not).
@@ -308,9 +349,9 @@ fn records_the_example_app_and_matches_the_committed_file() {
     let queries: Vec<String> = got.statements.iter().map(|s| s.query.clone()).collect();
     assert!(queries.iter().any(|q| q
         == "SELECT id, slug, title, updated_at FROM items WHERE pouch_id = $1 AND status = $2 ORDER BY updated_at DESC LIMIT $3"));
-    assert_eq!(v["dropped"]["utility"], 11, "the fixture COPYs: {v:#}");
-    assert!(v["dropped"]["setting"].as_u64().unwrap() >= 2, "{v:#}");
-    assert!(v["dropped"]["transaction"].as_u64().unwrap() >= 2, "{v:#}");
+    assert_eq!(v.dropped["utility"], 11, "the fixture COPYs: {v:#?}");
+    assert!(v.dropped["setting"] >= 2, "{v:#?}");
+    assert!(v.dropped["transaction"] >= 2, "{v:#?}");
 
     let committed = std::fs::read_to_string(common::repo_root().join("queries/recorded.toml"))
         .unwrap()
@@ -357,7 +398,8 @@ fn hand_edits_survive_and_prune_removes_vanished() {
 
     let (out, v) = record_json(&db, dir.path(), &["--", &both]);
     assert_exit(&out, 0);
-    assert_eq!(v["unchanged"], 2, "{v:#}");
+    let v = v.unwrap();
+    assert_eq!(v.unchanged, 2, "{v:#?}");
     let after = std::fs::read_to_string(&file).unwrap();
     assert!(
         after.contains("ignore = \"tiny table, ticket 7\""),
@@ -375,9 +417,10 @@ fn hand_edits_survive_and_prune_removes_vanished() {
     // u's statement vanishes: reported, kept; then pruned.
     let (out, v) = record_json(&db, dir.path(), &["--", &only_t]);
     assert_exit(&out, 0);
-    let vanished = v["vanished"].as_array().unwrap();
-    assert_eq!(vanished.len(), 1, "{v:#}");
-    assert_eq!(vanished[0]["query"], "SELECT b FROM u WHERE b = $1");
+    let v = v.unwrap();
+    let vanished = &v.vanished;
+    assert_eq!(vanished.len(), 1, "{v:#?}");
+    assert_eq!(vanished[0].query, "SELECT b FROM u WHERE b = $1");
     assert!(
         std::fs::read_to_string(&file)
             .unwrap()
@@ -385,7 +428,7 @@ fn hand_edits_survive_and_prune_removes_vanished() {
     );
     let (out, v) = record_json(&db, dir.path(), &["--prune", "--", &only_t]);
     assert_exit(&out, 0);
-    assert_eq!(v["pruned"], true);
+    assert!(v.unwrap().pruned);
     let pruned = std::fs::read_to_string(&file).unwrap();
     assert!(!pruned.contains("FROM u WHERE"), "{pruned}");
     assert!(
@@ -411,12 +454,8 @@ fn keep_all_and_capture_without_a_command() {
     );
     let (out, v) = record_json(&db, dir.path(), &["--keep-all", "--", &script]);
     assert_exit(&out, 0);
-    let queries: Vec<&str> = v["statements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["query"].as_str().unwrap())
-        .collect();
+    let v = v.unwrap();
+    let queries: Vec<&str> = v.statements.iter().map(|s| s.query.as_str()).collect();
     assert!(
         queries.contains(&"BEGIN") && queries.contains(&"COMMIT"),
         "{queries:?}"
@@ -426,8 +465,9 @@ fn keep_all_and_capture_without_a_command() {
     // No command: the counters as they are (the run above, plus planck's own).
     let (out, v) = record_json(&db, dir.path(), &["-o", "now.toml"]);
     assert_exit(&out, 0);
-    assert_eq!(v["mode"], "current");
-    assert!(v["exit"].is_null());
+    let v = v.unwrap();
+    assert_eq!(v.mode, "current");
+    assert!(v.exit.is_none());
     assert_eq!(
         entries(&dir.path().join("now.toml")),
         set(&[("planck", true, "SELECT a FROM t")])
@@ -466,8 +506,8 @@ fn records_by_snapshot_when_the_role_may_not_reset() {
         .output()
         .unwrap();
     assert_exit(&out, 0);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["mode"], "snapshot", "{v:#}");
+    let v: Summary = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.mode, "snapshot", "{v:#?}");
     assert_eq!(
         entries(&dir.path().join("queries/recorded.toml")),
         set(&[(role, false, "SELECT a FROM t WHERE a > $1")])
@@ -505,13 +545,14 @@ fn failing_and_killed_commands_still_record() {
     );
     let (out, v) = record_json(&db, dir.path(), &["--", &failing]);
     assert_exit(&out, 1);
-    assert_eq!(v["exit"]["code"], 3);
+    let v = v.unwrap();
+    assert_eq!(v.exit.as_ref().unwrap().code, Some(3));
     assert!(
         stderr(&out).contains("warning: the command exited with status 3"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(v["kept"], 1);
+    assert_eq!(v.kept, 1);
 
     let killed = write_script(
         dir.path(),
@@ -786,5 +827,146 @@ fn warns_about_evictions() {
     assert!(
         err.contains("raise pg_stat_statements.max (now 100)"),
         "{err}"
+    );
+}
+
+// Issue 8, the defects: a re-recording rebuilt the queries file from its
+// statements, dropping every comment, and would have dropped entries it does
+// not own ([[transaction]], x- keys). Both survive, byte for byte.
+#[test]
+fn rerecording_keeps_comments_and_entries_it_does_not_own() {
+    let db = TestDb::new("record_keeps_comments");
+    db.exec("CREATE TABLE t (a int); CREATE TABLE u (b int)");
+    let dir = common::project_dir();
+    let script = write_script(
+        dir.path(),
+        "s.sh",
+        "psql -X -q -c 'SELECT a FROM t WHERE a = 1' -c 'SELECT b FROM u' >/dev/null\n",
+    );
+    let (out, _) = record_json(&db, dir.path(), &["--", &script]);
+    assert_exit(&out, 0);
+    let file = dir.path().join("queries/recorded.toml");
+    let recorded = QueryFile::load(&file).unwrap();
+    let id_t = &recorded
+        .statements
+        .iter()
+        .find(|s| s.query.contains("FROM t"))
+        .unwrap()
+        .id;
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = format!(
+        "# Owned by the payments team.\n{}",
+        text.replacen(
+            "\n[[statement]]\n",
+            "\n# hot path, see ticket 12\n[[statement]]\nx-owner = \"bob\"\n",
+            1,
+        )
+    ) + &format!(
+        "\n# checkout, written by hand\n[[transaction]]\nid = \"checkout\"\nstatements = [\"{id_t}\"]\n\
+         think_ms = 5\nisolation = \"serializable\"\nx-ticket = 12\n\n[x-notes]\nwhy = \"later\"\n"
+    );
+    std::fs::write(&file, &edited).unwrap();
+    let f = QueryFile::load(&file).unwrap();
+    assert_eq!(f.transactions.len(), 1);
+
+    let (out, v) = record_json(&db, dir.path(), &["--", &script]);
+    assert_exit(&out, 0);
+    let v = v.unwrap();
+    assert_eq!(v.unchanged, 2, "{v:#?}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        edited,
+        "the re-recording changed what it does not own"
+    );
+    // Pruning a statement a transaction names keeps it (the file stays valid).
+    let only_u = write_script(
+        dir.path(),
+        "u.sh",
+        "psql -X -q -c 'SELECT b FROM u' >/dev/null\n",
+    );
+    let (out, v) = record_json(&db, dir.path(), &["--prune", "--", &only_u]);
+    assert_exit(&out, 0);
+    let v = v.unwrap();
+    assert_eq!(v.vanished.len(), 1, "{v:#?}");
+    let after = QueryFile::load(&file).unwrap();
+    assert_eq!(after.statements.len(), 2);
+    assert_eq!(after.transactions[0].statements, std::slice::from_ref(id_t));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.starts_with("# Owned by the payments team.\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# checkout, written by hand\n[[transaction]]"),
+        "{text}"
+    );
+}
+
+// Issue 8: a queries file of a newer format is a clear error naming the
+// file, before anything runs.
+#[test]
+fn a_newer_queries_file_format_is_refused() {
+    let db = TestDb::new("record_newer_format");
+    let dir = common::project_dir();
+    let q = dir.path().join("queries");
+    std::fs::create_dir_all(&q).unwrap();
+    let file = q.join("recorded.toml");
+    std::fs::write(&file, "format_version = 3\n").unwrap();
+    let out = db.planck(&["record", "--", "true"], dir.path());
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!(
+            "error: {}:1: format_version 3 is newer than this planck reads (1 and 2)",
+            file.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("hint: upgrade planck"), "{err}");
+}
+
+// Issue 8, format 2: a statement run inside a function is recorded with
+// `contexts = ["function"]`; one the client sent has no contexts key.
+#[test]
+fn statements_run_inside_functions_carry_their_context() {
+    let db = TestDb::new("record_contexts");
+    db.exec(
+        "CREATE TABLE t (a int);
+         CREATE FUNCTION bump(x int) RETURNS void LANGUAGE plpgsql AS $$
+         BEGIN
+           UPDATE t SET a = a + 1 WHERE a = x;
+         END $$;",
+    );
+    let dir = common::project_dir();
+    let script = write_script(
+        dir.path(),
+        "s.sh",
+        "psql -X -q -c 'SELECT bump(1)' -c 'UPDATE t SET a = a + 1 WHERE a = 7' >/dev/null\n\
+         psql -X -q -c 'SELECT bump(2)' >/dev/null\n",
+    );
+    let (out, _) = record_json(&db, dir.path(), &["--", &script]);
+    assert_exit(&out, 0);
+    let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
+    let contexts: BTreeSet<(String, Vec<&str>)> = f
+        .statements
+        .iter()
+        .map(|s| {
+            (
+                planck::queries::normalize_space(&s.query),
+                s.contexts.iter().map(|c| c.name()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        contexts,
+        BTreeSet::from([
+            ("SELECT bump($1)".to_string(), vec![]),
+            ("UPDATE t SET a = a + $1 WHERE a = $2".to_string(), vec![]),
+            // The function's statement: its own text (x is its parameter).
+            (
+                "UPDATE t SET a = a + $2 WHERE a = x".to_string(),
+                vec!["function"]
+            ),
+        ])
     );
 }

@@ -95,7 +95,7 @@ async fn guard_database(base: &ConnInfo, args: &DemoArgs) -> Result<()> {
         .await
         .map_err(|e| Error::db("reading shared_preload_libraries", e))?
         .get(0);
-    if !crate::record::capture::preloads_pgss(&libs) {
+    if !crate::stats::capture::preloads_pgss(&libs) {
         return Err(Error::NotPreloaded { current: libs });
     }
     let exists = client

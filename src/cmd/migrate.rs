@@ -1,11 +1,12 @@
-//! `planck migrate`: applies the project's migrations.
+//! `planck migrate`: applies the project's migrations (glue: the work is in
+//! [`crate::migrate`], the summary in [`crate::migrate::report`]).
 
 use clap::Args;
 
 use crate::db::{self, ConnInfo};
 use crate::error::{Error, Result};
 use crate::migrate;
-use crate::output::{self, Format};
+use crate::output;
 use crate::settings::Settings;
 
 #[derive(Debug, Clone, Args)]
@@ -22,33 +23,10 @@ pub async fn run(args: MigrateArgs, settings: &Settings) -> Result<i32> {
     let conn = settings.conn().await?;
     let dir = settings.migrations_dir();
     let outcome = migrate_database(&conn, &dir, args.fresh, args.force, settings).await?;
-    let report = serde_json::json!({
-        "format_version": 1,
-        "database": conn.display(),
-        "applied": outcome.applied,
-        "already_applied": outcome.already,
-    });
-    match settings.format {
-        Format::Json => output::emit(format!("{report:#}\n").as_bytes()),
-        _ => {
-            let text = if outcome.applied.is_empty() {
-                format!(
-                    "{}: up to date ({} migrations applied earlier)\n",
-                    conn.display(),
-                    outcome.already
-                )
-            } else {
-                format!(
-                    "{}: applied {} migration(s): {}\n",
-                    conn.display(),
-                    outcome.applied.len(),
-                    outcome.applied.join(", ")
-                )
-            };
-            output::emit(text.as_bytes())
-        }
-    }
-    .map_err(|e| Error::Other(e.into()))?;
+    let mut out = Vec::new();
+    migrate::report::render(&mut out, &outcome, &conn.display(), settings.format)
+        .map_err(|e| Error::Other(e.into()))?;
+    output::emit(&out).map_err(|e| Error::Other(e.into()))?;
     Ok(0)
 }
 
@@ -82,7 +60,7 @@ pub async fn migrate_database(
         recreate_database(conn, settings).await?;
     }
     let mut client = conn.connect().await?;
-    migrate::apply(&mut client, &migrations, &mut |m| settings.info(m)).await
+    migrate::apply(&mut client, &migrations, settings.log()).await
 }
 
 /// Drops and recreates the connection's database.

@@ -16,7 +16,7 @@ use tokio_postgres::config::Host;
 
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
-use crate::settings::Settings;
+use crate::output::Log;
 
 /// How the command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +57,24 @@ pub fn signal_name(sig: i32) -> &'static str {
         25 => "SIGXFSZ",
         _ => "unknown signal",
     }
+}
+
+/// The command as a shell would need it typed.
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Finds the program before anything is reset, so a typo costs nothing.
@@ -191,7 +209,7 @@ pub async fn run(
     args: &[String],
     env: &[(String, String)],
     cwd: &Path,
-    settings: &Settings,
+    log: Log,
 ) -> Result<Exit> {
     let io_err = |e: std::io::Error| Error::Command {
         program: program.display().to_string(),
@@ -219,7 +237,7 @@ pub async fn run(
         tokio::select! {
             status = child.wait() => break status.map_err(io_err)?,
             _ = tokio::signal::ctrl_c() => {
-                settings.warn("interrupted: waiting for the command to stop, then recording what it sent");
+                log.warn("interrupted: waiting for the command to stop, then recording what it sent");
             }
         }
     };
@@ -252,6 +270,14 @@ mod tests {
         let env = env_for(&kv);
         assert_eq!(env[0].1, "postgres://u@h:1/d");
         assert!(!env.iter().any(|(k, _)| k == "PGPASSWORD"));
+    }
+
+    #[test]
+    fn shell_words_quote_what_a_shell_would_split() {
+        let w = |v: &[&str]| shell_words(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(w(&["npm", "run", "test it"]), "npm run 'test it'");
+        assert_eq!(w(&["echo", "it's", ""]), "echo 'it'\\''s' ''");
+        assert_eq!(w(&["./t.sh", "--x=1,2"]), "./t.sh --x=1,2");
     }
 
     #[test]

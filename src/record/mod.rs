@@ -7,31 +7,34 @@
 //! (loaded, extension present or creatable, tracking on), reset the target
 //! database's counters and take a snapshot, run the command, take a second
 //! snapshot, subtract, resolve roles and the RLS-bypass flag, drop the noise
-//! ([`noise`]), merge into the file ([`crate::queries::QueryFile::merge`]).
+//! ([`crate::stats::noise`]), merge into the file ([`crate::queries::QueryFile::merge`]).
 //!
 //! The RLS-bypass flag of a statement is true when the role that ran it is a
 //! superuser, has BYPASSRLS, or has the privileges of the owner of a table
 //! with row-level security (enabled, not forced) that the statement names.
 //! Tables reached only through views, functions or triggers are not seen.
 
-pub mod capture;
 pub mod child;
-pub mod noise;
+pub mod report;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
+use crate::output::Log;
 use crate::queries::{self, Merge, MergeStatus, QueryFile, Statement};
-use crate::settings::Settings;
+use crate::stats::capture;
 
+pub use crate::stats::Reason;
 pub use child::Exit;
-pub use noise::Reason;
 
-/// What to record and where.
-#[derive(Debug, Clone, Default)]
-pub struct Options {
+/// What to record and where: everything [`record`] needs, resolved once by
+/// `RecordSettings::resolve` (in settings/record.rs, from flags,
+/// planck.toml and the process's directory and `PATH`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordSettings {
     /// The queries file to merge into.
     pub output: PathBuf,
     /// Keep the noise too.
@@ -43,7 +46,7 @@ pub struct Options {
     /// Where the command runs.
     pub cwd: PathBuf,
     /// `PATH`, to find the command.
-    pub path_var: Option<std::ffi::OsString>,
+    pub path_var: Option<OsString>,
 }
 
 /// How the capture isolated the run.
@@ -82,6 +85,8 @@ pub struct Kept {
     /// Why it is noise, when kept with `--keep-all`.
     pub noise: Option<Reason>,
     pub status: MergeStatus,
+    /// Where it ran, as the file keeps it (empty: as the client sent it).
+    pub contexts: Vec<queries::Context>,
 }
 
 /// What a recording did.
@@ -101,7 +106,7 @@ pub struct Outcome {
 }
 
 /// Records `opts.command` (or the current contents) on `conn` into `opts.output`.
-pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Result<Outcome> {
+pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<Outcome> {
     // 1. The file and the command, before touching the database.
     let mut file = if opts.output.exists() {
         QueryFile::load(&opts.output)?
@@ -122,9 +127,15 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
     let mut tagged = conn.clone();
     tagged.config.application_name("planck record");
     let client = tagged.connect().await?;
+    // record's own probes stay out of what it records.
+    if crate::session::untrack(&client).await? == crate::session::StatsMode::Tagged {
+        log.debug(
+            "this role may not set pg_stat_statements.track: record's own statements are tagged /* planck */ and dropped",
+        );
+    }
     let probe = capture::probe(&client).await?;
     if probe.created_extension {
-        settings.info(&format!(
+        log.info(&format!(
             "created the pg_stat_statements extension in database {}",
             probe.database
         ));
@@ -137,7 +148,7 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
             let mode = if capture::reset(&client, &probe).await? {
                 Mode::Reset
             } else {
-                settings.debug(&format!(
+                log.debug(&format!(
                     "role {} may not reset pg_stat_statements: subtracting a snapshot instead",
                     probe.current_user
                 ));
@@ -145,12 +156,12 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
             };
             let before = capture::sample(&client, &probe).await?;
             let env = child::env_for(conn);
-            settings.info(&format!(
+            log.info(&format!(
                 "recording `{}` against {}",
-                crate::cmd::record::shell_words(&opts.command),
+                child::shell_words(&opts.command),
                 conn.display()
             ));
-            let exit = child::run(program, &opts.command[1..], &env, &opts.cwd, settings).await?;
+            let exit = child::run(program, &opts.command[1..], &env, &opts.cwd, log).await?;
             let after = capture::sample(&client, &probe).await?;
             (mode, Some(exit), Some(before), after)
         }
@@ -217,53 +228,27 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
     userids.sort_unstable();
     userids.dedup();
     let roles = capture::roles(&client, &userids).await?;
-    let mut dropped: BTreeMap<Reason, usize> = BTreeMap::new();
-    let mut groups: BTreeMap<(String, String), Kept> = BTreeMap::new();
-    let mut dropped_keys: HashMap<(String, String), Reason> = HashMap::new();
-    // Statements of the run, planck's own left out: zero means a wrong target.
-    let mut sent = 0usize;
-    for r in &raw {
-        let Some(query) = &r.query else {
-            sent += 1;
-            continue;
-        };
-        let facts = roles.get(&r.userid);
-        let role = facts
-            .map(|f| f.name.clone())
-            .unwrap_or_else(|| format!("oid {}", r.userid));
-        let key = (role.clone(), queries::text_key(query));
-        let reason = noise::classify(query);
-        if reason != Some(Reason::Planck) {
-            sent += 1;
-        }
-        // planck's own statements are never the application's, even with --keep-all.
-        if let Some(reason) = reason
-            && (!opts.keep_all || reason == Reason::Planck)
-        {
-            dropped_keys.insert(key, reason);
-            continue;
-        }
-        let bypass = facts.is_some_and(|f| f.bypasses_rls(&noise::identifiers(query)));
-        let g = groups.entry(key).or_insert_with(|| Kept {
-            id: queries::identity(query, Some(&role)),
-            queryid: r.queryid,
-            role,
-            bypass_rls: bypass,
-            calls: 0,
-            rows: 0,
-            total_ms: 0.0,
-            query: query.trim().to_string(),
-            noise: reason,
+    let crate::stats::Grouping {
+        statements: grouped,
+        dropped,
+        sent,
+    } = crate::stats::group(&raw, &roles, opts.keep_all);
+    let mut statements: Vec<Kept> = grouped
+        .into_iter()
+        .map(|g| Kept {
+            contexts: g.file_contexts(),
+            id: queries::identity(&g.query, Some(&g.role)),
+            queryid: g.queryid,
+            role: g.role,
+            bypass_rls: g.bypass_rls,
+            calls: g.calls,
+            rows: g.rows,
+            total_ms: g.total_ms,
+            query: g.query,
+            noise: g.noise,
             status: MergeStatus::Added,
-        });
-        g.calls += r.calls;
-        g.rows += r.rows;
-        g.total_ms += r.total_ms;
-    }
-    for reason in dropped_keys.into_values() {
-        *dropped.entry(reason).or_default() += 1;
-    }
-    let mut statements: Vec<Kept> = groups.into_values().collect();
+        })
+        .collect();
     if statements.is_empty() {
         warnings.push(if sent == 0 {
             format!(
@@ -291,6 +276,7 @@ pub async fn record(conn: &ConnInfo, opts: &Options, settings: &Settings) -> Res
             queryid: None,
             calls: Some(k.calls),
             rows: Some(k.rows),
+            contexts: k.contexts.clone(),
             ..Default::default()
         })
         .collect();

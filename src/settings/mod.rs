@@ -14,6 +14,7 @@
 //! `planck.toml`, then the built-in default.
 
 pub mod explain;
+pub mod record;
 
 use std::path::{Path, PathBuf};
 
@@ -38,6 +39,11 @@ pub struct Settings {
     pub pg_bindir: Option<PathBuf>,
     /// libpq's environment variables, taken once.
     pub libpq: db::LibpqEnv,
+    /// The directory planck was started in (`record` resolves the command it
+    /// runs from here).
+    pub cwd: PathBuf,
+    /// `PATH` as planck was started with it, for the command `record` runs.
+    pub path_var: Option<std::ffi::OsString>,
 }
 
 impl Settings {
@@ -115,6 +121,8 @@ impl Settings {
             verbose: global.verbose,
             pg_bindir: env_nonempty("PLANCK_PG_BINDIR").map(PathBuf::from),
             libpq,
+            cwd: cwd.to_path_buf(),
+            path_var: env("PATH").map(std::ffi::OsString::from),
         })
     }
 

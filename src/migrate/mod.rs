@@ -4,6 +4,15 @@
 //! its text, in `planck_migrations`. A file changed after it was applied is an
 //! error naming it. A failing file is reported at file:line:col (the server's
 //! error position mapped back to the file) and leaves earlier files applied.
+//!
+//! A file runs statement by statement ([`split`]), and the indexes and
+//! constraints each statement created, dropped, rebuilt or renamed are
+//! recorded with its line ([`objects`]), so a later finding about an index
+//! can point at the migration line that made it ([`objects::ObjectMap`]).
+
+pub mod objects;
+pub mod report;
+pub mod split;
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +21,9 @@ use tokio_postgres::Client;
 
 use crate::config::line_col;
 use crate::error::{Error, PgError, Result};
+use crate::output::Log;
+
+pub use objects::{Action, Kind, ObjectChange, ObjectMap, Origin, object_origin};
 
 #[derive(Debug, Clone)]
 pub struct Migration {
@@ -27,6 +39,8 @@ pub struct Outcome {
     pub applied: Vec<String>,
     /// Files that were already applied.
     pub already: usize,
+    /// The indexes and constraints this run's files changed, file by file.
+    pub objects: Vec<ObjectChange>,
 }
 
 /// Lock key for `pg_advisory_lock`, so two planck processes never migrate
@@ -68,40 +82,45 @@ pub fn discover(dir: &Path) -> Result<Vec<Migration>> {
 }
 
 /// Applies every migration not yet applied; checks the checksums of the others.
-pub async fn apply(
-    client: &mut Client,
-    migrations: &[Migration],
-    log: &mut dyn FnMut(&str),
-) -> Result<Outcome> {
+pub async fn apply(client: &mut Client, migrations: &[Migration], log: Log) -> Result<Outcome> {
+    // Migrating is planck's work, never the application's: out of
+    // pg_stat_statements (a suite that runs `planck migrate` under `planck
+    // record` must not record the migrations or planck's catalog reads).
+    if crate::session::untrack(client).await? == crate::session::StatsMode::Tagged {
+        log.debug(
+            "this role may not set pg_stat_statements.track: migrate's statements stay tracked",
+        );
+    }
     client
-        .batch_execute(
+        .batch_execute(&format!(
             "CREATE TABLE IF NOT EXISTS planck_migrations (
                 name text PRIMARY KEY,
                 checksum text NOT NULL,
                 applied_at timestamptz NOT NULL DEFAULT now(),
                 duration_ms bigint NOT NULL
-            )",
-        )
+            );
+            {};",
+            objects::COLUMN_DDL
+        ))
         .await
         .map_err(|e| Error::db("creating planck_migrations", e))?;
     client
-        .execute("SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
+        .execute("/* planck */ SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
         .await
         .map_err(|e| Error::db("taking the migration lock", e))?;
     let result = apply_locked(client, migrations, log).await;
     let _ = client
-        .execute("SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
+        .execute("/* planck */ SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
         .await;
     result
 }
 
-async fn apply_locked(
-    client: &mut Client,
-    migrations: &[Migration],
-    log: &mut dyn FnMut(&str),
-) -> Result<Outcome> {
+async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -> Result<Outcome> {
     let rows = client
-        .query("SELECT name, checksum FROM planck_migrations", &[])
+        .query(
+            "/* planck */ SELECT name, checksum FROM planck_migrations",
+            &[],
+        )
         .await
         .map_err(|e| Error::db("reading planck_migrations", e))?;
     let applied: std::collections::HashMap<String, String> =
@@ -119,37 +138,18 @@ async fn apply_locked(
             outcome.already += 1;
             continue;
         }
-        log(&format!("applying {}", m.name));
+        log.info(&format!("applying {}", m.name));
         let started = std::time::Instant::now();
         let tx = client
             .transaction()
             .await
             .map_err(|e| Error::db("starting a transaction", e))?;
-        if let Err(e) = tx.batch_execute(&m.sql).await {
-            return Err(match e.as_db_error() {
-                Some(db) => {
-                    let pg = PgError::from_db(db);
-                    let (line, column) = match pg.position {
-                        Some(pos) => {
-                            let (l, c) = char_position_to_line_col(&m.sql, pos as usize);
-                            (Some(l), Some(c))
-                        }
-                        None => (None, None),
-                    };
-                    Error::Migration {
-                        path: m.path.clone(),
-                        line,
-                        column,
-                        pg,
-                    }
-                }
-                None => Error::db(format!("applying {}", m.name), e),
-            });
-        }
+        let changes = run_file(&tx, m).await?;
         let ms = started.elapsed().as_millis() as i64;
         tx.execute(
-            "INSERT INTO planck_migrations (name, checksum, duration_ms) VALUES ($1, $2, $3)",
-            &[&m.name, &m.checksum, &ms],
+            "/* planck */ INSERT INTO planck_migrations (name, checksum, duration_ms, objects) \
+             VALUES ($1, $2, $3, $4)",
+            &[&m.name, &m.checksum, &ms, &objects::to_json(&changes)],
         )
         .await
         .map_err(|e| Error::db("recording the migration", e))?;
@@ -157,8 +157,66 @@ async fn apply_locked(
             .await
             .map_err(|e| Error::db(format!("committing {}", m.name), e))?;
         outcome.applied.push(m.name.clone());
+        outcome.objects.extend(changes);
     }
     Ok(outcome)
+}
+
+/// Runs a file's statements one by one, diffing the indexes and
+/// constraints around each. A file the tokenizer cannot cut runs whole,
+/// its changes put on its first statement's line.
+async fn run_file(
+    tx: &tokio_postgres::Transaction<'_>,
+    m: &Migration,
+) -> Result<Vec<ObjectChange>> {
+    let pieces = split::statements(&m.sql).unwrap_or_else(|| {
+        vec![split::Piece {
+            text: m.sql.clone(),
+            offset: 0,
+            line: m
+                .sql
+                .lines()
+                .position(|l| !l.trim().is_empty())
+                .unwrap_or(0)
+                + 1,
+        }]
+    });
+    let mut changes = Vec::new();
+    let mut before = objects::snapshot(tx).await?;
+    for piece in &pieces {
+        if let Err(e) = tx.batch_execute(&piece.text).await {
+            return Err(statement_error(m, piece, e));
+        }
+        let after = objects::snapshot(tx).await?;
+        changes.extend(objects::diff(&before, &after, &m.name, piece.line));
+        before = after;
+    }
+    Ok(changes)
+}
+
+/// A failed statement, at its file:line:col (the server counts the
+/// position from the start of the statement's text).
+fn statement_error(m: &Migration, piece: &split::Piece, e: tokio_postgres::Error) -> Error {
+    match e.as_db_error() {
+        Some(db) => {
+            let pg = PgError::from_db(db);
+            let (line, column) = match pg.position {
+                Some(pos) => {
+                    let before = m.sql[..piece.offset].chars().count();
+                    let (l, c) = char_position_to_line_col(&m.sql, before + pos as usize);
+                    (Some(l), Some(c))
+                }
+                None => (Some(piece.line), None),
+            };
+            Error::Migration {
+                path: m.path.clone(),
+                line,
+                column,
+                pg,
+            }
+        }
+        None => Error::db(format!("applying {}", m.name), e),
+    }
 }
 
 /// The server counts error positions in characters from 1.

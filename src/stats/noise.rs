@@ -41,8 +41,19 @@ const MIGRATION_TABLES: &[&str] = &[
 /// Why a statement was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Reason {
-    /// Sent by planck itself (tagged, or about `planck_migrations`).
+    /// Sent by planck itself: tagged `/* planck */`.
     Planck,
+    /// planck's bookkeeping: its `planck` schema, `planck_migrations`, the
+    /// legacy `planck_seed_saved`.
+    PlanckBookkeeping,
+    /// The server's own row checks and actions for a foreign key
+    /// (`SELECT 1 FROM ONLY ... x WHERE ... FOR KEY SHARE OF x`, cascades).
+    ForeignKeyCheck,
+    /// The server validating a foreign key as it is added
+    /// (`SELECT fk."..." FROM ONLY ... fk LEFT OUTER JOIN ONLY ... pk ...`).
+    ForeignKeyValidation,
+    /// `pg_stat_statements_reset(...)`.
+    StatsReset,
     /// Reads system catalogs, information_schema or pg_stat_statements.
     Catalog,
     /// BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE, ...
@@ -62,8 +73,12 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 9] = [
+    pub const ALL: [Reason; 13] = [
         Reason::Planck,
+        Reason::PlanckBookkeeping,
+        Reason::ForeignKeyCheck,
+        Reason::ForeignKeyValidation,
+        Reason::StatsReset,
         Reason::Catalog,
         Reason::Transaction,
         Reason::Setting,
@@ -78,6 +93,10 @@ impl Reason {
     pub fn name(self) -> &'static str {
         match self {
             Reason::Planck => "planck",
+            Reason::PlanckBookkeeping => "planck-bookkeeping",
+            Reason::ForeignKeyCheck => "fk-check",
+            Reason::ForeignKeyValidation => "fk-validation",
+            Reason::StatsReset => "stats-reset",
             Reason::Catalog => "catalog",
             Reason::Transaction => "transaction",
             Reason::Setting => "setting",
@@ -91,7 +110,13 @@ impl Reason {
 
     pub fn help(self) -> &'static str {
         match self {
-            Reason::Planck => "planck's own statements",
+            Reason::Planck => "planck's own statements (tagged /* planck */)",
+            Reason::PlanckBookkeeping => {
+                "planck's bookkeeping tables (schema planck, planck_migrations, planck_seed_saved)"
+            }
+            Reason::ForeignKeyCheck => "the server's foreign-key row checks and actions",
+            Reason::ForeignKeyValidation => "the server validating a foreign key as it is added",
+            Reason::StatsReset => "pg_stat_statements_reset()",
             Reason::Catalog => "system catalog, information_schema and pg_stat_statements queries",
             Reason::Transaction => "BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE",
             Reason::Setting => "SET, RESET, SHOW, set_config()",
@@ -103,6 +128,20 @@ impl Reason {
         }
     }
 }
+
+impl Reason {
+    /// planck's own, never the application's, even with `--keep-all`.
+    pub fn is_planck(self) -> bool {
+        matches!(self, Reason::Planck | Reason::PlanckBookkeeping)
+    }
+}
+
+/// The tables planck keeps its bookkeeping in, outside its own schema.
+const PLANCK_TABLES: &[&str] = &[
+    "planck_migrations",
+    "planck_seed_saved",
+    "planck_seed_saved_id_seq",
+];
 
 /// One token of a statement, as much as the rules need.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,6 +182,7 @@ fn tokens(query: &str) -> (Vec<Tok>, Option<String>) {
             Token::Number(..) => out.push(Tok::Placeholder),
             Token::LParen => out.push(Tok::Punct("(".into())),
             Token::RParen => out.push(Tok::Punct(")".into())),
+            Token::Period => out.push(Tok::Punct(".".into())),
             Token::SemiColon => {}
             _ => out.push(Tok::Other),
         }
@@ -181,8 +221,69 @@ pub fn classify(query: &str) -> Option<Reason> {
         .unwrap_or(0);
     let first = word(start);
     let second = word(start + 1);
-    if has_word("planck_migrations") {
-        return Some(Reason::Planck);
+    let word_is = |i: usize, w: &str| matches!(toks.get(i), Some(Tok::Word(x)) if x == w);
+    let punct_is = |i: usize, p: &str| matches!(toks.get(i), Some(Tok::Punct(x)) if x == p);
+    // planck's bookkeeping: `planck.<anything>` or one of its legacy tables.
+    let bookkeeping = toks.iter().enumerate().any(|(i, t)| match t {
+        Tok::Word(w) if w == "planck" => punct_is(i + 1, "."),
+        Tok::Word(w) => PLANCK_TABLES.contains(&w.as_str()),
+        _ => false,
+    }) || (matches!(first, "create" | "drop" | "alter")
+        && has_word("schema")
+        && has_word("planck"));
+    if bookkeeping {
+        return Some(Reason::PlanckBookkeeping);
+    }
+    if toks
+        .iter()
+        .any(|t| matches!(t, Tok::Word(w) if w == "pg_stat_statements_reset"))
+    {
+        return Some(Reason::StatsReset);
+    }
+    // The server's own SPI statements for foreign keys (ri_triggers.c), in
+    // their fixed forms. The row check: `SELECT 1 FROM [ONLY] t x WHERE ...
+    // FOR KEY SHARE OF x`.
+    let n = toks.len();
+    let tail = ["for", "key", "share", "of", "x"];
+    if first == "select"
+        && matches!(toks.get(start + 1), Some(Tok::Placeholder))
+        && word_is(start + 2, "from")
+        && n >= tail.len()
+        && tail
+            .iter()
+            .enumerate()
+            .all(|(k, w)| word_is(n - tail.len() + k, w))
+    {
+        return Some(Reason::ForeignKeyCheck);
+    }
+    // The validation of a new foreign key: `SELECT fk."a" FROM [ONLY] child
+    // fk LEFT OUTER JOIN [ONLY] parent pk ON ...`.
+    if first == "select"
+        && word_is(start + 1, "fk")
+        && punct_is(start + 2, ".")
+        && toks.windows(3).any(|w| {
+            w == [
+                Tok::Word("left".into()),
+                Tok::Word("outer".into()),
+                Tok::Word("join".into()),
+            ]
+        })
+        && has_word("pk")
+    {
+        return Some(Reason::ForeignKeyValidation);
+    }
+    // Cascades and SET NULL / SET DEFAULT actions: `DELETE FROM ONLY t
+    // WHERE $1 OPERATOR(pg_catalog.=) "a"`, `UPDATE ONLY t SET ...`.
+    let qualified_operator = toks.windows(4).any(|w| {
+        w == [
+            Tok::Word("operator".into()),
+            Tok::Punct("(".into()),
+            Tok::Word("pg_catalog".into()),
+            Tok::Punct(".".into()),
+        ]
+    });
+    if matches!(first, "delete" | "update") && has_word("only") && qualified_operator {
+        return Some(Reason::ForeignKeyCheck);
     }
     // Migration tools' bookkeeping is part of running migrations.
     if toks
@@ -251,6 +352,11 @@ mod tests {
             "DELETE FROM dpop_replays WHERE seen_at < now() - $1::interval",
             "SELECT pg_advisory_xact_lock($1)",
             "SELECT set_config($1, $2, $3) FROM accounts",
+            // Look like the server's forms, but are the application's.
+            "SELECT 1 FROM items x WHERE x.id = $1 FOR UPDATE",
+            "SELECT fk FROM links WHERE pk = $1",
+            "DELETE FROM items WHERE id = $1",
+            "SELECT planck FROM t",
         ] {
             assert_eq!(classify(q), None, "{q}");
         }
@@ -265,7 +371,43 @@ mod tests {
             ),
             (
                 "SELECT name FROM planck_migrations ORDER BY name",
-                Reason::Planck,
+                Reason::PlanckBookkeeping,
+            ),
+            (
+                "INSERT INTO planck.seed_saved (kind, ddl) VALUES ($1, $2)",
+                Reason::PlanckBookkeeping,
+            ),
+            (
+                "CREATE SCHEMA IF NOT EXISTS planck",
+                Reason::PlanckBookkeeping,
+            ),
+            (
+                "SELECT id, ddl FROM \"planck\".\"seed_saved\" ORDER BY id",
+                Reason::PlanckBookkeeping,
+            ),
+            (
+                "DELETE FROM planck_seed_saved WHERE id = $1",
+                Reason::PlanckBookkeeping,
+            ),
+            (
+                "SELECT $2 FROM ONLY \"public\".\"pouches\" x WHERE \"id\" OPERATOR(pg_catalog.=) $1 FOR KEY SHARE OF x",
+                Reason::ForeignKeyCheck,
+            ),
+            (
+                "SELECT 1 FROM \"public\".\"accounts\" x WHERE \"id\" OPERATOR(pg_catalog.=) $1 AND \"region\" OPERATOR(pg_catalog.=) $2 FOR KEY SHARE OF x",
+                Reason::ForeignKeyCheck,
+            ),
+            (
+                "DELETE FROM ONLY \"public\".\"items\" WHERE $1 OPERATOR(pg_catalog.=) \"pouch_id\"",
+                Reason::ForeignKeyCheck,
+            ),
+            (
+                "UPDATE ONLY \"public\".\"items\" SET \"pouch_id\" = NULL WHERE $1 OPERATOR(pg_catalog.=) \"pouch_id\"",
+                Reason::ForeignKeyCheck,
+            ),
+            (
+                "SELECT fk.\"pouch_id\" FROM ONLY \"public\".\"items\" fk LEFT OUTER JOIN ONLY \"public\".\"pouches\" pk ON ( pk.\"id\" OPERATOR(pg_catalog.=) fk.\"pouch_id\") WHERE pk.\"id\" IS NULL AND (fk.\"pouch_id\" IS NOT NULL)",
+                Reason::ForeignKeyValidation,
             ),
             ("BEGIN", Reason::Transaction),
             ("begin isolation level serializable", Reason::Transaction),
@@ -311,7 +453,15 @@ mod tests {
             ),
             (
                 "SELECT pg_stat_statements_reset($1, $2, $3)",
-                Reason::Catalog,
+                Reason::StatsReset,
+            ),
+            (
+                "/* planck */ SELECT 1 FROM \"public\".pg_stat_statements_reset(0, $1, 0)",
+                Reason::Planck,
+            ),
+            (
+                "SELECT pg_catalog.pg_stat_statements_reset()",
+                Reason::StatsReset,
             ),
             ("SELECT $1", Reason::Ping),
         ];

@@ -15,6 +15,7 @@ use tokio_postgres::error::SqlState;
 
 use crate::db::quote_ident;
 use crate::error::{Error, PgError, Result};
+use crate::queries::Context;
 
 /// What the server says about pg_stat_statements, checked before a run.
 #[derive(Debug, Clone)]
@@ -31,6 +32,8 @@ pub struct Probe {
     pub query_size: Option<i64>,
     /// Whether the extension was created by this run.
     pub created_extension: bool,
+    /// `server_version_num`.
+    pub version: i32,
 }
 
 /// Counters of one (role, queryid) pair.
@@ -40,6 +43,9 @@ pub struct Counters {
     pub rows: i64,
     pub total_ms: f64,
     pub text: Option<String>,
+    /// Calls run inside a function or procedure (`toplevel = false`);
+    /// `None` before PostgreSQL 14, which does not say.
+    pub nested_calls: Option<i64>,
 }
 
 /// One read of pg_stat_statements for the database.
@@ -62,6 +68,8 @@ pub struct Raw {
     pub calls: u64,
     pub rows: u64,
     pub total_ms: f64,
+    /// Where the new calls ran; empty when the server does not say.
+    pub contexts: Vec<Context>,
 }
 
 /// What a role is, for the RLS-bypass flag.
@@ -177,7 +185,9 @@ pub async fn probe(client: &Client) -> Result<Probe> {
     }
     let settings = client
         .query_one(
-            "/* planck */ SELECT current_setting('pg_stat_statements.track', true), \
+            // reset_val: the session's own value is 'none' (see session::quiet_stats);
+            // the sessions of the run get the server's, database's or role's.
+            "/* planck */ SELECT (SELECT reset_val FROM pg_settings WHERE name = 'pg_stat_statements.track'), \
              current_setting('pg_stat_statements.max', true), \
              (SELECT setting::bigint FROM pg_settings WHERE name = 'track_activity_query_size')",
             &[],
@@ -201,10 +211,11 @@ pub async fn probe(client: &Client) -> Result<Probe> {
         max: settings.get(1),
         query_size: settings.get(2),
         created_extension,
+        version,
     })
 }
 
-async fn extension_schema(client: &Client) -> Result<Option<String>> {
+pub(crate) async fn extension_schema(client: &Client) -> Result<Option<String>> {
     Ok(client
         .query_opt(
             "/* planck */ SELECT n.nspname::text FROM pg_extension e \
@@ -242,13 +253,33 @@ pub async fn reset(client: &Client, probe: &Probe) -> Result<bool> {
 
 /// Reads the database's entries (and the eviction counter).
 pub async fn sample(client: &Client, probe: &Probe) -> Result<Sample> {
-    let sql = format!(
-        "/* planck */ SELECT s.userid, s.queryid, s.query, s.calls, s.rows, s.total_exec_time \
-         FROM {}.pg_stat_statements s WHERE s.dbid = $1",
-        probe.schema
-    );
+    sample_of(client, &probe.schema, probe.dbid, probe.version).await
+}
+
+/// The sampling query: `toplevel` exists from PostgreSQL 14 on.
+fn sample_sql(schema: &str, version: i32) -> String {
+    let toplevel = if version >= 140000 {
+        "s.toplevel"
+    } else {
+        "NULL::bool"
+    };
+    format!(
+        "/* planck */ SELECT s.userid, s.queryid, s.query, s.calls, s.rows, s.total_exec_time, \
+         {toplevel} FROM {schema}.pg_stat_statements s WHERE s.dbid = $1"
+    )
+}
+
+/// [`sample`] given the view's (quoted) schema, the database's oid and
+/// `server_version_num`.
+pub(crate) async fn sample_of(
+    client: &Client,
+    schema: &str,
+    dbid: u32,
+    version: i32,
+) -> Result<Sample> {
+    let sql = sample_sql(schema, version);
     let rows = client
-        .query(&sql, &[&probe.dbid])
+        .query(&sql, &[&dbid])
         .await
         .map_err(|e| pg("reading pg_stat_statements", e))?;
     let mut out = Sample::default();
@@ -260,17 +291,18 @@ pub async fn sample(client: &Client, probe: &Probe) -> Result<Sample> {
         };
         let c = out.entries.entry((userid, queryid)).or_default();
         // A statement run at top level and inside a function has two rows.
-        c.calls += r.get::<_, i64>(3);
+        let calls = r.get::<_, i64>(3);
+        c.calls += calls;
         c.rows += r.get::<_, i64>(4);
         c.total_ms += r.get::<_, f64>(5);
+        if let Some(top) = r.get::<_, Option<bool>>(6) {
+            *c.nested_calls.get_or_insert(0) += if top { 0 } else { calls };
+        }
         if c.text.is_none() {
             c.text = r.get(2);
         }
     }
-    let info = format!(
-        "/* planck */ SELECT dealloc FROM {}.pg_stat_statements_info",
-        probe.schema
-    );
+    let info = format!("/* planck */ SELECT dealloc FROM {schema}.pg_stat_statements_info");
     out.dealloc = match client.query_opt(&info, &[]).await {
         Ok(row) => row.map(|r| r.get(0)),
         // Before PostgreSQL 14 (extension 1.9) there is no info view.
@@ -286,15 +318,32 @@ pub fn delta(before: Option<&Sample>, after: &Sample) -> Vec<Raw> {
     let mut out: BTreeMap<(u32, i64), Raw> = BTreeMap::new();
     for (key, a) in &after.entries {
         let b = before.and_then(|s| s.entries.get(key));
-        let (calls, rows, total_ms) = match b {
-            Some(b) if b.calls <= a.calls => {
-                (a.calls - b.calls, a.rows - b.rows, a.total_ms - b.total_ms)
-            }
-            _ => (a.calls, a.rows, a.total_ms),
+        let (calls, rows, total_ms, nested) = match b {
+            Some(b) if b.calls <= a.calls => (
+                a.calls - b.calls,
+                a.rows - b.rows,
+                a.total_ms - b.total_ms,
+                a.nested_calls
+                    .map(|n| (n - b.nested_calls.unwrap_or(0)).max(0)),
+            ),
+            _ => (a.calls, a.rows, a.total_ms, a.nested_calls),
         };
         if calls <= 0 {
             continue;
         }
+        let contexts = match nested {
+            None => Vec::new(),
+            Some(n) => {
+                let mut c = Vec::new();
+                if calls > n {
+                    c.push(Context::Top);
+                }
+                if n > 0 {
+                    c.push(Context::Function);
+                }
+                c
+            }
+        };
         out.insert(
             *key,
             Raw {
@@ -304,6 +353,7 @@ pub fn delta(before: Option<&Sample>, after: &Sample) -> Vec<Raw> {
                 calls: calls as u64,
                 rows: rows.max(0) as u64,
                 total_ms: total_ms.max(0.0),
+                contexts,
             },
         );
     }
@@ -356,6 +406,7 @@ mod tests {
                             rows: *calls * 2,
                             total_ms: *calls as f64,
                             text: Some(format!("q{}", k.1)),
+                            nested_calls: None,
                         },
                     )
                 })
@@ -378,6 +429,50 @@ mod tests {
     }
 
     #[test]
+    fn toplevel_is_read_from_postgresql_14_on() {
+        assert!(
+            sample_sql("public", 150004).contains(", s.toplevel FROM public.pg_stat_statements")
+        );
+        assert!(sample_sql("public", 140000).contains("s.toplevel"));
+        assert!(sample_sql("\"x\"", 130011).contains(", NULL::bool FROM \"x\".pg_stat_statements"));
+    }
+
+    #[test]
+    fn contexts_come_from_the_nested_calls_of_the_run() {
+        let counters = |calls, nested| Counters {
+            calls,
+            rows: 0,
+            total_ms: 0.0,
+            text: Some("q".into()),
+            nested_calls: nested,
+        };
+        let one = |c: Counters| Sample {
+            entries: [((1, 1), c)].into_iter().collect(),
+            ..Default::default()
+        };
+        let got = |before: Option<Counters>, after| {
+            delta(before.map(one).as_ref(), &one(after))[0]
+                .contexts
+                .clone()
+        };
+        assert_eq!(got(None, counters(3, Some(0))), [Context::Top]);
+        assert_eq!(got(None, counters(3, Some(3))), [Context::Function]);
+        assert_eq!(
+            got(None, counters(3, Some(1))),
+            [Context::Top, Context::Function]
+        );
+        // Only the run's calls count: before it, the calls were nested.
+        assert_eq!(
+            got(Some(counters(2, Some(2))), counters(5, Some(2))),
+            [Context::Top]
+        );
+        assert!(
+            got(None, counters(3, None)).is_empty(),
+            "PostgreSQL 13 does not say"
+        );
+    }
+
+    #[test]
     fn preload_list_is_parsed() {
         assert!(preloads_pgss("pg_stat_statements"));
         assert!(preloads_pgss("auto_explain, \"pg_stat_statements\""));
@@ -394,7 +489,7 @@ mod tests {
             bypassrls: false,
             owned_rls_tables: vec!["items".into()],
         };
-        let ids = |q: &str| crate::record::noise::identifiers(q);
+        let ids = |q: &str| crate::stats::noise::identifiers(q);
         assert!(owner.bypasses_rls(&ids("SELECT count(*) FROM public.items")));
         assert!(!owner.bypasses_rls(&ids("DELETE FROM dpop_replays WHERE jti = $1")));
         let su = RoleFacts {

@@ -1,0 +1,823 @@
+//! The queries file: the statements planck verifies, kept in the user's repo.
+//!
+//! `planck record` writes it, `planck explain` reads it, and people edit it
+//! in pull requests, so it is TOML with one `[[statement]]` per entry, a
+//! stable order, no timings (they would change on every run) and the SQL in a
+//! multi-line string that diffs line by line:
+//!
+//! ```toml
+//! format_version = 2
+//!
+//! [[statement]]
+//! id = "5f0c3a9e1b2d4c68"
+//! role = "app_user"
+//! bypass_rls = false
+//! calls = 12
+//! rows = 40
+//! query = """
+//! SELECT id, title FROM items WHERE pouch_id = $1 ORDER BY updated_at DESC LIMIT $2
+//! """
+//!
+//! [[transaction]]
+//! id = "checkout"
+//! statements = ["5f0c3a9e1b2d4c68"]
+//! isolation = "repeatable read"
+//! ```
+//!
+//! A statement's identity is its `id`: a hash of its normalized text (space
+//! collapsed) and role, so it survives a new server, where pg_stat_statements'
+//! queryid changes. Hand-added entries may leave `id` out; it is derived.
+//!
+//! Format 2 (this one) adds, over format 1: per-statement `contexts`,
+//! `created_relations` (relations the test run created), `[[transaction]]`
+//! entries ([`transaction`]) and `x-` keys, which planck never reads and
+//! always keeps. Format 1 files are read as they are and written back as
+//! format 2; a newer format is an error naming the file.
+//!
+//! A command rewrites only what it owns ([`write`]): `record` owns the facts
+//! it measures on the statements it matched (calls, rows, bypass_rls,
+//! database) and the entries it adds or prunes. Comments, hand edits,
+//! `[[transaction]]` entries and `x-` keys survive a rewrite as written.
+
+pub mod transaction;
+mod write;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::config::line_col;
+use crate::error::{Error, Result};
+
+pub use transaction::{Bind, BindSource, Isolation, SettingValue, Transaction, TxOutcome};
+
+/// The format this planck writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// The formats this planck reads.
+pub const READABLE_FORMATS: [u32; 2] = [1, 2];
+/// The default file name under the project's queries folder.
+pub const DEFAULT_FILE: &str = "recorded.toml";
+
+#[derive(Debug, Clone, Default)]
+pub struct QueryFile {
+    pub statements: Vec<Statement>,
+    /// `[[transaction]]` entries, validated against the statements.
+    pub transactions: Vec<Transaction>,
+    /// Relations the recorded test run created (`schema.name`), which the
+    /// target database may not have.
+    pub created_relations: Vec<String>,
+    /// The document it was read from: a rewrite edits it rather than
+    /// starting over, so what no command owns survives.
+    source: Option<write::Source>,
+}
+
+/// Where a statement ran: pg_stat_statements' `toplevel` (PostgreSQL 14+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Context {
+    /// Sent by the client.
+    Top,
+    /// Run inside a function or procedure.
+    Function,
+}
+
+impl Context {
+    pub fn name(self) -> &'static str {
+        match self {
+            Context::Top => "top",
+            Context::Function => "function",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Statement {
+    /// Stable identity (see [`identity`]).
+    pub id: String,
+    /// Normalized text as pg_stat_statements shows it (`$n` for constants).
+    pub query: String,
+    /// The role that ran it; `None` for hand-added statements.
+    pub role: Option<String>,
+    /// Whether that role bypasses row-level security (superuser, BYPASSRLS or owner).
+    pub bypass_rls: Option<bool>,
+    /// The database it ran in.
+    pub database: Option<String>,
+    /// pg_stat_statements' queryid, informational only (changes across servers).
+    pub queryid: Option<i64>,
+    pub calls: Option<u64>,
+    pub rows: Option<u64>,
+    /// Where it ran inside the recording: `function` when (also) inside a
+    /// function or procedure. Empty: as the client sent it (or unknown,
+    /// before PostgreSQL 14). `record` owns it.
+    pub contexts: Vec<Context>,
+    /// Set by a person: the statement is kept but not verified, with the reason.
+    pub ignore: Option<String>,
+    /// `true` for entries a person added by hand; `record` never prunes them.
+    pub manual: bool,
+    /// 1-based line of the entry in the file it was read from.
+    pub line: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawFile {
+    format_version: Option<toml::Spanned<i64>>,
+    #[serde(default)]
+    statement: Vec<toml::Spanned<RawStatement>>,
+    #[serde(default)]
+    transaction: Vec<toml::Spanned<transaction::RawTransaction>>,
+    #[serde(default)]
+    created_relations: Vec<String>,
+    /// Anything else: `x-` keys are kept, others are typos.
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RawStatement {
+    id: Option<String>,
+    query: String,
+    role: Option<String>,
+    bypass_rls: Option<bool>,
+    database: Option<String>,
+    queryid: Option<i64>,
+    calls: Option<u64>,
+    rows: Option<u64>,
+    #[serde(default)]
+    contexts: Vec<Context>,
+    ignore: Option<String>,
+    #[serde(default)]
+    manual: bool,
+    #[serde(flatten)]
+    other: BTreeMap<String, toml::Value>,
+}
+
+const FILE_KEYS: &str = "format_version, statement, transaction, created_relations";
+const STATEMENT_KEYS: &str =
+    "id, query, role, bypass_rls, database, queryid, calls, rows, contexts, ignore, manual";
+
+/// An error at a line of the queries file.
+pub(crate) fn file_error(
+    path: &Path,
+    line: Option<usize>,
+    message: impl Into<String>,
+    hint: impl Into<String>,
+) -> Error {
+    Error::Config {
+        path: path.to_path_buf(),
+        line,
+        column: None,
+        message: message.into(),
+        hint: Some(hint.into()),
+    }
+}
+
+/// Refuses keys planck does not know, unless they start with `x-` (kept,
+/// never read): a typo must not silently drop a setting.
+pub(crate) fn check_keys(
+    path: &Path,
+    line: Option<usize>,
+    what: &str,
+    other: &BTreeMap<String, toml::Value>,
+    known: &str,
+) -> Result<()> {
+    match other.keys().find(|k| !k.starts_with("x-")) {
+        Some(k) => Err(file_error(
+            path,
+            line,
+            format!("unknown key `{k}` in {what}"),
+            format!("the keys are {known}; a key starting with `x-` is kept and never read"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Collapses runs of whitespace, so reformatting a statement keeps its identity.
+pub fn normalize_space(query: &str) -> String {
+    query.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The identity of a statement: 16 hex digits of SHA-256 over its
+/// space-normalized text and role.
+pub fn identity(query: &str, role: Option<&str>) -> String {
+    let mut h = Sha256::new();
+    h.update(normalize_space(query).as_bytes());
+    h.update([0]);
+    h.update(role.unwrap_or("").as_bytes());
+    h.finalize()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The text statements are matched on across runs, besides their id:
+/// space-normalized, without a trailing semicolon. pg_stat_statements'
+/// queryid cannot serve: it hashes table oids, so it changes with every new
+/// database, server and major version.
+pub fn text_key(query: &str) -> String {
+    let n = normalize_space(query);
+    n.trim_end_matches(';').trim_end().to_string()
+}
+
+/// What merging a capture did to one captured statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeStatus {
+    /// New in the file.
+    Added,
+    /// Already there; its recorded facts (calls, rows, RLS flag, database) changed.
+    Updated,
+    /// Already there, nothing changed.
+    Unchanged,
+    /// Matches an entry a person added by hand, which is left as written.
+    Manual,
+}
+
+impl MergeStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            MergeStatus::Added => "added",
+            MergeStatus::Updated => "updated",
+            MergeStatus::Unchanged => "unchanged",
+            MergeStatus::Manual => "manual",
+        }
+    }
+}
+
+/// What [`QueryFile::merge`] did.
+#[derive(Debug, Clone, Default)]
+pub struct Merge {
+    /// For each captured statement, in order: its id in the file and what happened.
+    pub outcomes: Vec<(String, MergeStatus)>,
+    /// Recorded (not manual) entries the run did not send: removed when
+    /// pruning, unless a `[[transaction]]` names them.
+    pub vanished: Vec<Statement>,
+    pub pruned: bool,
+}
+
+impl Merge {
+    pub fn count(&self, status: MergeStatus) -> usize {
+        self.outcomes.iter().filter(|(_, s)| *s == status).count()
+    }
+}
+
+/// The project's default queries file.
+pub fn default_path(queries_dir: &Path) -> PathBuf {
+    queries_dir.join(DEFAULT_FILE)
+}
+
+impl QueryFile {
+    pub fn load(path: &Path) -> Result<QueryFile> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        QueryFile::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<QueryFile> {
+        let raw: RawFile =
+            toml::from_str(text).map_err(|e| crate::config::toml_error(path, text, &e))?;
+        let version = match &raw.format_version {
+            Some(v) => {
+                let (line, _) = line_col(text, v.span().start);
+                let n = *v.get_ref();
+                if !READABLE_FORMATS.iter().any(|&r| i64::from(r) == n) {
+                    let newer = n > i64::from(FORMAT_VERSION);
+                    return Err(file_error(
+                        path,
+                        Some(line),
+                        if newer {
+                            format!("format_version {n} is newer than this planck reads (1 and 2)")
+                        } else {
+                            format!("format_version {n} is not a queries file format (1 and 2 are)")
+                        },
+                        if newer {
+                            format!(
+                                "upgrade planck (this is {}), or re-record the file with this one",
+                                env!("CARGO_PKG_VERSION")
+                            )
+                        } else {
+                            "set format_version = 2, or re-record the file".to_string()
+                        },
+                    ));
+                }
+                n as u32
+            }
+            None => 1,
+        };
+        check_keys(path, None, "the queries file", &raw.other, FILE_KEYS)?;
+        let mut seen: HashMap<String, usize> = Default::default();
+        // Identity is text and role: two entries that differ only by a
+        // hand-edited id are the same statement too.
+        let mut seen_text: HashMap<(String, Option<String>), usize> = Default::default();
+        let mut statements = Vec::with_capacity(raw.statement.len());
+        for spanned in raw.statement {
+            let (line, _) = line_col(text, spanned.span().start);
+            let r = spanned.into_inner();
+            check_keys(
+                path,
+                Some(line),
+                "a [[statement]]",
+                &r.other,
+                STATEMENT_KEYS,
+            )?;
+            if r.query.trim().is_empty() {
+                return Err(file_error(
+                    path,
+                    Some(line),
+                    "statement with an empty query",
+                    "delete the entry or put the SQL in `query`",
+                ));
+            }
+            let id =
+                r.id.unwrap_or_else(|| identity(&r.query, r.role.as_deref()));
+            if let Some(first) = seen.insert(id.clone(), line) {
+                return Err(file_error(
+                    path,
+                    Some(line),
+                    format!("statement {id} appears twice (first at line {first})"),
+                    "delete one of the two entries",
+                ));
+            }
+            if let Some(first) = seen_text.insert((text_key(&r.query), r.role.clone()), line) {
+                return Err(file_error(
+                    path,
+                    Some(line),
+                    format!("statement {id} has the same text and role as the one at line {first}"),
+                    "delete one of the two entries",
+                ));
+            }
+            statements.push(Statement {
+                id,
+                query: r.query.trim().to_string(),
+                role: r.role,
+                bypass_rls: r.bypass_rls,
+                database: r.database,
+                queryid: r.queryid,
+                calls: r.calls,
+                rows: r.rows,
+                contexts: r.contexts,
+                ignore: r.ignore,
+                manual: r.manual,
+                line: Some(line),
+            });
+        }
+        let transactions = transaction::validate(path, text, raw.transaction, &statements)?;
+        let source = write::Source::parse(path, text, version, &statements)?;
+        Ok(QueryFile {
+            statements,
+            transactions,
+            created_relations: raw.created_relations,
+            source: Some(source),
+        })
+    }
+
+    /// The statement with this id (what a transaction's `statements` name).
+    pub fn statement(&self, id: &str) -> Option<&Statement> {
+        self.statements.iter().find(|s| s.id == id)
+    }
+
+    /// A transaction's statements, in the order they run.
+    pub fn statements_of<'a>(&'a self, t: &'a Transaction) -> impl Iterator<Item = &'a Statement> {
+        t.statements.iter().filter_map(|id| self.statement(id))
+    }
+
+    /// The format of the file it was read from (1 when it had none), or
+    /// `None` for a file made in memory.
+    pub fn read_format(&self) -> Option<u32> {
+        self.source.as_ref().map(|s| s.version)
+    }
+
+    /// The file's text. Statements are sorted by role and text, so the same
+    /// set always renders to the same bytes; a file read from disk keeps
+    /// everything no command owns (see [`write`]).
+    pub fn render(&self) -> String {
+        write::render(self)
+    }
+
+    /// Merges a capture into the file. A captured statement matches an entry
+    /// by id, else by [`text_key`] and role, else by text alone when the entry
+    /// was added by hand without a role. A matched entry keeps its id, text,
+    /// `ignore` mark and anything a person wrote; only the facts measured by
+    /// the run (calls, rows, bypass_rls, database, contexts) are refreshed,
+    /// and never on a `manual` entry. Recorded entries the run did not send
+    /// are reported in `vanished`, and removed when `prune`; manual entries
+    /// and those a `[[transaction]]` names always stay.
+    pub fn merge(&mut self, captured: &[Statement], prune: bool) -> Merge {
+        let mut by_id: HashMap<String, usize> = HashMap::new();
+        let mut by_text: HashMap<(String, Option<String>), usize> = HashMap::new();
+        for (i, s) in self.statements.iter().enumerate() {
+            by_id.insert(s.id.clone(), i);
+            by_text
+                .entry((text_key(&s.query), s.role.clone()))
+                .or_insert(i);
+        }
+        let mut matched = vec![false; self.statements.len()];
+        let mut merge = Merge::default();
+        for c in captured {
+            let key = text_key(&c.query);
+            let found = by_id
+                .get(&c.id)
+                .or_else(|| by_text.get(&(key.clone(), c.role.clone())))
+                .or_else(|| by_text.get(&(key.clone(), None)))
+                .copied()
+                .filter(|&i| !matched[i]);
+            let Some(i) = found else {
+                let mut s = c.clone();
+                s.line = None;
+                s.manual = false;
+                by_id.insert(s.id.clone(), self.statements.len());
+                by_text.insert((key, s.role.clone()), self.statements.len());
+                matched.push(true);
+                merge.outcomes.push((s.id.clone(), MergeStatus::Added));
+                self.statements.push(s);
+                continue;
+            };
+            matched[i] = true;
+            let e = &mut self.statements[i];
+            if e.manual {
+                merge.outcomes.push((e.id.clone(), MergeStatus::Manual));
+                continue;
+            }
+            let facts = |e: &Statement| {
+                (
+                    e.calls,
+                    e.rows,
+                    e.bypass_rls,
+                    e.database.clone(),
+                    e.queryid,
+                    e.contexts.clone(),
+                )
+            };
+            let before = facts(e);
+            e.calls = c.calls;
+            e.rows = c.rows;
+            e.bypass_rls = c.bypass_rls;
+            e.database = c.database.clone();
+            e.queryid = c.queryid;
+            e.contexts = c.contexts.clone();
+            let status = if before == facts(e) {
+                MergeStatus::Unchanged
+            } else {
+                MergeStatus::Updated
+            };
+            merge.outcomes.push((e.id.clone(), status));
+        }
+        let named: std::collections::HashSet<&str> = self
+            .transactions
+            .iter()
+            .flat_map(|t| t.statements.iter().map(String::as_str))
+            .collect();
+        let mut keep = Vec::with_capacity(self.statements.len());
+        for (s, m) in self.statements.iter().zip(matched) {
+            if !m && !s.manual {
+                merge.vanished.push(s.clone());
+                if prune && !named.contains(s.id.as_str()) {
+                    continue;
+                }
+            }
+            keep.push(s.clone());
+        }
+        self.statements = keep;
+        merge.pruned = prune;
+        merge
+    }
+
+    /// Writes the file atomically (a temporary file renamed over it), so a
+    /// failure never leaves half a file.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let write_err = |source| Error::WriteFile {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(write_err)?;
+        }
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(&tmp, self.render()).map_err(write_err)?;
+        std::fs::rename(&tmp, path).map_err(write_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stmt(query: &str, role: &str) -> Statement {
+        Statement {
+            id: identity(query, Some(role)),
+            query: query.into(),
+            role: Some(role.into()),
+            bypass_rls: Some(false),
+            calls: Some(3),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn renders_and_parses_back_the_same() {
+        let f = QueryFile {
+            statements: vec![
+                stmt(
+                    "SELECT \"weird\"\"\"\" FROM t WHERE a = $1 AND b = 'x\\y'",
+                    "app_user",
+                ),
+                stmt("SELECT 1\nFROM accounts", "admin"),
+            ],
+            ..Default::default()
+        };
+        let text = f.render();
+        let back = QueryFile::parse(Path::new("q.toml"), &text).unwrap();
+        let mut want = f.statements.clone();
+        want.sort_by(|a, b| a.role.cmp(&b.role));
+        let got: Vec<_> = back
+            .statements
+            .iter()
+            .map(|s| (&s.id, &s.query, &s.role))
+            .collect();
+        let exp: Vec<_> = want.iter().map(|s| (&s.id, &s.query, &s.role)).collect();
+        assert_eq!(got, exp);
+        assert_eq!(back.render(), text, "rendering is stable");
+    }
+
+    #[test]
+    fn identity_ignores_whitespace_but_not_role() {
+        assert_eq!(
+            identity("SELECT  1\n FROM t", Some("a")),
+            identity("SELECT 1 FROM t", Some("a"))
+        );
+        assert_ne!(
+            identity("SELECT 1", Some("a")),
+            identity("SELECT 1", Some("b"))
+        );
+    }
+
+    #[test]
+    fn duplicate_identities_are_an_error_with_line() {
+        let text = "format_version = 1\n[[statement]]\nquery = \"SELECT 1\"\n\n[[statement]]\nquery = \"SELECT  1\"\n";
+        let err = QueryFile::parse(Path::new("q.toml"), text).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("q.toml:5"), "{msg}");
+        assert!(msg.contains("appears twice (first at line 2)"), "{msg}");
+    }
+
+    #[test]
+    fn merge_keeps_hand_edits_and_reports_vanished() {
+        let text = r#"format_version = 1
+
+[[statement]]
+role = "app_user"
+bypass_rls = false
+calls = 1
+ignore = "known slow, ticket 12"
+query = """
+SELECT * FROM items
+  WHERE id = $1
+"""
+
+[[statement]]
+manual = true
+query = "SELECT count(*) FROM events"
+
+[[statement]]
+role = "app_user"
+calls = 4
+query = "SELECT gone FROM old_table"
+"#;
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        let captured = vec![
+            stmt("SELECT * FROM items WHERE id = $1;", "app_user"),
+            stmt("SELECT count(*) FROM events", "owner"),
+            stmt("SELECT 2 FROM new_table", "owner"),
+        ];
+        let m = f.clone().merge(&captured, false);
+        let statuses: Vec<MergeStatus> = m.outcomes.iter().map(|(_, s)| *s).collect();
+        assert_eq!(
+            statuses,
+            [
+                MergeStatus::Updated,
+                MergeStatus::Manual,
+                MergeStatus::Added
+            ]
+        );
+        assert_eq!(m.vanished.len(), 1);
+        assert_eq!(m.vanished[0].query, "SELECT gone FROM old_table");
+        let m = f.merge(&captured, true);
+        assert_eq!(m.vanished.len(), 1);
+        assert_eq!(f.statements.len(), 3, "pruned the vanished entry only");
+        let items = &f.statements[0];
+        assert_eq!(items.ignore.as_deref(), Some("known slow, ticket 12"));
+        assert_eq!(
+            items.query, "SELECT * FROM items\n  WHERE id = $1",
+            "hand formatting kept"
+        );
+        assert_eq!(items.calls, Some(3));
+        assert!(f.statements[1].manual && f.statements[1].role.is_none());
+        // A second merge of the same capture changes nothing.
+        let once = f.render();
+        let m = f.merge(&captured, true);
+        assert_eq!(m.count(MergeStatus::Unchanged), 2);
+        assert_eq!(m.count(MergeStatus::Manual), 1);
+        assert!(m.vanished.is_empty());
+        assert_eq!(f.render(), once);
+    }
+
+    #[test]
+    fn same_text_and_role_under_two_ids_is_an_error() {
+        let text = "[[statement]]\nid = \"a\"\nrole = \"r\"\nquery = \"SELECT 1;\"\n\n\
+                    [[statement]]\nid = \"b\"\nrole = \"r\"\nquery = \"SELECT  1\"\n\n\
+                    [[statement]]\nid = \"c\"\nrole = \"other\"\nquery = \"SELECT 1\"\n";
+        let msg = QueryFile::parse(Path::new("q.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "q.toml:6: statement b has the same text and role as the one at line 1"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let text = "format_version = 1\n[[statement]]\nquery = \"SELECT 1\nrole = 1\n";
+        let msg = QueryFile::parse(Path::new("q.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(msg.starts_with("q.toml:3:"), "{msg}");
+    }
+
+    /// The defect (issue 8): a re-recording rebuilt the file from its
+    /// statements, so every comment a person wrote was lost.
+    #[test]
+    fn comments_survive_a_rewrite_defect() {
+        let text = "# our team's notes on the queries\nformat_version = 2\n\n\
+            # hot path: keep an eye on this one\n[[statement]]\nrole = \"app\"\ncalls = 1 # measured\n\
+            query = \"SELECT a FROM t WHERE a = $1\"\n\n[[statement]]\nrole = \"app\"\ncalls = 2\n\
+            query = \"SELECT b FROM u\"\n# the end\n";
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        let captured = vec![Statement {
+            calls: Some(5),
+            ..stmt("SELECT a FROM t WHERE a = $1", "app")
+        }];
+        f.merge(&captured, true);
+        let out = f.render();
+        assert_eq!(
+            out,
+            "# our team's notes on the queries\nformat_version = 2\n\n\
+            # hot path: keep an eye on this one\n[[statement]]\nrole = \"app\"\ncalls = 5 # measured\n\
+            bypass_rls = false\nquery = \"SELECT a FROM t WHERE a = $1\"\n# the end\n"
+        );
+    }
+
+    /// The defect (issue 8): entries record does not own (transactions, x-
+    /// keys) would be dropped by a rewrite; they survive as written.
+    #[test]
+    fn entries_no_command_owns_survive_a_rewrite_defect() {
+        let text = "format_version = 2\nx-team = \"payments\"\n\n[[statement]]\nid = \"s1\"\nrole = \"app\"\n\
+            x-owner = \"bob\"\nquery = \"SELECT a FROM t\"\n\n\
+            [[transaction]]\nid = \"t1\"\nstatements = [\"s1\"]   # the only one\nthink_ms = 3\n\n\
+            [[transaction.bind]]\nstatement = \"s1\"\nparam = 1\nvalue = 7\n\n[x-notes]\nwhy = \"later\"\n";
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        assert_eq!(f.transactions.len(), 1);
+        let captured = vec![
+            stmt("SELECT a FROM t", "app"),
+            stmt("SELECT 2 FROM v", "app"),
+        ];
+        f.merge(&captured, true);
+        let out = f.render();
+        for kept in [
+            "x-team = \"payments\"\n",
+            "x-owner = \"bob\"\n",
+            "[[transaction]]\nid = \"t1\"\nstatements = [\"s1\"]   # the only one\nthink_ms = 3\n",
+            "[[transaction.bind]]\nstatement = \"s1\"\nparam = 1\nvalue = 7\n",
+            "[x-notes]\nwhy = \"later\"\n",
+            "SELECT 2 FROM v",
+        ] {
+            assert!(out.contains(kept), "{kept:?} lost:\n{out}");
+        }
+        let back = QueryFile::parse(Path::new("q.toml"), &out).unwrap();
+        assert_eq!(back.transactions, {
+            let mut t = f.transactions.clone();
+            t[0].line = back.transactions[0].line;
+            t
+        });
+        assert_eq!(back.render(), out, "a second rewrite changes nothing");
+    }
+
+    #[test]
+    fn a_transactions_statements_are_found_in_order() {
+        let text = "[[statement]]\nid = \"a\"\nquery = \"SELECT 1 FROM t\"\n\
+            [[statement]]\nid = \"b\"\nquery = \"SELECT 2 FROM t\"\n\
+            [[transaction]]\nid = \"t1\"\nstatements = [\"b\", \"a\", \"b\"]\n";
+        let f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        let ids: Vec<&str> = f
+            .statements_of(&f.transactions[0])
+            .map(|s| s.id.as_str())
+            .collect();
+        assert_eq!(ids, ["b", "a", "b"]);
+        assert!(f.statement("zz").is_none());
+    }
+
+    #[test]
+    fn x_subtables_stay_with_their_statement_when_sorting_moves_it() {
+        let text = "format_version = 2\n\n[[statement]]\nrole = \"b\"\nquery = \"SELECT 2 FROM t\"\n\n\
+            [statement.x-meta]\nowner = \"bob\"\n\n[[statement]]\nrole = \"a\"\nquery = \"SELECT 1 FROM t\"\n";
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        f.merge(&[], false);
+        let out = f.render();
+        assert_eq!(
+            out,
+            "format_version = 2\n\n[[statement]]\nrole = \"a\"\nquery = \"SELECT 1 FROM t\"\n\n\
+            [[statement]]\nrole = \"b\"\nquery = \"SELECT 2 FROM t\"\n\n[statement.x-meta]\nowner = \"bob\"\n"
+        );
+        QueryFile::parse(Path::new("q.toml"), &out).unwrap();
+    }
+
+    #[test]
+    fn pruning_keeps_statements_a_transaction_names() {
+        let text = "[[statement]]\nid = \"s1\"\nrole = \"app\"\nquery = \"SELECT a FROM t\"\n\
+            [[transaction]]\nid = \"t1\"\nstatements = [\"s1\"]\n";
+        let mut f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        let m = f.merge(&[], true);
+        assert_eq!(m.vanished.len(), 1);
+        assert_eq!(f.statements.len(), 1, "named by t1: kept");
+        QueryFile::parse(Path::new("q.toml"), &f.render()).unwrap();
+    }
+
+    #[test]
+    fn format_1_is_read_and_written_back_as_2() {
+        let text =
+            "format_version = 1\n\n[[statement]]\nrole = \"app\"\nquery = \"SELECT 1 FROM t\"\n";
+        let f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        assert_eq!(f.read_format(), Some(1));
+        assert_eq!(f.statements.len(), 1);
+        assert_eq!(
+            f.render(),
+            text.replace("format_version = 1", "format_version = 2")
+        );
+        let none =
+            QueryFile::parse(Path::new("q.toml"), "[[statement]]\nquery = \"SELECT 1\"\n").unwrap();
+        assert_eq!(none.read_format(), Some(1), "no format_version: format 1");
+    }
+
+    #[test]
+    fn a_newer_format_is_a_clear_error_naming_the_file() {
+        let msg = QueryFile::parse(Path::new("q/recorded.toml"), "\nformat_version = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            msg,
+            "q/recorded.toml:2: format_version 3 is newer than this planck reads (1 and 2)"
+        );
+        let msg = QueryFile::parse(Path::new("q.toml"), "format_version = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("format_version 0 is not a queries file format"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn unknown_keys_are_typos_unless_x_prefixed() {
+        let msg = QueryFile::parse(
+            Path::new("q.toml"),
+            "[[statement]]\nquery = \"SELECT 1\"\nignroe = \"x\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(msg, "q.toml:1: unknown key `ignroe` in a [[statement]]");
+        let msg = QueryFile::parse(Path::new("q.toml"), "[[statment]]\nquery = \"SELECT 1\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("unknown key `statment` in the queries file"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn contexts_are_read_and_written() {
+        let text =
+            "[[statement]]\nquery = \"SELECT 1 FROM t\"\ncontexts = [\"top\", \"function\"]\n";
+        let f = QueryFile::parse(Path::new("q.toml"), text).unwrap();
+        assert_eq!(f.statements[0].contexts, [Context::Top, Context::Function]);
+        let fresh = QueryFile {
+            statements: f
+                .statements
+                .iter()
+                .map(|s| Statement {
+                    line: None,
+                    ..s.clone()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let back = QueryFile::parse(Path::new("q.toml"), &fresh.render()).unwrap();
+        assert_eq!(
+            back.statements[0].contexts,
+            [Context::Top, Context::Function]
+        );
+    }
+}

@@ -1,0 +1,440 @@
+//! What a recording did, rendered: a table, Markdown for a pull request,
+//! or JSON ([`wire`]) for tools.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::output::{self, Format};
+use crate::queries::{self, MergeStatus};
+use crate::record::{Exit, Outcome, Reason};
+
+fn shown_path(path: &Path, project: &Path) -> String {
+    path.strip_prefix(project)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn one_line(q: &str, max: usize) -> String {
+    let s = queries::normalize_space(q);
+    if s.chars().count() <= max {
+        s
+    } else {
+        let cut: String = s.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+fn ms(v: f64) -> String {
+    if v >= 1000.0 {
+        format!("{:.2} s", v / 1000.0)
+    } else {
+        format!("{v:.2} ms")
+    }
+}
+
+/// Renders the summary in the chosen format.
+pub fn render(
+    w: &mut impl Write,
+    o: &Outcome,
+    format: Format,
+    project: &Path,
+) -> std::io::Result<()> {
+    match format {
+        Format::Json => {
+            let text = serde_json::to_string_pretty(&to_wire(o, project))
+                .map_err(std::io::Error::other)?;
+            writeln!(w, "{text}")
+        }
+        Format::Table => render_table(w, o, project),
+        Format::Markdown => render_markdown(w, o, project),
+    }
+}
+
+/// The summary, in lines that fit an 80-column terminal (a long path aside).
+fn headline(o: &Outcome, project: &Path) -> [String; 2] {
+    let m = &o.merge;
+    let dropped: usize = o.dropped.values().sum();
+    [
+        format!(
+            "{} statement(s) recorded into {}",
+            o.statements.len(),
+            shown_path(&o.file, project)
+        ),
+        format!(
+            "{} added, {} updated, {} unchanged, {} hand-added; {} noise dropped, {} vanished{}",
+            m.count(MergeStatus::Added),
+            m.count(MergeStatus::Updated),
+            m.count(MergeStatus::Unchanged),
+            m.count(MergeStatus::Manual),
+            dropped,
+            m.vanished.len(),
+            if m.pruned && !m.vanished.is_empty() {
+                " (pruned)"
+            } else {
+                ""
+            }
+        ),
+    ]
+}
+
+fn command_line(o: &Outcome) -> Option<String> {
+    o.exit.map(|e| {
+        format!(
+            "command `{}` {}",
+            crate::record::child::shell_words(&o.command),
+            e.describe()
+        )
+    })
+}
+
+/// `dropped: transaction 4, setting 2, ...`, wrapped at 80 columns.
+fn dropped_lines(o: &Outcome) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::from("dropped:");
+    let parts: Vec<String> = o
+        .dropped
+        .iter()
+        .map(|(r, n)| format!("{} {n}", r.name()))
+        .collect();
+    for (i, p) in parts.iter().enumerate() {
+        let piece = if i + 1 < parts.len() {
+            format!(" {p},")
+        } else {
+            format!(" {p}")
+        };
+        if line.chars().count() + piece.chars().count() > 80 {
+            lines.push(std::mem::replace(&mut line, "        ".to_string()));
+        }
+        line.push_str(&piece);
+    }
+    if !parts.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Result<()> {
+    if let Some(c) = command_line(o) {
+        writeln!(w, "{c}")?;
+    }
+    if !o.statements.is_empty() {
+        let mut t = output::table(&["role", "rls", "calls", "mean", "statement"]);
+        for k in &o.statements {
+            t.add_row(vec![
+                k.role.clone(),
+                if k.bypass_rls { "bypass" } else { "applies" }.to_string(),
+                output::count(k.calls),
+                ms(k.total_ms / k.calls.max(1) as f64),
+                one_line(&k.query, 200),
+            ]);
+        }
+        writeln!(w, "{t}")?;
+    }
+    for l in headline(o, project) {
+        writeln!(w, "{l}")?;
+    }
+    for l in dropped_lines(o) {
+        writeln!(w, "{l}")?;
+    }
+    for v in &o.merge.vanished {
+        let head = format!("vanished: {} [{}] ", v.id, v.role.as_deref().unwrap_or("-"));
+        let room = 80usize.saturating_sub(head.chars().count()).max(20);
+        writeln!(w, "{head}{}", one_line(&v.query, room))?;
+    }
+    Ok(())
+}
+
+fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Result<()> {
+    writeln!(w, "### planck record\n")?;
+    if let Some(c) = command_line(o) {
+        writeln!(w, "{}\n", output::md_cell(&c))?;
+    }
+    let [recorded, counts] = headline(o, project);
+    writeln!(w, "{recorded}: {counts}\n")?;
+    let dropped = dropped_lines(o);
+    if !dropped.is_empty() {
+        let parts: Vec<&str> = dropped.iter().map(|l| l.trim()).collect();
+        writeln!(w, "{}\n", parts.join(" "))?;
+    }
+    if !o.statements.is_empty() {
+        writeln!(w, "| role | RLS | calls | mean | statement | status |")?;
+        writeln!(w, "|---|---|---:|---:|---|---|")?;
+        for k in &o.statements {
+            writeln!(
+                w,
+                "| {} | {} | {} | {} | `{}` | {} |",
+                output::md_cell(&k.role),
+                if k.bypass_rls { "bypass" } else { "applies" },
+                output::count(k.calls),
+                ms(k.total_ms / k.calls.max(1) as f64),
+                output::md_cell(&one_line(&k.query, 120)).replace('`', "'"),
+                k.status.name()
+            )?;
+        }
+        writeln!(w)?;
+    }
+    for v in &o.merge.vanished {
+        writeln!(
+            w,
+            "- vanished: `{}` {}",
+            v.id,
+            output::md_cell(&one_line(&v.query, 80))
+        )?;
+    }
+    for x in &o.warnings {
+        writeln!(w, "> warning: {}", output::md_cell(x))?;
+    }
+    Ok(())
+}
+
+/// The JSON wire format of `planck --format json record`: owned types,
+/// apart from the internal ones, so it changes only on purpose. Tools (and
+/// the tests) read it back with these same types.
+pub mod wire {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize, Serialize};
+
+    pub const FORMAT_VERSION: u32 = 1;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Report {
+        pub format_version: u32,
+        pub database: String,
+        /// The queries file, relative to the project when inside it.
+        pub file: String,
+        pub command: Vec<String>,
+        /// `None` when there was no command.
+        pub exit: Option<Exit>,
+        /// `reset`, `snapshot` or `current`.
+        pub mode: String,
+        pub created_extension: bool,
+        pub kept: usize,
+        /// Distinct statements dropped, for every reason (0 included).
+        pub dropped: BTreeMap<String, usize>,
+        pub added: usize,
+        pub updated: usize,
+        pub unchanged: usize,
+        pub manual: usize,
+        pub vanished: Vec<Vanished>,
+        pub pruned: bool,
+        pub warnings: Vec<String>,
+        pub statements: Vec<Statement>,
+    }
+
+    /// `{"code": 0}` or `{"signal": 9, "signal_name": "SIGKILL"}`.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Exit {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub code: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub signal: Option<i32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub signal_name: Option<String>,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Vanished {
+        pub id: String,
+        pub role: Option<String>,
+        pub query: String,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Statement {
+        pub id: String,
+        pub queryid: i64,
+        pub role: String,
+        pub bypass_rls: bool,
+        pub calls: u64,
+        pub rows: u64,
+        pub total_ms: f64,
+        pub mean_ms: f64,
+        pub query: String,
+        /// Why it is noise, when kept with `--keep-all`.
+        pub noise: Option<String>,
+        /// `added`, `updated`, `unchanged` or `manual`.
+        pub status: String,
+        /// `top` and/or `function`, as the queries file keeps them (empty:
+        /// as the client sent it).
+        pub contexts: Vec<String>,
+    }
+}
+
+/// The wire form of an outcome.
+pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
+    let exit = o.exit.map(|e| match e {
+        Exit::Code(c) => wire::Exit {
+            code: Some(c),
+            signal: None,
+            signal_name: None,
+        },
+        Exit::Signal(s) => wire::Exit {
+            code: None,
+            signal: Some(s),
+            signal_name: Some(crate::record::child::signal_name(s).to_string()),
+        },
+    });
+    wire::Report {
+        format_version: wire::FORMAT_VERSION,
+        database: o.database.clone(),
+        file: shown_path(&o.file, project),
+        command: o.command.clone(),
+        exit,
+        mode: o.mode.name().to_string(),
+        created_extension: o.created_extension,
+        kept: o.statements.len(),
+        dropped: Reason::ALL
+            .iter()
+            .map(|r| (r.name().to_string(), o.dropped.get(r).copied().unwrap_or(0)))
+            .collect(),
+        added: o.merge.count(MergeStatus::Added),
+        updated: o.merge.count(MergeStatus::Updated),
+        unchanged: o.merge.count(MergeStatus::Unchanged),
+        manual: o.merge.count(MergeStatus::Manual),
+        vanished: o
+            .merge
+            .vanished
+            .iter()
+            .map(|v| wire::Vanished {
+                id: v.id.clone(),
+                role: v.role.clone(),
+                query: v.query.clone(),
+            })
+            .collect(),
+        pruned: o.merge.pruned,
+        warnings: o.warnings.clone(),
+        statements: o
+            .statements
+            .iter()
+            .map(|k| wire::Statement {
+                id: k.id.clone(),
+                queryid: k.queryid,
+                role: k.role.clone(),
+                bypass_rls: k.bypass_rls,
+                calls: k.calls,
+                rows: k.rows,
+                total_ms: k.total_ms,
+                mean_ms: k.total_ms / k.calls.max(1) as f64,
+                query: k.query.clone(),
+                noise: k.noise.map(|r| r.name().to_string()),
+                status: k.status.name().to_string(),
+                contexts: k.contexts.iter().map(|c| c.name().to_string()).collect(),
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queries::{Merge, Statement};
+    use crate::record::{Kept, Mode};
+
+    fn outcome() -> Outcome {
+        let mut dropped = std::collections::BTreeMap::new();
+        dropped.insert(Reason::Transaction, 4);
+        dropped.insert(Reason::Setting, 2);
+        dropped.insert(Reason::ForeignKeyCheck, 1);
+        dropped.insert(Reason::PlanckBookkeeping, 5);
+        dropped.insert(Reason::StatsReset, 1);
+        dropped.insert(Reason::Catalog, 12);
+        dropped.insert(Reason::Utility, 3);
+        dropped.insert(Reason::ForeignKeyValidation, 2);
+        Outcome {
+            database: "shop".into(),
+            file: "/p/queries/recorded.toml".into(),
+            command: vec!["npm".into(), "run".into(), "test it".into()],
+            exit: Some(Exit::Signal(9)),
+            mode: Mode::Reset,
+            statements: vec![
+                Kept {
+                    id: "abc".into(),
+                    queryid: 42,
+                    role: "app_user".into(),
+                    bypass_rls: false,
+                    calls: 1500,
+                    rows: 3,
+                    total_ms: 3.0,
+                    query: "SELECT a\n FROM t WHERE id = $1".into(),
+                    noise: None,
+                    status: MergeStatus::Added,
+                    contexts: vec![],
+                },
+                Kept {
+                    id: "def".into(),
+                    queryid: -7,
+                    role: "owner".into(),
+                    bypass_rls: true,
+                    calls: 2,
+                    rows: 0,
+                    total_ms: 2500.0,
+                    query: "UPDATE items SET status = $1 WHERE updated_at < now() - $2::interval AND status | $3 = $4".into(),
+                    noise: Some(Reason::Ddl),
+                    status: MergeStatus::Unchanged,
+                    contexts: vec![crate::queries::Context::Top, crate::queries::Context::Function],
+                },
+            ],
+            dropped,
+            merge: Merge {
+                outcomes: vec![
+                    ("abc".into(), MergeStatus::Added),
+                    ("def".into(), MergeStatus::Unchanged),
+                ],
+                vanished: vec![Statement {
+                    id: "old".into(),
+                    query: "SELECT gone".into(),
+                    role: Some("app_user".into()),
+                    ..Default::default()
+                }],
+                pruned: false,
+            },
+            warnings: vec!["the command was killed".into()],
+            created_extension: false,
+        }
+    }
+
+    fn rendered(format: Format) -> String {
+        let mut out = Vec::new();
+        render(&mut out, &outcome(), format, Path::new("/p")).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn table_snapshot() {
+        let t = rendered(Format::Table);
+        assert!(t.lines().all(|l| l.chars().count() <= 80), "{t}");
+        insta::assert_snapshot!(t);
+    }
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(rendered(Format::Markdown));
+    }
+
+    #[test]
+    fn json_snapshot_reads_back_as_the_wire_types() {
+        let text = rendered(Format::Json);
+        insta::assert_snapshot!(text);
+        let v: wire::Report = serde_json::from_str(&text).unwrap();
+        assert_eq!(v, to_wire(&outcome(), Path::new("/p")));
+        assert_eq!(v.format_version, 1);
+        assert_eq!(v.file, "queries/recorded.toml");
+        let exit = v.exit.as_ref().unwrap();
+        assert_eq!((exit.code, exit.signal), (None, Some(9)));
+        assert_eq!(exit.signal_name.as_deref(), Some("SIGKILL"));
+        assert_eq!(
+            v.dropped.len(),
+            Reason::ALL.len(),
+            "every reason is present"
+        );
+        assert_eq!(v.dropped["transaction"], 4);
+        assert_eq!(v.dropped["fk-check"], 1);
+        assert_eq!(v.dropped["ddl"], 0);
+        assert_eq!((v.added, v.unchanged, v.kept), (1, 1, 2));
+        assert_eq!(v.statements[0].mean_ms, 0.002);
+        assert_eq!(v.statements[1].noise.as_deref(), Some("ddl"));
+        assert_eq!(v.vanished[0].id, "old");
+    }
+}
