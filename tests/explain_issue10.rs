@@ -275,3 +275,40 @@ fn issue10_dropped_table_and_function_are_still_stale() {
     assert!(stale.iter().any(|q| q.contains("gone_fn")), "{stale:?}");
     explained(&r, "n + $1");
 }
+
+/// Issue 10 section 2: a temporary table the test run created is not at
+/// explain time: it was reported as a stale statement (an error); with
+/// `created_relations` in the queries file it is skipped with that reason.
+/// A truly dropped table beside it stays stale.
+#[test]
+fn issue10_a_relation_the_run_created_is_skipped_not_stale() {
+    let db = TestDb::new("explain10_temp");
+    schema(&db);
+    let dir = common::project_dir();
+    let path = dir.path().join("queries.toml");
+    std::fs::write(
+        &path,
+        "format_version = 2\ncreated_relations = [\"pg_temp.scratch\"]\n\n\
+         [[statement]]\nrole = \"planck\"\nbypass_rls = true\n\
+         query = \"SELECT id FROM scratch WHERE id = $1\"\n\n\
+         [[statement]]\nrole = \"planck\"\nbypass_rls = true\n\
+         query = \"SELECT id FROM gone WHERE id = $1\"\n",
+    )
+    .unwrap();
+    let q = path.display().to_string();
+    let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    let s = r.statement("FROM scratch");
+    assert_eq!(s.status, "skipped", "{s:#?}\n{err}");
+    assert!(
+        s.reason
+            .as_deref()
+            .is_some_and(|x| x.contains("created by the recorded test run")),
+        "{s:#?}"
+    );
+    let stale: Vec<&str> = r
+        .findings("stale-statement")
+        .iter()
+        .filter_map(|f| f.query.as_deref())
+        .collect();
+    assert_eq!(stale, vec!["SELECT id FROM gone WHERE id = $1"], "{r:#?}");
+}

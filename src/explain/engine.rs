@@ -40,6 +40,9 @@ pub struct EngineOptions {
     pub jobs: usize,
     /// How planck's statements stay out of pg_stat_statements (see `session`).
     pub stats: StatsMode,
+    /// Relations the recorded test run created (the queries file's
+    /// `created_relations`): a statement that misses one is skipped, not stale.
+    pub created_relations: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -396,9 +399,18 @@ async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> 
         let (mode, f) = failures.remove(i);
         e.status = Status::Skipped(match f {
             Failure::Stale(pg) => {
-                let r = format!("stale: {}", pg.message);
-                e.stale = Some(pg);
-                r
+                match created_by_the_run(&shared.opts.created_relations, e, &pg) {
+                    Some(name) => format!(
+                        "{name} was created by the recorded test run (a temporary table or a view \
+                     it dropped), so it is not here to plan against: {}",
+                        pg.message
+                    ),
+                    None => {
+                        let r = format!("stale: {}", pg.message);
+                        e.stale = Some(pg);
+                        r
+                    }
+                }
             }
             Failure::Untyped(pg) => format!(
                 "parameter types cannot be inferred from the context nor with the typed \
@@ -428,6 +440,21 @@ async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> 
         }
     }
     Ok(())
+}
+
+/// The relation the test run created that a 42P01/42703 is about: named in
+/// the message, or (a missing column) a table the statement reads.
+fn created_by_the_run(created: &[String], e: &Explained, pg: &PgError) -> Option<String> {
+    if created.is_empty() || !matches!(pg.code.as_str(), "42P01" | "42703") {
+        return None;
+    }
+    let bare = |n: &str| n.rsplit('.').next().unwrap_or(n).to_string();
+    let is_created = |n: &str| created.iter().any(|c| c == n || bare(c) == bare(n));
+    let quoted = pg.message.split('"').nth(1).unwrap_or_default();
+    if pg.code == "42P01" {
+        return is_created(quoted).then(|| quoted.to_string());
+    }
+    e.analysis.tables.iter().find(|t| is_created(t)).cloned()
 }
 
 async fn rollback(client: &Client) -> Result<()> {
@@ -1013,6 +1040,7 @@ mod tests {
                 timeout_ms: 100,
                 jobs: 1,
                 stats: StatsMode::Untracked,
+                created_relations: Vec::new(),
             },
         };
         assert_eq!(

@@ -32,7 +32,7 @@ use crate::tenancy::{self, Tenancy};
 pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Report> {
     let client = conn.connect().await?;
     let stats = session::quiet_stats(&client, log).await?;
-    let statements = read_statements(&client, s, stats, log).await?;
+    let (statements, created_relations) = read_statements(&client, s, stats, log).await?;
     if statements.is_empty() {
         log.warn("no statements to explain (the queries file or pg_stat_statements is empty)");
         return Ok(Report::default());
@@ -63,6 +63,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
             timeout_ms: s.timeout_ms,
             jobs: s.jobs,
             stats,
+            created_relations,
         },
         log,
     )?;
@@ -102,7 +103,7 @@ async fn read_statements(
     s: &ExplainSettings,
     stats: StatsMode,
     log: Log,
-) -> Result<Vec<Statement>> {
+) -> Result<(Vec<Statement>, Vec<String>)> {
     match &s.statements {
         StatementSource::Stats => {
             let (statements, dropped) = stats_source::read(client, stats).await?;
@@ -114,7 +115,7 @@ async fn read_statements(
                 // `left out 5 of planck's own, 21 server FK checks, 1 stats resets`
                 log.info(&format!("left out {}", parts.join(", ")));
             }
-            Ok(statements)
+            Ok((statements, Vec::new()))
         }
         StatementSource::Queries(path) => {
             if !path.is_file() {
@@ -123,7 +124,8 @@ async fn read_statements(
                     "record one with `planck record -- <your tests>`, pass --queries PATH, or use --from-stats",
                 ));
             }
-            Ok(QueryFile::load(path)?.statements)
+            let f = QueryFile::load(path)?;
+            Ok((f.statements, f.created_relations))
         }
     }
 }
