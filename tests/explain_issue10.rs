@@ -312,3 +312,71 @@ fn issue10_a_relation_the_run_created_is_skipped_not_stale() {
         .collect();
     assert_eq!(stale, vec!["SELECT id FROM gone WHERE id = $1"], "{r:#?}");
 }
+
+/// Issue 10 section 3: a Supabase-form schema: `auth.uid()` reads the
+/// tenant from `request.jwt.claims` as JSON, the policy calls it, the
+/// application runs as `authenticated`. The policies were not seen (no
+/// `current_setting` in the policy text), so nothing was planned as a tenant.
+#[test]
+fn issue10_supabase_form_tenant_read_through_auth_uid_as_a_json_claim() {
+    let db = TestDb::new("explain10_supabase");
+    db.exec(
+        "DO $$ BEGIN
+           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'anon') THEN CREATE ROLE anon NOLOGIN; END IF;
+           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN CREATE ROLE authenticated NOLOGIN; END IF;
+         END $$;
+         CREATE SCHEMA auth;
+         CREATE FUNCTION auth.uid() RETURNS uuid LANGUAGE sql STABLE AS $f$
+           select nullif(current_setting('request.jwt.claims', true)::jsonb ->> 'sub', '')::uuid
+         $f$;
+         CREATE TABLE notes (id bigint PRIMARY KEY, user_id uuid NOT NULL, body text);
+         -- user ...0001 owns the most rows.
+         INSERT INTO notes SELECT g,
+                ('00000000-0000-0000-0000-' || lpad(CASE WHEN g % 3 = 0 THEN 1 ELSE g % 40 + 2 END::text, 12, '0'))::uuid,
+                'b' || g
+           FROM generate_series(1, 30000) g;
+         ALTER TABLE notes ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY own ON notes FOR ALL TO authenticated USING (user_id = auth.uid());
+         GRANT USAGE ON SCHEMA auth TO anon, authenticated;
+         GRANT SELECT ON notes TO authenticated;
+         ANALYZE notes",
+    );
+    let heaviest = db.query_strings(
+        "SELECT user_id::text FROM notes GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
+    );
+    let dir = common::project_dir();
+    let path = dir.path().join("queries.toml");
+    std::fs::write(
+        &path,
+        "format_version = 2\n\n[[statement]]\nrole = \"authenticated\"\nbypass_rls = false\n\
+         query = \"SELECT id, body FROM notes WHERE body = $1\"\n",
+    )
+    .unwrap();
+    let q = path.display().to_string();
+    let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert!(
+        err.contains("tenant mode: role authenticated, request.jwt.claims ="),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("\"sub\":\"{}\"", heaviest[0])),
+        "the claim is set as JSON for the heaviest user: {err}"
+    );
+    assert!(err.contains("auth.uid()"), "{err}");
+    let s = explained(&r, "FROM notes");
+    assert_eq!(s.mode.as_deref(), Some("tenant"), "{s:#?}");
+    let tenant_plans: Vec<String> = s
+        .plans
+        .iter()
+        .filter(|p| p.mode == "tenant")
+        .map(|p| p.plan.to_string())
+        .collect();
+    assert!(!tenant_plans.is_empty(), "{s:#?}");
+    assert!(
+        // auth.uid() is inlined (a STABLE SQL function): its body is the filter.
+        tenant_plans
+            .iter()
+            .all(|p| p.contains("notes.user_id = ") && p.contains("request.jwt.claims")),
+        "the policy's filter is in every tenant plan: {tenant_plans:#?}"
+    );
+}

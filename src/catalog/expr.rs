@@ -137,16 +137,14 @@ pub fn operators(qual: &str) -> Vec<(String, String)> {
 fn function_call(e: &Expr) -> Option<String> {
     match e {
         Expr::Cast { expr, .. } | Expr::Nested(expr) => function_call(expr),
-        Expr::Function(f) if !f.name.to_string().eq_ignore_ascii_case("current_setting") => {
-            Some(
-                f.name
-                    .0
-                    .iter()
-                    .map(|p| p.to_string().trim_matches('"').to_string())
-                    .collect::<Vec<_>>()
-                    .join("."),
-            )
-        }
+        Expr::Function(f) if !f.name.to_string().eq_ignore_ascii_case("current_setting") => Some(
+            f.name
+                .0
+                .iter()
+                .map(|p| p.to_string().trim_matches('"').to_string())
+                .collect::<Vec<_>>()
+                .join("."),
+        ),
         // `(SELECT auth.uid())`: the InitPlan form.
         Expr::Subquery(q) => match q.body.as_ref() {
             sqlparser::ast::SetExpr::Select(sel) if sel.from.is_empty() => {
@@ -207,7 +205,9 @@ pub fn body_settings(body: &str) -> Vec<(String, Option<String>)> {
         let rest = &body[at + "current_setting(".len()..];
         let Some(q) = rest.find('\'') else { continue };
         let after = &rest[q + 1..];
-        let Some(end) = after.find('\'') else { continue };
+        let Some(end) = after.find('\'') else {
+            continue;
+        };
         let name = after[..end].to_string();
         // `...)::jsonb ->> 'sub'` within the same expression.
         let tail: String = after[end..].chars().take(80).collect();
@@ -318,7 +318,10 @@ mod tests {
     fn finds_the_tenant_read_through_functions() {
         assert_eq!(
             function_comparisons("(user_id = app_public.current_user_id())"),
-            vec![("user_id".to_string(), "app_public.current_user_id".to_string())]
+            vec![(
+                "user_id".to_string(),
+                "app_public.current_user_id".to_string()
+            )]
         );
         assert_eq!(
             function_comparisons("(user_id = ( SELECT auth.uid() AS uid))"),
@@ -336,7 +339,9 @@ mod tests {
             })
         );
         assert_eq!(
-            body_read("select nullif(pg_catalog.current_setting('jwt.claims.session_id', true), '')::uuid;"),
+            body_read(
+                "select nullif(pg_catalog.current_setting('jwt.claims.session_id', true), '')::uuid;"
+            ),
             Some(BodyRead::Setting {
                 name: "jwt.claims.session_id".into(),
                 claim: None

@@ -156,11 +156,18 @@ async fn resolve_tenancy(
         "tenancy worked out in {:.2}s",
         clock.elapsed().as_secs_f64()
     ));
+    let shown = match t.values.get(&t.id) {
+        Some(v) => format!("{} (for tenant {})", v.as_text(), t.id),
+        None => t.id.clone(),
+    };
+    if let Some(path) = &t.read_through {
+        log.info(&format!("the policies read the tenant through {path}"));
+    }
     log.info(&format!(
         "tenant mode: role {}, {} = {}{}",
         t.role,
         t.setting,
-        t.id,
+        shown,
         if t.heaviest.as_deref() == Some(t.id.as_str()) {
             " (heaviest tenant)"
         } else {
