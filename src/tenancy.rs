@@ -125,6 +125,15 @@ pub async fn resolve(
     for p in &catalog.policies {
         for q in [&p.qual, &p.with_check].into_iter().flatten() {
             for (col, f) in function_comparisons(q) {
+                // A column of a subquery's table (`EXISTS (... user_id = f())`)
+                // is not this table's tenant key.
+                let has = catalog
+                    .tables
+                    .get(&p.table)
+                    .is_some_and(|t| t.columns.contains(&col));
+                if !has {
+                    continue;
+                }
                 let Some(via) = follow(client, &f, stats, 0).await? else {
                     continue;
                 };
@@ -209,19 +218,42 @@ pub async fn resolve(
                 .flat_map(|p| p.roles.iter())
                 .find(|r| r.as_str() != "public")
                 .cloned();
-            freq.iter()
-                .max_by_key(|(_, n)| **n)
-                .map(|(r, _)| r.to_string())
-                .or(from_policies)
-                .ok_or_else(|| {
-                    Error::usage_hint(
-                        "cannot tell which role the application runs as",
-                        "pass --tenant-role ROLE or set [tenant] role in planck.toml",
-                    )
-                })?
+            // Most recorded first; a recorded role that bypasses RLS (the
+            // owner running jobs, whose statements touch no RLS table) is
+            // passed over for one that is subject to it.
+            let mut ranked: Vec<(&str, usize)> = freq.into_iter().collect();
+            ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let mut candidates: Vec<String> = ranked.iter().map(|(r, _)| r.to_string()).collect();
+            candidates.extend(from_policies);
+            if candidates.is_empty() {
+                return Err(Error::usage_hint(
+                    "cannot tell which role the application runs as",
+                    "pass --tenant-role ROLE or set [tenant] role in planck.toml",
+                ));
+            }
+            let mut first_err = None;
+            let mut chosen = None;
+            for c in candidates {
+                match check_role(client, catalog, &c, stats).await {
+                    Ok(()) => {
+                        chosen = Some(c);
+                        break;
+                    }
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            match (chosen, first_err) {
+                (Some(c), _) => c,
+                (None, Some(e)) => return Err(e),
+                (None, None) => unreachable!("at least one candidate was checked"),
+            }
         }
     };
-    check_role(client, catalog, &role, stats).await?;
+    if opts.role.is_some() {
+        check_role(client, catalog, &role, stats).await?;
+    }
 
     let via = through.get(&setting).cloned();
     let ranked = tenant_sizes(client, &columns, stats).await?;

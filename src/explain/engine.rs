@@ -398,6 +398,11 @@ async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> 
     if let Some(i) = timed_out.or(judged_failure.filter(|_| !judged_plan)) {
         let (mode, f) = failures.remove(i);
         e.status = Status::Skipped(match f {
+            Failure::Stale(pg) if only_in_functions(&e.stmt) => format!(
+                "ran only inside a function (pg_stat_statements toplevel = false): it names the \
+                 function's parameters or variables, which planck cannot bind yet: {}",
+                pg.message
+            ),
             Failure::Stale(pg) => {
                 match created_by_the_run(&shared.opts.created_relations, e, &pg) {
                     Some(name) => format!(
@@ -440,6 +445,15 @@ async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> 
         }
     }
     Ok(())
+}
+
+/// Recorded only inside functions: its names may be the function's own.
+fn only_in_functions(stmt: &Statement) -> bool {
+    !stmt.contexts.is_empty()
+        && stmt
+            .contexts
+            .iter()
+            .all(|c| *c == crate::queries::Context::Function)
 }
 
 /// The relation the test run created that a 42P01/42703 is about: named in
