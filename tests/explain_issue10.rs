@@ -439,3 +439,60 @@ fn issue10_job_all_113_queries_are_explained_after_record() {
         .count();
     eprintln!("JOB: all 98 recorded entries (113 queries) explained, {repaired} with repairs");
 }
+
+/// Issue 10 section 3: a tenant role that is an INHERIT member of an RLS
+/// table's owner has the owner's privileges and bypasses RLS on a table
+/// without FORCE; it was accepted and its "tenant" plans had no policy
+/// filter. Refused now (exit 2); a NOINHERIT member, or the table FORCEd,
+/// is accepted.
+#[test]
+fn issue10_owner_member_role_inherit_refused_noinherit_and_force_accepted() {
+    let db = TestDb::new("explain10_owner_member");
+    let n = &db.name;
+    db.exec(&format!(
+        "CREATE ROLE {n}_owner NOLOGIN; CREATE ROLE {n}_inh NOLOGIN INHERIT;
+         CREATE ROLE {n}_noinh NOLOGIN NOINHERIT;
+         GRANT {n}_owner TO {n}_inh; GRANT {n}_owner TO {n}_noinh;
+         CREATE TABLE items (id bigint PRIMARY KEY, account_id bigint NOT NULL, title text);
+         INSERT INTO items SELECT g, g % 10, 't' FROM generate_series(1, 1000) g;
+         ALTER TABLE items OWNER TO {n}_owner;
+         ALTER TABLE items ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY p ON items USING (account_id = current_setting('app.account_id')::bigint);
+         GRANT SELECT ON items TO {n}_inh, {n}_noinh;
+         ANALYZE items"
+    ));
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &["SELECT id FROM items WHERE title = $1".into()],
+    );
+    let run = |role: &str| {
+        let out = db.planck(
+            &[
+                "--format",
+                "json",
+                "explain",
+                "--queries",
+                &q,
+                "--as-tenant",
+                "--tenant-role",
+                role,
+            ],
+            dir.path(),
+        );
+        (out.status.code().unwrap_or(-1), stdout(&out), stderr(&out))
+    };
+    let (code, _, err) = run(&format!("{n}_inh"));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("INHERIT member"), "{err}");
+    let (code, out, err) = run(&format!("{n}_noinh"));
+    assert_ne!(code, 2, "{err}");
+    assert!(out.contains("current_setting('app.account_id'"), "{out}");
+    db.exec("ALTER TABLE items FORCE ROW LEVEL SECURITY");
+    let (code, out, err) = run(&format!("{n}_inh"));
+    assert_ne!(code, 2, "{err}");
+    assert!(out.contains("current_setting('app.account_id'"), "{out}");
+    db.exec(&format!(
+        "DROP TABLE items; DROP ROLE {n}_inh; DROP ROLE {n}_noinh; DROP ROLE {n}_owner"
+    ));
+}
