@@ -156,9 +156,10 @@ pub enum Error {
         hint: Option<String>,
     },
 
-    /// The user pressed Ctrl-C; the message says what state the database was left in.
+    /// A stop signal (Ctrl-C, SIGTERM, SIGHUP) ended the command; the message
+    /// says what state the database was left in. Exits 128 + `signal`.
     #[error("interrupted: {message}")]
-    Interrupted { message: String },
+    Interrupted { message: String, signal: i32 },
 
     /// A statement the server rejected, outside migrations.
     #[error("{context}: {pg}")]
@@ -270,7 +271,11 @@ impl Error {
             Error::Connect { .. } | Error::Db { .. } => exit::DATABASE,
             Error::Postgres { pg, .. } if is_connection_class(&pg.code) => exit::DATABASE,
             Error::Cluster { .. } => exit::DATABASE,
-            Error::Interrupted { .. } => exit::INTERRUPTED,
+            Error::Interrupted { signal, .. } => match *signal {
+                1 => exit::HANGUP,
+                15 => exit::TERMINATED,
+                _ => exit::INTERRUPTED,
+            },
             Error::Internal { .. } | Error::Other(_) => exit::INTERNAL,
             _ => exit::USAGE,
         }
@@ -484,6 +489,11 @@ mod tests {
             },
             Error::Interrupted {
                 message: "3 of 9 tables loaded; every foreign key is back".into(),
+                signal: 2,
+            },
+            Error::Interrupted {
+                message: "SIGTERM; 3 of 9 tables loaded; every foreign key is back".into(),
+                signal: 15,
             },
             Error::internal("a load task panicked"),
         ];

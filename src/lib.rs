@@ -2,6 +2,7 @@
 //! production-sized data. The binary in `main.rs` only parses flags, calls
 //! [`cmd::run`] and maps the result to an exit code; everything lives here.
 
+pub mod bookkeeping;
 pub mod catalog;
 pub mod cli;
 pub mod cluster;
@@ -20,6 +21,7 @@ pub mod record;
 pub mod seed;
 pub mod session;
 pub mod settings;
+pub mod signal;
 pub mod stats;
 pub mod tenancy;
 

@@ -81,7 +81,9 @@ pub enum StatsMode {
 static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// The statement that switches tracking off for this session.
-pub const UNTRACK: &str = "SET pg_stat_statements.track = 'none'";
+/// Tagged: the SET itself is counted (tracking is decided as a statement
+/// starts), and the tag marks that one entry as planck's own.
+pub const UNTRACK: &str = "/* planck */ SET pg_stat_statements.track = 'none'";
 
 /// Switches pg_stat_statements off for this session; where the role may not,
 /// warns once per process and answers [`StatsMode::Tagged`].

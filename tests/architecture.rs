@@ -13,7 +13,7 @@
 //!   (what two of them need belongs in a shared layer).
 //! - shared layers, used by several domains.
 //! - the base: connections, the managed cluster, the config file, errors,
-//!   output plumbing.
+//!   output plumbing, stop signals.
 
 use std::path::{Path, PathBuf};
 
@@ -39,7 +39,7 @@ const SHARED: &[&str] = &[
     "stats",
     "bookkeeping",
 ];
-const BASE: &[&str] = &["db", "cluster", "config", "error", "output"];
+const BASE: &[&str] = &["db", "cluster", "config", "error", "output", "signal"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Layer {

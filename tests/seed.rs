@@ -46,6 +46,21 @@ fn constraints(db: &TestDb) -> Vec<String> {
     )
 }
 
+/// Issue 8 section 2.6: after a run that completes (or a completed shard
+/// set), planck leaves nothing in the database: no `planck` schema, no
+/// `public.planck_seed_saved`, and no constraint NOT VALID.
+fn assert_nothing_left(db: &TestDb) {
+    assert_eq!(
+        db.query_strings(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'planck'
+             UNION ALL SELECT count(*) FROM pg_class WHERE relname LIKE 'planck_seed_saved%'
+             UNION ALL SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
+        ),
+        vec!["0", "0", "0"],
+        "planck left something behind (schema planck, planck_seed_saved, NOT VALID constraints)"
+    );
+}
+
 fn count(db: &TestDb, sql: &str) -> i64 {
     db.query_strings(sql)[0].parse().unwrap()
 }
@@ -86,7 +101,7 @@ fn zero_spec_fills_the_bundled_schema_with_every_constraint_held() {
     // Indexes and constraints restored exactly, all valid.
     assert_eq!(indexes(&db), before_idx);
     assert_eq!(constraints(&db), before_con);
-    assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    assert_nothing_left(&db);
     // With no spec, accounts are inferred as the tenant: rows of one tenant
     // stay together down the tree, and tenant 1 is the heaviest (zipf).
     assert_eq!(
@@ -371,7 +386,7 @@ fn two_shards_load_exactly_the_unsharded_tables() {
     // stay saved (a message from its restore attempt before loading).
     let (e1, e2) = (stderr(&first), stderr(&second));
     assert_eq!(
-        e1.matches("stay saved in planck_seed_saved").count(),
+        e1.matches("stay saved in planck.seed_saved").count(),
         1,
         "{e1}"
     );
@@ -380,10 +395,10 @@ fn two_shards_load_exactly_the_unsharded_tables() {
     assert!(!e2.contains("cannot be validated"), "{e2}");
     assert!(!e2.contains("restoring"), "{e2}");
     assert_eq!(e2.matches("restored and validated").count(), 1, "{e2}");
-    assert!(e2.contains("planck_seed_saved is empty"), "{e2}");
+    assert!(e2.contains("nothing is left saved"), "{e2}");
     // Foreign keys waited for the second shard, then came back.
     assert_eq!(constraints(&whole), constraints(&parts));
-    assert_eq!(count(&parts, "SELECT count(*) FROM planck_seed_saved"), 0);
+    assert_nothing_left(&parts);
 }
 
 #[test]
@@ -632,7 +647,7 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
     assert_eq!((indexes(&db), constraints(&db)), before);
     assert!(indexes(&db).iter().all(|i| i.contains(":true:")));
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
-    assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    assert_nothing_left(&db);
     // Every table is either fully loaded or empty.
     let plan = db.planck(
         &[
@@ -689,16 +704,18 @@ fn json_summary_and_dry_run() {
         "{}",
         stderr(&out)
     );
-    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(v["format_version"], 1);
-    assert_eq!(v["dry_run"], true);
-    let items = v["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["table"] == "items")
-        .unwrap();
-    assert_eq!(items["rows"], 4000);
+    // Typed: the wire type itself reads the output (a renamed or retyped
+    // field fails here).
+    let v: planck::seed::summary::JsonSummary = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v.format_version, 1);
+    assert!(v.dry_run);
+    let items = v.tables.iter().find(|t| t.table == "items").unwrap();
+    assert_eq!(items.rows, 4000);
+    assert_eq!(
+        (items.data_bytes, items.total_bytes, items.seconds),
+        (None, None, None)
+    );
+    assert_eq!(v.rows, v.tables.iter().map(|t| t.rows).sum::<u64>());
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
 }
 
@@ -848,7 +865,7 @@ fn ctrl_c_rolls_back_running_loads_restores_everything_and_says_so() {
     }
     assert!(seen_tables.iter().any(|t| t == "items"), "{line}");
     assert_eq!((indexes(&db), constraints(&db)), before);
-    assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    assert_nothing_left(&db);
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
 }
 
@@ -918,7 +935,7 @@ fn loading_a_shard_twice_is_refused_clearly_and_changes_nothing() {
         &["--scale", "0.003", "--shard", "2/2"],
     );
     assert_exit(&out, 0);
-    assert_eq!(count(&db, "SELECT count(*) FROM planck_seed_saved"), 0);
+    assert_nothing_left(&db);
 }
 
 /// Review finding 3: a scale that rounds the tenant table to 0 rows was

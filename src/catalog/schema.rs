@@ -271,7 +271,7 @@ async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
             "SELECT c.oid, n.nspname, c.relname, c.relkind = 'p'
                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
               WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
-                AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+                AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'planck')
                 AND n.nspname NOT LIKE 'pg\\_%'
                 AND NOT EXISTS (SELECT 1 FROM pg_depend d
                                  WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid

@@ -24,6 +24,9 @@ pub async fn run_on(conn: &ConnInfo, args: ExplainArgs, settings: &Settings) -> 
 }
 
 async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings) -> Result<i32> {
+    // Plans on a database whose foreign keys an interrupted seed left
+    // dropped would not be the application's: say so first.
+    crate::bookkeeping::warn_pending_on(conn, settings.log()).await;
     let report = crate::explain::run(conn, explain, settings.log()).await?;
     let mut buf = Vec::new();
     write(&mut buf, &report, settings.format).map_err(|e| Error::Other(e.into()))?;

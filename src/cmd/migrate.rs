@@ -21,6 +21,7 @@ pub struct MigrateArgs {
 
 pub async fn run(args: MigrateArgs, settings: &Settings) -> Result<i32> {
     let conn = settings.conn().await?;
+    crate::bookkeeping::warn_pending_on(&conn, settings.log()).await;
     let dir = settings.migrations_dir();
     let outcome = migrate_database(&conn, &dir, args.fresh, args.force, settings).await?;
     let mut out = Vec::new();

@@ -8,9 +8,9 @@
 //! file:line. The planner ([`crate::seed::plan`]) then decides keys and
 //! uniqueness on top of these.
 
+use crate::catalog::schema::{Column, Table, TypeKind};
 use crate::error::Result;
-use crate::seed::catalog::{Column, Table, TypeKind};
-use crate::seed::checks::{ColFacts, Lit};
+use crate::seed::check_expr::{ColFacts, Lit};
 use crate::seed::generate::{FakeKind, Gen, Text, Val, parse_format};
 use crate::seed::spec::{self, ColumnSpec, Scalar, SpecFile, Values};
 
@@ -359,252 +359,13 @@ impl Ctx<'_> {
         let cname = format!("{}.{}", table.display(), col.name);
         let mut g: Option<Gen> = None;
         if let Some(name) = &cs.generator {
-            let w = |min, max, sep, capital| Gen::Text {
-                text: Text::Words {
-                    min,
-                    max,
-                    sep,
-                    capital,
-                },
-                unique: false,
-                max_len: col.max_len,
-            };
-            let fk = |k| Gen::Text {
-                text: Text::Fake(k),
-                unique: false,
-                max_len: col.max_len,
-            };
-            let [wl, wh] = cs.words.unwrap_or([1, 3]);
-            let [ll, lh] = cs.len.unwrap_or([0, 0]);
-            g = Some(match name.get_ref().as_str() {
-                "name" => fk(FakeKind::Name),
-                "first_name" => fk(FakeKind::FirstName),
-                "last_name" => fk(FakeKind::LastName),
-                "email" => fk(FakeKind::Email),
-                "username" => fk(FakeKind::Username),
-                "company" => fk(FakeKind::Company),
-                "url" => fk(FakeKind::Url),
-                "phone" => fk(FakeKind::Phone),
-                "city" => fk(FakeKind::City),
-                "country" => fk(FakeKind::Country),
-                "street" => fk(FakeKind::Street),
-                "zip" => fk(FakeKind::Zip),
-                "catch_phrase" => fk(FakeKind::CatchPhrase),
-                "ip" if matches!(kind, TypeKind::Inet) => Gen::Inet,
-                "ip" => fk(FakeKind::Ip),
-                "word" => w(1, 1, ' ', false),
-                "words" => w(wl, wh, ' ', false),
-                "sentence" => w(
-                    cs.words.map_or(6, |x| x[0]),
-                    cs.words.map_or(14, |x| x[1]),
-                    ' ',
-                    true,
-                ),
-                "title" => w(
-                    cs.words.map_or(2, |x| x[0]),
-                    cs.words.map_or(6, |x| x[1]),
-                    ' ',
-                    true,
-                ),
-                "slug" => w(
-                    cs.words.map_or(2, |x| x[0]),
-                    cs.words.map_or(4, |x| x[1]),
-                    '-',
-                    false,
-                ),
-                "paragraphs" => Gen::Text {
-                    text: Text::Paragraphs {
-                        min: if lh > 0 { ll } else { 200 },
-                        max: if lh > 0 { lh } else { 2000 },
-                    },
-                    unique: false,
-                    max_len: col.max_len,
-                },
-                "hex" => Gen::Text {
-                    text: Text::Hex {
-                        len: if lh > 0 { lh } else { 64 },
-                    },
-                    unique: false,
-                    max_len: col.max_len,
-                },
-                "path" => Gen::Text {
-                    text: Text::Path,
-                    unique: false,
-                    max_len: col.max_len,
-                },
-                "uuid" => Gen::Uuid { unique: false },
-                "bytes" => Gen::Bytes {
-                    min: if lh > 0 { ll } else { 16 },
-                    max: if lh > 0 { lh } else { 64 },
-                },
-                "sequence" => Gen::Sequence {
-                    start: cs.start.unwrap_or(1),
-                    step: cs.step.unwrap_or(1),
-                },
-                "bool" => Gen::Bool { p_true: 0.5 },
-                other => {
-                    const KNOWN: &[&str] = &[
-                        "name",
-                        "first_name",
-                        "last_name",
-                        "email",
-                        "username",
-                        "company",
-                        "url",
-                        "phone",
-                        "city",
-                        "country",
-                        "street",
-                        "zip",
-                        "catch_phrase",
-                        "ip",
-                        "word",
-                        "words",
-                        "sentence",
-                        "title",
-                        "slug",
-                        "paragraphs",
-                        "hex",
-                        "path",
-                        "uuid",
-                        "bytes",
-                        "sequence",
-                        "bool",
-                    ];
-                    let hint = match spec::suggest(other, KNOWN.iter().copied()) {
-                        Some(s) => {
-                            format!("did you mean `{s}`? known generators: {}", KNOWN.join(", "))
-                        }
-                        None => format!("known generators: {}", KNOWN.join(", ")),
-                    };
-                    return Err(sf.error(
-                        name.span(),
-                        format!("unknown generator `{other}` for {cname}"),
-                        Some(hint),
-                    ));
-                }
-            });
+            g = Some(self.named(name, col, kind, cs, &cname)?);
         }
         if let Some(v) = &cs.values {
-            let (vals, weights): (Vec<Val>, Vec<f64>) = match v.get_ref() {
-                Values::List(l) => (
-                    l.iter().filter_map(|s| scalar_val(s, kind)).collect(),
-                    vec![1.0; l.len()],
-                ),
-                Values::Weighted(m) => m
-                    .iter()
-                    .filter_map(|(k, w)| scalar_val(&Scalar::Str(k.clone()), kind).map(|v| (v, *w)))
-                    .unzip(),
-            };
-            if vals.is_empty() {
-                return Err(sf.error(
-                    v.span(),
-                    format!("`values` of {cname} is empty"),
-                    Some("list at least one value".into()),
-                ));
-            }
-            // Values must satisfy the enum / IN list.
-            let allowed: Option<Vec<Val>> = match kind {
-                TypeKind::Enum(labels) => {
-                    Some(labels.iter().map(|l| Val::Text(l.clone())).collect())
-                }
-                _ => f
-                    .in_list
-                    .as_ref()
-                    .map(|l| l.iter().map(|x| lit_val(x, kind)).collect()),
-            };
-            if let Some(allowed) = allowed {
-                let norm = |v: &Val| match v {
-                    Val::Float(f) if f.fract() == 0.0 => Val::Int(*f as i64),
-                    v => v.clone(),
-                };
-                if let Some(bad) = vals
-                    .iter()
-                    .find(|v| !allowed.iter().any(|a| norm(a) == norm(v)))
-                {
-                    let list = allowed
-                        .iter()
-                        .map(|a| a.display())
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    return Err(sf.error(
-                        v.span(),
-                        format!("value {} is not allowed in {cname}", bad.display()),
-                        Some(format!("the column accepts only: {list}")),
-                    ));
-                }
-            }
-            let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
-            let mut acc = 0.0;
-            let cum = weights
-                .iter()
-                .map(|w| {
-                    acc += w / total;
-                    acc
-                })
-                .collect();
-            g = Some(Gen::Choice { vals, cum });
+            g = Some(self.values(v, kind, f, &cname)?);
         }
         if let Some(r) = &cs.range {
-            let [a, b] = r.get_ref();
-            let bad = || {
-                here(
-                    format!("`range` of {cname} must be two numbers or two timestamps, low first"),
-                    "for example `range = [1, 100]` or `range = [\"2024-01-01\", \"2026-01-01\"]`",
-                )
-            };
-            g = Some(match (a, b) {
-                (Scalar::Int(a), Scalar::Int(b)) if a <= b => match kind {
-                    TypeKind::Float4 | TypeKind::Float8 => Gen::Float {
-                        lo: *a as f64,
-                        hi: *b as f64,
-                    },
-                    TypeKind::Numeric => {
-                        let s = col.numeric.map_or(0, |x| x.1);
-                        let m = 10i128.pow(s);
-                        Gen::Dec {
-                            lo: i128::from(*a) * m,
-                            hi: i128::from(*b) * m,
-                            scale: s,
-                        }
-                    }
-                    _ => Gen::Int { lo: *a, hi: *b },
-                },
-                (Scalar::Float(_) | Scalar::Int(_), Scalar::Float(_) | Scalar::Int(_)) => {
-                    let (a, b) = (num(a), num(b));
-                    if a > b {
-                        return Err(bad());
-                    }
-                    match kind {
-                        TypeKind::Numeric => {
-                            let s = col.numeric.map_or(2, |x| x.1);
-                            let m = 10f64.powi(s as i32);
-                            Gen::Dec {
-                                lo: (a * m).round() as i128,
-                                hi: (b * m).round() as i128,
-                                scale: s,
-                            }
-                        }
-                        _ => Gen::Float { lo: a, hi: b },
-                    }
-                }
-                (Scalar::Str(a), Scalar::Str(b)) => {
-                    let (Some(a), Some(b)) = (spec::parse_timestamp(a), spec::parse_timestamp(b))
-                    else {
-                        return Err(bad());
-                    };
-                    if a > b {
-                        return Err(bad());
-                    }
-                    Gen::Time {
-                        lo: a,
-                        hi: b,
-                        bias: cs.bias.unwrap_or(1.0),
-                        unique: false,
-                    }
-                }
-                _ => return Err(bad()),
-            });
+            g = Some(self.range(r, col, kind, cs, &span, &cname)?);
         }
         if let Some(fmt) = &cs.format {
             g = Some(Gen::Text {
@@ -669,60 +430,371 @@ impl Ctx<'_> {
             g = g.map(|g| make_unique(g, 1_000_000));
         }
         if let Some(after) = &cs.after {
-            let Some(oc) = table.column(after.get_ref()) else {
-                let hint = spec::suggest(
-                    after.get_ref(),
-                    table.columns.iter().map(|c| c.name.as_str()),
-                )
-                .map_or_else(
-                    || "`after` names another timestamp column of the same table".to_string(),
-                    |s| format!("did you mean `{s}`?"),
-                );
-                return Err(sf.error(
-                    after.span(),
-                    format!("unknown column `{}` in `after` of {cname}", after.get_ref()),
-                    Some(hint),
-                ));
-            };
-            let [lo, hi] = cs.gap.unwrap_or([1, 30 * 86_400]);
-            let fallback = g
-                .take()
-                .or_else(|| default_gen(table, col, f))
-                .unwrap_or(Gen::Null);
-            g = Some(Gen::After {
-                col: oc,
-                min: lo * 1_000_000,
-                max: hi.max(lo) * 1_000_000,
-                fallback: Box::new(fallback),
-            });
+            g = Some(self.after(after, table, col, cs, f, g.take(), &cname)?);
         }
         if let Some(p) = cs.null {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(here(
-                    format!("`null` of {cname} must be between 0 and 1"),
-                    "it is the share of NULLs, e.g. `null = 0.1`",
-                ));
-            }
-            if p > 0.0 && col.not_null && *kind != TypeKind::Json {
-                return Err(here(
-                    format!("{cname} is NOT NULL, but the spec asks for NULLs"),
-                    "remove `null`, or drop the NOT NULL constraint",
-                ));
-            }
-            let inner = g
-                .take()
-                .or_else(|| default_gen(table, col, f))
-                .unwrap_or(Gen::Null);
-            g = Some(if p > 0.0 {
-                Gen::Nullable {
-                    p,
-                    inner: Box::new(inner),
-                }
-            } else {
-                inner
-            });
+            g = Some(self.nulls(p, table, col, kind, f, g.take(), &span, &cname)?);
         }
         Ok(g)
+    }
+
+    /// `gen = "..."`: a named generator.
+    fn named(
+        &self,
+        name: &toml::Spanned<String>,
+        col: &Column,
+        kind: &TypeKind,
+        cs: &ColumnSpec,
+        cname: &str,
+    ) -> Result<Gen> {
+        let sf = self.sf;
+        let w = |min, max, sep, capital| Gen::Text {
+            text: Text::Words {
+                min,
+                max,
+                sep,
+                capital,
+            },
+            unique: false,
+            max_len: col.max_len,
+        };
+        let fk = |k| Gen::Text {
+            text: Text::Fake(k),
+            unique: false,
+            max_len: col.max_len,
+        };
+        let [wl, wh] = cs.words.unwrap_or([1, 3]);
+        let [ll, lh] = cs.len.unwrap_or([0, 0]);
+        Ok(match name.get_ref().as_str() {
+            "name" => fk(FakeKind::Name),
+            "first_name" => fk(FakeKind::FirstName),
+            "last_name" => fk(FakeKind::LastName),
+            "email" => fk(FakeKind::Email),
+            "username" => fk(FakeKind::Username),
+            "company" => fk(FakeKind::Company),
+            "url" => fk(FakeKind::Url),
+            "phone" => fk(FakeKind::Phone),
+            "city" => fk(FakeKind::City),
+            "country" => fk(FakeKind::Country),
+            "street" => fk(FakeKind::Street),
+            "zip" => fk(FakeKind::Zip),
+            "catch_phrase" => fk(FakeKind::CatchPhrase),
+            "ip" if matches!(kind, TypeKind::Inet) => Gen::Inet,
+            "ip" => fk(FakeKind::Ip),
+            "word" => w(1, 1, ' ', false),
+            "words" => w(wl, wh, ' ', false),
+            "sentence" => w(
+                cs.words.map_or(6, |x| x[0]),
+                cs.words.map_or(14, |x| x[1]),
+                ' ',
+                true,
+            ),
+            "title" => w(
+                cs.words.map_or(2, |x| x[0]),
+                cs.words.map_or(6, |x| x[1]),
+                ' ',
+                true,
+            ),
+            "slug" => w(
+                cs.words.map_or(2, |x| x[0]),
+                cs.words.map_or(4, |x| x[1]),
+                '-',
+                false,
+            ),
+            "paragraphs" => Gen::Text {
+                text: Text::Paragraphs {
+                    min: if lh > 0 { ll } else { 200 },
+                    max: if lh > 0 { lh } else { 2000 },
+                },
+                unique: false,
+                max_len: col.max_len,
+            },
+            "hex" => Gen::Text {
+                text: Text::Hex {
+                    len: if lh > 0 { lh } else { 64 },
+                },
+                unique: false,
+                max_len: col.max_len,
+            },
+            "path" => Gen::Text {
+                text: Text::Path,
+                unique: false,
+                max_len: col.max_len,
+            },
+            "uuid" => Gen::Uuid { unique: false },
+            "bytes" => Gen::Bytes {
+                min: if lh > 0 { ll } else { 16 },
+                max: if lh > 0 { lh } else { 64 },
+            },
+            "sequence" => Gen::Sequence {
+                start: cs.start.unwrap_or(1),
+                step: cs.step.unwrap_or(1),
+            },
+            "bool" => Gen::Bool { p_true: 0.5 },
+            other => {
+                const KNOWN: &[&str] = &[
+                    "name",
+                    "first_name",
+                    "last_name",
+                    "email",
+                    "username",
+                    "company",
+                    "url",
+                    "phone",
+                    "city",
+                    "country",
+                    "street",
+                    "zip",
+                    "catch_phrase",
+                    "ip",
+                    "word",
+                    "words",
+                    "sentence",
+                    "title",
+                    "slug",
+                    "paragraphs",
+                    "hex",
+                    "path",
+                    "uuid",
+                    "bytes",
+                    "sequence",
+                    "bool",
+                ];
+                let hint = match spec::suggest(other, KNOWN.iter().copied()) {
+                    Some(s) => {
+                        format!("did you mean `{s}`? known generators: {}", KNOWN.join(", "))
+                    }
+                    None => format!("known generators: {}", KNOWN.join(", ")),
+                };
+                return Err(sf.error(
+                    name.span(),
+                    format!("unknown generator `{other}` for {cname}"),
+                    Some(hint),
+                ));
+            }
+        })
+    }
+
+    /// `values = [...]` or `{ value = weight }`: checked against the enum or IN list.
+    fn values(
+        &self,
+        v: &toml::Spanned<Values>,
+        kind: &TypeKind,
+        f: &ColFacts,
+        cname: &str,
+    ) -> Result<Gen> {
+        let sf = self.sf;
+        let (vals, weights): (Vec<Val>, Vec<f64>) = match v.get_ref() {
+            Values::List(l) => (
+                l.iter().filter_map(|s| scalar_val(s, kind)).collect(),
+                vec![1.0; l.len()],
+            ),
+            Values::Weighted(m) => m
+                .iter()
+                .filter_map(|(k, w)| scalar_val(&Scalar::Str(k.clone()), kind).map(|v| (v, *w)))
+                .unzip(),
+        };
+        if vals.is_empty() {
+            return Err(sf.error(
+                v.span(),
+                format!("`values` of {cname} is empty"),
+                Some("list at least one value".into()),
+            ));
+        }
+        // Values must satisfy the enum / IN list.
+        let allowed: Option<Vec<Val>> = match kind {
+            TypeKind::Enum(labels) => Some(labels.iter().map(|l| Val::Text(l.clone())).collect()),
+            _ => f
+                .in_list
+                .as_ref()
+                .map(|l| l.iter().map(|x| lit_val(x, kind)).collect()),
+        };
+        if let Some(allowed) = allowed {
+            let norm = |v: &Val| match v {
+                Val::Float(f) if f.fract() == 0.0 => Val::Int(*f as i64),
+                v => v.clone(),
+            };
+            if let Some(bad) = vals
+                .iter()
+                .find(|v| !allowed.iter().any(|a| norm(a) == norm(v)))
+            {
+                let list = allowed
+                    .iter()
+                    .map(|a| a.display())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(sf.error(
+                    v.span(),
+                    format!("value {} is not allowed in {cname}", bad.display()),
+                    Some(format!("the column accepts only: {list}")),
+                ));
+            }
+        }
+        let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+        let mut acc = 0.0;
+        let cum = weights
+            .iter()
+            .map(|w| {
+                acc += w / total;
+                acc
+            })
+            .collect();
+        Ok(Gen::Choice { vals, cum })
+    }
+
+    /// `range = [low, high]`: numbers or timestamps.
+    fn range(
+        &self,
+        r: &toml::Spanned<[Scalar; 2]>,
+        col: &Column,
+        kind: &TypeKind,
+        cs: &ColumnSpec,
+        span: &std::ops::Range<usize>,
+        cname: &str,
+    ) -> Result<Gen> {
+        let sf = self.sf;
+        let here = |m: String, h: &str| sf.error(span.clone(), m, Some(h.to_string()));
+        let [a, b] = r.get_ref();
+        let bad = || {
+            here(
+                format!("`range` of {cname} must be two numbers or two timestamps, low first"),
+                "for example `range = [1, 100]` or `range = [\"2024-01-01\", \"2026-01-01\"]`",
+            )
+        };
+        Ok(match (a, b) {
+            (Scalar::Int(a), Scalar::Int(b)) if a <= b => match kind {
+                TypeKind::Float4 | TypeKind::Float8 => Gen::Float {
+                    lo: *a as f64,
+                    hi: *b as f64,
+                },
+                TypeKind::Numeric => {
+                    let s = col.numeric.map_or(0, |x| x.1);
+                    let m = 10i128.pow(s);
+                    Gen::Dec {
+                        lo: i128::from(*a) * m,
+                        hi: i128::from(*b) * m,
+                        scale: s,
+                    }
+                }
+                _ => Gen::Int { lo: *a, hi: *b },
+            },
+            (Scalar::Float(_) | Scalar::Int(_), Scalar::Float(_) | Scalar::Int(_)) => {
+                let (a, b) = (num(a), num(b));
+                if a > b {
+                    return Err(bad());
+                }
+                match kind {
+                    TypeKind::Numeric => {
+                        let s = col.numeric.map_or(2, |x| x.1);
+                        let m = libm::pow(10.0, f64::from(s));
+                        Gen::Dec {
+                            lo: (a * m).round() as i128,
+                            hi: (b * m).round() as i128,
+                            scale: s,
+                        }
+                    }
+                    _ => Gen::Float { lo: a, hi: b },
+                }
+            }
+            (Scalar::Str(a), Scalar::Str(b)) => {
+                let (Some(a), Some(b)) = (spec::parse_timestamp(a), spec::parse_timestamp(b))
+                else {
+                    return Err(bad());
+                };
+                if a > b {
+                    return Err(bad());
+                }
+                Gen::Time {
+                    lo: a,
+                    hi: b,
+                    bias: cs.bias.unwrap_or(1.0),
+                    unique: false,
+                }
+            }
+            _ => return Err(bad()),
+        })
+    }
+
+    /// `after = "column"`: a time after another column's, around `g` (or the default).
+    #[allow(clippy::too_many_arguments)]
+    fn after(
+        &self,
+        after: &toml::Spanned<String>,
+        table: &Table,
+        col: &Column,
+        cs: &ColumnSpec,
+        f: &ColFacts,
+        mut g: Option<Gen>,
+        cname: &str,
+    ) -> Result<Gen> {
+        let sf = self.sf;
+        let Some(oc) = table.column(after.get_ref()) else {
+            let hint = spec::suggest(
+                after.get_ref(),
+                table.columns.iter().map(|c| c.name.as_str()),
+            )
+            .map_or_else(
+                || "`after` names another timestamp column of the same table".to_string(),
+                |s| format!("did you mean `{s}`?"),
+            );
+            return Err(sf.error(
+                after.span(),
+                format!("unknown column `{}` in `after` of {cname}", after.get_ref()),
+                Some(hint),
+            ));
+        };
+        let [lo, hi] = cs.gap.unwrap_or([1, 30 * 86_400]);
+        let fallback = g
+            .take()
+            .or_else(|| default_gen(table, col, f))
+            .unwrap_or(Gen::Null);
+        Ok(Gen::After {
+            col: oc,
+            min: lo * 1_000_000,
+            max: hi.max(lo) * 1_000_000,
+            fallback: Box::new(fallback),
+        })
+    }
+
+    /// `null = p`: a share of NULLs around `g` (or the default).
+    #[allow(clippy::too_many_arguments)]
+    fn nulls(
+        &self,
+        p: f64,
+        table: &Table,
+        col: &Column,
+        kind: &TypeKind,
+        f: &ColFacts,
+        mut g: Option<Gen>,
+        span: &std::ops::Range<usize>,
+        cname: &str,
+    ) -> Result<Gen> {
+        let sf = self.sf;
+        let here = |m: String, h: &str| sf.error(span.clone(), m, Some(h.to_string()));
+        if !(0.0..=1.0).contains(&p) {
+            return Err(here(
+                format!("`null` of {cname} must be between 0 and 1"),
+                "it is the share of NULLs, e.g. `null = 0.1`",
+            ));
+        }
+        if p > 0.0 && col.not_null && *kind != TypeKind::Json {
+            return Err(here(
+                format!("{cname} is NOT NULL, but the spec asks for NULLs"),
+                "remove `null`, or drop the NOT NULL constraint",
+            ));
+        }
+        let inner = g
+            .take()
+            .or_else(|| default_gen(table, col, f))
+            .unwrap_or(Gen::Null);
+        Ok(if p > 0.0 {
+            Gen::Nullable {
+                p,
+                inner: Box::new(inner),
+            }
+        } else {
+            inner
+        })
     }
 }
 

@@ -10,9 +10,9 @@
 
 use bytes::{BufMut, BytesMut};
 
-use crate::seed::catalog::TypeKind;
+use crate::catalog::schema::TypeKind;
 use crate::seed::generate::Val;
-use crate::seed::plan::Plan;
+use crate::seed::layout::Plan;
 
 /// Signature, flags (no OIDs), header extension length 0.
 pub const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
@@ -108,7 +108,7 @@ fn as_i64(v: &Val) -> i64 {
 fn as_f64(v: &Val) -> f64 {
     match v {
         Val::Float(f) => *f,
-        Val::Dec(u, s) => *u as f64 / 10f64.powi(*s as i32),
+        Val::Dec(u, s) => *u as f64 / libm::pow(10.0, f64::from(*s)),
         other => as_i64(other) as f64,
     }
 }

@@ -4,14 +4,14 @@
 //! rayon workers. It holds no state and allocates only the value it returns,
 //! so any row can be produced in any order on any thread and come out the
 //! same. Keys (foreign keys, ordinals, joint enumerations) need the row's
-//! place in the plan and are resolved through [`crate::seed::plan::Plan`].
+//! place in the plan and are resolved through [`crate::seed::layout::Plan`].
 
 use std::fmt::Write as _;
 
 use fake::Fake;
 use fake::locales::{Data, EN};
 
-use crate::seed::plan::{Plan, RowCtx};
+use crate::seed::layout::{Plan, RowCtx};
 use crate::seed::rng::{self, Permutation, ValueRng};
 
 /// One generated value, before it is encoded for the column's type.
@@ -533,7 +533,7 @@ impl Gen {
                     let step = ((hi - lo) / n as i64).max(1);
                     Val::Micros(lo + p.apply(row % n) as i64 * step)
                 } else {
-                    let u = rng::unit(h).powf(*bias);
+                    let u = libm::pow(rng::unit(h), *bias);
                     Val::Micros(hi - ((hi - lo) as f64 * u) as i64)
                 }
             }
@@ -673,7 +673,7 @@ fn to_json(v: &Val) -> serde_json::Value {
         Val::Float(f) => serde_json::Number::from_f64(*f)
             .map(J::Number)
             .unwrap_or(J::Null),
-        Val::Dec(u, s) => serde_json::Number::from_f64(*u as f64 / 10f64.powi(*s as i32))
+        Val::Dec(u, s) => serde_json::Number::from_f64(*u as f64 / libm::pow(10.0, f64::from(*s)))
             .map(J::Number)
             .unwrap_or(J::Null),
         Val::Text(s) | Val::Json(s) => J::String(s.clone()),

@@ -1,28 +1,34 @@
 //! The load choreography: safe, restartable, and fast.
 //!
+//! 0. The caller holds the database's seed lock ([`crate::bookkeeping::SeedLock`]):
+//!    exclusive, or shared by the shards of one set.
 //! 1. Restore what an earlier, interrupted run left saved (see [`recover`]),
 //!    so a re-run needs no manual clean-up.
 //! 2. Refuse tables that hold rows unless `--truncate`.
 //! 3. Save the definition of every foreign key touching the seeded tables into
-//!    `planck_seed_saved` and drop them, in one transaction: the saved rows are
-//!    durable before anything is dropped. Without them, tables load in any
-//!    order and in parallel, and a cycle (A -> B -> A) is no problem.
+//!    `planck.seed_saved` ([`crate::bookkeeping`]) and drop them, in one
+//!    transaction: the saved rows are durable before anything is dropped.
+//!    Without them, tables load in any order and in parallel, and a cycle
+//!    (A -> B -> A) is no problem.
 //! 4. Load each table in its own transaction: `TRUNCATE`, drop its secondary
 //!    indexes and primary-key/unique constraints, `COPY ... (FORMAT binary,
-//!    FREEZE)`, re-create them from their exact definitions, `COMMIT`. Values
-//!    are generated on rayon workers into buffers of a few MiB, with a bounded
-//!    queue between generation and the socket (bounded memory); several
-//!    tables stream at once on separate connections. A table is thus either
-//!    fully loaded with its indexes, or rolled back to what it was, indexes
-//!    included, whatever kills the load.
-//! 5. Restore the foreign keys (each validation is one anti-join), deleting
-//!    each saved row in the same transaction as its re-creation; `setval` the
-//!    sequences; `VACUUM (ANALYZE)`.
+//!    FREEZE)`, check COPY's row count, re-create the indexes from their exact
+//!    definitions, move the table's sequences past the loaded keys, `COMMIT`.
+//!    Values are generated on rayon workers into buffers of a few MiB, with a
+//!    bounded queue between generation and the socket (bounded memory); a
+//!    generator that dies fails its table. Several tables stream at once on
+//!    separate connections. A table is thus either fully loaded with its
+//!    indexes and sequences, or rolled back to what it was, whatever kills the load.
+//! 5. Restore the foreign keys: all of them re-added `NOT VALID` in one
+//!    transaction (instant), then each validated (one anti-join), its saved
+//!    row deleted in the same transaction; `VACUUM (ANALYZE)`; drop the
+//!    bookkeeping when nothing is left in it.
 //!
-//! On Ctrl-C or a lost connection the running COPYs are abandoned (their
-//! transactions roll back), step 5 still runs (a table whose parent did not
-//! load is emptied so every foreign key holds again), and the error says which
-//! tables were loaded.
+//! On Ctrl-C, SIGTERM, SIGHUP or a lost connection the running COPYs are
+//! abandoned (their transactions roll back), step 5 still runs (a table whose
+//! parent did not load is emptied so every foreign key holds again), and the
+//! error says which tables were loaded. A SIGKILL during step 5 leaves the
+//! keys in place `NOT VALID`; `planck seed --restore` validates them.
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -36,15 +42,19 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::mpsc;
 use tokio_postgres::Client;
 
+use tokio_postgres::GenericClient;
+use tokio_postgres::error::SqlState;
+
+use crate::bookkeeping::{self, PendingConstraint, SeedLock, State};
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
+use crate::output::Log;
 use crate::seed::copy;
-use crate::seed::plan::Plan;
-use crate::settings::Settings;
+use crate::seed::layout::{Plan, TablePlan};
+use crate::signal::{self, Signals};
 
 const CHUNK_BYTES: usize = 4 << 20;
-pub const SAVED_TABLE: &str = "public.planck_seed_saved";
-const APP_NAME: &str = "planck seed";
+pub const APP_NAME: &str = "planck seed";
 
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -52,6 +62,9 @@ pub struct LoadOptions {
     pub threads: usize,
     /// (k, n): load only the k-th of n slices (1-based).
     pub shard: Option<(u64, u64)>,
+    /// Tests only: a failure injected into the generator of the named table.
+    #[doc(hidden)]
+    pub fault: Option<(String, Fault)>,
 }
 
 #[derive(Debug, Clone)]
@@ -82,17 +95,13 @@ pub struct LoadReport {
     pub vacuum_seconds: f64,
 }
 
-#[derive(Debug, Clone)]
-struct Saved {
-    id: i64,
-    kind: String,
-    table: String,
-    name: String,
-    def: String,
-}
+type Saved = PendingConstraint;
 
 async fn connect(conn: &ConnInfo) -> Result<Client> {
     let c = conn.connect().await?;
+    // Seeding is planck's work, never the application's: out of
+    // pg_stat_statements (a role that may not untrack is warned once).
+    crate::session::quiet_stats(&c, crate::output::Log::default()).await?;
     c.batch_execute(&format!(
         "SET application_name = '{APP_NAME}'; SET maintenance_work_mem = '256MB'"
     ))
@@ -101,101 +110,129 @@ async fn connect(conn: &ConnInfo) -> Result<Client> {
     Ok(c)
 }
 
-async fn ensure_saved_table(c: &Client) -> Result<()> {
-    c.batch_execute(&format!(
-        "CREATE TABLE IF NOT EXISTS {SAVED_TABLE} (
-            id bigserial PRIMARY KEY,
-            kind text NOT NULL CHECK (kind IN ('index', 'fk')),
-            table_name text NOT NULL,
-            name text NOT NULL,
-            def text NOT NULL,
-            saved_at timestamptz NOT NULL DEFAULT now())"
-    ))
-    .await
-    .map_err(|e| Error::db("creating planck_seed_saved", e))
-}
-
-async fn saved(c: &Client) -> Result<Vec<Saved>> {
-    let rows = c
-        .query(
-            &format!(
-                "SELECT id, kind, table_name, name, def FROM {SAVED_TABLE} ORDER BY kind DESC, id"
-            ),
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("reading planck_seed_saved", e))?;
-    Ok(rows
-        .iter()
-        .map(|r| Saved {
-            id: r.get(0),
-            kind: r.get(1),
-            table: r.get(2),
-            name: r.get(3),
-            def: r.get(4),
-        })
-        .collect())
-}
-
-/// Whether `planck_seed_saved` exists (it does once a run has saved anything).
-async fn saved_table_exists(c: &Client) -> Result<bool> {
-    Ok(c.query_one(
-        "SELECT to_regclass('public.planck_seed_saved') IS NOT NULL",
-        &[],
-    )
-    .await
-    .map_err(|e| Error::db("looking for planck_seed_saved", e))?
-    .get(0))
-}
-
-fn restore_sql(s: &Saved) -> String {
+/// `ALTER TABLE ... ADD CONSTRAINT ...` for a saved foreign key (or the saved
+/// `CREATE INDEX` of planck 0.x), `NOT VALID` when asked. The table name is
+/// taken from `regclass` (it must name an existing table); the definition is
+/// run as one statement of the extended protocol, so nothing rides along.
+async fn restore_sql(c: &impl GenericClient, s: &Saved, not_valid: bool) -> Result<String> {
     if s.kind == "index" {
-        s.def.clone()
-    } else {
-        format!(
-            "ALTER TABLE {} ADD CONSTRAINT {} {}",
-            s.table,
-            quote_ident(&s.name),
-            s.def
-        )
+        // Only an index definition, as planck 0.x saved them.
+        let d = s.def.trim_start().to_ascii_uppercase();
+        if !(d.starts_with("CREATE INDEX ") || d.starts_with("CREATE UNIQUE INDEX ")) {
+            return Err(Error::usage_hint(
+                format!(
+                    "saved index {} is not an index definition: {}",
+                    s.label(),
+                    s.def
+                ),
+                format!(
+                    "planck does not run it; remove the row from {}",
+                    bookkeeping::TABLE
+                ),
+            ));
+        }
+        return Ok(s.def.clone());
     }
+    if !s
+        .def
+        .trim_start()
+        .to_ascii_uppercase()
+        .starts_with("FOREIGN KEY")
+    {
+        return Err(Error::usage_hint(
+            format!(
+                "saved foreign key {} is not a foreign-key definition: {}",
+                s.label(),
+                s.def
+            ),
+            format!(
+                "planck does not run it; remove the row from {}",
+                bookkeeping::TABLE
+            ),
+        ));
+    }
+    let table: Option<String> = c
+        .query_one("SELECT to_regclass($1)::text", &[&s.table])
+        .await
+        .map_err(|e| Error::db("looking up a saved foreign key's table", e))?
+        .get(0);
+    let Some(table) = table else {
+        return Err(Error::Postgres {
+            context: format!("restoring foreign key {}", s.label()),
+            pg: crate::error::PgError {
+                code: "42P01".into(),
+                message: format!("relation {} does not exist", s.table),
+                detail: None,
+                hint: None,
+                position: None,
+            },
+        });
+    };
+    Ok(format!(
+        "ALTER TABLE {table} ADD CONSTRAINT {} {}{}",
+        quote_ident(&s.name),
+        s.def,
+        if not_valid { " NOT VALID" } else { "" }
+    ))
 }
 
-/// Re-creates one saved object and forgets it, atomically. An object that
-/// already exists (restored by hand) is just forgotten.
+/// A saved constraint that no longer applies to the schema (a column or
+/// table renamed or dropped since it was saved): named, with its definition
+/// and the ways out.
+fn inapplicable(s: &Saved, e: &Error) -> String {
+    let why = match e {
+        Error::Postgres { pg, .. } => format!("{} (SQLSTATE {})", pg.message, pg.code),
+        other => other.to_string(),
+    };
+    format!(
+        "saved {} {} no longer applies: {why}\n  saved definition: {}\n  \
+         hint: re-create it by hand to fit the schema as it is now; `planck seed --restore` \
+         then forgets planck's copy\n  hint: or drop planck's copy: `planck seed --restore --forget {}`",
+        if s.kind == "fk" {
+            "foreign key"
+        } else {
+            "index"
+        },
+        s.label(),
+        s.def,
+        s.name
+    )
+}
+
+/// Whether an error says the saved definition does not fit the schema as it
+/// is now: a column, table or type renamed or dropped, no unique key to
+/// reference, a changed type, or a definition that does not parse. (Not a
+/// missing privilege: that is the role's problem, reported as it is.)
+fn is_inapplicable(e: &Error) -> bool {
+    matches!(
+        e.sqlstate(),
+        Some("42703" | "42P01" | "42704" | "42830" | "42804" | "42601" | "42P10" | "42809")
+    )
+}
+
+/// Re-creates one saved object (validating it) and forgets it, atomically.
+/// An object that already exists (restored by hand) is just forgotten.
 async fn restore_one(c: &mut Client, s: &Saved) -> Result<()> {
     let tx = c
         .transaction()
         .await
         .map_err(|e| Error::db("restoring", e))?;
-    match tx.batch_execute(&restore_sql(s)).await {
-        Ok(()) => {}
+    let sql = restore_sql(&tx, s, false).await?;
+    match tx.execute(&sql, &[]).await {
+        Ok(_) => {}
         Err(e)
-            if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_OBJECT)
-                || e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_TABLE) =>
+            if e.code() == Some(&SqlState::DUPLICATE_OBJECT)
+                || e.code() == Some(&SqlState::DUPLICATE_TABLE) =>
         {
             drop(tx);
-            c.execute(
-                &format!("DELETE FROM {SAVED_TABLE} WHERE id = $1"),
-                &[&s.id],
-            )
-            .await
-            .map_err(|e| Error::db("forgetting a restored object", e))?;
+            bookkeeping::forget(c, s).await?;
             return Ok(());
         }
         Err(e) => {
-            return Err(Error::db(
-                format!("restoring {} {} on {}", s.kind, s.name, s.table),
-                e,
-            ));
+            return Err(Error::db(format!("restoring {} {}", s.kind, s.label()), e));
         }
     }
-    tx.execute(
-        &format!("DELETE FROM {SAVED_TABLE} WHERE id = $1"),
-        &[&s.id],
-    )
-    .await
-    .map_err(|e| Error::db("forgetting a restored object", e))?;
+    bookkeeping::forget(&tx, s).await?;
     tx.commit()
         .await
         .map_err(|e| Error::db(format!("restoring {}", s.name), e))
@@ -203,31 +240,146 @@ async fn restore_one(c: &mut Client, s: &Saved) -> Result<()> {
 
 /// What to do with a foreign key whose rows do not hold (yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Unmatched {
+pub(crate) enum Unmatched {
     /// An error: the load was supposed to be complete.
     Fail,
-    /// Keep it saved: other shards (or the next run) complete the rows.
+    /// Keep it saved (dropped): other shards (or the next run) complete the rows.
     Keep,
     /// Empty the referencing table (a failed load: a child loaded, its parent did not).
     Empty,
+    /// Leave it in place `NOT VALID` and say why (`planck seed --restore`).
+    Report,
 }
 
 #[derive(Debug, Default)]
-struct Restored {
-    /// Foreign keys left in planck_seed_saved.
-    pending: Vec<String>,
+pub struct Restored {
+    /// Foreign keys left saved.
+    pub pending: Vec<String>,
     /// Foreign keys re-created and validated.
-    restored: Vec<String>,
+    pub restored: Vec<String>,
     /// Tables emptied so their foreign keys hold.
-    emptied: Vec<String>,
+    pub emptied: Vec<String>,
     /// The same tables' oids, to name them as the plan does.
-    emptied_oids: Vec<u32>,
+    pub emptied_oids: Vec<u32>,
+    /// Saved constraints that no longer fit the schema, each with its hint.
+    pub inapplicable: Vec<String>,
+    /// Foreign keys whose rows do not hold (Report), each with its hint.
+    pub unmatched: Vec<String>,
 }
 
-/// Restores every saved object: indexes in parallel, then foreign keys one by one.
-async fn restore_all(conn: &ConnInfo, threads: usize, unmatched: Unmatched) -> Result<Restored> {
+/// Re-adds every saved foreign key `NOT VALID`, in ONE transaction (a
+/// savepoint each, so one that no longer fits does not stop the others):
+/// instant whatever the table sizes, so a SIGKILL arriving while the
+/// validations run finds every constraint in place. Returns the keys now in
+/// place (state NotValid).
+async fn add_not_valid(c: &mut Client, fks: Vec<Saved>, out: &mut Restored) -> Result<Vec<Saved>> {
+    let mut tx = c
+        .transaction()
+        .await
+        .map_err(|e| Error::db("re-adding foreign keys", e))?;
+    let mut placed = Vec::new();
+    for mut s in fks {
+        if s.state == State::NotValid {
+            placed.push(s);
+            continue;
+        }
+        let sp = tx
+            .savepoint("planck_fk")
+            .await
+            .map_err(|e| Error::db("re-adding foreign keys", e))?;
+        let r = match restore_sql(&sp, &s, true).await {
+            Ok(sql) => sp
+                .execute(&sql, &[])
+                .await
+                .map_err(|e| Error::db(format!("restoring foreign key {}", s.label()), e)),
+            Err(e) => Err(e),
+        };
+        match r {
+            Ok(_) => {
+                bookkeeping::mark_not_valid(&sp, s.id).await?;
+                sp.commit()
+                    .await
+                    .map_err(|e| Error::db("re-adding foreign keys", e))?;
+                s.state = State::NotValid;
+                placed.push(s);
+            }
+            Err(e) if e.sqlstate() == Some("42710") => {
+                // Already there (re-created by hand): forget planck's copy.
+                sp.rollback()
+                    .await
+                    .map_err(|e| Error::db("re-adding foreign keys", e))?;
+                bookkeeping::forget(&tx, &s).await?;
+            }
+            Err(e) if is_inapplicable(&e) => {
+                sp.rollback()
+                    .await
+                    .map_err(|e| Error::db("re-adding foreign keys", e))?;
+                out.inapplicable.push(inapplicable(&s, &e));
+                out.pending.push(s.label());
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    tx.commit()
+        .await
+        .map_err(|e| Error::db("re-adding foreign keys", e))?;
+    Ok(placed)
+}
+
+/// Validates one foreign key that is in place `NOT VALID`, forgetting it in
+/// the same transaction. A constraint that vanished since (dropped by hand)
+/// is added again, validating.
+async fn validate_one(c: &mut Client, s: &Saved) -> Result<()> {
+    let tx = c
+        .transaction()
+        .await
+        .map_err(|e| Error::db("validating", e))?;
+    let table: Option<String> = tx
+        .query_one("SELECT to_regclass($1)::text", &[&s.table])
+        .await
+        .map_err(|e| Error::db("looking up a saved foreign key's table", e))?
+        .get(0);
+    let sql = match table {
+        Some(t) => format!(
+            "ALTER TABLE {t} VALIDATE CONSTRAINT {}",
+            quote_ident(&s.name)
+        ),
+        None => restore_sql(&tx, s, false).await?,
+    };
+    match tx.execute(&sql, &[]).await {
+        Ok(_) => {}
+        Err(e) if e.code() == Some(&SqlState::UNDEFINED_OBJECT) => {
+            drop(tx);
+            return restore_one(c, s).await;
+        }
+        Err(e) => {
+            return Err(Error::db(
+                format!("validating foreign key {}", s.label()),
+                e,
+            ));
+        }
+    }
+    bookkeeping::forget(&tx, s).await?;
+    tx.commit()
+        .await
+        .map_err(|e| Error::db(format!("validating {}", s.name), e))
+}
+
+/// Restores every saved object. Indexes of planck 0.x in parallel; then,
+/// except in Keep mode, every foreign key is re-added `NOT VALID` in one
+/// transaction and validated one by one; in Keep mode (shards) each is
+/// re-added validating, and stays saved (dropped) when its rows do not hold.
+pub(crate) async fn restore_all(
+    conn: &ConnInfo,
+    threads: usize,
+    unmatched: Unmatched,
+) -> Result<Restored> {
     let c = connect(conn).await?;
-    let all = saved(&c).await?;
+    let all: Vec<Saved> = bookkeeping::pending(&c)
+        .await?
+        .into_iter()
+        .filter(|p| !p.legacy)
+        .collect();
     let mut out = Restored::default();
     if all.is_empty() {
         return Ok(out);
@@ -240,12 +392,17 @@ async fn restore_all(conn: &ConnInfo, threads: usize, unmatched: Unmatched) -> R
         let conn = conn.clone();
         set.spawn(async move {
             let mut c = connect(&conn).await?;
+            let mut gone = Vec::new();
             loop {
                 let next = queue.lock().await.pop();
                 let Some(s) = next else { break };
-                restore_one(&mut c, &s).await?;
+                match restore_one(&mut c, &s).await {
+                    Ok(()) => {}
+                    Err(e) if is_inapplicable(&e) => gone.push(inapplicable(&s, &e)),
+                    Err(e) => return Err(e),
+                }
             }
-            Ok::<(), Error>(())
+            Ok::<Vec<String>, Error>(gone)
         });
     }
     let mut first_err = None;
@@ -259,24 +416,40 @@ async fn restore_all(conn: &ConnInfo, threads: usize, unmatched: Unmatched) -> R
                     "index restore task failed: {e}"
                 )));
             }
-            Ok(Ok(())) => {}
+            Ok(Ok(gone)) => out.inapplicable.extend(gone),
         }
     }
     if let Some(e) = first_err {
         return Err(e);
     }
     let mut c = c;
-    for s in &fks {
+    if unmatched == Unmatched::Keep {
+        for s in &fks {
+            let r = if s.state == State::NotValid {
+                validate_one(&mut c, s).await
+            } else {
+                restore_one(&mut c, s).await
+            };
+            match r {
+                Ok(()) => out.restored.push(s.label()),
+                Err(e) if e.sqlstate() == Some("23503") => out.pending.push(s.label()),
+                Err(e) if is_inapplicable(&e) => {
+                    out.inapplicable.push(inapplicable(s, &e));
+                    out.pending.push(s.label());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        return Ok(out);
+    }
+    let placed = add_not_valid(&mut c, fks, &mut out).await?;
+    for s in &placed {
         let mut attempts = 0;
         loop {
             attempts += 1;
-            match restore_one(&mut c, s).await {
+            match validate_one(&mut c, s).await {
                 Ok(()) => {
-                    out.restored.push(format!("{} on {}", s.name, s.table));
-                    break;
-                }
-                Err(e) if e.sqlstate() == Some("23503") && unmatched == Unmatched::Keep => {
-                    out.pending.push(format!("{} on {}", s.name, s.table));
+                    out.restored.push(s.label());
                     break;
                 }
                 Err(e)
@@ -284,8 +457,15 @@ async fn restore_all(conn: &ConnInfo, threads: usize, unmatched: Unmatched) -> R
                         && unmatched == Unmatched::Empty
                         && attempts < 3 =>
                 {
-                    // CASCADE also empties tables whose foreign keys to this one are back.
-                    c.batch_execute(&format!("TRUNCATE {} CASCADE", s.table))
+                    // CASCADE also empties the tables that reference this one
+                    // (their foreign keys are back, NOT VALID), which could not
+                    // hold either.
+                    let table: String = c
+                        .query_one("SELECT $1::text::regclass::text", &[&s.table])
+                        .await
+                        .map_err(|e| Error::db(format!("looking up {}", s.table), e))?
+                        .get(0);
+                    c.execute(&format!("TRUNCATE {table} CASCADE"), &[])
                         .await
                         .map_err(|e| Error::db(format!("emptying {}", s.table), e))?;
                     let oid: u32 = c
@@ -295,6 +475,22 @@ async fn restore_all(conn: &ConnInfo, threads: usize, unmatched: Unmatched) -> R
                         .get(0);
                     out.emptied.push(s.table.clone());
                     out.emptied_oids.push(oid);
+                }
+                Err(e) if e.sqlstate() == Some("23503") && unmatched == Unmatched::Report => {
+                    out.unmatched.push(format!(
+                        "foreign key {} does not hold: {}. It stays in place NOT VALID (new rows \
+                         are checked); delete the rows that break it, or load everything again \
+                         with `planck seed --truncate`, then run `planck seed --restore`",
+                        s.label(),
+                        e.to_string().lines().next().unwrap_or_default()
+                    ));
+                    out.pending.push(s.label());
+                    break;
+                }
+                Err(e) if is_inapplicable(&e) => {
+                    out.inapplicable.push(inapplicable(s, &e));
+                    out.pending.push(s.label());
+                    break;
                 }
                 Err(e) => return Err(e),
             }
@@ -309,72 +505,117 @@ async fn restore_all(conn: &ConnInfo, threads: usize, unmatched: Unmatched) -> R
 /// (for `--dry-run`), as (table, name, definition).
 pub async fn pending_fks(conn: &ConnInfo) -> Result<Vec<(String, String, String)>> {
     let c = connect(conn).await?;
-    if !saved_table_exists(&c).await? {
-        return Ok(Vec::new());
-    }
-    Ok(saved(&c)
+    Ok(bookkeeping::pending(&c)
         .await?
         .into_iter()
-        .filter(|s| s.kind == "fk")
+        .filter(|s| s.kind == "fk" && s.state == State::Dropped)
         .map(|s| (s.table, s.name, s.def))
         .collect())
 }
 
-/// Restores what an interrupted run left in `planck_seed_saved` and returns
-/// the foreign keys that still cannot be validated (their tables hold partial
-/// data until this run truncates them), as (table, name, definition).
-/// `sharded`: foreign keys saved by earlier shards are expected, not leftovers
-/// of an interrupted run, so nothing is said about them here; the end of the
-/// run says what stays saved.
+/// Restores what an interrupted run left saved and returns the foreign keys
+/// that still cannot be validated (their tables hold partial data until this
+/// run truncates them), as (table, name, definition). Migrates the rows of
+/// planck 0.x's `public.planck_seed_saved` first.
+/// `sharded`: foreign keys saved by earlier shards belong to the set; they
+/// are restored by the shard that completes it, not here.
 pub async fn recover(
     conn: &ConnInfo,
     threads: usize,
     sharded: bool,
-    settings: &Settings,
+    log: Log,
 ) -> Result<Vec<(String, String, String)>> {
-    let c = connect(conn).await?;
-    if !saved_table_exists(&c).await? {
+    let mut c = connect(conn).await?;
+    let leftovers = bookkeeping::pending(&c).await?;
+    if leftovers.is_empty() {
         return Ok(Vec::new());
     }
-    let leftovers = saved(&c).await?;
-    if !leftovers.is_empty() {
-        let indexes = leftovers.iter().filter(|s| s.kind == "index").count();
+    // (A shard migrates planck 0.x's rows when it loads: here it holds off
+    // other shards' saves, which ensure() would wait for.)
+    if !sharded && leftovers.iter().any(|p| p.legacy) {
+        bookkeeping::ensure(&mut c).await?;
+    }
+    if sharded {
+        log.debug(&format!(
+            "{} foreign key(s) saved by earlier shards",
+            leftovers.iter().filter(|s| s.kind == "fk").count()
+        ));
+    } else {
         let r = restore_all(conn, threads, Unmatched::Keep).await?;
-        let n = indexes + r.restored.len();
-        if sharded {
-            settings.debug(&format!(
-                "{} foreign key(s) saved by earlier shards",
-                leftovers.len() - indexes
-            ));
-        } else if n > 0 {
-            settings.info(&format!(
-                "restored {n} index(es)/foreign key(s) an earlier run left saved in planck_seed_saved"
+        let n = r.restored.len();
+        if n > 0 {
+            log.info(&format!(
+                "restored {n} index(es)/foreign key(s) an earlier run left saved in {}",
+                bookkeeping::TABLE
             ));
         }
-        if !sharded && !r.pending.is_empty() {
-            settings.debug(&format!(
+        for m in &r.inapplicable {
+            log.warn(m);
+        }
+        if !r.pending.is_empty() {
+            log.debug(&format!(
                 "{} foreign key(s) of an earlier partial load stay saved until this load completes",
                 r.pending.len()
             ));
         }
     }
-    Ok(saved(&c)
+    Ok(bookkeeping::pending(&c)
         .await?
         .into_iter()
-        .filter(|s| s.kind == "fk")
+        .filter(|s| s.kind == "fk" && s.state == State::Dropped)
         .map(|s| (s.table, s.name, s.def))
         .collect())
 }
 
-/// Saves and drops the secondary indexes and foreign keys touching `oids`.
+/// `planck seed --restore`: restores every saved constraint (validating
+/// those a kill left `NOT VALID`), says what cannot be restored and why, and
+/// cleans up. `forget`: names of saved constraints to drop planck's copy of
+/// first (the way out for one that no longer applies).
+pub async fn restore_command(
+    conn: &ConnInfo,
+    threads: usize,
+    forget: &[String],
+    log: Log,
+) -> Result<Restored> {
+    let mut c = connect(conn).await?;
+    let before = bookkeeping::pending(&c).await?;
+    if before.iter().any(|p| p.legacy) {
+        bookkeeping::ensure(&mut c).await?;
+    }
+    for name in forget {
+        let hits: Vec<_> = bookkeeping::pending(&c)
+            .await?
+            .into_iter()
+            .filter(|p| &p.name == name)
+            .collect();
+        if hits.is_empty() {
+            return Err(Error::usage_hint(
+                format!("no saved constraint is named {name}"),
+                "`planck seed --restore` alone lists what is saved",
+            ));
+        }
+        for p in &hits {
+            bookkeeping::forget(&c, p).await?;
+            log.info(&format!("forgot planck's copy of {}: {}", p.label(), p.def));
+        }
+    }
+    let r = restore_all(conn, threads, Unmatched::Report).await?;
+    Ok(r)
+}
+
+/// Saves and drops the foreign keys touching `oids` (one transaction: the
+/// saved rows are durable before anything is dropped). Shards of one set
+/// take a transaction-level lock first, so two starting together do not save
+/// the same keys twice.
 async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
     let tx = c
         .transaction()
         .await
-        .map_err(|e| Error::db("saving indexes", e))?;
+        .map_err(|e| Error::db("saving foreign keys", e))?;
+    bookkeeping::serialize_saves(&tx).await?;
     tx.batch_execute("SET LOCAL search_path = pg_catalog")
         .await
-        .map_err(|e| Error::db("saving indexes", e))?;
+        .map_err(|e| Error::db("saving foreign keys", e))?;
     let all_oids = "(SELECT unnest($1::oid[]) UNION SELECT inhrelid FROM pg_inherits WHERE inhparent = ANY($1::oid[]))";
     let fks = tx
         .query(
@@ -390,13 +631,11 @@ async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
         )
         .await
         .map_err(|e| Error::db("listing foreign keys", e))?;
-    let ins =
-        format!("INSERT INTO {SAVED_TABLE} (kind, table_name, name, def) VALUES ($1, $2, $3, $4)");
     for r in &fks {
         let (t, n, d): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-        tx.execute(&ins, &[&"fk", &t, &n, &d])
-            .await
-            .map_err(|e| Error::db("saving a foreign key", e))?;
+        // A key left NOT VALID (by a kill during a restore) comes back validated.
+        let d = d.strip_suffix(" NOT VALID").unwrap_or(&d);
+        bookkeeping::save_fk(&tx, &t, &n, d).await?;
         tx.batch_execute(&format!(
             "ALTER TABLE {t} DROP CONSTRAINT {}",
             quote_ident(&n)
@@ -406,7 +645,7 @@ async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
     }
     tx.commit()
         .await
-        .map_err(|e| Error::db("saving indexes", e))?;
+        .map_err(|e| Error::db("saving foreign keys", e))?;
     Ok(fks.len())
 }
 
@@ -511,6 +750,99 @@ fn loaded_twice(e: tokio_postgres::Error, truncate: bool, table: &str, doing: &s
     }
 }
 
+/// Moves the table's sequences past the loaded keys, inside the table's own
+/// transaction, so a table that commits rows has its sequences moved whatever
+/// stops the run afterwards (a sequence is not transactional: a rollback after
+/// this leaves only a gap). A shard (`!exclusive`) never moves a sequence
+/// back: another shard may have moved it further. A failure is a warning
+/// (a savepoint keeps the load), as it always was.
+async fn advance_sequences(
+    tx: &mut tokio_postgres::Transaction<'_>,
+    tp: &TablePlan,
+    exclusive: bool,
+) {
+    for (seq, col) in &tp.sequences {
+        let sql = format!(
+            "SELECT setval($1::text::regclass, m) FROM (SELECT max({})::bigint AS m FROM {}) s
+              WHERE m IS NOT NULL{}",
+            quote_ident(col),
+            tp.qualified,
+            if exclusive {
+                ""
+            } else {
+                " AND m > coalesce(pg_sequence_last_value($1::text::regclass), 0)"
+            }
+        );
+        let r = match tx.savepoint("planck_setval").await {
+            Ok(sp) => match sp.query(&sql, &[&seq]).await {
+                Ok(_) => sp.commit().await,
+                Err(e) => {
+                    let _ = sp.rollback().await;
+                    Err(e)
+                }
+            },
+            Err(e) => Err(e),
+        };
+        if let Err(e) = r {
+            Log::default().warn(&format!(
+                "could not advance sequence {seq}: {}",
+                Error::db("setval", e)
+            ));
+        }
+    }
+}
+
+/// A failure injected into one table's generator, so tests can show that a
+/// dying generator fails the table instead of committing a truncated one.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The generator thread panics once it has produced about this many rows.
+    PanicAfter(u64),
+    /// The generator stops quietly after about this many rows.
+    StopAfter(u64),
+}
+
+/// The server processes of the running loads. On a stop signal their
+/// queries are cancelled: a backend building an index would otherwise go on
+/// (and hold its table) until the build ends, long after planck closed the
+/// connection, and the foreign keys could not be re-added before a SIGKILL.
+#[derive(Clone, Default)]
+struct Backends(Arc<std::sync::Mutex<Vec<i32>>>);
+
+impl Backends {
+    fn add(&self, pid: i32) {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(pid);
+        }
+    }
+
+    fn remove(&self, pid: i32) {
+        if let Ok(mut v) = self.0.lock() {
+            v.retain(|p| *p != pid);
+        }
+    }
+
+    /// Cancels what the still-running loads' backends do (only backends that
+    /// are still planck's loads in this database: a pid can be reused).
+    async fn cancel_all(&self, conn: &ConnInfo) {
+        let pids: Vec<i32> = self.0.lock().map(|v| v.clone()).unwrap_or_default();
+        if pids.is_empty() {
+            return;
+        }
+        if let Ok(c) = conn.connect().await {
+            let _ = crate::session::untrack(&c).await;
+            let _ = c
+                .execute(
+                    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity
+                      WHERE pid = ANY ($1) AND application_name = $2 AND datname = current_database()",
+                    &[&pids, &APP_NAME],
+                )
+                .await;
+        }
+    }
+}
+
 /// Loads one table; returns (rows, bytes).
 #[allow(clippy::too_many_arguments)]
 async fn load_table(
@@ -523,10 +855,52 @@ async fn load_table(
     cancel: Arc<AtomicBool>,
     bar: Option<ProgressBar>,
     trace: bool,
+    fault: Option<Fault>,
+    pids: Backends,
+) -> Result<(u64, u64, (Instant, Instant))> {
+    let expected = range.end - range.start;
+    let mut client = connect(&conn).await?;
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .map_err(|e| Error::db("configuring a connection", e))?
+        .get(0);
+    pids.add(pid);
+    let r = load_table_on(
+        &mut client,
+        plan.clone(),
+        t,
+        range,
+        truncate,
+        pool,
+        cancel,
+        bar,
+        trace,
+        fault,
+        expected,
+    )
+    .await;
+    pids.remove(pid);
+    r
+}
+
+/// [`load_table`] on its connection.
+#[allow(clippy::too_many_arguments)]
+async fn load_table_on(
+    client: &mut Client,
+    plan: Arc<Plan>,
+    t: usize,
+    range: std::ops::Range<u64>,
+    truncate: bool,
+    pool: Arc<rayon::ThreadPool>,
+    cancel: Arc<AtomicBool>,
+    bar: Option<ProgressBar>,
+    trace: bool,
+    fault: Option<Fault>,
+    expected: u64,
 ) -> Result<(u64, u64, (Instant, Instant))> {
     let tp = &plan.tables[t];
-    let mut client = connect(&conn).await?;
-    let tx = client
+    let mut tx = client
         .transaction()
         .await
         .map_err(|e| Error::db(format!("loading {}", tp.display), e))?;
@@ -534,6 +908,16 @@ async fn load_table(
         tx.batch_execute(&format!("TRUNCATE {}", tp.qualified))
             .await
             .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
+    } else {
+        // Shards of one set load a table one at a time: each drops and
+        // re-creates the table's indexes, which must not interleave (the
+        // lock TRUNCATE takes in an unsharded run).
+        tx.batch_execute(&format!(
+            "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+            tp.qualified
+        ))
+        .await
+        .map_err(|e| Error::db(format!("locking {}", tp.display), e))?;
     }
     // Indexes and key constraints are dropped and re-created inside this
     // transaction: bulk index builds beat row-by-row maintenance, and if the
@@ -589,9 +973,21 @@ async fn load_table(
         let cols = cols.clone();
         std::thread::spawn(move || {
             let mut next = range.start;
+            let limit = match fault {
+                Some(Fault::PanicAfter(n) | Fault::StopAfter(n)) => range.start + n,
+                None => u64::MAX,
+            };
             let mut rows_per_chunk: u64 = 2048;
             let mut first = true;
             while next < range.end && !cancel.load(Ordering::Relaxed) {
+                if next >= limit {
+                    // The test-only fault (see [`Fault`]): a generator that
+                    // dies, or one that stops early without a word.
+                    match fault {
+                        Some(Fault::PanicAfter(_)) => panic!("injected generator failure"),
+                        _ => return,
+                    }
+                }
                 let mut ranges = Vec::new();
                 for _ in 0..window {
                     if next >= range.end {
@@ -671,10 +1067,25 @@ async fn load_table(
         }
     }
     drop(rxq);
-    let _ = producer.join();
+    // A generator that panicked closed the channel early: that must fail the
+    // table (the transaction rolls back), never commit what came before.
+    if let Err(panic) = producer.join() {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        return Err(Error::Seed {
+            table: tp.display.clone(),
+            column: None,
+            message: format!("a generator thread failed ({why}); the table's load was rolled back"),
+            hint: Some("this is a bug in planck: please report it with the spec".into()),
+        });
+    }
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Interrupted {
             message: format!("{} not loaded", tp.display),
+            signal: signal::received().map_or(2, |s| s.code()),
         });
     }
     sink.send(Bytes::from_static(copy::TRAILER))
@@ -685,6 +1096,17 @@ async fn load_table(
         .finish()
         .await
         .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
+    if n != expected {
+        // Returning drops the transaction: the server rolls the COPY back.
+        return Err(Error::Seed {
+            table: tp.display.clone(),
+            column: None,
+            message: format!(
+                "COPY wrote {n} rows where {expected} were generated; the table's load was rolled back"
+            ),
+            hint: Some("this is a bug in planck: please report it with the spec".into()),
+        });
+    }
     if let Some(pb) = &bar {
         pb.set_message("indexing".to_string());
     }
@@ -708,6 +1130,7 @@ async fn load_table(
             started.elapsed().as_secs_f64()
         );
     }
+    advance_sequences(&mut tx, tp, truncate).await;
     tx.commit()
         .await
         .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
@@ -717,19 +1140,10 @@ async fn load_table(
     Ok((n, bytes_sent, copy_span))
 }
 
-/// Runs the whole choreography. Returns a report per table, in load order.
-pub async fn run(
-    conn: &ConnInfo,
-    plan: Arc<Plan>,
-    opts: &LoadOptions,
-    settings: &Settings,
-) -> Result<LoadReport> {
-    let mut admin = connect(conn).await?;
-    ensure_saved_table(&admin).await?;
-
-    // Refuse non-empty tables.
-    let sharded = opts.shard.is_some();
-    if !sharded {
+/// Refuses tables that hold rows (unless `--truncate`), and tables planck
+/// leaves alone that hold rows referencing tables it empties.
+async fn refuse_to_overwrite(admin: &Client, plan: &Plan, opts: &LoadOptions) -> Result<()> {
+    if opts.shard.is_none() {
         let mut full = Vec::new();
         for tp in &plan.tables {
             let has: bool = admin
@@ -755,7 +1169,6 @@ pub async fn run(
             ));
         }
     }
-    // Tables planck leaves alone must not reference tables it empties.
     let seeded: Vec<u32> = plan.tables.iter().map(|t| t.oid).collect();
     let blockers = admin
         .query(
@@ -780,123 +1193,15 @@ pub async fn run(
             ));
         }
     }
+    Ok(())
+}
 
-    let dropped = save_and_drop(&mut admin, &seeded).await?;
-    settings.debug(&format!(
-        "dropped {dropped} foreign key(s), saved in planck_seed_saved"
-    ));
+type Loaded = Result<(u64, u64, (Instant, Instant))>;
 
-    // Load.
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(opts.threads.max(1))
-            .build()
-            .map_err(|e| Error::Other(anyhow::anyhow!("starting worker threads: {e}")))?,
-    );
-    let cancel = Arc::new(AtomicBool::new(false));
-    let progress = Progress {
-        multi: (!settings.quiet && std::io::stderr().is_terminal())
-            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
-        plain: !settings.quiet,
-    };
-    let sem = Arc::new(tokio::sync::Semaphore::new(opts.threads.max(1)));
-    let mut set = tokio::task::JoinSet::new();
-    let started = Instant::now();
-    let done_bytes = Arc::new(AtomicU64::new(0));
-    for t in 0..plan.tables.len() {
-        let tp = &plan.tables[t];
-        let range = match opts.shard {
-            Some((k, n)) => (tp.rows * (k - 1) / n)..(tp.rows * k / n),
-            None => 0..tp.rows,
-        };
-        let bar = progress.bar(&tp.display, range.end - range.start);
-        let (conn, plan, pool, cancel, sem, done_bytes) = (
-            conn.clone(),
-            plan.clone(),
-            pool.clone(),
-            cancel.clone(),
-            sem.clone(),
-            done_bytes.clone(),
-        );
-        let truncate = !sharded;
-        let trace = settings.verbose && !settings.quiet;
-        set.spawn(async move {
-            let _permit = sem.acquire_owned().await;
-            let t0 = Instant::now();
-            if cancel.load(Ordering::Relaxed) {
-                return (
-                    t,
-                    Err(Error::Interrupted {
-                        message: "not started".into(),
-                    }),
-                    0.0,
-                );
-            }
-            let r = load_table(
-                conn,
-                plan,
-                t,
-                range,
-                truncate,
-                pool,
-                cancel.clone(),
-                bar,
-                trace,
-            )
-            .await;
-            if r.is_err() {
-                cancel.store(true, Ordering::Relaxed);
-            }
-            if let Ok((_, b, _)) = &r {
-                done_bytes.fetch_add(*b, Ordering::Relaxed);
-            }
-            (t, r, t0.elapsed().as_secs_f64())
-        });
-    }
-    type Loaded = Result<(u64, u64, (Instant, Instant))>;
-    let mut results: BTreeMap<usize, (Loaded, f64)> = BTreeMap::new();
-    let mut interrupted = false;
-    loop {
-        tokio::select! {
-            r = set.join_next() => match r {
-                None => break,
-                Some(Ok((t, res, secs))) => {
-                    if let Ok((rows, bytes, _)) = &res
-                        && progress.plain && progress.multi.is_none()
-                    {
-                        settings.info(&format!(
-                            "seeded {}: {} rows, {} sent in {:.1} s",
-                            plan.tables[t].display,
-                            crate::output::count(*rows),
-                            crate::output::bytes(*bytes),
-                            secs
-                        ));
-                    }
-                    results.insert(t, (res, secs));
-                }
-                Some(Err(e)) => {
-                    cancel.store(true, Ordering::Relaxed);
-                    results.insert(usize::MAX - results.len(), (Err(Error::Other(anyhow::anyhow!("a load task failed: {e}"))), 0.0));
-                }
-            },
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
-                interrupted = true;
-                cancel.store(true, Ordering::Relaxed);
-                settings.warn("interrupted: abandoning running loads (their transactions roll back), restoring indexes");
-                // Dropping the tasks closes their connections: the server rolls back.
-                set.abort_all();
-            }
-        }
-    }
-    if let Some(m) = &progress.multi {
-        let _ = m.clear();
-    }
-    let load_secs = started.elapsed().as_secs_f64();
-    settings.debug(&format!("loaded in {load_secs:.1} s; restoring indexes"));
-
-    // The COPY phase: the time during which at least one COPY was streaming
-    // (index builds that overlap no COPY are left out), to compare with
-    // `pgbench -i`'s client-side generate phase.
+/// The COPY phase: the time during which at least one COPY was streaming
+/// (index builds that overlap no COPY are left out), to compare with
+/// `pgbench -i`'s client-side generate phase.
+fn streaming_seconds(results: &BTreeMap<usize, (Loaded, f64)>) -> f64 {
     let mut spans: Vec<(Instant, Instant)> = results
         .values()
         .filter_map(|(r, _)| r.as_ref().ok().map(|x| x.2))
@@ -917,24 +1222,300 @@ pub async fn run(
     if let Some((ca, cb)) = cur {
         copy_seconds += (cb - ca).as_secs_f64();
     }
+    copy_seconds
+}
+
+/// The rows of the shard (or of the whole table) table `rows` loads.
+fn slice(rows: u64, shard: Option<(u64, u64)>) -> std::ops::Range<u64> {
+    match shard {
+        Some((k, n)) => (rows * (k - 1) / n)..(rows * k / n),
+        None => 0..rows,
+    }
+}
+
+/// Loads every table, several at once; stops them all on the first failure
+/// or stop signal. Returns each table's outcome and the signal, if one came.
+async fn load_tables(
+    conn: &ConnInfo,
+    plan: &Arc<Plan>,
+    opts: &LoadOptions,
+    signals: &Signals,
+    log: Log,
+) -> Result<(BTreeMap<usize, (Loaded, f64)>, Option<signal::Stop>)> {
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(opts.threads.max(1))
+            .build()
+            .map_err(|e| Error::Other(anyhow::anyhow!("starting worker threads: {e}")))?,
+    );
+    let cancel = Arc::new(AtomicBool::new(false));
+    let progress = Progress {
+        multi: (!log.quiet && std::io::stderr().is_terminal())
+            .then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+        plain: !log.quiet,
+    };
+    // Loads start in plan order (parents before children), at most
+    // `threads` at once: a permit is taken before a table's task is spawned
+    // (tasks spawned at once would start in whatever order the scheduler
+    // picks, and a child could commit before its parent).
+    let sem = Arc::new(tokio::sync::Semaphore::new(opts.threads.max(1)));
+    let mut set = tokio::task::JoinSet::new();
+    let sharded = opts.shard.is_some();
+    let backends = Backends::default();
+    let mut bars: Vec<Option<ProgressBar>> = plan
+        .tables
+        .iter()
+        .map(|tp| {
+            let r = slice(tp.rows, opts.shard);
+            progress.bar(&tp.display, r.end - r.start)
+        })
+        .collect();
+    let spawn = |t: usize,
+                 permit: tokio::sync::OwnedSemaphorePermit,
+                 bar: Option<ProgressBar>,
+                 set: &mut tokio::task::JoinSet<(usize, Loaded, f64)>| {
+        let tp = &plan.tables[t];
+        let range = slice(tp.rows, opts.shard);
+        let (conn, plan, pool, cancel, pids) = (
+            conn.clone(),
+            plan.clone(),
+            pool.clone(),
+            cancel.clone(),
+            backends.clone(),
+        );
+        let truncate = !sharded;
+        let trace = log.verbose && !log.quiet;
+        let fault = opts
+            .fault
+            .as_ref()
+            .filter(|(name, _)| *name == tp.display)
+            .map(|f| f.1);
+        set.spawn(async move {
+            let _permit = permit;
+            let t0 = Instant::now();
+            let r = load_table(
+                conn,
+                plan,
+                t,
+                range,
+                truncate,
+                pool,
+                cancel.clone(),
+                bar,
+                trace,
+                fault,
+                pids,
+            )
+            .await;
+            if r.is_err() {
+                cancel.store(true, Ordering::Relaxed);
+            }
+            (t, r, t0.elapsed().as_secs_f64())
+        });
+    };
+    let mut results: BTreeMap<usize, (Loaded, f64)> = BTreeMap::new();
+    let mut stopped = signals.received();
+    let mut next = 0;
+    loop {
+        let more = next < plan.tables.len() && stopped.is_none() && !cancel.load(Ordering::Relaxed);
+        if !more && set.is_empty() {
+            break;
+        }
+        tokio::select! {
+            permit = sem.clone().acquire_owned(), if more => {
+                let permit = permit.map_err(|e| Error::Other(anyhow::anyhow!("load queue closed: {e}")))?;
+                spawn(next, permit, bars[next].take(), &mut set);
+                next += 1;
+            }
+            r = set.join_next(), if !set.is_empty() => match r {
+                None => {}
+                Some(Ok((t, res, secs))) => {
+                    if let Ok((rows, bytes, _)) = &res
+                        && progress.plain && progress.multi.is_none()
+                    {
+                        log.info(&format!(
+                            "seeded {}: {} rows, {} sent in {:.1} s",
+                            plan.tables[t].display,
+                            crate::output::count(*rows),
+                            crate::output::bytes(*bytes),
+                            secs
+                        ));
+                    }
+                    results.insert(t, (res, secs));
+                }
+                Some(Err(e)) => {
+                    cancel.store(true, Ordering::Relaxed);
+                    if !e.is_cancelled() {
+                        results.insert(usize::MAX - results.len(), (Err(Error::Other(anyhow::anyhow!("a load task failed: {e}"))), 0.0));
+                    }
+                }
+            },
+            s = signals.wait(), if stopped.is_none() => {
+                stopped = Some(s);
+                cancel.store(true, Ordering::Relaxed);
+                log.warn(&format!(
+                    "{}: abandoning running loads (their transactions roll back), restoring foreign keys",
+                    if s == signal::Stop::Interrupt { "interrupted".to_string() } else { format!("{} received", s.name()) }
+                ));
+                // Dropping the tasks closes their connections: the server rolls back.
+                set.abort_all();
+                backends.cancel_all(conn).await;
+            }
+        }
+    }
+    if let Some(m) = &progress.multi {
+        let _ = m.clear();
+    }
+    Ok((results, stopped))
+}
+
+/// Runs the whole choreography. Returns a report per table, in load order.
+/// `lock` is the seed lock the caller took (shared for a shard).
+pub async fn run(
+    conn: &ConnInfo,
+    plan: Arc<Plan>,
+    opts: &LoadOptions,
+    lock: &mut SeedLock,
+    signals: &Signals,
+    log: Log,
+) -> Result<LoadReport> {
+    let mut admin = connect(conn).await?;
+    let sharded = opts.shard.is_some();
+    refuse_to_overwrite(&admin, &plan, opts).await?;
+    // A signal before anything is dropped: stop with nothing to undo.
+    signals.check("nothing was written")?;
+    bookkeeping::ensure(&mut admin).await?;
+    let seeded: Vec<u32> = plan.tables.iter().map(|t| t.oid).collect();
+    let dropped = match save_and_drop(&mut admin, &seeded).await {
+        Ok(n) => n,
+        Err(e) => {
+            // Nothing was dropped (one transaction): leave nothing behind.
+            if !sharded {
+                let _ = bookkeeping::clean_up(&admin).await;
+            }
+            return Err(e);
+        }
+    };
+    log.debug(&format!(
+        "dropped {dropped} foreign key(s), saved in {}",
+        bookkeeping::TABLE
+    ));
+
+    let started = Instant::now();
+    let (results, stopped) = load_tables(conn, &plan, opts, signals, log).await?;
+    let load_secs = started.elapsed().as_secs_f64();
+    log.debug(&format!(
+        "loaded in {load_secs:.1} s; restoring foreign keys"
+    ));
+    let copy_seconds = streaming_seconds(&results);
     let per_table: BTreeMap<usize, (u64, f64)> = results
         .iter()
         .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|(_, b, _)| (*t, (*b, *secs))))
         .collect();
-    // Restore, whatever happened.
+
+    // Restore, whatever happened. A shard restores the set's foreign keys
+    // only when it is the last of the set still running (others may be
+    // loading rows the keys would check).
     let t_restore = Instant::now();
-    let failed_load = interrupted || results.values().any(|(r, _)| r.is_err());
-    let unmatched = if sharded {
-        Unmatched::Keep
-    } else if failed_load {
-        Unmatched::Empty
+    let failed_load = stopped.is_some() || results.values().any(|(r, _)| r.is_err());
+    let alone = if sharded {
+        lock.try_alone().await?
     } else {
-        Unmatched::Fail
+        true
     };
-    let restore = restore_all(conn, opts.threads, unmatched).await;
+    let restore = if !alone {
+        Ok(Restored {
+            pending: bookkeeping::pending(&admin)
+                .await?
+                .iter()
+                .filter(|p| p.kind == "fk")
+                .map(PendingConstraint::label)
+                .collect(),
+            ..Restored::default()
+        })
+    } else {
+        let unmatched = if sharded {
+            Unmatched::Keep
+        } else if failed_load {
+            Unmatched::Empty
+        } else {
+            Unmatched::Fail
+        };
+        restore_all(conn, opts.threads, unmatched).await
+    };
     let index_seconds = t_restore.elapsed().as_secs_f64();
-    // One list per state, each table in exactly one, named as the plan names them.
-    let emptied: Vec<String> = match &restore {
+    if alone && let Ok(r) = &restore {
+        for m in &r.inapplicable {
+            log.warn(m);
+        }
+        if r.pending.is_empty() {
+            // Nothing left to restore: planck leaves nothing in the database.
+            bookkeeping::clean_up(&admin).await?;
+        }
+    }
+    if failed_load {
+        return Err(failure(&plan, results, &restore, stopped, log));
+    }
+    let restored = restore?;
+    // A signal during the restore: everything is back, stop before VACUUM.
+    if let Some(s) = signals.received() {
+        return Err(signal::interrupted(
+            s,
+            "every table loaded; foreign keys restored; VACUUM (ANALYZE) skipped",
+        ));
+    }
+    if !sharded && !restored.pending.is_empty() {
+        return Err(Error::usage_hint(
+            format!(
+                "{} saved constraint(s) could not be restored: {}",
+                restored.pending.len(),
+                restored.pending.join(", ")
+            ),
+            "see the warnings above; `planck seed --restore` retries",
+        ));
+    }
+    // Say once what the final restore left: the only true account of the
+    // saved foreign keys after a shard.
+    if sharded {
+        if !restored.pending.is_empty() {
+            log.info(&format!(
+                "{} foreign key(s) stay saved in {} until the other shards are loaded \
+                 (the shard that completes the set restores and validates them): {}",
+                restored.pending.len(),
+                bookkeeping::TABLE,
+                restored.pending.join(", ")
+            ));
+        } else if !restored.restored.is_empty() {
+            log.info(&format!(
+                "restored and validated {} foreign key(s) saved by the shards; nothing is left saved",
+                restored.restored.len()
+            ));
+        }
+    }
+
+    let t_vacuum = Instant::now();
+    vacuum_all(conn, &plan, opts.threads).await?;
+    let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
+    let tables = measure(conn, &plan, opts.shard, &per_table).await?;
+    Ok(LoadReport {
+        tables,
+        load_seconds: load_secs,
+        copy_seconds,
+        index_seconds,
+        vacuum_seconds,
+    })
+}
+
+/// The error of a load that failed or was stopped: one list per state, each
+/// table in exactly one, named as the plan names them.
+fn failure(
+    plan: &Plan,
+    results: BTreeMap<usize, (Loaded, f64)>,
+    restore: &Result<Restored>,
+    stopped: Option<signal::Stop>,
+    log: Log,
+) -> Error {
+    let emptied: Vec<String> = match restore {
         Ok(r) => r
             .emptied_oids
             .iter()
@@ -969,85 +1550,56 @@ pub async fn run(
         .map(|t| t.display.clone())
         .filter(|n| !loaded.contains(n) && !emptied.contains(n))
         .collect();
-    if let Err(e) = &restore {
-        settings.warn(&format!(
+    if let Err(e) = restore {
+        log.warn(&format!(
             "restoring indexes and foreign keys failed: {}",
             crate::error::render(e)
         ));
     }
-    if interrupted || !failed.is_empty() {
-        let list = |v: &[String]| {
-            if v.is_empty() {
-                "none".to_string()
-            } else {
-                v.join(", ")
-            }
-        };
-        let emptied = if emptied.is_empty() {
-            String::new()
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "none".to_string()
         } else {
-            format!(
-                "; emptied (their parent tables did not load): {}",
-                emptied.join(", ")
-            )
-        };
-        let state = format!(
-            "loaded: {}; left as they were: {}{emptied}; indexes and foreign keys {}",
-            list(&loaded),
-            list(&not_loaded),
-            if restore.is_ok() {
-                "restored"
-            } else {
-                "NOT restored (a re-run restores them from planck_seed_saved)"
-            }
-        );
-        if interrupted {
-            return Err(Error::Interrupted { message: state });
+            v.join(", ")
         }
-        settings.warn(&state);
-        let first = failed
-            .into_iter()
-            .find(|(_, e)| !matches!(e, Error::Interrupted { .. }))
-            .map(|(_, e)| e);
-        return Err(first.unwrap_or(Error::Interrupted { message: state }));
+    };
+    let emptied = if emptied.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; emptied (their parent tables did not load): {}",
+            emptied.join(", ")
+        )
+    };
+    let kept = match restore {
+        Ok(r) if r.pending.is_empty() => "restored".to_string(),
+        Ok(r) => format!(
+            "restored except {} that stay saved (`planck seed --restore` or the remaining shards restore them)",
+            r.pending.len()
+        ),
+        Err(_) => "NOT restored (`planck seed --restore` restores them)".to_string(),
+    };
+    let state = format!(
+        "loaded: {}; left as they were: {}{emptied}; indexes and foreign keys {kept}",
+        list(&loaded),
+        list(&not_loaded),
+    );
+    if let Some(s) = stopped {
+        return signal::interrupted(s, &state);
     }
-    let restored = restore?;
-    // Say once what the final restore left: the only true account of
-    // planck_seed_saved after a shard.
-    if sharded {
-        if !restored.pending.is_empty() {
-            settings.info(&format!(
-                "{} foreign key(s) stay saved in planck_seed_saved until the other shards are loaded \
-                 (the shard that completes the set restores and validates them): {}",
-                restored.pending.len(),
-                restored.pending.join(", ")
-            ));
-        } else if !restored.restored.is_empty() {
-            settings.info(&format!(
-                "restored and validated {} foreign key(s) saved by the shards; planck_seed_saved is empty",
-                restored.restored.len()
-            ));
-        }
-    }
+    log.warn(&state);
+    let first = failed
+        .into_iter()
+        .find(|(_, e)| !matches!(e, Error::Interrupted { .. }))
+        .map(|(_, e)| e);
+    first.unwrap_or(Error::Interrupted {
+        message: state,
+        signal: signal::received().map_or(2, |s| s.code()),
+    })
+}
 
-    // Sequences, then statistics.
-    let t_vacuum = Instant::now();
-    let c = connect(conn).await?;
-    for tp in plan.tables.iter() {
-        for (seq, col) in &tp.sequences {
-            let sql = format!(
-                "SELECT setval($1::text::regclass, m) FROM (SELECT max({})::bigint AS m FROM {}) s WHERE m IS NOT NULL",
-                quote_ident(col),
-                tp.qualified
-            );
-            if let Err(e) = c.query(&sql, &[&seq]).await {
-                settings.warn(&format!(
-                    "could not advance sequence {seq}: {}",
-                    Error::db("setval", e)
-                ));
-            }
-        }
-    }
+/// `VACUUM (ANALYZE)` every seeded table, several at once.
+async fn vacuum_all(conn: &ConnInfo, plan: &Plan, threads: usize) -> Result<()> {
     let queue = Arc::new(tokio::sync::Mutex::new(
         plan.tables
             .iter()
@@ -1055,7 +1607,7 @@ pub async fn run(
             .collect::<Vec<_>>(),
     ));
     let mut vset = tokio::task::JoinSet::new();
-    for _ in 0..opts.threads.max(1) {
+    for _ in 0..threads.max(1) {
         let (queue, conn) = (queue.clone(), conn.clone());
         vset.spawn(async move {
             let c = connect(&conn).await?;
@@ -1074,8 +1626,17 @@ pub async fn run(
             return Err(e);
         }
     }
-    let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
-    // Table sizes for the summary.
+    Ok(())
+}
+
+/// Table sizes for the summary.
+async fn measure(
+    conn: &ConnInfo,
+    plan: &Plan,
+    shard: Option<(u64, u64)>,
+    per_table: &BTreeMap<usize, (u64, f64)>,
+) -> Result<Vec<TableReport>> {
+    let c = connect(conn).await?;
     let mut reports = Vec::new();
     for (t, tp) in plan.tables.iter().enumerate() {
         let row = c
@@ -1088,25 +1649,49 @@ pub async fn run(
             .await
             .map_err(|e| Error::db("measuring tables", e))?;
         let (data, total): (i64, i64) = (row.get(0), row.get(1));
-        let rows = match opts.shard {
-            Some((k, n)) => (tp.rows * k / n) - (tp.rows * (k - 1) / n),
-            None => tp.rows,
-        };
+        let r = slice(tp.rows, shard);
         let (copy_bytes, seconds) = per_table.get(&t).copied().unwrap_or((0, 0.0));
         reports.push(TableReport {
             table: tp.display.clone(),
-            rows,
+            rows: r.end - r.start,
             data_bytes: data.max(0) as u64,
             bytes: total.max(0) as u64,
             copy_bytes,
             seconds,
         });
     }
-    Ok(LoadReport {
-        tables: reports,
-        load_seconds: load_secs,
-        copy_seconds,
-        index_seconds,
-        vacuum_seconds,
-    })
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 8 section 2.3: a saved key that no longer applies is reported
+    /// with its definition and both ways out.
+    #[test]
+    fn a_key_that_no_longer_applies_reads_plainly() {
+        let s = Saved {
+            id: 3,
+            kind: "fk".into(),
+            table: "public.items".into(),
+            name: "items_pouch_id_fkey".into(),
+            def: "FOREIGN KEY (pouch_id) REFERENCES pouches(id) ON DELETE CASCADE".into(),
+            state: State::Dropped,
+            legacy: false,
+        };
+        let e = Error::Postgres {
+            context: "restoring foreign key items_pouch_id_fkey on public.items".into(),
+            pg: crate::error::PgError {
+                code: "42703".into(),
+                message: "column \"pouch_id\" referenced in foreign key constraint does not exist"
+                    .into(),
+                detail: None,
+                hint: None,
+                position: None,
+            },
+        };
+        assert!(is_inapplicable(&e));
+        insta::assert_snapshot!(inapplicable(&s, &e));
+    }
 }

@@ -25,6 +25,8 @@ use crate::db::{self, ConnInfo, Target, UrlSource};
 use crate::error::{Error, Result};
 use crate::output::{Format, Log};
 
+pub mod seed;
+
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The folder of `planck.toml`, else the current directory.

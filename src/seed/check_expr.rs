@@ -1,4 +1,5 @@
-//! Reads CHECK constraints back into facts a generator can honour.
+//! Reads CHECK constraints back into facts a generator can honour (the
+//! plan checks are `explain::checks`; this is CHECK-expression parsing).
 //!
 //! The server prints every CHECK in a normalized form (`pg_get_constraintdef`):
 //! `CHECK ((plan = ANY (ARRAY['free'::text, 'pro'::text])))`,

@@ -1,5 +1,6 @@
-//! The plan: how many rows each table gets, which parent row every child row
-//! belongs to, and the generator of every column.
+//! The row layout (seed's plan; `explain::plan` is the EXPLAIN tree): how
+//! many rows each table gets, which parent row every child row belongs to,
+//! and the generator of every column.
 //!
 //! Rows of a table are laid out in *blocks*, one per tenant (a single block
 //! when there is no tenant): tenant `b` owns rows `cum[b]..cum[b + 1]` of every
@@ -15,9 +16,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::catalog::schema::{Catalog, PartitionBounds, TypeKind};
 use crate::error::{Error, Result};
-use crate::seed::catalog::{Catalog, PartitionBounds, TypeKind};
-use crate::seed::checks::{self, ColFacts};
+use crate::seed::check_expr::{self, ColFacts};
 use crate::seed::columns::{Ctx, DAY, T_HI, T_LO, default_gen, make_unique, uniform_choice};
 use crate::seed::generate::{Gen, Text, Val};
 use crate::seed::rng::{self, Permutation, ValueRng};
@@ -348,6 +349,12 @@ fn resolve<'a>(cat: &Catalog, sf: &'a SpecFile) -> Result<Resolved<'a>> {
         per: HashMap::new(),
         excluded: HashSet::new(),
     };
+    // planck's own bookkeeping (left by an interrupted run) is never seeded.
+    for (i, t) in cat.tables.iter().enumerate() {
+        if format!("{}.{}", t.schema, t.name) == crate::bookkeeping::TABLE {
+            r.excluded.insert(i);
+        }
+    }
     for e in &sf.spec.exclude {
         let Some(i) = cat.find(e.get_ref()) else {
             return Err(unknown_table(e, "exclude"));
@@ -542,26 +549,16 @@ fn count_sample(c: &Count, h: u64, zipf_cdf: &[f64]) -> u64 {
         }
         Count::Lognormal { lognormal, mean } => {
             let z = r.normal();
-            (mean * (lognormal * z - lognormal * lognormal / 2.0).exp())
+            (mean * libm::exp(lognormal * z - lognormal * lognormal / 2.0))
                 .round()
                 .max(0.0) as u64
         }
     }
 }
 
-pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
-    let res = resolve(cat, sf)?;
-    let spec = &sf.spec;
-    let seeded: Vec<usize> = (0..cat.tables.len())
-        .filter(|i| !res.excluded.contains(i))
-        .collect();
-    let order = order(cat, &seeded);
-    let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(i, t)| (*t, i)).collect();
-    let base_rows = opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS) as f64 * opts.scale;
-    let scaled = |n: u64| (n as f64 * opts.scale).round() as u64;
-
-    // The tenant.
-    let tenant = match &spec.tenant {
+/// Phase: the tenant table, named in the spec or inferred.
+fn tenant_of(cat: &Catalog, sf: &SpecFile, res: &Resolved) -> Result<Option<usize>> {
+    let tenant = match &sf.spec.tenant {
         Some(t) => {
             let tn = &t.get_ref().table;
             let Some(ti) = cat.find(tn.get_ref()) else {
@@ -587,6 +584,718 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
         }
         None => infer_tenant(cat, &res.excluded),
     };
+    Ok(tenant)
+}
+
+/// Phase: what the table's CHECK constraints (and its columns' domains)
+/// say about each column; an error for one planck cannot read whose columns
+/// the spec does not cover.
+fn check_facts(
+    table: &crate::catalog::schema::Table,
+    ci: usize,
+    display: &str,
+    res: &Resolved,
+) -> Result<Vec<ColFacts>> {
+    // Facts from CHECK constraints.
+    let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
+    let mut unparsed: Vec<&crate::catalog::schema::Check> = Vec::new();
+    for ch in &table.checks {
+        match check_expr::facts(&ch.def, None) {
+            Some(m) => {
+                for (name, f) in m {
+                    if let Some(c) = table.column(&name) {
+                        check_expr::merge(&mut facts[c], f);
+                    }
+                }
+            }
+            None => unparsed.push(ch),
+        }
+    }
+    for (c, col) in table.columns.iter().enumerate() {
+        for d in &col.domain_checks {
+            match check_expr::facts(d, Some(&col.name)) {
+                Some(m) => {
+                    for (_, f) in m {
+                        check_expr::merge(&mut facts[c], f);
+                    }
+                }
+                None => {
+                    if res.columns.contains_key(&(ci, c)) {
+                        continue;
+                    }
+                    return Err(seed_err(
+                        display,
+                        Some(&col.name),
+                        format!("its domain's check `{d}` is beyond what planck understands"),
+                        format!(
+                            "give the column a generator in the spec, e.g. [tables.{}.columns] {} = {{ values = [...] }}",
+                            table.name, col.name
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    for ch in &unparsed {
+        let uncovered: Vec<&str> = ch
+            .cols
+            .iter()
+            .filter(|c| !res.columns.contains_key(&(ci, **c)))
+            .map(|c| table.columns[*c].name.as_str())
+            .collect();
+        if !uncovered.is_empty() {
+            return Err(seed_err(
+                display,
+                uncovered.first().copied(),
+                format!(
+                    "CHECK constraint {} ({}) is beyond what planck understands",
+                    ch.name, ch.def
+                ),
+                format!(
+                    "give {} a generator in the spec ([tables.{}.columns]), or exclude the table",
+                    uncovered.join(", "),
+                    table.name
+                ),
+            ));
+        }
+    }
+    Ok(facts)
+}
+
+/// Phase: the table's foreign keys to seeded parents (as plan positions),
+/// and those to parents planck does not seed.
+fn table_fks(
+    table: &crate::catalog::schema::Table,
+    ci: usize,
+    pi: usize,
+    pos: &HashMap<usize, usize>,
+    res: &Resolved,
+) -> (Vec<FkPlan>, Vec<usize>) {
+    // Foreign keys to seeded parents; the primary parent.
+    let mut fks: Vec<FkPlan> = Vec::new();
+    let mut orphan_fks: Vec<usize> = Vec::new();
+    for (fi, f) in table.fks.iter().enumerate() {
+        match f.parent.filter(|p| !res.excluded.contains(p)) {
+            Some(p) => fks.push(FkPlan {
+                name: f.name.clone(),
+                parent: if p == ci { pi } else { pos[&p] },
+                parent_cols: f.parent_cols.clone(),
+                cols: f.cols.clone(),
+                pick: Pick::Uniform,
+                nullable: f.cols.iter().any(|c| !table.columns[*c].not_null),
+                null_p: 0.0,
+                key: rng::name_key(&f.name),
+            }),
+            None => orphan_fks.push(fi),
+        }
+    }
+    (fks, orphan_fks)
+}
+
+/// Phase: a partition key the spec leaves alone gets values inside the
+/// partitions' bounds.
+fn partition_keys(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    // Partition keys.
+    if let Some(part) = &table.partitioning
+        && !assigned[part.col]
+    {
+        let kind = &table.columns[part.col].kind;
+        let conv = |s: &str| -> Option<i64> {
+            if kind.is_time() {
+                spec::parse_timestamp(s)
+            } else {
+                s.parse().ok()
+            }
+        };
+        match &part.bounds {
+            PartitionBounds::Range(rs) => {
+                let ranges: Vec<(i64, i64)> = rs
+                    .iter()
+                    .filter_map(|(a, b)| {
+                        let a = a.as_deref().map_or(Some(T_LO), conv)?;
+                        let b = b.as_deref().map_or(Some(T_HI), conv)?;
+                        (b > a).then_some((a, b))
+                    })
+                    .collect();
+                if ranges.is_empty() {
+                    return Err(seed_err(
+                        display,
+                        Some(&table.columns[part.col].name),
+                        "its partitions' bounds are beyond what planck understands",
+                        "give the partition key a `range` in the spec",
+                    ));
+                }
+                tp.cols[part.col].generator = if kind.is_time() {
+                    Gen::Ranges(ranges)
+                } else {
+                    let (a, b) = ranges[0];
+                    Gen::Int { lo: a, hi: b - 1 }
+                };
+                assigned[part.col] = true;
+            }
+            PartitionBounds::List(vals) => {
+                tp.cols[part.col].generator = uniform_choice(
+                    vals.iter()
+                        .map(|v| match kind {
+                            k if k.is_int() => v.parse().map(Val::Int).unwrap_or(Val::Null),
+                            _ => Val::Text(v.clone()),
+                        })
+                        .collect(),
+                );
+                assigned[part.col] = true;
+            }
+            PartitionBounds::Any => {}
+        }
+    }
+    Ok(())
+}
+
+/// Phase: every column nothing else filled gets its type's default
+/// generator (after another column, NULL now and then, or an error).
+fn remaining_columns(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    facts: &[ColFacts],
+    tp: &mut TablePlan,
+    assigned: &[bool],
+) -> Result<()> {
+    // Everything else.
+    for (c, col) in table.columns.iter().enumerate() {
+        if col.generated {
+            tp.cols[c].include = false;
+            continue;
+        }
+        if assigned[c] {
+            continue;
+        }
+        if let Some((other, strict)) = facts[c].after.first().cloned()
+            && let Some(oc) = table.column(&other)
+        {
+            let fallback = default_gen(table, col, &facts[c]).unwrap_or(Gen::Null);
+            tp.cols[c].generator = Gen::After {
+                col: oc,
+                min: if strict { 1_000_000 } else { 0 },
+                max: 30 * DAY,
+                fallback: Box::new(fallback),
+            };
+            continue;
+        }
+        match default_gen(table, col, &facts[c]) {
+            Some(g) => {
+                let in_unique = table.uniques.iter().any(|u| u.cols.contains(&c));
+                tp.cols[c].generator = if !col.not_null && !facts[c].not_null && !in_unique {
+                    Gen::Nullable {
+                        p: 0.1,
+                        inner: Box::new(g),
+                    }
+                } else {
+                    g
+                };
+            }
+            None if !col.not_null => tp.cols[c].generator = Gen::Null,
+            None if col.default.is_some() => tp.cols[c].include = false,
+            None => {
+                return Err(seed_err(
+                    display,
+                    Some(&col.name),
+                    format!("planck cannot produce values of type {}", col.type_name),
+                    format!(
+                        "exclude {} in the spec (`exclude = [\"{}\"]`), or give the column a DEFAULT",
+                        display, table.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Phase: integer keys must fit their type.
+fn keys_fit(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    tp: &TablePlan,
+    tables: &[TablePlan],
+) -> Result<()> {
+    // Integer keys must fit their type (a smallint id holds 32,767 rows).
+    let max_per_parent = max_children(tp, tables);
+    for (c, col) in table.columns.iter().enumerate() {
+        let top = match &tp.cols[c].generator {
+            Gen::Sequence { start, step } => {
+                i128::from(*start) + i128::from(*step) * i128::from(tp.rows.saturating_sub(1))
+            }
+            Gen::Ordinal { lo } => i128::from(*lo) + i128::from(max_per_parent.saturating_sub(1)),
+            _ => continue,
+        };
+        if col.kind.is_int() && top > i128::from(col.kind.int_max()) {
+            return Err(seed_err(
+                display,
+                Some(&col.name),
+                format!(
+                    "{} rows need values up to {top}, beyond {}",
+                    tp.rows, col.type_name
+                ),
+                "lower the table's rows (or --rows/--scale), or widen the column's type",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Phase: columns of foreign keys to tables planck does not seed stay NULL
+/// (an error when they cannot).
+fn orphan_columns(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    orphan_fks: &[usize],
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    for fi in orphan_fks {
+        let f = &table.fks[*fi];
+        for c in &f.cols {
+            if assigned[*c] {
+                continue;
+            }
+            if table.columns[*c].not_null {
+                return Err(seed_err(
+                    display,
+                    Some(&table.columns[*c].name),
+                    format!(
+                        "it references {}, which is excluded or cannot be seeded",
+                        f.parent_name
+                    ),
+                    format!(
+                        "seed {} too (remove it from `exclude`), or exclude {display}",
+                        f.parent_name
+                    ),
+                ));
+            }
+            tp.cols[*c].generator = Gen::Null;
+            assigned[*c] = true;
+        }
+    }
+    Ok(())
+}
+
+/// Phase: every unique constraint (primary key first) holds by
+/// construction: one of its columns becomes a sequence, a permutation, a
+/// per-parent ordinal or a joint digit group, or the spec's generator is
+/// checked to be unique (an error when it cannot be).
+#[allow(clippy::too_many_arguments)]
+fn uniqueness(
+    sf: &SpecFile,
+    res: &Resolved,
+    (ci, pi, primary): (usize, usize, Option<usize>),
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    facts: &[ColFacts],
+    spec_span: &HashMap<usize, std::ops::Range<usize>>,
+    fk_cols: &HashMap<usize, usize>,
+    sized_by_spec: bool,
+    tables: &[TablePlan],
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    // Uniqueness.
+    let max_per_parent = max_children(tp, tables);
+    let mut uniques = table.uniques.clone();
+    uniques.sort_by_key(|u| !u.primary);
+    for u in &uniques {
+        for c in &u.cols {
+            if let Some(fi) = fk_cols.get(c) {
+                tp.fks[*fi].null_p = 0.0;
+            }
+        }
+        if u.cols.iter().any(|c| {
+            tp.cols[*c].generator.is_unique()
+                || fk_cols
+                    .get(c)
+                    .is_some_and(|fi| matches!(tp.fks[*fi].pick, Pick::UniqueGlobal))
+        }) {
+            continue;
+        }
+        let pfk_cols: Vec<usize> = primary.map(|p| tp.fks[p].cols.clone()).unwrap_or_default();
+        let within = !pfk_cols.is_empty()
+            && pfk_cols.iter().all(|c| u.cols.contains(c))
+            && u.cols.len() > pfk_cols.len();
+        let rest: Vec<usize> = u
+            .cols
+            .iter()
+            .copied()
+            .filter(|c| !within || !pfk_cols.contains(c))
+            .collect();
+        let span_of = |c: usize| {
+            spec_span
+                .get(&c)
+                .cloned()
+                .or_else(|| res.tables.get(&ci).map(|s| s.span()))
+        };
+        let impossible = |c: usize, allowed: u64, need: u64| -> Error {
+            let what = format!(
+                "impossible uniqueness: {} ({}) must be unique{}, but {} allows only {} distinct value(s) for {} row(s)",
+                u.name,
+                u.cols
+                    .iter()
+                    .map(|c| table.columns[*c].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if within { " within each parent" } else { "" },
+                table.columns[c].name,
+                allowed,
+                need
+            );
+            let hint = "widen the column's `values`/`range`, lower the table's `rows` or `count`, or mark a text column `unique = true`".to_string();
+            match span_of(c) {
+                Some(s) => sf.error(s, what, Some(hint)),
+                None => seed_err(display, Some(&table.columns[c].name), what, hint),
+            }
+        };
+        let need = if within { max_per_parent } else { tp.rows };
+        // 1. A column that can carry uniqueness alone.
+        let mut carried = false;
+        for &c in &rest {
+            let col = &table.columns[c];
+            let from_spec = spec_span.contains_key(&c);
+            if let Some(fi) = fk_cols.get(&c).copied() {
+                if tp.fks[fi].cols.len() == 1 && rest.len() == 1 {
+                    let prow = tables.get(tp.fks[fi].parent).map_or(u64::MAX, |p| p.rows);
+                    if tp.fks[fi].parent == pi {
+                        continue;
+                    }
+                    if prow < need {
+                        if sized_by_spec {
+                            return Err(impossible(c, prow, need));
+                        }
+                        cap_rows(tp, prow, within, max_per_parent);
+                    }
+                    tp.fks[fi].pick = if within {
+                        Pick::DistinctInParent
+                    } else {
+                        Pick::UniqueGlobal
+                    };
+                    carried = true;
+                    break;
+                }
+                continue;
+            }
+            let g = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
+            let g = if assigned[c] {
+                g
+            } else {
+                default_gen(table, col, &facts[c]).unwrap_or(Gen::Null)
+            };
+            let newg = match g {
+                Gen::Sequence { .. } | Gen::IntUnique { .. } => Some(g),
+                Gen::Int { lo, hi } if within && !from_spec => {
+                    if (hi - lo + 1) as u64 >= need || facts[c].hi.is_none() {
+                        Some(Gen::Ordinal { lo })
+                    } else {
+                        tp.cols[c].generator = Gen::Int { lo, hi };
+                        None
+                    }
+                }
+                Gen::Int { lo, .. } if !from_spec && facts[c].hi.is_none() && col.kind.is_int() => {
+                    Some(if u.primary || col.sequence.is_some() {
+                        Gen::Sequence {
+                            start: lo.max(1),
+                            step: 1,
+                        }
+                    } else {
+                        Gen::IntUnique {
+                            lo,
+                            n: tp.rows.max(1),
+                        }
+                    })
+                }
+                Gen::Int { lo, hi } => {
+                    if (hi - lo + 1) as u64 >= tp.rows {
+                        Some(Gen::IntUnique {
+                            lo,
+                            n: tp.rows.max(1),
+                        })
+                    } else {
+                        tp.cols[c].generator = Gen::Int { lo, hi };
+                        None
+                    }
+                }
+                // A unique decimal or float key: 1, 2, 3... (encoded for its type).
+                Gen::Dec { .. } | Gen::Float { .. } if !from_spec => {
+                    Some(Gen::Sequence { start: 1, step: 1 })
+                }
+                g @ (Gen::Text { .. }
+                | Gen::Uuid { .. }
+                | Gen::Time { .. }
+                | Gen::Nullable { .. }) => {
+                    let g2 = make_unique(g.clone(), tp.rows);
+                    if g2.is_unique()
+                        || matches!(&g2, Gen::Nullable { inner, .. } if inner.is_unique())
+                    {
+                        if let Gen::Text {
+                            max_len: Some(m),
+                            unique: true,
+                            ..
+                        } = &g2
+                        {
+                            let digits = super::generate::base36(tp.rows).len();
+                            if *m < digits {
+                                tp.cols[c].generator = g;
+                                return Err(impossible(
+                                    c,
+                                    36u64.saturating_pow(*m as u32),
+                                    tp.rows,
+                                ));
+                            }
+                        }
+                        Some(g2)
+                    } else {
+                        tp.cols[c].generator = g;
+                        None
+                    }
+                }
+                Gen::Bytes { .. } => Some(Gen::Text {
+                    text: Text::Hex { len: 32 },
+                    unique: true,
+                    max_len: None,
+                }),
+                other => {
+                    tp.cols[c].generator = other;
+                    None
+                }
+            };
+            if let Some(g) = newg {
+                tp.cols[c].generator = g;
+                assigned[c] = true;
+                carried = true;
+                break;
+            } else if !assigned[c] {
+                // Keep the default generator for joint enumeration below.
+                assigned[c] = true;
+            }
+        }
+        if carried {
+            continue;
+        }
+        // 2. Enumerate the finite columns jointly.
+        let mut radices = Vec::new();
+        let mut members: Vec<(usize, Option<usize>)> = Vec::new();
+        let mut seen_fk = HashSet::new();
+        for &c in &rest {
+            if let Some(fi) = fk_cols.get(&c).copied() {
+                if seen_fk.insert(fi) {
+                    radices.push(tables.get(tp.fks[fi].parent).map_or(tp.rows, |p| p.rows));
+                    members.push((c, Some(fi)));
+                }
+            } else if let Some(d) = tp.cols[c].generator.domain() {
+                radices.push(d);
+                members.push((c, None));
+            } else {
+                return Err(seed_err(
+                    display,
+                    Some(&table.columns[c].name),
+                    format!("cannot make {} unique", u.name),
+                    format!(
+                        "give {} a unique generator in the spec (`unique = true`, `gen = \"sequence\"`, or `format = \"...{{row}}\"`)",
+                        table.columns[c].name
+                    ),
+                ));
+            }
+        }
+        let product = radices
+            .iter()
+            .fold(1u128, |a, r| a * u128::from(*r))
+            .min(u128::from(u64::MAX)) as u64;
+        if within {
+            if members.len() == 1 && product >= need {
+                let (c, fk) = members[0];
+                match fk {
+                    Some(fi) => tp.fks[fi].pick = Pick::DistinctInParent,
+                    None => {
+                        let inner = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
+                        tp.cols[c].generator = Gen::Joint {
+                            group: WITHIN_PARENT,
+                            digit: 0,
+                            inner: Box::new(inner),
+                        };
+                    }
+                }
+                continue;
+            }
+            if product < need {
+                let c = members.first().map_or(u.cols[0], |m| m.0);
+                if sized_by_spec || spec_span.contains_key(&c) {
+                    return Err(impossible(c, product, need));
+                }
+                cap_rows(tp, product, true, max_per_parent);
+            }
+            // Fall through: a global enumeration is unique within parents too.
+        }
+        if product < tp.rows {
+            let c = members
+                .iter()
+                .find(|m| spec_span.contains_key(&m.0))
+                .or(members.first())
+                .map_or(u.cols[0], |m| m.0);
+            if sized_by_spec || spec_span.contains_key(&c) {
+                return Err(impossible(c, product, tp.rows));
+            }
+            cap_rows(tp, product, false, 0);
+        }
+        let group = tp.joints.len();
+        tp.joints.push(JointGroup {
+            perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
+            radices,
+        });
+        for (digit, (c, fk)) in members.iter().enumerate() {
+            match fk {
+                Some(fi) => tp.fks[*fi].pick = Pick::Joint { group, digit },
+                None => {
+                    let inner = std::mem::replace(&mut tp.cols[*c].generator, Gen::Null);
+                    tp.cols[*c].generator = Gen::Joint {
+                        group,
+                        digit,
+                        inner: Box::new(inner),
+                    };
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Phase (rows of a `per = "parent"` table): each parent row's child count,
+/// drawn from the spec's `count`; returns the running sums over the parent's rows.
+fn per_parent_counts(ts: &spec::TableSpec, p: &TablePlan, display: &str, seed: u64) -> Vec<u64> {
+    let count = ts
+        .count
+        .as_ref()
+        .map(|c| c.get_ref().clone())
+        .unwrap_or(Count::Fixed(1));
+    let zipf_cdf: Vec<f64> = match &count {
+        Count::Zipf { zipf, max } => {
+            let w: Vec<f64> = (1..=(*max).max(1))
+                .map(|k| 1.0 / libm::pow(k as f64, *zipf))
+                .collect();
+            let s: f64 = w.iter().sum();
+            let mut acc = 0.0;
+            w.iter()
+                .map(|x| {
+                    acc += x / s;
+                    acc
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    let ck = rng::name_key(&format!("{display}#count"));
+    let mut pcum = Vec::with_capacity(p.rows as usize + 1);
+    pcum.push(0u64);
+    let mut run = 0u64;
+    for q in 0..p.rows {
+        run = run.saturating_add(count_sample(&count, rng::hash(seed, ck, 0, q), &zipf_cdf));
+        pcum.push(run);
+    }
+    pcum
+}
+
+/// Column index -> where its generator stands in the spec file.
+type SpecSpans = HashMap<usize, std::ops::Range<usize>>;
+
+/// Phase: the columns the spec gives a generator; returns which columns
+/// are assigned and where in the spec each generator stands.
+fn spec_generators(
+    sf: &SpecFile,
+    res: &Resolved,
+    table: &crate::catalog::schema::Table,
+    ci: usize,
+    facts: &[ColFacts],
+    tp: &mut TablePlan,
+) -> Result<(Vec<bool>, SpecSpans)> {
+    let ctx = Ctx { sf };
+    let mut assigned: Vec<bool> = vec![false; table.columns.len()];
+    let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
+    for (c, col) in table.columns.iter().enumerate() {
+        let Some(cs) = res.columns.get(&(ci, c)) else {
+            continue;
+        };
+        if let Some(g) = ctx.compile(table, col, &col.kind, cs.get_ref(), cs.span(), &facts[c])? {
+            tp.cols[c].generator = g;
+            assigned[c] = true;
+            spec_span.insert(c, cs.span());
+        }
+    }
+    Ok((assigned, spec_span))
+}
+
+/// Phase: how each foreign key picks its parent row (the primary parent
+/// first: its columns follow the layout; then self references, the tenant,
+/// the same tenant, uniform), and which columns they fill.
+#[allow(clippy::too_many_arguments)]
+fn fk_picks(
+    primary: Option<usize>,
+    pi: usize,
+    my_tree: bool,
+    order: &[usize],
+    tenant: Option<usize>,
+    in_tree: &[bool],
+    t_rows: Option<u64>,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> HashMap<usize, usize> {
+    // Foreign keys: primary first.
+    let mut fk_order: Vec<usize> = (0..tp.fks.len()).collect();
+    if let Some(p) = primary {
+        fk_order.retain(|x| *x != p);
+        fk_order.insert(0, p);
+    }
+    let mut fk_cols: HashMap<usize, usize> = HashMap::new();
+    for fi in fk_order {
+        let f = &mut tp.fks[fi];
+        f.pick = if Some(fi) == primary {
+            Pick::Primary
+        } else if f.parent == pi {
+            Pick::SelfRef
+        } else if my_tree && Some(order[f.parent]) == tenant {
+            Pick::Tenant
+        } else if my_tree && in_tree.get(f.parent).copied().unwrap_or(false) {
+            Pick::SameTenant
+        } else {
+            Pick::Uniform
+        };
+        if f.pick == Pick::Tenant && tp.cum.len() <= 2 && t_rows.unwrap_or(0) > 1 {
+            f.pick = Pick::Uniform;
+        }
+        if f.nullable && !matches!(f.pick, Pick::Primary) {
+            f.null_p = 0.1;
+        }
+        for (part, c) in f.cols.iter().enumerate() {
+            if !assigned[*c] {
+                tp.cols[*c].generator = Gen::Fk { fk: fi, part };
+                assigned[*c] = true;
+                fk_cols.insert(*c, fi);
+            }
+        }
+    }
+    fk_cols
+}
+
+pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
+    let res = resolve(cat, sf)?;
+    let spec = &sf.spec;
+    let seeded: Vec<usize> = (0..cat.tables.len())
+        .filter(|i| !res.excluded.contains(i))
+        .collect();
+    let order = order(cat, &seeded);
+    let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+    let base_rows = opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS) as f64 * opts.scale;
+    let scaled = |n: u64| (n as f64 * opts.scale).round() as u64;
+
+    let tenant = tenant_of(cat, sf, &res)?;
 
     let mut tables: Vec<TablePlan> = Vec::new();
     let mut in_tree: Vec<bool> = Vec::new();
@@ -602,88 +1311,10 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
         let table = &cat.tables[ci];
         let display = table.display();
         let tspec = res.tables.get(&ci).map(|s| s.get_ref());
-        // Facts from CHECK constraints.
-        let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
-        let mut unparsed: Vec<&crate::seed::catalog::Check> = Vec::new();
-        for ch in &table.checks {
-            match checks::facts(&ch.def, None) {
-                Some(m) => {
-                    for (name, f) in m {
-                        if let Some(c) = table.column(&name) {
-                            checks::merge(&mut facts[c], f);
-                        }
-                    }
-                }
-                None => unparsed.push(ch),
-            }
-        }
-        for (c, col) in table.columns.iter().enumerate() {
-            for d in &col.domain_checks {
-                match checks::facts(d, Some(&col.name)) {
-                    Some(m) => {
-                        for (_, f) in m {
-                            checks::merge(&mut facts[c], f);
-                        }
-                    }
-                    None => {
-                        if res.columns.contains_key(&(ci, c)) {
-                            continue;
-                        }
-                        return Err(seed_err(
-                            &display,
-                            Some(&col.name),
-                            format!("its domain's check `{d}` is beyond what planck understands"),
-                            format!(
-                                "give the column a generator in the spec, e.g. [tables.{}.columns] {} = {{ values = [...] }}",
-                                table.name, col.name
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        for ch in &unparsed {
-            let uncovered: Vec<&str> = ch
-                .cols
-                .iter()
-                .filter(|c| !res.columns.contains_key(&(ci, **c)))
-                .map(|c| table.columns[*c].name.as_str())
-                .collect();
-            if !uncovered.is_empty() {
-                return Err(seed_err(
-                    &display,
-                    uncovered.first().copied(),
-                    format!(
-                        "CHECK constraint {} ({}) is beyond what planck understands",
-                        ch.name, ch.def
-                    ),
-                    format!(
-                        "give {} a generator in the spec ([tables.{}.columns]), or exclude the table",
-                        uncovered.join(", "),
-                        table.name
-                    ),
-                ));
-            }
-        }
+        let facts = check_facts(table, ci, &display, &res)?;
 
         // Foreign keys to seeded parents; the primary parent.
-        let mut fks: Vec<FkPlan> = Vec::new();
-        let mut orphan_fks: Vec<usize> = Vec::new();
-        for (fi, f) in table.fks.iter().enumerate() {
-            match f.parent.filter(|p| !res.excluded.contains(p)) {
-                Some(p) => fks.push(FkPlan {
-                    name: f.name.clone(),
-                    parent: if p == ci { pi } else { pos[&p] },
-                    parent_cols: f.parent_cols.clone(),
-                    cols: f.cols.clone(),
-                    pick: Pick::Uniform,
-                    nullable: f.cols.iter().any(|c| !table.columns[*c].not_null),
-                    null_p: 0.0,
-                    key: rng::name_key(&f.name),
-                }),
-                None => orphan_fks.push(fi),
-            }
-        }
+        let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, &res);
         let placed = |f: &FkPlan| f.parent < pi;
         let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
         let is_tenant = Some(ci) == tenant;
@@ -716,39 +1347,8 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
         if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
             let fk = primary.unwrap_or(0);
             let p = &tables[fks[fk].parent];
-            let count = ts
-                .count
-                .as_ref()
-                .map(|c| c.get_ref().clone())
-                .unwrap_or(Count::Fixed(1));
-            let zipf_cdf: Vec<f64> = match &count {
-                Count::Zipf { zipf, max } => {
-                    let w: Vec<f64> = (1..=(*max).max(1))
-                        .map(|k| 1.0 / (k as f64).powf(*zipf))
-                        .collect();
-                    let s: f64 = w.iter().sum();
-                    let mut acc = 0.0;
-                    w.iter()
-                        .map(|x| {
-                            acc += x / s;
-                            acc
-                        })
-                        .collect()
-                }
-                _ => Vec::new(),
-            };
-            let ck = rng::name_key(&format!("{display}#count"));
-            let mut pcum = Vec::with_capacity(p.rows as usize + 1);
-            pcum.push(0u64);
-            let mut run = 0u64;
-            for q in 0..p.rows {
-                run = run.saturating_add(count_sample(
-                    &count,
-                    rng::hash(opts.seed, ck, 0, q),
-                    &zipf_cdf,
-                ));
-                pcum.push(run);
-            }
+            let pcum = per_parent_counts(ts, p, &display, opts.seed);
+            let run = *pcum.last().unwrap_or(&0);
             rows = run;
             cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
             layout = Layout::PerParent { fk, pcum };
@@ -846,79 +1446,19 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
                 .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
                 .collect(),
         };
-        let ctx = Ctx { sf };
-        let mut assigned: Vec<bool> = vec![false; table.columns.len()];
-        let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
-        for (c, col) in table.columns.iter().enumerate() {
-            let Some(cs) = res.columns.get(&(ci, c)) else {
-                continue;
-            };
-            if let Some(g) =
-                ctx.compile(table, col, &col.kind, cs.get_ref(), cs.span(), &facts[c])?
-            {
-                tp.cols[c].generator = g;
-                assigned[c] = true;
-                spec_span.insert(c, cs.span());
-            }
-        }
-        // Foreign keys: primary first.
-        let mut fk_order: Vec<usize> = (0..tp.fks.len()).collect();
-        if let Some(p) = primary {
-            fk_order.retain(|x| *x != p);
-            fk_order.insert(0, p);
-        }
-        let mut fk_cols: HashMap<usize, usize> = HashMap::new();
-        for fi in fk_order {
-            let f = &mut tp.fks[fi];
-            f.pick = if Some(fi) == primary {
-                Pick::Primary
-            } else if f.parent == pi {
-                Pick::SelfRef
-            } else if my_tree && Some(order[f.parent]) == tenant {
-                Pick::Tenant
-            } else if my_tree && in_tree.get(f.parent).copied().unwrap_or(false) {
-                Pick::SameTenant
-            } else {
-                Pick::Uniform
-            };
-            if f.pick == Pick::Tenant && tp.cum.len() <= 2 && t_rows.unwrap_or(0) > 1 {
-                f.pick = Pick::Uniform;
-            }
-            if f.nullable && !matches!(f.pick, Pick::Primary) {
-                f.null_p = 0.1;
-            }
-            for (part, c) in f.cols.iter().enumerate() {
-                if !assigned[*c] {
-                    tp.cols[*c].generator = Gen::Fk { fk: fi, part };
-                    assigned[*c] = true;
-                    fk_cols.insert(*c, fi);
-                }
-            }
-        }
-        for fi in &orphan_fks {
-            let f = &table.fks[*fi];
-            for c in &f.cols {
-                if assigned[*c] {
-                    continue;
-                }
-                if table.columns[*c].not_null {
-                    return Err(seed_err(
-                        &display,
-                        Some(&table.columns[*c].name),
-                        format!(
-                            "it references {}, which is excluded or cannot be seeded",
-                            f.parent_name
-                        ),
-                        format!(
-                            "seed {} too (remove it from `exclude`), or exclude {display}",
-                            f.parent_name
-                        ),
-                    ));
-                }
-                tp.cols[*c].generator = Gen::Null;
-                assigned[*c] = true;
-            }
-        }
+        let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
+        let fk_cols = fk_picks(
+            primary,
+            pi,
+            my_tree,
+            &order,
+            tenant,
+            &in_tree,
+            t_rows,
+            &mut tp,
+            &mut assigned,
+        );
+        orphan_columns(table, &display, &orphan_fks, &mut tp, &mut assigned)?;
         // Null ratios given in the spec for FK columns.
         for (c, fi) in &fk_cols {
             if let Some(cs) = res.columns.get(&(ci, *c))
@@ -928,397 +1468,24 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
             }
         }
 
-        // Partition keys.
-        if let Some(part) = &table.partitioning
-            && !assigned[part.col]
-        {
-            let kind = &table.columns[part.col].kind;
-            let conv = |s: &str| -> Option<i64> {
-                if kind.is_time() {
-                    spec::parse_timestamp(s)
-                } else {
-                    s.parse().ok()
-                }
-            };
-            match &part.bounds {
-                PartitionBounds::Range(rs) => {
-                    let ranges: Vec<(i64, i64)> = rs
-                        .iter()
-                        .filter_map(|(a, b)| {
-                            let a = a.as_deref().map_or(Some(T_LO), conv)?;
-                            let b = b.as_deref().map_or(Some(T_HI), conv)?;
-                            (b > a).then_some((a, b))
-                        })
-                        .collect();
-                    if ranges.is_empty() {
-                        return Err(seed_err(
-                            &display,
-                            Some(&table.columns[part.col].name),
-                            "its partitions' bounds are beyond what planck understands",
-                            "give the partition key a `range` in the spec",
-                        ));
-                    }
-                    tp.cols[part.col].generator = if kind.is_time() {
-                        Gen::Ranges(ranges)
-                    } else {
-                        let (a, b) = ranges[0];
-                        Gen::Int { lo: a, hi: b - 1 }
-                    };
-                    assigned[part.col] = true;
-                }
-                PartitionBounds::List(vals) => {
-                    tp.cols[part.col].generator = uniform_choice(
-                        vals.iter()
-                            .map(|v| match kind {
-                                k if k.is_int() => v.parse().map(Val::Int).unwrap_or(Val::Null),
-                                _ => Val::Text(v.clone()),
-                            })
-                            .collect(),
-                    );
-                    assigned[part.col] = true;
-                }
-                PartitionBounds::Any => {}
-            }
-        }
+        partition_keys(table, &display, &mut tp, &mut assigned)?;
 
-        // Uniqueness.
-        let max_per_parent = max_children(&tp, &tables);
-        let mut uniques = table.uniques.clone();
-        uniques.sort_by_key(|u| !u.primary);
-        for u in &uniques {
-            for c in &u.cols {
-                if let Some(fi) = fk_cols.get(c) {
-                    tp.fks[*fi].null_p = 0.0;
-                }
-            }
-            if u.cols.iter().any(|c| {
-                tp.cols[*c].generator.is_unique()
-                    || fk_cols
-                        .get(c)
-                        .is_some_and(|fi| matches!(tp.fks[*fi].pick, Pick::UniqueGlobal))
-            }) {
-                continue;
-            }
-            let pfk_cols: Vec<usize> = primary.map(|p| tp.fks[p].cols.clone()).unwrap_or_default();
-            let within = !pfk_cols.is_empty()
-                && pfk_cols.iter().all(|c| u.cols.contains(c))
-                && u.cols.len() > pfk_cols.len();
-            let rest: Vec<usize> = u
-                .cols
-                .iter()
-                .copied()
-                .filter(|c| !within || !pfk_cols.contains(c))
-                .collect();
-            let span_of = |c: usize| {
-                spec_span
-                    .get(&c)
-                    .cloned()
-                    .or_else(|| res.tables.get(&ci).map(|s| s.span()))
-            };
-            let impossible = |c: usize, allowed: u64, need: u64| -> Error {
-                let what = format!(
-                    "impossible uniqueness: {} ({}) must be unique{}, but {} allows only {} distinct value(s) for {} row(s)",
-                    u.name,
-                    u.cols
-                        .iter()
-                        .map(|c| table.columns[*c].name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if within { " within each parent" } else { "" },
-                    table.columns[c].name,
-                    allowed,
-                    need
-                );
-                let hint = "widen the column's `values`/`range`, lower the table's `rows` or `count`, or mark a text column `unique = true`".to_string();
-                match span_of(c) {
-                    Some(s) => sf.error(s, what, Some(hint)),
-                    None => seed_err(&display, Some(&table.columns[c].name), what, hint),
-                }
-            };
-            let need = if within { max_per_parent } else { tp.rows };
-            // 1. A column that can carry uniqueness alone.
-            let mut carried = false;
-            for &c in &rest {
-                let col = &table.columns[c];
-                let from_spec = spec_span.contains_key(&c);
-                if let Some(fi) = fk_cols.get(&c).copied() {
-                    if tp.fks[fi].cols.len() == 1 && rest.len() == 1 {
-                        let prow = tables.get(tp.fks[fi].parent).map_or(u64::MAX, |p| p.rows);
-                        if tp.fks[fi].parent == pi {
-                            continue;
-                        }
-                        if prow < need {
-                            if sized_by_spec {
-                                return Err(impossible(c, prow, need));
-                            }
-                            cap_rows(&mut tp, prow, within, max_per_parent);
-                        }
-                        tp.fks[fi].pick = if within {
-                            Pick::DistinctInParent
-                        } else {
-                            Pick::UniqueGlobal
-                        };
-                        carried = true;
-                        break;
-                    }
-                    continue;
-                }
-                let g = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
-                let g = if assigned[c] {
-                    g
-                } else {
-                    default_gen(table, col, &facts[c]).unwrap_or(Gen::Null)
-                };
-                let newg = match g {
-                    Gen::Sequence { .. } | Gen::IntUnique { .. } => Some(g),
-                    Gen::Int { lo, hi } if within && !from_spec => {
-                        if (hi - lo + 1) as u64 >= need || facts[c].hi.is_none() {
-                            Some(Gen::Ordinal { lo })
-                        } else {
-                            tp.cols[c].generator = Gen::Int { lo, hi };
-                            None
-                        }
-                    }
-                    Gen::Int { lo, .. }
-                        if !from_spec && facts[c].hi.is_none() && col.kind.is_int() =>
-                    {
-                        Some(if u.primary || col.sequence.is_some() {
-                            Gen::Sequence {
-                                start: lo.max(1),
-                                step: 1,
-                            }
-                        } else {
-                            Gen::IntUnique {
-                                lo,
-                                n: tp.rows.max(1),
-                            }
-                        })
-                    }
-                    Gen::Int { lo, hi } => {
-                        if (hi - lo + 1) as u64 >= tp.rows {
-                            Some(Gen::IntUnique {
-                                lo,
-                                n: tp.rows.max(1),
-                            })
-                        } else {
-                            tp.cols[c].generator = Gen::Int { lo, hi };
-                            None
-                        }
-                    }
-                    // A unique decimal or float key: 1, 2, 3... (encoded for its type).
-                    Gen::Dec { .. } | Gen::Float { .. } if !from_spec => {
-                        Some(Gen::Sequence { start: 1, step: 1 })
-                    }
-                    g @ (Gen::Text { .. }
-                    | Gen::Uuid { .. }
-                    | Gen::Time { .. }
-                    | Gen::Nullable { .. }) => {
-                        let g2 = make_unique(g.clone(), tp.rows);
-                        if g2.is_unique()
-                            || matches!(&g2, Gen::Nullable { inner, .. } if inner.is_unique())
-                        {
-                            if let Gen::Text {
-                                max_len: Some(m),
-                                unique: true,
-                                ..
-                            } = &g2
-                            {
-                                let digits = super::generate::base36(tp.rows).len();
-                                if *m < digits {
-                                    tp.cols[c].generator = g;
-                                    return Err(impossible(
-                                        c,
-                                        36u64.saturating_pow(*m as u32),
-                                        tp.rows,
-                                    ));
-                                }
-                            }
-                            Some(g2)
-                        } else {
-                            tp.cols[c].generator = g;
-                            None
-                        }
-                    }
-                    Gen::Bytes { .. } => Some(Gen::Text {
-                        text: Text::Hex { len: 32 },
-                        unique: true,
-                        max_len: None,
-                    }),
-                    other => {
-                        tp.cols[c].generator = other;
-                        None
-                    }
-                };
-                if let Some(g) = newg {
-                    tp.cols[c].generator = g;
-                    assigned[c] = true;
-                    carried = true;
-                    break;
-                } else if !assigned[c] {
-                    // Keep the default generator for joint enumeration below.
-                    assigned[c] = true;
-                }
-            }
-            if carried {
-                continue;
-            }
-            // 2. Enumerate the finite columns jointly.
-            let mut radices = Vec::new();
-            let mut members: Vec<(usize, Option<usize>)> = Vec::new();
-            let mut seen_fk = HashSet::new();
-            for &c in &rest {
-                if let Some(fi) = fk_cols.get(&c).copied() {
-                    if seen_fk.insert(fi) {
-                        radices.push(tables.get(tp.fks[fi].parent).map_or(tp.rows, |p| p.rows));
-                        members.push((c, Some(fi)));
-                    }
-                } else if let Some(d) = tp.cols[c].generator.domain() {
-                    radices.push(d);
-                    members.push((c, None));
-                } else {
-                    return Err(seed_err(
-                        &display,
-                        Some(&table.columns[c].name),
-                        format!("cannot make {} unique", u.name),
-                        format!(
-                            "give {} a unique generator in the spec (`unique = true`, `gen = \"sequence\"`, or `format = \"...{{row}}\"`)",
-                            table.columns[c].name
-                        ),
-                    ));
-                }
-            }
-            let product = radices
-                .iter()
-                .fold(1u128, |a, r| a * u128::from(*r))
-                .min(u128::from(u64::MAX)) as u64;
-            if within {
-                if members.len() == 1 && product >= need {
-                    let (c, fk) = members[0];
-                    match fk {
-                        Some(fi) => tp.fks[fi].pick = Pick::DistinctInParent,
-                        None => {
-                            let inner = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
-                            tp.cols[c].generator = Gen::Joint {
-                                group: WITHIN_PARENT,
-                                digit: 0,
-                                inner: Box::new(inner),
-                            };
-                        }
-                    }
-                    continue;
-                }
-                if product < need {
-                    let c = members.first().map_or(u.cols[0], |m| m.0);
-                    if sized_by_spec || spec_span.contains_key(&c) {
-                        return Err(impossible(c, product, need));
-                    }
-                    cap_rows(&mut tp, product, true, max_per_parent);
-                }
-                // Fall through: a global enumeration is unique within parents too.
-            }
-            if product < tp.rows {
-                let c = members
-                    .iter()
-                    .find(|m| spec_span.contains_key(&m.0))
-                    .or(members.first())
-                    .map_or(u.cols[0], |m| m.0);
-                if sized_by_spec || spec_span.contains_key(&c) {
-                    return Err(impossible(c, product, tp.rows));
-                }
-                cap_rows(&mut tp, product, false, 0);
-            }
-            let group = tp.joints.len();
-            tp.joints.push(JointGroup {
-                perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
-                radices,
-            });
-            for (digit, (c, fk)) in members.iter().enumerate() {
-                match fk {
-                    Some(fi) => tp.fks[*fi].pick = Pick::Joint { group, digit },
-                    None => {
-                        let inner = std::mem::replace(&mut tp.cols[*c].generator, Gen::Null);
-                        tp.cols[*c].generator = Gen::Joint {
-                            group,
-                            digit,
-                            inner: Box::new(inner),
-                        };
-                    }
-                }
-            }
-        }
-
-        // Everything else.
-        for (c, col) in table.columns.iter().enumerate() {
-            if col.generated {
-                tp.cols[c].include = false;
-                continue;
-            }
-            if assigned[c] {
-                continue;
-            }
-            if let Some((other, strict)) = facts[c].after.first().cloned()
-                && let Some(oc) = table.column(&other)
-            {
-                let fallback = default_gen(table, col, &facts[c]).unwrap_or(Gen::Null);
-                tp.cols[c].generator = Gen::After {
-                    col: oc,
-                    min: if strict { 1_000_000 } else { 0 },
-                    max: 30 * DAY,
-                    fallback: Box::new(fallback),
-                };
-                continue;
-            }
-            match default_gen(table, col, &facts[c]) {
-                Some(g) => {
-                    let in_unique = table.uniques.iter().any(|u| u.cols.contains(&c));
-                    tp.cols[c].generator = if !col.not_null && !facts[c].not_null && !in_unique {
-                        Gen::Nullable {
-                            p: 0.1,
-                            inner: Box::new(g),
-                        }
-                    } else {
-                        g
-                    };
-                }
-                None if !col.not_null => tp.cols[c].generator = Gen::Null,
-                None if col.default.is_some() => tp.cols[c].include = false,
-                None => {
-                    return Err(seed_err(
-                        &display,
-                        Some(&col.name),
-                        format!("planck cannot produce values of type {}", col.type_name),
-                        format!(
-                            "exclude {} in the spec (`exclude = [\"{}\"]`), or give the column a DEFAULT",
-                            display, table.name
-                        ),
-                    ));
-                }
-            }
-        }
-        // Integer keys must fit their type (a smallint id holds 32,767 rows).
-        let max_per_parent = max_children(&tp, &tables);
-        for (c, col) in table.columns.iter().enumerate() {
-            let top = match &tp.cols[c].generator {
-                Gen::Sequence { start, step } => {
-                    i128::from(*start) + i128::from(*step) * i128::from(tp.rows.saturating_sub(1))
-                }
-                Gen::Ordinal { lo } => {
-                    i128::from(*lo) + i128::from(max_per_parent.saturating_sub(1))
-                }
-                _ => continue,
-            };
-            if col.kind.is_int() && top > i128::from(col.kind.int_max()) {
-                return Err(seed_err(
-                    &display,
-                    Some(&col.name),
-                    format!(
-                        "{} rows need values up to {top}, beyond {}",
-                        tp.rows, col.type_name
-                    ),
-                    "lower the table's rows (or --rows/--scale), or widen the column's type",
-                ));
-            }
-        }
+        uniqueness(
+            sf,
+            &res,
+            (ci, pi, primary),
+            table,
+            &display,
+            &facts,
+            &spec_span,
+            &fk_cols,
+            sized_by_spec,
+            &tables,
+            &mut tp,
+            &mut assigned,
+        )?;
+        remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
+        keys_fit(table, &display, &tp, &tables)?;
         in_tree.push(my_tree);
         depth.push(my_depth);
         tables.push(tp);
@@ -1445,9 +1612,9 @@ fn tenant_weights(spec: &spec::Spec, opts: &Options, t_rows: u64, t_key: u64) ->
             Some(Dist::Named(n)) if n == "uniform" => 1.0,
             Some(Dist::Lognormal { lognormal }) => {
                 let mut r = ValueRng::new(rng::hash(opts.seed, t_key, 1, b));
-                (lognormal * r.normal()).exp()
+                libm::exp(lognormal * r.normal())
             }
-            Some(Dist::Zipf { zipf }) => 1.0 / ((b + 1) as f64).powf(*zipf),
+            Some(Dist::Zipf { zipf }) => 1.0 / libm::pow((b + 1) as f64, *zipf),
             _ => 1.0 / (b + 1) as f64,
         })
         .collect()
@@ -1586,7 +1753,7 @@ mod plan_tests {
     use std::path::Path;
 
     use super::*;
-    use crate::seed::catalog::{Check, Column, ForeignKey, Table, Unique};
+    use crate::catalog::schema::{Check, Column, ForeignKey, Table, Unique};
 
     fn col(attnum: i16, name: &str, kind: TypeKind, seq: bool) -> Column {
         Column {

@@ -1,0 +1,681 @@
+//! planck's own bookkeeping in the user's database: the foreign keys `planck
+//! seed` dropped and has not restored yet, and the lock two seeds of one
+//! database take.
+//!
+//! Everything lives in a schema planck owns, `planck` (`planck.seed_saved`),
+//! never in the user's `public` schema, and nothing is left behind after a
+//! run that completes: the table is dropped, then the schema if it is empty.
+//! What the table holds is DDL that planck executes, so before anything is
+//! read from it the schema's and the table's owner must be the current role
+//! or a superuser, and the table must carry planck's marker comment (a user
+//! table that merely has the name is refused, clearly). Statements are run
+//! one at a time through the extended protocol, so a planted `; DROP ...`
+//! cannot ride along.
+//!
+//! Every command that touches a database calls [`warn_pending`] once: after a
+//! SIGKILL the saved foreign keys wait for `planck seed --restore`.
+//!
+//! A shared layer (rank 2): imports only `db`, `error` and `output`.
+#![allow(clippy::result_large_err)] // see src/seed/mod.rs
+
+use tokio_postgres::Client;
+use tokio_postgres::error::SqlState;
+
+use crate::db::ConnInfo;
+use crate::error::{Error, Result};
+use crate::output::Log;
+
+/// The schema planck owns.
+pub const SCHEMA: &str = "planck";
+/// The saved foreign keys, schema-qualified.
+pub const TABLE: &str = "planck.seed_saved";
+/// Where planck 0.x kept them; read once and migrated by [`ensure`].
+pub const LEGACY_TABLE: &str = "public.planck_seed_saved";
+/// The comment on [`TABLE`] that tells planck's table from a user's.
+const MARKER: &str = "planck seed: constraints to restore (format 2)";
+/// The advisory-lock class planck's locks use (`plnk` in ASCII); the second
+/// key says which lock.
+const LOCK_CLASS: i32 = 0x706c_6e6b;
+const LOCK_SEED: i32 = 1;
+const LOCK_SAVE: i32 = 2;
+
+/// What a saved constraint's row says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Dropped; the definition is only here.
+    Dropped,
+    /// Re-added `NOT VALID` (enforced for new rows), not validated yet.
+    NotValid,
+}
+
+impl State {
+    fn parse(s: &str) -> State {
+        if s == "not_valid" {
+            State::NotValid
+        } else {
+            State::Dropped
+        }
+    }
+}
+
+/// One constraint `planck seed` saved and has not restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingConstraint {
+    pub id: i64,
+    /// `fk`, or `index` (rows of planck 0.x only).
+    pub kind: String,
+    /// The table, schema-qualified and quoted as `pg_class` names it.
+    pub table: String,
+    pub name: String,
+    /// `pg_get_constraintdef` (for an index: `pg_get_indexdef`).
+    pub def: String,
+    pub state: State,
+    /// Whether the row is still in [`LEGACY_TABLE`] (not migrated yet).
+    pub legacy: bool,
+}
+
+impl PendingConstraint {
+    /// `name on table`, as messages say it.
+    pub fn label(&self) -> String {
+        format!("{} on {}", self.name, self.table)
+    }
+}
+
+fn dberr(what: &'static str) -> impl Fn(tokio_postgres::Error) -> Error {
+    move |e| Error::db(what, e)
+}
+
+/// Facts about a relation planck would read from: its owner and whether it is planck's.
+struct Found {
+    owner: String,
+    trusted: bool,
+    marked: bool,
+    has_columns: bool,
+}
+
+/// Whether `table` (schema-qualified) exists, and who owns it and its schema
+/// (`legacy`: the table of planck 0.x in `public`, a schema nobody in
+/// particular owns (`pg_database_owner` on 15): only the table's owner counts).
+async fn find(c: &Client, table: &str, columns: &[&str], legacy: bool) -> Result<Option<Found>> {
+    let cols: Vec<String> = columns.iter().map(|s| s.to_string()).collect();
+    let row = c
+        .query_opt(
+            "SELECT r.rolname::text, n.nspowner = u.oid OR s.rolsuper OR $4,
+                    c.relowner = u.oid OR o.rolsuper,
+                    c.relkind = 'r' AND obj_description(c.oid, 'pg_class') IS NOT DISTINCT FROM $3,
+                    (SELECT count(*) FROM pg_attribute a
+                      WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+                        AND a.attname = ANY ($2::text[])) = cardinality($2::text[])
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               JOIN pg_roles o ON o.oid = c.relowner
+               JOIN pg_roles r ON r.oid = c.relowner
+               JOIN pg_roles s ON s.oid = n.nspowner
+               CROSS JOIN (SELECT oid FROM pg_roles WHERE rolname = current_user) u
+              WHERE c.oid = to_regclass($1)",
+            &[&table, &cols, &MARKER, &legacy],
+        )
+        .await
+        .map_err(dberr("looking for planck's bookkeeping"))?;
+    Ok(row.map(|r| {
+        let (schema_ok, table_ok): (bool, bool) = (r.get(1), r.get(2));
+        Found {
+            owner: r.get(0),
+            trusted: schema_ok && table_ok,
+            marked: r.get(3),
+            has_columns: r.get(4),
+        }
+    }))
+}
+
+const COLUMNS: &[&str] = &["id", "kind", "table_name", "name", "def", "state"];
+const LEGACY_COLUMNS: &[&str] = &["id", "kind", "table_name", "name", "def"];
+
+fn not_ours(table: &str, why: &str) -> Error {
+    Error::usage_hint(
+        format!("{table} exists but is not planck's bookkeeping: {why}"),
+        format!(
+            "planck keeps what `planck seed` must restore in {TABLE}; rename or move your \
+             table (or schema `{SCHEMA}`), then run planck again"
+        ),
+    )
+}
+
+fn untrusted(table: &str, owner: &str) -> Error {
+    Error::usage_hint(
+        format!(
+            "{table} belongs to role {owner}, neither you nor a superuser: planck does not \
+             run the definitions it holds"
+        ),
+        format!(
+            "inspect it (`SELECT * FROM {table}`), re-create what it lists by hand, then drop it \
+             (`DROP TABLE {table}`)"
+        ),
+    )
+}
+
+/// Checks that `table`, when it exists, is planck's and trusted; returns whether it exists.
+async fn check(c: &Client, table: &str, columns: &[&str], legacy: bool) -> Result<bool> {
+    let Some(f) = find(c, table, columns, legacy).await? else {
+        return Ok(false);
+    };
+    if !f.has_columns {
+        return Err(not_ours(
+            table,
+            "it lacks the columns planck writes (id, kind, table_name, name, def)",
+        ));
+    }
+    if !legacy && !f.marked {
+        return Err(not_ours(table, "it lacks planck's marker comment"));
+    }
+    if !f.trusted {
+        return Err(untrusted(table, &f.owner));
+    }
+    Ok(true)
+}
+
+async fn read(c: &Client, table: &str, legacy: bool) -> Result<Vec<PendingConstraint>> {
+    let state = if legacy { "'dropped'" } else { "state" };
+    let rows = c
+        .query(
+            &format!(
+                "SELECT id, kind, table_name, name, def, {state} FROM {table} ORDER BY kind DESC, id"
+            ),
+            &[],
+        )
+        .await
+        .map_err(dberr("reading planck's saved constraints"))?;
+    Ok(rows
+        .iter()
+        .map(|r| PendingConstraint {
+            id: r.get(0),
+            kind: r.get(1),
+            table: r.get(2),
+            name: r.get(3),
+            def: r.get(4),
+            state: State::parse(r.get(5)),
+            legacy,
+        })
+        .collect())
+}
+
+/// Whether [`TABLE`] exists (checked: planck's, and trusted).
+pub async fn exists(c: &Client) -> Result<bool> {
+    check(c, TABLE, COLUMNS, false).await
+}
+
+/// Every constraint an interrupted `planck seed` left to restore, in
+/// [`TABLE`] or (not migrated yet) [`LEGACY_TABLE`]. Reads only. Errors when
+/// a table of that name is not planck's or not trusted.
+pub async fn pending(c: &Client) -> Result<Vec<PendingConstraint>> {
+    let mut out = Vec::new();
+    if check(c, TABLE, COLUMNS, false).await? {
+        out.extend(read(c, TABLE, false).await?);
+    }
+    if check(c, LEGACY_TABLE, LEGACY_COLUMNS, true).await? {
+        out.extend(read(c, LEGACY_TABLE, true).await?);
+    }
+    Ok(out)
+}
+
+/// The warning [`warn_pending`] prints, or None when nothing waits.
+pub fn pending_message(p: &[PendingConstraint]) -> Option<String> {
+    if p.is_empty() {
+        return None;
+    }
+    let not_valid = p.iter().filter(|x| x.state == State::NotValid).count();
+    let mut names: Vec<String> = p.iter().take(5).map(PendingConstraint::label).collect();
+    if p.len() > 5 {
+        names.push(format!("and {} more", p.len() - 5));
+    }
+    Some(format!(
+        "{} constraint(s) an interrupted `planck seed` dropped wait to be restored{}: {}; \
+         run `planck seed --restore`",
+        p.len(),
+        if not_valid > 0 {
+            format!(" ({not_valid} in place as NOT VALID, not yet validated)")
+        } else {
+            String::new()
+        },
+        names.join(", ")
+    ))
+}
+
+/// Warns when an interrupted `planck seed` left constraints to restore (what
+/// every command touching a database calls once). Never fails: a check
+/// that cannot run is itself a warning.
+pub async fn warn_pending(c: &Client, log: Log) {
+    match pending(c).await {
+        Ok(p) => {
+            if let Some(m) = pending_message(&p) {
+                log.warn(&m);
+            }
+        }
+        Err(e) => {
+            let text = crate::error::render(&e);
+            log.warn(text.strip_prefix("error: ").unwrap_or(&text))
+        }
+    }
+}
+
+/// [`warn_pending`] on a connection of its own (untracked), for commands
+/// that do their work elsewhere: explain, migrate, replay. Never fails: an
+/// unreachable database is the command's own error to report.
+pub async fn warn_pending_on(conn: &ConnInfo, log: Log) {
+    if let Ok(c) = conn.connect().await
+        && crate::session::untrack(&c).await.is_ok()
+    {
+        warn_pending(&c, log).await;
+    }
+}
+
+/// Creates [`SCHEMA`] and [`TABLE`] when missing, checks both are planck's
+/// and trusted, and migrates the rows of [`LEGACY_TABLE`] once (dropping it).
+/// Shards starting together run this one at a time (a session-level lock
+/// around it): concurrent `CREATE`s of one name collide in the catalog.
+pub async fn ensure(c: &mut Client) -> Result<()> {
+    c.execute(
+        "SELECT pg_advisory_lock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("waiting to create planck's bookkeeping"))?;
+    let r = ensure_locked(c).await;
+    c.execute(
+        "SELECT pg_advisory_unlock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("releasing a lock"))?;
+    r
+}
+
+async fn ensure_locked(c: &mut Client) -> Result<()> {
+    let schema: Option<(bool, String)> = c
+        .query_opt(
+            "SELECT n.nspowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+                    OR r.rolsuper, r.rolname::text
+               FROM pg_namespace n JOIN pg_roles r ON r.oid = n.nspowner WHERE n.nspname = $1",
+            &[&SCHEMA],
+        )
+        .await
+        .map_err(dberr("looking for schema planck"))?
+        .map(|r| (r.get(0), r.get(1)));
+    match schema {
+        Some((false, owner)) => {
+            return Err(Error::usage_hint(
+                format!(
+                    "schema {SCHEMA} belongs to role {owner}, neither you nor a superuser: \
+                     planck keeps its bookkeeping there and runs what it holds"
+                ),
+                format!(
+                    "if it is yours, rename it (`ALTER SCHEMA {SCHEMA} RENAME TO ...`); \
+                     if it is planck's, `ALTER SCHEMA {SCHEMA} OWNER TO` the role that seeds"
+                ),
+            ));
+        }
+        Some((true, _)) => {}
+        None => {
+            if let Err(e) = c
+                .execute(&format!("CREATE SCHEMA IF NOT EXISTS {SCHEMA}"), &[])
+                .await
+            {
+                if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+                    let r = c
+                        .query_one(
+                            "SELECT quote_ident(current_database()), quote_ident(current_user)",
+                            &[],
+                        )
+                        .await
+                        .map_err(dberr("naming the database"))?;
+                    let (db, role): (String, String) = (r.get(0), r.get(1));
+                    return Err(Error::usage_hint(
+                        format!(
+                            "role {role} may not create schema {SCHEMA}, where planck keeps the \
+                             foreign keys it drops during a seed"
+                        ),
+                        format!(
+                            "ask the database's owner or a superuser to run `GRANT CREATE ON \
+                             DATABASE {db} TO {role};`"
+                        ),
+                    ));
+                }
+                return Err(Error::db("creating schema planck", e));
+            }
+        }
+    }
+    if !check(c, TABLE, COLUMNS, false).await? {
+        let tx = c
+            .transaction()
+            .await
+            .map_err(dberr("creating planck.seed_saved"))?;
+        tx.execute(
+            &format!(
+                "CREATE TABLE {TABLE} (
+                    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    kind text NOT NULL CHECK (kind IN ('index', 'fk')),
+                    table_name text NOT NULL,
+                    name text NOT NULL,
+                    def text NOT NULL,
+                    state text NOT NULL DEFAULT 'dropped' CHECK (state IN ('dropped', 'not_valid')),
+                    saved_at timestamptz NOT NULL DEFAULT now())"
+            ),
+            &[],
+        )
+        .await
+        .map_err(dberr("creating planck.seed_saved"))?;
+        tx.execute(
+            &format!(
+                "COMMENT ON TABLE {TABLE} IS {}",
+                crate::db::quote_literal(MARKER)
+            ),
+            &[],
+        )
+        .await
+        .map_err(dberr("creating planck.seed_saved"))?;
+        tx.commit()
+            .await
+            .map_err(dberr("creating planck.seed_saved"))?;
+    }
+    if check(c, LEGACY_TABLE, LEGACY_COLUMNS, true).await? {
+        let tx = c
+            .transaction()
+            .await
+            .map_err(dberr("migrating planck_seed_saved"))?;
+        tx.execute(
+            &format!(
+                "INSERT INTO {TABLE} (kind, table_name, name, def)
+                 SELECT kind, table_name, name, def FROM {LEGACY_TABLE} ORDER BY id"
+            ),
+            &[],
+        )
+        .await
+        .map_err(dberr("migrating public.planck_seed_saved"))?;
+        tx.execute(&format!("DROP TABLE {LEGACY_TABLE}"), &[])
+            .await
+            .map_err(dberr("dropping public.planck_seed_saved"))?;
+        tx.commit()
+            .await
+            .map_err(dberr("migrating planck_seed_saved"))?;
+    }
+    Ok(())
+}
+
+/// Saves one dropped foreign key (inside the caller's transaction, before the drop).
+pub async fn save_fk(
+    tx: &tokio_postgres::Transaction<'_>,
+    table: &str,
+    name: &str,
+    def: &str,
+) -> Result<()> {
+    tx.execute(
+        &format!("INSERT INTO {TABLE} (kind, table_name, name, def) VALUES ('fk', $1, $2, $3)"),
+        &[&table, &name, &def],
+    )
+    .await
+    .map_err(dberr("saving a foreign key"))?;
+    Ok(())
+}
+
+/// Marks a saved foreign key as re-added `NOT VALID` (inside the caller's transaction).
+pub async fn mark_not_valid(tx: &tokio_postgres::Transaction<'_>, id: i64) -> Result<()> {
+    tx.execute(
+        &format!("UPDATE {TABLE} SET state = 'not_valid' WHERE id = $1"),
+        &[&id],
+    )
+    .await
+    .map_err(dberr("noting a NOT VALID foreign key"))?;
+    Ok(())
+}
+
+/// Forgets one saved constraint (inside the caller's transaction or not).
+pub async fn forget(c: &impl tokio_postgres::GenericClient, p: &PendingConstraint) -> Result<()> {
+    let table = if p.legacy { LEGACY_TABLE } else { TABLE };
+    c.execute(&format!("DELETE FROM {table} WHERE id = $1"), &[&p.id])
+        .await
+        .map_err(dberr("forgetting a restored constraint"))?;
+    Ok(())
+}
+
+/// Drops [`TABLE`] when it holds nothing, then [`SCHEMA`] when it is empty:
+/// after a run that completes, planck leaves nothing in the database.
+/// Returns whether the table is gone.
+pub async fn clean_up(c: &Client) -> Result<bool> {
+    if !exists(c).await? {
+        return Ok(true);
+    }
+    let left: i64 = c
+        .query_one(&format!("SELECT count(*) FROM {TABLE}"), &[])
+        .await
+        .map_err(dberr("counting saved constraints"))?
+        .get(0);
+    if left > 0 {
+        return Ok(false);
+    }
+    c.execute(&format!("DROP TABLE {TABLE}"), &[])
+        .await
+        .map_err(dberr("dropping planck.seed_saved"))?;
+    let empty: bool = c
+        .query_one(
+            "SELECT NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_namespace n ON n.oid = d.refobjid
+                                 WHERE d.refclassid = 'pg_namespace'::regclass AND n.nspname = $1)",
+            &[&SCHEMA],
+        )
+        .await
+        .map_err(dberr("looking into schema planck"))?
+        .get(0);
+    if empty {
+        // RESTRICT: a user object that slipped in since keeps the schema.
+        let _ = c
+            .execute(&format!("DROP SCHEMA {SCHEMA} RESTRICT"), &[])
+            .await;
+    }
+    Ok(true)
+}
+
+/// Serializes the saving of foreign keys between shards of one set (inside
+/// the caller's transaction, released at its end): two shards starting
+/// together would otherwise both save, and then both try to drop, the same keys.
+pub async fn serialize_saves(tx: &tokio_postgres::Transaction<'_>) -> Result<()> {
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("waiting to save foreign keys"))?;
+    Ok(())
+}
+
+/// Holds off the saving of foreign keys (by other shards) on this session
+/// until [`allow_saves`]: what a shard reads of the saved keys and of the
+/// catalog is then one consistent state (before a save, or after it).
+pub async fn hold_saves(c: &Client) -> Result<()> {
+    c.execute(
+        "SELECT pg_advisory_lock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("waiting for other shards to save their foreign keys"))?;
+    Ok(())
+}
+
+/// Ends [`hold_saves`].
+pub async fn allow_saves(c: &Client) -> Result<()> {
+    c.execute(
+        "SELECT pg_advisory_unlock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("releasing a lock"))?;
+    Ok(())
+}
+
+/// Who holds the seed lock of the current database, for the waiting message.
+async fn holders(c: &Client) -> Result<Vec<String>> {
+    let rows = c
+        .query(
+            "SELECT l.pid, coalesce(a.application_name, ''), l.mode,
+                    to_char(a.backend_start, 'YYYY-MM-DD HH24:MI:SS TZ')
+               FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+              WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_backend_pid()
+                AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND l.classid = $1::int::oid AND l.objid = $2::int::oid AND l.objsubid = 2
+              ORDER BY l.pid",
+            &[&LOCK_CLASS, &LOCK_SEED],
+        )
+        .await
+        .map_err(dberr("looking for the seed lock's holder"))?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let (pid, app, mode, since): (i32, String, String, Option<String>) =
+                (r.get(0), r.get(1), r.get(2), r.get(3));
+            format!(
+                "pid {pid} ({}, {}) since {}",
+                if app.is_empty() {
+                    "no application_name"
+                } else {
+                    &app
+                },
+                if mode == "ShareLock" {
+                    "shared, a --shard run"
+                } else {
+                    "exclusive"
+                },
+                since.unwrap_or_else(|| "an unknown time".into())
+            )
+        })
+        .collect())
+}
+
+/// The per-database seed lock, held for as long as this value lives (it
+/// keeps its own connection: a session-level advisory lock).
+pub struct SeedLock {
+    client: Client,
+    shared: bool,
+}
+
+impl SeedLock {
+    /// Takes the seed lock of the connection's database: exclusive for a
+    /// whole seed or a restore, shared for `--shard` runs (they load one
+    /// database together). When another run holds it, says who and waits.
+    pub async fn acquire(conn: &ConnInfo, shared: bool, app: &str, log: Log) -> Result<SeedLock> {
+        let client = conn.connect().await?;
+        // The lock is planck's, never the application's statement.
+        crate::session::untrack(&client).await?;
+        client
+            .execute("SELECT set_config('application_name', $1, false)", &[&app])
+            .await
+            .map_err(dberr("configuring the lock connection"))?;
+        let f = if shared {
+            "pg_try_advisory_lock_shared"
+        } else {
+            "pg_try_advisory_lock"
+        };
+        let got: bool = client
+            .query_one(&format!("SELECT {f}($1, $2)"), &[&LOCK_CLASS, &LOCK_SEED])
+            .await
+            .map_err(dberr("taking the seed lock"))?
+            .get(0);
+        if !got {
+            let who = holders(&client).await?;
+            log.warn(&format!(
+                "another planck seed is running on database {}: waiting for it (held by {})",
+                conn.dbname(),
+                if who.is_empty() {
+                    "a session that just left".to_string()
+                } else {
+                    who.join("; ")
+                }
+            ));
+            let f = if shared {
+                "pg_advisory_lock_shared"
+            } else {
+                "pg_advisory_lock"
+            };
+            client
+                .execute(&format!("SELECT {f}($1, $2)"), &[&LOCK_CLASS, &LOCK_SEED])
+                .await
+                .map_err(dberr("waiting for the seed lock"))?;
+        }
+        Ok(SeedLock { client, shared })
+    }
+
+    /// For a shard: gives up the shared lock and tries, without waiting, to
+    /// take the lock alone. True when no other run holds it any more (this
+    /// shard is the last of its set to finish and may restore the set's
+    /// constraints). Of shards finishing together at least one succeeds: each
+    /// releases its own share before trying.
+    pub async fn try_alone(&mut self) -> Result<bool> {
+        if self.shared {
+            self.client
+                .execute(
+                    "SELECT pg_advisory_unlock_shared($1, $2)",
+                    &[&LOCK_CLASS, &LOCK_SEED],
+                )
+                .await
+                .map_err(dberr("releasing the seed lock"))?;
+            self.shared = false;
+        }
+        Ok(self
+            .client
+            .query_one(
+                "SELECT pg_try_advisory_lock($1, $2)",
+                &[&LOCK_CLASS, &LOCK_SEED],
+            )
+            .await
+            .map_err(dberr("taking the seed lock"))?
+            .get(0))
+    }
+
+    /// The lock's connection, for bookkeeping that must happen under it.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(name: &str, state: State) -> PendingConstraint {
+        PendingConstraint {
+            id: 1,
+            kind: "fk".into(),
+            table: "public.items".into(),
+            name: name.into(),
+            def: "FOREIGN KEY (a) REFERENCES t(id)".into(),
+            state,
+            legacy: false,
+        }
+    }
+
+    /// The text of the bookkeeping's refusals (issue 8 section 6: snapshots
+    /// of the main errors).
+    #[test]
+    fn refusals_read_plainly() {
+        insta::assert_snapshot!(
+            "untrusted",
+            crate::error::render(&untrusted(LEGACY_TABLE, "mallory"))
+        );
+        insta::assert_snapshot!(
+            "not_ours",
+            crate::error::render(&not_ours(TABLE, "it lacks planck's marker comment"))
+        );
+    }
+
+    #[test]
+    fn the_pending_warning_counts_names_and_says_what_to_run() {
+        assert_eq!(pending_message(&[]), None);
+        let m = pending_message(&[p("a_fk", State::Dropped), p("b_fk", State::NotValid)]).unwrap();
+        assert_eq!(
+            m,
+            "2 constraint(s) an interrupted `planck seed` dropped wait to be restored \
+             (1 in place as NOT VALID, not yet validated): a_fk on public.items, b_fk on \
+             public.items; run `planck seed --restore`"
+        );
+        let many: Vec<_> = (0..7)
+            .map(|i| p(&format!("f{i}"), State::Dropped))
+            .collect();
+        assert!(pending_message(&many).unwrap().contains("and 2 more"));
+    }
+}

@@ -1,0 +1,357 @@
+//! What a seed reports, and its three renderers (table, Markdown, JSON).
+//!
+//! [`Summary`] is built once from the plan and the load report; each
+//! renderer writes it to any `impl Write` (stdout in the command, a
+//! `Vec<u8>` in the snapshot tests). The JSON form is a wire type of its own
+//! ([`JsonSummary`]) and changes only with `format_version`.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::output::{self, Format};
+use crate::seed::layout::Plan;
+use crate::seed::load::LoadReport;
+
+/// What kind of run a summary describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Rows were loaded.
+    Loaded,
+    /// `--dry-run`: the plan only.
+    DryRun,
+    /// `--generate-only` or `--restore`: progress lines said it all; nothing on stdout.
+    Quiet,
+}
+
+/// One table's line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableRow {
+    pub table: String,
+    pub rows: u64,
+    /// Heap and TOAST bytes; None in a dry run.
+    pub data_bytes: Option<u64>,
+    /// With indexes; None in a dry run.
+    pub total_bytes: Option<u64>,
+    pub seconds: Option<f64>,
+}
+
+/// Seconds per phase of a load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Phases {
+    pub load: f64,
+    pub copy: f64,
+    pub index: f64,
+    pub vacuum: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub kind: Kind,
+    pub seed: u64,
+    /// Wall-clock seconds from the plan to the end.
+    pub seconds: f64,
+    pub tables: Vec<TableRow>,
+    pub phases: Option<Phases>,
+}
+
+impl Summary {
+    /// The summary of a load (`report`), or of a plan alone.
+    pub fn of(plan: &Plan, report: Option<&LoadReport>, seconds: f64, dry_run: bool) -> Summary {
+        let tables = match report {
+            Some(r) => r
+                .tables
+                .iter()
+                .map(|t| TableRow {
+                    table: t.table.clone(),
+                    rows: t.rows,
+                    data_bytes: Some(t.data_bytes),
+                    total_bytes: Some(t.bytes),
+                    seconds: Some(t.seconds),
+                })
+                .collect(),
+            None => plan
+                .tables
+                .iter()
+                .map(|t| TableRow {
+                    table: t.display.clone(),
+                    rows: t.rows,
+                    data_bytes: None,
+                    total_bytes: None,
+                    seconds: None,
+                })
+                .collect(),
+        };
+        Summary {
+            kind: match (report, dry_run) {
+                (Some(_), _) => Kind::Loaded,
+                (None, true) => Kind::DryRun,
+                (None, false) => Kind::Quiet,
+            },
+            seed: plan.seed,
+            seconds,
+            tables,
+            phases: report.map(|r| Phases {
+                load: r.load_seconds,
+                copy: r.copy_seconds,
+                index: r.index_seconds,
+                vacuum: r.vacuum_seconds,
+            }),
+        }
+    }
+
+    /// `--restore`: nothing for stdout.
+    pub fn restored(_count: usize) -> Summary {
+        Summary {
+            kind: Kind::Quiet,
+            seed: 0,
+            seconds: 0.0,
+            tables: Vec::new(),
+            phases: None,
+        }
+    }
+
+    fn rows(&self) -> u64 {
+        self.tables.iter().map(|t| t.rows).sum()
+    }
+
+    fn data_bytes(&self) -> Option<u64> {
+        self.phases
+            .map(|_| self.tables.iter().filter_map(|t| t.data_bytes).sum())
+    }
+
+    fn total_bytes(&self) -> Option<u64> {
+        self.phases
+            .map(|_| self.tables.iter().filter_map(|t| t.total_bytes).sum())
+    }
+}
+
+/// One table of the JSON summary (wire type: changes only with `format_version`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonTable {
+    pub table: String,
+    pub rows: u64,
+    /// Heap and TOAST bytes; null in a dry run.
+    pub data_bytes: Option<u64>,
+    /// With indexes; null in a dry run.
+    pub total_bytes: Option<u64>,
+    pub seconds: Option<f64>,
+}
+
+/// The JSON summary (wire type: changes only with `format_version`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonSummary {
+    pub format_version: u32,
+    pub seed: u64,
+    pub dry_run: bool,
+    pub seconds: f64,
+    pub load_seconds: Option<f64>,
+    pub copy_seconds: Option<f64>,
+    pub index_seconds: Option<f64>,
+    pub vacuum_seconds: Option<f64>,
+    pub rows: u64,
+    pub data_bytes: Option<u64>,
+    pub total_bytes: Option<u64>,
+    pub tables: Vec<JsonTable>,
+}
+
+impl From<&Summary> for JsonSummary {
+    fn from(s: &Summary) -> JsonSummary {
+        JsonSummary {
+            format_version: 1,
+            seed: s.seed,
+            dry_run: s.phases.is_none(),
+            seconds: s.seconds,
+            load_seconds: s.phases.map(|p| p.load),
+            copy_seconds: s.phases.map(|p| p.copy),
+            index_seconds: s.phases.map(|p| p.index),
+            vacuum_seconds: s.phases.map(|p| p.vacuum),
+            rows: s.rows(),
+            data_bytes: s.data_bytes(),
+            total_bytes: s.total_bytes(),
+            tables: s
+                .tables
+                .iter()
+                .map(|t| JsonTable {
+                    table: t.table.clone(),
+                    rows: t.rows,
+                    data_bytes: t.data_bytes,
+                    total_bytes: t.total_bytes,
+                    seconds: t.seconds,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn size(b: Option<u64>) -> String {
+    b.map(output::bytes).unwrap_or_else(|| "-".into())
+}
+
+/// Writes the summary in `format` (nothing for [`Kind::Quiet`]).
+pub fn render(w: &mut impl Write, s: &Summary, format: Format) -> io::Result<()> {
+    if s.kind == Kind::Quiet {
+        return Ok(());
+    }
+    match format {
+        Format::Json => render_json(w, s),
+        Format::Markdown => render_markdown(w, s),
+        Format::Table => render_table(w, s),
+    }
+}
+
+pub fn render_json(w: &mut impl Write, s: &Summary) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, &JsonSummary::from(s))?;
+    writeln!(w)
+}
+
+pub fn render_markdown(w: &mut impl Write, s: &Summary) -> io::Result<()> {
+    writeln!(w, "| table | rows | size | seconds |\n|---|---:|---:|---:|")?;
+    for t in &s.tables {
+        writeln!(
+            w,
+            "| {} | {} | {} | {} |",
+            output::md_cell(&t.table),
+            output::count(t.rows),
+            size(t.total_bytes),
+            t.seconds.map(|x| format!("{x:.1}")).unwrap_or_default()
+        )?;
+    }
+    writeln!(
+        w,
+        "| **total** | {} | {} | {:.1} |",
+        output::count(s.rows()),
+        size(s.total_bytes()),
+        s.seconds
+    )
+}
+
+pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
+    let mut t = output::table(&["table", "rows", "size", "seconds"]);
+    for x in &s.tables {
+        t.add_row(vec![
+            x.table.clone(),
+            output::count(x.rows),
+            size(x.total_bytes),
+            x.seconds
+                .map(|v| format!("{v:.1}"))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    t.add_row(vec![
+        "total".to_string(),
+        output::count(s.rows()),
+        size(s.total_bytes()),
+        if s.phases.is_some() {
+            format!("{:.1}", s.seconds)
+        } else {
+            "-".into()
+        },
+    ]);
+    writeln!(w, "{t}")?;
+    if let Some(p) = s.phases {
+        writeln!(
+            w,
+            "seeded {} rows ({} of table data, {} with indexes) in {:.1} s: \
+             load and index {:.1} s (COPY streaming {:.1} s), foreign keys {:.1} s, \
+             vacuum {:.1} s; seed {}",
+            output::count(s.rows()),
+            size(s.data_bytes()),
+            size(s.total_bytes()),
+            s.seconds,
+            p.load,
+            p.copy,
+            p.index,
+            p.vacuum,
+            s.seed
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixed summary: two tables, a completed load.
+    fn loaded() -> Summary {
+        Summary {
+            kind: Kind::Loaded,
+            seed: 20_260_101,
+            seconds: 12.345,
+            tables: vec![
+                TableRow {
+                    table: "accounts".into(),
+                    rows: 1500,
+                    data_bytes: Some(245_760),
+                    total_bytes: Some(393_216),
+                    seconds: Some(0.42),
+                },
+                TableRow {
+                    table: "app.items|x".into(),
+                    rows: 2_000_000,
+                    data_bytes: Some(412_000_000),
+                    total_bytes: Some(598_000_000),
+                    seconds: Some(9.87),
+                },
+            ],
+            phases: Some(Phases {
+                load: 10.5,
+                copy: 8.25,
+                index: 1.2,
+                vacuum: 0.6,
+            }),
+        }
+    }
+
+    fn dry() -> Summary {
+        let mut s = loaded();
+        s.kind = Kind::DryRun;
+        s.phases = None;
+        s.seconds = 0.0;
+        for t in &mut s.tables {
+            t.data_bytes = None;
+            t.total_bytes = None;
+            t.seconds = None;
+        }
+        s
+    }
+
+    fn rendered(s: &Summary, f: Format) -> String {
+        let mut v = Vec::new();
+        render(&mut v, s, f).unwrap();
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn table_summary() {
+        insta::assert_snapshot!(rendered(&loaded(), Format::Table));
+        insta::assert_snapshot!("table_summary_dry_run", rendered(&dry(), Format::Table));
+    }
+
+    #[test]
+    fn markdown_summary() {
+        insta::assert_snapshot!(rendered(&loaded(), Format::Markdown));
+        insta::assert_snapshot!(
+            "markdown_summary_dry_run",
+            rendered(&dry(), Format::Markdown)
+        );
+    }
+
+    #[test]
+    fn json_summary() {
+        let text = rendered(&loaded(), Format::Json);
+        insta::assert_snapshot!(text);
+        // The wire type reads back what it wrote.
+        let back: JsonSummary = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, JsonSummary::from(&loaded()));
+        insta::assert_snapshot!("json_summary_dry_run", rendered(&dry(), Format::Json));
+    }
+
+    #[test]
+    fn quiet_runs_render_nothing() {
+        let mut s = loaded();
+        s.kind = Kind::Quiet;
+        assert_eq!(rendered(&s, Format::Table), "");
+    }
+}
