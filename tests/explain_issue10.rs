@@ -496,3 +496,35 @@ fn issue10_owner_member_role_inherit_refused_noinherit_and_force_accepted() {
         "DROP TABLE items; DROP ROLE {n}_inh; DROP ROLE {n}_noinh; DROP ROLE {n}_owner"
     ));
 }
+
+/// Issue 10 section 1: a finding that rests on a fixed-order guess is a
+/// warning naming the guess (a seq-scan is otherwise an error).
+#[test]
+fn issue10_a_finding_on_a_guessed_type_is_a_warning_naming_the_guess() {
+    let db = TestDb::new("explain10_guess_warns");
+    schema(&db);
+    let dir = common::project_dir();
+    let q = queries(
+        dir.path(),
+        &[
+            "SELECT id, $1 * $2 FROM t WHERE price = $3".into(),
+            "SELECT id FROM t WHERE price = $1".into(),
+        ],
+    );
+    let (_, r, _) = json_run(&db, dir.path(), &["--queries", &q]);
+    let seq = r.findings("seq-scan");
+    let guessed = seq
+        .iter()
+        .find(|f| f.query.as_deref().is_some_and(|q| q.contains("$1 * $2")))
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    assert_eq!(guessed.severity, "warning", "{guessed:#?}");
+    assert!(
+        guessed.message.contains("guessed as numeric"),
+        "{guessed:#?}"
+    );
+    let plain = seq
+        .iter()
+        .find(|f| f.query.as_deref() == Some("SELECT id FROM t WHERE price = $1"))
+        .unwrap_or_else(|| panic!("{r:#?}"));
+    assert_eq!(plain.severity, "error", "{plain:#?}");
+}
