@@ -9,7 +9,10 @@ use std::collections::BTreeMap;
 
 use tokio_postgres::Client;
 
-use crate::catalog::expr::{setting_comparisons, settings_read};
+use crate::catalog::expr::{
+    BodyRead, LookupInner, body_read, body_settings, function_comparisons, setting_comparisons,
+    settings_read,
+};
 use crate::catalog::planner::Catalog;
 use crate::catalog::sql_name;
 use crate::db::quote_ident;
@@ -56,6 +59,13 @@ pub struct Tenancy {
     pub id: String,
     pub heaviest: Option<String>,
     pub median: Option<String>,
+    /// The setting's value per tenant id, where it is not the id itself: a
+    /// JSON claim set, or the key a lookup table resolves to the tenant
+    /// (a session id for a user).
+    pub values: BTreeMap<String, SettingValue>,
+    /// How the policies read the tenant when it is through functions, for
+    /// messages (`app_public.current_user_id() -> app_private.sessions`).
+    pub read_through: Option<String>,
 }
 
 impl Tenancy {
@@ -68,7 +78,14 @@ impl Tenancy {
         TenantContext {
             role: Some(self.role.clone()),
             settings: id
-                .map(|id| (self.setting.clone(), SettingValue::Text(id.to_string())))
+                .map(|id| {
+                    let v = self
+                        .values
+                        .get(id)
+                        .cloned()
+                        .unwrap_or_else(|| SettingValue::Text(id.to_string()));
+                    (self.setting.clone(), v)
+                })
                 .into_iter()
                 .collect(),
         }
@@ -103,6 +120,32 @@ pub async fn resolve(
             }
         }
     }
+    // The tenant read through functions: `user_id = app.current_user_id()`.
+    let mut through: BTreeMap<String, Via> = BTreeMap::new();
+    for p in &catalog.policies {
+        for q in [&p.qual, &p.with_check].into_iter().flatten() {
+            for (col, f) in function_comparisons(q) {
+                // A column of a subquery's table (`EXISTS (... user_id = f())`)
+                // is not this table's tenant key.
+                let has = catalog
+                    .tables
+                    .get(&p.table)
+                    .is_some_and(|t| t.columns.contains(&col));
+                if !has {
+                    continue;
+                }
+                let Some(via) = follow(client, &f, stats, 0).await? else {
+                    continue;
+                };
+                *counts.entry(via.setting.clone()).or_default() += 1;
+                by_table
+                    .entry(p.table.clone())
+                    .or_default()
+                    .push((col, via.setting.clone()));
+                through.entry(via.setting.clone()).or_insert(via);
+            }
+        }
+    }
     let mut read: Vec<String> = catalog
         .policies
         .iter()
@@ -110,6 +153,7 @@ pub async fn resolve(
         .flatten()
         .flat_map(|q| settings_read(q))
         .collect();
+    read.extend(through.keys().cloned());
     read.sort();
     read.dedup();
     let setting = match &opts.setting {
@@ -174,21 +218,74 @@ pub async fn resolve(
                 .flat_map(|p| p.roles.iter())
                 .find(|r| r.as_str() != "public")
                 .cloned();
-            freq.iter()
-                .max_by_key(|(_, n)| **n)
-                .map(|(r, _)| r.to_string())
-                .or(from_policies)
-                .ok_or_else(|| {
-                    Error::usage_hint(
-                        "cannot tell which role the application runs as",
-                        "pass --tenant-role ROLE or set [tenant] role in planck.toml",
-                    )
-                })?
+            // Most recorded first; a recorded role that bypasses RLS (the
+            // owner running jobs, whose statements touch no RLS table) is
+            // passed over for one that is subject to it.
+            let mut ranked: Vec<(&str, usize)> = freq.into_iter().collect();
+            ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let mut candidates: Vec<String> = ranked.iter().map(|(r, _)| r.to_string()).collect();
+            candidates.extend(from_policies);
+            if candidates.is_empty() {
+                return Err(Error::usage_hint(
+                    "cannot tell which role the application runs as",
+                    "pass --tenant-role ROLE or set [tenant] role in planck.toml",
+                ));
+            }
+            let mut first_err = None;
+            let mut chosen = None;
+            for c in candidates {
+                match check_role(client, catalog, &c, stats).await {
+                    Ok(()) => {
+                        chosen = Some(c);
+                        break;
+                    }
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+            match (chosen, first_err) {
+                (Some(c), _) => c,
+                (None, Some(e)) => return Err(e),
+                (None, None) => unreachable!("at least one candidate was checked"),
+            }
         }
     };
-    check_role(client, catalog, &role, stats).await?;
+    if opts.role.is_some() {
+        check_role(client, catalog, &role, stats).await?;
+    }
 
-    let (heaviest, median) = tenant_sizes(client, &columns, stats).await?;
+    let via = through.get(&setting).cloned();
+    let ranked = tenant_sizes(client, &columns, stats).await?;
+    // Through a lookup, a tenant is only reachable with a key that resolves
+    // to it (a user with a session).
+    let keys = match via.as_ref().and_then(|v| v.lookup.as_ref()) {
+        Some(lookup) => Some(lookup_keys(client, lookup, stats).await?),
+        None => None,
+    };
+    let reachable: Vec<&String> = ranked
+        .iter()
+        .filter(|k| keys.as_ref().is_none_or(|m| m.contains_key(*k)))
+        .collect();
+    let heaviest = reachable.first().map(|s| s.to_string());
+    let median = reachable.get(reachable.len() / 2).map(|s| s.to_string());
+    let mut values = BTreeMap::new();
+    if let Some(via) = &via {
+        for id in [&heaviest, &median, &opts.id].into_iter().flatten() {
+            let key = match &keys {
+                Some(m) => match m.get(id) {
+                    Some(k) => k.clone(),
+                    None => continue,
+                },
+                None => id.clone(),
+            };
+            let v = match &via.claim {
+                Some(c) => SettingValue::Json(serde_json::json!({ c: key, "role": role })),
+                None => SettingValue::Text(key),
+            };
+            values.insert(id.clone(), v);
+        }
+    }
     let id = match (&opts.id, &heaviest) {
         (Some(id), _) => {
             let flag = opts.id_source.unwrap_or("--tenant-id");
@@ -219,7 +316,133 @@ pub async fn resolve(
         id,
         heaviest,
         median,
+        values,
+        read_through: via.map(|v| v.path),
     })
+}
+
+/// How a policy's function reads the tenant, followed through the bodies.
+#[derive(Debug, Clone, PartialEq)]
+struct Via {
+    setting: String,
+    /// The JSON key (`sub`) when the setting is a claim set.
+    claim: Option<String>,
+    /// (table, tenant column, key column): the setting holds the key of a
+    /// row whose tenant column is the tenant (a session id for a user).
+    lookup: Option<(String, String, String)>,
+    /// The functions followed, for messages.
+    path: String,
+}
+
+/// How deep function bodies are followed.
+const MAX_DEPTH: usize = 4;
+
+/// Follows `name`'s body (`pg_proc.prosrc`, SQL or plpgsql) to the setting
+/// it reads, through lookups and calls of other functions.
+fn follow<'a>(
+    client: &'a Client,
+    name: &'a str,
+    stats: StatsMode,
+    depth: usize,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Via>>> + Send + 'a>> {
+    Box::pin(async move {
+        if depth >= MAX_DEPTH {
+            return Ok(None);
+        }
+        let (schema, bare) = match name.rsplit_once('.') {
+            Some((s, b)) => (s.to_string(), b.to_string()),
+            None => (String::new(), name.to_string()),
+        };
+        let row = client
+            .query_opt(
+                &tag(
+                    stats,
+                    "SELECT p.prosrc, l.lanname::text FROM pg_proc p
+                       JOIN pg_namespace n ON n.oid = p.pronamespace
+                       JOIN pg_language l ON l.oid = p.prolang
+                      WHERE p.proname = $1 AND ($2 = '' OR n.nspname = $2) AND p.pronargs = 0
+                      ORDER BY n.nspname = ANY (current_schemas(true)) DESC LIMIT 1",
+                ),
+                &[&bare, &schema],
+            )
+            .await
+            .map_err(|e| Error::db("reading a policy function's body", e))?;
+        let Some(row) = row else { return Ok(None) };
+        let (body, lang): (String, String) = (row.get(0), row.get(1));
+        let here = format!("{name}()");
+        let read = if lang == "sql" {
+            body_read(&body)
+        } else {
+            body_settings(&body)
+                .into_iter()
+                .next()
+                .map(|(name, claim)| BodyRead::Setting { name, claim })
+        };
+        Ok(match read {
+            None => None,
+            Some(BodyRead::Setting { name, claim }) => Some(Via {
+                setting: name,
+                claim,
+                lookup: None,
+                path: here,
+            }),
+            Some(BodyRead::Calls(f)) => follow(client, &f, stats, depth + 1).await?.map(|v| Via {
+                path: format!("{here} -> {}", v.path),
+                ..v
+            }),
+            Some(BodyRead::Lookup {
+                table,
+                out_col,
+                key_col,
+                inner,
+            }) => {
+                let inner = match inner {
+                    LookupInner::Setting { name, claim } => Some(Via {
+                        setting: name,
+                        claim,
+                        lookup: None,
+                        path: String::new(),
+                    }),
+                    LookupInner::Function(f) => follow(client, &f, stats, depth + 1).await?,
+                };
+                inner.filter(|v| v.lookup.is_none()).map(|v| Via {
+                    path: format!(
+                        "{here} -> {table}.{out_col} by {key_col}{}",
+                        if v.path.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" = {}", v.path)
+                        }
+                    ),
+                    lookup: Some((table, out_col, key_col)),
+                    ..v
+                })
+            }
+        })
+    })
+}
+
+/// Tenant -> the (smallest) key that resolves to it through the lookup table.
+async fn lookup_keys(
+    client: &Client,
+    (table, out_col, key_col): &(String, String, String),
+    stats: StatsMode,
+) -> Result<BTreeMap<String, String>> {
+    let sql = format!(
+        "SELECT {o}::text, min({k}::text) FROM {t} WHERE {o} IS NOT NULL GROUP BY 1",
+        k = quote_ident(key_col),
+        o = quote_ident(out_col),
+        t = table
+            .split('.')
+            .map(quote_ident)
+            .collect::<Vec<_>>()
+            .join("."),
+    );
+    let rows = client
+        .query(&tag(stats, &sql), &[])
+        .await
+        .map_err(|e| Error::db("resolving the tenants through their lookup table", e))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// The role must exist, obey row-level security and own none of the tables.
@@ -230,11 +453,16 @@ async fn check_role(
     stats: StatsMode,
 ) -> Result<()> {
     let row = client
-        .query_opt(&tag(stats, "SELECT rolsuper, rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER'),
+        .query_opt(
+            &tag(
+                stats,
+                "SELECT rolsuper, rolbypassrls, pg_has_role(current_user, r.oid, 'MEMBER'),
                     ARRAY(SELECT c.relname::text FROM pg_class c
-                           WHERE c.relowner = r.oid AND c.relrowsecurity AND NOT c.relforcerowsecurity
+                           WHERE pg_has_role(r.oid, c.relowner, 'USAGE')
+                             AND c.relrowsecurity AND NOT c.relforcerowsecurity
                            ORDER BY 1)
-               FROM pg_roles r WHERE rolname = $1"),
+               FROM pg_roles r WHERE rolname = $1",
+            ),
             &[&role],
         )
         .await
@@ -280,10 +508,12 @@ async fn check_role(
     if !owned.is_empty() {
         return Err(Error::usage_hint(
             format!(
-                "tenant role {role} owns {} and so bypasses their row-level security",
+                "tenant role {role} owns {} (or is an INHERIT member of the owner's role) and \
+                 so bypasses their row-level security",
                 owned.join(", ")
             ),
-            "use a role that owns nothing, or ALTER TABLE ... FORCE ROW LEVEL SECURITY",
+            "use a role that owns nothing and inherits no owner's privileges (a NOINHERIT \
+             member is subject to RLS), or ALTER TABLE ... FORCE ROW LEVEL SECURITY",
         ));
     }
     Ok(())
@@ -386,15 +616,14 @@ async fn check_id(
     ))
 }
 
-/// The heaviest tenant and a median one, by rows owned across the
-/// RLS-protected tables.
+/// The tenants, heaviest first, by rows owned across the RLS-protected tables.
 async fn tenant_sizes(
     client: &Client,
     columns: &BTreeMap<String, String>,
     stats: StatsMode,
-) -> Result<(Option<String>, Option<String>)> {
+) -> Result<Vec<String>> {
     if columns.is_empty() {
-        return Ok((None, None));
+        return Ok(Vec::new());
     }
     // Grouping by the column's own type is much faster than by its text;
     // text is the fallback when the tables' key types differ.
@@ -422,6 +651,5 @@ async fn tenant_sizes(
             .map_err(|e| Error::db("finding the heaviest tenant", e))?,
         Err(e) => return Err(Error::db("finding the heaviest tenant", e)),
     };
-    let keys: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-    Ok((keys.first().cloned(), keys.get(keys.len() / 2).cloned()))
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }

@@ -132,6 +132,156 @@ pub fn operators(qual: &str) -> Vec<(String, String)> {
     out
 }
 
+/// A call of a function other than `current_setting`, possibly cast
+/// (`(app.uid())::text`): its name as written, qualified when it is.
+fn function_call(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Cast { expr, .. } | Expr::Nested(expr) => function_call(expr),
+        Expr::Function(f) if !f.name.to_string().eq_ignore_ascii_case("current_setting") => Some(
+            f.name
+                .0
+                .iter()
+                .map(|p| p.to_string().trim_matches('"').to_string())
+                .collect::<Vec<_>>()
+                .join("."),
+        ),
+        // `(SELECT auth.uid())`: the InitPlan form.
+        Expr::Subquery(q) => match q.body.as_ref() {
+            sqlparser::ast::SetExpr::Select(sel) if sel.from.is_empty() => {
+                match sel.projection.as_slice() {
+                    [sqlparser::ast::SelectItem::UnnamedExpr(e)]
+                    | [sqlparser::ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+                        function_call(e)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `(user_id = app_public.current_user_id())` ->
+/// `[("user_id", "app_public.current_user_id")]`: columns a policy compares
+/// with a function's result (the tenant read through a function).
+pub fn function_comparisons(qual: &str) -> Vec<(String, String)> {
+    match parse_expr(qual) {
+        Some(expr) => column_equalities(&expr, function_call),
+        None => Vec::new(),
+    }
+}
+
+/// How a function body reads the tenant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyRead {
+    /// `current_setting('name')`, the JSON key when it is read as
+    /// `current_setting('name')::jsonb ->> 'key'`.
+    Setting { name: String, claim: Option<String> },
+    /// `SELECT out_col FROM table WHERE key_col = <inner>`: the tenant is
+    /// looked up from what `inner` (a setting or a function) gives.
+    Lookup {
+        table: String,
+        out_col: String,
+        key_col: String,
+        inner: LookupInner,
+    },
+    /// Another function is called for it.
+    Calls(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LookupInner {
+    Setting { name: String, claim: Option<String> },
+    Function(String),
+}
+
+/// The settings a function body (`pg_proc.prosrc`, SQL or plpgsql) reads,
+/// with the JSON key each is read through.
+pub fn body_settings(body: &str) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    let lower = body.to_lowercase();
+    for (at, _) in lower.match_indices("current_setting(") {
+        let rest = &body[at + "current_setting(".len()..];
+        let Some(q) = rest.find('\'') else { continue };
+        let after = &rest[q + 1..];
+        let Some(end) = after.find('\'') else {
+            continue;
+        };
+        let name = after[..end].to_string();
+        // `...)::jsonb ->> 'sub'` within the same expression.
+        let tail: String = after[end..].chars().take(80).collect();
+        let claim = tail.find("->>").and_then(|i| {
+            let t = &tail[i + 3..];
+            let a = t.find('\'')?;
+            let b = t[a + 1..].find('\'')?;
+            Some(t[a + 1..a + 1 + b].to_string())
+        });
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name, claim));
+        }
+    }
+    out
+}
+
+/// What an SQL function body does to read the tenant: a lookup
+/// (`select user_id from app_private.sessions where uuid = f()`), a setting,
+/// or a call of another function. `None` when it reads none.
+pub fn body_read(body: &str) -> Option<BodyRead> {
+    use sqlparser::ast::{SelectItem, SetExpr, Statement, TableFactor};
+    let stmts = Parser::parse_sql(&PostgreSqlDialect {}, body).ok();
+    if let Some([Statement::Query(q)]) = stmts.as_deref()
+        && let SetExpr::Select(sel) = q.body.as_ref()
+        && let [t] = sel.from.as_slice()
+        && t.joins.is_empty()
+        && let TableFactor::Table { name, .. } = &t.relation
+        && let [SelectItem::UnnamedExpr(out)] = sel.projection.as_slice()
+        && let Some(sel_expr) = &sel.selection
+    {
+        let ident = |e: &Expr| match e {
+            Expr::Identifier(i) => Some(i.value.clone()),
+            Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
+            _ => None,
+        };
+        let table = name
+            .0
+            .iter()
+            .map(|p| p.to_string().trim_matches('"').to_string())
+            .collect::<Vec<_>>()
+            .join(".");
+        let inner = |e: &Expr| -> Option<LookupInner> {
+            if let Some(f) = function_call(e) {
+                return Some(LookupInner::Function(f));
+            }
+            let (name, claim) = body_settings(&e.to_string()).into_iter().next()?;
+            Some(LookupInner::Setting { name, claim })
+        };
+        if let Some(out_col) = ident(out)
+            && let Some((key_col, inner)) = column_equalities(sel_expr, inner).into_iter().next()
+        {
+            return Some(BodyRead::Lookup {
+                table,
+                out_col,
+                key_col,
+                inner,
+            });
+        }
+    }
+    if let Some((name, claim)) = body_settings(body).into_iter().next() {
+        return Some(BodyRead::Setting { name, claim });
+    }
+    // `select app.uid()` / `return app.uid();`: one function called for it.
+    if let Some([Statement::Query(q)]) = stmts.as_deref()
+        && let SetExpr::Select(sel) = q.body.as_ref()
+        && sel.from.is_empty()
+        && let [SelectItem::UnnamedExpr(e)] = sel.projection.as_slice()
+        && let Some(f) = function_call(e)
+    {
+        return Some(BodyRead::Calls(f));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,6 +311,55 @@ mod tests {
         assert_eq!(
             operators("(title ~~ 'a%'::text)"),
             vec![("title".to_string(), "~~".to_string())]
+        );
+    }
+
+    #[test]
+    fn finds_the_tenant_read_through_functions() {
+        assert_eq!(
+            function_comparisons("(user_id = app_public.current_user_id())"),
+            vec![(
+                "user_id".to_string(),
+                "app_public.current_user_id".to_string()
+            )]
+        );
+        assert_eq!(
+            function_comparisons("(user_id = ( SELECT auth.uid() AS uid))"),
+            vec![("user_id".to_string(), "auth.uid".to_string())]
+        );
+        assert_eq!(
+            body_read(
+                "\n  select user_id from app_private.sessions where uuid = app_public.current_session_id();\n"
+            ),
+            Some(BodyRead::Lookup {
+                table: "app_private.sessions".into(),
+                out_col: "user_id".into(),
+                key_col: "uuid".into(),
+                inner: LookupInner::Function("app_public.current_session_id".into()),
+            })
+        );
+        assert_eq!(
+            body_read(
+                "select nullif(pg_catalog.current_setting('jwt.claims.session_id', true), '')::uuid;"
+            ),
+            Some(BodyRead::Setting {
+                name: "jwt.claims.session_id".into(),
+                claim: None
+            })
+        );
+        assert_eq!(
+            body_read(
+                "select (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')::uuid"
+            ),
+            Some(BodyRead::Setting {
+                name: "request.jwt.claims".into(),
+                claim: Some("sub".into())
+            })
+        );
+        assert_eq!(
+            body_read("begin return auth.uid(); end"),
+            None,
+            "plpgsql is read for its settings only"
         );
     }
 }

@@ -21,6 +21,7 @@ use crate::db::ConnInfo;
 use crate::error::{Error, PgError, Result};
 use crate::output::Log;
 use crate::params::binding::{self, Analysis, Binding};
+use crate::params::typing;
 use crate::params::values::{Sampler, TextParam, fill_defaults};
 use crate::queries::Statement;
 use crate::session::{self, StatsMode};
@@ -39,6 +40,9 @@ pub struct EngineOptions {
     pub jobs: usize,
     /// How planck's statements stay out of pg_stat_statements (see `session`).
     pub stats: StatsMode,
+    /// Relations the recorded test run created (the queries file's
+    /// `created_relations`): a statement that misses one is skipped, not stale.
+    pub created_relations: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +68,9 @@ pub struct Explained {
     pub stale: Option<PgError>,
     /// Plans that could not be made, and why (the others still count).
     pub notes: Vec<String>,
+    /// Parameter types guessed in the fixed order, not read from the
+    /// context: findings on this statement are warnings naming them.
+    pub guesses: Vec<String>,
 }
 
 impl Explained {
@@ -319,6 +326,7 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
         plans: Vec::new(),
         stale: None,
         notes: Vec::new(),
+        guesses: Vec::new(),
     };
     if let Some(reason) = &e.stmt.ignore {
         e.status = Status::Skipped(format!("ignored: {reason}"));
@@ -334,29 +342,48 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     e.analysis = binding::analyze(&e.text);
     e.judged = shared.judged(&e.stmt);
     let client = session::get(pool).await?;
+    if let Err(err) = plan_statement(&client, shared, &mut e).await {
+        // One statement's failure never ends the run: a server error, a
+        // backend terminated under --analyze, a broken connection (the pool
+        // drops it and opens another).
+        let _ = client.batch_execute("ROLLBACK").await;
+        e.status = Status::Skipped(format!("planning failed: {err}"));
+    }
+    Ok(e)
+}
+
+/// Samples the values and plans `e` in every mode; sets its status.
+async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> Result<()> {
     // Values are sampled first, as the connecting role, outside any transaction.
     let mut picks = Vec::new();
     for pick in shared.picks() {
         let values = shared
             .sampler
-            .values(&client, &e.text, &e.analysis, pick.tenant_id.as_deref())
+            .values(client, &e.text, &e.analysis, pick.tenant_id.as_deref())
             .await?;
         picks.push((pick, values));
     }
+    if shared.opts.analyze
+        && let Some(f) = binding::not_rolled_back(&e.text)
+    {
+        e.notes.push(format!(
+            "planned without ANALYZE: it calls {f}(), whose effects a ROLLBACK does not undo"
+        ));
+    }
     let mut failures = Vec::new();
     for mode in shared.opts.modes.clone() {
-        match plan_mode(&client, shared, &mut e, mode, &picks).await {
+        match plan_mode(client, shared, e, mode, &picks).await {
             Ok(()) => {}
             Err(Failure::Fatal(err)) => return Err(err),
             Err(Failure::Timeout) => {
                 // No point waiting for the timeout again in the other mode.
                 failures.push((mode, Failure::Timeout));
-                rollback(&client).await?;
+                rollback(client).await?;
                 break;
             }
             Err(f) => failures.push((mode, f)),
         }
-        rollback(&client).await?;
+        rollback(client).await?;
     }
     let timed_out = failures
         .iter()
@@ -371,13 +398,28 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     if let Some(i) = timed_out.or(judged_failure.filter(|_| !judged_plan)) {
         let (mode, f) = failures.remove(i);
         e.status = Status::Skipped(match f {
+            Failure::Stale(pg) if only_in_functions(&e.stmt) => format!(
+                "ran only inside a function (pg_stat_statements toplevel = false): it names the \
+                 function's parameters or variables, which planck cannot bind yet: {}",
+                pg.message
+            ),
             Failure::Stale(pg) => {
-                let r = format!("stale: {}", pg.message);
-                e.stale = Some(pg);
-                r
+                match created_by_the_run(&shared.opts.created_relations, e, &pg) {
+                    Some(name) => format!(
+                        "{name} was created by the recorded test run (a temporary table or a view \
+                     it dropped), so it is not here to plan against: {}",
+                        pg.message
+                    ),
+                    None => {
+                        let r = format!("stale: {}", pg.message);
+                        e.stale = Some(pg);
+                        r
+                    }
+                }
             }
             Failure::Untyped(pg) => format!(
-                "parameter types cannot be inferred, even with a text guess: {}",
+                "parameter types cannot be inferred from the context nor with the typed \
+                 guesses (numeric, bigint, timestamptz, interval, text): {}",
                 pg.message
             ),
             Failure::Syntax(pg) => match &e.analysis.parse_error {
@@ -402,7 +444,31 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
             e.notes.push(format!("{} mode: {f}", mode.as_str()));
         }
     }
-    Ok(e)
+    Ok(())
+}
+
+/// Recorded only inside functions: its names may be the function's own.
+fn only_in_functions(stmt: &Statement) -> bool {
+    !stmt.contexts.is_empty()
+        && stmt
+            .contexts
+            .iter()
+            .all(|c| *c == crate::queries::Context::Function)
+}
+
+/// The relation the test run created that a 42P01/42703 is about: named in
+/// the message, or (a missing column) a table the statement reads.
+fn created_by_the_run(created: &[String], e: &Explained, pg: &PgError) -> Option<String> {
+    if created.is_empty() || !matches!(pg.code.as_str(), "42P01" | "42703") {
+        return None;
+    }
+    let bare = |n: &str| n.rsplit('.').next().unwrap_or(n).to_string();
+    let is_created = |n: &str| created.iter().any(|c| c == n || bare(c) == bare(n));
+    let quoted = pg.message.split('"').nth(1).unwrap_or_default();
+    if pg.code == "42P01" {
+        return is_created(quoted).then(|| quoted.to_string());
+    }
+    e.analysis.tables.iter().find(|t| is_created(t)).cloned()
 }
 
 async fn rollback(client: &Client) -> Result<()> {
@@ -441,6 +507,12 @@ async fn begin(
     )
     .await
     .map_err(|e| failure(e, "starting the planning transaction"))
+}
+
+/// Whether `e` is planned with ANALYZE: not when it calls a function whose
+/// effects a ROLLBACK does not undo.
+fn analyzes(shared: &Shared, e: &Explained) -> bool {
+    shared.opts.analyze && binding::not_rolled_back(&e.text).is_none()
 }
 
 /// VERBOSE: only then does EXPLAIN name each scan's `Schema`, which keeps two
@@ -486,44 +558,24 @@ async fn plan_mode(
     );
     r_begin.map_err(|err| failure(err, "starting the planning transaction"))?;
     let mut prepared = r_prep;
-    let untyped = prepared.as_ref().err().and_then(|err| {
-        (err.code() == Some(&SqlState::INDETERMINATE_DATATYPE)
-            || err.code() == Some(&SqlState::DATATYPE_MISMATCH))
-        .then(|| err.as_db_error().map(PgError::from_db))
-        .flatten()
-    });
-    if let Some(original) = untyped {
-        // A typed guess: parameters nothing binds become text.
-        let bound: BTreeSet<u32> = e.analysis.bindings.keys().copied().collect();
-        let all = binding::params(&e.text);
-        let unbound: BTreeSet<u32> = all.difference(&bound).copied().collect();
-        let which = if unbound.is_empty() { all } else { unbound };
-        let guess = binding::cast_params(&e.text, &which, "text");
+    if let Some(db) = prepared.as_ref().err().and_then(|err| err.as_db_error())
+        && RETYPED.contains(db.code())
+    {
+        let original = PgError::from_db(db);
         let _ = client.batch_execute("ROLLBACK").await;
-        begin(client, shared, mode, first_tenant.as_deref()).await?;
-        prepared = client
-            .prepare(&shared.tag(&format!("{}{}", explain_prefix(false), guess)))
-            .await;
-        if prepared.is_err() {
-            return Err(Failure::Untyped(original));
+        match type_by_context(client, shared, e, mode, first_tenant.as_deref()).await? {
+            Some(stmt) => prepared = Ok(stmt),
+            // 42883 with every argument's type known: the function is gone.
+            None if db.code() == &SqlState::UNDEFINED_FUNCTION
+                && !original.message.contains("unknown") =>
+            {
+                return Err(Failure::Stale(original));
+            }
+            None => return Err(Failure::Untyped(original)),
         }
-        e.repairs.push(format!(
-            "untyped {} {} guessed as text",
-            if which.len() == 1 {
-                "parameter"
-            } else {
-                "parameters"
-            },
-            which
-                .iter()
-                .map(|n| format!("${n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        e.text = guess;
     }
     let prepared = prepared.map_err(|err| failure(err, "preparing the statement"))?;
-    let analyze_stmt = if shared.opts.analyze {
+    let analyze_stmt = if analyzes(shared, e) {
         Some(
             client
                 .prepare(&shared.tag(&format!("{}{}", explain_prefix(true), e.text)))
@@ -669,6 +721,162 @@ async fn plan_mode(
     Ok(())
 }
 
+/// What the server answers when a parameter has no type it can settle on:
+/// the statement is typed from its context and tried again.
+const RETYPED: [SqlState; 4] = [
+    SqlState::INDETERMINATE_DATATYPE,
+    SqlState::DATATYPE_MISMATCH,
+    SqlState::AMBIGUOUS_FUNCTION,
+    SqlState::UNDEFINED_FUNCTION,
+];
+
+/// Types the loose parameters of `e` from the expression around them
+/// (see `params::typing`) and prepares again, attempt by attempt, each in a
+/// fresh transaction; keeps the first that plans: its text becomes the
+/// statement's, its casts its repairs (fixed-order guesses in `guesses`).
+/// The caller has rolled back; on success the transaction is open.
+async fn type_by_context(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+    mode: Mode,
+    tenant: Option<&str>,
+) -> Result<Option<tokio_postgres::Statement>, Failure> {
+    let u = typing::untyped(&e.text);
+    if u.loose.is_empty() {
+        // No context at all (`$1 IS NULL`): text, as the server reads an
+        // unknown literal, then the fixed order.
+        let all = typing::uncast(&e.text);
+        let text = typing::Attempt {
+            casts: all.iter().map(|n| (*n, "text".to_string())).collect(),
+            guessed: all.clone(),
+        };
+        let attempts: Vec<typing::Attempt> = std::iter::once(text)
+            .chain(typing::attempts(&all, &BTreeMap::new()))
+            .collect();
+        return try_attempts(client, shared, e, mode, tenant, attempts).await;
+    }
+    let mut hinted: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for (n, hints) in &u.hints {
+        for h in hints {
+            if let Some(ty) = hint_type(client, shared, e, &u, h).await?
+                && !hinted.get(n).is_some_and(|v| v.contains(&ty))
+            {
+                hinted.entry(*n).or_default().push(ty);
+            }
+        }
+    }
+    let attempts = typing::attempts(&u.loose, &hinted);
+    try_attempts(client, shared, e, mode, tenant, attempts).await
+}
+
+/// Prepares with each attempt's casts in a fresh transaction; keeps the first that plans.
+async fn try_attempts(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+    mode: Mode,
+    tenant: Option<&str>,
+    attempts: Vec<typing::Attempt>,
+) -> Result<Option<tokio_postgres::Statement>, Failure> {
+    for attempt in attempts {
+        if attempt.casts.is_empty() {
+            continue;
+        }
+        let text = typing::apply(&e.text, &attempt.casts);
+        begin(client, shared, mode, tenant).await?;
+        match client
+            .prepare(&shared.tag(&format!("{}{}", explain_prefix(false), text)))
+            .await
+        {
+            Ok(stmt) => {
+                let notes = attempt.describe();
+                e.guesses
+                    .extend(notes.iter().filter(|n| n.contains("guessed as")).cloned());
+                e.repairs.extend(notes);
+                e.text = text;
+                return Ok(Some(stmt));
+            }
+            Err(err)
+                if err
+                    .as_db_error()
+                    .is_some_and(|d| !d.code().code().starts_with("08")) =>
+            {
+                let _ = client.batch_execute("ROLLBACK").await;
+            }
+            Err(err) => return Err(failure(err, "preparing the statement")),
+        }
+    }
+    Ok(None)
+}
+
+/// The type a hint stands for: a column's (from the server), a literal's,
+/// the only signature's argument type.
+async fn hint_type(
+    client: &Client,
+    shared: &Shared,
+    e: &Explained,
+    u: &typing::Untyped,
+    h: &typing::Hint,
+) -> Result<Option<String>, Failure> {
+    use typing::Hint;
+    let column_type = |table: &Option<String>, column: &String| {
+        let t = match table {
+            Some(q) => {
+                let t = u.aliases.get(q).cloned().unwrap_or_else(|| q.clone());
+                shared.catalog.resolve(&t).map(str::to_string)
+            }
+            None => shared
+                .catalog
+                .table_with_column(&e.analysis.tables, column)
+                .or_else(|| {
+                    shared
+                        .catalog
+                        .table_with_column(&u.aliases.values().cloned().collect::<Vec<_>>(), column)
+                }),
+        };
+        t.map(|t| (crate::catalog::sql_name(&t), column.clone()))
+    };
+    let rows = match h {
+        Hint::Clock => return Ok(Some("interval".to_string())),
+        Hint::Sibling(ty) | Hint::Aggregate(ty) => return Ok(Some(ty.clone())),
+        Hint::Column { table, column } | Hint::SiblingColumn { table, column } => {
+            let Some((t, c)) = column_type(table, column) else {
+                return Ok(None);
+            };
+            client
+                .query(
+                    &shared.tag(
+                        "SELECT format_type(atttypid, NULL) FROM pg_attribute
+                          WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped",
+                    ),
+                    &[&t, &c],
+                )
+                .await
+        }
+        // The argument type, when every function of that name and arity agrees
+        // (the numbers are spliced: they are counts, not text).
+        Hint::Argument { name, nargs, pos } => {
+            client
+                .query(
+                    &shared.tag(&format!(
+                        "SELECT min(t) FROM (SELECT DISTINCT format_type(proargtypes[{pos}], NULL) AS t
+                                             FROM pg_proc WHERE proname = $1 AND pronargs = {nargs}) s
+                          HAVING count(*) = 1"
+                    )),
+                    &[name],
+                )
+                .await
+        }
+    }
+    .map_err(|err| failure(err, "reading a parameter's context type"))?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.get::<_, Option<String>>(0))
+        // Polymorphic signatures say nothing.
+        .filter(|t| !t.starts_with("any")))
+}
+
 fn generic_record(mode: Mode, tenant: &Option<String>, n: usize, json: Value) -> Plan {
     Plan {
         mode,
@@ -752,7 +960,7 @@ async fn plan_custom(
     let stmt = client
         .prepare(&shared.tag(&format!(
             "{}{}",
-            explain_prefix(shared.opts.analyze),
+            explain_prefix(analyzes(shared, e)),
             e.text
         )))
         .await
@@ -846,6 +1054,7 @@ mod tests {
                 timeout_ms: 100,
                 jobs: 1,
                 stats: StatsMode::Untracked,
+                created_relations: Vec::new(),
             },
         };
         assert_eq!(

@@ -32,7 +32,7 @@ use crate::tenancy::{self, Tenancy};
 pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Report> {
     let client = conn.connect().await?;
     let stats = session::quiet_stats(&client, log).await?;
-    let statements = read_statements(&client, s, stats, log).await?;
+    let (statements, created_relations) = read_statements(&client, s, stats, log).await?;
     if statements.is_empty() {
         log.warn("no statements to explain (the queries file or pg_stat_statements is empty)");
         return Ok(Report::default());
@@ -63,6 +63,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
             timeout_ms: s.timeout_ms,
             jobs: s.jobs,
             stats,
+            created_relations,
         },
         log,
     )?;
@@ -84,6 +85,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         source: s.app_source.as_deref(),
     };
     let mut all = rules::run_all(&ctx, &s.disabled);
+    guessed_types_warn(&mut all, &results);
     if let StatementSource::Queries(path) = &s.statements {
         findings::locate(&mut all, &statements, path);
     }
@@ -101,7 +103,7 @@ async fn read_statements(
     s: &ExplainSettings,
     stats: StatsMode,
     log: Log,
-) -> Result<Vec<Statement>> {
+) -> Result<(Vec<Statement>, Vec<String>)> {
     match &s.statements {
         StatementSource::Stats => {
             let (statements, dropped) = stats_source::read(client, stats).await?;
@@ -113,7 +115,7 @@ async fn read_statements(
                 // `left out 5 of planck's own, 21 server FK checks, 1 stats resets`
                 log.info(&format!("left out {}", parts.join(", ")));
             }
-            Ok(statements)
+            Ok((statements, Vec::new()))
         }
         StatementSource::Queries(path) => {
             if !path.is_file() {
@@ -122,7 +124,8 @@ async fn read_statements(
                     "record one with `planck record -- <your tests>`, pass --queries PATH, or use --from-stats",
                 ));
             }
-            Ok(QueryFile::load(path)?.statements)
+            let f = QueryFile::load(path)?;
+            Ok((f.statements, f.created_relations))
         }
     }
 }
@@ -153,11 +156,18 @@ async fn resolve_tenancy(
         "tenancy worked out in {:.2}s",
         clock.elapsed().as_secs_f64()
     ));
+    let shown = match t.values.get(&t.id) {
+        Some(v) => format!("{} (for tenant {})", v.as_text(), t.id),
+        None => t.id.clone(),
+    };
+    if let Some(path) = &t.read_through {
+        log.info(&format!("the policies read the tenant through {path}"));
+    }
     log.info(&format!(
         "tenant mode: role {}, {} = {}{}",
         t.role,
         t.setting,
-        t.id,
+        shown,
         if t.heaviest.as_deref() == Some(t.id.as_str()) {
             " (heaviest tenant)"
         } else {
@@ -202,6 +212,27 @@ async fn plan(engine: &Engine, statements: Vec<Statement>, log: Log) -> Result<V
         started.elapsed().as_secs_f64()
     ));
     Ok(results)
+}
+
+/// A finding on a statement planned with a fixed-order type guess rests
+/// on that guess: it is a warning, and says so.
+fn guessed_types_warn(all: &mut [Finding], results: &[Explained]) {
+    for f in all.iter_mut() {
+        let Some(e) = results
+            .iter()
+            .find(|e| f.statement.as_deref() == Some(e.stmt.id.as_str()))
+        else {
+            continue;
+        };
+        if e.guesses.is_empty() {
+            continue;
+        }
+        if f.severity == Severity::Error {
+            f.severity = Severity::Warning;
+        }
+        f.message
+            .push_str(&format!(" (planned with {})", e.guesses.join("; ")));
+    }
 }
 
 /// Ignores, the baseline (written first with `--write-baseline`), and the

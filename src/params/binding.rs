@@ -305,6 +305,25 @@ pub fn repair(text: &str) -> (String, Vec<String>) {
                 continue;
             }
         }
+        // `extract($1 from x)`: the field became a parameter, which does not
+        // parse; the function form takes the field as text.
+        if word(i).as_deref() == Some("extract")
+            && k + 3 < sig.len()
+            && toks[sig[k + 1]].kind == Tok::Punct('(')
+            && let Tok::Param(n) = toks[sig[k + 2]].kind
+            && word(sig[k + 3]).as_deref() == Some("from")
+        {
+            edits.push((
+                toks[i].start,
+                toks[sig[k + 3]].end,
+                format!("pg_catalog.extract(${n}::text,"),
+            ));
+            notes.push(format!(
+                "`extract(${n} from ...)` written as `pg_catalog.extract(${n}::text, ...)`"
+            ));
+            k += 4;
+            continue;
+        }
         if toks[i].kind == Tok::Comment {
             let body = &text[toks[i].start..toks[i].end];
             let inner = body.trim_start_matches("/*").trim_end_matches("*/").trim();
@@ -317,10 +336,102 @@ pub fn repair(text: &str) -> (String, Vec<String>) {
         }
         k += 1;
     }
-    if edits.is_empty() {
-        return (text.to_string(), notes);
+    let out = if edits.is_empty() {
+        text.to_string()
+    } else {
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (s, e, r) in edits {
+            out.push_str(&text[at..s]);
+            out.push_str(&r);
+            at = e;
+        }
+        out.push_str(&text[at..]);
+        out.trim_end().to_string()
+    };
+    match collapse_long_lists(&out) {
+        Some((collapsed, note)) => {
+            notes.push(note);
+            (collapsed, notes)
+        }
+        None => (out, notes),
     }
-    let mut out = String::with_capacity(text.len());
+}
+
+/// The most parameters one statement may have (the protocol's 16-bit count).
+pub const MAX_PARAMS: u32 = 65_535;
+
+/// A statement with more parameters than the protocol allows (`IN ($1, ...,
+/// $70000)`) cannot even be prepared: each IN list made only of parameters
+/// becomes `= ANY($n)` (`<> ALL($n)` after NOT), one array parameter the
+/// server types from the column, and the parameters are numbered again.
+/// The planner turns an IN list into the same `= ANY(ARRAY[...])` anyway.
+pub fn collapse_long_lists(text: &str) -> Option<(String, String)> {
+    let toks = lex(text);
+    let count = toks
+        .iter()
+        .filter(|t| matches!(t.kind, Tok::Param(_)))
+        .count();
+    let max = params(text).last().copied().unwrap_or(0);
+    if count <= MAX_PARAMS as usize && max <= MAX_PARAMS {
+        return None;
+    }
+    let sig: Vec<usize> = (0..toks.len())
+        .filter(|&i| !matches!(toks[i].kind, Tok::Space | Tok::Comment))
+        .collect();
+    let word = |i: usize| {
+        (toks[i].kind == Tok::Word).then(|| text[toks[i].start..toks[i].end].to_ascii_lowercase())
+    };
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut lists = 0;
+    let mut longest = 0;
+    let mut k = 0;
+    while k + 2 < sig.len() {
+        if word(sig[k]).as_deref() == Some("in") && toks[sig[k + 1]].kind == Tok::Punct('(') {
+            // `$a , $b , ... )`
+            let mut j = k + 2;
+            let mut first = None;
+            let mut n = 0;
+            let ok = loop {
+                let Some(&t) = sig.get(j) else { break false };
+                match toks[t].kind {
+                    Tok::Param(p) => {
+                        first.get_or_insert(p);
+                        n += 1;
+                    }
+                    _ => break false,
+                }
+                match sig.get(j + 1).map(|&t| toks[t].kind) {
+                    Some(Tok::Punct(',')) => j += 2,
+                    Some(Tok::Punct(')')) => break true,
+                    _ => break false,
+                }
+            };
+            if ok && n > 1 {
+                let negated = k > 0 && word(sig[k - 1]).as_deref() == Some("not");
+                let start = if negated {
+                    toks[sig[k - 1]].start
+                } else {
+                    toks[sig[k]].start
+                };
+                let op = if negated { "<> ALL" } else { "= ANY" };
+                edits.push((
+                    start,
+                    toks[sig[j + 1]].end,
+                    format!("{op}(${})", first.unwrap_or(1)),
+                ));
+                lists += 1;
+                longest = longest.max(n);
+                k = j + 2;
+                continue;
+            }
+        }
+        k += 1;
+    }
+    if edits.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len() / 4);
     let mut at = 0;
     for (s, e, r) in edits {
         out.push_str(&text[at..s]);
@@ -328,7 +439,32 @@ pub fn repair(text: &str) -> (String, Vec<String>) {
         at = e;
     }
     out.push_str(&text[at..]);
-    (out.trim_end().to_string(), notes)
+    Some((
+        renumber(&out),
+        format!(
+            "{count} parameters are more than a statement may have ({MAX_PARAMS}): {lists} IN \
+             {} of parameters (the longest {longest}) planned as `= ANY($n)`, one array each",
+            if lists == 1 { "list" } else { "lists" }
+        ),
+    ))
+}
+
+/// Numbers the parameters `$1, $2, ...` in order of first appearance.
+pub fn renumber(text: &str) -> String {
+    let mut map: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for t in lex(text) {
+        if let Tok::Param(n) = t.kind {
+            let next = map.len() as u32 + 1;
+            let m = *map.entry(n).or_insert(next);
+            out.push_str(&text[at..t.start]);
+            out.push_str(&format!("${m}"));
+            at = t.end;
+        }
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 /// Casts the given parameters to `ty` where they carry no cast yet: the
@@ -366,6 +502,47 @@ pub fn params(text: &str) -> BTreeSet<u32> {
             _ => None,
         })
         .collect()
+}
+
+/// Functions whose effects a ROLLBACK does not undo: a statement calling
+/// one is planned without ANALYZE (the README lists them).
+pub const NOT_ROLLED_BACK: [&str; 19] = [
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_advisory_lock",
+    "pg_advisory_lock_shared",
+    "pg_try_advisory_lock",
+    "pg_try_advisory_lock_shared",
+    "setval",
+    "nextval",
+    "dblink",
+    "dblink_exec",
+    "dblink_send_query",
+    "pg_reload_conf",
+    "pg_rotate_logfile",
+    "pg_switch_wal",
+    "lo_export",
+    "pg_file_write",
+    "pg_notify",
+    "pg_stat_reset",
+    "pg_stat_statements_reset",
+];
+
+/// The first function of [`NOT_ROLLED_BACK`] the statement calls (a word
+/// followed by `(`, outside strings and comments).
+pub fn not_rolled_back(text: &str) -> Option<&'static str> {
+    let toks = lex(text);
+    let sig: Vec<&Token> = toks
+        .iter()
+        .filter(|t| !matches!(t.kind, Tok::Space | Tok::Comment))
+        .collect();
+    sig.windows(2).find_map(|w| {
+        if w[0].kind != Tok::Word || w[1].kind != Tok::Punct('(') {
+            return None;
+        }
+        let name = text[w[0].start..w[0].end].to_ascii_lowercase();
+        NOT_ROLLED_BACK.iter().find(|f| **f == name).copied()
+    })
 }
 
 /// What a parameter stands for.
@@ -748,6 +925,54 @@ mod tests {
             let _ = params(t);
             let _ = cast_params(t, &[1].into_iter().collect(), "text");
         }
+    }
+
+    #[test]
+    fn extract_with_a_parameter_field_is_written_as_the_function() {
+        let (t, notes) = repair("SELECT extract($1 FROM created_at), EXTRACT ( $2 from d) FROM t");
+        assert_eq!(
+            t,
+            "SELECT pg_catalog.extract($1::text, created_at), pg_catalog.extract($2::text, d) FROM t"
+        );
+        assert_eq!(notes.len(), 2);
+        // A literal field is left alone.
+        assert_eq!(
+            repair("SELECT extract(year FROM d) FROM t").0,
+            "SELECT extract(year FROM d) FROM t"
+        );
+    }
+
+    /// Issue 10: `IN ($1, ..., $70000)` aborted the whole run (exit 3).
+    #[test]
+    fn in_lists_over_the_parameter_limit_become_one_array() {
+        let list: Vec<String> = (2..=70_001).map(|n| format!("${n}")).collect();
+        let text = format!(
+            "SELECT * FROM t WHERE a = $1 AND id IN ({}) AND b NOT IN ($70002, $70003) AND c = $70004",
+            list.join(", ")
+        );
+        let (t, notes) = repair(&text);
+        assert_eq!(
+            t,
+            "SELECT * FROM t WHERE a = $1 AND id = ANY($2) AND b <> ALL($3) AND c = $4"
+        );
+        assert!(notes[0].contains("70004 parameters"), "{notes:?}");
+        // Short lists are left alone.
+        let (t, notes) = repair("SELECT * FROM t WHERE id IN ($1, $2)");
+        assert_eq!(t, "SELECT * FROM t WHERE id IN ($1, $2)");
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn finds_calls_a_rollback_does_not_undo() {
+        assert_eq!(
+            not_rolled_back("SELECT pg_terminate_backend(pg_backend_pid())"),
+            Some("pg_terminate_backend")
+        );
+        assert_eq!(not_rolled_back("SELECT NEXTVAL ('s')"), Some("nextval"));
+        assert_eq!(
+            not_rolled_back("SELECT 'setval(' , nextval_x(1) -- setval(\n"),
+            None
+        );
     }
 
     #[test]

@@ -193,6 +193,7 @@ pub(crate) mod testing {
                 })
                 .collect(),
             stale: None,
+            guesses: Vec::new(),
             notes: vec![],
         }
     }
