@@ -605,29 +605,6 @@ fn tls_options(spec: &Spec, env: &LibpqEnv) -> std::result::Result<TlsOptions, S
     })
 }
 
-/// Creates the connection's database when it does not exist (managed cluster only).
-pub async fn ensure_database(info: &ConnInfo) -> Result<()> {
-    let admin = info.with_database("postgres").connect().await?;
-    let name = info.dbname();
-    let exists = admin
-        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&name])
-        .await
-        .map_err(|e| Error::db("looking up the database", e))?
-        .is_some();
-    if !exists {
-        match admin
-            .batch_execute(&format!("CREATE DATABASE {}", quote_ident(&name)))
-            .await
-        {
-            Ok(()) => {}
-            // Another planck process created it first.
-            Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DUPLICATE_DATABASE) => {}
-            Err(e) => return Err(Error::db(format!("creating database {name}"), e)),
-        }
-    }
-    Ok(())
-}
-
 /// A connection string as it may be shown: parsed and rebuilt with the
 /// password as `***`; a string that does not parse is shown up to where it
 /// stops parsing, with every password hidden.
@@ -636,35 +613,6 @@ pub fn redact(text: &str) -> String {
         Ok(info) => info.display(),
         Err(_) => config::redact_unparsed(text),
     }
-}
-
-/// A keyword string for libpq's environment variables, if any that names a
-/// server or login is set (values quoted so that any character survives).
-///
-/// Kept for the settings layer; [`ConnInfo::resolve`] with a [`LibpqEnv`]
-/// reads the variables directly (pass `""` as the text).
-pub fn url_from_libpq_env(get: &dyn Fn(&str) -> Option<String>) -> Option<String> {
-    let env = LibpqEnv::capture(get);
-    if !env.names_a_server() {
-        return None;
-    }
-    let mut parts = vec![format!(
-        "host={}",
-        config::quote_value(env.get("PGHOST").unwrap_or("localhost"))
-    )];
-    for (var, kw) in [
-        ("PGHOSTADDR", "hostaddr"),
-        ("PGPORT", "port"),
-        ("PGUSER", "user"),
-        ("PGDATABASE", "dbname"),
-        ("PGPASSWORD", "password"),
-        ("PGSERVICE", "service"),
-    ] {
-        if let Some(v) = env.get(var) {
-            parts.push(format!("{kw}={}", config::quote_value(v)));
-        }
-    }
-    Some(parts.join(" "))
 }
 
 /// Quotes an SQL identifier (`"` doubled).
@@ -785,12 +733,7 @@ mod tests {
             "PGPASSWORD" => Some("it's a \\ secret".to_string()),
             _ => None,
         };
-        let text = url_from_libpq_env(&get).unwrap();
-        let info = ConnInfo::parse(&text, false).unwrap();
-        assert_eq!(info.config.get_password(), Some(&b"it's a \\ secret"[..]));
-        assert_eq!(url_from_libpq_env(&|_| None), None);
-
-        // And without any string: resolve("") reads the variables directly.
+        // No string in between: resolve("") reads the variables directly.
         let (info, _) = ConnInfo::resolve("", &LibpqEnv::capture(&get)).unwrap();
         assert_eq!(info.config.get_password(), Some(&b"it's a \\ secret"[..]));
         assert_eq!(info.display(), "postgres://me:***@db/");
