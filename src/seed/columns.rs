@@ -335,8 +335,100 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
                 max: 3,
             }
         }
+        TypeKind::Money => {
+            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, 1000);
+            Gen::Dec {
+                lo: i128::from(lo) * 100,
+                hi: i128::from(hi) * 100,
+                scale: 2,
+            }
+        }
+        // Two bounds of the subtype; the encoder orders them and keeps the range non-empty.
+        TypeKind::Range(sub) => pair(bound_gen(table, col, sub)?),
+        TypeKind::MultiRange(sub) => Gen::Array {
+            elem: Box::new(pair(bound_gen(table, col, sub)?)),
+            min: 1,
+            max: 3,
+        },
+        TypeKind::Point => pair(Gen::Float {
+            lo: -1000.0,
+            hi: 1000.0,
+        }),
+        TypeKind::Cidr => Gen::Inet,
+        // 48 or 64 random bits, taken from a uuid's first bytes.
+        TypeKind::MacAddr | TypeKind::MacAddr8 => Gen::Uuid { unique: false },
+        TypeKind::TimeTz => Gen::TimeOfDay,
+        TypeKind::Bit { len, varying } => {
+            let bytes = len.map_or(8, |n| n.div_ceil(8)) as u32;
+            Gen::Bytes {
+                min: if *varying { 1 } else { bytes },
+                max: bytes,
+            }
+        }
+        TypeKind::Xml | TypeKind::TsQuery => Gen::Text {
+            text: Text::Words {
+                min: 1,
+                max: if col.kind == TypeKind::Xml { 6 } else { 1 },
+                sep: ' ',
+                capital: false,
+            },
+            unique: false,
+            max_len: None,
+        },
+        TypeKind::Char => uniform_choice(
+            (b'a'..=b'z')
+                .map(|b| Val::Text(char::from(b).to_string()))
+                .collect(),
+        ),
+        // Keys and values alternate; the server sorts the pairs and drops repeated keys.
+        TypeKind::Hstore => Gen::Array {
+            elem: Box::new(one_word()),
+            min: 2,
+            max: 6,
+        },
+        TypeKind::Ltree => Gen::Array {
+            elem: Box::new(one_word()),
+            min: 1,
+            max: 4,
+        },
+        TypeKind::Composite(_) => return None,
         TypeKind::Unsupported(_) => return None,
     })
+}
+
+/// One lorem word.
+fn one_word() -> Gen {
+    Gen::Text {
+        text: Text::Words {
+            min: 1,
+            max: 1,
+            sep: ' ',
+            capital: false,
+        },
+        unique: false,
+        max_len: None,
+    }
+}
+
+/// Exactly two values of `g` (a range's bounds, a point's coordinates).
+fn pair(g: Gen) -> Gen {
+    Gen::Array {
+        elem: Box::new(g),
+        min: 2,
+        max: 2,
+    }
+}
+
+/// The generator of one bound of a range over `sub`.
+fn bound_gen(table: &Table, col: &Column, sub: &TypeKind) -> Option<Gen> {
+    let bc = Column {
+        kind: sub.clone(),
+        max_len: None,
+        numeric: None,
+        sequence: None,
+        ..col.clone()
+    };
+    default_gen(table, &bc, &ColFacts::default())
 }
 
 pub(crate) struct Ctx<'a> {
@@ -829,5 +921,164 @@ pub(crate) fn make_unique(g: Gen, rows: u64) -> Gen {
             inner: Box::new(make_unique(*inner, rows)),
         },
         g => g,
+    }
+}
+
+/// Functions a column DEFAULT may call and still be left to the server:
+/// they change nothing but a sequence, and never read a session's state.
+const PURE_DEFAULT_FUNCTIONS: &[&str] = &[
+    "nextval",
+    "now",
+    "clock_timestamp",
+    "statement_timestamp",
+    "transaction_timestamp",
+    "timeofday",
+    "timezone",
+    "date_trunc",
+    "gen_random_uuid",
+    "uuid_generate_v1",
+    "uuid_generate_v1mc",
+    "uuid_generate_v4",
+    "gen_random_bytes",
+    "random",
+    "md5",
+    "encode",
+    "lower",
+    "upper",
+    "concat",
+    "coalesce",
+    "array",
+    "cast",
+    "to_jsonb",
+    "jsonb_build_object",
+    "jsonb_build_array",
+    "json_build_object",
+    "json_build_array",
+    "make_interval",
+    "current_timestamp",
+    "current_time",
+    "localtimestamp",
+    "localtime",
+    "extract",
+    "date_part",
+    "to_char",
+    "row",
+    "floor",
+    "round",
+];
+
+/// Whether a column DEFAULT (as `pg_get_expr` prints it) is known to be free
+/// of side effects, so the server may compute it during the load: constants,
+/// casts of constants, `nextval`, the clock (`now()`, `CURRENT_TIMESTAMP`,
+/// ...), `gen_random_uuid()`, `random()`. A call to any other function is
+/// not: koji's `get_event()` inserts an `events` row per call, and
+/// graphile-starter's `current_user_id()` is NULL outside a session.
+pub(crate) fn default_is_side_effect_free(expr: &str) -> bool {
+    let b = expr.as_bytes();
+    let mut i = 0;
+    // After `::` come type names, whose parentheses hold a typmod, not arguments.
+    let mut in_type = false;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\'' {
+            i += 1;
+            while i < b.len() {
+                if b[i] == b'\'' {
+                    if b.get(i + 1) == Some(&b'\'') {
+                        i += 2;
+                        continue;
+                    }
+                    break;
+                }
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if c == b':' && b.get(i + 1) == Some(&b':') {
+            in_type = true;
+            i += 2;
+            continue;
+        }
+        if c == b'"' || c.is_ascii_alphabetic() || c == b'_' {
+            let (name, end) = if c == b'"' {
+                let close = expr[i + 1..].find('"').map_or(b.len(), |e| i + 1 + e);
+                (expr[i + 1..close].to_lowercase(), close + 1)
+            } else {
+                let mut e = i;
+                while e < b.len() && (b[e].is_ascii_alphanumeric() || b[e] == b'_' || b[e] == b'$')
+                {
+                    e += 1;
+                }
+                (expr[i..e].to_lowercase(), e)
+            };
+            i = end;
+            let mut j = i;
+            while j < b.len() && b[j] == b' ' {
+                j += 1;
+            }
+            match b.get(j) {
+                // A qualified name: the last part decides.
+                Some(b'.') => {
+                    i = j + 1;
+                    continue;
+                }
+                Some(b'(') if !in_type && !PURE_DEFAULT_FUNCTIONS.contains(&name.as_str()) => {
+                    return false;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if !c.is_ascii_whitespace() && c != b'(' && c != b')' && c != b'[' && c != b']' {
+            in_type = false;
+        }
+        i += 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_is_side_effect_free as pure;
+
+    #[test]
+    fn defaults_left_to_the_server_are_those_without_side_effects() {
+        for d in [
+            "nextval('public.customer_customer_id_seq'::regclass)",
+            "0",
+            "'new'::order_status",
+            "'{}'::text[]",
+            "ARRAY[]::character varying(10)[]",
+            "(0)::numeric(10,2)",
+            "''::character varying",
+            "now()",
+            "CURRENT_TIMESTAMP",
+            "CURRENT_TIMESTAMP(3)",
+            "CURRENT_DATE",
+            "LOCALTIMESTAMP",
+            "clock_timestamp()",
+            "statement_timestamp()",
+            "transaction_timestamp()",
+            "timezone('utc'::text, now())",
+            "(now() + '1 day'::interval)",
+            "gen_random_uuid()",
+            "public.uuid_generate_v4()",
+            "\"extensions\".\"uuid_generate_v4\"()",
+            "md5((random())::text)",
+            "'it''s get_event()'::text",
+        ] {
+            assert!(pure(d), "{d} was taken for a side effect");
+        }
+        for d in [
+            "get_event()",
+            "app_public.current_user_id()",
+            "\"app\".\"next_id\"()",
+            "(get_event() + 1)",
+            "('x'::text || audit.log_row())",
+            "now() + my_offset()",
+        ] {
+            assert!(!pure(d), "{d} was left to the server");
+        }
     }
 }

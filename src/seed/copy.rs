@@ -216,19 +216,8 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
             buf.put_i32(0);
         }
         TypeKind::Inet => {
-            let ip = match v {
-                Val::Inet(i) => *i,
-                Val::Text(s) => s
-                    .split('.')
-                    .fold(0u32, |a, p| (a << 8) | p.parse::<u32>().unwrap_or(0)),
-                other => as_i64(other) as u32,
-            };
-            buf.put_i32(8);
-            buf.put_u8(2); // PGSQL_AF_INET
-            buf.put_u8(32);
-            buf.put_u8(0);
-            buf.put_u8(4);
-            buf.put_u32(ip);
+            let (ip, bits) = ipv4(v);
+            inet_field(buf, ip, bits.unwrap_or(32).min(32), false);
         }
         TypeKind::TsVector => {
             let words: Vec<String> = match v {
@@ -252,6 +241,136 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
                 }
             });
         }
+        TypeKind::Money => {
+            buf.put_i32(8);
+            buf.put_i64(cents(v));
+        }
+        TypeKind::Range(sub) => with_len(buf, |b| range(sub, v, b)),
+        TypeKind::MultiRange(sub) => with_len(buf, |b| match v {
+            Val::Array(rs) => {
+                b.put_i32(rs.len() as i32);
+                for r in rs {
+                    with_len(b, |b| range(sub, r, b));
+                }
+            }
+            other => {
+                b.put_i32(1);
+                with_len(b, |b| range(sub, other, b));
+            }
+        }),
+        TypeKind::Point => {
+            let (x, y) = match v {
+                Val::Array(a) if a.len() == 2 => (as_f64(&a[0]), as_f64(&a[1])),
+                other => (as_f64(other), 0.0),
+            };
+            buf.put_i32(16);
+            buf.put_f64(x);
+            buf.put_f64(y);
+        }
+        TypeKind::Cidr => {
+            let (ip, given) = ipv4(v);
+            // A network: a prefix of 16 to 32 bits drawn from the address, host bits cleared.
+            let bits = given.unwrap_or(16 + (ip % 17) as u8).min(32);
+            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+            inet_field(buf, ip & mask, bits, true);
+        }
+        TypeKind::MacAddr | TypeKind::MacAddr8 => {
+            let u = match v {
+                Val::Uuid(u) => *u,
+                other => (as_i64(other) as u128) << 64,
+            };
+            let n = if *kind == TypeKind::MacAddr { 6 } else { 8 };
+            buf.put_i32(n as i32);
+            buf.put_slice(&u.to_be_bytes()[..n]);
+        }
+        TypeKind::TimeTz => {
+            buf.put_i32(12);
+            buf.put_i64(as_i64(v));
+            buf.put_i32(0); // UTC
+        }
+        TypeKind::Bit { len, varying } => with_len(buf, |b| bits(*len, *varying, v, b)),
+        TypeKind::Xml => {
+            let doc = match v {
+                Val::Text(s) if s.trim_start().starts_with('<') => s.clone(),
+                other => {
+                    let mut d = String::from("<doc>");
+                    xml_escape(&mut d, &text_of(other));
+                    d.push_str("</doc>");
+                    d
+                }
+            };
+            buf.put_i32(doc.len() as i32);
+            buf.put_slice(doc.as_bytes());
+        }
+        TypeKind::TsQuery => with_len(buf, |b| {
+            // One lexeme (tsquery_send: item count, then type, weight, prefix, string).
+            let text = text_of(v);
+            let word = text.split_whitespace().next().unwrap_or("");
+            let lexeme: String = word
+                .chars()
+                .filter(|c| c.is_alphanumeric())
+                .flat_map(char::to_lowercase)
+                .collect();
+            b.put_i32(1);
+            b.put_u8(1);
+            b.put_u8(0);
+            b.put_u8(0);
+            b.put_slice(if lexeme.is_empty() { "a" } else { &lexeme }.as_bytes());
+            b.put_u8(0);
+        }),
+        TypeKind::Char => {
+            let byte = match v {
+                Val::Text(s) => s.as_bytes().first().copied().unwrap_or(0),
+                other => as_i64(other) as u8,
+            };
+            buf.put_i32(1);
+            buf.put_u8(byte);
+        }
+        TypeKind::Hstore => with_len(buf, |b| {
+            let words: Vec<String> = match v {
+                Val::Array(a) => a.iter().map(text_of).collect(),
+                other => vec![text_of(other), String::new()],
+            };
+            let pairs = words.chunks_exact(2);
+            b.put_i32(pairs.len() as i32);
+            for kv in pairs {
+                for s in kv {
+                    b.put_i32(s.len() as i32);
+                    b.put_slice(s.as_bytes());
+                }
+            }
+        }),
+        TypeKind::Ltree => with_len(buf, |b| {
+            b.put_u8(1); // ltree_send's version
+            match v {
+                Val::Array(labels) => {
+                    for (i, l) in labels.iter().enumerate() {
+                        if i > 0 {
+                            b.put_u8(b'.');
+                        }
+                        let l = text_of(l);
+                        let label: Vec<u8> = l
+                            .bytes()
+                            .filter(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                            .collect();
+                        b.put_slice(if label.is_empty() { b"x" } else { &label });
+                    }
+                }
+                other => b.put_slice(text_of(other).as_bytes()),
+            }
+        }),
+        TypeKind::Composite(attrs) => with_len(buf, |b| {
+            // record_send: attribute count, then per attribute its type oid and field.
+            b.put_i32(attrs.len() as i32);
+            let fields: &[Val] = match v {
+                Val::Array(a) => a,
+                _ => &[],
+            };
+            for (i, (oid, k)) in attrs.iter().enumerate() {
+                b.put_u32(*oid);
+                encode(k, fields.get(i).unwrap_or(&Val::Null), b);
+            }
+        }),
         TypeKind::Array(elem, oid) => {
             let items: Vec<Val> = match v {
                 Val::Array(a) => a.clone(),
@@ -273,6 +392,178 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
                     encode(elem, it, b);
                 }
             });
+        }
+    }
+}
+
+/// An IPv4 address and the prefix length written after it (`10.0.0.0/8`), if any.
+fn ipv4(v: &Val) -> (u32, Option<u8>) {
+    match v {
+        Val::Inet(i) => (*i, None),
+        Val::Text(s) => {
+            let (addr, bits) = match s.split_once('/') {
+                Some((a, b)) => (a, b.trim().parse().ok()),
+                None => (s.as_str(), None),
+            };
+            let ip = addr
+                .trim()
+                .split('.')
+                .fold(0u32, |a, p| (a << 8) | p.parse::<u32>().unwrap_or(0));
+            (ip, bits)
+        }
+        other => (as_i64(other) as u32, None),
+    }
+}
+
+/// The `inet_send` format for IPv4: family, prefix bits, cidr flag, address length, address.
+fn inet_field(buf: &mut BytesMut, ip: u32, bits: u8, cidr: bool) {
+    buf.put_i32(8);
+    buf.put_u8(2); // PGSQL_AF_INET
+    buf.put_u8(bits);
+    buf.put_u8(u8::from(cidr));
+    buf.put_u8(4);
+    buf.put_u32(ip);
+}
+
+/// Money in cents (`cash_send` is an int8 of the smallest unit).
+fn cents(v: &Val) -> i64 {
+    match v {
+        Val::Dec(u, s) if *s >= 2 => (u / 10i128.pow(s - 2)) as i64,
+        Val::Dec(u, s) => (u * 10i128.pow(2 - s)) as i64,
+        Val::Float(f) => (f * 100.0).round() as i64,
+        other => as_i64(other).saturating_mul(100),
+    }
+}
+
+const RANGE_EMPTY: u8 = 0x01;
+const RANGE_LB_INC: u8 = 0x02;
+const RANGE_LB_INF: u8 = 0x08;
+const RANGE_UB_INF: u8 = 0x10;
+
+/// The `range_send` body: flags, then each finite bound as a field of the
+/// subtype. Two generated values become `[low, high)` with low < high (equal
+/// draws are pulled one unit apart), so the range is never empty; a NULL
+/// bound is an infinite one.
+fn range(sub: &TypeKind, v: &Val, b: &mut BytesMut) {
+    let Val::Array(a) = v else {
+        b.put_u8(RANGE_EMPTY);
+        return;
+    };
+    let [lo, hi] = a.as_slice() else {
+        b.put_u8(RANGE_EMPTY);
+        return;
+    };
+    let (lo, hi) = match (lo, hi) {
+        (Val::Null, _) | (_, Val::Null) => (lo.clone(), hi.clone()),
+        _ => ordered_bounds(sub, lo, hi),
+    };
+    let mut flags = RANGE_LB_INC;
+    if lo == Val::Null {
+        flags = RANGE_LB_INF;
+    }
+    if hi == Val::Null {
+        flags |= RANGE_UB_INF;
+    }
+    b.put_u8(flags);
+    for bound in [&lo, &hi] {
+        if *bound != Val::Null {
+            encode(sub, bound, b);
+        }
+    }
+}
+
+/// Two bounds in order and distinct in the subtype's own unit (a day for dates).
+fn ordered_bounds(sub: &TypeKind, a: &Val, b: &Val) -> (Val, Val) {
+    let apart = |x: i64, y: i64, max: i64| {
+        let (x, y) = (x.min(y), x.max(y));
+        match x == y {
+            true if x < max => (x, x + 1),
+            true => (x - 1, x),
+            false => (x, y),
+        }
+    };
+    match sub {
+        k if k.is_int() => {
+            let (x, y) = apart(as_i64(a), as_i64(b), k.int_max());
+            (Val::Int(x), Val::Int(y))
+        }
+        TypeKind::Date => {
+            let day = |v| as_i64(v).div_euclid(DAY_MICROS);
+            let (x, y) = apart(day(a), day(b), i64::MAX);
+            (Val::Micros(x * DAY_MICROS), Val::Micros(y * DAY_MICROS))
+        }
+        TypeKind::Numeric => {
+            let dec = |v: &Val| match v {
+                Val::Dec(u, s) => (*u, *s),
+                Val::Float(f) => ((f * 100.0).round() as i128, 2),
+                other => (i128::from(as_i64(other)), 0),
+            };
+            let ((u, s), (w, t)) = (dec(a), dec(b));
+            let s2 = s.max(t);
+            let (u, w) = (u * 10i128.pow(s2 - s), w * 10i128.pow(s2 - t));
+            let (x, y) = (u.min(w), u.max(w));
+            (Val::Dec(x, s2), Val::Dec(if x == y { x + 1 } else { y }, s2))
+        }
+        TypeKind::Float4 | TypeKind::Float8 => {
+            let (x, y) = (as_f64(a), as_f64(b));
+            let (x, y) = (x.min(y), x.max(y));
+            (Val::Float(x), Val::Float(if x == y { x + 1.0 } else { y }))
+        }
+        _ => {
+            let (x, y) = apart(as_i64(a), as_i64(b), i64::MAX);
+            (Val::Micros(x), Val::Micros(y))
+        }
+    }
+}
+
+/// The `bit_send` / `varbit_send` body: the bit count, then the bits, padded
+/// with zeros. Bytes give the bits (bit(n) takes exactly n, varbit between 1
+/// and its limit); a text of 0s and 1s is taken as written.
+fn bits(len: Option<usize>, varying: bool, v: &Val, b: &mut BytesMut) {
+    let mut owned = Vec::new();
+    let (src, mut n): (&[u8], usize) = match v {
+        Val::Bytes(x) => {
+            let avail = x.len() * 8;
+            let n = if varying {
+                avail.saturating_sub(usize::from(x.first().copied().unwrap_or(0) & 7))
+            } else {
+                avail
+            };
+            (x, n.max(1))
+        }
+        other => {
+            let s = text_of(other);
+            let n = s.bytes().filter(|c| matches!(c, b'0' | b'1')).count();
+            owned.resize(n.div_ceil(8), 0u8);
+            for (i, c) in s.bytes().filter(|c| matches!(c, b'0' | b'1')).enumerate() {
+                if c == b'1' {
+                    owned[i / 8] |= 0x80 >> (i % 8);
+                }
+            }
+            (&owned, n)
+        }
+    };
+    if let Some(max) = len {
+        n = if varying { n.min(max) } else { max };
+    }
+    b.put_i32(n as i32);
+    let nbytes = n.div_ceil(8);
+    for i in 0..nbytes {
+        let mut byte = src.get(i).copied().unwrap_or(0);
+        if i == nbytes - 1 && n % 8 != 0 {
+            byte &= 0xffu8 << (8 - n % 8);
+        }
+        b.put_u8(byte);
+    }
+}
+
+fn xml_escape(out: &mut String, s: &str) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
         }
     }
 }
