@@ -1,0 +1,169 @@
+//! `planck seed` on the types real schemas use (issue 9 point 9) and on
+//! defaults with side effects (issue 9 point 7): NOT NULL columns of each
+//! type family are seeded, the server accepts the values (COPY parses them)
+//! and they look sane.
+
+mod common;
+
+use common::{TestDb, assert_exit, project_dir};
+
+const ROWS: i64 = 200;
+
+fn seed(db: &TestDb) -> std::process::Output {
+    let dir = project_dir();
+    db.planck(&["seed", "--rows", &ROWS.to_string()], dir.path())
+}
+
+fn count(db: &TestDb, sql: &str) -> i64 {
+    db.query_strings(sql)[0].parse().unwrap()
+}
+
+/// Asserts the table holds ROWS rows and that no row breaks `bad` (a WHERE clause).
+fn assert_rows(db: &TestDb, table: &str, bad: &str) {
+    assert_eq!(count(db, &format!("SELECT count(*) FROM {table}")), ROWS);
+    let sample = db.query_strings(&format!(
+        "SELECT coalesce(string_agg(x::text, E'\\n'), '') FROM (SELECT * FROM {table} WHERE {bad} LIMIT 3) x"
+    ));
+    assert_eq!(sample, vec![String::new()], "{table}: rows where {bad}");
+}
+
+#[test]
+fn ranges_and_multiranges_are_non_empty_with_low_below_high() {
+    let db = test_db!();
+    db.exec(
+        "CREATE DOMAIN stay AS daterange;
+         CREATE TYPE floatrange AS RANGE (subtype = float8);
+         CREATE TABLE bookings (
+             id int PRIMARY KEY,
+             r4 int4range NOT NULL,
+             r8 int8range NOT NULL,
+             rn numrange NOT NULL,
+             rts tsrange NOT NULL,
+             rtz tstzrange NOT NULL,
+             rd daterange NOT NULL,
+             rf floatrange NOT NULL,
+             st stay NOT NULL,
+             m4 int4multirange NOT NULL,
+             md datemultirange NOT NULL,
+             ra daterange[] NOT NULL
+         );",
+    );
+    let out = seed(&db);
+    assert_exit(&out, 0);
+    let mut bad = Vec::new();
+    for c in ["r4", "r8", "rn", "rts", "rtz", "rd", "rf", "st"] {
+        bad.push(format!(
+            "isempty({c}) OR lower_inf({c}) OR upper_inf({c}) OR NOT lower({c}) < upper({c})"
+        ));
+    }
+    for c in ["m4", "md"] {
+        bad.push(format!("isempty({c}) OR NOT lower({c}) < upper({c})"));
+    }
+    bad.push("EXISTS (SELECT 1 FROM unnest(ra) r WHERE isempty(r))".into());
+    assert_rows(&db, "bookings", &bad.join(" OR "));
+    // Values vary from row to row.
+    assert!(count(&db, "SELECT count(DISTINCT r4) FROM bookings") > ROWS / 2);
+    assert!(count(&db, "SELECT count(DISTINCT rtz) FROM bookings") > ROWS / 2);
+}
+
+#[test]
+fn money_points_networks_times_and_chars_parse_and_look_sane() {
+    let db = test_db!();
+    db.exec(
+        "CREATE DOMAIN price AS money CHECK (VALUE >= '0'::money);
+         CREATE TABLE things (
+             id int PRIMARY KEY,
+             cost money NOT NULL,
+             list price NOT NULL,
+             at point NOT NULL,
+             net cidr NOT NULL,
+             ip inet NOT NULL,
+             mac macaddr NOT NULL,
+             mac8 macaddr8 NOT NULL,
+             opens timetz NOT NULL,
+             kind \"char\" NOT NULL,
+             letter \"char\" NOT NULL CHECK (letter IN ('a', 'b')),
+             doc xml NOT NULL,
+             q tsquery NOT NULL,
+             costs money[] NOT NULL,
+             spots point[] NOT NULL,
+             nets cidr[] NOT NULL,
+             macs macaddr[] NOT NULL,
+             kinds \"char\"[] NOT NULL,
+             docs xml[] NOT NULL,
+             qs tsquery[] NOT NULL
+         );",
+    );
+    let out = seed(&db);
+    assert_exit(&out, 0);
+    assert_rows(
+        &db,
+        "things",
+        "cost < '0'::money OR list < '0'::money \
+         OR NOT (at[0] BETWEEN -1e6 AND 1e6 AND at[1] BETWEEN -1e6 AND 1e6) \
+         OR masklen(net) NOT BETWEEN 16 AND 32 OR family(net) <> 4 \
+         OR masklen(ip) <> 32 OR mac = '00:00:00:00:00:00' \
+         OR kind NOT BETWEEN 'a' AND 'z' OR letter NOT IN ('a', 'b') \
+         OR NOT xml_is_well_formed_document(doc::text) OR numnode(q) <> 1 \
+         OR EXISTS (SELECT 1 FROM unnest(spots) p WHERE NOT (p[0] BETWEEN -1e6 AND 1e6)) \
+         OR EXISTS (SELECT 1 FROM unnest(docs) d WHERE NOT xml_is_well_formed_document(d::text))",
+    );
+    assert!(count(&db, "SELECT count(DISTINCT net) FROM things") > ROWS / 2);
+    assert!(count(&db, "SELECT count(DISTINCT mac8) FROM things") > ROWS / 2);
+    assert!(count(&db, "SELECT count(DISTINCT kind) FROM things") > 5);
+}
+
+#[test]
+fn bit_strings_have_their_exact_length() {
+    let db = test_db!();
+    db.exec(
+        "CREATE DOMAIN flags AS bit(12);
+         CREATE TABLE masks (
+             id int PRIMARY KEY,
+             b bit(5) NOT NULL,
+             one bit NOT NULL,
+             f flags NOT NULL,
+             v varbit(20) NOT NULL,
+             free varbit NOT NULL,
+             bs bit(3)[] NOT NULL
+         );",
+    );
+    let out = seed(&db);
+    assert_exit(&out, 0);
+    assert_rows(
+        &db,
+        "masks",
+        "length(b) <> 5 OR length(one) <> 1 OR length(f) <> 12 \
+         OR length(v) NOT BETWEEN 1 AND 20 OR length(free) < 1 \
+         OR EXISTS (SELECT 1 FROM unnest(bs) x WHERE length(x) <> 3)",
+    );
+    assert!(count(&db, "SELECT count(DISTINCT f) FROM masks") > ROWS / 2);
+    assert!(count(&db, "SELECT count(DISTINCT length(v)) FROM masks") > 1);
+}
+
+#[test]
+fn citext_hstore_and_ltree_from_their_extensions() {
+    let db = test_db!();
+    db.exec(
+        "CREATE EXTENSION citext; CREATE EXTENSION hstore; CREATE EXTENSION ltree;
+         CREATE TABLE pages (
+             id int PRIMARY KEY,
+             slug citext NOT NULL,
+             attrs hstore NOT NULL,
+             path ltree NOT NULL,
+             tags citext[] NOT NULL,
+             more hstore[] NOT NULL,
+             paths ltree[] NOT NULL
+         );",
+    );
+    let out = seed(&db);
+    assert_exit(&out, 0);
+    assert_rows(
+        &db,
+        "pages",
+        "slug = '' OR array_length(akeys(attrs), 1) < 1 OR nlevel(path) NOT BETWEEN 1 AND 4 \
+         OR EXISTS (SELECT 1 FROM unnest(paths) p WHERE nlevel(p) < 1)",
+    );
+    assert!(count(&db, "SELECT count(DISTINCT path) FROM pages") > ROWS / 4);
+    assert!(count(&db, "SELECT count(DISTINCT attrs) FROM pages") > ROWS / 4);
+}
