@@ -167,3 +167,91 @@ fn citext_hstore_and_ltree_from_their_extensions() {
     assert!(count(&db, "SELECT count(DISTINCT path) FROM pages") > ROWS / 4);
     assert!(count(&db, "SELECT count(DISTINCT attrs) FROM pages") > ROWS / 4);
 }
+
+/// A function default that writes a marker row into `calls` each time the server runs it.
+const CALLS: &str = "
+    CREATE TABLE calls (id serial PRIMARY KEY, note text NOT NULL);
+    CREATE FUNCTION logged_id() RETURNS int LANGUAGE sql AS
+      $$ INSERT INTO calls (note) VALUES ('default ran') RETURNING id $$;
+    CREATE FUNCTION session_owner() RETURNS uuid LANGUAGE sql STABLE AS
+      $$ SELECT nullif(current_setting('app.owner', true), '')::uuid $$;";
+
+/// Issue 9 point 7 (koji's `get_event()`, graphile-starter's `current_user_id()`):
+/// defaults with side effects, or NULL outside a session, are never left to
+/// the server on the types planck produces: the column gets generated values,
+/// a foreign-key value when it references a table.
+#[test]
+fn function_defaults_are_replaced_by_generated_values() {
+    let db = test_db!();
+    db.exec(CALLS);
+    db.exec(
+        "CREATE TABLE owners (id uuid PRIMARY KEY);
+         CREATE TABLE builds (
+             id serial PRIMARY KEY,
+             create_event int NOT NULL REFERENCES calls (id) DEFAULT logged_id(),
+             counter int NOT NULL DEFAULT logged_id(),
+             owner_id uuid NOT NULL REFERENCES owners DEFAULT session_owner(),
+             owner_copy uuid NOT NULL DEFAULT session_owner(),
+             created_at timestamptz NOT NULL DEFAULT now()
+         );",
+    );
+    let out = seed(&db);
+    assert_exit(&out, 0);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM calls WHERE note = 'default ran'"),
+        0
+    );
+    assert!(count(&db, "SELECT count(*) FROM builds") > 0);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM builds b WHERE NOT EXISTS (SELECT 1 FROM calls c WHERE c.id = b.create_event)
+                OR NOT EXISTS (SELECT 1 FROM owners o WHERE o.id = b.owner_id)"
+        ),
+        0
+    );
+    assert!(count(&db, "SELECT count(DISTINCT owner_copy) FROM builds") > ROWS / 2);
+    assert!(count(&db, "SELECT count(DISTINCT counter) FROM builds") > 1);
+}
+
+/// A type planck cannot produce (pg_snapshot stands for any such type) is
+/// left to its DEFAULT only when that default is free of side effects; a
+/// function default is an error naming the column and the default, before
+/// anything runs it.
+#[test]
+#[ignore = "needs the layout.rs change of issue 9 point 7 (see the types helper's report)"]
+fn side_effect_default_of_an_unproducible_type() {
+    let db = test_db!();
+    db.exec(CALLS);
+    db.exec(
+        "CREATE FUNCTION logged_snapshot() RETURNS pg_snapshot LANGUAGE sql AS
+           $$ INSERT INTO calls (note) VALUES ('default ran'); SELECT pg_current_snapshot() $$;
+         CREATE TABLE fixed (id int PRIMARY KEY, snap pg_snapshot NOT NULL DEFAULT '10:20:10,14,15');
+         CREATE TABLE snaps (id int PRIMARY KEY, snap pg_snapshot NOT NULL DEFAULT logged_snapshot());",
+    );
+    let out = seed(&db);
+    assert_exit(&out, 2);
+    let err = common::stderr(&out);
+    assert!(
+        err.contains("snaps.snap") && err.contains("logged_snapshot()"),
+        "the error names the column and its default: {err}"
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM calls WHERE note = 'default ran'"),
+        0
+    );
+    // Without the table that needs it, the constant default is left to the server.
+    let dir = project_dir();
+    std::fs::create_dir_all(dir.path().join("seeds")).unwrap();
+    std::fs::write(dir.path().join("seeds/s.toml"), "exclude = [\"snaps\"]\n").unwrap();
+    let out = db.planck(&["seed", "--rows", "20"], dir.path());
+    assert_exit(&out, 0);
+    assert_eq!(
+        db.query_strings("SELECT DISTINCT snap::text FROM fixed"),
+        vec!["10:20:10,14,15"]
+    );
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM calls WHERE note = 'default ran'"),
+        0
+    );
+}

@@ -973,7 +973,7 @@ const PURE_DEFAULT_FUNCTIONS: &[&str] = &[
 /// ...), `gen_random_uuid()`, `random()`. A call to any other function is
 /// not: koji's `get_event()` inserts an `events` row per call, and
 /// graphile-starter's `current_user_id()` is NULL outside a session.
-pub(crate) fn default_is_side_effect_free(expr: &str) -> bool {
+pub fn default_is_side_effect_free(expr: &str) -> bool {
     let b = expr.as_bytes();
     let mut i = 0;
     // After `::` come type names, whose parentheses hold a typmod, not arguments.

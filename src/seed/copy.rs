@@ -502,7 +502,10 @@ fn ordered_bounds(sub: &TypeKind, a: &Val, b: &Val) -> (Val, Val) {
             let s2 = s.max(t);
             let (u, w) = (u * 10i128.pow(s2 - s), w * 10i128.pow(s2 - t));
             let (x, y) = (u.min(w), u.max(w));
-            (Val::Dec(x, s2), Val::Dec(if x == y { x + 1 } else { y }, s2))
+            (
+                Val::Dec(x, s2),
+                Val::Dec(if x == y { x + 1 } else { y }, s2),
+            )
         }
         TypeKind::Float4 | TypeKind::Float8 => {
             let (x, y) = (as_f64(a), as_f64(b));
