@@ -255,3 +255,65 @@ fn side_effect_default_of_an_unproducible_type() {
         0
     );
 }
+
+/// Runs `planck seed` with `spec` as the project's only spec file.
+fn seed_with(db: &TestDb, spec: &str) -> std::process::Output {
+    let dir = project_dir();
+    std::fs::create_dir_all(dir.path().join("seeds")).unwrap();
+    std::fs::write(dir.path().join("seeds/s.toml"), spec).unwrap();
+    db.planck(&["seed", "--rows", &ROWS.to_string()], dir.path())
+}
+
+/// The spec's `range` bounds a range column's bounds, `values` written as
+/// the type's text are taken as written, and `unique = true` gives distinct
+/// networks, MAC addresses and bit strings.
+#[test]
+fn spec_values_ranges_and_unique_keys_on_exotic_types() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE slots (
+             id int PRIMARY KEY,
+             seats int4range NOT NULL,
+             during tstzrange NOT NULL,
+             fixed numrange NOT NULL,
+             spot point NOT NULL,
+             mac macaddr NOT NULL,
+             flags bit(4) NOT NULL,
+             net cidr NOT NULL UNIQUE,
+             mac8 macaddr8 NOT NULL UNIQUE,
+             serial bit(64) NOT NULL UNIQUE
+         );",
+    );
+    let out = seed_with(
+        &db,
+        r#"[tables.slots.columns]
+seats = { range = [10, 20] }
+during = { range = ["2024-01-01", "2024-02-01"] }
+fixed = { values = ["[1.5,2.25]", "(,0)"] }
+spot = { values = ["(1.5, -2)"] }
+mac = { values = ["08:00:2b:01:02:03"] }
+flags = { values = ["1010"] }
+net = { unique = true }
+mac8 = { unique = true }
+serial = { unique = true }
+"#,
+    );
+    assert_exit(&out, 0);
+    assert_rows(
+        &db,
+        "slots",
+        "NOT seats <@ int4range(10, 21) OR isempty(seats) \
+         OR NOT during <@ tstzrange('2024-01-01', '2024-02-01 00:00:01') OR isempty(during) \
+         OR fixed::text NOT IN ('[1.5,2.25]', '(,0)') \
+         OR spot[0] <> 1.5 OR spot[1] <> -2 \
+         OR mac <> '08:00:2b:01:02:03' OR flags <> B'1010'",
+    );
+    for c in ["net", "mac8", "serial"] {
+        assert_eq!(
+            count(&db, &format!("SELECT count(DISTINCT {c}) FROM slots")),
+            ROWS,
+            "{c} is not unique"
+        );
+    }
+    assert_eq!(count(&db, "SELECT count(DISTINCT fixed) FROM slots"), 2);
+}

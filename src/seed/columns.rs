@@ -457,7 +457,16 @@ impl Ctx<'_> {
             g = Some(self.values(v, kind, f, &cname)?);
         }
         if let Some(r) = &cs.range {
-            g = Some(self.range(r, col, kind, cs, &span, &cname)?);
+            // On a range column, `range` bounds the ranges' bounds.
+            g = Some(match kind {
+                TypeKind::Range(sub) => pair(self.range(r, col, sub, cs, &span, &cname)?),
+                TypeKind::MultiRange(sub) => Gen::Array {
+                    elem: Box::new(pair(self.range(r, col, sub, cs, &span, &cname)?)),
+                    min: 1,
+                    max: 3,
+                },
+                _ => self.range(r, col, kind, cs, &span, &cname)?,
+            });
         }
         if let Some(fmt) = &cs.format {
             g = Some(Gen::Text {
@@ -916,6 +925,11 @@ pub(crate) fn make_unique(g: Gen, rows: u64) -> Gen {
         Gen::Int { lo, hi } if (hi - lo + 1) as u64 >= rows => {
             Gen::IntUnique { lo, n: rows.max(1) }
         }
+        // Distinct addresses from 10.0.0.0 on (the encoder takes an integer as an IPv4 address).
+        Gen::Inet if rows <= 1 << 32 => Gen::IntUnique {
+            lo: if rows <= 1 << 24 { 10 << 24 } else { 0 },
+            n: rows.max(1),
+        },
         Gen::Nullable { p, inner } => Gen::Nullable {
             p,
             inner: Box::new(make_unique(*inner, rows)),

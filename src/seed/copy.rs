@@ -261,6 +261,15 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
         TypeKind::Point => {
             let (x, y) = match v {
                 Val::Array(a) if a.len() == 2 => (as_f64(&a[0]), as_f64(&a[1])),
+                // `(x, y)` or `x,y` as the spec wrote it.
+                Val::Text(t) => {
+                    let t = t.trim().trim_start_matches('(').trim_end_matches(')');
+                    let (x, y) = t.split_once(',').unwrap_or((t, "0"));
+                    (
+                        x.trim().parse().unwrap_or(0.0),
+                        y.trim().parse().unwrap_or(0.0),
+                    )
+                }
                 other => (as_f64(other), 0.0),
             };
             buf.put_i32(16);
@@ -269,14 +278,28 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
         }
         TypeKind::Cidr => {
             let (ip, given) = ipv4(v);
-            // A network: a prefix of 16 to 32 bits drawn from the address, host bits cleared.
-            let bits = given.unwrap_or(16 + (ip % 17) as u8).min(32);
+            // A random address becomes a network of 16 to 32 prefix bits drawn
+            // from it (host bits cleared); a key (an integer) stays a /32, distinct.
+            let drawn = match v {
+                Val::Inet(_) => 16 + (ip % 17) as u8,
+                _ => 32,
+            };
+            let bits = given.unwrap_or(drawn).min(32);
             let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
             inet_field(buf, ip & mask, bits, true);
         }
         TypeKind::MacAddr | TypeKind::MacAddr8 => {
             let u = match v {
                 Val::Uuid(u) => *u,
+                // `08:00:2b:01:02:03` (or with `-`) as the spec wrote it.
+                Val::Text(t) => {
+                    let hex: String = t.chars().filter(char::is_ascii_hexdigit).collect();
+                    let shift = 128 - 4 * hex.len().min(32) as u32;
+                    u128::from_str_radix(&hex, 16)
+                        .unwrap_or(0)
+                        .checked_shl(shift)
+                        .unwrap_or(0)
+                }
                 other => (as_i64(other) as u128) << 64,
             };
             let n = if *kind == TypeKind::MacAddr { 6 } else { 8 };
@@ -437,6 +460,7 @@ fn cents(v: &Val) -> i64 {
 
 const RANGE_EMPTY: u8 = 0x01;
 const RANGE_LB_INC: u8 = 0x02;
+const RANGE_UB_INC: u8 = 0x04;
 const RANGE_LB_INF: u8 = 0x08;
 const RANGE_UB_INF: u8 = 0x10;
 
@@ -445,9 +469,13 @@ const RANGE_UB_INF: u8 = 0x10;
 /// draws are pulled one unit apart), so the range is never empty; a NULL
 /// bound is an infinite one.
 fn range(sub: &TypeKind, v: &Val, b: &mut BytesMut) {
-    let Val::Array(a) = v else {
-        b.put_u8(RANGE_EMPTY);
-        return;
+    let a = match v {
+        Val::Array(a) => a,
+        Val::Text(t) => return range_text(sub, t, b),
+        _ => {
+            b.put_u8(RANGE_EMPTY);
+            return;
+        }
     };
     let [lo, hi] = a.as_slice() else {
         b.put_u8(RANGE_EMPTY);
@@ -463,6 +491,64 @@ fn range(sub: &TypeKind, v: &Val, b: &mut BytesMut) {
     }
     if hi == Val::Null {
         flags |= RANGE_UB_INF;
+    }
+    b.put_u8(flags);
+    for bound in [&lo, &hi] {
+        if *bound != Val::Null {
+            encode(sub, bound, b);
+        }
+    }
+}
+
+/// A range the spec wrote as text (`[1,10)`, `(,2026-01-01]`, `empty`): its
+/// bounds parsed for the subtype, its brackets kept. Bounds planck cannot
+/// read make the range empty.
+fn range_text(sub: &TypeKind, t: &str, b: &mut BytesMut) {
+    let t = t.trim();
+    let parsed = (|| {
+        let lb_inc = match t.as_bytes().first()? {
+            b'[' => true,
+            b'(' => false,
+            _ => return None,
+        };
+        let ub_inc = match t.as_bytes().last()? {
+            b']' => true,
+            b')' => false,
+            _ => return None,
+        };
+        let (lo, hi) = t.get(1..t.len() - 1)?.split_once(',')?;
+        let bound = |x: &str| -> Option<Val> {
+            let x = x.trim().trim_matches('"');
+            if x.is_empty() {
+                return Some(Val::Null);
+            }
+            Some(match sub {
+                k if k.is_int() => Val::Int(x.parse().ok()?),
+                k if k.is_time() => Val::Micros(crate::seed::spec::parse_timestamp(x)?),
+                TypeKind::Numeric => {
+                    let (int, frac) = x.split_once('.').unwrap_or((x, ""));
+                    let scale = frac.len() as u32;
+                    Val::Dec(format!("{int}{frac}").parse().ok()?, scale)
+                }
+                _ => Val::Float(x.parse().ok()?),
+            })
+        };
+        Some((lb_inc, bound(lo)?, bound(hi)?, ub_inc))
+    })();
+    let Some((lb_inc, lo, hi, ub_inc)) = parsed else {
+        b.put_u8(RANGE_EMPTY);
+        return;
+    };
+    let mut flags = 0;
+    if lo == Val::Null {
+        flags |= RANGE_LB_INF;
+    } else if lb_inc {
+        flags |= RANGE_LB_INC;
+    }
+    if hi == Val::Null {
+        flags |= RANGE_UB_INF;
+    } else if ub_inc {
+        flags |= RANGE_UB_INC;
     }
     b.put_u8(flags);
     for bound in [&lo, &hi] {
@@ -535,15 +621,28 @@ fn bits(len: Option<usize>, varying: bool, v: &Val, b: &mut BytesMut) {
             (x, n.max(1))
         }
         other => {
+            // 0s and 1s as written; other text (a unique key's hex digits) gives 4 bits a digit.
             let s = text_of(other);
-            let n = s.bytes().filter(|c| matches!(c, b'0' | b'1')).count();
-            owned.resize(n.div_ceil(8), 0u8);
-            for (i, c) in s.bytes().filter(|c| matches!(c, b'0' | b'1')).enumerate() {
-                if c == b'1' {
-                    owned[i / 8] |= 0x80 >> (i % 8);
+            let binary = s.bytes().all(|c| matches!(c, b'0' | b'1'));
+            let mut n = 0;
+            for c in s.bytes() {
+                let (v, w) = match c {
+                    b'0' | b'1' if binary => (c - b'0', 1),
+                    _ if binary => continue,
+                    c if c.is_ascii_hexdigit() => ((c as char).to_digit(16).unwrap_or(0) as u8, 4),
+                    _ => continue,
+                };
+                for k in (0..w).rev() {
+                    if n % 8 == 0 {
+                        owned.push(0u8);
+                    }
+                    if (v >> k) & 1 == 1 {
+                        owned[n / 8] |= 0x80 >> (n % 8);
+                    }
+                    n += 1;
                 }
             }
-            (&owned, n)
+            (&owned, n.max(1))
         }
     };
     if let Some(max) = len {
@@ -629,6 +728,76 @@ mod tests {
         assert_eq!(num(100_000_000, 0), vec![1, 2, 0, 0, 1]);
         // -0.0001.
         assert_eq!(num(-1, 4), vec![1, -1, 0x4000, 4, 1]);
+    }
+
+    fn field(kind: &TypeKind, v: &Val) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        encode(kind, v, &mut b);
+        b.to_vec()
+    }
+
+    #[test]
+    fn ranges_are_ordered_and_never_empty() {
+        let int4 = TypeKind::Range(Box::new(TypeKind::Int4));
+        // [7, 3] drawn: written [3, 7), flags 0x02, two int4 fields.
+        let r = field(&int4, &Val::Array(vec![Val::Int(7), Val::Int(3)]));
+        assert_eq!(
+            r,
+            [
+                0, 0, 0, 17, 2, 0, 0, 0, 4, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 7
+            ]
+        );
+        // Equal draws are pulled one apart, at the type's top too.
+        let r = field(&int4, &Val::Array(vec![Val::Int(5), Val::Int(5)]));
+        assert_eq!((r[12], r[20]), (5, 6));
+        let top = i64::from(i32::MAX);
+        let (lo, hi) = ordered_bounds(&TypeKind::Int4, &Val::Int(top), &Val::Int(top));
+        assert_eq!((lo, hi), (Val::Int(top - 1), Val::Int(top)));
+        // Dates: two times on one day become two days.
+        let (lo, hi) = ordered_bounds(&TypeKind::Date, &Val::Micros(10), &Val::Micros(20));
+        assert_eq!((lo, hi), (Val::Micros(0), Val::Micros(DAY_MICROS)));
+        // Text as the spec wrote it keeps its brackets: (,5] is upper-inclusive, lower-infinite.
+        let r = field(&int4, &Val::Text("(,5]".into()));
+        assert_eq!(r[4], RANGE_LB_INF | RANGE_UB_INC);
+        assert_eq!(field(&int4, &Val::Text("nonsense".into()))[4], RANGE_EMPTY);
+    }
+
+    #[test]
+    fn bit_strings_have_the_type_length_with_zero_padding() {
+        let bit5 = TypeKind::Bit {
+            len: Some(5),
+            varying: false,
+        };
+        // 5 bits of 0xff: length 5, the last three bits cleared.
+        assert_eq!(
+            field(&bit5, &Val::Bytes(vec![0xff])),
+            [0, 0, 0, 5, 0, 0, 0, 5, 0xf8]
+        );
+        // "1010" as written, padded to bit(5).
+        assert_eq!(
+            field(&bit5, &Val::Text("1010".into())),
+            [0, 0, 0, 5, 0, 0, 0, 5, 0xa0]
+        );
+        let varbit = TypeKind::Bit {
+            len: Some(12),
+            varying: true,
+        };
+        // Two bytes, the first one's low bits (3) drop 3 bits: 13, capped at 12.
+        let f = field(&varbit, &Val::Bytes(vec![0x03, 0xff]));
+        assert_eq!(&f[4..8], &[0, 0, 0, 12]);
+        assert_eq!(f[9], 0xf0);
+    }
+
+    #[test]
+    fn money_is_cents_and_cidr_clears_host_bits() {
+        assert_eq!(cents(&Val::Dec(1234, 2)), 1234);
+        assert_eq!(cents(&Val::Dec(12345, 3)), 1234);
+        assert_eq!(cents(&Val::Int(5)), 500);
+        let f = field(&TypeKind::Cidr, &Val::Text("10.1.2.3/8".into()));
+        assert_eq!(&f[4..], &[2, 8, 1, 4, 10, 0, 0, 0]);
+        // A key (an integer) is a /32 and keeps every bit.
+        let f = field(&TypeKind::Cidr, &Val::Int(0x0a00_0001));
+        assert_eq!(&f[4..], &[2, 32, 1, 4, 10, 0, 0, 1]);
     }
 
     #[test]
