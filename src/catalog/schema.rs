@@ -65,8 +65,9 @@ pub enum TypeKind {
     Hstore,
     /// The `ltree` extension's label path type.
     Ltree,
-    /// A composite type: each attribute's type oid and kind (binary records carry the oid).
-    Composite(Vec<(u32, TypeKind)>),
+    /// A composite type: each attribute's type oid (binary records carry it),
+    /// typmod (varchar(n), numeric(p, s) as `pg_attribute` holds it) and kind.
+    Composite(Vec<(u32, i32, TypeKind)>),
 }
 
 impl TypeKind {
@@ -851,7 +852,7 @@ fn kind_at(typid: u32, typmod: i32, all: &Types, depth: usize) -> TypeKind {
                 if matches!(k, TypeKind::Unsupported(_)) {
                     return TypeKind::Unsupported(t.name.clone());
                 }
-                out.push((o, k));
+                out.push((o, m, k));
             }
             return TypeKind::Composite(out);
         }

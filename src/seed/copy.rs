@@ -196,6 +196,10 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
         TypeKind::Uuid => {
             let u = match v {
                 Val::Uuid(u) => *u,
+                Val::Text(t) => {
+                    let hex: String = t.chars().filter(char::is_ascii_hexdigit).collect();
+                    u128::from_str_radix(&hex, 16).unwrap_or(0)
+                }
                 other => as_i64(other) as u128,
             };
             buf.put_i32(16);
@@ -385,11 +389,16 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
         TypeKind::Composite(attrs) => with_len(buf, |b| {
             // record_send: attribute count, then per attribute its type oid and field.
             b.put_i32(attrs.len() as i32);
+            let parsed;
             let fields: &[Val] = match v {
                 Val::Array(a) => a,
+                Val::Text(t) => {
+                    parsed = record_text(attrs, t);
+                    &parsed
+                }
                 _ => &[],
             };
-            for (i, (oid, k)) in attrs.iter().enumerate() {
+            for (i, (oid, _, k)) in attrs.iter().enumerate() {
                 b.put_u32(*oid);
                 encode(k, fields.get(i).unwrap_or(&Val::Null), b);
             }
@@ -556,6 +565,75 @@ fn range_text(sub: &TypeKind, t: &str, b: &mut BytesMut) {
             encode(sub, bound, b);
         }
     }
+}
+
+/// A composite value the spec wrote as text, `(1,"a b",2024-01-01)`: one
+/// value per attribute, read for the attribute's kind (an empty unquoted
+/// field is NULL).
+fn record_text(attrs: &[(u32, i32, TypeKind)], t: &str) -> Vec<Val> {
+    let inner = t
+        .trim()
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(t);
+    let mut fields: Vec<(String, bool)> = vec![(String::new(), false)];
+    let mut chars = inner.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        let cur = fields.last_mut().map(|f| &mut f.0);
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                cur.into_iter().for_each(|f| f.push('"'));
+            }
+            '"' => {
+                quoted = !quoted;
+                if let Some(f) = fields.last_mut() {
+                    f.1 = true;
+                }
+            }
+            '\\' => {
+                if let (Some(n), Some(f)) = (chars.next(), cur) {
+                    f.push(n);
+                }
+            }
+            ',' if !quoted => fields.push((String::new(), false)),
+            c => cur.into_iter().for_each(|f| f.push(c)),
+        }
+    }
+    attrs
+        .iter()
+        .zip(
+            fields
+                .iter()
+                .chain(std::iter::repeat(&(String::new(), false))),
+        )
+        .map(|((_, _, k), (f, q))| {
+            if f.is_empty() && !q {
+                return Val::Null;
+            }
+            match k {
+                k if k.is_int() => f.trim().parse().map_or(Val::Null, Val::Int),
+                k if k.is_time() => {
+                    crate::seed::spec::parse_timestamp(f).map_or(Val::Null, Val::Micros)
+                }
+                TypeKind::Numeric | TypeKind::Money => {
+                    let (int, frac) = f.trim().split_once('.').unwrap_or((f.trim(), ""));
+                    format!("{int}{frac}")
+                        .parse()
+                        .map_or(Val::Null, |u| Val::Dec(u, frac.len() as u32))
+                }
+                TypeKind::Float4 | TypeKind::Float8 => {
+                    f.trim().parse().map_or(Val::Null, Val::Float)
+                }
+                TypeKind::Bool => Val::Bool(matches!(
+                    f.trim().to_ascii_lowercase().as_str(),
+                    "t" | "true" | "y" | "yes" | "on" | "1"
+                )),
+                _ => Val::Text(f.clone()),
+            }
+        })
+        .collect()
 }
 
 /// Two bounds in order and distinct in the subtype's own unit (a day for dates).
