@@ -350,3 +350,33 @@ past = { values = ['(Old Rd,7,,,f,)'] }
     );
     assert_eq!(count(&db, "SELECT count(DISTINCT home) FROM people"), 2);
 }
+
+#[test]
+fn geometric_types_and_lsns_are_valid_shapes() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE shapes (
+             id int PRIMARY KEY,
+             b box NOT NULL,
+             s lseg NOT NULL,
+             l line NOT NULL,
+             c circle NOT NULL,
+             p path NOT NULL,
+             g polygon NOT NULL,
+             lsn pg_lsn NOT NULL,
+             bs box[] NOT NULL
+         );",
+    );
+    let out = seed(&db);
+    assert_exit(&out, 0);
+    assert_rows(
+        &db,
+        "shapes",
+        "area(b) < 0 OR NOT (length(s) BETWEEN 0 AND 3000) OR radius(c) < 0 \
+         OR npoints(p) NOT BETWEEN 3 AND 6 OR npoints(g) NOT BETWEEN 3 AND 6 \
+         OR lsn > '100/0'::pg_lsn OR NOT (center(c) <@ box '((-1000,-1000),(1000,1000))') \
+         OR EXISTS (SELECT 1 FROM unnest(bs) x WHERE NOT (x <@ box '((-1000,-1000),(1000,1000))'))",
+    );
+    assert!(count(&db, "SELECT count(DISTINCT lsn) FROM shapes") > ROWS / 2);
+    assert!(count(&db, "SELECT count(DISTINCT area(b)) FROM shapes") > ROWS / 2);
+}

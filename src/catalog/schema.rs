@@ -68,6 +68,14 @@ pub enum TypeKind {
     /// A composite type: each attribute's type oid (binary records carry it),
     /// typmod (varchar(n), numeric(p, s) as `pg_attribute` holds it) and kind.
     Composite(Vec<(u32, i32, TypeKind)>),
+    /// The geometric types other than point.
+    Box,
+    Lseg,
+    Line,
+    Circle,
+    Path,
+    Polygon,
+    PgLsn,
 }
 
 impl TypeKind {
@@ -898,6 +906,13 @@ fn kind_at(typid: u32, typmod: i32, all: &Types, depth: usize) -> TypeKind {
         "char" => TypeKind::Char,
         "hstore" => TypeKind::Hstore,
         "ltree" => TypeKind::Ltree,
+        "box" => TypeKind::Box,
+        "lseg" => TypeKind::Lseg,
+        "line" => TypeKind::Line,
+        "circle" => TypeKind::Circle,
+        "path" => TypeKind::Path,
+        "polygon" => TypeKind::Polygon,
+        "pg_lsn" => TypeKind::PgLsn,
         other => TypeKind::Unsupported(other.to_string()),
     }
 }

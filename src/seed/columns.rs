@@ -391,6 +391,29 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
             min: 1,
             max: 4,
         },
+        // Coordinates: box and lseg take two points, line and circle three numbers,
+        // path and polygon three to six points.
+        k @ (TypeKind::Box
+        | TypeKind::Lseg
+        | TypeKind::Line
+        | TypeKind::Circle
+        | TypeKind::Path
+        | TypeKind::Polygon) => {
+            let (min, max) = match k {
+                TypeKind::Box | TypeKind::Lseg => (4, 4),
+                TypeKind::Line | TypeKind::Circle => (3, 3),
+                _ => (6, 12),
+            };
+            Gen::Array {
+                elem: Box::new(Gen::Float {
+                    lo: -1000.0,
+                    hi: 1000.0,
+                }),
+                min,
+                max,
+            }
+        }
+        TypeKind::PgLsn => Gen::Int { lo: 0, hi: 1 << 40 },
         TypeKind::Composite(_) => return None,
         TypeKind::Unsupported(_) => return None,
     })

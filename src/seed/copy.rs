@@ -403,6 +403,47 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
                 encode(k, fields.get(i).unwrap_or(&Val::Null), b);
             }
         }),
+        TypeKind::Box | TypeKind::Lseg | TypeKind::Line | TypeKind::Circle => {
+            let mut xs = [0.0f64; 4];
+            if let Val::Array(a) = v {
+                for (x, it) in xs.iter_mut().zip(a) {
+                    *x = as_f64(it);
+                }
+            }
+            let n = match kind {
+                TypeKind::Line | TypeKind::Circle => 3,
+                _ => 4,
+            };
+            match kind {
+                // A line's A and B cannot both be zero; a circle's radius is not negative.
+                TypeKind::Line if xs[0] == 0.0 && xs[1] == 0.0 => xs[0] = 1.0,
+                TypeKind::Circle => xs[2] = xs[2].abs(),
+                _ => {}
+            }
+            buf.put_i32(8 * n as i32);
+            for x in &xs[..n] {
+                buf.put_f64(*x);
+            }
+        }
+        TypeKind::Path | TypeKind::Polygon => with_len(buf, |b| {
+            let xs: Vec<f64> = match v {
+                Val::Array(a) => a.iter().map(as_f64).collect(),
+                _ => Vec::new(),
+            };
+            // At least one point; an odd coordinate left over is dropped.
+            let pts = (xs.len() / 2).max(1);
+            if *kind == TypeKind::Path {
+                b.put_u8(0); // open
+            }
+            b.put_i32(pts as i32);
+            for i in 0..pts * 2 {
+                b.put_f64(xs.get(i).copied().unwrap_or(0.0));
+            }
+        }),
+        TypeKind::PgLsn => {
+            buf.put_i32(8);
+            buf.put_i64(as_i64(v));
+        }
         TypeKind::Array(elem, oid) => {
             let items: Vec<Val> = match v {
                 Val::Array(a) => a.clone(),
