@@ -318,8 +318,7 @@ serial = { unique = true }
     assert_eq!(count(&db, "SELECT count(DISTINCT fixed) FROM slots"), 2);
 }
 
-/// Composite types: a nullable column is NULL (planck does not draw
-/// attributes yet), a NOT NULL one takes the spec's `values` written as the
+/// Composite types: a column takes the spec's `values` written as the
 /// type's text, each attribute read for its own type.
 #[test]
 fn composite_values_from_the_spec_reach_every_attribute() {
@@ -344,7 +343,7 @@ past = { values = ['(Old Rd,7,,,f,)'] }
     assert_rows(
         &db,
         "people",
-        "work IS NOT NULL OR home::text NOT IN \
+        "home::text NOT IN \
          ('(\"Main St, 1\",12,10115,2024-03-01,t,0f7a1c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b)', '(,,,,,)') \
          OR past::text <> '{\"(\\\"Old Rd\\\",7,,,f,)\"}'",
     );
@@ -379,4 +378,28 @@ fn geometric_types_and_lsns_are_valid_shapes() {
     );
     assert!(count(&db, "SELECT count(DISTINCT lsn) FROM shapes") > ROWS / 2);
     assert!(count(&db, "SELECT count(DISTINCT area(b)) FROM shapes") > ROWS / 2);
+}
+
+#[test]
+fn composite_columns_get_values_inside_each_attribute_type() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TYPE mood AS ENUM ('calm', 'busy');
+         CREATE TYPE geo AS (lat float8, at point);
+         CREATE TYPE place AS (code varchar(3), no int, share numeric(4, 1), since date,
+                               m mood, inner_geo geo, ok boolean, id uuid);
+         CREATE TABLE visits (id int PRIMARY KEY, at place NOT NULL, seen place[] NOT NULL);",
+    );
+    let out = seed(&db);
+    assert_exit(&out, 0);
+    assert_rows(
+        &db,
+        "visits",
+        "length((at).code) NOT BETWEEN 1 AND 3 OR (at).no NOT BETWEEN 0 AND 999 \
+         OR (at).share NOT BETWEEN 0 AND 999.9 OR (at).since NOT BETWEEN '2021-01-01' AND '2026-11-01' \
+         OR (at).m IS NULL OR (at).inner_geo IS NULL OR ((at).inner_geo).lat IS NULL OR (at).ok IS NULL \
+         OR (at).id IS NULL",
+    );
+    assert!(count(&db, "SELECT count(DISTINCT at::text) FROM visits") > 10);
+    assert!(count(&db, "SELECT count(DISTINCT (at).m) FROM visits") == 2);
 }

@@ -414,9 +414,62 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
             }
         }
         TypeKind::PgLsn => Gen::Int { lo: 0, hi: 1 << 40 },
-        TypeKind::Composite(_) => return None,
+        TypeKind::Composite(attrs) => uniform_choice(
+            (0..RECORD_POOL)
+                .map(|k| record_sample(attrs, k, 0))
+                .collect(),
+        ),
         TypeKind::Unsupported(_) => return None,
     })
+}
+
+/// Distinct values of a composite column: a pool drawn once at plan time.
+const RECORD_POOL: u64 = 64;
+
+/// The `k`-th value of a composite column's pool: one plain value per
+/// attribute (a word, a number inside the attribute's precision, a time
+/// inside the default range, an enum label), NULL for an attribute of a kind
+/// not listed (composite attributes are never NOT NULL). A [`Gen`] draws
+/// scalars per row; no generator draws a row of mixed kinds yet, so a
+/// composite takes one of these.
+fn record_sample(attrs: &[(u32, i32, TypeKind)], k: u64, depth: u32) -> Val {
+    let words: &[&str] = <fake::locales::EN as fake::locales::Data>::LOREM_WORD;
+    let vals = attrs.iter().enumerate().map(|(i, (_, typmod, kind))| {
+        let x = crate::seed::rng::mix(k.wrapping_mul(0x9e37) ^ (i as u64 + 1) << 32);
+        match kind {
+            TypeKind::Bool => Val::Bool(x & 1 == 1),
+            k if k.is_int() => Val::Int((x % 1000) as i64),
+            TypeKind::Float4 | TypeKind::Float8 => Val::Float((x % 100_000) as f64 / 100.0),
+            TypeKind::Numeric | TypeKind::Money => {
+                let (p, s) = match (*typmod - 4, kind) {
+                    (m, TypeKind::Numeric) if m >= 0 => {
+                        ((m >> 16) as u32 & 0xffff, m as u32 & 0xffff)
+                    }
+                    _ => (12, 2),
+                };
+                let top = 10i128.pow(p.min(30)).min(100_000 * 10i128.pow(s.min(20)));
+                Val::Dec(i128::from(x) % top.max(1), s)
+            }
+            TypeKind::Text => {
+                let mut w = words[(x % words.len() as u64) as usize].to_string();
+                if let Ok(n) = usize::try_from(*typmod - 4) {
+                    w.truncate(n);
+                }
+                Val::Text(w)
+            }
+            TypeKind::Uuid => Val::Uuid(u128::from(x) << 64 | u128::from(crate::seed::rng::mix(x))),
+            k if k.is_time() => Val::Micros(T_LO + (x % (T_HI - T_LO) as u64) as i64),
+            TypeKind::Time | TypeKind::TimeTz => Val::Micros((x % (86_400 * 1_000_000)) as i64),
+            TypeKind::Interval => Val::Micros((x % (30 * DAY as u64)) as i64),
+            TypeKind::Enum(labels) if !labels.is_empty() => {
+                Val::Text(labels[(x % labels.len() as u64) as usize].clone())
+            }
+            TypeKind::Inet | TypeKind::Cidr => Val::Inet(x as u32),
+            TypeKind::Composite(inner) if depth < 4 => record_sample(inner, x, depth + 1),
+            _ => Val::Null,
+        }
+    });
+    Val::Array(vals.collect())
 }
 
 /// One lorem word.
