@@ -33,6 +33,7 @@ fn ranges_and_multiranges_are_non_empty_with_low_below_high() {
     db.exec(
         "CREATE DOMAIN stay AS daterange;
          CREATE TYPE floatrange AS RANGE (subtype = float8);
+         CREATE TYPE timerange AS RANGE (subtype = time);
          CREATE TABLE bookings (
              id int PRIMARY KEY,
              r4 int4range NOT NULL,
@@ -42,6 +43,7 @@ fn ranges_and_multiranges_are_non_empty_with_low_below_high() {
              rtz tstzrange NOT NULL,
              rd daterange NOT NULL,
              rf floatrange NOT NULL,
+             rt timerange NOT NULL,
              st stay NOT NULL,
              m4 int4multirange NOT NULL,
              md datemultirange NOT NULL,
@@ -51,7 +53,7 @@ fn ranges_and_multiranges_are_non_empty_with_low_below_high() {
     let out = seed(&db);
     assert_exit(&out, 0);
     let mut bad = Vec::new();
-    for c in ["r4", "r8", "rn", "rts", "rtz", "rd", "rf", "st"] {
+    for c in ["r4", "r8", "rn", "rts", "rtz", "rd", "rf", "rt", "st"] {
         bad.push(format!(
             "isempty({c}) OR lower_inf({c}) OR upper_inf({c}) OR NOT lower({c}) < upper({c})"
         ));

@@ -921,7 +921,10 @@ fn kind_at(typid: u32, typmod: i32, all: &Types, depth: usize) -> TypeKind {
 fn is_range_subtype(k: &TypeKind) -> bool {
     k.is_int()
         || k.is_time()
-        || matches!(k, TypeKind::Numeric | TypeKind::Float4 | TypeKind::Float8)
+        || matches!(
+            k,
+            TypeKind::Numeric | TypeKind::Float4 | TypeKind::Float8 | TypeKind::Time
+        )
 }
 
 /// The sequence of a `nextval('seq'::regclass)` default.
