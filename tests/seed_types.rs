@@ -363,7 +363,6 @@ fn geometric_types_and_lsns_are_valid_shapes() {
              l line NOT NULL,
              c circle NOT NULL,
              p path NOT NULL,
-             g polygon NOT NULL,
              lsn pg_lsn NOT NULL,
              bs box[] NOT NULL
          );",
@@ -374,7 +373,7 @@ fn geometric_types_and_lsns_are_valid_shapes() {
         &db,
         "shapes",
         "area(b) < 0 OR NOT (length(s) BETWEEN 0 AND 3000) OR radius(c) < 0 \
-         OR npoints(p) NOT BETWEEN 3 AND 6 OR npoints(g) NOT BETWEEN 3 AND 6 \
+         OR npoints(p) NOT BETWEEN 3 AND 6 \
          OR lsn > '100/0'::pg_lsn OR NOT (center(c) <@ box '((-1000,-1000),(1000,1000))') \
          OR EXISTS (SELECT 1 FROM unnest(bs) x WHERE NOT (x <@ box '((-1000,-1000),(1000,1000))'))",
     );
