@@ -335,8 +335,176 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
                 max: 3,
             }
         }
+        TypeKind::Money => {
+            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, 1000);
+            Gen::Dec {
+                lo: i128::from(lo) * 100,
+                hi: i128::from(hi) * 100,
+                scale: 2,
+            }
+        }
+        // Two bounds of the subtype; the encoder orders them and keeps the range non-empty.
+        TypeKind::Range(sub) => pair(bound_gen(table, col, sub)?),
+        TypeKind::MultiRange(sub) => Gen::Array {
+            elem: Box::new(pair(bound_gen(table, col, sub)?)),
+            min: 1,
+            max: 3,
+        },
+        TypeKind::Point => pair(Gen::Float {
+            lo: -1000.0,
+            hi: 1000.0,
+        }),
+        TypeKind::Cidr => Gen::Inet,
+        // 48 or 64 random bits, taken from a uuid's first bytes.
+        TypeKind::MacAddr | TypeKind::MacAddr8 => Gen::Uuid { unique: false },
+        TypeKind::TimeTz => Gen::TimeOfDay,
+        TypeKind::Bit { len, varying } => {
+            let bytes = len.map_or(8, |n| n.div_ceil(8)) as u32;
+            Gen::Bytes {
+                min: if *varying { 1 } else { bytes },
+                max: bytes,
+            }
+        }
+        TypeKind::Xml | TypeKind::TsQuery => Gen::Text {
+            text: Text::Words {
+                min: 1,
+                max: if col.kind == TypeKind::Xml { 6 } else { 1 },
+                sep: ' ',
+                capital: false,
+            },
+            unique: false,
+            max_len: None,
+        },
+        TypeKind::Char => uniform_choice(
+            (b'a'..=b'z')
+                .map(|b| Val::Text(char::from(b).to_string()))
+                .collect(),
+        ),
+        // Keys and values alternate; the server sorts the pairs and drops repeated keys.
+        TypeKind::Hstore => Gen::Array {
+            elem: Box::new(one_word()),
+            min: 2,
+            max: 6,
+        },
+        TypeKind::Ltree => Gen::Array {
+            elem: Box::new(one_word()),
+            min: 1,
+            max: 4,
+        },
+        // Coordinates: box and lseg take two points, line and circle three numbers,
+        // path and polygon three to six points.
+        k @ (TypeKind::Box
+        | TypeKind::Lseg
+        | TypeKind::Line
+        | TypeKind::Circle
+        | TypeKind::Path
+        | TypeKind::Polygon) => {
+            let (min, max) = match k {
+                TypeKind::Box | TypeKind::Lseg => (4, 4),
+                TypeKind::Line | TypeKind::Circle => (3, 3),
+                _ => (6, 12),
+            };
+            Gen::Array {
+                elem: Box::new(Gen::Float {
+                    lo: -1000.0,
+                    hi: 1000.0,
+                }),
+                min,
+                max,
+            }
+        }
+        TypeKind::PgLsn => Gen::Int { lo: 0, hi: 1 << 40 },
+        TypeKind::Composite(attrs) => uniform_choice(
+            (0..RECORD_POOL)
+                .map(|k| record_sample(attrs, k, 0))
+                .collect(),
+        ),
         TypeKind::Unsupported(_) => return None,
     })
+}
+
+/// Distinct values of a composite column: a pool drawn once at plan time.
+const RECORD_POOL: u64 = 64;
+
+/// The `k`-th value of a composite column's pool: one plain value per
+/// attribute (a word, a number inside the attribute's precision, a time
+/// inside the default range, an enum label), NULL for an attribute of a kind
+/// not listed (composite attributes are never NOT NULL). A [`Gen`] draws
+/// scalars per row; no generator draws a row of mixed kinds yet, so a
+/// composite takes one of these.
+fn record_sample(attrs: &[(u32, i32, TypeKind)], k: u64, depth: u32) -> Val {
+    let words: &[&str] = <fake::locales::EN as fake::locales::Data>::LOREM_WORD;
+    let vals = attrs.iter().enumerate().map(|(i, (_, typmod, kind))| {
+        let x = crate::seed::rng::mix(k.wrapping_mul(0x9e37) ^ (i as u64 + 1) << 32);
+        match kind {
+            TypeKind::Bool => Val::Bool(x & 1 == 1),
+            k if k.is_int() => Val::Int((x % 1000) as i64),
+            TypeKind::Float4 | TypeKind::Float8 => Val::Float((x % 100_000) as f64 / 100.0),
+            TypeKind::Numeric | TypeKind::Money => {
+                let (p, s) = match (*typmod - 4, kind) {
+                    (m, TypeKind::Numeric) if m >= 0 => {
+                        ((m >> 16) as u32 & 0xffff, m as u32 & 0xffff)
+                    }
+                    _ => (12, 2),
+                };
+                let top = 10i128.pow(p.min(30)).min(100_000 * 10i128.pow(s.min(20)));
+                Val::Dec(i128::from(x) % top.max(1), s)
+            }
+            TypeKind::Text => {
+                let mut w = words[(x % words.len() as u64) as usize].to_string();
+                if let Ok(n) = usize::try_from(*typmod - 4) {
+                    w.truncate(n);
+                }
+                Val::Text(w)
+            }
+            TypeKind::Uuid => Val::Uuid(u128::from(x) << 64 | u128::from(crate::seed::rng::mix(x))),
+            k if k.is_time() => Val::Micros(T_LO + (x % (T_HI - T_LO) as u64) as i64),
+            TypeKind::Time | TypeKind::TimeTz => Val::Micros((x % (86_400 * 1_000_000)) as i64),
+            TypeKind::Interval => Val::Micros((x % (30 * DAY as u64)) as i64),
+            TypeKind::Enum(labels) if !labels.is_empty() => {
+                Val::Text(labels[(x % labels.len() as u64) as usize].clone())
+            }
+            TypeKind::Inet | TypeKind::Cidr => Val::Inet(x as u32),
+            TypeKind::Composite(inner) if depth < 4 => record_sample(inner, x, depth + 1),
+            _ => Val::Null,
+        }
+    });
+    Val::Array(vals.collect())
+}
+
+/// One lorem word.
+fn one_word() -> Gen {
+    Gen::Text {
+        text: Text::Words {
+            min: 1,
+            max: 1,
+            sep: ' ',
+            capital: false,
+        },
+        unique: false,
+        max_len: None,
+    }
+}
+
+/// Exactly two values of `g` (a range's bounds, a point's coordinates).
+fn pair(g: Gen) -> Gen {
+    Gen::Array {
+        elem: Box::new(g),
+        min: 2,
+        max: 2,
+    }
+}
+
+/// The generator of one bound of a range over `sub`.
+fn bound_gen(table: &Table, col: &Column, sub: &TypeKind) -> Option<Gen> {
+    let bc = Column {
+        kind: sub.clone(),
+        max_len: None,
+        numeric: None,
+        sequence: None,
+        ..col.clone()
+    };
+    default_gen(table, &bc, &ColFacts::default())
 }
 
 pub(crate) struct Ctx<'a> {
@@ -365,7 +533,16 @@ impl Ctx<'_> {
             g = Some(self.values(v, kind, f, &cname)?);
         }
         if let Some(r) = &cs.range {
-            g = Some(self.range(r, col, kind, cs, &span, &cname)?);
+            // On a range column, `range` bounds the ranges' bounds.
+            g = Some(match kind {
+                TypeKind::Range(sub) => pair(self.range(r, col, sub, cs, &span, &cname)?),
+                TypeKind::MultiRange(sub) => Gen::Array {
+                    elem: Box::new(pair(self.range(r, col, sub, cs, &span, &cname)?)),
+                    min: 1,
+                    max: 3,
+                },
+                _ => self.range(r, col, kind, cs, &span, &cname)?,
+            });
         }
         if let Some(fmt) = &cs.format {
             g = Some(Gen::Text {
@@ -824,10 +1001,174 @@ pub(crate) fn make_unique(g: Gen, rows: u64) -> Gen {
         Gen::Int { lo, hi } if (hi - lo + 1) as u64 >= rows => {
             Gen::IntUnique { lo, n: rows.max(1) }
         }
+        // Distinct addresses from 10.0.0.0 on (the encoder takes an integer as an IPv4 address).
+        Gen::Inet if rows <= 1 << 32 => Gen::IntUnique {
+            lo: if rows <= 1 << 24 { 10 << 24 } else { 0 },
+            n: rows.max(1),
+        },
         Gen::Nullable { p, inner } => Gen::Nullable {
             p,
             inner: Box::new(make_unique(*inner, rows)),
         },
         g => g,
+    }
+}
+
+/// Functions a column DEFAULT may call and still be left to the server:
+/// they change nothing but a sequence, and never read a session's state.
+const PURE_DEFAULT_FUNCTIONS: &[&str] = &[
+    "nextval",
+    "now",
+    "clock_timestamp",
+    "statement_timestamp",
+    "transaction_timestamp",
+    "timeofday",
+    "timezone",
+    "date_trunc",
+    "gen_random_uuid",
+    "uuid_generate_v1",
+    "uuid_generate_v1mc",
+    "uuid_generate_v4",
+    "gen_random_bytes",
+    "random",
+    "md5",
+    "encode",
+    "lower",
+    "upper",
+    "concat",
+    "coalesce",
+    "array",
+    "cast",
+    "to_jsonb",
+    "jsonb_build_object",
+    "jsonb_build_array",
+    "json_build_object",
+    "json_build_array",
+    "make_interval",
+    "current_timestamp",
+    "current_time",
+    "localtimestamp",
+    "localtime",
+    "extract",
+    "date_part",
+    "to_char",
+    "row",
+    "floor",
+    "round",
+];
+
+/// Whether a column DEFAULT (as `pg_get_expr` prints it) is known to be free
+/// of side effects, so the server may compute it during the load: constants,
+/// casts of constants, `nextval`, the clock (`now()`, `CURRENT_TIMESTAMP`,
+/// ...), `gen_random_uuid()`, `random()`. A call to any other function is
+/// not: koji's `get_event()` inserts an `events` row per call, and
+/// graphile-starter's `current_user_id()` is NULL outside a session.
+pub fn default_is_side_effect_free(expr: &str) -> bool {
+    let b = expr.as_bytes();
+    let mut i = 0;
+    // After `::` come type names, whose parentheses hold a typmod, not arguments.
+    let mut in_type = false;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\'' {
+            i += 1;
+            while i < b.len() {
+                if b[i] == b'\'' {
+                    if b.get(i + 1) == Some(&b'\'') {
+                        i += 2;
+                        continue;
+                    }
+                    break;
+                }
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if c == b':' && b.get(i + 1) == Some(&b':') {
+            in_type = true;
+            i += 2;
+            continue;
+        }
+        if c == b'"' || c.is_ascii_alphabetic() || c == b'_' {
+            let (name, end) = if c == b'"' {
+                let close = expr[i + 1..].find('"').map_or(b.len(), |e| i + 1 + e);
+                (expr[i + 1..close].to_lowercase(), close + 1)
+            } else {
+                let mut e = i;
+                while e < b.len() && (b[e].is_ascii_alphanumeric() || b[e] == b'_' || b[e] == b'$')
+                {
+                    e += 1;
+                }
+                (expr[i..e].to_lowercase(), e)
+            };
+            i = end;
+            let mut j = i;
+            while j < b.len() && b[j] == b' ' {
+                j += 1;
+            }
+            match b.get(j) {
+                // A qualified name: the last part decides.
+                Some(b'.') => {
+                    i = j + 1;
+                    continue;
+                }
+                Some(b'(') if !in_type && !PURE_DEFAULT_FUNCTIONS.contains(&name.as_str()) => {
+                    return false;
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if !c.is_ascii_whitespace() && c != b'(' && c != b')' && c != b'[' && c != b']' {
+            in_type = false;
+        }
+        i += 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_is_side_effect_free as pure;
+
+    #[test]
+    fn defaults_left_to_the_server_are_those_without_side_effects() {
+        for d in [
+            "nextval('public.customer_customer_id_seq'::regclass)",
+            "0",
+            "'new'::order_status",
+            "'{}'::text[]",
+            "ARRAY[]::character varying(10)[]",
+            "(0)::numeric(10,2)",
+            "''::character varying",
+            "now()",
+            "CURRENT_TIMESTAMP",
+            "CURRENT_TIMESTAMP(3)",
+            "CURRENT_DATE",
+            "LOCALTIMESTAMP",
+            "clock_timestamp()",
+            "statement_timestamp()",
+            "transaction_timestamp()",
+            "timezone('utc'::text, now())",
+            "(now() + '1 day'::interval)",
+            "gen_random_uuid()",
+            "public.uuid_generate_v4()",
+            "\"extensions\".\"uuid_generate_v4\"()",
+            "md5((random())::text)",
+            "'it''s get_event()'::text",
+        ] {
+            assert!(pure(d), "{d} was taken for a side effect");
+        }
+        for d in [
+            "get_event()",
+            "app_public.current_user_id()",
+            "\"app\".\"next_id\"()",
+            "(get_event() + 1)",
+            "('x'::text || audit.log_row())",
+            "now() + my_offset()",
+        ] {
+            assert!(!pure(d), "{d} was left to the server");
+        }
     }
 }
