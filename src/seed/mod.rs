@@ -96,6 +96,9 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         load::pending_fks(conn).await?
     };
     let cat = catalog::load(&mut client, &pending).await?;
+    if cat.tables.iter().all(|t| t.migration_bookkeeping) {
+        return Err(unmigrated(&client).await);
+    }
     if opts.shard.is_some() && writes {
         bookkeeping::allow_saves(&client).await?;
     }
@@ -171,6 +174,21 @@ async fn restore(
         ));
     }
     Ok(Summary::restored(r.restored.len()))
+}
+
+/// The error for a database with no table to seed (issue 9 point 12): an
+/// empty database is a setup problem, never "seeded 0 rows".
+async fn unmigrated(client: &tokio_postgres::Client) -> Error {
+    let db: String = client
+        .query_one("SELECT current_database()::text", &[])
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or_else(|_| "the database".into());
+    Error::usage_hint(
+        format!("database {db} has no tables to seed"),
+        "planck migrate first? planck seeds the tables of a migrated database \
+         (a migration tool's bookkeeping tables alone do not count)",
+    )
 }
 
 fn log_plan(plan: &layout::Plan, sf: &SpecFile, log: Log) {
