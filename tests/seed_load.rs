@@ -32,5 +32,343 @@ fn an_unmigrated_database_is_an_error_with_a_hint() {
     db.exec("CREATE TABLE django_migrations (id serial PRIMARY KEY, app text NOT NULL)");
     let out = seed(&db, &["--no-spec"]);
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("planck migrate first?"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("planck migrate first?"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `planck --format json seed ARGS`, the summary read through its wire type.
+fn seed_json(db: &TestDb, args: &[&str]) -> planck::seed::summary::JsonSummary {
+    let dir = project_dir();
+    let mut all = vec!["--format", "json", "seed"];
+    all.extend_from_slice(args);
+    let out = db.planck(&all, dir.path());
+    assert_exit(&out, 0);
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// `planck --format json seed --spec SPEC ARGS`.
+fn seed_spec_json(db: &TestDb, spec: &str, args: &[&str]) -> planck::seed::summary::JsonSummary {
+    let dir = project_dir();
+    let p = dir.path().join("spec.toml");
+    std::fs::write(&p, spec).unwrap();
+    let mut all = vec!["--spec", p.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let v = seed_json(db, &all);
+    drop(dir);
+    v
+}
+
+fn rows_of(v: &planck::seed::summary::JsonSummary, table: &str) -> u64 {
+    v.tables
+        .iter()
+        .find(|t| t.table == table)
+        .unwrap_or_else(|| panic!("{table} is not in the summary"))
+        .rows
+}
+
+/// Every trigger of the database as `table.name:tgenabled`.
+fn triggers(db: &TestDb) -> Vec<String> {
+    db.query_strings(
+        "SELECT tgrelid::regclass || '.' || tgname || ':' || tgenabled::text FROM pg_trigger
+          WHERE NOT tgisinternal ORDER BY 1",
+    )
+}
+
+/// The schema of the trigger cases: an AFTER INSERT audit trigger that
+/// writes keys the audit table's own load also writes, a BEFORE trigger that
+/// fills a NOT NULL column from a setting no seed session has, a trigger that
+/// fills a table the spec excludes, and an ON TRUNCATE trigger that refuses.
+const TRIGGER_SCHEMA: &str = "
+    CREATE TABLE audit (id bigint PRIMARY KEY, what text NOT NULL);
+    CREATE TABLE accounts (id bigserial PRIMARY KEY, owner int NOT NULL, name text NOT NULL);
+    CREATE TABLE events (
+        id bigserial PRIMARY KEY,
+        account_id bigint NOT NULL REFERENCES accounts,
+        audit_id bigint NOT NULL REFERENCES audit,
+        kind text NOT NULL);
+    CREATE TABLE change_log (id bigserial PRIMARY KEY, note text NOT NULL);
+
+    CREATE FUNCTION audit_event() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN INSERT INTO audit VALUES (NEW.id, 'event ' || NEW.kind); RETURN NEW; END $$;
+    CREATE TRIGGER events_audit AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION audit_event();
+
+    CREATE FUNCTION stamp_owner() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN NEW.owner := current_setting('app.user_id', true)::int; RETURN NEW; END $$;
+    CREATE TRIGGER accounts_owner BEFORE INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION stamp_owner();
+
+    CREATE FUNCTION log_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN INSERT INTO change_log (note) VALUES ('account ' || NEW.id); RETURN NEW; END $$;
+    CREATE TRIGGER accounts_log AFTER INSERT ON accounts FOR EACH ROW EXECUTE FUNCTION log_change();
+    -- Enabled ALWAYS (fires in replica mode too) and one disabled by its owner.
+    ALTER TABLE accounts ENABLE ALWAYS TRIGGER accounts_log;
+
+    CREATE FUNCTION no_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'events are never truncated'; END $$;
+    CREATE TRIGGER events_keep BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION no_truncate();
+    CREATE TRIGGER events_off AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION no_truncate();
+    ALTER TABLE events DISABLE TRIGGER events_off;
+";
+
+/// Issue 9 point 6: user triggers do not fire during the load (today: a
+/// duplicate key in the audit table, a NOT NULL violation, rows in an
+/// excluded table, a refused TRUNCATE), and each comes back as it was.
+#[test]
+fn user_triggers_do_not_fire_and_come_back_as_they_were() {
+    let db = test_db!();
+    db.exec(TRIGGER_SCHEMA);
+    let before = triggers(&db);
+    assert_eq!(before.len(), 5, "{before:?}");
+    let v = seed_spec_json(
+        &db,
+        "exclude = [\"change_log\"]\n[tables.accounts]\nrows = 300\n\
+         [tables.events]\nrows = 900\n[tables.audit]\nrows = 900\n",
+        &["--threads", "1"],
+    );
+    // Exactly the planned rows, none written by a trigger.
+    assert_eq!(rows_of(&v, "audit"), 900);
+    assert_eq!(one(&db, "SELECT count(*) FROM audit"), "900");
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM audit WHERE what LIKE 'event %'"),
+        "0"
+    );
+    assert_eq!(one(&db, "SELECT count(*) FROM events"), "900");
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM accounts WHERE owner IS NULL"),
+        "0"
+    );
+    assert_eq!(one(&db, "SELECT count(*) FROM change_log"), "0");
+    // Every trigger as it was: O, A and D alike.
+    assert_eq!(triggers(&db), before);
+    assert!(before.contains(&"accounts.accounts_log:A".to_string()));
+    assert!(before.contains(&"events.events_off:D".to_string()));
+    // The summary says it: 4 enabled triggers on 2 tables.
+    assert_eq!((v.triggers_disabled, v.trigger_tables), (4, 2));
+    // And they fire again for the application.
+    db.exec("SET app.user_id = '7'; INSERT INTO accounts (owner, name) VALUES (1, 'after')");
+    assert_eq!(one(&db, "SELECT count(*) FROM change_log"), "1");
+}
+
+/// Old-style inheritance partitioning: the parent routes rows to its
+/// children with a trigger. The children are tables of their own, seeded
+/// directly (each meeting its CHECK), and the parent's TRUNCATE does not
+/// empty the children it does not own.
+#[test]
+fn inheritance_children_are_seeded_directly() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE measures (id bigint NOT NULL, station int NOT NULL, v int NOT NULL);
+         CREATE TABLE measures_low (CHECK (station >= 0 AND station < 1000)) INHERITS (measures);
+         CREATE TABLE measures_high (CHECK (station >= 1000 AND station < 2000)) INHERITS (measures);
+         CREATE FUNCTION route() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           IF NEW.station < 1000 THEN INSERT INTO measures_low VALUES (NEW.*);
+           ELSE INSERT INTO measures_high VALUES (NEW.*); END IF;
+           RETURN NULL;
+         END $$;
+         CREATE TRIGGER measures_route BEFORE INSERT ON measures FOR EACH ROW EXECUTE FUNCTION route();",
+    );
+    let v = seed_json(&db, &["--no-spec", "--rows", "200", "--threads", "2"]);
+    for t in ["measures", "measures_low", "measures_high"] {
+        assert_eq!(rows_of(&v, t), 200, "{t}");
+        assert_eq!(
+            one(&db, &format!("SELECT count(*) FROM ONLY {t}")),
+            "200",
+            "{t}"
+        );
+    }
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM measures_high WHERE station < 1000"
+        ),
+        "0"
+    );
+    assert_eq!(triggers(&db), vec!["measures.measures_route:O".to_string()]);
+}
+
+/// A SIGKILL while triggers are disabled: they were disabled inside the
+/// table's transaction, so the server's rollback enables them again; nothing
+/// is left for `seed --restore` to do about them.
+#[test]
+fn a_sigkill_leaves_every_trigger_enabled() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE big (id bigserial PRIMARY KEY, body text NOT NULL);
+         CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+         CREATE TRIGGER big_touch BEFORE INSERT ON big FOR EACH ROW EXECUTE FUNCTION touch();",
+    );
+    let dir = project_dir();
+    let mut child = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &db.url,
+            "seed",
+            "--no-spec",
+            "--rows",
+            "3000000",
+            "--threads",
+            "1",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let copying = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' AND query LIKE 'COPY%big%'",
+        db.name
+    );
+    let mut seen = false;
+    for _ in 0..1500 {
+        if one(&db, &copying) != "0" {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(seen, "never saw the COPY into big");
+    // Disabled, as the load's own transaction sees it (not visible outside).
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for _ in 0..500 {
+        if one(&db, &copying) == "0" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(triggers(&db), vec!["big.big_touch:O".to_string()]);
+    assert_eq!(one(&db, "SELECT count(*) FROM big"), "0");
+}
+
+/// Event triggers fire on planck's DDL (Supabase-style databases have them):
+/// as superuser replica mode silences them; a role that cannot is told
+/// which fired.
+#[test]
+fn event_triggers_are_silenced_as_superuser_and_named_otherwise() {
+    let db = test_db!();
+    let role = format!("{}_owner", db.name);
+    db.exec(&format!(
+        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN PASSWORD 'owner-pw';
+         GRANT CREATE ON DATABASE {} TO {role}; GRANT CREATE ON SCHEMA public TO {role};
+         CREATE TABLE ddl_log (tag text);
+         GRANT INSERT ON ddl_log TO PUBLIC;
+         CREATE FUNCTION note_ddl() RETURNS event_trigger LANGUAGE plpgsql AS $$
+         BEGIN INSERT INTO public.ddl_log VALUES (tg_tag); END $$;
+         CREATE EVENT TRIGGER note_ddl ON ddl_command_end EXECUTE FUNCTION note_ddl();
+         SET ROLE {role};
+         CREATE TABLE items (id bigserial PRIMARY KEY, name text NOT NULL);
+         RESET ROLE;
+         TRUNCATE ddl_log;",
+        db.name
+    ));
+    let v = seed_spec_json(&db, "exclude = [\"ddl_log\"]\n", &["--rows", "50"]);
+    assert!(v.event_triggers.is_empty(), "{:?}", v.event_triggers);
+    assert_eq!(
+        db.query_strings("SELECT tag FROM ddl_log"),
+        Vec::<String>::new()
+    );
+    assert_eq!(one(&db, "SELECT count(*) FROM items"), "50");
+
+    // The same as the tables' owner, no superuser.
+    let url = db
+        .url
+        .replacen("://planck@", &format!("://{role}:owner-pw@"), 1);
+    assert_ne!(
+        url, db.url,
+        "the test cluster's URL changed shape: {}",
+        db.url
+    );
+    let dir = project_dir();
+    std::fs::write(dir.path().join("spec.toml"), "exclude = [\"ddl_log\"]\n").unwrap();
+    let out = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &url,
+            "--format",
+            "json",
+            "seed",
+            "--spec",
+            "spec.toml",
+            "--rows",
+            "50",
+            "--truncate",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let v: planck::seed::summary::JsonSummary = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        v.event_triggers,
+        vec!["note_ddl (ddl_command_end)".to_string()]
+    );
+    assert_ne!(one(&db, "SELECT count(*) FROM ddl_log"), "0");
+    db.exec(&format!(
+        "DROP EVENT TRIGGER note_ddl; REASSIGN OWNED BY {role} TO planck; DROP OWNED BY {role}; DROP ROLE {role}"
+    ));
+}
+
+/// Issue 9 point 5: a view grouping by a table's primary key, a
+/// materialized view doing the same and a rule depend on the key: `DROP
+/// CONSTRAINT` fails with 2BP01. The table loads with the key in place, the
+/// user's objects stay exactly as they were, and the summary says so.
+#[test]
+fn a_view_on_the_primary_key_keeps_the_key_in_place() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE accounts (id bigserial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE orders (id bigserial PRIMARY KEY, account_id bigint NOT NULL REFERENCES accounts,
+                              total int NOT NULL, code text NOT NULL UNIQUE);
+         CREATE VIEW account_names AS SELECT a.id, a.name, count(o.id) AS orders
+           FROM accounts a LEFT JOIN orders o ON o.account_id = a.id GROUP BY a.id;
+         CREATE MATERIALIZED VIEW order_codes AS SELECT id, code, total FROM orders GROUP BY id;
+         COMMENT ON VIEW account_names IS 'kept';
+         CREATE TABLE audit (n bigint);
+         CREATE RULE orders_audit AS ON UPDATE TO orders DO ALSO
+           INSERT INTO audit SELECT count(*) FROM (SELECT a.id, a.name FROM accounts a GROUP BY a.id) s;
+         CREATE INDEX orders_total ON orders (total);",
+    );
+    let defs = "SELECT c.relname || ':' || c.relkind::text || ':' || pg_get_viewdef(c.oid) || ':'
+                       || coalesce(obj_description(c.oid, 'pg_class'), '-')
+                  FROM pg_class c WHERE relkind IN ('v', 'm') ORDER BY 1";
+    let before = db.query_strings(defs);
+    let rules = "SELECT rulename || ':' || definition FROM pg_rules WHERE schemaname = 'public'";
+    let rules_before = db.query_strings(rules);
+    assert_eq!(rules_before.len(), 1);
+    let v = seed_json(&db, &["--no-spec", "--rows", "100"]);
+    assert_eq!(rows_of(&v, "accounts"), 100);
+    assert_eq!(one(&db, "SELECT count(*) FROM account_names"), "100");
+    assert_eq!(db.query_strings(defs), before);
+    assert_eq!(db.query_strings(rules), rules_before);
+    let mut kept = v.kept_in_place.clone();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec![
+            "accounts: accounts_pkey (a rule on public.orders, view public.account_names depends on it)"
+                .to_string(),
+            "orders: orders_pkey (materialized view public.order_codes depends on it)".to_string(),
+        ]
+    );
+    // Every constraint and index is there, valid.
+    assert_eq!(
+        db.query_strings(
+            "SELECT conname || ':' || convalidated FROM pg_constraint
+              WHERE conrelid IN ('accounts'::regclass, 'orders'::regclass) ORDER BY 1"
+        ),
+        vec![
+            "accounts_pkey:true",
+            "orders_account_id_fkey:true",
+            "orders_code_key:true",
+            "orders_pkey:true"
+        ]
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'orders'::regclass AND indisvalid"
+        ),
+        "3"
+    );
 }
