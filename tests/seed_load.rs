@@ -372,3 +372,118 @@ fn a_view_on_the_primary_key_keeps_the_key_in_place() {
         "3"
     );
 }
+
+/// Issue 9 point 11, fast: a hand-written Django-style database. Rows the
+/// migrations wrote are kept as reference data (not truncated, not added
+/// to), foreign keys into them pick among their existing keys (sparse ints
+/// and text), a migration tool's bookkeeping is never touched, and without
+/// --truncate nothing is refused.
+#[test]
+fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE django_migrations (id serial PRIMARY KEY, app text NOT NULL, name text NOT NULL,
+                                         applied timestamptz NOT NULL);
+         INSERT INTO django_migrations (app, name, applied)
+           SELECT 'app', '000' || g || '_auto', '2024-01-01'::timestamptz + g * interval '1 day'
+             FROM generate_series(1, 12) g;
+         CREATE TABLE content_type (id serial PRIMARY KEY, app_label text NOT NULL, model text NOT NULL,
+                                    UNIQUE (app_label, model));
+         INSERT INTO content_type (id, app_label, model)
+           VALUES (3, 'auth', 'user'), (7, 'auth', 'group'), (40, 'shop', 'order');
+         CREATE TABLE country (code text PRIMARY KEY, name text NOT NULL);
+         INSERT INTO country VALUES ('fr', 'France'), ('jp', 'Japan');
+         CREATE TABLE permission (id serial PRIMARY KEY,
+                                  content_type_id int NOT NULL REFERENCES content_type,
+                                  codename text NOT NULL);
+         INSERT INTO permission (content_type_id, codename) VALUES (3, 'add_user'), (40, 'add_order');
+         CREATE TABLE customers (id bigserial PRIMARY KEY, country text NOT NULL REFERENCES country,
+                                 kind int NOT NULL REFERENCES content_type);
+         CREATE TABLE grants (id bigserial PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers,
+                              permission_id int NOT NULL REFERENCES permission);",
+    );
+    let fixed = "SELECT string_agg(t, '|' ORDER BY t) FROM (
+                   SELECT 'm' || id || app || name || applied AS t FROM django_migrations
+                   UNION ALL SELECT 'c' || id || app_label || model FROM content_type
+                   UNION ALL SELECT 'k' || code || name FROM country
+                   UNION ALL SELECT 'p' || id || content_type_id || codename FROM permission) s";
+    let before = one(&db, fixed);
+    let v = seed_json(&db, &["--no-spec", "--rows", "500"]);
+    assert_eq!(one(&db, fixed), before, "a kept table changed");
+    let mut kept = v.tables_kept.clone();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec!["content_type", "country", "django_migrations", "permission"]
+    );
+    // Seeded tables only in the summary, each holding what it says.
+    let mut seeded: Vec<&str> = v.tables.iter().map(|t| t.table.as_str()).collect();
+    seeded.sort();
+    assert_eq!(seeded, vec!["customers", "grants"]);
+    for t in &v.tables {
+        assert!(t.rows > 0, "{}", t.table);
+        assert_eq!(
+            one(&db, &format!("SELECT count(*) FROM {}", t.table)),
+            t.rows.to_string()
+        );
+    }
+    // Every foreign key validated, and the picks spread over the existing keys.
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
+        ),
+        "0"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+        ),
+        "5"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(DISTINCT kind::text, ',' ORDER BY kind::text) FROM customers"
+        ),
+        "3,40,7"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(DISTINCT country, ',') FROM customers"
+        ),
+        "fr,jp"
+    );
+    assert_eq!(
+        one(&db, "SELECT count(DISTINCT permission_id) FROM grants"),
+        "2"
+    );
+    // A second run without --truncate keeps everything: nothing is refused.
+    let again = seed_json(&db, &["--no-spec", "--rows", "500"]);
+    assert!(again.tables.is_empty(), "{:?}", again.tables);
+    assert_eq!(again.tables_kept.len(), 6);
+    // --truncate replaces what the seed wrote (here: every table that holds
+    // rows) but never a migration tool's bookkeeping.
+    let migrations = one(
+        &db,
+        "SELECT string_agg(id || name, ',' ORDER BY id) FROM django_migrations",
+    );
+    let replaced = seed_json(&db, &["--no-spec", "--rows", "50", "--truncate"]);
+    assert_eq!(replaced.tables_kept, vec!["django_migrations".to_string()]);
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(id || name, ',' ORDER BY id) FROM django_migrations"
+        ),
+        migrations
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
+        ),
+        "0"
+    );
+}

@@ -4,7 +4,9 @@
 //!    exclusive, or shared by the shards of one set.
 //! 1. Restore what an earlier, interrupted run left saved (see [`recover`]),
 //!    so a re-run needs no manual clean-up.
-//! 2. Refuse tables that hold rows unless `--truncate`.
+//! 2. Leave alone the tables the plan keeps (rows the migrations wrote, when
+//!    not `--truncate`: see [`crate::seed::reference`]), and refuse to empty
+//!    tables that tables left alone reference with rows.
 //! 3. Save the definition of every foreign key touching the seeded tables into
 //!    `planck.seed_saved` ([`crate::bookkeeping`]) and drop them, in one
 //!    transaction: the saved rows are durable before anything is dropped.
@@ -56,7 +58,7 @@ use crate::signal::{self, Signals};
 const CHUNK_BYTES: usize = 4 << 20;
 pub const APP_NAME: &str = "planck seed";
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     pub truncate: bool,
     pub threads: usize,
@@ -65,6 +67,12 @@ pub struct LoadOptions {
     /// Tests only: a failure injected into the generator of the named table.
     #[doc(hidden)]
     pub fault: Option<(String, Fault)>,
+    /// Oids of plan tables kept as they are (reference data): not
+    /// truncated, not loaded, their foreign keys untouched.
+    pub keep: Vec<u32>,
+    /// Every table kept as it was (reference data and migration
+    /// bookkeeping), for the summary.
+    pub kept_names: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -1321,36 +1329,12 @@ async fn load_table_on(
     })
 }
 
-/// Refuses tables that hold rows (unless `--truncate`), and tables planck
-/// leaves alone that hold rows referencing tables it empties.
+/// Refuses to empty tables that tables planck leaves alone (excluded or
+/// kept) reference with rows. (Tables that hold rows are no longer refused:
+/// without `--truncate` they are kept as reference data, see
+/// [`crate::seed::reference`]; with it they are replaced.)
 async fn refuse_to_overwrite(admin: &Client, plan: &Plan, opts: &LoadOptions) -> Result<()> {
-    if opts.shard.is_none() {
-        let mut full = Vec::new();
-        for tp in &plan.tables {
-            let has: bool = admin
-                .query_one(
-                    &format!("SELECT EXISTS (SELECT 1 FROM {})", tp.qualified),
-                    &[],
-                )
-                .await
-                .map_err(|e| Error::db(format!("looking into {}", tp.display), e))?
-                .get(0);
-            if has {
-                full.push(tp.display.clone());
-            }
-        }
-        if !full.is_empty() && !opts.truncate {
-            return Err(Error::usage_hint(
-                format!(
-                    "{} table(s) already hold rows: {}",
-                    full.len(),
-                    full.join(", ")
-                ),
-                "pass --truncate to replace their rows, or exclude them in the spec (`exclude = [...]`)",
-            ));
-        }
-    }
-    let seeded: Vec<u32> = plan.tables.iter().map(|t| t.oid).collect();
+    let seeded = seeded_oids(plan, opts);
     let blockers = admin
         .query(
             "SELECT DISTINCT c.conrelid::regclass::text FROM pg_constraint c
@@ -1392,6 +1376,15 @@ struct Outcome {
 }
 
 type Loaded = Result<Outcome>;
+
+/// The tables the load writes: the plan's, less those kept as they are.
+fn seeded_oids(plan: &Plan, opts: &LoadOptions) -> Vec<u32> {
+    plan.tables
+        .iter()
+        .map(|t| t.oid)
+        .filter(|o| !opts.keep.contains(o))
+        .collect()
+}
 
 /// The COPY phase: the time during which at least one COPY was streaming
 /// (index builds that overlap no COPY are left out), to compare with
@@ -1462,6 +1455,9 @@ async fn load_tables(
         .iter()
         .map(|tp| {
             let r = slice(tp.rows, opts.shard);
+            if opts.keep.contains(&tp.oid) {
+                return None;
+            }
             progress.bar(&tp.display, r.end - r.start)
         })
         .collect();
@@ -1515,6 +1511,10 @@ async fn load_tables(
         let more = next < plan.tables.len() && stopped.is_none() && !cancel.load(Ordering::Relaxed);
         if !more && set.is_empty() {
             break;
+        }
+        if more && opts.keep.contains(&plan.tables[next].oid) {
+            next += 1;
+            continue;
         }
         tokio::select! {
             permit = sem.clone().acquire_owned(), if more => {
@@ -1581,7 +1581,7 @@ pub async fn run(
     // A signal before anything is dropped: stop with nothing to undo.
     signals.check("nothing was written")?;
     bookkeeping::ensure(&mut admin).await?;
-    let seeded: Vec<u32> = plan.tables.iter().map(|t| t.oid).collect();
+    let seeded = seeded_oids(&plan, opts);
     let dropped = match save_and_drop(&mut admin, &seeded).await {
         Ok(n) => n,
         Err(e) => {
@@ -1610,6 +1610,7 @@ pub async fn run(
         .collect();
     let mut notes = LoadNotes {
         event_triggers,
+        tables_kept: opts.kept_names.clone(),
         ..LoadNotes::default()
     };
     for (t, (r, _)) in &results {
@@ -1705,9 +1706,9 @@ pub async fn run(
     }
 
     let t_vacuum = Instant::now();
-    vacuum_all(conn, &plan, opts.threads).await?;
+    vacuum_all(conn, &plan, opts).await?;
     let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
-    let tables = measure(conn, &plan, opts.shard, &per_table).await?;
+    let tables = measure(conn, &plan, opts, &per_table).await?;
     Ok(LoadReport {
         tables,
         load_seconds: load_secs,
@@ -1811,10 +1812,12 @@ fn failure(
 }
 
 /// `VACUUM (ANALYZE)` every seeded table, several at once.
-async fn vacuum_all(conn: &ConnInfo, plan: &Plan, threads: usize) -> Result<()> {
+async fn vacuum_all(conn: &ConnInfo, plan: &Plan, opts: &LoadOptions) -> Result<()> {
+    let threads = opts.threads;
     let queue = Arc::new(tokio::sync::Mutex::new(
         plan.tables
             .iter()
+            .filter(|t| !opts.keep.contains(&t.oid))
             .map(|t| t.qualified.clone())
             .collect::<Vec<_>>(),
     ));
@@ -1845,12 +1848,16 @@ async fn vacuum_all(conn: &ConnInfo, plan: &Plan, threads: usize) -> Result<()> 
 async fn measure(
     conn: &ConnInfo,
     plan: &Plan,
-    shard: Option<(u64, u64)>,
+    opts: &LoadOptions,
     per_table: &BTreeMap<usize, (u64, f64)>,
 ) -> Result<Vec<TableReport>> {
+    let shard = opts.shard;
     let c = connect(conn).await?;
     let mut reports = Vec::new();
     for (t, tp) in plan.tables.iter().enumerate() {
+        if opts.keep.contains(&tp.oid) {
+            continue;
+        }
         let row = c
             .query_one(
                 "SELECT COALESCE(sum(pg_table_size(x)), 0)::bigint, COALESCE(sum(pg_total_relation_size(x)), 0)::bigint

@@ -15,6 +15,7 @@ pub mod copy;
 pub mod generate;
 pub mod layout;
 pub mod load;
+pub mod reference;
 pub mod rng;
 pub mod spec;
 pub mod summary;
@@ -62,7 +63,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     if opts.restore {
         return restore(conn, opts, &signals, log).await;
     }
-    let sf = match &opts.spec {
+    let mut sf = match &opts.spec {
         Some(p) => SpecFile::load(p)?,
         None => SpecFile::default(),
     };
@@ -99,12 +100,27 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     if cat.tables.iter().all(|t| t.migration_bookkeeping) {
         return Err(unmigrated(&client).await);
     }
+    let kept = reference::Kept::decide(
+        &client,
+        &cat,
+        &mut sf,
+        opts.scale,
+        opts.truncate,
+        opts.shard.is_some(),
+    )
+    .await?;
     if opts.shard.is_some() && writes {
         bookkeeping::allow_saves(&client).await?;
     }
     drop(client);
     let started = Instant::now();
-    let plan = Arc::new(layout::build(&cat, &sf, &plan_opts)?);
+    let mut plan = layout::build(&cat, &sf, &plan_opts)?;
+    kept.wire(&cat, &mut plan)?;
+    let plan = Arc::new(plan);
+    let kept_names = kept.names(&cat);
+    if !kept_names.is_empty() {
+        log.debug(&format!("kept as they were: {}", kept_names.join(", ")));
+    }
     log_plan(&plan, &sf, log);
     if opts.generate_only {
         generate_only(&plan, opts.threads, log)?;
@@ -122,6 +138,8 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             threads: opts.threads,
             shard: opts.shard,
             fault: None,
+            keep: kept.skipped_oids(&cat),
+            kept_names,
         },
         &mut lock,
         &signals,
