@@ -487,3 +487,136 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
         "0"
     );
 }
+
+/// Whether healthchecks' `manage.sh` finds a Python 3.12+, looking where it
+/// looks: `PYTHON`, pyenv's 3.12 or 3.13, then `python3.12` or `python3.13`
+/// on the PATH (one that runs: a pyenv shim may not).
+fn python_for_healthchecks() -> bool {
+    let runs = |p: &std::ffi::OsStr| {
+        std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if let Some(p) = std::env::var_os("PYTHON") {
+        return runs(&p);
+    }
+    let pyenv_root = std::process::Command::new("pyenv")
+        .arg("root")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    if let Some(root) = pyenv_root
+        && let Ok(dirs) = std::fs::read_dir(std::path::Path::new(&root).join("versions"))
+    {
+        for d in dirs.flatten() {
+            let name = d.file_name().to_string_lossy().into_owned();
+            if (name.starts_with("3.12.") || name.starts_with("3.13."))
+                && runs(d.path().join("bin/python3").as_os_str())
+            {
+                return true;
+            }
+        }
+    }
+    ["python3.12", "python3.13"]
+        .iter()
+        .any(|p| runs(std::ffi::OsStr::new(p)))
+}
+
+/// `manage.sh ARGS` of healthchecks against `db` (libpq's variables, as
+/// `planck record` sets them).
+fn manage(db: &TestDb, script: &std::path::Path, args: &[&str]) -> std::process::Output {
+    // postgres://USER@HOST:PORT/NAME, as the test cluster writes it.
+    let rest = db.url.split_once("://").unwrap().1;
+    let (user, rest) = rest.split_once('@').unwrap();
+    let (host, rest) = rest.split_once(':').unwrap();
+    let port = rest.split_once('/').unwrap().0;
+    std::process::Command::new("bash")
+        .arg(script)
+        .args(args)
+        .env("PGHOST", host)
+        .env("PGPORT", port)
+        .env("PGUSER", user)
+        .env("PGDATABASE", &db.name)
+        .output()
+        .unwrap()
+}
+
+/// Issue 9's acceptance for point 11: healthchecks (a Django app), migrated
+/// with its own `manage.sh migrate`, seeds with `planck seed --no-spec` and
+/// no --truncate; `django_migrations` is unchanged afterwards and
+/// `manage.sh migrate --check` still passes. Skips (saying why) without the
+/// fixture or Python 3.12+ outside CI; in CI it runs.
+#[test]
+fn healthchecks_seeds_without_truncate() {
+    let Some(dir) = common::shared_fixture("healthchecks") else {
+        return;
+    };
+    if !python_for_healthchecks() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "healthchecks needs python3.12 or python3.13, which CI must have"
+        );
+        eprintln!("skipped: healthchecks' manage.sh needs python3.12 or python3.13");
+        return;
+    }
+    let script = dir.join("manage.sh");
+    let db = test_db!();
+    let out = manage(&db, &script, &["migrate", "--no-input"]);
+    assert!(
+        out.status.success(),
+        "manage.sh migrate failed:\n{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let migrations =
+        "SELECT count(*) || ':' || md5(string_agg(id || app || name || applied, ',' ORDER BY id))
+                        FROM django_migrations";
+    let before = one(&db, migrations);
+    assert!(!before.starts_with("0:"), "{before}");
+    let reference = "SELECT (SELECT count(*) FROM django_content_type) || ':' || (SELECT count(*) FROM auth_permission)";
+    let reference_before = one(&db, reference);
+    let v = seed_json(&db, &["--no-spec"]);
+    eprintln!(
+        "healthchecks: {} tables seeded, {} rows; kept: {}",
+        v.tables.len(),
+        v.rows,
+        v.tables_kept.join(", ")
+    );
+    assert_eq!(one(&db, migrations), before, "django_migrations changed");
+    assert_eq!(one(&db, reference), reference_before);
+    assert!(
+        v.tables_kept.contains(&"django_migrations".to_string()),
+        "{:?}",
+        v.tables_kept
+    );
+    assert!(
+        v.tables_kept.contains(&"django_content_type".to_string()),
+        "{:?}",
+        v.tables_kept
+    );
+    assert!(v.rows > 0);
+    for t in &v.tables {
+        assert_eq!(
+            one(&db, &format!("SELECT count(*) FROM {}", t.table)),
+            t.rows.to_string(),
+            "{}",
+            t.table
+        );
+    }
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
+        ),
+        "0"
+    );
+    let out = manage(&db, &script, &["migrate", "--check"]);
+    assert!(
+        out.status.success(),
+        "manage.sh migrate --check failed after the seed:\n{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}

@@ -107,6 +107,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         opts.scale,
         opts.truncate,
         opts.shard.is_some(),
+        writes,
     )
     .await?;
     if opts.shard.is_some() && writes {

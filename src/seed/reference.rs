@@ -39,7 +39,9 @@ impl Kept {
     /// both into the spec: bookkeeping excluded, each reference table sized
     /// to its keys. `replace`: `--truncate` (tables that hold rows are
     /// replaced); `sharded`: shards append to what other shards wrote, so
-    /// only bookkeeping is kept.
+    /// only bookkeeping is kept; `writes`: false for a dry run, where a
+    /// table the spec sizes plans as the spec says even when it holds rows
+    /// (the real run then says it needs --truncate).
     pub async fn decide(
         client: &Client,
         cat: &Catalog,
@@ -47,6 +49,7 @@ impl Kept {
         scale: f64,
         replace: bool,
         sharded: bool,
+        writes: bool,
     ) -> Result<Kept> {
         let mut kept = Kept::default();
         let excluded: Vec<usize> = sf
@@ -79,6 +82,9 @@ impl Kept {
                 continue;
             }
             if let Some(k) = named {
+                if !writes {
+                    continue;
+                }
                 return Err(sf.error(
                     k.span(),
                     format!(
