@@ -408,6 +408,12 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
                    UNION ALL SELECT 'k' || code || name FROM country
                    UNION ALL SELECT 'p' || id || content_type_id || codename FROM permission) s";
     let before = one(&db, fixed);
+    // A dry run says the same as the run.
+    let dry = seed_json(&db, &["--no-spec", "--rows", "500", "--dry-run"]);
+    let mut planned: Vec<&str> = dry.tables.iter().map(|t| t.table.as_str()).collect();
+    planned.sort();
+    assert_eq!(planned, vec!["customers", "grants"]);
+    assert_eq!(dry.tables_kept.len(), 4, "{:?}", dry.tables_kept);
     let v = seed_json(&db, &["--no-spec", "--rows", "500"]);
     assert_eq!(one(&db, fixed), before, "a kept table changed");
     let mut kept = v.tables_kept.clone();

@@ -129,7 +129,11 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     }
     let Some(mut lock) = lock else {
         log.info("dry run: nothing written");
-        return Ok(Summary::of(&plan, None, 0.0, true));
+        // The tables a real run would leave alone are not in the plan's list.
+        let mut summary = Summary::of(&plan, None, 0.0, true);
+        summary.tables.retain(|t| !kept_names.contains(&t.table));
+        summary.notes.tables_kept = kept_names;
+        return Ok(summary);
     };
     let report = load::run(
         conn,
