@@ -626,3 +626,79 @@ fn healthchecks_seeds_without_truncate() {
         stderr(&out)
     );
 }
+
+/// A failed load empties the children whose parent did not load (`TRUNCATE
+/// ... CASCADE`): planck's clean-up, so user triggers stay quiet there too,
+/// even one enabled ALWAYS (which replica mode does not silence), and come
+/// back as they were.
+#[test]
+fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
+    use planck::catalog::schema as catalog;
+    use planck::output::Log;
+    use planck::seed::{layout, load, spec::SpecFile};
+    use planck::signal::Signals;
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE parents (id bigserial PRIMARY KEY, body text NOT NULL);
+         CREATE TABLE kids (id bigserial PRIMARY KEY, parent_id bigint NOT NULL REFERENCES parents);
+         CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'kids are never truncated'; END $$;
+         CREATE TRIGGER kids_keep BEFORE TRUNCATE ON kids FOR EACH STATEMENT EXECUTE FUNCTION refuse();
+         ALTER TABLE kids ENABLE ALWAYS TRIGGER kids_keep;
+         INSERT INTO parents (body) VALUES ('old');
+         INSERT INTO kids (parent_id) VALUES (1);",
+    );
+    let conn = db.conn();
+    let spec = SpecFile::parse(
+        std::path::Path::new("spec.toml"),
+        "[tables.parents]\nrows = 400000\n[tables.kids]\nrows = 10\n",
+    )
+    .unwrap();
+    let r = common::block_on(async move {
+        let signals = Signals::install().unwrap();
+        let mut lock =
+            planck::bookkeeping::SeedLock::acquire(&conn, false, "planck seed", Log::silent())
+                .await
+                .unwrap();
+        let mut c = conn.connect().await.unwrap();
+        let cat = catalog::load(&mut c, &[]).await.unwrap();
+        let plan = layout::build(
+            &cat,
+            &spec,
+            &layout::Options {
+                seed: layout::DEFAULT_SEED,
+                scale: 1.0,
+                default_rows: None,
+            },
+        )
+        .unwrap();
+        load::run(
+            &conn,
+            std::sync::Arc::new(plan),
+            &load::LoadOptions {
+                truncate: true,
+                threads: 2,
+                fault: Some(("parents".into(), load::Fault::PanicAfter(300_000))),
+                ..Default::default()
+            },
+            &mut lock,
+            &signals,
+            Log::silent(),
+        )
+        .await
+    });
+    let e = planck::error::render(&r.expect_err("a load whose generator failed succeeded"));
+    assert!(e.contains("generator thread failed"), "{e}");
+    // parents rolled back to its one row; kids (loaded, then emptied: its
+    // ten rows referenced parents that never committed).
+    assert_eq!(one(&db, "SELECT count(*) FROM parents"), "1");
+    assert_eq!(one(&db, "SELECT count(*) FROM kids"), "0");
+    assert_eq!(triggers(&db), vec!["kids.kids_keep:A".to_string()]);
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
+        ),
+        "0"
+    );
+}

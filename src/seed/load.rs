@@ -591,14 +591,12 @@ pub(crate) async fn restore_all(
                         .await
                         .map_err(|e| Error::db(format!("looking up {}", s.table), e))?
                         .get(0);
-                    c.execute(&format!("TRUNCATE {table} CASCADE"), &[])
-                        .await
-                        .map_err(|e| Error::db(format!("emptying {}", s.table), e))?;
                     let oid: u32 = c
                         .query_one("SELECT $1::text::regclass::oid", &[&s.table])
                         .await
                         .map_err(|e| Error::db(format!("looking up {}", s.table), e))?
                         .get(0);
+                    empty_cascade(&mut c, &table, oid).await?;
                     out.emptied.push(s.table.clone());
                     out.emptied_oids.push(oid);
                 }
@@ -625,6 +623,41 @@ pub(crate) async fn restore_all(
     // The caller says what the outcome means: only it knows whether this is
     // the restore before a load or the final one.
     Ok(out)
+}
+
+/// `TRUNCATE table CASCADE` with the user triggers of every table it
+/// reaches (referencing tables, recursively, and inheritance children)
+/// disabled around it, in one transaction: emptying a failed load's
+/// children is planck's clean-up, not the application's (ON TRUNCATE
+/// triggers stay quiet here too).
+async fn empty_cascade(c: &mut Client, table: &str, oid: u32) -> Result<()> {
+    let err = |e| Error::db("emptying", e);
+    let tx = c.transaction().await.map_err(err)?;
+    let reached: Vec<u32> = tx
+        .query(
+            "WITH RECURSIVE r(oid) AS (
+                 SELECT $1::oid
+                 UNION
+                 SELECT x FROM r, LATERAL (
+                     SELECT conrelid FROM pg_constraint WHERE contype = 'f' AND confrelid = r.oid
+                     UNION SELECT inhrelid FROM pg_inherits WHERE inhparent = r.oid) n(x))
+             SELECT oid FROM r",
+            &[&oid],
+        )
+        .await
+        .map_err(err)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut disabled = Vec::new();
+    for o in &reached {
+        disabled.extend(disable_triggers(&tx, *o).await?);
+    }
+    tx.batch_execute(&format!("TRUNCATE {table} CASCADE"))
+        .await
+        .map_err(err)?;
+    enable_triggers(&tx, &disabled).await?;
+    tx.commit().await.map_err(err)
 }
 
 /// The foreign keys an interrupted run left saved, without touching anything
