@@ -702,3 +702,36 @@ fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
         "0"
     );
 }
+
+/// A key planck cannot pick among (a date) in a table kept as reference
+/// data: a plan error naming the column, with the ways out, exit 2, and
+/// nothing written.
+#[test]
+fn a_reference_key_planck_cannot_pick_is_a_plan_error() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE days (day date PRIMARY KEY);
+         INSERT INTO days VALUES ('2024-01-01');
+         CREATE TABLE visits (id bigserial PRIMARY KEY, day date NOT NULL REFERENCES days);",
+    );
+    let out = seed(&db, &["--no-spec", "--rows", "10"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("days") && err.contains("kept as reference"),
+        "{err}"
+    );
+    assert!(err.contains("--truncate"), "{err}");
+    assert_eq!(one(&db, "SELECT count(*) FROM visits"), "0");
+    // With --truncate the table is replaced, and the seed goes through.
+    let v = seed_json(&db, &["--no-spec", "--rows", "10", "--truncate"]);
+    assert!(rows_of(&v, "visits") > 0);
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM visits"),
+        rows_of(&v, "visits").to_string()
+    );
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM days WHERE day = '2024-01-01'"),
+        "0"
+    );
+}

@@ -168,8 +168,8 @@ impl Kept {
                         column: Some(col.name.clone()),
                         message: format!(
                             "foreign keys reference this column of a table kept as reference \
-                             data, and planck picks existing keys of integer, text and uuid \
-                             columns only (this one is {})",
+                             data, and planck picks existing keys of integer, text, enum and \
+                             uuid columns only (this one is {})",
                             col.type_name
                         ),
                         hint: Some(
@@ -204,7 +204,7 @@ fn referenced_columns(cat: &Catalog, i: usize) -> Vec<usize> {
 fn parse(kind: &TypeKind, text: &str) -> Option<Val> {
     match kind {
         TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8 => text.parse().ok().map(Val::Int),
-        TypeKind::Text => Some(Val::Text(text.to_string())),
+        TypeKind::Text | TypeKind::Enum(_) => Some(Val::Text(text.to_string())),
         TypeKind::Uuid => u128::from_str_radix(&text.replace('-', ""), 16)
             .ok()
             .map(Val::Uuid),
@@ -226,6 +226,10 @@ mod tests {
         assert_eq!(
             parse(&TypeKind::Uuid, "00000000-0000-0000-0000-00000000000a"),
             Some(Val::Uuid(10))
+        );
+        assert_eq!(
+            parse(&TypeKind::Enum(vec!["a".into()]), "a"),
+            Some(Val::Text("a".into()))
         );
         assert_eq!(parse(&TypeKind::Int8, "x"), None);
         assert_eq!(parse(&TypeKind::Bytea, "\\x00"), None);
