@@ -595,6 +595,7 @@ fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
                 threads: 1,
                 shard: None,
                 fault: Some(("kids".into(), fault)),
+                ..Default::default()
             },
             &mut lock,
             &signals,

@@ -17,6 +17,30 @@ use crate::error::{Error, Result};
 /// planck's own bookkeeping tables, never seeded.
 pub const OWN_TABLES: &[&str] = &["planck_migrations", "planck_seed_saved"];
 
+/// The tables where migration tools record what they applied (sqlx, Rails
+/// and golang-migrate, Django, Flyway, Knex, Prisma, Alembic, goose,
+/// node-pg-migrate, Diesel, Sequelize, Entity Framework, planck's own
+/// `migrate`): `seed` never touches them, whatever the flags, since random
+/// rows there make the next migration run replay (or skip) everything. The
+/// same tools as `stats::noise` knows; matched on the bare name, in any schema.
+pub const MIGRATION_TABLES: &[&str] = &[
+    "_sqlx_migrations",
+    "schema_migrations",
+    "ar_internal_metadata",
+    "django_migrations",
+    "flyway_schema_history",
+    "knex_migrations",
+    "knex_migrations_lock",
+    "_prisma_migrations",
+    "alembic_version",
+    "goose_db_version",
+    "pgmigrations",
+    "__diesel_schema_migrations",
+    "SequelizeMeta",
+    "__EFMigrationsHistory",
+    "planck_migrations",
+];
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypeKind {
     Bool,
@@ -178,6 +202,12 @@ pub struct Table {
     pub fks: Vec<ForeignKey>,
     pub checks: Vec<Check>,
     pub partitioning: Option<Partitioning>,
+    /// Whether the table held rows when the catalog was read (`EXISTS`, so
+    /// cheap on any size; rows of its partitions count, those of
+    /// old-style inheritance children do not).
+    pub has_rows: bool,
+    /// A migration tool's bookkeeping table ([`MIGRATION_TABLES`]): never seeded.
+    pub migration_bookkeeping: bool,
 }
 
 impl Table {
@@ -336,7 +366,34 @@ async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
             fks: Vec::new(),
             checks: Vec::new(),
             partitioning: None,
+            has_rows: false,
+            migration_bookkeeping: false,
         });
+    }
+    for t in &mut tables {
+        t.migration_bookkeeping = MIGRATION_TABLES.contains(&t.name.as_str());
+        // ONLY: an old-style inheritance parent is not full because its
+        // children are (they are tables of their own here).
+        // A table the role may not read counts as empty (it cannot be
+        // seeded either: the plan or the load says so). Asked apart: the
+        // server checks privileges on every table a query names.
+        let readable: bool = client
+            .query_one("SELECT has_table_privilege($1::oid, 'SELECT')", &[&t.oid])
+            .await
+            .map_err(dberr("privileges"))?
+            .get(0);
+        if !readable {
+            continue;
+        }
+        let only = if t.partitioned { "" } else { "ONLY " };
+        t.has_rows = client
+            .query_one(
+                &format!("SELECT EXISTS (SELECT 1 FROM {only}{})", t.qualified()),
+                &[],
+            )
+            .await
+            .map_err(dberr("whether tables hold rows"))?
+            .get(0);
     }
     Ok(tables)
 }
@@ -784,6 +841,52 @@ async fn read_partitions(client: &impl GenericClient, r: &mut Reading) -> Result
         tables[ti].partitioning = Some(Partitioning { col, bounds: b });
     }
     Ok(())
+}
+
+/// The key values a table already holds in `cols` (column indices into
+/// `table.columns`), as the server prints them, in key order, distinct, rows
+/// with a NULL left out: what foreign keys into a table kept as reference
+/// data pick among. `limit` bounds what is read (a reference table is small;
+/// one that is not still plans in bounded memory).
+pub async fn existing_keys(
+    client: &impl GenericClient,
+    table: &Table,
+    cols: &[usize],
+    limit: i64,
+) -> Result<Vec<Vec<String>>> {
+    let names: Vec<String> = cols
+        .iter()
+        .map(|c| crate::db::quote_ident(&table.columns[*c].name))
+        .collect();
+    let list = names.join(", ");
+    let texts = names
+        .iter()
+        .map(|n| format!("{n}::text"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let not_null = names
+        .iter()
+        .map(|n| format!("{n} IS NOT NULL"))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let rows = client
+        .query(
+            &format!(
+                "SELECT DISTINCT {texts}, {list} FROM {} WHERE {not_null} ORDER BY {} LIMIT $1",
+                table.qualified(),
+                (cols.len() + 1..=2 * cols.len())
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            &[&limit],
+        )
+        .await
+        .map_err(|e| Error::db(format!("reading the keys {} holds", table.display()), e))?;
+    Ok(rows
+        .iter()
+        .map(|r| (0..cols.len()).map(|i| r.get::<_, String>(i)).collect())
+        .collect())
 }
 
 fn attnums_to_idx(t: &Table, keys: &[i16]) -> Vec<usize> {

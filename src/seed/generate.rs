@@ -178,6 +178,10 @@ pub enum Gen {
         min: u32,
         max: u32,
     },
+    /// The row's value from a fixed list (`list[row % len]`): the keys a
+    /// table kept as reference data already holds, so foreign keys into it
+    /// pick among them.
+    Listed(std::sync::Arc<Vec<Val>>),
     /// A foreign key column: the `part`-th referenced column of the parent row picked for `fk`.
     Fk {
         fk: usize,
@@ -554,6 +558,8 @@ impl Gen {
             }
             Gen::Interval => Val::Micros(rng::below(h, 30 * 86_400_000_000) as i64),
             Gen::TimeOfDay => Val::Micros(rng::below(h, 86_400_000_000) as i64),
+            Gen::Listed(vals) if vals.is_empty() => Val::Null,
+            Gen::Listed(vals) => vals[(row % vals.len() as u64) as usize].clone(),
             Gen::Bytes { min, max } => {
                 let mut r = ValueRng::new(h);
                 let n = r.range(u64::from(*min), u64::from(*max)) as usize;

@@ -1787,6 +1787,8 @@ mod plan_tests {
             fks: Vec::new(),
             checks: Vec::new(),
             partitioning: None,
+            has_rows: false,
+            migration_bookkeeping: false,
         };
         let child = Table {
             oid: 2,
@@ -1829,6 +1831,8 @@ mod plan_tests {
                 cols: vec![2],
             }],
             partitioning: None,
+            has_rows: false,
+            migration_bookkeeping: false,
         };
         Catalog {
             tables: vec![parent, child],

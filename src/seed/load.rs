@@ -4,7 +4,9 @@
 //!    exclusive, or shared by the shards of one set.
 //! 1. Restore what an earlier, interrupted run left saved (see [`recover`]),
 //!    so a re-run needs no manual clean-up.
-//! 2. Refuse tables that hold rows unless `--truncate`.
+//! 2. Leave alone the tables the plan keeps (rows the migrations wrote, when
+//!    not `--truncate`: see [`crate::seed::reference`]), and refuse to empty
+//!    tables that tables left alone reference with rows.
 //! 3. Save the definition of every foreign key touching the seeded tables into
 //!    `planck.seed_saved` ([`crate::bookkeeping`]) and drop them, in one
 //!    transaction: the saved rows are durable before anything is dropped.
@@ -56,7 +58,7 @@ use crate::signal::{self, Signals};
 const CHUNK_BYTES: usize = 4 << 20;
 pub const APP_NAME: &str = "planck seed";
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     pub truncate: bool,
     pub threads: usize,
@@ -65,6 +67,12 @@ pub struct LoadOptions {
     /// Tests only: a failure injected into the generator of the named table.
     #[doc(hidden)]
     pub fault: Option<(String, Fault)>,
+    /// Oids of plan tables kept as they are (reference data): not
+    /// truncated, not loaded, their foreign keys untouched.
+    pub keep: Vec<u32>,
+    /// Every table kept as it was (reference data and migration
+    /// bookkeeping), for the summary.
+    pub kept_names: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +101,25 @@ pub struct LoadReport {
     pub index_seconds: f64,
     /// Seconds of sequences and VACUUM (ANALYZE).
     pub vacuum_seconds: f64,
+    /// What the load did beyond loading, for the summary.
+    pub notes: LoadNotes,
+}
+
+/// What a load did to the schema's own machinery, and what it left alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadNotes {
+    /// User triggers disabled for the load and enabled again, and on how many tables.
+    pub triggers_disabled: usize,
+    pub trigger_tables: usize,
+    /// Event triggers that fired on planck's DDL (`name (event)`): planck
+    /// silences them only as superuser.
+    pub event_triggers: Vec<String>,
+    /// `table: constraint (why)`: keys and indexes loaded in place (slower)
+    /// because another object depends on them.
+    pub kept_in_place: Vec<String>,
+    /// Tables left as they were: rows the migrations wrote (reference
+    /// data) and migration tools' bookkeeping.
+    pub tables_kept: Vec<String>,
 }
 
 type Saved = PendingConstraint;
@@ -107,7 +134,106 @@ async fn connect(conn: &ConnInfo) -> Result<Client> {
     ))
     .await
     .map_err(|e| Error::db("configuring a connection", e))?;
+    // As superuser, replica mode silences what `DISABLE TRIGGER USER` cannot
+    // reach: event triggers (Supabase-style databases have them on DDL) and
+    // rules, for everything planck does on its connections. Only this
+    // session's setting: the application's sessions are untouched.
+    c.batch_execute(
+        "DO $$BEGIN IF current_setting('is_superuser') = 'on' THEN
+             SET session_replication_role = replica; END IF; END$$",
+    )
+    .await
+    .map_err(|e| Error::db("configuring a connection", e))?;
     Ok(c)
+}
+
+/// A user trigger planck disabled for a table's load, and how it was
+/// enabled before (`O`: origin and local, `A`: always, `R`: replica only), so
+/// it comes back exactly as it was.
+#[derive(Debug, Clone)]
+struct Trigger {
+    /// The relation, schema-qualified and quoted.
+    table: String,
+    name: String,
+    enabled: i8,
+}
+
+/// Disables the user triggers (not the internal ones behind foreign keys) of
+/// the table and its partitions, inside the table's transaction: its
+/// rollback (a failure, a signal, a SIGKILL, a lost connection) enables them
+/// again with nothing left to restore. Triggers already disabled are left
+/// out (they stay disabled). `ALTER TABLE ONLY` per relation: a partition's
+/// clone of its parent's trigger is one of the relations listed.
+async fn disable_triggers(tx: &tokio_postgres::Transaction<'_>, oid: u32) -> Result<Vec<Trigger>> {
+    let err = |e| Error::db("disabling user triggers", e);
+    let rows = tx
+        .query(
+            "SELECT t.tgrelid::regclass::text, t.tgname::text, t.tgenabled::\"char\"
+               FROM pg_trigger t
+              WHERE t.tgrelid IN (SELECT $1::oid UNION SELECT relid FROM pg_partition_tree($1::oid))
+                AND NOT t.tgisinternal AND t.tgenabled <> 'D'
+              ORDER BY 1, 2",
+            &[&oid],
+        )
+        .await
+        .map_err(err)?;
+    let mut out = Vec::new();
+    for r in rows {
+        let t = Trigger {
+            table: r.get(0),
+            name: r.get(1),
+            enabled: r.get(2),
+        };
+        tx.batch_execute(&format!(
+            "ALTER TABLE ONLY {} DISABLE TRIGGER {}",
+            t.table,
+            quote_ident(&t.name)
+        ))
+        .await
+        .map_err(err)?;
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// Enables what [`disable_triggers`] disabled, each as it was, before the
+/// table's transaction commits.
+async fn enable_triggers(tx: &tokio_postgres::Transaction<'_>, triggers: &[Trigger]) -> Result<()> {
+    for t in triggers {
+        let how = match t.enabled as u8 {
+            b'A' => "ALWAYS ",
+            b'R' => "REPLICA ",
+            _ => "",
+        };
+        tx.batch_execute(&format!(
+            "ALTER TABLE ONLY {} ENABLE {how}TRIGGER {}",
+            t.table,
+            quote_ident(&t.name)
+        ))
+        .await
+        .map_err(|e| Error::db("enabling user triggers again", e))?;
+    }
+    Ok(())
+}
+
+/// The event triggers that fire on the DDL a seed runs (ALTER TABLE, CREATE
+/// and DROP INDEX, its bookkeeping's CREATE and DROP), as `name (event)`: none as superuser (replica mode
+/// silences those not enabled ALWAYS), else every enabled one.
+async fn firing_event_triggers(c: &Client) -> Result<Vec<String>> {
+    let rows = c
+        .query(
+            "SELECT evtname || ' (' || evtevent || ')' FROM pg_event_trigger
+              WHERE evtenabled <> 'D'
+                AND CASE WHEN current_setting('session_replication_role') = 'replica'
+                         THEN evtenabled IN ('A', 'R') ELSE evtenabled IN ('O', 'A') END
+                AND (evttags IS NULL OR evttags && ARRAY['ALTER TABLE', 'CREATE INDEX', 'DROP INDEX', 'CREATE SCHEMA',
+                                                'CREATE TABLE', 'DROP TABLE', 'DROP SCHEMA', 'COMMENT'])
+              ORDER BY 1",
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("listing event triggers", e))?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
 /// `ALTER TABLE ... ADD CONSTRAINT ...` for a saved foreign key (or the saved
@@ -465,14 +591,12 @@ pub(crate) async fn restore_all(
                         .await
                         .map_err(|e| Error::db(format!("looking up {}", s.table), e))?
                         .get(0);
-                    c.execute(&format!("TRUNCATE {table} CASCADE"), &[])
-                        .await
-                        .map_err(|e| Error::db(format!("emptying {}", s.table), e))?;
                     let oid: u32 = c
                         .query_one("SELECT $1::text::regclass::oid", &[&s.table])
                         .await
                         .map_err(|e| Error::db(format!("looking up {}", s.table), e))?
                         .get(0);
+                    empty_cascade(&mut c, &table, oid).await?;
                     out.emptied.push(s.table.clone());
                     out.emptied_oids.push(oid);
                 }
@@ -499,6 +623,41 @@ pub(crate) async fn restore_all(
     // The caller says what the outcome means: only it knows whether this is
     // the restore before a load or the final one.
     Ok(out)
+}
+
+/// `TRUNCATE table CASCADE` with the user triggers of every table it
+/// reaches (referencing tables, recursively, and inheritance children)
+/// disabled around it, in one transaction: emptying a failed load's
+/// children is planck's clean-up, not the application's (ON TRUNCATE
+/// triggers stay quiet here too).
+async fn empty_cascade(c: &mut Client, table: &str, oid: u32) -> Result<()> {
+    let err = |e| Error::db("emptying", e);
+    let tx = c.transaction().await.map_err(err)?;
+    let reached: Vec<u32> = tx
+        .query(
+            "WITH RECURSIVE r(oid) AS (
+                 SELECT $1::oid
+                 UNION
+                 SELECT x FROM r, LATERAL (
+                     SELECT conrelid FROM pg_constraint WHERE contype = 'f' AND confrelid = r.oid
+                     UNION SELECT inhrelid FROM pg_inherits WHERE inhparent = r.oid) n(x))
+             SELECT oid FROM r",
+            &[&oid],
+        )
+        .await
+        .map_err(err)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut disabled = Vec::new();
+    for o in &reached {
+        disabled.extend(disable_triggers(&tx, *o).await?);
+    }
+    tx.batch_execute(&format!("TRUNCATE {table} CASCADE"))
+        .await
+        .map_err(err)?;
+    enable_triggers(&tx, &disabled).await?;
+    tx.commit().await.map_err(err)
 }
 
 /// The foreign keys an interrupted run left saved, without touching anything
@@ -664,63 +823,107 @@ impl Progress {
     }
 }
 
+/// What a table's load does with its indexes and key constraints.
+#[derive(Debug, Default)]
+struct TableDdl {
+    drops: Vec<String>,
+    creates: Vec<String>,
+    /// Constraints and indexes left in place because another object depends
+    /// on them, each as `name (why)`.
+    kept: Vec<String>,
+}
+
+/// The objects other than their own index that depend on a constraint or
+/// index (views, materialized views and rules through `pg_rewrite`, a
+/// function's body in SQL-standard form, ...), as the server describes them:
+/// what makes `DROP CONSTRAINT` fail (2BP01), and planck never drops a
+/// user's object to load faster.
+const DEPENDENTS: &str = "(SELECT string_agg(DISTINCT CASE WHEN d.classid = 'pg_rewrite'::regclass
+                             THEN (SELECT CASE k.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view '
+                                               ELSE 'a rule on ' END || w.ev_class::regclass::text
+                                     FROM pg_rewrite w JOIN pg_class k ON k.oid = w.ev_class WHERE w.oid = d.objid)
+                             ELSE pg_describe_object(d.classid, d.objid, d.objsubid) END, ', ')
+                      FROM pg_depend d
+                     WHERE d.deptype = 'n'
+                       AND ((d.refclassid = 'pg_constraint'::regclass AND d.refobjid = OBJ_CON)
+                            OR (d.refclassid = 'pg_class'::regclass AND d.refobjid = OBJ_IDX)))";
+
 /// The statements that drop a table's secondary indexes and its primary-key and
 /// unique constraints, and those that re-create them exactly (definitions from
 /// `pg_get_indexdef`/`pg_get_constraintdef`, schema-qualified). Indexes that
-/// carry a replica identity or CLUSTER mark, and the constraints of a
-/// partitioned table, stay in place.
+/// carry a replica identity or CLUSTER mark, the constraints of a
+/// partitioned table, and those another object depends on (a view grouping
+/// by the primary key) stay in place.
 async fn table_ddl(
     tx: &tokio_postgres::Transaction<'_>,
     oid: u32,
     partitioned: bool,
-) -> Result<(Vec<String>, Vec<String>)> {
+) -> Result<TableDdl> {
     let err = |e| Error::db("reading index definitions", e);
     tx.batch_execute("SET LOCAL search_path = pg_catalog")
         .await
         .map_err(err)?;
-    let mut drops = Vec::new();
-    let mut creates = Vec::new();
+    let mut ddl = TableDdl::default();
     if !partitioned {
+        let deps = DEPENDENTS
+            .replace("OBJ_CON", "c.oid")
+            .replace("OBJ_IDX", "c.conindid");
         for r in tx
             .query(
-                "SELECT c.conrelid::regclass::text, quote_ident(c.conname), pg_get_constraintdef(c.oid)
-                   FROM pg_constraint c JOIN pg_index i ON i.indexrelid = c.conindid
-                  WHERE c.conrelid = $1 AND c.contype IN ('p', 'u')
-                    AND NOT i.indisreplident AND NOT i.indisclustered
-                  ORDER BY c.contype, c.conname",
+                &format!(
+                    "SELECT c.conrelid::regclass::text, quote_ident(c.conname), pg_get_constraintdef(c.oid), {deps}
+                       FROM pg_constraint c JOIN pg_index i ON i.indexrelid = c.conindid
+                      WHERE c.conrelid = $1 AND c.contype IN ('p', 'u')
+                        AND NOT i.indisreplident AND NOT i.indisclustered
+                      ORDER BY c.contype, c.conname"
+                ),
                 &[&oid],
             )
             .await
             .map_err(err)?
         {
             let (t, n, d): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-            drops.push(format!("ALTER TABLE {t} DROP CONSTRAINT {n}"));
-            creates.push(format!("ALTER TABLE {t} ADD CONSTRAINT {n} {d}"));
+            if let Some(why) = r.get::<_, Option<String>>(3) {
+                ddl.kept.push(format!("{n} ({why} depends on it)"));
+                continue;
+            }
+            ddl.drops.push(format!("ALTER TABLE {t} DROP CONSTRAINT {n}"));
+            ddl.creates.push(format!("ALTER TABLE {t} ADD CONSTRAINT {n} {d}"));
         }
     }
+    let deps = DEPENDENTS
+        .replace("OBJ_CON", "0")
+        .replace("OBJ_IDX", "i.indexrelid");
     for r in tx
         .query(
-            "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
-               FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
-              WHERE (i.indrelid = $1 OR i.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1))
-                AND t.relkind = 'r' AND NOT i.indisreplident AND NOT i.indisclustered
-                AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
-                AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
-                AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = i.indexrelid AND d.deptype = 'i')
-              ORDER BY 1",
+            &format!(
+                "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid), {deps}
+                   FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+                  WHERE (i.indrelid = $1 OR i.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1))
+                    AND t.relkind = 'r' AND (i.indrelid = $1 OR t.relispartition)
+                    AND NOT i.indisreplident AND NOT i.indisclustered
+                    AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+                    AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
+                    AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = i.indexrelid AND d.deptype = 'i')
+                  ORDER BY 1"
+            ),
             &[&oid],
         )
         .await
         .map_err(err)?
     {
         let (n, d): (String, String) = (r.get(0), r.get(1));
-        drops.push(format!("DROP INDEX {n}"));
-        creates.push(d);
+        if let Some(why) = r.get::<_, Option<String>>(2) {
+            ddl.kept.push(format!("{n} ({why} depends on it)"));
+            continue;
+        }
+        ddl.drops.push(format!("DROP INDEX {n}"));
+        ddl.creates.push(d);
     }
     tx.batch_execute("SET LOCAL search_path TO DEFAULT")
         .await
         .map_err(err)?;
-    Ok((drops, creates))
+    Ok(ddl)
 }
 
 /// A load error, read for what it means in shard mode: shards append to what
@@ -852,7 +1055,7 @@ async fn load_table(
     trace: bool,
     fault: Option<Fault>,
     pids: Backends,
-) -> Result<(u64, u64, (Instant, Instant))> {
+) -> Loaded {
     let expected = range.end - range.start;
     let mut client = connect(&conn).await?;
     let pid: i32 = client
@@ -893,14 +1096,20 @@ async fn load_table_on(
     trace: bool,
     fault: Option<Fault>,
     expected: u64,
-) -> Result<(u64, u64, (Instant, Instant))> {
+) -> Loaded {
     let tp = &plan.tables[t];
     let mut tx = client
         .transaction()
         .await
         .map_err(|e| Error::db(format!("loading {}", tp.display), e))?;
+    // User triggers are off for the load, the TRUNCATE included (ON
+    // TRUNCATE triggers), and on again before the commit.
+    let triggers = disable_triggers(&tx, tp.oid).await?;
     if truncate {
-        tx.batch_execute(&format!("TRUNCATE {}", tp.qualified))
+        // ONLY: an old-style inheritance parent's children are tables the
+        // plan loads on their own (a partitioned table cannot be ONLY).
+        let only = if tp.partitioned { "" } else { "ONLY " };
+        tx.batch_execute(&format!("TRUNCATE {only}{}", tp.qualified))
             .await
             .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
     } else {
@@ -917,7 +1126,11 @@ async fn load_table_on(
     // Indexes and key constraints are dropped and re-created inside this
     // transaction: bulk index builds beat row-by-row maintenance, and if the
     // load fails or is killed, the rollback brings them back untouched.
-    let (drops, creates) = table_ddl(&tx, tp.oid, tp.partitioned).await?;
+    let TableDdl {
+        drops,
+        creates,
+        kept,
+    } = table_ddl(&tx, tp.oid, tp.partitioned).await?;
     for d in &drops {
         tx.batch_execute(d)
             .await
@@ -936,11 +1149,18 @@ async fn load_table_on(
                 .await
                 .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
         }
+        enable_triggers(&tx, &triggers).await?;
         tx.commit()
             .await
             .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
         let now = Instant::now();
-        return Ok((0, 0, (now, now)));
+        return Ok(Outcome {
+            rows: 0,
+            bytes: 0,
+            span: (now, now),
+            triggers: triggers.len(),
+            kept,
+        });
     }
     let freeze = if truncate && !tp.partitioned {
         ", FREEZE"
@@ -1126,45 +1346,28 @@ async fn load_table_on(
         );
     }
     advance_sequences(&mut tx, tp, truncate).await;
+    enable_triggers(&tx, &triggers).await?;
     tx.commit()
         .await
         .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
     if let Some(pb) = &bar {
         pb.finish_with_message("done");
     }
-    Ok((n, bytes_sent, copy_span))
+    Ok(Outcome {
+        rows: n,
+        bytes: bytes_sent,
+        span: copy_span,
+        triggers: triggers.len(),
+        kept,
+    })
 }
 
-/// Refuses tables that hold rows (unless `--truncate`), and tables planck
-/// leaves alone that hold rows referencing tables it empties.
+/// Refuses to empty tables that tables planck leaves alone (excluded or
+/// kept) reference with rows. (Tables that hold rows are no longer refused:
+/// without `--truncate` they are kept as reference data, see
+/// [`crate::seed::reference`]; with it they are replaced.)
 async fn refuse_to_overwrite(admin: &Client, plan: &Plan, opts: &LoadOptions) -> Result<()> {
-    if opts.shard.is_none() {
-        let mut full = Vec::new();
-        for tp in &plan.tables {
-            let has: bool = admin
-                .query_one(
-                    &format!("SELECT EXISTS (SELECT 1 FROM {})", tp.qualified),
-                    &[],
-                )
-                .await
-                .map_err(|e| Error::db(format!("looking into {}", tp.display), e))?
-                .get(0);
-            if has {
-                full.push(tp.display.clone());
-            }
-        }
-        if !full.is_empty() && !opts.truncate {
-            return Err(Error::usage_hint(
-                format!(
-                    "{} table(s) already hold rows: {}",
-                    full.len(),
-                    full.join(", ")
-                ),
-                "pass --truncate to replace their rows, or exclude them in the spec (`exclude = [...]`)",
-            ));
-        }
-    }
-    let seeded: Vec<u32> = plan.tables.iter().map(|t| t.oid).collect();
+    let seeded = seeded_oids(plan, opts);
     let blockers = admin
         .query(
             "SELECT DISTINCT c.conrelid::regclass::text FROM pg_constraint c
@@ -1191,7 +1394,30 @@ async fn refuse_to_overwrite(admin: &Client, plan: &Plan, opts: &LoadOptions) ->
     Ok(())
 }
 
-type Loaded = Result<(u64, u64, (Instant, Instant))>;
+/// What one table's load did.
+#[derive(Debug)]
+struct Outcome {
+    rows: u64,
+    /// COPY bytes sent.
+    bytes: u64,
+    /// When its COPY streamed.
+    span: (Instant, Instant),
+    /// User triggers disabled for the load (and enabled again).
+    triggers: usize,
+    /// Constraints and indexes left in place, each `name (why)`.
+    kept: Vec<String>,
+}
+
+type Loaded = Result<Outcome>;
+
+/// The tables the load writes: the plan's, less those kept as they are.
+fn seeded_oids(plan: &Plan, opts: &LoadOptions) -> Vec<u32> {
+    plan.tables
+        .iter()
+        .map(|t| t.oid)
+        .filter(|o| !opts.keep.contains(o))
+        .collect()
+}
 
 /// The COPY phase: the time during which at least one COPY was streaming
 /// (index builds that overlap no COPY are left out), to compare with
@@ -1199,7 +1425,7 @@ type Loaded = Result<(u64, u64, (Instant, Instant))>;
 fn streaming_seconds(results: &BTreeMap<usize, (Loaded, f64)>) -> f64 {
     let mut spans: Vec<(Instant, Instant)> = results
         .values()
-        .filter_map(|(r, _)| r.as_ref().ok().map(|x| x.2))
+        .filter_map(|(r, _)| r.as_ref().ok().map(|x| x.span))
         .collect();
     spans.sort();
     let mut copy_seconds = 0.0;
@@ -1262,6 +1488,9 @@ async fn load_tables(
         .iter()
         .map(|tp| {
             let r = slice(tp.rows, opts.shard);
+            if opts.keep.contains(&tp.oid) {
+                return None;
+            }
             progress.bar(&tp.display, r.end - r.start)
         })
         .collect();
@@ -1316,6 +1545,10 @@ async fn load_tables(
         if !more && set.is_empty() {
             break;
         }
+        if more && opts.keep.contains(&plan.tables[next].oid) {
+            next += 1;
+            continue;
+        }
         tokio::select! {
             permit = sem.clone().acquire_owned(), if more => {
                 let permit = permit.map_err(|e| Error::Other(anyhow::anyhow!("load queue closed: {e}")))?;
@@ -1325,14 +1558,14 @@ async fn load_tables(
             r = set.join_next(), if !set.is_empty() => match r {
                 None => {}
                 Some(Ok((t, res, secs))) => {
-                    if let Ok((rows, bytes, _)) = &res
+                    if let Ok(o) = &res
                         && progress.plain && progress.multi.is_none()
                     {
                         log.info(&format!(
                             "seeded {}: {} rows, {} sent in {:.1} s",
                             plan.tables[t].display,
-                            crate::output::count(*rows),
-                            crate::output::bytes(*bytes),
+                            crate::output::count(o.rows),
+                            crate::output::bytes(o.bytes),
                             secs
                         ));
                     }
@@ -1377,10 +1610,11 @@ pub async fn run(
     let mut admin = connect(conn).await?;
     let sharded = opts.shard.is_some();
     refuse_to_overwrite(&admin, &plan, opts).await?;
+    let event_triggers = firing_event_triggers(&admin).await?;
     // A signal before anything is dropped: stop with nothing to undo.
     signals.check("nothing was written")?;
     bookkeeping::ensure(&mut admin).await?;
-    let seeded: Vec<u32> = plan.tables.iter().map(|t| t.oid).collect();
+    let seeded = seeded_oids(&plan, opts);
     let dropped = match save_and_drop(&mut admin, &seeded).await {
         Ok(n) => n,
         Err(e) => {
@@ -1405,8 +1639,24 @@ pub async fn run(
     let copy_seconds = streaming_seconds(&results);
     let per_table: BTreeMap<usize, (u64, f64)> = results
         .iter()
-        .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|(_, b, _)| (*t, (*b, *secs))))
+        .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|o| (*t, (o.bytes, *secs))))
         .collect();
+    let mut notes = LoadNotes {
+        event_triggers,
+        tables_kept: opts.kept_names.clone(),
+        ..LoadNotes::default()
+    };
+    for (t, (r, _)) in &results {
+        if let (Ok(o), Some(tp)) = (r, plan.tables.get(*t)) {
+            if o.triggers > 0 {
+                notes.triggers_disabled += o.triggers;
+                notes.trigger_tables += 1;
+            }
+            for k in &o.kept {
+                notes.kept_in_place.push(format!("{}: {k}", tp.display));
+            }
+        }
+    }
 
     // Restore, whatever happened. A shard restores the set's foreign keys
     // only when it is the last of the set still running (others may be
@@ -1489,12 +1739,13 @@ pub async fn run(
     }
 
     let t_vacuum = Instant::now();
-    vacuum_all(conn, &plan, opts.threads).await?;
+    vacuum_all(conn, &plan, opts).await?;
     let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
-    let tables = measure(conn, &plan, opts.shard, &per_table).await?;
+    let tables = measure(conn, &plan, opts, &per_table).await?;
     Ok(LoadReport {
         tables,
         load_seconds: load_secs,
+        notes,
         copy_seconds,
         index_seconds,
         vacuum_seconds,
@@ -1594,10 +1845,12 @@ fn failure(
 }
 
 /// `VACUUM (ANALYZE)` every seeded table, several at once.
-async fn vacuum_all(conn: &ConnInfo, plan: &Plan, threads: usize) -> Result<()> {
+async fn vacuum_all(conn: &ConnInfo, plan: &Plan, opts: &LoadOptions) -> Result<()> {
+    let threads = opts.threads;
     let queue = Arc::new(tokio::sync::Mutex::new(
         plan.tables
             .iter()
+            .filter(|t| !opts.keep.contains(&t.oid))
             .map(|t| t.qualified.clone())
             .collect::<Vec<_>>(),
     ));
@@ -1628,17 +1881,22 @@ async fn vacuum_all(conn: &ConnInfo, plan: &Plan, threads: usize) -> Result<()> 
 async fn measure(
     conn: &ConnInfo,
     plan: &Plan,
-    shard: Option<(u64, u64)>,
+    opts: &LoadOptions,
     per_table: &BTreeMap<usize, (u64, f64)>,
 ) -> Result<Vec<TableReport>> {
+    let shard = opts.shard;
     let c = connect(conn).await?;
     let mut reports = Vec::new();
     for (t, tp) in plan.tables.iter().enumerate() {
+        if opts.keep.contains(&tp.oid) {
+            continue;
+        }
         let row = c
             .query_one(
                 "SELECT COALESCE(sum(pg_table_size(x)), 0)::bigint, COALESCE(sum(pg_total_relation_size(x)), 0)::bigint
                    FROM (SELECT $1::text::regclass AS x
-                         UNION ALL SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = $1::text::regclass) s",
+                         UNION ALL SELECT inhrelid::regclass FROM pg_inherits h JOIN pg_class k ON k.oid = h.inhrelid
+                                    WHERE inhparent = $1::text::regclass AND k.relispartition) s",
                 &[&tp.qualified],
             )
             .await

@@ -15,6 +15,7 @@ pub mod copy;
 pub mod generate;
 pub mod layout;
 pub mod load;
+pub mod reference;
 pub mod rng;
 pub mod spec;
 pub mod summary;
@@ -62,7 +63,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     if opts.restore {
         return restore(conn, opts, &signals, log).await;
     }
-    let sf = match &opts.spec {
+    let mut sf = match &opts.spec {
         Some(p) => SpecFile::load(p)?,
         None => SpecFile::default(),
     };
@@ -96,12 +97,31 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         load::pending_fks(conn).await?
     };
     let cat = catalog::load(&mut client, &pending).await?;
+    if cat.tables.iter().all(|t| t.migration_bookkeeping) {
+        return Err(unmigrated(&client).await);
+    }
+    let kept = reference::Kept::decide(
+        &client,
+        &cat,
+        &mut sf,
+        opts.scale,
+        opts.truncate,
+        opts.shard.is_some(),
+        writes,
+    )
+    .await?;
     if opts.shard.is_some() && writes {
         bookkeeping::allow_saves(&client).await?;
     }
     drop(client);
     let started = Instant::now();
-    let plan = Arc::new(layout::build(&cat, &sf, &plan_opts)?);
+    let mut plan = layout::build(&cat, &sf, &plan_opts)?;
+    kept.wire(&cat, &mut plan)?;
+    let plan = Arc::new(plan);
+    let kept_names = kept.names(&cat);
+    if !kept_names.is_empty() {
+        log.debug(&format!("kept as they were: {}", kept_names.join(", ")));
+    }
     log_plan(&plan, &sf, log);
     if opts.generate_only {
         generate_only(&plan, opts.threads, log)?;
@@ -109,7 +129,11 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     }
     let Some(mut lock) = lock else {
         log.info("dry run: nothing written");
-        return Ok(Summary::of(&plan, None, 0.0, true));
+        // The tables a real run would leave alone are not in the plan's list.
+        let mut summary = Summary::of(&plan, None, 0.0, true);
+        summary.tables.retain(|t| !kept_names.contains(&t.table));
+        summary.notes.tables_kept = kept_names;
+        return Ok(summary);
     };
     let report = load::run(
         conn,
@@ -119,6 +143,8 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             threads: opts.threads,
             shard: opts.shard,
             fault: None,
+            keep: kept.skipped_oids(&cat),
+            kept_names,
         },
         &mut lock,
         &signals,
@@ -171,6 +197,21 @@ async fn restore(
         ));
     }
     Ok(Summary::restored(r.restored.len()))
+}
+
+/// The error for a database with no table to seed (issue 9 point 12): an
+/// empty database is a setup problem, never "seeded 0 rows".
+async fn unmigrated(client: &tokio_postgres::Client) -> Error {
+    let db: String = client
+        .query_one("SELECT current_database()::text", &[])
+        .await
+        .map(|r| r.get(0))
+        .unwrap_or_else(|_| "the database".into());
+    Error::usage_hint(
+        format!("database {db} has no tables to seed"),
+        "planck migrate first? planck seeds the tables of a migrated database \
+         (a migration tool's bookkeeping tables alone do not count)",
+    )
 }
 
 fn log_plan(plan: &layout::Plan, sf: &SpecFile, log: Log) {

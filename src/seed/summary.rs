@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::output::{self, Format};
 use crate::seed::layout::Plan;
-use crate::seed::load::LoadReport;
+use crate::seed::load::{LoadNotes, LoadReport};
 
 /// What kind of run a summary describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +53,8 @@ pub struct Summary {
     pub seconds: f64,
     pub tables: Vec<TableRow>,
     pub phases: Option<Phases>,
+    /// Triggers disabled, keys loaded in place, tables left as they were.
+    pub notes: LoadNotes,
 }
 
 impl Summary {
@@ -97,7 +99,39 @@ impl Summary {
                 index: r.index_seconds,
                 vacuum: r.vacuum_seconds,
             }),
+            notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
         }
+    }
+
+    /// The notes as sentences, one a line, for the table and Markdown forms.
+    fn note_lines(&self) -> Vec<String> {
+        let n = &self.notes;
+        let mut out = Vec::new();
+        if n.triggers_disabled > 0 {
+            out.push(format!(
+                "triggers disabled during the load: {} on {} table(s), enabled again \
+                 (what they derive, counters or search vectors, is generated, not derived)",
+                n.triggers_disabled, n.trigger_tables
+            ));
+        }
+        if !n.event_triggers.is_empty() {
+            out.push(format!(
+                "event triggers fired on planck's DDL (only a superuser can silence them): {}",
+                n.event_triggers.join(", ")
+            ));
+        }
+        for k in &n.kept_in_place {
+            out.push(format!(
+                "loaded with its key in place (slower; planck never drops a user's view): {k}"
+            ));
+        }
+        if !n.tables_kept.is_empty() {
+            out.push(format!(
+                "kept as they were (rows the migrations wrote, migration bookkeeping): {}",
+                n.tables_kept.join(", ")
+            ));
+        }
+        out
     }
 
     /// `--restore`: nothing for stdout.
@@ -108,6 +142,7 @@ impl Summary {
             seconds: 0.0,
             tables: Vec::new(),
             phases: None,
+            notes: LoadNotes::default(),
         }
     }
 
@@ -153,6 +188,19 @@ pub struct JsonSummary {
     pub data_bytes: Option<u64>,
     pub total_bytes: Option<u64>,
     pub tables: Vec<JsonTable>,
+    /// Added within format_version 1 (readers of the earlier form ignore them).
+    #[serde(default)]
+    pub triggers_disabled: usize,
+    #[serde(default)]
+    pub trigger_tables: usize,
+    #[serde(default)]
+    pub event_triggers: Vec<String>,
+    /// `table: constraint (why)`, loaded with the constraint in place.
+    #[serde(default)]
+    pub kept_in_place: Vec<String>,
+    /// Tables left as they were (reference data, migration bookkeeping).
+    #[serde(default)]
+    pub tables_kept: Vec<String>,
 }
 
 impl From<&Summary> for JsonSummary {
@@ -180,6 +228,11 @@ impl From<&Summary> for JsonSummary {
                     seconds: t.seconds,
                 })
                 .collect(),
+            triggers_disabled: s.notes.triggers_disabled,
+            trigger_tables: s.notes.trigger_tables,
+            event_triggers: s.notes.event_triggers.clone(),
+            kept_in_place: s.notes.kept_in_place.clone(),
+            tables_kept: s.notes.tables_kept.clone(),
         }
     }
 }
@@ -223,7 +276,15 @@ pub fn render_markdown(w: &mut impl Write, s: &Summary) -> io::Result<()> {
         output::count(s.rows()),
         size(s.total_bytes()),
         s.seconds
-    )
+    )?;
+    let notes = s.note_lines();
+    if !notes.is_empty() {
+        writeln!(w)?;
+        for n in notes {
+            writeln!(w, "- {}", output::md_cell(&n))?;
+        }
+    }
+    Ok(())
 }
 
 pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
@@ -266,7 +327,32 @@ pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
             s.seed
         )?;
     }
+    for n in s.note_lines() {
+        writeln!(w, "{}", wrap(&n, 80))?;
+    }
     Ok(())
+}
+
+/// `text` broken at spaces into lines of at most `width` characters, the
+/// lines after the first indented by two.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = format!("  {word}");
+        } else {
+            if len > 0 {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    out.push_str(&line);
+    out
 }
 
 #[cfg(test)]
@@ -301,7 +387,44 @@ mod tests {
                 index: 1.2,
                 vacuum: 0.6,
             }),
+            notes: LoadNotes::default(),
         }
+    }
+
+    /// A load that disabled triggers, kept a key in place and left tables alone.
+    fn with_notes() -> Summary {
+        let mut s = loaded();
+        s.notes = LoadNotes {
+            triggers_disabled: 3,
+            trigger_tables: 2,
+            event_triggers: vec!["audit_ddl (ddl_command_end)".into()],
+            kept_in_place: vec![
+                "accounts: accounts_pkey (view account_totals depends on it)".into(),
+            ],
+            tables_kept: vec!["django_migrations".into(), "django_content_type".into()],
+        };
+        s
+    }
+
+    /// Issue 9 points 5, 6 and 11: the summary says what the load did to
+    /// triggers and keys, and which tables it left as they were.
+    #[test]
+    fn summary_notes() {
+        let s = with_notes();
+        let table = rendered(&s, Format::Table);
+        for line in table.lines() {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+        insta::assert_snapshot!(table);
+        insta::assert_snapshot!("summary_notes_markdown", rendered(&s, Format::Markdown));
+        let json = rendered(&s, Format::Json);
+        let back: JsonSummary = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.triggers_disabled, 3);
+        assert_eq!(back.tables_kept, s.notes.tables_kept);
+        assert_eq!(back.kept_in_place, s.notes.kept_in_place);
+        // A reader of the earlier form still reads.
+        let old: JsonSummary = serde_json::from_str(&rendered(&loaded(), Format::Json)).unwrap();
+        assert_eq!(old.triggers_disabled, 0);
     }
 
     fn dry() -> Summary {

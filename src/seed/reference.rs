@@ -1,0 +1,237 @@
+//! Tables `planck seed` leaves as they are (issue 9 point 11): a migration
+//! tool's bookkeeping, never touched whatever the flags (random rows in
+//! `django_migrations` make the next `migrate` replay everything), and,
+//! without `--truncate`, tables that already hold rows: rows the migrations
+//! wrote (Django's content types and permissions, a schema's reference
+//! rows) are fixed reference data, not truncated and not added to.
+//!
+//! A reference table stays in the plan, sized to the keys it holds, and the
+//! columns other tables' foreign keys reference get [`Gen::Listed`] with
+//! those keys: a foreign key's pick (arithmetic on the parent's row range,
+//! whatever its kind) then lands on a key that exists. The load skips it.
+
+use std::sync::Arc;
+
+use tokio_postgres::Client;
+use toml::Spanned;
+
+use crate::catalog::schema::{self as catalog, Catalog, TypeKind};
+use crate::error::{Error, Result};
+use crate::seed::generate::{Gen, Val};
+use crate::seed::layout::Plan;
+use crate::seed::spec::{SpecFile, TableSpec};
+
+/// Most keys read from one reference table: the plan holds them in memory.
+const MAX_KEYS: i64 = 1_000_000;
+
+/// What a run leaves alone, as catalog indices.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// Migration tools' bookkeeping: excluded from the plan.
+    pub bookkeeping: Vec<usize>,
+    /// Tables that hold rows, kept as reference data, each with the columns
+    /// foreign keys into it reference and the key tuples it holds there.
+    pub reference: Vec<(usize, Vec<usize>, Vec<Vec<String>>)>,
+}
+
+impl Kept {
+    /// Decides what to keep, reads the reference tables' keys, and writes
+    /// both into the spec: bookkeeping excluded, each reference table sized
+    /// to its keys. `replace`: `--truncate` (tables that hold rows are
+    /// replaced); `sharded`: shards append to what other shards wrote, so
+    /// only bookkeeping is kept; `writes`: false for a dry run, where a
+    /// table the spec sizes plans as the spec says even when it holds rows
+    /// (the real run then says it needs --truncate).
+    pub async fn decide(
+        client: &Client,
+        cat: &Catalog,
+        sf: &mut SpecFile,
+        scale: f64,
+        replace: bool,
+        sharded: bool,
+        writes: bool,
+    ) -> Result<Kept> {
+        let mut kept = Kept::default();
+        let excluded: Vec<usize> = sf
+            .spec
+            .exclude
+            .iter()
+            .filter_map(|e| cat.find(e.get_ref()))
+            .collect();
+        for (i, t) in cat.tables.iter().enumerate() {
+            let named = sf
+                .spec
+                .tables
+                .keys()
+                .find(|k| cat.find(k.get_ref()) == Some(i));
+            if t.migration_bookkeeping {
+                if let Some(k) = named {
+                    return Err(sf.error(
+                        k.span(),
+                        format!(
+                            "table `{}` is a migration tool's bookkeeping: planck never seeds it",
+                            k.get_ref()
+                        ),
+                        Some("remove its [tables] section".into()),
+                    ));
+                }
+                kept.bookkeeping.push(i);
+                continue;
+            }
+            if replace || sharded || !t.has_rows || excluded.contains(&i) {
+                continue;
+            }
+            if let Some(k) = named {
+                if !writes {
+                    continue;
+                }
+                return Err(sf.error(
+                    k.span(),
+                    format!(
+                        "table `{}` already holds rows, which planck keeps as reference data",
+                        k.get_ref()
+                    ),
+                    Some(
+                        "pass --truncate to replace its rows, or remove its [tables] section"
+                            .into(),
+                    ),
+                ));
+            }
+            let cols = referenced_columns(cat, i);
+            let keys = if cols.is_empty() {
+                Vec::new()
+            } else {
+                catalog::existing_keys(client, t, &cols, MAX_KEYS).await?
+            };
+            kept.reference.push((i, cols, keys));
+        }
+        for &i in &kept.bookkeeping {
+            sf.spec
+                .exclude
+                .push(Spanned::new(0..0, cat.tables[i].display()));
+        }
+        for (i, _, keys) in &kept.reference {
+            // `rows` is scaled: ask for what rounds back to at most the
+            // keys held (a pick past them would wrap onto a key twice).
+            let rows = (keys.len() as f64 / scale.max(f64::MIN_POSITIVE)).floor() as u64;
+            sf.spec.tables.insert(
+                Spanned::new(0..0, cat.tables[*i].display()),
+                Spanned::new(
+                    0..0,
+                    TableSpec {
+                        rows: Some(rows),
+                        ..TableSpec::default()
+                    },
+                ),
+            );
+        }
+        Ok(kept)
+    }
+
+    /// The oids of the tables the load skips (reference data; bookkeeping
+    /// is not in the plan at all).
+    pub fn skipped_oids(&self, cat: &Catalog) -> Vec<u32> {
+        self.reference
+            .iter()
+            .map(|(i, _, _)| cat.tables[*i].oid)
+            .collect()
+    }
+
+    /// Every table kept as it was, as the summary names them.
+    pub fn names(&self, cat: &Catalog) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .reference
+            .iter()
+            .map(|(i, _, _)| *i)
+            .chain(self.bookkeeping.iter().copied())
+            .map(|i| cat.tables[i].display())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Gives each referenced column of a reference table its existing keys.
+    pub fn wire(&self, cat: &Catalog, plan: &mut Plan) -> Result<()> {
+        for (i, cols, keys) in &self.reference {
+            let table = &cat.tables[*i];
+            let Some(tp) = plan.tables.iter_mut().find(|tp| tp.oid == table.oid) else {
+                continue;
+            };
+            for (part, &c) in cols.iter().enumerate() {
+                let col = &table.columns[c];
+                let vals = keys
+                    .iter()
+                    .map(|k| parse(&col.kind, &k[part]))
+                    .collect::<Option<Vec<Val>>>()
+                    .ok_or_else(|| Error::Seed {
+                        table: table.display(),
+                        column: Some(col.name.clone()),
+                        message: format!(
+                            "foreign keys reference this column of a table kept as reference \
+                             data, and planck picks existing keys of integer, text, enum and \
+                             uuid columns only (this one is {})",
+                            col.type_name
+                        ),
+                        hint: Some(
+                            "pass --truncate to replace the table's rows, or exclude the tables \
+                             that reference it"
+                                .into(),
+                        ),
+                    })?;
+                tp.cols[c].generator = Gen::Listed(Arc::new(vals));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The columns of table `i` that foreign keys of other tables reference, in
+/// column order.
+fn referenced_columns(cat: &Catalog, i: usize) -> Vec<usize> {
+    let mut cols: Vec<usize> = cat
+        .tables
+        .iter()
+        .flat_map(|t| t.fks.iter())
+        .filter(|f| f.parent == Some(i))
+        .flat_map(|f| f.parent_cols.iter().copied())
+        .collect();
+    cols.sort_unstable();
+    cols.dedup();
+    cols
+}
+
+/// A key as the server printed it, as the generator's value for `kind`.
+fn parse(kind: &TypeKind, text: &str) -> Option<Val> {
+    match kind {
+        TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8 => text.parse().ok().map(Val::Int),
+        TypeKind::Text | TypeKind::Enum(_) => Some(Val::Text(text.to_string())),
+        TypeKind::Uuid => u128::from_str_radix(&text.replace('-', ""), 16)
+            .ok()
+            .map(Val::Uuid),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_by_kind() {
+        assert_eq!(parse(&TypeKind::Int4, "42"), Some(Val::Int(42)));
+        assert_eq!(
+            parse(&TypeKind::Text, "auth.user"),
+            Some(Val::Text("auth.user".into()))
+        );
+        assert_eq!(
+            parse(&TypeKind::Uuid, "00000000-0000-0000-0000-00000000000a"),
+            Some(Val::Uuid(10))
+        );
+        assert_eq!(
+            parse(&TypeKind::Enum(vec!["a".into()]), "a"),
+            Some(Val::Text("a".into()))
+        );
+        assert_eq!(parse(&TypeKind::Int8, "x"), None);
+        assert_eq!(parse(&TypeKind::Bytea, "\\x00"), None);
+    }
+}
