@@ -120,6 +120,23 @@ pub struct Plan {
     pub tenant: Option<usize>,
     /// Catalog indices of the tables planck must not touch.
     pub excluded: Vec<usize>,
+    /// With `--skip-unseedable`: the tables left out, each with its cause
+    /// (a cascade names the table it depends on).
+    pub skipped: Vec<Unseedable>,
+}
+
+/// A table planning found it cannot seed, or one that references such a
+/// table through a NOT NULL foreign key (a cascade).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unseedable {
+    /// Catalog index.
+    pub cat: usize,
+    pub table: String,
+    /// What stops it, prefixed with the table (and column): `orders.total: ...`.
+    pub cause: String,
+    pub hints: Vec<String>,
+    /// A cascade: the unseedable table it depends on.
+    pub depends_on: Option<String>,
 }
 
 /// Where a row sits: its block (tenant), primary parent row and ordinal among its siblings.
@@ -317,6 +334,7 @@ fn seed_err(
     }
 }
 
+#[derive(Clone)]
 struct Resolved<'a> {
     /// Catalog index -> table spec.
     tables: HashMap<usize, &'a toml::Spanned<spec::TableSpec>>,
@@ -1284,8 +1302,147 @@ fn fk_picks(
     fk_cols
 }
 
+/// Plans every table; any table that cannot be seeded is an error listing
+/// every such table (see [`build_skipping`]).
 pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
+    build_skipping(cat, sf, opts, false)
+}
+
+/// Plans every table. Planning never stops at the first table it cannot
+/// seed: it collects each one's cause (and the tables that reference it
+/// through a NOT NULL foreign key, as cascades), plans again without them,
+/// and repeats until the plan holds. Then, unless `skip_unseedable`, one
+/// error lists them all; with it the plan seeds the others and
+/// [`Plan::skipped`] says what was left out. Errors of the spec as a whole
+/// (an unknown table, a bad tenant) still stop at once.
+pub fn build_skipping(
+    cat: &Catalog,
+    sf: &SpecFile,
+    opts: &Options,
+    skip_unseedable: bool,
+) -> Result<Plan> {
     let res = resolve(cat, sf)?;
+    let tenant = tenant_of(cat, sf, &res)?;
+    let mut unseedable: BTreeMap<usize, Unseedable> = BTreeMap::new();
+    let mut plan = loop {
+        let mut pass = res.clone();
+        pass.excluded.extend(unseedable.keys().copied());
+        match plan_pass(cat, sf, opts, &pass, tenant, &unseedable)? {
+            Ok(plan) => break plan,
+            Err(found) => {
+                let before = unseedable.len();
+                for u in found {
+                    unseedable.entry(u.cat).or_insert(u);
+                }
+                if unseedable.len() == before {
+                    return Err(Error::Internal {
+                        message: "planning found the same unseedable tables twice".into(),
+                    });
+                }
+            }
+        }
+    };
+    if unseedable.is_empty() {
+        return Ok(plan);
+    }
+    let list: Vec<Unseedable> = unseedable.into_values().collect();
+    if !skip_unseedable {
+        return Err(unseedable_error(&list, plan.tables.len()));
+    }
+    plan.excluded.extend(list.iter().map(|u| u.cat));
+    plan.excluded.sort_unstable();
+    plan.excluded.dedup();
+    plan.skipped = list;
+    Ok(plan)
+}
+
+impl Unseedable {
+    fn of(cat: usize, table: &str, err: &Error) -> Unseedable {
+        let cause = match err {
+            Error::Seed {
+                table,
+                column,
+                message,
+                ..
+            } => match column {
+                Some(c) => format!("{table}.{c}: {message}"),
+                None => format!("{table}: {message}"),
+            },
+            e => format!("{table}: {e}"),
+        };
+        Unseedable {
+            cat,
+            table: table.to_string(),
+            cause,
+            hints: err.hints(),
+            depends_on: None,
+        }
+    }
+}
+
+/// The one error that lists every table planning cannot seed.
+fn unseedable_error(list: &[Unseedable], seedable: usize) -> Error {
+    let direct = list.iter().filter(|u| u.depends_on.is_none()).count();
+    let cascades = list.len() - direct;
+    let mut message = format!("cannot seed {direct} table(s)");
+    if cascades > 0 {
+        message.push_str(&format!(" and {cascades} that depend on them"));
+    }
+    message.push_str("; nothing was written:");
+    for u in list {
+        match &u.depends_on {
+            None => {
+                message.push_str(&format!("\n  - {}", u.cause));
+                for h in &u.hints {
+                    message.push_str(&format!("\n    hint: {h}"));
+                }
+            }
+            Some(p) => message.push_str(&format!(
+                "\n  - {}: depends on {p} (a NOT NULL foreign key)",
+                u.table
+            )),
+        }
+    }
+    Error::usage_hint(
+        message,
+        format!(
+            "fix or exclude the tables above, or pass --skip-unseedable to seed the other {seedable} table(s) without them"
+        ),
+    )
+}
+
+/// A stand-in for a table this pass could not plan: it keeps the positions
+/// of the pass's later tables; the pass is then thrown away.
+fn placeholder(table: &crate::catalog::schema::Table, ci: usize) -> TablePlan {
+    TablePlan {
+        cat: ci,
+        oid: table.oid,
+        display: table.display(),
+        qualified: table.qualified(),
+        key: 0,
+        rows: 0,
+        partitioned: table.partitioned,
+        cols: Vec::new(),
+        layout: Layout::Flat,
+        cum: vec![0, 0],
+        fks: Vec::new(),
+        joints: Vec::new(),
+        sequences: Vec::new(),
+    }
+}
+
+/// One planning pass over the tables `res` does not exclude: the plan, or
+/// every table the pass found it cannot seed (the caller excludes them and
+/// plans again). `unseedable` holds the tables earlier passes set aside, to
+/// name them as the cause of a cascade.
+fn plan_pass(
+    cat: &Catalog,
+    sf: &SpecFile,
+    opts: &Options,
+    res: &Resolved,
+    tenant: Option<usize>,
+    unseedable: &BTreeMap<usize, Unseedable>,
+) -> Result<std::result::Result<Plan, Vec<Unseedable>>> {
     let spec = &sf.spec;
     let seeded: Vec<usize> = (0..cat.tables.len())
         .filter(|i| !res.excluded.contains(i))
@@ -1294,12 +1451,15 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
     let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(i, t)| (*t, i)).collect();
     let base_rows = opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS) as f64 * opts.scale;
     let scaled = |n: u64| (n as f64 * opts.scale).round() as u64;
-
-    let tenant = tenant_of(cat, sf, &res)?;
+    // A tenant table that cannot be seeded takes the tenancy with it.
+    let tenant = tenant.filter(|t| !unseedable.contains_key(t));
 
     let mut tables: Vec<TablePlan> = Vec::new();
     let mut in_tree: Vec<bool> = Vec::new();
     let mut depth: Vec<usize> = Vec::new();
+    let mut found: Vec<Unseedable> = Vec::new();
+    // Catalog indices of the tables this pass could not plan.
+    let mut failed: HashSet<usize> = HashSet::new();
     let t_rows_of = |tables: &Vec<TablePlan>| {
         tenant
             .and_then(|t| pos.get(&t))
@@ -1309,209 +1469,269 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
 
     for (pi, &ci) in order.iter().enumerate() {
         let table = &cat.tables[ci];
-        let display = table.display();
-        let tspec = res.tables.get(&ci).map(|s| s.get_ref());
-        let facts = check_facts(table, ci, &display, &res)?;
-
-        // Foreign keys to seeded parents; the primary parent.
-        let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, &res);
-        let placed = |f: &FkPlan| f.parent < pi;
-        let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
-        let is_tenant = Some(ci) == tenant;
-        let primary: Option<usize> = if is_tenant {
-            None
-        } else if let Some(per) = res.per.get(&ci) {
-            fks.iter()
-                .position(|f| placed(f) && order[f.parent] == *per && !f.nullable)
-        } else {
-            fks.iter()
-                .enumerate()
-                .filter(|(_, f)| placed(f) && !f.nullable)
-                .max_by_key(|(i, f)| (tree_parent(f, &in_tree), depth[f.parent], usize::MAX - i))
-                .map(|(i, _)| i)
-        };
-        let my_tree = is_tenant || primary.is_some_and(|p| tree_parent(&fks[p], &in_tree));
-        let my_depth = fks
+        // A NOT NULL foreign key into a table set aside is a cascade; a
+        // foreign key into one this pass failed waits for the next pass.
+        let cascade = table.fks.iter().find_map(|f| {
+            let p = f.parent.filter(|p| *p != ci)?;
+            let not_null = f.cols.iter().all(|c| table.columns[*c].not_null);
+            (not_null && (unseedable.contains_key(&p) || failed.contains(&p))).then_some(p)
+        });
+        if let Some(p) = cascade {
+            found.push(Unseedable {
+                cat: ci,
+                table: table.display(),
+                cause: format!(
+                    "{}: depends on {}",
+                    table.display(),
+                    cat.tables[p].display()
+                ),
+                hints: Vec::new(),
+                depends_on: Some(cat.tables[p].display()),
+            });
+            failed.insert(ci);
+            tables.push(placeholder(table, ci));
+            in_tree.push(false);
+            depth.push(0);
+            continue;
+        }
+        if table
+            .fks
             .iter()
-            .filter(|f| placed(f))
-            .map(|f| depth[f.parent] + 1)
-            .max()
-            .unwrap_or(0);
+            .any(|f| f.parent.is_some_and(|p| failed.contains(&p)))
+        {
+            tables.push(placeholder(table, ci));
+            in_tree.push(false);
+            depth.push(0);
+            continue;
+        }
+        let planned = (|| -> Result<(TablePlan, bool, usize)> {
+            let display = table.display();
+            let tspec = res.tables.get(&ci).map(|s| s.get_ref());
+            let facts = check_facts(table, ci, &display, &res)?;
 
-        // Row counts and blocks.
-        let t_rows = t_rows_of(&tables);
-        let mut layout = Layout::Flat;
-        let rows: u64;
-        let mut cum: Vec<u64>;
-        let sized_by_spec = tspec.is_some_and(|s| s.rows.is_some() || s.per.is_some());
-        if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
-            let fk = primary.unwrap_or(0);
-            let p = &tables[fks[fk].parent];
-            let pcum = per_parent_counts(ts, p, &display, opts.seed);
-            let run = *pcum.last().unwrap_or(&0);
-            rows = run;
-            cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
-            layout = Layout::PerParent { fk, pcum };
-        } else {
-            rows = match tspec.and_then(|s| s.rows) {
-                Some(n) => scaled(n),
-                None => match primary {
-                    _ if is_tenant => base_rows.round() as u64,
-                    Some(_) => {
-                        let pmax = fks
-                            .iter()
-                            .filter(|f| placed(f) && !f.nullable)
-                            .map(|f| tables[f.parent].rows)
-                            .max()
-                            .unwrap_or(0);
-                        (pmax.saturating_mul(2)).min((base_rows * 10.0).round() as u64)
-                    }
-                    None => base_rows.round() as u64,
-                },
+            // Foreign keys to seeded parents; the primary parent.
+            let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, &res);
+            let placed = |f: &FkPlan| f.parent < pi;
+            let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
+            let is_tenant = Some(ci) == tenant;
+            let primary: Option<usize> = if is_tenant {
+                None
+            } else if let Some(per) = res.per.get(&ci) {
+                fks.iter()
+                    .position(|f| placed(f) && order[f.parent] == *per && !f.nullable)
+            } else {
+                fks.iter()
+                    .enumerate()
+                    .filter(|(_, f)| placed(f) && !f.nullable)
+                    .max_by_key(|(i, f)| {
+                        (tree_parent(f, &in_tree), depth[f.parent], usize::MAX - i)
+                    })
+                    .map(|(i, _)| i)
             };
-            // A tenant table scaled down to nothing would surface later as a
-            // puzzling "heavy tenant 1 does not exist"; name the cause here.
-            let asked = tspec
-                .and_then(|s| s.rows)
-                .unwrap_or_else(|| opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS));
-            if is_tenant && rows == 0 && asked > 0 && opts.scale < 1.0 {
-                return Err(Error::usage_hint(
-                    format!(
-                        "--scale {} leaves the tenant table {display} with 0 rows: {asked} rows × {} rounds down to 0",
-                        opts.scale, opts.scale
-                    ),
-                    format!(
-                        "raise --scale to at least {} so {display} keeps a row",
-                        1.0 / asked as f64
-                    ),
-                ));
+            let my_tree = is_tenant || primary.is_some_and(|p| tree_parent(&fks[p], &in_tree));
+            let my_depth = fks
+                .iter()
+                .filter(|f| placed(f))
+                .map(|f| depth[f.parent] + 1)
+                .max()
+                .unwrap_or(0);
+
+            // Row counts and blocks.
+            let t_rows = t_rows_of(&tables);
+            let mut layout = Layout::Flat;
+            let rows: u64;
+            let mut cum: Vec<u64>;
+            let sized_by_spec = tspec.is_some_and(|s| s.rows.is_some() || s.per.is_some());
+            if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
+                let fk = primary.unwrap_or(0);
+                let p = &tables[fks[fk].parent];
+                let pcum = per_parent_counts(ts, p, &display, opts.seed);
+                let run = *pcum.last().unwrap_or(&0);
+                rows = run;
+                cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
+                layout = Layout::PerParent { fk, pcum };
+            } else {
+                rows = match tspec.and_then(|s| s.rows) {
+                    Some(n) => scaled(n),
+                    None => match primary {
+                        _ if is_tenant => base_rows.round() as u64,
+                        Some(_) => {
+                            let pmax = fks
+                                .iter()
+                                .filter(|f| placed(f) && !f.nullable)
+                                .map(|f| tables[f.parent].rows)
+                                .max()
+                                .unwrap_or(0);
+                            (pmax.saturating_mul(2)).min((base_rows * 10.0).round() as u64)
+                        }
+                        None => base_rows.round() as u64,
+                    },
+                };
+                // A tenant table scaled down to nothing would surface later as a
+                // puzzling "heavy tenant 1 does not exist"; name the cause here.
+                let asked = tspec
+                    .and_then(|s| s.rows)
+                    .unwrap_or_else(|| opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS));
+                if is_tenant && rows == 0 && asked > 0 && opts.scale < 1.0 {
+                    return Err(Error::usage_hint(
+                        format!(
+                            "--scale {} leaves the tenant table {display} with 0 rows: {asked} rows × {} rounds down to 0",
+                            opts.scale, opts.scale
+                        ),
+                        format!(
+                            "raise --scale to at least {} so {display} keeps a row",
+                            1.0 / asked as f64
+                        ),
+                    ));
+                }
+                cum = vec![0, rows];
+                if let Some(fk) = primary {
+                    layout = Layout::Child { fk };
+                }
             }
-            cum = vec![0, rows];
-            if let Some(fk) = primary {
-                layout = Layout::Child { fk };
+            if is_tenant {
+                cum = (0..=rows).collect();
+            } else if my_tree && matches!(layout, Layout::Child { .. }) {
+                cum = tree_alloc(
+                    sf,
+                    spec,
+                    opts,
+                    &tables,
+                    &fks,
+                    primary.unwrap_or(0),
+                    ci,
+                    cat,
+                    tenant,
+                    t_rows.unwrap_or(0),
+                    rows,
+                    &pos,
+                )?;
             }
-        }
-        if is_tenant {
-            cum = (0..=rows).collect();
-        } else if my_tree && matches!(layout, Layout::Child { .. }) {
-            cum = tree_alloc(
-                sf,
-                spec,
-                opts,
-                &tables,
-                &fks,
-                primary.unwrap_or(0),
-                ci,
-                cat,
-                tenant,
-                t_rows.unwrap_or(0),
+
+            // Blocks are the truth: several heavy tenants may ask for more than `rows`.
+            let rows = if cum.len() > 2 {
+                *cum.last().unwrap_or(&0)
+            } else {
+                rows
+            };
+            // The table's plan, with generators filled in below.
+            let mut tp = TablePlan {
+                cat: ci,
+                oid: table.oid,
+                display: display.clone(),
+                qualified: table.qualified(),
+                key: rng::name_key(&display),
                 rows,
-                &pos,
-            )?;
-        }
+                partitioned: table.partitioned,
+                cols: table
+                    .columns
+                    .iter()
+                    .map(|c| ColPlan {
+                        name: c.name.clone(),
+                        kind: c.kind.clone(),
+                        generator: Gen::Null,
+                        include: !c.generated,
+                        key: rng::name_key(&c.name),
+                    })
+                    .collect(),
+                layout,
+                cum,
+                fks,
+                joints: Vec::new(),
+                sequences: table
+                    .columns
+                    .iter()
+                    .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
+                    .collect(),
+            };
+            let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
+            let fk_cols = fk_picks(
+                primary,
+                pi,
+                my_tree,
+                &order,
+                tenant,
+                &in_tree,
+                t_rows,
+                &mut tp,
+                &mut assigned,
+            );
+            orphan_columns(table, &display, &orphan_fks, &mut tp, &mut assigned)?;
+            // Null ratios given in the spec for FK columns.
+            for (c, fi) in &fk_cols {
+                if let Some(cs) = res.columns.get(&(ci, *c))
+                    && let Some(p) = cs.get_ref().null
+                {
+                    tp.fks[*fi].null_p = p;
+                }
+            }
 
-        // Blocks are the truth: several heavy tenants may ask for more than `rows`.
-        let rows = if cum.len() > 2 {
-            *cum.last().unwrap_or(&0)
-        } else {
-            rows
-        };
-        // The table's plan, with generators filled in below.
-        let mut tp = TablePlan {
-            cat: ci,
-            oid: table.oid,
-            display: display.clone(),
-            qualified: table.qualified(),
-            key: rng::name_key(&display),
-            rows,
-            partitioned: table.partitioned,
-            cols: table
-                .columns
-                .iter()
-                .map(|c| ColPlan {
-                    name: c.name.clone(),
-                    kind: c.kind.clone(),
-                    generator: Gen::Null,
-                    include: !c.generated,
-                    key: rng::name_key(&c.name),
-                })
-                .collect(),
-            layout,
-            cum,
-            fks,
-            joints: Vec::new(),
-            sequences: table
-                .columns
-                .iter()
-                .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
-                .collect(),
-        };
-        let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
-        let fk_cols = fk_picks(
-            primary,
-            pi,
-            my_tree,
-            &order,
-            tenant,
-            &in_tree,
-            t_rows,
-            &mut tp,
-            &mut assigned,
-        );
-        orphan_columns(table, &display, &orphan_fks, &mut tp, &mut assigned)?;
-        // Null ratios given in the spec for FK columns.
-        for (c, fi) in &fk_cols {
-            if let Some(cs) = res.columns.get(&(ci, *c))
-                && let Some(p) = cs.get_ref().null
-            {
-                tp.fks[*fi].null_p = p;
+            partition_keys(table, &display, &mut tp, &mut assigned)?;
+
+            uniqueness(
+                sf,
+                &res,
+                (ci, pi, primary),
+                table,
+                &display,
+                &facts,
+                &spec_span,
+                &fk_cols,
+                sized_by_spec,
+                &tables,
+                &mut tp,
+                &mut assigned,
+            )?;
+            remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
+            keys_fit(table, &display, &tp, &tables)?;
+            Ok((tp, my_tree, my_depth))
+        })();
+        match planned {
+            Ok((tp, my_tree, my_depth)) => {
+                in_tree.push(my_tree);
+                depth.push(my_depth);
+                tables.push(tp);
+            }
+            Err(e) => {
+                found.push(Unseedable::of(ci, &table.display(), &e));
+                failed.insert(ci);
+                tables.push(placeholder(table, ci));
+                in_tree.push(false);
+                depth.push(0);
             }
         }
-
-        partition_keys(table, &display, &mut tp, &mut assigned)?;
-
-        uniqueness(
-            sf,
-            &res,
-            (ci, pi, primary),
-            table,
-            &display,
-            &facts,
-            &spec_span,
-            &fk_cols,
-            sized_by_spec,
-            &tables,
-            &mut tp,
-            &mut assigned,
-        )?;
-        remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
-        keys_fit(table, &display, &tp, &tables)?;
-        in_tree.push(my_tree);
-        depth.push(my_depth);
-        tables.push(tp);
     }
 
+    if !found.is_empty() {
+        return Ok(Err(found));
+    }
     // Parents that got no rows.
     for tp in &tables {
         for f in &tp.fks {
             if tables[f.parent].rows == 0 && !f.nullable && tp.rows > 0 {
                 let p = &tables[f.parent].display;
-                return Err(seed_err(
+                let e = seed_err(
                     &tp.display,
                     None,
                     format!("it references {p}, which gets no rows"),
                     format!("give {p} some rows in the spec, or exclude {}", tp.display),
-                ));
+                );
+                found.push(Unseedable::of(tp.cat, &tp.display, &e));
+                break;
             }
         }
     }
+    if !found.is_empty() {
+        return Ok(Err(found));
+    }
     let excluded = res.excluded.iter().copied().collect();
-    Ok(Plan {
+    Ok(Ok(Plan {
         seed: opts.seed,
         tables,
         tenant: tenant.and_then(|t| pos.get(&t).copied()),
         excluded,
-    })
+        skipped: Vec::new(),
+    }))
 }
 
 /// With no `[tenant]` in the spec: the table that at least two tables

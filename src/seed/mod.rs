@@ -47,6 +47,8 @@ pub struct SeedOptions {
     pub shard: Option<(u64, u64)>,
     pub truncate: bool,
     pub dry_run: bool,
+    /// `--skip-unseedable`: seed the tables that can be, report the others.
+    pub skip_unseedable: bool,
     pub generate_only: bool,
     /// `--restore`: restore what an interrupted run left saved, load nothing.
     pub restore: bool,
@@ -101,7 +103,13 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     }
     drop(client);
     let started = Instant::now();
-    let plan = Arc::new(layout::build(&cat, &sf, &plan_opts)?);
+    let plan = Arc::new(layout::build_skipping(
+        &cat,
+        &sf,
+        &plan_opts,
+        opts.skip_unseedable,
+    )?);
+    log_skipped(&plan, log);
     log_plan(&plan, &sf, log);
     if opts.generate_only {
         generate_only(&plan, opts.threads, log)?;
@@ -171,6 +179,24 @@ async fn restore(
         ));
     }
     Ok(Summary::restored(r.restored.len()))
+}
+
+/// `--skip-unseedable`: each table left out, its cause and the tables that
+/// depend on it.
+fn log_skipped(plan: &layout::Plan, log: Log) {
+    for u in plan.skipped.iter().filter(|u| u.depends_on.is_none()) {
+        let with: Vec<&str> = plan
+            .skipped
+            .iter()
+            .filter(|d| d.depends_on.as_deref() == Some(u.table.as_str()))
+            .map(|d| d.table.as_str())
+            .collect();
+        let mut msg = format!("skipped {} ({})", u.table, u.cause);
+        if !with.is_empty() {
+            msg.push_str(&format!("; with it: {}", with.join(", ")));
+        }
+        log.warn(&msg);
+    }
 }
 
 fn log_plan(plan: &layout::Plan, sf: &SpecFile, log: Log) {
