@@ -1324,6 +1324,8 @@ pub fn build_skipping(
     let res = resolve(cat, sf)?;
     let tenant = tenant_of(cat, sf, &res)?;
     let mut unseedable: BTreeMap<usize, Unseedable> = BTreeMap::new();
+    // The first error of each table, to return as it is when it is the only one.
+    let mut errors: BTreeMap<usize, Error> = BTreeMap::new();
     let mut plan = loop {
         let mut pass = res.clone();
         pass.excluded.extend(unseedable.keys().copied());
@@ -1331,7 +1333,10 @@ pub fn build_skipping(
             Ok(plan) => break plan,
             Err(found) => {
                 let before = unseedable.len();
-                for u in found {
+                for (u, e) in found {
+                    if let Some(e) = e {
+                        errors.entry(u.cat).or_insert(e);
+                    }
                     unseedable.entry(u.cat).or_insert(u);
                 }
                 if unseedable.len() == before {
@@ -1347,6 +1352,12 @@ pub fn build_skipping(
     }
     let list: Vec<Unseedable> = unseedable.into_values().collect();
     if !skip_unseedable {
+        // One table alone keeps its own error (and its file:line:col headline).
+        if let ([only], Some(e)) = (list.as_slice(), errors.pop_first()) {
+            if only.depends_on.is_none() {
+                return Err(e.1);
+            }
+        }
         return Err(unseedable_error(&list, plan.tables.len()));
     }
     plan.excluded.extend(list.iter().map(|u| u.cat));
@@ -1442,7 +1453,7 @@ fn plan_pass(
     res: &Resolved,
     tenant: Option<usize>,
     unseedable: &BTreeMap<usize, Unseedable>,
-) -> Result<std::result::Result<Plan, Vec<Unseedable>>> {
+) -> Result<std::result::Result<Plan, Vec<(Unseedable, Option<Error>)>>> {
     let spec = &sf.spec;
     let seeded: Vec<usize> = (0..cat.tables.len())
         .filter(|i| !res.excluded.contains(i))
@@ -1457,7 +1468,7 @@ fn plan_pass(
     let mut tables: Vec<TablePlan> = Vec::new();
     let mut in_tree: Vec<bool> = Vec::new();
     let mut depth: Vec<usize> = Vec::new();
-    let mut found: Vec<Unseedable> = Vec::new();
+    let mut found: Vec<(Unseedable, Option<Error>)> = Vec::new();
     // Catalog indices of the tables this pass could not plan.
     let mut failed: HashSet<usize> = HashSet::new();
     let t_rows_of = |tables: &Vec<TablePlan>| {
@@ -1477,7 +1488,7 @@ fn plan_pass(
             (not_null && (unseedable.contains_key(&p) || failed.contains(&p))).then_some(p)
         });
         if let Some(p) = cascade {
-            found.push(Unseedable {
+            let u = Unseedable {
                 cat: ci,
                 table: table.display(),
                 cause: format!(
@@ -1487,7 +1498,8 @@ fn plan_pass(
                 ),
                 hints: Vec::new(),
                 depends_on: Some(cat.tables[p].display()),
-            });
+            };
+            found.push((u, None));
             failed.insert(ci);
             tables.push(placeholder(table, ci));
             in_tree.push(false);
@@ -1693,7 +1705,7 @@ fn plan_pass(
                 tables.push(tp);
             }
             Err(e) => {
-                found.push(Unseedable::of(ci, &table.display(), &e));
+                found.push((Unseedable::of(ci, &table.display(), &e), Some(e)));
                 failed.insert(ci);
                 tables.push(placeholder(table, ci));
                 in_tree.push(false);
@@ -1716,7 +1728,7 @@ fn plan_pass(
                     format!("it references {p}, which gets no rows"),
                     format!("give {p} some rows in the spec, or exclude {}", tp.display),
                 );
-                found.push(Unseedable::of(tp.cat, &tp.display, &e));
+                found.push((Unseedable::of(tp.cat, &tp.display, &e), Some(e)));
                 break;
             }
         }
@@ -2137,9 +2149,12 @@ mod plan_tests {
         let sf = SpecFile::parse(Path::new("s.toml"), "[tables.parents]\nrows = 40000\n").unwrap();
         let msg = crate::error::render(&build(&cat, &sf, &opts()).unwrap_err());
         assert!(
-            msg.contains(
-                "cannot seed parents.id: 40000 rows need values up to 40000, beyond smallint"
-            ),
+            msg.contains("  - parents.id: 40000 rows need values up to 40000, beyond smallint"),
+            "{msg}"
+        );
+        // Its child goes with it, reported as a cascade.
+        assert!(
+            msg.contains("  - children: depends on parents (a NOT NULL foreign key)"),
             "{msg}"
         );
     }
