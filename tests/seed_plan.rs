@@ -60,7 +60,7 @@ const THREE_SPEC: &str = "[tables.tiny]\nrows = 40000\n[tables.flags]\nrows = 10
 /// Issue 9 point 2: planning reports every table it cannot seed, in one
 /// run, before anything is written (exit 2); the cascade names its cause.
 #[test]
-fn every_unseedable_table_is_reported_in_one_run() {
+fn every_unseedable_table_is_reported_at_once() {
     let db = test_db!();
     db.exec(THREE_UNSEEDABLE);
     let out = seed_with(&db, Some(THREE_SPEC), &[]);
@@ -82,7 +82,7 @@ fn every_unseedable_table_is_reported_in_one_run() {
 /// skipped, with the tables that depend on it; a nullable foreign key into
 /// a skipped table is left NULL.
 #[test]
-fn skip_unseedable_seeds_the_rest_and_names_what_it_skipped() {
+fn skip_unseedable_seeds_the_rest_and_says_so() {
     let db = test_db!();
     db.exec(THREE_UNSEEDABLE);
     let out = seed_with(
@@ -119,4 +119,73 @@ fn skip_unseedable_seeds_the_rest_and_names_what_it_skipped() {
             "{t} was written"
         );
     }
+}
+
+/// Issue 9 point 3: unique keys the value space cannot hold are found at
+/// plan time. A table nothing sizes is lowered to fit, with a notice: a
+/// unique char(2) holds 36² - 1 row numbers, a unique boolean two rows, a
+/// unique two-value enum two rows, a unique smallint 32,767 values from 1.
+#[test]
+fn unique_keys_too_small_are_fitted_with_a_notice() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TYPE side AS ENUM ('left', 'right');
+         CREATE TABLE codes (id bigserial PRIMARY KEY, code char(2) NOT NULL UNIQUE);
+         CREATE TABLE toggles (id bigserial PRIMARY KEY, enabled boolean NOT NULL UNIQUE);
+         CREATE TABLE sides (id bigserial PRIMARY KEY, side side NOT NULL UNIQUE);
+         CREATE TABLE smalls (id bigserial PRIMARY KEY, n smallint NOT NULL UNIQUE);",
+    );
+    let out = seed_with(&db, None, &["--rows", "40000"]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    for (table, rows, why) in [
+        (
+            "codes",
+            1295,
+            "codes_code_key (code) must be unique, and code allows only 1295 distinct value(s)",
+        ),
+        (
+            "toggles",
+            2,
+            "toggles_enabled_key (enabled) must be unique, and enabled allows only 2 distinct value(s)",
+        ),
+        (
+            "sides",
+            2,
+            "sides_side_key (side) must be unique, and side allows only 2 distinct value(s)",
+        ),
+        (
+            "smalls",
+            32768,
+            "n is smallint and holds 32768 value(s) from where it starts",
+        ),
+    ] {
+        let notice = format!("{table}: 40000 rows lowered to {rows}: {why}");
+        assert!(err.contains(&notice), "missing `{notice}` in:\n{err}");
+        assert_eq!(
+            count(&db, &format!("SELECT count(*) FROM {table}")),
+            rows,
+            "{table}"
+        );
+    }
+    assert_eq!(count(&db, "SELECT count(DISTINCT code) FROM codes"), 1295);
+    assert_eq!(count(&db, "SELECT count(DISTINCT n) FROM smalls"), 32768);
+}
+
+/// Issue 9 point 3: a table the spec sizes is not lowered: the error gives
+/// the arithmetic, at the spec's position.
+#[test]
+fn unique_keys_too_small_for_spec_rows_are_errors() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE codes (id bigserial PRIMARY KEY, code varchar(2) NOT NULL UNIQUE);
+         CREATE TABLE toggles (id bigserial PRIMARY KEY, enabled boolean NOT NULL UNIQUE);",
+    );
+    let out = seed_with(
+        &db,
+        Some("[tables.codes]\nrows = 2000\n[tables.toggles]\nrows = 3\n"),
+        &[],
+    );
+    assert_exit(&out, 2);
+    insta::assert_snapshot!(error_text(&out));
 }

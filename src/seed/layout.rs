@@ -101,6 +101,9 @@ pub struct TablePlan {
     pub qualified: String,
     pub key: u64,
     pub rows: u64,
+    /// What planning changed on its own and says (rows lowered to fit a
+    /// unique key's value space).
+    pub notices: Vec<String>,
     pub partitioned: bool,
     pub cols: Vec<ColPlan>,
     pub layout: Layout,
@@ -833,36 +836,160 @@ fn remaining_columns(
     Ok(())
 }
 
-/// Phase: integer keys must fit their type.
-fn keys_fit(
+/// Phase: a spec's `unique = true` integer column is a permutation of
+/// enough values for every row (made for a million before the rows are
+/// known): widened to the rows, or an error when its `range` (or its type)
+/// holds fewer values than rows.
+fn spec_unique_ints(
+    sf: &SpecFile,
+    res: &Resolved,
+    ci: usize,
     table: &crate::catalog::schema::Table,
-    display: &str,
-    tp: &TablePlan,
-    tables: &[TablePlan],
+    spec_span: &SpecSpans,
+    tp: &mut TablePlan,
 ) -> Result<()> {
-    // Integer keys must fit their type (a smallint id holds 32,767 rows).
-    let max_per_parent = max_children(tp, tables);
-    for (c, col) in table.columns.iter().enumerate() {
-        let top = match &tp.cols[c].generator {
-            Gen::Sequence { start, step } => {
-                i128::from(*start) + i128::from(*step) * i128::from(tp.rows.saturating_sub(1))
-            }
-            Gen::Ordinal { lo } => i128::from(*lo) + i128::from(max_per_parent.saturating_sub(1)),
+    for (&c, span) in spec_span {
+        let Some(cs) = res.columns.get(&(ci, c)) else {
+            continue;
+        };
+        if cs.get_ref().unique != Some(true) {
+            continue;
+        }
+        // Without a `range` the type's default range is only a start.
+        let (lo, n) = match *unwrap_nullable(&tp.cols[c].generator) {
+            Gen::IntUnique { lo, n } => (lo, n),
+            Gen::Int { lo, .. } => (lo, 0),
             _ => continue,
         };
-        if col.kind.is_int() && top > i128::from(col.kind.int_max()) {
-            return Err(seed_err(
-                display,
-                Some(&col.name),
+        let col = &table.columns[c];
+        let type_max = if col.kind.is_int() {
+            col.kind.int_max()
+        } else {
+            i64::MAX
+        };
+        let range = cs.get_ref().range.as_ref();
+        let hi = match range.map(|r| &r.get_ref()[1]) {
+            Some(spec::Scalar::Int(hi)) => (*hi).min(type_max),
+            _ => type_max,
+        };
+        let holds = (i128::from(hi) - i128::from(lo) + 1).max(0);
+        if i128::from(tp.rows) > holds {
+            return Err(sf.error(
+                range.map_or_else(|| span.clone(), |r| r.span()),
                 format!(
-                    "{} rows need values up to {top}, beyond {}",
-                    tp.rows, col.type_name
+                    "`unique = true` on {}.{} needs {} distinct values for {} rows, but [{lo}, {hi}] holds only {holds}",
+                    tp.display, col.name, tp.rows, tp.rows
                 ),
-                "lower the table's rows (or --rows/--scale), or widen the column's type",
+                Some("widen the `range`, or lower the table's `rows`".into()),
             ));
+        }
+        if n < tp.rows {
+            let g = unwrap_nullable_mut(&mut tp.cols[c].generator);
+            *g = Gen::IntUnique {
+                lo,
+                n: tp.rows.max(1),
+            };
         }
     }
     Ok(())
+}
+
+/// Phase: integer keys must fit their type (a smallint id holds 32,767
+/// rows). A table nothing in the spec sizes, whose key generators the spec
+/// does not give, is lowered to fit, with a notice; otherwise an error with
+/// the arithmetic.
+fn keys_fit(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    tp: &mut TablePlan,
+    tables: &[TablePlan],
+    may_lower: bool,
+    spec_span: &SpecSpans,
+) -> Result<()> {
+    let max_per_parent = max_children(tp, tables);
+    for (c, col) in table.columns.iter().enumerate() {
+        if !col.kind.is_int() {
+            continue;
+        }
+        let max = i128::from(col.kind.int_max());
+        // (the largest value, the rows or children per parent that fit, per parent?)
+        let (top, fits, within) = match unwrap_nullable(&tp.cols[c].generator) {
+            Gen::Sequence { start, step } if *step > 0 => {
+                let top =
+                    i128::from(*start) + i128::from(*step) * i128::from(tp.rows.saturating_sub(1));
+                let fits = ((max - i128::from(*start)) / i128::from(*step) + 1).max(0);
+                (top, fits, false)
+            }
+            Gen::IntUnique { lo, n } => {
+                let fits = (max - i128::from(*lo) + 1).max(0);
+                let (lo, n) = (*lo, *n);
+                if i128::from(n) > fits && i128::from(tp.rows) <= fits {
+                    // A permutation over fewer values still covers the rows.
+                    set_int_unique_n(&mut tp.cols[c].generator, fits as u64);
+                    continue;
+                }
+                (i128::from(lo) + i128::from(n) - 1, fits, false)
+            }
+            Gen::Ordinal { lo } => {
+                let top = i128::from(*lo) + i128::from(max_per_parent.saturating_sub(1));
+                (top, (max - i128::from(*lo) + 1).max(0), true)
+            }
+            _ => continue,
+        };
+        if top <= max {
+            continue;
+        }
+        let fits = u64::try_from(fits).unwrap_or(u64::MAX);
+        if may_lower && !spec_span.contains_key(&c) && fits > 0 {
+            set_int_unique_n(&mut tp.cols[c].generator, fits);
+            cap_rows(
+                tp,
+                fits,
+                within,
+                max_per_parent,
+                &format!(
+                    "{} is {} and holds {fits} value(s){} from where it starts",
+                    col.name,
+                    col.type_name,
+                    if within { " per parent" } else { "" }
+                ),
+            );
+            continue;
+        }
+        return Err(seed_err(
+            display,
+            Some(&col.name),
+            format!(
+                "{} rows need values up to {top}, beyond {} (at most {fits} rows fit{})",
+                if within { max_per_parent } else { tp.rows },
+                col.type_name,
+                if within { " per parent" } else { "" }
+            ),
+            "lower the table's rows (or --rows/--scale), or widen the column's type",
+        ));
+    }
+    Ok(())
+}
+
+/// The value count of a (possibly nullable) unique-integer generator.
+fn set_int_unique_n(g: &mut Gen, to: u64) {
+    if let Gen::IntUnique { n, .. } = unwrap_nullable_mut(g) {
+        *n = to;
+    }
+}
+
+fn unwrap_nullable(g: &Gen) -> &Gen {
+    match g {
+        Gen::Nullable { inner, .. } => unwrap_nullable(inner),
+        g => g,
+    }
+}
+
+fn unwrap_nullable_mut(g: &mut Gen) -> &mut Gen {
+    match g {
+        Gen::Nullable { inner, .. } => unwrap_nullable_mut(inner),
+        g => g,
+    }
 }
 
 /// Phase: columns of foreign keys to tables planck does not seed stay NULL
@@ -974,6 +1101,19 @@ fn uniqueness(
                 None => seed_err(display, Some(&table.columns[c].name), what, hint),
             }
         };
+        let why = |c: usize, allowed: u64| {
+            format!(
+                "{} ({}) must be unique{}, and {} allows only {allowed} distinct value(s)",
+                u.name,
+                u.cols
+                    .iter()
+                    .map(|c| table.columns[*c].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if within { " within each parent" } else { "" },
+                table.columns[c].name,
+            )
+        };
         let need = if within { max_per_parent } else { tp.rows };
         // 1. A column that can carry uniqueness alone.
         let mut carried = false;
@@ -990,7 +1130,7 @@ fn uniqueness(
                         if sized_by_spec {
                             return Err(impossible(c, prow, need));
                         }
-                        cap_rows(tp, prow, within, max_per_parent);
+                        cap_rows(tp, prow, within, max_per_parent, &why(c, prow));
                     }
                     tp.fks[fi].pick = if within {
                         Pick::DistinctInParent
@@ -1060,17 +1200,33 @@ fn uniqueness(
                             ..
                         } = &g2
                         {
+                            // Row numbers in base 36 (`1`..`zzz` in varchar(3)).
                             let digits = super::generate::base36(tp.rows).len();
                             if *m < digits {
-                                tp.cols[c].generator = g;
-                                return Err(impossible(
-                                    c,
-                                    36u64.saturating_pow(*m as u32),
-                                    tp.rows,
-                                ));
+                                let allowed = 36u64.saturating_pow(*m as u32) - 1;
+                                if sized_by_spec || from_spec {
+                                    tp.cols[c].generator = g;
+                                    return Err(impossible(c, allowed, tp.rows));
+                                }
+                                cap_rows(tp, allowed, false, 0, &why(c, allowed));
                             }
                         }
-                        Some(g2)
+                        // Below 12 characters the row number is a base-36
+                        // suffix of varying width after a truncated prefix
+                        // (`c` + `n` and `` + `cn` collide): the suffix alone
+                        // is unique.
+                        match g2 {
+                            Gen::Text {
+                                max_len: Some(m),
+                                unique: true,
+                                ..
+                            } if m < 12 && !from_spec => Some(Gen::Text {
+                                text: Text::Format(Vec::new()),
+                                unique: true,
+                                max_len: Some(m),
+                            }),
+                            g2 => Some(g2),
+                        }
                     } else {
                         tp.cols[c].generator = g;
                         None
@@ -1149,7 +1305,7 @@ fn uniqueness(
                 if sized_by_spec || spec_span.contains_key(&c) {
                     return Err(impossible(c, product, need));
                 }
-                cap_rows(tp, product, true, max_per_parent);
+                cap_rows(tp, product, true, max_per_parent, &why(c, product));
             }
             // Fall through: a global enumeration is unique within parents too.
         }
@@ -1162,7 +1318,7 @@ fn uniqueness(
             if sized_by_spec || spec_span.contains_key(&c) {
                 return Err(impossible(c, product, tp.rows));
             }
-            cap_rows(tp, product, false, 0);
+            cap_rows(tp, product, false, 0, &why(c, product));
         }
         let group = tp.joints.len();
         tp.joints.push(JointGroup {
@@ -1432,6 +1588,7 @@ fn placeholder(table: &crate::catalog::schema::Table, ci: usize) -> TablePlan {
         qualified: table.qualified(),
         key: 0,
         rows: 0,
+        notices: Vec::new(),
         partitioned: table.partitioned,
         cols: Vec::new(),
         layout: Layout::Flat,
@@ -1634,6 +1791,7 @@ fn plan_pass(
                 qualified: table.qualified(),
                 key: rng::name_key(&display),
                 rows,
+                notices: Vec::new(),
                 partitioned: table.partitioned,
                 cols: table
                     .columns
@@ -1657,6 +1815,7 @@ fn plan_pass(
                     .collect(),
             };
             let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
+            spec_unique_ints(sf, res, ci, table, &spec_span, &mut tp)?;
             let fk_cols = fk_picks(
                 primary,
                 pi,
@@ -1695,7 +1854,14 @@ fn plan_pass(
                 &mut assigned,
             )?;
             remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
-            keys_fit(table, &display, &tp, &tables)?;
+            keys_fit(
+                table,
+                &display,
+                &mut tp,
+                &tables,
+                !sized_by_spec,
+                &spec_span,
+            )?;
             Ok((tp, my_tree, my_depth))
         })();
         match planned {
@@ -1801,8 +1967,20 @@ fn max_children(tp: &TablePlan, tables: &[TablePlan]) -> u64 {
     }
 }
 
-/// Lowers a zero-spec table's rows so a limited unique domain suffices.
-fn cap_rows(tp: &mut TablePlan, allowed: u64, within: bool, max_per_parent: u64) {
+/// Lowers a zero-spec table's rows so a limited unique domain suffices, and
+/// says so (`why`: the constraint and the values it has).
+fn cap_rows(tp: &mut TablePlan, allowed: u64, within: bool, max_per_parent: u64, why: &str) {
+    let before = tp.rows;
+    lower_rows(tp, allowed, within, max_per_parent);
+    if tp.rows < before {
+        tp.notices.push(format!(
+            "{}: {before} rows lowered to {}: {why}",
+            tp.display, tp.rows
+        ));
+    }
+}
+
+fn lower_rows(tp: &mut TablePlan, allowed: u64, within: bool, max_per_parent: u64) {
     let new_rows = if within && max_per_parent > 0 {
         (tp.rows as u128 * u128::from(allowed) / u128::from(max_per_parent)) as u64
     } else {
@@ -2155,6 +2333,56 @@ mod plan_tests {
         // Its child goes with it, reported as a cascade.
         assert!(
             msg.contains("  - children: depends on parents (a NOT NULL foreign key)"),
+            "{msg}"
+        );
+    }
+
+    fn things() -> Catalog {
+        Catalog {
+            tables: vec![Table {
+                oid: 1,
+                schema: "public".into(),
+                name: "things".into(),
+                partitioned: false,
+                columns: vec![
+                    col(1, "id", TypeKind::Int8, true),
+                    col(2, "code", TypeKind::Int8, false),
+                ],
+                uniques: vec![Unique {
+                    name: "things_pkey".into(),
+                    cols: vec![0],
+                    primary: true,
+                }],
+                fks: Vec::new(),
+                checks: Vec::new(),
+                partitioning: None,
+            }],
+        }
+    }
+
+    /// Issue 9 point 3: `unique = true` on an integer was a permutation of a
+    /// million values, so row 1,000,001 repeated row 1.
+    #[test]
+    fn spec_unique_integers_stay_unique_beyond_a_million_rows() {
+        let spec =
+            "[tables.things]\nrows = 1200000\n[tables.things.columns]\ncode = { unique = true }\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let plan = build(&things(), &sf, &opts()).unwrap();
+        let mut seen = HashSet::new();
+        for row in 0..plan.tables[0].rows {
+            let v = plan.value(0, 1, &plan.ctx(0, row)).as_i64().unwrap();
+            assert!(seen.insert(v), "row {row} repeats {v}");
+        }
+        assert_eq!(seen.len(), 1_200_000);
+    }
+
+    #[test]
+    fn spec_unique_integers_beyond_their_range_are_an_error_with_the_arithmetic() {
+        let spec = "[tables.things]\nrows = 1200000\n[tables.things.columns]\ncode = { unique = true, range = [1, 1100000] }\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let msg = crate::error::render(&build(&things(), &sf, &opts()).unwrap_err());
+        assert!(
+            msg.contains("s.toml:4:33: `unique = true` on things.code needs 1200000 distinct values for 1200000 rows, but [1, 1100000] holds only 1100000"),
             "{msg}"
         );
     }

@@ -109,7 +109,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         &plan_opts,
         opts.skip_unseedable,
     )?);
-    log_skipped(&plan, log);
+    log_adjustments(&plan, log);
     log_plan(&plan, &sf, log);
     if opts.generate_only {
         generate_only(&plan, opts.threads, log)?;
@@ -181,9 +181,13 @@ async fn restore(
     Ok(Summary::restored(r.restored.len()))
 }
 
-/// `--skip-unseedable`: each table left out, its cause and the tables that
-/// depend on it.
-fn log_skipped(plan: &layout::Plan, log: Log) {
+/// What planning changed on its own: rows lowered to fit a unique key and,
+/// with `--skip-unseedable`, each table left out, its cause and the tables
+/// that depend on it.
+fn log_adjustments(plan: &layout::Plan, log: Log) {
+    for n in plan.tables.iter().flat_map(|t| &t.notices) {
+        log.warn(n);
+    }
     for u in plan.skipped.iter().filter(|u| u.depends_on.is_none()) {
         let with: Vec<&str> = plan
             .skipped
