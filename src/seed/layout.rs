@@ -128,6 +128,25 @@ pub struct Plan {
     pub skipped: Vec<Unseedable>,
 }
 
+/// The most rows of one table (as `--rows` allows).
+pub const MAX_TABLE_ROWS: u64 = 1_000_000_000_000;
+/// The most rows of a table whose rows planning holds one number for each
+/// (the tenant table, the parent of a `per` table): 8 bytes a row.
+pub const MAX_HELD_ROWS: u64 = 200_000_000;
+
+/// Rows beyond what planck plans, named with the flags that made them.
+fn too_many(what: &str, rows: u64, opts: &Options, why: &str) -> Error {
+    let scale = if opts.scale == 1.0 {
+        String::new()
+    } else {
+        format!(" with --scale {}", opts.scale)
+    };
+    Error::usage_hint(
+        format!("{what} would get {rows} rows{scale}: too many ({why})"),
+        "lower --scale or --rows, or the table's `rows` in the spec",
+    )
+}
+
 /// A table planning found it cannot seed, or one that references such a
 /// table through a NOT NULL foreign key (a cascade).
 #[derive(Debug, Clone, PartialEq)]
@@ -829,6 +848,84 @@ fn remaining_columns(
                         "exclude {} in the spec (`exclude = [\"{}\"]`), or give the column a DEFAULT",
                         display, table.name
                     ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Phase: what the spec says of a column must suit the column's type: a
+/// `range` inside what the type holds (`[0, 100000]` on a smallint wrapped
+/// in the encoder), `after` naming a column of the same kind of time.
+fn spec_fits_columns(
+    sf: &SpecFile,
+    res: &Resolved,
+    ci: usize,
+    table: &crate::catalog::schema::Table,
+) -> Result<()> {
+    for (c, col) in table.columns.iter().enumerate() {
+        let Some(cs) = res.columns.get(&(ci, c)) else {
+            continue;
+        };
+        let cs = cs.get_ref();
+        if let Some(r) = &cs.range {
+            let limits: Option<(f64, f64)> = match (&col.kind, col.numeric) {
+                (k, _) if k.is_int() => {
+                    let max = k.int_max() as f64;
+                    Some((-max - 1.0, max))
+                }
+                (TypeKind::Numeric, Some((p, s))) if p > s => {
+                    let max = 10f64.powi((p - s) as i32);
+                    Some((-max, max))
+                }
+                _ => None,
+            };
+            let value = |v: &spec::Scalar| match v {
+                spec::Scalar::Int(i) => Some(*i as f64),
+                spec::Scalar::Float(f) => Some(*f),
+                _ => None,
+            };
+            if let Some((lo, hi)) = limits {
+                for v in r.get_ref() {
+                    if let Some(x) = value(v)
+                        && !(lo..=hi).contains(&x)
+                    {
+                        return Err(sf.error(
+                            r.span(),
+                            format!(
+                                "`range` of {}.{}: {x} is beyond {} ({lo} to {hi})",
+                                table.display(),
+                                col.name,
+                                col.type_name
+                            ),
+                            Some(
+                                "keep the range inside the column's type, or widen the type".into(),
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(after) = &cs.after
+            && let Some(oc) = table.column(after.get_ref())
+        {
+            let other = &table.columns[oc];
+            let stamp = |k: &TypeKind| matches!(k, TypeKind::Timestamp | TypeKind::Timestamptz);
+            let same = col.kind == other.kind || (stamp(&col.kind) && stamp(&other.kind));
+            if !(col.kind.is_time() && same) {
+                return Err(sf.error(
+                    after.span(),
+                    format!(
+                        "`after = \"{}\"`: {}.{} is {} and {} is {}",
+                        after.get_ref(),
+                        table.display(),
+                        col.name,
+                        col.type_name,
+                        other.name,
+                        other.type_name
+                    ),
+                    Some("`after` orders two dates or two timestamps of the same row".into()),
                 ));
             }
         }
@@ -1714,6 +1811,14 @@ fn plan_pass(
             if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
                 let fk = primary.unwrap_or(0);
                 let p = &tables[fks[fk].parent];
+                if p.rows > MAX_HELD_ROWS {
+                    return Err(too_many(
+                        &format!("{} (parent of the `per` table {display})", p.display),
+                        p.rows,
+                        opts,
+                        "a count per parent row is held in memory for every parent row",
+                    ));
+                }
                 let pcum = per_parent_counts(ts, p, &display, opts.seed);
                 let run = *pcum.last().unwrap_or(&0);
                 rows = run;
@@ -1757,6 +1862,22 @@ fn plan_pass(
                 if let Some(fk) = primary {
                     layout = Layout::Child { fk };
                 }
+            }
+            if rows > MAX_TABLE_ROWS {
+                return Err(too_many(
+                    &display,
+                    rows,
+                    opts,
+                    "planck seeds at most 10^12 rows a table",
+                ));
+            }
+            if is_tenant && rows > MAX_HELD_ROWS {
+                return Err(too_many(
+                    &format!("{display} (the tenant table)"),
+                    rows,
+                    opts,
+                    "each tenant's share is held in memory",
+                ));
             }
             if is_tenant {
                 cum = (0..=rows).collect();
@@ -1814,6 +1935,7 @@ fn plan_pass(
                     .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
                     .collect(),
             };
+            spec_fits_columns(sf, res, ci, table)?;
             let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
             spec_unique_ints(sf, res, ci, table, &spec_span, &mut tp)?;
             let fk_cols = fk_picks(
@@ -1870,6 +1992,8 @@ fn plan_pass(
                 depth.push(my_depth);
                 tables.push(tp);
             }
+            // A flag's value (--scale, --rows) is no table's problem.
+            Err(e @ Error::Usage { .. }) => return Err(e),
             Err(e) => {
                 found.push((Unseedable::of(ci, &table.display(), &e), Some(e)));
                 failed.insert(ci);
@@ -2383,6 +2507,78 @@ mod plan_tests {
         let msg = crate::error::render(&build(&things(), &sf, &opts()).unwrap_err());
         assert!(
             msg.contains("s.toml:4:33: `unique = true` on things.code needs 1200000 distinct values for 1200000 rows, but [1, 1100000] holds only 1100000"),
+            "{msg}"
+        );
+    }
+
+    fn rejected(cat: &Catalog, spec: &str, opts: &Options) -> String {
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        crate::error::render(&build(cat, &sf, opts).unwrap_err())
+    }
+
+    /// Issue 9 point 10: `range = [0, 100000]` on a smallint wrapped in the encoder.
+    #[test]
+    fn a_range_beyond_the_column_type_is_an_error_at_its_position() {
+        let mut cat = catalog();
+        cat.tables[1].columns[2].kind = TypeKind::Int2;
+        cat.tables[1].columns[2].type_name = "smallint".into();
+        let msg = rejected(
+            &cat,
+            "[tables.children.columns]\nnumber = { range = [1, 100000] }\n",
+            &opts(),
+        );
+        assert!(
+            msg.contains("s.toml:2:20: `range` of children.number: 100000 is beyond smallint (-32768 to 32767)"),
+            "{msg}"
+        );
+    }
+
+    /// Issue 9 point 10: `after` on a column of another type.
+    #[test]
+    fn after_a_column_of_another_type_is_an_error_at_its_position() {
+        let msg = rejected(
+            &catalog(),
+            "[tables.children.columns]\nlabel = { after = \"number\" }\n",
+            &opts(),
+        );
+        assert!(
+            msg.contains(
+                "s.toml:2:19: `after = \"number\"`: children.label is Text and number is Int4"
+            ),
+            "{msg}"
+        );
+    }
+
+    /// Issue 9 point 10: a scale that plans more rows than planck can hold
+    /// names the flag instead of panicking on allocation.
+    #[test]
+    fn a_scale_beyond_what_planck_holds_names_the_flag() {
+        let o = Options {
+            scale: 1e6,
+            ..opts()
+        };
+        let msg = rejected(
+            &catalog(),
+            "[tables.parents]\nrows = 1000000000\n[tables.children]\nper = \"parents\"\ncount = 1\n",
+            &o,
+        );
+        assert!(
+            msg.contains(
+                "error: parents would get 1000000000000000 rows with --scale 1000000: too many"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("hint: lower --scale or --rows"), "{msg}");
+        // A per-parent table over a parent too large to count in memory.
+        let msg = rejected(
+            &catalog(),
+            "[tables.parents]\nrows = 300000000\n[tables.children]\nper = \"parents\"\ncount = 1\n",
+            &opts(),
+        );
+        assert!(
+            msg.contains(
+                "error: children (`per = \"parents\"`) would get 300000000 rows: too many"
+            ),
             "{msg}"
         );
     }
