@@ -2577,7 +2577,7 @@ mod plan_tests {
         );
         assert!(
             msg.contains(
-                "error: children (`per = \"parents\"`) would get 300000000 rows: too many"
+                "error: parents (parent of the `per` table children) would get 300000000 rows: too many"
             ),
             "{msg}"
         );
