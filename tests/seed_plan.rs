@@ -189,3 +189,93 @@ fn unique_keys_too_small_for_spec_rows_are_errors() {
     assert_exit(&out, 2);
     insta::assert_snapshot!(error_text(&out));
 }
+
+/// Rows of a table alone (ONLY: not its partitions' or children's).
+fn rows_of(db: &TestDb, table: &str) -> i64 {
+    count(db, &format!("SELECT count(*) FROM {table}"))
+}
+
+/// Issue 9 point 13: range and list partitions with and without a default,
+/// hash partitions, two levels of partitioning: every one seeded, every row
+/// in a partition (the server routes them; a row outside every bound fails).
+#[test]
+fn partitioned_tables_of_every_kind_are_seeded() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE events (id bigint, at timestamptz NOT NULL, PRIMARY KEY (id, at)) PARTITION BY RANGE (at);
+         CREATE TABLE events_2024 PARTITION OF events FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+         CREATE TABLE events_2025 PARTITION OF events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+         CREATE TABLE readings (id bigint NOT NULL, n int NOT NULL) PARTITION BY RANGE (n);
+         CREATE TABLE readings_low PARTITION OF readings FOR VALUES FROM (0) TO (100);
+         CREATE TABLE readings_rest PARTITION OF readings DEFAULT;
+         CREATE TABLE regions (id bigint NOT NULL, code text NOT NULL) PARTITION BY LIST (code);
+         CREATE TABLE regions_eu PARTITION OF regions FOR VALUES IN ('fr', 'de');
+         CREATE TABLE regions_us PARTITION OF regions FOR VALUES IN ('us');
+         CREATE TABLE tags (id bigint NOT NULL, kind text NOT NULL) PARTITION BY LIST (kind);
+         CREATE TABLE tags_a PARTITION OF tags FOR VALUES IN ('a');
+         CREATE TABLE tags_other PARTITION OF tags DEFAULT;
+         CREATE TABLE hits (id bigint PRIMARY KEY) PARTITION BY HASH (id);
+         CREATE TABLE hits_0 PARTITION OF hits FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+         CREATE TABLE hits_1 PARTITION OF hits FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+         CREATE TABLE orders (id bigint NOT NULL, placed date NOT NULL, shop text NOT NULL)
+             PARTITION BY RANGE (placed);
+         CREATE TABLE orders_2024 PARTITION OF orders FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')
+             PARTITION BY LIST (shop);
+         CREATE TABLE orders_2024_web PARTITION OF orders_2024 FOR VALUES IN ('web');
+         CREATE TABLE orders_2024_app PARTITION OF orders_2024 FOR VALUES IN ('app');",
+    );
+    let out = seed_with(&db, None, &["--rows", "200"]);
+    assert_exit(&out, 0);
+    for t in ["events", "readings", "regions", "tags", "hits", "orders"] {
+        assert!(rows_of(&db, t) > 0, "{t} is empty\n{}", stderr(&out));
+    }
+    // Several partitions get rows.
+    for t in [
+        "events_2024",
+        "events_2025",
+        "regions_eu",
+        "regions_us",
+        "hits_0",
+        "hits_1",
+    ] {
+        assert!(rows_of(&db, t) > 0, "partition {t} is empty");
+    }
+    assert!(rows_of(&db, "orders_2024_web") + rows_of(&db, "orders_2024_app") > 0);
+}
+
+/// Issue 9 point 13: tables in non-public schemas only (graphile-starter's
+/// `app_public`, `app_private`), same-named tables in two schemas with a
+/// foreign key across, and old-style inheritance: all seeded.
+#[test]
+fn schemas_and_inheritance_are_seeded() {
+    let db = test_db!();
+    db.exec(
+        "CREATE SCHEMA app_public; CREATE SCHEMA app_private;
+         CREATE TABLE app_public.users (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE app_private.users (id serial PRIMARY KEY,
+             user_id int NOT NULL UNIQUE REFERENCES app_public.users, secret text NOT NULL);
+         CREATE TABLE app_public.posts (id serial PRIMARY KEY,
+             author int NOT NULL REFERENCES app_public.users, body text NOT NULL);
+         CREATE TABLE app_public.measures (id serial PRIMARY KEY, at date NOT NULL);
+         CREATE TABLE app_public.measures_2024 (CHECK (at >= '2024-01-01' AND at < '2025-01-01'))
+             INHERITS (app_public.measures);",
+    );
+    let out = seed_with(&db, None, &["--rows", "50"]);
+    assert_exit(&out, 0);
+    for t in [
+        "app_public.users",
+        "app_private.users",
+        "app_public.posts",
+        "ONLY app_public.measures",
+        "app_public.measures_2024",
+    ] {
+        assert!(rows_of(&db, t) > 0, "{t} is empty\n{}", stderr(&out));
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM app_private.users p LEFT JOIN app_public.users u ON u.id = p.user_id WHERE u.id IS NULL"
+        ),
+        0
+    );
+}

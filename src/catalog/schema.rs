@@ -144,6 +144,9 @@ pub struct Table {
     pub fks: Vec<ForeignKey>,
     pub checks: Vec<Check>,
     pub partitioning: Option<Partitioning>,
+    /// Partitions that are partitioned in turn (at any depth): each one's
+    /// key (a column of this table) and its own partitions' bounds.
+    pub sub_partitions: Vec<Partitioning>,
 }
 
 impl Table {
@@ -260,6 +263,7 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
     read_partition_fks(client, &mut r).await?;
     read_unique_indexes(client, &mut r).await?;
     read_partitions(client, &mut r).await?;
+    read_sub_partitions(client, &mut r).await?;
     Ok(Catalog { tables: r.tables })
 }
 
@@ -298,6 +302,7 @@ async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
             fks: Vec::new(),
             checks: Vec::new(),
             partitioning: None,
+            sub_partitions: Vec::new(),
         });
     }
     Ok(tables)
@@ -665,6 +670,54 @@ async fn read_partitions(client: &impl GenericClient, r: &mut Reading) -> Result
             PartitionBounds::List(bounds.iter().flat_map(|b| parse_list_bound(b)).collect())
         };
         tables[ti].partitioning = Some(Partitioning { col, bounds: b });
+    }
+    Ok(())
+}
+
+/// Partitions partitioned in turn (multi-level partitioning), under the
+/// root table they belong to; keys on one column, matched by name (a
+/// partition's attnums may differ from its root's).
+async fn read_sub_partitions(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    for row in client
+        .query(
+            "SELECT pg_partition_root(p.partrelid)::oid, p.partstrat::\"char\",
+                    ARRAY(SELECT a.attname::text FROM unnest(p.partattrs::int2[]) k
+                            JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k),
+                    p.partnatts::int4,
+                    ARRAY(SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits h
+                            JOIN pg_class c ON c.oid = h.inhrelid
+                           WHERE h.inhparent = p.partrelid ORDER BY 1)
+               FROM pg_partitioned_table p JOIN pg_class t ON t.oid = p.partrelid
+              WHERE t.relispartition AND pg_partition_root(p.partrelid) = ANY($1)
+              ORDER BY p.partrelid",
+            &[&r.oids],
+        )
+        .await
+        .map_err(dberr("sub-partitions"))?
+    {
+        let Some(&ti) = r.by_oid.get(&row.get::<_, u32>(0)) else {
+            continue;
+        };
+        let strat: i8 = row.get(1);
+        let names: Vec<String> = row.get(2);
+        let natts: i32 = row.get(3);
+        let bounds: Vec<String> = row.get(4);
+        if natts != 1 || names.len() != 1 {
+            continue;
+        }
+        let Some(col) = r.tables[ti].column(&names[0]) else {
+            continue;
+        };
+        let b = if bounds.iter().any(|b| b == "DEFAULT") || strat == b'h' as i8 {
+            PartitionBounds::Any
+        } else if strat == b'r' as i8 {
+            PartitionBounds::Range(bounds.iter().filter_map(|b| parse_range_bound(b)).collect())
+        } else {
+            PartitionBounds::List(bounds.iter().flat_map(|b| parse_list_bound(b)).collect())
+        };
+        r.tables[ti]
+            .sub_partitions
+            .push(Partitioning { col, bounds: b });
     }
     Ok(())
 }

@@ -740,10 +740,21 @@ fn partition_keys(
     tp: &mut TablePlan,
     assigned: &mut [bool],
 ) -> Result<()> {
-    // Partition keys.
-    if let Some(part) = &table.partitioning
-        && !assigned[part.col]
-    {
+    if let Some(part) = &table.partitioning {
+        key_in_bounds(table, display, part, tp, assigned)?;
+    }
+    sub_partition_keys(table, display, tp, assigned)
+}
+
+/// A partition key's generator inside its partitions' bounds.
+fn key_in_bounds(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    part: &crate::catalog::schema::Partitioning,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    if !assigned[part.col] {
         let kind = &table.columns[part.col].kind;
         let conv = |s: &str| -> Option<i64> {
             if kind.is_time() {
@@ -788,6 +799,85 @@ fn partition_keys(
                         .collect(),
                 );
                 assigned[part.col] = true;
+            }
+            PartitionBounds::Any => {}
+        }
+    }
+    Ok(())
+}
+
+/// Phase (multi-level partitioning): a key of partitions partitioned in
+/// turn, that the spec and the top level leave alone, gets values every
+/// such partition routes: the labels all their lists share, or their
+/// ranges when they agree. (A partition that is not partitioned again takes
+/// any value.)
+fn sub_partition_keys(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    let mut cols: Vec<usize> = table.sub_partitions.iter().map(|p| p.col).collect();
+    cols.sort_unstable();
+    cols.dedup();
+    for c in cols {
+        if assigned[c] {
+            continue;
+        }
+        let col = &table.columns[c];
+        let levels: Vec<&PartitionBounds> = table
+            .sub_partitions
+            .iter()
+            .filter(|p| p.col == c && !matches!(p.bounds, PartitionBounds::Any))
+            .map(|p| &p.bounds)
+            .collect();
+        let disagree = || {
+            seed_err(
+                display,
+                Some(&col.name),
+                "its sub-partitions' bounds have no value in common",
+                format!(
+                    "give {} a generator in the spec whose values every sub-partition accepts",
+                    col.name
+                ),
+            )
+        };
+        let Some(first) = levels.first() else {
+            continue;
+        };
+        match first {
+            PartitionBounds::List(_) => {
+                let mut common: Vec<String> = match first {
+                    PartitionBounds::List(v) => v.clone(),
+                    _ => Vec::new(),
+                };
+                for b in &levels[1..] {
+                    let PartitionBounds::List(v) = b else {
+                        return Err(disagree());
+                    };
+                    common.retain(|x| v.contains(x));
+                }
+                if common.is_empty() {
+                    return Err(disagree());
+                }
+                let sub = crate::catalog::schema::Partitioning {
+                    col: c,
+                    bounds: PartitionBounds::List(common),
+                };
+                key_in_bounds(table, display, &sub, tp, assigned)?;
+            }
+            PartitionBounds::Range(r) => {
+                if levels
+                    .iter()
+                    .any(|b| !matches!(b, PartitionBounds::Range(x) if x == r))
+                {
+                    return Err(disagree());
+                }
+                let sub = crate::catalog::schema::Partitioning {
+                    col: c,
+                    bounds: (*first).clone(),
+                };
+                key_in_bounds(table, display, &sub, tp, assigned)?;
             }
             PartitionBounds::Any => {}
         }
@@ -2321,6 +2411,7 @@ mod plan_tests {
             fks: Vec::new(),
             checks: Vec::new(),
             partitioning: None,
+            sub_partitions: Vec::new(),
         };
         let child = Table {
             oid: 2,
@@ -2363,6 +2454,7 @@ mod plan_tests {
                 cols: vec![2],
             }],
             partitioning: None,
+            sub_partitions: Vec::new(),
         };
         Catalog {
             tables: vec![parent, child],
@@ -2480,6 +2572,8 @@ mod plan_tests {
                 fks: Vec::new(),
                 checks: Vec::new(),
                 partitioning: None,
+                sub_partitions: Vec::new(),
+                sub_partitions: Vec::new(),
             }],
         }
     }
