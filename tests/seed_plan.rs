@@ -279,3 +279,19 @@ fn schemas_and_inheritance_are_seeded() {
         0
     );
 }
+
+/// Issue 9 point 8: an exclusion constraint beyond `=` and one range `&&`
+/// is a plan-time error naming the constraint; nothing is written.
+#[test]
+fn unsupported_exclusion_constraints_are_named_at_plan_time() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE names (id serial PRIMARY KEY, name text NOT NULL,
+             CONSTRAINT names_lower_excl EXCLUDE USING btree (lower(name) WITH =));
+         CREATE TABLE plain (id serial PRIMARY KEY);",
+    );
+    let out = seed_with(&db, None, &["--rows", "20"]);
+    assert_exit(&out, 2);
+    insta::assert_snapshot!(error_text(&out));
+    assert_eq!(rows_of(&db, "plain"), 0, "nothing written");
+}

@@ -147,6 +147,19 @@ pub struct Table {
     /// Partitions that are partitioned in turn (at any depth): each one's
     /// key (a column of this table) and its own partitions' bounds.
     pub sub_partitions: Vec<Partitioning>,
+    /// EXCLUDE constraints.
+    pub exclusions: Vec<Exclusion>,
+}
+
+/// An EXCLUDE constraint: its elements (a column, or None for an
+/// expression) with their operators, in order.
+#[derive(Debug, Clone)]
+pub struct Exclusion {
+    pub name: String,
+    pub def: String,
+    /// The index access method (`gist`, `btree`, ...).
+    pub method: String,
+    pub elems: Vec<(Option<usize>, String)>,
 }
 
 impl Table {
@@ -264,6 +277,7 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
     read_unique_indexes(client, &mut r).await?;
     read_partitions(client, &mut r).await?;
     read_sub_partitions(client, &mut r).await?;
+    read_exclusions(client, &mut r).await?;
     Ok(Catalog { tables: r.tables })
 }
 
@@ -303,6 +317,7 @@ async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
             checks: Vec::new(),
             partitioning: None,
             sub_partitions: Vec::new(),
+            exclusions: Vec::new(),
         });
     }
     Ok(tables)
@@ -670,6 +685,45 @@ async fn read_partitions(client: &impl GenericClient, r: &mut Reading) -> Result
             PartitionBounds::List(bounds.iter().flat_map(|b| parse_list_bound(b)).collect())
         };
         tables[ti].partitioning = Some(Partitioning { col, bounds: b });
+    }
+    Ok(())
+}
+
+/// EXCLUDE constraints with their elements' columns and operators.
+async fn read_exclusions(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    for row in client
+        .query(
+            "SELECT c.conrelid, c.conname::text, pg_get_constraintdef(c.oid), am.amname::text,
+                    c.conkey::int2[],
+                    ARRAY(SELECT o.oprname::text FROM unnest(c.conexclop) WITH ORDINALITY e(op, i)
+                            JOIN pg_operator o ON o.oid = e.op ORDER BY e.i)
+               FROM pg_constraint c JOIN pg_class i ON i.oid = c.conindid
+               JOIN pg_am am ON am.oid = i.relam
+              WHERE c.contype = 'x' AND c.conrelid = ANY($1)
+              ORDER BY c.conrelid, c.conname",
+            &[&r.oids],
+        )
+        .await
+        .map_err(dberr("exclusion constraints"))?
+    {
+        let Some(&ti) = r.by_oid.get(&row.get::<_, u32>(0)) else {
+            continue;
+        };
+        let keys: Vec<i16> = row.get(4);
+        let ops: Vec<String> = row.get(5);
+        let t = &r.tables[ti];
+        let elems = keys
+            .iter()
+            .zip(ops)
+            .map(|(k, op)| (t.columns.iter().position(|c| c.attnum == *k), op))
+            .collect();
+        let x = Exclusion {
+            name: row.get(1),
+            def: row.get(2),
+            method: row.get(3),
+            elems,
+        };
+        r.tables[ti].exclusions.push(x);
     }
     Ok(())
 }

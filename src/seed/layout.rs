@@ -945,6 +945,42 @@ fn remaining_columns(
     Ok(())
 }
 
+/// Phase: EXCLUDE constraints planck can hold: elements that are columns,
+/// compared with `=` (btree equality, through btree_gist under gist) and at
+/// most one with `&&` (range overlap: non-overlapping ranges per key). Any
+/// other form is an error naming the constraint.
+fn exclusions_supported(table: &crate::catalog::schema::Table, display: &str) -> Result<()> {
+    for x in &table.exclusions {
+        let overlaps = x.elems.iter().filter(|(_, op)| op == "&&").count();
+        let supported = !x.elems.is_empty()
+            && overlaps <= 1
+            && x.elems
+                .iter()
+                .all(|(c, op)| c.is_some() && (op == "=" || op == "&&"));
+        if !supported {
+            let expr = x.elems.iter().any(|(c, _)| c.is_none());
+            return Err(seed_err(
+                display,
+                None,
+                format!(
+                    "exclusion constraint {} ({}) is beyond what planck generates{}",
+                    x.name,
+                    x.def,
+                    if expr {
+                        ": it compares an expression"
+                    } else {
+                        ""
+                    }
+                ),
+                format!(
+                    "planck holds `col WITH =` elements and one range `WITH &&`; exclude {display} in the spec (`exclude = [\"{display}\"]`) or run with --skip-unseedable"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Phase: what the spec says of a column must suit the column's type: a
 /// `range` inside what the type holds (`[0, 100000]` on a smallint wrapped
 /// in the encoder), `after` naming a column of the same kind of time.
@@ -2026,6 +2062,7 @@ fn plan_pass(
                     .collect(),
             };
             spec_fits_columns(sf, res, ci, table)?;
+            exclusions_supported(table, &display)?;
             let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
             spec_unique_ints(sf, res, ci, table, &spec_span, &mut tp)?;
             let fk_cols = fk_picks(
@@ -2412,6 +2449,7 @@ mod plan_tests {
             checks: Vec::new(),
             partitioning: None,
             sub_partitions: Vec::new(),
+            exclusions: Vec::new(),
         };
         let child = Table {
             oid: 2,
@@ -2455,6 +2493,7 @@ mod plan_tests {
             }],
             partitioning: None,
             sub_partitions: Vec::new(),
+            exclusions: Vec::new(),
         };
         Catalog {
             tables: vec![parent, child],
@@ -2573,7 +2612,11 @@ mod plan_tests {
                 checks: Vec::new(),
                 partitioning: None,
                 sub_partitions: Vec::new(),
+                exclusions: Vec::new(),
+                exclusions: Vec::new(),
                 sub_partitions: Vec::new(),
+                exclusions: Vec::new(),
+                exclusions: Vec::new(),
             }],
         }
     }
@@ -2675,5 +2718,35 @@ mod plan_tests {
             ),
             "{msg}"
         );
+    }
+
+    /// Issue 9 point 8: which exclusion forms planning lets through.
+    #[test]
+    fn exclusion_forms_beyond_equality_and_one_overlap_are_refused() {
+        use crate::catalog::schema::Exclusion;
+        let mut t = things().tables.remove(0);
+        let x = |ops: &[&str]| Exclusion {
+            name: "things_excl".into(),
+            def: "EXCLUDE ...".into(),
+            method: "gist".into(),
+            elems: ops.iter().map(|o| (Some(1), o.to_string())).collect(),
+        };
+        for (ops, ok) in [
+            (&["="][..], true),
+            (&["=", "&&"][..], true),
+            (&["&&", "&&"][..], false),
+            (&["=", "<<"][..], false),
+            (&["-|-"][..], false),
+        ] {
+            t.exclusions = vec![x(ops)];
+            let r = exclusions_supported(&t, "things");
+            assert_eq!(r.is_ok(), ok, "{ops:?}");
+            if let Err(e) = r {
+                assert!(
+                    crate::error::render(&e).contains("exclusion constraint things_excl"),
+                    "{ops:?}"
+                );
+            }
+        }
     }
 }
