@@ -2613,10 +2613,6 @@ mod plan_tests {
                 partitioning: None,
                 sub_partitions: Vec::new(),
                 exclusions: Vec::new(),
-                exclusions: Vec::new(),
-                sub_partitions: Vec::new(),
-                exclusions: Vec::new(),
-                exclusions: Vec::new(),
             }],
         }
     }
