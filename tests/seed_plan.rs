@@ -295,3 +295,50 @@ fn unsupported_exclusion_constraints_are_named_at_plan_time() {
     insta::assert_snapshot!(error_text(&out));
     assert_eq!(rows_of(&db, "plain"), 0, "nothing written");
 }
+
+/// Issue 9 point 4: `CHECK (tag1 < tag2)` over two foreign keys into one
+/// table, with `PRIMARY KEY (tag1, tag2)`: ordered pairs, no duplicates.
+#[test]
+fn ordered_pairs_of_foreign_keys_hold_their_check_and_key() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE tags (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE related_tags (
+             tag1 int NOT NULL REFERENCES tags, tag2 int NOT NULL REFERENCES tags,
+             PRIMARY KEY (tag1, tag2), CHECK (tag1 < tag2));",
+    );
+    let out = seed_with(&db, None, &["--rows", "30"]);
+    assert_exit(&out, 0);
+    let n = rows_of(&db, "related_tags");
+    assert!(n >= 30, "{n} rows\n{}", stderr(&out));
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM related_tags WHERE tag1 >= tag2"),
+        0
+    );
+}
+
+/// Issue 9 point 4: composite unique keys mixing foreign-key and other
+/// columns, under a tenant planck detects.
+#[test]
+fn composite_unique_keys_mixing_foreign_keys_and_columns_hold() {
+    let db = test_db!();
+    db.exec(
+        "CREATE EXTENSION IF NOT EXISTS pgcrypto;
+         CREATE TYPE kind AS ENUM ('a', 'b', 'c');
+         CREATE TABLE accounts (id uuid PRIMARY KEY DEFAULT gen_random_uuid());
+         CREATE TABLE users (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+             account_id uuid NOT NULL REFERENCES accounts);
+         CREATE TABLE projects (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+             account_id uuid NOT NULL REFERENCES accounts);
+         CREATE TABLE memberships (id bigserial PRIMARY KEY,
+             account_id uuid NOT NULL REFERENCES accounts,
+             user_id uuid NOT NULL REFERENCES users, project_id uuid REFERENCES projects,
+             kind kind NOT NULL, slug text NOT NULL,
+             UNIQUE (user_id, kind), UNIQUE (account_id, slug));
+         CREATE UNIQUE INDEX memberships_pair ON memberships (user_id, project_id)
+             WHERE project_id IS NOT NULL;",
+    );
+    let out = seed_with(&db, None, &["--rows", "20"]);
+    assert_exit(&out, 0);
+    assert!(rows_of(&db, "memberships") > 0, "{}", stderr(&out));
+}

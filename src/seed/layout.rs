@@ -91,6 +91,43 @@ pub struct ColPlan {
 pub struct JointGroup {
     pub radices: Vec<u64>,
     pub perm: Permutation,
+    /// Two foreign keys into one parent with `CHECK (a < b)` (`Some(true)`)
+    /// or `a <= b`: the group enumerates the ordered pairs of parent rows
+    /// (digit 0 the lower) instead of every combination.
+    pub pairs: Option<bool>,
+}
+
+/// How many pairs (i, j) of `n` rows have i < j (`strict`) or i <= j.
+fn pair_count(n: u64, strict: bool) -> u64 {
+    let n = u128::from(n);
+    let c = if strict {
+        n * n.saturating_sub(1) / 2
+    } else {
+        n * (n + 1) / 2
+    };
+    c.min(u128::from(u64::MAX)) as u64
+}
+
+/// The k-th pair (i, j), ordered by j then i: i < j (`strict`) or i <= j.
+fn pair_of(k: u64, strict: bool) -> (u64, u64) {
+    // The largest j whose first pair is at or before k.
+    let first = |j: u64| -> u128 {
+        let j = u128::from(j);
+        if strict {
+            j * j.saturating_sub(1) / 2
+        } else {
+            j * (j + 1) / 2
+        }
+    };
+    let k128 = u128::from(k);
+    let mut j = ((2.0 * k as f64).sqrt()) as u64;
+    while j > 0 && first(j) > k128 {
+        j -= 1;
+    }
+    while first(j + 1) <= k128 {
+        j += 1;
+    }
+    (k - first(j) as u64, j)
 }
 
 #[derive(Debug, Clone)]
@@ -258,6 +295,11 @@ impl Plan {
 
     pub fn joint_digit(&self, t: usize, group: usize, digit: usize, row: u64) -> u64 {
         let g = &self.tables[t].joints[group];
+        if let Some(strict) = g.pairs {
+            let total = pair_count(g.radices[0], strict);
+            let (i, j) = pair_of(g.perm.apply(row % total.max(1)), strict);
+            return if digit == 0 { i } else { j };
+        }
         let total: u64 = g.radices.iter().product();
         let mut x = g.perm.apply(row % total.max(1));
         for r in g.radices[digit + 1..].iter() {
@@ -945,6 +987,51 @@ fn remaining_columns(
     Ok(())
 }
 
+/// Two single-column foreign keys into one parent, unique together and
+/// ordered by a CHECK (`tag1 < tag2`): `lo` must stay below `hi`.
+#[derive(Debug, Clone, Copy)]
+struct OrderedPair {
+    lo: usize,
+    hi: usize,
+    strict: bool,
+}
+
+/// The ordered pair of a table, when the parent's key grows with its row
+/// number (a sequence), so the order of rows is the order of keys.
+fn ordered_pair(
+    table: &crate::catalog::schema::Table,
+    facts: &[ColFacts],
+    fks: &[FkPlan],
+    tables: &[TablePlan],
+    pi: usize,
+) -> Option<OrderedPair> {
+    let fk_of = |c: usize| fks.iter().find(|f| f.cols == [c]);
+    table.uniques.iter().find_map(|u| {
+        let [a, b] = u.cols[..] else { return None };
+        let (fa, fb) = (fk_of(a)?, fk_of(b)?);
+        if fa.parent != fb.parent || fa.parent >= pi || fa.parent_cols != fb.parent_cols {
+            return None;
+        }
+        let parent = tables.get(fa.parent)?;
+        if !matches!(parent.cols.get(fa.parent_cols[0])?.generator, Gen::Sequence { step, .. } if step > 0) {
+            return None;
+        }
+        let name = |c: usize| table.columns[c].name.as_str();
+        let after = |hi: usize, lo: usize| {
+            facts[hi]
+                .after
+                .iter()
+                .find(|(o, _)| o == name(lo))
+                .map(|(_, strict)| *strict)
+        };
+        if let Some(strict) = after(b, a) {
+            Some(OrderedPair { lo: a, hi: b, strict })
+        } else {
+            after(a, b).map(|strict| OrderedPair { lo: b, hi: a, strict })
+        }
+    })
+}
+
 /// Phase: EXCLUDE constraints planck can hold: elements that are columns,
 /// compared with `=` (btree equality, through btree_gist under gist) and at
 /// most one with `&&` (range overlap: non-overlapping ranges per key). Any
@@ -1259,7 +1346,7 @@ fn orphan_columns(
 fn uniqueness(
     sf: &SpecFile,
     res: &Resolved,
-    (ci, pi, primary): (usize, usize, Option<usize>),
+    (ci, pi, primary, pair): (usize, usize, Option<usize>, Option<OrderedPair>),
     table: &crate::catalog::schema::Table,
     display: &str,
     facts: &[ColFacts],
@@ -1503,10 +1590,20 @@ fn uniqueness(
                 ));
             }
         }
-        let product = radices
-            .iter()
-            .fold(1u128, |a, r| a * u128::from(*r))
-            .min(u128::from(u64::MAX)) as u64;
+        // Two foreign keys into one parent ordered by a CHECK: ordered pairs.
+        let pairs = pair.filter(|p| {
+            u.cols.len() == 2 && u.cols.contains(&p.lo) && u.cols.contains(&p.hi) && !within
+        });
+        if let Some(p) = pairs {
+            members.sort_by_key(|(c, _)| usize::from(*c != p.lo));
+        }
+        let product = match pairs {
+            Some(p) => pair_count(radices[0], p.strict),
+            None => radices
+                .iter()
+                .fold(1u128, |a, r| a * u128::from(*r))
+                .min(u128::from(u64::MAX)) as u64,
+        };
         if within {
             if members.len() == 1 && product >= need {
                 let (c, fk) = members[0];
@@ -1547,6 +1644,7 @@ fn uniqueness(
         tp.joints.push(JointGroup {
             perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
             radices,
+            pairs: pairs.map(|p| p.strict),
         });
         for (digit, (c, fk)) in members.iter().enumerate() {
             match fk {
@@ -1906,6 +2004,10 @@ fn plan_pass(
             let placed = |f: &FkPlan| f.parent < pi;
             let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
             let is_tenant = Some(ci) == tenant;
+            let pair = ordered_pair(table, &facts, &fks, &tables, pi);
+            let in_pair = |f: &FkPlan| {
+                pair.is_some_and(|p| f.cols.len() == 1 && (f.cols[0] == p.lo || f.cols[0] == p.hi))
+            };
             let primary: Option<usize> = if is_tenant {
                 None
             } else if let Some(per) = res.per.get(&ci) {
@@ -1914,7 +2016,7 @@ fn plan_pass(
             } else {
                 fks.iter()
                     .enumerate()
-                    .filter(|(_, f)| placed(f) && !f.nullable)
+                    .filter(|(_, f)| placed(f) && !f.nullable && !in_pair(f))
                     .max_by_key(|(i, f)| {
                         (tree_parent(f, &in_tree), depth[f.parent], usize::MAX - i)
                     })
@@ -2091,7 +2193,7 @@ fn plan_pass(
             uniqueness(
                 sf,
                 &res,
-                (ci, pi, primary),
+                (ci, pi, primary, pair),
                 table,
                 &display,
                 &facts,
@@ -2744,5 +2846,25 @@ mod plan_tests {
                 );
             }
         }
+    }
+
+    /// Issue 9 point 4: the k-th ordered pair enumerates each pair once.
+    #[test]
+    fn ordered_pairs_are_enumerated_once_each() {
+        for strict in [true, false] {
+            for n in [1u64, 2, 7, 100] {
+                let total = pair_count(n, strict);
+                let pairs: HashSet<(u64, u64)> = (0..total).map(|k| pair_of(k, strict)).collect();
+                assert_eq!(pairs.len() as u64, total, "n {n} strict {strict}");
+                for (i, j) in pairs {
+                    assert!(
+                        j < n && if strict { i < j } else { i <= j },
+                        "({i}, {j}) of {n}"
+                    );
+                }
+            }
+        }
+        assert_eq!(pair_count(7, true), 21);
+        assert_eq!(pair_count(7, false), 28);
     }
 }
