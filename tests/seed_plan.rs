@@ -338,7 +338,11 @@ fn composite_unique_keys_mixing_foreign_keys_and_columns_hold() {
          CREATE UNIQUE INDEX memberships_pair ON memberships (user_id, project_id)
              WHERE project_id IS NOT NULL;",
     );
-    let out = seed_with(&db, None, &["--rows", "20"]);
+    let out = seed_with(&db, None, &["--rows", "300"]);
     assert_exit(&out, 0);
     assert!(rows_of(&db, "memberships") > 0, "{}", stderr(&out));
+    assert!(
+        count(&db, "SELECT count(*) FROM memberships WHERE project_id IS NOT NULL") > 0,
+        "the partial index covers no row"
+    );
 }
