@@ -342,7 +342,10 @@ fn composite_unique_keys_mixing_foreign_keys_and_columns_hold() {
     assert_exit(&out, 0);
     assert!(rows_of(&db, "memberships") > 0, "{}", stderr(&out));
     assert!(
-        count(&db, "SELECT count(*) FROM memberships WHERE project_id IS NOT NULL") > 0,
+        count(
+            &db,
+            "SELECT count(*) FROM memberships WHERE project_id IS NOT NULL"
+        ) > 0,
         "the partial index covers no row"
     );
 }

@@ -1830,10 +1830,10 @@ pub fn build_skipping(
     let list: Vec<Unseedable> = unseedable.into_values().collect();
     if !skip_unseedable {
         // One table alone keeps its own error (and its file:line:col headline).
-        if let ([only], Some(e)) = (list.as_slice(), errors.pop_first()) {
-            if only.depends_on.is_none() {
-                return Err(e.1);
-            }
+        if let ([only], Some(e)) = (list.as_slice(), errors.pop_first())
+            && only.depends_on.is_none()
+        {
+            return Err(e.1);
         }
         return Err(unseedable_error(&list, plan.tables.len()));
     }
@@ -1920,6 +1920,9 @@ fn placeholder(table: &crate::catalog::schema::Table, ci: usize) -> TablePlan {
     }
 }
 
+/// A table a pass could not plan, with its error (None for a cascade).
+type Found = (Unseedable, Option<Error>);
+
 /// One planning pass over the tables `res` does not exclude: the plan, or
 /// every table the pass found it cannot seed (the caller excludes them and
 /// plans again). `unseedable` holds the tables earlier passes set aside, to
@@ -1931,7 +1934,7 @@ fn plan_pass(
     res: &Resolved,
     tenant: Option<usize>,
     unseedable: &BTreeMap<usize, Unseedable>,
-) -> Result<std::result::Result<Plan, Vec<(Unseedable, Option<Error>)>>> {
+) -> Result<std::result::Result<Plan, Vec<Found>>> {
     let spec = &sf.spec;
     let seeded: Vec<usize> = (0..cat.tables.len())
         .filter(|i| !res.excluded.contains(i))
@@ -1946,7 +1949,7 @@ fn plan_pass(
     let mut tables: Vec<TablePlan> = Vec::new();
     let mut in_tree: Vec<bool> = Vec::new();
     let mut depth: Vec<usize> = Vec::new();
-    let mut found: Vec<(Unseedable, Option<Error>)> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     // Catalog indices of the tables this pass could not plan.
     let mut failed: HashSet<usize> = HashSet::new();
     let t_rows_of = |tables: &Vec<TablePlan>| {
@@ -1997,10 +2000,10 @@ fn plan_pass(
         let planned = (|| -> Result<(TablePlan, bool, usize)> {
             let display = table.display();
             let tspec = res.tables.get(&ci).map(|s| s.get_ref());
-            let facts = check_facts(table, ci, &display, &res)?;
+            let facts = check_facts(table, ci, &display, res)?;
 
             // Foreign keys to seeded parents; the primary parent.
-            let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, &res);
+            let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
             let placed = |f: &FkPlan| f.parent < pi;
             let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
             let is_tenant = Some(ci) == tenant;
@@ -2165,7 +2168,7 @@ fn plan_pass(
             };
             spec_fits_columns(sf, res, ci, table)?;
             exclusions_supported(table, &display)?;
-            let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
+            let (mut assigned, spec_span) = spec_generators(sf, res, table, ci, &facts, &mut tp)?;
             spec_unique_ints(sf, res, ci, table, &spec_span, &mut tp)?;
             let fk_cols = fk_picks(
                 primary,
@@ -2192,7 +2195,7 @@ fn plan_pass(
 
             uniqueness(
                 sf,
-                &res,
+                res,
                 (ci, pi, primary, pair),
                 table,
                 &display,
