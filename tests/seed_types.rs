@@ -221,7 +221,6 @@ fn function_defaults_are_replaced_by_generated_values() {
 /// function default is an error naming the column and the default, before
 /// anything runs it.
 #[test]
-#[ignore = "needs the layout.rs change of issue 9 point 7 (see the types helper's report)"]
 fn side_effect_default_of_an_unproducible_type() {
     let db = test_db!();
     db.exec(CALLS);

@@ -208,6 +208,22 @@ pub struct Table {
     pub has_rows: bool,
     /// A migration tool's bookkeeping table ([`MIGRATION_TABLES`]): never seeded.
     pub migration_bookkeeping: bool,
+    /// Partitions that are partitioned in turn (at any depth): each one's
+    /// key (a column of this table) and its own partitions' bounds.
+    pub sub_partitions: Vec<Partitioning>,
+    /// EXCLUDE constraints.
+    pub exclusions: Vec<Exclusion>,
+}
+
+/// An EXCLUDE constraint: its elements (a column, or None for an
+/// expression) with their operators, in order.
+#[derive(Debug, Clone)]
+pub struct Exclusion {
+    pub name: String,
+    pub def: String,
+    /// The index access method (`gist`, `btree`, ...).
+    pub method: String,
+    pub elems: Vec<(Option<usize>, String)>,
 }
 
 impl Table {
@@ -328,6 +344,8 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
     read_partition_fks(client, &mut r).await?;
     read_unique_indexes(client, &mut r).await?;
     read_partitions(client, &mut r).await?;
+    read_sub_partitions(client, &mut r).await?;
+    read_exclusions(client, &mut r).await?;
     Ok(Catalog { tables: r.tables })
 }
 
@@ -368,6 +386,8 @@ async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
             partitioning: None,
             has_rows: false,
             migration_bookkeeping: false,
+            sub_partitions: Vec::new(),
+            exclusions: Vec::new(),
         });
     }
     for t in &mut tables {
@@ -887,6 +907,93 @@ pub async fn existing_keys(
         .iter()
         .map(|r| (0..cols.len()).map(|i| r.get::<_, String>(i)).collect())
         .collect())
+}
+
+/// EXCLUDE constraints with their elements' columns and operators.
+async fn read_exclusions(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    for row in client
+        .query(
+            "SELECT c.conrelid, c.conname::text, pg_get_constraintdef(c.oid), am.amname::text,
+                    c.conkey::int2[],
+                    ARRAY(SELECT o.oprname::text FROM unnest(c.conexclop) WITH ORDINALITY e(op, i)
+                            JOIN pg_operator o ON o.oid = e.op ORDER BY e.i)
+               FROM pg_constraint c JOIN pg_class i ON i.oid = c.conindid
+               JOIN pg_am am ON am.oid = i.relam
+              WHERE c.contype = 'x' AND c.conrelid = ANY($1)
+              ORDER BY c.conrelid, c.conname",
+            &[&r.oids],
+        )
+        .await
+        .map_err(dberr("exclusion constraints"))?
+    {
+        let Some(&ti) = r.by_oid.get(&row.get::<_, u32>(0)) else {
+            continue;
+        };
+        let keys: Vec<i16> = row.get(4);
+        let ops: Vec<String> = row.get(5);
+        let t = &r.tables[ti];
+        let elems = keys
+            .iter()
+            .zip(ops)
+            .map(|(k, op)| (t.columns.iter().position(|c| c.attnum == *k), op))
+            .collect();
+        let x = Exclusion {
+            name: row.get(1),
+            def: row.get(2),
+            method: row.get(3),
+            elems,
+        };
+        r.tables[ti].exclusions.push(x);
+    }
+    Ok(())
+}
+
+/// Partitions partitioned in turn (multi-level partitioning), under the
+/// root table they belong to; keys on one column, matched by name (a
+/// partition's attnums may differ from its root's).
+async fn read_sub_partitions(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    for row in client
+        .query(
+            "SELECT pg_partition_root(p.partrelid)::oid, p.partstrat::\"char\",
+                    ARRAY(SELECT a.attname::text FROM unnest(p.partattrs::int2[]) k
+                            JOIN pg_attribute a ON a.attrelid = p.partrelid AND a.attnum = k),
+                    p.partnatts::int4,
+                    ARRAY(SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits h
+                            JOIN pg_class c ON c.oid = h.inhrelid
+                           WHERE h.inhparent = p.partrelid ORDER BY 1)
+               FROM pg_partitioned_table p JOIN pg_class t ON t.oid = p.partrelid
+              WHERE t.relispartition AND pg_partition_root(p.partrelid) = ANY($1)
+              ORDER BY p.partrelid",
+            &[&r.oids],
+        )
+        .await
+        .map_err(dberr("sub-partitions"))?
+    {
+        let Some(&ti) = r.by_oid.get(&row.get::<_, u32>(0)) else {
+            continue;
+        };
+        let strat: i8 = row.get(1);
+        let names: Vec<String> = row.get(2);
+        let natts: i32 = row.get(3);
+        let bounds: Vec<String> = row.get(4);
+        if natts != 1 || names.len() != 1 {
+            continue;
+        }
+        let Some(col) = r.tables[ti].column(&names[0]) else {
+            continue;
+        };
+        let b = if bounds.iter().any(|b| b == "DEFAULT") || strat == b'h' as i8 {
+            PartitionBounds::Any
+        } else if strat == b'r' as i8 {
+            PartitionBounds::Range(bounds.iter().filter_map(|b| parse_range_bound(b)).collect())
+        } else {
+            PartitionBounds::List(bounds.iter().flat_map(|b| parse_list_bound(b)).collect())
+        };
+        r.tables[ti]
+            .sub_partitions
+            .push(Partitioning { col, bounds: b });
+    }
+    Ok(())
 }
 
 fn attnums_to_idx(t: &Table, keys: &[i16]) -> Vec<usize> {

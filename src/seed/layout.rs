@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::catalog::schema::{Catalog, PartitionBounds, TypeKind};
 use crate::error::{Error, Result};
 use crate::seed::check_expr::{self, ColFacts};
-use crate::seed::columns::{Ctx, DAY, T_HI, T_LO, default_gen, make_unique, uniform_choice};
+use crate::seed::columns::{
+    Ctx, DAY, T_HI, T_LO, default_gen, default_is_side_effect_free, make_unique, uniform_choice,
+};
 use crate::seed::generate::{Gen, Text, Val};
 use crate::seed::rng::{self, Permutation, ValueRng};
 use crate::seed::spec::{self, ColumnSpec, Count, Dist, SpecFile};
@@ -91,6 +93,43 @@ pub struct ColPlan {
 pub struct JointGroup {
     pub radices: Vec<u64>,
     pub perm: Permutation,
+    /// Two foreign keys into one parent with `CHECK (a < b)` (`Some(true)`)
+    /// or `a <= b`: the group enumerates the ordered pairs of parent rows
+    /// (digit 0 the lower) instead of every combination.
+    pub pairs: Option<bool>,
+}
+
+/// How many pairs (i, j) of `n` rows have i < j (`strict`) or i <= j.
+fn pair_count(n: u64, strict: bool) -> u64 {
+    let n = u128::from(n);
+    let c = if strict {
+        n * n.saturating_sub(1) / 2
+    } else {
+        n * (n + 1) / 2
+    };
+    c.min(u128::from(u64::MAX)) as u64
+}
+
+/// The k-th pair (i, j), ordered by j then i: i < j (`strict`) or i <= j.
+fn pair_of(k: u64, strict: bool) -> (u64, u64) {
+    // The largest j whose first pair is at or before k.
+    let first = |j: u64| -> u128 {
+        let j = u128::from(j);
+        if strict {
+            j * j.saturating_sub(1) / 2
+        } else {
+            j * (j + 1) / 2
+        }
+    };
+    let k128 = u128::from(k);
+    let mut j = ((2.0 * k as f64).sqrt()) as u64;
+    while j > 0 && first(j) > k128 {
+        j -= 1;
+    }
+    while first(j + 1) <= k128 {
+        j += 1;
+    }
+    (k - first(j) as u64, j)
 }
 
 #[derive(Debug, Clone)]
@@ -101,6 +140,9 @@ pub struct TablePlan {
     pub qualified: String,
     pub key: u64,
     pub rows: u64,
+    /// What planning changed on its own and says (rows lowered to fit a
+    /// unique key's value space).
+    pub notices: Vec<String>,
     pub partitioned: bool,
     pub cols: Vec<ColPlan>,
     pub layout: Layout,
@@ -120,6 +162,42 @@ pub struct Plan {
     pub tenant: Option<usize>,
     /// Catalog indices of the tables planck must not touch.
     pub excluded: Vec<usize>,
+    /// With `--skip-unseedable`: the tables left out, each with its cause
+    /// (a cascade names the table it depends on).
+    pub skipped: Vec<Unseedable>,
+}
+
+/// The most rows of one table (as `--rows` allows).
+pub const MAX_TABLE_ROWS: u64 = 1_000_000_000_000;
+/// The most rows of a table whose rows planning holds one number for each
+/// (the tenant table, the parent of a `per` table): 8 bytes a row.
+pub const MAX_HELD_ROWS: u64 = 200_000_000;
+
+/// Rows beyond what planck plans, named with the flags that made them.
+fn too_many(what: &str, rows: u64, opts: &Options, why: &str) -> Error {
+    let scale = if opts.scale == 1.0 {
+        String::new()
+    } else {
+        format!(" with --scale {}", opts.scale)
+    };
+    Error::usage_hint(
+        format!("{what} would get {rows} rows{scale}: too many ({why})"),
+        "lower --scale or --rows, or the table's `rows` in the spec",
+    )
+}
+
+/// A table planning found it cannot seed, or one that references such a
+/// table through a NOT NULL foreign key (a cascade).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unseedable {
+    /// Catalog index.
+    pub cat: usize,
+    pub table: String,
+    /// What stops it, prefixed with the table (and column): `orders.total: ...`.
+    pub cause: String,
+    pub hints: Vec<String>,
+    /// A cascade: the unseedable table it depends on.
+    pub depends_on: Option<String>,
 }
 
 /// Where a row sits: its block (tenant), primary parent row and ordinal among its siblings.
@@ -219,6 +297,11 @@ impl Plan {
 
     pub fn joint_digit(&self, t: usize, group: usize, digit: usize, row: u64) -> u64 {
         let g = &self.tables[t].joints[group];
+        if let Some(strict) = g.pairs {
+            let total = pair_count(g.radices[0], strict);
+            let (i, j) = pair_of(g.perm.apply(row % total.max(1)), strict);
+            return if digit == 0 { i } else { j };
+        }
         let total: u64 = g.radices.iter().product();
         let mut x = g.perm.apply(row % total.max(1));
         for r in g.radices[digit + 1..].iter() {
@@ -317,6 +400,7 @@ fn seed_err(
     }
 }
 
+#[derive(Clone)]
 struct Resolved<'a> {
     /// Catalog index -> table spec.
     tables: HashMap<usize, &'a toml::Spanned<spec::TableSpec>>,
@@ -700,10 +784,21 @@ fn partition_keys(
     tp: &mut TablePlan,
     assigned: &mut [bool],
 ) -> Result<()> {
-    // Partition keys.
-    if let Some(part) = &table.partitioning
-        && !assigned[part.col]
-    {
+    if let Some(part) = &table.partitioning {
+        key_in_bounds(table, display, part, tp, assigned)?;
+    }
+    sub_partition_keys(table, display, tp, assigned)
+}
+
+/// A partition key's generator inside its partitions' bounds.
+fn key_in_bounds(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    part: &crate::catalog::schema::Partitioning,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    if !assigned[part.col] {
         let kind = &table.columns[part.col].kind;
         let conv = |s: &str| -> Option<i64> {
             if kind.is_time() {
@@ -755,6 +850,85 @@ fn partition_keys(
     Ok(())
 }
 
+/// Phase (multi-level partitioning): a key of partitions partitioned in
+/// turn, that the spec and the top level leave alone, gets values every
+/// such partition routes: the labels all their lists share, or their
+/// ranges when they agree. (A partition that is not partitioned again takes
+/// any value.)
+fn sub_partition_keys(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    let mut cols: Vec<usize> = table.sub_partitions.iter().map(|p| p.col).collect();
+    cols.sort_unstable();
+    cols.dedup();
+    for c in cols {
+        if assigned[c] {
+            continue;
+        }
+        let col = &table.columns[c];
+        let levels: Vec<&PartitionBounds> = table
+            .sub_partitions
+            .iter()
+            .filter(|p| p.col == c && !matches!(p.bounds, PartitionBounds::Any))
+            .map(|p| &p.bounds)
+            .collect();
+        let disagree = || {
+            seed_err(
+                display,
+                Some(&col.name),
+                "its sub-partitions' bounds have no value in common",
+                format!(
+                    "give {} a generator in the spec whose values every sub-partition accepts",
+                    col.name
+                ),
+            )
+        };
+        let Some(first) = levels.first() else {
+            continue;
+        };
+        match first {
+            PartitionBounds::List(_) => {
+                let mut common: Vec<String> = match first {
+                    PartitionBounds::List(v) => v.clone(),
+                    _ => Vec::new(),
+                };
+                for b in &levels[1..] {
+                    let PartitionBounds::List(v) = b else {
+                        return Err(disagree());
+                    };
+                    common.retain(|x| v.contains(x));
+                }
+                if common.is_empty() {
+                    return Err(disagree());
+                }
+                let sub = crate::catalog::schema::Partitioning {
+                    col: c,
+                    bounds: PartitionBounds::List(common),
+                };
+                key_in_bounds(table, display, &sub, tp, assigned)?;
+            }
+            PartitionBounds::Range(r) => {
+                if levels
+                    .iter()
+                    .any(|b| !matches!(b, PartitionBounds::Range(x) if x == r))
+                {
+                    return Err(disagree());
+                }
+                let sub = crate::catalog::schema::Partitioning {
+                    col: c,
+                    bounds: (*first).clone(),
+                };
+                key_in_bounds(table, display, &sub, tp, assigned)?;
+            }
+            PartitionBounds::Any => {}
+        }
+    }
+    Ok(())
+}
+
 /// Phase: every column nothing else filled gets its type's default
 /// generator (after another column, NULL now and then, or an error).
 fn remaining_columns(
@@ -798,14 +972,27 @@ fn remaining_columns(
                 };
             }
             None if !col.not_null => tp.cols[c].generator = Gen::Null,
-            None if col.default.is_some() => tp.cols[c].include = false,
+            None if col
+                .default
+                .as_deref()
+                .is_some_and(default_is_side_effect_free) =>
+            {
+                tp.cols[c].include = false
+            }
             None => {
+                let why = match &col.default {
+                    Some(d) => format!(
+                        "planck cannot produce values of type {}, and its default {d} calls a function that may have side effects, so planck does not let the server run it",
+                        col.type_name
+                    ),
+                    None => format!("planck cannot produce values of type {}", col.type_name),
+                };
                 return Err(seed_err(
                     display,
                     Some(&col.name),
-                    format!("planck cannot produce values of type {}", col.type_name),
+                    why,
                     format!(
-                        "exclude {} in the spec (`exclude = [\"{}\"]`), or give the column a DEFAULT",
+                        "exclude {} in the spec (`exclude = [\"{}\"]`), or give the column a DEFAULT without side effects (a constant, now(), gen_random_uuid(), nextval)",
                         display, table.name
                     ),
                 ));
@@ -815,36 +1002,319 @@ fn remaining_columns(
     Ok(())
 }
 
-/// Phase: integer keys must fit their type.
-fn keys_fit(
+/// Two single-column foreign keys into one parent, unique together and
+/// ordered by a CHECK (`tag1 < tag2`): `lo` must stay below `hi`.
+#[derive(Debug, Clone, Copy)]
+struct OrderedPair {
+    lo: usize,
+    hi: usize,
+    strict: bool,
+}
+
+/// The ordered pair of a table, when the parent's key grows with its row
+/// number (a sequence), so the order of rows is the order of keys.
+fn ordered_pair(
     table: &crate::catalog::schema::Table,
-    display: &str,
-    tp: &TablePlan,
+    facts: &[ColFacts],
+    fks: &[FkPlan],
     tables: &[TablePlan],
-) -> Result<()> {
-    // Integer keys must fit their type (a smallint id holds 32,767 rows).
-    let max_per_parent = max_children(tp, tables);
-    for (c, col) in table.columns.iter().enumerate() {
-        let top = match &tp.cols[c].generator {
-            Gen::Sequence { start, step } => {
-                i128::from(*start) + i128::from(*step) * i128::from(tp.rows.saturating_sub(1))
-            }
-            Gen::Ordinal { lo } => i128::from(*lo) + i128::from(max_per_parent.saturating_sub(1)),
-            _ => continue,
+    pi: usize,
+) -> Option<OrderedPair> {
+    let fk_of = |c: usize| fks.iter().find(|f| f.cols == [c]);
+    table.uniques.iter().find_map(|u| {
+        let [a, b] = u.cols[..] else { return None };
+        let (fa, fb) = (fk_of(a)?, fk_of(b)?);
+        if fa.parent != fb.parent || fa.parent >= pi || fa.parent_cols != fb.parent_cols {
+            return None;
+        }
+        let parent = tables.get(fa.parent)?;
+        if !matches!(parent.cols.get(fa.parent_cols[0])?.generator, Gen::Sequence { step, .. } if step > 0) {
+            return None;
+        }
+        let name = |c: usize| table.columns[c].name.as_str();
+        let after = |hi: usize, lo: usize| {
+            facts[hi]
+                .after
+                .iter()
+                .find(|(o, _)| o == name(lo))
+                .map(|(_, strict)| *strict)
         };
-        if col.kind.is_int() && top > i128::from(col.kind.int_max()) {
+        if let Some(strict) = after(b, a) {
+            Some(OrderedPair { lo: a, hi: b, strict })
+        } else {
+            after(a, b).map(|strict| OrderedPair { lo: b, hi: a, strict })
+        }
+    })
+}
+
+/// Phase: EXCLUDE constraints planck can hold: elements that are columns,
+/// compared with `=` (btree equality, through btree_gist under gist) and at
+/// most one with `&&` (range overlap: non-overlapping ranges per key). Any
+/// other form is an error naming the constraint.
+fn exclusions_supported(table: &crate::catalog::schema::Table, display: &str) -> Result<()> {
+    for x in &table.exclusions {
+        let overlaps = x.elems.iter().filter(|(_, op)| op == "&&").count();
+        let supported = !x.elems.is_empty()
+            && overlaps <= 1
+            && x.elems
+                .iter()
+                .all(|(c, op)| c.is_some() && (op == "=" || op == "&&"));
+        if !supported {
+            let expr = x.elems.iter().any(|(c, _)| c.is_none());
             return Err(seed_err(
                 display,
-                Some(&col.name),
+                None,
                 format!(
-                    "{} rows need values up to {top}, beyond {}",
-                    tp.rows, col.type_name
+                    "exclusion constraint {} ({}) is beyond what planck generates{}",
+                    x.name,
+                    x.def,
+                    if expr {
+                        ": it compares an expression"
+                    } else {
+                        ""
+                    }
                 ),
-                "lower the table's rows (or --rows/--scale), or widen the column's type",
+                format!(
+                    "planck holds `col WITH =` elements and one range `WITH &&`; exclude {display} in the spec (`exclude = [\"{display}\"]`) or run with --skip-unseedable"
+                ),
             ));
         }
     }
     Ok(())
+}
+
+/// Phase: what the spec says of a column must suit the column's type: a
+/// `range` inside what the type holds (`[0, 100000]` on a smallint wrapped
+/// in the encoder), `after` naming a column of the same kind of time.
+fn spec_fits_columns(
+    sf: &SpecFile,
+    res: &Resolved,
+    ci: usize,
+    table: &crate::catalog::schema::Table,
+) -> Result<()> {
+    for (c, col) in table.columns.iter().enumerate() {
+        let Some(cs) = res.columns.get(&(ci, c)) else {
+            continue;
+        };
+        let cs = cs.get_ref();
+        if let Some(r) = &cs.range {
+            let limits: Option<(f64, f64)> = match (&col.kind, col.numeric) {
+                (k, _) if k.is_int() => {
+                    let max = k.int_max() as f64;
+                    Some((-max - 1.0, max))
+                }
+                (TypeKind::Numeric, Some((p, s))) if p > s => {
+                    let max = 10f64.powi((p - s) as i32);
+                    Some((-max, max))
+                }
+                _ => None,
+            };
+            let value = |v: &spec::Scalar| match v {
+                spec::Scalar::Int(i) => Some(*i as f64),
+                spec::Scalar::Float(f) => Some(*f),
+                _ => None,
+            };
+            if let Some((lo, hi)) = limits {
+                for v in r.get_ref() {
+                    if let Some(x) = value(v)
+                        && !(lo..=hi).contains(&x)
+                    {
+                        return Err(sf.error(
+                            r.span(),
+                            format!(
+                                "`range` of {}.{}: {x} is beyond {} ({lo} to {hi})",
+                                table.display(),
+                                col.name,
+                                col.type_name
+                            ),
+                            Some(
+                                "keep the range inside the column's type, or widen the type".into(),
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(after) = &cs.after
+            && let Some(oc) = table.column(after.get_ref())
+        {
+            let other = &table.columns[oc];
+            let stamp = |k: &TypeKind| matches!(k, TypeKind::Timestamp | TypeKind::Timestamptz);
+            let same = col.kind == other.kind || (stamp(&col.kind) && stamp(&other.kind));
+            if !(col.kind.is_time() && same) {
+                return Err(sf.error(
+                    after.span(),
+                    format!(
+                        "`after = \"{}\"`: {}.{} is {} and {} is {}",
+                        after.get_ref(),
+                        table.display(),
+                        col.name,
+                        col.type_name,
+                        other.name,
+                        other.type_name
+                    ),
+                    Some("`after` orders two dates or two timestamps of the same row".into()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Phase: a spec's `unique = true` integer column is a permutation of
+/// enough values for every row (made for a million before the rows are
+/// known): widened to the rows, or an error when its `range` (or its type)
+/// holds fewer values than rows.
+fn spec_unique_ints(
+    sf: &SpecFile,
+    res: &Resolved,
+    ci: usize,
+    table: &crate::catalog::schema::Table,
+    spec_span: &SpecSpans,
+    tp: &mut TablePlan,
+) -> Result<()> {
+    for (&c, span) in spec_span {
+        let Some(cs) = res.columns.get(&(ci, c)) else {
+            continue;
+        };
+        if cs.get_ref().unique != Some(true) {
+            continue;
+        }
+        // Without a `range` the type's default range is only a start.
+        let (lo, n) = match *unwrap_nullable(&tp.cols[c].generator) {
+            Gen::IntUnique { lo, n } => (lo, n),
+            Gen::Int { lo, .. } => (lo, 0),
+            _ => continue,
+        };
+        let col = &table.columns[c];
+        let type_max = if col.kind.is_int() {
+            col.kind.int_max()
+        } else {
+            i64::MAX
+        };
+        let range = cs.get_ref().range.as_ref();
+        let hi = match range.map(|r| &r.get_ref()[1]) {
+            Some(spec::Scalar::Int(hi)) => (*hi).min(type_max),
+            _ => type_max,
+        };
+        let holds = (i128::from(hi) - i128::from(lo) + 1).max(0);
+        if i128::from(tp.rows) > holds {
+            return Err(sf.error(
+                range.map_or_else(|| span.clone(), |r| r.span()),
+                format!(
+                    "`unique = true` on {}.{} needs {} distinct values for {} rows, but [{lo}, {hi}] holds only {holds}",
+                    tp.display, col.name, tp.rows, tp.rows
+                ),
+                Some("widen the `range`, or lower the table's `rows`".into()),
+            ));
+        }
+        if n < tp.rows {
+            let g = unwrap_nullable_mut(&mut tp.cols[c].generator);
+            *g = Gen::IntUnique {
+                lo,
+                n: tp.rows.max(1),
+            };
+        }
+    }
+    Ok(())
+}
+
+/// Phase: integer keys must fit their type (a smallint id holds 32,767
+/// rows). A table nothing in the spec sizes, whose key generators the spec
+/// does not give, is lowered to fit, with a notice; otherwise an error with
+/// the arithmetic.
+fn keys_fit(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    tp: &mut TablePlan,
+    tables: &[TablePlan],
+    may_lower: bool,
+    spec_span: &SpecSpans,
+) -> Result<()> {
+    let max_per_parent = max_children(tp, tables);
+    for (c, col) in table.columns.iter().enumerate() {
+        if !col.kind.is_int() {
+            continue;
+        }
+        let max = i128::from(col.kind.int_max());
+        // (the largest value, the rows or children per parent that fit, per parent?)
+        let (top, fits, within) = match unwrap_nullable(&tp.cols[c].generator) {
+            Gen::Sequence { start, step } if *step > 0 => {
+                let top =
+                    i128::from(*start) + i128::from(*step) * i128::from(tp.rows.saturating_sub(1));
+                let fits = ((max - i128::from(*start)) / i128::from(*step) + 1).max(0);
+                (top, fits, false)
+            }
+            Gen::IntUnique { lo, n } => {
+                let fits = (max - i128::from(*lo) + 1).max(0);
+                let (lo, n) = (*lo, *n);
+                if i128::from(n) > fits && i128::from(tp.rows) <= fits {
+                    // A permutation over fewer values still covers the rows.
+                    set_int_unique_n(&mut tp.cols[c].generator, fits as u64);
+                    continue;
+                }
+                (i128::from(lo) + i128::from(n) - 1, fits, false)
+            }
+            Gen::Ordinal { lo } => {
+                let top = i128::from(*lo) + i128::from(max_per_parent.saturating_sub(1));
+                (top, (max - i128::from(*lo) + 1).max(0), true)
+            }
+            _ => continue,
+        };
+        if top <= max {
+            continue;
+        }
+        let fits = u64::try_from(fits).unwrap_or(u64::MAX);
+        if may_lower && !spec_span.contains_key(&c) && fits > 0 {
+            set_int_unique_n(&mut tp.cols[c].generator, fits);
+            cap_rows(
+                tp,
+                fits,
+                within,
+                max_per_parent,
+                &format!(
+                    "{} is {} and holds {fits} value(s){} from where it starts",
+                    col.name,
+                    col.type_name,
+                    if within { " per parent" } else { "" }
+                ),
+            );
+            continue;
+        }
+        return Err(seed_err(
+            display,
+            Some(&col.name),
+            format!(
+                "{} rows need values up to {top}, beyond {} (at most {fits} rows fit{})",
+                if within { max_per_parent } else { tp.rows },
+                col.type_name,
+                if within { " per parent" } else { "" }
+            ),
+            "lower the table's rows (or --rows/--scale), or widen the column's type",
+        ));
+    }
+    Ok(())
+}
+
+/// The value count of a (possibly nullable) unique-integer generator.
+fn set_int_unique_n(g: &mut Gen, to: u64) {
+    if let Gen::IntUnique { n, .. } = unwrap_nullable_mut(g) {
+        *n = to;
+    }
+}
+
+fn unwrap_nullable(g: &Gen) -> &Gen {
+    match g {
+        Gen::Nullable { inner, .. } => unwrap_nullable(inner),
+        g => g,
+    }
+}
+
+fn unwrap_nullable_mut(g: &mut Gen) -> &mut Gen {
+    match g {
+        Gen::Nullable { inner, .. } => unwrap_nullable_mut(inner),
+        g => g,
+    }
 }
 
 /// Phase: columns of foreign keys to tables planck does not seed stay NULL
@@ -891,7 +1361,7 @@ fn orphan_columns(
 fn uniqueness(
     sf: &SpecFile,
     res: &Resolved,
-    (ci, pi, primary): (usize, usize, Option<usize>),
+    (ci, pi, primary, pair): (usize, usize, Option<usize>, Option<OrderedPair>),
     table: &crate::catalog::schema::Table,
     display: &str,
     facts: &[ColFacts],
@@ -956,6 +1426,19 @@ fn uniqueness(
                 None => seed_err(display, Some(&table.columns[c].name), what, hint),
             }
         };
+        let why = |c: usize, allowed: u64| {
+            format!(
+                "{} ({}) must be unique{}, and {} allows only {allowed} distinct value(s)",
+                u.name,
+                u.cols
+                    .iter()
+                    .map(|c| table.columns[*c].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if within { " within each parent" } else { "" },
+                table.columns[c].name,
+            )
+        };
         let need = if within { max_per_parent } else { tp.rows };
         // 1. A column that can carry uniqueness alone.
         let mut carried = false;
@@ -972,7 +1455,7 @@ fn uniqueness(
                         if sized_by_spec {
                             return Err(impossible(c, prow, need));
                         }
-                        cap_rows(tp, prow, within, max_per_parent);
+                        cap_rows(tp, prow, within, max_per_parent, &why(c, prow));
                     }
                     tp.fks[fi].pick = if within {
                         Pick::DistinctInParent
@@ -1042,17 +1525,33 @@ fn uniqueness(
                             ..
                         } = &g2
                         {
+                            // Row numbers in base 36 (`1`..`zzz` in varchar(3)).
                             let digits = super::generate::base36(tp.rows).len();
                             if *m < digits {
-                                tp.cols[c].generator = g;
-                                return Err(impossible(
-                                    c,
-                                    36u64.saturating_pow(*m as u32),
-                                    tp.rows,
-                                ));
+                                let allowed = 36u64.saturating_pow(*m as u32) - 1;
+                                if sized_by_spec || from_spec {
+                                    tp.cols[c].generator = g;
+                                    return Err(impossible(c, allowed, tp.rows));
+                                }
+                                cap_rows(tp, allowed, false, 0, &why(c, allowed));
                             }
                         }
-                        Some(g2)
+                        // Below 12 characters the row number is a base-36
+                        // suffix of varying width after a truncated prefix
+                        // (`c` + `n` and `` + `cn` collide): the suffix alone
+                        // is unique.
+                        match g2 {
+                            Gen::Text {
+                                max_len: Some(m),
+                                unique: true,
+                                ..
+                            } if m < 12 && !from_spec => Some(Gen::Text {
+                                text: Text::Format(Vec::new()),
+                                unique: true,
+                                max_len: Some(m),
+                            }),
+                            g2 => Some(g2),
+                        }
                     } else {
                         tp.cols[c].generator = g;
                         None
@@ -1106,10 +1605,20 @@ fn uniqueness(
                 ));
             }
         }
-        let product = radices
-            .iter()
-            .fold(1u128, |a, r| a * u128::from(*r))
-            .min(u128::from(u64::MAX)) as u64;
+        // Two foreign keys into one parent ordered by a CHECK: ordered pairs.
+        let pairs = pair.filter(|p| {
+            u.cols.len() == 2 && u.cols.contains(&p.lo) && u.cols.contains(&p.hi) && !within
+        });
+        if let Some(p) = pairs {
+            members.sort_by_key(|(c, _)| usize::from(*c != p.lo));
+        }
+        let product = match pairs {
+            Some(p) => pair_count(radices[0], p.strict),
+            None => radices
+                .iter()
+                .fold(1u128, |a, r| a * u128::from(*r))
+                .min(u128::from(u64::MAX)) as u64,
+        };
         if within {
             if members.len() == 1 && product >= need {
                 let (c, fk) = members[0];
@@ -1131,7 +1640,7 @@ fn uniqueness(
                 if sized_by_spec || spec_span.contains_key(&c) {
                     return Err(impossible(c, product, need));
                 }
-                cap_rows(tp, product, true, max_per_parent);
+                cap_rows(tp, product, true, max_per_parent, &why(c, product));
             }
             // Fall through: a global enumeration is unique within parents too.
         }
@@ -1144,12 +1653,13 @@ fn uniqueness(
             if sized_by_spec || spec_span.contains_key(&c) {
                 return Err(impossible(c, product, tp.rows));
             }
-            cap_rows(tp, product, false, 0);
+            cap_rows(tp, product, false, 0, &why(c, product));
         }
         let group = tp.joints.len();
         tp.joints.push(JointGroup {
             perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
             radices,
+            pairs: pairs.map(|p| p.strict),
         });
         for (digit, (c, fk)) in members.iter().enumerate() {
             match fk {
@@ -1284,8 +1794,162 @@ fn fk_picks(
     fk_cols
 }
 
+/// Plans every table; any table that cannot be seeded is an error listing
+/// every such table (see [`build_skipping`]).
 pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
+    build_skipping(cat, sf, opts, false)
+}
+
+/// Plans every table. Planning never stops at the first table it cannot
+/// seed: it collects each one's cause (and the tables that reference it
+/// through a NOT NULL foreign key, as cascades), plans again without them,
+/// and repeats until the plan holds. Then, unless `skip_unseedable`, one
+/// error lists them all; with it the plan seeds the others and
+/// [`Plan::skipped`] says what was left out. Errors of the spec as a whole
+/// (an unknown table, a bad tenant) still stop at once.
+pub fn build_skipping(
+    cat: &Catalog,
+    sf: &SpecFile,
+    opts: &Options,
+    skip_unseedable: bool,
+) -> Result<Plan> {
     let res = resolve(cat, sf)?;
+    let tenant = tenant_of(cat, sf, &res)?;
+    let mut unseedable: BTreeMap<usize, Unseedable> = BTreeMap::new();
+    // The first error of each table, to return as it is when it is the only one.
+    let mut errors: BTreeMap<usize, Error> = BTreeMap::new();
+    let mut plan = loop {
+        let mut pass = res.clone();
+        pass.excluded.extend(unseedable.keys().copied());
+        match plan_pass(cat, sf, opts, &pass, tenant, &unseedable)? {
+            Ok(plan) => break plan,
+            Err(found) => {
+                let before = unseedable.len();
+                for (u, e) in found {
+                    if let Some(e) = e {
+                        errors.entry(u.cat).or_insert(e);
+                    }
+                    unseedable.entry(u.cat).or_insert(u);
+                }
+                if unseedable.len() == before {
+                    return Err(Error::Internal {
+                        message: "planning found the same unseedable tables twice".into(),
+                    });
+                }
+            }
+        }
+    };
+    if unseedable.is_empty() {
+        return Ok(plan);
+    }
+    let list: Vec<Unseedable> = unseedable.into_values().collect();
+    if !skip_unseedable {
+        // One table alone keeps its own error (and its file:line:col headline).
+        if let ([only], Some(e)) = (list.as_slice(), errors.pop_first())
+            && only.depends_on.is_none()
+        {
+            return Err(e.1);
+        }
+        return Err(unseedable_error(&list, plan.tables.len()));
+    }
+    plan.excluded.extend(list.iter().map(|u| u.cat));
+    plan.excluded.sort_unstable();
+    plan.excluded.dedup();
+    plan.skipped = list;
+    Ok(plan)
+}
+
+impl Unseedable {
+    fn of(cat: usize, table: &str, err: &Error) -> Unseedable {
+        let cause = match err {
+            Error::Seed {
+                table,
+                column,
+                message,
+                ..
+            } => match column {
+                Some(c) => format!("{table}.{c}: {message}"),
+                None => format!("{table}: {message}"),
+            },
+            e => format!("{table}: {e}"),
+        };
+        Unseedable {
+            cat,
+            table: table.to_string(),
+            cause,
+            hints: err.hints(),
+            depends_on: None,
+        }
+    }
+}
+
+/// The one error that lists every table planning cannot seed.
+fn unseedable_error(list: &[Unseedable], seedable: usize) -> Error {
+    let direct = list.iter().filter(|u| u.depends_on.is_none()).count();
+    let cascades = list.len() - direct;
+    let mut message = format!("cannot seed {direct} table(s)");
+    if cascades > 0 {
+        message.push_str(&format!(" and {cascades} that depend on them"));
+    }
+    message.push_str("; nothing was written:");
+    for u in list {
+        match &u.depends_on {
+            None => {
+                message.push_str(&format!("\n  - {}", u.cause));
+                for h in &u.hints {
+                    message.push_str(&format!("\n    hint: {h}"));
+                }
+            }
+            Some(p) => message.push_str(&format!(
+                "\n  - {}: depends on {p} (a NOT NULL foreign key)",
+                u.table
+            )),
+        }
+    }
+    Error::usage_hint(
+        message,
+        format!(
+            "fix or exclude the tables above, or pass --skip-unseedable to seed the other {seedable} table(s) without them"
+        ),
+    )
+}
+
+/// A stand-in for a table this pass could not plan: it keeps the positions
+/// of the pass's later tables; the pass is then thrown away.
+fn placeholder(table: &crate::catalog::schema::Table, ci: usize) -> TablePlan {
+    TablePlan {
+        cat: ci,
+        oid: table.oid,
+        display: table.display(),
+        qualified: table.qualified(),
+        key: 0,
+        rows: 0,
+        notices: Vec::new(),
+        partitioned: table.partitioned,
+        cols: Vec::new(),
+        layout: Layout::Flat,
+        cum: vec![0, 0],
+        fks: Vec::new(),
+        joints: Vec::new(),
+        sequences: Vec::new(),
+    }
+}
+
+/// A table a pass could not plan, with its error (None for a cascade).
+type Found = (Unseedable, Option<Error>);
+
+/// One planning pass over the tables `res` does not exclude: the plan, or
+/// every table the pass found it cannot seed (the caller excludes them and
+/// plans again). `unseedable` holds the tables earlier passes set aside, to
+/// name them as the cause of a cascade.
+fn plan_pass(
+    cat: &Catalog,
+    sf: &SpecFile,
+    opts: &Options,
+    res: &Resolved,
+    tenant: Option<usize>,
+    unseedable: &BTreeMap<usize, Unseedable>,
+) -> Result<std::result::Result<Plan, Vec<Found>>> {
     let spec = &sf.spec;
     let seeded: Vec<usize> = (0..cat.tables.len())
         .filter(|i| !res.excluded.contains(i))
@@ -1294,12 +1958,15 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
     let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(i, t)| (*t, i)).collect();
     let base_rows = opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS) as f64 * opts.scale;
     let scaled = |n: u64| (n as f64 * opts.scale).round() as u64;
-
-    let tenant = tenant_of(cat, sf, &res)?;
+    // A tenant table that cannot be seeded takes the tenancy with it.
+    let tenant = tenant.filter(|t| !unseedable.contains_key(t));
 
     let mut tables: Vec<TablePlan> = Vec::new();
     let mut in_tree: Vec<bool> = Vec::new();
     let mut depth: Vec<usize> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
+    // Catalog indices of the tables this pass could not plan.
+    let mut failed: HashSet<usize> = HashSet::new();
     let t_rows_of = |tables: &Vec<TablePlan>| {
         tenant
             .and_then(|t| pos.get(&t))
@@ -1309,209 +1976,311 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
 
     for (pi, &ci) in order.iter().enumerate() {
         let table = &cat.tables[ci];
-        let display = table.display();
-        let tspec = res.tables.get(&ci).map(|s| s.get_ref());
-        let facts = check_facts(table, ci, &display, &res)?;
-
-        // Foreign keys to seeded parents; the primary parent.
-        let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, &res);
-        let placed = |f: &FkPlan| f.parent < pi;
-        let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
-        let is_tenant = Some(ci) == tenant;
-        let primary: Option<usize> = if is_tenant {
-            None
-        } else if let Some(per) = res.per.get(&ci) {
-            fks.iter()
-                .position(|f| placed(f) && order[f.parent] == *per && !f.nullable)
-        } else {
-            fks.iter()
-                .enumerate()
-                .filter(|(_, f)| placed(f) && !f.nullable)
-                .max_by_key(|(i, f)| (tree_parent(f, &in_tree), depth[f.parent], usize::MAX - i))
-                .map(|(i, _)| i)
-        };
-        let my_tree = is_tenant || primary.is_some_and(|p| tree_parent(&fks[p], &in_tree));
-        let my_depth = fks
-            .iter()
-            .filter(|f| placed(f))
-            .map(|f| depth[f.parent] + 1)
-            .max()
-            .unwrap_or(0);
-
-        // Row counts and blocks.
-        let t_rows = t_rows_of(&tables);
-        let mut layout = Layout::Flat;
-        let rows: u64;
-        let mut cum: Vec<u64>;
-        let sized_by_spec = tspec.is_some_and(|s| s.rows.is_some() || s.per.is_some());
-        if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
-            let fk = primary.unwrap_or(0);
-            let p = &tables[fks[fk].parent];
-            let pcum = per_parent_counts(ts, p, &display, opts.seed);
-            let run = *pcum.last().unwrap_or(&0);
-            rows = run;
-            cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
-            layout = Layout::PerParent { fk, pcum };
-        } else {
-            rows = match tspec.and_then(|s| s.rows) {
-                Some(n) => scaled(n),
-                None => match primary {
-                    _ if is_tenant => base_rows.round() as u64,
-                    Some(_) => {
-                        let pmax = fks
-                            .iter()
-                            .filter(|f| placed(f) && !f.nullable)
-                            .map(|f| tables[f.parent].rows)
-                            .max()
-                            .unwrap_or(0);
-                        (pmax.saturating_mul(2)).min((base_rows * 10.0).round() as u64)
-                    }
-                    None => base_rows.round() as u64,
-                },
+        // A NOT NULL foreign key into a table set aside is a cascade; a
+        // foreign key into one this pass failed waits for the next pass.
+        let cascade = table.fks.iter().find_map(|f| {
+            let p = f.parent.filter(|p| *p != ci)?;
+            let not_null = f.cols.iter().all(|c| table.columns[*c].not_null);
+            (not_null && (unseedable.contains_key(&p) || failed.contains(&p))).then_some(p)
+        });
+        if let Some(p) = cascade {
+            let u = Unseedable {
+                cat: ci,
+                table: table.display(),
+                cause: format!(
+                    "{}: depends on {}",
+                    table.display(),
+                    cat.tables[p].display()
+                ),
+                hints: Vec::new(),
+                depends_on: Some(cat.tables[p].display()),
             };
-            // A tenant table scaled down to nothing would surface later as a
-            // puzzling "heavy tenant 1 does not exist"; name the cause here.
-            let asked = tspec
-                .and_then(|s| s.rows)
-                .unwrap_or_else(|| opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS));
-            if is_tenant && rows == 0 && asked > 0 && opts.scale < 1.0 {
-                return Err(Error::usage_hint(
-                    format!(
-                        "--scale {} leaves the tenant table {display} with 0 rows: {asked} rows × {} rounds down to 0",
-                        opts.scale, opts.scale
-                    ),
-                    format!(
-                        "raise --scale to at least {} so {display} keeps a row",
-                        1.0 / asked as f64
-                    ),
+            found.push((u, None));
+            failed.insert(ci);
+            tables.push(placeholder(table, ci));
+            in_tree.push(false);
+            depth.push(0);
+            continue;
+        }
+        if table
+            .fks
+            .iter()
+            .any(|f| f.parent.is_some_and(|p| failed.contains(&p)))
+        {
+            tables.push(placeholder(table, ci));
+            in_tree.push(false);
+            depth.push(0);
+            continue;
+        }
+        let planned = (|| -> Result<(TablePlan, bool, usize)> {
+            let display = table.display();
+            let tspec = res.tables.get(&ci).map(|s| s.get_ref());
+            let facts = check_facts(table, ci, &display, res)?;
+
+            // Foreign keys to seeded parents; the primary parent.
+            let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
+            let placed = |f: &FkPlan| f.parent < pi;
+            let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
+            let is_tenant = Some(ci) == tenant;
+            let pair = ordered_pair(table, &facts, &fks, &tables, pi);
+            let in_pair = |f: &FkPlan| {
+                pair.is_some_and(|p| f.cols.len() == 1 && (f.cols[0] == p.lo || f.cols[0] == p.hi))
+            };
+            let primary: Option<usize> = if is_tenant {
+                None
+            } else if let Some(per) = res.per.get(&ci) {
+                fks.iter()
+                    .position(|f| placed(f) && order[f.parent] == *per && !f.nullable)
+            } else {
+                fks.iter()
+                    .enumerate()
+                    .filter(|(_, f)| placed(f) && !f.nullable && !in_pair(f))
+                    .max_by_key(|(i, f)| {
+                        (tree_parent(f, &in_tree), depth[f.parent], usize::MAX - i)
+                    })
+                    .map(|(i, _)| i)
+            };
+            let my_tree = is_tenant || primary.is_some_and(|p| tree_parent(&fks[p], &in_tree));
+            let my_depth = fks
+                .iter()
+                .filter(|f| placed(f))
+                .map(|f| depth[f.parent] + 1)
+                .max()
+                .unwrap_or(0);
+
+            // Row counts and blocks.
+            let t_rows = t_rows_of(&tables);
+            let mut layout = Layout::Flat;
+            let rows: u64;
+            let mut cum: Vec<u64>;
+            let sized_by_spec = tspec.is_some_and(|s| s.rows.is_some() || s.per.is_some());
+            if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
+                let fk = primary.unwrap_or(0);
+                let p = &tables[fks[fk].parent];
+                if p.rows > MAX_HELD_ROWS {
+                    return Err(too_many(
+                        &format!("{} (parent of the `per` table {display})", p.display),
+                        p.rows,
+                        opts,
+                        "a count per parent row is held in memory for every parent row",
+                    ));
+                }
+                let pcum = per_parent_counts(ts, p, &display, opts.seed);
+                let run = *pcum.last().unwrap_or(&0);
+                rows = run;
+                cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
+                layout = Layout::PerParent { fk, pcum };
+            } else {
+                rows = match tspec.and_then(|s| s.rows) {
+                    Some(n) => scaled(n),
+                    None => match primary {
+                        _ if is_tenant => base_rows.round() as u64,
+                        Some(_) => {
+                            let pmax = fks
+                                .iter()
+                                .filter(|f| placed(f) && !f.nullable)
+                                .map(|f| tables[f.parent].rows)
+                                .max()
+                                .unwrap_or(0);
+                            (pmax.saturating_mul(2)).min((base_rows * 10.0).round() as u64)
+                        }
+                        None => base_rows.round() as u64,
+                    },
+                };
+                // A tenant table scaled down to nothing would surface later as a
+                // puzzling "heavy tenant 1 does not exist"; name the cause here.
+                let asked = tspec
+                    .and_then(|s| s.rows)
+                    .unwrap_or_else(|| opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS));
+                if is_tenant && rows == 0 && asked > 0 && opts.scale < 1.0 {
+                    return Err(Error::usage_hint(
+                        format!(
+                            "--scale {} leaves the tenant table {display} with 0 rows: {asked} rows × {} rounds down to 0",
+                            opts.scale, opts.scale
+                        ),
+                        format!(
+                            "raise --scale to at least {} so {display} keeps a row",
+                            1.0 / asked as f64
+                        ),
+                    ));
+                }
+                cum = vec![0, rows];
+                if let Some(fk) = primary {
+                    layout = Layout::Child { fk };
+                }
+            }
+            if rows > MAX_TABLE_ROWS {
+                return Err(too_many(
+                    &display,
+                    rows,
+                    opts,
+                    "planck seeds at most 10^12 rows a table",
                 ));
             }
-            cum = vec![0, rows];
-            if let Some(fk) = primary {
-                layout = Layout::Child { fk };
+            if is_tenant && rows > MAX_HELD_ROWS {
+                return Err(too_many(
+                    &format!("{display} (the tenant table)"),
+                    rows,
+                    opts,
+                    "each tenant's share is held in memory",
+                ));
             }
-        }
-        if is_tenant {
-            cum = (0..=rows).collect();
-        } else if my_tree && matches!(layout, Layout::Child { .. }) {
-            cum = tree_alloc(
-                sf,
-                spec,
-                opts,
-                &tables,
-                &fks,
-                primary.unwrap_or(0),
-                ci,
-                cat,
-                tenant,
-                t_rows.unwrap_or(0),
+            if is_tenant {
+                cum = (0..=rows).collect();
+            } else if my_tree && matches!(layout, Layout::Child { .. }) {
+                cum = tree_alloc(
+                    sf,
+                    spec,
+                    opts,
+                    &tables,
+                    &fks,
+                    primary.unwrap_or(0),
+                    ci,
+                    cat,
+                    tenant,
+                    t_rows.unwrap_or(0),
+                    rows,
+                    &pos,
+                )?;
+            }
+
+            // Blocks are the truth: several heavy tenants may ask for more than `rows`.
+            let rows = if cum.len() > 2 {
+                *cum.last().unwrap_or(&0)
+            } else {
+                rows
+            };
+            // The table's plan, with generators filled in below.
+            let mut tp = TablePlan {
+                cat: ci,
+                oid: table.oid,
+                display: display.clone(),
+                qualified: table.qualified(),
+                key: rng::name_key(&display),
                 rows,
-                &pos,
-            )?;
-        }
+                notices: Vec::new(),
+                partitioned: table.partitioned,
+                cols: table
+                    .columns
+                    .iter()
+                    .map(|c| ColPlan {
+                        name: c.name.clone(),
+                        kind: c.kind.clone(),
+                        generator: Gen::Null,
+                        include: !c.generated,
+                        key: rng::name_key(&c.name),
+                    })
+                    .collect(),
+                layout,
+                cum,
+                fks,
+                joints: Vec::new(),
+                sequences: table
+                    .columns
+                    .iter()
+                    .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
+                    .collect(),
+            };
+            spec_fits_columns(sf, res, ci, table)?;
+            exclusions_supported(table, &display)?;
+            let (mut assigned, spec_span) = spec_generators(sf, res, table, ci, &facts, &mut tp)?;
+            spec_unique_ints(sf, res, ci, table, &spec_span, &mut tp)?;
+            let fk_cols = fk_picks(
+                primary,
+                pi,
+                my_tree,
+                &order,
+                tenant,
+                &in_tree,
+                t_rows,
+                &mut tp,
+                &mut assigned,
+            );
+            orphan_columns(table, &display, &orphan_fks, &mut tp, &mut assigned)?;
+            // Null ratios given in the spec for FK columns.
+            for (c, fi) in &fk_cols {
+                if let Some(cs) = res.columns.get(&(ci, *c))
+                    && let Some(p) = cs.get_ref().null
+                {
+                    tp.fks[*fi].null_p = p;
+                }
+            }
 
-        // Blocks are the truth: several heavy tenants may ask for more than `rows`.
-        let rows = if cum.len() > 2 {
-            *cum.last().unwrap_or(&0)
-        } else {
-            rows
-        };
-        // The table's plan, with generators filled in below.
-        let mut tp = TablePlan {
-            cat: ci,
-            oid: table.oid,
-            display: display.clone(),
-            qualified: table.qualified(),
-            key: rng::name_key(&display),
-            rows,
-            partitioned: table.partitioned,
-            cols: table
-                .columns
-                .iter()
-                .map(|c| ColPlan {
-                    name: c.name.clone(),
-                    kind: c.kind.clone(),
-                    generator: Gen::Null,
-                    include: !c.generated,
-                    key: rng::name_key(&c.name),
-                })
-                .collect(),
-            layout,
-            cum,
-            fks,
-            joints: Vec::new(),
-            sequences: table
-                .columns
-                .iter()
-                .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
-                .collect(),
-        };
-        let (mut assigned, spec_span) = spec_generators(sf, &res, table, ci, &facts, &mut tp)?;
-        let fk_cols = fk_picks(
-            primary,
-            pi,
-            my_tree,
-            &order,
-            tenant,
-            &in_tree,
-            t_rows,
-            &mut tp,
-            &mut assigned,
-        );
-        orphan_columns(table, &display, &orphan_fks, &mut tp, &mut assigned)?;
-        // Null ratios given in the spec for FK columns.
-        for (c, fi) in &fk_cols {
-            if let Some(cs) = res.columns.get(&(ci, *c))
-                && let Some(p) = cs.get_ref().null
-            {
-                tp.fks[*fi].null_p = p;
+            partition_keys(table, &display, &mut tp, &mut assigned)?;
+
+            uniqueness(
+                sf,
+                res,
+                (ci, pi, primary, pair),
+                table,
+                &display,
+                &facts,
+                &spec_span,
+                &fk_cols,
+                sized_by_spec,
+                &tables,
+                &mut tp,
+                &mut assigned,
+            )?;
+            remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
+            keys_fit(
+                table,
+                &display,
+                &mut tp,
+                &tables,
+                !sized_by_spec,
+                &spec_span,
+            )?;
+            Ok((tp, my_tree, my_depth))
+        })();
+        match planned {
+            Ok((tp, my_tree, my_depth)) => {
+                in_tree.push(my_tree);
+                depth.push(my_depth);
+                tables.push(tp);
+            }
+            // A flag's value (--scale, --rows) is no table's problem.
+            Err(e @ Error::Usage { .. }) => return Err(e),
+            Err(e) => {
+                found.push((Unseedable::of(ci, &table.display(), &e), Some(e)));
+                failed.insert(ci);
+                tables.push(placeholder(table, ci));
+                in_tree.push(false);
+                depth.push(0);
             }
         }
-
-        partition_keys(table, &display, &mut tp, &mut assigned)?;
-
-        uniqueness(
-            sf,
-            &res,
-            (ci, pi, primary),
-            table,
-            &display,
-            &facts,
-            &spec_span,
-            &fk_cols,
-            sized_by_spec,
-            &tables,
-            &mut tp,
-            &mut assigned,
-        )?;
-        remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
-        keys_fit(table, &display, &tp, &tables)?;
-        in_tree.push(my_tree);
-        depth.push(my_depth);
-        tables.push(tp);
     }
 
+    if !found.is_empty() {
+        return Ok(Err(found));
+    }
     // Parents that got no rows.
     for tp in &tables {
         for f in &tp.fks {
             if tables[f.parent].rows == 0 && !f.nullable && tp.rows > 0 {
                 let p = &tables[f.parent].display;
-                return Err(seed_err(
+                let e = seed_err(
                     &tp.display,
                     None,
                     format!("it references {p}, which gets no rows"),
                     format!("give {p} some rows in the spec, or exclude {}", tp.display),
-                ));
+                );
+                found.push((Unseedable::of(tp.cat, &tp.display, &e), Some(e)));
+                break;
             }
         }
     }
+    if !found.is_empty() {
+        return Ok(Err(found));
+    }
     let excluded = res.excluded.iter().copied().collect();
-    Ok(Plan {
+    Ok(Ok(Plan {
         seed: opts.seed,
         tables,
         tenant: tenant.and_then(|t| pos.get(&t).copied()),
         excluded,
-    })
+        skipped: Vec::new(),
+    }))
 }
 
 /// With no `[tenant]` in the spec: the table that at least two tables
@@ -1569,8 +2338,20 @@ fn max_children(tp: &TablePlan, tables: &[TablePlan]) -> u64 {
     }
 }
 
-/// Lowers a zero-spec table's rows so a limited unique domain suffices.
-fn cap_rows(tp: &mut TablePlan, allowed: u64, within: bool, max_per_parent: u64) {
+/// Lowers a zero-spec table's rows so a limited unique domain suffices, and
+/// says so (`why`: the constraint and the values it has).
+fn cap_rows(tp: &mut TablePlan, allowed: u64, within: bool, max_per_parent: u64, why: &str) {
+    let before = tp.rows;
+    lower_rows(tp, allowed, within, max_per_parent);
+    if tp.rows < before {
+        tp.notices.push(format!(
+            "{}: {before} rows lowered to {}: {why}",
+            tp.display, tp.rows
+        ));
+    }
+}
+
+fn lower_rows(tp: &mut TablePlan, allowed: u64, within: bool, max_per_parent: u64) {
     let new_rows = if within && max_per_parent > 0 {
         (tp.rows as u128 * u128::from(allowed) / u128::from(max_per_parent)) as u64
     } else {
@@ -1789,6 +2570,8 @@ mod plan_tests {
             partitioning: None,
             has_rows: false,
             migration_bookkeeping: false,
+            sub_partitions: Vec::new(),
+            exclusions: Vec::new(),
         };
         let child = Table {
             oid: 2,
@@ -1833,6 +2616,8 @@ mod plan_tests {
             partitioning: None,
             has_rows: false,
             migration_bookkeeping: false,
+            sub_partitions: Vec::new(),
+            exclusions: Vec::new(),
         };
         Catalog {
             tables: vec![parent, child],
@@ -1921,10 +2706,187 @@ mod plan_tests {
         let sf = SpecFile::parse(Path::new("s.toml"), "[tables.parents]\nrows = 40000\n").unwrap();
         let msg = crate::error::render(&build(&cat, &sf, &opts()).unwrap_err());
         assert!(
+            msg.contains("  - parents.id: 40000 rows need values up to 40000, beyond smallint"),
+            "{msg}"
+        );
+        // Its child goes with it, reported as a cascade.
+        assert!(
+            msg.contains("  - children: depends on parents (a NOT NULL foreign key)"),
+            "{msg}"
+        );
+    }
+
+    fn things() -> Catalog {
+        Catalog {
+            tables: vec![Table {
+                oid: 1,
+                schema: "public".into(),
+                name: "things".into(),
+                partitioned: false,
+                columns: vec![
+                    col(1, "id", TypeKind::Int8, true),
+                    col(2, "code", TypeKind::Int8, false),
+                ],
+                uniques: vec![Unique {
+                    name: "things_pkey".into(),
+                    cols: vec![0],
+                    primary: true,
+                }],
+                fks: Vec::new(),
+                checks: Vec::new(),
+                partitioning: None,
+                sub_partitions: Vec::new(),
+                exclusions: Vec::new(),
+            }],
+        }
+    }
+
+    /// Issue 9 point 3: `unique = true` on an integer was a permutation of a
+    /// million values, so row 1,000,001 repeated row 1.
+    #[test]
+    fn spec_unique_integers_stay_unique_beyond_a_million_rows() {
+        let spec =
+            "[tables.things]\nrows = 1200000\n[tables.things.columns]\ncode = { unique = true }\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let plan = build(&things(), &sf, &opts()).unwrap();
+        let mut seen = HashSet::new();
+        for row in 0..plan.tables[0].rows {
+            let v = plan.value(0, 1, &plan.ctx(0, row)).as_i64().unwrap();
+            assert!(seen.insert(v), "row {row} repeats {v}");
+        }
+        assert_eq!(seen.len(), 1_200_000);
+    }
+
+    #[test]
+    fn spec_unique_integers_beyond_their_range_are_an_error_with_the_arithmetic() {
+        let spec = "[tables.things]\nrows = 1200000\n[tables.things.columns]\ncode = { unique = true, range = [1, 1100000] }\n";
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        let msg = crate::error::render(&build(&things(), &sf, &opts()).unwrap_err());
+        assert!(
+            msg.contains("s.toml:4:33: `unique = true` on things.code needs 1200000 distinct values for 1200000 rows, but [1, 1100000] holds only 1100000"),
+            "{msg}"
+        );
+    }
+
+    fn rejected(cat: &Catalog, spec: &str, opts: &Options) -> String {
+        let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+        crate::error::render(&build(cat, &sf, opts).unwrap_err())
+    }
+
+    /// Issue 9 point 10: `range = [0, 100000]` on a smallint wrapped in the encoder.
+    #[test]
+    fn a_range_beyond_the_column_type_is_an_error_at_its_position() {
+        let mut cat = catalog();
+        cat.tables[1].columns[2].kind = TypeKind::Int2;
+        cat.tables[1].columns[2].type_name = "smallint".into();
+        let msg = rejected(
+            &cat,
+            "[tables.children.columns]\nnumber = { range = [1, 100000] }\n",
+            &opts(),
+        );
+        assert!(
+            msg.contains("s.toml:2:20: `range` of children.number: 100000 is beyond smallint (-32768 to 32767)"),
+            "{msg}"
+        );
+    }
+
+    /// Issue 9 point 10: `after` on a column of another type.
+    #[test]
+    fn after_a_column_of_another_type_is_an_error_at_its_position() {
+        let msg = rejected(
+            &catalog(),
+            "[tables.children.columns]\nlabel = { after = \"number\" }\n",
+            &opts(),
+        );
+        assert!(
             msg.contains(
-                "cannot seed parents.id: 40000 rows need values up to 40000, beyond smallint"
+                "s.toml:2:19: `after = \"number\"`: children.label is Text and number is Int4"
             ),
             "{msg}"
         );
+    }
+
+    /// Issue 9 point 10: a scale that plans more rows than planck can hold
+    /// names the flag instead of panicking on allocation.
+    #[test]
+    fn a_scale_beyond_what_planck_holds_names_the_flag() {
+        let o = Options {
+            scale: 1e6,
+            ..opts()
+        };
+        let msg = rejected(
+            &catalog(),
+            "[tables.parents]\nrows = 1000000000\n[tables.children]\nper = \"parents\"\ncount = 1\n",
+            &o,
+        );
+        assert!(
+            msg.contains(
+                "error: parents would get 1000000000000000 rows with --scale 1000000: too many"
+            ),
+            "{msg}"
+        );
+        assert!(msg.contains("hint: lower --scale or --rows"), "{msg}");
+        // A per-parent table over a parent too large to count in memory.
+        let msg = rejected(
+            &catalog(),
+            "[tables.parents]\nrows = 300000000\n[tables.children]\nper = \"parents\"\ncount = 1\n",
+            &opts(),
+        );
+        assert!(
+            msg.contains(
+                "error: parents (parent of the `per` table children) would get 300000000 rows: too many"
+            ),
+            "{msg}"
+        );
+    }
+
+    /// Issue 9 point 8: which exclusion forms planning lets through.
+    #[test]
+    fn exclusion_forms_beyond_equality_and_one_overlap_are_refused() {
+        use crate::catalog::schema::Exclusion;
+        let mut t = things().tables.remove(0);
+        let x = |ops: &[&str]| Exclusion {
+            name: "things_excl".into(),
+            def: "EXCLUDE ...".into(),
+            method: "gist".into(),
+            elems: ops.iter().map(|o| (Some(1), o.to_string())).collect(),
+        };
+        for (ops, ok) in [
+            (&["="][..], true),
+            (&["=", "&&"][..], true),
+            (&["&&", "&&"][..], false),
+            (&["=", "<<"][..], false),
+            (&["-|-"][..], false),
+        ] {
+            t.exclusions = vec![x(ops)];
+            let r = exclusions_supported(&t, "things");
+            assert_eq!(r.is_ok(), ok, "{ops:?}");
+            if let Err(e) = r {
+                assert!(
+                    crate::error::render(&e).contains("exclusion constraint things_excl"),
+                    "{ops:?}"
+                );
+            }
+        }
+    }
+
+    /// Issue 9 point 4: the k-th ordered pair enumerates each pair once.
+    #[test]
+    fn ordered_pairs_are_enumerated_once_each() {
+        for strict in [true, false] {
+            for n in [1u64, 2, 7, 100] {
+                let total = pair_count(n, strict);
+                let pairs: HashSet<(u64, u64)> = (0..total).map(|k| pair_of(k, strict)).collect();
+                assert_eq!(pairs.len() as u64, total, "n {n} strict {strict}");
+                for (i, j) in pairs {
+                    assert!(
+                        j < n && if strict { i < j } else { i <= j },
+                        "({i}, {j}) of {n}"
+                    );
+                }
+            }
+        }
+        assert_eq!(pair_count(7, true), 21);
+        assert_eq!(pair_count(7, false), 28);
     }
 }

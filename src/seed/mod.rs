@@ -48,6 +48,8 @@ pub struct SeedOptions {
     pub shard: Option<(u64, u64)>,
     pub truncate: bool,
     pub dry_run: bool,
+    /// `--skip-unseedable`: seed the tables that can be, report the others.
+    pub skip_unseedable: bool,
     pub generate_only: bool,
     /// `--restore`: restore what an interrupted run left saved, load nothing.
     pub restore: bool,
@@ -115,9 +117,10 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     }
     drop(client);
     let started = Instant::now();
-    let mut plan = layout::build(&cat, &sf, &plan_opts)?;
+    let mut plan = layout::build_skipping(&cat, &sf, &plan_opts, opts.skip_unseedable)?;
     kept.wire(&cat, &mut plan)?;
     let plan = Arc::new(plan);
+    log_adjustments(&plan, log);
     let kept_names = kept.names(&cat);
     if !kept_names.is_empty() {
         log.debug(&format!("kept as they were: {}", kept_names.join(", ")));
@@ -212,6 +215,28 @@ async fn unmigrated(client: &tokio_postgres::Client) -> Error {
         "planck migrate first? planck seeds the tables of a migrated database \
          (a migration tool's bookkeeping tables alone do not count)",
     )
+}
+
+/// What planning changed on its own: rows lowered to fit a unique key and,
+/// with `--skip-unseedable`, each table left out, its cause and the tables
+/// that depend on it.
+fn log_adjustments(plan: &layout::Plan, log: Log) {
+    for n in plan.tables.iter().flat_map(|t| &t.notices) {
+        log.warn(n);
+    }
+    for u in plan.skipped.iter().filter(|u| u.depends_on.is_none()) {
+        let with: Vec<&str> = plan
+            .skipped
+            .iter()
+            .filter(|d| d.depends_on.as_deref() == Some(u.table.as_str()))
+            .map(|d| d.table.as_str())
+            .collect();
+        let mut msg = format!("skipped {} ({})", u.table, u.cause);
+        if !with.is_empty() {
+            msg.push_str(&format!("; with it: {}", with.join(", ")));
+        }
+        log.warn(&msg);
+    }
 }
 
 fn log_plan(plan: &layout::Plan, sf: &SpecFile, log: Log) {

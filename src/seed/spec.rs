@@ -152,11 +152,15 @@ pub struct SpecFile {
 impl SpecFile {
     pub fn parse(path: &Path, text: &str) -> Result<SpecFile> {
         let spec: Spec = toml::from_str(text).map_err(|e| config::toml_error(path, text, &e))?;
-        Ok(SpecFile {
+        let sf = SpecFile {
             path: Some(path.to_path_buf()),
             text: text.to_string(),
             spec,
-        })
+        };
+        let shadow: Shadow =
+            toml::from_str(text).map_err(|e| config::toml_error(path, text, &e))?;
+        shadow.check(&sf)?;
+        Ok(sf)
     }
 
     pub fn load(path: &Path) -> Result<SpecFile> {
@@ -187,6 +191,209 @@ impl SpecFile {
             message: message.into(),
             hint,
         }
+    }
+}
+
+/// The spec's values again, each with its position, read only to reject
+/// what parses but means nothing (a reversed `[min, max]`, a negative
+/// weight): [`Spec`]'s own fields stay plain for the code that uses them.
+#[derive(Debug, Default, Deserialize)]
+struct Shadow {
+    tenant: Option<ShadowTenant>,
+    #[serde(default)]
+    tables: BTreeMap<String, ShadowTable>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ShadowTenant {
+    distribution: Option<Spanned<Dist>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ShadowTable {
+    count: Option<Spanned<Count>>,
+    #[serde(default)]
+    columns: BTreeMap<String, ShadowColumn>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ShadowColumn {
+    values: Option<Spanned<Values>>,
+    range: Option<Spanned<[Scalar; 2]>>,
+    null: Option<Spanned<f64>>,
+    words: Option<Spanned<[u32; 2]>>,
+    len: Option<Spanned<[u32; 2]>>,
+    bias: Option<Spanned<f64>>,
+    gap: Option<Spanned<[i64; 2]>>,
+    json: Option<BTreeMap<String, ShadowColumn>>,
+    element: Option<Box<ShadowColumn>>,
+}
+
+/// The longest `gap` in seconds: its microseconds must fit 64 bits.
+const MAX_GAP_SECONDS: i64 = i64::MAX / 1_000_000;
+
+impl Shadow {
+    fn check(&self, sf: &SpecFile) -> Result<()> {
+        if let Some(d) = self.tenant.as_ref().and_then(|t| t.distribution.as_ref()) {
+            match d.get_ref() {
+                Dist::Zipf { zipf } if !(zipf.is_finite() && *zipf > 0.0) => {
+                    return Err(sf.error(
+                        d.span(),
+                        format!("`zipf = {zipf}`: the exponent must be positive"),
+                        Some("1.1 is a typical skew; larger is more skewed".into()),
+                    ));
+                }
+                Dist::Lognormal { lognormal } if !(lognormal.is_finite() && *lognormal >= 0.0) => {
+                    return Err(sf.error(
+                        d.span(),
+                        format!("`lognormal = {lognormal}`: sigma must be zero or positive"),
+                        Some("1.0 is a typical spread".into()),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        for t in self.tables.values() {
+            if let Some(c) = &t.count {
+                check_count(sf, c)?;
+            }
+            for col in t.columns.values() {
+                col.check(sf)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_count(sf: &SpecFile, c: &Spanned<Count>) -> Result<()> {
+    let bad = |message: String, hint: &str| Err(sf.error(c.span(), message, Some(hint.into())));
+    match c.get_ref() {
+        Count::Range([a, b]) if a > b => bad(
+            format!("`count = [{a}, {b}]` is reversed"),
+            &format!("write [min, max]: [{b}, {a}]"),
+        ),
+        Count::Zipf { zipf, .. } if !(zipf.is_finite() && *zipf > 0.0) => bad(
+            format!("`zipf = {zipf}`: the exponent must be positive"),
+            "1.1 is a typical skew; larger is more skewed",
+        ),
+        Count::Zipf { max: 0, .. } => bad(
+            "`max = 0`: a zipf count needs a maximum of at least 1".into(),
+            "`max` is the most children one parent row gets",
+        ),
+        Count::Lognormal { lognormal, mean }
+            if !(lognormal.is_finite()
+                && *lognormal >= 0.0
+                && mean.is_finite()
+                && *mean >= 0.0) =>
+        {
+            bad(
+                format!("`lognormal = {lognormal}, mean = {mean}`: both must be zero or positive"),
+                "`mean` is the average count, `lognormal` its spread (sigma)",
+            )
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A `[min, max]` pair written backwards.
+fn reversed<T: PartialOrd + std::fmt::Display>(
+    sf: &SpecFile,
+    key: &str,
+    v: &Spanned<[T; 2]>,
+) -> Result<()> {
+    let [a, b] = v.get_ref();
+    if a > b {
+        return Err(sf.error(
+            v.span(),
+            format!("`{key} = [{a}, {b}]` is reversed"),
+            Some(format!("write [min, max]: [{b}, {a}]")),
+        ));
+    }
+    Ok(())
+}
+
+impl ShadowColumn {
+    fn check(&self, sf: &SpecFile) -> Result<()> {
+        if let Some(w) = &self.words {
+            reversed(sf, "words", w)?;
+        }
+        if let Some(l) = &self.len {
+            reversed(sf, "len", l)?;
+        }
+        if let Some(g) = &self.gap {
+            reversed(sf, "gap", g)?;
+            if g.get_ref().iter().any(|s| s.abs() > MAX_GAP_SECONDS) {
+                return Err(sf.error(
+                    g.span(),
+                    format!(
+                        "`gap = [{}, {}]` overflows: a gap is at most {MAX_GAP_SECONDS} seconds",
+                        g.get_ref()[0],
+                        g.get_ref()[1]
+                    ),
+                    Some("a gap is in seconds: 86400 is a day".into()),
+                ));
+            }
+        }
+        if let Some(p) = &self.null {
+            let p0 = *p.get_ref();
+            if !(0.0..=1.0).contains(&p0) {
+                return Err(sf.error(
+                    p.span(),
+                    format!("`null = {p0}`: the share of NULLs is between 0 and 1"),
+                    Some("0.1 makes one row in ten NULL".into()),
+                ));
+            }
+        }
+        if let Some(b) = &self.bias {
+            let b0 = *b.get_ref();
+            if !(b0.is_finite() && b0 > 0.0) {
+                return Err(sf.error(
+                    b.span(),
+                    format!("`bias = {b0}`: the bias must be positive"),
+                    Some("1 is uniform, 3 leans towards the end of the range".into()),
+                ));
+            }
+        }
+        if let Some(r) = &self.range {
+            let [a, b] = r.get_ref();
+            let order = match (a, b) {
+                (Scalar::Int(x), Scalar::Int(y)) => x.partial_cmp(y),
+                (Scalar::Int(x), Scalar::Float(y)) => (*x as f64).partial_cmp(y),
+                (Scalar::Float(x), Scalar::Int(y)) => x.partial_cmp(&(*y as f64)),
+                (Scalar::Float(x), Scalar::Float(y)) => x.partial_cmp(y),
+                (Scalar::Str(x), Scalar::Str(y)) => {
+                    match (parse_timestamp(x), parse_timestamp(y)) {
+                        (Some(x), Some(y)) => x.partial_cmp(&y),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            if order == Some(std::cmp::Ordering::Greater) {
+                return Err(sf.error(
+                    r.span(),
+                    "`range` is reversed: write [min, max]",
+                    Some("the first value is the smallest".into()),
+                ));
+            }
+        }
+        if let Some(v) = &self.values
+            && let Values::Weighted(w) = v.get_ref()
+            && let Some((name, weight)) = w.iter().find(|(_, x)| !(x.is_finite() && **x > 0.0))
+        {
+            return Err(sf.error(
+                v.span(),
+                format!("the weight of `{name}` is {weight}: every weight must be positive"),
+                Some("weights are relative (`{ free = 7, pro = 3 }`); leave out a value that never occurs".into()),
+            ));
+        }
+        for c in self.json.iter().flat_map(|j| j.values()) {
+            c.check(sf)?;
+        }
+        if let Some(e) = &self.element {
+            e.check(sf)?;
+        }
+        Ok(())
     }
 }
 
@@ -314,5 +521,96 @@ created_at = { range = ["2021-01-01", "2026-01-01"], bias = 2.0 }
             suggest("itmes", ["items", "users"].into_iter()).as_deref(),
             Some("items")
         );
+    }
+
+    /// The position and message of the error a spec gives.
+    fn rejected(text: &str) -> (usize, usize, String) {
+        match SpecFile::parse(Path::new("s.toml"), text) {
+            Err(Error::Config {
+                line: Some(l),
+                column: Some(c),
+                message,
+                ..
+            }) => (l, c, message),
+            other => panic!("expected a positioned error for {text:?}, got {other:?}"),
+        }
+    }
+
+    /// Issue 9 point 10: values that parse but mean nothing are rejected at
+    /// their position, each with its own message.
+    #[test]
+    fn nonsense_values_are_rejected_at_their_position() {
+        let cases = [
+            (
+                "[tables.t.columns]\nbody = { gen = \"words\", words = [5, 1] }\n",
+                (2, 33, "`words = [5, 1]` is reversed"),
+            ),
+            (
+                "[tables.t]\nper = \"p\"\ncount = [5, 1]\n",
+                (3, 9, "`count = [5, 1]` is reversed"),
+            ),
+            (
+                "[tenant]\ntable = \"a\"\ndistribution = { zipf = -1 }\n",
+                (3, 16, "`zipf = -1`: the exponent must be positive"),
+            ),
+            (
+                "[tables.t]\nper = \"p\"\ncount = { zipf = -1.0, max = 4 }\n",
+                (3, 9, "`zipf = -1`: the exponent must be positive"),
+            ),
+            (
+                "[tables.t.columns]\nplan = { values = { x = 0, y = 0 } }\n",
+                (
+                    2,
+                    19,
+                    "the weight of `x` is 0: every weight must be positive",
+                ),
+            ),
+            (
+                "[tables.t.columns]\nplan = { values = { x = 3, y = -1 } }\n",
+                (
+                    2,
+                    19,
+                    "the weight of `y` is -1: every weight must be positive",
+                ),
+            ),
+            (
+                "[tables.t.columns]\nb = { after = \"a\", gap = [1, 10000000000000] }\n",
+                (
+                    2,
+                    26,
+                    "`gap = [1, 10000000000000]` overflows: a gap is at most 9223372036854 seconds",
+                ),
+            ),
+            (
+                "[tables.t.columns]\nb = { after = \"a\", gap = [60, 1] }\n",
+                (2, 26, "`gap = [60, 1]` is reversed"),
+            ),
+            (
+                "[tables.t.columns]\nn = { range = [10, 1] }\n",
+                (2, 15, "`range` is reversed: write [min, max]"),
+            ),
+            (
+                "[tables.t.columns]\nn = { null = 1.5 }\n",
+                (2, 14, "`null = 1.5`: the share of NULLs is between 0 and 1"),
+            ),
+            (
+                "[tables.t.columns]\nn = { len = [3, 1] }\n",
+                (2, 13, "`len = [3, 1]` is reversed"),
+            ),
+            (
+                "[tables.t.columns.doc.json]\nk = { gen = \"words\", words = [9, 2] }\n",
+                (2, 30, "`words = [9, 2]` is reversed"),
+            ),
+        ];
+        for (text, (line, col, message)) in cases {
+            let got = rejected(text);
+            assert_eq!(got, (line, col, message.to_string()), "{text}");
+        }
+        // The same values the right way round are fine.
+        SpecFile::parse(
+            Path::new("s.toml"),
+            "[tables.t.columns]\nbody = { gen = \"words\", words = [1, 5] }\nplan = { values = { x = 1, y = 2 } }\n",
+        )
+        .unwrap();
     }
 }

@@ -55,6 +55,9 @@ pub struct SeedArgs {
     /// Print the plan (rows per table) and write nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Seed every table that can be seeded; report the others (and the tables that depend on them)
+    #[arg(long)]
+    pub skip_unseedable: bool,
     /// Generate and encode every row, send nothing, report MB/s (profiling)
     #[arg(long, hide = true)]
     pub generate_only: bool,
@@ -240,6 +243,7 @@ impl SeedSettings {
                 shard,
                 truncate: args.truncate,
                 dry_run: args.dry_run,
+                skip_unseedable: args.skip_unseedable,
                 generate_only: args.generate_only,
                 restore: args.restore,
                 forget: args.forget.clone(),
