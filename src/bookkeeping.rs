@@ -3,8 +3,11 @@
 //! database take.
 //!
 //! Everything lives in a schema planck owns, `planck` (`planck.seed_saved`),
-//! never in the user's `public` schema, and nothing is left behind after a
-//! run that completes: the table is dropped, then the schema if it is empty.
+//! never in the user's `public` schema, and no saved constraint is left
+//! behind after a run that completes: the table is dropped, then the schema
+//! if it is empty. One table outlives runs on purpose: `planck.seeded`, the
+//! tables a seed wrote, which `--truncate` replaces (rows that were there
+//! before the first seed are the migrations' reference data, and are kept).
 //! What the table holds is DDL that planck executes, so before anything is
 //! read from it the schema's and the table's owner must be the current role
 //! or a superuser, and the table must carry planck's marker comment (a user
@@ -31,6 +34,12 @@ pub const SCHEMA: &str = "planck";
 pub const TABLE: &str = "planck.seed_saved";
 /// Where planck 0.x kept them; read once and migrated by [`ensure`].
 pub const LEGACY_TABLE: &str = "public.planck_seed_saved";
+/// The tables a seed has written, so that `--truncate` replaces what planck
+/// wrote and keeps the rows the migrations wrote (issue 9 point 11). It
+/// outlives the run: the schema stays while it holds a row.
+pub const SEEDED: &str = "planck.seeded";
+/// The comment on [`SEEDED`].
+const SEEDED_MARKER: &str = "planck seed: tables planck has seeded (format 1)";
 /// The comment on [`TABLE`] that tells planck's table from a user's.
 const MARKER: &str = "planck seed: constraints to restore (format 2)";
 /// The advisory-lock class planck's locks use (`plnk` in ASCII); the second
@@ -290,6 +299,12 @@ pub async fn ensure(c: &mut Client) -> Result<()> {
 }
 
 async fn ensure_locked(c: &mut Client) -> Result<()> {
+    ensure_schema(c).await?;
+    ensure_saved_table(c).await
+}
+
+/// Schema planck, created when missing; an error when another role owns it.
+async fn ensure_schema(c: &Client) -> Result<()> {
     let schema: Option<(bool, String)> = c
         .query_opt(
             "SELECT n.nspowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)
@@ -315,8 +330,15 @@ async fn ensure_locked(c: &mut Client) -> Result<()> {
         }
         Some((true, _)) => {}
         None => {
+            // USAGE and CREATE for every role: the schema outlives a run
+            // (planck.seeded), and the next seed may run as another role,
+            // which keeps its own saved keys there. What planck executes
+            // from the schema is checked for its owner before it is read.
             if let Err(e) = c
-                .execute(&format!("CREATE SCHEMA IF NOT EXISTS {SCHEMA}"), &[])
+                .batch_execute(&format!(
+                    "CREATE SCHEMA IF NOT EXISTS {SCHEMA};
+                     GRANT USAGE, CREATE ON SCHEMA {SCHEMA} TO PUBLIC"
+                ))
                 .await
             {
                 if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
@@ -343,6 +365,11 @@ async fn ensure_locked(c: &mut Client) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// [`TABLE`], created when missing; [`LEGACY_TABLE`] migrated into it.
+async fn ensure_saved_table(c: &mut Client) -> Result<()> {
     if !check(c, TABLE, COLUMNS, false).await? {
         let tx = c
             .transaction()
@@ -398,6 +425,137 @@ async fn ensure_locked(c: &mut Client) -> Result<()> {
             .map_err(dberr("migrating planck_seed_saved"))?;
     }
     Ok(())
+}
+
+/// Whether [`SEEDED`] exists; an error when a table of that name is not planck's.
+async fn seeded_exists(c: &Client) -> Result<bool> {
+    let marked: Option<bool> = c
+        .query_opt(
+            "SELECT obj_description(c.oid, 'pg_class') IS NOT DISTINCT FROM $2
+               FROM pg_class c WHERE c.oid = to_regclass($1)",
+            &[&SEEDED, &SEEDED_MARKER],
+        )
+        .await
+        .map_err(dberr("looking for planck.seeded"))?
+        .map(|r| r.get(0));
+    match marked {
+        None => Ok(false),
+        Some(true) => Ok(true),
+        Some(false) => Err(not_ours(SEEDED, "it lacks planck's marker comment")),
+    }
+}
+
+/// The tables (`schema.table`) an earlier `planck seed` wrote in this database.
+pub async fn seeded(c: &Client) -> Result<std::collections::HashSet<String>> {
+    if !seeded_exists(c).await? {
+        return Ok(Default::default());
+    }
+    // Only a record the current role or a superuser wrote decides what
+    // --truncate replaces.
+    let trusted: bool = c
+        .query_one(
+            "SELECT c.relowner = u.oid OR o.rolsuper
+               FROM pg_class c JOIN pg_roles o ON o.oid = c.relowner
+              CROSS JOIN (SELECT oid FROM pg_roles WHERE rolname = current_user) u
+              WHERE c.oid = to_regclass($1)",
+            &[&SEEDED],
+        )
+        .await
+        .map_err(dberr("looking for planck.seeded"))?
+        .get(0);
+    if !trusted {
+        return Ok(Default::default());
+    }
+    Ok(c.query(&format!("SELECT table_name FROM {SEEDED}"), &[])
+        .await
+        .map_err(dberr("reading planck.seeded"))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+}
+
+/// Records that this seed writes `tables` (`schema.table`), before it
+/// writes them: a run stopped halfway still left planck's rows there.
+pub async fn record_seeded(c: &Client, tables: &[String], seed: u64) -> Result<()> {
+    if tables.is_empty() {
+        return Ok(());
+    }
+    c.execute(
+        "SELECT pg_advisory_lock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("waiting to create planck's bookkeeping"))?;
+    let created = create_seeded(c).await;
+    c.execute(
+        "SELECT pg_advisory_unlock($1, $2)",
+        &[&LOCK_CLASS, &LOCK_SAVE],
+    )
+    .await
+    .map_err(dberr("releasing a lock"))?;
+    created?;
+    let recorded = c
+        .execute(
+            &format!(
+                "INSERT INTO {SEEDED} (table_name, seed) SELECT t, $2 FROM unnest($1::text[]) t
+                 ON CONFLICT (table_name) DO UPDATE SET seed = excluded.seed, seeded_at = now()"
+            ),
+            &[&tables, &(seed as i64)],
+        )
+        .await;
+    match recorded {
+        // Another role (a superuser) keeps the record: its next --truncate
+        // keeps these tables' rows, as it would rows the migrations wrote.
+        Err(e) if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) => Ok(()),
+        r => r
+            .map(|_| ())
+            .map_err(dberr("recording the tables planck seeds")),
+    }
+}
+
+async fn create_seeded(c: &Client) -> Result<()> {
+    if seeded_exists(c).await? {
+        return Ok(());
+    }
+    // As superuser, event triggers (Supabase-style databases have them)
+    // do not fire on planck's own DDL, as during the load.
+    let quiet: bool = c
+        .query_one(
+            "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
+            &[],
+        )
+        .await
+        .map_err(dberr("reading the role"))?
+        .get(0);
+    if quiet {
+        c.batch_execute("SET session_replication_role = replica")
+            .await
+            .map_err(dberr("silencing event triggers"))?;
+    }
+    let created = create_seeded_table(c).await;
+    if quiet {
+        c.batch_execute("RESET session_replication_role")
+            .await
+            .map_err(dberr("resetting session_replication_role"))?;
+    }
+    created
+}
+
+async fn create_seeded_table(c: &Client) -> Result<()> {
+    ensure_schema(c).await?;
+    // One simple-protocol string is one transaction: the table never
+    // exists without its marker.
+    c.batch_execute(&format!(
+        "CREATE TABLE {SEEDED} (
+            table_name text PRIMARY KEY,
+            seed bigint NOT NULL,
+            seeded_at timestamptz NOT NULL DEFAULT now());
+         COMMENT ON TABLE {SEEDED} IS {};
+         GRANT SELECT ON {SEEDED} TO PUBLIC",
+        crate::db::quote_literal(SEEDED_MARKER)
+    ))
+    .await
+    .map_err(dberr("creating planck.seeded"))
 }
 
 /// Saves one dropped foreign key (inside the caller's transaction, before the drop).

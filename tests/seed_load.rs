@@ -470,14 +470,32 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
     let again = seed_json(&db, &["--no-spec", "--rows", "500"]);
     assert!(again.tables.is_empty(), "{:?}", again.tables);
     assert_eq!(again.tables_kept.len(), 6);
-    // --truncate replaces what the seed wrote (here: every table that holds
-    // rows) but never a migration tool's bookkeeping.
+    // --truncate replaces what an earlier seed wrote (customers, grants:
+    // planck.seeded says so), keeps the rows the migrations wrote, and never
+    // touches a migration tool's bookkeeping.
     let migrations = one(
         &db,
         "SELECT string_agg(id || name, ',' ORDER BY id) FROM django_migrations",
     );
     let replaced = seed_json(&db, &["--no-spec", "--rows", "50", "--truncate"]);
-    assert_eq!(replaced.tables_kept, vec!["django_migrations".to_string()]);
+    let mut kept = replaced.tables_kept.clone();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec!["content_type", "country", "django_migrations", "permission"]
+    );
+    assert_eq!(
+        one(&db, fixed),
+        before,
+        "--truncate replaced reference rows"
+    );
+    for t in ["customers", "grants"] {
+        assert_eq!(
+            one(&db, &format!("SELECT count(*) FROM {t}")),
+            rows_of(&replaced, t).to_string(),
+            "{t} was not replaced"
+        );
+    }
     assert_eq!(
         one(
             &db,
@@ -492,6 +510,16 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
         ),
         "0"
     );
+    // A table the spec names is the user's choice: --truncate replaces it.
+    let named = seed_spec_json(
+        &db,
+        "[tables.country]\nrows = 5\n",
+        &["--rows", "50", "--truncate"],
+    );
+    assert_eq!(rows_of(&named, "country"), 5);
+    assert_eq!(one(&db, "SELECT count(*) FROM country"), "5");
+    assert!(!named.tables_kept.contains(&"country".to_string()));
+    assert!(named.tables_kept.contains(&"content_type".to_string()));
 }
 
 /// Whether healthchecks' `manage.sh` finds a Python 3.12+, looking where it
@@ -723,8 +751,16 @@ fn a_reference_key_planck_cannot_pick_is_a_plan_error() {
     );
     assert!(err.contains("--truncate"), "{err}");
     assert_eq!(one(&db, "SELECT count(*) FROM visits"), "0");
-    // With --truncate the table is replaced, and the seed goes through.
-    let v = seed_json(&db, &["--no-spec", "--rows", "10", "--truncate"]);
+    // --truncate alone keeps what the migrations wrote: still refused.
+    let out = seed(&db, &["--no-spec", "--rows", "10", "--truncate"]);
+    assert_exit(&out, 2);
+    // Named in the spec with --truncate, the table is replaced, and the
+    // seed goes through.
+    let v = seed_spec_json(
+        &db,
+        "[tables.days]\nrows = 10\n",
+        &["--rows", "10", "--truncate"],
+    );
     assert!(rows_of(&v, "visits") > 0);
     assert_eq!(
         one(&db, "SELECT count(*) FROM visits"),

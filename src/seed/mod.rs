@@ -102,12 +102,14 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     if cat.tables.iter().all(|t| t.migration_bookkeeping) {
         return Err(unmigrated(&client).await);
     }
+    let seeded = bookkeeping::seeded(&client).await?;
     let kept = reference::Kept::decide(
         &client,
         &cat,
         &mut sf,
         opts.scale,
         opts.truncate,
+        &seeded,
         opts.shard.is_some(),
         writes,
     )
@@ -138,6 +140,16 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         summary.notes.tables_kept = kept_names;
         return Ok(summary);
     };
+    let writing: Vec<String> = plan
+        .tables
+        .iter()
+        .filter(|t| !kept.skipped_oids(&cat).contains(&t.oid))
+        .map(|t| {
+            let table = &cat.tables[t.cat];
+            format!("{}.{}", table.schema, table.name)
+        })
+        .collect();
+    bookkeeping::record_seeded(lock.client(), &writing, plan.seed).await?;
     let report = load::run(
         conn,
         plan.clone(),

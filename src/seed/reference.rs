@@ -37,8 +37,9 @@ pub struct Kept {
 impl Kept {
     /// Decides what to keep, reads the reference tables' keys, and writes
     /// both into the spec: bookkeeping excluded, each reference table sized
-    /// to its keys. `replace`: `--truncate` (tables that hold rows are
-    /// replaced); `sharded`: shards append to what other shards wrote, so
+    /// to its keys. `replace`: `--truncate`, which replaces the rows of the
+    /// tables an earlier seed wrote (`seeded`, as `schema.table`) and of
+    /// those the spec names, and keeps the rows of the others; `sharded`: shards append to what other shards wrote, so
     /// only bookkeeping is kept; `writes`: false for a dry run, where a
     /// table the spec sizes plans as the spec says even when it holds rows
     /// (the real run then says it needs --truncate).
@@ -48,6 +49,7 @@ impl Kept {
         sf: &mut SpecFile,
         scale: f64,
         replace: bool,
+        seeded: &std::collections::HashSet<String>,
         sharded: bool,
         writes: bool,
     ) -> Result<Kept> {
@@ -78,7 +80,9 @@ impl Kept {
                 kept.bookkeeping.push(i);
                 continue;
             }
-            if replace || sharded || !t.has_rows || excluded.contains(&i) {
+            let replaced = replace
+                && (named.is_some() || seeded.contains(&format!("{}.{}", t.schema, t.name)));
+            if replaced || sharded || !t.has_rows || excluded.contains(&i) {
                 continue;
             }
             if let Some(k) = named {
@@ -172,11 +176,11 @@ impl Kept {
                              uuid columns only (this one is {})",
                             col.type_name
                         ),
-                        hint: Some(
-                            "pass --truncate to replace the table's rows, or exclude the tables \
-                             that reference it"
-                                .into(),
-                        ),
+                        hint: Some(format!(
+                            "to replace the table's rows, name it in the spec ([tables.{}] with \
+                             rows = N) and pass --truncate; or exclude the tables that reference it",
+                            table.name
+                        )),
                     })?;
                 tp.cols[c].generator = Gen::Listed(Arc::new(vals));
             }
