@@ -16,6 +16,8 @@ pub mod generate;
 pub mod layout;
 pub mod load;
 pub mod rng;
+pub mod server_check;
+pub mod shape;
 pub mod spec;
 pub mod summary;
 
