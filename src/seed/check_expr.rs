@@ -391,7 +391,10 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
                     _ => None,
                 })
                 .collect();
-            let rest: Vec<&Ex> = v.iter().filter(|x| !matches!(x, Ex::IsNull(_, true))).collect();
+            let rest: Vec<&Ex> = v
+                .iter()
+                .filter(|x| !matches!(x, Ex::IsNull(_, true)))
+                .collect();
             match rest.as_slice() {
                 [] if guards.len() >= 2 => null_group(&guards, NullRule::AtMostOne, e, out),
                 [one] => conjunct(one, vn, out),
@@ -399,30 +402,19 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
             }
         }
         Ex::Or(v) => {
-            // (a = 'x') OR (a = 'y'): an IN list.
-            let mut col = None;
-            let mut lits = Vec::new();
+            if in_list_or(v, vn, out) {
+                return true;
+            }
+            // Values that meet one branch meet the OR: the first branch planck reads.
             for x in v {
-                match x {
-                    Ex::Cmp(l, op, r) if op == "=" => match (col_of(l, vn), &**r) {
-                        (Some(c), Ex::Lit(lit)) if col.as_ref().is_none_or(|k| *k == c) => {
-                            col = Some(c);
-                            lits.push(lit.clone());
-                        }
-                        _ => return false,
-                    },
-                    _ => return false,
+                let mut scratch = out.clone();
+                if conjunct(x, vn, &mut scratch) {
+                    *out = scratch;
+                    return true;
                 }
             }
-            match col {
-                Some(c) => {
-                    out.entry(c).or_default().in_list = Some(lits);
-                    true
-                }
-                None => false,
-            }
-        }
-        // A boolean column: `CHECK (active)`, `CHECK (NOT archived)`.
+            false
+        } // A boolean column: `CHECK (active)`, `CHECK (NOT archived)`.
         Ex::Col(_) => match col_of(e, vn) {
             Some(c) => {
                 out.entry(c).or_default().in_list = Some(vec![Lit::Bool(true)]);
@@ -469,8 +461,7 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
             null_group(&[a, b], rule, e, out)
         }
         // num_nonnulls(a, b, c) = 1, num_nulls(a, b) >= 1, ...
-        Ex::Cmp(l, op, r)
-            if matches!(&**l, Ex::Func(f, _) if f == "num_nonnulls" || f == "num_nulls") =>
+        Ex::Cmp(l, op, r) if matches!(&**l, Ex::Func(f, _) if f == "num_nonnulls" || f == "num_nulls") =>
         {
             let (Ex::Func(f, args), Ex::Lit(Lit::Num(n))) = (&**l, &**r) else {
                 return false;
@@ -541,7 +532,8 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
         }
         // col <> ''
         Ex::Cmp(l, op, r)
-            if (op == "<>" || op == "!=") && matches!(&**r, Ex::Lit(Lit::Str(s)) if s.is_empty()) =>
+            if (op == "<>" || op == "!=")
+                && matches!(&**r, Ex::Lit(Lit::Str(s)) if s.is_empty()) =>
         {
             match col_of(l, vn) {
                 Some(c) => {
@@ -599,8 +591,38 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
     }
 }
 
+/// `(a = 'x') OR (a = 'y')`: an IN list.
+fn in_list_or(v: &[Ex], vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> bool {
+    let mut col = None;
+    let mut lits = Vec::new();
+    for x in v {
+        match x {
+            Ex::Cmp(l, op, r) if op == "=" => match (col_of(l, vn), &**r) {
+                (Some(c), Ex::Lit(lit)) if col.as_ref().is_none_or(|k| *k == c) => {
+                    col = Some(c);
+                    lits.push(lit.clone());
+                }
+                _ => return false,
+            },
+            _ => return false,
+        }
+    }
+    match col {
+        Some(c) => {
+            out.entry(c).or_default().in_list = Some(lits);
+            true
+        }
+        None => false,
+    }
+}
+
 /// Puts `cols` in one NULL group (a column in two groups is beyond this).
-fn null_group(cols: &[String], rule: NullRule, e: &Ex, out: &mut BTreeMap<String, ColFacts>) -> bool {
+fn null_group(
+    cols: &[String],
+    rule: NullRule,
+    e: &Ex,
+    out: &mut BTreeMap<String, ColFacts>,
+) -> bool {
     let mut uniq = cols.to_vec();
     uniq.sort();
     uniq.dedup();

@@ -691,9 +691,15 @@ fn after(kind: &TypeKind, base: &Val, min: i64, max: i64, h: u64) -> Option<Val>
         }
         (TypeKind::Date, b) => {
             let b = b.as_i64()?;
-            let lo = if min > 0 { (min / DAY_MICROS).max(1) } else { 0 };
+            let lo = if min > 0 {
+                (min / DAY_MICROS).max(1)
+            } else {
+                0
+            };
             let days = pick(lo, (max / DAY_MICROS).max(lo));
-            Some(Val::Micros(b.div_euclid(DAY_MICROS) * DAY_MICROS + days * DAY_MICROS))
+            Some(Val::Micros(
+                b.div_euclid(DAY_MICROS) * DAY_MICROS + days * DAY_MICROS,
+            ))
         }
         (_, b) => Some(Val::Micros(b.as_i64()? + pick(min, max))),
     }

@@ -653,8 +653,19 @@ fn check_facts(
     }
     // Attempts redraw what the constraints read, except keys (inputs, never
     // redrawn: foreign keys are arithmetic on parent rows) and generated columns.
+    // A unique key that holds a smaller one (koji's UNIQUE (id, draft) over
+    // PRIMARY KEY (id)) holds whatever its other columns are.
+    let implied = |u: &crate::catalog::schema::Unique| {
+        table
+            .uniques
+            .iter()
+            .any(|v| v.cols.len() < u.cols.len() && v.cols.iter().all(|c| u.cols.contains(c)))
+    };
     let key = |c: usize| {
-        table.uniques.iter().any(|u| u.cols.contains(&c))
+        table
+            .uniques
+            .iter()
+            .any(|u| u.cols.contains(&c) && (!implied(u) || u.cols.len() == 1))
             || table.fks.iter().any(|f| f.cols.contains(&c))
             || table.columns[c].generated
     };
@@ -692,7 +703,13 @@ fn native_fits(table: &crate::catalog::schema::Table, m: &BTreeMap<String, ColFa
         let col = &table.columns[c];
         let text = col.kind.is_text() && !col.type_name.contains("citext");
         if let Some((p, icase)) = &f.regex
-            && (!text || shape::native_regex(p, *icase).is_none())
+            && (!text
+                || shape::native_regex(
+                    p,
+                    *icase,
+                    col.max_len.min(f.max_len).or(col.max_len.or(f.max_len)),
+                )
+                .is_none())
         {
             return false;
         }
@@ -708,20 +725,32 @@ fn native_fits(table: &crate::catalog::schema::Table, m: &BTreeMap<String, ColFa
 
 /// The shape a column's facts ask of its values (None: nothing beyond bounds).
 fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Shape>> {
+    let max_len = match (col.max_len, f.max_len) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let s = Shape {
         regex: f
             .regex
             .as_ref()
-            .and_then(|(p, i)| shape::native_regex(p, *i))
+            .and_then(|(p, i)| shape::native_regex(p, *i, max_len))
             .map(std::sync::Arc::new),
         pattern: f.regex.as_ref().map(|r| r.0.clone()),
         lower: f.lower,
         trim: f.trim,
         nonempty: f.nonempty,
-        max_len: match (col.max_len, f.max_len) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        },
+        max_len,
+        not_eq: f
+            .not_eq
+            .iter()
+            .filter_map(|l| match (l, &col.kind) {
+                (check_expr::Lit::Num(n), k) if k.is_int() && n.fract() == 0.0 => {
+                    Some(Val::Int(*n as i64))
+                }
+                (check_expr::Lit::Str(t), k) if k.is_text() => Some(Val::Text(t.clone())),
+                _ => None,
+            })
+            .collect(),
         nulls: f.nulls.map(|(rule, key, index, size)| shape::NullGroup {
             rule,
             key,

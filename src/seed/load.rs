@@ -50,8 +50,8 @@ use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
 use crate::output::Log;
 use crate::seed::copy;
-use crate::seed::server_check;
 use crate::seed::layout::{Plan, TablePlan};
+use crate::seed::server_check;
 use crate::signal::{self, Signals};
 
 const CHUNK_BYTES: usize = 4 << 20;
@@ -954,7 +954,12 @@ async fn load_table_on(
         eprintln!(
             "planck: {}: CHECK {} evaluated by the server: acceptance {:.1}% ({} candidates for {} rows, {} set to NULL)",
             tp.display,
-            tp.checked.checks.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "),
+            tp.checked
+                .checks
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
             st.acceptance() * 100.0,
             st.candidates,
             st.rows,

@@ -159,7 +159,11 @@ fn encode_candidates(plan: &Plan, t: usize, cols: &[usize], rows: &[u64], attemp
         buf.put_i16(cols.len() as i16 + 1);
         copy::encode(&TypeKind::Int8, &Val::Int(row as i64), &mut buf);
         for &c in cols {
-            copy::encode(&tp.cols[c].kind, &value_at(plan, t, c, &ctx, attempt), &mut buf);
+            copy::encode(
+                &tp.cols[c].kind,
+                &value_at(plan, t, c, &ctx, attempt),
+                &mut buf,
+            );
         }
     }
     buf
@@ -372,12 +376,17 @@ async fn no_candidate(
     let probe = async {
         tx.batch_execute("TRUNCATE pg_temp.planck_candidates")
             .await?;
-        send(tx, copy_stmt, vec![encode_candidates(plan, t, cols, &[row], 0)]).await?;
+        send(
+            tx,
+            copy_stmt,
+            vec![encode_candidates(plan, t, cols, &[row], 0)],
+        )
+        .await?;
         let rows = tx.query(&rejected_sql(plan, t, Some(row)), &[]).await?;
         let cand = tx
             .query_one(
                 &format!(
-                    "SELECT row_to_json(c)::text FROM pg_temp.planck_candidates c WHERE {} = $1",
+                    "SELECT (to_jsonb(c) - '{ORD}')::text FROM pg_temp.planck_candidates c WHERE {} = $1",
                     quote_ident(ORD)
                 ),
                 &[&(row as i64)],

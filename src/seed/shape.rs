@@ -54,11 +54,18 @@ pub struct Shape {
     /// varchar(n)/char(n) or `char_length(col) <= n`.
     pub max_len: Option<usize>,
     pub nulls: Option<NullGroup>,
+    /// Values a CHECK excludes (`col <> 0`): a draw that hits one moves off it.
+    pub not_eq: Vec<Val>,
 }
 
 impl Shape {
     pub fn is_empty(&self) -> bool {
-        self.regex.is_none() && !self.lower && !self.trim && !self.nonempty && self.nulls.is_none()
+        self.regex.is_none()
+            && !self.lower
+            && !self.trim
+            && !self.nonempty
+            && self.nulls.is_none()
+            && self.not_eq.is_empty()
     }
 }
 
@@ -90,10 +97,25 @@ pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> V
             }
         }
     }
-    match v {
+    let mut v = match v {
         Val::Text(text) => Val::Text(shape_text(s, text, h)),
         other => other,
+    };
+    // Off an excluded value: the next integer, or one more character.
+    for _ in 0..s.not_eq.len() + 1 {
+        if !s.not_eq.contains(&v) {
+            break;
+        }
+        v = match v {
+            Val::Int(i) => Val::Int(if i == i64::MAX { i - 1 } else { i + 1 }),
+            Val::Text(mut t) => {
+                t.push('x');
+                Val::Text(t)
+            }
+            other => other,
+        };
     }
+    v
 }
 
 fn shape_text(s: &Shape, mut text: String, h: u64) -> String {
@@ -137,7 +159,11 @@ fn shape_text(s: &Shape, mut text: String, h: u64) -> String {
 /// the word-boundary and anchor escapes PostgreSQL alone has (`\m \M \y \Y
 /// \A \Z`), octal/hex escapes, and anything `regex-syntax` rejects. `\d \w
 /// \s` stand for their ASCII classes (PostgreSQL's are locale-dependent).
-pub fn native_regex(pattern: &str, icase: bool) -> Option<rand_regex::Regex> {
+pub fn native_regex(
+    pattern: &str,
+    icase: bool,
+    max_len: Option<usize>,
+) -> Option<rand_regex::Regex> {
     if pattern.starts_with("***") || pattern.contains("(?") || pattern.contains("[[.") {
         return None;
     }
@@ -210,15 +236,18 @@ pub fn native_regex(pattern: &str, icase: bool) -> Option<rand_regex::Regex> {
     let mut pb = regex_syntax::ParserBuilder::new();
     pb.case_insensitive(icase).utf8(true);
     let hir = pb.build().parse(&out).ok()?;
-    rand_regex::Regex::with_hir(unanchored(printable(&hir)?)?, 8).ok()
+    let cap = max_len.map_or(u32::MAX, |m| m.min(u32::MAX as usize) as u32);
+    rand_regex::Regex::with_hir(unanchored(printable(&hir, cap)?)?, 8).ok()
 }
 
 /// `hir` with every class narrowed to printable ASCII: what is drawn stays
 /// inside the class (so PostgreSQL matches it too) and within any database
 /// encoding, whatever Unicode classes mean under the server's locale. None
 /// when a class holds no printable ASCII.
-fn printable(hir: &regex_syntax::hir::Hir) -> Option<regex_syntax::hir::Hir> {
-    use regex_syntax::hir::{Capture, Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition};
+fn printable(hir: &regex_syntax::hir::Hir, cap: u32) -> Option<regex_syntax::hir::Hir> {
+    use regex_syntax::hir::{
+        Capture, Class, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition,
+    };
     Some(match hir.kind() {
         HirKind::Class(Class::Unicode(u)) => {
             let mut c = u.clone();
@@ -229,20 +258,25 @@ fn printable(hir: &regex_syntax::hir::Hir) -> Option<regex_syntax::hir::Hir> {
             Hir::class(Class::Unicode(c))
         }
         HirKind::Class(Class::Bytes(_)) => return None,
+        // No repetition longer than the column holds (a varchar(12) under `{1,100}`).
+        HirKind::Repetition(r) if r.min > cap => return None,
         HirKind::Repetition(r) => Hir::repetition(Repetition {
             min: r.min,
-            max: r.max,
+            // Unbounded (`+`, `*`): eight more at most, as rand_regex would.
+            max: Some(r.max.unwrap_or(r.min.saturating_add(8)).min(cap.max(r.min))),
             greedy: r.greedy,
-            sub: Box::new(printable(&r.sub)?),
+            sub: Box::new(printable(&r.sub, cap)?),
         }),
         HirKind::Capture(c) => Hir::capture(Capture {
             index: c.index,
             name: c.name.clone(),
-            sub: Box::new(printable(&c.sub)?),
+            sub: Box::new(printable(&c.sub, cap)?),
         }),
-        HirKind::Concat(v) => Hir::concat(v.iter().map(printable).collect::<Option<_>>()?),
+        HirKind::Concat(v) => {
+            Hir::concat(v.iter().map(|h| printable(h, cap)).collect::<Option<_>>()?)
+        }
         HirKind::Alternation(v) => {
-            Hir::alternation(v.iter().map(printable).collect::<Option<_>>()?)
+            Hir::alternation(v.iter().map(|h| printable(h, cap)).collect::<Option<_>>()?)
         }
         _ => hir.clone(),
     })
@@ -266,10 +300,14 @@ fn unanchored(hir: regex_syntax::hir::Hir) -> Option<regex_syntax::hir::Hir> {
     match hir.kind() {
         HirKind::Concat(v) => {
             let mut v = v.clone();
-            if v.first().is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::Start))) {
+            if v.first()
+                .is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::Start)))
+            {
                 v.remove(0);
             }
-            if v.last().is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::End))) {
+            if v.last()
+                .is_some_and(|h| matches!(h.kind(), HirKind::Look(Look::End)))
+            {
                 v.pop();
             }
             (!v.iter().any(has_look)).then(|| Hir::concat(v))
@@ -331,7 +369,7 @@ mod tests {
             ("^[^@ ]+@[^@ ]+$", false),
             ("[0-9]", false),
         ] {
-            let re = native_regex(p, icase).unwrap_or_else(|| panic!("{p} refused"));
+            let re = native_regex(p, icase, None).unwrap_or_else(|| panic!("{p} refused"));
             let check = regex::RegexBuilder::new(p)
                 .case_insensitive(icase)
                 .build()
@@ -355,7 +393,7 @@ mod tests {
             "[[.space.]]",
             "\\Aabc\\Z",
         ] {
-            assert!(native_regex(p, false).is_none(), "{p} accepted");
+            assert!(native_regex(p, false, None).is_none(), "{p} accepted");
         }
     }
 
