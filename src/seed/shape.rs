@@ -120,7 +120,7 @@ pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> V
 
 fn shape_text(s: &Shape, mut text: String, h: u64) -> String {
     if let Some(re) = &s.regex {
-        let mut r = ValueRng::new(rng::mix(h ^ 0x7265_6765_78));
+        let mut r = ValueRng::new(rng::mix(h ^ 0x0072_6567_6578));
         let mut best: Option<String> = None;
         // A draw longer than the column allows is drawn again (a few times).
         for _ in 0..8 {
