@@ -600,10 +600,20 @@ fn tenant_of(cat: &Catalog, sf: &SpecFile, res: &Resolved) -> Result<Option<usiz
 /// server over candidate rows at load time (see [`server_check`]).
 fn check_facts(
     table: &crate::catalog::schema::Table,
-    _ci: usize,
+    ci: usize,
     display: &str,
-    _res: &Resolved,
+    res: &Resolved,
 ) -> Result<(Vec<ColFacts>, ServerChecks)> {
+    // A column the spec gives a generator keeps it: a shape (regex, case,
+    // NULL pattern) would overwrite its values, so the server checks them.
+    let spec_shaped = |m: &BTreeMap<String, ColFacts>| {
+        m.iter().any(|(name, f)| {
+            table
+                .column(name)
+                .is_some_and(|c| res.columns.contains_key(&(ci, c)))
+                && (f.regex.is_some() || f.lower || f.trim || f.nonempty || f.nulls.is_some())
+        })
+    };
     let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
     let mut checks: Vec<ServerCheck> = Vec::new();
     let unreadable = |def: &str, col: Option<&str>| {
@@ -615,7 +625,8 @@ fn check_facts(
         )
     };
     for ch in &table.checks {
-        match check_expr::facts(&ch.def, None).filter(|m| native_fits(table, m)) {
+        match check_expr::facts(&ch.def, None).filter(|m| native_fits(table, m) && !spec_shaped(m))
+        {
             Some(m) => {
                 for (name, f) in m {
                     if let Some(c) = table.column(&name) {
@@ -634,7 +645,9 @@ fn check_facts(
     }
     for (c, col) in table.columns.iter().enumerate() {
         for d in &col.domain_checks {
-            match check_expr::facts(d, Some(&col.name)).filter(|m| native_fits(table, m)) {
+            match check_expr::facts(d, Some(&col.name))
+                .filter(|m| native_fits(table, m) && !spec_shaped(m))
+            {
                 Some(m) => {
                     for (_, f) in m {
                         check_expr::merge(&mut facts[c], f);
