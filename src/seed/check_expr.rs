@@ -56,6 +56,8 @@ pub struct ColFacts {
     pub nonempty: bool,
     /// A NULL pattern over several columns: (rule, constraint key, index, size).
     pub nulls: Option<(NullRule, u64, usize, usize)>,
+    /// `col IS NULL` as a conjunct: the column is always NULL.
+    pub is_null: bool,
 }
 
 pub use crate::seed::shape::NullRule;
@@ -356,6 +358,13 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
             }
             None => false,
         },
+        Ex::IsNull(x, true) => match col_of(x, vn) {
+            Some(c) => {
+                out.entry(c).or_default().is_null = true;
+                true
+            }
+            None => false,
+        },
         Ex::Not(x) => match &**x {
             Ex::IsNull(y, true) => conjunct(&Ex::IsNull(y.clone(), false), vn, out),
             Ex::Col(_) => match col_of(x, vn) {
@@ -405,15 +414,26 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
             if in_list_or(v, vn, out) {
                 return true;
             }
-            // Values that meet one branch meet the OR: the first branch planck reads.
+            // Values that meet one branch meet the OR: of the branches planck
+            // reads, the one with the fewest NOT NULL demands (a nullable
+            // foreign key cannot promise a value; a NULL it can always give).
+            let mut best: Option<(usize, BTreeMap<String, ColFacts>)> = None;
             for x in v {
                 let mut scratch = out.clone();
                 if conjunct(x, vn, &mut scratch) {
-                    *out = scratch;
-                    return true;
+                    let demands = scratch.values().filter(|f| f.not_null).count();
+                    if best.as_ref().is_none_or(|(d, _)| demands < *d) {
+                        best = Some((demands, scratch));
+                    }
                 }
             }
-            false
+            match best {
+                Some((_, m)) => {
+                    *out = m;
+                    true
+                }
+                None => false,
+            }
         } // A boolean column: `CHECK (active)`, `CHECK (NOT archived)`.
         Ex::Col(_) => match col_of(e, vn) {
             Some(c) => {
@@ -680,6 +700,7 @@ pub fn merge(into: &mut ColFacts, f: ColFacts) {
     if f.nulls.is_some() {
         into.nulls = f.nulls;
     }
+    into.is_null |= f.is_null;
 }
 
 /// Reads a token quoted with `q` starting at `cs[*i]` (the opening quote),
@@ -746,6 +767,28 @@ mod tests {
         assert_eq!(f["price"].lo, Some((Lit::Num(0.0), true)));
         let f = facts("CHECK ((char_length(name) <= 20))", None).unwrap();
         assert_eq!(f["name"].max_len, Some(20));
+    }
+
+    #[test]
+    fn koji_paired_nulls_read_their_second_branch() {
+        let f = facts(
+            "CHECK ((((active IS NULL) AND (revoke_event IS NOT NULL) AND (revoker_id IS NOT NULL)) OR ((active IS NOT NULL) AND (revoke_event IS NULL) AND (revoker_id IS NULL))))",
+            None,
+        )
+        .unwrap();
+        assert!(f["active"].not_null);
+        assert!(f["revoke_event"].is_null && f["revoker_id"].is_null);
+        let f = facts("CHECK (((a IS NOT NULL) <> (b IS NOT NULL)))", None).unwrap();
+        assert_eq!(f["a"].nulls.map(|n| n.0), Some(NullRule::ExactlyOne));
+        let f = facts("CHECK ((num_nonnulls(x, y, z) = 1))", None).unwrap();
+        assert_eq!(
+            f["z"].nulls.map(|n| (n.0, n.2, n.3)),
+            Some((NullRule::ExactlyOne, 2, 3))
+        );
+        let f = facts("CHECK (((ended IS NULL) OR (started <= ended)))", None).unwrap();
+        assert_eq!(f["ended"].after, vec![("started".to_string(), false)]);
+        let f = facts("CHECK (active)", None).unwrap();
+        assert_eq!(f["active"].in_list, Some(vec![Lit::Bool(true)]));
     }
 
     #[test]

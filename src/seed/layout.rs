@@ -611,7 +611,12 @@ fn check_facts(
             table
                 .column(name)
                 .is_some_and(|c| res.columns.contains_key(&(ci, c)))
-                && (f.regex.is_some() || f.lower || f.trim || f.nonempty || f.nulls.is_some())
+                && (f.regex.is_some()
+                    || f.lower
+                    || f.trim
+                    || f.nonempty
+                    || f.nulls.is_some()
+                    || f.is_null)
         })
     };
     let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
@@ -729,7 +734,7 @@ fn native_fits(table: &crate::catalog::schema::Table, m: &BTreeMap<String, ColFa
         if (f.lower || f.trim || f.nonempty) && !text {
             return false;
         }
-        if f.nulls.is_some() && col.not_null {
+        if (f.nulls.is_some() || f.is_null) && col.not_null {
             return false;
         }
         true
@@ -764,6 +769,7 @@ fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Sh
                 _ => None,
             })
             .collect(),
+        null: f.is_null,
         nulls: f.nulls.map(|(rule, key, index, size)| shape::NullGroup {
             rule,
             key,

@@ -56,6 +56,8 @@ pub struct Shape {
     pub nulls: Option<NullGroup>,
     /// Values a CHECK excludes (`col <> 0`): a draw that hits one moves off it.
     pub not_eq: Vec<Val>,
+    /// Always NULL (koji's `... OR (active IS NOT NULL AND revoker_id IS NULL)`).
+    pub null: bool,
 }
 
 impl Shape {
@@ -66,6 +68,7 @@ impl Shape {
             && !self.nonempty
             && self.nulls.is_none()
             && self.not_eq.is_empty()
+            && !self.null
     }
 }
 
@@ -85,6 +88,9 @@ pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> V
     let Some(s) = plan.tables[t].cols[c].shape.as_deref() else {
         return v;
     };
+    if s.null {
+        return Val::Null;
+    }
     let mut v = v;
     if let Some(g) = &s.nulls {
         if null_in_group(g, plan.seed, ctx.row) {
