@@ -46,7 +46,21 @@ pub struct ColFacts {
     pub after: Vec<(String, bool)>,
     pub not_null: bool,
     pub not_eq: Vec<Lit>,
+    /// `col ~ 'pattern'` (true: `~*`), or a LIKE pattern read as a regex.
+    pub regex: Option<(String, bool)>,
+    /// `col = lower(col)`.
+    pub lower: bool,
+    /// `col = btrim(col)` (or `trim`).
+    pub trim: bool,
+    /// `col <> ''`, `length(btrim(col)) > 0`.
+    pub nonempty: bool,
+    /// A NULL pattern over several columns: (rule, constraint key, index, size).
+    pub nulls: Option<(NullRule, u64, usize, usize)>,
+    /// `col IS NULL` as a conjunct: the column is always NULL.
+    pub is_null: bool,
 }
+
+pub use crate::seed::shape::NullRule;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -344,8 +358,22 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
             }
             None => false,
         },
+        Ex::IsNull(x, true) => match col_of(x, vn) {
+            Some(c) => {
+                out.entry(c).or_default().is_null = true;
+                true
+            }
+            None => false,
+        },
         Ex::Not(x) => match &**x {
             Ex::IsNull(y, true) => conjunct(&Ex::IsNull(y.clone(), false), vn, out),
+            Ex::Col(_) => match col_of(x, vn) {
+                Some(c) => {
+                    out.entry(c).or_default().in_list = Some(vec![Lit::Bool(false)]);
+                    true
+                }
+                None => false,
+            },
             _ => false,
         },
         Ex::Any(l, op, arr) if op == "=" => {
@@ -362,25 +390,176 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
             out.entry(c).or_default().in_list = Some(lits);
             true
         }
+        Ex::Or(v) if v.iter().any(|x| matches!(x, Ex::IsNull(_, true))) => {
+            // `x IS NULL OR <cond>`: values that meet <cond> meet it.
+            // `a IS NULL OR b IS NULL`: at most one of them is set.
+            let guards: Vec<String> = v
+                .iter()
+                .filter_map(|x| match x {
+                    Ex::IsNull(c, true) => col_of(c, vn),
+                    _ => None,
+                })
+                .collect();
+            let rest: Vec<&Ex> = v
+                .iter()
+                .filter(|x| !matches!(x, Ex::IsNull(_, true)))
+                .collect();
+            match rest.as_slice() {
+                [] if guards.len() >= 2 => null_group(&guards, NullRule::AtMostOne, e, out),
+                [one] => conjunct(one, vn, out),
+                _ => false,
+            }
+        }
         Ex::Or(v) => {
-            // (a = 'x') OR (a = 'y'): an IN list.
-            let mut col = None;
-            let mut lits = Vec::new();
+            if in_list_or(v, vn, out) {
+                return true;
+            }
+            // Values that meet one branch meet the OR: of the branches planck
+            // reads, the one with the fewest NOT NULL demands (a nullable
+            // foreign key cannot promise a value; a NULL it can always give).
+            let mut best: Option<(usize, BTreeMap<String, ColFacts>)> = None;
             for x in v {
-                match x {
-                    Ex::Cmp(l, op, r) if op == "=" => match (col_of(l, vn), &**r) {
-                        (Some(c), Ex::Lit(lit)) if col.as_ref().is_none_or(|k| *k == c) => {
-                            col = Some(c);
-                            lits.push(lit.clone());
-                        }
-                        _ => return false,
-                    },
-                    _ => return false,
+                let mut scratch = out.clone();
+                if conjunct(x, vn, &mut scratch) {
+                    let demands = scratch.values().filter(|f| f.not_null).count();
+                    if best.as_ref().is_none_or(|(d, _)| demands < *d) {
+                        best = Some((demands, scratch));
+                    }
                 }
             }
-            match col {
+            match best {
+                Some((_, m)) => {
+                    *out = m;
+                    true
+                }
+                None => false,
+            }
+        } // A boolean column: `CHECK (active)`, `CHECK (NOT archived)`.
+        Ex::Col(_) => match col_of(e, vn) {
+            Some(c) => {
+                out.entry(c).or_default().in_list = Some(vec![Lit::Bool(true)]);
+                true
+            }
+            None => false,
+        },
+        Ex::Cmp(l, op, r) if op == "~" || op == "~*" || op == "~~" => {
+            let (Some(c), Ex::Lit(Lit::Str(p))) = (col_of(l, vn), &**r) else {
+                return false;
+            };
+            let re = if op == "~~" {
+                match crate::seed::shape::like_regex(p) {
+                    Some(re) => re,
+                    None => return false,
+                }
+            } else {
+                p.clone()
+            };
+            let f = out.entry(c).or_default();
+            if f.regex.is_some() {
+                return false;
+            }
+            f.regex = Some((re, op == "~*"));
+            true
+        }
+        // (a IS NOT NULL) <> (b IS NOT NULL): exactly one; (a IS NULL) = (b IS NULL): both or neither.
+        Ex::Cmp(l, op, r)
+            if matches!((&**l, &**r), (Ex::IsNull(..), Ex::IsNull(..)))
+                && (op == "<>" || op == "=") =>
+        {
+            let (Ex::IsNull(a, na), Ex::IsNull(b, nb)) = (&**l, &**r) else {
+                return false;
+            };
+            let (Some(a), Some(b)) = (col_of(a, vn), col_of(b, vn)) else {
+                return false;
+            };
+            let same = (na == nb) == (op == "=");
+            let rule = if same {
+                NullRule::AllOrNone
+            } else {
+                NullRule::ExactlyOne
+            };
+            null_group(&[a, b], rule, e, out)
+        }
+        // num_nonnulls(a, b, c) = 1, num_nulls(a, b) >= 1, ...
+        Ex::Cmp(l, op, r) if matches!(&**l, Ex::Func(f, _) if f == "num_nonnulls" || f == "num_nulls") =>
+        {
+            let (Ex::Func(f, args), Ex::Lit(Lit::Num(n))) = (&**l, &**r) else {
+                return false;
+            };
+            let cols: Option<Vec<String>> = args.iter().map(|a| col_of(a, vn)).collect();
+            let Some(cols) = cols else { return false };
+            let k = cols.len() as f64;
+            // The number of columns set that the comparison asks for.
+            let set = |x: f64| if f == "num_nulls" { k - x } else { x };
+            let rule = match op.as_str() {
+                "=" if set(*n) == 1.0 => NullRule::ExactlyOne,
+                ">=" if f == "num_nonnulls" && *n == 1.0 => NullRule::ExactlyOne,
+                ">" if f == "num_nonnulls" && *n == 0.0 => NullRule::ExactlyOne,
+                "<=" if f == "num_nonnulls" && *n == 1.0 => NullRule::AtMostOne,
+                "<" if f == "num_nonnulls" && *n == 2.0 => NullRule::AtMostOne,
+                // At least n NULLs, n < k: at most one set leaves k - 1.
+                ">=" if f == "num_nulls" && *n >= 1.0 && *n <= k - 1.0 => NullRule::AtMostOne,
+                ">" if f == "num_nulls" && *n >= 0.0 && *n <= k - 2.0 => NullRule::AtMostOne,
+                _ => return false,
+            };
+            null_group(&cols, rule, e, out)
+        }
+        // col = lower(col), col = btrim(col) (either side).
+        Ex::Cmp(l, op, r)
+            if op == "="
+                && (matches!(&**r, Ex::Func(..)) || matches!(&**l, Ex::Func(..)))
+                && (col_of(l, vn).is_some() || col_of(r, vn).is_some()) =>
+        {
+            let (c, func) = match (col_of(l, vn), col_of(r, vn)) {
+                (Some(c), _) => (c, &**r),
+                (_, Some(c)) => (c, &**l),
+                _ => return false,
+            };
+            let Ex::Func(f, args) = func else {
+                return false;
+            };
+            if args.len() != 1 || col_of(&args[0], vn).as_deref() != Some(c.as_str()) {
+                return false;
+            }
+            let e = out.entry(c).or_default();
+            match f.as_str() {
+                "lower" => e.lower = true,
+                "btrim" | "trim" => e.trim = true,
+                _ => return false,
+            }
+            true
+        }
+        // length(btrim(col)) > 0
+        Ex::Cmp(l, op, r)
+            if matches!(&**l, Ex::Func(f, a) if (f == "length" || f == "char_length")
+                && a.len() == 1 && matches!(&a[0], Ex::Func(g, _) if g == "btrim" || g == "trim")) =>
+        {
+            let Ex::Func(_, a) = &**l else { return false };
+            let Ex::Func(_, inner) = &a[0] else {
+                return false;
+            };
+            let (Some(c), Ex::Lit(Lit::Num(n))) = (inner.first().and_then(|x| col_of(x, vn)), &**r)
+            else {
+                return false;
+            };
+            if !((op == ">" && *n == 0.0) || (op == ">=" && *n == 1.0)) || inner.len() != 1 {
+                return false;
+            }
+            let e = out.entry(c).or_default();
+            e.nonempty = true;
+            e.trim = true;
+            true
+        }
+        // col <> ''
+        Ex::Cmp(l, op, r)
+            if (op == "<>" || op == "!=")
+                && matches!(&**r, Ex::Lit(Lit::Str(s)) if s.is_empty()) =>
+        {
+            match col_of(l, vn) {
                 Some(c) => {
-                    out.entry(c).or_default().in_list = Some(lits);
+                    let e = out.entry(c).or_default();
+                    e.nonempty = true;
+                    e.not_eq.push(Lit::Str(String::new()));
                     true
                 }
                 None => false,
@@ -432,6 +611,55 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
     }
 }
 
+/// `(a = 'x') OR (a = 'y')`: an IN list.
+fn in_list_or(v: &[Ex], vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> bool {
+    let mut col = None;
+    let mut lits = Vec::new();
+    for x in v {
+        match x {
+            Ex::Cmp(l, op, r) if op == "=" => match (col_of(l, vn), &**r) {
+                (Some(c), Ex::Lit(lit)) if col.as_ref().is_none_or(|k| *k == c) => {
+                    col = Some(c);
+                    lits.push(lit.clone());
+                }
+                _ => return false,
+            },
+            _ => return false,
+        }
+    }
+    match col {
+        Some(c) => {
+            out.entry(c).or_default().in_list = Some(lits);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Puts `cols` in one NULL group (a column in two groups is beyond this).
+fn null_group(
+    cols: &[String],
+    rule: NullRule,
+    e: &Ex,
+    out: &mut BTreeMap<String, ColFacts>,
+) -> bool {
+    let mut uniq = cols.to_vec();
+    uniq.sort();
+    uniq.dedup();
+    if uniq.len() != cols.len() || cols.len() < 2 {
+        return false;
+    }
+    let key = crate::seed::rng::name_key(&format!("{e:?}"));
+    for (i, c) in cols.iter().enumerate() {
+        let f = out.entry(c.clone()).or_default();
+        if f.nulls.is_some() {
+            return false;
+        }
+        f.nulls = Some((rule, key, i, cols.len()));
+    }
+    true
+}
+
 /// Facts per column of one CHECK definition; None when it is not understood.
 /// `value_name` renames a domain's `VALUE` to the column.
 pub fn facts(def: &str, value_name: Option<&str>) -> Option<BTreeMap<String, ColFacts>> {
@@ -463,6 +691,16 @@ pub fn merge(into: &mut ColFacts, f: ColFacts) {
     into.after.extend(f.after);
     into.not_null |= f.not_null;
     into.not_eq.extend(f.not_eq);
+    if f.regex.is_some() {
+        into.regex = f.regex;
+    }
+    into.lower |= f.lower;
+    into.trim |= f.trim;
+    into.nonempty |= f.nonempty;
+    if f.nulls.is_some() {
+        into.nulls = f.nulls;
+    }
+    into.is_null |= f.is_null;
 }
 
 /// Reads a token quoted with `q` starting at `cs[*i]` (the opening quote),
@@ -529,6 +767,28 @@ mod tests {
         assert_eq!(f["price"].lo, Some((Lit::Num(0.0), true)));
         let f = facts("CHECK ((char_length(name) <= 20))", None).unwrap();
         assert_eq!(f["name"].max_len, Some(20));
+    }
+
+    #[test]
+    fn koji_paired_nulls_read_their_second_branch() {
+        let f = facts(
+            "CHECK ((((active IS NULL) AND (revoke_event IS NOT NULL) AND (revoker_id IS NOT NULL)) OR ((active IS NOT NULL) AND (revoke_event IS NULL) AND (revoker_id IS NULL))))",
+            None,
+        )
+        .unwrap();
+        assert!(f["active"].not_null);
+        assert!(f["revoke_event"].is_null && f["revoker_id"].is_null);
+        let f = facts("CHECK (((a IS NOT NULL) <> (b IS NOT NULL)))", None).unwrap();
+        assert_eq!(f["a"].nulls.map(|n| n.0), Some(NullRule::ExactlyOne));
+        let f = facts("CHECK ((num_nonnulls(x, y, z) = 1))", None).unwrap();
+        assert_eq!(
+            f["z"].nulls.map(|n| (n.0, n.2, n.3)),
+            Some((NullRule::ExactlyOne, 2, 3))
+        );
+        let f = facts("CHECK (((ended IS NULL) OR (started <= ended)))", None).unwrap();
+        assert_eq!(f["ended"].after, vec![("started".to_string(), false)]);
+        let f = facts("CHECK (active)", None).unwrap();
+        assert_eq!(f["active"].in_list, Some(vec![Lit::Bool(true)]));
     }
 
     #[test]

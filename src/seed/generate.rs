@@ -11,8 +11,10 @@ use std::fmt::Write as _;
 use fake::Fake;
 use fake::locales::{Data, EN};
 
+use crate::catalog::schema::TypeKind;
 use crate::seed::layout::{Plan, RowCtx};
 use crate::seed::rng::{self, Permutation, ValueRng};
+use crate::seed::{server_check, shape};
 
 /// One generated value, before it is encoded for the column's type.
 #[derive(Debug, Clone, PartialEq)]
@@ -448,10 +450,38 @@ impl Gen {
         let tp = &plan.tables[t];
         let key = tp.cols[c].key;
         let h = rng::hash(plan.seed, tp.key, key, ctx.row);
-        self.eval_h(plan, t, c, ctx, h)
+        let v = self.eval_h(plan, t, c, ctx, h, 0);
+        shape::apply(plan, t, c, ctx, h, v)
     }
 
-    fn eval_h(&self, plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64) -> Val {
+    /// The value of attempt `at` (> 0) of a row whose constraints the server
+    /// checks (see [`crate::seed::server_check`]): the same column and row,
+    /// another draw. Attempt 0 is [`Gen::eval`].
+    /// `redrawn`: the column is one the attempt redraws (else only the
+    /// columns it follows may differ).
+    pub fn eval_attempt(
+        &self,
+        plan: &Plan,
+        t: usize,
+        c: usize,
+        ctx: &RowCtx,
+        at: u8,
+        redrawn: bool,
+    ) -> Val {
+        let tp = &plan.tables[t];
+        let key = tp.cols[c].key;
+        let h0 = rng::hash(plan.seed, tp.key, key, ctx.row);
+        let draw = at.min(server_check::ATTEMPTS - 1);
+        let h = if draw == 0 || !redrawn {
+            h0
+        } else {
+            rng::mix(h0 ^ u64::from(draw).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        };
+        let v = self.eval_h(plan, t, c, ctx, h, at);
+        shape::apply(plan, t, c, ctx, h, v)
+    }
+
+    fn eval_h(&self, plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, at: u8) -> Val {
         let row = ctx.row;
         match self {
             Gen::Null => Val::Null,
@@ -547,13 +577,12 @@ impl Gen {
                 max,
                 fallback,
             } => {
-                let base = plan.value(t, *col, ctx);
-                match base.as_i64() {
-                    Some(b) => {
-                        let gap = min + rng::below(h, (max - min + 1).max(1) as u64) as i64;
-                        Val::Micros(b + gap)
-                    }
-                    None => fallback.eval_h(plan, t, c, ctx, h),
+                // The base of the same attempt: a redrawn base moves its followers.
+                let base = server_check::value_at(plan, t, *col, ctx, at);
+                let kind = &plan.tables[t].cols[c].kind;
+                match after(kind, &base, *min, *max, h) {
+                    Some(v) => v,
+                    None => fallback.eval_h(plan, t, c, ctx, h, at),
                 }
             }
             Gen::Interval => Val::Micros(rng::below(h, 30 * 86_400_000_000) as i64),
@@ -587,7 +616,7 @@ impl Gen {
                     json_str(&mut out, k);
                     out.push_str(": ");
                     let hk = rng::mix(h ^ rng::name_key(k) ^ i as u64);
-                    json_val(&mut out, &g.eval_h(plan, t, c, ctx, hk));
+                    json_val(&mut out, &g.eval_h(plan, t, c, ctx, hk, at));
                 }
                 out.push('}');
                 Val::Json(out)
@@ -597,7 +626,7 @@ impl Gen {
                 let n = r.range(u64::from(*min), u64::from(*max));
                 Val::Array(
                     (0..n)
-                        .map(|_| elem.eval_h(plan, t, c, ctx, r.step()))
+                        .map(|_| elem.eval_h(plan, t, c, ctx, r.step(), at))
                         .collect(),
                 )
             }
@@ -627,10 +656,58 @@ impl Gen {
                 if rng::unit(rng::mix(h ^ 0x6e75_6c6c)) < *p {
                     Val::Null
                 } else {
-                    inner.eval_h(plan, t, c, ctx, h)
+                    inner.eval_h(plan, t, c, ctx, h, at)
                 }
             }
         }
+    }
+}
+
+const DAY_MICROS: i64 = 86_400_000_000;
+
+/// A value of a column of `kind` at or after `base` (strictly after when
+/// `min` > 0), `min`/`max` being a gap in microseconds. Timestamps take the
+/// gap as it is; dates whole days (at least one when strict); numbers read
+/// it in seconds (1 to 30 days: 1 to 2,592,000 units), clamped to the type,
+/// and a numeric keeps the base's scale so rounding cannot undo the order.
+/// None when the base is no value to order after (NULL: any value passes).
+fn after(kind: &TypeKind, base: &Val, min: i64, max: i64, h: u64) -> Option<Val> {
+    let pick = |lo: i64, hi: i64| lo + rng::below(h, (hi - lo + 1).max(1) as u64) as i64;
+    let units = |lo: i64, hi: i64| {
+        let lo = if min > 0 { (lo / 1_000_000).max(1) } else { 0 };
+        pick(lo, (hi / 1_000_000).max(lo))
+    };
+    match (kind, base) {
+        (TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8, b) => {
+            let b = b.as_i64()?;
+            let v = b.saturating_add(units(min, max)).min(kind.int_max());
+            Some(Val::Int(if v <= b && min > 0 { b } else { v }))
+        }
+        (TypeKind::Numeric, Val::Dec(u, s)) => {
+            let g = i128::from(units(min, max)) * 10i128.pow(*s);
+            Some(Val::Dec(u + g, *s))
+        }
+        (TypeKind::Numeric | TypeKind::Float4 | TypeKind::Float8, b) => {
+            let b = match b {
+                Val::Float(f) => *f,
+                Val::Dec(u, s) => *u as f64 / libm::pow(10.0, f64::from(*s)),
+                other => other.as_i64()? as f64,
+            };
+            Some(Val::Float(b + units(min, max) as f64))
+        }
+        (TypeKind::Date, b) => {
+            let b = b.as_i64()?;
+            let lo = if min > 0 {
+                (min / DAY_MICROS).max(1)
+            } else {
+                0
+            };
+            let days = pick(lo, (max / DAY_MICROS).max(lo));
+            Some(Val::Micros(
+                b.div_euclid(DAY_MICROS) * DAY_MICROS + days * DAY_MICROS,
+            ))
+        }
+        (_, b) => Some(Val::Micros(b.as_i64()? + pick(min, max))),
     }
 }
 

@@ -24,6 +24,8 @@ use crate::seed::columns::{
 };
 use crate::seed::generate::{Gen, Text, Val};
 use crate::seed::rng::{self, Permutation, ValueRng};
+use crate::seed::server_check::{self, ServerCheck, ServerChecks};
+use crate::seed::shape::{self, Shape};
 use crate::seed::spec::{self, ColumnSpec, Count, Dist, SpecFile};
 
 /// The fixed seed used when `--seed` is not given.
@@ -87,6 +89,8 @@ pub struct ColPlan {
     /// In the COPY column list (false: the server's default applies).
     pub include: bool,
     pub key: u64,
+    /// What the column's CHECKs ask beyond the generator (regex, case, NULL pattern).
+    pub shape: Option<Box<Shape>>,
 }
 
 #[derive(Debug, Clone)]
@@ -152,6 +156,8 @@ pub struct TablePlan {
     pub joints: Vec<JointGroup>,
     /// (sequence, column) pairs to `setval` after the load.
     pub sequences: Vec<(String, String)>,
+    /// CHECK constraints the server evaluates over candidate rows.
+    pub checked: ServerChecks,
 }
 
 #[derive(Debug, Clone)]
@@ -672,19 +678,44 @@ fn tenant_of(cat: &Catalog, sf: &SpecFile, res: &Resolved) -> Result<Option<usiz
 }
 
 /// Phase: what the table's CHECK constraints (and its columns' domains)
-/// say about each column; an error for one planck cannot read whose columns
-/// the spec does not cover.
+/// say about each column, and the constraints left to the server. A CHECK
+/// is native when [`check_expr::facts`] reads it and its facts fit the
+/// columns' types (see [`native_fits`]); anything else is evaluated by the
+/// server over candidate rows at load time (see [`server_check`]).
 fn check_facts(
     table: &crate::catalog::schema::Table,
     ci: usize,
     display: &str,
     res: &Resolved,
-) -> Result<Vec<ColFacts>> {
-    // Facts from CHECK constraints.
+) -> Result<(Vec<ColFacts>, ServerChecks)> {
+    // A column the spec gives a generator keeps it: a shape (regex, case,
+    // NULL pattern) would overwrite its values, so the server checks them.
+    let spec_shaped = |m: &BTreeMap<String, ColFacts>| {
+        m.iter().any(|(name, f)| {
+            table
+                .column(name)
+                .is_some_and(|c| res.columns.contains_key(&(ci, c)))
+                && (f.regex.is_some()
+                    || f.lower
+                    || f.trim
+                    || f.nonempty
+                    || f.nulls.is_some()
+                    || f.is_null)
+        })
+    };
     let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
-    let mut unparsed: Vec<&crate::catalog::schema::Check> = Vec::new();
+    let mut checks: Vec<ServerCheck> = Vec::new();
+    let unreadable = |def: &str, col: Option<&str>| {
+        seed_err(
+            display,
+            col,
+            format!("cannot read the CHECK definition `{def}`"),
+            "this is a bug in planck: please report it with the schema",
+        )
+    };
     for ch in &table.checks {
-        match check_expr::facts(&ch.def, None) {
+        match check_expr::facts(&ch.def, None).filter(|m| native_fits(table, m) && !spec_shaped(m))
+        {
             Some(m) => {
                 for (name, f) in m {
                     if let Some(c) = table.column(&name) {
@@ -692,58 +723,145 @@ fn check_facts(
                     }
                 }
             }
-            None => unparsed.push(ch),
+            None => checks.push(ServerCheck {
+                name: ch.name.clone(),
+                def: ch.def.clone(),
+                expr: server_check::check_body(&ch.def).ok_or_else(|| unreadable(&ch.def, None))?,
+                domain_col: None,
+                cols: ch.cols.clone(),
+            }),
         }
     }
     for (c, col) in table.columns.iter().enumerate() {
         for d in &col.domain_checks {
-            match check_expr::facts(d, Some(&col.name)) {
+            match check_expr::facts(d, Some(&col.name))
+                .filter(|m| native_fits(table, m) && !spec_shaped(m))
+            {
                 Some(m) => {
                     for (_, f) in m {
                         check_expr::merge(&mut facts[c], f);
                     }
                 }
-                None => {
-                    if res.columns.contains_key(&(ci, c)) {
-                        continue;
-                    }
-                    return Err(seed_err(
-                        display,
-                        Some(&col.name),
-                        format!("its domain's check `{d}` is beyond what planck understands"),
-                        format!(
-                            "give the column a generator in the spec, e.g. [tables.{}.columns] {} = {{ values = [...] }}",
-                            table.name, col.name
-                        ),
-                    ));
-                }
+                None => checks.push(ServerCheck {
+                    name: format!("of the domain of {} ({})", col.name, col.type_name),
+                    def: d.clone(),
+                    expr: server_check::check_body(d)
+                        .ok_or_else(|| unreadable(d, Some(&col.name)))?,
+                    domain_col: Some(c),
+                    cols: vec![c],
+                }),
             }
         }
     }
-    for ch in &unparsed {
-        let uncovered: Vec<&str> = ch
-            .cols
+    // Attempts redraw what the constraints read, except keys (inputs, never
+    // redrawn: foreign keys are arithmetic on parent rows) and generated columns.
+    // A unique key that holds a smaller one (koji's UNIQUE (id, draft) over
+    // PRIMARY KEY (id)) holds whatever its other columns are.
+    let implied = |u: &crate::catalog::schema::Unique| {
+        table
+            .uniques
             .iter()
-            .filter(|c| !res.columns.contains_key(&(ci, **c)))
-            .map(|c| table.columns[*c].name.as_str())
-            .collect();
-        if !uncovered.is_empty() {
-            return Err(seed_err(
-                display,
-                uncovered.first().copied(),
-                format!(
-                    "CHECK constraint {} ({}) is beyond what planck understands",
-                    ch.name, ch.def
-                ),
-                format!(
-                    "give {} a generator in the spec ([tables.{}.columns]), or exclude the table",
-                    uncovered.join(", "),
-                    table.name
-                ),
-            ));
+            .any(|v| v.cols.len() < u.cols.len() && v.cols.iter().all(|c| u.cols.contains(c)))
+    };
+    let key = |c: usize| {
+        table
+            .uniques
+            .iter()
+            .any(|u| u.cols.contains(&c) && (!implied(u) || u.cols.len() == 1))
+            || table.fks.iter().any(|f| f.cols.contains(&c))
+            || table.columns[c].generated
+    };
+    let mut redraw: Vec<usize> = checks
+        .iter()
+        .flat_map(|ch| ch.cols.iter().copied())
+        .filter(|c| !key(*c))
+        .collect();
+    redraw.sort_unstable();
+    redraw.dedup();
+    let nullable = redraw
+        .iter()
+        .copied()
+        .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
+        .collect();
+    Ok((
+        facts,
+        ServerChecks {
+            checks,
+            redraw,
+            nullable,
+        },
+    ))
+}
+
+/// Whether the facts of one CHECK fit the columns they name, so generators
+/// can honour them: a regex on a text column (not citext, whose `~` ignores
+/// case) within the subset [`shape::native_regex`] accepts, case and blanks
+/// on text, NULL patterns over nullable columns.
+fn native_fits(table: &crate::catalog::schema::Table, m: &BTreeMap<String, ColFacts>) -> bool {
+    m.iter().all(|(name, f)| {
+        let Some(c) = table.column(name) else {
+            return false;
+        };
+        let col = &table.columns[c];
+        let text = col.kind.is_text() && !col.type_name.contains("citext");
+        if let Some((p, icase)) = &f.regex
+            && (!text
+                || shape::native_regex(
+                    p,
+                    *icase,
+                    col.max_len.min(f.max_len).or(col.max_len.or(f.max_len)),
+                )
+                .is_none())
+        {
+            return false;
         }
-    }
-    Ok(facts)
+        if (f.lower || f.trim || f.nonempty) && !text {
+            return false;
+        }
+        if (f.nulls.is_some() || f.is_null) && col.not_null {
+            return false;
+        }
+        true
+    })
+}
+
+/// The shape a column's facts ask of its values (None: nothing beyond bounds).
+fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Shape>> {
+    let max_len = match (col.max_len, f.max_len) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let s = Shape {
+        regex: f
+            .regex
+            .as_ref()
+            .and_then(|(p, i)| shape::native_regex(p, *i, max_len))
+            .map(std::sync::Arc::new),
+        pattern: f.regex.as_ref().map(|r| r.0.clone()),
+        lower: f.lower,
+        trim: f.trim,
+        nonempty: f.nonempty,
+        max_len,
+        not_eq: f
+            .not_eq
+            .iter()
+            .filter_map(|l| match (l, &col.kind) {
+                (check_expr::Lit::Num(n), k) if k.is_int() && n.fract() == 0.0 => {
+                    Some(Val::Int(*n as i64))
+                }
+                (check_expr::Lit::Str(t), k) if k.is_text() => Some(Val::Text(t.clone())),
+                _ => None,
+            })
+            .collect(),
+        null: f.is_null,
+        nulls: f.nulls.map(|(rule, key, index, size)| shape::NullGroup {
+            rule,
+            key,
+            index,
+            size,
+        }),
+    };
+    (!s.is_empty()).then(|| Box::new(s))
 }
 
 /// Phase: the table's foreign keys to seeded parents (as plan positions),
@@ -1932,6 +2050,7 @@ fn placeholder(table: &crate::catalog::schema::Table, ci: usize) -> TablePlan {
         fks: Vec::new(),
         joints: Vec::new(),
         sequences: Vec::new(),
+        checked: Default::default(),
     }
 }
 
@@ -2015,7 +2134,7 @@ fn plan_pass(
         let planned = (|| -> Result<(TablePlan, bool, usize)> {
             let display = table.display();
             let tspec = res.tables.get(&ci).map(|s| s.get_ref());
-            let facts = check_facts(table, ci, &display, res)?;
+            let (facts, checked) = check_facts(table, ci, &display, res)?;
 
             // Foreign keys to seeded parents; the primary parent.
             let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
@@ -2163,12 +2282,14 @@ fn plan_pass(
                 cols: table
                     .columns
                     .iter()
-                    .map(|c| ColPlan {
+                    .zip(&facts)
+                    .map(|(c, f)| ColPlan {
                         name: c.name.clone(),
                         kind: c.kind.clone(),
                         generator: Gen::Null,
                         include: !c.generated,
                         key: rng::name_key(&c.name),
+                        shape: shape_of(c, f),
                     })
                     .collect(),
                 layout,
@@ -2180,6 +2301,7 @@ fn plan_pass(
                     .iter()
                     .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
                     .collect(),
+                checked,
             };
             spec_fits_columns(sf, res, ci, table)?;
             exclusions_supported(table, &display)?;
@@ -2737,6 +2859,8 @@ mod plan_tests {
                 partitioning: None,
                 sub_partitions: Vec::new(),
                 exclusions: Vec::new(),
+                has_rows: false,
+                migration_bookkeeping: false,
             }],
         }
     }

@@ -53,6 +53,7 @@ use crate::error::{Error, Result};
 use crate::output::Log;
 use crate::seed::copy;
 use crate::seed::layout::{Plan, TablePlan};
+use crate::seed::server_check;
 use crate::signal::{self, Signals};
 
 const CHUNK_BYTES: usize = 4 << 20;
@@ -1167,6 +1168,25 @@ async fn load_table_on(
     } else {
         ""
     };
+    // CHECKs the server decides: each row's accepted attempt, before the COPY.
+    let settled = server_check::settle(&tx, &plan, t, range.clone(), &pool).await?;
+    if trace && let Some((_, st)) = &settled {
+        eprintln!(
+            "planck: {}: CHECK {} evaluated by the server: acceptance {:.1}% ({} candidates for {} rows, {} set to NULL)",
+            tp.display,
+            tp.checked
+                .checks
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            st.acceptance() * 100.0,
+            st.candidates,
+            st.rows,
+            st.nulls
+        );
+    }
+    let attempts = Arc::new(settled.map(|s| s.0));
     let stmt = format!(
         "COPY {} ({list}) FROM STDIN (FORMAT binary{freeze})",
         tp.qualified
@@ -1186,6 +1206,7 @@ async fn load_table_on(
         let plan = plan.clone();
         let cancel = cancel.clone();
         let cols = cols.clone();
+        let attempts = attempts.clone();
         std::thread::spawn(move || {
             let mut next = range.start;
             let limit = match fault {
@@ -1219,12 +1240,13 @@ async fn load_table_on(
                         .par_iter()
                         .map(|r| {
                             (
-                                copy::encode_chunk(
+                                server_check::encode_chunk(
                                     &plan,
                                     t,
                                     &cols,
                                     r.clone(),
                                     CHUNK_BYTES + (CHUNK_BYTES >> 2),
+                                    attempts.as_ref().as_ref(),
                                 ),
                                 r.end - r.start,
                             )

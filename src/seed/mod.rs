@@ -17,6 +17,8 @@ pub mod layout;
 pub mod load;
 pub mod reference;
 pub mod rng;
+pub mod server_check;
+pub mod shape;
 pub mod spec;
 pub mod summary;
 

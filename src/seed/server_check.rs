@@ -1,0 +1,458 @@
+//! CHECK constraints the server decides (issue 9, point 1): anything
+//! [`crate::seed::check_expr`] does not model natively, such as a call to the
+//! application's own function (`CHECK (controlled_for_whitespace(name))`), a
+//! regex outside the subset PostgreSQL and Rust read alike, or a regex built
+//! from the row's own key (`release ~ ('^.*,draft_' || id::text || '$')`).
+//!
+//! Rows are never dropped: foreign keys are arithmetic on parent row ranges,
+//! so row `r` of a table must exist whatever its values. Instead, before a
+//! table's COPY, [`settle`] picks for every row the first *attempt* whose
+//! values the server accepts. Attempt `a` of a row redraws the constraint's
+//! non-key columns from (seed, table, column, row, a); key columns (primary
+//! key, unique, foreign key) are inputs and never change. Candidates go to a
+//! temporary table in binary COPY, one batch at a time, and one query per
+//! round evaluates the constraints' own expressions over them
+//! (`WHERE NOT (expr)`: a NULL verdict passes, as it does for a CHECK). The
+//! last attempt sets the redrawn nullable columns to NULL, which satisfies
+//! any CHECK they alone decide. The attempt chosen for a row depends only on
+//! the row and the server's verdicts, never on batching or threads, so the
+//! same seed gives the same rows at any thread count.
+
+use bytes::{BufMut, BytesMut};
+use tokio_postgres::Transaction;
+
+use crate::catalog::schema::TypeKind;
+use crate::error::{Error, Result};
+use crate::seed::copy;
+use crate::seed::generate::Val;
+use crate::seed::layout::Plan;
+
+/// Attempts with redrawn values before the NULL resort.
+pub const ATTEMPTS: u8 = 32;
+/// The last resort: the redrawn nullable columns are NULL.
+pub const NULL_ATTEMPT: u8 = ATTEMPTS;
+
+/// Rows evaluated per round trip.
+const BATCH: u64 = 1 << 16;
+
+/// Column name of the row number in the candidates table.
+const ORD: &str = "__planck_ord";
+
+/// One constraint evaluated by the server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerCheck {
+    /// The constraint's name (a domain's: `domain NAME on COLUMN`).
+    pub name: String,
+    /// The definition as the server prints it (`CHECK (...)`).
+    pub def: String,
+    /// The boolean expression inside `CHECK (...)`.
+    pub expr: String,
+    /// Some(column): a domain check whose `VALUE` is that column.
+    pub domain_col: Option<usize>,
+    /// Columns the expression reads.
+    pub cols: Vec<usize>,
+}
+
+/// A table's server-evaluated constraints and the columns attempts redraw.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerChecks {
+    pub checks: Vec<ServerCheck>,
+    /// Columns an attempt redraws (sorted).
+    pub redraw: Vec<usize>,
+    /// Redrawn columns that may be NULL (the last resort).
+    pub nullable: Vec<usize>,
+}
+
+impl ServerChecks {
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty()
+    }
+
+    /// Every column the candidates table holds (sorted).
+    fn cols(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.checks.iter().flat_map(|c| c.cols.clone()).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+/// The boolean expression of a `CHECK (...)` definition.
+pub fn check_body(def: &str) -> Option<String> {
+    let body = def.trim().strip_prefix("CHECK")?.trim();
+    let body = body.strip_suffix("NOT VALID").unwrap_or(body).trim_end();
+    let body = body.strip_suffix("NO INHERIT").unwrap_or(body).trim_end();
+    (body.starts_with('(') && body.ends_with(')')).then(|| body.to_string())
+}
+
+/// The attempt chosen for each row of a range.
+#[derive(Debug, Clone)]
+pub struct Attempts {
+    pub start: u64,
+    pub of_row: Vec<u8>,
+}
+
+impl Attempts {
+    fn get(&self, row: u64) -> u8 {
+        self.of_row
+            .get((row - self.start) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// The value of column `c` for attempt `attempt` of the row `ctx`.
+pub fn value_at(
+    plan: &Plan,
+    t: usize,
+    c: usize,
+    ctx: &crate::seed::layout::RowCtx,
+    attempt: u8,
+) -> Val {
+    let sc = &plan.tables[t].checked;
+    if attempt == 0 || sc.is_empty() {
+        return plan.value(t, c, ctx);
+    }
+    let redrawn = sc.redraw.binary_search(&c).is_ok();
+    if redrawn && attempt >= NULL_ATTEMPT && sc.nullable.binary_search(&c).is_ok() {
+        return Val::Null;
+    }
+    // Not redrawn, the column keeps its draw; one that follows a redrawn
+    // column (`after`) follows that column's new value.
+    plan.tables[t].cols[c]
+        .generator
+        .eval_attempt(plan, t, c, ctx, attempt, redrawn)
+}
+
+/// [`copy::encode_chunk`] with each row's settled attempt.
+pub fn encode_chunk(
+    plan: &Plan,
+    t: usize,
+    cols: &[usize],
+    rows: std::ops::Range<u64>,
+    capacity: usize,
+    attempts: Option<&Attempts>,
+) -> BytesMut {
+    let Some(at) = attempts else {
+        return copy::encode_chunk(plan, t, cols, rows, capacity);
+    };
+    let mut buf = BytesMut::with_capacity(capacity);
+    let tp = &plan.tables[t];
+    for row in rows {
+        let ctx = plan.ctx(t, row);
+        let a = at.get(row);
+        buf.put_i16(cols.len() as i16);
+        for &c in cols {
+            let v = value_at(plan, t, c, &ctx, a);
+            copy::encode(&tp.cols[c].kind, &v, &mut buf);
+        }
+    }
+    buf
+}
+
+/// Candidates of `rows` at one attempt, as binary COPY rows (ord first).
+fn encode_candidates(plan: &Plan, t: usize, cols: &[usize], rows: &[u64], attempt: u8) -> BytesMut {
+    let tp = &plan.tables[t];
+    let mut buf = BytesMut::with_capacity(rows.len() * (8 + 16 * cols.len()));
+    for &row in rows {
+        let ctx = plan.ctx(t, row);
+        buf.put_i16(cols.len() as i16 + 1);
+        copy::encode(&TypeKind::Int8, &Val::Int(row as i64), &mut buf);
+        for &c in cols {
+            copy::encode(
+                &tp.cols[c].kind,
+                &value_at(plan, t, c, &ctx, attempt),
+                &mut buf,
+            );
+        }
+    }
+    buf
+}
+
+fn quote_ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// What [`settle`] measured, for `--verbose`.
+#[derive(Debug, Clone, Default)]
+pub struct Settled {
+    pub rows: u64,
+    /// Candidates sent (rows × attempts they needed).
+    pub candidates: u64,
+    /// Rows that took the NULL resort.
+    pub nulls: u64,
+}
+
+impl Settled {
+    /// Accepted rows per candidate sent.
+    pub fn acceptance(&self) -> f64 {
+        self.rows as f64 / self.candidates.max(1) as f64
+    }
+}
+
+/// Picks, for every row of `range`, the first attempt the server accepts
+/// (see the module docs). None when the table has no server-evaluated
+/// constraint. Runs inside the table's load transaction, before its COPY.
+pub async fn settle(
+    tx: &Transaction<'_>,
+    plan: &Plan,
+    t: usize,
+    range: std::ops::Range<u64>,
+    pool: &rayon::ThreadPool,
+) -> Result<Option<(Attempts, Settled)>> {
+    let tp = &plan.tables[t];
+    let sc = &tp.checked;
+    if sc.is_empty() || range.is_empty() {
+        return Ok(None);
+    }
+    let dberr = |e| Error::db(format!("checking candidate rows of {}", tp.display), e);
+    let cols = sc.cols();
+    let names: Vec<String> = cols.iter().map(|c| tp.cols[*c].name.clone()).collect();
+    // The candidates table holds base types: a domain's own checks are
+    // evaluated by the query below, not by the COPY into it.
+    let types = tx
+        .query(
+            "WITH RECURSIVE b(attname, typ, mod, n) AS (
+                 SELECT attname::text, atttypid, atttypmod, array_position($2::text[], attname::text)
+                   FROM pg_catalog.pg_attribute
+                  WHERE attrelid = $1 AND attname::text = ANY($2) AND NOT attisdropped
+                 UNION ALL
+                 SELECT b.attname, t.typbasetype, t.typtypmod, b.n
+                   FROM b JOIN pg_catalog.pg_type t ON t.oid = b.typ WHERE t.typtype = 'd')
+             SELECT pg_catalog.format_type(b.typ, b.mod) FROM b
+               JOIN pg_catalog.pg_type t ON t.oid = b.typ
+              WHERE t.typtype <> 'd' ORDER BY b.n",
+            &[&tp.oid, &names],
+        )
+        .await
+        .map_err(dberr)?;
+    if types.len() != names.len() {
+        return Err(Error::Seed {
+            table: tp.display.clone(),
+            column: None,
+            message: "the columns its CHECK constraints read changed since planning".into(),
+            hint: Some("run the seed again".into()),
+        });
+    }
+    let mut ddl = format!(
+        "DROP TABLE IF EXISTS pg_temp.planck_candidates;
+         CREATE TEMP TABLE planck_candidates ({} int8",
+        quote_ident(ORD)
+    );
+    for (n, r) in names.iter().zip(&types) {
+        let ty: String = r.get(0);
+        ddl.push_str(&format!(", {} {ty}", quote_ident(n)));
+    }
+    ddl.push_str(") ON COMMIT DROP");
+    tx.batch_execute(&ddl).await.map_err(dberr)?;
+    let rejected = rejected_sql(plan, t, None);
+    let col_list = std::iter::once(quote_ident(ORD))
+        .chain(names.iter().map(|n| quote_ident(n)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let copy_stmt =
+        format!("COPY pg_temp.planck_candidates ({col_list}) FROM STDIN (FORMAT binary)");
+
+    let mut of_row = vec![0u8; (range.end - range.start) as usize];
+    let mut stats = Settled {
+        rows: range.end - range.start,
+        ..Settled::default()
+    };
+    let threads = pool.current_num_threads().max(1);
+    let mut start = range.start;
+    while start < range.end {
+        let end = (start + BATCH).min(range.end);
+        let mut pending: Vec<u64> = (start..end).collect();
+        let mut attempt = 0u8;
+        loop {
+            stats.candidates += pending.len() as u64;
+            let per = pending.len().div_ceil(threads).max(1);
+            let chunks: Vec<BytesMut> = pool.install(|| {
+                use rayon::prelude::*;
+                pending
+                    .par_chunks(per)
+                    .map(|rows| encode_candidates(plan, t, &cols, rows, attempt))
+                    .collect()
+            });
+            send(tx, &copy_stmt, chunks).await.map_err(dberr)?;
+            let bad: Vec<i64> = tx
+                .query(&rejected, &[])
+                .await
+                .map_err(dberr)?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            tx.batch_execute("TRUNCATE pg_temp.planck_candidates")
+                .await
+                .map_err(dberr)?;
+            let mut bad: Vec<u64> = bad.into_iter().map(|r| r as u64).collect();
+            bad.sort_unstable();
+            for &row in &pending {
+                if bad.binary_search(&row).is_err() {
+                    of_row[(row - range.start) as usize] = attempt;
+                    if attempt == NULL_ATTEMPT {
+                        stats.nulls += 1;
+                    }
+                }
+            }
+            pending = bad;
+            if pending.is_empty() {
+                break;
+            }
+            if attempt == NULL_ATTEMPT {
+                return Err(no_candidate(tx, plan, t, &cols, &copy_stmt, pending[0]).await);
+            }
+            attempt += 1;
+        }
+        start = end;
+    }
+    tx.batch_execute("DROP TABLE pg_temp.planck_candidates")
+        .await
+        .map_err(dberr)?;
+    Ok(Some((
+        Attempts {
+            start: range.start,
+            of_row,
+        },
+        stats,
+    )))
+}
+
+async fn send(
+    tx: &Transaction<'_>,
+    stmt: &str,
+    chunks: Vec<BytesMut>,
+) -> std::result::Result<u64, tokio_postgres::Error> {
+    use futures_util::SinkExt;
+    let sink = tx.copy_in::<_, bytes::Bytes>(stmt).await?;
+    futures_util::pin_mut!(sink);
+    let mut head = BytesMut::from(copy::HEADER);
+    for c in chunks {
+        head.put_slice(&c);
+    }
+    head.put_slice(copy::TRAILER);
+    sink.send(head.freeze()).await?;
+    sink.as_mut().finish().await
+}
+
+/// The query listing the rows some constraint rejects; with `only`, the
+/// verdict of each constraint on that row instead.
+fn rejected_sql(plan: &Plan, t: usize, only: Option<u64>) -> String {
+    let tp = &plan.tables[t];
+    let ord = quote_ident(ORD);
+    let mut parts = Vec::new();
+    for ch in &tp.checked.checks {
+        let from = match ch.domain_col {
+            None => "pg_temp.planck_candidates".to_string(),
+            Some(c) => format!(
+                "(SELECT {ord}, {} AS value FROM pg_temp.planck_candidates) AS d",
+                quote_ident(&tp.cols[c].name)
+            ),
+        };
+        parts.push(match only {
+            None => format!("SELECT {ord} FROM {from} WHERE NOT {}", ch.expr),
+            Some(row) => format!(
+                "SELECT (SELECT ({}) IS NOT FALSE FROM {from} WHERE {ord} = {row})",
+                ch.expr
+            ),
+        });
+    }
+    parts.join(" UNION ALL ")
+}
+
+/// The error when no attempt of `row` passes: names the constraint, shows a
+/// candidate and the server's verdict, and says what spec line would help.
+async fn no_candidate(
+    tx: &Transaction<'_>,
+    plan: &Plan,
+    t: usize,
+    cols: &[usize],
+    copy_stmt: &str,
+    row: u64,
+) -> Error {
+    let tp = &plan.tables[t];
+    let mut failing = None;
+    let mut shown = String::new();
+    let probe = async {
+        tx.batch_execute("TRUNCATE pg_temp.planck_candidates")
+            .await?;
+        send(
+            tx,
+            copy_stmt,
+            vec![encode_candidates(plan, t, cols, &[row], 0)],
+        )
+        .await?;
+        let rows = tx.query(&rejected_sql(plan, t, Some(row)), &[]).await?;
+        let cand = tx
+            .query_one(
+                &format!(
+                    "SELECT (to_jsonb(c) - '{ORD}')::text FROM pg_temp.planck_candidates c WHERE {} = $1",
+                    quote_ident(ORD)
+                ),
+                &[&(row as i64)],
+            )
+            .await?;
+        Ok::<_, tokio_postgres::Error>((rows, cand.get::<_, String>(0)))
+    };
+    if let Ok((verdicts, cand)) = probe.await {
+        shown = cand;
+        failing = verdicts
+            .iter()
+            .position(|r| r.get::<_, Option<bool>>(0) == Some(false));
+    }
+    let ch = &tp.checked.checks[failing.unwrap_or(0)];
+    let redrawn: Vec<&str> = ch
+        .cols
+        .iter()
+        .filter(|c| tp.checked.redraw.binary_search(c).is_ok())
+        .map(|c| tp.cols[*c].name.as_str())
+        .collect();
+    let target = redrawn
+        .first()
+        .copied()
+        .or_else(|| ch.cols.first().map(|c| tp.cols[*c].name.as_str()))
+        .unwrap_or("COLUMN");
+    Error::Seed {
+        table: tp.display.clone(),
+        column: None,
+        message: format!(
+            "no candidate row satisfies CHECK constraint {} {} after {ATTEMPTS} attempts \
+             (row {}; candidate {shown}; the server says: false)",
+            ch.name,
+            ch.def,
+            row + 1,
+        ),
+        hint: Some(format!(
+            "give {} a generator whose values pass, e.g. [tables.{}.columns] {target} = {{ values = [...] }}{}",
+            if redrawn.is_empty() {
+                "the columns it reads".to_string()
+            } else {
+                redrawn.join(", ")
+            },
+            tp.display,
+            if redrawn.is_empty() {
+                " (it reads only key columns, which planck never redraws)"
+            } else {
+                ""
+            }
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_keep_their_parentheses() {
+        assert_eq!(
+            check_body("CHECK ((a > 0)) NOT VALID").as_deref(),
+            Some("((a > 0))")
+        );
+        assert_eq!(
+            check_body("CHECK (my_fn(name))").as_deref(),
+            Some("(my_fn(name))")
+        );
+        assert_eq!(check_body("UNIQUE (a)"), None);
+    }
+}
