@@ -579,3 +579,204 @@ fn lone_statement_parameters_are_sampled_from_their_column() {
     );
     assert_eq!(db.query_strings("SELECT sum(n)::text FROM hot"), ["0"]);
 }
+
+const NAP: &str = "[[statement]]\nid = \"nap\"\nquery = \"SELECT pg_sleep(0.05)\"\n";
+
+/// Issue 11, `[replay]` in planck.toml: the ladder and the step's length
+/// come from it when no flag says otherwise; a flag wins; a key of the
+/// wrong kind is an error at planck.toml:line.
+#[test]
+fn replay_section_of_planck_toml_sets_the_ladder_and_flags_win() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"one\"\nquery = \"SELECT 1\"\n",
+    );
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[replay]\nladder = [1, 2]\nduration = \"200ms\"\nsample_ms = 5\n",
+    )
+    .unwrap();
+    let out = replay(&db, dir.path(), &q, &[]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let ladder: Vec<u32> = r.steps.iter().map(|s| s.concurrency).collect();
+    assert_eq!(ladder, [1, 2]);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "3"]);
+    assert_exit(&out, 0);
+    let ladder: Vec<u32> = report(&out).steps.iter().map(|s| s.concurrency).collect();
+    assert_eq!(ladder, [3]);
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[replay]\nladder = [1]\nladdr = [2]\n",
+    )
+    .unwrap();
+    let out = replay(&db, dir.path(), &q, &[]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("planck.toml:3"), "{}", stderr(&out));
+}
+
+/// Issue 11, `--rate`: an open loop. Below capacity, the offered rate is
+/// what runs and latency is the statement's; above it (one client, 50 ms a
+/// unit, 40 offered a second), units count from their intended start, so
+/// the backlog shows in p95 instead of hiding (no coordinated omission),
+/// and no USL is fitted.
+#[test]
+fn open_loop_times_units_from_their_intended_start() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), NAP);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--rate",
+            "--clients",
+            "1",
+            "--ladder",
+            "8,40",
+            "--duration",
+            "1s",
+        ],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let (under, over) = (&r.steps[0], &r.steps[1]);
+    assert_eq!(under.rate_per_s, Some(8.0));
+    assert_eq!(under.concurrency, 1);
+    assert!((6.0..=10.0).contains(&under.throughput_per_s), "{under:?}");
+    assert!(under.p95_ms < 100.0, "{under:?}");
+    // Capacity is 20 a second: the rest of the 40 queue behind.
+    assert!(over.throughput_per_s < 25.0, "{over:?}");
+    assert!(over.p95_ms > 250.0, "{over:?}");
+    let stmt = r
+        .statements
+        .iter()
+        .find(|s| s.step_index == 1)
+        .expect("statement timings");
+    assert!(stmt.p95_ms < 100.0, "{stmt:?}");
+    assert!(r.verdict.usl.is_none());
+}
+
+/// Issue 11, `--pool`: four clients share one connection; the wait for it
+/// is measured apart from statement time, and only one unit runs at once.
+#[test]
+fn pool_wait_is_measured_apart_from_statement_time() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), NAP);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "4", "--pool", "1", "--duration", "1s"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert_eq!(s.pool, Some(1));
+    // One connection: at most 20 naps of 50 ms a second.
+    assert!(s.throughput_per_s <= 21.0, "{s:?}");
+    let wait = s.pool_wait_p95_ms.expect("pool wait measured");
+    assert!(wait > 80.0, "{s:?}");
+    let stmt = &r.statements[0];
+    assert!(stmt.p95_ms < wait, "{stmt:?} vs {wait}");
+    // Without --pool, no pool wait is reported.
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "4", "--duration", "300ms"],
+    );
+    let r = report(&out);
+    assert_eq!(r.steps[0].pool_wait_p95_ms, None);
+    assert!(r.steps[0].throughput_per_s > 40.0, "{:?}", r.steps[0]);
+}
+
+/// Issue 11, `--repeat`: each step runs that many times, merged into one
+/// step whose seconds all count.
+#[test]
+fn repeat_merges_the_runs_of_a_step() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), NAP);
+    let args = ["--ladder", "1", "--duration", "500ms"];
+    let once = report(&replay(&db, dir.path(), &q, &args));
+    let mut twice_args = args.to_vec();
+    twice_args.extend(["--repeat", "2"]);
+    let twice = report(&replay(&db, dir.path(), &q, &twice_args));
+    assert_eq!(once.steps.len(), 1);
+    assert_eq!(twice.steps.len(), 1);
+    assert_eq!((once.steps[0].runs, twice.steps[0].runs), (1, 2));
+    assert!(
+        twice.steps[0].units > once.steps[0].units * 3 / 2,
+        "{} vs {}",
+        twice.steps[0].units,
+        once.steps[0].units
+    );
+}
+
+/// Issue 11, the row of a hotspot by its key values: B's waits queue on
+/// the tuple lock of row id = 7, and the hotspot names it `id = 7`.
+#[test]
+fn hotspot_row_is_named_by_its_key_values() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); \
+         INSERT INTO hot SELECT g, 0 FROM generate_series(1, 20) g",
+    );
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"b\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = 7 AND pg_sleep(0.01) IS NOT NULL\"\n",
+    );
+    let out = replay(&db, dir.path(), &q, &["--ladder", "6", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert!(
+        r.hotspots.iter().any(|h| h.row == "id = 7"),
+        "{:#?}",
+        r.hotspots
+    );
+    assert!(
+        r.hotspots
+            .iter()
+            .all(|h| h.row == "id = 7" || h.row == "row unknown"),
+        "{:#?}",
+        r.hotspots
+    );
+}
+
+/// Issue 11, 6: the server's CPU share per step, read from its backends'
+/// /proc entries when it runs on this machine (the test server does): a
+/// statement that only computes keeps it busy, one that sleeps does not.
+#[test]
+fn server_cpu_share_is_measured_when_the_server_is_local() {
+    let db = test_db!();
+    let dir = project_dir();
+    let busy = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"count\"\nquery = \"SELECT count(*) FROM generate_series(1, 300000)\"\n",
+    );
+    let r = report(&replay(
+        &db,
+        dir.path(),
+        &busy,
+        &["--ladder", "1", "--duration", "500ms"],
+    ));
+    let share = r.client_cpu[0].server_cpu_share.expect("local server");
+    let q = write_queries(dir.path(), NAP);
+    let r = report(&replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "500ms"],
+    ));
+    let idle = r.client_cpu[0].server_cpu_share.expect("local server");
+    assert!(
+        share > 0.1 && share > idle * 3.0,
+        "busy {share}, sleeping {idle}"
+    );
+}

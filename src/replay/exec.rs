@@ -305,6 +305,8 @@ pub struct WorkerStats {
     /// Rows the server reported for write statements, warm-up included.
     pub rows_written: u64,
     pub reconnects: u64,
+    /// Time waiting for a pooled connection (`--pool`), apart from statement time.
+    pub pool_wait: Latency,
 }
 
 impl WorkerStats {
@@ -335,6 +337,18 @@ impl WorkerStats {
         self.commits += o.commits;
         self.rows_written += o.rows_written;
         self.reconnects += o.reconnects;
+        self.pool_wait.merge(&o.pool_wait);
+    }
+
+    /// Merges a later run of the same step (`--repeat`): its seconds follow
+    /// this run's, so the noise estimate sees every second once.
+    pub fn append_run(&mut self, o: &WorkerStats, seconds: usize) {
+        let mine = std::mem::take(&mut self.per_second);
+        self.merge(o);
+        let mut per_second = mine;
+        per_second.resize(seconds, 0);
+        per_second.extend_from_slice(&o.per_second);
+        self.per_second = per_second;
     }
 }
 
@@ -396,7 +410,9 @@ pub fn begin_sql(isolation: Option<&str>, timeout_ms: u64, role: Option<&str>) -
     sql
 }
 
-/// Runs `unit` once. `record` says whether latencies count (past the warm-up).
+/// Runs `unit` once. `record` says whether latencies count (past the
+/// warm-up); the unit's latency counts from `intended`, its intended start
+/// (the open loop's schedule; now, in a closed loop).
 pub async fn run_unit(
     conn: &mut ClientConn,
     shared: &Shared,
@@ -404,6 +420,7 @@ pub async fn run_unit(
     rng: &mut Rng,
     stats: &RefCell<WorkerStats>,
     record: bool,
+    intended: Instant,
 ) -> Outcome {
     let w = &shared.workload;
     let stmts = w.unit_statements(unit);
@@ -425,7 +442,7 @@ pub async fn run_unit(
         Unit::Lone(s) => (None, w.statements[s].role.clone(), Vec::new(), 0.0, None),
     };
     stats.borrow_mut().attempted += 1;
-    let started = Instant::now();
+    let started = intended;
     let fail = |stats: &RefCell<WorkerStats>, code: &str, text: &str, stmt: Option<usize>| {
         let mut stats = stats.borrow_mut();
         stats.failed += 1;

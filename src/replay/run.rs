@@ -33,6 +33,31 @@ pub struct Options {
     pub seed: u64,
     /// Rows sampled per table for `column` binds.
     pub pool_rows: usize,
+    /// Open loop over this many clients: the ladder lists rates (units per
+    /// second). `None`: closed loop, the ladder lists client counts.
+    pub rate: Option<u32>,
+    /// An application pool of this many connections shared by the clients.
+    pub pool: Option<u32>,
+    /// Runs of each step, merged into one.
+    pub repeat: u32,
+    pub tenant: TenantChoice,
+}
+
+/// Which tenant tenant-scoped work runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TenantMode {
+    /// The heaviest tenant (production's worst case), or the one named.
+    #[default]
+    Heavy,
+    /// Tenants drawn with the data's own skew.
+    Spread,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TenantChoice {
+    pub mode: TenantMode,
+    /// `[tenant]` and `--tenant-id` (an id wins over the mode).
+    pub options: crate::tenancy::TenantOptions,
 }
 
 /// The counters and checksums the integrity line compares.
@@ -209,7 +234,11 @@ pub async fn run(
     check_workload(&workload, opts, conn.managed)?;
     let admin = conn.connect().await?;
     let _ = crate::session::untrack(&admin).await;
-    let top = opts.ladder.iter().copied().max().unwrap_or(1);
+    let top = match opts.rate {
+        Some(clients) => clients,
+        None => opts.ladder.iter().copied().max().unwrap_or(1),
+    };
+    let top = opts.pool.map_or(top, |p| p.min(top));
     check_connections(&admin, top, opts.sampler).await?;
     let pools = sample_pools(&admin, &workload, opts.pool_rows)
         .await
@@ -249,25 +278,49 @@ pub async fn run(
             interrupted = true;
             break;
         }
-        let step = StepOptions {
-            concurrency: c,
-            warmup: opts.warmup,
-            duration: opts.duration,
-            sample_ms: opts.sample_ms,
-            sampler: opts.sampler,
-            workers: opts.workers,
-            seed: opts.seed.wrapping_add(i as u64),
-            app: app.clone(),
+        let (clients, rate) = match opts.rate {
+            Some(clients) => (clients, Some(f64::from(c))),
+            None => (c, None),
         };
-        let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
-        if r.interrupted {
-            interrupted = true;
+        let mut merged: Option<StepResult> = None;
+        for run in 0..opts.repeat.max(1) {
+            let step = StepOptions {
+                concurrency: clients,
+                rate,
+                pool: opts.pool,
+                warmup: opts.warmup,
+                duration: opts.duration,
+                sample_ms: opts.sample_ms,
+                sampler: opts.sampler,
+                workers: opts.workers,
+                seed: opts
+                    .seed
+                    .wrapping_add(i as u64)
+                    .wrapping_add((run as u64) << 32),
+                app: app.clone(),
+            };
+            let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
+            if r.interrupted {
+                interrupted = true;
+                break;
+            }
+            merged = Some(match merged {
+                None => r,
+                Some(m) => m.append(r),
+            });
+        }
+        let Some(r) = merged else { break };
+        if interrupted {
             break;
         }
         let secs = r.elapsed.as_secs_f64().max(1e-9);
         let errors: u64 = r.stats.units.errors.values().map(|e| e.count).sum();
+        let what = match rate {
+            Some(r) => format!("{r} units/s offered over {clients} clients"),
+            None => format!("{c} clients"),
+        };
         log.info(&format!(
-            "step {}/{}: {c} clients, {:.1} units/s, p95 {:.2} ms, {errors} errors",
+            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {errors} errors",
             i + 1,
             opts.ladder.len(),
             r.stats.units.latency.count() as f64 / secs,
@@ -401,6 +454,10 @@ mod tests {
             workers: 1,
             seed: 1,
             pool_rows: 10,
+            rate: None,
+            pool: None,
+            repeat: 1,
+            tenant: TenantChoice::default(),
         }
     }
 
