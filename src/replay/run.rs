@@ -233,14 +233,17 @@ pub async fn run(
 ) -> Result<Report> {
     check_workload(&workload, opts, conn.managed)?;
     let admin = conn.connect().await?;
-    let _ = crate::session::untrack(&admin).await;
+    let stats_mode = crate::session::untrack(&admin)
+        .await
+        .unwrap_or(crate::session::StatsMode::Tagged);
     let top = match opts.rate {
         Some(clients) => clients,
         None => opts.ladder.iter().copied().max().unwrap_or(1),
     };
     let top = opts.pool.map_or(top, |p| p.min(top));
     check_connections(&admin, top, opts.sampler).await?;
-    let pools = sample_pools(&admin, &workload, opts.pool_rows)
+    let tenant = super::tenant::resolve(&admin, &workload, &opts.tenant, stats_mode, log).await?;
+    let pools = sample_pools(&admin, &workload, opts.pool_rows, tenant.as_ref())
         .await
         .map_err(|e| Error::db("sampling parameter values", e))?;
     for (table, _) in pool_columns(&workload) {
@@ -269,6 +272,7 @@ pub async fn run(
         statement_timeout_ms: opts.statement_timeout_ms,
         commit: opts.commit,
         param_counts,
+        tenant,
     });
     let app = format!("planck replay {}", std::process::id());
     let mut steps: Vec<StepResult> = Vec::new();
