@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::error::Error as StdError;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,7 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Statement as Prepared};
 
 use super::attribution::History;
+use super::fresh::{self, FreshKeys};
 use super::hist::Latency;
 use super::run::TenantMode;
 use super::tenant::{self, TenantRun};
@@ -412,6 +414,9 @@ pub struct Shared {
     pub param_counts: Vec<u32>,
     /// How tenant-scoped units run; `None`: as recorded.
     pub tenant: Option<TenantRun>,
+    /// INSERT parameters that take fresh keys, and the run's counter of them.
+    pub fresh: FreshKeys,
+    pub fresh_next: AtomicU64,
 }
 
 /// The SQLSTATE of an error; `08006` when the connection was lost.
@@ -581,6 +586,12 @@ pub async fn run_unit(
                         from.and_then(|f| results.get(&(f, column.clone())).cloned().flatten())
                     }
                 };
+            }
+        }
+        for (p, slot) in values.iter_mut().enumerate() {
+            if let Some(kind) = shared.fresh.get(&(s, p as u32 + 1)) {
+                let n = shared.fresh_next.fetch_add(1, Ordering::Relaxed);
+                slot.0 = Some(fresh::value(kind, n, rng));
             }
         }
         let prepared = match conn.prepared.get(&s) {

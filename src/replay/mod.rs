@@ -9,6 +9,7 @@
 
 pub mod attribution;
 pub mod exec;
+pub mod fresh;
 pub mod hist;
 pub mod ladder;
 pub mod report;

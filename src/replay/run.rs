@@ -246,6 +246,9 @@ pub async fn run(
     let pools = sample_pools(&admin, &workload, opts.pool_rows, tenant.as_ref())
         .await
         .map_err(|e| Error::db("sampling parameter values", e))?;
+    let fresh = super::fresh::plan(&admin, &workload)
+        .await
+        .map_err(|e| Error::db("reading the INSERTs' key columns", e))?;
     for (table, _) in pool_columns(&workload) {
         if pools.get(&table).is_none_or(|p| p.rows.is_empty()) {
             log.warn(&format!(
@@ -273,6 +276,8 @@ pub async fn run(
         commit: opts.commit,
         param_counts,
         tenant,
+        fresh,
+        fresh_next: std::sync::atomic::AtomicU64::new(0),
     });
     let app = format!("planck replay {}", std::process::id());
     let mut steps: Vec<StepResult> = Vec::new();
