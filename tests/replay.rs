@@ -862,3 +862,37 @@ fn insert_keys_are_fresh_and_never_collide() {
     assert_eq!(r.integrity.planck_rows_changed, r.integrity.succeeded);
     assert_eq!(checksums(&db), before);
 }
+
+/// Issue 11, 7: `planck demo` ends with a short replay of its own
+/// recording (ladder 1, 4, 16) and prints its verdict and top hotspot.
+#[test]
+fn demo_ends_with_a_replay_of_its_recording() {
+    let db = test_db!();
+    let dir = project_dir();
+    let out = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url])
+        .args([
+            "demo",
+            "--database",
+            &db.name,
+            "--force",
+            "--scale",
+            "0.005",
+            "--replay-seconds",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    let verdict = err
+        .lines()
+        .find(|l| l.starts_with("replay: throughput") || l.starts_with("replay: planck"))
+        .unwrap_or_else(|| panic!("no replay verdict:\n{err}"));
+    assert!(verdict.contains("concurrent"), "{verdict}");
+    assert!(
+        err.lines().any(|l| l.starts_with("replay: top hotspot")
+            || l.starts_with("replay: no lock waits")),
+        "{err}"
+    );
+}
