@@ -896,3 +896,74 @@ fn demo_ends_with_a_replay_of_its_recording() {
         "{err}"
     );
 }
+
+/// Issue 11, faults: the server restarted mid-step. Its own cluster (the
+/// shared one serves the other tests). The errors are counted, the clients
+/// reconnect, the run finishes with exit 0 and a note says what happened.
+#[test]
+fn server_restart_mid_step_reconnects_and_finishes() {
+    let base = tempfile::tempdir().unwrap();
+    let bindir = planck::cluster::find_bindir(
+        std::env::var_os("PLANCK_PG_BINDIR")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
+    )
+    .unwrap();
+    let cluster = planck::cluster::Cluster::at(base.path().join(".planck"), bindir);
+    let port = cluster.start(None, &mut |_| {}).unwrap();
+    let url = cluster.url(port, "postgres");
+    common::block_on({
+        let url = url.clone();
+        async move {
+            let c = planck::db::ConnInfo::parse(&url, true)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
+            c.batch_execute(
+                "CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0)",
+            )
+            .await
+            .unwrap();
+        }
+    });
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"b\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = 1 AND pg_sleep(0.005) IS NOT NULL\"\n",
+    );
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &url, "replay", "--queries", &q])
+        .args(["--warmup", "0", "--format", "json", "--ladder", "2"])
+        .args(["--duration", "3s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    cluster.stop().unwrap();
+    cluster.start(Some(port), &mut |_| {}).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let _ = cluster.stop();
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert!(s.reconnects >= 2, "both clients reconnect: {s:?}");
+    assert!(!s.errors.is_empty(), "{s:?}");
+    assert!(
+        s.errors
+            .keys()
+            .all(|k| ["57P01", "08006", "57P03"].contains(&k.as_str())),
+        "{s:?}"
+    );
+    // Units ran after the restart as well as before it.
+    assert!(s.units > 20, "{s:?}");
+    assert!(
+        r.integrity
+            .notes
+            .iter()
+            .any(|n| n.contains("lost mid-run and re-established")),
+        "{:?}",
+        r.integrity.notes
+    );
+}

@@ -337,6 +337,13 @@ pub async fn run(
         ));
         steps.push(r);
     }
+    // A server restarted mid-run took this connection with it.
+    let admin = if admin.is_closed() {
+        log.warn("the server closed planck's connection during the run: reconnecting for the integrity line");
+        conn.connect().await?
+    } else {
+        admin
+    };
     // Backends flush their statistics as they exit: wait for them to go.
     for _ in 0..100 {
         let n: i64 = admin
@@ -361,6 +368,7 @@ pub async fn run(
         totals.rows_written += s.stats.rows_written;
         totals.rollbacks += s.stats.rollbacks;
         totals.commits += s.stats.commits;
+        totals.reconnects += s.stats.reconnects;
     }
     let integrity = integrity(&totals, &before, &after, opts);
     Ok(report::build(
@@ -421,6 +429,14 @@ pub fn integrity(
                 notes.push(format!("{rel} could not be read after the run"));
             }
         }
+    }
+    if t.reconnects > 0 {
+        notes.push(format!(
+            "{} connections were lost mid-run and re-established (the server restarted, or \
+             terminated them): the units they were running count as failed, under 08006 or the \
+             server's SQLSTATE (57P01 at a shutdown)",
+            t.reconnects
+        ));
     }
     if !opts.commit {
         notes.push(
