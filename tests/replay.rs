@@ -967,3 +967,45 @@ fn server_restart_mid_step_reconnects_and_finishes() {
         r.integrity.notes
     );
 }
+
+/// Issue 11, acceptance: the bundled example's hot transaction (POST
+/// /pouches/:id/items: the account's item counter, then the item and an
+/// event). At 8 clients as the heaviest tenant, the top hotspot is that
+/// account's counter row, taken by the UPDATE.
+#[test]
+fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
+    let db = TestDb::migrated(test_name!());
+    let dir = project_dir();
+    let spec = common::repo_root().join("seeds/example.toml");
+    let out = db.planck(
+        &["seed", "--spec", spec.to_str().unwrap(), "--scale", "0.002"],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let root = common::repo_root();
+    let text = std::fs::read_to_string(root.join("queries/recorded.toml")).unwrap()
+        + "\n"
+        + &std::fs::read_to_string(root.join("queries/transactions.toml")).unwrap();
+    let q = write_queries(dir.path(), &text);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "8", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let heaviest = db.query_strings(
+        "SELECT k::text FROM (SELECT id AS k FROM accounts UNION ALL SELECT account_id FROM users \
+         UNION ALL SELECT account_id FROM pouches UNION ALL SELECT account_id FROM items \
+         UNION ALL SELECT account_id FROM revisions UNION ALL SELECT account_id FROM files \
+         UNION ALL SELECT account_id FROM events UNION ALL SELECT account_id FROM devices \
+         UNION ALL SELECT account_id FROM api_tokens) s GROUP BY k ORDER BY count(*) DESC, k LIMIT 1",
+    );
+    let h = top(r.hotspots.iter()).expect("the counter row is contended");
+    assert_eq!(h.relation.as_deref(), Some("accounts"), "{:#?}", r.hotspots);
+    assert_eq!(h.row, format!("id = {}", heaviest[0]), "{h:?}");
+    assert!(
+        h.blocking_statement
+            .as_deref()
+            .is_some_and(|b| b.starts_with("UPDATE accounts SET item_seq")),
+        "{h:?}"
+    );
+    assert_eq!(h.transaction.as_deref(), Some("POST /pouches/:id/items"));
+    assert_eq!(r.integrity.data_unchanged, Some(true), "{:?}", r.integrity);
+}
