@@ -27,6 +27,8 @@ pub struct ConfigFile {
     pub record: RecordSection,
     #[serde(default)]
     pub explain: ExplainSection,
+    #[serde(default)]
+    pub replay: ReplaySection,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -103,6 +105,35 @@ pub struct ExplainSection {
     /// Per-table ignores: `{ table = "events", check = "seq-scan", reason = "..." }`.
     #[serde(default)]
     pub ignore: Vec<IgnoreRule>,
+}
+
+/// `planck replay`'s defaults; its flags win over every key.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaySection {
+    /// Client counts of the steps (with `rate = true`: units per second).
+    pub ladder: Option<Vec<u32>>,
+    /// Measured time of each step, e.g. `"10s"`.
+    pub duration: Option<String>,
+    /// Time each step runs before it is measured.
+    pub warmup: Option<String>,
+    /// `calls` or `uniform`.
+    pub weights: Option<String>,
+    pub statement_timeout_ms: Option<u64>,
+    pub sample_ms: Option<u64>,
+    pub verify_max_rows: Option<u64>,
+    pub workers: Option<usize>,
+    /// Open loop: the ladder lists rates over `clients` connections.
+    pub rate: Option<bool>,
+    pub clients: Option<u32>,
+    /// An application pool smaller than the clients.
+    pub pool: Option<u32>,
+    /// Runs of each step.
+    pub repeat: Option<u32>,
+    /// `heavy` or `spread`.
+    pub tenant_mode: Option<String>,
+    /// A latency objective, e.g. `"p95=300ms@16"`.
+    pub slo: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

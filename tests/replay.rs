@@ -579,3 +579,433 @@ fn lone_statement_parameters_are_sampled_from_their_column() {
     );
     assert_eq!(db.query_strings("SELECT sum(n)::text FROM hot"), ["0"]);
 }
+
+const NAP: &str = "[[statement]]\nid = \"nap\"\nquery = \"SELECT pg_sleep(0.05)\"\n";
+
+/// Issue 11, `[replay]` in planck.toml: the ladder and the step's length
+/// come from it when no flag says otherwise; a flag wins; a key of the
+/// wrong kind is an error at planck.toml:line.
+#[test]
+fn replay_section_of_planck_toml_sets_the_ladder_and_flags_win() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"one\"\nquery = \"SELECT 1\"\n",
+    );
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[replay]\nladder = [1, 2]\nduration = \"200ms\"\nsample_ms = 5\n",
+    )
+    .unwrap();
+    let out = replay(&db, dir.path(), &q, &[]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let ladder: Vec<u32> = r.steps.iter().map(|s| s.concurrency).collect();
+    assert_eq!(ladder, [1, 2]);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "3"]);
+    assert_exit(&out, 0);
+    let ladder: Vec<u32> = report(&out).steps.iter().map(|s| s.concurrency).collect();
+    assert_eq!(ladder, [3]);
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[replay]\nladder = [1]\nladdr = [2]\n",
+    )
+    .unwrap();
+    let out = replay(&db, dir.path(), &q, &[]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("planck.toml:3"), "{}", stderr(&out));
+}
+
+/// Issue 11, `--rate`: an open loop. Below capacity, the offered rate is
+/// what runs and latency is the statement's; above it (one client, 50 ms a
+/// unit, 40 offered a second), units count from their intended start, so
+/// the backlog shows in p95 instead of hiding (no coordinated omission),
+/// and no USL is fitted.
+#[test]
+fn open_loop_times_units_from_their_intended_start() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), NAP);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--rate",
+            "--clients",
+            "1",
+            "--ladder",
+            "8,40",
+            "--duration",
+            "1s",
+        ],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let (under, over) = (&r.steps[0], &r.steps[1]);
+    assert_eq!(under.rate_per_s, Some(8.0));
+    assert_eq!(under.concurrency, 1);
+    assert!((6.0..=10.0).contains(&under.throughput_per_s), "{under:?}");
+    assert!(under.p95_ms < 100.0, "{under:?}");
+    // Capacity is 20 a second: the rest of the 40 queue behind.
+    assert!(over.throughput_per_s < 25.0, "{over:?}");
+    assert!(over.p95_ms > 250.0, "{over:?}");
+    let stmt = r
+        .statements
+        .iter()
+        .find(|s| s.step_index == 1)
+        .expect("statement timings");
+    assert!(stmt.p95_ms < 100.0, "{stmt:?}");
+    assert!(r.verdict.usl.is_none());
+}
+
+/// Issue 11, `--pool`: four clients share one connection; the wait for it
+/// is measured apart from statement time, and only one unit runs at once.
+#[test]
+fn pool_wait_is_measured_apart_from_statement_time() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), NAP);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "4", "--pool", "1", "--duration", "1s"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert_eq!(s.pool, Some(1));
+    // One connection: at most 20 naps of 50 ms a second.
+    assert!(s.throughput_per_s <= 21.0, "{s:?}");
+    let wait = s.pool_wait_p95_ms.expect("pool wait measured");
+    assert!(wait > 80.0, "{s:?}");
+    let stmt = &r.statements[0];
+    assert!(stmt.p95_ms < wait, "{stmt:?} vs {wait}");
+    // Without --pool, no pool wait is reported.
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "4", "--duration", "300ms"],
+    );
+    let r = report(&out);
+    assert_eq!(r.steps[0].pool_wait_p95_ms, None);
+    assert!(r.steps[0].throughput_per_s > 40.0, "{:?}", r.steps[0]);
+}
+
+/// Issue 11, `--repeat`: each step runs that many times, merged into one
+/// step whose seconds all count.
+#[test]
+fn repeat_merges_the_runs_of_a_step() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), NAP);
+    let args = ["--ladder", "1", "--duration", "500ms"];
+    let once = report(&replay(&db, dir.path(), &q, &args));
+    let mut twice_args = args.to_vec();
+    twice_args.extend(["--repeat", "2"]);
+    let twice = report(&replay(&db, dir.path(), &q, &twice_args));
+    assert_eq!(once.steps.len(), 1);
+    assert_eq!(twice.steps.len(), 1);
+    assert_eq!((once.steps[0].runs, twice.steps[0].runs), (1, 2));
+    assert!(
+        twice.steps[0].units > once.steps[0].units * 3 / 2,
+        "{} vs {}",
+        twice.steps[0].units,
+        once.steps[0].units
+    );
+}
+
+/// Issue 11, the row of a hotspot by its key values: B's waits queue on
+/// the tuple lock of row id = 7, and the hotspot names it `id = 7`.
+#[test]
+fn hotspot_row_is_named_by_its_key_values() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); \
+         INSERT INTO hot SELECT g, 0 FROM generate_series(1, 20) g",
+    );
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"b\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = 7 AND pg_sleep(0.01) IS NOT NULL\"\n",
+    );
+    let out = replay(&db, dir.path(), &q, &["--ladder", "6", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert!(
+        r.hotspots.iter().any(|h| h.row == "id = 7"),
+        "{:#?}",
+        r.hotspots
+    );
+    assert!(
+        r.hotspots
+            .iter()
+            .all(|h| h.row == "id = 7" || h.row == "row unknown"),
+        "{:#?}",
+        r.hotspots
+    );
+}
+
+/// Issue 11, 6: the server's CPU share per step, read from its backends'
+/// /proc entries when it runs on this machine (the test server does): a
+/// statement that only computes keeps it busy, one that sleeps does not.
+#[test]
+fn server_cpu_share_is_measured_when_the_server_is_local() {
+    let db = test_db!();
+    let dir = project_dir();
+    let busy = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"count\"\nquery = \"SELECT count(*) FROM generate_series(1, 300000)\"\n",
+    );
+    let r = report(&replay(
+        &db,
+        dir.path(),
+        &busy,
+        &["--ladder", "1", "--duration", "500ms"],
+    ));
+    let share = r.client_cpu[0].server_cpu_share.expect("local server");
+    let q = write_queries(dir.path(), NAP);
+    let r = report(&replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "500ms"],
+    ));
+    let idle = r.client_cpu[0].server_cpu_share.expect("local server");
+    assert!(
+        share > 0.1 && share > idle * 3.0,
+        "busy {share}, sleeping {idle}"
+    );
+}
+
+/// Issue 11, tenant mode: statements recorded as the application role run
+/// as that role under RLS with the tenant setting per transaction. `heavy`
+/// (the default) is the heaviest tenant only, `--tenant-id` the one named,
+/// `spread` every tenant with the data's skew; each execution's row is one
+/// of its tenant's (the update always finds it). Committed (`--force`) so
+/// the tenants that ran can be counted.
+#[test]
+fn tenant_modes_run_as_the_heaviest_the_named_or_every_tenant() {
+    let db = test_db!();
+    db.exec(
+        "DO $$ BEGIN CREATE ROLE replay_tenant_app; EXCEPTION WHEN duplicate_object THEN NULL; END $$; \
+         CREATE TABLE accounts (id int PRIMARY KEY); INSERT INTO accounts VALUES (1), (2), (3); \
+         CREATE TABLE items (id int PRIMARY KEY, account_id int NOT NULL REFERENCES accounts, \
+                             n int NOT NULL DEFAULT 0); \
+         INSERT INTO items (id, account_id) \
+           SELECT g, CASE WHEN g <= 20 THEN 1 WHEN g <= 25 THEN 3 ELSE 2 END FROM generate_series(1, 100) g; \
+         ALTER TABLE items ENABLE ROW LEVEL SECURITY; \
+         CREATE POLICY tenant ON items USING (account_id = current_setting('app.account_id')::int); \
+         GRANT USAGE ON SCHEMA public TO replay_tenant_app; \
+         GRANT SELECT, UPDATE ON items TO replay_tenant_app;",
+    );
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"bump\"\nrole = \"replay_tenant_app\"\n\
+         query = \"UPDATE items SET n = n + 1 WHERE id = $1\"\n",
+    );
+    let changed = |extra: &[&str]| -> (Vec<String>, Report) {
+        db.exec("UPDATE items SET n = 0");
+        let mut args = vec!["--ladder", "2", "--duration", "1s", "--commit", "--force"];
+        args.extend_from_slice(extra);
+        let out = replay(&db, dir.path(), &q, &args);
+        assert_exit(&out, 0);
+        let r = report(&out);
+        let tenants = db.query_strings(
+            "SELECT account_id::text FROM items GROUP BY 1 HAVING sum(n) > 0 ORDER BY 1",
+        );
+        (tenants, r)
+    };
+    let (heavy, r) = changed(&[]);
+    assert_eq!(heavy, ["2"], "the heaviest tenant owns 75 of the 100 rows");
+    assert!(r.integrity.succeeded > 0);
+    // Every execution's row was the tenant's own: visible, so updated.
+    assert_eq!(r.integrity.planck_rows_changed, r.integrity.succeeded);
+    let (named, _) = changed(&["--tenant-id", "3"]);
+    assert_eq!(named, ["3"]);
+    let (spread, r) = changed(&["--tenant-mode", "spread"]);
+    assert_eq!(spread, ["1", "2", "3"]);
+    assert_eq!(r.integrity.planck_rows_changed, r.integrity.succeeded);
+}
+
+/// Issue 11, fresh keys: an INSERT replayed many times at once must not
+/// collide on its unique keys (a sampled id is a unique violation every
+/// time; one id in flight twice is a fake hotspot). Its integer primary
+/// key, unique uuid and unique text get values past the data, never the
+/// same twice.
+#[test]
+fn insert_keys_are_fresh_and_never_collide() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE t (id int PRIMARY KEY, code uuid UNIQUE NOT NULL, email text UNIQUE NOT NULL, \
+                         v int NOT NULL); \
+         INSERT INTO t SELECT g, gen_random_uuid(), 'u' || g, g FROM generate_series(1, 20) g",
+    );
+    let before = checksums(&db);
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"add\"\n\
+         query = \"INSERT INTO t (id, code, email, v) VALUES ($1, $2, $3, $4)\"\n",
+    );
+    let out = replay(&db, dir.path(), &q, &["--ladder", "4", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert!(s.units > 20, "{s:?}");
+    assert!(s.errors.is_empty(), "{s:?}");
+    assert!(r.hotspots.is_empty(), "{:#?}", r.hotspots);
+    assert_eq!(r.integrity.planck_rows_changed, r.integrity.succeeded);
+    assert_eq!(checksums(&db), before);
+}
+
+/// Issue 11, 7: `planck demo` ends with a short replay of its own
+/// recording (ladder 1, 4, 16) and prints its verdict and top hotspot.
+#[test]
+fn demo_ends_with_a_replay_of_its_recording() {
+    let db = test_db!();
+    let dir = project_dir();
+    let out = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url])
+        .args([
+            "demo",
+            "--database",
+            &db.name,
+            "--force",
+            "--scale",
+            "0.005",
+            "--replay-seconds",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    let verdict = err
+        .lines()
+        .find(|l| l.starts_with("replay: throughput") || l.starts_with("replay: planck"))
+        .unwrap_or_else(|| panic!("no replay verdict:\n{err}"));
+    assert!(verdict.contains("concurrent"), "{verdict}");
+    assert!(
+        err.lines().any(|l| l.starts_with("replay: top hotspot")
+            || l.starts_with("replay: no lock waits")),
+        "{err}"
+    );
+}
+
+/// Issue 11, faults: the server restarted mid-step. Its own cluster (the
+/// shared one serves the other tests). The errors are counted, the clients
+/// reconnect, the run finishes with exit 0 and a note says what happened.
+#[test]
+fn server_restart_mid_step_reconnects_and_finishes() {
+    let base = tempfile::tempdir().unwrap();
+    let bindir = planck::cluster::find_bindir(
+        std::env::var_os("PLANCK_PG_BINDIR")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
+    )
+    .unwrap();
+    let cluster = planck::cluster::Cluster::at(base.path().join(".planck"), bindir);
+    let port = cluster.start(None, &mut |_| {}).unwrap();
+    let url = cluster.url(port, "postgres");
+    common::block_on({
+        let url = url.clone();
+        async move {
+            let c = planck::db::ConnInfo::parse(&url, true)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
+            c.batch_execute(
+                "CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0)",
+            )
+            .await
+            .unwrap();
+        }
+    });
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"b\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = 1 AND pg_sleep(0.005) IS NOT NULL\"\n",
+    );
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &url, "replay", "--queries", &q])
+        .args(["--warmup", "0", "--format", "json", "--ladder", "2"])
+        .args(["--duration", "3s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    cluster.stop().unwrap();
+    cluster.start(Some(port), &mut |_| {}).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let _ = cluster.stop();
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert!(s.reconnects >= 2, "both clients reconnect: {s:?}");
+    assert!(!s.errors.is_empty(), "{s:?}");
+    assert!(
+        s.errors
+            .keys()
+            .all(|k| ["57P01", "08006", "57P03"].contains(&k.as_str())),
+        "{s:?}"
+    );
+    // Units ran after the restart as well as before it.
+    assert!(s.units > 20, "{s:?}");
+    assert!(
+        r.integrity
+            .notes
+            .iter()
+            .any(|n| n.contains("lost mid-run and re-established")),
+        "{:?}",
+        r.integrity.notes
+    );
+}
+
+/// Issue 11, acceptance: the bundled example's hot transaction (POST
+/// /pouches/:id/items: the account's item counter, then the item and an
+/// event). At 8 clients as the heaviest tenant, the top hotspot is that
+/// account's counter row, taken by the UPDATE.
+#[test]
+fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
+    let db = TestDb::migrated(test_name!());
+    let dir = project_dir();
+    let spec = common::repo_root().join("seeds/example.toml");
+    let out = db.planck(
+        &["seed", "--spec", spec.to_str().unwrap(), "--scale", "0.002"],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let root = common::repo_root();
+    let text = std::fs::read_to_string(root.join("queries/recorded.toml")).unwrap()
+        + "\n"
+        + &std::fs::read_to_string(root.join("queries/transactions.toml")).unwrap();
+    let q = write_queries(dir.path(), &text);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "8", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let heaviest = db.query_strings(
+        "SELECT k::text FROM (SELECT id AS k FROM accounts UNION ALL SELECT account_id FROM users \
+         UNION ALL SELECT account_id FROM pouches UNION ALL SELECT account_id FROM items \
+         UNION ALL SELECT account_id FROM revisions UNION ALL SELECT account_id FROM files \
+         UNION ALL SELECT account_id FROM events UNION ALL SELECT account_id FROM devices \
+         UNION ALL SELECT account_id FROM api_tokens) s GROUP BY k ORDER BY count(*) DESC, k LIMIT 1",
+    );
+    let h = top(r.hotspots.iter()).expect("the counter row is contended");
+    assert_eq!(h.relation.as_deref(), Some("accounts"), "{:#?}", r.hotspots);
+    assert_eq!(h.row, format!("id = {}", heaviest[0]), "{h:?}");
+    assert!(
+        h.blocking_statement
+            .as_deref()
+            .is_some_and(|b| b.starts_with("UPDATE accounts SET item_seq")),
+        "{h:?}"
+    );
+    assert_eq!(h.transaction.as_deref(), Some("POST /pouches/:id/items"));
+    assert_eq!(r.integrity.data_unchanged, Some(true), "{:?}", r.integrity);
+}

@@ -12,6 +12,7 @@ use crate::output::{self, Format};
 use crate::settings::Settings;
 use crate::settings::explain::{ExplainArgs, ExplainSettings};
 use crate::settings::record::{RecordArgs, RecordSettings};
+use crate::settings::replay::{ReplayArgs, ReplaySettings};
 use crate::settings::seed::{SeedArgs, SeedSettings};
 
 /// Arguments of the hidden `planck example-app`.
@@ -49,6 +50,48 @@ pub struct DemoArgs {
     /// Drop and recreate --database even on a server planck does not manage
     #[arg(long)]
     pub force: bool,
+    /// Length of each step of the closing replay (ladder 1, 4, 16); 0 skips it
+    #[arg(long, default_value_t = 3.0, value_name = "SECONDS")]
+    pub replay_seconds: f64,
+}
+
+/// The demo's replay: ladder 1, 4, 16 on its own recording, every unit
+/// rolled back. Returns the lines to print (the top hotspot, the verdict).
+async fn replay_step(
+    conn: &ConnInfo,
+    queries: &std::path::Path,
+    seconds: f64,
+    settings: &Settings,
+) -> Result<Option<Vec<String>>> {
+    if seconds <= 0.0 {
+        return Ok(None);
+    }
+    let args = ReplayArgs::short(queries, &[1, 4, 16], &format!("{seconds}s"));
+    let rs = ReplaySettings::resolve(&args, settings)?;
+    let (statements, transactions) = crate::replay::workload::load(&rs.queries)?;
+    let w = crate::replay::workload::Workload::new(
+        statements,
+        transactions,
+        rs.weights,
+        rs.include_rollbacks,
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let r = crate::replay::run::run(conn, w, &rs.options, settings.log(), stop).await?;
+    let mut lines = Vec::new();
+    match r.hotspots.iter().max_by_key(|h| (h.samples, h.step_index)) {
+        Some(h) => lines.push(format!(
+            "replay: top hotspot at {} clients: the {} lock of {} {}, waited on by `{}`, taken by `{}`",
+            r.steps[h.step_index].concurrency,
+            h.lock_type,
+            h.relation.as_deref().unwrap_or("?"),
+            h.row,
+            output::shorten(h.waiting_statement.as_deref().unwrap_or("?"), 50),
+            output::shorten(h.blocking_statement.as_deref().unwrap_or("an unknown statement"), 50),
+        )),
+        None => lines.push("replay: no lock waits seen at 1, 4 and 16 clients".to_string()),
+    }
+    lines.push(format!("replay: {}", r.verdict.text));
+    Ok(Some(lines))
 }
 
 /// The example app as the demo runs it: quiet when the demo is.
@@ -167,6 +210,8 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         recorded.statements.len(),
         queries.display()
     ));
+    // Its hand-written transactions (the hot path), until record records them.
+    crate::demo::merge_transactions(&queries, &example)?;
     // Step 3: seed the bundled spec (the example app's fixtures make way).
     let seed = SeedSettings::resolve(
         &SeedArgs::for_spec(crate::demo::spec_path(&example), args.scale),
@@ -196,6 +241,13 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
             "explain found nothing to fail on"
         }
     ));
+    // Step 5: replay the recording under a short ladder; the top hotspot
+    // and the verdict on stderr (stdout keeps the explain report alone).
+    if let Some(lines) = replay_step(&conn, &queries, args.replay_seconds, settings).await? {
+        for line in lines {
+            settings.info(&line);
+        }
+    }
     settings.info(&format!("next: `psql {}` to look around", conn.display()));
     Ok(0)
 }

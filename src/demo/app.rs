@@ -277,6 +277,42 @@ async fn api(app: &mut Client, account: i64, token: &str, pouch: i64, round: usi
         tx.commit().await?;
     }
 
+    // POST /pouches/:id/items: the account's item counter first (its row
+    // stays locked until COMMIT: the hot path), then the item and an event.
+    let tx = app.transaction().await?;
+    tx.query_one(
+        "SELECT set_config('app.account_id', $1, true)",
+        &[&account.to_string()],
+    )
+    .await?;
+    let (_, user) = authenticate(&tx, "203.0.113.7", &jti(6), token).await?;
+    let seq: i64 = tx
+        .query_one(
+            "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1 RETURNING item_seq",
+            &[&account],
+        )
+        .await?
+        .get(0);
+    let created: i64 = tx
+        .query_one(
+            "INSERT INTO items (account_id, pouch_id, slug, title) VALUES ($1, $2, $3, $4) RETURNING id",
+            &[&account, &pouch, &format!("new-{seq}-{round}"), &"New item"],
+        )
+        .await?
+        .get(0);
+    tx.execute(
+        "INSERT INTO events (account_id, actor_id, kind, subject_type, subject_id, payload) \
+         VALUES ($1, $2, 'item.created', 'item', $3, $4)",
+        &[
+            &account,
+            &user,
+            &created,
+            &serde_json::json!({ "seq": seq }),
+        ],
+    )
+    .await?;
+    tx.commit().await?;
+
     // GET /events and GET /devices.
     let tx = app.transaction().await?;
     tx.query_one(

@@ -32,9 +32,37 @@ pub const FILES: &[BundledFile] = bundled![
     "migrations/0002_content.sql",
     "migrations/0003_app_tables.sql",
     "migrations/0004_grants_and_rls.sql",
+    "migrations/0005_item_seq.sql",
     "seeds/example.toml",
     "queries/recorded.toml",
+    "queries/transactions.toml",
 ];
+
+/// The example's hand-written `[[transaction]]` entries: they name statements
+/// of its recording, and the demo appends them to its own.
+pub fn transactions(root: &Path) -> PathBuf {
+    root.join("queries").join("transactions.toml")
+}
+
+/// Appends the bundled `[[transaction]]` entries to a recording made by
+/// `planck record` (their statement ids are the recording's: planck's ids
+/// come from the statement's text).
+pub fn merge_transactions(recording: &Path, root: &Path) -> Result<()> {
+    let extra = std::fs::read_to_string(transactions(root)).map_err(|source| Error::ReadFile {
+        path: transactions(root),
+        source,
+    })?;
+    let mut text = std::fs::read_to_string(recording).map_err(|source| Error::ReadFile {
+        path: recording.to_path_buf(),
+        source,
+    })?;
+    text.push('\n');
+    text.push_str(&extra);
+    std::fs::write(recording, text).map_err(|source| Error::WriteFile {
+        path: recording.to_path_buf(),
+        source,
+    })
+}
 
 /// Where the example's migrations are, below an extracted bundle.
 pub fn migrations_dir(root: &Path) -> PathBuf {
@@ -96,14 +124,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = extract(&dir.path().join("example")).unwrap();
         let spec = std::fs::read_to_string(spec_path(&root)).unwrap();
-        assert_eq!(spec, FILES[4].text);
-        assert_eq!(std::fs::read_dir(migrations_dir(&root)).unwrap().count(), 4);
+        assert_eq!(spec, FILES[5].text);
+        assert_eq!(std::fs::read_dir(migrations_dir(&root)).unwrap().count(), 5);
         // A file changed by hand is put back; a second run changes nothing else.
         std::fs::write(spec_path(&root), "x").unwrap();
         extract(&root).unwrap();
         assert_eq!(
             std::fs::read_to_string(spec_path(&root)).unwrap(),
-            FILES[4].text
+            FILES[5].text
         );
     }
 }

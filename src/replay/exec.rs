@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::error::Error as StdError;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,9 +17,13 @@ use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Statement as Prepared};
 
 use super::attribution::History;
+use super::fresh::{self, FreshKeys};
 use super::hist::Latency;
+use super::run::TenantMode;
+use super::tenant::{self, TenantRun};
 use super::workload::{BindSource, Unit, Workload};
 use crate::db::quote_ident;
+use crate::session::TenantContext;
 
 /// A value sent in text form: the server parses it as it would a literal.
 #[derive(Debug, Clone)]
@@ -126,6 +131,25 @@ pub fn param_count(sql: &str) -> u32 {
 pub struct Pool {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Option<String>>>,
+    /// Index in `columns` of the table's tenant column (tenant mode).
+    pub tenant: Option<usize>,
+    /// Row indexes per tenant (`spread`: a unit's rows are one tenant's).
+    pub by_tenant: HashMap<String, Vec<usize>>,
+}
+
+impl Pool {
+    /// A row of `tenant` when the pool knows its tenants, else any row.
+    pub fn draw(&self, tenant: Option<&str>, rng: &mut Rng) -> usize {
+        match tenant.and_then(|t| self.by_tenant.get(t)) {
+            Some(rows) if !rows.is_empty() => rows[rng.below(rows.len())],
+            _ => rng.below(self.rows.len()),
+        }
+    }
+
+    /// The tenant of a row.
+    pub fn tenant_of(&self, row: usize) -> Option<&str> {
+        self.rows.get(row)?.get(self.tenant?)?.as_deref()
+    }
 }
 
 /// Every table's pool, keyed by the table as the bind writes it.
@@ -153,25 +177,47 @@ pub fn pool_columns(w: &Workload) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// Samples up to `n` rows of each pool's table (never a query per execution).
+/// Samples up to `n` rows of each pool's table (never a query per
+/// execution). In tenant mode a table's tenant column is sampled with the
+/// rest: `heavy` keeps the chosen tenant's rows only, `spread` every
+/// tenant's, indexed by tenant.
 pub async fn sample_pools(
     client: &Client,
     w: &Workload,
     n: usize,
+    tenant: Option<&TenantRun>,
 ) -> Result<Pools, tokio_postgres::Error> {
     let mut pools = Pools::new();
-    for (table, cols) in pool_columns(w) {
+    for (table, mut cols) in pool_columns(w) {
         let qualified: Vec<String> = table.split('.').map(quote_ident).collect();
+        let tenant_col = tenant.and_then(|t| t.column_of(&table).cloned());
+        let tenant_idx = tenant_col.as_ref().map(|c| {
+            cols.iter().position(|x| x == c).unwrap_or_else(|| {
+                cols.push(c.clone());
+                cols.len() - 1
+            })
+        });
         let select: Vec<String> = cols
             .iter()
             .map(|c| format!("{}::text", quote_ident(c)))
             .collect();
+        let only = match (&tenant_col, tenant) {
+            (Some(c), Some(t)) if t.mode == TenantMode::Heavy => {
+                format!(" WHERE {}::text = $1", quote_ident(c))
+            }
+            _ => String::new(),
+        };
         let sql = format!(
-            "SELECT {} FROM {} ORDER BY random() LIMIT {n}",
+            "SELECT {} FROM {}{only} ORDER BY random() LIMIT {n}",
             select.join(", "),
             qualified.join(".")
         );
-        let rows = client.query(&sql, &[]).await?;
+        let rows = if only.is_empty() {
+            client.query(&sql, &[]).await?
+        } else {
+            let id = tenant.map(|t| t.id.clone()).unwrap_or_default();
+            client.query(&sql, &[&id]).await?
+        };
         let rows = rows
             .iter()
             .map(|r| {
@@ -180,13 +226,18 @@ pub async fn sample_pools(
                     .collect()
             })
             .collect();
-        pools.insert(
-            table,
-            Pool {
-                columns: cols,
-                rows,
-            },
-        );
+        let mut pool = Pool {
+            columns: cols,
+            rows,
+            tenant: tenant_idx,
+            by_tenant: HashMap::new(),
+        };
+        for r in 0..pool.rows.len() {
+            if let Some(t) = pool.tenant_of(r).map(str::to_string) {
+                pool.by_tenant.entry(t).or_default().push(r);
+            }
+        }
+        pools.insert(table, pool);
     }
     Ok(pools)
 }
@@ -305,6 +356,8 @@ pub struct WorkerStats {
     /// Rows the server reported for write statements, warm-up included.
     pub rows_written: u64,
     pub reconnects: u64,
+    /// Time waiting for a pooled connection (`--pool`), apart from statement time.
+    pub pool_wait: Latency,
 }
 
 impl WorkerStats {
@@ -335,6 +388,18 @@ impl WorkerStats {
         self.commits += o.commits;
         self.rows_written += o.rows_written;
         self.reconnects += o.reconnects;
+        self.pool_wait.merge(&o.pool_wait);
+    }
+
+    /// Merges a later run of the same step (`--repeat`): its seconds follow
+    /// this run's, so the noise estimate sees every second once.
+    pub fn append_run(&mut self, o: &WorkerStats, seconds: usize) {
+        let mine = std::mem::take(&mut self.per_second);
+        self.merge(o);
+        let mut per_second = mine;
+        per_second.resize(seconds, 0);
+        per_second.extend_from_slice(&o.per_second);
+        self.per_second = per_second;
     }
 }
 
@@ -347,6 +412,11 @@ pub struct Shared {
     pub commit: bool,
     /// Parameter counts per statement.
     pub param_counts: Vec<u32>,
+    /// How tenant-scoped units run; `None`: as recorded.
+    pub tenant: Option<TenantRun>,
+    /// INSERT parameters that take fresh keys, and the run's counter of them.
+    pub fresh: FreshKeys,
+    pub fresh_next: AtomicU64,
 }
 
 /// The SQLSTATE of an error; `08006` when the connection was lost.
@@ -382,21 +452,9 @@ pub enum Outcome {
     Lost,
 }
 
-/// The SQL that opens a unit's transaction.
-pub fn begin_sql(isolation: Option<&str>, timeout_ms: u64, role: Option<&str>) -> String {
-    let mut sql = String::from("BEGIN");
-    if let Some(i) = isolation {
-        sql.push_str(" ISOLATION LEVEL ");
-        sql.push_str(&i.to_uppercase());
-    }
-    sql.push_str(&format!("; SET LOCAL statement_timeout = {timeout_ms}"));
-    if let Some(r) = role {
-        sql.push_str(&format!("; SET LOCAL ROLE {}", quote_ident(r)));
-    }
-    sql
-}
-
-/// Runs `unit` once. `record` says whether latencies count (past the warm-up).
+/// Runs `unit` once. `record` says whether latencies count (past the
+/// warm-up); the unit's latency counts from `intended`, its intended start
+/// (the open loop's schedule; now, in a closed loop).
 pub async fn run_unit(
     conn: &mut ClientConn,
     shared: &Shared,
@@ -404,6 +462,7 @@ pub async fn run_unit(
     rng: &mut Rng,
     stats: &RefCell<WorkerStats>,
     record: bool,
+    intended: Instant,
 ) -> Outcome {
     let w = &shared.workload;
     let stmts = w.unit_statements(unit);
@@ -425,7 +484,7 @@ pub async fn run_unit(
         Unit::Lone(s) => (None, w.statements[s].role.clone(), Vec::new(), 0.0, None),
     };
     stats.borrow_mut().attempted += 1;
-    let started = Instant::now();
+    let started = intended;
     let fail = |stats: &RefCell<WorkerStats>, code: &str, text: &str, stmt: Option<usize>| {
         let mut stats = stats.borrow_mut();
         stats.failed += 1;
@@ -447,39 +506,46 @@ pub async fn run_unit(
             }
         }
     };
+    // The draws of this execution: one sampled row per table, and results.
+    let mut rows: HashMap<&str, usize> = HashMap::new();
+    let mut results: HashMap<(usize, String), Option<String>> = HashMap::new();
+    // Tenant mode: the tenant of this execution, and who it runs as.
+    let scoped = shared.tenant.as_ref().filter(|t| t.scopes(w, unit));
+    let chosen: Option<String> = scoped.map(|t| match t.mode {
+        TenantMode::Heavy => t.id.clone(),
+        // The first tenant-scoped table the unit binds from draws the
+        // tenant, with the data's skew; the others follow it.
+        TenantMode::Spread => {
+            first_tenant_row(shared, &stmts, tx, &mut rows, rng).unwrap_or_else(|| t.id.clone())
+        }
+    });
+    let ctx = match (scoped, &chosen) {
+        (Some(t), Some(id)) => t.context(id, &settings),
+        _ => TenantContext {
+            role: role.clone(),
+            settings: settings
+                .iter()
+                .map(|(k, v)| (k.clone(), crate::session::SettingValue::Text(v.clone())))
+                .collect(),
+        },
+    };
     // A lone read with nothing to set runs on its own, as the application
     // sends it (the session's statement_timeout bounds it); everything else
     // inside BEGIN .. ROLLBACK.
-    let autocommit = matches!(unit, Unit::Lone(s) if !w.statements[s].writes) && role.is_none();
-    let begin = begin_sql(
-        isolation.as_deref(),
-        shared.statement_timeout_ms,
-        role.as_deref(),
-    );
-    if autocommit {
-        // Nothing to open.
-    } else if let Err(e) = conn.client.batch_execute(&begin).await {
+    let autocommit = matches!(unit, Unit::Lone(s) if !w.statements[s].writes)
+        && ctx.role.is_none()
+        && ctx.settings.is_empty();
+    if !autocommit
+        && let Err(e) = tenant::begin(
+            &conn.client,
+            isolation.as_deref(),
+            &ctx,
+            shared.statement_timeout_ms,
+        )
+        .await
+    {
         fail(stats, &sqlstate(&e), &error_text(&e), None);
         return end(conn, stats, e.code().is_none()).await;
-    }
-    if !settings.is_empty() {
-        let calls: Vec<String> = (0..settings.len())
-            .map(|i| format!("set_config(${}, ${}, true)", 2 * i + 1, 2 * i + 2))
-            .collect();
-        let values: Vec<TextParam> = settings
-            .iter()
-            .flat_map(|(k, v)| [TextParam(Some(k.clone())), TextParam(Some(v.clone()))])
-            .collect();
-        let params: Vec<&(dyn ToSql + Sync)> =
-            values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-        if let Err(e) = conn
-            .client
-            .query(&format!("SELECT {}", calls.join(", ")), &params)
-            .await
-        {
-            fail(stats, &sqlstate(&e), &error_text(&e), None);
-            return end(conn, stats, e.code().is_none()).await;
-        }
     }
     conn.history
         .lock()
@@ -488,9 +554,6 @@ pub async fn run_unit(
             Unit::Transaction(t) => t,
             Unit::Lone(s) => usize::MAX - s,
         });
-    // The draws of this execution: one sampled row per table, and results.
-    let mut rows: HashMap<&str, usize> = HashMap::new();
-    let mut results: HashMap<(usize, String), Option<String>> = HashMap::new();
     let mut ok_statements = 0;
     for &s in &stmts {
         let stmt = &w.statements[s];
@@ -514,7 +577,7 @@ pub async fn run_unit(
                         }
                         let r = *rows
                             .entry(table.as_str())
-                            .or_insert_with(|| rng.below(p.rows.len()));
+                            .or_insert_with(|| p.draw(chosen.as_deref(), rng));
                         let c = p.columns.iter().position(|c| c == column)?;
                         p.rows[r][c].clone()
                     }),
@@ -523,6 +586,12 @@ pub async fn run_unit(
                         from.and_then(|f| results.get(&(f, column.clone())).cloned().flatten())
                     }
                 };
+            }
+        }
+        for (p, slot) in values.iter_mut().enumerate() {
+            if let Some(kind) = shared.fresh.get(&(s, p as u32 + 1)) {
+                let n = shared.fresh_next.fetch_add(1, Ordering::Relaxed);
+                slot.0 = Some(fresh::value(kind, n, rng));
             }
         }
         let prepared = match conn.prepared.get(&s) {
@@ -620,6 +689,38 @@ pub async fn run_unit(
     }
 }
 
+/// `spread`: draws the row of the first tenant-scoped table the unit binds
+/// from (kept in `rows` for its binds) and returns that row's tenant.
+fn first_tenant_row<'a>(
+    shared: &'a Shared,
+    stmts: &[usize],
+    tx: Option<&'a super::workload::Transaction>,
+    rows: &mut HashMap<&'a str, usize>,
+    rng: &mut Rng,
+) -> Option<String> {
+    let w = &shared.workload;
+    for &s in stmts {
+        let stmt = &w.statements[s];
+        let own = tx.map(|t| t.bind.as_slice()).unwrap_or(&[]);
+        for b in stmt
+            .auto_bind
+            .iter()
+            .chain(own.iter().filter(|b| b.statement == stmt.id))
+        {
+            if let BindSource::Column { table, .. } = &b.source
+                && let Some(p) = shared.pools.get(table)
+                && p.tenant.is_some()
+                && !p.rows.is_empty()
+            {
+                let r = rng.below(p.rows.len());
+                rows.insert(table.as_str(), r);
+                return p.tenant_of(r).map(str::to_string);
+            }
+        }
+    }
+    None
+}
+
 /// Ends a failed unit: ROLLBACK unless the connection is gone.
 async fn end(conn: &mut ClientConn, stats: &RefCell<WorkerStats>, lost: bool) -> Outcome {
     conn.history.lock().expect("history lock").end();
@@ -677,13 +778,5 @@ mod tests {
         let zeros = (0..n).filter(|_| p.pick(&mut rng) == Unit::Lone(0)).count();
         let share = zeros as f64 / n as f64;
         assert!((share - 0.9).abs() < 0.02, "{share}");
-    }
-
-    #[test]
-    fn begin_names_isolation_timeout_and_role() {
-        assert_eq!(
-            begin_sql(Some("repeatable read"), 500, Some("app")),
-            "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL statement_timeout = 500; SET LOCAL ROLE \"app\""
-        );
     }
 }

@@ -19,7 +19,13 @@ use crate::error::{Error, Result};
 
 #[derive(Debug, Clone)]
 pub struct StepOptions {
+    /// Clients of the step.
     pub concurrency: u32,
+    /// Open loop: units per second over all clients, each unit timed from
+    /// its intended start. `None`: closed loop.
+    pub rate: Option<f64>,
+    /// Connections the clients share (an application pool); `None`: one each.
+    pub pool: Option<u32>,
     pub warmup: Duration,
     pub duration: Duration,
     pub sample_ms: u64,
@@ -34,6 +40,10 @@ pub struct StepOptions {
 #[derive(Debug)]
 pub struct StepResult {
     pub concurrency: u32,
+    /// The open loop's offered rate (units per second).
+    pub rate: Option<f64>,
+    /// Connections of the step's pool, when smaller than the clients.
+    pub pool: Option<u32>,
     pub stats: WorkerStats,
     pub samples: Samples,
     /// The measured window, as it really lasted.
@@ -42,9 +52,31 @@ pub struct StepResult {
     pub cpu_seconds: f64,
     /// Wall seconds of the step (warm-up included).
     pub wall_seconds: f64,
+    /// The server's CPU seconds over the step, when it runs on this machine.
+    pub server_cpu_seconds: Option<f64>,
+    /// Runs merged into this step (`--repeat`).
+    pub runs: u32,
     pub workers: usize,
     /// The step was cut short (Ctrl-C, SIGTERM).
     pub interrupted: bool,
+}
+
+impl StepResult {
+    /// This step with a later run of it (`--repeat`) merged in.
+    pub fn append(mut self, o: StepResult) -> StepResult {
+        let seconds = self.elapsed.as_secs() as usize;
+        self.stats.append_run(&o.stats, seconds);
+        self.samples.merge(o.samples);
+        self.elapsed += o.elapsed;
+        self.cpu_seconds += o.cpu_seconds;
+        self.wall_seconds += o.wall_seconds;
+        self.server_cpu_seconds = match (self.server_cpu_seconds, o.server_cpu_seconds) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
+        self.runs += o.runs;
+        self
+    }
 }
 
 /// planck's own CPU time (user + system), from /proc/self/stat; 0 elsewhere.
@@ -60,6 +92,29 @@ pub fn process_cpu_seconds() -> f64 {
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     (ticks(11) + ticks(12)) / 100.0
+}
+
+/// CPU time of a process from /proc/<pid>/stat, when it is a PostgreSQL
+/// backend of this machine.
+fn backend_cpu_seconds(pid: i32) -> Option<f64> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    if !cmdline.starts_with(b"postgres") {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
+/// The CPU seconds of the step's backends when the server is local (every
+/// backend pid is a `postgres` process here); `None` otherwise.
+pub fn server_cpu_seconds(pids: &[i32]) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|p| backend_cpu_seconds(*p)).sum()
 }
 
 async fn connect(
@@ -103,7 +158,14 @@ pub async fn run_step(
     let mut conn = conn.clone();
     conn.config.application_name(&opts.app);
     let registry: Registry = Arc::new(Mutex::new(HashMap::new()));
-    let workers = opts.workers.clamp(1, opts.concurrency.max(1) as usize);
+    // Connections of the step: one per client, or the pool's (split over
+    // the worker threads, each a pool of its own: a connection belongs to
+    // the runtime that opened it). A worker thread needs one at least.
+    let connections = opts
+        .pool
+        .map_or(opts.concurrency, |p| p.min(opts.concurrency))
+        .max(1);
+    let workers = opts.workers.clamp(1, connections as usize);
     let ready = Arc::new(tokio::sync::Barrier::new(workers + 1));
     let go: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
     let (go_tx, go_rx) = tokio::sync::watch::channel(None::<Instant>);
@@ -113,6 +175,10 @@ pub async fn run_step(
         let clients: Vec<u32> = (0..opts.concurrency)
             .filter(|c| *c as usize % workers == w)
             .collect();
+        let own_connections = (0..connections)
+            .filter(|c| *c as usize % workers == w)
+            .count();
+        let pooled = opts.pool.is_some();
         let conn = conn.clone();
         let shared = shared.clone();
         let registry = registry.clone();
@@ -121,6 +187,10 @@ pub async fn run_step(
         let stop = stop.clone();
         let step_end = step_end.clone();
         let (warmup, duration, seed) = (opts.warmup, opts.duration, opts.seed);
+        let interval = opts
+            .rate
+            .map(|r| Duration::from_secs_f64(1.0 / r.max(1e-6)));
+        let total_clients = opts.concurrency;
         handles.push(std::thread::spawn(move || -> Result<WorkerStats> {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -128,11 +198,16 @@ pub async fn run_step(
                 .map_err(|e| Error::internal(format!("starting a worker runtime: {e}")))?;
             let local = tokio::task::LocalSet::new();
             local.block_on(&rt, async move {
-                let mut conns = Vec::new();
+                // The worker's connections, handed out in turn (FIFO: the
+                // mutex is fair) and given back after each unit.
+                let (give, take) = tokio::sync::mpsc::unbounded_channel::<ClientConn>();
+                let take = Rc::new(tokio::sync::Mutex::new(take));
                 let mut failure = None;
-                for _ in &clients {
+                for _ in 0..own_connections {
                     match connect(&conn, &registry, shared.statement_timeout_ms).await {
-                        Ok(c) => conns.push(c),
+                        Ok(c) => {
+                            let _ = give.send(c);
+                        }
                         Err(e) => {
                             failure = Some(e);
                             break;
@@ -154,7 +229,7 @@ pub async fn run_step(
                 let stats = Rc::new(RefCell::new(WorkerStats::default()));
                 let picker = Picker::new(&shared.workload.units);
                 let mut tasks = Vec::new();
-                for (c, mut cc) in clients.into_iter().zip(conns) {
+                for c in clients {
                     let shared = shared.clone();
                     let stats = stats.clone();
                     let picker = picker.clone();
@@ -162,12 +237,25 @@ pub async fn run_step(
                     let step_end = step_end.clone();
                     let conn = conn.clone();
                     let registry = registry.clone();
+                    let give = give.clone();
+                    let take = take.clone();
                     tasks.push(tokio::task::spawn_local(async move {
                         let mut rng =
                             Rng::new(seed ^ (u64::from(c) + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
                         let measure_from = start + warmup;
                         let until = measure_from + duration;
+                        // Open loop: arrival k of the step is due at start + k
+                        // x interval; client c takes arrivals c, c + N, ...
+                        let mut arrival = u64::from(c);
                         loop {
+                            let due = interval.map(|i| start + i.mul_f64(arrival as f64));
+                            if let Some(due) = due {
+                                if due >= until {
+                                    break;
+                                }
+                                tokio::time::sleep_until(due.into()).await;
+                                arrival += u64::from(total_clients);
+                            }
                             let now = Instant::now();
                             if now >= until
                                 || stop.load(Ordering::Relaxed)
@@ -175,13 +263,35 @@ pub async fn run_step(
                             {
                                 break;
                             }
-                            let record = now >= measure_from;
+                            // A unit counts from its intended start: a late
+                            // one is not hidden (no coordinated omission).
+                            let intended = due.unwrap_or(now);
+                            let record = intended >= measure_from;
                             let unit = picker.pick(&mut rng);
-                            let outcome =
-                                run_unit(&mut cc, &shared, unit, &mut rng, &stats, record).await;
+                            let asked = Instant::now();
+                            // Bounded by the step's end: a connection lost
+                            // for good is not waited for.
+                            let got = tokio::time::timeout_at(until.into(), async {
+                                take.lock().await.recv().await
+                            })
+                            .await;
+                            let Ok(Some(mut cc)) = got else {
+                                break;
+                            };
+                            if Instant::now() >= until || stop.load(Ordering::Relaxed) {
+                                let _ = give.send(cc);
+                                break;
+                            }
+                            if pooled && record {
+                                stats.borrow_mut().pool_wait.record(asked.elapsed());
+                            }
+                            let outcome = run_unit(
+                                &mut cc, &shared, unit, &mut rng, &stats, record, intended,
+                            )
+                            .await;
                             if record && outcome == Outcome::Ok {
                                 let mut s = stats.borrow_mut();
-                                let sec = (now - measure_from).as_secs() as usize;
+                                let sec = (intended - measure_from).as_secs() as usize;
                                 if s.per_second.len() <= sec {
                                     s.per_second.resize(sec + 1, 0);
                                 }
@@ -208,9 +318,11 @@ pub async fn run_step(
                                     }
                                 }
                             }
+                            let _ = give.send(cc);
                         }
                     }));
                 }
+                drop(give);
                 for t in tasks {
                     let _ = t.await;
                 }
@@ -221,6 +333,13 @@ pub async fn run_step(
         }));
     }
     ready.wait().await;
+    let backends: Vec<i32> = registry
+        .lock()
+        .expect("registry lock")
+        .keys()
+        .copied()
+        .collect();
+    let server0 = server_cpu_seconds(&backends);
     let cpu0 = process_cpu_seconds();
     let start = Instant::now();
     *go.lock().expect("go lock") = Some(start);
@@ -253,6 +372,7 @@ pub async fn run_step(
             .await;
     }
     step_end.store(true, Ordering::Relaxed);
+    let server1 = server_cpu_seconds(&backends);
     sampler_stop.store(true, Ordering::Relaxed);
     let samples = match sampler {
         Some(h) => h.await.unwrap_or_default(),
@@ -290,11 +410,15 @@ pub async fn run_step(
     let wall = start.elapsed().as_secs_f64();
     Ok(StepResult {
         concurrency: opts.concurrency,
+        rate: opts.rate,
+        pool: opts.pool.filter(|p| *p < opts.concurrency),
         stats,
         samples,
         elapsed,
         cpu_seconds: process_cpu_seconds() - cpu0,
         wall_seconds: wall,
+        server_cpu_seconds: server0.zip(server1).map(|(a, b)| (b - a).max(0.0)),
+        runs: 1,
         workers,
         interrupted,
     })

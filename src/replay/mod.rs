@@ -5,14 +5,17 @@
 //! - [`hist`]: HdrHistogram latencies, merged per step, serialised for the JSON.
 //! - [`verdict`]: growing / plateau / backwards / client-bound, and the USL fit.
 //! - [`attribution`]: root holders of lock waits and the lock-taking statement.
+//! - [`tenant`]: tenant-scoped units as the tenant role under RLS (heavy, spread).
 
 pub mod attribution;
 pub mod exec;
+pub mod fresh;
 pub mod hist;
 pub mod ladder;
 pub mod report;
 pub mod run;
 pub mod sampler;
 pub mod slo;
+pub mod tenant;
 pub mod verdict;
 pub mod workload;

@@ -53,6 +53,19 @@ pub struct StepJson {
     pub shape: Shape,
     pub units: u64,
     pub reconnects: u64,
+    /// The open loop's offered rate (`--rate`), units per second.
+    #[serde(default)]
+    pub rate_per_s: Option<f64>,
+    /// Connections the clients shared (`--pool`), when fewer than the clients.
+    #[serde(default)]
+    pub pool: Option<u32>,
+    /// Runs merged into the step (`--repeat`).
+    #[serde(default = "one")]
+    pub runs: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -216,7 +229,8 @@ pub fn build(
                 .map_or(1, |n| n.get())
                 .min(s.workers.max(1));
             StepPoint {
-                concurrency: s.concurrency,
+                // The law's N: what runs at once is bounded by the pool.
+                concurrency: s.pool.map_or(s.concurrency, |p| p.min(s.concurrency)),
                 throughput: s.stats.units.latency.count() as f64 / secs,
                 per_second: s
                     .stats
@@ -246,16 +260,24 @@ pub fn build(
             max_ms: h.max_ms(),
             errors,
             first_errors,
-            pool_wait_p95_ms: None,
+            pool_wait_p95_ms: s.pool.map(|_| s.stats.pool_wait.percentile_ms(95.0)),
             histogram: h.to_base64(),
             shape: shapes[i],
             units: h.count(),
             reconnects: s.stats.reconnects,
+            rate_per_s: s.rate,
+            pool: s.pool,
+            runs: s.runs,
         });
         out.client_cpu.push(CpuJson {
             step_index: i,
             planck_cpu_share: round3(p.client_cpu_share),
-            server_cpu_share: None,
+            // The server's backends over the step's wall time, as a share of
+            // the machine's cores (they share them with planck).
+            server_cpu_share: s.server_cpu_seconds.map(|c| {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                round3(c / (s.wall_seconds.max(1e-9) * cores as f64))
+            }),
         });
         let mut stmt_ids: Vec<&usize> = s.stats.statements.keys().collect();
         stmt_ids.sort();
@@ -316,10 +338,13 @@ pub fn build(
                 .enumerate()
                 .filter_map(|(i, v)| v.as_ref().map(|v| format!("${} = {v}", i + 1)))
                 .collect();
-            let row = match k.row {
-                Some((p, t)) if bound.is_empty() => format!("ctid ({p},{t})"),
-                Some((p, t)) => format!("ctid ({p},{t}); blocker bound {}", bound.join(", ")),
-                None => "row unknown".into(),
+            let row = match (&k.row, &c.row_key) {
+                (Some(_), Some(key)) => key.clone(),
+                _ => match k.row {
+                    Some((p, t)) if bound.is_empty() => format!("ctid ({p},{t})"),
+                    Some((p, t)) => format!("ctid ({p},{t}); blocker bound {}", bound.join(", ")),
+                    None => "row unknown".into(),
+                },
             };
             out.hotspots.push(HotspotJson {
                 step_index: i,
@@ -351,12 +376,18 @@ pub fn build(
     }
     let peak = verdict::peak_index(&points);
     let shape = verdict::run_shape(&points, &shapes);
-    let usl = verdict::fit_usl(
-        &points
-            .iter()
-            .map(|p| (f64::from(p.concurrency), p.throughput))
-            .collect::<Vec<_>>(),
-    );
+    // An open loop's steps are rates, not concurrency: no law to fit.
+    let open_loop = steps.iter().any(|s| s.rate.is_some());
+    let usl = if open_loop {
+        None
+    } else {
+        verdict::fit_usl(
+            &points
+                .iter()
+                .map(|p| (f64::from(p.concurrency), p.throughput))
+                .collect::<Vec<_>>(),
+        )
+    };
     out.verdict = VerdictJson {
         peak_concurrency: peak.map(|i| points[i].concurrency),
         shape,
@@ -592,6 +623,9 @@ mod tests {
             shape,
             units: 4,
             reconnects: 0,
+            rate_per_s: None,
+            pool: None,
+            runs: 1,
         };
         Report {
             format_version: FORMAT_VERSION,

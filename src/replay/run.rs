@@ -33,6 +33,31 @@ pub struct Options {
     pub seed: u64,
     /// Rows sampled per table for `column` binds.
     pub pool_rows: usize,
+    /// Open loop over this many clients: the ladder lists rates (units per
+    /// second). `None`: closed loop, the ladder lists client counts.
+    pub rate: Option<u32>,
+    /// An application pool of this many connections shared by the clients.
+    pub pool: Option<u32>,
+    /// Runs of each step, merged into one.
+    pub repeat: u32,
+    pub tenant: TenantChoice,
+}
+
+/// Which tenant tenant-scoped work runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TenantMode {
+    /// The heaviest tenant (production's worst case), or the one named.
+    #[default]
+    Heavy,
+    /// Tenants drawn with the data's own skew.
+    Spread,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TenantChoice {
+    pub mode: TenantMode,
+    /// `[tenant]` and `--tenant-id` (an id wins over the mode).
+    pub options: crate::tenancy::TenantOptions,
 }
 
 /// The counters and checksums the integrity line compares.
@@ -208,12 +233,22 @@ pub async fn run(
 ) -> Result<Report> {
     check_workload(&workload, opts, conn.managed)?;
     let admin = conn.connect().await?;
-    let _ = crate::session::untrack(&admin).await;
-    let top = opts.ladder.iter().copied().max().unwrap_or(1);
+    let stats_mode = crate::session::untrack(&admin)
+        .await
+        .unwrap_or(crate::session::StatsMode::Tagged);
+    let top = match opts.rate {
+        Some(clients) => clients,
+        None => opts.ladder.iter().copied().max().unwrap_or(1),
+    };
+    let top = opts.pool.map_or(top, |p| p.min(top));
     check_connections(&admin, top, opts.sampler).await?;
-    let pools = sample_pools(&admin, &workload, opts.pool_rows)
+    let tenant = super::tenant::resolve(&admin, &workload, &opts.tenant, stats_mode, log).await?;
+    let pools = sample_pools(&admin, &workload, opts.pool_rows, tenant.as_ref())
         .await
         .map_err(|e| Error::db("sampling parameter values", e))?;
+    let fresh = super::fresh::plan(&admin, &workload)
+        .await
+        .map_err(|e| Error::db("reading the INSERTs' key columns", e))?;
     for (table, _) in pool_columns(&workload) {
         if pools.get(&table).is_none_or(|p| p.rows.is_empty()) {
             log.warn(&format!(
@@ -240,6 +275,9 @@ pub async fn run(
         statement_timeout_ms: opts.statement_timeout_ms,
         commit: opts.commit,
         param_counts,
+        tenant,
+        fresh,
+        fresh_next: std::sync::atomic::AtomicU64::new(0),
     });
     let app = format!("planck replay {}", std::process::id());
     let mut steps: Vec<StepResult> = Vec::new();
@@ -249,25 +287,49 @@ pub async fn run(
             interrupted = true;
             break;
         }
-        let step = StepOptions {
-            concurrency: c,
-            warmup: opts.warmup,
-            duration: opts.duration,
-            sample_ms: opts.sample_ms,
-            sampler: opts.sampler,
-            workers: opts.workers,
-            seed: opts.seed.wrapping_add(i as u64),
-            app: app.clone(),
+        let (clients, rate) = match opts.rate {
+            Some(clients) => (clients, Some(f64::from(c))),
+            None => (c, None),
         };
-        let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
-        if r.interrupted {
-            interrupted = true;
+        let mut merged: Option<StepResult> = None;
+        for run in 0..opts.repeat.max(1) {
+            let step = StepOptions {
+                concurrency: clients,
+                rate,
+                pool: opts.pool,
+                warmup: opts.warmup,
+                duration: opts.duration,
+                sample_ms: opts.sample_ms,
+                sampler: opts.sampler,
+                workers: opts.workers,
+                seed: opts
+                    .seed
+                    .wrapping_add(i as u64)
+                    .wrapping_add((run as u64) << 32),
+                app: app.clone(),
+            };
+            let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
+            if r.interrupted {
+                interrupted = true;
+                break;
+            }
+            merged = Some(match merged {
+                None => r,
+                Some(m) => m.append(r),
+            });
+        }
+        let Some(r) = merged else { break };
+        if interrupted {
             break;
         }
         let secs = r.elapsed.as_secs_f64().max(1e-9);
         let errors: u64 = r.stats.units.errors.values().map(|e| e.count).sum();
+        let what = match rate {
+            Some(r) => format!("{r} units/s offered over {clients} clients"),
+            None => format!("{c} clients"),
+        };
         log.info(&format!(
-            "step {}/{}: {c} clients, {:.1} units/s, p95 {:.2} ms, {errors} errors",
+            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {errors} errors",
             i + 1,
             opts.ladder.len(),
             r.stats.units.latency.count() as f64 / secs,
@@ -275,6 +337,13 @@ pub async fn run(
         ));
         steps.push(r);
     }
+    // A server restarted mid-run took this connection with it.
+    let admin = if admin.is_closed() {
+        log.warn("the server closed planck's connection during the run: reconnecting for the integrity line");
+        conn.connect().await?
+    } else {
+        admin
+    };
     // Backends flush their statistics as they exit: wait for them to go.
     for _ in 0..100 {
         let n: i64 = admin
@@ -299,6 +368,7 @@ pub async fn run(
         totals.rows_written += s.stats.rows_written;
         totals.rollbacks += s.stats.rollbacks;
         totals.commits += s.stats.commits;
+        totals.reconnects += s.stats.reconnects;
     }
     let integrity = integrity(&totals, &before, &after, opts);
     Ok(report::build(
@@ -360,6 +430,14 @@ pub fn integrity(
             }
         }
     }
+    if t.reconnects > 0 {
+        notes.push(format!(
+            "{} connections were lost mid-run and re-established (the server restarted, or \
+             terminated them): the units they were running count as failed, under 08006 or the \
+             server's SQLSTATE (57P01 at a shutdown)",
+            t.reconnects
+        ));
+    }
     if !opts.commit {
         notes.push(
             "every unit ran inside BEGIN .. ROLLBACK: production's commit (its WAL flush, so locks are held a \
@@ -401,6 +479,10 @@ mod tests {
             workers: 1,
             seed: 1,
             pool_rows: 10,
+            rate: None,
+            pool: None,
+            repeat: 1,
+            tenant: TenantChoice::default(),
         }
     }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tokio_postgres::Client;
 
 use super::attribution::{BlockerState, History, LockRow, LockSnapshot};
+use crate::db::quote_ident;
 
 /// Each backend's history, by pid: what the clients record and the sampler reads.
 pub type Registry = Arc<Mutex<HashMap<i32, Arc<Mutex<History>>>>>;
@@ -38,6 +39,8 @@ pub struct HotspotCount {
     pub states: HashMap<BlockerState, u64>,
     /// Values the blocking statement had bound, the first time seen.
     pub blocker_params: Vec<Option<String>>,
+    /// The row's primary key values (`id = 1`), read at its ctid.
+    pub row_key: Option<String>,
 }
 
 /// What the sampler gathered over a step.
@@ -50,6 +53,32 @@ pub struct Samples {
     pub wait_events: HashMap<(String, String), u64>,
     pub lock_polls: u64,
     pub errors: u64,
+}
+
+impl Samples {
+    /// Adds a later run of the same step (`--repeat`).
+    pub fn merge(&mut self, o: Samples) {
+        self.polls += o.polls;
+        self.backend_samples += o.backend_samples;
+        self.lock_polls += o.lock_polls;
+        self.errors += o.errors;
+        for (k, v) in o.wait_events {
+            *self.wait_events.entry(k).or_default() += v;
+        }
+        for (k, v) in o.hotspots {
+            let c = self.hotspots.entry(k).or_default();
+            c.samples += v.samples;
+            for (s, n) in v.states {
+                *c.states.entry(s).or_default() += n;
+            }
+            if c.blocker_params.is_empty() {
+                c.blocker_params = v.blocker_params;
+            }
+            if c.row_key.is_none() {
+                c.row_key = v.row_key;
+            }
+        }
+    }
 }
 
 const ACTIVITY: &str = "SELECT pid, state, wait_event_type, wait_event FROM pg_stat_activity \
@@ -82,6 +111,9 @@ pub async fn run(
         out.errors += 1;
         return out;
     };
+    // Each row's key, read once: (relation, ctid) -> `id = 1`.
+    let mut keys: HashMap<(String, (i32, i16)), Option<String>> = HashMap::new();
+    let mut key_columns: HashMap<String, Vec<String>> = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
         tick.tick().await;
         if stop.load(Ordering::Relaxed) {
@@ -174,6 +206,17 @@ pub async fn run(
                         )
                     }
                 };
+            let row_key = match (&wait.relation, wait.row) {
+                (Some(rel), Some(ctid)) => {
+                    let k = (rel.clone(), ctid);
+                    if !keys.contains_key(&k) {
+                        let v = row_key(&client, rel, ctid, &mut key_columns).await;
+                        keys.insert(k.clone(), v);
+                    }
+                    keys[&k].clone()
+                }
+                _ => None,
+            };
             let key = HotspotKey {
                 lock_type: wait.lock_type,
                 relation: wait.relation,
@@ -188,7 +231,59 @@ pub async fn run(
             if c.blocker_params.is_empty() {
                 c.blocker_params = params;
             }
+            if c.row_key.is_none() {
+                c.row_key = row_key;
+            }
         }
     }
     out
+}
+
+/// The primary key columns of a relation (as `regclass` prints it), in key order.
+const KEY_COLUMNS: &str = "SELECT a.attname::text FROM pg_index i \
+     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey) \
+     WHERE i.indrelid = $1::text::regclass AND i.indisprimary \
+     ORDER BY array_position(i.indkey::int2[], a.attnum)";
+
+/// The key values of the row at `ctid` (`id = 1`, `a = 1, b = 2`): the row
+/// a tuple lock names. `None` without a primary key or when the row is gone.
+async fn row_key(
+    client: &Client,
+    relation: &str,
+    ctid: (i32, i16),
+    columns: &mut HashMap<String, Vec<String>>,
+) -> Option<String> {
+    if !columns.contains_key(relation) {
+        let cols = client
+            .query(KEY_COLUMNS, &[&relation])
+            .await
+            .map(|rows| rows.iter().map(|r| r.get::<_, String>(0)).collect())
+            .unwrap_or_default();
+        columns.insert(relation.to_string(), cols);
+    }
+    let cols = &columns[relation];
+    if cols.is_empty() {
+        return None;
+    }
+    let select: Vec<String> = cols
+        .iter()
+        .map(|c| format!("{}::text", quote_ident(c)))
+        .collect();
+    // `relation` is regclass's own output: already quoted where needed.
+    let sql = format!(
+        "SELECT {} FROM {relation} WHERE ctid = $1::text::tid",
+        select.join(", ")
+    );
+    let tid = format!("({},{})", ctid.0, ctid.1);
+    let row = client.query_opt(&sql, &[&tid]).await.ok()??;
+    Some(
+        cols.iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let v: Option<String> = row.get(i);
+                format!("{c} = {}", v.as_deref().unwrap_or("NULL"))
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
 }

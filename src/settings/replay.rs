@@ -1,9 +1,8 @@
 //! `planck replay`'s settings: its raw flags ([`ReplayArgs`]) resolved once
 //! with the defaults into [`ReplaySettings`].
 //!
-//! Override order: the flag, then the built-in default. (`[replay] slo` in
-//! planck.toml needs a `[replay]` table in the config file's schema, which is
-//! not there yet.)
+//! Override order, strongest first: the flag, then `[replay]` (and
+//! `[tenant]`) in planck.toml, then the built-in default.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,9 +11,10 @@ use clap::{Args, ValueEnum};
 
 use super::Settings;
 use crate::error::{Error, Result};
-use crate::replay::run::Options;
+use crate::replay::run::{Options, TenantChoice, TenantMode};
 use crate::replay::slo::Slo;
 use crate::replay::workload::Weights;
+use crate::tenancy::TenantOptions;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum WeightsArg {
@@ -25,12 +25,24 @@ pub enum WeightsArg {
     Uniform,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum TenantModeArg {
+    /// Tenant-scoped work runs as the heaviest tenant (production's worst case)
+    #[default]
+    Heavy,
+    /// Tenants drawn with the data's own skew
+    Spread,
+}
+
 #[derive(Debug, Clone, Default, Args)]
 #[command(
     after_help = "Every unit runs inside BEGIN .. ROLLBACK unless --commit: the locks are \
-taken and held, the data is the same afterwards.\n\n\
+taken and held, the data is the same afterwards. Every option but --queries, --commit, --force, \
+--allow-side-effects, --include-rollbacks and --no-sampler also reads from [replay] in \
+planck.toml; flags win.\n\n\
 Examples:\n  planck replay                                  # 1,2,4,...,64 clients, 10 s each\n  \
 planck replay --ladder 1,4,16 --duration 3s   # a short ladder\n  \
+planck replay --rate --ladder 100,200 --clients 16   # open loop: 100 then 200 units/s\n  \
 planck replay --slo p95=300ms@16              # exit 1 when p95 at 16 clients is above 300 ms\n\n\
 Exit codes: 0 ran (and the SLO held), 1 the SLO was missed, 2 usage or configuration error \
 (a transaction naming an unknown statement: file:line), 3 database unreachable, 130/143 \
@@ -41,26 +53,47 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "PATH")]
     pub queries: Option<PathBuf>,
 
-    /// Client counts of the steps
-    #[arg(
-        long,
-        value_name = "N,N,..",
-        value_delimiter = ',',
-        default_value = "1,2,4,8,16,32,64"
-    )]
-    pub ladder: Vec<u32>,
+    /// Client counts of the steps (with --rate: units per second) [default: 1,2,4,8,16,32,64]
+    #[arg(long, value_name = "N,N,..", value_delimiter = ',')]
+    pub ladder: Option<Vec<u32>>,
 
-    /// Measured time of each step (e.g. 10s, 500ms)
-    #[arg(long, value_name = "TIME", default_value = "10s")]
-    pub duration: String,
+    /// Measured time of each step (e.g. 10s, 500ms) [default: 10s]
+    #[arg(long, value_name = "TIME")]
+    pub duration: Option<String>,
 
-    /// Time each step runs before it is measured
-    #[arg(long, value_name = "TIME", default_value = "2s")]
-    pub warmup: String,
+    /// Time each step runs before it is measured [default: 2s]
+    #[arg(long, value_name = "TIME")]
+    pub warmup: Option<String>,
 
-    /// How each unit is weighted
-    #[arg(long, value_enum, default_value_t = WeightsArg::Calls)]
-    pub weights: WeightsArg,
+    /// How each unit is weighted [default: calls]
+    #[arg(long, value_enum)]
+    pub weights: Option<WeightsArg>,
+
+    /// Open loop: units start at the ladder's rates (per second) over --clients
+    /// connections; latency counts from each unit's intended start
+    #[arg(long)]
+    pub rate: bool,
+
+    /// Connections of the open loop (--rate) [default: 16]
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
+
+    /// An application pool of N connections shared by the clients; the wait
+    /// for one is measured apart from statement time
+    #[arg(long, value_name = "N")]
+    pub pool: Option<u32>,
+
+    /// Runs of each step, merged (the noise estimate gets more seconds) [default: 1]
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+
+    /// Which tenant tenant-scoped work runs as [default: heavy]
+    #[arg(long, value_enum)]
+    pub tenant_mode: Option<TenantModeArg>,
+
+    /// Run tenant-scoped work as this tenant [default: [tenant] id, else by --tenant-mode]
+    #[arg(long, value_name = "ID")]
+    pub tenant_id: Option<String>,
 
     /// Also replay transactions recorded as rolled back
     #[arg(long)]
@@ -78,21 +111,21 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub allow_side_effects: bool,
 
-    /// statement_timeout of every unit
-    #[arg(long, value_name = "MS", default_value_t = 30_000)]
-    pub statement_timeout_ms: u64,
+    /// statement_timeout of every unit [default: 30000]
+    #[arg(long, value_name = "MS")]
+    pub statement_timeout_ms: Option<u64>,
 
-    /// Interval of the lock sampler
-    #[arg(long, value_name = "MS", default_value_t = 20)]
-    pub sample_ms: u64,
+    /// Interval of the lock sampler [default: 20]
+    #[arg(long, value_name = "MS")]
+    pub sample_ms: Option<u64>,
 
     /// Do not sample pg_stat_activity (no hotspots, no wait events)
     #[arg(long)]
     pub no_sampler: bool,
 
-    /// Tables with more rows are not checksummed for the integrity line
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
-    pub verify_max_rows: u64,
+    /// Tables with more rows are not checksummed for the integrity line [default: 100000]
+    #[arg(long, value_name = "N")]
+    pub verify_max_rows: Option<u64>,
 
     /// Worker threads [default: the machine's cores]
     #[arg(long, value_name = "N")]
@@ -105,6 +138,20 @@ pub struct ReplayArgs {
     /// A latency objective, e.g. p95=300ms@16 (exit 1 when missed)
     #[arg(long, value_name = "pNN=TIME@CLIENTS")]
     pub slo: Option<String>,
+}
+
+impl ReplayArgs {
+    /// What `planck demo` runs: a short ladder on its own queries file.
+    pub fn short(queries: impl Into<PathBuf>, ladder: &[u32], duration: &str) -> ReplayArgs {
+        ReplayArgs {
+            queries: Some(queries.into()),
+            ladder: Some(ladder.to_vec()),
+            duration: Some(duration.to_string()),
+            warmup: Some("0".into()),
+            seed: 1,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -141,43 +188,109 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<Duration> {
 }
 
 impl ReplaySettings {
+    /// Override order, strongest first: the flag, `[replay]` (and `[tenant]
+    /// id`) in planck.toml, the built-in default.
     pub fn resolve(args: &ReplayArgs, settings: &Settings) -> Result<ReplaySettings> {
+        let cfg = &settings.config.replay;
         let queries = match &args.queries {
             Some(p) => settings.project_path(p),
             None => crate::queries::default_path(&settings.queries_dir()),
         };
-        let duration = parse_duration("--duration", &args.duration)?;
+        let text = |flag: &Option<String>, key: &Option<String>, default: &str| {
+            flag.clone()
+                .or_else(|| key.clone())
+                .unwrap_or_else(|| default.to_string())
+        };
+        let duration = parse_duration("--duration", &text(&args.duration, &cfg.duration, "10s"))?;
         if duration.is_zero() {
             return Err(Error::usage("--duration must be above 0"));
         }
+        let warmup = parse_duration("--warmup", &text(&args.warmup, &cfg.warmup, "2s"))?;
         let slo = args
             .slo
             .as_deref()
+            .or(cfg.slo.as_deref())
             .map(Slo::parse)
             .transpose()
             .map_err(Error::usage)?;
+        let weights = match (args.weights, cfg.weights.as_deref()) {
+            (Some(WeightsArg::Calls), _) | (None, None | Some("calls")) => Weights::Calls,
+            (Some(WeightsArg::Uniform), _) | (None, Some("uniform")) => Weights::Uniform,
+            (None, Some(other)) => {
+                return Err(Error::usage(format!(
+                    "[replay] weights = \"{other}\" in planck.toml: expected \"calls\" or \"uniform\""
+                )));
+            }
+        };
+        let tenant_mode = match (args.tenant_mode, cfg.tenant_mode.as_deref()) {
+            (Some(TenantModeArg::Heavy), _) | (None, None | Some("heavy")) => TenantMode::Heavy,
+            (Some(TenantModeArg::Spread), _) | (None, Some("spread")) => TenantMode::Spread,
+            (None, Some(other)) => {
+                return Err(Error::usage(format!(
+                    "[replay] tenant_mode = \"{other}\" in planck.toml: expected \"heavy\" or \"spread\""
+                )));
+            }
+        };
+        let (tenant_id, id_source) = match (&args.tenant_id, &settings.config.tenant.id) {
+            (Some(id), _) => (Some(id.clone()), Some("--tenant-id")),
+            (None, Some(id)) => (Some(id.clone()), Some("[tenant] id in planck.toml")),
+            (None, None) => (None, None),
+        };
+        let rate = args.rate || cfg.rate.unwrap_or(false);
+        let ladder = args
+            .ladder
+            .clone()
+            .or_else(|| cfg.ladder.clone())
+            .unwrap_or_else(|| vec![1, 2, 4, 8, 16, 32, 64]);
+        let clients = args.clients.or(cfg.clients).unwrap_or(16);
+        if rate && clients == 0 {
+            return Err(Error::usage("--clients must be above 0"));
+        }
+        let pool = args.pool.or(cfg.pool);
+        if pool == Some(0) {
+            return Err(Error::usage("--pool must be above 0"));
+        }
+        let repeat = args.repeat.or(cfg.repeat).unwrap_or(1);
+        if repeat == 0 {
+            return Err(Error::usage("--repeat must be above 0"));
+        }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(ReplaySettings {
             queries,
             options: Options {
-                ladder: args.ladder.clone(),
+                ladder,
                 duration,
-                warmup: parse_duration("--warmup", &args.warmup)?,
-                statement_timeout_ms: args.statement_timeout_ms,
-                sample_ms: args.sample_ms.max(1),
+                warmup,
+                statement_timeout_ms: args
+                    .statement_timeout_ms
+                    .or(cfg.statement_timeout_ms)
+                    .unwrap_or(30_000),
+                sample_ms: args.sample_ms.or(cfg.sample_ms).unwrap_or(20).max(1),
                 sampler: !args.no_sampler,
                 commit: args.commit,
                 force: args.force,
                 allow_side_effects: args.allow_side_effects,
-                verify_max_rows: args.verify_max_rows,
-                workers: args.workers.unwrap_or(cores).max(1),
+                verify_max_rows: args
+                    .verify_max_rows
+                    .or(cfg.verify_max_rows)
+                    .unwrap_or(100_000),
+                workers: args.workers.or(cfg.workers).unwrap_or(cores).max(1),
                 seed: args.seed,
                 pool_rows: 1000,
+                rate: rate.then_some(clients),
+                pool,
+                repeat,
+                tenant: TenantChoice {
+                    mode: tenant_mode,
+                    options: TenantOptions {
+                        role: settings.config.tenant.role.clone(),
+                        setting: settings.config.tenant.setting.clone(),
+                        id: tenant_id,
+                        id_source,
+                    },
+                },
             },
-            weights: match args.weights {
-                WeightsArg::Calls => Weights::Calls,
-                WeightsArg::Uniform => Weights::Uniform,
-            },
+            weights,
             include_rollbacks: args.include_rollbacks,
             slo,
         })
