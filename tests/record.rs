@@ -297,6 +297,16 @@ fn records_the_example_app_and_matches_the_committed_file() {
             (
                 "app_user",
                 false,
+                "INSERT INTO items (account_id, pouch_id, slug, title) VALUES ($1, $2, $3, $4) RETURNING id"
+            ),
+            (
+                "app_user",
+                false,
+                "UPDATE accounts SET item_seq = item_seq + $2 WHERE id = $1 RETURNING item_seq"
+            ),
+            (
+                "app_user",
+                false,
                 "UPDATE devices SET last_seen_at = now() WHERE id = $1"
             ),
             (
