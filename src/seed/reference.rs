@@ -43,6 +43,7 @@ impl Kept {
     /// only bookkeeping is kept; `writes`: false for a dry run, where a
     /// table the spec sizes plans as the spec says even when it holds rows
     /// (the real run then says it needs --truncate).
+    #[allow(clippy::too_many_arguments)] // each flag is one independent input of the decision
     pub async fn decide(
         client: &Client,
         cat: &Catalog,
