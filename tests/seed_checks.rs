@@ -238,6 +238,64 @@ fn citext_and_odd_domain_regexes_use_server() {
     );
 }
 
+/// Issue 9 point 1, graphile-starter's `users.username`: a unique citext
+/// column under a regex the server decides (citext's `~` ignores case).
+/// Before, key columns were never redrawn and the unique suffix `-N` lies
+/// outside the regex: no candidate passed. Now the column is redrawn with a
+/// fixed-width row suffix, unique whatever the prefix.
+#[test]
+fn unique_text_under_a_server_regex_stays_unique() {
+    let db = test_db!();
+    db.exec(
+        r#"
+        CREATE EXTENSION IF NOT EXISTS citext;
+        CREATE TABLE users (
+            id serial PRIMARY KEY,
+            username citext NOT NULL UNIQUE,
+            CHECK (length(username::text) >= 2 AND length(username::text) <= 24
+                   AND username ~ '^[a-zA-Z]([_]?[a-zA-Z0-9])+$')
+        );
+        "#,
+    );
+    seed_and_hold(&db, "users", 2000, &[]);
+    assert_eq!(count(&db, "SELECT count(*) FROM users"), 2000);
+    assert_eq!(
+        count(&db, "SELECT count(DISTINCT username) FROM users"),
+        2000
+    );
+}
+
+/// Issue 9 point 1, graphile-starter's `organization_invitations`: a column
+/// in two NULL groups (`(user_id IS NULL) <> (email IS NULL)` and `(code IS
+/// NULL) = (email IS NULL)`). A column holds one group, so the second
+/// overwrote the first and rows broke the exactly-one CHECK; now the second
+/// goes to the server, which redraws `code`.
+#[test]
+fn a_column_in_two_null_groups_holds_both() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE users (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE invitations (
+             id serial PRIMARY KEY,
+             code text,
+             user_id int REFERENCES users,
+             email text,
+             CHECK ((user_id IS NULL) <> (email IS NULL)),
+             CHECK ((code IS NULL) = (email IS NULL)),
+             UNIQUE (user_id),
+             UNIQUE (email)
+         );",
+    );
+    seed_and_hold(&db, "invitations", 500, &[]);
+    assert!(count(&db, "SELECT count(*) FROM invitations WHERE email IS NULL") > 0);
+    assert!(
+        count(
+            &db,
+            "SELECT count(*) FROM invitations WHERE email IS NOT NULL"
+        ) > 0
+    );
+}
+
 /// Issue 9 point 1: the same seed gives byte-identical server-checked rows
 /// at 1 and 3 threads; another seed gives other rows.
 #[test]

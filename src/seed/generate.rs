@@ -525,6 +525,20 @@ impl Gen {
                 if *unique {
                     let suffix = if max_len.is_some_and(|m| m < 12) {
                         base36(row + 1)
+                    } else if at > 0 {
+                        // A redrawn attempt (a CHECK the server decides
+                        // refused the first): the row as fixed-width base-36
+                        // digits, unique among the rows drawn so whatever the
+                        // prefix (the unique index re-created after the load
+                        // checks them against the others); with `_` on even
+                        // attempts, with no separator on odd ones.
+                        let width = base36(plan.tables[t].rows.max(1)).len();
+                        let digits = format!("{:0>width$}", base36(row + 1));
+                        if at.is_multiple_of(2) {
+                            format!("_{digits}")
+                        } else {
+                            digits
+                        }
                     } else {
                         format!("-{}", row + 1)
                     };

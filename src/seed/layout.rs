@@ -687,6 +687,7 @@ fn check_facts(
     ci: usize,
     display: &str,
     res: &Resolved,
+    referenced: &[usize],
 ) -> Result<(Vec<ColFacts>, ServerChecks)> {
     // A column the spec gives a generator keeps it: a shape (regex, case,
     // NULL pattern) would overwrite its values, so the server checks them.
@@ -714,7 +715,19 @@ fn check_facts(
         )
     };
     for ch in &table.checks {
-        match check_expr::facts(&ch.def, None).filter(|m| native_fits(table, m) && !spec_shaped(m))
+        // A column holds one NULL group: a second group over it (graphile's
+        // `(user_id IS NULL) <> (email IS NULL)` with `(code IS NULL) =
+        // (email IS NULL)`) goes to the server, which redraws its other columns.
+        let regrouped = |m: &BTreeMap<String, ColFacts>, facts: &[ColFacts]| {
+            m.iter().any(|(name, f)| {
+                f.nulls.is_some()
+                    && table
+                        .column(name)
+                        .is_some_and(|c| facts[c].nulls.is_some_and(|g| Some(g) != f.nulls))
+            })
+        };
+        match check_expr::facts(&ch.def, None)
+            .filter(|m| native_fits(table, m) && !spec_shaped(m) && !regrouped(m, &facts))
         {
             Some(m) => {
                 for (name, f) in m {
@@ -763,11 +776,25 @@ fn check_facts(
             .iter()
             .any(|v| v.cols.len() < u.cols.len() && v.cols.iter().all(|c| u.cols.contains(c)))
     };
+    // A unique text column alone in its keys, that no foreign key reads,
+    // is redrawn too: its generator's fixed-width row suffix keeps it unique
+    // whatever the rest of the value (graphile-starter's `username`, unique
+    // citext under a regex CHECK).
+    let suffix_unique = |c: usize| {
+        matches!(table.columns[c].kind, TypeKind::Text)
+            && !referenced.contains(&c)
+            && table
+                .uniques
+                .iter()
+                .filter(|u| u.cols.contains(&c))
+                .all(|u| u.cols.len() == 1 && !u.primary)
+    };
     let key = |c: usize| {
         table
             .uniques
             .iter()
             .any(|u| u.cols.contains(&c) && (!implied(u) || u.cols.len() == 1))
+            && !suffix_unique(c)
             || table.fks.iter().any(|f| f.cols.contains(&c))
             || table.columns[c].generated
     };
@@ -2134,7 +2161,14 @@ fn plan_pass(
         let planned = (|| -> Result<(TablePlan, bool, usize)> {
             let display = table.display();
             let tspec = res.tables.get(&ci).map(|s| s.get_ref());
-            let (facts, checked) = check_facts(table, ci, &display, res)?;
+            let referenced: Vec<usize> = cat
+                .tables
+                .iter()
+                .flat_map(|t| &t.fks)
+                .filter(|f| f.parent == Some(ci))
+                .flat_map(|f| f.parent_cols.iter().copied())
+                .collect();
+            let (facts, checked) = check_facts(table, ci, &display, res, &referenced)?;
 
             // Foreign keys to seeded parents; the primary parent.
             let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
