@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use tokio_postgres::Client;
 
+use crate::catalog::schema::OWN_TABLES; // planck's bookkeeping tables in `public` (never judged)
 use crate::error::{Error, Result};
 use crate::session::{StatsMode, tag};
 
@@ -21,9 +22,6 @@ fn user_schemas(col: &str) -> String {
         "{col} NOT IN ('pg_catalog', 'information_schema', 'planck') AND {col} NOT LIKE 'pg\\_%'"
     )
 }
-
-/// planck's bookkeeping tables in `public` (never judged).
-const OWN_TABLES: &[&str] = &["planck_migrations", "planck_seed_saved"];
 
 /// `schema.name` as the queries return it -> the display name.
 fn display(qualified: String) -> String {

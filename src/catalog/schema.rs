@@ -15,14 +15,14 @@ use tokio_postgres::{Client, GenericClient};
 use crate::error::{Error, Result};
 
 /// planck's own bookkeeping tables, never seeded.
-pub const OWN_TABLES: &[&str] = &["planck_migrations", "planck_seed_saved"];
+pub const OWN_TABLES: &[&str] = &[PLANCK_MIGRATIONS, "planck_seed_saved"];
 
 /// The tables where migration tools record what they applied (sqlx, Rails
 /// and golang-migrate, Django, Flyway, Knex, Prisma, Alembic, goose,
-/// node-pg-migrate, Diesel, Sequelize, Entity Framework, planck's own
-/// `migrate`): `seed` never touches them, whatever the flags, since random
-/// rows there make the next migration run replay (or skip) everything. The
-/// same tools as `stats::noise` knows; matched on the bare name, in any schema.
+/// node-pg-migrate, Diesel, Sequelize, Entity Framework), matched on the bare
+/// name in any schema. `record` drops the statements that touch them
+/// (`stats::noise`); `seed` never touches them, whatever the flags, since
+/// random rows there make the next migration run replay (or skip) everything.
 pub const MIGRATION_TABLES: &[&str] = &[
     "_sqlx_migrations",
     "schema_migrations",
@@ -38,8 +38,16 @@ pub const MIGRATION_TABLES: &[&str] = &[
     "__diesel_schema_migrations",
     "SequelizeMeta",
     "__EFMigrationsHistory",
-    "planck_migrations",
 ];
+
+/// Where planck's own `migrate` records what it applied.
+pub const PLANCK_MIGRATIONS: &str = "planck_migrations";
+
+/// Whether a table (its bare name) is a migration tool's bookkeeping,
+/// planck's own included: never seeded.
+pub fn is_migration_bookkeeping(name: &str) -> bool {
+    name == PLANCK_MIGRATIONS || MIGRATION_TABLES.contains(&name)
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TypeKind {
@@ -206,7 +214,7 @@ pub struct Table {
     /// cheap on any size; rows of its partitions count, those of
     /// old-style inheritance children do not).
     pub has_rows: bool,
-    /// A migration tool's bookkeeping table ([`MIGRATION_TABLES`]): never seeded.
+    /// A migration tool's bookkeeping table ([`is_migration_bookkeeping`]): never seeded.
     pub migration_bookkeeping: bool,
     /// Partitions that are partitioned in turn (at any depth): each one's
     /// key (a column of this table) and its own partitions' bounds.
@@ -391,7 +399,7 @@ async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
         });
     }
     for t in &mut tables {
-        t.migration_bookkeeping = MIGRATION_TABLES.contains(&t.name.as_str());
+        t.migration_bookkeeping = is_migration_bookkeeping(&t.name);
         // ONLY: an old-style inheritance parent is not full because its
         // children are (they are tables of their own here).
         // A table the role may not read counts as empty (it cannot be

@@ -14,29 +14,11 @@
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
+use crate::catalog::schema::MIGRATION_TABLES;
+
 /// The comment planck puts in front of every statement it sends while
 /// recording, so the capture can recognise them.
 pub const PLANCK_TAG: &str = "/* planck */";
-
-/// The tables where common migration tools record what they applied
-/// (sqlx, Rails and golang-migrate, Django, Flyway, Knex, Prisma, Alembic,
-/// goose, node-pg-migrate, Diesel, Sequelize, Entity Framework).
-const MIGRATION_TABLES: &[&str] = &[
-    "_sqlx_migrations",
-    "schema_migrations",
-    "ar_internal_metadata",
-    "django_migrations",
-    "flyway_schema_history",
-    "knex_migrations",
-    "knex_migrations_lock",
-    "_prisma_migrations",
-    "alembic_version",
-    "goose_db_version",
-    "pgmigrations",
-    "__diesel_schema_migrations",
-    "SequelizeMeta",
-    "__EFMigrationsHistory",
-];
 
 /// Why a statement was dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
