@@ -71,6 +71,29 @@ pub struct JsonFinding {
     pub location: Option<JsonLocation>,
     /// The plan node the finding was read from.
     pub node: Option<JsonNode>,
+    /// The index that fixes it, verified by re-planning (absent when none was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<JsonAdvice>,
+}
+
+/// A verified index (see `explain::advice`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonAdvice {
+    /// `CREATE INDEX ON devices (user_id)`.
+    pub sql: String,
+    pub table: String,
+    pub columns: Vec<String>,
+    pub predicate: Option<String>,
+    /// The plan's total cost without and with the index.
+    pub cost_before: f64,
+    pub cost_after: f64,
+    /// The scan before (`Seq Scan`) and the node reading the index after.
+    pub node_before: String,
+    pub node_after: String,
+    /// Always true: advice the plan did not take is not reported.
+    pub verified: bool,
+    /// `real` (built in the rolled-back transaction) or `hypothetical` (hypopg).
+    pub index: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -169,6 +192,18 @@ fn finding(f: &Finding, baseline: bool) -> JsonFinding {
         node: f.node.as_ref().map(|n| JsonNode {
             plan: n.plan,
             path: n.path.clone(),
+        }),
+        advice: f.advice.as_ref().map(|a| JsonAdvice {
+            sql: a.sql.clone(),
+            table: a.table.clone(),
+            columns: a.columns.clone(),
+            predicate: a.predicate.clone(),
+            cost_before: a.cost_before,
+            cost_after: a.cost_after,
+            node_before: a.node_before.clone(),
+            node_after: a.node_after.clone(),
+            verified: a.verified,
+            index: a.how.to_string(),
         }),
     }
 }

@@ -6,6 +6,7 @@
 //! JSON wire types in [`json`]). What replay and report share with it lives
 //! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
+pub mod advice;
 pub mod engine;
 pub mod json;
 pub mod options;

@@ -13,6 +13,31 @@ pub const DEFAULT_MIN_ROWS: u64 = 10_000;
 pub const DEFAULT_RLS_COST_RATIO: f64 = 10.0;
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_JOBS: usize = 4;
+/// Seconds the advice phase may take per run (`--advice-budget`).
+pub const DEFAULT_ADVICE_BUDGET_S: f64 = 30.0;
+
+/// The advice phase (see `explain::advice`): on unless `--no-advice`.
+#[derive(Debug, Clone)]
+pub struct AdviceSettings {
+    pub enabled: bool,
+    pub budget_s: f64,
+    /// `--force`: build candidate indexes for real on a database planck
+    /// does not manage (the build blocks writers to the table until the rollback).
+    pub force: bool,
+    /// `--write-advice FILE.sql`.
+    pub write: Option<PathBuf>,
+}
+
+impl Default for AdviceSettings {
+    fn default() -> AdviceSettings {
+        AdviceSettings {
+            enabled: true,
+            budget_s: DEFAULT_ADVICE_BUDGET_S,
+            force: false,
+            write: None,
+        }
+    }
+}
 
 /// Where the statements come from.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +70,7 @@ pub struct ExplainSettings {
     pub ignores: Vec<IgnoreRule>,
     /// Exit 1 when any statement was skipped.
     pub fail_on_skipped: bool,
+    pub advice: AdviceSettings,
 }
 
 impl ExplainSettings {
@@ -67,6 +93,7 @@ impl ExplainSettings {
             disabled: Vec::new(),
             ignores: Vec::new(),
             fail_on_skipped: false,
+            advice: AdviceSettings::default(),
         }
     }
 

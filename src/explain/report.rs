@@ -145,6 +145,9 @@ pub fn render_table(w: &mut impl Write, r: &Report) -> io::Result<()> {
             if let Some(q) = &f.query {
                 finding.push_str(&format!("\n> {}", short(q, 70)));
             }
+            if let Some(a) = &f.advice {
+                finding.push_str(&format!("\n{}", super::advice::line(a)));
+            }
             t.add_row(vec![
                 format!(
                     "{}\n{}{}",
@@ -207,7 +210,10 @@ pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
                     .map(|q| format!("`{}`", md_cell(&short(q, 60)).replace('`', "'")))
                     .unwrap_or_default(),
                 md_cell(&target(f)),
-                md_cell(&f.message)
+                md_cell(&match &f.advice {
+                    Some(a) => format!("{}; {}", f.message, super::advice::line(a)),
+                    None => f.message.clone(),
+                })
             )?;
         }
     }

@@ -89,7 +89,8 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
     if let StatementSource::Queries(path) = &s.statements {
         findings::locate(&mut all, &statements, path);
     }
-    let (findings, ignored) = judge(all, s, log)?;
+    let (mut findings, ignored) = judge(all, s, log)?;
+    advice_phase(&client, conn, &catalog, tenancy.as_ref(), &results, &mut findings, s, stats, log).await?;
     Ok(Report {
         results,
         findings,
@@ -295,6 +296,37 @@ fn write_baseline(path: &Path, kept: &[Finding], log: Log) -> Result<()> {
         counted(gate.len() as u64, "finding", "findings"),
         path.display()
     ));
+    Ok(())
+}
+
+/// The fix, proven on the data (see `advice`): an index per finding a
+/// missing index explains, verified by re-planning; `--write-advice` writes
+/// the verified ones.
+#[allow(clippy::too_many_arguments)]
+async fn advice_phase(
+    client: &Client,
+    conn: &ConnInfo,
+    catalog: &Catalog,
+    tenancy: Option<&Tenancy>,
+    results: &[Explained],
+    findings: &mut [(Finding, bool)],
+    s: &ExplainSettings,
+    stats: StatsMode,
+    log: Log,
+) -> Result<()> {
+    if !s.advice.enabled {
+        return Ok(());
+    }
+    let opts = super::advice::AdviceOptions {
+        budget: std::time::Duration::from_secs_f64(s.advice.budget_s),
+        real: conn.managed || s.advice.force,
+        timeout_ms: s.timeout_ms,
+        stats,
+    };
+    super::advice::advise(client, catalog, tenancy, results, findings, &opts, log).await?;
+    if let Some(path) = &s.advice.write {
+        super::advice::write_file(path, findings, log)?;
+    }
     Ok(())
 }
 

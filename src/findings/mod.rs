@@ -217,6 +217,30 @@ pub struct Finding {
     pub help: &'static str,
     pub location: Location,
     pub node: Option<PlanNode>,
+    /// An index proposed for this finding and verified by re-planning with it.
+    pub advice: Option<Advice>,
+}
+
+/// An index that fixes a finding, proven on the data: the statement was
+/// re-planned with the index present (created inside a rolled-back
+/// transaction, or hypothetically) and the plan used it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Advice {
+    /// `CREATE INDEX ON devices (user_id)`.
+    pub sql: String,
+    /// The index's table (display name) and key columns, and its WHERE clause.
+    pub table: String,
+    pub columns: Vec<String>,
+    pub predicate: Option<String>,
+    /// The plan's total cost before and after, and the scans they did.
+    pub cost_before: f64,
+    pub cost_after: f64,
+    pub node_before: String,
+    pub node_after: String,
+    /// True only when the re-planned plan used the index.
+    pub verified: bool,
+    /// `real` (built in the rolled-back transaction) or `hypothetical`.
+    pub how: &'static str,
 }
 
 impl Finding {
@@ -233,6 +257,7 @@ impl Finding {
             help: check.help(),
             location: Location::None,
             node: None,
+            advice: None,
         }
     }
 

@@ -9,6 +9,12 @@
 //! constraints each statement created, dropped, rebuilt or renamed are
 //! recorded with its line ([`objects`]), so a later finding about an index
 //! can point at the migration line that made it ([`objects::ObjectMap`]).
+//!
+//! A file whose first line is `-- planck:no-transaction` ([`NO_TRANSACTION`],
+//! what `planck explain --write-advice` writes) runs its statements one at a
+//! time outside any transaction, as `CREATE INDEX CONCURRENTLY` needs; it is
+//! recorded once all of them succeeded. A failure names the statement's
+//! line, and the statements before it stay applied.
 
 pub mod objects;
 pub mod report;
@@ -42,6 +48,18 @@ pub struct Outcome {
     pub already: usize,
     /// The indexes and constraints this run's files changed, file by file.
     pub objects: Vec<ObjectChange>,
+}
+
+/// The header that runs a file outside a transaction. `explain`'s advice
+/// file starts with the same text (a domain does not import another: the
+/// two are compared by tests/explain_advice.rs).
+pub const NO_TRANSACTION: &str = "-- planck:no-transaction";
+
+/// Whether the file's first line is the [`NO_TRANSACTION`] header.
+pub fn without_transaction(sql: &str) -> bool {
+    sql.lines()
+        .next()
+        .is_some_and(|l| l.trim_end() == NO_TRANSACTION)
 }
 
 /// Lock key for `pg_advisory_lock`, so two planck processes never migrate
@@ -141,6 +159,12 @@ async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -
         }
         log.info(&format!("applying {}", m.name));
         let started = std::time::Instant::now();
+        if without_transaction(&m.sql) {
+            let changes = apply_outside_transaction(client, m, started, log).await?;
+            outcome.applied.push(m.name.clone());
+            outcome.objects.extend(changes);
+            continue;
+        }
         let tx = client
             .transaction()
             .await
@@ -163,11 +187,46 @@ async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -
     Ok(outcome)
 }
 
+/// A [`NO_TRANSACTION`] file: each statement on its own (autocommit), then
+/// the bookkeeping row. On a failure the earlier statements stay, and the
+/// file is not recorded (the next run starts it again).
+async fn apply_outside_transaction(
+    client: &Client,
+    m: &Migration,
+    started: std::time::Instant,
+    log: Log,
+) -> Result<Vec<ObjectChange>> {
+    log.debug(&format!(
+        "{}: {NO_TRANSACTION}: its statements run one at a time, outside a transaction",
+        m.name
+    ));
+    let changes = match run_file(client, m).await {
+        Ok(c) => c,
+        Err(e) => {
+            log.warn(&format!(
+                "{} runs outside a transaction: the statements before the failing one stay                  applied, and the file is not recorded",
+                m.name
+            ));
+            return Err(e);
+        }
+    };
+    let ms = started.elapsed().as_millis() as i64;
+    client
+        .execute(
+            "/* planck */ INSERT INTO planck_migrations (name, checksum, duration_ms, objects) \
+             VALUES ($1, $2, $3, $4)",
+            &[&m.name, &m.checksum, &ms, &objects::to_json(&changes)],
+        )
+        .await
+        .map_err(|e| Error::db("recording the migration", e))?;
+    Ok(changes)
+}
+
 /// Runs a file's statements one by one, diffing the indexes and
 /// constraints around each. A file the tokenizer cannot cut runs whole,
 /// its changes put on its first statement's line.
 async fn run_file(
-    tx: &tokio_postgres::Transaction<'_>,
+    tx: &impl tokio_postgres::GenericClient,
     m: &Migration,
 ) -> Result<Vec<ObjectChange>> {
     let pieces = split::statements(&m.sql).unwrap_or_else(|| {
@@ -300,6 +359,19 @@ mod tests {
             .unwrap();
         let char_pos = sql[..pos].chars().count() + 1;
         assert_eq!(char_position_to_line_col(sql, char_pos), (3, 6));
+    }
+
+    #[test]
+    fn the_no_transaction_header_is_the_first_line_only() {
+        assert!(without_transaction(
+            "-- planck:no-transaction\nCREATE INDEX CONCURRENTLY i ON t (c);"
+        ));
+        assert!(without_transaction("-- planck:no-transaction\r\nSELECT 1;"));
+        assert!(!without_transaction(
+            "-- a comment\n-- planck:no-transaction\nSELECT 1;"
+        ));
+        assert!(!without_transaction("-- planck:no-transactions\nSELECT 1;"));
+        assert!(!without_transaction(""));
     }
 
     #[test]

@@ -97,6 +97,23 @@ pub struct ExplainArgs {
     /// Exit 1 when any statement was skipped (timed out, stale, refused)
     #[arg(long)]
     pub fail_on_skipped: bool,
+
+    /// Write one CREATE INDEX CONCURRENTLY per verified index to FILE (for `planck migrate`)
+    #[arg(long, value_name = "FILE", conflicts_with = "no_advice")]
+    pub write_advice: Option<PathBuf>,
+
+    /// Seconds the index advice may take in all [default: 30]
+    #[arg(long, value_name = "SECONDS")]
+    pub advice_budget: Option<f64>,
+
+    /// Propose no indexes (skips the advice phase)
+    #[arg(long)]
+    pub no_advice: bool,
+
+    /// Build candidate indexes for real on a database planck does not manage
+    /// (inside the rolled-back transaction; it blocks writers to the table meanwhile)
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl ExplainArgs {
@@ -149,7 +166,9 @@ impl ExplainSettings {
             Some(p) => settings.project_path(p),
             None => crate::findings::baseline::default_path(&settings.queries_dir()),
         };
+        let advice = advice_settings(args, settings)?;
         Ok(ExplainSettings {
+            advice,
             statements,
             tenant_only: args.as_tenant,
             admin_only: args.as_admin,
@@ -180,6 +199,29 @@ impl ExplainSettings {
             fail_on_skipped: args.fail_on_skipped,
         })
     }
+}
+
+/// `--no-advice`, `--advice-budget`, `--force`, `--write-advice` (taken
+/// from the project directory).
+fn advice_settings(
+    args: &ExplainArgs,
+    settings: &Settings,
+) -> Result<crate::explain::options::AdviceSettings> {
+    let budget_s = args
+        .advice_budget
+        .unwrap_or(crate::explain::options::DEFAULT_ADVICE_BUDGET_S);
+    if !(budget_s.is_finite() && budget_s >= 0.0) {
+        return Err(Error::usage_hint(
+            format!("--advice-budget {budget_s} is not a number of seconds"),
+            "pass e.g. --advice-budget 30, or --no-advice",
+        ));
+    }
+    Ok(crate::explain::options::AdviceSettings {
+        enabled: !args.no_advice,
+        budget_s,
+        force: args.force,
+        write: args.write_advice.as_ref().map(|p| settings.project_path(p)),
+    })
 }
 
 /// Where each `disable` entry and ignore rule sits in planck.toml (byte

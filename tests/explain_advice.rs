@@ -1,0 +1,225 @@
+//! Issue 10 §4, the fix proven on the data: `planck explain` proposes one
+//! index per finding a missing index explains, builds it inside the
+//! rolled-back planning transaction (`--force`: the test database is not
+//! one planck manages), re-plans, and reports it only when the plan uses
+//! it. `--write-advice` writes the verified indexes for `planck migrate`.
+
+mod common;
+
+use std::path::Path;
+
+use common::{TestDb, assert_exit, stderr, stdout};
+use serde_json::Value;
+
+/// The bundled example at CI scale (about 6,000 devices), as tests/explain.rs seeds it.
+fn seed_bundled_example(db: &TestDb) {
+    let root = common::repo_root();
+    let spec = root.join("seeds/example.toml");
+    let out = db.planck(
+        &[
+            "seed",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--scale",
+            "0.1",
+            "--truncate",
+            "--quiet",
+        ],
+        &root,
+    );
+    assert_exit(&out, 0);
+}
+
+/// The missing index of the bundled example: a job listing a user's devices.
+const DEVICES: &str = "SELECT id, name FROM devices WHERE user_id = $1";
+
+/// The planted case where the obvious index is not used: `half` has two
+/// values, each on half the rows, so an index on it reads half the table.
+const HALF: &str = "SELECT id, note FROM halves WHERE half = $1";
+
+fn queries(dir: &Path) -> String {
+    let mut text = String::from("format_version = 1\n");
+    for q in [DEVICES, HALF] {
+        text.push_str(&format!(
+            "\n[[statement]]\nrole = \"postgres\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
+        ));
+    }
+    let path = dir.join("queries.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn explain(db: &TestDb, dir: &Path, format: &str, extra: &[&str]) -> std::process::Output {
+    let q = queries(dir);
+    let mut args = vec![
+        "--format", format, "explain", "--queries", &q, "--min-rows", "1000",
+    ];
+    args.extend_from_slice(extra);
+    db.planck(&args, dir)
+}
+
+fn json(out: &std::process::Output) -> Value {
+    serde_json::from_str(&stdout(out))
+        .unwrap_or_else(|e| panic!("not JSON ({e})\n{}\n{}", stdout(out), stderr(out)))
+}
+
+/// The seq-scan finding on `table`, for the statement `query`.
+fn seq_scan<'a>(v: &'a Value, query: &str) -> Option<&'a Value> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "seq-scan" && f["query"] == query)
+}
+
+#[test]
+fn issue10_advice_is_verified_on_the_data_written_applied_and_the_finding_goes() {
+    let db = TestDb::migrated("explain_advice_devices");
+    seed_bundled_example(&db);
+    db.exec(
+        "CREATE TABLE halves (id bigint PRIMARY KEY, half int NOT NULL, note text);
+         INSERT INTO halves SELECT i, i % 2, 'n' || i FROM generate_series(1, 20000) i;
+         ANALYZE halves;",
+    );
+    // A project with the example's migrations, where the advice file goes.
+    let dir = common::project_dir();
+    let migrations = dir.path().join("migrations");
+    std::fs::create_dir(&migrations).unwrap();
+    for f in std::fs::read_dir(common::repo_root().join("migrations")).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, migrations.join(f.file_name().unwrap())).unwrap();
+    }
+    let advice_file = migrations.join("0099_advice.sql");
+
+    let out = explain(
+        &db,
+        dir.path(),
+        "json",
+        &["--force", "--write-advice", advice_file.to_str().unwrap()],
+    );
+    assert_exit(&out, 1);
+    let v = json(&out);
+
+    // devices(user_id): proposed, built, re-planned, used.
+    let dev = seq_scan(&v, DEVICES).unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(dev["relation"], "devices");
+    let a = &dev["advice"];
+    assert_eq!(a["sql"], "CREATE INDEX ON devices (user_id)", "{dev:#}");
+    assert_eq!(a["verified"], true);
+    assert_eq!(a["index"], "real");
+    assert_eq!(a["node_before"], "Seq Scan");
+    assert!(
+        a["node_after"].as_str().unwrap().contains("Index Scan"),
+        "{a:#}"
+    );
+    let (before, after) = (
+        a["cost_before"].as_f64().unwrap(),
+        a["cost_after"].as_f64().unwrap(),
+    );
+    assert!(after < before, "{a:#}");
+    // The cost before is the finding's own plan's.
+    let stmt = v["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["query"] == DEVICES)
+        .unwrap();
+    let plan = &stmt["plans"][dev["node"]["plan"].as_u64().unwrap() as usize];
+    assert_eq!(plan["plan"][0]["Plan"]["Total Cost"].as_f64(), Some(before));
+
+    // halves(half): the seq scan is reported, the index would not be used:
+    // no advice.
+    let half = seq_scan(&v, HALF).unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(half["relation"], "halves");
+    assert!(half.get("advice").is_none(), "{half:#}");
+
+    // Nothing stays behind: the trial index was rolled back.
+    assert_eq!(
+        db.query_strings(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'planck_advice_trial'"
+        ),
+        ["0"]
+    );
+
+    // The file: the header, one CONCURRENTLY statement, naming its finding.
+    let text = std::fs::read_to_string(&advice_file).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(planck::migrate::NO_TRANSACTION));
+    assert_eq!(
+        planck::migrate::NO_TRANSACTION,
+        planck::explain::advice::NO_TRANSACTION
+    );
+    let creates: Vec<&str> = text.lines().filter(|l| l.starts_with("CREATE")).collect();
+    assert_eq!(
+        creates,
+        ["CREATE INDEX CONCURRENTLY IF NOT EXISTS devices_user_id_idx ON devices (user_id);"],
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "-- serves seq-scan statement {} (admin mode",
+            stmt["id"].as_str().unwrap()
+        )),
+        "{text}"
+    );
+
+    // The rendered line (the unit test snapshots its exact form).
+    let md = explain(&db, dir.path(), "markdown", &["--force"]);
+    assert_exit(&md, 1);
+    let md = stdout(&md);
+    assert!(
+        md.contains("with `CREATE INDEX ON devices (user_id)`: Seq Scan "),
+        "{md}"
+    );
+    assert!(md.contains("(cost), verified"), "{md}");
+
+    // planck migrate applies it (outside a transaction: CONCURRENTLY).
+    let out = db.planck(&["migrate"], dir.path());
+    assert_exit(&out, 0);
+    assert_eq!(
+        db.query_strings(
+            "SELECT i.indisvalid::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             WHERE c.relname = 'devices_user_id_idx'"
+        ),
+        ["true"]
+    );
+    assert_eq!(
+        db.query_strings("SELECT count(*) FROM planck_migrations WHERE name = '0099_advice.sql'"),
+        ["1"]
+    );
+
+    // And the finding is gone; the halves one stays, still without advice.
+    let out = explain(&db, dir.path(), "json", &["--force"]);
+    let v = json(&out);
+    assert!(seq_scan(&v, DEVICES).is_none(), "{v:#}");
+    assert!(seq_scan(&v, HALF).is_some_and(|f| f.get("advice").is_none()));
+}
+
+/// Without --force on a database planck does not manage, and without
+/// hypopg, there is no advice, and a note says why.
+#[test]
+fn issue10_no_advice_on_an_unmanaged_database_without_hypopg_says_why() {
+    let db = TestDb::migrated("explain_advice_unmanaged");
+    seed_bundled_example(&db);
+    db.exec("CREATE TABLE halves (id bigint PRIMARY KEY, half int NOT NULL, note text)");
+    let has_hypopg = db.query_strings(
+        "SELECT count(*) FROM pg_available_extensions WHERE name = 'hypopg'",
+    ) == ["1"];
+    let dir = common::project_dir();
+    let out = explain(&db, dir.path(), "json", &[]);
+    assert_exit(&out, 1);
+    let v = json(&out);
+    let dev = seq_scan(&v, DEVICES).unwrap();
+    if has_hypopg {
+        assert_eq!(dev["advice"]["index"], "hypothetical", "{dev:#}");
+        assert_eq!(dev["advice"]["verified"], true);
+    } else {
+        assert!(dev.get("advice").is_none(), "{dev:#}");
+        assert!(stderr(&out).contains("no hypopg extension"), "{}", stderr(&out));
+    }
+    // --no-advice: not even tried.
+    let out = explain(&db, dir.path(), "json", &["--force", "--no-advice"]);
+    let v = json(&out);
+    assert!(seq_scan(&v, DEVICES).unwrap().get("advice").is_none());
+    assert!(!stderr(&out).contains("advice:"), "{}", stderr(&out));
+}
