@@ -77,9 +77,9 @@ fn issue10_advice_is_verified_on_the_data_written_applied_and_the_finding_goes()
     let db = TestDb::migrated("explain_advice_devices");
     seed_bundled_example(&db);
     db.exec(
-        "CREATE TABLE halves (id bigint PRIMARY KEY, half int NOT NULL, note text);
-         INSERT INTO halves SELECT i, i % 2, 'n' || i FROM generate_series(1, 20000) i;
-         ANALYZE halves;",
+        "CREATE TABLE public.halves (id bigint PRIMARY KEY, half int NOT NULL, note text);
+         INSERT INTO public.halves SELECT i, i % 2, 'n' || i FROM generate_series(1, 20000) i;
+         ANALYZE public.halves;",
     );
     // A project with the example's migrations, where the advice file goes.
     let dir = common::project_dir();
@@ -201,7 +201,7 @@ fn issue10_advice_is_verified_on_the_data_written_applied_and_the_finding_goes()
 fn issue10_no_advice_on_an_unmanaged_database_without_hypopg_says_why() {
     let db = TestDb::migrated("explain_advice_unmanaged");
     seed_bundled_example(&db);
-    db.exec("CREATE TABLE halves (id bigint PRIMARY KEY, half int NOT NULL, note text)");
+    db.exec("CREATE TABLE public.halves (id bigint PRIMARY KEY, half int NOT NULL, note text)");
     let has_hypopg = db.query_strings(
         "SELECT count(*) FROM pg_available_extensions WHERE name = 'hypopg'",
     ) == ["1"];

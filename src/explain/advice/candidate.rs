@@ -146,12 +146,17 @@ fn word<'a>(s: &'a str, t: &Token) -> Option<&'a str> {
     }
 }
 
+/// An operator's character (the lexer gives digits as punctuation too).
+fn op_char(c: char) -> bool {
+    "+-*/<>=~!@#%^&|`?".contains(c)
+}
+
 /// The operator made of the punctuation tokens from `i` on (`=`, `>=`, `<>`).
 fn operator(s: &str, toks: &[Token], mut i: usize) -> String {
     let mut op = String::new();
     while let Some(t) = toks.get(i) {
         match t.kind {
-            Tok::Punct(c) if !matches!(c, '(' | ')' | ',' | '.') => {
+            Tok::Punct(c) if op_char(c) => {
                 op.push_str(&s[t.start..t.end]);
                 i += 1;
             }
@@ -177,7 +182,7 @@ fn operator_before(s: &str, toks: &[Token], i: usize) -> String {
     }
     let mut start = j;
     while start > 0
-        && matches!(toks[start - 1].kind, Tok::Punct(c) if !matches!(c, '(' | ')' | ',' | '.'))
+        && matches!(toks[start - 1].kind, Tok::Punct(c) if op_char(c))
     {
         start -= 1;
     }
@@ -257,26 +262,8 @@ fn constant_predicates(text: &str, columns: &[String]) -> Vec<(String, String)> 
                 (Some("not"), Some("null")) => Some(format!("{} IS NOT NULL", ident(col))),
                 _ => None,
             }
-        } else if rest.first().map(|t| t.kind) == Some(Tok::Punct('='))
-            && !matches!(rest.get(1).map(|t| t.kind), Some(Tok::Punct(_)))
-        {
-            match rest.get(1) {
-                Some(v) if v.kind == Tok::Str => Some(format!(
-                    "{} = {}",
-                    ident(col),
-                    &text[v.start..v.end]
-                )),
-                Some(v) if v.kind == Tok::Word => {
-                    let lit = &text[v.start..v.end];
-                    let constant = lit.chars().all(|c| c.is_ascii_digit() || c == '.')
-                        || matches!(lit.to_lowercase().as_str(), "true" | "false");
-                    // `x = 42.`, never `x = other_col`.
-                    let then_dot =
-                        matches!(rest.get(2).map(|t| t.kind), Some(Tok::Punct('.')));
-                    (constant && !then_dot).then(|| format!("{} = {lit}", ident(col)))
-                }
-                _ => None,
-            }
+        } else if rest.first().map(|t| t.kind) == Some(Tok::Punct('=')) {
+            constant_after(text, &toks[i + 2..]).map(|lit| format!("{} = {lit}", ident(col)))
         } else {
             None
         };
@@ -287,6 +274,30 @@ fn constant_predicates(text: &str, columns: &[String]) -> Vec<(String, String)> 
         }
     }
     out
+}
+
+/// The constant starting the tokens: a string, a number (digits come as
+/// punctuation from the lexer), `true`/`false`; not a parameter or a column.
+fn constant_after(text: &str, toks: &[Token]) -> Option<String> {
+    let first = toks.first()?;
+    match first.kind {
+        Tok::Str => Some(text[first.start..first.end].to_string()),
+        Tok::Word => {
+            let w = &text[first.start..first.end];
+            let boolean = matches!(w.to_lowercase().as_str(), "true" | "false");
+            let then_dot = matches!(toks.get(1).map(|t| t.kind), Some(Tok::Punct('.')));
+            (boolean && !then_dot).then(|| w.to_string())
+        }
+        Tok::Punct(c) if c.is_ascii_digit() => {
+            let n: String = toks
+                .iter()
+                .take_while(|t| matches!(t.kind, Tok::Punct(c) if c.is_ascii_digit() || c == '.'))
+                .map(|t| &text[t.start..t.end])
+                .collect();
+            Some(n)
+        }
+        _ => None,
+    }
 }
 
 /// What a candidate is read from.
@@ -506,5 +517,12 @@ mod tests {
         );
         assert!(constant_predicates("WHERE pouch_id = $1", &columns).is_empty());
         assert!(constant_predicates("WHERE pouch_id = other.id", &columns).is_empty());
+        assert_eq!(
+            constant_predicates("WHERE pouch_id = 42 AND status = true", &columns),
+            vec![
+                ("pouch_id".to_string(), "pouch_id = 42".to_string()),
+                ("status".to_string(), "status = true".to_string())
+            ]
+        );
     }
 }
