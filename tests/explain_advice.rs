@@ -39,11 +39,19 @@ const DEVICES: &str = "SELECT id, name FROM devices WHERE user_id = $1";
 /// bitmap scan of half the rows over the seq scan.)
 const HALF: &str = "SELECT id, note FROM flags WHERE active = true";
 
+/// The same lookup by the application, under row-level security: the
+/// policy's `account_id` leads the index.
+const TENANT_DEVICES: &str = "SELECT id, name, last_seen_at FROM devices WHERE user_id = $1";
+
 fn queries(dir: &Path) -> String {
     let mut text = String::from("format_version = 1\n");
-    for q in [DEVICES, HALF] {
+    for (q, role, bypass) in [
+        (DEVICES, "postgres", true),
+        (HALF, "postgres", true),
+        (TENANT_DEVICES, "app_user", false),
+    ] {
         text.push_str(&format!(
-            "\n[[statement]]\nrole = \"postgres\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
+            "\n[[statement]]\nrole = \"{role}\"\nbypass_rls = {bypass}\nquery = '''\n{q}\n'''\n"
         ));
     }
     let path = dir.join("queries.toml");
@@ -54,7 +62,13 @@ fn queries(dir: &Path) -> String {
 fn explain(db: &TestDb, dir: &Path, format: &str, extra: &[&str]) -> std::process::Output {
     let q = queries(dir);
     let mut args = vec![
-        "--format", format, "explain", "--queries", &q, "--min-rows", "1000",
+        "--format",
+        format,
+        "explain",
+        "--queries",
+        &q,
+        "--min-rows",
+        "1000",
     ];
     args.extend_from_slice(extra);
     db.planck(&args, dir)
@@ -135,11 +149,33 @@ fn issue10_advice_is_verified_on_the_data_written_applied_and_the_finding_goes()
     assert_eq!(half["relation"], "flags");
     assert!(half.get("advice").is_none(), "{half:#}");
 
+    // Under RLS: the tenant column first, verified in the tenant plan; the
+    // rls-policy finding about that column is served by the same index.
+    let tenant = seq_scan(&v, TENANT_DEVICES).unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(tenant["mode"], "tenant");
+    assert_eq!(
+        tenant["advice"]["sql"], "CREATE INDEX ON devices (account_id, user_id)",
+        "{tenant:#}"
+    );
+    assert_eq!(tenant["advice"]["verified"], true);
+    let policy = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            f["check"] == "rls-policy"
+                && f["relation"] == "devices"
+                && f["message"].as_str().unwrap().contains("account_id")
+        })
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(
+        policy["advice"]["sql"], tenant["advice"]["sql"],
+        "{policy:#}"
+    );
+
     // Nothing stays behind: the trial index was rolled back.
     assert_eq!(
-        db.query_strings(
-            "SELECT count(*) FROM pg_indexes WHERE indexname = 'planck_advice_trial'"
-        ),
+        db.query_strings("SELECT count(*) FROM pg_indexes WHERE indexname = 'planck_advice_trial'"),
         ["0"]
     );
 
@@ -154,8 +190,27 @@ fn issue10_advice_is_verified_on_the_data_written_applied_and_the_finding_goes()
     let creates: Vec<&str> = text.lines().filter(|l| l.starts_with("CREATE")).collect();
     assert_eq!(
         creates,
-        ["CREATE INDEX CONCURRENTLY IF NOT EXISTS devices_user_id_idx ON devices (user_id);"],
+        [
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS devices_account_id_user_id_idx \
+             ON devices (account_id, user_id);",
+            "CREATE INDEX CONCURRENTLY IF NOT EXISTS devices_user_id_idx ON devices (user_id);"
+        ],
         "{text}"
+    );
+    let tenant_id = v["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["query"] == TENANT_DEVICES)
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        text.contains(&format!(
+            "-- serves seq-scan statement {tenant_id} (tenant mode"
+        )) && text.contains("-- serves rls-policy (tenant mode"),
+        "one index, both findings named: {text}"
     );
     assert!(
         text.contains(&format!(
@@ -194,6 +249,7 @@ fn issue10_advice_is_verified_on_the_data_written_applied_and_the_finding_goes()
     let out = explain(&db, dir.path(), "json", &["--force"]);
     let v = json(&out);
     assert!(seq_scan(&v, DEVICES).is_none(), "{v:#}");
+    assert!(seq_scan(&v, TENANT_DEVICES).is_none(), "{v:#}");
     assert!(seq_scan(&v, HALF).is_some_and(|f| f.get("advice").is_none()));
 }
 
@@ -204,9 +260,9 @@ fn issue10_no_advice_on_an_unmanaged_database_without_hypopg_says_why() {
     let db = TestDb::migrated("explain_advice_unmanaged");
     seed_bundled_example(&db);
     db.exec("CREATE TABLE public.flags (id bigint PRIMARY KEY, active boolean, note text)");
-    let has_hypopg = db.query_strings(
-        "SELECT count(*) FROM pg_available_extensions WHERE name = 'hypopg'",
-    ) == ["1"];
+    let has_hypopg = db
+        .query_strings("SELECT count(*) FROM pg_available_extensions WHERE name = 'hypopg'")
+        == ["1"];
     let dir = common::project_dir();
     let out = explain(&db, dir.path(), "json", &[]);
     assert_exit(&out, 1);
@@ -217,7 +273,11 @@ fn issue10_no_advice_on_an_unmanaged_database_without_hypopg_says_why() {
         assert_eq!(dev["advice"]["verified"], true);
     } else {
         assert!(dev.get("advice").is_none(), "{dev:#}");
-        assert!(stderr(&out).contains("no hypopg extension"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("no hypopg extension"),
+            "{}",
+            stderr(&out)
+        );
     }
     // --no-advice: not even tried.
     let out = explain(&db, dir.path(), "json", &["--force", "--no-advice"]);

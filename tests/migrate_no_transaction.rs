@@ -65,7 +65,10 @@ fn without_the_header_concurrently_is_refused_inside_the_transaction() {
         "{err}"
     );
     // The header only counts on the first line.
-    let late = format!("-- indexes\n{}\n{CONCURRENT}", planck::migrate::NO_TRANSACTION);
+    let late = format!(
+        "-- indexes\n{}\n{CONCURRENT}",
+        planck::migrate::NO_TRANSACTION
+    );
     let db = TestDb::new("migrate_no_tx_late_header");
     let dir = project(&[("0001_t.sql", TABLE), ("0002_idx.sql", &late)]);
     let out = db.planck(&["migrate"], dir.path());

@@ -34,7 +34,7 @@ use crate::findings::Advice;
 use crate::output::Log;
 use crate::params::values::TextParam;
 use crate::session::{self, StatsMode};
-use crate::tenancy::{TenantContext, Tenancy};
+use crate::tenancy::{Tenancy, TenantContext};
 
 /// The name planck gives the index it builds inside the rolled-back transaction.
 const TRIAL_INDEX: &str = "planck_advice_trial";
@@ -163,7 +163,11 @@ pub async fn advise(
         }
         summary.candidates += 1;
         let left = opts.budget - spent;
-        match verify(client, catalog, tenancy, results, c, targets, builder, left, opts).await {
+        match verify(
+            client, catalog, tenancy, results, c, targets, builder, left, opts,
+        )
+        .await
+        {
             Ok(outcomes) => {
                 for (t, outcome) in targets.iter().zip(outcomes) {
                     match outcome {
@@ -327,11 +331,13 @@ async fn builder(client: &Client, opts: &AdviceOptions) -> Result<Result<Builder
         Some(installed) => Ok(Builder::Hypothetical {
             create_extension: !installed,
         }),
-        None => Err("no advice: this database is not one planck manages (building a candidate \
+        None => Err(
+            "no advice: this database is not one planck manages (building a candidate \
                      index would block writers to its table), and the server has no hypopg \
                      extension for hypothetical indexes; install it (Debian: \
                      postgresql-15-hypopg) or pass --force"
-            .to_string()),
+                .to_string(),
+        ),
     })
 }
 
@@ -449,7 +455,10 @@ async fn replan(
         None => TenantContext::admin(),
     };
     let tag = |s: &str| session::tag(opts.stats, s);
-    client.batch_execute(&tag("SAVEPOINT planck_advice")).await.ok()?;
+    client
+        .batch_execute(&tag("SAVEPOINT planck_advice"))
+        .await
+        .ok()?;
     let made = async {
         if let Some(role) = &ctx.role {
             client
@@ -463,7 +472,9 @@ async fn replan(
         session::apply_settings(client, &ctx).await.ok()?;
         let json = match before.kind {
             PlanKind::Generic => generic(client, catalog, &e.text, before.params.len(), &tag).await,
-            PlanKind::Custom | PlanKind::Literal => custom(client, &e.text, &before.params, &tag).await,
+            PlanKind::Custom | PlanKind::Literal => {
+                custom(client, &e.text, &before.params, &tag).await
+            }
         }?;
         Some(Plan {
             json,
@@ -508,7 +519,9 @@ async fn generic(
     tag: &impl Fn(&str) -> String,
 ) -> Option<Value> {
     let sql = if catalog.server_version_num >= 160000 {
-        tag(&format!("EXPLAIN (GENERIC_PLAN, VERBOSE, FORMAT JSON) {text}"))
+        tag(&format!(
+            "EXPLAIN (GENERIC_PLAN, VERBOSE, FORMAT JSON) {text}"
+        ))
     } else {
         let nulls = vec!["NULL"; nparams].join(", ");
         let args = if nparams == 0 {
@@ -619,8 +632,8 @@ pub const NO_TRANSACTION: &str = "-- planck:no-transaction";
 /// The advice file: one `CREATE INDEX CONCURRENTLY` per distinct verified
 /// index, each after a comment naming the findings it serves.
 pub fn advice_file(findings: &[(Finding, bool)]) -> (String, usize) {
-    let mut by: BTreeMap<(String, Vec<String>, Option<String>), (Candidate, Vec<String>)> =
-        BTreeMap::new();
+    // Ordered by table, columns, predicate.
+    let mut by: BTreeMap<Candidate, Vec<String>> = BTreeMap::new();
     for (f, _) in findings {
         let Some(a) = f.advice.as_ref().filter(|a| a.verified) else {
             continue;
@@ -642,11 +655,9 @@ pub fn advice_file(findings: &[(Finding, bool)]) -> (String, usize) {
             cost(a.cost_before),
             cost(a.cost_after)
         );
-        let entry = by
-            .entry((c.table.clone(), c.columns.clone(), c.predicate.clone()))
-            .or_insert_with(|| (c, Vec::new()));
-        if !entry.1.contains(&who) {
-            entry.1.push(who);
+        let entry = by.entry(c).or_default();
+        if !entry.contains(&who) {
+            entry.push(who);
         }
     }
     let mut out = String::new();
@@ -656,7 +667,7 @@ pub fn advice_file(findings: &[(Finding, bool)]) -> (String, usize) {
         "-- Indexes planck explain proposed and verified on the data (--write-advice).\n\
          -- planck migrate runs each statement on its own, outside a transaction.\n",
     );
-    for (c, who) in by.values() {
+    for (c, who) in &by {
         out.push('\n');
         for w in who {
             out.push_str(&format!("-- serves {w}\n"));

@@ -90,7 +90,18 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         findings::locate(&mut all, &statements, path);
     }
     let (mut findings, ignored) = judge(all, s, log)?;
-    advice_phase(&client, conn, &catalog, tenancy.as_ref(), &results, &mut findings, s, stats, log).await?;
+    advice_phase(
+        &client,
+        conn,
+        &catalog,
+        tenancy.as_ref(),
+        &results,
+        &mut findings,
+        s,
+        stats,
+        log,
+    )
+    .await?;
     Ok(Report {
         results,
         findings,

@@ -181,9 +181,7 @@ fn operator_before(s: &str, toks: &[Token], i: usize) -> String {
         j -= 1;
     }
     let mut start = j;
-    while start > 0
-        && matches!(toks[start - 1].kind, Tok::Punct(c) if op_char(c))
-    {
+    while start > 0 && matches!(toks[start - 1].kind, Tok::Punct(c) if op_char(c)) {
         start -= 1;
     }
     (start..j).map(|k| &s[toks[k].start..toks[k].end]).collect()
@@ -255,7 +253,11 @@ fn constant_predicates(text: &str, columns: &[String]) -> Vec<(String, String)> 
             continue;
         }
         let rest: Vec<&Token> = toks[i + 1..].iter().take(4).collect();
-        let w = |k: usize| rest.get(k).and_then(|t| word(text, t)).map(str::to_lowercase);
+        let w = |k: usize| {
+            rest.get(k)
+                .and_then(|t| word(text, t))
+                .map(str::to_lowercase)
+        };
         let pred = if w(0).as_deref() == Some("is") {
             match (w(1).as_deref(), w(2).as_deref()) {
                 (Some("null"), _) => Some(format!("{} IS NULL", ident(col))),
@@ -359,7 +361,10 @@ pub fn candidate(src: &Source) -> Option<Candidate> {
             cols.push(c.to_string());
         }
     };
-    if let Some(t) = src.tenant_column.filter(|t| src.columns.iter().any(|c| c == t)) {
+    if let Some(t) = src
+        .tenant_column
+        .filter(|t| src.columns.iter().any(|c| c == t))
+    {
         push(t, &mut columns);
     }
     let is_predicate = |c: &str| predicate.as_ref().is_some_and(|(p, _)| p == c);
@@ -433,13 +438,13 @@ mod tests {
     #[test]
     fn join_condition_of_an_ancestor_and_a_constant_predicate() {
         let plan = json!([{"Plan": {"Node Type": "Hash Join",
-            "Hash Cond": "(c.ticket_id = t.id)",
-            "Plans": [
-                {"Node Type": "Seq Scan", "Relation Name": "comments", "Alias": "c",
-                 "Filter": "((c.status)::text = 'open'::text)"},
-                {"Node Type": "Hash", "Plans": [{"Node Type": "Seq Scan",
-                    "Relation Name": "tickets", "Alias": "t"}]}
-            ]}}]);
+        "Hash Cond": "(c.ticket_id = t.id)",
+        "Plans": [
+            {"Node Type": "Seq Scan", "Relation Name": "comments", "Alias": "c",
+             "Filter": "((c.status)::text = 'open'::text)"},
+            {"Node Type": "Hash", "Plans": [{"Node Type": "Seq Scan",
+                "Relation Name": "tickets", "Alias": "t"}]}
+        ]}}]);
         let columns = cols(&["id", "ticket_id", "status", "body"]);
         let c = candidate(&Source {
             plan: &plan,
