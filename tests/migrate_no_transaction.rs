@@ -100,3 +100,30 @@ fn a_failing_statement_is_named_and_the_earlier_ones_stay_applied_unrecorded() {
         ["0001_t.sql"]
     );
 }
+
+/// Found by the advice test: the test cluster's role is `planck`, so once a
+/// seed has made planck's bookkeeping schema `planck`, `"$user"` put it first
+/// on the search path and the next migrate created a second
+/// planck_migrations there and applied every file again, into that schema.
+#[test]
+fn migrate_keeps_out_of_planck_s_bookkeeping_schema_named_like_the_role() {
+    let db = TestDb::new("migrate_bookkeeping_schema");
+    assert_eq!(db.query_strings("SELECT current_user"), ["planck"]);
+    let dir = project(&[("0001_t.sql", TABLE)]);
+    assert_exit(&db.planck(&["migrate"], dir.path()), 0);
+    db.exec("CREATE SCHEMA planck");
+    std::fs::write(
+        dir.path().join("migrations/0002_u.sql"),
+        "CREATE TABLE u (id int);\n",
+    )
+    .unwrap();
+    let out = db.planck(&["migrate"], dir.path());
+    assert_exit(&out, 0);
+    assert_eq!(
+        db.query_strings(
+            "SELECT table_schema || '.' || table_name FROM information_schema.tables \
+             WHERE table_schema IN ('public', 'planck') ORDER BY 1"
+        ),
+        ["public.planck_migrations", "public.t", "public.u"]
+    );
+}

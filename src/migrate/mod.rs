@@ -110,6 +110,7 @@ pub async fn apply(client: &mut Client, migrations: &[Migration], log: Log) -> R
             "this role may not set pg_stat_statements.track: migrate's statements stay tracked",
         );
     }
+    keep_out_of_bookkeeping_schema(client, log).await?;
     client
         .batch_execute(&format!(
             "CREATE TABLE IF NOT EXISTS planck_migrations (
@@ -132,6 +133,45 @@ pub async fn apply(client: &mut Client, migrations: &[Migration], log: Log) -> R
         .execute("/* planck */ SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
         .await;
     result
+}
+
+/// A role named like planck's bookkeeping schema (`planck`, the managed
+/// cluster's own role) has that schema first on its search path (`"$user"`)
+/// once a seed has created it: `planck_migrations` would then be created
+/// anew there and every migration applied again, into it. Migrate leaves
+/// that schema off the session's search path.
+async fn keep_out_of_bookkeeping_schema(client: &Client, log: Log) -> Result<()> {
+    let row = client
+        .query_one(
+            "/* planck */ SELECT current_schema() IS NOT DISTINCT FROM $1, current_setting('search_path')",
+            &[&crate::bookkeeping::SCHEMA],
+        )
+        .await
+        .map_err(|e| Error::db("reading the search path", e))?;
+    if !row.get::<_, bool>(0) {
+        return Ok(());
+    }
+    let path: String = row.get(1);
+    let own = crate::db::quote_ident(crate::bookkeeping::SCHEMA);
+    let kept: Vec<&str> = path
+        .split(',')
+        .map(str::trim)
+        .filter(|s| {
+            !matches!(*s, "\"$user\"" | "$user") && *s != crate::bookkeeping::SCHEMA && *s != own
+        })
+        .collect();
+    let kept = if kept.is_empty() {
+        "public".to_string()
+    } else {
+        kept.join(", ")
+    };
+    log.debug(&format!(
+        "search_path {path} leads with planck's bookkeeping schema: migrating with {kept}"
+    ));
+    client
+        .batch_execute(&format!("SET search_path = {kept}"))
+        .await
+        .map_err(|e| Error::db("setting the search path", e))
 }
 
 async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -> Result<Outcome> {
