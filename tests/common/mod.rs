@@ -367,6 +367,25 @@ pub mod explain_json {
         pub baseline: bool,
         pub location: Option<Location>,
         pub node: Option<Node>,
+        #[serde(default)]
+        pub advice: Option<Advice>,
+    }
+
+    /// A finding's verified index, as `explain` writes it.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Advice {
+        pub sql: String,
+        pub table: String,
+        pub columns: Vec<String>,
+        pub predicate: Option<String>,
+        pub cost_before: f64,
+        pub cost_after: f64,
+        pub node_before: String,
+        pub node_after: String,
+        pub verified: bool,
+        pub index: String,
     }
 
     #[derive(Debug, Deserialize, PartialEq)]
