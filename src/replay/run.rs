@@ -172,8 +172,10 @@ pub fn check_workload(w: &Workload, opts: &Options, managed: bool) -> Result<()>
     Ok(())
 }
 
-/// Parameters nothing binds: (unit, statement id, $n).
-pub fn unbound(w: &Workload) -> Vec<(String, String, u32)> {
+/// Parameters nothing binds and whose type has no value to send (so they
+/// go as NULL): (unit, statement id, $n). `defaults` as in
+/// [`type_parameters`].
+pub fn unbound(w: &Workload, defaults: &[Vec<Option<String>>]) -> Vec<(String, String, u32)> {
     let mut out = Vec::new();
     for (u, _) in &w.units {
         let own = match u {
@@ -182,8 +184,13 @@ pub fn unbound(w: &Workload) -> Vec<(String, String, u32)> {
         };
         for s in w.unit_statements(*u) {
             let st = &w.statements[s];
-            for p in 1..=param_count(&st.query) {
-                let bound = st.auto_bind.iter().any(|b| b.param == p)
+            for p in 1..=param_count(&st.sql) {
+                let typed = defaults
+                    .get(s)
+                    .and_then(|d| d.get(p as usize - 1))
+                    .is_some_and(Option::is_some);
+                let bound = typed
+                    || st.auto_bind.iter().any(|b| b.param == p)
                     || own.iter().any(|b| b.statement == st.id && b.param == p);
                 let entry = (w.unit_name(*u), st.id.clone(), p);
                 if !bound && !out.contains(&entry) {
@@ -191,6 +198,57 @@ pub fn unbound(w: &Workload) -> Vec<(String, String, u32)> {
                 }
             }
         }
+    }
+    out
+}
+
+/// SQLSTATEs of a text the server cannot type on its own (normalized
+/// literals: `$1 + $2`, `coalesce(max(n), $1)`).
+const UNTYPED: [&str; 4] = ["42P18", "42725", "42883", "42804"];
+
+/// Prepares every statement once, on `client` outside any transaction, for
+/// its parameters' types, and returns per statement a value of each type
+/// (the shared params layer's [`fill_defaults`], as explain plans them):
+/// what a parameter no bind or sample feeds is sent (a normalized literal:
+/// `interval $3` of a rate limit's window, `coalesce(max(number), $7) + $8`).
+/// A text the server cannot type gets the casts of the first of the params
+/// layer's typing attempts that prepares (`sql` becomes that text). A
+/// statement that does not prepare keeps NULLs: its executions fail and
+/// are counted with their error.
+pub async fn type_parameters(client: &Client, w: &mut Workload) -> Vec<Vec<Option<String>>> {
+    use crate::params::typing;
+    use crate::params::values::fill_defaults;
+    let mut out = Vec::with_capacity(w.statements.len());
+    for s in &mut w.statements {
+        let n = param_count(&s.sql) as usize;
+        let types = match client.prepare(&s.sql).await {
+            Ok(p) => Some(p.params().to_vec()),
+            Err(e) if e.code().is_some_and(|c| UNTYPED.contains(&c.code())) => {
+                let u = typing::untyped(&s.sql);
+                let loose = if u.loose.is_empty() {
+                    typing::uncast(&s.sql)
+                } else {
+                    u.loose
+                };
+                let mut found = None;
+                for a in typing::attempts(&loose, &Default::default()) {
+                    let text = typing::apply(&s.sql, &a.casts);
+                    if let Ok(p) = client.prepare(&text).await {
+                        s.sql = text;
+                        found = Some(p.params().to_vec());
+                        break;
+                    }
+                }
+                found
+            }
+            Err(_) => None,
+        };
+        let mut d = match types {
+            Some(t) => fill_defaults(Vec::new(), &t),
+            None => Vec::new(),
+        };
+        d.resize(n, None);
+        out.push(d);
     }
     out
 }
@@ -226,7 +284,7 @@ pub async fn check_connections(client: &Client, top: u32, sampler: bool) -> Resu
 /// Runs the ladder; `stop` (Ctrl-C, SIGTERM) ends it after the finished steps.
 pub async fn run(
     conn: &ConnInfo,
-    workload: Workload,
+    mut workload: Workload,
     opts: &Options,
     log: Log,
     stop: Arc<AtomicBool>,
@@ -256,25 +314,21 @@ pub async fn run(
             ));
         }
     }
-    for (what, s, p) in unbound(&workload) {
+    let defaults = type_parameters(&admin, &mut workload).await;
+    for (what, s, p) in unbound(&workload, &defaults) {
         log.warn(&format!(
             "{what}: ${p} of statement {s} is bound to no column, value or result: it is sent as NULL \
-             (add a [[transaction.bind]] entry)"
+             (add a [[transaction.bind]] entry, or a cast: $n::type)"
         ));
     }
     let relations = workload.written_relations();
     let before = server_counters(&admin, &relations, opts.verify_max_rows).await?;
-    let param_counts = workload
-        .statements
-        .iter()
-        .map(|s| param_count(&s.query))
-        .collect();
     let shared = Arc::new(Shared {
         workload,
         pools,
         statement_timeout_ms: opts.statement_timeout_ms,
         commit: opts.commit,
-        param_counts,
+        defaults,
         tenant,
         fresh,
         fresh_next: std::sync::atomic::AtomicU64::new(0),
