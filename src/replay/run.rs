@@ -304,9 +304,16 @@ pub async fn run(
     let pools = sample_pools(&admin, &workload, opts.pool_rows, tenant.as_ref())
         .await
         .map_err(|e| Error::db("sampling parameter values", e))?;
-    let fresh = super::fresh::plan(&admin, &workload)
+    let mut unsatisfied = Vec::new();
+    let fresh = super::fresh::plan(&admin, &workload, &mut unsatisfied)
         .await
         .map_err(|e| Error::db("reading the INSERTs' key columns", e))?;
+    for column in unsatisfied {
+        log.warn(&format!(
+            "{column}: no fresh value planck makes passes its CHECK constraints: the INSERTs keep \
+             sampled values, which collide with existing rows (bind the parameter in a [[transaction.bind]])"
+        ));
+    }
     for (table, _) in pool_columns(&workload) {
         if pools.get(&table).is_none_or(|p| p.rows.is_empty()) {
             log.warn(&format!(
