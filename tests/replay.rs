@@ -1141,3 +1141,58 @@ fn fresh_keys_satisfy_the_columns_checks() {
     assert!(r.hotspots.is_empty(), "{:#?}", r.hotspots);
     assert_eq!(checksums(&db), before);
 }
+
+/// Faults: Ctrl-C (SIGINT) mid-run, like SIGTERM: the finished steps are
+/// reported, exit 130, and the transaction open at that moment (A holds
+/// the row through its think time) dies with its connection.
+#[test]
+fn ctrl_c_reports_the_finished_steps_and_rolls_back() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
+    let dir = project_dir();
+    let q = write_queries(dir.path(), ATTRIBUTION);
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url, "replay", "--queries", &q])
+        .args(["--warmup", "0", "--format", "json", "--commit", "--force"])
+        .args(["--ladder", "1,1,1,1,1,1", "--duration", "600ms"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1700));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 130);
+    let r = report(&out);
+    assert!(r.interrupted);
+    assert!(
+        !r.steps.is_empty() && r.steps.len() < 6,
+        "{} steps",
+        r.steps.len()
+    );
+    // No transaction of planck's is left open, none holds the row.
+    assert_eq!(
+        db.query_strings(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'planck replay%' \
+             AND state LIKE 'idle in transaction%'"
+        ),
+        ["0"]
+    );
+    db.exec("SET lock_timeout = '1s'; UPDATE hot SET n = n WHERE id = 1");
+}
+
+/// Faults: a queries file with no statements is a usage error (exit 2),
+/// before anything connects.
+#[test]
+fn no_statements_is_a_usage_error() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), "format_version = 2\n");
+    let out = replay(&db, dir.path(), &q, &["--ladder", "1", "--duration", "200ms"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("no statements"), "{}", stderr(&out));
+}

@@ -419,6 +419,22 @@ pub struct Shared {
     /// INSERT parameters that take fresh keys, and the run's counter of them.
     pub fresh: FreshKeys,
     pub fresh_next: AtomicU64,
+    /// Per statement, whether a `result` bind reads its output (only then
+    /// is its first row kept as text: no allocation per execution else).
+    pub returns: Vec<bool>,
+}
+
+/// Which statements a `result` bind reads an output column of.
+pub fn returns_read(w: &Workload) -> Vec<bool> {
+    w.statements
+        .iter()
+        .map(|s| {
+            w.transactions.iter().flat_map(|t| &t.bind).any(|b| {
+                matches!(&b.source, BindSource::Result { statement, column }
+                    if *statement == s.id && !column.starts_with('$'))
+            })
+        })
+        .collect()
 }
 
 /// The SQLSTATE of an error; `08006` when the connection was lost.
@@ -626,13 +642,19 @@ pub async fn run_unit(
                 }
             },
         };
-        conn.history.lock().expect("history lock").start(
-            s,
-            &stmt.locks,
-            values.iter().map(|v| v.0.clone()).collect(),
-        );
+        // The bound values name the row a blocker holds: kept for the
+        // statements that can hold one.
+        let params = if stmt.writes {
+            values.iter().map(|v| v.0.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        conn.history
+            .lock()
+            .expect("history lock")
+            .start(s, &stmt.locks, params);
         let t0 = Instant::now();
-        let res = execute(&conn.client, &prepared, &values).await;
+        let res = execute(&conn.client, &prepared, &values, shared.returns[s]).await;
         let took = t0.elapsed();
         conn.history
             .lock()
@@ -757,19 +779,20 @@ async fn end(conn: &mut ClientConn, stats: &RefCell<WorkerStats>, lost: bool) ->
     }
 }
 
-/// Executes a prepared statement: rows affected, and the first row's
-/// columns as text (for `result` binds).
+/// Executes a prepared statement: rows affected, and, when `keep`, the
+/// first row's columns as text (for `result` binds).
 async fn execute(
     client: &Client,
     prepared: &Prepared,
     values: &[TextParam],
+    keep: bool,
 ) -> Result<(u64, Vec<(String, Option<String>)>), tokio_postgres::Error> {
     let stream = client.query_raw(prepared, values.iter()).await?;
     pin_mut!(stream);
     let mut first = Vec::new();
     let mut n = 0u64;
     while let Some(row) = stream.try_next().await? {
-        if n == 0 {
+        if n == 0 && keep {
             for (i, c) in row.columns().iter().enumerate() {
                 let v = row.try_get::<_, AnyText>(i).map(|a| a.0).unwrap_or(None);
                 first.push((c.name().to_string(), v));

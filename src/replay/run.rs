@@ -330,7 +330,9 @@ pub async fn run(
     }
     let relations = workload.written_relations();
     let before = server_counters(&admin, &relations, opts.verify_max_rows).await?;
+    let returns = super::exec::returns_read(&workload);
     let shared = Arc::new(Shared {
+        returns,
         workload,
         pools,
         statement_timeout_ms: opts.statement_timeout_ms,
