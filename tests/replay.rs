@@ -996,7 +996,11 @@ fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
     let r = report(&out);
     // Every parameter of the example's statements gets a value: nothing
     // fails, and nothing is sent as NULL.
-    assert!(r.steps[0].errors.is_empty(), "{:?}", r.steps[0].first_errors);
+    assert!(
+        r.steps[0].errors.is_empty(),
+        "{:?}",
+        r.steps[0].first_errors
+    );
     assert!(!stderr(&out).contains("sent as NULL"), "{}", stderr(&out));
     let heaviest = db.query_strings(
         "SELECT k::text FROM (SELECT id AS k FROM accounts UNION ALL SELECT account_id FROM users \
@@ -1040,16 +1044,29 @@ fn normalized_literals_get_a_value_of_their_type() {
          [[statement]]\nid = \"next\"\n\
          query = \"INSERT INTO rev (item, n) VALUES ($1, (SELECT coalesce(max(n), $2) + $3 FROM rev WHERE item = $1))\"\n",
     );
-    let out = replay(&db, dir.path(), &q, &["--ladder", "2", "--duration", "500ms"]);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "2", "--duration", "500ms"],
+    );
     assert_exit(&out, 0);
     let r = report(&out);
     assert!(r.steps[0].units > 10, "{:?}", r.steps[0]);
-    assert!(r.steps[0].errors.is_empty(), "{:?}", r.steps[0].first_errors);
+    assert!(
+        r.steps[0].errors.is_empty(),
+        "{:?}",
+        r.steps[0].first_errors
+    );
     assert!(!stderr(&out).contains("sent as NULL"), "{}", stderr(&out));
     // The purge matched rows (a day back: 26 of the 50), rolled back.
     let purge = r.statements.iter().find(|s| s.id == "purge").unwrap();
     assert!(purge.calls > 0, "{purge:?}");
-    assert!(r.integrity.planck_rows_changed > r.integrity.succeeded, "{:?}", r.integrity);
+    assert!(
+        r.integrity.planck_rows_changed > r.integrity.succeeded,
+        "{:?}",
+        r.integrity
+    );
     assert_eq!(checksums(&db), before);
 }
 
@@ -1086,12 +1103,25 @@ bind = { acc = ["bump.$1", "add.$1", "add.$3"], seq = { from = "bump.returning.s
         &db,
         dir.path(),
         &q,
-        &["--ladder", "2", "--duration", "500ms", "--commit", "--force"],
+        &[
+            "--ladder",
+            "2",
+            "--duration",
+            "500ms",
+            "--commit",
+            "--force",
+        ],
     );
     assert_exit(&out, 0);
     let r = report(&out);
-    assert!(r.steps[0].errors.is_empty(), "{:?}", r.steps[0].first_errors);
-    let rows: i64 = db.query_strings("SELECT count(*) FROM log")[0].parse().unwrap();
+    assert!(
+        r.steps[0].errors.is_empty(),
+        "{:?}",
+        r.steps[0].first_errors
+    );
+    let rows: i64 = db.query_strings("SELECT count(*) FROM log")[0]
+        .parse()
+        .unwrap();
     assert!(rows > 10, "{rows}");
     // The same account in both slots, and per account the seqs 1..n its
     // counter handed out, each once.
@@ -1192,7 +1222,12 @@ fn no_statements_is_a_usage_error() {
     let db = test_db!();
     let dir = project_dir();
     let q = write_queries(dir.path(), "format_version = 2\n");
-    let out = replay(&db, dir.path(), &q, &["--ladder", "1", "--duration", "200ms"]);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "200ms"],
+    );
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("no statements"), "{}", stderr(&out));
 }

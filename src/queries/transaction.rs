@@ -186,13 +186,19 @@ fn shared_variables(
     table: &toml::Table,
     id: &str,
 ) -> std::result::Result<Vec<RawBind>, (String, &'static str)> {
-    let hint = "write bind = { name = [\"<statement id>.$n\", ...] }, the first slot giving the value";
+    let hint =
+        "write bind = { name = [\"<statement id>.$n\", ...] }, the first slot giving the value";
     let slot = |v: &toml::Value| -> std::result::Result<(String, i64), (String, &'static str)> {
         let text = v.as_str().unwrap_or_default();
         text.rsplit_once(".$")
             .and_then(|(s, n)| Some((s.to_string(), n.parse::<i64>().ok()?)))
             .filter(|(s, _)| !s.is_empty())
-            .ok_or_else(|| (format!("transaction {id}: {v} is not <statement id>.$n"), hint))
+            .ok_or_else(|| {
+                (
+                    format!("transaction {id}: {v} is not <statement id>.$n"),
+                    hint,
+                )
+            })
     };
     let mut out = Vec::new();
     for (name, var) in table {
@@ -203,7 +209,9 @@ fn shared_variables(
                 t.get("to").and_then(toml::Value::as_array),
             ) else {
                 return Err((
-                    format!("transaction {id}: bind variable {name} needs from = \"<statement id>.returning.<column>\" and to = [slots]"),
+                    format!(
+                        "transaction {id}: bind variable {name} needs from = \"<statement id>.returning.<column>\" and to = [slots]"
+                    ),
                     hint,
                 ));
             };
@@ -694,9 +702,18 @@ mod tests {
         .unwrap();
         assert_eq!(f.transactions[0].bind[0].source, result("id"));
         for (body, want) in [
-            ("bind = { x = [\"b.$1\", \"a.$1\"] }", "does not name a statement that runs before a"),
-            ("bind = { x = [\"a.$1\"] }", "needs a list of two slots or more"),
-            ("bind = { x = [\"a\", \"b.$1\"] }", "is not <statement id>.$n"),
+            (
+                "bind = { x = [\"b.$1\", \"a.$1\"] }",
+                "does not name a statement that runs before a",
+            ),
+            (
+                "bind = { x = [\"a.$1\"] }",
+                "needs a list of two slots or more",
+            ),
+            (
+                "bind = { x = [\"a\", \"b.$1\"] }",
+                "is not <statement id>.$n",
+            ),
             ("bind = 3", "bind must be"),
         ] {
             let msg = parse(&format!(

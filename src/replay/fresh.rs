@@ -33,7 +33,10 @@ use crate::db::quote_ident;
 pub enum FreshKind {
     /// `base + step * n`: `base` past the column's largest value (step 1)
     /// or below its smallest (step -1).
-    Int { base: i64, step: i64 },
+    Int {
+        base: i64,
+        step: i64,
+    },
     Uuid,
     Text(TextShape),
 }
@@ -239,7 +242,10 @@ async fn passes(
         quote_ident(column)
     );
     matches!(
-        client.query_one(&sql, &[&values]).await.map(|r| r.get::<_, Option<bool>>(0)),
+        client
+            .query_one(&sql, &[&values])
+            .await
+            .map(|r| r.get::<_, Option<bool>>(0)),
         Ok(Some(true))
     )
 }
@@ -247,7 +253,9 @@ async fn passes(
 /// The `n`th fresh value of a column.
 pub fn value(kind: &FreshKind, n: u64, rng: &mut Rng) -> String {
     match kind {
-        FreshKind::Int { base, step } => base.saturating_add(step.saturating_mul(n as i64)).to_string(),
+        FreshKind::Int { base, step } => base
+            .saturating_add(step.saturating_mul(n as i64))
+            .to_string(),
         FreshKind::Uuid => {
             let hi = rng.next_u64();
             format!(
@@ -321,7 +329,10 @@ mod tests {
         assert_eq!(fixed(8, Alphabet::Upper36, 36), "Z0000010");
         assert_eq!(fixed(4, Alphabet::Decimal, 7), "9007");
         // Distinct counters never meet in one width.
-        assert_ne!(fixed(3, Alphabet::Lower36, 1), fixed(3, Alphabet::Lower36, 36 * 35 + 1));
+        assert_ne!(
+            fixed(3, Alphabet::Lower36, 1),
+            fixed(3, Alphabet::Lower36, 36 * 35 + 1)
+        );
         // Past the width's room the value is longer, for a length CHECK to refuse.
         assert_eq!(fixed(3, Alphabet::Decimal, 1234).len(), 5);
         assert!(is_insert("  insert INTO t VALUES (1)"));
