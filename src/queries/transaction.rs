@@ -419,16 +419,18 @@ pub(super) fn validate(
         };
         let mut bind = Vec::with_capacity(raw_binds.len());
         for mut b in raw_binds {
-            if b.result.is_none()
-                && let Some(f) = b.from.take()
-            {
+            let sources = [
+                b.value.is_some(),
+                b.column.is_some(),
+                b.result.is_some(),
+                b.from.is_some(),
+            ];
+            if let Some(f) = b.from.take().filter(|_| b.result.is_none()) {
                 // `s1.returning.col` is `s1.col`.
                 b.result = Some(match f.split_once(".returning.") {
                     Some((s, c)) => format!("{s}.{c}"),
                     None => f,
                 });
-            } else if b.from.is_some() {
-                b.value = b.value.or(Some(toml::Value::Boolean(true)));
             }
             check_keys(
                 path,
@@ -455,11 +457,10 @@ pub(super) fn validate(
                     "param is n of $n, from 1",
                 ));
             }
-            let sources = [b.value.is_some(), b.column.is_some(), b.result.is_some()];
             if sources.iter().filter(|s| **s).count() != 1 {
                 return Err(err(
                     format!(
-                        "transaction {}: the binding of ${} of {} needs exactly one of value, column, result",
+                        "transaction {}: the binding of ${} of {} needs exactly one of value, column, result, from",
                         r.id, b.param, b.statement
                     ),
                     "value = a fixed value, column = \"table.column\" to sample, result = \"<statement id>.<column>\" (or from = \"<statement id>.returning.<column>\"), result = \"<statement id>.$n\" for the value of its $n",
@@ -644,7 +645,7 @@ mod tests {
             ),
             (
                 "statements = [\"a\"]\n[[transaction.bind]]\nstatement = \"a\"\nparam = 1\nvalue = 1\ncolumn = \"t.x\"",
-                "needs exactly one of value, column, result",
+                "needs exactly one of value, column, result, from",
             ),
             (
                 "statements = [\"a\"]\n[[transaction.bind]]\nstatement = \"a\"\nparam = 0\nvalue = 1",
@@ -715,6 +716,10 @@ mod tests {
                 "is not <statement id>.$n",
             ),
             ("bind = 3", "bind must be"),
+            (
+                "[[transaction.bind]]\nstatement = \"b\"\nparam = 1\nresult = \"a.id\"\nfrom = \"a.returning.id\"",
+                "needs exactly one of value, column, result, from",
+            ),
         ] {
             let msg = parse(&format!(
                 "[[transaction]]\nid = \"t\"\nstatements = [\"a\", \"b\"]\n{body}\n"

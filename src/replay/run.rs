@@ -392,11 +392,12 @@ pub async fn run(
             None => format!("{c} clients"),
         };
         log.info(&format!(
-            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {errors} errors",
+            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {errors} errors{}",
             i + 1,
             opts.ladder.len(),
             r.stats.units.latency.count() as f64 / secs,
             r.stats.units.latency.percentile_ms(95.0),
+            error_summary(&shared.workload, &r.stats),
         ));
         steps.push(r);
     }
@@ -441,6 +442,37 @@ pub async fn run(
         opts.sample_ms,
         interrupted,
     ))
+}
+
+/// The step's errors by SQLSTATE, each with its first text and the
+/// statement that failed most with it: `: 57014 x3 (canceling statement
+/// due to statement timeout) in `UPDATE items ...``; empty without errors.
+pub fn error_summary(w: &Workload, stats: &super::exec::WorkerStats) -> String {
+    let mut codes: Vec<(&String, &super::exec::ErrorCount)> = stats.units.errors.iter().collect();
+    codes.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = codes
+        .iter()
+        .map(|(code, e)| {
+            let worst = stats
+                .statements
+                .iter()
+                .filter_map(|(s, t)| Some((*s, t.errors.get(*code)?.count)))
+                .max_by_key(|(s, n)| (*n, std::cmp::Reverse(*s)));
+            let at = match worst {
+                Some((s, _)) => format!(
+                    " in `{}`",
+                    crate::output::shorten(&w.statements[s].query, 60)
+                ),
+                None => String::new(),
+            };
+            format!("{code} x{} ({}){at}", e.count, e.first)
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", parts.join("; "))
+    }
 }
 
 /// The integrity line: planck's own counters, each counted on its own, beside
@@ -612,6 +644,44 @@ mod tests {
         assert!(check_workload(&w, &o, true).is_ok());
         o.force = true;
         assert!(check_workload(&w, &o, false).is_ok());
+    }
+
+    /// The step line names each SQLSTATE with its first text and the
+    /// statement that failed most with it.
+    #[test]
+    fn step_errors_are_summarised_by_sqlstate() {
+        let w = Workload::new(
+            vec![
+                super::super::workload::Statement::new("a".into(), "SELECT 1 / 0".into(), None, 1),
+                super::super::workload::Statement::new(
+                    "b".into(),
+                    "SELECT pg_sleep(9)".into(),
+                    None,
+                    1,
+                ),
+            ],
+            vec![],
+            Default::default(),
+            false,
+        );
+        let mut st = super::super::exec::WorkerStats::default();
+        assert_eq!(error_summary(&w, &st), "");
+        for (s, code, text) in [
+            (0, "22012", "division by zero"),
+            (1, "57014", "timeout"),
+            (1, "57014", "timeout"),
+        ] {
+            super::super::exec::add_error(&mut st.units.errors, code, text);
+            super::super::exec::add_error(
+                &mut st.statements.entry(s).or_default().errors,
+                code,
+                text,
+            );
+        }
+        assert_eq!(
+            error_summary(&w, &st),
+            ": 57014 x2 (timeout) in `SELECT pg_sleep(9)`; 22012 x1 (division by zero) in `SELECT 1 / 0`"
+        );
     }
 
     #[test]
