@@ -890,6 +890,10 @@ fn demo_ends_with_a_replay_of_its_recording() {
         .find(|l| l.starts_with("replay: throughput") || l.starts_with("replay: planck"))
         .unwrap_or_else(|| panic!("no replay verdict:\n{err}"));
     assert!(verdict.contains("concurrent"), "{verdict}");
+    // Every statement of the example runs: no step counts an error.
+    let steps: Vec<&str> = err.lines().filter(|l| l.starts_with("step ")).collect();
+    assert_eq!(steps.len(), 3, "{err}");
+    assert!(steps.iter().all(|l| l.ends_with(", 0 errors")), "{steps:?}");
     assert!(
         err.lines().any(|l| l.starts_with("replay: top hotspot")
             || l.starts_with("replay: no lock waits")),
@@ -990,6 +994,14 @@ fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
     let out = replay(&db, dir.path(), &q, &["--ladder", "8", "--duration", "1s"]);
     assert_exit(&out, 0);
     let r = report(&out);
+    // Every parameter of the example's statements gets a value: nothing
+    // fails, and nothing is sent as NULL.
+    assert!(
+        r.steps[0].errors.is_empty(),
+        "{:?}",
+        r.steps[0].first_errors
+    );
+    assert!(!stderr(&out).contains("sent as NULL"), "{}", stderr(&out));
     let heaviest = db.query_strings(
         "SELECT k::text FROM (SELECT id AS k FROM accounts UNION ALL SELECT account_id FROM users \
          UNION ALL SELECT account_id FROM pouches UNION ALL SELECT account_id FROM items \
@@ -1008,4 +1020,214 @@ fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
     );
     assert_eq!(h.transaction.as_deref(), Some("POST /pouches/:id/items"));
     assert_eq!(r.integrity.data_unchanged, Some(true), "{:?}", r.integrity);
+}
+
+/// Issue 11, 1: parameters pg_stat_statements made of literals get a value
+/// of the type the server gives them (`interval $1` repaired to
+/// `$1::interval`, `coalesce(max(n), $1) + $2` typed from the prepare), as
+/// explain binds them: the statements run instead of failing with a syntax
+/// error or a NULL.
+#[test]
+fn normalized_literals_get_a_value_of_their_type() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE seen (id int PRIMARY KEY, at timestamptz NOT NULL); \
+         INSERT INTO seen SELECT g, now() - g * interval '1 hour' FROM generate_series(1, 50) g; \
+         CREATE TABLE rev (item int NOT NULL, n int NOT NULL, UNIQUE (item, n)); \
+         INSERT INTO rev SELECT g % 5, g FROM generate_series(1, 20) g",
+    );
+    let before = checksums(&db);
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"purge\"\nquery = \"DELETE FROM seen WHERE at < now() - interval $1\"\n\
+         [[statement]]\nid = \"next\"\n\
+         query = \"INSERT INTO rev (item, n) VALUES ($1, (SELECT coalesce(max(n), $2) + $3 FROM rev WHERE item = $1))\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "2", "--duration", "500ms"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert!(r.steps[0].units > 10, "{:?}", r.steps[0]);
+    assert!(
+        r.steps[0].errors.is_empty(),
+        "{:?}",
+        r.steps[0].first_errors
+    );
+    assert!(!stderr(&out).contains("sent as NULL"), "{}", stderr(&out));
+    // The purge matched rows (a day back: 26 of the 50), rolled back.
+    let purge = r.statements.iter().find(|s| s.id == "purge").unwrap();
+    assert!(purge.calls > 0, "{purge:?}");
+    assert!(
+        r.integrity.planck_rows_changed > r.integrity.succeeded,
+        "{:?}",
+        r.integrity
+    );
+    assert_eq!(checksums(&db), before);
+}
+
+/// Issue 11, 1: `bind = { name = [slots] }` shares one drawn value across
+/// statements, and `from = "s.returning.col"` feeds a RETURNING value into a
+/// later one. Committed (--commit --force) so the rows show what was bound:
+/// the shared account id in both columns, the counter's new value as seq.
+#[test]
+fn bind_variables_and_returning_values_feed_later_statements() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE acc (id int PRIMARY KEY, seq int NOT NULL DEFAULT 0); \
+         INSERT INTO acc (id) SELECT generate_series(1, 20); \
+         CREATE TABLE log (acc_id int NOT NULL, seq int NOT NULL, again int NOT NULL)",
+    );
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        r#"format_version = 2
+[[statement]]
+id = "bump"
+query = "UPDATE acc SET seq = seq + 1 WHERE id = $1 RETURNING seq"
+[[statement]]
+id = "add"
+query = "INSERT INTO log (acc_id, seq, again) VALUES ($1, $2, $3)"
+[[transaction]]
+id = "t"
+statements = ["bump", "add"]
+manual = true
+bind = { acc = ["bump.$1", "add.$1", "add.$3"], seq = { from = "bump.returning.seq", to = ["add.$2"] } }
+"#,
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--ladder",
+            "2",
+            "--duration",
+            "500ms",
+            "--commit",
+            "--force",
+        ],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert!(
+        r.steps[0].errors.is_empty(),
+        "{:?}",
+        r.steps[0].first_errors
+    );
+    let rows: i64 = db.query_strings("SELECT count(*) FROM log")[0]
+        .parse()
+        .unwrap();
+    assert!(rows > 10, "{rows}");
+    // The same account in both slots, and per account the seqs 1..n its
+    // counter handed out, each once.
+    assert_eq!(
+        db.query_strings("SELECT count(*) FROM log WHERE acc_id <> again"),
+        ["0"]
+    );
+    assert_eq!(
+        db.query_strings(
+            "SELECT count(*) FROM acc a WHERE a.seq <> (SELECT count(DISTINCT l.seq) FROM log l \
+             WHERE l.acc_id = a.id AND l.seq BETWEEN 1 AND a.seq)"
+        ),
+        ["0"]
+    );
+}
+
+/// Issue 11, 1: fresh INSERT keys satisfy the columns' CHECK constraints
+/// and their domains' (read from the server, tried there on probe values):
+/// a fixed-width code, an e-mail-shaped text, a digits-only domain and an
+/// integer key capped above the data (fresh keys go below its minimum).
+#[test]
+fn fresh_keys_satisfy_the_columns_checks() {
+    let db = test_db!();
+    db.exec(
+        "CREATE DOMAIN digits AS text CHECK (VALUE ~ '^[0-9]+$'); \
+         CREATE TABLE t (id int PRIMARY KEY CHECK (id < 1000), \
+                         code text UNIQUE NOT NULL CHECK (char_length(code) = 8 AND code ~ '^[a-z0-9]+$'), \
+                         email text UNIQUE NOT NULL CHECK (email LIKE '%_@_%._%'), \
+                         phone digits UNIQUE NOT NULL, v int NOT NULL); \
+         INSERT INTO t SELECT g, lpad(g::text, 8, 'a'), 'u' || g || '@x.org', (5550000 + g)::text, g \
+           FROM generate_series(1, 998) g",
+    );
+    let before = checksums(&db);
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"add\"\n\
+         query = \"INSERT INTO t (id, code, email, phone, v) VALUES ($1, $2, $3, $4, $5)\"\n",
+    );
+    let out = replay(&db, dir.path(), &q, &["--ladder", "4", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let s = &r.steps[0];
+    assert!(s.units > 20, "{s:?}");
+    assert!(s.errors.is_empty(), "{:?}", s.first_errors);
+    assert!(!stderr(&out).contains("CHECK"), "{}", stderr(&out));
+    assert!(r.hotspots.is_empty(), "{:#?}", r.hotspots);
+    assert_eq!(checksums(&db), before);
+}
+
+/// Faults: Ctrl-C (SIGINT) mid-run, like SIGTERM: the finished steps are
+/// reported, exit 130, and the transaction open at that moment (A holds
+/// the row through its think time) dies with its connection.
+#[test]
+fn ctrl_c_reports_the_finished_steps_and_rolls_back() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
+    let dir = project_dir();
+    let q = write_queries(dir.path(), ATTRIBUTION);
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url, "replay", "--queries", &q])
+        .args(["--warmup", "0", "--format", "json", "--commit", "--force"])
+        .args(["--ladder", "1,1,1,1,1,1", "--duration", "600ms"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1700));
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_exit(&out, 130);
+    let r = report(&out);
+    assert!(r.interrupted);
+    assert!(
+        !r.steps.is_empty() && r.steps.len() < 6,
+        "{} steps",
+        r.steps.len()
+    );
+    // No transaction of planck's is left open, none holds the row.
+    assert_eq!(
+        db.query_strings(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'planck replay%' \
+             AND state LIKE 'idle in transaction%'"
+        ),
+        ["0"]
+    );
+    db.exec("SET lock_timeout = '1s'; UPDATE hot SET n = n WHERE id = 1");
+}
+
+/// Faults: a queries file with no statements is a usage error (exit 2),
+/// before anything connects.
+#[test]
+fn no_statements_is_a_usage_error() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), "format_version = 2\n");
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "200ms"],
+    );
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("no statements"), "{}", stderr(&out));
 }

@@ -21,6 +21,18 @@
 //! result = "5f0c3a9e1b2d4c68.id"   # or: value = 42, or: column = "public.items.id"
 //! ```
 //!
+//! or, instead of `[[transaction.bind]]` entries, variables: a value shared
+//! by several slots (the first slot's value, drawn as its statement's text
+//! binds it), and a RETURNING value fed forward:
+//!
+//! ```toml
+//! bind = { aid = ["upd_acc.$2", "sel_acc.$1", "ins_his.$3"],
+//!          seq = { from = "upd_acc.returning.seq", to = ["ins_his.$5"] } }
+//! ```
+//!
+//! Both become bindings: a shared slot is `result = "upd_acc.$2"` (the value
+//! bound to that `$2`), `from` is `result = "upd_acc.seq"`.
+//!
 //! Parsed and validated here (statement ids that exist, `think_ms >= 0`, an
 //! isolation level PostgreSQL has, bindings that name a statement of the
 //! transaction and one source), so a command that runs them trusts them.
@@ -139,8 +151,9 @@ pub(super) struct RawTransaction {
     #[serde(default)]
     settings: toml::Table,
     isolation: Option<String>,
-    #[serde(default)]
-    bind: Vec<RawBind>,
+    /// `[[transaction.bind]]` entries, or shared variables:
+    /// `bind = { aid = ["upd_acc.$2", "sel_acc.$1"] }`.
+    bind: Option<toml::Value>,
     outcome: Option<String>,
     #[serde(default)]
     manual: bool,
@@ -155,13 +168,89 @@ pub(super) struct RawBind {
     value: Option<toml::Value>,
     column: Option<String>,
     result: Option<String>,
+    /// `result` as the issue writes it: `s1.returning.item_seq`.
+    from: Option<String>,
     #[serde(flatten)]
     other: BTreeMap<String, toml::Value>,
 }
 
 const TRANSACTION_KEYS: &str = "id, name, statements, repeat, calls, think_ms, role, settings, \
                                 isolation, bind, outcome, manual";
-const BIND_KEYS: &str = "statement, param, value, column, result";
+const BIND_KEYS: &str = "statement, param, value, column, result, from";
+
+/// `bind = { name = ["stmt.$n", ...] }`: every slot after the first takes
+/// the value bound to the first (`result = "stmt.$n"`), so one drawn value
+/// is shared across statements (TPC-B's `aid`). Bindings in order: the
+/// first slot must belong to a statement that runs before the others.
+fn shared_variables(
+    table: &toml::Table,
+    id: &str,
+) -> std::result::Result<Vec<RawBind>, (String, &'static str)> {
+    let hint =
+        "write bind = { name = [\"<statement id>.$n\", ...] }, the first slot giving the value";
+    let slot = |v: &toml::Value| -> std::result::Result<(String, i64), (String, &'static str)> {
+        let text = v.as_str().unwrap_or_default();
+        text.rsplit_once(".$")
+            .and_then(|(s, n)| Some((s.to_string(), n.parse::<i64>().ok()?)))
+            .filter(|(s, _)| !s.is_empty())
+            .ok_or_else(|| {
+                (
+                    format!("transaction {id}: {v} is not <statement id>.$n"),
+                    hint,
+                )
+            })
+    };
+    let mut out = Vec::new();
+    for (name, var) in table {
+        // { from = "s1.returning.col", to = ["s2.$3"] }: a RETURNING value.
+        if let Some(t) = var.as_table() {
+            let (Some(from), Some(to)) = (
+                t.get("from").and_then(toml::Value::as_str),
+                t.get("to").and_then(toml::Value::as_array),
+            ) else {
+                return Err((
+                    format!(
+                        "transaction {id}: bind variable {name} needs from = \"<statement id>.returning.<column>\" and to = [slots]"
+                    ),
+                    hint,
+                ));
+            };
+            for v in to {
+                let (statement, param) = slot(v)?;
+                out.push(RawBind {
+                    statement,
+                    param,
+                    value: None,
+                    column: None,
+                    result: None,
+                    from: Some(from.to_string()),
+                    other: BTreeMap::new(),
+                });
+            }
+            continue;
+        }
+        let Some(slots) = var.as_array().filter(|a| a.len() >= 2) else {
+            return Err((
+                format!("transaction {id}: bind variable {name} needs a list of two slots or more"),
+                hint,
+            ));
+        };
+        let (first, n) = slot(&slots[0])?;
+        for v in &slots[1..] {
+            let (statement, param) = slot(v)?;
+            out.push(RawBind {
+                statement,
+                param,
+                value: None,
+                column: None,
+                result: Some(format!("{first}.${n}")),
+                from: None,
+                other: BTreeMap::new(),
+            });
+        }
+    }
+    Ok(out)
+}
 
 /// A TOML value as a setting or bound value's text.
 fn scalar_text(v: &toml::Value) -> Option<String> {
@@ -301,8 +390,48 @@ pub(super) fn validate(
                 (k.clone(), value)
             })
             .collect();
-        let mut bind = Vec::with_capacity(r.bind.len());
-        for b in r.bind {
+        let raw_binds: Vec<RawBind> = match r.bind {
+            None => Vec::new(),
+            Some(toml::Value::Table(t)) => {
+                shared_variables(&t, &r.id).map_err(|(m, h)| err(m, h))?
+            }
+            Some(toml::Value::Array(a)) => a
+                .into_iter()
+                .map(|v| {
+                    v.try_into::<RawBind>().map_err(|e| {
+                        err(
+                            format!("transaction {}: a binding: {}", r.id, e.message()),
+                            "a [[transaction.bind]] takes statement, param and one of value, column, result",
+                        )
+                    })
+                })
+                .collect::<Result<_>>()?,
+            Some(other) => {
+                return Err(err(
+                    format!(
+                        "transaction {}: bind must be [[transaction.bind]] entries or a table of variables, not {}",
+                        r.id,
+                        other.type_str()
+                    ),
+                    "see [[transaction.bind]] in the README",
+                ));
+            }
+        };
+        let mut bind = Vec::with_capacity(raw_binds.len());
+        for mut b in raw_binds {
+            let sources = [
+                b.value.is_some(),
+                b.column.is_some(),
+                b.result.is_some(),
+                b.from.is_some(),
+            ];
+            if let Some(f) = b.from.take().filter(|_| b.result.is_none()) {
+                // `s1.returning.col` is `s1.col`.
+                b.result = Some(match f.split_once(".returning.") {
+                    Some((s, c)) => format!("{s}.{c}"),
+                    None => f,
+                });
+            }
             check_keys(
                 path,
                 Some(line),
@@ -328,14 +457,13 @@ pub(super) fn validate(
                     "param is n of $n, from 1",
                 ));
             }
-            let sources = [b.value.is_some(), b.column.is_some(), b.result.is_some()];
             if sources.iter().filter(|s| **s).count() != 1 {
                 return Err(err(
                     format!(
-                        "transaction {}: the binding of ${} of {} needs exactly one of value, column, result",
+                        "transaction {}: the binding of ${} of {} needs exactly one of value, column, result, from",
                         r.id, b.param, b.statement
                     ),
-                    "value = a fixed value, column = \"table.column\" to sample, result = \"<statement id>.<column>\"",
+                    "value = a fixed value, column = \"table.column\" to sample, result = \"<statement id>.<column>\" (or from = \"<statement id>.returning.<column>\"), result = \"<statement id>.$n\" for the value of its $n",
                 ));
             }
             let source = if let Some(v) = &b.value {
@@ -517,7 +645,7 @@ mod tests {
             ),
             (
                 "statements = [\"a\"]\n[[transaction.bind]]\nstatement = \"a\"\nparam = 1\nvalue = 1\ncolumn = \"t.x\"",
-                "needs exactly one of value, column, result",
+                "needs exactly one of value, column, result, from",
             ),
             (
                 "statements = [\"a\"]\n[[transaction.bind]]\nstatement = \"a\"\nparam = 0\nvalue = 1",
@@ -540,5 +668,65 @@ mod tests {
             msg.contains("transaction t appears twice (first at line 8)"),
             "{msg}"
         );
+    }
+
+    /// The issue's forms: variables shared across statements and `from`
+    /// a RETURNING column become result bindings that name their source.
+    #[test]
+    fn bind_variables_and_from_become_result_bindings() {
+        let f = parse(
+            "[[transaction]]\nid = \"t\"\nstatements = [\"a\", \"b\"]\n\
+             bind = { x = [\"a.$1\", \"b.$1\"], id = { from = \"a.returning.id\", to = [\"b.$2\"] } }\n",
+        )
+        .unwrap();
+        let mut got: Vec<(String, u32, BindSource)> = f.transactions[0]
+            .bind
+            .iter()
+            .map(|b| (b.statement.clone(), b.param, b.source.clone()))
+            .collect();
+        got.sort_by_key(|(_, p, _)| *p);
+        let result = |c: &str| BindSource::Result {
+            statement: "a".into(),
+            column: c.into(),
+        };
+        assert_eq!(
+            got,
+            [
+                ("b".to_string(), 1, result("$1")),
+                ("b".to_string(), 2, result("id"))
+            ]
+        );
+        let f = parse(
+            "[[transaction]]\nid = \"t\"\nstatements = [\"a\", \"b\"]\n\
+             [[transaction.bind]]\nstatement = \"b\"\nparam = 1\nfrom = \"a.returning.id\"\n",
+        )
+        .unwrap();
+        assert_eq!(f.transactions[0].bind[0].source, result("id"));
+        for (body, want) in [
+            (
+                "bind = { x = [\"b.$1\", \"a.$1\"] }",
+                "does not name a statement that runs before a",
+            ),
+            (
+                "bind = { x = [\"a.$1\"] }",
+                "needs a list of two slots or more",
+            ),
+            (
+                "bind = { x = [\"a\", \"b.$1\"] }",
+                "is not <statement id>.$n",
+            ),
+            ("bind = 3", "bind must be"),
+            (
+                "[[transaction.bind]]\nstatement = \"b\"\nparam = 1\nresult = \"a.id\"\nfrom = \"a.returning.id\"",
+                "needs exactly one of value, column, result, from",
+            ),
+        ] {
+            let msg = parse(&format!(
+                "[[transaction]]\nid = \"t\"\nstatements = [\"a\", \"b\"]\n{body}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(msg.contains(want), "{body}: {msg}");
+        }
     }
 }

@@ -410,13 +410,31 @@ pub struct Shared {
     pub pools: Pools,
     pub statement_timeout_ms: u64,
     pub commit: bool,
-    /// Parameter counts per statement.
-    pub param_counts: Vec<u32>,
+    /// Per statement, a value of each parameter's type (the shared params
+    /// layer's default; `None` where the type is unknown): what a parameter
+    /// no bind feeds is sent.
+    pub defaults: Vec<Vec<Option<String>>>,
     /// How tenant-scoped units run; `None`: as recorded.
     pub tenant: Option<TenantRun>,
     /// INSERT parameters that take fresh keys, and the run's counter of them.
     pub fresh: FreshKeys,
     pub fresh_next: AtomicU64,
+    /// Per statement, whether a `result` bind reads its output (only then
+    /// is its first row kept as text: no allocation per execution else).
+    pub returns: Vec<bool>,
+}
+
+/// Which statements a `result` bind reads an output column of.
+pub fn returns_read(w: &Workload) -> Vec<bool> {
+    w.statements
+        .iter()
+        .map(|s| {
+            w.transactions.iter().flat_map(|t| &t.bind).any(|b| {
+                matches!(&b.source, BindSource::Result { statement, column }
+                    if *statement == s.id && !column.starts_with('$'))
+            })
+        })
+        .collect()
 }
 
 /// The SQLSTATE of an error; `08006` when the connection was lost.
@@ -555,37 +573,54 @@ pub async fn run_unit(
             Unit::Lone(s) => usize::MAX - s,
         });
     let mut ok_statements = 0;
+    // What the unit's earlier statements were sent, for `$n` shared binds.
+    let mut sent: Vec<(usize, Vec<TextParam>)> = Vec::new();
     for &s in &stmts {
         let stmt = &w.statements[s];
-        let n = shared.param_counts[s] as usize;
-        let mut values: Vec<TextParam> = vec![TextParam(None); n];
+        // A parameter no bind feeds, or whose source has nothing this time
+        // (an empty table), keeps the value of its type.
+        let mut values: Vec<TextParam> = shared.defaults[s]
+            .iter()
+            .map(|d| TextParam(d.clone()))
+            .collect();
         let own = tx.map(|t| t.bind.as_slice()).unwrap_or(&[]);
+        for b in stmt
+            .auto_bind
+            .iter()
+            .chain(own.iter().filter(|b| b.statement == stmt.id))
         {
-            for b in stmt
-                .auto_bind
-                .iter()
-                .chain(own.iter().filter(|b| b.statement == stmt.id))
-            {
-                let Some(slot) = values.get_mut(b.param as usize - 1) else {
-                    continue;
-                };
-                slot.0 = match &b.source {
-                    BindSource::Value(v) => Some(v.clone()),
-                    BindSource::Column { table, column } => shared.pools.get(table).and_then(|p| {
-                        if p.rows.is_empty() {
-                            return None;
-                        }
+            let Some(slot) = values.get_mut(b.param as usize - 1) else {
+                continue;
+            };
+            let bound: Option<Option<String>> = match &b.source {
+                BindSource::Value(v) => Some(Some(v.clone())),
+                BindSource::Column { table, column } => shared
+                    .pools
+                    .get(table)
+                    .filter(|p| !p.rows.is_empty())
+                    .and_then(|p| {
                         let r = *rows
                             .entry(table.as_str())
                             .or_insert_with(|| p.draw(chosen.as_deref(), rng));
                         let c = p.columns.iter().position(|c| c == column)?;
-                        p.rows[r][c].clone()
+                        Some(p.rows[r][c].clone())
                     }),
-                    BindSource::Result { statement, column } => {
-                        let from = w.statements.iter().position(|x| &x.id == statement);
-                        from.and_then(|f| results.get(&(f, column.clone())).cloned().flatten())
+                BindSource::Result { statement, column } => {
+                    let from = w.statements.iter().position(|x| &x.id == statement);
+                    match (from, column.strip_prefix('$').map(str::parse::<usize>)) {
+                        (Some(f), Some(Ok(n))) => sent
+                            .iter()
+                            .rev()
+                            .find(|(x, _)| *x == f)
+                            .and_then(|(_, v)| v.get(n.checked_sub(1)?))
+                            .map(|v| v.0.clone()),
+                        (Some(f), _) => results.get(&(f, column.clone())).cloned(),
+                        (None, _) => None,
                     }
-                };
+                }
+            };
+            if let Some(v) = bound {
+                slot.0 = v;
             }
         }
         for (p, slot) in values.iter_mut().enumerate() {
@@ -596,7 +631,7 @@ pub async fn run_unit(
         }
         let prepared = match conn.prepared.get(&s) {
             Some(p) => p.clone(),
-            None => match conn.client.prepare(&stmt.query).await {
+            None => match conn.client.prepare(&stmt.sql).await {
                 Ok(p) => {
                     conn.prepared.insert(s, p.clone());
                     p
@@ -607,13 +642,19 @@ pub async fn run_unit(
                 }
             },
         };
-        conn.history.lock().expect("history lock").start(
-            s,
-            &stmt.locks,
-            values.iter().map(|v| v.0.clone()).collect(),
-        );
+        // The bound values name the row a blocker holds: kept for the
+        // statements that can hold one.
+        let params = if stmt.writes {
+            values.iter().map(|v| v.0.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        conn.history
+            .lock()
+            .expect("history lock")
+            .start(s, &stmt.locks, params);
         let t0 = Instant::now();
-        let res = execute(&conn.client, &prepared, &values).await;
+        let res = execute(&conn.client, &prepared, &values, shared.returns[s]).await;
         let took = t0.elapsed();
         conn.history
             .lock()
@@ -632,6 +673,8 @@ pub async fn run_unit(
                 for (col, v) in first_row {
                     results.insert((s, col), v);
                 }
+                drop(stats);
+                sent.push((s, values));
             }
             Err(e) => {
                 fail(stats, &sqlstate(&e), &error_text(&e), Some(s));
@@ -736,19 +779,20 @@ async fn end(conn: &mut ClientConn, stats: &RefCell<WorkerStats>, lost: bool) ->
     }
 }
 
-/// Executes a prepared statement: rows affected, and the first row's
-/// columns as text (for `result` binds).
+/// Executes a prepared statement: rows affected, and, when `keep`, the
+/// first row's columns as text (for `result` binds).
 async fn execute(
     client: &Client,
     prepared: &Prepared,
     values: &[TextParam],
+    keep: bool,
 ) -> Result<(u64, Vec<(String, Option<String>)>), tokio_postgres::Error> {
     let stream = client.query_raw(prepared, values.iter()).await?;
     pin_mut!(stream);
     let mut first = Vec::new();
     let mut n = 0u64;
     while let Some(row) = stream.try_next().await? {
-        if n == 0 {
+        if n == 0 && keep {
             for (i, c) in row.columns().iter().enumerate() {
                 let v = row.try_get::<_, AnyText>(i).map(|a| a.0).unwrap_or(None);
                 first.push((c.name().to_string(), v));

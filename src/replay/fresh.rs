@@ -8,7 +8,17 @@
 //!
 //! Integers start past the column's maximum; uuids are version-4 shaped with
 //! the counter in their last 48 bits; text is `planck-<n>`. A column of
-//! another type keeps its sampled value, and CHECK constraints are not read.
+//! another type keeps its sampled value.
+//!
+//! The values satisfy the column's CHECK constraints (those on the column
+//! alone, read from `pg_constraint`) and its domain's: each way of making
+//! values, in order ([`candidates`]), is tried on probe values (the first,
+//! the second and the 100,000th) by the server itself, through the
+//! constraint's own expression on a row of the column's type; the first
+//! way they all pass is kept. Integers past the maximum, then below the
+//! minimum; text `planck-<n>`, `planck<n>`, an e-mail-shaped one, digits,
+//! then fixed widths (base 36, upper case, digits) from 2 to 32 characters.
+//! A column no way satisfies keeps its sampled values, with a warning.
 
 use std::collections::HashMap;
 
@@ -21,19 +31,93 @@ use crate::db::quote_ident;
 /// How a fresh value of one column is made.
 #[derive(Debug, Clone, PartialEq)]
 pub enum FreshKind {
-    /// `base + n`: `base` is past the column's largest value.
-    Int(i64),
+    /// `base + step * n`: `base` past the column's largest value (step 1)
+    /// or below its smallest (step -1).
+    Int {
+        base: i64,
+        step: i64,
+    },
     Uuid,
-    Text,
+    Text(TextShape),
 }
+
+/// How a fresh text is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextShape {
+    /// `planck-<n>`
+    Dashed,
+    /// `planck<n>`
+    Plain,
+    /// `planck-<n>@example.invalid`
+    Email,
+    /// `9<n>`, n in 9 decimal digits at least.
+    Digits,
+    /// Exactly `width` characters: a marker (`z`, `Z` or `9`) then n in
+    /// base 36 (lower, upper) or 10, zero-padded.
+    Fixed { width: usize, alphabet: Alphabet },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alphabet {
+    Lower36,
+    Upper36,
+    Decimal,
+}
+
+/// The ways to make values of a column of type `ty`, in the order tried.
+/// `max`/`min`: an integer column's range in the data.
+pub fn candidates(ty: &str, max: i64, min: i64) -> Vec<FreshKind> {
+    match ty {
+        "smallint" | "integer" | "bigint" => vec![
+            FreshKind::Int {
+                base: max.saturating_add(1),
+                step: 1,
+            },
+            FreshKind::Int {
+                base: min.saturating_sub(1),
+                step: -1,
+            },
+        ],
+        "uuid" => vec![FreshKind::Uuid],
+        _ => {
+            let mut out: Vec<FreshKind> = [
+                TextShape::Dashed,
+                TextShape::Plain,
+                TextShape::Email,
+                TextShape::Digits,
+            ]
+            .into_iter()
+            .map(FreshKind::Text)
+            .collect();
+            for alphabet in [Alphabet::Lower36, Alphabet::Upper36, Alphabet::Decimal] {
+                for width in 2..=32 {
+                    out.push(FreshKind::Text(TextShape::Fixed { width, alphabet }));
+                }
+            }
+            out
+        }
+    }
+}
+
+/// Counter values the CHECKs are tried on: a run's first two values and a
+/// long run's 100,000th.
+const PROBES: [u64; 3] = [0, 1, 99_999];
+
+/// CHECK constraints on the column alone, and the column's type as SQL writes it.
+const CHECKS: &str = "SELECT regexp_replace(pg_get_constraintdef(c.oid), '^CHECK \\((.*)\\)( NOT VALID)?$', '\\1') \
+     FROM pg_constraint c JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = ALL (c.conkey) \
+    WHERE c.conrelid = $1::text::regclass AND c.contype = 'c' AND a.attname = $2 \
+      AND cardinality(c.conkey) = 1";
 
 /// (statement index, `$n`) -> how its fresh values are made.
 pub type FreshKeys = HashMap<(usize, u32), FreshKind>;
 
-const COLUMN: &str = "SELECT format_type(a.atttypid, a.atttypmod), \
+const COLUMN: &str = "SELECT format_type(coalesce(nullif(t.typbasetype, 0), a.atttypid), \
+                         CASE WHEN t.typbasetype <> 0 THEN t.typtypmod ELSE a.atttypmod END), \
        a.attidentity <> '' OR EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid \
                                        AND i.indisunique AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum) \
-     FROM pg_attribute a \
+       , format_type(a.atttypid, a.atttypmod) \
+     FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
     WHERE a.attrelid = $1::text::regclass AND a.attname = $2 AND NOT a.attisdropped";
 
 fn is_insert(query: &str) -> bool {
@@ -43,8 +127,13 @@ fn is_insert(query: &str) -> bool {
         .is_some_and(|w| w.eq_ignore_ascii_case("insert"))
 }
 
-/// Finds the INSERT parameters that need fresh values.
-pub async fn plan(client: &Client, w: &Workload) -> Result<FreshKeys, tokio_postgres::Error> {
+/// Finds the INSERT parameters that need fresh values; `unsatisfied` gets
+/// the columns whose CHECKs no way of making values passes.
+pub async fn plan(
+    client: &Client,
+    w: &Workload,
+    unsatisfied: &mut Vec<String>,
+) -> Result<FreshKeys, tokio_postgres::Error> {
     let mut out = FreshKeys::new();
     let mut seen: HashMap<(String, String), Option<FreshKind>> = HashMap::new();
     for (i, s) in w.statements.iter().enumerate() {
@@ -63,7 +152,7 @@ pub async fn plan(client: &Client, w: &Workload) -> Result<FreshKeys, tokio_post
             };
             let key = (table.clone(), column.clone());
             if !seen.contains_key(&key) {
-                let kind = column_kind(client, table, column).await?;
+                let kind = column_kind(client, table, column, unsatisfied).await?;
                 seen.insert(key.clone(), kind);
             }
             if let Some(k) = &seen[&key] {
@@ -78,6 +167,7 @@ async fn column_kind(
     client: &Client,
     table: &str,
     column: &str,
+    unsatisfied: &mut Vec<String>,
 ) -> Result<Option<FreshKind>, tokio_postgres::Error> {
     let qualified: Vec<String> = table.split('.').map(quote_ident).collect();
     let qualified = qualified.join(".");
@@ -85,35 +175,87 @@ async fn column_kind(
         // Not a table here (a CTE's name): nothing to keep fresh.
         return Ok(None);
     };
-    let (ty, unique): (String, bool) = (row.get(0), row.get(1));
+    let (ty, sql_type, unique): (String, String, bool) = (row.get(0), row.get(2), row.get(1));
     if !unique {
         return Ok(None);
     }
-    Ok(match ty.as_str() {
-        "smallint" | "integer" | "bigint" => {
-            let max: i64 = client
-                .query_one(
-                    &format!(
-                        "SELECT coalesce(max({})::int8, 0) FROM {qualified}",
-                        quote_ident(column)
-                    ),
-                    &[],
-                )
-                .await?
-                .get(0);
-            Some(FreshKind::Int(max + 1))
+    let base = match ty.as_str() {
+        t if t.starts_with("character varying") || t == "citext" => "text",
+        t => t,
+    };
+    if !matches!(base, "smallint" | "integer" | "bigint" | "uuid" | "text") {
+        return Ok(None);
+    }
+    let (max, min) = if matches!(base, "smallint" | "integer" | "bigint") {
+        let r = client
+            .query_one(
+                &format!(
+                    "SELECT coalesce(max({c})::int8, 0), coalesce(min({c})::int8, 1) FROM {qualified}",
+                    c = quote_ident(column)
+                ),
+                &[],
+            )
+            .await?;
+        (r.get(0), r.get(1))
+    } else {
+        (0, 0)
+    };
+    let checks: Vec<String> = client
+        .query(CHECKS, &[&qualified, &column])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let domain = sql_type != ty;
+    let all = candidates(base, max, min);
+    if checks.is_empty() && !domain {
+        return Ok(all.into_iter().next());
+    }
+    let mut rng = Rng::new(1);
+    for kind in all {
+        let probes: Vec<String> = PROBES.iter().map(|n| value(&kind, *n, &mut rng)).collect();
+        if passes(client, &sql_type, column, &checks, &probes).await {
+            return Ok(Some(kind));
         }
-        "uuid" => Some(FreshKind::Uuid),
-        "text" => Some(FreshKind::Text),
-        t if t.starts_with("character varying") => Some(FreshKind::Text),
-        _ => None,
-    })
+    }
+    unsatisfied.push(format!("{table}.{column}"));
+    Ok(None)
+}
+
+/// Whether every value, as the column's type (a domain checks its own),
+/// passes every CHECK: the server evaluates the constraints' expressions.
+async fn passes(
+    client: &Client,
+    sql_type: &str,
+    column: &str,
+    checks: &[String],
+    values: &[String],
+) -> bool {
+    // The column itself is read, or the planner drops the cast (and the
+    // domain's check with it).
+    let all = std::iter::once(format!("{} IS NOT NULL", quote_ident(column)))
+        .chain(checks.iter().map(|c| format!("coalesce(({c}), true)")))
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let sql = format!(
+        "SELECT bool_and({all}) FROM (SELECT v::{sql_type} AS {} FROM unnest($1::text[]) v) t",
+        quote_ident(column)
+    );
+    matches!(
+        client
+            .query_one(&sql, &[&values])
+            .await
+            .map(|r| r.get::<_, Option<bool>>(0)),
+        Ok(Some(true))
+    )
 }
 
 /// The `n`th fresh value of a column.
 pub fn value(kind: &FreshKind, n: u64, rng: &mut Rng) -> String {
     match kind {
-        FreshKind::Int(base) => (base + n as i64).to_string(),
+        FreshKind::Int { base, step } => base
+            .saturating_add(step.saturating_mul(n as i64))
+            .to_string(),
         FreshKind::Uuid => {
             let hi = rng.next_u64();
             format!(
@@ -125,7 +267,31 @@ pub fn value(kind: &FreshKind, n: u64, rng: &mut Rng) -> String {
                 n & 0xffff_ffff_ffff
             )
         }
-        FreshKind::Text => format!("planck-{n}"),
+        FreshKind::Text(TextShape::Dashed) => format!("planck-{n}"),
+        FreshKind::Text(TextShape::Plain) => format!("planck{n}"),
+        FreshKind::Text(TextShape::Email) => format!("planck-{n}@example.invalid"),
+        FreshKind::Text(TextShape::Digits) => format!("9{n:09}"),
+        FreshKind::Text(TextShape::Fixed { width, alphabet }) => {
+            let (marker, radix, upper) = match alphabet {
+                Alphabet::Lower36 => ('z', 36, false),
+                Alphabet::Upper36 => ('Z', 36, true),
+                Alphabet::Decimal => ('9', 10, false),
+            };
+            let mut digits = Vec::new();
+            let mut x = n;
+            loop {
+                let d = std::char::from_digit((x % radix) as u32, radix as u32).unwrap_or('0');
+                digits.push(if upper { d.to_ascii_uppercase() } else { d });
+                x /= radix;
+                if x == 0 {
+                    break;
+                }
+            }
+            let body: String = digits.iter().rev().collect();
+            // Too many for the width: longer, so a length CHECK refuses it.
+            let pad = width.saturating_sub(1).saturating_sub(body.len());
+            format!("{marker}{}{body}", "0".repeat(pad))
+        }
     }
 }
 
@@ -137,16 +303,38 @@ mod tests {
     fn fresh_values_do_not_repeat() {
         let mut rng = Rng::new(3);
         let ints: Vec<String> = (0..3)
-            .map(|n| value(&FreshKind::Int(41), n, &mut rng))
+            .map(|n| value(&FreshKind::Int { base: 41, step: 1 }, n, &mut rng))
             .collect();
         assert_eq!(ints, ["41", "42", "43"]);
+        let down = value(&FreshKind::Int { base: 0, step: -1 }, 2, &mut rng);
+        assert_eq!(down, "-2");
         let a = value(&FreshKind::Uuid, 7, &mut rng);
         let b = value(&FreshKind::Uuid, 8, &mut rng);
         assert_ne!(a, b);
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "4");
         assert!(a.ends_with("000000000007"), "{a}");
-        assert_eq!(value(&FreshKind::Text, 5, &mut rng), "planck-5");
+        let text = |shape| value(&FreshKind::Text(shape), 5, &mut Rng::new(1));
+        assert_eq!(text(TextShape::Dashed), "planck-5");
+        assert_eq!(text(TextShape::Email), "planck-5@example.invalid");
+        assert_eq!(text(TextShape::Digits), "9000000005");
+        let fixed = |width, alphabet, n| {
+            value(
+                &FreshKind::Text(TextShape::Fixed { width, alphabet }),
+                n,
+                &mut Rng::new(1),
+            )
+        };
+        assert_eq!(fixed(8, Alphabet::Lower36, 35), "z000000z");
+        assert_eq!(fixed(8, Alphabet::Upper36, 36), "Z0000010");
+        assert_eq!(fixed(4, Alphabet::Decimal, 7), "9007");
+        // Distinct counters never meet in one width.
+        assert_ne!(
+            fixed(3, Alphabet::Lower36, 1),
+            fixed(3, Alphabet::Lower36, 36 * 35 + 1)
+        );
+        // Past the width's room the value is longer, for a length CHECK to refuse.
+        assert_eq!(fixed(3, Alphabet::Decimal, 1234).len(), 5);
         assert!(is_insert("  insert INTO t VALUES (1)"));
         assert!(!is_insert("UPDATE t SET a = 1"));
     }

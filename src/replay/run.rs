@@ -172,8 +172,10 @@ pub fn check_workload(w: &Workload, opts: &Options, managed: bool) -> Result<()>
     Ok(())
 }
 
-/// Parameters nothing binds: (unit, statement id, $n).
-pub fn unbound(w: &Workload) -> Vec<(String, String, u32)> {
+/// Parameters nothing binds and whose type has no value to send (so they
+/// go as NULL): (unit, statement id, $n). `defaults` as in
+/// [`type_parameters`].
+pub fn unbound(w: &Workload, defaults: &[Vec<Option<String>>]) -> Vec<(String, String, u32)> {
     let mut out = Vec::new();
     for (u, _) in &w.units {
         let own = match u {
@@ -182,8 +184,13 @@ pub fn unbound(w: &Workload) -> Vec<(String, String, u32)> {
         };
         for s in w.unit_statements(*u) {
             let st = &w.statements[s];
-            for p in 1..=param_count(&st.query) {
-                let bound = st.auto_bind.iter().any(|b| b.param == p)
+            for p in 1..=param_count(&st.sql) {
+                let typed = defaults
+                    .get(s)
+                    .and_then(|d| d.get(p as usize - 1))
+                    .is_some_and(Option::is_some);
+                let bound = typed
+                    || st.auto_bind.iter().any(|b| b.param == p)
                     || own.iter().any(|b| b.statement == st.id && b.param == p);
                 let entry = (w.unit_name(*u), st.id.clone(), p);
                 if !bound && !out.contains(&entry) {
@@ -191,6 +198,57 @@ pub fn unbound(w: &Workload) -> Vec<(String, String, u32)> {
                 }
             }
         }
+    }
+    out
+}
+
+/// SQLSTATEs of a text the server cannot type on its own (normalized
+/// literals: `$1 + $2`, `coalesce(max(n), $1)`).
+const UNTYPED: [&str; 4] = ["42P18", "42725", "42883", "42804"];
+
+/// Prepares every statement once, on `client` outside any transaction, for
+/// its parameters' types, and returns per statement a value of each type
+/// (the shared params layer's [`fill_defaults`], as explain plans them):
+/// what a parameter no bind or sample feeds is sent (a normalized literal:
+/// `interval $3` of a rate limit's window, `coalesce(max(number), $7) + $8`).
+/// A text the server cannot type gets the casts of the first of the params
+/// layer's typing attempts that prepares (`sql` becomes that text). A
+/// statement that does not prepare keeps NULLs: its executions fail and
+/// are counted with their error.
+pub async fn type_parameters(client: &Client, w: &mut Workload) -> Vec<Vec<Option<String>>> {
+    use crate::params::typing;
+    use crate::params::values::fill_defaults;
+    let mut out = Vec::with_capacity(w.statements.len());
+    for s in &mut w.statements {
+        let n = param_count(&s.sql) as usize;
+        let types = match client.prepare(&s.sql).await {
+            Ok(p) => Some(p.params().to_vec()),
+            Err(e) if e.code().is_some_and(|c| UNTYPED.contains(&c.code())) => {
+                let u = typing::untyped(&s.sql);
+                let loose = if u.loose.is_empty() {
+                    typing::uncast(&s.sql)
+                } else {
+                    u.loose
+                };
+                let mut found = None;
+                for a in typing::attempts(&loose, &Default::default()) {
+                    let text = typing::apply(&s.sql, &a.casts);
+                    if let Ok(p) = client.prepare(&text).await {
+                        s.sql = text;
+                        found = Some(p.params().to_vec());
+                        break;
+                    }
+                }
+                found
+            }
+            Err(_) => None,
+        };
+        let mut d = match types {
+            Some(t) => fill_defaults(Vec::new(), &t),
+            None => Vec::new(),
+        };
+        d.resize(n, None);
+        out.push(d);
     }
     out
 }
@@ -226,7 +284,7 @@ pub async fn check_connections(client: &Client, top: u32, sampler: bool) -> Resu
 /// Runs the ladder; `stop` (Ctrl-C, SIGTERM) ends it after the finished steps.
 pub async fn run(
     conn: &ConnInfo,
-    workload: Workload,
+    mut workload: Workload,
     opts: &Options,
     log: Log,
     stop: Arc<AtomicBool>,
@@ -246,9 +304,16 @@ pub async fn run(
     let pools = sample_pools(&admin, &workload, opts.pool_rows, tenant.as_ref())
         .await
         .map_err(|e| Error::db("sampling parameter values", e))?;
-    let fresh = super::fresh::plan(&admin, &workload)
+    let mut unsatisfied = Vec::new();
+    let fresh = super::fresh::plan(&admin, &workload, &mut unsatisfied)
         .await
         .map_err(|e| Error::db("reading the INSERTs' key columns", e))?;
+    for column in unsatisfied {
+        log.warn(&format!(
+            "{column}: no fresh value planck makes passes its CHECK constraints: the INSERTs keep \
+             sampled values, which collide with existing rows (bind the parameter in a [[transaction.bind]])"
+        ));
+    }
     for (table, _) in pool_columns(&workload) {
         if pools.get(&table).is_none_or(|p| p.rows.is_empty()) {
             log.warn(&format!(
@@ -256,25 +321,23 @@ pub async fn run(
             ));
         }
     }
-    for (what, s, p) in unbound(&workload) {
+    let defaults = type_parameters(&admin, &mut workload).await;
+    for (what, s, p) in unbound(&workload, &defaults) {
         log.warn(&format!(
             "{what}: ${p} of statement {s} is bound to no column, value or result: it is sent as NULL \
-             (add a [[transaction.bind]] entry)"
+             (add a [[transaction.bind]] entry, or a cast: $n::type)"
         ));
     }
     let relations = workload.written_relations();
     let before = server_counters(&admin, &relations, opts.verify_max_rows).await?;
-    let param_counts = workload
-        .statements
-        .iter()
-        .map(|s| param_count(&s.query))
-        .collect();
+    let returns = super::exec::returns_read(&workload);
     let shared = Arc::new(Shared {
+        returns,
         workload,
         pools,
         statement_timeout_ms: opts.statement_timeout_ms,
         commit: opts.commit,
-        param_counts,
+        defaults,
         tenant,
         fresh,
         fresh_next: std::sync::atomic::AtomicU64::new(0),
@@ -329,11 +392,12 @@ pub async fn run(
             None => format!("{c} clients"),
         };
         log.info(&format!(
-            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {errors} errors",
+            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {errors} errors{}",
             i + 1,
             opts.ladder.len(),
             r.stats.units.latency.count() as f64 / secs,
             r.stats.units.latency.percentile_ms(95.0),
+            error_summary(&shared.workload, &r.stats),
         ));
         steps.push(r);
     }
@@ -378,6 +442,37 @@ pub async fn run(
         opts.sample_ms,
         interrupted,
     ))
+}
+
+/// The step's errors by SQLSTATE, each with its first text and the
+/// statement that failed most with it: `: 57014 x3 (canceling statement
+/// due to statement timeout) in `UPDATE items ...``; empty without errors.
+pub fn error_summary(w: &Workload, stats: &super::exec::WorkerStats) -> String {
+    let mut codes: Vec<(&String, &super::exec::ErrorCount)> = stats.units.errors.iter().collect();
+    codes.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = codes
+        .iter()
+        .map(|(code, e)| {
+            let worst = stats
+                .statements
+                .iter()
+                .filter_map(|(s, t)| Some((*s, t.errors.get(*code)?.count)))
+                .max_by_key(|(s, n)| (*n, std::cmp::Reverse(*s)));
+            let at = match worst {
+                Some((s, _)) => format!(
+                    " in `{}`",
+                    crate::output::shorten(&w.statements[s].query, 60)
+                ),
+                None => String::new(),
+            };
+            format!("{code} x{} ({}){at}", e.count, e.first)
+        })
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", parts.join("; "))
+    }
 }
 
 /// The integrity line: planck's own counters, each counted on its own, beside
@@ -549,6 +644,44 @@ mod tests {
         assert!(check_workload(&w, &o, true).is_ok());
         o.force = true;
         assert!(check_workload(&w, &o, false).is_ok());
+    }
+
+    /// The step line names each SQLSTATE with its first text and the
+    /// statement that failed most with it.
+    #[test]
+    fn step_errors_are_summarised_by_sqlstate() {
+        let w = Workload::new(
+            vec![
+                super::super::workload::Statement::new("a".into(), "SELECT 1 / 0".into(), None, 1),
+                super::super::workload::Statement::new(
+                    "b".into(),
+                    "SELECT pg_sleep(9)".into(),
+                    None,
+                    1,
+                ),
+            ],
+            vec![],
+            Default::default(),
+            false,
+        );
+        let mut st = super::super::exec::WorkerStats::default();
+        assert_eq!(error_summary(&w, &st), "");
+        for (s, code, text) in [
+            (0, "22012", "division by zero"),
+            (1, "57014", "timeout"),
+            (1, "57014", "timeout"),
+        ] {
+            super::super::exec::add_error(&mut st.units.errors, code, text);
+            super::super::exec::add_error(
+                &mut st.statements.entry(s).or_default().errors,
+                code,
+                text,
+            );
+        }
+        assert_eq!(
+            error_summary(&w, &st),
+            ": 57014 x2 (timeout) in `SELECT pg_sleep(9)`; 22012 x1 (division by zero) in `SELECT 1 / 0`"
+        );
     }
 
     #[test]

@@ -19,7 +19,13 @@ use crate::queries::{self, QueryFile};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Statement {
     pub id: String,
+    /// The text as recorded (what reports show).
     pub query: String,
+    /// The text sent: the recorded one repaired where normalization broke
+    /// it (`interval $1` is `$1::interval`, see
+    /// [`crate::params::binding::repair`]) and, once the run has prepared
+    /// it, with the casts that type its loose parameters.
+    pub sql: String,
     pub role: Option<String>,
     pub calls: u64,
     /// Relations it writes or row-locks (see [`locked_relations`]).
@@ -77,7 +83,9 @@ pub enum BindSource {
         table: String,
         column: String,
     },
-    /// An output column of an earlier statement of the transaction.
+    /// An output column of an earlier statement of the transaction; a
+    /// column `$n`: the value bound to that statement's `$n` (a variable
+    /// shared across statements).
     Result {
         statement: String,
         column: String,
@@ -261,11 +269,13 @@ fn modifies(query: &str) -> bool {
 impl Statement {
     pub fn new(id: String, query: String, role: Option<String>, calls: u64) -> Statement {
         let locks = locked_relations(&query);
+        let sql = crate::params::binding::repair(&query).0;
         Statement {
             writes: !locks.is_empty() || modifies(&query),
             modifies: modifies(&query),
             side_effect: side_effect_of(&query),
-            auto_bind: auto_binds(&id, &query),
+            auto_bind: auto_binds(&id, &sql),
+            sql,
             id,
             query,
             role,

@@ -141,12 +141,20 @@ pub struct ReplayArgs {
 }
 
 impl ReplayArgs {
-    /// What `planck demo` runs: a short ladder on its own queries file.
+    /// What `planck demo` runs: a short ladder on its own queries file. A
+    /// statement is cut at the step's length (5 s at least), so a bulk job
+    /// of the recording (the example's `UPDATE items SET status ...` over
+    /// the whole table, 20 s under load) counts as a statement timeout
+    /// instead of holding the demo for half a minute per step.
     pub fn short(queries: impl Into<PathBuf>, ladder: &[u32], duration: &str) -> ReplayArgs {
+        let step_ms = parse_duration("--duration", duration)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
         ReplayArgs {
             queries: Some(queries.into()),
             ladder: Some(ladder.to_vec()),
             duration: Some(duration.to_string()),
+            statement_timeout_ms: Some(step_ms.max(5000)),
             warmup: Some("0".into()),
             seed: 1,
             ..Default::default()
@@ -300,6 +308,15 @@ impl ReplaySettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The demo's short ladder cuts a statement at the step's length, 5 s at least.
+    #[test]
+    fn the_demos_short_ladder_times_statements_out_at_the_step() {
+        let a = ReplayArgs::short("q.toml", &[1, 4, 16], "3s");
+        assert_eq!(a.statement_timeout_ms, Some(5000));
+        let a = ReplayArgs::short("q.toml", &[1], "8s");
+        assert_eq!(a.statement_timeout_ms, Some(8000));
+    }
 
     #[test]
     fn durations() {
