@@ -45,6 +45,9 @@ pub struct ExplainSettings {
     pub ignores: Vec<IgnoreRule>,
     /// Exit 1 when any statement was skipped.
     pub fail_on_skipped: bool,
+    /// Time allowed for measuring which identity sees the most rows
+    /// (`--identity-budget`; zero: not measured).
+    pub identity_budget: std::time::Duration,
 }
 
 impl ExplainSettings {
@@ -67,6 +70,7 @@ impl ExplainSettings {
             disabled: Vec::new(),
             ignores: Vec::new(),
             fail_on_skipped: false,
+            identity_budget: crate::tenancy::DEFAULT_IDENTITY_BUDGET,
         }
     }
 

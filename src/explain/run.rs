@@ -151,11 +151,20 @@ async fn resolve_tenancy(
         .filter_map(|s| s.role.clone())
         .collect();
     let clock = Instant::now();
-    let t = tenancy::resolve(client, catalog, &s.tenant, &recorded, stats).await?;
+    let t = tenancy::resolve_measured(
+        client,
+        catalog,
+        &s.tenant,
+        &recorded,
+        stats,
+        s.identity_budget,
+    )
+    .await?;
     log.debug(&format!(
         "tenancy worked out in {:.2}s",
         clock.elapsed().as_secs_f64()
     ));
+    log_visibility(&t, log);
     let shown = match t.values.get(&t.id) {
         Some(v) => format!("{} (for tenant {})", v.as_text(), t.id),
         None => t.id.clone(),
@@ -175,6 +184,30 @@ async fn resolve_tenancy(
         }
     ));
     Ok(Some(t))
+}
+
+/// What measuring the identities found (issue 10 section 3).
+fn log_visibility(t: &Tenancy, log: Log) {
+    let Some(v) = &t.visibility else { return };
+    let mut line = format!(
+        "identities: measured {} of {} under row-level security in {:.1} s (rows visible in {}): \
+         heaviest identity {} sees {} rows, median identity {} sees {}",
+        v.measured,
+        v.candidates,
+        v.seconds,
+        v.tables.join(", "),
+        v.heaviest.0,
+        crate::output::count(v.heaviest.1.max(0) as u64),
+        v.median.0,
+        crate::output::count(v.median.1.max(0) as u64),
+    );
+    if v.failed > 0 {
+        line.push_str(&format!("; {} could not be counted (timeout or error)", v.failed));
+    }
+    if v.budget_hit {
+        line.push_str("; the --identity-budget ran out first");
+    }
+    log.info(&line);
 }
 
 /// Every statement through the engine, with a progress bar on a terminal.

@@ -97,6 +97,10 @@ pub struct ExplainArgs {
     /// Exit 1 when any statement was skipped (timed out, stale, refused)
     #[arg(long)]
     pub fail_on_skipped: bool,
+
+    /// Seconds for measuring which identity sees the most rows under RLS [default: 10]
+    #[arg(long, value_name = "SECS")]
+    pub identity_budget: Option<f64>,
 }
 
 impl ExplainArgs {
@@ -178,7 +182,20 @@ impl ExplainSettings {
             disabled: disabled(&cfg.disable, &located, settings)?,
             ignores: ignores(&cfg.ignore, &located, settings)?,
             fail_on_skipped: args.fail_on_skipped,
+            identity_budget: identity_budget(args.identity_budget)?,
         })
+    }
+}
+
+/// `--identity-budget SECS`: a finite, non-negative number of seconds.
+fn identity_budget(secs: Option<f64>) -> Result<std::time::Duration> {
+    match secs {
+        None => Ok(crate::tenancy::DEFAULT_IDENTITY_BUDGET),
+        Some(s) => std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+            Error::usage(format!(
+                "--identity-budget must be a number of seconds, 0 or more (got {s})"
+            ))
+        }),
     }
 }
 
