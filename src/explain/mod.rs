@@ -9,6 +9,8 @@
 pub mod engine;
 pub mod json;
 pub mod options;
+pub mod per_row_call;
+pub mod plan_reuse;
 pub mod plan_tree;
 pub mod report;
 pub mod rules;

@@ -18,6 +18,7 @@ use super::plan_tree::{Mode, PlanKind};
 use super::report::{Report, counted};
 use super::rules::{self, Ctx, Severity, unused_partial_index::predicate_literals};
 use super::stats_source;
+use super::{per_row_call, plan_reuse};
 use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
@@ -76,7 +77,9 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         clock.elapsed().as_secs_f64()
     ));
 
+    let probes = probe_phases(&client, &catalog, tenancy.as_ref(), &results, s, stats, log).await?;
     let ctx = Ctx {
+        probes: &probes,
         catalog: &catalog,
         results: &results,
         tenancy: tenancy.as_ref(),
@@ -245,6 +248,45 @@ async fn plan(engine: &Engine, statements: Vec<Statement>, log: Log) -> Result<V
         started.elapsed().as_secs_f64()
     ));
     Ok(results)
+}
+
+/// The server-side measurements some checks report: the functions policies
+/// reach (and, with --analyze, their calls counted), and prepared-plan reuse
+/// across tenants. Tenant mode only.
+async fn probe_phases(
+    client: &Client,
+    catalog: &Catalog,
+    tenancy: Option<&Tenancy>,
+    results: &[Explained],
+    s: &ExplainSettings,
+    stats: StatsMode,
+    log: Log,
+) -> Result<rules::Probes> {
+    let mut probes = rules::Probes::default();
+    let Some(t) = tenancy else {
+        return Ok(probes);
+    };
+    let clock = Instant::now();
+    probes.functions = per_row_call::functions(client, stats).await?;
+    if s.analyze {
+        probes.calls = per_row_call::count(
+            client,
+            catalog,
+            t,
+            results,
+            &probes.functions,
+            s.timeout_ms,
+            stats,
+            log,
+        )
+        .await?;
+    }
+    probes.reuse = plan_reuse::probe(client, t, results, s.timeout_ms, stats, log).await?;
+    log.debug(&format!(
+        "probes (policy calls, plan reuse) in {:.2}s",
+        clock.elapsed().as_secs_f64()
+    ));
+    Ok(probes)
 }
 
 /// A finding on a statement planned with a fixed-order type guess rests

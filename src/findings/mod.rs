@@ -45,10 +45,13 @@ pub enum CheckId {
     RlsPolicy,
     StaleStatement,
     FilterRemovesMostRows,
+    RlsPerRowCall,
+    TenantPlanReuse,
+    TenantMisestimate,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 8] = [
+    pub const ALL: [CheckId; 11] = [
         CheckId::SeqScan,
         CheckId::FullIndexScan,
         CheckId::UnusedIndex,
@@ -57,6 +60,9 @@ impl CheckId {
         CheckId::RlsPolicy,
         CheckId::StaleStatement,
         CheckId::FilterRemovesMostRows,
+        CheckId::RlsPerRowCall,
+        CheckId::TenantPlanReuse,
+        CheckId::TenantMisestimate,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +75,9 @@ impl CheckId {
             CheckId::RlsPolicy => "rls-policy",
             CheckId::StaleStatement => "stale-statement",
             CheckId::FilterRemovesMostRows => "filter-removes-most-rows",
+            CheckId::RlsPerRowCall => "rls-per-row-call",
+            CheckId::TenantPlanReuse => "tenant-plan-reuse",
+            CheckId::TenantMisestimate => "tenant-misestimate",
         }
     }
 
@@ -108,6 +117,20 @@ impl CheckId {
             CheckId::FilterRemovesMostRows => {
                 "the scan reads rows only to discard them; index the filtered columns \
                  (needs --analyze, which measures the rows removed)"
+            }
+            CheckId::RlsPerRowCall => {
+                "wrap the call in a scalar subquery, `(select auth.uid())`, so it runs once per \
+                 statement as an InitPlan (the message gives the rewritten policy); inside a \
+                 helper, pass the per-request value in as a (select ...) argument"
+            }
+            CheckId::TenantPlanReuse => {
+                "the statement has parameters: set plan_cache_mode = force_custom_plan on the \
+                 login role the application connects with (ALTER ROLE ... SET; not a role reached \
+                 by SET ROLE), or do not keep it prepared; a tenant-leading index helps both plans"
+            }
+            CheckId::TenantMisestimate => {
+                "raise the statistics target of the filtered columns, or create extended \
+                 statistics on (tenant column, filtered column), then ANALYZE"
             }
         }
     }
