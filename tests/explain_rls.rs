@@ -427,3 +427,37 @@ fn issue10_tenant_misestimate_names_the_table_under_a_sort() {
     assert!(f.message.contains("tenant column tenant_id"), "{}", f.message);
     assert!(f.message.contains("SET STATISTICS"), "{}", f.message);
 }
+
+/// Issue 10 section 3, splinter's performance lints judged on the plans:
+/// two permissive SELECT policies for `authenticated` on a table a tenant
+/// plan reads (each evaluated per row, ORed), and two identical indexes.
+#[test]
+fn issue10_multiple_permissive_policies_and_duplicate_indexes_are_flagged() {
+    let db = TestDb::new("rls_permissive_dup");
+    supabase(&db, UID_SQL);
+    notes(&db, "notes", "user_id = auth.uid()");
+    db.exec(
+        "CREATE POLICY shared ON notes FOR ALL TO authenticated USING (body LIKE 'shared%');
+         CREATE POLICY mine_restrictive ON notes AS RESTRICTIVE FOR SELECT TO authenticated USING (true);
+         CREATE INDEX notes_body ON notes (body);
+         CREATE INDEX notes_body_again ON notes (body);
+         CREATE INDEX notes_body_partial ON notes (body) WHERE body <> '';",
+    );
+    let dir = common::project_dir();
+    let q = app_queries(dir.path(), "authenticated", &["SELECT id FROM notes WHERE body = $1"]);
+    let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    let perm = r.findings("multiple-permissive-policies");
+    assert_eq!(perm.len(), 1, "{perm:#?}\n{err}");
+    assert!(
+        perm[0].message.contains("for SELECT on notes (own, shared)"),
+        "the restrictive one is not counted: {}",
+        perm[0].message
+    );
+    let dup = r.findings("duplicate-index");
+    assert_eq!(dup.len(), 1, "the partial index is not a duplicate: {dup:#?}");
+    assert!(
+        dup[0].message.contains("notes_body, notes_body_again"),
+        "{}",
+        dup[0].message
+    );
+}

@@ -11,6 +11,7 @@ pub mod json;
 pub mod options;
 pub mod per_row_call;
 pub mod plan_reuse;
+pub mod policy_groups;
 pub mod plan_tree;
 pub mod report;
 pub mod rules;

@@ -18,7 +18,7 @@ use super::plan_tree::{Mode, PlanKind};
 use super::report::{Report, counted};
 use super::rules::{self, Ctx, Severity, unused_partial_index::predicate_literals};
 use super::stats_source;
-use super::{per_row_call, plan_reuse};
+use super::{per_row_call, plan_reuse, policy_groups};
 use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
@@ -267,6 +267,7 @@ async fn probe_phases(
         return Ok(probes);
     };
     let clock = Instant::now();
+    probes.permissive = policy_groups::load(client, stats).await?;
     probes.functions = per_row_call::functions(client, stats).await?;
     if s.analyze {
         probes.calls = per_row_call::count(

@@ -48,10 +48,12 @@ pub enum CheckId {
     RlsPerRowCall,
     TenantPlanReuse,
     TenantMisestimate,
+    MultiplePermissivePolicies,
+    DuplicateIndex,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 11] = [
+    pub const ALL: [CheckId; 13] = [
         CheckId::SeqScan,
         CheckId::FullIndexScan,
         CheckId::UnusedIndex,
@@ -63,6 +65,8 @@ impl CheckId {
         CheckId::RlsPerRowCall,
         CheckId::TenantPlanReuse,
         CheckId::TenantMisestimate,
+        CheckId::MultiplePermissivePolicies,
+        CheckId::DuplicateIndex,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -78,6 +82,8 @@ impl CheckId {
             CheckId::RlsPerRowCall => "rls-per-row-call",
             CheckId::TenantPlanReuse => "tenant-plan-reuse",
             CheckId::TenantMisestimate => "tenant-misestimate",
+            CheckId::MultiplePermissivePolicies => "multiple-permissive-policies",
+            CheckId::DuplicateIndex => "duplicate-index",
         }
     }
 
@@ -131,6 +137,13 @@ impl CheckId {
             CheckId::TenantMisestimate => {
                 "raise the statistics target of the filtered columns, or create extended \
                  statistics on (tenant column, filtered column), then ANALYZE"
+            }
+            CheckId::MultiplePermissivePolicies => {
+                "combine the policies into one (their conditions ORed in one USING), or make the \
+                 extra ones RESTRICTIVE where they are meant to narrow, not widen"
+            }
+            CheckId::DuplicateIndex => {
+                "drop the duplicate (DROP INDEX CONCURRENTLY); every write maintains both"
             }
         }
     }

@@ -11,7 +11,9 @@ pub use crate::findings::{CheckId, Finding, Severity};
 use crate::tenancy::Tenancy;
 
 pub mod filter_removes_most_rows;
+pub mod duplicate_index;
 pub mod full_index_scan;
+pub mod multiple_permissive_policies;
 pub mod rls_per_row_call;
 pub mod rls_policy;
 pub mod seq_scan;
@@ -33,6 +35,8 @@ pub const ALL: &[&dyn Check] = &[
     &rls_per_row_call::RlsPerRowCall,
     &tenant_plan_reuse::TenantPlanReuse,
     &tenant_misestimate::TenantMisestimate,
+    &multiple_permissive_policies::MultiplePermissivePolicies,
+    &duplicate_index::DuplicateIndex,
 ];
 
 /// What the probe phases measured on the server, for the checks that
@@ -42,6 +46,7 @@ pub struct Probes {
     pub functions: Vec<crate::explain::per_row_call::UserFn>,
     pub calls: Vec<crate::explain::per_row_call::Counted>,
     pub reuse: Vec<crate::explain::plan_reuse::Reuse>,
+    pub permissive: Vec<crate::explain::policy_groups::PermissiveGroup>,
 }
 
 /// What a check sees.
@@ -218,6 +223,7 @@ pub(crate) mod testing {
         functions: Vec::new(),
         calls: Vec::new(),
         reuse: Vec::new(),
+        permissive: Vec::new(),
     };
 
     pub fn ctx<'a>(catalog: &'a Catalog, results: &'a [Explained]) -> Ctx<'a> {
