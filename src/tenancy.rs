@@ -346,7 +346,11 @@ pub const DEFAULT_IDENTITY_BUDGET: std::time::Duration = std::time::Duration::fr
 /// The top [`PROBE_TOP`] of `ranked`, then [`PROBE_SAMPLED`] spread evenly
 /// over the rest (deterministic: the same data measures the same identities).
 fn probe_sample(ranked: &[&String]) -> Vec<String> {
-    let mut out: Vec<String> = ranked.iter().take(PROBE_TOP).map(|s| s.to_string()).collect();
+    let mut out: Vec<String> = ranked
+        .iter()
+        .take(PROBE_TOP)
+        .map(|s| s.to_string())
+        .collect();
     let rest = ranked.get(PROBE_TOP..).unwrap_or_default();
     let mut picked = std::collections::BTreeSet::new();
     for i in 0..PROBE_SAMPLED.min(rest.len()) {
@@ -454,7 +458,10 @@ pub async fn measure_visibility(
         let ctx = t.context(Mode::Tenant, Some(&id));
         let timeout = (left.as_millis() as u64).max(1);
         let counted = match crate::session::begin(client, &ctx, timeout).await {
-            Ok(()) => client.query_one(&sql, &[]).await.map(|r| r.get::<_, i64>(0)),
+            Ok(()) => client
+                .query_one(&sql, &[])
+                .await
+                .map(|r| r.get::<_, i64>(0)),
             Err(e) => Err(e),
         };
         let _ = client.batch_execute("ROLLBACK").await;

@@ -170,7 +170,11 @@ fn issue10_membership_the_heaviest_identity_is_the_one_that_sees_the_most_rows()
         .collect();
     let max = counts.iter().map(|c| c.1).max().unwrap();
     let best: Vec<&String> = counts.iter().filter(|c| c.1 == max).map(|c| &c.0).collect();
-    assert_eq!(best, vec![&user(7)], "the planted identity sees the most: {counts:?}");
+    assert_eq!(
+        best,
+        vec![&user(7)],
+        "the planted identity sees the most: {counts:?}"
+    );
     // The proxy alone (membership rows) would rank user 7 last.
     let most_memberships = db.query_strings(
         "SELECT user_id::text FROM memberships GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1",
@@ -262,7 +266,10 @@ fn issue10_rls_per_row_call_fires_on_a_bare_call_not_on_the_initplan_form() {
     let q = app_queries(
         dir.path(),
         "authenticated",
-        &["SELECT id, body FROM notes", "SELECT id, body FROM notes_init"],
+        &[
+            "SELECT id, body FROM notes",
+            "SELECT id, body FROM notes_init",
+        ],
     );
     let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q, "--analyze"]);
     let found = r.findings("rls-per-row-call");
@@ -272,14 +279,17 @@ fn issue10_rls_per_row_call_fires_on_a_bare_call_not_on_the_initplan_form() {
     assert_eq!(f.severity, "warning");
     assert!(f.message.contains("auth.uid()"), "{}", f.message);
     assert!(
-        f.message
-            .contains("rewrite it as: ALTER POLICY \"own\" ON")
+        f.message.contains("rewrite it as: ALTER POLICY \"own\" ON")
             && f.message.contains("(SELECT auth.uid())"),
         "{}",
         f.message
     );
     let calls = reported_calls(&f.message);
-    assert!((20_000..20_010).contains(&calls), "one call per row: {}", f.message);
+    assert!(
+        (20_000..20_010).contains(&calls),
+        "one call per row: {}",
+        f.message
+    );
     assert_eq!(stat_calls(&db, "uid", calls), calls, "{}", f.message);
     assert!(f.message.contains("for 20,000 rows"), "{}", f.message);
 }
@@ -305,7 +315,10 @@ fn issue10_rls_per_row_call_fires_on_a_call_hidden_in_a_security_definer_helper(
     let found = r.findings("rls-per-row-call");
     assert_eq!(found.len(), 1, "{found:#?}\n{err}");
     let m = &found[0].message;
-    assert!(m.contains("app.me()") && m.contains("which calls uid"), "{m}");
+    assert!(
+        m.contains("app.me()") && m.contains("which calls uid"),
+        "{m}"
+    );
     let calls = reported_calls(m);
     assert!((20_000..20_010).contains(&calls), "{m}");
     assert_eq!(stat_calls(&db, "me", calls), calls, "{m}");
@@ -360,14 +373,36 @@ fn issue10_tenant_plan_reuse_fires_on_a_planted_skew_and_names_both_plans() {
     assert_eq!(f.severity, "warning");
     let (kept, fresh) = f.message.split_once("planned fresh for").unwrap();
     assert!(kept.contains("heaviest tenant 1"), "{}", f.message);
-    assert!(kept.contains("Nested Loop"), "the median's plan is kept: {}", f.message);
-    assert!(fresh.contains("Hash Join"), "the heaviest's own plan: {}", f.message);
+    assert!(
+        kept.contains("Nested Loop"),
+        "the median's plan is kept: {}",
+        f.message
+    );
+    assert!(
+        fresh.contains("Hash Join"),
+        "the heaviest's own plan: {}",
+        f.message
+    );
     let rows = |plan: &str| -> u64 {
         let at = plan.find("on tickets (").expect("the tickets scan") + "on tickets (".len();
-        plan[at..].split(' ').next().unwrap().replace(',', "").parse().unwrap()
+        plan[at..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap()
     };
-    assert!(rows(kept) < 1_000, "the kept plan's estimate: {}", f.message);
-    assert!(rows(fresh) > 10_000, "the fresh plan's estimate: {}", f.message);
+    assert!(
+        rows(kept) < 1_000,
+        "the kept plan's estimate: {}",
+        f.message
+    );
+    assert!(
+        rows(fresh) > 10_000,
+        "the fresh plan's estimate: {}",
+        f.message
+    );
     assert!(!f.help.contains("force_custom_plan"), "{}", f.help);
     assert!(!f.help.contains("plan_cache_mode"), "{}", f.help);
     assert!(f.help.contains("DEALLOCATE"), "{}", f.help);
@@ -382,7 +417,11 @@ fn issue10_tenant_plan_reuse_is_quiet_on_uniform_tenants() {
     let q = app_queries(dir.path(), "helpdesk_app", &[JOIN]);
     let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
     assert!(err.contains("identities: measured"), "{err}");
-    assert!(r.findings("tenant-plan-reuse").is_empty(), "{:#?}", r.findings);
+    assert!(
+        r.findings("tenant-plan-reuse").is_empty(),
+        "{:#?}",
+        r.findings
+    );
     assert_eq!(r.statement("FROM tickets").status, "explained");
 }
 
@@ -416,7 +455,10 @@ fn issue10_tenant_misestimate_names_the_table_under_a_sort() {
         &["SELECT id FROM tickets WHERE status = 'rare' ORDER BY created"],
     );
     let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
-    assert!(r.findings("tenant-misestimate").is_empty(), "needs --analyze");
+    assert!(
+        r.findings("tenant-misestimate").is_empty(),
+        "needs --analyze"
+    );
     let (_, r, _) = json_run(&db, dir.path(), &["--queries", &q, "--analyze"]);
     let found = r.findings("tenant-misestimate");
     assert_eq!(found.len(), 1, "{:#?}\n{err}", r.findings);
@@ -424,7 +466,11 @@ fn issue10_tenant_misestimate_names_the_table_under_a_sort() {
     assert_eq!(f.relation.as_deref(), Some("tickets"));
     assert!(f.message.contains("read 500"), "{}", f.message);
     assert!(f.message.contains("feeding a Sort"), "{}", f.message);
-    assert!(f.message.contains("tenant column tenant_id"), "{}", f.message);
+    assert!(
+        f.message.contains("tenant column tenant_id"),
+        "{}",
+        f.message
+    );
     assert!(f.message.contains("SET STATISTICS"), "{}", f.message);
 }
 
@@ -444,17 +490,27 @@ fn issue10_multiple_permissive_policies_and_duplicate_indexes_are_flagged() {
          CREATE INDEX notes_body_partial ON notes (body) WHERE body <> '';",
     );
     let dir = common::project_dir();
-    let q = app_queries(dir.path(), "authenticated", &["SELECT id FROM notes WHERE body = $1"]);
+    let q = app_queries(
+        dir.path(),
+        "authenticated",
+        &["SELECT id FROM notes WHERE body = $1"],
+    );
     let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
     let perm = r.findings("multiple-permissive-policies");
     assert_eq!(perm.len(), 1, "{perm:#?}\n{err}");
     assert!(
-        perm[0].message.contains("for SELECT on notes (own, shared)"),
+        perm[0]
+            .message
+            .contains("for SELECT on notes (own, shared)"),
         "the restrictive one is not counted: {}",
         perm[0].message
     );
     let dup = r.findings("duplicate-index");
-    assert_eq!(dup.len(), 1, "the partial index is not a duplicate: {dup:#?}");
+    assert_eq!(
+        dup.len(),
+        1,
+        "the partial index is not a duplicate: {dup:#?}"
+    );
     assert!(
         dup[0].message.contains("notes_body, notes_body_again"),
         "{}",

@@ -117,8 +117,11 @@ pub async fn count(
             continue;
         }
         let ctx = tenancy.context(Mode::Tenant, plan.tenant_id.as_deref());
-        let begin = session::begin_sql(&ctx, timeout_ms)
-            .replacen("BEGIN;", "BEGIN; SET LOCAL track_functions = 'all';", 1);
+        let begin = session::begin_sql(&ctx, timeout_ms).replacen(
+            "BEGIN;",
+            "BEGIN; SET LOCAL track_functions = 'all';",
+            1,
+        );
         let r = async {
             client.batch_execute(&begin).await?;
             session::apply_settings(client, &ctx).await?;

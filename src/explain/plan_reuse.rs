@@ -73,7 +73,16 @@ pub async fn probe(
         if !e.judged.contains(&Mode::Tenant) || !reads_tenant_table {
             continue;
         }
-        let r = method(client, tenancy, e, (median, &pm.params), (heaviest, &ph.params), timeout_ms, stats).await;
+        let r = method(
+            client,
+            tenancy,
+            e,
+            (median, &pm.params),
+            (heaviest, &ph.params),
+            timeout_ms,
+            stats,
+        )
+        .await;
         let _ = client.batch_execute("ROLLBACK").await;
         let _ = client.batch_execute(&format!("DEALLOCATE {NAME}")).await;
         match r {
@@ -101,7 +110,12 @@ async fn method(
     stats: StatsMode,
 ) -> std::result::Result<Option<Reuse>, tokio_postgres::Error> {
     let n = e.param_types.len();
-    session::begin(client, &tenancy.context(Mode::Tenant, Some(median)), timeout_ms).await?;
+    session::begin(
+        client,
+        &tenancy.context(Mode::Tenant, Some(median)),
+        timeout_ms,
+    )
+    .await?;
     // The `;` on a line of its own: the text may end in a `--` comment.
     client
         .batch_execute(&tag(stats, &format!("PREPARE {NAME} AS {}\n", e.text)))
@@ -118,7 +132,10 @@ async fn method(
                 .collect();
             format!("({})", lits.join(", "))
         };
-        tag(stats, &format!("EXPLAIN (FORMAT JSON) EXECUTE {NAME}{args}"))
+        tag(
+            stats,
+            &format!("EXPLAIN (FORMAT JSON) EXECUTE {NAME}{args}"),
+        )
     };
     for _ in 0..6 {
         simple_json(client, &exec(mv)).await?;
@@ -156,7 +173,10 @@ async fn method(
     }))
 }
 
-async fn simple_json(client: &Client, sql: &str) -> std::result::Result<Value, tokio_postgres::Error> {
+async fn simple_json(
+    client: &Client,
+    sql: &str,
+) -> std::result::Result<Value, tokio_postgres::Error> {
     let msgs = client.simple_query(sql).await?;
     Ok(msgs
         .into_iter()
@@ -174,8 +194,18 @@ pub fn shape(json: &Value) -> Vec<String> {
     let mut out = Vec::new();
     fn walk(v: &Value, out: &mut Vec<String>) {
         let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
-        out.push(format!("{}|{}|{}", s("Node Type"), s("Relation Name"), s("Index Name")));
-        for c in v.get("Plans").and_then(Value::as_array).into_iter().flatten() {
+        out.push(format!(
+            "{}|{}|{}",
+            s("Node Type"),
+            s("Relation Name"),
+            s("Index Name")
+        ));
+        for c in v
+            .get("Plans")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             walk(c, out);
         }
     }
@@ -204,7 +234,12 @@ pub fn summary(json: &Value) -> String {
             node.push_str(&format!(" ({} rows)", crate::output::count(rows as u64)));
             out.push(node);
         }
-        for c in v.get("Plans").and_then(Value::as_array).into_iter().flatten() {
+        for c in v
+            .get("Plans")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             walk(c, out);
         }
     }
@@ -235,6 +270,10 @@ mod tests {
             "Nested Loop (24 rows) > Index Scan using t_tenant on tickets (24 rows) > \
              Index Scan using c_ticket on comments (3 rows)"
         );
-        assert!(summary(&b).contains("Seq Scan on tickets (60,574 rows)"), "{}", summary(&b));
+        assert!(
+            summary(&b).contains("Seq Scan on tickets (60,574 rows)"),
+            "{}",
+            summary(&b)
+        );
     }
 }

@@ -205,7 +205,10 @@ fn log_visibility(t: &Tenancy, log: Log) {
         crate::output::count(v.median.1.max(0) as u64),
     );
     if v.failed > 0 {
-        line.push_str(&format!("; {} could not be counted (timeout or error)", v.failed));
+        line.push_str(&format!(
+            "; {} could not be counted (timeout or error)",
+            v.failed
+        ));
     }
     if v.budget_hit {
         line.push_str("; the --identity-budget ran out first");

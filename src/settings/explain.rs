@@ -28,7 +28,8 @@ use crate::tenancy::TenantOptions;
 #[command(
     after_help = "Checks: seq-scan, full-index-scan, unused-index, unused-partial-index \
 (and partial-index-needs-literal), rls-policy, stale-statement, filter-removes-most-rows \
-(--analyze).\n\
+(--analyze), rls-per-row-call, tenant-plan-reuse, tenant-misestimate (--analyze), \
+multiple-permissive-policies, duplicate-index.\n\
 Exit codes: 0 no new errors, 1 error findings not in the baseline (or, with \
 --fail-on-skipped, a skipped statement), 2 usage or configuration error, 3 database \
 unreachable."

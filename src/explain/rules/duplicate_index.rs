@@ -35,11 +35,7 @@ impl Check for DuplicateIndex {
                 .find(|i| i.constraint)
                 .or_else(|| ixs.iter().find(|i| used.contains_key(&i.name)))
                 .unwrap_or(&ixs[0]);
-            let drop: Vec<&str> = names
-                .iter()
-                .copied()
-                .filter(|n| *n != keep.name)
-                .collect();
+            let drop: Vec<&str> = names.iter().copied().filter(|n| *n != keep.name).collect();
             out.push(
                 finding(
                     self,
@@ -70,7 +66,11 @@ fn without_name(definition: &str) -> String {
     };
     let after = i + " INDEX ".len();
     match definition[after..].find(" ON ") {
-        Some(j) => format!("{}{}", &definition[..i + " INDEX".len()], &definition[after + j..]),
+        Some(j) => format!(
+            "{}{}",
+            &definition[..i + " INDEX".len()],
+            &definition[after + j..]
+        ),
         None => definition.to_string(),
     }
 }
@@ -97,7 +97,10 @@ mod tests {
             vec![
                 ix("t_x1", "CREATE INDEX t_x1 ON public.t USING btree (x)"),
                 ix("t_x2", "CREATE INDEX t_x2 ON public.t USING btree (x)"),
-                ix("t_xu", "CREATE UNIQUE INDEX t_xu ON public.t USING btree (x)"),
+                ix(
+                    "t_xu",
+                    "CREATE UNIQUE INDEX t_xu ON public.t USING btree (x)",
+                ),
             ],
         );
         let mut out = Vec::new();

@@ -10,8 +10,8 @@ use crate::catalog::planner::Catalog;
 pub use crate::findings::{CheckId, Finding, Severity};
 use crate::tenancy::Tenancy;
 
-pub mod filter_removes_most_rows;
 pub mod duplicate_index;
+pub mod filter_removes_most_rows;
 pub mod full_index_scan;
 pub mod multiple_permissive_policies;
 pub mod rls_per_row_call;

@@ -241,7 +241,12 @@ pub fn calls(text: &str) -> Vec<(String, String, bool, bool)> {
                 let zero_arg = b.get(i + 1) == Some(&b')');
                 let before = text[..start].trim_end().to_ascii_uppercase();
                 let wrapped = before.ends_with("SELECT");
-                out.push((format!("{written}({})", if zero_arg { "" } else { "..." }), bare, zero_arg, wrapped));
+                out.push((
+                    format!("{written}({})", if zero_arg { "" } else { "..." }),
+                    bare,
+                    zero_arg,
+                    wrapped,
+                ));
             }
             continue;
         }
@@ -345,8 +350,17 @@ mod tests {
         assert_eq!(found[0].shown, "auth.uid()");
         let r = found[0].rewrite.as_deref().unwrap();
         assert!(r.starts_with("ALTER POLICY \"own\" ON "), "{r}");
-        assert!(r.ends_with("USING ((user_id = (SELECT auth.uid())))"), "{r}");
-        assert!(found[0].rewrite.as_deref().unwrap().contains("(SELECT auth.uid())"));
+        assert!(
+            r.ends_with("USING ((user_id = (SELECT auth.uid())))"),
+            "{r}"
+        );
+        assert!(
+            found[0]
+                .rewrite
+                .as_deref()
+                .unwrap()
+                .contains("(SELECT auth.uid())")
+        );
     }
 
     #[test]

@@ -22,7 +22,9 @@ impl Check for TenantMisestimate {
             for p in judged_plans(e).filter(|p| p.mode == Mode::Tenant) {
                 let nodes = p.nodes();
                 for n in &nodes {
-                    let Some(actual) = n.actual_rows else { continue };
+                    let Some(actual) = n.actual_rows else {
+                        continue;
+                    };
                     let Some(parent) = n.path.split_last().map(|(_, up)| up) else {
                         continue;
                     };
@@ -118,7 +120,11 @@ mod tests {
         let f = run(500.0);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].relation.as_deref(), Some("tickets"));
-        assert!(f[0].message.contains("estimated 30 rows, read 500"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("estimated 30 rows, read 500"),
+            "{}",
+            f[0].message
+        );
         assert!(f[0].message.contains("CREATE STATISTICS"));
         assert!(run(200.0).is_empty(), "under 10x is not flagged");
     }
