@@ -35,6 +35,15 @@ pub struct UserFn {
     pub reads_setting: bool,
 }
 
+/// The connection the probes run on, and how.
+#[derive(Clone, Copy)]
+pub struct Session<'a> {
+    pub client: &'a Client,
+    pub timeout_ms: u64,
+    pub stats: StatsMode,
+    pub log: Log,
+}
+
 /// Calls of one function counted while one statement ran.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Counted {
@@ -93,15 +102,18 @@ pub async fn functions(client: &Client, stats: StatsMode) -> Result<Vec<UserFn>>
 /// tenant; a statement that cannot be counted is passed over, with a note
 /// in the log (the finding stays, without a count).
 pub async fn count(
-    client: &Client,
+    on: &Session<'_>,
     catalog: &Catalog,
     tenancy: &Tenancy,
     results: &[Explained],
     functions: &[UserFn],
-    timeout_ms: u64,
-    stats: StatsMode,
-    log: Log,
 ) -> Result<Vec<Counted>> {
+    let Session {
+        client,
+        timeout_ms,
+        stats,
+        log,
+    } = *on;
     let mut out = Vec::new();
     for e in results {
         let found = detect(catalog, e, functions);

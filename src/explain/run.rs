@@ -273,17 +273,13 @@ async fn probe_phases(
     probes.permissive = policy_groups::load(client, stats).await?;
     probes.functions = per_row_call::functions(client, stats).await?;
     if s.analyze {
-        probes.calls = per_row_call::count(
+        let on = per_row_call::Session {
             client,
-            catalog,
-            t,
-            results,
-            &probes.functions,
-            s.timeout_ms,
+            timeout_ms: s.timeout_ms,
             stats,
             log,
-        )
-        .await?;
+        };
+        probes.calls = per_row_call::count(&on, catalog, t, results, &probes.functions).await?;
     }
     probes.reuse = plan_reuse::probe(client, t, results, s.timeout_ms, stats, log).await?;
     log.debug(&format!(
