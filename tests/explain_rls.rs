@@ -517,3 +517,106 @@ fn issue10_multiple_permissive_policies_and_duplicate_indexes_are_flagged() {
         dup[0].message
     );
 }
+
+/// Issue 10 acceptance on the PostGraphile application (vendored
+/// graphile-starter, its test run recorded as the app sends it): the
+/// identity planck plans as is one that sees the most rows, counted for
+/// every user with a session by this test's own SQL (the visitor role, the
+/// session id set as PostGraphile sets it), over the RLS tables planck
+/// counted, which are every RLS table the visitor may read.
+#[test]
+fn issue10_graphile_starter_the_chosen_identity_sees_the_most_rows() {
+    let db = TestDb::new("rls_graphile_identity");
+    let fx = common::fixture("graphile-starter");
+    let load = std::process::Command::new("sh")
+        .arg(fx.join("load.sh"))
+        .arg(&db.url)
+        .output()
+        .unwrap();
+    assert!(load.status.success(), "load.sh: {}", stderr(&load));
+    let dir = common::project_dir();
+    let testrun = fx.join("testrun.sql").display().to_string();
+    let rec = db.planck(
+        &[
+            "record",
+            "-o",
+            "gs.toml",
+            "--",
+            "psql",
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            &db.url,
+            "-f",
+            &testrun,
+        ],
+        dir.path(),
+    );
+    assert!(rec.status.success(), "record: {}", stderr(&rec));
+    let (_, _, err) = json_run(&db, dir.path(), &["--queries", "gs.toml"]);
+    let (measured, candidates, chosen, rows) = identities_line(&err);
+    assert!(measured >= 2 && measured == candidates, "{err}");
+    let line = err.lines().find(|l| l.contains("identities:")).unwrap();
+    eprintln!("{line}");
+    let listed: std::collections::BTreeSet<String> = line
+        .split("(rows visible in ")
+        .nth(1)
+        .unwrap()
+        .split("):")
+        .next()
+        .unwrap()
+        .split(", ")
+        .map(str::to_string)
+        .collect();
+    let readable: std::collections::BTreeSet<String> = db
+        .query_strings(
+            "SELECT n.nspname || '.' || c.relname FROM pg_class c
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.relrowsecurity AND c.relkind = 'r'
+                AND has_table_privilege('graphile_starter_visitor', c.oid, 'SELECT')",
+        )
+        .into_iter()
+        .collect();
+    assert_eq!(listed, readable, "{line}");
+
+    let users = db.query_strings(
+        "SELECT user_id::text || ' ' || min(uuid::text) FROM app_private.sessions GROUP BY user_id",
+    );
+    assert_eq!(users.len(), candidates, "{users:?}");
+    let sum = readable
+        .iter()
+        .map(|t| format!("(SELECT count(*) FROM {t})"))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let mut counts = Vec::new();
+    for u in &users {
+        let (user, session) = u.split_once(' ').unwrap();
+        let conn = db.conn();
+        let (session, sum) = (session.to_string(), sum.clone());
+        let n: i64 = common::block_on(async move {
+            let c = conn.connect().await.unwrap();
+            c.batch_execute("BEGIN; SET LOCAL ROLE graphile_starter_visitor")
+                .await
+                .unwrap();
+            c.execute(
+                "SELECT set_config('jwt.claims.session_id', $1, true)",
+                &[&session],
+            )
+            .await
+            .unwrap();
+            let n = c
+                .query_one(&format!("SELECT ({sum})::bigint"), &[])
+                .await
+                .unwrap()
+                .get(0);
+            c.batch_execute("ROLLBACK").await.unwrap();
+            n
+        });
+        counts.push((user.to_string(), n));
+    }
+    let max = counts.iter().map(|c| c.1).max().unwrap();
+    let of_chosen = counts.iter().find(|c| c.0 == chosen).map(|c| c.1);
+    assert_eq!(of_chosen, Some(max), "{counts:?}\n{line}");
+    assert_eq!(rows, max, "{line}");
+}
