@@ -480,9 +480,13 @@ pub async fn measure_visibility(
         .min_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)))
         .map(|(_, id, n)| (id.clone(), *n))
         .expect("seen is not empty");
-    let mut by_rows: Vec<&(usize, String, i64)> = seen.iter().collect();
+    // The median of the others, so a median plan is made beside the heaviest's.
+    let mut by_rows: Vec<&(usize, String, i64)> = seen
+        .iter()
+        .filter(|s| seen.len() == 1 || s.1 != heaviest.0)
+        .collect();
     by_rows.sort_by(|a, b| a.2.cmp(&b.2).then(a.0.cmp(&b.0)));
-    let m = by_rows[by_rows.len() / 2];
+    let m = by_rows[(by_rows.len() - 1) / 2];
     let median = (m.1.clone(), m.2);
     if follow_heaviest && t.heaviest.as_deref() == Some(t.id.as_str()) {
         t.id = heaviest.0.clone();

@@ -619,4 +619,6 @@ fn issue10_graphile_starter_the_chosen_identity_sees_the_most_rows() {
     let of_chosen = counts.iter().find(|c| c.0 == chosen).map(|c| c.1);
     assert_eq!(of_chosen, Some(max), "{counts:?}\n{line}");
     assert_eq!(rows, max, "{line}");
+    // The median is another identity, so a median plan is made too.
+    assert!(!line.contains(&format!("median identity {chosen}")), "{line}");
 }
