@@ -620,5 +620,39 @@ fn issue10_graphile_starter_the_chosen_identity_sees_the_most_rows() {
     assert_eq!(of_chosen, Some(max), "{counts:?}\n{line}");
     assert_eq!(rows, max, "{line}");
     // The median is another identity, so a median plan is made too.
-    assert!(!line.contains(&format!("median identity {chosen}")), "{line}");
+    assert!(
+        !line.contains(&format!("median identity {chosen}")),
+        "{line}"
+    );
+}
+
+/// The same skew through a statement with a parameter: its generic plan is
+/// built at the sixth execution and kept; the help is then
+/// `plan_cache_mode = force_custom_plan` on the login role.
+#[test]
+fn issue10_tenant_plan_reuse_with_parameters_proposes_force_custom_plan() {
+    let db = TestDb::new("rls_plan_reuse_params");
+    helpdesk(&db, true);
+    let dir = common::project_dir();
+    let q = app_queries(
+        dir.path(),
+        "helpdesk_app",
+        &[&format!("{JOIN} WHERE t.subject <> $1")],
+    );
+    let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    let found = r.findings("tenant-plan-reuse");
+    assert_eq!(found.len(), 1, "{found:#?}\n{err}");
+    assert!(
+        found[0].message.contains("Nested Loop"),
+        "{}",
+        found[0].message
+    );
+    assert!(
+        found[0]
+            .help
+            .contains("plan_cache_mode = force_custom_plan"),
+        "{}",
+        found[0].help
+    );
+    assert!(found[0].help.contains("login role"), "{}", found[0].help);
 }
