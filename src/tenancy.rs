@@ -264,7 +264,16 @@ pub async fn resolve(
     }
 
     let via = through.get(&setting).cloned();
-    let ranked = tenant_sizes(client, &columns, stats).await?;
+    // The proxy: rows carrying each identity in the tables the policies
+    // compare with it, and in every table with a foreign key to the same
+    // identity (its fan-out: memberships, owned rows).
+    let mut proxy: Vec<(String, String)> = columns.clone().into_iter().collect();
+    for fk in fan_out(client, &columns, stats).await? {
+        if !proxy.contains(&fk) {
+            proxy.push(fk);
+        }
+    }
+    let ranked = tenant_sizes(client, &proxy, stats).await?;
     // Through a lookup, a tenant is only reachable with a key that resolves
     // to it (a user with a session).
     let keys = match via.as_ref().and_then(|v| v.lookup.as_ref()) {
@@ -801,10 +810,60 @@ async fn check_id(
     ))
 }
 
+/// Single-column foreign keys to the table each tenant column identifies
+/// (the one its own foreign key references, or its table when it is the
+/// primary key): (table, column), display names.
+async fn fan_out(
+    client: &Client,
+    columns: &BTreeMap<String, String>,
+    stats: StatsMode,
+) -> Result<Vec<(String, String)>> {
+    let tables: Vec<String> = columns.keys().map(|t| sql_name(t)).collect();
+    let cols: Vec<String> = columns.values().cloned().collect();
+    let rows = client
+        .query(
+            &tag(
+                stats,
+                "WITH keys AS (
+                   SELECT a.attrelid AS rel, a.attnum
+                     FROM unnest($1::text[], $2::text[]) AS k(t, c)
+                     JOIN pg_attribute a ON a.attrelid = to_regclass(k.t) AND a.attname = k.c),
+                 targets AS (
+                   SELECT f.confrelid AS target FROM pg_constraint f
+                     JOIN keys ON f.conrelid = keys.rel AND f.conkey = ARRAY[keys.attnum]
+                    WHERE f.contype = 'f'
+                   UNION
+                   SELECT p.conrelid FROM pg_constraint p
+                     JOIN keys ON p.conrelid = keys.rel AND p.conkey = ARRAY[keys.attnum]
+                    WHERE p.contype = 'p')
+                 SELECT DISTINCT n.nspname::text, c.relname::text, a.attname::text
+                   FROM pg_constraint f
+                   JOIN targets ON f.confrelid = targets.target
+                   JOIN pg_class c ON c.oid = f.conrelid
+                   JOIN pg_namespace n ON n.oid = c.relnamespace
+                   JOIN pg_attribute a ON a.attrelid = f.conrelid AND a.attnum = f.conkey[1]
+                  WHERE f.contype = 'f' AND cardinality(f.conkey) = 1
+                  ORDER BY 1, 2, 3",
+            ),
+            &[&tables, &cols],
+        )
+        .await
+        .map_err(|e| Error::db("reading the foreign keys to the tenant's table", e))?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                crate::catalog::display_name(r.get(0), r.get(1)),
+                r.get::<_, String>(2),
+            )
+        })
+        .collect())
+}
+
 /// The tenants, heaviest first, by rows owned across the RLS-protected tables.
 async fn tenant_sizes(
     client: &Client,
-    columns: &BTreeMap<String, String>,
+    columns: &[(String, String)],
     stats: StatsMode,
 ) -> Result<Vec<String>> {
     if columns.is_empty() {
