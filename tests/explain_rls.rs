@@ -656,3 +656,42 @@ fn issue10_tenant_plan_reuse_with_parameters_proposes_force_custom_plan() {
     );
     assert!(found[0].help.contains("login role"), "{}", found[0].help);
 }
+
+/// The cheap proxy that orders the identities before (and, with no budget,
+/// instead of) measuring: rows carrying each identity, through foreign keys
+/// too. `profiles.id = auth.uid()` gives one row per user; the posts
+/// referencing profiles make user 9 the one with most rows.
+#[test]
+fn issue10_the_identity_proxy_counts_foreign_key_fan_out() {
+    let db = TestDb::new("rls_proxy_fan_out");
+    supabase(&db, UID_SQL);
+    db.exec(
+        "CREATE TABLE profiles (id uuid PRIMARY KEY, name text NOT NULL);
+         INSERT INTO profiles SELECT ('00000000-0000-0000-0000-' || lpad(g::text, 12, '0'))::uuid, 'n' || g
+           FROM generate_series(1, 30) g;
+         CREATE TABLE posts (id bigint PRIMARY KEY, author_id uuid NOT NULL REFERENCES profiles,
+                             body text NOT NULL);
+         INSERT INTO posts SELECT g, ('00000000-0000-0000-0000-' ||
+                lpad(CASE WHEN g <= 500 THEN 9 ELSE 1 + g % 30 END::text, 12, '0'))::uuid, 'b' || g
+           FROM generate_series(1, 2000) g;
+         ALTER TABLE profiles ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY own ON profiles FOR SELECT TO authenticated USING (id = auth.uid());
+         GRANT SELECT ON profiles, posts TO authenticated;
+         ANALYZE",
+    );
+    let dir = common::project_dir();
+    let q = app_queries(
+        dir.path(),
+        "authenticated",
+        &["SELECT name FROM profiles WHERE name = $1"],
+    );
+    let (_, _, err) = json_run(
+        &db,
+        dir.path(),
+        &["--queries", &q, "--identity-budget", "0"],
+    );
+    assert!(
+        err.contains(&format!("\"sub\":\"{}\"", user(9))),
+        "the proxy ranks user 9 first: {err}"
+    );
+}
