@@ -66,6 +66,14 @@ pub struct Tenancy {
     /// How the policies read the tenant when it is through functions, for
     /// messages (`app_public.current_user_id() -> app_private.sessions`).
     pub read_through: Option<String>,
+    /// The identities [`measure_visibility`] may measure, by the cheap proxy
+    /// first (rows carrying the identity: membership rows, owned rows): the
+    /// top [`PROBE_TOP`] and [`PROBE_SAMPLED`] spread over the rest.
+    pub probe_ids: Vec<String>,
+    /// How many identities can be planned as (reachable through the lookup).
+    pub candidates: usize,
+    /// What measuring visibility under RLS found (None: not measured).
+    pub visibility: Option<Visibility>,
 }
 
 impl Tenancy {
@@ -256,7 +264,16 @@ pub async fn resolve(
     }
 
     let via = through.get(&setting).cloned();
-    let ranked = tenant_sizes(client, &columns, stats).await?;
+    // The proxy: rows carrying each identity in the tables the policies
+    // compare with it, and in every table with a foreign key to the same
+    // identity (its fan-out: memberships, owned rows).
+    let mut proxy: Vec<(String, String)> = columns.clone().into_iter().collect();
+    for fk in fan_out(client, &columns, stats).await? {
+        if !proxy.contains(&fk) {
+            proxy.push(fk);
+        }
+    }
+    let ranked = tenant_sizes(client, &proxy, stats).await?;
     // Through a lookup, a tenant is only reachable with a key that resolves
     // to it (a user with a session).
     let keys = match via.as_ref().and_then(|v| v.lookup.as_ref()) {
@@ -269,9 +286,11 @@ pub async fn resolve(
         .collect();
     let heaviest = reachable.first().map(|s| s.to_string());
     let median = reachable.get(reachable.len() / 2).map(|s| s.to_string());
+    let probe_ids = probe_sample(&reachable);
     let mut values = BTreeMap::new();
     if let Some(via) = &via {
-        for id in [&heaviest, &median, &opts.id].into_iter().flatten() {
+        let named = [&heaviest, &median, &opts.id].into_iter().flatten();
+        for id in named.chain(probe_ids.iter()) {
             let key = match &keys {
                 Some(m) => match m.get(id) {
                     Some(k) => k.clone(),
@@ -318,7 +337,182 @@ pub async fn resolve(
         median,
         values,
         read_through: via.map(|v| v.path),
+        probe_ids,
+        candidates: reachable.len(),
+        visibility: None,
     })
+}
+
+/// How many identities are measured from the head of the proxy ranking,
+/// and how many more are sampled from the rest.
+pub const PROBE_TOP: usize = 20;
+pub const PROBE_SAMPLED: usize = 20;
+/// How many of the biggest RLS tables an identity's visible rows are counted in.
+pub const VISIBLE_TABLES: usize = 8;
+/// The default of `--identity-budget`.
+pub const DEFAULT_IDENTITY_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The top [`PROBE_TOP`] of `ranked`, then [`PROBE_SAMPLED`] spread evenly
+/// over the rest (deterministic: the same data measures the same identities).
+fn probe_sample(ranked: &[&String]) -> Vec<String> {
+    let mut out: Vec<String> = ranked
+        .iter()
+        .take(PROBE_TOP)
+        .map(|s| s.to_string())
+        .collect();
+    let rest = ranked.get(PROBE_TOP..).unwrap_or_default();
+    let mut picked = std::collections::BTreeSet::new();
+    for i in 0..PROBE_SAMPLED.min(rest.len()) {
+        picked.insert(i * rest.len() / PROBE_SAMPLED.min(rest.len()));
+    }
+    out.extend(picked.into_iter().map(|i| rest[i].to_string()));
+    out
+}
+
+/// Identities measured by the rows they see under row-level security.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Visibility {
+    /// The tables counted (the biggest RLS tables the role may read).
+    pub tables: Vec<String>,
+    pub measured: usize,
+    /// Identities that could be planned as.
+    pub candidates: usize,
+    /// Identities whose count timed out or failed.
+    pub failed: usize,
+    /// The budget ran out before every probe identity was measured.
+    pub budget_hit: bool,
+    pub heaviest: (String, i64),
+    pub median: (String, i64),
+    pub seconds: f64,
+}
+
+/// Runs [`resolve`], then [`measure_visibility`] within `budget`.
+pub async fn resolve_measured(
+    client: &Client,
+    catalog: &Catalog,
+    opts: &TenantOptions,
+    recorded_roles: &[String],
+    stats: StatsMode,
+    budget: std::time::Duration,
+) -> Result<Tenancy> {
+    let mut t = resolve(client, catalog, opts, recorded_roles, stats).await?;
+    measure_visibility(client, catalog, &mut t, opts.id.is_none(), budget, stats).await?;
+    Ok(t)
+}
+
+/// The heaviest identity is the one that sees the most rows, measured on the
+/// server rather than read from policy text (membership subqueries,
+/// SECURITY DEFINER helpers): as each of [`Tenancy::probe_ids`], in a
+/// rolled-back transaction with a timeout, count the visible rows of the
+/// biggest RLS tables the role may read; stop when `budget` is spent.
+/// Sets `heaviest` and `median` (and `id`, when `follow_heaviest`: no id
+/// was chosen) from the counts; ties keep the proxy's order.
+pub async fn measure_visibility(
+    client: &Client,
+    catalog: &Catalog,
+    t: &mut Tenancy,
+    follow_heaviest: bool,
+    budget: std::time::Duration,
+    stats: StatsMode,
+) -> Result<()> {
+    if t.probe_ids.is_empty() || budget.is_zero() {
+        return Ok(());
+    }
+    let mut rls: Vec<&crate::catalog::planner::Table> =
+        catalog.tables.values().filter(|x| x.rls).collect();
+    rls.sort_by(|a, b| b.rows.cmp(&a.rows).then(a.name.cmp(&b.name)));
+    let names: Vec<String> = rls.iter().map(|x| sql_name(&x.name)).collect();
+    let readable: Vec<bool> = client
+        .query_one(
+            &tag(
+                stats,
+                "SELECT array_agg(has_table_privilege($1, to_regclass(n), 'SELECT') ORDER BY o)
+                   FROM unnest($2::text[]) WITH ORDINALITY AS u(n, o)",
+            ),
+            &[&t.role, &names],
+        )
+        .await
+        .map_err(|e| Error::db("checking which RLS tables the tenant role reads", e))?
+        .get::<_, Option<Vec<bool>>>(0)
+        .unwrap_or_default();
+    let tables: Vec<&crate::catalog::planner::Table> = rls
+        .into_iter()
+        .zip(readable)
+        .filter(|(_, r)| *r)
+        .map(|(x, _)| x)
+        .take(VISIBLE_TABLES)
+        .collect();
+    if tables.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "SELECT ({})::bigint",
+        tables
+            .iter()
+            .map(|x| format!("(SELECT count(*) FROM {})", sql_name(&x.name)))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    );
+    let sql = tag(stats, &sql);
+    let started = std::time::Instant::now();
+    let mut seen: Vec<(usize, String, i64)> = Vec::new();
+    let mut failed = 0;
+    let mut budget_hit = false;
+    for (rank, id) in t.probe_ids.clone().into_iter().enumerate() {
+        let left = budget.saturating_sub(started.elapsed());
+        if left.as_millis() < 1 {
+            budget_hit = true;
+            break;
+        }
+        let ctx = t.context(Mode::Tenant, Some(&id));
+        let timeout = (left.as_millis() as u64).max(1);
+        let counted = match crate::session::begin(client, &ctx, timeout).await {
+            Ok(()) => client
+                .query_one(&sql, &[])
+                .await
+                .map(|r| r.get::<_, i64>(0)),
+            Err(e) => Err(e),
+        };
+        let _ = client.batch_execute("ROLLBACK").await;
+        match counted {
+            Ok(n) => seen.push((rank, id, n)),
+            Err(e) if e.as_db_error().is_some() => failed += 1,
+            Err(e) => return Err(Error::db("counting the rows an identity sees", e)),
+        }
+    }
+    if seen.is_empty() {
+        return Ok(());
+    }
+    // Most rows first; ties keep the proxy's order.
+    let heaviest = seen
+        .iter()
+        .min_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)))
+        .map(|(_, id, n)| (id.clone(), *n))
+        .expect("seen is not empty");
+    // The median of the others, so a median plan is made beside the heaviest's.
+    let mut by_rows: Vec<&(usize, String, i64)> = seen
+        .iter()
+        .filter(|s| seen.len() == 1 || s.1 != heaviest.0)
+        .collect();
+    by_rows.sort_by(|a, b| a.2.cmp(&b.2).then(a.0.cmp(&b.0)));
+    let m = by_rows[(by_rows.len() - 1) / 2];
+    let median = (m.1.clone(), m.2);
+    if follow_heaviest && t.heaviest.as_deref() == Some(t.id.as_str()) {
+        t.id = heaviest.0.clone();
+    }
+    t.heaviest = Some(heaviest.0.clone());
+    t.median = Some(median.0.clone());
+    t.visibility = Some(Visibility {
+        tables: tables.iter().map(|x| x.name.clone()).collect(),
+        measured: seen.len(),
+        candidates: t.candidates,
+        failed,
+        budget_hit,
+        heaviest,
+        median,
+        seconds: started.elapsed().as_secs_f64(),
+    });
+    Ok(())
 }
 
 /// How a policy's function reads the tenant, followed through the bodies.
@@ -616,10 +810,60 @@ async fn check_id(
     ))
 }
 
+/// Single-column foreign keys to the table each tenant column identifies
+/// (the one its own foreign key references, or its table when it is the
+/// primary key): (table, column), display names.
+async fn fan_out(
+    client: &Client,
+    columns: &BTreeMap<String, String>,
+    stats: StatsMode,
+) -> Result<Vec<(String, String)>> {
+    let tables: Vec<String> = columns.keys().map(|t| sql_name(t)).collect();
+    let cols: Vec<String> = columns.values().cloned().collect();
+    let rows = client
+        .query(
+            &tag(
+                stats,
+                "WITH keys AS (
+                   SELECT a.attrelid AS rel, a.attnum
+                     FROM unnest($1::text[], $2::text[]) AS k(t, c)
+                     JOIN pg_attribute a ON a.attrelid = to_regclass(k.t) AND a.attname = k.c),
+                 targets AS (
+                   SELECT f.confrelid AS target FROM pg_constraint f
+                     JOIN keys ON f.conrelid = keys.rel AND f.conkey = ARRAY[keys.attnum]
+                    WHERE f.contype = 'f'
+                   UNION
+                   SELECT p.conrelid FROM pg_constraint p
+                     JOIN keys ON p.conrelid = keys.rel AND p.conkey = ARRAY[keys.attnum]
+                    WHERE p.contype = 'p')
+                 SELECT DISTINCT n.nspname::text, c.relname::text, a.attname::text
+                   FROM pg_constraint f
+                   JOIN targets ON f.confrelid = targets.target
+                   JOIN pg_class c ON c.oid = f.conrelid
+                   JOIN pg_namespace n ON n.oid = c.relnamespace
+                   JOIN pg_attribute a ON a.attrelid = f.conrelid AND a.attnum = f.conkey[1]
+                  WHERE f.contype = 'f' AND cardinality(f.conkey) = 1
+                  ORDER BY 1, 2, 3",
+            ),
+            &[&tables, &cols],
+        )
+        .await
+        .map_err(|e| Error::db("reading the foreign keys to the tenant's table", e))?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            (
+                crate::catalog::display_name(r.get(0), r.get(1)),
+                r.get::<_, String>(2),
+            )
+        })
+        .collect())
+}
+
 /// The tenants, heaviest first, by rows owned across the RLS-protected tables.
 async fn tenant_sizes(
     client: &Client,
-    columns: &BTreeMap<String, String>,
+    columns: &[(String, String)],
     stats: StatsMode,
 ) -> Result<Vec<String>> {
     if columns.is_empty() {

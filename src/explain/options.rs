@@ -71,6 +71,9 @@ pub struct ExplainSettings {
     /// Exit 1 when any statement was skipped.
     pub fail_on_skipped: bool,
     pub advice: AdviceSettings,
+    /// Time allowed for measuring which identity sees the most rows
+    /// (`--identity-budget`; zero: not measured).
+    pub identity_budget: std::time::Duration,
 }
 
 impl ExplainSettings {
@@ -94,6 +97,7 @@ impl ExplainSettings {
             ignores: Vec::new(),
             fail_on_skipped: false,
             advice: AdviceSettings::default(),
+            identity_budget: crate::tenancy::DEFAULT_IDENTITY_BUDGET,
         }
     }
 

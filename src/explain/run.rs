@@ -18,6 +18,7 @@ use super::plan_tree::{Mode, PlanKind};
 use super::report::{Report, counted};
 use super::rules::{self, Ctx, Severity, unused_partial_index::predicate_literals};
 use super::stats_source;
+use super::{per_row_call, plan_reuse, policy_groups};
 use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
@@ -76,7 +77,9 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         clock.elapsed().as_secs_f64()
     ));
 
+    let probes = probe_phases(&client, &catalog, tenancy.as_ref(), &results, s, stats, log).await?;
     let ctx = Ctx {
+        probes: &probes,
         catalog: &catalog,
         results: &results,
         tenancy: tenancy.as_ref(),
@@ -163,11 +166,20 @@ async fn resolve_tenancy(
         .filter_map(|s| s.role.clone())
         .collect();
     let clock = Instant::now();
-    let t = tenancy::resolve(client, catalog, &s.tenant, &recorded, stats).await?;
+    let t = tenancy::resolve_measured(
+        client,
+        catalog,
+        &s.tenant,
+        &recorded,
+        stats,
+        s.identity_budget,
+    )
+    .await?;
     log.debug(&format!(
         "tenancy worked out in {:.2}s",
         clock.elapsed().as_secs_f64()
     ));
+    log_visibility(&t, log);
     let shown = match t.values.get(&t.id) {
         Some(v) => format!("{} (for tenant {})", v.as_text(), t.id),
         None => t.id.clone(),
@@ -187,6 +199,33 @@ async fn resolve_tenancy(
         }
     ));
     Ok(Some(t))
+}
+
+/// What measuring the identities found (issue 10 section 3).
+fn log_visibility(t: &Tenancy, log: Log) {
+    let Some(v) = &t.visibility else { return };
+    let mut line = format!(
+        "identities: measured {} of {} under row-level security in {:.1} s (rows visible in {}): \
+         heaviest identity {} sees {} rows, median identity {} sees {}",
+        v.measured,
+        v.candidates,
+        v.seconds,
+        v.tables.join(", "),
+        v.heaviest.0,
+        crate::output::count(v.heaviest.1.max(0) as u64),
+        v.median.0,
+        crate::output::count(v.median.1.max(0) as u64),
+    );
+    if v.failed > 0 {
+        line.push_str(&format!(
+            "; {} could not be counted (timeout or error)",
+            v.failed
+        ));
+    }
+    if v.budget_hit {
+        line.push_str("; the --identity-budget ran out first");
+    }
+    log.info(&line);
 }
 
 /// Every statement through the engine, with a progress bar on a terminal.
@@ -224,6 +263,42 @@ async fn plan(engine: &Engine, statements: Vec<Statement>, log: Log) -> Result<V
         started.elapsed().as_secs_f64()
     ));
     Ok(results)
+}
+
+/// The server-side measurements some checks report: the functions policies
+/// reach (and, with --analyze, their calls counted), and prepared-plan reuse
+/// across tenants. Tenant mode only.
+async fn probe_phases(
+    client: &Client,
+    catalog: &Catalog,
+    tenancy: Option<&Tenancy>,
+    results: &[Explained],
+    s: &ExplainSettings,
+    stats: StatsMode,
+    log: Log,
+) -> Result<rules::Probes> {
+    let mut probes = rules::Probes::default();
+    let Some(t) = tenancy else {
+        return Ok(probes);
+    };
+    let clock = Instant::now();
+    probes.permissive = policy_groups::load(client, stats).await?;
+    probes.functions = per_row_call::functions(client, stats).await?;
+    if s.analyze {
+        let on = per_row_call::Session {
+            client,
+            timeout_ms: s.timeout_ms,
+            stats,
+            log,
+        };
+        probes.calls = per_row_call::count(&on, catalog, t, results, &probes.functions).await?;
+    }
+    probes.reuse = plan_reuse::probe(client, t, results, s.timeout_ms, stats, log).await?;
+    log.debug(&format!(
+        "probes (policy calls, plan reuse) in {:.2}s",
+        clock.elapsed().as_secs_f64()
+    ));
+    Ok(probes)
 }
 
 /// A finding on a statement planned with a fixed-order type guess rests

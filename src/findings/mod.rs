@@ -45,10 +45,15 @@ pub enum CheckId {
     RlsPolicy,
     StaleStatement,
     FilterRemovesMostRows,
+    RlsPerRowCall,
+    TenantPlanReuse,
+    TenantMisestimate,
+    MultiplePermissivePolicies,
+    DuplicateIndex,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 8] = [
+    pub const ALL: [CheckId; 13] = [
         CheckId::SeqScan,
         CheckId::FullIndexScan,
         CheckId::UnusedIndex,
@@ -57,6 +62,11 @@ impl CheckId {
         CheckId::RlsPolicy,
         CheckId::StaleStatement,
         CheckId::FilterRemovesMostRows,
+        CheckId::RlsPerRowCall,
+        CheckId::TenantPlanReuse,
+        CheckId::TenantMisestimate,
+        CheckId::MultiplePermissivePolicies,
+        CheckId::DuplicateIndex,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +79,11 @@ impl CheckId {
             CheckId::RlsPolicy => "rls-policy",
             CheckId::StaleStatement => "stale-statement",
             CheckId::FilterRemovesMostRows => "filter-removes-most-rows",
+            CheckId::RlsPerRowCall => "rls-per-row-call",
+            CheckId::TenantPlanReuse => "tenant-plan-reuse",
+            CheckId::TenantMisestimate => "tenant-misestimate",
+            CheckId::MultiplePermissivePolicies => "multiple-permissive-policies",
+            CheckId::DuplicateIndex => "duplicate-index",
         }
     }
 
@@ -108,6 +123,27 @@ impl CheckId {
             CheckId::FilterRemovesMostRows => {
                 "the scan reads rows only to discard them; index the filtered columns \
                  (needs --analyze, which measures the rows removed)"
+            }
+            CheckId::RlsPerRowCall => {
+                "wrap the call in a scalar subquery, `(select auth.uid())`, so it runs once per \
+                 statement as an InitPlan (the message gives the rewritten policy); inside a \
+                 helper, pass the per-request value in as a (select ...) argument"
+            }
+            CheckId::TenantPlanReuse => {
+                "the statement has parameters: set plan_cache_mode = force_custom_plan on the \
+                 login role the application connects with (ALTER ROLE ... SET; not a role reached \
+                 by SET ROLE), or do not keep it prepared; a tenant-leading index helps both plans"
+            }
+            CheckId::TenantMisestimate => {
+                "raise the statistics target of the filtered columns, or create extended \
+                 statistics on (tenant column, filtered column), then ANALYZE"
+            }
+            CheckId::MultiplePermissivePolicies => {
+                "combine the policies into one (their conditions ORed in one USING), or make the \
+                 extra ones RESTRICTIVE where they are meant to narrow, not widen"
+            }
+            CheckId::DuplicateIndex => {
+                "drop the duplicate (DROP INDEX CONCURRENTLY); every write maintains both"
             }
         }
     }

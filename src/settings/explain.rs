@@ -28,7 +28,8 @@ use crate::tenancy::TenantOptions;
 #[command(
     after_help = "Checks: seq-scan, full-index-scan, unused-index, unused-partial-index \
 (and partial-index-needs-literal), rls-policy, stale-statement, filter-removes-most-rows \
-(--analyze).\n\
+(--analyze), rls-per-row-call, tenant-plan-reuse, tenant-misestimate (--analyze), \
+multiple-permissive-policies, duplicate-index.\n\
 Exit codes: 0 no new errors, 1 error findings not in the baseline (or, with \
 --fail-on-skipped, a skipped statement), 2 usage or configuration error, 3 database \
 unreachable."
@@ -114,6 +115,10 @@ pub struct ExplainArgs {
     /// (inside the rolled-back transaction; it blocks writers to the table meanwhile)
     #[arg(long)]
     pub force: bool,
+
+    /// Seconds for measuring which identity sees the most rows under RLS [default: 10]
+    #[arg(long, value_name = "SECS")]
+    pub identity_budget: Option<f64>,
 }
 
 impl ExplainArgs {
@@ -197,6 +202,7 @@ impl ExplainSettings {
             disabled: disabled(&cfg.disable, &located, settings)?,
             ignores: ignores(&cfg.ignore, &located, settings)?,
             fail_on_skipped: args.fail_on_skipped,
+            identity_budget: identity_budget(args.identity_budget)?,
         })
     }
 }
@@ -222,6 +228,18 @@ fn advice_settings(
         force: args.force,
         write: args.write_advice.as_ref().map(|p| settings.project_path(p)),
     })
+}
+
+/// `--identity-budget SECS`: a finite, non-negative number of seconds.
+fn identity_budget(secs: Option<f64>) -> Result<std::time::Duration> {
+    match secs {
+        None => Ok(crate::tenancy::DEFAULT_IDENTITY_BUDGET),
+        Some(s) => std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+            Error::usage(format!(
+                "--identity-budget must be a number of seconds, 0 or more (got {s})"
+            ))
+        }),
+    }
 }
 
 /// Where each `disable` entry and ignore rule sits in planck.toml (byte

@@ -10,11 +10,16 @@ use crate::catalog::planner::Catalog;
 pub use crate::findings::{CheckId, Finding, Severity};
 use crate::tenancy::Tenancy;
 
+pub mod duplicate_index;
 pub mod filter_removes_most_rows;
 pub mod full_index_scan;
+pub mod multiple_permissive_policies;
+pub mod rls_per_row_call;
 pub mod rls_policy;
 pub mod seq_scan;
 pub mod stale_statement;
+pub mod tenant_misestimate;
+pub mod tenant_plan_reuse;
 pub mod unused_index;
 pub mod unused_partial_index;
 
@@ -27,7 +32,22 @@ pub const ALL: &[&dyn Check] = &[
     &rls_policy::RlsPolicy,
     &stale_statement::StaleStatement,
     &filter_removes_most_rows::FilterRemovesMostRows,
+    &rls_per_row_call::RlsPerRowCall,
+    &tenant_plan_reuse::TenantPlanReuse,
+    &tenant_misestimate::TenantMisestimate,
+    &multiple_permissive_policies::MultiplePermissivePolicies,
+    &duplicate_index::DuplicateIndex,
 ];
+
+/// What the probe phases measured on the server, for the checks that
+/// report it (`explain::per_row_call`, `explain::plan_reuse`).
+#[derive(Debug, Default)]
+pub struct Probes {
+    pub functions: Vec<crate::explain::per_row_call::UserFn>,
+    pub calls: Vec<crate::explain::per_row_call::Counted>,
+    pub reuse: Vec<crate::explain::plan_reuse::Reuse>,
+    pub permissive: Vec<crate::explain::policy_groups::PermissiveGroup>,
+}
 
 /// What a check sees.
 pub struct Ctx<'a> {
@@ -37,6 +57,7 @@ pub struct Ctx<'a> {
     pub min_rows: u64,
     pub rls_cost_ratio: f64,
     pub source: Option<&'a Path>,
+    pub probes: &'a Probes,
 }
 
 impl Ctx<'_> {
@@ -198,6 +219,13 @@ pub(crate) mod testing {
         }
     }
 
+    pub static NO_PROBES: Probes = Probes {
+        functions: Vec::new(),
+        calls: Vec::new(),
+        reuse: Vec::new(),
+        permissive: Vec::new(),
+    };
+
     pub fn ctx<'a>(catalog: &'a Catalog, results: &'a [Explained]) -> Ctx<'a> {
         Ctx {
             catalog,
@@ -206,6 +234,7 @@ pub(crate) mod testing {
             min_rows: 10_000,
             rls_cost_ratio: 10.0,
             source: None,
+            probes: &NO_PROBES,
         }
     }
 }

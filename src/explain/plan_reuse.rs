@@ -1,0 +1,279 @@
+//! The database side of `tenant-plan-reuse` (see
+//! `rules::tenant_plan_reuse`): does a prepared statement, as the drivers
+//! that keep named statements on pooled connections use it, serve the
+//! heaviest tenant the plan estimated for another?
+//!
+//! The method (nothing executed but EXPLAIN, in a transaction always rolled
+//! back): `PREPARE` as the median tenant, `EXPLAIN EXECUTE` six times (the
+//! sixth builds the generic plan of a statement with parameters; one without
+//! uses its generic plan from the first), switch the setting to the heaviest
+//! tenant, `EXPLAIN EXECUTE` again; `pg_prepared_statements.generic_plans`
+//! before and after says whether that was the generic plan; then a fresh
+//! plan as the heaviest tenant. A differing shape is the finding.
+
+use serde_json::Value;
+use tokio_postgres::Client;
+use tokio_postgres::types::ToSql;
+
+use super::engine::Explained;
+use super::plan_tree::{Mode, PlanKind};
+use crate::db::quote_literal;
+use crate::error::{Error, Result};
+use crate::output::Log;
+use crate::params::values::TextParam;
+use crate::session::{self, StatsMode, tag};
+use crate::tenancy::Tenancy;
+
+/// A statement whose kept plan differs from a fresh one for the heaviest tenant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reuse {
+    pub statement: String,
+    pub params: usize,
+    pub median: String,
+    pub heaviest: String,
+    /// The plan the prepared statement served the heaviest tenant, and a fresh one.
+    pub kept: String,
+    pub fresh: String,
+}
+
+const NAME: &str = "planck_reuse";
+
+/// Runs the method on every tenant statement that reads a tenant table.
+pub async fn probe(
+    client: &Client,
+    tenancy: &Tenancy,
+    results: &[Explained],
+    timeout_ms: u64,
+    stats: StatsMode,
+    log: Log,
+) -> Result<Vec<Reuse>> {
+    let (Some(median), Some(heaviest)) = (&tenancy.median, &tenancy.heaviest) else {
+        return Ok(Vec::new());
+    };
+    if median == heaviest {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for e in results {
+        let custom = |id: &str| {
+            e.plans.iter().find(|p| {
+                p.mode == Mode::Tenant
+                    && p.kind == PlanKind::Custom
+                    && p.tenant_id.as_deref() == Some(id)
+            })
+        };
+        let (Some(pm), Some(ph)) = (custom(median), custom(heaviest)) else {
+            continue;
+        };
+        let reads_tenant_table = ph
+            .nodes()
+            .iter()
+            .filter_map(|n| n.relation.as_ref())
+            .any(|r| tenancy.columns.contains_key(r));
+        if !e.judged.contains(&Mode::Tenant) || !reads_tenant_table {
+            continue;
+        }
+        let r = method(
+            client,
+            tenancy,
+            e,
+            (median, &pm.params),
+            (heaviest, &ph.params),
+            timeout_ms,
+            stats,
+        )
+        .await;
+        let _ = client.batch_execute("ROLLBACK").await;
+        let _ = client.batch_execute(&format!("DEALLOCATE {NAME}")).await;
+        match r {
+            Ok(Some(x)) => out.push(x),
+            Ok(None) => {}
+            Err(err) if err.as_db_error().is_some() => log.debug(&format!(
+                "statement {}: plan reuse not measured: {err}",
+                e.stmt.id
+            )),
+            Err(err) => return Err(Error::db("measuring prepared-plan reuse", err)),
+        }
+    }
+    Ok(out)
+}
+
+type Values<'a> = (&'a String, &'a Vec<Option<String>>);
+
+async fn method(
+    client: &Client,
+    tenancy: &Tenancy,
+    e: &Explained,
+    (median, mv): Values<'_>,
+    (heaviest, hv): Values<'_>,
+    timeout_ms: u64,
+    stats: StatsMode,
+) -> std::result::Result<Option<Reuse>, tokio_postgres::Error> {
+    let n = e.param_types.len();
+    session::begin(
+        client,
+        &tenancy.context(Mode::Tenant, Some(median)),
+        timeout_ms,
+    )
+    .await?;
+    // The `;` on a line of its own: the text may end in a `--` comment.
+    client
+        .batch_execute(&tag(stats, &format!("PREPARE {NAME} AS {}\n", e.text)))
+        .await?;
+    let exec = |v: &Vec<Option<String>>| {
+        let args = if n == 0 {
+            String::new()
+        } else {
+            let lits: Vec<String> = (0..n)
+                .map(|i| match v.get(i).cloned().flatten() {
+                    Some(s) => quote_literal(&s),
+                    None => "NULL".to_string(),
+                })
+                .collect();
+            format!("({})", lits.join(", "))
+        };
+        tag(
+            stats,
+            &format!("EXPLAIN (FORMAT JSON) EXECUTE {NAME}{args}"),
+        )
+    };
+    for _ in 0..6 {
+        simple_json(client, &exec(mv)).await?;
+    }
+    let counters = tag(
+        stats,
+        "SELECT generic_plans FROM pg_prepared_statements WHERE name = 'planck_reuse'",
+    );
+    let before: i64 = client.query_one(&counters, &[]).await?.get(0);
+    session::apply_settings(client, &tenancy.context(Mode::Tenant, Some(heaviest))).await?;
+    let kept = simple_json(client, &exec(hv)).await?;
+    let after: i64 = client.query_one(&counters, &[]).await?.get(0);
+    client.batch_execute(&format!("DEALLOCATE {NAME}")).await?;
+    if after <= before {
+        // A custom plan: made for the heaviest tenant's values and setting.
+        return Ok(None);
+    }
+    let stmt = client
+        .prepare(&tag(stats, &format!("EXPLAIN (FORMAT JSON) {}", e.text)))
+        .await?;
+    let values = crate::params::values::fill_defaults(hv.clone(), stmt.params());
+    let params: Vec<TextParam> = values.into_iter().map(TextParam).collect();
+    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+    let fresh: Value = client.query_one(&stmt, &refs).await?.get(0);
+    if shape(&kept) == shape(&fresh) {
+        return Ok(None);
+    }
+    Ok(Some(Reuse {
+        statement: e.stmt.id.clone(),
+        params: n,
+        median: median.clone(),
+        heaviest: heaviest.clone(),
+        kept: summary(&kept),
+        fresh: summary(&fresh),
+    }))
+}
+
+async fn simple_json(
+    client: &Client,
+    sql: &str,
+) -> std::result::Result<Value, tokio_postgres::Error> {
+    let msgs = client.simple_query(sql).await?;
+    Ok(msgs
+        .into_iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => {
+                r.get(0).and_then(|t| serde_json::from_str(t).ok())
+            }
+            _ => None,
+        })
+        .unwrap_or(Value::Null))
+}
+
+/// Scan types, join methods and their order: what makes two plans differ.
+pub fn shape(json: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+        out.push(format!(
+            "{}|{}|{}",
+            s("Node Type"),
+            s("Relation Name"),
+            s("Index Name")
+        ));
+        for c in v
+            .get("Plans")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            walk(c, out);
+        }
+    }
+    if let Some(p) = json.get(0).and_then(|r| r.get("Plan")) {
+        walk(p, &mut out);
+    }
+    out
+}
+
+/// `Nested Loop (24 rows) > Index Scan using t_tenant on tickets (24 rows) > ...`
+pub fn summary(json: &Value) -> String {
+    let mut out = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        let s = |k: &str| v.get(k).and_then(Value::as_str);
+        let mut node = s("Node Type").unwrap_or_default().to_string();
+        if s("Node Type") == Some("Hash") || s("Parent Relationship") == Some("InitPlan") {
+            // Hash nodes repeat their child; InitPlans are not the shape.
+        } else {
+            if let Some(i) = s("Index Name") {
+                node.push_str(&format!(" using {i}"));
+            }
+            if let Some(r) = s("Relation Name") {
+                node.push_str(&format!(" on {r}"));
+            }
+            let rows = v.get("Plan Rows").and_then(Value::as_f64).unwrap_or(0.0);
+            node.push_str(&format!(" ({} rows)", crate::output::count(rows as u64)));
+            out.push(node);
+        }
+        for c in v
+            .get("Plans")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            walk(c, out);
+        }
+    }
+    if let Some(p) = json.get(0).and_then(|r| r.get("Plan")) {
+        walk(p, &mut out);
+    }
+    out.join(" > ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn shapes_differ_by_scan_and_join_and_summaries_carry_the_estimates() {
+        let a = json!([{"Plan": {"Node Type": "Nested Loop", "Plan Rows": 24.0, "Plans": [
+            {"Node Type": "Index Scan", "Relation Name": "tickets", "Index Name": "t_tenant", "Plan Rows": 24.0},
+            {"Node Type": "Index Scan", "Relation Name": "comments", "Index Name": "c_ticket", "Plan Rows": 3.0}]}}]);
+        let b = json!([{"Plan": {"Node Type": "Hash Join", "Plan Rows": 60574.0, "Plans": [
+            {"Node Type": "Seq Scan", "Relation Name": "comments", "Plan Rows": 200000.0},
+            {"Node Type": "Hash", "Plan Rows": 60574.0, "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "tickets", "Plan Rows": 60574.0}]}]}}]);
+        assert_ne!(shape(&a), shape(&b));
+        assert_eq!(shape(&a), shape(&a.clone()));
+        assert_eq!(
+            summary(&a),
+            "Nested Loop (24 rows) > Index Scan using t_tenant on tickets (24 rows) > \
+             Index Scan using c_ticket on comments (3 rows)"
+        );
+        assert!(
+            summary(&b).contains("Seq Scan on tickets (60,574 rows)"),
+            "{}",
+            summary(&b)
+        );
+    }
+}

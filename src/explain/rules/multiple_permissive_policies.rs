@@ -1,0 +1,47 @@
+//! `multiple-permissive-policies`: one role meets several permissive
+//! policies for one command on a table a tenant plan reads; each is
+//! evaluated for every row and the results ORed, where one policy with the
+//! conditions combined is evaluated once (and can be indexed as one).
+
+use super::{Check, CheckId, Ctx, Finding, Severity, finding};
+use crate::explain::plan_tree::Mode;
+
+pub struct MultiplePermissivePolicies;
+
+impl Check for MultiplePermissivePolicies {
+    fn id(&self) -> CheckId {
+        CheckId::MultiplePermissivePolicies
+    }
+
+    fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
+        let Some(t) = ctx.tenancy else { return };
+        // Judged on the plans: tables a tenant plan reads.
+        let read: std::collections::BTreeSet<String> = ctx
+            .explained()
+            .flat_map(|e| e.plans_in(Mode::Tenant))
+            .flat_map(|p| p.nodes().into_iter().filter_map(|n| n.relation))
+            .collect();
+        for g in &ctx.probes.permissive {
+            if !read.contains(&g.table) || !(g.role == t.role || g.role == "public") {
+                continue;
+            }
+            out.push(
+                finding(
+                    self,
+                    Severity::Warning,
+                    format!(
+                        "{} permissive policies apply to {} for {} on {} ({}): each is evaluated \
+                         for every row and the results ORed",
+                        g.policies.len(),
+                        g.role,
+                        g.command,
+                        g.table,
+                        g.policies.join(", ")
+                    ),
+                )
+                .relation(&g.table)
+                .mode(Mode::Tenant),
+            );
+        }
+    }
+}
