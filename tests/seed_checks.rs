@@ -348,3 +348,85 @@ fn no_passing_candidate_names_check() {
     }
     assert_eq!(count(&db, "SELECT count(*) FROM doomed"), 0);
 }
+
+/// Issue 9 point 1, graphile-starter's `user_emails`: every column of
+/// `CHECK (is_primary IS FALSE OR is_verified IS TRUE)` sits in a partial
+/// unique index (`UNIQUE (email) WHERE is_verified`, `UNIQUE (user_id)
+/// WHERE is_primary`), read as the keys (email, is_verified) and (user_id,
+/// is_primary). Before, key columns were never redrawn and no candidate
+/// passed; now `is_verified`, whose key the unique `email` carries, is
+/// redrawn, and both partial indexes hold.
+#[test]
+fn a_key_column_another_column_keeps_unique_is_redrawn() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE users (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text NOT NULL);
+         CREATE TABLE user_emails (
+             id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+             user_id uuid NOT NULL REFERENCES users ON DELETE CASCADE,
+             email text NOT NULL,
+             is_verified boolean NOT NULL DEFAULT false,
+             is_primary boolean NOT NULL DEFAULT false,
+             UNIQUE (user_id, email),
+             CONSTRAINT must_be_verified_to_be_primary CHECK (is_primary IS FALSE OR is_verified IS TRUE)
+         );
+         CREATE UNIQUE INDEX verified_email ON user_emails (email) WHERE (is_verified IS TRUE);
+         CREATE UNIQUE INDEX primary_email ON user_emails (user_id) WHERE (is_primary IS TRUE);",
+    );
+    let before = checks(&db);
+    let out = seed(&db, &["--rows", "200", "--verbose"]);
+    assert_exit(&out, 0);
+    assert_eq!(checks(&db), before);
+    assert!(before.iter().all(|c| c.contains(" true CHECK")));
+    assert!(count(&db, "SELECT count(*) FROM user_emails WHERE is_primary") > 0);
+    assert!(count(&db, "SELECT count(*) FROM user_emails WHERE NOT is_verified") > 0);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'user_emails'::regclass AND indisvalid"
+        ),
+        4
+    );
+}
+
+/// Issue 9 point 2, koji's `tag_inheritance`: `UNIQUE (tag_id, priority,
+/// active)` with `CHECK (active)`. `active` has one value, so the key is
+/// (tag_id, priority). Before, `priority` was an ordinal under
+/// `create_event` (the primary key's parent), taken as unique everywhere,
+/// and re-creating the unique index failed on a duplicate; now the smaller
+/// key is made to hold first and the primary key holds with it.
+#[test]
+fn a_one_value_column_leaves_the_rest_of_its_key_unique() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE events (id serial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now());
+         CREATE TABLE tag (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE tag_inheritance (
+             create_event int NOT NULL REFERENCES events(id),
+             revoke_event int REFERENCES events(id),
+             revoker_id int REFERENCES tag(id),
+             tag_id int NOT NULL REFERENCES tag(id),
+             parent_id int NOT NULL REFERENCES tag(id),
+             priority int NOT NULL,
+             active boolean DEFAULT true CHECK (active),
+             CONSTRAINT active_revoke_sane CHECK (
+                 (active IS NULL AND revoke_event IS NOT NULL AND revoker_id IS NOT NULL)
+                 OR (active IS NOT NULL AND revoke_event IS NULL AND revoker_id IS NULL)),
+             PRIMARY KEY (create_event, tag_id, priority),
+             UNIQUE (tag_id, priority, active),
+             UNIQUE (tag_id, parent_id, active)
+         );",
+    );
+    let out = seed(&db, &["--rows", "300"]);
+    assert_exit(&out, 0);
+    let rows = count(&db, "SELECT count(*) FROM tag_inheritance");
+    assert!(rows >= 300, "{rows} rows");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(DISTINCT (tag_id, priority)) FROM tag_inheritance WHERE active"
+        ),
+        rows
+    );
+    assert!(checks(&db).iter().all(|c| c.contains(" true CHECK")));
+}

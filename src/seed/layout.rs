@@ -820,6 +820,77 @@ fn check_facts(
     ))
 }
 
+/// Phase (after uniqueness): a column of a unique key that another column
+/// of every such key already keeps unique by construction (a sequence, a
+/// unique text or uuid, a foreign key that takes each parent row once) is
+/// no key value: redrawing it cannot repeat a key. Those the server's
+/// CHECKs read join the columns attempts redraw (graphile-starter's
+/// `user_emails`: `is_verified`, in `UNIQUE (email) WHERE is_verified`,
+/// read as the key (email, is_verified) that the unique email carries, is
+/// redrawn until `is_primary IS FALSE OR is_verified IS TRUE` holds).
+fn free_unique_columns(
+    table: &crate::catalog::schema::Table,
+    facts: &[ColFacts],
+    referenced: &[usize],
+    tp: &mut TablePlan,
+) {
+    let sc = &tp.checked;
+    if sc.is_empty() || table.partitioned || table.partitioning.is_some() {
+        return;
+    }
+    let fk_pick = |c: usize| {
+        tp.fks
+            .iter()
+            .find(|f| f.cols.contains(&c))
+            .map(|f| matches!(f.pick, Pick::UniqueGlobal) && f.cols.len() == 1)
+    };
+    // Unique across the whole table whatever the other columns are: an
+    // ordinal or a within-parent digit is unique only beside its parent.
+    let carries = |d: usize| match fk_pick(d) {
+        Some(global) => global,
+        None => {
+            let g = unwrap_nullable(&tp.cols[d].generator);
+            let redrawn = sc.redraw.contains(&d);
+            g.is_unique()
+                && !matches!(g, Gen::Ordinal { .. })
+                && (!redrawn || matches!(g, Gen::Text { unique: true, .. }))
+        }
+    };
+    let free = |c: usize| {
+        let in_keys: Vec<_> = table.uniques.iter().filter(|u| u.cols.contains(&c)).collect();
+        !in_keys.is_empty()
+            && fk_pick(c).is_none()
+            && !table.columns[c].generated
+            && !referenced.contains(&c)
+            && !matches!(
+                tp.cols[c].generator,
+                Gen::Joint { .. } | Gen::Sequence { .. } | Gen::IntUnique { .. } | Gen::Ordinal { .. }
+            )
+            && !tp.cols[c].generator.is_unique()
+            && in_keys
+                .iter()
+                .all(|u| u.cols.iter().any(|&d| d != c && carries(d)))
+    };
+    let read: Vec<usize> = sc.cols();
+    let add: Vec<usize> = read
+        .into_iter()
+        .filter(|c| sc.redraw.binary_search(c).is_err() && free(*c))
+        .collect();
+    if add.is_empty() {
+        return;
+    }
+    let nullable: Vec<usize> = add
+        .iter()
+        .copied()
+        .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
+        .collect();
+    let sc = &mut tp.checked;
+    sc.redraw.extend(add);
+    sc.redraw.sort_unstable();
+    sc.nullable.extend(nullable);
+    sc.nullable.sort_unstable();
+}
+
 /// Whether the facts of one CHECK fit the columns they name, so generators
 /// can honour them: a regex on a text column (not citext, whose `~` ignores
 /// case) within the subset [`shape::native_regex`] accepts, case and blanks
@@ -1498,6 +1569,57 @@ fn orphan_columns(
     Ok(())
 }
 
+/// The unique keys [`uniqueness`] makes hold, in the order it takes them.
+/// A column with one value (`CHECK (active)`, `CHECK (kind = 'x')`, a
+/// one-value enum), which a unique key's column never leaves NULL, repeats
+/// in every row: the key holds exactly when the rest of it does, so the
+/// rest is the key (a key of only such columns stays as it is, and holds
+/// one row). A key that holds a smaller one holds with it, so smaller keys
+/// come first, then the primary key, then the others (koji's
+/// tag_inheritance: `UNIQUE (tag_id, priority, active)` is `(tag_id,
+/// priority)`, which the primary key `(create_event, tag_id, priority)`
+/// holds once `priority` is unique).
+fn keys_to_hold(
+    table: &crate::catalog::schema::Table,
+    facts: &[ColFacts],
+    fk_cols: &HashMap<usize, usize>,
+    tp: &TablePlan,
+    assigned: &[bool],
+) -> Vec<crate::catalog::schema::Unique> {
+    let one_value = |c: usize| {
+        let col = &table.columns[c];
+        if fk_cols.contains_key(&c) || col.generated {
+            return false;
+        }
+        let domain = if assigned[c] {
+            tp.cols[c].generator.domain()
+        } else {
+            default_gen(table, col, &facts[c]).and_then(|g| g.domain())
+        };
+        domain == Some(1)
+    };
+    let keys: Vec<crate::catalog::schema::Unique> = table
+        .uniques
+        .iter()
+        .map(|u| {
+            let rest: Vec<usize> = u.cols.iter().copied().filter(|c| !one_value(*c)).collect();
+            let mut k = u.clone();
+            if !rest.is_empty() {
+                k.cols = rest;
+            }
+            k
+        })
+        .collect();
+    let holds_smaller = |u: &crate::catalog::schema::Unique| {
+        keys.iter()
+            .any(|v| v.cols.len() < u.cols.len() && v.cols.iter().all(|c| u.cols.contains(c)))
+    };
+    let mut ordered: Vec<(bool, crate::catalog::schema::Unique)> =
+        keys.iter().map(|u| (holds_smaller(u), u.clone())).collect();
+    ordered.sort_by_key(|(bigger, u)| (*bigger, !u.primary));
+    ordered.into_iter().map(|(_, u)| u).collect()
+}
+
 /// Phase: every unique constraint (primary key first) holds by
 /// construction: one of its columns becomes a sequence, a permutation, a
 /// per-parent ordinal or a joint digit group, or the spec's generator is
@@ -1519,26 +1641,28 @@ fn uniqueness(
 ) -> Result<()> {
     // Uniqueness.
     let max_per_parent = max_children(tp, tables);
-    let mut uniques = table.uniques.clone();
-    uniques.sort_by_key(|u| !u.primary);
+    let uniques = keys_to_hold(table, facts, fk_cols, tp, assigned);
     for u in &uniques {
         for c in &u.cols {
             if let Some(fi) = fk_cols.get(c) {
                 tp.fks[*fi].null_p = 0.0;
             }
         }
+        let pfk_cols: Vec<usize> = primary.map(|p| tp.fks[p].cols.clone()).unwrap_or_default();
+        let beside_parent = !pfk_cols.is_empty() && pfk_cols.iter().all(|c| u.cols.contains(c));
+        // An ordinal among the primary parent's children is unique only in a
+        // key that holds the parent too (koji's tag_inheritance: `priority`,
+        // an ordinal under `create_event`, repeated in UNIQUE (tag_id, priority, active)).
         if u.cols.iter().any(|c| {
-            tp.cols[*c].generator.is_unique()
+            let g = &tp.cols[*c].generator;
+            (g.is_unique() && (beside_parent || !matches!(g, Gen::Ordinal { .. })))
                 || fk_cols
                     .get(c)
                     .is_some_and(|fi| matches!(tp.fks[*fi].pick, Pick::UniqueGlobal))
         }) {
             continue;
         }
-        let pfk_cols: Vec<usize> = primary.map(|p| tp.fks[p].cols.clone()).unwrap_or_default();
-        let within = !pfk_cols.is_empty()
-            && pfk_cols.iter().all(|c| u.cols.contains(c))
-            && u.cols.len() > pfk_cols.len();
+        let within = beside_parent && u.cols.len() > pfk_cols.len();
         let rest: Vec<usize> = u
             .cols
             .iter()
@@ -2379,6 +2503,7 @@ fn plan_pass(
                 &mut assigned,
             )?;
             remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
+            free_unique_columns(table, &facts, &referenced, &mut tp);
             keys_fit(
                 table,
                 &display,
