@@ -430,3 +430,34 @@ fn a_one_value_column_leaves_the_rest_of_its_key_unique() {
     );
     assert!(checks(&db).iter().all(|c| c.contains(" true CHECK")));
 }
+
+/// Issue 9 point 2, koji's `cg_users`: `UNIQUE (cg_id, user_id, active)`
+/// with `CHECK (active)` is the key (cg_id, user_id), which the primary key
+/// (create_event, cg_id, user_id) holds. Before, the primary key was taken
+/// again and re-enumerated `user_id`, and re-creating the unique index
+/// failed on a duplicate.
+#[test]
+fn a_key_holding_a_held_key_is_not_taken_again() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE events (id serial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now());
+         CREATE TABLE users (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE content_generator (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE cg_users (
+             cg_id int NOT NULL REFERENCES content_generator (id),
+             user_id int NOT NULL REFERENCES users (id),
+             create_event int NOT NULL REFERENCES events(id),
+             active boolean DEFAULT true CHECK (active),
+             PRIMARY KEY (create_event, cg_id, user_id),
+             UNIQUE (cg_id, user_id, active)
+         );",
+    );
+    let out = seed(&db, &["--rows", "300"]);
+    assert_exit(&out, 0);
+    let rows = count(&db, "SELECT count(*) FROM cg_users");
+    assert!(rows >= 300, "{rows} rows");
+    assert_eq!(
+        count(&db, "SELECT count(DISTINCT (cg_id, user_id)) FROM cg_users"),
+        rows
+    );
+}

@@ -1642,12 +1642,21 @@ fn uniqueness(
     // Uniqueness.
     let max_per_parent = max_children(tp, tables);
     let uniques = keys_to_hold(table, facts, fk_cols, tp, assigned);
+    let mut held: Vec<Vec<usize>> = Vec::new();
     for u in &uniques {
         for c in &u.cols {
             if let Some(fi) = fk_cols.get(c) {
                 tp.fks[*fi].null_p = 0.0;
             }
         }
+        // A key that holds one made to hold already holds with it; taking
+        // it again would re-pick its columns (koji's cg_users: the primary
+        // key (create_event, cg_id, user_id) re-enumerated `user_id`, which
+        // (cg_id, user_id) had made distinct per content generator).
+        if held.iter().any(|h| h.iter().all(|c| u.cols.contains(c))) {
+            continue;
+        }
+        held.push(u.cols.clone());
         let pfk_cols: Vec<usize> = primary.map(|p| tp.fks[p].cols.clone()).unwrap_or_default();
         let beside_parent = !pfk_cols.is_empty() && pfk_cols.iter().all(|c| u.cols.contains(c));
         // An ordinal among the primary parent's children is unique only in a
