@@ -962,6 +962,17 @@ fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Sh
     (!s.is_empty()).then(|| Box::new(s))
 }
 
+/// A foreign key whose column a native CHECK fact sets (`parent IS NOT
+/// NULL OR label IS NULL` read as `parent IS NOT NULL`) is never NULL: a
+/// self reference's first row then references itself (koji's `task`).
+fn fks_set_by_checks(facts: &[ColFacts], fks: &mut [FkPlan]) {
+    for f in fks {
+        if f.cols.iter().any(|c| facts[*c].not_null) {
+            f.nullable = false;
+        }
+    }
+}
+
 /// Phase: the table's foreign keys to seeded parents (as plan positions),
 /// and those to parents planck does not seed.
 fn table_fks(
@@ -2304,7 +2315,8 @@ fn plan_pass(
             let (facts, checked) = check_facts(table, ci, &display, res, &referenced)?;
 
             // Foreign keys to seeded parents; the primary parent.
-            let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
+            let (mut fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
+            fks_set_by_checks(&facts, &mut fks);
             let placed = |f: &FkPlan| f.parent < pi;
             let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
             let is_tenant = Some(ci) == tenant;
