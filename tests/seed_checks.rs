@@ -485,3 +485,39 @@ fn a_check_fact_sets_a_nullable_self_reference() {
         500
     );
 }
+
+/// Issue 9 point 1, koji's `rpminfo`: of `(draft IS NULL AND build_id IS
+/// NULL AND external_repo_id <> 0) OR (draft IS NOT NULL AND build_id IS
+/// NOT NULL AND external_repo_id = 0)`, the first branch asks a foreign key
+/// for a value its parent (a reference table holding only key 0) does not
+/// have. Before, that branch was taken and the value moved off 0, which
+/// broke the foreign key; now the branch every parent key meets is taken.
+#[test]
+fn an_or_takes_the_branch_a_reference_parent_can_meet() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE external_repo (id serial PRIMARY KEY, name text UNIQUE NOT NULL);
+         INSERT INTO external_repo (id, name) VALUES (0, 'INTERNAL');
+         CREATE TABLE build (id serial PRIMARY KEY, draft boolean NOT NULL DEFAULT false,
+                             UNIQUE (id, draft));
+         CREATE TABLE rpminfo (
+             id serial PRIMARY KEY,
+             build_id int,
+             draft boolean,
+             external_repo_id int NOT NULL REFERENCES external_repo(id),
+             FOREIGN KEY (build_id, draft) REFERENCES build (id, draft),
+             CONSTRAINT sane CHECK (
+                 (draft IS NULL AND build_id IS NULL AND external_repo_id <> 0)
+                 OR (draft IS NOT NULL AND build_id IS NOT NULL AND external_repo_id = 0))
+         );",
+    );
+    let out = seed(&db, &["--rows", "200"]);
+    assert_exit(&out, 0);
+    assert!(count(&db, "SELECT count(*) FROM rpminfo") >= 200);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM rpminfo WHERE external_repo_id <> 0"),
+        0
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM external_repo"), 1);
+    assert!(checks(&db).iter().all(|c| c.contains(" true CHECK")));
+}

@@ -33,12 +33,18 @@ pub const DEFAULT_SEED: u64 = 20_260_101;
 /// Rows of a table nothing else sizes, before --scale.
 pub const DEFAULT_ROWS: u64 = 1000;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     pub seed: u64,
     pub scale: f64,
     pub default_rows: Option<u64>,
+    /// The keys reference tables (rows the migrations wrote) hold, by
+    /// table oid and column: what foreign keys into them can take.
+    pub reference_keys: ReferenceKeys,
 }
+
+/// Table oid -> column -> the keys it holds.
+pub type ReferenceKeys = HashMap<u32, HashMap<usize, std::sync::Arc<Vec<Val>>>>;
 
 #[derive(Debug, Clone)]
 pub enum Layout {
@@ -688,7 +694,23 @@ fn check_facts(
     display: &str,
     res: &Resolved,
     referenced: &[usize],
+    listed: &HashMap<usize, std::sync::Arc<Vec<Val>>>,
 ) -> Result<(Vec<ColFacts>, ServerChecks)> {
+    // A foreign key's value is its parent's key: a fact on it holds only
+    // when every key the parent holds meets it (a reference table's).
+    let honoured = |m: &BTreeMap<String, ColFacts>| {
+        m.iter().all(|(name, f)| {
+            let Some(c) = table.column(name) else {
+                return true;
+            };
+            if !table.fks.iter().any(|k| k.cols.contains(&c)) || !check_expr::bounds_values(f) {
+                return true;
+            }
+            listed
+                .get(&c)
+                .is_some_and(|keys| !keys.is_empty() && keys.iter().all(|k| check_expr::admits(f, k)))
+        })
+    };
     // A column the spec gives a generator keeps it: a shape (regex, case,
     // NULL pattern) would overwrite its values, so the server checks them.
     let spec_shaped = |m: &BTreeMap<String, ColFacts>| {
@@ -726,7 +748,7 @@ fn check_facts(
                         .is_some_and(|c| facts[c].nulls.is_some_and(|g| Some(g) != f.nulls))
             })
         };
-        match check_expr::facts(&ch.def, None)
+        match check_expr::facts_where(&ch.def, None, &honoured)
             .filter(|m| native_fits(table, m) && !spec_shaped(m) && !regrouped(m, &facts))
         {
             Some(m) => {
@@ -889,6 +911,32 @@ fn free_unique_columns(
     sc.redraw.sort_unstable();
     sc.nullable.extend(nullable);
     sc.nullable.sort_unstable();
+}
+
+/// The keys a single-column foreign key can take when its parent is a
+/// reference table (rows the migrations wrote, kept as they are), by column.
+fn listed_parent_keys(
+    cat: &Catalog,
+    table: &crate::catalog::schema::Table,
+    reference: &ReferenceKeys,
+    res: &Resolved,
+) -> HashMap<usize, std::sync::Arc<Vec<Val>>> {
+    let mut out = HashMap::new();
+    for f in &table.fks {
+        let ([c], [pc]) = (&f.cols[..], &f.parent_cols[..]) else {
+            continue;
+        };
+        let Some(p) = f.parent.filter(|p| !res.excluded.contains(p)) else {
+            continue;
+        };
+        if let Some(keys) = reference
+            .get(&cat.tables[p].oid)
+            .and_then(|cols| cols.get(pc))
+        {
+            out.insert(*c, keys.clone());
+        }
+    }
+    out
 }
 
 /// Whether the facts of one CHECK fit the columns they name, so generators
@@ -2312,7 +2360,8 @@ fn plan_pass(
                 .filter(|f| f.parent == Some(ci))
                 .flat_map(|f| f.parent_cols.iter().copied())
                 .collect();
-            let (facts, checked) = check_facts(table, ci, &display, res, &referenced)?;
+            let listed = listed_parent_keys(cat, table, &opts.reference_keys, res);
+            let (facts, checked) = check_facts(table, ci, &display, res, &referenced, &listed)?;
 
             // Foreign keys to seeded parents; the primary parent.
             let (mut fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
@@ -2931,6 +2980,7 @@ mod plan_tests {
             seed: 1,
             scale: 1.0,
             default_rows: None,
+            reference_keys: ReferenceKeys::new(),
         }
     }
 
