@@ -521,3 +521,66 @@ fn an_or_takes_the_branch_a_reference_parent_can_meet() {
     assert_eq!(count(&db, "SELECT count(*) FROM external_repo"), 1);
     assert!(checks(&db).iter().all(|c| c.contains(" true CHECK")));
 }
+
+/// Issue 9 point 8: `EXCLUDE USING gist (room WITH =, during WITH &&)`
+/// (btree_gist equality and range overlap) holds: the range column takes
+/// row slots that never overlap (tstzrange, daterange, int4range), and an
+/// exclusion of `=` elements only is held as a unique key. Before, ranges
+/// were drawn at random and the COPY broke the constraint.
+#[test]
+fn exclusion_constraints_hold_with_non_overlapping_ranges() {
+    let db = test_db!();
+    db.exec(
+        "CREATE EXTENSION IF NOT EXISTS btree_gist;
+         CREATE TABLE rooms (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE bookings (
+             id serial PRIMARY KEY,
+             room int NOT NULL REFERENCES rooms,
+             during tstzrange NOT NULL,
+             days daterange NOT NULL,
+             seats int4range NOT NULL,
+             code int NOT NULL,
+             CONSTRAINT no_double_booking EXCLUDE USING gist (room WITH =, during WITH &&),
+             CONSTRAINT one_per_day EXCLUDE USING gist (days WITH &&),
+             CONSTRAINT seats_apart EXCLUDE USING gist (room WITH =, seats WITH &&),
+             CONSTRAINT code_once EXCLUDE USING btree (code WITH =)
+         );",
+    );
+    let out = seed(&db, &["--rows", "300"]);
+    assert_exit(&out, 0);
+    let rows = count(&db, "SELECT count(*) FROM bookings");
+    assert!(rows >= 300, "{rows} rows");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM bookings a JOIN bookings b ON a.id <> b.id
+              AND a.room = b.room AND a.during && b.during"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE conrelid = 'bookings'::regclass
+              AND contype = 'x' AND convalidated"
+        ),
+        4
+    );
+}
+
+/// Issue 9 point 8: an exclusion planck cannot hold (`&&` on circles) is a
+/// plan error naming the constraint; nothing is written.
+#[test]
+fn an_exclusion_planck_cannot_hold_names_the_constraint() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE zones (id serial PRIMARY KEY, area circle NOT NULL,
+                             CONSTRAINT zones_apart EXCLUDE USING gist (area WITH &&));",
+    );
+    let out = seed(&db, &["--rows", "50"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("zones_apart"), "{err}");
+    assert!(err.contains("ranges of integers, dates and timestamps"), "{err}");
+    assert_eq!(count(&db, "SELECT count(*) FROM zones"), 0);
+}

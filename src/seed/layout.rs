@@ -1358,6 +1358,64 @@ fn exclusions_supported(table: &crate::catalog::schema::Table, display: &str) ->
     Ok(())
 }
 
+/// Phase: the range column of each `EXCLUDE (... WITH =, col WITH &&)`
+/// takes row-numbered slots that never overlap, so the constraint holds
+/// whatever its equality columns are. An exclusion of `=` elements only is
+/// a unique key (see [`keys_to_hold`]). A `&&` on anything but a range of
+/// integers, dates or timestamps, or on a column the spec gives values,
+/// is an error naming the constraint.
+fn exclusion_slots(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    for x in &table.exclusions {
+        let Some(&(Some(c), _)) = x.elems.iter().find(|(_, op)| op == "&&") else {
+            continue;
+        };
+        let col = &table.columns[c];
+        let refuse = |why: String| {
+            seed_err(
+                display,
+                Some(&col.name),
+                format!("exclusion constraint {} ({}): {why}", x.name, x.def),
+                format!(
+                    "exclude {display} in the spec (`exclude = [\"{display}\"]`) or run with --skip-unseedable"
+                ),
+            )
+        };
+        let (start, width, micros) = match &col.kind {
+            TypeKind::Range(sub) if sub.is_int() => {
+                // Integers 1, 11, 21, ...: narrower when the type would overflow.
+                let room = (sub.int_max() as u64 / (tp.rows + 1)).max(1);
+                (1, room.min(10) as i64, false)
+            }
+            TypeKind::Range(sub) if matches!(**sub, TypeKind::Date) => (T_LO, DAY, true),
+            TypeKind::Range(sub) if sub.is_time() => (T_LO, DAY / 24, true),
+            _ => {
+                return Err(refuse(format!(
+                    "planck keeps `WITH &&` apart on ranges of integers, dates and timestamps, and {} is {}",
+                    col.name, col.type_name
+                )));
+            }
+        };
+        if assigned[c] {
+            return Err(refuse(format!(
+                "the spec gives {} values, which cannot keep its ranges apart",
+                col.name
+            )));
+        }
+        tp.cols[c].generator = Gen::Slot {
+            start,
+            width,
+            micros,
+        };
+        assigned[c] = true;
+    }
+    Ok(())
+}
+
 /// Phase: what the spec says of a column must suit the column's type: a
 /// `range` inside what the type holds (`[0, 100000]` on a smallint wrapped
 /// in the encoder), `after` naming a column of the same kind of time.
@@ -1657,12 +1715,28 @@ fn keys_to_hold(
         };
         domain == Some(1)
     };
+    // `EXCLUDE (a WITH =, b WITH =)` is UNIQUE (a, b).
+    let equal_only = table.exclusions.iter().filter_map(|x| {
+        let cols: Option<Vec<usize>> = x
+            .elems
+            .iter()
+            .map(|(c, op)| c.filter(|_| op == "="))
+            .collect();
+        cols.filter(|c| !c.is_empty())
+            .map(|cols| crate::catalog::schema::Unique {
+                name: x.name.clone(),
+                cols,
+                primary: false,
+            })
+    });
     let keys: Vec<crate::catalog::schema::Unique> = table
         .uniques
         .iter()
+        .cloned()
+        .chain(equal_only)
         .map(|u| {
             let rest: Vec<usize> = u.cols.iter().copied().filter(|c| !one_value(*c)).collect();
-            let mut k = u.clone();
+            let mut k = u;
             if !rest.is_empty() {
                 k.cols = rest;
             }
@@ -2557,6 +2631,7 @@ fn plan_pass(
             }
 
             partition_keys(table, &display, &mut tp, &mut assigned)?;
+            exclusion_slots(table, &display, &mut tp, &mut assigned)?;
 
             uniqueness(
                 sf,
