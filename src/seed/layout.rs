@@ -107,6 +107,10 @@ pub struct JointGroup {
     /// or `a <= b`: the group enumerates the ordered pairs of parent rows
     /// (digit 0 the lower) instead of every combination.
     pub pairs: Option<bool>,
+    /// With `pairs`: the parent's keys do not grow with its rows (uuid, a
+    /// permuted integer), so each pair's two keys are put in order by
+    /// value instead of by row number.
+    pub sorted: bool,
 }
 
 /// How many pairs (i, j) of `n` rows have i < j (`strict`) or i <= j.
@@ -374,6 +378,11 @@ impl Plan {
 
     pub fn fk_value(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
         let f = &self.tables[t].fks[fk];
+        if let Pick::Joint { group, digit } = f.pick
+            && self.tables[t].joints[group].sorted
+        {
+            return self.sorted_pair_value(t, fk, group, digit, ctx.row);
+        }
         match self.fk_row(t, fk, ctx) {
             None => Val::Null,
             Some(prow) => {
@@ -390,6 +399,28 @@ impl Plan {
                 self.value(f.parent, pc, &pctx)
             }
         }
+    }
+
+    /// One key of an ordered pair whose parent keys are not in row order:
+    /// the pair's two parent keys, the lower for digit 0.
+    fn sorted_pair_value(&self, t: usize, fk: usize, group: usize, digit: usize, row: u64) -> Val {
+        let f = &self.tables[t].fks[fk];
+        if self.tables[f.parent].rows == 0 {
+            return Val::Null;
+        }
+        let key = |d: usize| {
+            let prow = self.joint_digit(t, group, d, row);
+            let pctx = self.ctx(f.parent, prow);
+            self.value(f.parent, f.parent_cols[0], &pctx)
+        };
+        let (a, b) = (key(0), key(1));
+        let swap = match (&a, &b) {
+            (Val::Int(x), Val::Int(y)) => x > y,
+            (Val::Uuid(x), Val::Uuid(y)) => x > y,
+            _ => false,
+        };
+        let (lo, hi) = if swap { (b, a) } else { (a, b) };
+        if digit == 0 { lo } else { hi }
     }
 
     pub fn total_rows(&self) -> u64 {
@@ -1284,6 +1315,8 @@ struct OrderedPair {
     lo: usize,
     hi: usize,
     strict: bool,
+    /// The parent's keys are not in row order: order each pair by value.
+    sorted: bool,
 }
 
 /// The ordered pair of a table, when the parent's key grows with its row
@@ -1303,9 +1336,14 @@ fn ordered_pair(
             return None;
         }
         let parent = tables.get(fa.parent)?;
-        if !matches!(parent.cols.get(fa.parent_cols[0])?.generator, Gen::Sequence { step, .. } if step > 0) {
-            return None;
-        }
+        let pcol = parent.cols.get(fa.parent_cols[0])?;
+        // Keys in row order (a sequence), or of a kind whose order planck
+        // knows (integers, uuids; a text's order is its collation's).
+        let sorted = match pcol.generator {
+            Gen::Sequence { step, .. } if step > 0 => false,
+            _ if pcol.kind.is_int() || matches!(pcol.kind, TypeKind::Uuid) => true,
+            _ => return None,
+        };
         let name = |c: usize| table.columns[c].name.as_str();
         let after = |hi: usize, lo: usize| {
             facts[hi]
@@ -1315,9 +1353,19 @@ fn ordered_pair(
                 .map(|(_, strict)| *strict)
         };
         if let Some(strict) = after(b, a) {
-            Some(OrderedPair { lo: a, hi: b, strict })
+            Some(OrderedPair {
+                lo: a,
+                hi: b,
+                strict,
+                sorted,
+            })
         } else {
-            after(a, b).map(|strict| OrderedPair { lo: b, hi: a, strict })
+            after(a, b).map(|strict| OrderedPair {
+                lo: b,
+                hi: a,
+                strict,
+                sorted,
+            })
         }
     })
 }
@@ -2071,6 +2119,7 @@ fn uniqueness(
             perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
             radices,
             pairs: pairs.map(|p| p.strict),
+            sorted: pairs.is_some_and(|p| p.sorted),
         });
         for (digit, (c, fk)) in members.iter().enumerate() {
             match fk {
