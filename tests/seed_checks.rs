@@ -379,7 +379,12 @@ fn a_key_column_another_column_keeps_unique_is_redrawn() {
     assert_eq!(checks(&db), before);
     assert!(before.iter().all(|c| c.contains(" true CHECK")));
     assert!(count(&db, "SELECT count(*) FROM user_emails WHERE is_primary") > 0);
-    assert!(count(&db, "SELECT count(*) FROM user_emails WHERE NOT is_verified") > 0);
+    assert!(
+        count(
+            &db,
+            "SELECT count(*) FROM user_emails WHERE NOT is_verified"
+        ) > 0
+    );
     assert_eq!(
         count(
             &db,
@@ -515,7 +520,10 @@ fn an_or_takes_the_branch_a_reference_parent_can_meet() {
     assert_exit(&out, 0);
     assert!(count(&db, "SELECT count(*) FROM rpminfo") >= 200);
     assert_eq!(
-        count(&db, "SELECT count(*) FROM rpminfo WHERE external_repo_id <> 0"),
+        count(
+            &db,
+            "SELECT count(*) FROM rpminfo WHERE external_repo_id <> 0"
+        ),
         0
     );
     assert_eq!(count(&db, "SELECT count(*) FROM external_repo"), 1);
@@ -581,6 +589,9 @@ fn an_exclusion_planck_cannot_hold_names_the_constraint() {
     assert_exit(&out, 2);
     let err = stderr(&out);
     assert!(err.contains("zones_apart"), "{err}");
-    assert!(err.contains("ranges of integers, dates and timestamps"), "{err}");
+    assert!(
+        err.contains("ranges of integers, dates and timestamps"),
+        "{err}"
+    );
     assert_eq!(count(&db, "SELECT count(*) FROM zones"), 0);
 }

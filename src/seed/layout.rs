@@ -737,9 +737,9 @@ fn check_facts(
             if !table.fks.iter().any(|k| k.cols.contains(&c)) || !check_expr::bounds_values(f) {
                 return true;
             }
-            listed
-                .get(&c)
-                .is_some_and(|keys| !keys.is_empty() && keys.iter().all(|k| check_expr::admits(f, k)))
+            listed.get(&c).is_some_and(|keys| {
+                !keys.is_empty() && keys.iter().all(|k| check_expr::admits(f, k))
+            })
         })
     };
     // A column the spec gives a generator keeps it: a shape (regex, case,
@@ -910,14 +910,21 @@ fn free_unique_columns(
         }
     };
     let free = |c: usize| {
-        let in_keys: Vec<_> = table.uniques.iter().filter(|u| u.cols.contains(&c)).collect();
+        let in_keys: Vec<_> = table
+            .uniques
+            .iter()
+            .filter(|u| u.cols.contains(&c))
+            .collect();
         !in_keys.is_empty()
             && fk_pick(c).is_none()
             && !table.columns[c].generated
             && !referenced.contains(&c)
             && !matches!(
                 tp.cols[c].generator,
-                Gen::Joint { .. } | Gen::Sequence { .. } | Gen::IntUnique { .. } | Gen::Ordinal { .. }
+                Gen::Joint { .. }
+                    | Gen::Sequence { .. }
+                    | Gen::IntUnique { .. }
+                    | Gen::Ordinal { .. }
             )
             && !tp.cols[c].generator.is_unique()
             && in_keys
