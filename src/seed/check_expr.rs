@@ -845,6 +845,40 @@ mod tests {
     }
 
     #[test]
+    fn an_or_prefers_the_branch_the_table_can_honour() {
+        use crate::seed::generate::Val;
+        let def = "CHECK ((((draft IS NULL) AND (build_id IS NULL) AND (repo <> 0)) OR ((draft IS NOT NULL) AND (build_id IS NOT NULL) AND (repo = 0))))";
+        // Fewest NOT NULL demands: the first branch.
+        let f = facts(def, None).unwrap();
+        assert_eq!(f["repo"].not_eq, vec![Lit::Num(0.0)]);
+        // The parent holds only key 0: the second branch.
+        let keys = [Val::Int(0)];
+        let ok = |m: &BTreeMap<String, ColFacts>| {
+            m.get("repo")
+                .is_none_or(|f| keys.iter().all(|k| admits(f, k)))
+        };
+        let f = facts_where(def, None, &ok).unwrap();
+        assert_eq!(f["repo"].in_list, Some(vec![Lit::Num(0.0)]));
+        assert!(f["draft"].not_null && f["build_id"].not_null);
+        // No branch honoured: the old choice stands.
+        let f = facts_where(def, None, &|_| false).unwrap();
+        assert_eq!(f["repo"].not_eq, vec![Lit::Num(0.0)]);
+    }
+
+    #[test]
+    fn admits_checks_equality_and_bounds() {
+        use crate::seed::generate::Val;
+        let f = facts("CHECK (((n > 1) AND (n <= 5) AND (n <> 3)))", None).unwrap();
+        let n = &f["n"];
+        let ok: Vec<i64> = (0..7).filter(|i| admits(n, &Val::Int(*i))).collect();
+        assert_eq!(ok, vec![2, 4, 5]);
+        let f = facts("CHECK ((kind = ANY (ARRAY['a'::text, 'b'::text])))", None).unwrap();
+        assert!(admits(&f["kind"], &Val::Text("a".into())));
+        assert!(!admits(&f["kind"], &Val::Text("c".into())));
+        assert!(!admits(&f["kind"], &Val::Int(1)));
+    }
+
+    #[test]
     fn koji_paired_nulls_read_their_second_branch() {
         let f = facts(
             "CHECK ((((active IS NULL) AND (revoke_event IS NOT NULL) AND (revoker_id IS NOT NULL)) OR ((active IS NOT NULL) AND (revoke_event IS NULL) AND (revoker_id IS NULL))))",
