@@ -348,3 +348,250 @@ fn no_passing_candidate_names_check() {
     }
     assert_eq!(count(&db, "SELECT count(*) FROM doomed"), 0);
 }
+
+/// Issue 9 point 1, graphile-starter's `user_emails`: every column of
+/// `CHECK (is_primary IS FALSE OR is_verified IS TRUE)` sits in a partial
+/// unique index (`UNIQUE (email) WHERE is_verified`, `UNIQUE (user_id)
+/// WHERE is_primary`), read as the keys (email, is_verified) and (user_id,
+/// is_primary). Before, key columns were never redrawn and no candidate
+/// passed; now `is_verified`, whose key the unique `email` carries, is
+/// redrawn, and both partial indexes hold.
+#[test]
+fn a_key_column_another_column_keeps_unique_is_redrawn() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE users (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text NOT NULL);
+         CREATE TABLE user_emails (
+             id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+             user_id uuid NOT NULL REFERENCES users ON DELETE CASCADE,
+             email text NOT NULL,
+             is_verified boolean NOT NULL DEFAULT false,
+             is_primary boolean NOT NULL DEFAULT false,
+             UNIQUE (user_id, email),
+             CONSTRAINT must_be_verified_to_be_primary CHECK (is_primary IS FALSE OR is_verified IS TRUE)
+         );
+         CREATE UNIQUE INDEX verified_email ON user_emails (email) WHERE (is_verified IS TRUE);
+         CREATE UNIQUE INDEX primary_email ON user_emails (user_id) WHERE (is_primary IS TRUE);",
+    );
+    let before = checks(&db);
+    let out = seed(&db, &["--rows", "200", "--verbose"]);
+    assert_exit(&out, 0);
+    assert_eq!(checks(&db), before);
+    assert!(before.iter().all(|c| c.contains(" true CHECK")));
+    assert!(count(&db, "SELECT count(*) FROM user_emails WHERE is_primary") > 0);
+    assert!(
+        count(
+            &db,
+            "SELECT count(*) FROM user_emails WHERE NOT is_verified"
+        ) > 0
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM pg_index WHERE indrelid = 'user_emails'::regclass AND indisvalid"
+        ),
+        4
+    );
+}
+
+/// Issue 9 point 2, koji's `tag_inheritance`: `UNIQUE (tag_id, priority,
+/// active)` with `CHECK (active)`. `active` has one value, so the key is
+/// (tag_id, priority). Before, `priority` was an ordinal under
+/// `create_event` (the primary key's parent), taken as unique everywhere,
+/// and re-creating the unique index failed on a duplicate; now the smaller
+/// key is made to hold first and the primary key holds with it.
+#[test]
+fn a_one_value_column_leaves_the_rest_of_its_key_unique() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE events (id serial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now());
+         CREATE TABLE tag (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE tag_inheritance (
+             create_event int NOT NULL REFERENCES events(id),
+             revoke_event int REFERENCES events(id),
+             revoker_id int REFERENCES tag(id),
+             tag_id int NOT NULL REFERENCES tag(id),
+             parent_id int NOT NULL REFERENCES tag(id),
+             priority int NOT NULL,
+             active boolean DEFAULT true CHECK (active),
+             CONSTRAINT active_revoke_sane CHECK (
+                 (active IS NULL AND revoke_event IS NOT NULL AND revoker_id IS NOT NULL)
+                 OR (active IS NOT NULL AND revoke_event IS NULL AND revoker_id IS NULL)),
+             PRIMARY KEY (create_event, tag_id, priority),
+             UNIQUE (tag_id, priority, active),
+             UNIQUE (tag_id, parent_id, active)
+         );",
+    );
+    let out = seed(&db, &["--rows", "300"]);
+    assert_exit(&out, 0);
+    let rows = count(&db, "SELECT count(*) FROM tag_inheritance");
+    assert!(rows >= 300, "{rows} rows");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(DISTINCT (tag_id, priority)) FROM tag_inheritance WHERE active"
+        ),
+        rows
+    );
+    assert!(checks(&db).iter().all(|c| c.contains(" true CHECK")));
+}
+
+/// Issue 9 point 2, koji's `cg_users`: `UNIQUE (cg_id, user_id, active)`
+/// with `CHECK (active)` is the key (cg_id, user_id), which the primary key
+/// (create_event, cg_id, user_id) holds. Before, the primary key was taken
+/// again and re-enumerated `user_id`, and re-creating the unique index
+/// failed on a duplicate.
+#[test]
+fn a_key_holding_a_held_key_is_not_taken_again() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE events (id serial PRIMARY KEY, at timestamptz NOT NULL DEFAULT now());
+         CREATE TABLE users (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE content_generator (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE cg_users (
+             cg_id int NOT NULL REFERENCES content_generator (id),
+             user_id int NOT NULL REFERENCES users (id),
+             create_event int NOT NULL REFERENCES events(id),
+             active boolean DEFAULT true CHECK (active),
+             PRIMARY KEY (create_event, cg_id, user_id),
+             UNIQUE (cg_id, user_id, active)
+         );",
+    );
+    let out = seed(&db, &["--rows", "300"]);
+    assert_exit(&out, 0);
+    let rows = count(&db, "SELECT count(*) FROM cg_users");
+    assert!(rows >= 300, "{rows} rows");
+    assert_eq!(
+        count(&db, "SELECT count(DISTINCT (cg_id, user_id)) FROM cg_users"),
+        rows
+    );
+}
+
+/// Issue 9 point 1, koji's `task`: `CHECK (parent IS NOT NULL OR label IS
+/// NULL)` is read as `parent IS NOT NULL`, and `parent` is a nullable self
+/// reference. Before, its first row (and one in ten) had no parent beside
+/// a label, which broke the CHECK; now the fact makes the foreign key NOT
+/// NULL and the first row references itself.
+#[test]
+fn a_check_fact_sets_a_nullable_self_reference() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE task (
+             id serial PRIMARY KEY,
+             parent int REFERENCES task (id),
+             label varchar(255),
+             CONSTRAINT parent_label_sane CHECK (parent IS NOT NULL OR label IS NULL),
+             UNIQUE (parent, label)
+         );",
+    );
+    seed_and_hold(&db, "task", 500, &[]);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM task WHERE label IS NOT NULL"),
+        500
+    );
+}
+
+/// Issue 9 point 1, koji's `rpminfo`: of `(draft IS NULL AND build_id IS
+/// NULL AND external_repo_id <> 0) OR (draft IS NOT NULL AND build_id IS
+/// NOT NULL AND external_repo_id = 0)`, the first branch asks a foreign key
+/// for a value its parent (a reference table holding only key 0) does not
+/// have. Before, that branch was taken and the value moved off 0, which
+/// broke the foreign key; now the branch every parent key meets is taken.
+#[test]
+fn an_or_takes_the_branch_a_reference_parent_can_meet() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE external_repo (id serial PRIMARY KEY, name text UNIQUE NOT NULL);
+         INSERT INTO external_repo (id, name) VALUES (0, 'INTERNAL');
+         CREATE TABLE build (id serial PRIMARY KEY, draft boolean NOT NULL DEFAULT false,
+                             UNIQUE (id, draft));
+         CREATE TABLE rpminfo (
+             id serial PRIMARY KEY,
+             build_id int,
+             draft boolean,
+             external_repo_id int NOT NULL REFERENCES external_repo(id),
+             FOREIGN KEY (build_id, draft) REFERENCES build (id, draft),
+             CONSTRAINT sane CHECK (
+                 (draft IS NULL AND build_id IS NULL AND external_repo_id <> 0)
+                 OR (draft IS NOT NULL AND build_id IS NOT NULL AND external_repo_id = 0))
+         );",
+    );
+    let out = seed(&db, &["--rows", "200"]);
+    assert_exit(&out, 0);
+    assert!(count(&db, "SELECT count(*) FROM rpminfo") >= 200);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM rpminfo WHERE external_repo_id <> 0"
+        ),
+        0
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM external_repo"), 1);
+    assert!(checks(&db).iter().all(|c| c.contains(" true CHECK")));
+}
+
+/// Issue 9 point 8: `EXCLUDE USING gist (room WITH =, during WITH &&)`
+/// (btree_gist equality and range overlap) holds: the range column takes
+/// row slots that never overlap (tstzrange, daterange, int4range), and an
+/// exclusion of `=` elements only is held as a unique key. Before, ranges
+/// were drawn at random and the COPY broke the constraint.
+#[test]
+fn exclusion_constraints_hold_with_non_overlapping_ranges() {
+    let db = test_db!();
+    db.exec(
+        "CREATE EXTENSION IF NOT EXISTS btree_gist;
+         CREATE TABLE rooms (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE bookings (
+             id serial PRIMARY KEY,
+             room int NOT NULL REFERENCES rooms,
+             during tstzrange NOT NULL,
+             days daterange NOT NULL,
+             seats int4range NOT NULL,
+             code int NOT NULL,
+             CONSTRAINT no_double_booking EXCLUDE USING gist (room WITH =, during WITH &&),
+             CONSTRAINT one_per_day EXCLUDE USING gist (days WITH &&),
+             CONSTRAINT seats_apart EXCLUDE USING gist (room WITH =, seats WITH &&),
+             CONSTRAINT code_once EXCLUDE USING btree (code WITH =)
+         );",
+    );
+    let out = seed(&db, &["--rows", "300"]);
+    assert_exit(&out, 0);
+    let rows = count(&db, "SELECT count(*) FROM bookings");
+    assert!(rows >= 300, "{rows} rows");
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM bookings a JOIN bookings b ON a.id <> b.id
+              AND a.room = b.room AND a.during && b.during"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE conrelid = 'bookings'::regclass
+              AND contype = 'x' AND convalidated"
+        ),
+        4
+    );
+}
+
+/// Issue 9 point 8: an exclusion planck cannot hold (`&&` on circles) is a
+/// plan error naming the constraint; nothing is written.
+#[test]
+fn an_exclusion_planck_cannot_hold_names_the_constraint() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE zones (id serial PRIMARY KEY, area circle NOT NULL,
+                             CONSTRAINT zones_apart EXCLUDE USING gist (area WITH &&));",
+    );
+    let out = seed(&db, &["--rows", "50"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("zones_apart"), "{err}");
+    assert!(
+        err.contains("ranges of integers, dates and timestamps"),
+        "{err}"
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM zones"), 0);
+}

@@ -158,7 +158,7 @@ fn issue9_pagila_seeds_in_one_run() {
 }
 
 #[test]
-#[ignore = "issue 9 open: user_emails' `is_primary IS FALSE OR is_verified IS TRUE` reads only key columns (partial unique indexes), which the server path never redraws"]
+
 fn issue9_graphile_starter_seeds_in_one_run() {
     let db = test_db!();
     load(&db, &common::fixture("graphile-starter/load.sh"));
@@ -166,7 +166,6 @@ fn issue9_graphile_starter_seeds_in_one_run() {
 }
 
 #[test]
-#[ignore = "issue 9 open: UNIQUE (tag_id, priority, active) with CHECK (active) needs NULL for the rows past one per key; the uniqueness phase does not use it yet"]
 fn issue9_koji_seeds_in_one_run() {
     let db = test_db!();
     load(&db, &common::fixture("koji/load.sh"));

@@ -697,6 +697,7 @@ fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
                 seed: layout::DEFAULT_SEED,
                 scale: 1.0,
                 default_rows: None,
+                reference_keys: Default::default(),
             },
         )
         .unwrap();

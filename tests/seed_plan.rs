@@ -317,6 +317,39 @@ fn ordered_pairs_of_foreign_keys_hold_their_check_and_key() {
     );
 }
 
+/// Issue 9 point 4: the same over keys that do not grow with the parent's
+/// rows: uuids, and integers without a sequence (a permutation). Before,
+/// only sequence keys were paired, and a row in two had `tag1 > tag2`;
+/// now each pair of parent rows is put in order by key value.
+#[test]
+fn ordered_pairs_over_uuid_and_permuted_keys_hold() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE tags (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text NOT NULL);
+         CREATE TABLE related_tags (
+             tag1 uuid NOT NULL REFERENCES tags, tag2 uuid NOT NULL REFERENCES tags,
+             PRIMARY KEY (tag1, tag2), CHECK (tag1 < tag2));
+         CREATE TABLE labels (id int PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE related_labels (
+             a int NOT NULL REFERENCES labels, b int NOT NULL REFERENCES labels,
+             UNIQUE (a, b), CHECK (a <= b));",
+    );
+    let out = seed_with(&db, None, &["--rows", "30"]);
+    assert_exit(&out, 0);
+    for (t, bad) in [
+        ("related_tags", "tag1 >= tag2"),
+        ("related_labels", "a > b"),
+    ] {
+        let n = rows_of(&db, t);
+        assert!(n >= 30, "{t}: {n} rows\n{}", stderr(&out));
+        assert_eq!(
+            count(&db, &format!("SELECT count(*) FROM {t} WHERE {bad}")),
+            0,
+            "{t}"
+        );
+    }
+}
+
 /// Issue 9 point 4: composite unique keys mixing foreign-key and other
 /// columns, under a tenant planck detects.
 #[test]

@@ -348,9 +348,12 @@ fn apply_bound(f: &mut ColFacts, op: &str, lit: Lit) -> bool {
     true
 }
 
-fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> bool {
+/// Which facts the table can honour (an OR takes a branch it can).
+type Accept<'a> = &'a dyn Fn(&BTreeMap<String, ColFacts>) -> bool;
+
+fn conjunct(e: &Ex, vn: Option<&str>, ok: Accept, out: &mut BTreeMap<String, ColFacts>) -> bool {
     match e {
-        Ex::And(v) => v.iter().all(|x| conjunct(x, vn, out)),
+        Ex::And(v) => v.iter().all(|x| conjunct(x, vn, ok, out)),
         Ex::IsNull(x, false) => match col_of(x, vn) {
             Some(c) => {
                 out.entry(c).or_default().not_null = true;
@@ -366,7 +369,7 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
             None => false,
         },
         Ex::Not(x) => match &**x {
-            Ex::IsNull(y, true) => conjunct(&Ex::IsNull(y.clone(), false), vn, out),
+            Ex::IsNull(y, true) => conjunct(&Ex::IsNull(y.clone(), false), vn, ok, out),
             Ex::Col(_) => match col_of(x, vn) {
                 Some(c) => {
                     out.entry(c).or_default().in_list = Some(vec![Lit::Bool(false)]);
@@ -406,7 +409,7 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
                 .collect();
             match rest.as_slice() {
                 [] if guards.len() >= 2 => null_group(&guards, NullRule::AtMostOne, e, out),
-                [one] => conjunct(one, vn, out),
+                [one] => conjunct(one, vn, ok, out),
                 _ => false,
             }
         }
@@ -417,18 +420,25 @@ fn conjunct(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> b
             // Values that meet one branch meet the OR: of the branches planck
             // reads, the one with the fewest NOT NULL demands (a nullable
             // foreign key cannot promise a value; a NULL it can always give).
-            let mut best: Option<(usize, BTreeMap<String, ColFacts>)> = None;
+            // A branch the table can honour comes first (koji's rpminfo:
+            // `external_repo_id <> 0` cannot hold when the referenced table
+            // holds only key 0; the other branch, `= 0`, always does).
+            let mut best: Option<(bool, usize, BTreeMap<String, ColFacts>)> = None;
             for x in v {
                 let mut scratch = out.clone();
-                if conjunct(x, vn, &mut scratch) {
+                if conjunct(x, vn, ok, &mut scratch) {
+                    let honoured = ok(&scratch);
                     let demands = scratch.values().filter(|f| f.not_null).count();
-                    if best.as_ref().is_none_or(|(d, _)| demands < *d) {
-                        best = Some((demands, scratch));
+                    if best
+                        .as_ref()
+                        .is_none_or(|(h, d, _)| (!honoured, demands) < (!*h, *d))
+                    {
+                        best = Some((honoured, demands, scratch));
                     }
                 }
             }
             match best {
-                Some((_, m)) => {
+                Some((_, _, m)) => {
                     *out = m;
                     true
                 }
@@ -663,9 +673,74 @@ fn null_group(
 /// Facts per column of one CHECK definition; None when it is not understood.
 /// `value_name` renames a domain's `VALUE` to the column.
 pub fn facts(def: &str, value_name: Option<&str>) -> Option<BTreeMap<String, ColFacts>> {
+    facts_where(def, value_name, &|_| true)
+}
+
+/// [`facts`], where an OR prefers a branch whose facts `ok` accepts.
+pub fn facts_where(
+    def: &str,
+    value_name: Option<&str>,
+    ok: Accept,
+) -> Option<BTreeMap<String, ColFacts>> {
     let e = parse(def)?;
     let mut out = BTreeMap::new();
-    conjunct(&e, value_name, &mut out).then_some(out)
+    conjunct(&e, value_name, ok, &mut out).then_some(out)
+}
+
+/// Whether the facts say anything of a column's values beyond NULL-ness.
+pub fn bounds_values(f: &ColFacts) -> bool {
+    f.in_list.is_some()
+        || f.lo.is_some()
+        || f.hi.is_some()
+        || !f.not_eq.is_empty()
+        || f.regex.is_some()
+        || f.min_len.is_some()
+        || f.max_len.is_some()
+        || f.lower
+        || f.trim
+        || f.nonempty
+        || !f.after.is_empty()
+}
+
+/// Whether `v` meets the value facts of `f` (an integer or a text; any
+/// other value, or a fact on more than equality and bounds, does not).
+pub fn admits(f: &ColFacts, v: &crate::seed::generate::Val) -> bool {
+    use crate::seed::generate::Val;
+    if f.regex.is_some()
+        || f.min_len.is_some()
+        || f.max_len.is_some()
+        || f.lower
+        || f.trim
+        || f.nonempty
+        || !f.after.is_empty()
+    {
+        return false;
+    }
+    let eq = |l: &Lit| match (l, v) {
+        (Lit::Num(n), Val::Int(i)) => *n == *i as f64,
+        (Lit::Str(s), Val::Text(t)) => s == t,
+        (Lit::Bool(b), Val::Bool(c)) => b == c,
+        _ => false,
+    };
+    let num = match v {
+        Val::Int(i) => Some(*i as f64),
+        _ => None,
+    };
+    let above = |b: &Option<(Lit, bool)>, up: bool| match b {
+        None => true,
+        Some((Lit::Num(n), incl)) => num.is_some_and(|x| {
+            if up {
+                x > *n || (*incl && x == *n)
+            } else {
+                x < *n || (*incl && x == *n)
+            }
+        }),
+        Some(_) => false,
+    };
+    f.in_list.as_ref().is_none_or(|l| l.iter().any(eq))
+        && !f.not_eq.iter().any(eq)
+        && above(&f.lo, true)
+        && above(&f.hi, false)
 }
 
 /// Merges facts of several constraints on one column.
@@ -767,6 +842,40 @@ mod tests {
         assert_eq!(f["price"].lo, Some((Lit::Num(0.0), true)));
         let f = facts("CHECK ((char_length(name) <= 20))", None).unwrap();
         assert_eq!(f["name"].max_len, Some(20));
+    }
+
+    #[test]
+    fn an_or_prefers_the_branch_the_table_can_honour() {
+        use crate::seed::generate::Val;
+        let def = "CHECK ((((draft IS NULL) AND (build_id IS NULL) AND (repo <> 0)) OR ((draft IS NOT NULL) AND (build_id IS NOT NULL) AND (repo = 0))))";
+        // Fewest NOT NULL demands: the first branch.
+        let f = facts(def, None).unwrap();
+        assert_eq!(f["repo"].not_eq, vec![Lit::Num(0.0)]);
+        // The parent holds only key 0: the second branch.
+        let keys = [Val::Int(0)];
+        let ok = |m: &BTreeMap<String, ColFacts>| {
+            m.get("repo")
+                .is_none_or(|f| keys.iter().all(|k| admits(f, k)))
+        };
+        let f = facts_where(def, None, &ok).unwrap();
+        assert_eq!(f["repo"].in_list, Some(vec![Lit::Num(0.0)]));
+        assert!(f["draft"].not_null && f["build_id"].not_null);
+        // No branch honoured: the old choice stands.
+        let f = facts_where(def, None, &|_| false).unwrap();
+        assert_eq!(f["repo"].not_eq, vec![Lit::Num(0.0)]);
+    }
+
+    #[test]
+    fn admits_checks_equality_and_bounds() {
+        use crate::seed::generate::Val;
+        let f = facts("CHECK (((n > 1) AND (n <= 5) AND (n <> 3)))", None).unwrap();
+        let n = &f["n"];
+        let ok: Vec<i64> = (0..7).filter(|i| admits(n, &Val::Int(*i))).collect();
+        assert_eq!(ok, vec![2, 4, 5]);
+        let f = facts("CHECK ((kind = ANY (ARRAY['a'::text, 'b'::text])))", None).unwrap();
+        assert!(admits(&f["kind"], &Val::Text("a".into())));
+        assert!(!admits(&f["kind"], &Val::Text("c".into())));
+        assert!(!admits(&f["kind"], &Val::Int(1)));
     }
 
     #[test]

@@ -201,6 +201,14 @@ pub enum Gen {
     },
     /// One of the partitions' ranges, then uniform inside it.
     Ranges(Vec<(i64, i64)>),
+    /// Row r's range `[start + r·width, start + (r + 1)·width)`: ranges of
+    /// different rows never overlap (an exclusion's `WITH &&`). `micros`:
+    /// the bounds are times, else integers.
+    Slot {
+        start: i64,
+        width: i64,
+        micros: bool,
+    },
     /// NULL with probability `p`, else `inner`.
     Nullable {
         p: f64,
@@ -657,6 +665,15 @@ impl Gen {
                 } else {
                     inner.nth(plan.joint_digit(t, *group, *digit, row))
                 }
+            }
+            Gen::Slot {
+                start,
+                width,
+                micros,
+            } => {
+                let lo = start.wrapping_add((row as i64).wrapping_mul(*width));
+                let bound = |x: i64| if *micros { Val::Micros(x) } else { Val::Int(x) };
+                Val::Array(vec![bound(lo), bound(lo.wrapping_add(*width))])
             }
             Gen::Ranges(ranges) => {
                 if ranges.is_empty() {

@@ -33,12 +33,18 @@ pub const DEFAULT_SEED: u64 = 20_260_101;
 /// Rows of a table nothing else sizes, before --scale.
 pub const DEFAULT_ROWS: u64 = 1000;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     pub seed: u64,
     pub scale: f64,
     pub default_rows: Option<u64>,
+    /// The keys reference tables (rows the migrations wrote) hold, by
+    /// table oid and column: what foreign keys into them can take.
+    pub reference_keys: ReferenceKeys,
 }
+
+/// Table oid -> column -> the keys it holds.
+pub type ReferenceKeys = HashMap<u32, HashMap<usize, std::sync::Arc<Vec<Val>>>>;
 
 #[derive(Debug, Clone)]
 pub enum Layout {
@@ -101,6 +107,10 @@ pub struct JointGroup {
     /// or `a <= b`: the group enumerates the ordered pairs of parent rows
     /// (digit 0 the lower) instead of every combination.
     pub pairs: Option<bool>,
+    /// With `pairs`: the parent's keys do not grow with its rows (uuid, a
+    /// permuted integer), so each pair's two keys are put in order by
+    /// value instead of by row number.
+    pub sorted: bool,
 }
 
 /// How many pairs (i, j) of `n` rows have i < j (`strict`) or i <= j.
@@ -368,6 +378,11 @@ impl Plan {
 
     pub fn fk_value(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
         let f = &self.tables[t].fks[fk];
+        if let Pick::Joint { group, digit } = f.pick
+            && self.tables[t].joints[group].sorted
+        {
+            return self.sorted_pair_value(t, fk, group, digit, ctx.row);
+        }
         match self.fk_row(t, fk, ctx) {
             None => Val::Null,
             Some(prow) => {
@@ -384,6 +399,28 @@ impl Plan {
                 self.value(f.parent, pc, &pctx)
             }
         }
+    }
+
+    /// One key of an ordered pair whose parent keys are not in row order:
+    /// the pair's two parent keys, the lower for digit 0.
+    fn sorted_pair_value(&self, t: usize, fk: usize, group: usize, digit: usize, row: u64) -> Val {
+        let f = &self.tables[t].fks[fk];
+        if self.tables[f.parent].rows == 0 {
+            return Val::Null;
+        }
+        let key = |d: usize| {
+            let prow = self.joint_digit(t, group, d, row);
+            let pctx = self.ctx(f.parent, prow);
+            self.value(f.parent, f.parent_cols[0], &pctx)
+        };
+        let (a, b) = (key(0), key(1));
+        let swap = match (&a, &b) {
+            (Val::Int(x), Val::Int(y)) => x > y,
+            (Val::Uuid(x), Val::Uuid(y)) => x > y,
+            _ => false,
+        };
+        let (lo, hi) = if swap { (b, a) } else { (a, b) };
+        if digit == 0 { lo } else { hi }
     }
 
     pub fn total_rows(&self) -> u64 {
@@ -688,7 +725,23 @@ fn check_facts(
     display: &str,
     res: &Resolved,
     referenced: &[usize],
+    listed: &HashMap<usize, std::sync::Arc<Vec<Val>>>,
 ) -> Result<(Vec<ColFacts>, ServerChecks)> {
+    // A foreign key's value is its parent's key: a fact on it holds only
+    // when every key the parent holds meets it (a reference table's).
+    let honoured = |m: &BTreeMap<String, ColFacts>| {
+        m.iter().all(|(name, f)| {
+            let Some(c) = table.column(name) else {
+                return true;
+            };
+            if !table.fks.iter().any(|k| k.cols.contains(&c)) || !check_expr::bounds_values(f) {
+                return true;
+            }
+            listed.get(&c).is_some_and(|keys| {
+                !keys.is_empty() && keys.iter().all(|k| check_expr::admits(f, k))
+            })
+        })
+    };
     // A column the spec gives a generator keeps it: a shape (regex, case,
     // NULL pattern) would overwrite its values, so the server checks them.
     let spec_shaped = |m: &BTreeMap<String, ColFacts>| {
@@ -726,7 +779,7 @@ fn check_facts(
                         .is_some_and(|c| facts[c].nulls.is_some_and(|g| Some(g) != f.nulls))
             })
         };
-        match check_expr::facts(&ch.def, None)
+        match check_expr::facts_where(&ch.def, None, &honoured)
             .filter(|m| native_fits(table, m) && !spec_shaped(m) && !regrouped(m, &facts))
         {
             Some(m) => {
@@ -820,6 +873,110 @@ fn check_facts(
     ))
 }
 
+/// Phase (after uniqueness): a column of a unique key that another column
+/// of every such key already keeps unique by construction (a sequence, a
+/// unique text or uuid, a foreign key that takes each parent row once) is
+/// no key value: redrawing it cannot repeat a key. Those the server's
+/// CHECKs read join the columns attempts redraw (graphile-starter's
+/// `user_emails`: `is_verified`, in `UNIQUE (email) WHERE is_verified`,
+/// read as the key (email, is_verified) that the unique email carries, is
+/// redrawn until `is_primary IS FALSE OR is_verified IS TRUE` holds).
+fn free_unique_columns(
+    table: &crate::catalog::schema::Table,
+    facts: &[ColFacts],
+    referenced: &[usize],
+    tp: &mut TablePlan,
+) {
+    let sc = &tp.checked;
+    if sc.is_empty() || table.partitioned || table.partitioning.is_some() {
+        return;
+    }
+    let fk_pick = |c: usize| {
+        tp.fks
+            .iter()
+            .find(|f| f.cols.contains(&c))
+            .map(|f| matches!(f.pick, Pick::UniqueGlobal) && f.cols.len() == 1)
+    };
+    // Unique across the whole table whatever the other columns are: an
+    // ordinal or a within-parent digit is unique only beside its parent.
+    let carries = |d: usize| match fk_pick(d) {
+        Some(global) => global,
+        None => {
+            let g = unwrap_nullable(&tp.cols[d].generator);
+            let redrawn = sc.redraw.contains(&d);
+            g.is_unique()
+                && !matches!(g, Gen::Ordinal { .. })
+                && (!redrawn || matches!(g, Gen::Text { unique: true, .. }))
+        }
+    };
+    let free = |c: usize| {
+        let in_keys: Vec<_> = table
+            .uniques
+            .iter()
+            .filter(|u| u.cols.contains(&c))
+            .collect();
+        !in_keys.is_empty()
+            && fk_pick(c).is_none()
+            && !table.columns[c].generated
+            && !referenced.contains(&c)
+            && !matches!(
+                tp.cols[c].generator,
+                Gen::Joint { .. }
+                    | Gen::Sequence { .. }
+                    | Gen::IntUnique { .. }
+                    | Gen::Ordinal { .. }
+            )
+            && !tp.cols[c].generator.is_unique()
+            && in_keys
+                .iter()
+                .all(|u| u.cols.iter().any(|&d| d != c && carries(d)))
+    };
+    let read: Vec<usize> = sc.cols();
+    let add: Vec<usize> = read
+        .into_iter()
+        .filter(|c| sc.redraw.binary_search(c).is_err() && free(*c))
+        .collect();
+    if add.is_empty() {
+        return;
+    }
+    let nullable: Vec<usize> = add
+        .iter()
+        .copied()
+        .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
+        .collect();
+    let sc = &mut tp.checked;
+    sc.redraw.extend(add);
+    sc.redraw.sort_unstable();
+    sc.nullable.extend(nullable);
+    sc.nullable.sort_unstable();
+}
+
+/// The keys a single-column foreign key can take when its parent is a
+/// reference table (rows the migrations wrote, kept as they are), by column.
+fn listed_parent_keys(
+    cat: &Catalog,
+    table: &crate::catalog::schema::Table,
+    reference: &ReferenceKeys,
+    res: &Resolved,
+) -> HashMap<usize, std::sync::Arc<Vec<Val>>> {
+    let mut out = HashMap::new();
+    for f in &table.fks {
+        let ([c], [pc]) = (&f.cols[..], &f.parent_cols[..]) else {
+            continue;
+        };
+        let Some(p) = f.parent.filter(|p| !res.excluded.contains(p)) else {
+            continue;
+        };
+        if let Some(keys) = reference
+            .get(&cat.tables[p].oid)
+            .and_then(|cols| cols.get(pc))
+        {
+            out.insert(*c, keys.clone());
+        }
+    }
+    out
+}
+
 /// Whether the facts of one CHECK fit the columns they name, so generators
 /// can honour them: a regex on a text column (not citext, whose `~` ignores
 /// case) within the subset [`shape::native_regex`] accepts, case and blanks
@@ -889,6 +1046,17 @@ fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Sh
         }),
     };
     (!s.is_empty()).then(|| Box::new(s))
+}
+
+/// A foreign key whose column a native CHECK fact sets (`parent IS NOT
+/// NULL OR label IS NULL` read as `parent IS NOT NULL`) is never NULL: a
+/// self reference's first row then references itself (koji's `task`).
+fn fks_set_by_checks(facts: &[ColFacts], fks: &mut [FkPlan]) {
+    for f in fks {
+        if f.cols.iter().any(|c| facts[*c].not_null) {
+            f.nullable = false;
+        }
+    }
 }
 
 /// Phase: the table's foreign keys to seeded parents (as plan positions),
@@ -1154,6 +1322,8 @@ struct OrderedPair {
     lo: usize,
     hi: usize,
     strict: bool,
+    /// The parent's keys are not in row order: order each pair by value.
+    sorted: bool,
 }
 
 /// The ordered pair of a table, when the parent's key grows with its row
@@ -1173,9 +1343,14 @@ fn ordered_pair(
             return None;
         }
         let parent = tables.get(fa.parent)?;
-        if !matches!(parent.cols.get(fa.parent_cols[0])?.generator, Gen::Sequence { step, .. } if step > 0) {
-            return None;
-        }
+        let pcol = parent.cols.get(fa.parent_cols[0])?;
+        // Keys in row order (a sequence), or of a kind whose order planck
+        // knows (integers, uuids; a text's order is its collation's).
+        let sorted = match pcol.generator {
+            Gen::Sequence { step, .. } if step > 0 => false,
+            _ if pcol.kind.is_int() || matches!(pcol.kind, TypeKind::Uuid) => true,
+            _ => return None,
+        };
         let name = |c: usize| table.columns[c].name.as_str();
         let after = |hi: usize, lo: usize| {
             facts[hi]
@@ -1185,9 +1360,19 @@ fn ordered_pair(
                 .map(|(_, strict)| *strict)
         };
         if let Some(strict) = after(b, a) {
-            Some(OrderedPair { lo: a, hi: b, strict })
+            Some(OrderedPair {
+                lo: a,
+                hi: b,
+                strict,
+                sorted,
+            })
         } else {
-            after(a, b).map(|strict| OrderedPair { lo: b, hi: a, strict })
+            after(a, b).map(|strict| OrderedPair {
+                lo: b,
+                hi: a,
+                strict,
+                sorted,
+            })
         }
     })
 }
@@ -1224,6 +1409,64 @@ fn exclusions_supported(table: &crate::catalog::schema::Table, display: &str) ->
                 ),
             ));
         }
+    }
+    Ok(())
+}
+
+/// Phase: the range column of each `EXCLUDE (... WITH =, col WITH &&)`
+/// takes row-numbered slots that never overlap, so the constraint holds
+/// whatever its equality columns are. An exclusion of `=` elements only is
+/// a unique key (see [`keys_to_hold`]). A `&&` on anything but a range of
+/// integers, dates or timestamps, or on a column the spec gives values,
+/// is an error naming the constraint.
+fn exclusion_slots(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) -> Result<()> {
+    for x in &table.exclusions {
+        let Some(&(Some(c), _)) = x.elems.iter().find(|(_, op)| op == "&&") else {
+            continue;
+        };
+        let col = &table.columns[c];
+        let refuse = |why: String| {
+            seed_err(
+                display,
+                Some(&col.name),
+                format!("exclusion constraint {} ({}): {why}", x.name, x.def),
+                format!(
+                    "exclude {display} in the spec (`exclude = [\"{display}\"]`) or run with --skip-unseedable"
+                ),
+            )
+        };
+        let (start, width, micros) = match &col.kind {
+            TypeKind::Range(sub) if sub.is_int() => {
+                // Integers 1, 11, 21, ...: narrower when the type would overflow.
+                let room = (sub.int_max() as u64 / (tp.rows + 1)).max(1);
+                (1, room.min(10) as i64, false)
+            }
+            TypeKind::Range(sub) if matches!(**sub, TypeKind::Date) => (T_LO, DAY, true),
+            TypeKind::Range(sub) if sub.is_time() => (T_LO, DAY / 24, true),
+            _ => {
+                return Err(refuse(format!(
+                    "planck keeps `WITH &&` apart on ranges of integers, dates and timestamps, and {} is {}",
+                    col.name, col.type_name
+                )));
+            }
+        };
+        if assigned[c] {
+            return Err(refuse(format!(
+                "the spec gives {} values, which cannot keep its ranges apart",
+                col.name
+            )));
+        }
+        tp.cols[c].generator = Gen::Slot {
+            start,
+            width,
+            micros,
+        };
+        assigned[c] = true;
     }
     Ok(())
 }
@@ -1498,6 +1741,73 @@ fn orphan_columns(
     Ok(())
 }
 
+/// The unique keys [`uniqueness`] makes hold, in the order it takes them.
+/// A column with one value (`CHECK (active)`, `CHECK (kind = 'x')`, a
+/// one-value enum), which a unique key's column never leaves NULL, repeats
+/// in every row: the key holds exactly when the rest of it does, so the
+/// rest is the key (a key of only such columns stays as it is, and holds
+/// one row). A key that holds a smaller one holds with it, so smaller keys
+/// come first, then the primary key, then the others (koji's
+/// tag_inheritance: `UNIQUE (tag_id, priority, active)` is `(tag_id,
+/// priority)`, which the primary key `(create_event, tag_id, priority)`
+/// holds once `priority` is unique).
+fn keys_to_hold(
+    table: &crate::catalog::schema::Table,
+    facts: &[ColFacts],
+    fk_cols: &HashMap<usize, usize>,
+    tp: &TablePlan,
+    assigned: &[bool],
+) -> Vec<crate::catalog::schema::Unique> {
+    let one_value = |c: usize| {
+        let col = &table.columns[c];
+        if fk_cols.contains_key(&c) || col.generated {
+            return false;
+        }
+        let domain = if assigned[c] {
+            tp.cols[c].generator.domain()
+        } else {
+            default_gen(table, col, &facts[c]).and_then(|g| g.domain())
+        };
+        domain == Some(1)
+    };
+    // `EXCLUDE (a WITH =, b WITH =)` is UNIQUE (a, b).
+    let equal_only = table.exclusions.iter().filter_map(|x| {
+        let cols: Option<Vec<usize>> = x
+            .elems
+            .iter()
+            .map(|(c, op)| c.filter(|_| op == "="))
+            .collect();
+        cols.filter(|c| !c.is_empty())
+            .map(|cols| crate::catalog::schema::Unique {
+                name: x.name.clone(),
+                cols,
+                primary: false,
+            })
+    });
+    let keys: Vec<crate::catalog::schema::Unique> = table
+        .uniques
+        .iter()
+        .cloned()
+        .chain(equal_only)
+        .map(|u| {
+            let rest: Vec<usize> = u.cols.iter().copied().filter(|c| !one_value(*c)).collect();
+            let mut k = u;
+            if !rest.is_empty() {
+                k.cols = rest;
+            }
+            k
+        })
+        .collect();
+    let holds_smaller = |u: &crate::catalog::schema::Unique| {
+        keys.iter()
+            .any(|v| v.cols.len() < u.cols.len() && v.cols.iter().all(|c| u.cols.contains(c)))
+    };
+    let mut ordered: Vec<(bool, crate::catalog::schema::Unique)> =
+        keys.iter().map(|u| (holds_smaller(u), u.clone())).collect();
+    ordered.sort_by_key(|(bigger, u)| (*bigger, !u.primary));
+    ordered.into_iter().map(|(_, u)| u).collect()
+}
+
 /// Phase: every unique constraint (primary key first) holds by
 /// construction: one of its columns becomes a sequence, a permutation, a
 /// per-parent ordinal or a joint digit group, or the spec's generator is
@@ -1519,26 +1829,37 @@ fn uniqueness(
 ) -> Result<()> {
     // Uniqueness.
     let max_per_parent = max_children(tp, tables);
-    let mut uniques = table.uniques.clone();
-    uniques.sort_by_key(|u| !u.primary);
+    let uniques = keys_to_hold(table, facts, fk_cols, tp, assigned);
+    let mut held: Vec<Vec<usize>> = Vec::new();
     for u in &uniques {
         for c in &u.cols {
             if let Some(fi) = fk_cols.get(c) {
                 tp.fks[*fi].null_p = 0.0;
             }
         }
+        // A key that holds one made to hold already holds with it; taking
+        // it again would re-pick its columns (koji's cg_users: the primary
+        // key (create_event, cg_id, user_id) re-enumerated `user_id`, which
+        // (cg_id, user_id) had made distinct per content generator).
+        if held.iter().any(|h| h.iter().all(|c| u.cols.contains(c))) {
+            continue;
+        }
+        held.push(u.cols.clone());
+        let pfk_cols: Vec<usize> = primary.map(|p| tp.fks[p].cols.clone()).unwrap_or_default();
+        let beside_parent = !pfk_cols.is_empty() && pfk_cols.iter().all(|c| u.cols.contains(c));
+        // An ordinal among the primary parent's children is unique only in a
+        // key that holds the parent too (koji's tag_inheritance: `priority`,
+        // an ordinal under `create_event`, repeated in UNIQUE (tag_id, priority, active)).
         if u.cols.iter().any(|c| {
-            tp.cols[*c].generator.is_unique()
+            let g = &tp.cols[*c].generator;
+            (g.is_unique() && (beside_parent || !matches!(g, Gen::Ordinal { .. })))
                 || fk_cols
                     .get(c)
                     .is_some_and(|fi| matches!(tp.fks[*fi].pick, Pick::UniqueGlobal))
         }) {
             continue;
         }
-        let pfk_cols: Vec<usize> = primary.map(|p| tp.fks[p].cols.clone()).unwrap_or_default();
-        let within = !pfk_cols.is_empty()
-            && pfk_cols.iter().all(|c| u.cols.contains(c))
-            && u.cols.len() > pfk_cols.len();
+        let within = beside_parent && u.cols.len() > pfk_cols.len();
         let rest: Vec<usize> = u
             .cols
             .iter()
@@ -1805,6 +2126,7 @@ fn uniqueness(
             perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
             radices,
             pairs: pairs.map(|p| p.strict),
+            sorted: pairs.is_some_and(|p| p.sorted),
         });
         for (digit, (c, fk)) in members.iter().enumerate() {
             match fk {
@@ -2168,10 +2490,12 @@ fn plan_pass(
                 .filter(|f| f.parent == Some(ci))
                 .flat_map(|f| f.parent_cols.iter().copied())
                 .collect();
-            let (facts, checked) = check_facts(table, ci, &display, res, &referenced)?;
+            let listed = listed_parent_keys(cat, table, &opts.reference_keys, res);
+            let (facts, checked) = check_facts(table, ci, &display, res, &referenced, &listed)?;
 
             // Foreign keys to seeded parents; the primary parent.
-            let (fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
+            let (mut fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
+            fks_set_by_checks(&facts, &mut fks);
             let placed = |f: &FkPlan| f.parent < pi;
             let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
             let is_tenant = Some(ci) == tenant;
@@ -2363,6 +2687,7 @@ fn plan_pass(
             }
 
             partition_keys(table, &display, &mut tp, &mut assigned)?;
+            exclusion_slots(table, &display, &mut tp, &mut assigned)?;
 
             uniqueness(
                 sf,
@@ -2379,6 +2704,7 @@ fn plan_pass(
                 &mut assigned,
             )?;
             remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
+            free_unique_columns(table, &facts, &referenced, &mut tp);
             keys_fit(
                 table,
                 &display,
@@ -2785,6 +3111,7 @@ mod plan_tests {
             seed: 1,
             scale: 1.0,
             default_rows: None,
+            reference_keys: ReferenceKeys::new(),
         }
     }
 

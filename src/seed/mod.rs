@@ -71,10 +71,11 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         Some(p) => SpecFile::load(p)?,
         None => SpecFile::default(),
     };
-    let plan_opts = layout::Options {
+    let mut plan_opts = layout::Options {
         seed: opts.seed,
         scale: opts.scale,
         default_rows: opts.rows,
+        reference_keys: layout::ReferenceKeys::new(),
     };
     let writes = !(opts.dry_run || opts.generate_only);
     // A dry run writes nothing, not even the clean-up of an interrupted run,
@@ -121,6 +122,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     }
     drop(client);
     let started = Instant::now();
+    plan_opts.reference_keys = kept.keys(&cat)?;
     let mut plan = layout::build_skipping(&cat, &sf, &plan_opts, opts.skip_unseedable)?;
     kept.wire(&cat, &mut plan)?;
     let plan = Arc::new(plan);

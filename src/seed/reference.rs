@@ -157,11 +157,24 @@ impl Kept {
 
     /// Gives each referenced column of a reference table its existing keys.
     pub fn wire(&self, cat: &Catalog, plan: &mut Plan) -> Result<()> {
-        for (i, cols, keys) in &self.reference {
-            let table = &cat.tables[*i];
-            let Some(tp) = plan.tables.iter_mut().find(|tp| tp.oid == table.oid) else {
+        for (oid, cols) in self.keys(cat)? {
+            let Some(tp) = plan.tables.iter_mut().find(|tp| tp.oid == oid) else {
                 continue;
             };
+            for (c, vals) in cols {
+                tp.cols[c].generator = Gen::Listed(vals);
+            }
+        }
+        Ok(())
+    }
+
+    /// The existing keys of each referenced column of each reference table,
+    /// by table oid and column.
+    pub fn keys(&self, cat: &Catalog) -> Result<crate::seed::layout::ReferenceKeys> {
+        let mut out = crate::seed::layout::ReferenceKeys::new();
+        for (i, cols, keys) in &self.reference {
+            let table = &cat.tables[*i];
+            let of_table = out.entry(table.oid).or_default();
             for (part, &c) in cols.iter().enumerate() {
                 let col = &table.columns[c];
                 let vals = keys
@@ -183,10 +196,10 @@ impl Kept {
                             table.name
                         )),
                     })?;
-                tp.cols[c].generator = Gen::Listed(Arc::new(vals));
+                of_table.insert(c, Arc::new(vals));
             }
         }
-        Ok(())
+        Ok(out)
     }
 }
 

@@ -69,7 +69,7 @@ impl ServerChecks {
     }
 
     /// Every column the candidates table holds (sorted).
-    fn cols(&self) -> Vec<usize> {
+    pub(crate) fn cols(&self) -> Vec<usize> {
         let mut v: Vec<usize> = self.checks.iter().flat_map(|c| c.cols.clone()).collect();
         v.sort_unstable();
         v.dedup();
