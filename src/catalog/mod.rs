@@ -11,6 +11,7 @@
 //! what they share is how a relation is named, here.
 
 pub mod expr;
+pub mod functions;
 pub mod planner;
 pub mod schema;
 

@@ -15,6 +15,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
+use super::in_function::{self, Bound, Sources};
 use super::plan_tree::{Mode, Plan, PlanKind};
 use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
@@ -144,6 +145,9 @@ struct Shared {
     tenancy: Option<Tenancy>,
     opts: EngineOptions,
     sampler: Sampler,
+    /// The SQL and plpgsql functions, read at the first statement recorded
+    /// inside a function (see `in_function`).
+    functions: tokio::sync::OnceCell<Sources>,
 }
 
 pub struct Engine {
@@ -167,6 +171,7 @@ impl Engine {
                 catalog,
                 tenancy,
                 opts,
+                functions: tokio::sync::OnceCell::new(),
             }),
         })
     }
@@ -336,13 +341,33 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
         e.status = Status::Skipped(reason);
         return Ok(e);
     }
+    let in_functions = only_in_functions(&e.stmt);
+    if in_functions && in_function::is_expression(&e.text) {
+        e.status = Status::Skipped(
+            "plpgsql's own evaluation of an expression inside a function (a SELECT without \
+             FROM): noise, what the functions it calls do is recorded on its own"
+                .to_string(),
+        );
+        return Ok(e);
+    }
     let (text, repairs) = binding::repair(&e.text);
     e.text = text;
     e.repairs = repairs;
-    e.analysis = binding::analyze(&e.text);
     e.judged = shared.judged(&e.stmt);
     let client = session::get(pool).await?;
-    if let Err(err) = plan_statement(&client, shared, &mut e).await {
+    let mut function = None;
+    if in_functions {
+        match bind_in_function(&client, shared, &mut e).await {
+            Ok(Some(f)) => function = Some(f),
+            Ok(None) => {}
+            Err(reason) => {
+                e.status = Status::Skipped(reason);
+                return Ok(e);
+            }
+        }
+    }
+    e.analysis = binding::analyze(&e.text);
+    if let Err(err) = plan_statement(&client, shared, &mut e, function.as_deref()).await {
         // One statement's failure never ends the run: a server error, a
         // backend terminated under --analyze, a broken connection (the pool
         // drops it and opens another).
@@ -352,8 +377,54 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     Ok(e)
 }
 
+/// Binds the names of the function `e` ran in (see `in_function`): the
+/// function's signature when it did, Err with the reason to skip it.
+async fn bind_in_function(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+) -> std::result::Result<Option<String>, String> {
+    let sources = shared
+        .functions
+        .get_or_try_init(|| async {
+            crate::catalog::functions::load(client, shared.opts.stats)
+                .await
+                .map(Sources::new)
+        })
+        .await
+        .map_err(|err| format!("planning failed: {err}"))?;
+    match in_function::bind(client, shared.opts.stats, sources, &e.text).await {
+        Ok(Bound::Plain) => Ok(None),
+        Ok(Bound::Bound {
+            text,
+            function,
+            security_definer,
+            names,
+        }) => {
+            e.text = text;
+            e.repairs.push(format!(
+                "ran inside {function}: bound {}",
+                names.join(", ")
+            ));
+            // A SECURITY DEFINER function's statements run as its owner.
+            if security_definer && shared.opts.modes.contains(&Mode::Admin) {
+                e.judged = vec![Mode::Admin];
+            }
+            Ok(Some(function))
+        }
+        Ok(Bound::Unbound(reason)) => Err(reason),
+        Err(err) => Err(format!("planning failed: {err}")),
+    }
+}
+
 /// Samples the values and plans `e` in every mode; sets its status.
-async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> Result<()> {
+/// `function`: the function it ran in, when its names were bound.
+async fn plan_statement(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+    function: Option<&str>,
+) -> Result<()> {
     // Values are sampled first, as the connecting role, outside any transaction.
     let mut picks = Vec::new();
     for pick in shared.picks() {
@@ -398,11 +469,19 @@ async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> 
     if let Some(i) = timed_out.or(judged_failure.filter(|_| !judged_plan)) {
         let (mode, f) = failures.remove(i);
         e.status = Status::Skipped(match f {
-            Failure::Stale(pg) if only_in_functions(&e.stmt) => format!(
-                "ran only inside a function (pg_stat_statements toplevel = false): it names the \
-                 function's parameters or variables, which planck cannot bind yet: {}",
-                pg.message
-            ),
+            // Never stale: the function ran it, so its names existed there.
+            Failure::Stale(pg) if only_in_functions(&e.stmt) => match function {
+                Some(f) => format!(
+                    "ran only inside {f}; with its names bound, the server still cannot \
+                     resolve: {}",
+                    pg.message
+                ),
+                None => format!(
+                    "ran only inside a function (pg_stat_statements toplevel = false), and \
+                     names what planck could not bind: {}",
+                    pg.message
+                ),
+            },
             Failure::Stale(pg) => {
                 match created_by_the_run(&shared.opts.created_relations, e, &pg) {
                     Some(name) => format!(
@@ -1047,6 +1126,7 @@ mod tests {
                 ..Default::default()
             }),
             tenancy: None,
+            functions: tokio::sync::OnceCell::new(),
             opts: EngineOptions {
                 modes: vec![Mode::Admin],
                 all_modes: false,

@@ -7,6 +7,7 @@
 //! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
 pub mod engine;
+pub mod in_function;
 pub mod json;
 pub mod options;
 pub mod plan_tree;
