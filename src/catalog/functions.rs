@@ -62,7 +62,8 @@ pub async fn load(client: &Client, stats: StatsMode) -> Result<Vec<Function>> {
                JOIN pg_namespace n ON n.oid = p.pronamespace
               WHERE l.lanname IN ('sql', 'plpgsql')
                 AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-              ORDER BY 1"),
+              ORDER BY 1",
+            ),
             &[],
         )
         .await
@@ -82,7 +83,9 @@ pub async fn load(client: &Client, stats: StatsMode) -> Result<Vec<Function>> {
                         .filter(|n| !n.is_empty())
                         .map(|n| n.to_lowercase()),
                     ty,
-                    input: modes.get(i).is_none_or(|m| matches!(m.as_str(), "i" | "b" | "v")),
+                    input: modes
+                        .get(i)
+                        .is_none_or(|m| matches!(m.as_str(), "i" | "b" | "v")),
                 })
                 .collect();
             Function {

@@ -402,10 +402,8 @@ async fn bind_in_function(
             names,
         }) => {
             e.text = text;
-            e.repairs.push(format!(
-                "ran inside {function}: bound {}",
-                names.join(", ")
-            ));
+            e.repairs
+                .push(format!("ran inside {function}: bound {}", names.join(", ")));
             // A SECURITY DEFINER function's statements run as its owner.
             if security_definer && shared.opts.modes.contains(&Mode::Admin) {
                 e.judged = vec![Mode::Admin];

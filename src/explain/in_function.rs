@@ -76,8 +76,9 @@ pub fn is_expression(text: &str) -> bool {
     let first = toks
         .iter()
         .find(|t| !matches!(t.kind, Tok::Space | Tok::Comment | Tok::Punct('(')));
-    let starts_with_select =
-        first.is_some_and(|t| t.kind == Tok::Word && text[t.start..t.end].eq_ignore_ascii_case("select"));
+    let starts_with_select = first.is_some_and(|t| {
+        t.kind == Tok::Word && text[t.start..t.end].eq_ignore_ascii_case("select")
+    });
     starts_with_select && !words.any(|w| w == "from")
 }
 
@@ -94,8 +95,8 @@ fn code_only(src: &str) -> String {
     out
 }
 
-/// plpgsql's `INTO [STRICT] target, ...` removed (it does so itself before
-/// sending the statement); `INSERT INTO` and `MERGE INTO` kept.
+/// The source as plpgsql sends its statements: `INTO [STRICT] target, ...`
+/// removed (`INSERT INTO` and `MERGE INTO` kept), `PERFORM` as `SELECT`.
 fn without_into(src: &str) -> String {
     let toks = binding::lex(src);
     let word = |i: usize| -> Option<String> {
@@ -103,7 +104,10 @@ fn without_into(src: &str) -> String {
         (t.kind == Tok::Word).then(|| src[t.start..t.end].to_ascii_lowercase())
     };
     let next_solid = |mut i: usize| {
-        while toks.get(i).is_some_and(|t| matches!(t.kind, Tok::Space | Tok::Comment)) {
+        while toks
+            .get(i)
+            .is_some_and(|t| matches!(t.kind, Tok::Space | Tok::Comment))
+        {
             i += 1;
         }
         i
@@ -120,12 +124,17 @@ fn without_into(src: &str) -> String {
                 j = next_solid(j + 1);
             }
             loop {
-                if !toks.get(j).is_some_and(|t| matches!(t.kind, Tok::Word | Tok::Quoted)) {
+                if !toks
+                    .get(j)
+                    .is_some_and(|t| matches!(t.kind, Tok::Word | Tok::Quoted))
+                {
                     break;
                 }
                 j += 1;
                 while toks.get(j).map(|t| t.kind) == Some(Tok::Punct('.'))
-                    && toks.get(j + 1).is_some_and(|t| matches!(t.kind, Tok::Word | Tok::Quoted))
+                    && toks
+                        .get(j + 1)
+                        .is_some_and(|t| matches!(t.kind, Tok::Word | Tok::Quoted))
                 {
                     j += 2;
                 }
@@ -142,6 +151,13 @@ fn without_into(src: &str) -> String {
             continue;
         }
         if let Some(w) = word(i) {
+            // plpgsql sends `PERFORM query` as `SELECT query`.
+            if w == "perform" {
+                out.push_str("select");
+                last_word = w;
+                i += 1;
+                continue;
+            }
             last_word = w;
         }
         out.push_str(&src[t.start..t.end]);
@@ -374,7 +390,11 @@ async fn resolve(
         }
         [first, field] => {
             if *first == scope.f.name
-                && let Some(a) = scope.f.args.iter().find(|a| a.name.as_deref() == Some(field))
+                && let Some(a) = scope
+                    .f
+                    .args
+                    .iter()
+                    .find(|a| a.name.as_deref() == Some(field))
             {
                 return Ok(Ok(a.ty.clone()));
             }
@@ -513,7 +533,11 @@ pub async fn bind(
     for (f, own) in candidates {
         let scope = Scope {
             f,
-            vars: if f.plpgsql { declared(&f.src) } else { Vec::new() },
+            vars: if f.plpgsql {
+                declared(&f.src)
+            } else {
+                Vec::new()
+            },
         };
         match bind_in(client, stats, &scope, &own, text).await? {
             Ok(b) => return Ok(b),
@@ -605,7 +629,9 @@ mod tests {
     fn expressions_without_from_are_noise_queries_are_not() {
         assert!(is_expression("SELECT v + 1"));
         assert!(is_expression("select $1 IS NULL"));
-        assert!(is_expression("SELECT app_private.assert_valid_password(password)"));
+        assert!(is_expression(
+            "SELECT app_private.assert_valid_password(password)"
+        ));
         assert!(!is_expression("select * from t where id = v"));
         assert!(!is_expression("SELECT exists(select 1 from t)"));
         assert!(!is_expression("update t set a = v"));
@@ -619,9 +645,15 @@ mod tests {
                 "declare v_user app.users; begin\n  SELECT * INTO v_user FROM app.users\n    \
                  WHERE id = v_id AND n > 5; -- why\nend",
             ),
-            f("b", "begin insert into app.t (x) values ($1, 'k'); end"),
+            f(
+                "b",
+                "begin insert into app.t (x) values ($1, 'k'); perform 1 from app.u; end",
+            ),
         ]);
-        let found = enclosing(&sources, "select *   from app.users where id = v_id and n > $1");
+        let found = enclosing(
+            &sources,
+            "select *   from app.users where id = v_id and n > $1",
+        );
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].0.name, "a");
         assert!(found[0].1.is_empty(), "{:?}", found[0].1);
@@ -631,6 +663,7 @@ mod tests {
         assert_eq!(found[0].0.name, "b");
         assert_eq!(found[0].1, BTreeSet::from([1]));
         assert!(enclosing(&sources, "select * from app.other").is_empty());
+        assert_eq!(enclosing(&sources, "SELECT $3 FROM app.u").len(), 1);
     }
 
     #[test]
