@@ -14,6 +14,7 @@ pub mod expr;
 pub mod functions;
 pub mod planner;
 pub mod schema;
+pub mod tenant_schemas;
 
 use crate::db::quote_ident;
 

@@ -45,6 +45,19 @@ pub struct ExplainSettings {
     pub ignores: Vec<IgnoreRule>,
     /// Exit 1 when any statement was skipped.
     pub fail_on_skipped: bool,
+    /// Production's planner settings, applied while planning.
+    pub planner: PlannerOptions,
+}
+
+/// The planner settings every planning transaction applies with `SET LOCAL`:
+/// `[explain] settings` in planck.toml, and `--settings-from URL`
+/// (production's pg_settings, read-only). The tenant role's and the
+/// database's `ALTER ROLE/DATABASE ... SET` entries are read by the engine.
+#[derive(Debug, Clone, Default)]
+pub struct PlannerOptions {
+    /// `(name, value)`, in planck.toml's order.
+    pub settings: Vec<(String, String)>,
+    pub settings_from: Option<crate::db::ConnInfo>,
 }
 
 impl ExplainSettings {
@@ -67,6 +80,7 @@ impl ExplainSettings {
             disabled: Vec::new(),
             ignores: Vec::new(),
             fail_on_skipped: false,
+            planner: PlannerOptions::default(),
         }
     }
 
