@@ -166,12 +166,27 @@ fn without_into(src: &str) -> String {
     out
 }
 
-/// Lowercase, without whitespace: how text and source are compared.
+/// Lowercase, whitespace only kept (as one space) between two word
+/// characters: how text and source are compared.
 fn squash(s: &str) -> String {
-    s.chars()
-        .filter(|c| !c.is_whitespace())
-        .flat_map(char::to_lowercase)
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    let mut pending = false;
+    for c in s.chars().flat_map(char::to_lowercase) {
+        if c.is_whitespace() {
+            pending = true;
+            continue;
+        }
+        if pending && out.chars().next_back().is_some_and(is_word) && is_word(c) {
+            out.push(' ');
+        }
+        pending = false;
+        out.push(c);
+    }
+    out
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '$'
 }
 
 /// The functions whose source holds `text`, each with the `$n` of the text
@@ -199,7 +214,7 @@ pub fn enclosing<'a>(sources: &'a Sources, text: &str) -> Vec<(&'a Function, BTr
             let own: BTreeSet<u32> = numbers
                 .iter()
                 .zip(&gaps)
-                .filter(|(n, g)| **g == format!("${n}"))
+                .filter(|(n, g)| g.trim() == format!("${n}"))
                 .map(|(n, _)| *n)
                 .collect();
             out.push((f, own));
@@ -235,7 +250,16 @@ fn find_with_gaps<'s>(src: &'s str, chunks: &[&str]) -> Option<Vec<&'s str>> {
             gaps.push(&src[at..gap_end]);
             at = gap_end + c.len();
         }
-        if ok {
+        // Whole words at both ends: `from app.u` is not in `from app.users`.
+        let before = src[..start].chars().next_back();
+        let after = src[at..].chars().next();
+        let bounded = |edge: Option<char>, chunk: Option<char>| {
+            !(edge.is_some_and(is_word) && chunk.is_some_and(is_word))
+        };
+        if ok
+            && bounded(before, first.chars().next())
+            && bounded(after, chunks.last().and_then(|c| c.chars().next_back()))
+        {
             return Some(gaps);
         }
         // Next start: one character on.
