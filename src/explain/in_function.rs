@@ -544,7 +544,11 @@ pub async fn bind(
         Err(e) => e,
     };
     let Some((_, message)) = unresolved(&first, &sent, text) else {
-        return Ok(Bound::Plain);
+        // Refused before any name was looked up (a constant's type): bind
+        // the plpgsql variables a SELECT names bare, and let the engine type the rest.
+        return Ok(bind_bare(client, stats, sources, text)
+            .await?
+            .unwrap_or(Bound::Plain));
     };
     let candidates = enclosing(sources, text);
     if candidates.is_empty() {
@@ -572,6 +576,93 @@ pub async fn bind(
         "ran only inside a function; planck cannot bind its names: {}",
         why.join("; ")
     )))
+}
+
+/// The bare words of a SELECT that are a plpgsql function's variables or
+/// parameters (not after `.` or `AS`, not before `.` or `(`), bound in the
+/// first function holding the text that has any. plpgsql reads such a word
+/// as the variable (a column of that name would be an error there, by
+/// default `variable_conflict = error`); a SELECT has no target column
+/// lists where a variable's name could be a column's.
+async fn bind_bare(
+    client: &Client,
+    stats: StatsMode,
+    sources: &Sources,
+    text: &str,
+) -> Result<Option<Bound>> {
+    let toks = binding::lex(text);
+    let solid: Vec<&binding::Token> = toks
+        .iter()
+        .filter(|t| !matches!(t.kind, Tok::Space | Tok::Comment))
+        .collect();
+    let starts_select = solid.first().is_some_and(|t| {
+        t.kind == Tok::Word
+            && matches!(
+                text[t.start..t.end].to_ascii_lowercase().as_str(),
+                "select" | "with"
+            )
+    });
+    if !starts_select {
+        return Ok(None);
+    }
+    for (f, _) in enclosing(sources, text) {
+        if !f.plpgsql {
+            continue;
+        }
+        let scope = Scope {
+            f,
+            vars: declared(&f.src),
+        };
+        let mut found: Vec<(std::ops::Range<usize>, String)> = Vec::new();
+        for (i, t) in solid.iter().enumerate() {
+            if t.kind != Tok::Word {
+                continue;
+            }
+            let word = text[t.start..t.end].to_lowercase();
+            let before = i.checked_sub(1).map(|j| solid[j]);
+            let after = solid.get(i + 1);
+            let qualified = before.is_some_and(|b| {
+                b.kind == Tok::Punct('.') || text[b.start..b.end].eq_ignore_ascii_case("as")
+            }) || after
+                .is_some_and(|a| matches!(a.kind, Tok::Punct('.') | Tok::Punct('(')));
+            if !qualified && scope.type_of(&word).is_some() {
+                found.push((t.start..t.end, word));
+            }
+        }
+        if found.is_empty() {
+            continue;
+        }
+        let mut out = text.to_string();
+        let mut next = binding::params(text).last().copied().unwrap_or(0) + 1;
+        let mut given: Vec<(String, u32, String)> = Vec::new();
+        let mut names = Vec::new();
+        let mut edits = Vec::new();
+        for (range, word) in found {
+            let (n, ty) = match given.iter().find(|(w, _, _)| *w == word) {
+                Some((_, n, ty)) => (*n, ty.clone()),
+                None => match resolve(client, stats, &scope, std::slice::from_ref(&word)).await? {
+                    Ok(ty) => {
+                        names.push(format!("{word} as {ty}"));
+                        given.push((word.clone(), next, ty.clone()));
+                        next += 1;
+                        (next - 1, ty)
+                    }
+                    Err(_) => return Ok(None),
+                },
+            };
+            edits.push((range, format!("${n}::{ty}")));
+        }
+        for (range, with) in edits.into_iter().rev() {
+            out.replace_range(range, &with);
+        }
+        return Ok(Some(Bound::Bound {
+            text: binding::renumber(&out),
+            function: f.signature.clone(),
+            security_definer: f.security_definer,
+            names,
+        }));
+    }
+    Ok(None)
 }
 
 /// Binds `text`'s names in one function's scope, one server answer at a time.
