@@ -326,25 +326,16 @@ impl Engine {
         if let Some(t) = &self.shared.tenancy {
             applied.role = session::role_settings(&client, stats, &t.role).await?;
         }
-        for (mode, list) in [
-            (None, applied.production.iter().chain(&applied.config)),
-            (
-                Some(Mode::Tenant),
-                applied.role.iter().chain(&applied.role[..0]),
-            ),
-        ] {
-            let list: Vec<String> = list.map(PlannerSetting::describe).collect();
-            if list.is_empty() {
-                continue;
-            }
-            self.log.info(&format!(
-                "planning {}with SET LOCAL {}",
-                match mode {
-                    Some(m) => format!("in {} mode ", m.as_str()),
-                    None => String::new(),
-                },
-                list.join(", ")
-            ));
+        let said = |list: Vec<&PlannerSetting>| -> Option<String> {
+            let list: Vec<String> = list.into_iter().map(PlannerSetting::describe).collect();
+            (!list.is_empty()).then(|| list.join(", "))
+        };
+        if let Some(list) = said(applied.production.iter().chain(&applied.config).collect()) {
+            self.log.info(&format!("planning with SET LOCAL {list}"));
+        }
+        if let Some(list) = said(applied.role.iter().collect()) {
+            self.log
+                .info(&format!("planning in tenant mode with SET LOCAL {list}"));
         }
         // Every value checked once: a bad one would fail every statement.
         for mode in self.shared.opts.modes.clone() {
