@@ -105,6 +105,10 @@ pub struct ExplainSection {
     /// Per-table ignores: `{ table = "events", check = "seq-scan", reason = "..." }`.
     #[serde(default)]
     pub ignore: Vec<IgnoreRule>,
+    /// Production's planner settings, applied with SET LOCAL while planning:
+    /// `settings = { random_page_cost = 1.1, work_mem = "16MB", jit = "off" }`.
+    #[serde(default)]
+    pub settings: toml::Table,
 }
 
 /// `planck replay`'s defaults; its flags win over every key.

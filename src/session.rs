@@ -208,6 +208,154 @@ pub async fn begin(
     s
 }
 
+/// A planner setting a planning transaction applies with `SET LOCAL`
+/// (`set_config(name, value, true)`), and where its value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannerSetting {
+    pub name: String,
+    pub value: String,
+    /// `ALTER ROLE app SET`, `[explain] settings`, `production's pg_settings`.
+    pub source: String,
+}
+
+impl PlannerSetting {
+    /// `work_mem = 64MB (ALTER ROLE app SET)`
+    pub fn describe(&self) -> String {
+        format!("{} = {} ({})", self.name, self.value, self.source)
+    }
+}
+
+/// Settings the planner's choices depend on beyond pg_settings' "Query
+/// Tuning" categories (`enable_*`, costs, `jit`, `plan_cache_mode`, geqo...).
+pub const PLANNER_EXTRA: [&str; 6] = [
+    "work_mem",
+    "hash_mem_multiplier",
+    "search_path",
+    "effective_io_concurrency",
+    "max_parallel_workers_per_gather",
+    "max_parallel_workers",
+];
+
+/// The SQL condition on `pg_settings` (aliased `p`) that picks the planner's
+/// settings a role may set itself; `$extra` binds [`PLANNER_EXTRA`].
+fn planner_condition(extra: &str) -> String {
+    format!(
+        "p.context = 'user' AND (p.category LIKE 'Query Tuning%' OR p.name = ANY({extra}::text[]))"
+    )
+}
+
+/// The `ALTER ROLE role SET` and `ALTER DATABASE SET` entries of the
+/// current database (pg_db_role_setting) that the planner reads, in the
+/// order the server applies them at login (database, role, role in this
+/// database: later wins). `SET ROLE` applies none of them, so a planning
+/// transaction that switches to `role` sets them itself.
+pub async fn role_settings(
+    client: &Client,
+    stats: StatsMode,
+    role: &str,
+) -> Result<Vec<PlannerSetting>> {
+    let sql = format!(
+        "SELECT s.name, s.value,
+                CASE WHEN d.setrole = 0 THEN 'ALTER DATABASE ' || quote_ident(current_database()) || ' SET'
+                     WHEN d.setdatabase = 0 THEN 'ALTER ROLE ' || quote_ident($1) || ' SET'
+                     ELSE 'ALTER ROLE ' || quote_ident($1) || ' IN DATABASE '
+                          || quote_ident(current_database()) || ' SET' END
+           FROM pg_db_role_setting d
+          CROSS JOIN LATERAL unnest(d.setconfig) WITH ORDINALITY c(kv, i)
+          CROSS JOIN LATERAL (SELECT split_part(c.kv, '=', 1) AS name,
+                                     substr(c.kv, strpos(c.kv, '=') + 1) AS value) s
+           JOIN pg_settings p ON p.name = s.name
+          WHERE {}
+            AND (d.setdatabase = 0
+                 OR d.setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database()))
+            AND ((d.setrole = 0 AND d.setdatabase <> 0)
+                 OR d.setrole = (SELECT oid FROM pg_roles WHERE rolname = $1))
+          ORDER BY (d.setrole <> 0)::int + (d.setrole <> 0 AND d.setdatabase <> 0)::int, c.i",
+        planner_condition("$2")
+    );
+    let extra: Vec<String> = PLANNER_EXTRA.iter().map(|s| s.to_string()).collect();
+    let rows = client
+        .query(&tag(stats, &sql), &[&role, &extra])
+        .await
+        .map_err(|e| {
+            Error::db(
+                "reading ALTER ROLE/DATABASE settings (pg_db_role_setting)",
+                e,
+            )
+        })?;
+    Ok(rows
+        .iter()
+        .map(|r| PlannerSetting {
+            name: r.get(0),
+            value: r.get(1),
+            source: r.get(2),
+        })
+        .collect())
+}
+
+/// Production's planner settings (`pg_settings`), read-only: one SELECT in
+/// a READ ONLY transaction, rolled back; nothing is written there. Only the
+/// settings whose value differs from `local`'s are kept (`search_path` is
+/// left out: production's schemas are not the seeded database's).
+pub async fn production_settings(
+    production: &ConnInfo,
+    local: &Client,
+    stats: StatsMode,
+) -> Result<Vec<PlannerSetting>> {
+    let sql = format!(
+        "SELECT p.name, current_setting(p.name) FROM pg_settings p
+          WHERE {} AND p.name <> 'search_path' ORDER BY p.name",
+        planner_condition("$1")
+    );
+    let extra: Vec<String> = PLANNER_EXTRA.iter().map(|s| s.to_string()).collect();
+    let remote = production.connect().await?;
+    remote
+        .batch_execute("BEGIN READ ONLY")
+        .await
+        .map_err(|e| Error::db("reading production's pg_settings (--settings-from)", e))?;
+    let theirs = remote
+        .query(&sql, &[&extra])
+        .await
+        .map_err(|e| Error::db("reading production's pg_settings (--settings-from)", e))?;
+    let _ = remote.batch_execute("ROLLBACK").await;
+    let ours = local
+        .query(&tag(stats, &sql), &[&extra])
+        .await
+        .map_err(|e| Error::db("reading the planner's settings (pg_settings)", e))?;
+    let ours: std::collections::BTreeMap<String, String> =
+        ours.iter().map(|r| (r.get(0), r.get(1))).collect();
+    Ok(theirs
+        .iter()
+        .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+        .filter(|(n, v)| ours.get(n).is_some_and(|o| o != v))
+        .map(|(name, value)| PlannerSetting {
+            name,
+            value,
+            source: "production's pg_settings".to_string(),
+        })
+        .collect())
+}
+
+/// The names among `names` the server does not know (a typo in `[explain] settings`).
+pub async fn unknown_settings(
+    client: &Client,
+    stats: StatsMode,
+    names: &[String],
+) -> Result<Vec<String>> {
+    let rows = client
+        .query(
+            &tag(
+                stats,
+                "SELECT n FROM unnest($1::text[]) n
+                  WHERE NOT EXISTS (SELECT 1 FROM pg_settings p WHERE p.name = lower(n))",
+            ),
+            &[&names],
+        )
+        .await
+        .map_err(|e| Error::db("checking [explain] settings against pg_settings", e))?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

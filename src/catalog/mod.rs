@@ -11,8 +11,10 @@
 //! what they share is how a relation is named, here.
 
 pub mod expr;
+pub mod functions;
 pub mod planner;
 pub mod schema;
+pub mod tenant_schemas;
 
 use crate::db::quote_ident;
 

@@ -15,6 +15,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
+use super::in_function::{self, Bound, Sources};
+use super::options::PlannerOptions;
 use super::plan_tree::{Mode, Plan, PlanKind};
 use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
@@ -24,7 +26,7 @@ use crate::params::binding::{self, Analysis, Binding};
 use crate::params::typing;
 use crate::params::values::{Sampler, TextParam, fill_defaults};
 use crate::queries::Statement;
-use crate::session::{self, StatsMode};
+use crate::session::{self, PlannerSetting, SettingValue, StatsMode};
 use crate::tenancy::Tenancy;
 use crate::tenancy::TenantContext;
 
@@ -43,6 +45,8 @@ pub struct EngineOptions {
     /// Relations the recorded test run created (the queries file's
     /// `created_relations`): a statement that misses one is skipped, not stale.
     pub created_relations: Vec<String>,
+    /// Planner settings applied in every planning transaction.
+    pub planner: PlannerOptions,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,11 +148,29 @@ struct Shared {
     tenancy: Option<Tenancy>,
     opts: EngineOptions,
     sampler: Sampler,
+    /// The SQL and plpgsql functions, read at the first statement recorded
+    /// inside a function (see `in_function`).
+    functions: tokio::sync::OnceCell<Sources>,
+    /// The planner settings, read once at the start of the run.
+    settings: tokio::sync::OnceCell<Applied>,
+}
+
+/// Planner settings applied with `SET LOCAL`, by where they come from; later wins.
+#[derive(Debug, Default)]
+struct Applied {
+    /// `--settings-from`: production's pg_settings.
+    production: Vec<PlannerSetting>,
+    /// Tenant mode: the tenant role's and the database's `ALTER ... SET`,
+    /// which `SET ROLE` does not apply.
+    role: Vec<PlannerSetting>,
+    /// `[explain] settings` in planck.toml.
+    config: Vec<PlannerSetting>,
 }
 
 pub struct Engine {
     pool: Pool,
     shared: Arc<Shared>,
+    log: Log,
 }
 
 impl Engine {
@@ -167,7 +189,10 @@ impl Engine {
                 catalog,
                 tenancy,
                 opts,
+                functions: tokio::sync::OnceCell::new(),
+                settings: tokio::sync::OnceCell::new(),
             }),
+            log,
         })
     }
 
@@ -190,6 +215,10 @@ impl Engine {
         statements: Vec<Statement>,
         done: &(dyn Fn() + Sync),
     ) -> Result<Vec<Explained>> {
+        if !statements.is_empty() && self.shared.settings.get().is_none() {
+            let applied = self.read_settings().await?;
+            let _ = self.shared.settings.set(applied);
+        }
         let mut set = tokio::task::JoinSet::new();
         let n = statements.len();
         for (i, stmt) in statements.into_iter().enumerate() {
@@ -257,6 +286,81 @@ impl Engine {
             Err(Failure::Fatal(err)) => Err(err),
             Err(_) => Ok(None),
         }
+    }
+}
+
+impl Engine {
+    /// The planner settings of the run (see [`Applied`]), checked by
+    /// applying them once in a rolled-back transaction, and said on stderr;
+    /// and a warning when the schemas look like one per tenant.
+    async fn read_settings(&self) -> Result<Applied> {
+        let client = self.client().await?;
+        let stats = self.shared.opts.stats;
+        let planner = &self.shared.opts.planner;
+        let mut applied = Applied::default();
+        if let Some(prod) = &planner.settings_from {
+            applied.production = session::production_settings(prod, &client, stats).await?;
+        }
+        if !planner.settings.is_empty() {
+            let names: Vec<String> = planner.settings.iter().map(|(n, _)| n.clone()).collect();
+            let unknown = session::unknown_settings(&client, stats, &names).await?;
+            if !unknown.is_empty() {
+                return Err(Error::usage_hint(
+                    format!(
+                        "[explain] settings names what the server does not know: {}",
+                        unknown.join(", ")
+                    ),
+                    "use the names pg_settings lists (SHOW ALL)",
+                ));
+            }
+            applied.config = planner
+                .settings
+                .iter()
+                .map(|(name, value)| PlannerSetting {
+                    name: name.clone(),
+                    value: value.clone(),
+                    source: "[explain] settings".to_string(),
+                })
+                .collect();
+        }
+        if let Some(t) = &self.shared.tenancy {
+            applied.role = session::role_settings(&client, stats, &t.role).await?;
+        }
+        let said = |list: Vec<&PlannerSetting>| -> Option<String> {
+            let list: Vec<String> = list.into_iter().map(PlannerSetting::describe).collect();
+            (!list.is_empty()).then(|| list.join(", "))
+        };
+        if let Some(list) = said(applied.production.iter().chain(&applied.config).collect()) {
+            self.log.info(&format!("planning with SET LOCAL {list}"));
+        }
+        if let Some(list) = said(applied.role.iter().collect()) {
+            self.log
+                .info(&format!("planning in tenant mode with SET LOCAL {list}"));
+        }
+        // Every value checked once: a bad one would fail every statement.
+        for mode in self.shared.opts.modes.clone() {
+            let ctx = self.shared.context_with(&applied, mode, None);
+            let r = session::begin(&client, &ctx, self.shared.opts.timeout_ms).await;
+            rollback(&client).await?;
+            if let Err(e) = r {
+                return Err(match e.as_db_error() {
+                    Some(db) => Error::usage_hint(
+                        format!("a planner setting was refused: {}", db.message()),
+                        "check [explain] settings in planck.toml (and the --settings-from server)",
+                    ),
+                    None => Error::db("applying the planner settings", e),
+                });
+            }
+        }
+        for group in crate::catalog::tenant_schemas::groups(&client, stats).await? {
+            self.log.warn(&format!(
+                "schemas {} hold the same tables: this looks like a schema per tenant (chosen \
+                 with search_path), which planck does not support yet; statements are planned \
+                 against the search_path's schemas only",
+                group.join(", ")
+            ));
+        }
+        Ok(applied)
     }
 }
 
@@ -336,13 +440,33 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
         e.status = Status::Skipped(reason);
         return Ok(e);
     }
+    let in_functions = only_in_functions(&e.stmt);
+    if in_functions && in_function::is_expression(&e.text) {
+        e.status = Status::Skipped(
+            "plpgsql's own evaluation of an expression inside a function (a SELECT without \
+             FROM): noise, what the functions it calls do is recorded on its own"
+                .to_string(),
+        );
+        return Ok(e);
+    }
     let (text, repairs) = binding::repair(&e.text);
     e.text = text;
     e.repairs = repairs;
-    e.analysis = binding::analyze(&e.text);
     e.judged = shared.judged(&e.stmt);
     let client = session::get(pool).await?;
-    if let Err(err) = plan_statement(&client, shared, &mut e).await {
+    let mut function = None;
+    if in_functions {
+        match bind_in_function(&client, shared, &mut e).await {
+            Ok(Some(f)) => function = Some(f),
+            Ok(None) => {}
+            Err(reason) => {
+                e.status = Status::Skipped(reason);
+                return Ok(e);
+            }
+        }
+    }
+    e.analysis = binding::analyze(&e.text);
+    if let Err(err) = plan_statement(&client, shared, &mut e, function.as_deref()).await {
         // One statement's failure never ends the run: a server error, a
         // backend terminated under --analyze, a broken connection (the pool
         // drops it and opens another).
@@ -352,8 +476,52 @@ async fn explain_one(pool: &Pool, shared: &Shared, stmt: Statement) -> Result<Ex
     Ok(e)
 }
 
+/// Binds the names of the function `e` ran in (see `in_function`): the
+/// function's signature when it did, Err with the reason to skip it.
+async fn bind_in_function(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+) -> std::result::Result<Option<String>, String> {
+    let sources = shared
+        .functions
+        .get_or_try_init(|| async {
+            crate::catalog::functions::load(client, shared.opts.stats)
+                .await
+                .map(Sources::new)
+        })
+        .await
+        .map_err(|err| format!("planning failed: {err}"))?;
+    match in_function::bind(client, shared.opts.stats, sources, &e.text).await {
+        Ok(Bound::Plain) => Ok(None),
+        Ok(Bound::Bound {
+            text,
+            function,
+            security_definer,
+            names,
+        }) => {
+            e.text = text;
+            e.repairs
+                .push(format!("ran inside {function}: bound {}", names.join(", ")));
+            // A SECURITY DEFINER function's statements run as its owner.
+            if security_definer && shared.opts.modes.contains(&Mode::Admin) {
+                e.judged = vec![Mode::Admin];
+            }
+            Ok(Some(function))
+        }
+        Ok(Bound::Unbound(reason)) => Err(reason),
+        Err(err) => Err(format!("planning failed: {err}")),
+    }
+}
+
 /// Samples the values and plans `e` in every mode; sets its status.
-async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> Result<()> {
+/// `function`: the function it ran in, when its names were bound.
+async fn plan_statement(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+    function: Option<&str>,
+) -> Result<()> {
     // Values are sampled first, as the connecting role, outside any transaction.
     let mut picks = Vec::new();
     for pick in shared.picks() {
@@ -398,11 +566,19 @@ async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> 
     if let Some(i) = timed_out.or(judged_failure.filter(|_| !judged_plan)) {
         let (mode, f) = failures.remove(i);
         e.status = Status::Skipped(match f {
-            Failure::Stale(pg) if only_in_functions(&e.stmt) => format!(
-                "ran only inside a function (pg_stat_statements toplevel = false): it names the \
-                 function's parameters or variables, which planck cannot bind yet: {}",
-                pg.message
-            ),
+            // Never stale: the function ran it, so its names existed there.
+            Failure::Stale(pg) if only_in_functions(&e.stmt) => match function {
+                Some(f) => format!(
+                    "ran only inside {f}; with its names bound, the server still cannot \
+                     resolve: {}",
+                    pg.message
+                ),
+                None => format!(
+                    "ran only inside a function (pg_stat_statements toplevel = false), and \
+                     names what planck could not bind: {}",
+                    pg.message
+                ),
+            },
             Failure::Stale(pg) => {
                 match created_by_the_run(&shared.opts.created_relations, e, &pg) {
                     Some(name) => format!(
@@ -443,6 +619,7 @@ async fn plan_statement(client: &Client, shared: &Shared, e: &mut Explained) -> 
         for (mode, f) in failures {
             e.notes.push(format!("{} mode: {f}", mode.as_str()));
         }
+        e.notes.extend(shared.settings_notes());
     }
     Ok(())
 }
@@ -479,18 +656,65 @@ async fn rollback(client: &Client) -> Result<()> {
 }
 
 impl Shared {
-    /// Who a transaction in `mode` runs as, for tenant `id`.
+    /// Who a transaction in `mode` runs as, for tenant `id`, with the
+    /// planner settings of the run.
     fn context(&self, mode: Mode, id: Option<&str>) -> TenantContext {
-        match &self.tenancy {
+        match self.settings.get() {
+            Some(applied) => self.context_with(applied, mode, id),
+            None => self.context_with(&Applied::default(), mode, id),
+        }
+    }
+
+    fn context_with(&self, applied: &Applied, mode: Mode, id: Option<&str>) -> TenantContext {
+        let mut ctx = match &self.tenancy {
             Some(t) => t.context(mode, id),
             None => TenantContext::admin(),
-        }
+        };
+        let planner: Vec<(String, SettingValue)> = applied_in(applied, mode)
+            .map(|s| (s.name.clone(), SettingValue::Text(s.value.clone())))
+            .collect();
+        ctx.settings.splice(0..0, planner);
+        ctx
+    }
+
+    /// `tenant mode planned with SET LOCAL work_mem = 64MB (ALTER ROLE app SET)`, per mode.
+    fn settings_notes(&self) -> Vec<String> {
+        let Some(applied) = self.settings.get() else {
+            return Vec::new();
+        };
+        self.opts
+            .modes
+            .iter()
+            .filter_map(|m| {
+                let list: Vec<String> = applied_in(applied, *m)
+                    .map(PlannerSetting::describe)
+                    .collect();
+                (!list.is_empty()).then(|| {
+                    format!(
+                        "{} mode planned with SET LOCAL {}",
+                        m.as_str(),
+                        list.join(", ")
+                    )
+                })
+            })
+            .collect()
     }
 
     /// `sql` as planck sends it (tagged where pg_stat_statements tracks planck).
     fn tag(&self, sql: &str) -> String {
         session::tag(self.opts.stats, sql)
     }
+}
+
+/// The settings a transaction in `mode` applies, in order (later wins):
+/// production's, the role's (tenant mode), planck.toml's.
+fn applied_in(applied: &Applied, mode: Mode) -> impl Iterator<Item = &PlannerSetting> {
+    let role: &[PlannerSetting] = if mode == Mode::Tenant {
+        &applied.role
+    } else {
+        &[]
+    };
+    applied.production.iter().chain(role).chain(&applied.config)
 }
 
 /// BEGIN, the timeout, and in tenant mode the role and the tenant.
@@ -1047,6 +1271,8 @@ mod tests {
                 ..Default::default()
             }),
             tenancy: None,
+            functions: tokio::sync::OnceCell::new(),
+            settings: tokio::sync::OnceCell::new(),
             opts: EngineOptions {
                 modes: vec![Mode::Admin],
                 all_modes: false,
@@ -1055,6 +1281,7 @@ mod tests {
                 jobs: 1,
                 stats: StatsMode::Untracked,
                 created_relations: Vec::new(),
+                planner: PlannerOptions::default(),
             },
         };
         assert_eq!(

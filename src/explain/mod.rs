@@ -8,6 +8,7 @@
 
 pub mod advice;
 pub mod engine;
+pub mod in_function;
 pub mod json;
 pub mod options;
 pub mod per_row_call;

@@ -74,6 +74,19 @@ pub struct ExplainSettings {
     /// Time allowed for measuring which identity sees the most rows
     /// (`--identity-budget`; zero: not measured).
     pub identity_budget: std::time::Duration,
+    /// Production's planner settings, applied while planning.
+    pub planner: PlannerOptions,
+}
+
+/// The planner settings every planning transaction applies with `SET LOCAL`:
+/// `[explain] settings` in planck.toml, and `--settings-from URL`
+/// (production's pg_settings, read-only). The tenant role's and the
+/// database's `ALTER ROLE/DATABASE ... SET` entries are read by the engine.
+#[derive(Debug, Clone, Default)]
+pub struct PlannerOptions {
+    /// `(name, value)`, in planck.toml's order.
+    pub settings: Vec<(String, String)>,
+    pub settings_from: Option<crate::db::ConnInfo>,
 }
 
 impl ExplainSettings {
@@ -98,6 +111,7 @@ impl ExplainSettings {
             fail_on_skipped: false,
             advice: AdviceSettings::default(),
             identity_budget: crate::tenancy::DEFAULT_IDENTITY_BUDGET,
+            planner: PlannerOptions::default(),
         }
     }
 

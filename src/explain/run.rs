@@ -65,6 +65,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
             jobs: s.jobs,
             stats,
             created_relations,
+            planner: s.planner.clone(),
         },
         log,
     )?;

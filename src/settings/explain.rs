@@ -17,7 +17,7 @@ use crate::config::{IgnoreRule as RawIgnore, line_col};
 use crate::error::{Error, Result};
 pub use crate::explain::options::{
     DEFAULT_JOBS, DEFAULT_MIN_ROWS, DEFAULT_RLS_COST_RATIO, DEFAULT_TIMEOUT_MS, ExplainSettings,
-    StatementSource,
+    PlannerOptions, StatementSource,
 };
 use crate::findings::CheckId;
 use crate::findings::ignore::IgnoreRule;
@@ -119,6 +119,9 @@ pub struct ExplainArgs {
     /// Seconds for measuring which identity sees the most rows under RLS [default: 10]
     #[arg(long, value_name = "SECS")]
     pub identity_budget: Option<f64>,
+    /// Plan under production's planner settings: read its pg_settings (read-only)
+    #[arg(long, value_name = "URL")]
+    pub settings_from: Option<String>,
 }
 
 impl ExplainArgs {
@@ -203,6 +206,7 @@ impl ExplainSettings {
             ignores: ignores(&cfg.ignore, &located, settings)?,
             fail_on_skipped: args.fail_on_skipped,
             identity_budget: identity_budget(args.identity_budget)?,
+            planner: planner_options(args, &cfg.settings)?,
         })
     }
 }
@@ -240,6 +244,34 @@ fn identity_budget(secs: Option<f64>) -> Result<std::time::Duration> {
             ))
         }),
     }
+}
+
+/// `[explain] settings` (values as text: `1.1`, `"16MB"`, `false`) and `--settings-from`.
+fn planner_options(args: &ExplainArgs, table: &toml::Table) -> Result<PlannerOptions> {
+    let mut settings = Vec::new();
+    for (name, v) in table {
+        let value = match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
+            other => {
+                return Err(Error::usage_hint(
+                    format!("[explain] settings: {name} = {other} is not a setting's value"),
+                    "give a string, a number or a boolean: work_mem = \"16MB\", random_page_cost = 1.1",
+                ));
+            }
+        };
+        settings.push((name.clone(), value));
+    }
+    let settings_from = match &args.settings_from {
+        Some(url) => Some(crate::db::ConnInfo::parse(url, false)?),
+        None => None,
+    };
+    Ok(PlannerOptions {
+        settings,
+        settings_from,
+    })
 }
 
 /// Where each `disable` entry and ignore rule sits in planck.toml (byte
