@@ -168,12 +168,7 @@ fn issue10_statements_inside_sql_plpgsql_and_trigger_functions_are_bound_and_pla
 fn issue10_graphile_starter_statements_inside_functions_are_planned() {
     let db = TestDb::new("explain10_graphile_in_functions");
     let fx = common::fixture("graphile-starter");
-    let load = std::process::Command::new("sh")
-        .arg(fx.join("load.sh"))
-        .arg(&db.url)
-        .output()
-        .unwrap();
-    assert!(load.status.success(), "load.sh: {}", stderr(&load));
+    common::load_fixture(&db, &fx);
     let dir = common::project_dir();
     let script = std::fs::read_to_string(fx.join("testrun.sql")).unwrap();
     let (r, err) = record_and_explain(&db, dir.path(), &script);

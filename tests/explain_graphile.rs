@@ -8,42 +8,14 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::explain_json::Report;
 use common::{TestDb, stderr, stdout};
 
 #[test]
 fn issue10_graphile_starter_is_planned_as_a_tenant_through_its_session_function() {
     let db = TestDb::new("explain10_graphile");
-    let fx = common::fixture("graphile-starter");
-    let load = Command::new("sh")
-        .arg(fx.join("load.sh"))
-        .arg(&db.url)
-        .output()
-        .unwrap();
-    assert!(load.status.success(), "load.sh: {}", stderr(&load));
     let dir = common::project_dir();
-    // No seeding: the test run's own users, sessions and emails are the data.
-    let testrun = fx.join("testrun.sql").display().to_string();
-    let rec = db.planck(
-        &[
-            "record",
-            "-o",
-            "gs.toml",
-            "--",
-            "psql",
-            "-X",
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            &db.url,
-            "-f",
-            &testrun,
-        ],
-        dir.path(),
-    );
-    assert!(rec.status.success(), "record: {}", stderr(&rec));
+    common::record_graphile_starter(&db, dir.path());
     let out = db.planck(
         &["--format", "json", "explain", "--queries", "gs.toml"],
         dir.path(),

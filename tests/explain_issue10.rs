@@ -391,12 +391,7 @@ fn issue10_job_all_113_queries_are_explained_after_record() {
         return;
     };
     let db = TestDb::new("explain10_job");
-    let load = std::process::Command::new("sh")
-        .arg(job.join("load.sh"))
-        .arg(&db.url)
-        .output()
-        .unwrap();
-    assert!(load.status.success(), "load.sh: {}", stderr(&load));
+    common::load_fixture(&db, &job);
     db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     let dir = common::project_dir();
     let mut files: Vec<_> = std::fs::read_dir(job.join("queries"))

@@ -527,33 +527,8 @@ fn issue10_multiple_permissive_policies_and_duplicate_indexes_are_flagged() {
 #[test]
 fn issue10_graphile_starter_the_chosen_identity_sees_the_most_rows() {
     let db = TestDb::new("rls_graphile_identity");
-    let fx = common::fixture("graphile-starter");
-    let load = std::process::Command::new("sh")
-        .arg(fx.join("load.sh"))
-        .arg(&db.url)
-        .output()
-        .unwrap();
-    assert!(load.status.success(), "load.sh: {}", stderr(&load));
     let dir = common::project_dir();
-    let testrun = fx.join("testrun.sql").display().to_string();
-    let rec = db.planck(
-        &[
-            "record",
-            "-o",
-            "gs.toml",
-            "--",
-            "psql",
-            "-X",
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            &db.url,
-            "-f",
-            &testrun,
-        ],
-        dir.path(),
-    );
-    assert!(rec.status.success(), "record: {}", stderr(&rec));
+    common::record_graphile_starter(&db, dir.path());
     let (_, _, err) = json_run(&db, dir.path(), &["--queries", "gs.toml"]);
     let (measured, candidates, chosen, rows) = identities_line(&err);
     assert!(measured >= 2 && measured == candidates, "{err}");

@@ -9,7 +9,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::Command;
 
 use common::{TestDb, stderr, stdout};
@@ -47,20 +46,6 @@ fn counts(db: &TestDb) -> BTreeMap<String, u64> {
             (t.to_string(), n.parse().unwrap())
         })
         .collect()
-}
-
-fn load(db: &TestDb, script: &Path) {
-    let out = Command::new("sh")
-        .arg(script)
-        .arg(&db.url)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        script.display(),
-        stderr(&out)
-    );
 }
 
 /// Seeds the loaded schema and checks the acceptance points; returns the
@@ -161,14 +146,14 @@ fn issue9_pagila_seeds_in_one_run() {
 
 fn issue9_graphile_starter_seeds_in_one_run() {
     let db = test_db!();
-    load(&db, &common::fixture("graphile-starter/load.sh"));
+    common::load_fixture(&db, &common::fixture("graphile-starter"));
     assert!(seed_and_check(&db) >= 10);
 }
 
 #[test]
 fn issue9_koji_seeds_in_one_run() {
     let db = test_db!();
-    load(&db, &common::fixture("koji/load.sh"));
+    common::load_fixture(&db, &common::fixture("koji"));
     assert!(seed_and_check(&db) >= 60);
 }
 
@@ -178,6 +163,6 @@ fn issue9_job_seeds_in_one_run() {
         return;
     };
     let db = test_db!();
-    load(&db, &job.join("load.sh"));
+    common::load_fixture(&db, &job);
     assert_eq!(seed_and_check(&db), 21);
 }

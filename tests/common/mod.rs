@@ -427,3 +427,48 @@ pub mod explain_json {
         }
     }
 }
+
+/// Loads a fixture into `db` the way its README says: `sh load.sh <url>`
+/// from the fixture's folder.
+pub fn load_fixture(db: &TestDb, fixture_dir: &Path) {
+    let script = fixture_dir.join("load.sh");
+    let out = Command::new("sh")
+        .arg(&script)
+        .arg(&db.url)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        script.display(),
+        stderr(&out)
+    );
+}
+
+/// Loads graphile-starter into `db` and records its own test run
+/// (`testrun.sql` through psql, the role and JWT claims set as PostGraphile
+/// sets them) into `gs.toml` in `dir`. No seeding: the test run's users,
+/// sessions and emails are the data.
+pub fn record_graphile_starter(db: &TestDb, dir: &Path) {
+    let fx = fixture("graphile-starter");
+    load_fixture(db, &fx);
+    let testrun = fx.join("testrun.sql").display().to_string();
+    let rec = db.planck(
+        &[
+            "record",
+            "-o",
+            "gs.toml",
+            "--",
+            "psql",
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            &db.url,
+            "-f",
+            &testrun,
+        ],
+        dir,
+    );
+    assert!(rec.status.success(), "record: {}", stderr(&rec));
+}
