@@ -25,5 +25,6 @@ pub mod settings;
 pub mod signal;
 pub mod stats;
 pub mod tenancy;
+pub mod wire;
 
 pub use error::{Error, Result};

@@ -38,6 +38,7 @@ const SHARED: &[&str] = &[
     "queries",
     "stats",
     "bookkeeping",
+    "wire",
 ];
 const BASE: &[&str] = &["db", "cluster", "config", "error", "output", "signal"];
 

@@ -7,28 +7,7 @@
 //! where planck itself used nearly all the CPU its workers could have is
 //! "client-bound": it says nothing about the server.
 
-use serde::{Deserialize, Serialize};
-
-/// What one step shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Shape {
-    Growing,
-    Plateau,
-    Backwards,
-    ClientBound,
-}
-
-impl Shape {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Shape::Growing => "growing",
-            Shape::Plateau => "plateau",
-            Shape::Backwards => "backwards",
-            Shape::ClientBound => "client-bound",
-        }
-    }
-}
+pub use crate::wire::replay::Shape;
 
 /// What the verdict needs of one step.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,23 +97,7 @@ pub fn peak_index(steps: &[StepPoint]) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// The Universal Scalability Law fitted to a ladder:
-/// X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1)).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Usl {
-    pub lambda: f64,
-    pub sigma: f64,
-    pub kappa: f64,
-    /// sqrt((1 - sigma) / kappa): where throughput peaks; `None` when kappa is 0.
-    pub n_star: Option<f64>,
-    pub r2: f64,
-}
-
-impl Usl {
-    pub fn predict(&self, n: f64) -> f64 {
-        self.lambda * n / (1.0 + self.sigma * (n - 1.0) + self.kappa * n * (n - 1.0))
-    }
-}
+pub use crate::wire::replay::Usl;
 
 /// The fewest closed-loop steps a fit is made from.
 pub const USL_MIN_STEPS: usize = 5;

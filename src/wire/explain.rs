@@ -1,0 +1,120 @@
+//! `planck explain --format json`: the wire types, the contract
+//! (`format_version` 1). Owned `Serialize + Deserialize` structs, apart from
+//! explain's internal types, so a refactor inside cannot change the output by
+//! accident, and a consumer (`planck report`, `planck check`, a CI script, a
+//! test) reads it back without depending on explain. Fields are only ever
+//! added within a format version. Built by `explain::json::from_report`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonReport {
+    pub format_version: u32,
+    pub statements: Vec<JsonStatement>,
+    pub findings: Vec<JsonFinding>,
+    pub summary: JsonSummary,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonStatement {
+    pub id: String,
+    pub query: String,
+    pub role: Option<String>,
+    /// `tenant`, `admin`, or `both` with --all-modes: the modes it is judged in.
+    pub mode: Option<String>,
+    /// `explained` or `skipped`.
+    pub status: String,
+    pub reason: Option<String>,
+    /// The text planned, when repairs changed it.
+    pub planned_query: Option<String>,
+    pub repairs: Vec<String>,
+    pub param_types: Vec<String>,
+    pub notes: Vec<String>,
+    pub plans: Vec<JsonPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonPlan {
+    pub mode: String,
+    /// `generic`, `custom` or `literal`.
+    pub kind: String,
+    /// Whose values: `heaviest`, `median`, `chosen`, `common`; null for generic plans.
+    pub tenant: Option<String>,
+    pub tenant_id: Option<String>,
+    pub params: Vec<Option<String>>,
+    /// PostgreSQL's EXPLAIN (VERBOSE, FORMAT JSON), untouched.
+    pub plan: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonFinding {
+    /// A check id (`seq-scan`, ...).
+    pub check: String,
+    pub severity: String,
+    pub mode: Option<String>,
+    pub statement_id: Option<String>,
+    pub query: Option<String>,
+    pub relation: Option<String>,
+    pub index: Option<String>,
+    pub message: String,
+    pub help: String,
+    /// Held by the baseline: does not fail CI.
+    pub baseline: bool,
+    /// The statement's entry in the queries file (or the migration), when known.
+    pub location: Option<JsonLocation>,
+    /// The plan node the finding was read from.
+    pub node: Option<JsonNode>,
+    /// The index that fixes it, verified by re-planning (absent when none was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<JsonAdvice>,
+}
+
+/// A verified index (see `explain::advice`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonAdvice {
+    /// `CREATE INDEX ON devices (user_id)`.
+    pub sql: String,
+    pub table: String,
+    pub columns: Vec<String>,
+    pub predicate: Option<String>,
+    /// The plan's total cost without and with the index.
+    pub cost_before: f64,
+    pub cost_after: f64,
+    /// The scan before (`Seq Scan`) and the node reading the index after.
+    pub node_before: String,
+    pub node_after: String,
+    /// Always true: advice the plan did not take is not reported.
+    pub verified: bool,
+    /// `real` (built in the rolled-back transaction) or `hypothetical` (hypopg).
+    pub index: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonLocation {
+    /// `queries` or `migration`.
+    pub kind: String,
+    pub path: String,
+    pub line: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonNode {
+    /// Index into the statement's `plans`.
+    pub plan: usize,
+    /// Child indexes from that plan's root node (`[]`: the root).
+    pub path: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonSummary {
+    pub explained: usize,
+    pub skipped: usize,
+    /// Findings per check id.
+    pub findings: BTreeMap<String, usize>,
+    pub ignored: usize,
+    pub new_errors: usize,
+}

@@ -1,0 +1,192 @@
+//! `planck replay --format json`: the wire types (`format_version` 1, the
+//! schema of the replay issue), owned so that a refactor inside replay
+//! cannot change the output by accident and `planck report` reads it
+//! without depending on replay. Built by `replay::report::build`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub const FORMAT_VERSION: u32 = 1;
+
+/// What one step shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    Growing,
+    Plateau,
+    Backwards,
+    ClientBound,
+}
+
+impl Shape {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shape::Growing => "growing",
+            Shape::Plateau => "plateau",
+            Shape::Backwards => "backwards",
+            Shape::ClientBound => "client-bound",
+        }
+    }
+}
+
+/// The Universal Scalability Law fitted to a ladder:
+/// X(N) = lambda N / (1 + sigma (N-1) + kappa N (N-1)).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Usl {
+    pub lambda: f64,
+    pub sigma: f64,
+    pub kappa: f64,
+    /// sqrt((1 - sigma) / kappa): where throughput peaks; `None` when kappa is 0.
+    pub n_star: Option<f64>,
+    pub r2: f64,
+}
+
+impl Usl {
+    pub fn predict(&self, n: f64) -> f64 {
+        self.lambda * n / (1.0 + self.sigma * (n - 1.0) + self.kappa * n * (n - 1.0))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub format_version: u32,
+    pub percentile_method: String,
+    pub steps: Vec<StepJson>,
+    pub statements: Vec<StatementJson>,
+    pub transactions: Vec<TransactionJson>,
+    pub hotspots: Vec<HotspotJson>,
+    pub wait_events: Vec<WaitEventJson>,
+    pub integrity: IntegrityJson,
+    pub client_cpu: Vec<CpuJson>,
+    pub verdict: VerdictJson,
+    /// The run was stopped (Ctrl-C, SIGTERM): the finished steps only.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepJson {
+    pub step_index: usize,
+    pub concurrency: u32,
+    pub throughput_per_s: f64,
+    pub statements_per_s: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+    pub errors: BTreeMap<String, u64>,
+    /// The first error text of each SQLSTATE.
+    pub first_errors: BTreeMap<String, String>,
+    /// Time waiting for a pooled connection (`--pool`); `None` without a pool.
+    pub pool_wait_p95_ms: Option<f64>,
+    /// The units' latencies: HdrHistogram V2 + DEFLATE, base64.
+    pub histogram: String,
+    pub shape: Shape,
+    pub units: u64,
+    pub reconnects: u64,
+    /// The open loop's offered rate (`--rate`), units per second.
+    #[serde(default)]
+    pub rate_per_s: Option<f64>,
+    /// Connections the clients shared (`--pool`), when fewer than the clients.
+    #[serde(default)]
+    pub pool: Option<u32>,
+    /// Runs merged into the step (`--repeat`).
+    #[serde(default = "one")]
+    pub runs: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementJson {
+    pub id: String,
+    pub query: String,
+    pub step_index: usize,
+    pub calls: u64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub errors: BTreeMap<String, u64>,
+    pub first_errors: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TransactionJson {
+    pub id: String,
+    pub name: String,
+    pub statements: Vec<String>,
+    pub queries: Vec<String>,
+    pub step_index: usize,
+    pub calls: u64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub errors: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HotspotJson {
+    pub step_index: usize,
+    pub lock_type: String,
+    pub relation: Option<String>,
+    /// `ctid (page,tuple)` and the values the blocker bound, or "row unknown".
+    pub row: String,
+    pub waiting_statement: Option<String>,
+    pub waiting_statement_id: Option<String>,
+    pub blocking_statement: Option<String>,
+    pub blocking_statement_id: Option<String>,
+    /// `running <statement>`, `waiting on a lock in <statement>`,
+    /// `idle in transaction`, or `unknown`.
+    pub blocker_state: String,
+    /// The blocker's transaction (its name), or the lone statement's id.
+    pub transaction: Option<String>,
+    pub samples: u64,
+    pub wait_seconds: f64,
+    pub wait_share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WaitEventJson {
+    pub step_index: usize,
+    pub wait_event_type: String,
+    pub wait_event: String,
+    pub samples: u64,
+    pub share: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntegrityJson {
+    pub attempted: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    /// Rows planck's write statements reported (warm-up included).
+    pub planck_rows_changed: u64,
+    /// pg_stat_user_tables n_tup_ins + n_tup_upd + n_tup_del, delta.
+    pub server_rows_changed: Option<i64>,
+    pub planck_rollbacks: u64,
+    pub planck_commits: u64,
+    /// pg_stat_database xact_rollback, delta.
+    pub server_xact_rollback: Option<i64>,
+    pub server_xact_commit: Option<i64>,
+    /// Every verified table holds the same row count and checksum as before.
+    pub data_unchanged: Option<bool>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuJson {
+    pub step_index: usize,
+    pub planck_cpu_share: f64,
+    pub server_cpu_share: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictJson {
+    pub peak_concurrency: Option<u32>,
+    pub shape: Shape,
+    pub usl: Option<Usl>,
+    pub text: String,
+}
