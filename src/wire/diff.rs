@@ -1,0 +1,438 @@
+//! What changed between two explain runs of the same statements: the base
+//! (before a migration, or a previous run) and the head. Read by
+//! `planck check --base` for its gate and by `planck report` for its "what
+//! changed" section, so both say the same thing.
+//!
+//! Findings are matched by what they are about (check, statement, mode,
+//! relation, index), never by message text, so a reworded message or a new
+//! row count is not a change. Plans are matched per statement by mode, kind
+//! (generic, custom, literal) and whose values they used, and compared by
+//! shape: for each relation, how it is read (`Seq Scan`, `Index Scan using
+//! items_pkey`...), and which join methods the plan uses. A cost difference
+//! within the noise threshold is no change; a plan whose shape is the same
+//! but whose cost moved beyond it is reported with the ratio.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::explain::{JsonFinding, JsonPlan, JsonReport};
+
+/// The diff's own version, written beside the reports it compares.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Cost changes smaller than this ratio (either way) count as unchanged.
+pub const DEFAULT_COST_NOISE: f64 = 1.2;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonDiff {
+    pub format_version: u32,
+    /// The ratio under which a cost change is noise.
+    pub cost_noise: f64,
+    /// Findings the head has and the base has not.
+    pub new_findings: Vec<JsonFinding>,
+    /// Findings the base had and the head has not.
+    pub fixed_findings: Vec<JsonFinding>,
+    /// Statements whose plan changed shape, or cost beyond the noise.
+    pub plan_changes: Vec<PlanChange>,
+    /// Statements explained on one side only (ids).
+    pub only_in_base: Vec<String>,
+    pub only_in_head: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanChange {
+    pub statement_id: String,
+    pub query: String,
+    pub mode: String,
+    /// `generic`, `custom` or `literal`.
+    pub kind: String,
+    pub tenant: Option<String>,
+    /// The root's total cost on each side.
+    pub base_cost: f64,
+    pub head_cost: f64,
+    /// head / base (1.0 when the base cost is 0).
+    pub cost_ratio: f64,
+    /// What changed, one line each: `items: Index Scan using items_account_idx -> Seq Scan`,
+    /// `join: Nested Loop -> Hash Join`. Empty when only the cost moved.
+    pub changes: Vec<String>,
+    /// Indexes the base plan read and the head plan does not.
+    pub indexes_no_longer_used: Vec<String>,
+}
+
+impl JsonDiff {
+    /// True when nothing changed beyond the noise.
+    pub fn is_empty(&self) -> bool {
+        self.new_findings.is_empty()
+            && self.fixed_findings.is_empty()
+            && self.plan_changes.is_empty()
+            && self.only_in_base.is_empty()
+            && self.only_in_head.is_empty()
+    }
+
+    /// Plan changes that made a statement worse: a cost that rose beyond the
+    /// noise, or an index no longer used.
+    pub fn regressions(&self) -> impl Iterator<Item = &PlanChange> {
+        self.plan_changes
+            .iter()
+            .filter(|c| c.cost_ratio >= self.cost_noise || !c.indexes_no_longer_used.is_empty())
+    }
+}
+
+/// What a finding is about: its identity across runs.
+fn finding_key(
+    f: &JsonFinding,
+) -> (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+) {
+    (
+        f.check.clone(),
+        f.statement_id.clone(),
+        f.mode.clone(),
+        f.relation.clone(),
+        f.index.clone(),
+    )
+}
+
+/// Compares `head` against `base`. Statements are matched by id.
+pub fn diff(base: &JsonReport, head: &JsonReport, cost_noise: f64) -> JsonDiff {
+    let base_keys: BTreeSet<_> = base.findings.iter().map(finding_key).collect();
+    let head_keys: BTreeSet<_> = head.findings.iter().map(finding_key).collect();
+    let new_findings = head
+        .findings
+        .iter()
+        .filter(|f| !base_keys.contains(&finding_key(f)))
+        .cloned()
+        .collect();
+    let fixed_findings = base
+        .findings
+        .iter()
+        .filter(|f| !head_keys.contains(&finding_key(f)))
+        .cloned()
+        .collect();
+
+    let base_by_id: BTreeMap<&str, _> =
+        base.statements.iter().map(|s| (s.id.as_str(), s)).collect();
+    let head_by_id: BTreeMap<&str, _> =
+        head.statements.iter().map(|s| (s.id.as_str(), s)).collect();
+    let mut plan_changes = Vec::new();
+    for (id, h) in &head_by_id {
+        let Some(b) = base_by_id.get(id) else {
+            continue;
+        };
+        for hp in &h.plans {
+            let Some(bp) = b
+                .plans
+                .iter()
+                .find(|bp| bp.mode == hp.mode && bp.kind == hp.kind && bp.tenant == hp.tenant)
+            else {
+                continue;
+            };
+            if let Some(change) = compare_plans(id, &h.query, bp, hp, cost_noise) {
+                plan_changes.push(change);
+            }
+        }
+    }
+    let explained = |r: &JsonReport| -> BTreeSet<String> {
+        r.statements
+            .iter()
+            .filter(|s| s.status == "explained")
+            .map(|s| s.id.clone())
+            .collect()
+    };
+    let (be, he) = (explained(base), explained(head));
+    JsonDiff {
+        format_version: FORMAT_VERSION,
+        cost_noise,
+        new_findings,
+        fixed_findings,
+        plan_changes,
+        only_in_base: be.difference(&he).cloned().collect(),
+        only_in_head: he.difference(&be).cloned().collect(),
+    }
+}
+
+fn compare_plans(
+    id: &str,
+    query: &str,
+    base: &JsonPlan,
+    head: &JsonPlan,
+    cost_noise: f64,
+) -> Option<PlanChange> {
+    let (b, h) = (Shape::of(&base.plan), Shape::of(&head.plan));
+    let mut changes = Vec::new();
+    let relations: BTreeSet<&String> = b.access.keys().chain(h.access.keys()).collect();
+    for rel in relations {
+        let (ba, ha) = (b.access.get(rel), h.access.get(rel));
+        if ba != ha {
+            let show = |a: Option<&Vec<String>>| {
+                a.map(|v| v.join(" + "))
+                    .unwrap_or_else(|| "not read".to_string())
+            };
+            changes.push(format!("{rel}: {} -> {}", show(ba), show(ha)));
+        }
+    }
+    if b.joins != h.joins {
+        let show = |v: &Vec<String>| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        changes.push(format!("join: {} -> {}", show(&b.joins), show(&h.joins)));
+    }
+    let cost_ratio = if b.cost > 0.0 { h.cost / b.cost } else { 1.0 };
+    let beyond_noise = cost_ratio >= cost_noise || cost_ratio <= 1.0 / cost_noise;
+    if changes.is_empty() && !beyond_noise {
+        return None;
+    }
+    Some(PlanChange {
+        statement_id: id.to_string(),
+        query: query.to_string(),
+        mode: head.mode.clone(),
+        kind: head.kind.clone(),
+        tenant: head.tenant.clone(),
+        base_cost: b.cost,
+        head_cost: h.cost,
+        cost_ratio: (cost_ratio * 1000.0).round() / 1000.0,
+        changes,
+        indexes_no_longer_used: b.indexes.difference(&h.indexes).cloned().collect(),
+    })
+}
+
+/// The parts of a plan a change is read from.
+#[derive(Debug, Default)]
+struct Shape {
+    /// Per relation (by alias where the plan gives one), how it is read, in plan order.
+    access: BTreeMap<String, Vec<String>>,
+    /// Join nodes, sorted, so two plans joining in another order but with
+    /// the same methods compare equal here.
+    joins: Vec<String>,
+    indexes: BTreeSet<String>,
+    cost: f64,
+}
+
+impl Shape {
+    fn of(plan: &Value) -> Shape {
+        let root = plan
+            .get(0)
+            .and_then(|r| r.get("Plan"))
+            .or_else(|| plan.get("Plan"))
+            .unwrap_or(plan);
+        let mut s = Shape {
+            cost: root
+                .get("Total Cost")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+            ..Shape::default()
+        };
+        s.walk(root);
+        s.joins.sort();
+        s
+    }
+
+    fn walk(&mut self, node: &Value) {
+        let ty = node.get("Node Type").and_then(Value::as_str).unwrap_or("?");
+        let index = node.get("Index Name").and_then(Value::as_str);
+        if let Some(i) = index {
+            self.indexes.insert(i.to_string());
+        }
+        if let Some(rel) = node.get("Relation Name").and_then(Value::as_str) {
+            let alias = node.get("Alias").and_then(Value::as_str).unwrap_or(rel);
+            let key = if alias == rel {
+                rel.to_string()
+            } else {
+                format!("{rel} {alias}")
+            };
+            // A bitmap heap scan names the relation; the bitmap index scans
+            // under it name the indexes.
+            let mut used: Vec<String> = index.map(str::to_string).into_iter().collect();
+            if ty == "Bitmap Heap Scan" {
+                bitmap_indexes(node, &mut used);
+            }
+            let how = if used.is_empty() {
+                ty.to_string()
+            } else {
+                format!("{ty} using {}", used.join(", "))
+            };
+            self.access.entry(key).or_default().push(how);
+        }
+        if matches!(ty, "Nested Loop" | "Hash Join" | "Merge Join") {
+            self.joins.push(ty.to_string());
+        }
+        if let Some(children) = node.get("Plans").and_then(Value::as_array) {
+            for c in children {
+                self.walk(c);
+            }
+        }
+    }
+}
+
+fn bitmap_indexes(node: &Value, out: &mut Vec<String>) {
+    for c in node
+        .get("Plans")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(i) = c.get("Index Name").and_then(Value::as_str) {
+            out.push(i.to_string());
+        }
+        bitmap_indexes(c, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::explain::{JsonStatement, JsonSummary};
+    use serde_json::json;
+
+    fn plan(json: Value) -> JsonPlan {
+        JsonPlan {
+            mode: "admin".into(),
+            kind: "custom".into(),
+            tenant: None,
+            tenant_id: None,
+            params: vec![],
+            plan: json,
+        }
+    }
+
+    fn report(plans: Vec<JsonPlan>, findings: Vec<JsonFinding>) -> JsonReport {
+        JsonReport {
+            format_version: 1,
+            statements: vec![JsonStatement {
+                id: "s1".into(),
+                query: "SELECT * FROM items WHERE account_id = $1".into(),
+                role: None,
+                mode: Some("admin".into()),
+                status: "explained".into(),
+                reason: None,
+                planned_query: None,
+                repairs: vec![],
+                param_types: vec![],
+                notes: vec![],
+                plans,
+            }],
+            findings,
+            summary: JsonSummary {
+                explained: 1,
+                skipped: 0,
+                findings: BTreeMap::new(),
+                ignored: 0,
+                new_errors: 0,
+            },
+        }
+    }
+
+    fn seq_scan_finding(message: &str) -> JsonFinding {
+        JsonFinding {
+            check: "seq-scan".into(),
+            severity: "error".into(),
+            mode: Some("admin".into()),
+            statement_id: Some("s1".into()),
+            query: None,
+            relation: Some("items".into()),
+            index: None,
+            message: message.into(),
+            help: String::new(),
+            baseline: false,
+            location: None,
+            node: None,
+            advice: None,
+        }
+    }
+
+    fn index_scan() -> Value {
+        json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "items", "Alias": "items",
+                         "Index Name": "items_account_idx", "Total Cost": 8.5}}])
+    }
+
+    fn seq_scan(cost: f64) -> Value {
+        json!([{"Plan": {"Node Type": "Seq Scan", "Relation Name": "items", "Alias": "items",
+                         "Total Cost": cost}}])
+    }
+
+    #[test]
+    fn a_dropped_index_is_a_plan_change_a_new_finding_and_a_regression() {
+        let base = report(vec![plan(index_scan())], vec![]);
+        let head = report(
+            vec![plan(seq_scan(85000.0))],
+            vec![seq_scan_finding("reads 4M rows")],
+        );
+        let d = diff(&base, &head, DEFAULT_COST_NOISE);
+        assert_eq!(d.new_findings.len(), 1);
+        assert!(d.fixed_findings.is_empty());
+        assert_eq!(d.plan_changes.len(), 1);
+        let c = &d.plan_changes[0];
+        assert_eq!(
+            c.changes,
+            vec!["items: Index Scan using items_account_idx -> Seq Scan".to_string()]
+        );
+        assert_eq!(
+            c.indexes_no_longer_used,
+            vec!["items_account_idx".to_string()]
+        );
+        assert_eq!(c.cost_ratio, 10000.0);
+        assert_eq!(d.regressions().count(), 1);
+        // The other way round it is a fix, and not a regression.
+        let back = diff(&head, &base, DEFAULT_COST_NOISE);
+        assert_eq!(back.fixed_findings.len(), 1);
+        assert_eq!(back.regressions().count(), 0);
+    }
+
+    #[test]
+    fn the_same_plan_within_the_noise_and_a_reworded_finding_are_no_change() {
+        let base = report(
+            vec![plan(seq_scan(100.0))],
+            vec![seq_scan_finding("reads 4M rows")],
+        );
+        let head = report(
+            vec![plan(seq_scan(110.0))],
+            vec![seq_scan_finding("reads 4.1M rows")],
+        );
+        let d = diff(&base, &head, DEFAULT_COST_NOISE);
+        assert!(d.is_empty(), "{d:?}");
+        // Beyond the noise, the same shape is reported with its ratio only.
+        let head = report(
+            vec![plan(seq_scan(300.0))],
+            vec![seq_scan_finding("reads 4.1M rows")],
+        );
+        let d = diff(&base, &head, DEFAULT_COST_NOISE);
+        assert_eq!(d.plan_changes.len(), 1);
+        assert!(d.plan_changes[0].changes.is_empty());
+        assert_eq!(d.plan_changes[0].cost_ratio, 3.0);
+    }
+
+    #[test]
+    fn join_methods_are_compared_and_statements_on_one_side_are_listed() {
+        let nl = json!([{"Plan": {"Node Type": "Nested Loop", "Total Cost": 10.0, "Plans": [
+            {"Node Type": "Seq Scan", "Relation Name": "a", "Alias": "a", "Total Cost": 1.0},
+            {"Node Type": "Index Scan", "Relation Name": "b", "Alias": "b", "Index Name": "b_pkey", "Total Cost": 1.0}]}}]);
+        let hj = json!([{"Plan": {"Node Type": "Hash Join", "Total Cost": 10.0, "Plans": [
+            {"Node Type": "Seq Scan", "Relation Name": "a", "Alias": "a", "Total Cost": 1.0},
+            {"Node Type": "Hash", "Total Cost": 1.0, "Plans": [
+                {"Node Type": "Index Scan", "Relation Name": "b", "Alias": "b", "Index Name": "b_pkey", "Total Cost": 1.0}]}]}}]);
+        let base = report(vec![plan(nl)], vec![]);
+        let mut head = report(vec![plan(hj)], vec![]);
+        head.statements[0].id = "s1".into();
+        let d = diff(&base, &head, DEFAULT_COST_NOISE);
+        assert_eq!(
+            d.plan_changes[0].changes,
+            vec!["join: Nested Loop -> Hash Join".to_string()]
+        );
+        assert!(d.plan_changes[0].indexes_no_longer_used.is_empty());
+        head.statements[0].id = "s2".into();
+        let d = diff(&base, &head, DEFAULT_COST_NOISE);
+        assert_eq!(d.only_in_base, vec!["s1".to_string()]);
+        assert_eq!(d.only_in_head, vec!["s2".to_string()]);
+        assert!(d.plan_changes.is_empty());
+    }
+}
