@@ -112,6 +112,10 @@ Exit codes: 0 recorded, 1 recorded but the command failed or was killed, 2 bad i
     Report(cmd::NotBuiltArgs),
     /// Run the whole pipeline on the bundled example
     Demo(cmd::demo::DemoArgs),
+    /// The pre-merge gate: migrate, seed and explain on databases of its own; exit 1 on what [check] fail_on names
+    Check(cmd::check::CheckArgs),
+    /// Write a commented planck.toml with every key and its default
+    Init(cmd::init::InitArgs),
     /// The bundled example's test run (record it with `planck record -- planck example-app`)
     #[command(hide = true)]
     ExampleApp(cmd::demo::ExampleAppArgs),

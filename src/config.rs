@@ -29,6 +29,8 @@ pub struct ConfigFile {
     pub explain: ExplainSection,
     #[serde(default)]
     pub replay: ReplaySection,
+    #[serde(default)]
+    pub check: CheckSection,
 }
 
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -138,6 +140,21 @@ pub struct ReplaySection {
     pub tenant_mode: Option<String>,
     /// A latency objective, e.g. `"p95=300ms@16"`.
     pub slo: Option<String>,
+}
+
+/// `planck check`'s defaults (the pre-merge gate); its flags win over every key.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckSection {
+    /// The project's own migration command (run in the checkout with
+    /// DATABASE_URL and PG* set). Default: planck migrate.
+    pub migrate: Option<String>,
+    /// Seed scale of the check databases (a fraction of the spec's row counts).
+    pub scale: Option<f64>,
+    /// What fails the gate: `errors`, `regressions`, `blocking-migration`.
+    pub fail_on: Option<Vec<String>>,
+    /// Cost ratios under this (either way) count as unchanged.
+    pub cost_noise: Option<f64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -2,9 +2,11 @@
 //! [`Settings`] and returns the exit code it wants (0 ok, 1 findings); errors
 //! travel as [`crate::error::Error`] and are mapped to exit codes in `main`.
 
+pub mod check;
 pub mod db;
 pub mod demo;
 pub mod explain;
+pub mod init;
 pub mod migrate;
 pub mod record;
 pub mod replay;
@@ -34,6 +36,8 @@ pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
         Command::Replay(a) => replay::run(a, settings).await,
         Command::Report(_) => Err(Error::NotBuilt { command: "report" }),
         Command::Demo(a) => demo::run(a, settings).await,
+        Command::Check(a) => check::run(a, settings).await,
+        Command::Init(a) => init::run(a, settings).await,
         Command::ExampleApp(a) => demo::example_app(a, settings).await,
     }
 }

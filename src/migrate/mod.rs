@@ -16,6 +16,7 @@
 //! recorded once all of them succeeded. A failure names the statement's
 //! line, and the statements before it stay applied.
 
+pub mod measure;
 pub mod objects;
 pub mod report;
 pub mod split;

@@ -13,6 +13,7 @@
 //! keywords it leaves unset, and `.pgpass`. For everything else: flag, then
 //! `planck.toml`, then the built-in default.
 
+pub mod check;
 pub mod explain;
 pub mod record;
 pub mod replay;

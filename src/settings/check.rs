@@ -1,0 +1,289 @@
+//! `planck check`'s settings: its flags resolved once with `[check]` of
+//! `planck.toml` and the defaults into [`CheckSettings`].
+//!
+//! Override order, strongest first: the flag, then `planck.toml`, then the
+//! built-in default. Output paths are taken from the current directory (where
+//! CI runs the command), the migration command runs in the project directory.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::Settings;
+use crate::error::{Error, Result};
+
+/// Seed scale of the check databases: a twentieth of the spec, enough for
+/// the planner to choose the plans it chooses on production-sized tables,
+/// small enough for a CI job.
+pub const DEFAULT_SCALE: f64 = 0.05;
+
+/// The prefix of the databases check creates (`planck_check_head`, `planck_check_base`).
+pub const DEFAULT_PREFIX: &str = "planck_check";
+
+/// What fails the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Gate {
+    /// Error findings the baseline does not hold.
+    Errors,
+    /// With `--base`: a plan that got costlier beyond the noise, or lost an index.
+    Regressions,
+    /// A migration statement that held an ACCESS EXCLUSIVE or SHARE lock, or rewrote a table.
+    BlockingMigration,
+}
+
+impl Gate {
+    pub const ALL: [Gate; 3] = [Gate::Errors, Gate::Regressions, Gate::BlockingMigration];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gate::Errors => "errors",
+            Gate::Regressions => "regressions",
+            Gate::BlockingMigration => "blocking-migration",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Gate> {
+        Gate::ALL
+            .into_iter()
+            .find(|g| g.as_str() == s)
+            .ok_or_else(|| {
+                Error::usage_hint(
+                    format!("[check] fail_on names an unknown gate {s:?}"),
+                    "use any of \"errors\", \"regressions\", \"blocking-migration\"",
+                )
+            })
+    }
+}
+
+#[derive(Debug, Clone, Default, Args)]
+#[command(after_help = "Examples:
+  planck check                               # migrate, seed, explain the checkout; gate on new errors
+  planck check --base origin/main            # what this branch's migrations change, against the merge base
+  planck check --base main --json check.json --keep
+
+Exit codes: 0 the gate passed, 1 it failed (new errors, regressions or a blocking migration, \
+as [check] fail_on says), 2 usage or configuration error (not a git repository, unknown ref), \
+3 database unreachable or refused (check needs CREATEDB).")]
+pub struct CheckArgs {
+    /// Compare against `git merge-base HEAD REF`: what this change does
+    #[arg(long, value_name = "REF")]
+    pub base: Option<String>,
+    /// Keep the check databases afterwards (for a look with psql)
+    #[arg(long)]
+    pub keep: bool,
+    /// Seed scale of the check databases [default: [check] scale, else 0.05]
+    #[arg(long, value_name = "FACTOR")]
+    pub scale: Option<f64>,
+    /// Prefix of the databases check creates (`<prefix>_head`, `<prefix>_base`)
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_PREFIX)]
+    pub name: String,
+    /// What fails the gate, comma-separated [default: [check] fail_on, else errors]
+    #[arg(long, value_name = "GATES", value_delimiter = ',')]
+    pub fail_on: Vec<String>,
+    /// Write the check result as JSON
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Write the PR comment (Markdown)
+    #[arg(long, value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    /// Write JUnit XML
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Write SARIF 2.1.0 (code scanning)
+    #[arg(long, value_name = "PATH")]
+    pub sarif: Option<PathBuf>,
+    /// Write GitLab's code-quality JSON
+    #[arg(long, value_name = "PATH")]
+    pub gitlab: Option<PathBuf>,
+    /// Write the self-contained HTML review
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
+}
+
+/// Where each report goes (paths from the current directory).
+#[derive(Debug, Clone, Default)]
+pub struct Outputs {
+    pub json: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+    pub junit: Option<PathBuf>,
+    pub sarif: Option<PathBuf>,
+    pub gitlab: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckSettings {
+    pub base: Option<String>,
+    pub keep: bool,
+    pub scale: f64,
+    pub prefix: String,
+    /// The project's migration command; `None` is planck migrate.
+    pub migrate: Option<String>,
+    pub fail_on: Vec<Gate>,
+    pub cost_noise: f64,
+    pub outputs: Outputs,
+    /// Which values came from where, one `key = value (source)` each, printed
+    /// when there is no planck.toml.
+    pub described: Vec<String>,
+}
+
+impl CheckSettings {
+    pub fn resolve(args: &CheckArgs, settings: &Settings) -> Result<CheckSettings> {
+        let cfg = &settings.config.check;
+        let scale = args.scale.or(cfg.scale).unwrap_or(DEFAULT_SCALE);
+        if !scale.is_finite() || scale <= 0.0 {
+            return Err(Error::usage_hint(
+                format!("invalid check scale {scale}: it must be a number above 0"),
+                "0.05 seeds a twentieth of the spec's rows",
+            ));
+        }
+        let valid_name = !args.name.is_empty()
+            && args.name.len() <= 40
+            && args
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid_name {
+            return Err(Error::usage(format!(
+                "--name {:?} must be up to 40 lowercase letters, digits or underscores",
+                args.name
+            )));
+        }
+        let raw_gates: Vec<String> = if !args.fail_on.is_empty() {
+            args.fail_on.clone()
+        } else {
+            cfg.fail_on.clone().unwrap_or_else(|| vec!["errors".into()])
+        };
+        let mut fail_on = raw_gates
+            .iter()
+            .map(|g| Gate::parse(g.trim()))
+            .collect::<Result<Vec<_>>>()?;
+        fail_on.sort();
+        fail_on.dedup();
+        let cost_noise = cfg
+            .cost_noise
+            .unwrap_or(crate::wire::diff::DEFAULT_COST_NOISE);
+        if !cost_noise.is_finite() || cost_noise < 1.0 {
+            return Err(Error::usage(format!(
+                "[check] cost_noise = {cost_noise}: it is a ratio, 1.0 or more (1.2 ignores changes under 20%)"
+            )));
+        }
+        let migrate = cfg.migrate.clone().filter(|m| !m.trim().is_empty());
+        let from = |flag: bool, file: bool| {
+            if flag {
+                "flag"
+            } else if file {
+                "planck.toml"
+            } else {
+                "default"
+            }
+        };
+        let described = vec![
+            format!(
+                "migrate = {} ({})",
+                migrate.as_deref().unwrap_or("planck migrate"),
+                from(false, cfg.migrate.is_some())
+            ),
+            format!(
+                "scale = {scale} ({})",
+                from(args.scale.is_some(), cfg.scale.is_some())
+            ),
+            format!(
+                "fail_on = [{}] ({})",
+                fail_on
+                    .iter()
+                    .map(|g| format!("\"{}\"", g.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                from(!args.fail_on.is_empty(), cfg.fail_on.is_some())
+            ),
+            format!(
+                "cost_noise = {cost_noise} ({})",
+                from(false, cfg.cost_noise.is_some())
+            ),
+        ];
+        let at = |p: &Option<PathBuf>| p.as_ref().map(|p| settings.cwd.join(p));
+        Ok(CheckSettings {
+            base: args.base.clone(),
+            keep: args.keep,
+            scale,
+            prefix: args.name.clone(),
+            migrate,
+            fail_on,
+            cost_noise,
+            outputs: Outputs {
+                json: at(&args.json),
+                markdown: at(&args.markdown),
+                junit: at(&args.junit),
+                sarif: at(&args.sarif),
+                gitlab: at(&args.gitlab),
+                html: at(&args.html),
+            },
+            described,
+        })
+    }
+
+    pub fn gates(&self, gate: Gate) -> bool {
+        self.fail_on.contains(&gate)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn settings_with(toml: &str) -> (tempfile::TempDir, Settings) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("planck.toml"), toml).unwrap();
+        let cli =
+            crate::cli::Cli::parse_from(["planck", "--database-url", "postgres://u@h/d", "demo"]);
+        let s = Settings::resolve(&cli.global, &|_| None, dir.path()).unwrap();
+        (dir, s)
+    }
+
+    fn args(v: &[&str]) -> CheckArgs {
+        let mut all = vec!["planck", "check"];
+        all.extend_from_slice(v);
+        match crate::cli::Cli::parse_from(all).command {
+            crate::cli::Command::Check(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn flag_beats_file_beats_default() {
+        let (_d, s) = settings_with("");
+        let r = CheckSettings::resolve(&args(&[]), &s).unwrap();
+        assert_eq!(r.scale, DEFAULT_SCALE);
+        assert_eq!(r.fail_on, vec![Gate::Errors]);
+        assert_eq!(r.migrate, None);
+        assert!(r.described[0].contains("planck migrate (default)"));
+
+        let (_d, s) = settings_with(
+            "[check]\nscale = 0.2\nfail_on = [\"regressions\", \"errors\"]\nmigrate = \"sqlx migrate run\"\n",
+        );
+        let r = CheckSettings::resolve(&args(&[]), &s).unwrap();
+        assert_eq!(r.scale, 0.2);
+        assert_eq!(r.fail_on, vec![Gate::Errors, Gate::Regressions]);
+        assert_eq!(r.migrate.as_deref(), Some("sqlx migrate run"));
+        let r = CheckSettings::resolve(
+            &args(&["--scale", "0.01", "--fail-on", "blocking-migration"]),
+            &s,
+        )
+        .unwrap();
+        assert_eq!(r.scale, 0.01);
+        assert_eq!(r.fail_on, vec![Gate::BlockingMigration]);
+        assert!(r.described[1].contains("(flag)"), "{:?}", r.described);
+    }
+
+    #[test]
+    fn an_unknown_gate_or_a_bad_scale_is_a_usage_error() {
+        let (_d, s) = settings_with("[check]\nfail_on = [\"regresions\"]\n");
+        let e = CheckSettings::resolve(&args(&[]), &s).unwrap_err();
+        assert!(e.to_string().contains("regresions"), "{e}");
+        let (_d, s) = settings_with("");
+        assert!(CheckSettings::resolve(&args(&["--scale", "0"]), &s).is_err());
+        assert!(CheckSettings::resolve(&args(&["--name", "Bad-Name"]), &s).is_err());
+    }
+}

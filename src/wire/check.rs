@@ -1,0 +1,95 @@
+//! `planck check --json`: the result of the pre-merge gate (`format_version`
+//! 1). The head's explain report, with `--base` the base's and their diff,
+//! what head's new migration files changed and (with `--base`) what they did
+//! while they ran, and the gate's verdict with the reasons it failed.
+
+use serde::{Deserialize, Serialize};
+
+use super::diff::JsonDiff;
+use super::explain::JsonReport;
+
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonCheck {
+    pub format_version: u32,
+    /// The ref given to `--base` and the merge base it resolved to.
+    pub base_ref: Option<String>,
+    pub base_commit: Option<String>,
+    pub head: JsonReport,
+    pub base: Option<JsonReport>,
+    /// Why the base side could not be built (its migrations failed); the head side still ran.
+    pub base_error: Option<String>,
+    pub diff: Option<JsonDiff>,
+    /// Each statement of head's new migration files as it ran on a copy of
+    /// the seeded base (`--base` only).
+    pub migration: Vec<JsonMigrationStatement>,
+    /// The indexes and constraints head's new migration files created,
+    /// dropped or renamed, with the file and line.
+    pub objects: Vec<JsonObjectChange>,
+    /// Things the reader should know (a full rebuild because an applied file changed...).
+    pub notes: Vec<String>,
+    pub gate: JsonGate,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonObjectChange {
+    /// The migration file, relative to the project.
+    pub file: String,
+    pub line: usize,
+    /// `created`, `dropped`, `rebuilt`, `renamed`.
+    pub action: String,
+    /// `index` or `constraint`.
+    pub kind: String,
+    pub name: String,
+    pub table: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonMigrationStatement {
+    pub file: String,
+    pub line: usize,
+    /// The statement's text (shortened).
+    pub statement: String,
+    pub seconds: f64,
+    /// Every lock on a relation seen while it ran, strongest first.
+    pub locks: Vec<JsonLock>,
+    /// Tables (and indexes) whose relfilenode changed: rewritten.
+    pub rewritten: Vec<String>,
+    /// Whether the statement blocks the application's reads or writes meanwhile.
+    pub blocking: bool,
+    /// The statement failed (the error); the statements after it did not run.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonLock {
+    pub relation: String,
+    /// `AccessExclusiveLock`, `ShareLock`...
+    pub mode: String,
+    /// How long it was seen held (sampled), in seconds.
+    pub held_seconds: f64,
+    /// What the lock blocks, in words: `reads and writes`, `writes`.
+    pub blocks: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonGate {
+    pub passed: bool,
+    /// `errors`, `regressions`, `blocking-migration`.
+    pub fail_on: Vec<String>,
+    pub failures: Vec<JsonGateFailure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonGateFailure {
+    /// The gate this fails.
+    pub gate: String,
+    pub message: String,
+    pub statement_id: Option<String>,
+    pub query: Option<String>,
+    pub index: Option<String>,
+    /// The migration file and line behind it (a dropped index's DROP INDEX).
+    pub file: Option<String>,
+    pub line: Option<usize>,
+}

@@ -1,0 +1,258 @@
+//! `planck check`: the pre-merge gate on the bundled example, on databases
+//! of its own beside the test's database (`--name` keeps parallel tests
+//! apart), with and without `--base`.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{TestDb, assert_exit, stderr};
+use serde_json::Value;
+
+/// A project folder holding the bundled example (migrations, seed spec,
+/// recorded statements and the committed baseline).
+fn example_project() -> tempfile::TempDir {
+    let dir = common::project_dir();
+    for sub in ["migrations", "seeds", "queries"] {
+        let from = common::repo_root().join(sub);
+        let to = dir.path().join(sub);
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(&from).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() {
+                std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    dir
+}
+
+fn check(db: &TestDb, dir: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["check", "--name", &db.name];
+    args.extend_from_slice(extra);
+    db.planck(&args, dir)
+}
+
+fn databases_named(db: &TestDb) -> Vec<String> {
+    db.query_strings(&format!(
+        "SELECT datname FROM pg_database WHERE datname LIKE '{}\\_%' ORDER BY 1",
+        db.name
+    ))
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.name=planck test", "-c", "user.email=test@planck"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Acceptance: exit 0 with the committed queries/baseline.toml (it holds the
+/// example's known errors), 1 naming them without it; every step one line
+/// with its duration; no planck.toml: the defaults printed; the check
+/// database dropped afterwards, the configured one untouched.
+#[test]
+fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_it() {
+    let db = common::test_db!();
+    let dir = example_project();
+    let out = check(&db, dir.path(), &["--json", "check.json"]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("no planck.toml: check runs on the defaults"), "{err}");
+    assert!(err.contains("[check] scale = 0.05 (default)"), "{err}");
+    for step in ["database: created", "migrate: 5 file(s)", "seed: ", "explain (head): ", "cleanup: dropped"] {
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(step))
+            .unwrap_or_else(|| panic!("no {step:?} line:\n{err}"));
+        assert!(
+            regex::Regex::new(r"\(\d+\.\d s\)$").unwrap().is_match(line),
+            "{line}"
+        );
+    }
+    let v = read_json(&dir.path().join("check.json"));
+    assert_eq!(v["format_version"], 1);
+    assert_eq!(v["gate"]["passed"], true);
+    assert!(v["base"].is_null() && v["diff"].is_null());
+    let baselined = v["head"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .inspect(|f| assert_eq!(f["baseline"], true, "{f}"))
+        .count();
+    assert!(baselined >= 1, "the example has known errors");
+    assert!(databases_named(&db).is_empty(), "{:?}", databases_named(&db));
+    // The configured database was not migrated.
+    assert!(db.query_strings("SELECT to_regclass('items')::text").iter().all(|s| s == "NULL"));
+
+    std::fs::remove_file(dir.path().join("queries/baseline.toml")).unwrap();
+    let out = check(&db, dir.path(), &["--keep", "--json", "check.json"]);
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("check failed"), "{err}");
+    let v = read_json(&dir.path().join("check.json"));
+    let failures = v["gate"]["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), baselined, "{failures:#?}");
+    for f in failures {
+        assert_eq!(f["gate"], "errors");
+        let q = f["query"].as_str().unwrap();
+        assert!(err.contains(&q[..30]), "{q} not named in:\n{err}");
+    }
+    // --keep leaves the head database for a look.
+    assert_eq!(databases_named(&db), vec![format!("{}_head", db.name)]);
+}
+
+/// --base outside a git repository, and with a ref that does not exist:
+/// usage errors naming the fix, before any database is created.
+#[test]
+fn check_base_needs_a_git_repository_and_an_existing_ref() {
+    let db = common::test_db!();
+    let dir = example_project();
+    let out = check(&db, dir.path(), &["--base", "main"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("needs a git repository"), "{}", stderr(&out));
+    git(dir.path(), &["init", "--quiet", "-b", "main"]);
+    git(dir.path(), &["add", "."]);
+    git(dir.path(), &["commit", "--quiet", "-m", "example"]);
+    let out = check(&db, dir.path(), &["--base", "origin/nope"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("--base origin/nope: no such commit"), "{err}");
+    assert!(err.contains("fetch-depth: 0"), "{err}");
+    assert!(databases_named(&db).is_empty());
+}
+
+/// Acceptance with --base: a branch whose migration drops the index the
+/// activity feed reads, then adds a column with a volatile default and builds
+/// an index without CONCURRENTLY. The diff shows the plan change and its
+/// cost ratio, the gate names the statement, the index and the DROP INDEX's
+/// file and line; the measurement names AccessExclusiveLock + rewrite for
+/// the ADD COLUMN and ShareLock for the CREATE INDEX. The user's checkout is
+/// left as it was, and the temporary worktree is gone.
+#[test]
+fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
+    let db = common::test_db!();
+    let dir = example_project();
+    let p = dir.path();
+    git(p, &["init", "--quiet", "-b", "main"]);
+    git(p, &["add", "."]);
+    git(p, &["commit", "--quiet", "-m", "example"]);
+    git(p, &["checkout", "--quiet", "-b", "feature"]);
+    std::fs::write(
+        p.join("migrations/0006_drop_feed_index.sql"),
+        "-- The feed reads events by account.\n\nDROP INDEX events_account_created;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("migrations/0007_events_seen.sql"),
+        "ALTER TABLE events ADD COLUMN seen_at timestamptz DEFAULT clock_timestamp();\n\
+         CREATE INDEX events_kind ON events (kind);\n",
+    )
+    .unwrap();
+    git(p, &["add", "."]);
+    git(p, &["commit", "--quiet", "-m", "drop the feed index"]);
+    let out = check(
+        &db,
+        p,
+        &[
+            "--base",
+            "main",
+            "--fail-on",
+            "errors,regressions,blocking-migration",
+            "--json",
+            "check.json",
+        ],
+    );
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("as a copy of"), "{err}");
+    let v = read_json(&p.join("check.json"));
+    assert!(v["base"].is_object());
+    assert_eq!(v["base_ref"], "main");
+
+    // The diff: Index Scan -> Seq Scan on events, with its cost ratio.
+    let changes = v["diff"]["plan_changes"].as_array().unwrap();
+    let feed = changes
+        .iter()
+        .find(|c| {
+            c["indexes_no_longer_used"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i == "events_account_created")
+        })
+        .unwrap_or_else(|| panic!("no plan lost events_account_created: {changes:#?}"));
+    let what = feed["changes"][0].as_str().unwrap();
+    assert!(what.starts_with("events: "), "{what}");
+    assert!(what.contains("Index Scan") && what.contains("events_account_created -> Seq Scan"), "{what}");
+    assert!(feed["cost_ratio"].as_f64().unwrap() > 1.2, "{feed}");
+    assert!(err.contains("events_account_created -> Seq Scan, cost x"), "{err}");
+
+    // The gate names the statement, the index and the migration's file and line.
+    let failures = v["gate"]["failures"].as_array().unwrap();
+    let regression = failures
+        .iter()
+        .find(|f| f["gate"] == "regressions" && f["index"] == "events_account_created")
+        .unwrap_or_else(|| panic!("{failures:#?}"));
+    assert_eq!(regression["statement_id"], feed["statement_id"]);
+    assert_eq!(regression["file"], "migrations/0006_drop_feed_index.sql");
+    assert_eq!(regression["line"], 3);
+    assert!(
+        failures
+            .iter()
+            .any(|f| f["gate"] == "errors" && f["statement_id"] == feed["statement_id"]),
+        "the seq scan on events is a new error: {failures:#?}"
+    );
+
+    // The measurement, statement by statement, on a copy of the seeded base.
+    let m = v["migration"].as_array().unwrap();
+    assert_eq!(m.len(), 3, "{m:#?}");
+    let add = &m[1];
+    assert_eq!(add["file"], "migrations/0007_events_seen.sql");
+    assert_eq!(add["line"], 1);
+    assert_eq!(add["locks"][0]["relation"], "events");
+    assert_eq!(add["locks"][0]["mode"], "AccessExclusiveLock");
+    assert!(add["locks"][0]["held_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(add["rewritten"], serde_json::json!(["events"]));
+    let index = &m[2];
+    assert_eq!(index["line"], 2);
+    assert_eq!(index["locks"][0]["relation"], "events");
+    assert_eq!(index["locks"][0]["mode"], "ShareLock");
+    assert_eq!(index["rewritten"], serde_json::json!([]));
+    assert!(add["blocking"] == true && index["blocking"] == true);
+    let blocking: Vec<_> = failures
+        .iter()
+        .filter(|f| f["gate"] == "blocking-migration" && f["file"] == "migrations/0007_events_seen.sql")
+        .map(|f| f["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(blocking, vec![1, 2], "{failures:#?}");
+
+    // Nothing left behind: no databases, no worktree, the checkout as it was.
+    assert!(databases_named(&db).is_empty(), "{:?}", databases_named(&db));
+    let worktrees = Command::new("git")
+        .current_dir(p)
+        .args(["worktree", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&worktrees.stdout).lines().count(), 1);
+    let status = Command::new("git")
+        .current_dir(p)
+        .args(["status", "--porcelain"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&status.stdout).trim(), "?? check.json");
+}
