@@ -66,7 +66,7 @@ fn read_json(path: &Path) -> Value {
 /// database dropped afterwards, the configured one untouched.
 #[test]
 fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_it() {
-    let db = common::test_db!();
+    let db = TestDb::new("check_baseline");
     let dir = example_project();
     let out = check(&db, dir.path(), &["--json", "check.json"]);
     assert_exit(&out, 0);
@@ -120,7 +120,7 @@ fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_
 /// usage errors naming the fix, before any database is created.
 #[test]
 fn check_base_needs_a_git_repository_and_an_existing_ref() {
-    let db = common::test_db!();
+    let db = TestDb::new("check_git_errors");
     let dir = example_project();
     let out = check(&db, dir.path(), &["--base", "main"]);
     assert_exit(&out, 2);
@@ -145,7 +145,7 @@ fn check_base_needs_a_git_repository_and_an_existing_ref() {
 /// left as it was, and the temporary worktree is gone.
 #[test]
 fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
-    let db = common::test_db!();
+    let db = TestDb::new("check_base_diff");
     let dir = example_project();
     let p = dir.path();
     git(p, &["init", "--quiet", "-b", "main"]);

@@ -198,11 +198,14 @@ async fn sample(client: Client, pid: i32, stop: Arc<AtomicBool>) -> Result<(Clie
     let mut seen: Seen = BTreeMap::new();
     let statement = client
         .prepare(
-            "SELECT coalesce(c.oid::regclass::text, l.relation::text), l.mode
-               FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation
+            // Relations the statement itself is creating (a new table, an
+            // index being built, a rewrite's transient heap) are not visible
+            // yet, and no one else can wait on them: only visible ones count.
+            "SELECT c.oid::regclass::text, l.mode
+               FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
               WHERE l.pid = $1 AND l.locktype = 'relation' AND l.granted
                 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                AND (c.oid IS NULL OR c.relnamespace <> 'pg_catalog'::regnamespace)",
+                AND c.relnamespace <> 'pg_catalog'::regnamespace",
         )
         .await
         .map_err(|e| Error::db("preparing the lock sampler", e))?;
