@@ -256,3 +256,37 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&status.stdout).trim(), "?? check.json");
 }
+
+/// A base whose migrations fail is reported (the file and line), and the
+/// head side still runs and gates, without a diff.
+#[test]
+fn check_base_whose_migrations_fail_still_checks_the_head() {
+    let db = TestDb::new("check_base_fails");
+    let dir = example_project();
+    let p = dir.path();
+    git(p, &["init", "--quiet", "-b", "main"]);
+    std::fs::write(
+        p.join("migrations/0006_notes.sql"),
+        "CREATE TABLE notes (\n  id intt\n);\n",
+    )
+    .unwrap();
+    git(p, &["add", "."]);
+    git(p, &["commit", "--quiet", "-m", "a broken migration"]);
+    git(p, &["checkout", "--quiet", "-b", "fix"]);
+    std::fs::write(
+        p.join("migrations/0006_notes.sql"),
+        "CREATE TABLE notes (\n  id int\n);\n",
+    )
+    .unwrap();
+    git(p, &["commit", "--quiet", "-am", "fixed"]);
+    let out = check(&db, p, &["--base", "main", "--json", "check.json"]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("the head side still runs"), "{err}");
+    let v = read_json(&p.join("check.json"));
+    let base_error = v["base_error"].as_str().unwrap();
+    assert!(base_error.contains("0006_notes.sql:2"), "{base_error}");
+    assert!(v["base"].is_null() && v["diff"].is_null());
+    assert!(v["head"]["summary"]["explained"].as_u64().unwrap() > 0);
+    assert!(databases_named(&db).is_empty(), "{:?}", databases_named(&db));
+}
