@@ -44,7 +44,12 @@ fn databases_named(db: &TestDb) -> Vec<String> {
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .current_dir(dir)
-        .args(["-c", "user.name=planck test", "-c", "user.email=test@planck"])
+        .args([
+            "-c",
+            "user.name=planck test",
+            "-c",
+            "user.email=test@planck",
+        ])
         .args(args)
         .output()
         .unwrap();
@@ -71,15 +76,25 @@ fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_
     let out = check(&db, dir.path(), &["--json", "check.json"]);
     assert_exit(&out, 0);
     let err = stderr(&out);
-    assert!(err.contains("no planck.toml: check runs on the defaults"), "{err}");
+    assert!(
+        err.contains("no planck.toml: check runs on the defaults"),
+        "{err}"
+    );
     assert!(err.contains("[check] scale = 0.05 (default)"), "{err}");
-    for step in ["database: created", "migrate: 5 file(s)", "seed: ", "explain (head): ", "cleanup: dropped"] {
+    let timed = regex::Regex::new(r"\(\d+\.\d s\)$").unwrap();
+    for step in [
+        "database: created",
+        "migrate: 5 file(s)",
+        "seed: ",
+        "explain (head): ",
+        "cleanup: dropped",
+    ] {
         let line = err
             .lines()
             .find(|l| l.starts_with(step))
             .unwrap_or_else(|| panic!("no {step:?} line:\n{err}"));
         assert!(
-            regex::Regex::new(r"\(\d+\.\d s\)$").unwrap().is_match(line),
+            timed.is_match(line),
             "{line}"
         );
     }
@@ -95,9 +110,17 @@ fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_
         .inspect(|f| assert_eq!(f["baseline"], true, "{f}"))
         .count();
     assert!(baselined >= 1, "the example has known errors");
-    assert!(databases_named(&db).is_empty(), "{:?}", databases_named(&db));
+    assert!(
+        databases_named(&db).is_empty(),
+        "{:?}",
+        databases_named(&db)
+    );
     // The configured database was not migrated.
-    assert!(db.query_strings("SELECT to_regclass('items')::text").iter().all(|s| s == "NULL"));
+    assert!(
+        db.query_strings("SELECT to_regclass('items')::text")
+            .iter()
+            .all(|s| s == "NULL")
+    );
 
     std::fs::remove_file(dir.path().join("queries/baseline.toml")).unwrap();
     let out = check(&db, dir.path(), &["--keep", "--json", "check.json"]);
@@ -124,7 +147,11 @@ fn check_base_needs_a_git_repository_and_an_existing_ref() {
     let dir = example_project();
     let out = check(&db, dir.path(), &["--base", "main"]);
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("needs a git repository"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("needs a git repository"),
+        "{}",
+        stderr(&out)
+    );
     git(dir.path(), &["init", "--quiet", "-b", "main"]);
     git(dir.path(), &["add", "."]);
     git(dir.path(), &["commit", "--quiet", "-m", "example"]);
@@ -198,9 +225,15 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
         .unwrap_or_else(|| panic!("no plan lost events_account_created: {changes:#?}"));
     let what = feed["changes"][0].as_str().unwrap();
     assert!(what.starts_with("events: "), "{what}");
-    assert!(what.contains("Index Scan") && what.contains("events_account_created -> Seq Scan"), "{what}");
+    assert!(
+        what.contains("Index Scan") && what.contains("events_account_created -> Seq Scan"),
+        "{what}"
+    );
     assert!(feed["cost_ratio"].as_f64().unwrap() > 1.2, "{feed}");
-    assert!(err.contains("events_account_created -> Seq Scan, cost x"), "{err}");
+    assert!(
+        err.contains("events_account_created -> Seq Scan, cost x"),
+        "{err}"
+    );
 
     // The gate names the statement, the index and the migration's file and line.
     let failures = v["gate"]["failures"].as_array().unwrap();
@@ -236,25 +269,37 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
     assert!(add["blocking"] == true && index["blocking"] == true);
     let blocking: Vec<_> = failures
         .iter()
-        .filter(|f| f["gate"] == "blocking-migration" && f["file"] == "migrations/0007_events_seen.sql")
+        .filter(|f| {
+            f["gate"] == "blocking-migration" && f["file"] == "migrations/0007_events_seen.sql"
+        })
         .map(|f| f["line"].as_u64().unwrap())
         .collect();
     assert_eq!(blocking, vec![1, 2], "{failures:#?}");
 
     // Nothing left behind: no databases, no worktree, the checkout as it was.
-    assert!(databases_named(&db).is_empty(), "{:?}", databases_named(&db));
+    assert!(
+        databases_named(&db).is_empty(),
+        "{:?}",
+        databases_named(&db)
+    );
     let worktrees = Command::new("git")
         .current_dir(p)
         .args(["worktree", "list"])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&worktrees.stdout).lines().count(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&worktrees.stdout).lines().count(),
+        1
+    );
     let status = Command::new("git")
         .current_dir(p)
         .args(["status", "--porcelain"])
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&status.stdout).trim(), "?? check.json");
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout).trim(),
+        "?? check.json"
+    );
 }
 
 /// A base whose migrations fail is reported (the file and line), and the
@@ -288,5 +333,9 @@ fn check_base_whose_migrations_fail_still_checks_the_head() {
     assert!(base_error.contains("0006_notes.sql:2"), "{base_error}");
     assert!(v["base"].is_null() && v["diff"].is_null());
     assert!(v["head"]["summary"]["explained"].as_u64().unwrap() > 0);
-    assert!(databases_named(&db).is_empty(), "{:?}", databases_named(&db));
+    assert!(
+        databases_named(&db).is_empty(),
+        "{:?}",
+        databases_named(&db)
+    );
 }

@@ -73,7 +73,10 @@ fn github_workflow_planck_lines_parse_and_it_has_history_paths_and_permissions()
         "updateComment",
         "workflow_run",
     ] {
-        assert!(text.contains(needle), "{needle:?} missing from the workflow");
+        assert!(
+            text.contains(needle),
+            "{needle:?} missing from the workflow"
+        );
     }
 }
 

@@ -37,7 +37,8 @@ use crate::wire::explain::JsonReport;
 pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     let cs = CheckSettings::resolve(&args, settings)?;
     if settings.config_path.is_none() {
-        settings.info("no planck.toml: check runs on the defaults (`planck init` writes them out):");
+        settings
+            .info("no planck.toml: check runs on the defaults (`planck init` writes them out):");
         for d in &cs.described {
             settings.info(&format!("  [check] {d}"));
         }
@@ -104,7 +105,10 @@ fn write_json(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
 
 /// One line per step: what it did and how long it took.
 fn step(settings: &Settings, started: Instant, what: &str) {
-    settings.info(&format!("{what} ({:.1} s)", started.elapsed().as_secs_f64()));
+    settings.info(&format!(
+        "{what} ({:.1} s)",
+        started.elapsed().as_secs_f64()
+    ));
 }
 
 fn print_verdict(settings: &Settings, r: &JsonCheck) {
@@ -168,7 +172,10 @@ impl Check<'_> {
         let (base_side, base_error, head_db) = match base {
             None => {
                 let head = self.fresh(&head_name).await?;
-                if let Some(o) = self.migrate(&head, &self.settings.project_dir, &head_dir).await? {
+                if let Some(o) = self
+                    .migrate(&head, &self.settings.project_dir, &head_dir)
+                    .await?
+                {
                     objects = o;
                 }
                 self.seed(&head).await?;
@@ -186,8 +193,9 @@ impl Check<'_> {
                             "{message}; the head side still runs, without a diff"
                         ));
                         let head = self.fresh(&head_name).await?;
-                        if let Some(o) =
-                            self.migrate(&head, &self.settings.project_dir, &head_dir).await?
+                        if let Some(o) = self
+                            .migrate(&head, &self.settings.project_dir, &head_dir)
+                            .await?
                         {
                             objects = o;
                         }
@@ -241,7 +249,8 @@ impl Check<'_> {
         let mut out = Vec::new();
         explain_report::render_table(&mut out, &head_side.text_report)
             .map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
-        crate::output::emit(&out).map_err(|e| Error::internal(format!("writing to stdout: {e}")))?;
+        crate::output::emit(&out)
+            .map_err(|e| Error::internal(format!("writing to stdout: {e}")))?;
         let objects: Vec<JsonObjectChange> = objects
             .iter()
             .map(|o| JsonObjectChange {
@@ -598,10 +607,8 @@ impl Check<'_> {
         }
         let names = std::mem::take(&mut self.created);
         if self.cs.keep {
-            self.settings.info(&format!(
-                "kept database(s) {} (--keep)",
-                names.join(", ")
-            ));
+            self.settings
+                .info(&format!("kept database(s) {} (--keep)", names.join(", ")));
             return;
         }
         let t = Instant::now();
@@ -831,7 +838,9 @@ async fn run_command(command: &str, db: &ConnInfo, project: &Path) -> Result<()>
         return Err(Error::Command {
             program: command.to_string(),
             message: format!("exited with {status} on {}", db.dbname()),
-            hint: Some("[check] migrate runs in the project folder with DATABASE_URL and PG* set".into()),
+            hint: Some(
+                "[check] migrate runs in the project folder with DATABASE_URL and PG* set".into(),
+            ),
         });
     }
     Ok(())
@@ -879,7 +888,8 @@ impl BaseTree {
             )
         })?;
         let repo = PathBuf::from(top);
-        let shallow = git(&repo, &["rev-parse", "--is-shallow-repository"]).as_deref() == Ok("true");
+        let shallow =
+            git(&repo, &["rev-parse", "--is-shallow-repository"]).as_deref() == Ok("true");
         let spec = format!("{reference}^{{commit}}");
         if git(&repo, &["rev-parse", "--verify", "--quiet", &spec]).is_err() {
             return Err(Error::usage_hint(
@@ -902,8 +912,16 @@ impl BaseTree {
             Error::usage_hint(
                 format!(
                     "--base {reference}: HEAD and {reference} have no merge base{}{}",
-                    if shallow { " in this shallow clone" } else { "" },
-                    if e.is_empty() { String::new() } else { format!(" ({e})") }
+                    if shallow {
+                        " in this shallow clone"
+                    } else {
+                        ""
+                    },
+                    if e.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({e})")
+                    }
                 ),
                 FETCH_HINT,
             )
@@ -912,14 +930,14 @@ impl BaseTree {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let dir = std::env::temp_dir().join(format!(
-            "planck-check-base-{}-{nanos}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("planck-check-base-{}-{nanos}", std::process::id()));
         let dir_s = dir.display().to_string();
-        git(&repo, &["worktree", "add", "--detach", "--quiet", &dir_s, &commit]).map_err(|e| {
-            Error::internal(format!("git worktree add {dir_s} {commit} failed: {e}"))
-        })?;
+        git(
+            &repo,
+            &["worktree", "add", "--detach", "--quiet", &dir_s, &commit],
+        )
+        .map_err(|e| Error::internal(format!("git worktree add {dir_s} {commit} failed: {e}")))?;
         let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
         let rel = canon(project_dir)
             .strip_prefix(canon(&repo))
@@ -956,7 +974,10 @@ mod tests {
             name: name.into(),
             path: name.into(),
             sql: sql.into(),
-            checksum: format!("{:x}", sql.len() * 31 + sql.bytes().map(usize::from).sum::<usize>()),
+            checksum: format!(
+                "{:x}",
+                sql.len() * 31 + sql.bytes().map(usize::from).sum::<usize>()
+            ),
         }
     }
 
@@ -965,7 +986,10 @@ mod tests {
         let base = vec![m("0001.sql", "a"), m("0002.sql", "b")];
         let head = vec![m("0001.sql", "a"), m("0002.sql", "b"), m("0003.sql", "c")];
         match incremental(&base, head) {
-            Incremental::New(f) => assert_eq!(f.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["0003.sql"]),
+            Incremental::New(f) => assert_eq!(
+                f.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(),
+                ["0003.sql"]
+            ),
             other => panic!("{other:?}"),
         }
         let head = vec![m("0001.sql", "a"), m("0002.sql", "bb")];

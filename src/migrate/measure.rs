@@ -103,7 +103,9 @@ pub async fn run(conn: &ConnInfo, files: &[Migration], log: Log) -> Result<Vec<M
             log.debug(&format!("measuring {}:{}", m.name, piece.line));
             let before = relfilenodes(&worker).await?;
             let stop = Arc::new(AtomicBool::new(false));
-            let client = sampler.take().expect("the sampler is returned after each statement");
+            let client = sampler
+                .take()
+                .expect("the sampler is returned after each statement");
             let task = tokio::spawn(sample(client, pid, stop.clone()));
             let started = Instant::now();
             let result = worker.batch_execute(&piece.text).await;
