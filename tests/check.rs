@@ -93,10 +93,7 @@ fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_
             .lines()
             .find(|l| l.starts_with(step))
             .unwrap_or_else(|| panic!("no {step:?} line:\n{err}"));
-        assert!(
-            timed.is_match(line),
-            "{line}"
-        );
+        assert!(timed.is_match(line), "{line}");
     }
     let v = read_json(&dir.path().join("check.json"));
     assert_eq!(v["format_version"], 1);
@@ -122,11 +119,27 @@ fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_
             .all(|s| s == "NULL")
     );
 
+    // Without the baseline, and with the project's own migration command
+    // (planck itself here: it migrates what DATABASE_URL and PG* name).
     std::fs::remove_file(dir.path().join("queries/baseline.toml")).unwrap();
+    let command = format!(
+        r#""$PLANCK_BIN" migrate && test "$PGDATABASE" = {}_head"#,
+        db.name
+    );
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        format!("[check]\nmigrate = '{command}'\n"),
+    )
+    .unwrap();
     let out = check(&db, dir.path(), &["--keep", "--json", "check.json"]);
     assert_exit(&out, 1);
     let err = stderr(&out);
     assert!(err.contains("check failed"), "{err}");
+    assert!(!err.contains("no planck.toml"), "{err}");
+    assert!(
+        err.contains(&format!("migrate: `{command}` on {}_head (", db.name)),
+        "{err}"
+    );
     let v = read_json(&dir.path().join("check.json"));
     let failures = v["gate"]["failures"].as_array().unwrap();
     assert_eq!(failures.len(), baselined, "{failures:#?}");

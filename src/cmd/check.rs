@@ -288,13 +288,18 @@ impl Check<'_> {
             }
             d
         });
-        let gate = gate(
+        let mut gate = gate(
             &self.cs,
             &head_side.report,
             diff.as_ref(),
             &objects,
             &measured,
         );
+        for f in &mut gate.failures {
+            if let Some(file) = &f.file {
+                f.file = Some(self.relative(Path::new(file)));
+            }
+        }
         Ok(JsonCheck {
             format_version: FORMAT_VERSION,
             base_ref: base.map(|b| b.reference.clone()),

@@ -34,6 +34,7 @@ pub const FILES: &[BundledFile] = bundled![
     "migrations/0004_grants_and_rls.sql",
     "migrations/0005_item_seq.sql",
     "seeds/example.toml",
+    "queries/baseline.toml",
     "queries/recorded.toml",
     "queries/transactions.toml",
 ];
