@@ -220,6 +220,11 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
     assert_exit(&out, 1);
     let err = stderr(&out);
     assert!(err.contains("as a copy of"), "{err}");
+    // Only the table head's files touched is analyzed again.
+    assert!(
+        err.contains("analyze: 1 table(s) head's migrations touched (events)"),
+        "{err}"
+    );
     let v = read_json(&p.join("check.json"));
     assert!(v["base"].is_object());
     assert_eq!(v["base_ref"], "main");

@@ -483,7 +483,8 @@ impl Check<'_> {
         let client = db.connect().await?;
         let modified: Vec<u32> = client
             .query(
-                "SELECT relid FROM pg_stat_user_tables WHERE n_mod_since_analyze > 0",
+                "SELECT relid FROM pg_stat_user_tables
+                  WHERE n_mod_since_analyze > 0 AND relname <> 'planck_migrations'",
                 &[],
             )
             .await
@@ -655,7 +656,8 @@ async fn table_shapes(db: &ConnInfo) -> Result<Vec<(u32, u32, i64)>> {
                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
               WHERE c.relkind IN ('r', 'm')
                 AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'planck')
-                AND n.nspname NOT LIKE 'pg_toast%'",
+                AND n.nspname NOT LIKE 'pg_toast%'
+                AND c.relname <> 'planck_migrations'",
             &[],
         )
         .await
