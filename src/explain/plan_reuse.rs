@@ -13,16 +13,14 @@
 
 use serde_json::Value;
 use tokio_postgres::Client;
-use tokio_postgres::types::ToSql;
 
 use super::engine::Explained;
 use super::plan_tree::{Mode, PlanKind};
 use crate::db::quote_literal;
 use crate::error::{Error, Result};
 use crate::output::Log;
-use crate::params::values::TextParam;
 use crate::session::{self, StatsMode, tag};
-use crate::tenancy::Tenancy;
+use crate::tenancy::{Tenancy, TenantContext};
 
 /// A statement whose kept plan differs from a fresh one for the heaviest tenant.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,8 +81,13 @@ pub async fn probe(
             stats,
         )
         .await;
-        let _ = client.batch_execute("ROLLBACK").await;
-        let _ = client.batch_execute(&format!("DEALLOCATE {NAME}")).await;
+        if r.is_err() {
+            // The batch stopped at the error: end what it left open.
+            let _ = client.batch_execute("ROLLBACK").await;
+            for name in [NAME, FRESH] {
+                let _ = client.batch_execute(&format!("DEALLOCATE {name}")).await;
+            }
+        }
         match r {
             Ok(Some(x)) => out.push(x),
             Ok(None) => {}
@@ -110,56 +113,26 @@ async fn method(
     stats: StatsMode,
 ) -> std::result::Result<Option<Reuse>, tokio_postgres::Error> {
     let n = e.param_types.len();
-    session::begin(
-        client,
+    let b = Batch::new(
         &tenancy.context(Mode::Tenant, Some(median)),
+        &tenancy.context(Mode::Tenant, Some(heaviest)),
+        &e.text,
+        (execute_args(n, mv), execute_args(n, hv)),
         timeout_ms,
-    )
-    .await?;
-    // The `;` on a line of its own: the text may end in a `--` comment.
-    client
-        .batch_execute(&tag(stats, &format!("PREPARE {NAME} AS {}\n", e.text)))
-        .await?;
-    let exec = |v: &Vec<Option<String>>| {
-        let args = if n == 0 {
-            String::new()
-        } else {
-            let lits: Vec<String> = (0..n)
-                .map(|i| match v.get(i).cloned().flatten() {
-                    Some(s) => quote_literal(&s),
-                    None => "NULL".to_string(),
-                })
-                .collect();
-            format!("({})", lits.join(", "))
-        };
-        tag(
-            stats,
-            &format!("EXPLAIN (FORMAT JSON) EXECUTE {NAME}{args}"),
-        )
-    };
-    for _ in 0..6 {
-        simple_json(client, &exec(mv)).await?;
-    }
-    let counters = tag(
         stats,
-        "SELECT generic_plans FROM pg_prepared_statements WHERE name = 'planck_reuse'",
     );
-    let before: i64 = client.query_one(&counters, &[]).await?.get(0);
-    session::apply_settings(client, &tenancy.context(Mode::Tenant, Some(heaviest))).await?;
-    let kept = simple_json(client, &exec(hv)).await?;
-    let after: i64 = client.query_one(&counters, &[]).await?.get(0);
-    client.batch_execute(&format!("DEALLOCATE {NAME}")).await?;
+    let rows = first_columns(client.simple_query(&b.sql()).await?);
+    let at = |i: usize| rows.get(i).map(String::as_str).unwrap_or_default();
+    let json = |i: usize| serde_json::from_str::<Value>(at(i)).unwrap_or(Value::Null);
+    let (before, after): (i64, i64) = (
+        at(b.before).parse().unwrap_or(0),
+        at(b.after).parse().unwrap_or(0),
+    );
     if after <= before {
         // A custom plan: made for the heaviest tenant's values and setting.
         return Ok(None);
     }
-    let stmt = client
-        .prepare(&tag(stats, &format!("EXPLAIN (FORMAT JSON) {}", e.text)))
-        .await?;
-    let values = crate::params::values::fill_defaults(hv.clone(), stmt.params());
-    let params: Vec<TextParam> = values.into_iter().map(TextParam).collect();
-    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-    let fresh: Value = client.query_one(&stmt, &refs).await?.get(0);
+    let (kept, fresh) = (json(b.kept), json(b.fresh));
     if shape(&kept) == shape(&fresh) {
         return Ok(None);
     }
@@ -173,20 +146,127 @@ async fn method(
     }))
 }
 
-async fn simple_json(
-    client: &Client,
-    sql: &str,
-) -> std::result::Result<Value, tokio_postgres::Error> {
-    let msgs = client.simple_query(sql).await?;
-    Ok(msgs
-        .into_iter()
-        .find_map(|m| match m {
+/// The prepared statement a fresh plan for the heaviest tenant is made with.
+const FRESH: &str = "planck_reuse_fresh";
+
+/// The whole method as one simple-protocol batch (one round trip, where
+/// it took about fifteen one statement at a time): BEGIN as the median
+/// tenant, PREPARE, six `EXPLAIN EXECUTE`, the generic-plan counter, the
+/// heaviest tenant's setting, `EXPLAIN EXECUTE` again, the counter again,
+/// then a fresh plan for the heaviest tenant (a custom plan of its own
+/// prepared statement, which is what binding the values plans), ROLLBACK.
+/// The indexes say which answered row (first column) is which.
+#[derive(Debug, Default)]
+struct Batch {
+    statements: Vec<String>,
+    rows: usize,
+    before: usize,
+    kept: usize,
+    after: usize,
+    fresh: usize,
+}
+
+impl Batch {
+    fn new(
+        median: &TenantContext,
+        heaviest: &TenantContext,
+        text: &str,
+        (median_args, heaviest_args): (String, String),
+        timeout_ms: u64,
+        stats: StatsMode,
+    ) -> Batch {
+        let mut b = Batch::default();
+        b.push(session::begin_sql(median, timeout_ms), false);
+        b.set(median, stats);
+        // The `;` on a line of its own: the text may end in a `--` comment.
+        b.push(tag(stats, &format!("PREPARE {NAME} AS {text}\n")), false);
+        let explain = |name: &str, args: &str| {
+            tag(
+                stats,
+                &format!("EXPLAIN (FORMAT JSON) EXECUTE {name}{args}"),
+            )
+        };
+        for _ in 0..6 {
+            b.push(explain(NAME, &median_args), true);
+        }
+        let counter = tag(
+            stats,
+            &format!("SELECT generic_plans FROM pg_prepared_statements WHERE name = '{NAME}'"),
+        );
+        b.before = b.push(counter.clone(), true);
+        b.set(heaviest, stats);
+        b.kept = b.push(explain(NAME, &heaviest_args), true);
+        b.after = b.push(counter, true);
+        b.push(format!("DEALLOCATE {NAME}"), false);
+        b.push(tag(stats, &format!("PREPARE {FRESH} AS {text}\n")), false);
+        b.push(
+            "SET LOCAL plan_cache_mode = force_custom_plan".to_string(),
+            false,
+        );
+        b.fresh = b.push(explain(FRESH, &heaviest_args), true);
+        b.push(format!("DEALLOCATE {FRESH}"), false);
+        b.push("ROLLBACK".to_string(), false);
+        b
+    }
+
+    /// Adds a statement; returns the index of its row among the answered rows.
+    fn push(&mut self, sql: String, answers_a_row: bool) -> usize {
+        self.statements.push(sql);
+        let at = self.rows;
+        if answers_a_row {
+            self.rows += 1;
+        }
+        at
+    }
+
+    /// The context's settings, as `set_config(name, value, true)` literals.
+    fn set(&mut self, ctx: &TenantContext, stats: StatsMode) {
+        if ctx.settings.is_empty() {
+            return;
+        }
+        let calls: Vec<String> = ctx
+            .settings
+            .iter()
+            .map(|(name, v)| {
+                format!(
+                    "set_config({}, {}, true)",
+                    quote_literal(name),
+                    quote_literal(&v.as_text())
+                )
+            })
+            .collect();
+        self.push(tag(stats, &format!("SELECT {}", calls.join(", "))), true);
+    }
+
+    fn sql(&self) -> String {
+        self.statements.join(";\n")
+    }
+}
+
+/// `(v1, NULL, ...)` for `EXECUTE`: the values as literals (none: nothing).
+fn execute_args(n: usize, values: &[Option<String>]) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    let lits: Vec<String> = (0..n)
+        .map(|i| match values.get(i).cloned().flatten() {
+            Some(s) => quote_literal(&s),
+            None => "NULL".to_string(),
+        })
+        .collect();
+    format!("({})", lits.join(", "))
+}
+
+/// The first column of every row a simple-protocol batch answered, in order.
+fn first_columns(msgs: Vec<tokio_postgres::SimpleQueryMessage>) -> Vec<String> {
+    msgs.into_iter()
+        .filter_map(|m| match m {
             tokio_postgres::SimpleQueryMessage::Row(r) => {
-                r.get(0).and_then(|t| serde_json::from_str(t).ok())
+                Some(r.get(0).unwrap_or_default().to_string())
             }
             _ => None,
         })
-        .unwrap_or(Value::Null))
+        .collect()
 }
 
 /// Scan types, join methods and their order: what makes two plans differ.

@@ -205,6 +205,23 @@ async fn resolve_tenancy(
 /// What measuring the identities found (issue 10 section 3).
 fn log_visibility(t: &Tenancy, log: Log) {
     let Some(v) = &t.visibility else { return };
+    if v.exact {
+        log.info(&format!(
+            "identities: measured {} of {} exactly from the data, without counting under \
+             row-level security: every policy compares a tenant column with {} directly, so an \
+             identity sees the rows carrying it (rows visible in {}): heaviest identity {} sees {} \
+             rows, median identity {} sees {}",
+            v.measured,
+            v.candidates,
+            t.setting,
+            v.tables.join(", "),
+            v.heaviest.0,
+            crate::output::count(v.heaviest.1.max(0) as u64),
+            v.median.0,
+            crate::output::count(v.median.1.max(0) as u64),
+        ));
+        return;
+    }
     let mut line = format!(
         "identities: measured {} of {} under row-level security in {:.1} s (rows visible in {}): \
          heaviest identity {} sees {} rows, median identity {} sees {}",
