@@ -75,7 +75,7 @@ pub struct Tenancy {
     /// What measuring visibility under RLS found (None: not measured).
     pub visibility: Option<Visibility>,
     /// Set when the proxy is already the measurement (see [`exact_tables`]):
-    /// every identity's visible rows, counted from the data.
+    /// the visible rows of the identities measuring would count, from the data.
     pub exact: Option<Exact>,
 }
 
@@ -87,9 +87,8 @@ pub struct Tenancy {
 pub struct Exact {
     /// The tables counted: every RLS table the role may read.
     pub tables: Vec<String>,
-    /// (identity, rows it sees) of the heaviest and the median identity.
-    pub heaviest: (String, i64),
-    pub median: (String, i64),
+    /// The rows each of [`Tenancy::probe_ids`] sees, in that order.
+    pub rows: Vec<i64>,
 }
 
 impl Tenancy {
@@ -329,17 +328,11 @@ pub async fn resolve(
         _ => None,
     };
     let exact = exact.and_then(|tables| {
-        let rows = |id: &Option<String>| {
-            let id = id.as_ref()?;
-            sized
-                .iter()
-                .find(|(k, _)| k == id)
-                .map(|(k, n)| (k.clone(), *n))
-        };
+        let sizes: BTreeMap<&String, i64> = sized.iter().map(|(k, n)| (k, *n)).collect();
+        let rows: Option<Vec<i64>> = probe_ids.iter().map(|id| sizes.get(id).copied()).collect();
         Some(Exact {
             tables,
-            heaviest: rows(&heaviest)?,
-            median: rows(&median)?,
+            rows: rows?,
         })
     });
     let id = match (&opts.id, &heaviest) {
@@ -458,21 +451,18 @@ pub async fn measure_visibility(
     if t.probe_ids.is_empty() || budget.is_zero() {
         return Ok(());
     }
-    if let Some(x) = &t.exact {
+    if let Some(x) = t.exact.clone() {
         // Counting under RLS would find what the proxy counted, identity by
         // identity (about half a second each on a few million rows): the
-        // heaviest and the median are the proxy's, over every identity.
-        t.visibility = Some(Visibility {
-            tables: x.tables.clone(),
-            measured: t.candidates,
-            candidates: t.candidates,
-            failed: 0,
-            budget_hit: false,
-            heaviest: x.heaviest.clone(),
-            median: x.median.clone(),
-            seconds: 0.0,
-            exact: true,
-        });
+        // same identities, their rows from the data, chosen from alike.
+        let seen = t
+            .probe_ids
+            .iter()
+            .zip(&x.rows)
+            .enumerate()
+            .map(|(rank, (id, n))| (rank, id.clone(), *n))
+            .collect();
+        choose(t, follow_heaviest, seen, x.tables, 0, false, 0.0, true);
         return Ok(());
     }
     let mut rls: Vec<&crate::catalog::planner::Table> =
@@ -537,8 +527,34 @@ pub async fn measure_visibility(
             Err(e) => return Err(Error::db("counting the rows an identity sees", e)),
         }
     }
+    choose(
+        t,
+        follow_heaviest,
+        seen,
+        tables.iter().map(|x| x.name.clone()).collect(),
+        failed,
+        budget_hit,
+        started.elapsed().as_secs_f64(),
+        false,
+    );
+    Ok(())
+}
+
+/// The heaviest and the median of the identities `seen` (rank in the
+/// proxy's order, id, rows it sees) into `t`, and what was found.
+#[allow(clippy::too_many_arguments)]
+fn choose(
+    t: &mut Tenancy,
+    follow_heaviest: bool,
+    seen: Vec<(usize, String, i64)>,
+    tables: Vec<String>,
+    failed: usize,
+    budget_hit: bool,
+    seconds: f64,
+    exact: bool,
+) {
     if seen.is_empty() {
-        return Ok(());
+        return;
     }
     // Most rows first; ties keep the proxy's order.
     let heaviest = seen
@@ -560,17 +576,16 @@ pub async fn measure_visibility(
     t.heaviest = Some(heaviest.0.clone());
     t.median = Some(median.0.clone());
     t.visibility = Some(Visibility {
-        tables: tables.iter().map(|x| x.name.clone()).collect(),
+        tables,
         measured: seen.len(),
         candidates: t.candidates,
         failed,
         budget_hit,
         heaviest,
         median,
-        seconds: started.elapsed().as_secs_f64(),
-        exact: false,
+        seconds,
+        exact,
     });
-    Ok(())
 }
 
 /// How a policy's function reads the tenant, followed through the bodies.

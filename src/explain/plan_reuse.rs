@@ -16,7 +16,7 @@ use tokio_postgres::Client;
 
 use super::engine::Explained;
 use super::plan_tree::{Mode, PlanKind};
-use crate::db::quote_literal;
+use crate::db::{ConnInfo, quote_literal};
 use crate::error::{Error, Result};
 use crate::output::Log;
 use crate::session::{self, StatsMode, tag};
@@ -36,9 +36,15 @@ pub struct Reuse {
 
 const NAME: &str = "planck_reuse";
 
-/// Runs the method on every tenant statement that reads a tenant table.
+/// Runs the method on every tenant statement that reads a tenant table,
+/// over `client` and up to `jobs - 1` more connections to `conn` (each
+/// statement's batch is one round trip, but nine plans of server work:
+/// spread over connections like the plans themselves).
+#[allow(clippy::too_many_arguments)]
 pub async fn probe(
     client: &Client,
+    conn: &ConnInfo,
+    jobs: usize,
     tenancy: &Tenancy,
     results: &[Explained],
     timeout_ms: u64,
@@ -51,7 +57,7 @@ pub async fn probe(
     if median == heaviest {
         return Ok(Vec::new());
     }
-    let mut out = Vec::new();
+    let mut todo = Vec::new();
     for e in results {
         let custom = |id: &str| {
             e.plans.iter().find(|p| {
@@ -71,34 +77,72 @@ pub async fn probe(
         if !e.judged.contains(&Mode::Tenant) || !reads_tenant_table {
             continue;
         }
-        let r = method(
-            client,
-            tenancy,
-            e,
-            (median, &pm.params),
-            (heaviest, &ph.params),
-            timeout_ms,
-            stats,
-        )
-        .await;
-        if r.is_err() {
-            // The batch stopped at the error: end what it left open.
-            let _ = client.batch_execute("ROLLBACK").await;
-            for name in [NAME, FRESH] {
-                let _ = client.batch_execute(&format!("DEALLOCATE {name}")).await;
+        todo.push((e, (median, &pm.params), (heaviest, &ph.params)));
+    }
+    // More connections only where there is work for them (a few dozen
+    // statements or more: opening one costs about as much as a few batches).
+    let wanted = jobs.clamp(1, todo.len().div_ceil(32).max(1));
+    let mut extra = Vec::new();
+    for _ in 1..wanted {
+        let c = conn.connect().await?;
+        session::quiet_stats(&c, log).await?;
+        extra.push(c);
+    }
+    let clients: Vec<&Client> = std::iter::once(client).chain(extra.iter()).collect();
+    let n = clients.len();
+    let lanes = clients.iter().enumerate().map(|(lane, c)| {
+        let mine: Vec<_> = todo.iter().skip(lane).step_by(n).collect();
+        async move {
+            let mut found = Vec::new();
+            for (e, m, h) in mine {
+                if let Some(x) = one(c, tenancy, e, *m, *h, timeout_ms, stats, log).await? {
+                    found.push(x);
+                }
             }
+            Ok::<_, Error>(found)
         }
-        match r {
-            Ok(Some(x)) => out.push(x),
-            Ok(None) => {}
-            Err(err) if err.as_db_error().is_some() => log.debug(&format!(
-                "statement {}: plan reuse not measured: {err}",
-                e.stmt.id
-            )),
-            Err(err) => return Err(Error::db("measuring prepared-plan reuse", err)),
+    });
+    let mut out = Vec::new();
+    for lane in futures_util::future::join_all(lanes).await {
+        out.extend(lane?);
+    }
+    // The statements' order, whichever lane measured them.
+    let order = |r: &Reuse| results.iter().position(|e| e.stmt.id == r.statement);
+    out.sort_by_key(order);
+    Ok(out)
+}
+
+/// The method on one statement; a server error is logged and skipped.
+#[allow(clippy::too_many_arguments)]
+async fn one(
+    client: &Client,
+    tenancy: &Tenancy,
+    e: &Explained,
+    median: Values<'_>,
+    heaviest: Values<'_>,
+    timeout_ms: u64,
+    stats: StatsMode,
+    log: Log,
+) -> Result<Option<Reuse>> {
+    let r = method(client, tenancy, e, median, heaviest, timeout_ms, stats).await;
+    if r.is_err() {
+        // The batch stopped at the error: end what it left open.
+        let _ = client.batch_execute("ROLLBACK").await;
+        for name in [NAME, FRESH] {
+            let _ = client.batch_execute(&format!("DEALLOCATE {name}")).await;
         }
     }
-    Ok(out)
+    match r {
+        Ok(x) => Ok(x),
+        Err(err) if err.as_db_error().is_some() => {
+            log.debug(&format!(
+                "statement {}: plan reuse not measured: {err}",
+                e.stmt.id
+            ));
+            Ok(None)
+        }
+        Err(err) => Err(Error::db("measuring prepared-plan reuse", err)),
+    }
 }
 
 type Values<'a> = (&'a String, &'a Vec<Option<String>>);
@@ -332,7 +376,68 @@ pub fn summary(json: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::SettingValue;
     use serde_json::json;
+
+    /// The batch's answered rows, in order, are the ones its indexes name:
+    /// one row per set_config, EXPLAIN and counter, none for the rest.
+    #[test]
+    fn the_batch_names_the_rows_it_answers() {
+        let ctx = |id: &str| TenantContext {
+            role: Some("app".into()),
+            settings: vec![("app.tenant".into(), SettingValue::Text(id.into()))],
+        };
+        let b = Batch::new(
+            &ctx("7"),
+            &ctx("1"),
+            "SELECT * FROM t WHERE a = $1 -- c",
+            (
+                execute_args(1, &[Some("it's".into())]),
+                execute_args(1, &[None]),
+            ),
+            250,
+            StatsMode::Untracked,
+        );
+        let sql = b.sql();
+        let answering: Vec<&String> = b
+            .statements
+            .iter()
+            .filter(|s| {
+                s.contains("SELECT set_config")
+                    || s.starts_with("EXPLAIN")
+                    || s.contains("generic_plans")
+            })
+            .collect();
+        assert_eq!(answering.len(), b.rows, "{sql}");
+        assert_eq!(b.rows, 12, "{sql}");
+        let row = |i: usize| answering[i].as_str();
+        assert!(row(0).contains("'app.tenant', '7'"), "{sql}");
+        assert_eq!(
+            row(1),
+            "EXPLAIN (FORMAT JSON) EXECUTE planck_reuse('it''s')"
+        );
+        assert!(row(b.before).contains("generic_plans"), "{sql}");
+        assert!(row(b.before + 1).contains("'app.tenant', '1'"), "{sql}");
+        assert_eq!(
+            row(b.kept),
+            "EXPLAIN (FORMAT JSON) EXECUTE planck_reuse(NULL)"
+        );
+        assert!(row(b.after).contains("generic_plans"), "{sql}");
+        assert_eq!(
+            row(b.fresh),
+            "EXPLAIN (FORMAT JSON) EXECUTE planck_reuse_fresh(NULL)"
+        );
+        assert!(
+            sql.starts_with("BEGIN; SET LOCAL statement_timeout = 250; SET LOCAL ROLE \"app\"")
+        );
+        // A `--` comment cannot swallow the statement after the text.
+        assert!(sql.contains("-- c\n;\n"), "{sql}");
+        assert!(
+            sql.ends_with("DEALLOCATE planck_reuse_fresh;\nROLLBACK"),
+            "{sql}"
+        );
+        assert_eq!(execute_args(0, &[]), "");
+    }
 
     #[test]
     fn shapes_differ_by_scan_and_join_and_summaries_carry_the_estimates() {

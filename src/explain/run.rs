@@ -78,7 +78,17 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         clock.elapsed().as_secs_f64()
     ));
 
-    let probes = probe_phases(&client, &catalog, tenancy.as_ref(), &results, s, stats, log).await?;
+    let probes = probe_phases(
+        &client,
+        conn,
+        &catalog,
+        tenancy.as_ref(),
+        &results,
+        s,
+        stats,
+        log,
+    )
+    .await?;
     let ctx = Ctx {
         probes: &probes,
         catalog: &catalog,
@@ -286,8 +296,10 @@ async fn plan(engine: &Engine, statements: Vec<Statement>, log: Log) -> Result<V
 /// The server-side measurements some checks report: the functions policies
 /// reach (and, with --analyze, their calls counted), and prepared-plan reuse
 /// across tenants. Tenant mode only.
+#[allow(clippy::too_many_arguments)]
 async fn probe_phases(
     client: &Client,
+    conn: &ConnInfo,
     catalog: &Catalog,
     tenancy: Option<&Tenancy>,
     results: &[Explained],
@@ -311,7 +323,8 @@ async fn probe_phases(
         };
         probes.calls = per_row_call::count(&on, catalog, t, results, &probes.functions).await?;
     }
-    probes.reuse = plan_reuse::probe(client, t, results, s.timeout_ms, stats, log).await?;
+    probes.reuse =
+        plan_reuse::probe(client, conn, s.jobs, t, results, s.timeout_ms, stats, log).await?;
     log.debug(&format!(
         "probes (policy calls, plan reuse) in {:.2}s",
         clock.elapsed().as_secs_f64()
