@@ -541,7 +541,9 @@ async fn plan_statement(
     let mut failures = Vec::new();
     for mode in shared.opts.modes.clone() {
         match plan_mode(client, shared, e, mode, &picks).await {
-            Ok(()) => {}
+            // Every path of plan_mode that succeeds has sent its ROLLBACK:
+            // another would be one more round trip per statement and mode.
+            Ok(()) => continue,
             Err(Failure::Fatal(err)) => return Err(err),
             Err(Failure::Timeout) => {
                 // No point waiting for the timeout again in the other mode.

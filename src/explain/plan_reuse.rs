@@ -13,16 +13,14 @@
 
 use serde_json::Value;
 use tokio_postgres::Client;
-use tokio_postgres::types::ToSql;
 
 use super::engine::Explained;
 use super::plan_tree::{Mode, PlanKind};
-use crate::db::quote_literal;
+use crate::db::{ConnInfo, quote_literal};
 use crate::error::{Error, Result};
 use crate::output::Log;
-use crate::params::values::TextParam;
 use crate::session::{self, StatsMode, tag};
-use crate::tenancy::Tenancy;
+use crate::tenancy::{Tenancy, TenantContext};
 
 /// A statement whose kept plan differs from a fresh one for the heaviest tenant.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,9 +36,15 @@ pub struct Reuse {
 
 const NAME: &str = "planck_reuse";
 
-/// Runs the method on every tenant statement that reads a tenant table.
+/// Runs the method on every tenant statement that reads a tenant table,
+/// over `client` and up to `jobs - 1` more connections to `conn` (each
+/// statement's batch is one round trip, but nine plans of server work:
+/// spread over connections like the plans themselves).
+#[allow(clippy::too_many_arguments)]
 pub async fn probe(
     client: &Client,
+    conn: &ConnInfo,
+    jobs: usize,
     tenancy: &Tenancy,
     results: &[Explained],
     timeout_ms: u64,
@@ -53,7 +57,7 @@ pub async fn probe(
     if median == heaviest {
         return Ok(Vec::new());
     }
-    let mut out = Vec::new();
+    let mut todo = Vec::new();
     for e in results {
         let custom = |id: &str| {
             e.plans.iter().find(|p| {
@@ -73,29 +77,72 @@ pub async fn probe(
         if !e.judged.contains(&Mode::Tenant) || !reads_tenant_table {
             continue;
         }
-        let r = method(
-            client,
-            tenancy,
-            e,
-            (median, &pm.params),
-            (heaviest, &ph.params),
-            timeout_ms,
-            stats,
-        )
-        .await;
+        todo.push((e, (median, &pm.params), (heaviest, &ph.params)));
+    }
+    // More connections only where there is work for them (a few dozen
+    // statements or more: opening one costs about as much as a few batches).
+    let wanted = jobs.clamp(1, todo.len().div_ceil(32).max(1));
+    let mut extra = Vec::new();
+    for _ in 1..wanted {
+        let c = conn.connect().await?;
+        session::quiet_stats(&c, log).await?;
+        extra.push(c);
+    }
+    let clients: Vec<&Client> = std::iter::once(client).chain(extra.iter()).collect();
+    let n = clients.len();
+    let lanes = clients.iter().enumerate().map(|(lane, c)| {
+        let mine: Vec<_> = todo.iter().skip(lane).step_by(n).collect();
+        async move {
+            let mut found = Vec::new();
+            for (e, m, h) in mine {
+                if let Some(x) = one(c, tenancy, e, *m, *h, timeout_ms, stats, log).await? {
+                    found.push(x);
+                }
+            }
+            Ok::<_, Error>(found)
+        }
+    });
+    let mut out = Vec::new();
+    for lane in futures_util::future::join_all(lanes).await {
+        out.extend(lane?);
+    }
+    // The statements' order, whichever lane measured them.
+    let order = |r: &Reuse| results.iter().position(|e| e.stmt.id == r.statement);
+    out.sort_by_key(order);
+    Ok(out)
+}
+
+/// The method on one statement; a server error is logged and skipped.
+#[allow(clippy::too_many_arguments)]
+async fn one(
+    client: &Client,
+    tenancy: &Tenancy,
+    e: &Explained,
+    median: Values<'_>,
+    heaviest: Values<'_>,
+    timeout_ms: u64,
+    stats: StatsMode,
+    log: Log,
+) -> Result<Option<Reuse>> {
+    let r = method(client, tenancy, e, median, heaviest, timeout_ms, stats).await;
+    if r.is_err() {
+        // The batch stopped at the error: end what it left open.
         let _ = client.batch_execute("ROLLBACK").await;
-        let _ = client.batch_execute(&format!("DEALLOCATE {NAME}")).await;
-        match r {
-            Ok(Some(x)) => out.push(x),
-            Ok(None) => {}
-            Err(err) if err.as_db_error().is_some() => log.debug(&format!(
-                "statement {}: plan reuse not measured: {err}",
-                e.stmt.id
-            )),
-            Err(err) => return Err(Error::db("measuring prepared-plan reuse", err)),
+        for name in [NAME, FRESH] {
+            let _ = client.batch_execute(&format!("DEALLOCATE {name}")).await;
         }
     }
-    Ok(out)
+    match r {
+        Ok(x) => Ok(x),
+        Err(err) if err.as_db_error().is_some() => {
+            log.debug(&format!(
+                "statement {}: plan reuse not measured: {err}",
+                e.stmt.id
+            ));
+            Ok(None)
+        }
+        Err(err) => Err(Error::db("measuring prepared-plan reuse", err)),
+    }
 }
 
 type Values<'a> = (&'a String, &'a Vec<Option<String>>);
@@ -110,56 +157,26 @@ async fn method(
     stats: StatsMode,
 ) -> std::result::Result<Option<Reuse>, tokio_postgres::Error> {
     let n = e.param_types.len();
-    session::begin(
-        client,
+    let b = Batch::new(
         &tenancy.context(Mode::Tenant, Some(median)),
+        &tenancy.context(Mode::Tenant, Some(heaviest)),
+        &e.text,
+        (execute_args(n, mv), execute_args(n, hv)),
         timeout_ms,
-    )
-    .await?;
-    // The `;` on a line of its own: the text may end in a `--` comment.
-    client
-        .batch_execute(&tag(stats, &format!("PREPARE {NAME} AS {}\n", e.text)))
-        .await?;
-    let exec = |v: &Vec<Option<String>>| {
-        let args = if n == 0 {
-            String::new()
-        } else {
-            let lits: Vec<String> = (0..n)
-                .map(|i| match v.get(i).cloned().flatten() {
-                    Some(s) => quote_literal(&s),
-                    None => "NULL".to_string(),
-                })
-                .collect();
-            format!("({})", lits.join(", "))
-        };
-        tag(
-            stats,
-            &format!("EXPLAIN (FORMAT JSON) EXECUTE {NAME}{args}"),
-        )
-    };
-    for _ in 0..6 {
-        simple_json(client, &exec(mv)).await?;
-    }
-    let counters = tag(
         stats,
-        "SELECT generic_plans FROM pg_prepared_statements WHERE name = 'planck_reuse'",
     );
-    let before: i64 = client.query_one(&counters, &[]).await?.get(0);
-    session::apply_settings(client, &tenancy.context(Mode::Tenant, Some(heaviest))).await?;
-    let kept = simple_json(client, &exec(hv)).await?;
-    let after: i64 = client.query_one(&counters, &[]).await?.get(0);
-    client.batch_execute(&format!("DEALLOCATE {NAME}")).await?;
+    let rows = first_columns(client.simple_query(&b.sql()).await?);
+    let at = |i: usize| rows.get(i).map(String::as_str).unwrap_or_default();
+    let json = |i: usize| serde_json::from_str::<Value>(at(i)).unwrap_or(Value::Null);
+    let (before, after): (i64, i64) = (
+        at(b.before).parse().unwrap_or(0),
+        at(b.after).parse().unwrap_or(0),
+    );
     if after <= before {
         // A custom plan: made for the heaviest tenant's values and setting.
         return Ok(None);
     }
-    let stmt = client
-        .prepare(&tag(stats, &format!("EXPLAIN (FORMAT JSON) {}", e.text)))
-        .await?;
-    let values = crate::params::values::fill_defaults(hv.clone(), stmt.params());
-    let params: Vec<TextParam> = values.into_iter().map(TextParam).collect();
-    let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-    let fresh: Value = client.query_one(&stmt, &refs).await?.get(0);
+    let (kept, fresh) = (json(b.kept), json(b.fresh));
     if shape(&kept) == shape(&fresh) {
         return Ok(None);
     }
@@ -173,20 +190,127 @@ async fn method(
     }))
 }
 
-async fn simple_json(
-    client: &Client,
-    sql: &str,
-) -> std::result::Result<Value, tokio_postgres::Error> {
-    let msgs = client.simple_query(sql).await?;
-    Ok(msgs
-        .into_iter()
-        .find_map(|m| match m {
+/// The prepared statement a fresh plan for the heaviest tenant is made with.
+const FRESH: &str = "planck_reuse_fresh";
+
+/// The whole method as one simple-protocol batch (one round trip, where
+/// it took about fifteen one statement at a time): BEGIN as the median
+/// tenant, PREPARE, six `EXPLAIN EXECUTE`, the generic-plan counter, the
+/// heaviest tenant's setting, `EXPLAIN EXECUTE` again, the counter again,
+/// then a fresh plan for the heaviest tenant (a custom plan of its own
+/// prepared statement, which is what binding the values plans), ROLLBACK.
+/// The indexes say which answered row (first column) is which.
+#[derive(Debug, Default)]
+struct Batch {
+    statements: Vec<String>,
+    rows: usize,
+    before: usize,
+    kept: usize,
+    after: usize,
+    fresh: usize,
+}
+
+impl Batch {
+    fn new(
+        median: &TenantContext,
+        heaviest: &TenantContext,
+        text: &str,
+        (median_args, heaviest_args): (String, String),
+        timeout_ms: u64,
+        stats: StatsMode,
+    ) -> Batch {
+        let mut b = Batch::default();
+        b.push(session::begin_sql(median, timeout_ms), false);
+        b.set(median, stats);
+        // The `;` on a line of its own: the text may end in a `--` comment.
+        b.push(tag(stats, &format!("PREPARE {NAME} AS {text}\n")), false);
+        let explain = |name: &str, args: &str| {
+            tag(
+                stats,
+                &format!("EXPLAIN (FORMAT JSON) EXECUTE {name}{args}"),
+            )
+        };
+        for _ in 0..6 {
+            b.push(explain(NAME, &median_args), true);
+        }
+        let counter = tag(
+            stats,
+            &format!("SELECT generic_plans FROM pg_prepared_statements WHERE name = '{NAME}'"),
+        );
+        b.before = b.push(counter.clone(), true);
+        b.set(heaviest, stats);
+        b.kept = b.push(explain(NAME, &heaviest_args), true);
+        b.after = b.push(counter, true);
+        b.push(format!("DEALLOCATE {NAME}"), false);
+        b.push(tag(stats, &format!("PREPARE {FRESH} AS {text}\n")), false);
+        b.push(
+            "SET LOCAL plan_cache_mode = force_custom_plan".to_string(),
+            false,
+        );
+        b.fresh = b.push(explain(FRESH, &heaviest_args), true);
+        b.push(format!("DEALLOCATE {FRESH}"), false);
+        b.push("ROLLBACK".to_string(), false);
+        b
+    }
+
+    /// Adds a statement; returns the index of its row among the answered rows.
+    fn push(&mut self, sql: String, answers_a_row: bool) -> usize {
+        self.statements.push(sql);
+        let at = self.rows;
+        if answers_a_row {
+            self.rows += 1;
+        }
+        at
+    }
+
+    /// The context's settings, as `set_config(name, value, true)` literals.
+    fn set(&mut self, ctx: &TenantContext, stats: StatsMode) {
+        if ctx.settings.is_empty() {
+            return;
+        }
+        let calls: Vec<String> = ctx
+            .settings
+            .iter()
+            .map(|(name, v)| {
+                format!(
+                    "set_config({}, {}, true)",
+                    quote_literal(name),
+                    quote_literal(&v.as_text())
+                )
+            })
+            .collect();
+        self.push(tag(stats, &format!("SELECT {}", calls.join(", "))), true);
+    }
+
+    fn sql(&self) -> String {
+        self.statements.join(";\n")
+    }
+}
+
+/// `(v1, NULL, ...)` for `EXECUTE`: the values as literals (none: nothing).
+fn execute_args(n: usize, values: &[Option<String>]) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    let lits: Vec<String> = (0..n)
+        .map(|i| match values.get(i).cloned().flatten() {
+            Some(s) => quote_literal(&s),
+            None => "NULL".to_string(),
+        })
+        .collect();
+    format!("({})", lits.join(", "))
+}
+
+/// The first column of every row a simple-protocol batch answered, in order.
+fn first_columns(msgs: Vec<tokio_postgres::SimpleQueryMessage>) -> Vec<String> {
+    msgs.into_iter()
+        .filter_map(|m| match m {
             tokio_postgres::SimpleQueryMessage::Row(r) => {
-                r.get(0).and_then(|t| serde_json::from_str(t).ok())
+                Some(r.get(0).unwrap_or_default().to_string())
             }
             _ => None,
         })
-        .unwrap_or(Value::Null))
+        .collect()
 }
 
 /// Scan types, join methods and their order: what makes two plans differ.
@@ -252,7 +376,68 @@ pub fn summary(json: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::SettingValue;
     use serde_json::json;
+
+    /// The batch's answered rows, in order, are the ones its indexes name:
+    /// one row per set_config, EXPLAIN and counter, none for the rest.
+    #[test]
+    fn the_batch_names_the_rows_it_answers() {
+        let ctx = |id: &str| TenantContext {
+            role: Some("app".into()),
+            settings: vec![("app.tenant".into(), SettingValue::Text(id.into()))],
+        };
+        let b = Batch::new(
+            &ctx("7"),
+            &ctx("1"),
+            "SELECT * FROM t WHERE a = $1 -- c",
+            (
+                execute_args(1, &[Some("it's".into())]),
+                execute_args(1, &[None]),
+            ),
+            250,
+            StatsMode::Untracked,
+        );
+        let sql = b.sql();
+        let answering: Vec<&String> = b
+            .statements
+            .iter()
+            .filter(|s| {
+                s.contains("SELECT set_config")
+                    || s.starts_with("EXPLAIN")
+                    || s.contains("generic_plans")
+            })
+            .collect();
+        assert_eq!(answering.len(), b.rows, "{sql}");
+        assert_eq!(b.rows, 12, "{sql}");
+        let row = |i: usize| answering[i].as_str();
+        assert!(row(0).contains("'app.tenant', '7'"), "{sql}");
+        assert_eq!(
+            row(1),
+            "EXPLAIN (FORMAT JSON) EXECUTE planck_reuse('it''s')"
+        );
+        assert!(row(b.before).contains("generic_plans"), "{sql}");
+        assert!(row(b.before + 1).contains("'app.tenant', '1'"), "{sql}");
+        assert_eq!(
+            row(b.kept),
+            "EXPLAIN (FORMAT JSON) EXECUTE planck_reuse(NULL)"
+        );
+        assert!(row(b.after).contains("generic_plans"), "{sql}");
+        assert_eq!(
+            row(b.fresh),
+            "EXPLAIN (FORMAT JSON) EXECUTE planck_reuse_fresh(NULL)"
+        );
+        assert!(
+            sql.starts_with("BEGIN; SET LOCAL statement_timeout = 250; SET LOCAL ROLE \"app\"")
+        );
+        // A `--` comment cannot swallow the statement after the text.
+        assert!(sql.contains("-- c\n;\n"), "{sql}");
+        assert!(
+            sql.ends_with("DEALLOCATE planck_reuse_fresh;\nROLLBACK"),
+            "{sql}"
+        );
+        assert_eq!(execute_args(0, &[]), "");
+    }
 
     #[test]
     fn shapes_differ_by_scan_and_join_and_summaries_carry_the_estimates() {

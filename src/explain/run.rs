@@ -78,7 +78,17 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         clock.elapsed().as_secs_f64()
     ));
 
-    let probes = probe_phases(&client, &catalog, tenancy.as_ref(), &results, s, stats, log).await?;
+    let probes = probe_phases(
+        &client,
+        conn,
+        &catalog,
+        tenancy.as_ref(),
+        &results,
+        s,
+        stats,
+        log,
+    )
+    .await?;
     let ctx = Ctx {
         probes: &probes,
         catalog: &catalog,
@@ -205,6 +215,23 @@ async fn resolve_tenancy(
 /// What measuring the identities found (issue 10 section 3).
 fn log_visibility(t: &Tenancy, log: Log) {
     let Some(v) = &t.visibility else { return };
+    if v.exact {
+        log.info(&format!(
+            "identities: measured {} of {} exactly from the data, without counting under \
+             row-level security: every policy compares a tenant column with {} directly, so an \
+             identity sees the rows carrying it (rows visible in {}): heaviest identity {} sees {} \
+             rows, median identity {} sees {}",
+            v.measured,
+            v.candidates,
+            t.setting,
+            v.tables.join(", "),
+            v.heaviest.0,
+            crate::output::count(v.heaviest.1.max(0) as u64),
+            v.median.0,
+            crate::output::count(v.median.1.max(0) as u64),
+        ));
+        return;
+    }
     let mut line = format!(
         "identities: measured {} of {} under row-level security in {:.1} s (rows visible in {}): \
          heaviest identity {} sees {} rows, median identity {} sees {}",
@@ -269,8 +296,10 @@ async fn plan(engine: &Engine, statements: Vec<Statement>, log: Log) -> Result<V
 /// The server-side measurements some checks report: the functions policies
 /// reach (and, with --analyze, their calls counted), and prepared-plan reuse
 /// across tenants. Tenant mode only.
+#[allow(clippy::too_many_arguments)]
 async fn probe_phases(
     client: &Client,
+    conn: &ConnInfo,
     catalog: &Catalog,
     tenancy: Option<&Tenancy>,
     results: &[Explained],
@@ -294,7 +323,8 @@ async fn probe_phases(
         };
         probes.calls = per_row_call::count(&on, catalog, t, results, &probes.functions).await?;
     }
-    probes.reuse = plan_reuse::probe(client, t, results, s.timeout_ms, stats, log).await?;
+    probes.reuse =
+        plan_reuse::probe(client, conn, s.jobs, t, results, s.timeout_ms, stats, log).await?;
     log.debug(&format!(
         "probes (policy calls, plan reuse) in {:.2}s",
         clock.elapsed().as_secs_f64()

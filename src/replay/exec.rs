@@ -4,6 +4,7 @@
 //! into its worker thread's stats and every statement into the connection's
 //! [`History`] for the sampler.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::error::Error as StdError;
@@ -26,10 +27,13 @@ use crate::db::quote_ident;
 use crate::session::TenantContext;
 
 /// A value sent in text form: the server parses it as it would a literal.
+/// Borrowed where it comes from the run's pools, defaults and binds (no
+/// allocation per execution), owned where it is made for one (fresh keys,
+/// RETURNING values).
 #[derive(Debug, Clone)]
-pub struct TextParam(pub Option<String>);
+pub struct TextParam<'a>(pub Option<Cow<'a, str>>);
 
-impl ToSql for TextParam {
+impl ToSql for TextParam<'_> {
     fn to_sql(
         &self,
         _ty: &Type,
@@ -456,7 +460,8 @@ pub fn error_text(e: &tokio_postgres::Error) -> String {
 /// One client's connection and what it prepared on it.
 pub struct ClientConn {
     pub client: Client,
-    pub prepared: HashMap<usize, Prepared>,
+    /// By statement index: prepared on first use.
+    pub prepared: Vec<Option<Prepared>>,
     pub history: Arc<Mutex<History>>,
     pub pid: i32,
 }
@@ -483,7 +488,19 @@ pub async fn run_unit(
     intended: Instant,
 ) -> Outcome {
     let w = &shared.workload;
-    let stmts = w.unit_statements(unit);
+    // The unit's statements, borrowed where no `repeat` makes a list.
+    let (one, many);
+    let stmts: &[usize] = match unit {
+        Unit::Lone(s) => {
+            one = [s];
+            &one
+        }
+        Unit::Transaction(t) if w.transactions[t].repeat <= 1 => &w.transactions[t].statements,
+        Unit::Transaction(_) => {
+            many = w.unit_statements(unit);
+            &many
+        }
+    };
     let (isolation, role, settings, think, tx) = match unit {
         Unit::Transaction(t) => {
             let t = &w.transactions[t];
@@ -534,7 +551,7 @@ pub async fn run_unit(
         // The first tenant-scoped table the unit binds from draws the
         // tenant, with the data's skew; the others follow it.
         TenantMode::Spread => {
-            first_tenant_row(shared, &stmts, tx, &mut rows, rng).unwrap_or_else(|| t.id.clone())
+            first_tenant_row(shared, stmts, tx, &mut rows, rng).unwrap_or_else(|| t.id.clone())
         }
     });
     let ctx = match (scoped, &chosen) {
@@ -575,13 +592,13 @@ pub async fn run_unit(
     let mut ok_statements = 0;
     // What the unit's earlier statements were sent, for `$n` shared binds.
     let mut sent: Vec<(usize, Vec<TextParam>)> = Vec::new();
-    for &s in &stmts {
+    for (at, &s) in stmts.iter().enumerate() {
         let stmt = &w.statements[s];
         // A parameter no bind feeds, or whose source has nothing this time
         // (an empty table), keeps the value of its type.
         let mut values: Vec<TextParam> = shared.defaults[s]
             .iter()
-            .map(|d| TextParam(d.clone()))
+            .map(|d| TextParam(d.as_deref().map(Cow::Borrowed)))
             .collect();
         let own = tx.map(|t| t.bind.as_slice()).unwrap_or(&[]);
         for b in stmt
@@ -592,8 +609,8 @@ pub async fn run_unit(
             let Some(slot) = values.get_mut(b.param as usize - 1) else {
                 continue;
             };
-            let bound: Option<Option<String>> = match &b.source {
-                BindSource::Value(v) => Some(Some(v.clone())),
+            let bound: Option<Option<Cow<str>>> = match &b.source {
+                BindSource::Value(v) => Some(Some(Cow::Borrowed(v.as_str()))),
                 BindSource::Column { table, column } => shared
                     .pools
                     .get(table)
@@ -603,7 +620,7 @@ pub async fn run_unit(
                             .entry(table.as_str())
                             .or_insert_with(|| p.draw(chosen.as_deref(), rng));
                         let c = p.columns.iter().position(|c| c == column)?;
-                        Some(p.rows[r][c].clone())
+                        Some(p.rows[r][c].as_deref().map(Cow::Borrowed))
                     }),
                 BindSource::Result { statement, column } => {
                     let from = w.statements.iter().position(|x| &x.id == statement);
@@ -614,7 +631,10 @@ pub async fn run_unit(
                             .find(|(x, _)| *x == f)
                             .and_then(|(_, v)| v.get(n.checked_sub(1)?))
                             .map(|v| v.0.clone()),
-                        (Some(f), _) => results.get(&(f, column.clone())).cloned(),
+                        (Some(f), _) => results
+                            .get(&(f, column.clone()))
+                            .cloned()
+                            .map(|v| v.map(Cow::Owned)),
                         (None, _) => None,
                     }
                 }
@@ -626,14 +646,17 @@ pub async fn run_unit(
         for (p, slot) in values.iter_mut().enumerate() {
             if let Some(kind) = shared.fresh.get(&(s, p as u32 + 1)) {
                 let n = shared.fresh_next.fetch_add(1, Ordering::Relaxed);
-                slot.0 = Some(fresh::value(kind, n, rng));
+                slot.0 = Some(Cow::Owned(fresh::value(kind, n, rng)));
             }
         }
-        let prepared = match conn.prepared.get(&s) {
+        let prepared = match conn.prepared.get(s).and_then(Option::as_ref) {
             Some(p) => p.clone(),
             None => match conn.client.prepare(&stmt.sql).await {
                 Ok(p) => {
-                    conn.prepared.insert(s, p.clone());
+                    if conn.prepared.len() <= s {
+                        conn.prepared.resize(s + 1, None);
+                    }
+                    conn.prepared[s] = Some(p.clone());
                     p
                 }
                 Err(e) => {
@@ -645,7 +668,10 @@ pub async fn run_unit(
         // The bound values name the row a blocker holds: kept for the
         // statements that can hold one.
         let params = if stmt.writes {
-            values.iter().map(|v| v.0.clone()).collect()
+            values
+                .iter()
+                .map(|v| v.0.as_deref().map(str::to_string))
+                .collect()
         } else {
             Vec::new()
         };
@@ -674,7 +700,10 @@ pub async fn run_unit(
                     results.insert((s, col), v);
                 }
                 drop(stats);
-                sent.push((s, values));
+                // Only a later statement of the unit can read what this one was sent.
+                if at + 1 < stmts.len() {
+                    sent.push((s, values));
+                }
             }
             Err(e) => {
                 fail(stats, &sqlstate(&e), &error_text(&e), Some(s));
@@ -780,13 +809,20 @@ async fn end(conn: &mut ClientConn, stats: &RefCell<WorkerStats>, lost: bool) ->
 }
 
 /// Executes a prepared statement: rows affected, and, when `keep`, the
-/// first row's columns as text (for `result` binds).
+/// first row's columns as text (for `result` binds). Without `keep` the
+/// rows are counted, never built (`execute_raw` skips their data).
 async fn execute(
     client: &Client,
     prepared: &Prepared,
-    values: &[TextParam],
+    values: &[TextParam<'_>],
     keep: bool,
 ) -> Result<(u64, Vec<(String, Option<String>)>), tokio_postgres::Error> {
+    if !keep {
+        return Ok((
+            client.execute_raw(prepared, values.iter()).await?,
+            Vec::new(),
+        ));
+    }
     let stream = client.query_raw(prepared, values.iter()).await?;
     pin_mut!(stream);
     let mut first = Vec::new();

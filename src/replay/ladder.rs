@@ -142,7 +142,7 @@ async fn connect(
         .map_err(|e| Error::db("setting statement_timeout", e))?;
     Ok(ClientConn {
         client,
-        prepared: HashMap::new(),
+        prepared: Vec::new(),
         history,
         pid,
     })
@@ -247,6 +247,9 @@ pub async fn run_step(
                         // Open loop: arrival k of the step is due at start + k
                         // x interval; client c takes arrivals c, c + N, ...
                         let mut arrival = u64::from(c);
+                        // Without --pool a client keeps the connection it
+                        // first takes: no hand-over per unit.
+                        let mut kept: Option<ClientConn> = None;
                         loop {
                             let due = interval.map(|i| start + i.mul_f64(arrival as f64));
                             if let Some(due) = due {
@@ -269,14 +272,20 @@ pub async fn run_step(
                             let record = intended >= measure_from;
                             let unit = picker.pick(&mut rng);
                             let asked = Instant::now();
-                            // Bounded by the step's end: a connection lost
-                            // for good is not waited for.
-                            let got = tokio::time::timeout_at(until.into(), async {
-                                take.lock().await.recv().await
-                            })
-                            .await;
-                            let Ok(Some(mut cc)) = got else {
-                                break;
+                            let mut cc = match kept.take() {
+                                Some(cc) => cc,
+                                None => {
+                                    // Bounded by the step's end: a connection lost
+                                    // for good is not waited for.
+                                    let got = tokio::time::timeout_at(until.into(), async {
+                                        take.lock().await.recv().await
+                                    })
+                                    .await;
+                                    let Ok(Some(cc)) = got else {
+                                        break;
+                                    };
+                                    cc
+                                }
                             };
                             if Instant::now() >= until || stop.load(Ordering::Relaxed) {
                                 let _ = give.send(cc);
@@ -318,7 +327,11 @@ pub async fn run_step(
                                     }
                                 }
                             }
-                            let _ = give.send(cc);
+                            if pooled {
+                                let _ = give.send(cc);
+                            } else {
+                                kept = Some(cc);
+                            }
                         }
                     }));
                 }
