@@ -70,7 +70,10 @@ fn demo_writes_the_review_files_holding_its_findings() {
     let err = stderr(&out);
     assert!(err.contains("wrote the review:"), "{err}");
     let demo = dir.path().join(".planck").join("demo");
-    assert!(err.contains(&demo.join("review.html").display().to_string()), "{err}");
+    assert!(
+        err.contains(&demo.join("review.html").display().to_string()),
+        "{err}"
+    );
     let html = std::fs::read_to_string(demo.join("review.html")).unwrap();
     let md = std::fs::read_to_string(demo.join("review.md")).unwrap();
     // stdout: the seed summary, then explain's JSON; the last document is explain's.
@@ -85,7 +88,10 @@ fn demo_writes_the_review_files_holding_its_findings() {
     for f in findings {
         let check = f["check"].as_str().unwrap();
         assert!(md.contains(check), "{check} not in review.md");
-        assert!(html.contains(&format!("<strong>{check}</strong>")), "{check} not in review.html");
+        assert!(
+            html.contains(&format!("<strong>{check}</strong>")),
+            "{check} not in review.html"
+        );
         if let Some(id) = f["statement_id"].as_str() {
             assert!(md.contains(id) && html.contains(id), "{id}");
         }
@@ -94,7 +100,13 @@ fn demo_writes_the_review_files_holding_its_findings() {
     assert!(html.contains("id=\"chart-throughput\""));
     // The environment and the index table come from the database (explain::environment).
     let version = db.query_strings("SELECT current_setting('server_version')");
-    assert!(html.contains(&format!("PostgreSQL <strong>{}</strong>", version[0])), "version");
-    assert!(md.contains("| <code>items</code> |"), "the items table's size");
+    assert!(
+        html.contains(&format!("PostgreSQL <strong>{}</strong>", version[0])),
+        "version"
+    );
+    assert!(
+        md.contains("| <code>items</code> |"),
+        "the items table's size"
+    );
     assert!(html.contains("<td>used</td>") && html.contains("<code>items_pkey</code>"));
 }

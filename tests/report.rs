@@ -47,9 +47,23 @@ fn report_writes_every_output_from_the_files() {
     let o = planck(
         dir.path(),
         &[
-            "report", "--explain", "e.json", "--replay", "r.json", "--previous", "old.json", "-o",
-            "out/review.html", "--markdown", "out/review.md", "--junit", "out/junit.xml",
-            "--sarif", "out/planck.sarif", "--gitlab", "out/gl.json",
+            "report",
+            "--explain",
+            "e.json",
+            "--replay",
+            "r.json",
+            "--previous",
+            "old.json",
+            "-o",
+            "out/review.html",
+            "--markdown",
+            "out/review.md",
+            "--junit",
+            "out/junit.xml",
+            "--sarif",
+            "out/planck.sarif",
+            "--gitlab",
+            "out/gl.json",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -59,12 +73,21 @@ fn report_writes_every_output_from_the_files() {
     assert!(html.contains("What changed since old.json"));
     assert!(html.contains("items: Index Scan using items_account_created_idx -&gt; Seq Scan"));
     let md = read("review.md");
-    assert!(md.starts_with("## planck: fail: 2 new error findings"), "{md}");
-    assert!(md.contains("What changed: 2 plan changes, 1 fixed finding"), "{md}");
+    assert!(
+        md.starts_with("## planck: fail: 2 new error findings"),
+        "{md}"
+    );
+    assert!(
+        md.contains("What changed: 2 plan changes, 1 fixed finding"),
+        "{md}"
+    );
     assert!(read("junit.xml").contains("<testsuites name=\"planck\""));
     let gl: serde_json::Value = serde_json::from_str(&read("gl.json")).unwrap();
     assert_eq!(gl.as_array().unwrap().len(), 3);
-    assert_eq!(report::read_explain(&dir.path().join("e.json")).unwrap(), fixture::explain());
+    assert_eq!(
+        report::read_explain(&dir.path().join("e.json")).unwrap(),
+        fixture::explain()
+    );
     let sarif: serde_json::Value = serde_json::from_str(&read("planck.sarif")).unwrap();
     assert_eq!(validate_sarif(&sarif), Vec::<String>::new());
 }
@@ -73,7 +96,10 @@ fn report_writes_every_output_from_the_files() {
 fn without_a_replay_the_report_says_it_has_none() {
     let dir = tempfile::tempdir().unwrap();
     inputs(dir.path());
-    let o = planck(dir.path(), &["report", "--explain", "e.json", "-o", "review.html"]);
+    let o = planck(
+        dir.path(),
+        &["report", "--explain", "e.json", "-o", "review.html"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("no --replay given"), "{}", stderr(&o));
     let html = std::fs::read_to_string(dir.path().join("review.html")).unwrap();
@@ -88,27 +114,49 @@ fn bad_inputs_and_outputs_are_clear_errors() {
     let mut other = serde_json::to_value(fixture::explain()).unwrap();
     other["format_version"] = 2.into();
     write_json(dir.path(), "v2.json", &other);
-    let o = planck(dir.path(), &["report", "--explain", "v2.json", "-o", "r.html"]);
+    let o = planck(
+        dir.path(),
+        &["report", "--explain", "v2.json", "-o", "r.html"],
+    );
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("v2.json: format_version 2") && e.contains("format_version 1"), "{e}");
+    assert!(
+        e.contains("v2.json: format_version 2") && e.contains("format_version 1"),
+        "{e}"
+    );
 
     let full = std::fs::read_to_string(dir.path().join("e.json")).unwrap();
     std::fs::write(dir.path().join("cut.json"), &full[..full.len() / 3]).unwrap();
-    let o = planck(dir.path(), &["report", "--explain", "cut.json", "-o", "r.html"]);
+    let o = planck(
+        dir.path(),
+        &["report", "--explain", "cut.json", "-o", "r.html"],
+    );
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
-    assert!(e.contains("cut.json:") && e.contains("EOF while parsing"), "{e}");
+    assert!(
+        e.contains("cut.json:") && e.contains("EOF while parsing"),
+        "{e}"
+    );
 
     // The replay given as --explain is refused by its shape, not its version.
-    let o = planck(dir.path(), &["report", "--explain", "r.json", "-o", "r.html"]);
+    let o = planck(
+        dir.path(),
+        &["report", "--explain", "r.json", "-o", "r.html"],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not explain's JSON"), "{}", stderr(&o));
 
     // An output under a regular file cannot be created.
-    let o = planck(dir.path(), &["report", "--explain", "e.json", "-o", "e.json/review.html"]);
+    let o = planck(
+        dir.path(),
+        &["report", "--explain", "e.json", "-o", "e.json/review.html"],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cannot write e.json/review.html"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write e.json/review.html"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = planck(dir.path(), &["report", "--explain", "e.json"]);
     assert_eq!(o.status.code(), Some(2));
@@ -127,7 +175,10 @@ fn validate_sarif(log: &serde_json::Value) -> Vec<String> {
             bad.push(what.to_string());
         }
     };
-    need(log["version"] == "2.1.0", "sarifLog.version must be \"2.1.0\"");
+    need(
+        log["version"] == "2.1.0",
+        "sarifLog.version must be \"2.1.0\"",
+    );
     let runs = log["runs"].as_array();
     need(runs.is_some(), "sarifLog.runs is required");
     for run in runs.into_iter().flatten() {
@@ -173,7 +224,10 @@ fn validate_sarif(log: &serde_json::Value) -> Vec<String> {
                     pl["artifactLocation"].is_object() || pl["address"].is_object(),
                     "physicalLocation needs artifactLocation or address",
                 );
-                need(pl["artifactLocation"]["uri"].is_string(), "artifactLocation.uri");
+                need(
+                    pl["artifactLocation"]["uri"].is_string(),
+                    "artifactLocation.uri",
+                );
                 need(
                     pl["region"]["startLine"].as_u64().is_some_and(|l| l >= 1),
                     "region.startLine is an integer >= 1",
@@ -267,7 +321,14 @@ fn the_report_renders_in_headless_chromium_without_console_errors() {
     let o = planck(
         dir.path(),
         &[
-            "report", "--explain", "e.json", "--replay", "r.json", "--previous", "old.json", "-o",
+            "report",
+            "--explain",
+            "e.json",
+            "--replay",
+            "r.json",
+            "--previous",
+            "old.json",
+            "-o",
             "review.html",
         ],
     );
@@ -279,7 +340,9 @@ fn the_report_renders_in_headless_chromium_without_console_errors() {
     assert!(dom.contains("data-plans-parsed=\"3\""), "{dom}");
     assert!(dom.contains("data-console-errors=\"0\""), "{dom}");
     // The chart, the findings and a plan tree with its marked node.
-    assert!(dom.contains("id=\"chart-throughput\"") && dom.contains("<polyline class=\"usl-curve\""));
+    assert!(
+        dom.contains("id=\"chart-throughput\"") && dom.contains("<polyline class=\"usl-curve\"")
+    );
     assert!(dom.contains("<circle class=\"step\""));
     assert_eq!(dom.matches("class=\"finding sev-error\"").count(), 2);
     assert!(dom.contains("class=\"plan-tree\""));
@@ -315,7 +378,11 @@ fn the_report_renders_in_headless_chromium_without_console_errors() {
     let background = pixels.first().unwrap();
     let other = pixels.iter().filter(|p| *p != background).count();
     assert!(distinct.len() > 20, "{} colours", distinct.len());
-    assert!(other * 20 > pixels.len(), "{other} of {} pixels differ", pixels.len());
+    assert!(
+        other * 20 > pixels.len(),
+        "{other} of {} pixels differ",
+        pixels.len()
+    );
     // And a blank page fails that check.
     let blank = dir.path().join("blank.html");
     std::fs::write(&blank, "<!DOCTYPE html><html><body></body></html>").unwrap();
@@ -330,7 +397,11 @@ fn the_report_renders_in_headless_chromium_without_console_errors() {
     );
     let (_, _, pixels) = decode_png(&std::fs::read(&shot).unwrap());
     let distinct: std::collections::BTreeSet<&[u8]> = pixels.iter().map(|p| p.as_slice()).collect();
-    assert!(distinct.len() <= 2, "{} colours on a blank page", distinct.len());
+    assert!(
+        distinct.len() <= 2,
+        "{} colours on a blank page",
+        distinct.len()
+    );
 }
 
 /// Decodes an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium writes)
@@ -384,7 +455,11 @@ fn decode_png(png: &[u8]) -> (usize, usize, Vec<Vec<u8>>) {
                 3 => ((u16::from(a) + u16::from(b)) / 2) as u8,
                 4 => {
                     let p = i16::from(a) + i16::from(b) - i16::from(c);
-                    let (pa, pb, pc) = ((p - i16::from(a)).abs(), (p - i16::from(b)).abs(), (p - i16::from(c)).abs());
+                    let (pa, pb, pc) = (
+                        (p - i16::from(a)).abs(),
+                        (p - i16::from(b)).abs(),
+                        (p - i16::from(c)).abs(),
+                    );
                     if pa <= pb && pa <= pc {
                         a
                     } else if pb <= pc {

@@ -53,7 +53,8 @@ fn attach_fills_environment_and_indexes() {
                 "tenant",
                 Some("heaviest"),
                 json!([{"Plan": {"Node Type": "Seq Scan", "Relation Name": "items",
-                    "Plan Rows": 250}}]),
+                    "Plan Rows": 100,
+                    "Filter": "(items.account_id = (current_setting('app.account_id'::text))::integer)"}}]),
             ),
         ],
     };
@@ -79,7 +80,10 @@ fn attach_fills_environment_and_indexes() {
     let env = report.environment.as_ref().unwrap();
     let version = db.query_strings("SELECT current_setting('server_version')");
     assert_eq!(env.server_version, version[0]);
-    assert_eq!(env.settings.get("random_page_cost").map(String::as_str), Some("4"));
+    assert_eq!(
+        env.settings.get("random_page_cost").map(String::as_str),
+        Some("4")
+    );
     assert!(env.settings.contains_key("work_mem"));
     // Only the tables the plans read, with ANALYZE's row count and their size.
     assert_eq!(env.tables.len(), 1, "{:?}", env.tables);
@@ -87,7 +91,8 @@ fn attach_fills_environment_and_indexes() {
     assert_eq!(env.tables[0].rows, 1000);
     assert!(env.tables[0].bytes > 8192);
     let tenant = env.tenant.as_ref().unwrap();
-    assert_eq!((tenant.id.as_str(), tenant.share), ("7", 0.25));
+    // Counted: account 7 holds 100 of the 1000 items.
+    assert_eq!((tenant.id.as_str(), tenant.share), ("7", 0.1));
     // Every index of items, unused ones too, with who reads each.
     let names: Vec<(&str, usize)> = report
         .indexes
@@ -104,5 +109,8 @@ fn attach_fills_environment_and_indexes() {
         diff: None,
         base_label: None,
     });
-    assert!(html.contains("<tr class=\"index-unused\"><td><code>items_title_idx</code>"), "unused");
+    assert!(
+        html.contains("<tr class=\"index-unused\"><td><code>items_title_idx</code>"),
+        "unused"
+    );
 }

@@ -45,8 +45,11 @@ pub struct ReportArgs {
     pub gitlab: Option<PathBuf>,
 }
 
+/// One output's renderer.
+type Render = fn(&Inputs) -> String;
+
 pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
-    let outputs: [(&Option<PathBuf>, fn(&Inputs) -> String); 5] = [
+    let outputs: [(&Option<PathBuf>, Render); 5] = [
         (&args.output, report::html),
         (&args.markdown, report::markdown),
         (&args.junit, report::junit),
@@ -56,15 +59,25 @@ pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
     if outputs.iter().all(|(p, _)| p.is_none()) {
         return Err(Error::Usage {
             message: "planck report has nothing to write".into(),
-            hint: Some("name an output: -o review.html, --markdown, --junit, --sarif or --gitlab".into()),
+            hint: Some(
+                "name an output: -o review.html, --markdown, --junit, --sarif or --gitlab".into(),
+            ),
         });
     }
     let explain = report::read_explain(&args.explain)?;
-    let replay = args.replay.as_deref().map(report::read_replay).transpose()?;
+    let replay = args
+        .replay
+        .as_deref()
+        .map(report::read_replay)
+        .transpose()?;
     if replay.is_none() {
         settings.info("no --replay given: the report has no replay section");
     }
-    let previous = args.previous.as_deref().map(report::read_explain).transpose()?;
+    let previous = args
+        .previous
+        .as_deref()
+        .map(report::read_explain)
+        .transpose()?;
     let inputs = Inputs {
         diff: previous
             .as_ref()

@@ -118,39 +118,105 @@ pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
             }
         })
         .collect();
+    let tenant = heaviest(&client, json, &tables).await;
     json.environment = Some(JsonEnvironment {
         server_version: version,
         settings,
-        tenant: heaviest(json, &tables),
+        tenant,
         tables,
     });
     Ok(())
 }
 
-/// The heaviest tenant the plans were made for, and its share: the rows its
-/// plans estimated to read from each table over the table's rows, at most.
-fn heaviest(json: &JsonReport, tables: &[JsonTable]) -> Option<JsonTenant> {
-    let plans = json
-        .statements
-        .iter()
-        .flat_map(|s| &s.plans)
-        .filter(|p| p.tenant.as_deref() == Some("heaviest"));
+/// The heaviest tenant the plans were made for, and its share of the rows
+/// of the tables its plans filter by tenant (the column read from the
+/// policy's `current_setting(...)` comparison in the plan), counted.
+async fn heaviest(
+    client: &tokio_postgres::Client,
+    json: &JsonReport,
+    tables: &[JsonTable],
+) -> Option<JsonTenant> {
     let mut id = None;
-    let mut share: f64 = 0.0;
-    for p in plans {
-        id = id.or_else(|| p.tenant_id.clone());
-        let mut scans = Vec::new();
-        scan_rows(root(&p.plan), &mut scans);
-        for (rel, rows) in scans {
-            if let Some(t) = tables.iter().find(|t| t.name == rel && t.rows > 0) {
-                share = share.max((rows / t.rows as f64).min(1.0));
-            }
+    let mut keyed: BTreeMap<String, String> = BTreeMap::new();
+    for p in json.statements.iter().flat_map(|s| &s.plans) {
+        if p.tenant.as_deref() == Some("heaviest") {
+            id = id.or_else(|| p.tenant_id.clone());
+        }
+        if p.mode == "tenant" {
+            tenant_columns(root(&p.plan), &mut keyed);
         }
     }
-    id.map(|id| JsonTenant {
+    let id = id?;
+    let (mut mine, mut all) = (0i64, 0i64);
+    for t in tables {
+        let Some(column) = keyed.get(&t.name) else {
+            continue;
+        };
+        let sql = format!(
+            "SELECT count(*) FILTER (WHERE {}::text = $1), count(*) FROM {}",
+            ident(column),
+            ident(&t.name)
+        );
+        // A table the owner's search path does not reach is left out.
+        if let Ok(row) = client.query_one(&sql, &[&id]).await {
+            mine += row.get::<_, i64>(0);
+            all += row.get::<_, i64>(1);
+        }
+    }
+    let share = if all > 0 {
+        mine as f64 / all as f64
+    } else {
+        0.0
+    };
+    Some(JsonTenant {
         id,
         share: (share * 1000.0).round() / 1000.0,
     })
+}
+
+fn ident(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// Per relation, the column a condition compares with `current_setting(...)`:
+/// `(items.account_id = (current_setting('app.account_id'::text))::bigint)`.
+fn tenant_columns(node: &Value, out: &mut BTreeMap<String, String>) {
+    if let Some(rel) = node.get("Relation Name").and_then(Value::as_str) {
+        for key in ["Filter", "Index Cond", "Recheck Cond"] {
+            if let Some(c) = node
+                .get(key)
+                .and_then(Value::as_str)
+                .and_then(tenant_column)
+            {
+                out.entry(rel.to_string()).or_insert(c);
+            }
+        }
+    }
+    for c in node
+        .get("Plans")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        tenant_columns(c, out);
+    }
+}
+
+fn tenant_column(cond: &str) -> Option<String> {
+    let at = cond
+        .find("= (current_setting(")
+        .or_else(|| cond.find("= current_setting("))?;
+    let left = cond[..at].trim_end();
+    let token: String = left
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '.')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let column = token.rsplit('.').next()?;
+    (!column.is_empty()).then(|| column.to_string())
 }
 
 fn root(plan: &Value) -> &Value {
@@ -177,20 +243,19 @@ fn walk(node: &Value, relations: &mut BTreeSet<String>, indexes: &mut Vec<String
     }
 }
 
-/// (relation, estimated rows) of each scan node.
-fn scan_rows(node: &Value, out: &mut Vec<(String, f64)>) {
-    if let (Some(r), Some(n)) = (
-        node.get("Relation Name").and_then(Value::as_str),
-        node.get("Plan Rows").and_then(Value::as_f64),
-    ) {
-        out.push((r.to_string(), n));
-    }
-    for c in node
-        .get("Plans")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        scan_rows(c, out);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tenant_column_is_read_from_the_policy_comparison() {
+        let c = "(items.account_id = (current_setting('app.account_id'::text))::bigint)";
+        assert_eq!(tenant_column(c).as_deref(), Some("account_id"));
+        assert_eq!(
+            tenant_column("(owner = current_setting('app.user'::text))").as_deref(),
+            Some("owner")
+        );
+        assert_eq!(tenant_column("(items.id = $1)"), None);
+        assert_eq!(ident("a\"b"), "\"a\"\"b\"");
     }
 }

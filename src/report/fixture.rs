@@ -73,7 +73,12 @@ pub fn explain() -> JsonReport {
         "SELECT * FROM items WHERE account_id = $1 ORDER BY created_at DESC LIMIT 50",
         vec![
             plan("admin", "generic", None, seq_scan_plan(85_000.0)),
-            plan("tenant", "custom", Some("heaviest"), seq_scan_plan(84_000.0)),
+            plan(
+                "tenant",
+                "custom",
+                Some("heaviest"),
+                seq_scan_plan(84_000.0),
+            ),
         ],
     );
     let mut s2 = statement("e5f6a7b8", "SELECT nosuch FROM items", vec![]);
@@ -282,9 +287,13 @@ pub fn replay() -> Report {
             lock_type: "transactionid".into(),
             relation: Some("accounts".into()),
             row: "ctid (0,7), id = 42".into(),
-            waiting_statement: Some("UPDATE accounts SET balance = balance - $1 WHERE id = $2".into()),
+            waiting_statement: Some(
+                "UPDATE accounts SET balance = balance - $1 WHERE id = $2".into(),
+            ),
             waiting_statement_id: Some("f1f2f3f4".into()),
-            blocking_statement: Some("UPDATE accounts SET balance = balance - $1 WHERE id = $2".into()),
+            blocking_statement: Some(
+                "UPDATE accounts SET balance = balance - $1 WHERE id = $2".into(),
+            ),
             blocking_statement_id: Some("f1f2f3f4".into()),
             blocker_state: "idle in transaction".into(),
             transaction: Some("transfer".into()),

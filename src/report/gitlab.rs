@@ -45,7 +45,11 @@ pub fn render(i: &Inputs) -> String {
             let digest = Sha256::digest(finding_key(f).as_bytes());
             let mut description = f.message.clone();
             if let Some(id) = &f.statement_id {
-                let mode = f.mode.as_deref().map(|m| format!(" as {m}")).unwrap_or_default();
+                let mode = f
+                    .mode
+                    .as_deref()
+                    .map(|m| format!(" as {m}"))
+                    .unwrap_or_default();
                 description = format!("{description} (statement {id}{mode})");
             }
             Issue {
@@ -58,7 +62,9 @@ pub fn render(i: &Inputs) -> String {
                 location: match &f.location {
                     Some(l) => Location {
                         path: l.path.clone(),
-                        lines: Lines { begin: l.line.max(1) },
+                        lines: Lines {
+                            begin: l.line.max(1),
+                        },
                     },
                     None => Location {
                         path: "planck.toml".into(),
@@ -85,12 +91,13 @@ mod tests {
 
     #[test]
     fn baseline_findings_are_left_out_and_fingerprints_are_distinct() {
-        let v: serde_json::Value =
-            serde_json::from_str(&render(&fixture::inputs())).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&render(&fixture::inputs())).unwrap();
         let a = v.as_array().unwrap();
         assert_eq!(a.len(), 3);
-        let fp: std::collections::BTreeSet<&str> =
-            a.iter().map(|i| i["fingerprint"].as_str().unwrap()).collect();
+        let fp: std::collections::BTreeSet<&str> = a
+            .iter()
+            .map(|i| i["fingerprint"].as_str().unwrap())
+            .collect();
         assert_eq!(fp.len(), 3);
         assert_eq!(a[0]["location"]["path"], "queries/queries.toml");
         assert_eq!(a[0]["location"]["lines"]["begin"], 4);

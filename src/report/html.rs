@@ -124,7 +124,10 @@ fn finding_views(r: &JsonReport, new: &BTreeSet<String>) -> Vec<FindingView> {
             subject: subject(f),
             message: f.message.clone(),
             help: super::check_help(&f.check, &f.help),
-            location: f.location.as_ref().map(|l| format!("{}:{}", l.path, l.line)),
+            location: f
+                .location
+                .as_ref()
+                .map(|l| format!("{}:{}", l.path, l.line)),
             baseline: f.baseline,
             new: new.contains(&finding_key(f)),
             advice: f.advice.clone(),
@@ -234,8 +237,7 @@ fn index_views(r: &JsonReport) -> Vec<IndexView> {
             };
             let state = if about("partial-index-needs-literal") {
                 "partial: needs a literal"
-            } else if about("unused-index") || about("unused-partial-index") || used_by.is_empty()
-            {
+            } else if about("unused-index") || about("unused-partial-index") || used_by.is_empty() {
                 "unused"
             } else if about("duplicate-index") {
                 "duplicate"
@@ -415,7 +417,10 @@ mod tests {
         i.replay.as_mut().unwrap().hotspots[0].row = HOSTILE.into();
         let html = render(&i);
         assert!(!html.contains("<img"), "markup got through");
-        assert!(!html.contains("onerror=alert(1)>"), "an unescaped attribute");
+        assert!(
+            !html.contains("onerror=alert(1)>"),
+            "an unescaped attribute"
+        );
         // Only planck's own script elements open and close.
         assert_eq!(
             html.matches("<script").count(),

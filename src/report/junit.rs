@@ -82,9 +82,10 @@ fn modes(s: &JsonStatement) -> Vec<String> {
 
 /// Where the case came from, so CI groups it by file: the queries file or the migration.
 fn classname(fs: &[&JsonFinding], fallback: &str) -> String {
-    fs.iter()
-        .find_map(|f| f.location.as_ref())
-        .map_or_else(|| fallback.to_string(), |l| format!("{}:{}", l.path, l.line))
+    fs.iter().find_map(|f| f.location.as_ref()).map_or_else(
+        || fallback.to_string(),
+        |l| format!("{}:{}", l.path, l.line),
+    )
 }
 
 fn status(fs: &[&JsonFinding], s: Option<&JsonStatement>) -> TestCaseStatus {
@@ -107,8 +108,14 @@ fn status(fs: &[&JsonFinding], s: Option<&JsonStatement>) -> TestCaseStatus {
     let mut body = String::new();
     for f in fs {
         let held = if f.baseline { " (baseline)" } else { "" };
-        body.push_str(&format!("{} {}{held}: {}\n", f.severity, f.check, f.message));
-        body.push_str(&format!("  help: {}\n", super::check_help(&f.check, &f.help)));
+        body.push_str(&format!(
+            "{} {}{held}: {}\n",
+            f.severity, f.check, f.message
+        ));
+        body.push_str(&format!(
+            "  help: {}\n",
+            super::check_help(&f.check, &f.help)
+        ));
         if let Some(a) = &f.advice {
             body.push_str(&format!(
                 "  fix: {} (cost {:.0} -> {:.0})\n",
@@ -119,11 +126,7 @@ fn status(fs: &[&JsonFinding], s: Option<&JsonStatement>) -> TestCaseStatus {
         if let (Some(n), Some(s)) = (&f.node, s)
             && let Some(p) = s.plans.get(n.plan)
         {
-            body.push_str(&format!(
-                "  plan ({} {}):\n",
-                p.mode,
-                p.kind
-            ));
+            body.push_str(&format!("  plan ({} {}):\n", p.mode, p.kind));
             let rows = plan::rows(&p.plan, &[n.path.as_slice()]);
             for line in plan::text(&rows).lines() {
                 body.push_str(&format!("    {line}\n"));
@@ -150,7 +153,10 @@ mod tests {
         assert_eq!(xml.matches("<failure").count(), 2, "{xml}");
         assert_eq!(xml.matches("<skipped").count(), 1, "{xml}");
         assert!(xml.contains(r#"name="unused-index items_title_idx on items""#));
-        assert!(xml.contains("    &gt;&gt;     Seq Scan on items  (cost 85000.00"), "{xml}");
+        assert!(
+            xml.contains("    &gt;&gt;     Seq Scan on items  (cost 85000.00"),
+            "{xml}"
+        );
         // The same report with every finding in the baseline fails nothing.
         let mut i = fixture::inputs();
         for f in &mut i.explain.findings {

@@ -52,7 +52,11 @@ fn findings_table(out: &mut String, findings: &[&JsonFinding]) {
             (Some(id), None) => code(id),
             _ => String::new(),
         };
-        let mode = f.mode.as_deref().map(|m| format!(" ({m})")).unwrap_or_default();
+        let mode = f
+            .mode
+            .as_deref()
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
         let baseline = if f.baseline { " (baseline)" } else { "" };
         let advice = f
             .advice
@@ -131,7 +135,9 @@ fn full(i: &Inputs) -> String {
             if d.fixed_findings.len() == 1 { "" } else { "s" },
         );
         if !d.plan_changes.is_empty() {
-            out.push_str("| statement | mode | plan | cost | change |\n| --- | --- | --- | --- | --- |\n");
+            out.push_str(
+                "| statement | mode | plan | cost | change |\n| --- | --- | --- | --- | --- |\n",
+            );
             for c in &d.plan_changes {
                 let mut what = c.changes.iter().map(|s| cell(s)).collect::<Vec<_>>();
                 for idx in &c.indexes_no_longer_used {
@@ -215,7 +221,13 @@ fn full(i: &Inputs) -> String {
         if !env.tables.is_empty() {
             out.push_str("| table | rows | size |\n| --- | ---: | ---: |\n");
             for t in &env.tables {
-                let _ = writeln!(out, "| {} | {} | {} |", code(&t.name), t.rows, bytes(t.bytes));
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} |",
+                    code(&t.name),
+                    t.rows,
+                    bytes(t.bytes)
+                );
             }
             out.push('\n');
         }
@@ -351,7 +363,10 @@ mod tests {
         i.diff = None;
         let md = render(&i);
         assert!(md.contains("No replay was given"), "{md}");
-        assert!(md.contains("### New findings (not in the baseline): 3"), "{md}");
+        assert!(
+            md.contains("### New findings (not in the baseline): 3"),
+            "{md}"
+        );
         assert!(!md.contains("What changed"));
     }
 

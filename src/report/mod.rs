@@ -20,9 +20,9 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 use crate::wire;
+use crate::wire::explain::JsonFinding;
 pub use crate::wire::explain::JsonReport;
 pub use crate::wire::replay::Report;
-use crate::wire::explain::JsonFinding;
 
 /// What one report is made from.
 #[derive(Debug, Clone)]
@@ -93,7 +93,9 @@ fn read_json<T: DeserializeOwned>(path: &Path, what: &str, version: u32) -> Resu
         let m = format!("not valid JSON ({}); expected {what}'s JSON", reason(&e));
         bad(e, m)
     })?;
-    let found = value.get("format_version").and_then(serde_json::Value::as_u64);
+    let found = value
+        .get("format_version")
+        .and_then(serde_json::Value::as_u64);
     if found != Some(u64::from(version)) {
         let found = found.map_or_else(|| "none".to_string(), |v| v.to_string());
         return Err(Error::Usage {
@@ -126,8 +128,18 @@ pub(crate) fn severity_rank(s: &str) -> usize {
 pub(crate) fn sorted_findings(findings: &[JsonFinding]) -> Vec<&JsonFinding> {
     let mut v: Vec<&JsonFinding> = findings.iter().collect();
     v.sort_by(|a, b| {
-        (severity_rank(&a.severity), &a.check, &a.statement_id, &a.mode)
-            .cmp(&(severity_rank(&b.severity), &b.check, &b.statement_id, &b.mode))
+        (
+            severity_rank(&a.severity),
+            &a.check,
+            &a.statement_id,
+            &a.mode,
+        )
+            .cmp(&(
+                severity_rank(&b.severity),
+                &b.check,
+                &b.statement_id,
+                &b.mode,
+            ))
     });
     v
 }
@@ -199,7 +211,11 @@ mod tests {
     #[test]
     fn another_format_version_is_an_error_naming_both() {
         let dir = tempfile::tempdir().unwrap();
-        let p = write(dir.path(), "e.json", r#"{"format_version": 7, "statements": []}"#);
+        let p = write(
+            dir.path(),
+            "e.json",
+            r#"{"format_version": 7, "statements": []}"#,
+        );
         let e = read_explain(&p).unwrap_err().to_string();
         assert!(e.contains("format_version 7"), "{e}");
         assert!(e.contains("format_version 1"), "{e}");

@@ -88,7 +88,7 @@ fn walk(
         cost: node.get("Total Cost").and_then(Value::as_f64),
         rows: node.get("Plan Rows").and_then(Value::as_f64),
         details,
-        marked: marked.iter().any(|m| *m == path.as_slice()),
+        marked: marked.contains(&path.as_slice()),
     });
     if let Some(children) = node.get("Plans").and_then(Value::as_array) {
         for (i, c) in children.iter().enumerate() {
@@ -105,7 +105,10 @@ pub fn text(rows: &[Row]) -> String {
     for r in rows {
         let mark = if r.marked { ">> " } else { "   " };
         let indent = "  ".repeat(r.depth);
-        let cost = r.cost.map(|c| format!("  (cost {c:.2}")).unwrap_or_default();
+        let cost = r
+            .cost
+            .map(|c| format!("  (cost {c:.2}"))
+            .unwrap_or_default();
         let n = match (r.cost, r.rows) {
             (Some(_), Some(n)) => format!(" rows {n:.0})"),
             (Some(_), None) => ")".to_string(),
@@ -148,7 +151,13 @@ mod tests {
         );
         assert_eq!(r[0].details, vec!["Hash Cond: (a.id = b.a_id)".to_string()]);
         let t = text(&r);
-        assert!(t.contains(">>     Index Scan using b_pkey on b bb  (cost 2.00)"), "{t}");
-        assert!(t.contains("\n     Seq Scan on a  (cost 1.00 rows 5)\n"), "{t}");
+        assert!(
+            t.contains(">>     Index Scan using b_pkey on b bb  (cost 2.00)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("\n     Seq Scan on a  (cost 1.00 rows 5)\n"),
+            "{t}"
+        );
     }
 }

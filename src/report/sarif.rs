@@ -134,7 +134,10 @@ fn title(check: &str) -> String {
 pub fn render(i: &Inputs) -> String {
     let r = &i.explain;
     // Every check planck has, then any other id the findings name.
-    let mut ids: Vec<String> = CheckId::ALL.iter().map(|c| c.as_str().to_string()).collect();
+    let mut ids: Vec<String> = CheckId::ALL
+        .iter()
+        .map(|c| c.as_str().to_string())
+        .collect();
     for f in &r.findings {
         if !ids.contains(&f.check) {
             ids.push(f.check.clone());
@@ -169,7 +172,11 @@ pub fn render(i: &Inputs) -> String {
         .map(|f| {
             let mut text = f.message.clone();
             if let Some(id) = &f.statement_id {
-                let mode = f.mode.as_deref().map(|m| format!(" as {m}")).unwrap_or_default();
+                let mode = f
+                    .mode
+                    .as_deref()
+                    .map(|m| format!(" as {m}"))
+                    .unwrap_or_default();
                 text = format!("{text} (statement {id}{mode})");
             }
             if let Some(a) = &f.advice {
