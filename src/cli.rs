@@ -108,8 +108,8 @@ Exit codes: 0 recorded, 1 recorded but the command failed or was killed, 2 bad i
     Explain(cmd::explain::ExplainArgs),
     /// Replay the recorded mix under a concurrency ladder; name the lock hotspots
     Replay(cmd::replay::ReplayArgs),
-    /// Write a DBA review report, or gate a migration in CI (not built yet)
-    Report(cmd::NotBuiltArgs),
+    /// Write the DBA's review (self-contained HTML) and CI outputs from explain's and replay's JSON
+    Report(cmd::report::ReportArgs),
     /// Run the whole pipeline on the bundled example
     Demo(cmd::demo::DemoArgs),
     /// The pre-merge gate: migrate, seed and explain on databases of its own; exit 1 on what [check] fail_on names

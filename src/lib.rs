@@ -19,6 +19,7 @@ pub mod params;
 pub mod queries;
 pub mod record;
 pub mod replay;
+pub mod report;
 pub mod seed;
 pub mod session;
 pub mod settings;

@@ -56,13 +56,14 @@ pub struct DemoArgs {
 }
 
 /// The demo's replay: ladder 1, 4, 16 on its own recording, every unit
-/// rolled back. Returns the lines to print (the top hotspot, the verdict).
+/// rolled back. Returns the lines to print (the top hotspot, the verdict)
+/// and the replay's report.
 async fn replay_step(
     conn: &ConnInfo,
     queries: &std::path::Path,
     seconds: f64,
     settings: &Settings,
-) -> Result<Option<Vec<String>>> {
+) -> Result<Option<(Vec<String>, crate::wire::replay::Report)>> {
     if seconds <= 0.0 {
         return Ok(None);
     }
@@ -91,7 +92,33 @@ async fn replay_step(
         None => lines.push("replay: no lock waits seen at 1, 4 and 16 clients".to_string()),
     }
     lines.push(format!("replay: {}", r.verdict.text));
-    Ok(Some(lines))
+    Ok(Some((lines, r)))
+}
+
+/// The demo's review: `.planck/demo/review.html` and its Markdown twin,
+/// from explain's and replay's JSON as `planck report` would write them.
+fn write_review(
+    settings: &Settings,
+    explain: crate::wire::explain::JsonReport,
+    replay: Option<crate::wire::replay::Report>,
+) -> Result<()> {
+    let inputs = crate::report::Inputs {
+        explain,
+        replay,
+        diff: None,
+        base_label: None,
+    };
+    let dir = demo_dir(settings);
+    let html = dir.join("review.html");
+    super::report::write(&html, &crate::report::html(&inputs))?;
+    let md = dir.join("review.md");
+    super::report::write(&md, &crate::report::markdown(&inputs))?;
+    settings.info(&format!(
+        "wrote the review: {} (open it in a browser) and {}",
+        html.display(),
+        md.display()
+    ));
+    Ok(())
 }
 
 /// The example app as the demo runs it: quiet when the demo is.
@@ -243,11 +270,16 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     ));
     // Step 5: replay the recording under a short ladder; the top hotspot
     // and the verdict on stderr (stdout keeps the explain report alone).
-    if let Some(lines) = replay_step(&conn, &queries, args.replay_seconds, settings).await? {
+    let replayed = replay_step(&conn, &queries, args.replay_seconds, settings).await?;
+    let replay = replayed.map(|(lines, r)| {
         for line in lines {
             settings.info(&line);
         }
-    }
+        r
+    });
+    let mut json = crate::explain::json::from_report(&report);
+    crate::explain::environment::attach(&conn, &mut json).await?;
+    write_review(settings, json, replay)?;
     settings.info(&format!("next: `psql {}` to look around", conn.display()));
     Ok(0)
 }

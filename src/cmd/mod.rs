@@ -10,12 +10,13 @@ pub mod init;
 pub mod migrate;
 pub mod record;
 pub mod replay;
+pub mod report;
 pub mod seed;
 
 use clap::Args;
 
 use crate::cli::Command;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::settings::Settings;
 
 /// Arguments of a subcommand whose issue has not landed yet.
@@ -34,7 +35,7 @@ pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
         Command::Record(a) => record::run(a, settings).await,
         Command::Explain(a) => explain::run(a, settings).await,
         Command::Replay(a) => replay::run(a, settings).await,
-        Command::Report(_) => Err(Error::NotBuilt { command: "report" }),
+        Command::Report(a) => report::run(a, settings).await,
         Command::Demo(a) => demo::run(a, settings).await,
         Command::Check(a) => check::run(a, settings).await,
         Command::Init(a) => init::run(a, settings).await,

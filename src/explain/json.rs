@@ -108,5 +108,7 @@ pub fn from_report(r: &Report) -> JsonReport {
             ignored: r.ignored,
             new_errors: r.new_errors(),
         },
+        environment: None,
+        indexes: vec![],
     }
 }

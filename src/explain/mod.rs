@@ -8,6 +8,7 @@
 
 pub mod advice;
 pub mod engine;
+pub mod environment;
 pub mod in_function;
 pub mod json;
 pub mod options;

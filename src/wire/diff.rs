@@ -329,6 +329,8 @@ mod tests {
                 ignored: 0,
                 new_errors: 0,
             },
+            environment: None,
+            indexes: vec![],
         }
     }
 

@@ -17,6 +17,13 @@ pub struct JsonReport {
     pub statements: Vec<JsonStatement>,
     pub findings: Vec<JsonFinding>,
     pub summary: JsonSummary,
+    /// Where the plans were made (read by `planck report`); absent in files
+    /// written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<JsonEnvironment>,
+    /// Every index of the tables the statements read, and who uses it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<JsonIndex>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,4 +124,45 @@ pub struct JsonSummary {
     pub findings: BTreeMap<String, usize>,
     pub ignored: usize,
     pub new_errors: usize,
+}
+
+/// The server and dataset the plans were made on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JsonEnvironment {
+    /// `server_version` as the server reports it (`15.8`).
+    pub server_version: String,
+    /// The settings that shape plans (`random_page_cost`, `work_mem`...), as shown.
+    pub settings: BTreeMap<String, String>,
+    pub tables: Vec<JsonTable>,
+    /// The heaviest tenant, when the schema has tenants.
+    pub tenant: Option<JsonTenant>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonTable {
+    pub name: String,
+    /// `pg_class.reltuples` after ANALYZE (an estimate).
+    pub rows: i64,
+    /// `pg_total_relation_size`: heap, indexes and TOAST.
+    pub bytes: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonTenant {
+    pub id: String,
+    /// Its share of the rows of the tenant-keyed tables, 0..1.
+    pub share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonIndex {
+    pub name: String,
+    pub table: String,
+    pub used_by: Vec<JsonIndexUse>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonIndexUse {
+    pub statement_id: String,
+    pub mode: String,
 }

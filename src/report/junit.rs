@@ -1,0 +1,167 @@
+//! JUnit XML, so every CI shows findings as failed tests: one test case per
+//! statement and mode (failed when it has an error finding the baseline does
+//! not hold, skipped when the statement was skipped), and one per schema
+//! object with findings (an unused index, an RLS policy).
+
+use std::collections::BTreeMap;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::{Inputs, plan, sorted_findings, subject};
+use crate::wire::explain::{JsonFinding, JsonStatement};
+
+pub fn render(i: &Inputs) -> String {
+    let r = &i.explain;
+    let findings = sorted_findings(&r.findings);
+    let mut statements = TestSuite::new("planck explain: statements");
+    for s in &r.statements {
+        for mode in modes(s) {
+            let mine: Vec<&JsonFinding> = findings
+                .iter()
+                .copied()
+                .filter(|f| {
+                    f.statement_id.as_deref() == Some(s.id.as_str())
+                        && f.mode.as_deref().is_none_or(|m| m == mode)
+                })
+                .collect();
+            let name = format!("{} ({mode})", s.id);
+            let mut case = if s.status == "skipped" {
+                let mut st = TestCaseStatus::skipped();
+                st.set_message(s.reason.clone().unwrap_or_else(|| "skipped".into()));
+                TestCase::new(name, st)
+            } else {
+                TestCase::new(name, status(&mine, Some(s)))
+            };
+            case.set_classname(classname(&mine, "queries"));
+            case.set_system_out(format!("{}\n", s.query.trim()));
+            statements.add_test_case(case);
+        }
+    }
+
+    // Findings about a schema object rather than a statement, one case per object.
+    let mut objects: BTreeMap<(String, String), Vec<&JsonFinding>> = BTreeMap::new();
+    for f in findings.iter().filter(|f| f.statement_id.is_none()) {
+        objects
+            .entry((f.check.clone(), subject(f)))
+            .or_default()
+            .push(f);
+    }
+    let mut schema = TestSuite::new("planck explain: schema");
+    for ((check, about), fs) in &objects {
+        let mut case = TestCase::new(format!("{check} {about}"), status(fs, None));
+        case.set_classname(classname(fs, "schema"));
+        schema.add_test_case(case);
+    }
+
+    let mut report = Report::new("planck");
+    report.add_test_suite(statements);
+    report.add_test_suite(schema);
+    report
+        .to_string()
+        .expect("quick-junit writes XML into a String")
+}
+
+/// The modes a statement was judged in, from its plans (a skipped one has
+/// none: its judged mode, else one case named `-`).
+fn modes(s: &JsonStatement) -> Vec<String> {
+    let mut m: Vec<String> = Vec::new();
+    for p in &s.plans {
+        if !m.contains(&p.mode) {
+            m.push(p.mode.clone());
+        }
+    }
+    m.sort();
+    if m.is_empty() {
+        m.push(match s.mode.as_deref() {
+            Some("both") | None => "-".to_string(),
+            Some(x) => x.to_string(),
+        });
+    }
+    m
+}
+
+/// Where the case came from, so CI groups it by file: the queries file or the migration.
+fn classname(fs: &[&JsonFinding], fallback: &str) -> String {
+    fs.iter().find_map(|f| f.location.as_ref()).map_or_else(
+        || fallback.to_string(),
+        |l| format!("{}:{}", l.path, l.line),
+    )
+}
+
+fn status(fs: &[&JsonFinding], s: Option<&JsonStatement>) -> TestCaseStatus {
+    let failing: Vec<&&JsonFinding> = fs
+        .iter()
+        .filter(|f| f.severity == "error" && !f.baseline)
+        .collect();
+    if failing.is_empty() {
+        return TestCaseStatus::success();
+    }
+    let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    st.set_message(
+        failing
+            .iter()
+            .map(|f| format!("{}: {}", f.check, f.message))
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
+    st.set_type(failing[0].check.clone());
+    let mut body = String::new();
+    for f in fs {
+        let held = if f.baseline { " (baseline)" } else { "" };
+        body.push_str(&format!(
+            "{} {}{held}: {}\n",
+            f.severity, f.check, f.message
+        ));
+        body.push_str(&format!(
+            "  help: {}\n",
+            super::check_help(&f.check, &f.help)
+        ));
+        if let Some(a) = &f.advice {
+            body.push_str(&format!(
+                "  fix: {} (cost {:.0} -> {:.0})\n",
+                a.sql, a.cost_before, a.cost_after
+            ));
+        }
+        // The plan excerpt: the tree the finding was read from, its node marked.
+        if let (Some(n), Some(s)) = (&f.node, s)
+            && let Some(p) = s.plans.get(n.plan)
+        {
+            body.push_str(&format!("  plan ({} {}):\n", p.mode, p.kind));
+            let rows = plan::rows(&p.plan, &[n.path.as_slice()]);
+            for line in plan::text(&rows).lines() {
+                body.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    st.set_description(body);
+    st
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(render(&fixture::inputs()));
+    }
+
+    #[test]
+    fn error_findings_fail_skipped_statements_skip_and_the_baseline_passes() {
+        let xml = render(&fixture::inputs());
+        assert_eq!(xml.matches("<failure").count(), 2, "{xml}");
+        assert_eq!(xml.matches("<skipped").count(), 1, "{xml}");
+        assert!(xml.contains(r#"name="unused-index items_title_idx on items""#));
+        assert!(
+            xml.contains("    &gt;&gt;     Seq Scan on items  (cost 85000.00"),
+            "{xml}"
+        );
+        // The same report with every finding in the baseline fails nothing.
+        let mut i = fixture::inputs();
+        for f in &mut i.explain.findings {
+            f.baseline = true;
+        }
+        assert_eq!(render(&i).matches("<failure").count(), 0);
+    }
+}

@@ -1,0 +1,399 @@
+//! The Markdown twin of the review page, written to be a PR comment: the
+//! verdict on one line, new findings first, the rest in collapsible
+//! sections, under GitHub's comment limit.
+
+use std::fmt::Write;
+
+use super::{Inputs, finding_key, new_errors, one_line, sorted_findings, subject};
+use crate::wire::explain::JsonFinding;
+
+/// GitHub refuses comments longer than this (characters).
+pub const LIMIT: usize = 65_536;
+
+pub fn render(i: &Inputs) -> String {
+    let full = full(i);
+    truncate(full, LIMIT)
+}
+
+/// Text for a table cell: no pipes, no line breaks, no HTML.
+fn cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '|' => out.push_str("&#124;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '`' => out.push_str("&#96;"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn code(s: &str) -> String {
+    format!("<code>{}</code>", cell(s))
+}
+
+fn location(f: &JsonFinding) -> String {
+    f.location
+        .as_ref()
+        .map(|l| format!("{}:{}", l.path, l.line))
+        .unwrap_or_default()
+}
+
+fn findings_table(out: &mut String, findings: &[&JsonFinding]) {
+    out.push_str("| severity | check | statement | about | where | message |\n");
+    out.push_str("| --- | --- | --- | --- | --- | --- |\n");
+    for f in findings {
+        let stmt = match (&f.statement_id, &f.query) {
+            (Some(id), Some(q)) => format!("{} {}", code(id), code(&one_line(q, 60))),
+            (Some(id), None) => code(id),
+            _ => String::new(),
+        };
+        let mode = f
+            .mode
+            .as_deref()
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        let baseline = if f.baseline { " (baseline)" } else { "" };
+        let advice = f
+            .advice
+            .as_ref()
+            .map(|a| {
+                format!(
+                    "<br>fix: {} (cost {:.0} -> {:.0})",
+                    code(&a.sql),
+                    a.cost_before,
+                    a.cost_after
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| {}{baseline} | {}{mode} | {stmt} | {} | {} | {}{advice} |",
+            f.severity,
+            cell(&f.check),
+            cell(&subject(f)),
+            cell(&location(f)),
+            cell(&f.message),
+        );
+    }
+}
+
+fn full(i: &Inputs) -> String {
+    let r = &i.explain;
+    let mut out = String::new();
+    let errors = new_errors(r);
+    let verdict = if errors == 0 { "pass" } else { "fail" };
+    let _ = writeln!(
+        out,
+        "## planck: {verdict}: {errors} new error finding{}, {} finding{} in all, {} statement{} explained, {} skipped\n",
+        if errors == 1 { "" } else { "s" },
+        r.findings.len(),
+        if r.findings.len() == 1 { "" } else { "s" },
+        r.summary.explained,
+        if r.summary.explained == 1 { "" } else { "s" },
+        r.summary.skipped,
+    );
+
+    // New findings first: against the base when there is one, else those
+    // the baseline does not hold.
+    let all = sorted_findings(&r.findings);
+    let new: Vec<&JsonFinding> = match &i.diff {
+        Some(d) => {
+            let keys: std::collections::BTreeSet<String> =
+                d.new_findings.iter().map(finding_key).collect();
+            all.iter()
+                .copied()
+                .filter(|f| keys.contains(&finding_key(f)))
+                .collect()
+        }
+        None => all.iter().copied().filter(|f| !f.baseline).collect(),
+    };
+    let against = match (&i.diff, &i.base_label) {
+        (Some(_), Some(l)) => format!(" (against {})", cell(l)),
+        (Some(_), None) => " (against the base)".to_string(),
+        (None, _) => " (not in the baseline)".to_string(),
+    };
+    let _ = writeln!(out, "### New findings{against}: {}\n", new.len());
+    if new.is_empty() {
+        out.push_str("None.\n\n");
+    } else {
+        findings_table(&mut out, &new);
+        out.push('\n');
+    }
+
+    if let Some(d) = &i.diff {
+        let _ = writeln!(
+            out,
+            "<details><summary>What changed: {} plan change{}, {} fixed finding{}</summary>\n",
+            d.plan_changes.len(),
+            if d.plan_changes.len() == 1 { "" } else { "s" },
+            d.fixed_findings.len(),
+            if d.fixed_findings.len() == 1 { "" } else { "s" },
+        );
+        if !d.plan_changes.is_empty() {
+            out.push_str(
+                "| statement | mode | plan | cost | change |\n| --- | --- | --- | --- | --- |\n",
+            );
+            for c in &d.plan_changes {
+                let mut what = c.changes.iter().map(|s| cell(s)).collect::<Vec<_>>();
+                for idx in &c.indexes_no_longer_used {
+                    what.push(format!("no longer uses {}", code(idx)));
+                }
+                let _ = writeln!(
+                    out,
+                    "| {} {} | {} | {} | {:.1} -> {:.1} ({}x) | {} |",
+                    code(&c.statement_id),
+                    code(&one_line(&c.query, 60)),
+                    cell(&c.mode),
+                    cell(&c.kind),
+                    c.base_cost,
+                    c.head_cost,
+                    c.cost_ratio,
+                    what.join("<br>")
+                );
+            }
+            out.push('\n');
+        }
+        if !d.fixed_findings.is_empty() {
+            out.push_str("Fixed:\n\n");
+            let fixed = sorted_findings(&d.fixed_findings);
+            findings_table(&mut out, &fixed);
+            out.push('\n');
+        }
+        if d.is_empty() {
+            out.push_str("Nothing changed beyond the noise.\n\n");
+        }
+        out.push_str("</details>\n\n");
+    }
+
+    let _ = writeln!(
+        out,
+        "<details><summary>All findings: {}</summary>\n",
+        all.len()
+    );
+    if all.is_empty() {
+        out.push_str("None.\n\n");
+    } else {
+        findings_table(&mut out, &all);
+        out.push('\n');
+    }
+    out.push_str("</details>\n\n");
+
+    let skipped: Vec<_> = r
+        .statements
+        .iter()
+        .filter(|s| s.status == "skipped")
+        .collect();
+    if !skipped.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details><summary>Skipped statements: {}</summary>\n",
+            skipped.len()
+        );
+        out.push_str("| statement | reason |\n| --- | --- |\n");
+        for s in skipped {
+            let _ = writeln!(
+                out,
+                "| {} {} | {} |",
+                code(&s.id),
+                code(&one_line(&s.query, 60)),
+                cell(s.reason.as_deref().unwrap_or(""))
+            );
+        }
+        out.push_str("\n</details>\n\n");
+    }
+
+    if let Some(env) = &r.environment {
+        out.push_str("<details><summary>Environment</summary>\n\n");
+        let _ = writeln!(out, "PostgreSQL {}\n", cell(&env.server_version));
+        if let Some(t) = &env.tenant {
+            let _ = writeln!(
+                out,
+                "Heaviest tenant: {} ({:.0}% of the rows)\n",
+                code(&t.id),
+                t.share * 100.0
+            );
+        }
+        if !env.tables.is_empty() {
+            out.push_str("| table | rows | size |\n| --- | ---: | ---: |\n");
+            for t in &env.tables {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} |",
+                    code(&t.name),
+                    t.rows,
+                    bytes(t.bytes)
+                );
+            }
+            out.push('\n');
+        }
+        if !env.settings.is_empty() {
+            out.push_str("| setting | value |\n| --- | --- |\n");
+            for (k, v) in &env.settings {
+                let _ = writeln!(out, "| {} | {} |", code(k), code(v));
+            }
+            out.push('\n');
+        }
+        out.push_str("</details>\n\n");
+    }
+
+    match &i.replay {
+        None => out.push_str(
+            "_No replay was given (`--replay`), so this report has no replay section._\n",
+        ),
+        Some(rp) => {
+            let _ = writeln!(out, "### Replay: {}\n", cell(&rp.verdict.text));
+            out.push_str("| clients | units/s | p50 ms | p95 ms | p99 ms | errors | shape |\n");
+            out.push_str("| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+            for s in &rp.steps {
+                let errors: u64 = s.errors.values().sum();
+                let _ = writeln!(
+                    out,
+                    "| {} | {:.0} | {:.1} | {:.1} | {:.1} | {errors} | {} |",
+                    s.concurrency,
+                    s.throughput_per_s,
+                    s.p50_ms,
+                    s.p95_ms,
+                    s.p99_ms,
+                    s.shape.as_str()
+                );
+            }
+            if let Some(u) = &rp.verdict.usl {
+                let _ = writeln!(
+                    out,
+                    "\nUSL fit: lambda {:.1}, sigma {:.4}, kappa {:.5}, R² {:.3}{}",
+                    u.lambda,
+                    u.sigma,
+                    u.kappa,
+                    u.r2,
+                    u.n_star
+                        .map(|n| format!(", peak near {n:.1} clients"))
+                        .unwrap_or_default()
+                );
+            }
+            if rp.interrupted {
+                out.push_str("\nThe replay was interrupted: finished steps only.\n");
+            }
+            if !rp.hotspots.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "\n<details><summary>Lock hotspots: {}</summary>\n",
+                    rp.hotspots.len()
+                );
+                out.push_str("| step | lock | relation | row | waiting | blocker | wait s |\n");
+                out.push_str("| ---: | --- | --- | --- | --- | --- | ---: |\n");
+                for h in &rp.hotspots {
+                    let _ = writeln!(
+                        out,
+                        "| {} | {} | {} | {} | {} | {} | {:.2} |",
+                        h.step_index,
+                        cell(&h.lock_type),
+                        cell(h.relation.as_deref().unwrap_or("")),
+                        cell(&h.row),
+                        code(&one_line(h.waiting_statement.as_deref().unwrap_or(""), 50)),
+                        cell(&h.blocker_state),
+                        h.wait_seconds
+                    );
+                }
+                out.push_str("\n</details>\n");
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn bytes(b: i64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Cuts `text` to at most `limit` characters at a line break, closes any
+/// collapsible section left open, and says so.
+fn truncate(text: String, limit: usize) -> String {
+    if text.chars().count() <= limit {
+        return text;
+    }
+    let note = "\n_The report was cut here to stay under GitHub's 65,536-character comment limit; \
+                the full review is in review.html._\n";
+    // Room for the note and for closing the sections left open.
+    let budget = limit - note.chars().count() - 200;
+    let cut: String = text.chars().take(budget).collect();
+    let cut = match cut.rfind('\n') {
+        Some(n) => cut[..=n].to_string(),
+        None => cut,
+    };
+    let open = cut.matches("<details>").count();
+    let closed = cut.matches("</details>").count();
+    let mut out = cut;
+    for _ in closed..open {
+        out.push_str("\n</details>\n");
+    }
+    out.push_str(note);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(render(&fixture::inputs()));
+    }
+
+    #[test]
+    fn without_a_replay_it_says_so_and_without_a_diff_new_means_not_in_the_baseline() {
+        let mut i = fixture::inputs();
+        i.replay = None;
+        i.diff = None;
+        let md = render(&i);
+        assert!(md.contains("No replay was given"), "{md}");
+        assert!(
+            md.contains("### New findings (not in the baseline): 3"),
+            "{md}"
+        );
+        assert!(!md.contains("What changed"));
+    }
+
+    #[test]
+    fn a_long_report_is_cut_under_the_limit_with_a_note() {
+        let mut i = fixture::inputs();
+        let f = i.explain.findings[0].clone();
+        for n in 0..2000 {
+            let mut g = f.clone();
+            g.statement_id = Some(format!("s{n}"));
+            i.explain.findings.push(g);
+        }
+        let md = render(&i);
+        assert!(md.chars().count() <= LIMIT, "{}", md.chars().count());
+        assert!(md.contains("was cut here"));
+        assert_eq!(
+            md.matches("<details>").count(),
+            md.matches("</details>").count()
+        );
+        assert!(md.starts_with("## planck: fail"));
+    }
+
+    #[test]
+    fn cells_cannot_break_the_table_or_inject_html() {
+        assert_eq!(
+            cell("a|b\n<img src=x onerror=alert(1)>`"),
+            "a&#124;b &lt;img src=x onerror=alert(1)&gt;&#96;"
+        );
+    }
+}

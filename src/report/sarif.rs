@@ -1,0 +1,240 @@
+//! SARIF 2.1.0 for code scanning: typed structs for the part of the format
+//! planck writes (a tool with its rules, results with a physical location
+//! and a fingerprint). Each finding points at its statement's entry in the
+//! queries file, or for an index found from the schema at the migration
+//! line that created it; `partialFingerprints["planck/v1"]` is the
+//! baseline key, so code scanning follows a finding across pushes.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Inputs, check_help, finding_key, sorted_findings};
+use crate::findings::CheckId;
+
+pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
+
+#[derive(Serialize)]
+struct Log {
+    #[serde(rename = "$schema")]
+    schema: &'static str,
+    version: &'static str,
+    runs: Vec<Run>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Run {
+    tool: Tool,
+    results: Vec<SarifResult>,
+    column_kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct Tool {
+    driver: Driver,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Driver {
+    name: &'static str,
+    rules: Vec<Rule>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Rule {
+    id: String,
+    name: String,
+    short_description: Text,
+    full_description: Text,
+    help: Help,
+    default_configuration: Configuration,
+}
+
+#[derive(Serialize)]
+struct Text {
+    text: String,
+}
+
+#[derive(Serialize)]
+struct Help {
+    text: String,
+    markdown: String,
+}
+
+#[derive(Serialize)]
+struct Configuration {
+    level: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SarifResult {
+    rule_id: String,
+    rule_index: usize,
+    level: &'static str,
+    message: Text,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    locations: Vec<Location>,
+    partial_fingerprints: BTreeMap<&'static str, String>,
+    /// `unchanged` for a finding the baseline holds, `new` otherwise.
+    baseline_state: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Location {
+    physical_location: PhysicalLocation,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PhysicalLocation {
+    artifact_location: ArtifactLocation,
+    region: Region,
+}
+
+#[derive(Serialize)]
+struct ArtifactLocation {
+    uri: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Region {
+    start_line: usize,
+}
+
+fn level(severity: &str) -> &'static str {
+    match severity {
+        "error" => "error",
+        "warning" => "warning",
+        _ => "note",
+    }
+}
+
+/// A check's default severity, for the rule table.
+fn default_level(check: &str) -> &'static str {
+    match check {
+        "seq-scan" | "rls-policy" | "stale-statement" | "rls-per-row-call" => "error",
+        _ => "warning",
+    }
+}
+
+fn title(check: &str) -> String {
+    let mut t = check.replace('-', " ");
+    if let Some(c) = t.get_mut(0..1) {
+        c.make_ascii_uppercase();
+    }
+    t
+}
+
+pub fn render(i: &Inputs) -> String {
+    let r = &i.explain;
+    // Every check planck has, then any other id the findings name.
+    let mut ids: Vec<String> = CheckId::ALL
+        .iter()
+        .map(|c| c.as_str().to_string())
+        .collect();
+    for f in &r.findings {
+        if !ids.contains(&f.check) {
+            ids.push(f.check.clone());
+        }
+    }
+    let rules: Vec<Rule> = ids
+        .iter()
+        .map(|id| {
+            let fallback = r
+                .findings
+                .iter()
+                .find(|f| &f.check == id)
+                .map_or("", |f| f.help.as_str());
+            let help = check_help(id, fallback);
+            Rule {
+                id: id.clone(),
+                name: title(id).replace(' ', ""),
+                short_description: Text { text: title(id) },
+                full_description: Text { text: help.clone() },
+                help: Help {
+                    markdown: format!("**{}**: {help}", title(id)),
+                    text: help,
+                },
+                default_configuration: Configuration {
+                    level: default_level(id),
+                },
+            }
+        })
+        .collect();
+    let results = sorted_findings(&r.findings)
+        .into_iter()
+        .map(|f| {
+            let mut text = f.message.clone();
+            if let Some(id) = &f.statement_id {
+                let mode = f
+                    .mode
+                    .as_deref()
+                    .map(|m| format!(" as {m}"))
+                    .unwrap_or_default();
+                text = format!("{text} (statement {id}{mode})");
+            }
+            if let Some(a) = &f.advice {
+                text.push_str(&format!(
+                    "; fix: {} (cost {:.0} -> {:.0})",
+                    a.sql, a.cost_before, a.cost_after
+                ));
+            }
+            SarifResult {
+                rule_index: ids.iter().position(|id| id == &f.check).unwrap_or(0),
+                rule_id: f.check.clone(),
+                level: level(&f.severity),
+                message: Text { text },
+                locations: f
+                    .location
+                    .iter()
+                    .map(|l| Location {
+                        physical_location: PhysicalLocation {
+                            artifact_location: ArtifactLocation {
+                                uri: l.path.replace('\\', "/"),
+                            },
+                            region: Region {
+                                start_line: l.line.max(1),
+                            },
+                        },
+                    })
+                    .collect(),
+                partial_fingerprints: [("planck/v1", finding_key(f))].into_iter().collect(),
+                baseline_state: if f.baseline { "unchanged" } else { "new" },
+            }
+        })
+        .collect();
+    let log = Log {
+        schema: SCHEMA,
+        version: "2.1.0",
+        runs: vec![Run {
+            tool: Tool {
+                driver: Driver {
+                    name: "planck",
+                    rules,
+                },
+            },
+            results,
+            column_kind: "unicodeCodePoints",
+        }],
+    };
+    let mut s = serde_json::to_string_pretty(&log).expect("SARIF serializes");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn snapshot() {
+        insta::assert_snapshot!(render(&fixture::inputs()));
+    }
+}
