@@ -79,15 +79,30 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     Ok(if result.gate.passed { 0 } else { 1 })
 }
 
-/// The reports other than `--json`, from the check's result.
-///
-/// TO BE FILLED AT MERGE (the lead): `planck report`'s renderers
-/// (`report::{markdown, junit, sarif, gitlab, html}(&report::Inputs { explain:
-/// result.head, replay: None, diff: result.diff, base_label: result.base_ref })`)
-/// write `--markdown`, `--junit`, `--sarif`, `--gitlab` and `--html`. Until
-/// then those flags are accepted and nothing is written.
+/// The reports other than `--json`, from the check's result: `planck
+/// report`'s renderers over the head's explain report and the diff.
 fn write_reports(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
-    let _ = (cs, result);
+    let inputs = crate::report::Inputs {
+        explain: result.head.clone(),
+        replay: None,
+        diff: result.diff.clone(),
+        base_label: result.base_ref.clone(),
+    };
+    let outputs: [(&Option<PathBuf>, fn(&crate::report::Inputs) -> String); 5] = [
+        (&cs.outputs.markdown, crate::report::markdown),
+        (&cs.outputs.junit, crate::report::junit),
+        (&cs.outputs.sarif, crate::report::sarif),
+        (&cs.outputs.gitlab, crate::report::gitlab),
+        (&cs.outputs.html, crate::report::html),
+    ];
+    for (path, render) in outputs {
+        if let Some(path) = path {
+            std::fs::write(path, render(&inputs)).map_err(|source| Error::WriteFile {
+                path: path.clone(),
+                source,
+            })?;
+        }
+    }
     Ok(())
 }
 
@@ -464,8 +479,10 @@ impl Check<'_> {
                 self.relative(&es.baseline)
             ),
         );
+        let mut json = crate::explain::json::from_report(&report);
+        crate::explain::environment::attach(db, &mut json).await?;
         Ok(Side {
-            report: crate::explain::json::from_report(&report),
+            report: json,
             text_report: report,
         })
     }

@@ -22,7 +22,16 @@ async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings)
     crate::bookkeeping::warn_pending_on(conn, settings.log()).await;
     let report = crate::explain::run(conn, explain, settings.log()).await?;
     let mut buf = Vec::new();
-    write(&mut buf, &report, settings.format).map_err(|e| Error::Other(e.into()))?;
+    if matches!(settings.format, Format::Json) {
+        // The JSON carries what a report needs beyond the findings: the
+        // server, its planner settings, table sizes and index use.
+        let mut json = crate::explain::json::from_report(&report);
+        crate::explain::environment::attach(conn, &mut json).await?;
+        serde_json::to_writer_pretty(&mut buf, &json).map_err(|e| Error::Other(e.into()))?;
+        buf.push(b'\n');
+    } else {
+        write(&mut buf, &report, settings.format).map_err(|e| Error::Other(e.into()))?;
+    }
     crate::output::emit(&buf).map_err(|e| Error::Other(e.into()))?;
     Ok(report.exit_code(explain.fail_on_skipped))
 }
