@@ -114,6 +114,58 @@ fn dropped_lines(o: &Outcome) -> Vec<String> {
     lines
 }
 
+/// What the capture relay saw (issue 12, 5): connections, transactions,
+/// shapes, the longest, and the statements that opened long ones.
+fn relay_lines(o: &Outcome) -> Vec<String> {
+    let Some(r) = &o.relay else {
+        return Vec::new();
+    };
+    let mut lines = vec![format!(
+        "relay: {} connection(s), {} transaction(s), {} shape(s) written{}, {} autocommit statement(s)",
+        r.connections,
+        r.transactions,
+        r.shapes_written,
+        if r.over_limit > 0 {
+            format!(
+                " ({} more beyond --max-transactions, {} calls)",
+                r.over_limit, r.over_limit_calls
+            )
+        } else {
+            String::new()
+        },
+        r.lone
+    )];
+    if let (Some((t, tn)), Some((n, nt))) = (r.longest_time, r.longest_statements) {
+        lines.push(format!(
+            "longest transaction: {} ({tn} statement(s)); most statements: {n} ({})",
+            ms(t),
+            ms(nt)
+        ));
+    }
+    if !r.slow_openers.is_empty() {
+        let parts: Vec<String> = r
+            .slow_openers
+            .iter()
+            .map(|(s, n)| format!("{} ({n})", one_line(s, 40)))
+            .collect();
+        lines.push(format!(
+            "opened transactions open over 100 ms: {}",
+            parts.join(", ")
+        ));
+    }
+    if r.databases.len() > 1 || r.unmatched > 0 {
+        let dbs: Vec<&str> = r.databases.keys().map(String::as_str).collect();
+        lines.push(format!(
+            "databases used: {}; texts matched by queryid {}, by text {}, unmatched {}",
+            dbs.join(", "),
+            r.by_queryid,
+            r.by_text,
+            r.unmatched
+        ));
+    }
+    lines
+}
+
 fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Result<()> {
     if let Some(c) = command_line(o) {
         writeln!(w, "{c}")?;
@@ -137,6 +189,9 @@ fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Res
     for l in dropped_lines(o) {
         writeln!(w, "{l}")?;
     }
+    for l in relay_lines(o) {
+        writeln!(w, "{l}")?;
+    }
     for v in &o.merge.vanished {
         let head = format!("vanished: {} [{}] ", v.id, v.role.as_deref().unwrap_or("-"));
         let room = 80usize.saturating_sub(head.chars().count()).max(20);
@@ -156,6 +211,9 @@ fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::
     if !dropped.is_empty() {
         let parts: Vec<&str> = dropped.iter().map(|l| l.trim()).collect();
         writeln!(w, "{}\n", parts.join(" "))?;
+    }
+    for l in relay_lines(o) {
+        writeln!(w, "{}\n", output::md_cell(&l))?;
     }
     if !o.statements.is_empty() {
         writeln!(w, "| role | RLS | calls | mean | statement | status |")?;
@@ -221,6 +279,35 @@ pub mod wire {
         pub pruned: bool,
         pub warnings: Vec<String>,
         pub statements: Vec<Statement>,
+        /// What the capture relay saw; absent when the run was not relayed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub relay: Option<Relay>,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Relay {
+        pub connections: u64,
+        pub incomplete_connections: u64,
+        pub left_open: u64,
+        pub transactions: u64,
+        pub autocommit_statements: u64,
+        pub shapes_written: usize,
+        pub shapes_over_limit: usize,
+        pub calls_over_limit: u64,
+        pub matched_by_queryid: usize,
+        pub matched_by_text: usize,
+        pub unmatched: usize,
+        pub longest_ms: Option<f64>,
+        pub longest_statements: Option<usize>,
+        pub most_statements: Option<usize>,
+        pub most_statements_ms: Option<f64>,
+        /// Statement id (else normalized text) and how often it opened a
+        /// transaction that stayed open over 100 ms.
+        pub slow_openers: Vec<(String, u64)>,
+        /// Database and connections to it.
+        pub databases: BTreeMap<String, u64>,
+        /// Exact median pause (ms) per written transaction id.
+        pub think_ms: BTreeMap<String, f64>,
     }
 
     /// `{"code": 0}` or `{"signal": 9, "signal_name": "SIGKILL"}`.
@@ -323,6 +410,26 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
                 contexts: k.contexts.iter().map(|c| c.name().to_string()).collect(),
             })
             .collect(),
+        relay: o.relay.as_ref().map(|r| wire::Relay {
+            connections: r.connections,
+            incomplete_connections: r.incomplete,
+            left_open: r.left_open,
+            transactions: r.transactions,
+            autocommit_statements: r.lone,
+            shapes_written: r.shapes_written,
+            shapes_over_limit: r.over_limit,
+            calls_over_limit: r.over_limit_calls,
+            matched_by_queryid: r.by_queryid,
+            matched_by_text: r.by_text,
+            unmatched: r.unmatched,
+            longest_ms: r.longest_time.map(|t| t.0),
+            longest_statements: r.longest_time.map(|t| t.1),
+            most_statements: r.longest_statements.map(|t| t.0),
+            most_statements_ms: r.longest_statements.map(|t| t.1),
+            slow_openers: r.slow_openers.clone(),
+            databases: r.databases.clone(),
+            think_ms: r.think_ms.clone(),
+        }),
     }
 }
 
@@ -392,6 +499,7 @@ mod tests {
             },
             warnings: vec!["the command was killed".into()],
             created_extension: false,
+            relay: None,
         }
     }
 
