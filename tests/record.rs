@@ -369,9 +369,17 @@ fn records_the_example_app_and_matches_the_committed_file() {
             "database = \"planck_demo\"",
             "database = \"t_record_example_app\"",
         );
+    // The pauses a run measures vary with the machine's load (quantised to
+    // powers of two, they still can cross one): everything else must match.
+    let steady = |text: &str| -> String {
+        text.lines()
+            .filter(|l| !l.starts_with("think_ms = "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     assert_eq!(
-        std::fs::read_to_string(&file).unwrap(),
-        committed,
+        steady(&std::fs::read_to_string(&file).unwrap()),
+        steady(&committed),
         "queries/recorded.toml is stale: regenerate it (see the README, planck record)"
     );
 }
@@ -531,7 +539,8 @@ fn warns_about_track_top_and_empty_runs() {
     db.exec("ALTER DATABASE t_record_warnings SET pg_stat_statements.track = top");
     let dir = common::project_dir();
     let out = db.planck(&["record", "--", "true"], dir.path());
-    assert_exit(&out, 0);
+    // Issue 12, 4: a run that captured nothing exits 1, so CI notices.
+    assert_exit(&out, 1);
     let err = stderr(&out);
     assert!(err.contains("pg_stat_statements.track is `top`"), "{err}");
     assert!(

@@ -40,6 +40,9 @@ use protocol::{Decoder, Side, Startup};
 use session::Conn;
 pub use shapes::Capture;
 
+/// How long connections get to end on their own once the command exited.
+const GRACE: Duration = Duration::from_millis(500);
+
 /// The read buffer of each direction.
 const BUFFER: usize = 64 * 1024;
 
@@ -215,6 +218,12 @@ impl Relay {
     /// Stops listening, closes the connections the command left open, and
     /// returns what was captured.
     pub async fn finish(self) -> Capture {
+        // Connections the command closed as it exited may still be
+        // finishing: give them a moment before closing what is left.
+        let mut set = self.connections.lock().await;
+        let _ =
+            tokio::time::timeout(GRACE, async { while set.join_next().await.is_some() {} }).await;
+        drop(set);
         let _ = self.stop.send(true);
         let _ = self.accept.await;
         let mut set = self.connections.lock().await;
@@ -262,7 +271,6 @@ impl Relay {
             ("PGPORT".to_string(), self.port.to_string()),
             ("PGDATABASE".to_string(), conn.dbname()),
             ("PGSSLMODE".to_string(), "disable".to_string()),
-            ("PGGSSENCMODE".to_string(), "disable".to_string()),
         ];
         if let Some(u) = c.get_user() {
             env.push(("PGUSER".into(), u.to_string()));
@@ -278,7 +286,16 @@ impl Relay {
 }
 
 /// Variables the child must not inherit when it goes through the relay.
-pub const ENV_REMOVED: &[&str] = &["PGCHANNELBINDING", "PGSSLNEGOTIATION", "PGREQUIRESSL"];
+/// `PGGSSENCMODE` is removed rather than set to `disable`: the relay
+/// answers a GSSAPI encryption request "no" anyway, and tokio-postgres
+/// refuses a URL with `gssencmode` (planck's own commands, the bundled
+/// example, pass the URL they resolve to it).
+pub const ENV_REMOVED: &[&str] = &[
+    "PGCHANNELBINDING",
+    "PGSSLNEGOTIATION",
+    "PGREQUIRESSL",
+    "PGGSSENCMODE",
+];
 
 /// What a client asked for that the relay refuses, for the warnings.
 pub const REFUSED_DIRECT_TLS: &str = "sslnegotiation=direct";

@@ -109,6 +109,10 @@ impl Conn {
 
     /// A client message, before it is forwarded.
     pub fn client(&mut self, m: &Message, now: Instant) {
+        // Before AuthenticationOk: passwords and SASL, never read.
+        if !self.authenticated {
+            return;
+        }
         if m.cut {
             self.incomplete = true;
             return;
@@ -150,11 +154,13 @@ impl Conn {
                         if v.len() > MAX_VALUE {
                             return None;
                         }
-                        Some(if binary {
-                            let hex: String = v.iter().map(|b| format!("{b:02x}")).collect();
-                            format!("\\x{hex}")
-                        } else {
-                            String::from_utf8_lossy(&v).into_owned()
+                        Some(match std::str::from_utf8(&v) {
+                            // Text, or a binary text value (its bytes are the string).
+                            Ok(t) if !binary || t.chars().all(|c| !c.is_control()) => t.to_string(),
+                            _ => {
+                                let hex: String = v.iter().map(|b| format!("{b:02x}")).collect();
+                                format!("\\x{hex}")
+                            }
                         })
                     })
                     .collect();
@@ -358,7 +364,8 @@ impl Conn {
             .push(ms(started.saturating_duration_since(tx.last_end)));
         tx.last_end = now;
         tx.statements += 1;
-        if tx.opener.is_none() {
+        // The opener is the first statement that is not a setting.
+        if tx.opener.is_none() && matches!(p.meaning, Meaning::Other) {
             tx.opener = Some(id);
         }
         let full = tx.runs.len() >= shapes::MAX_RUNS;
@@ -514,12 +521,18 @@ mod tests {
     }
 
     impl Run {
+        /// A connection past a password exchange.
         fn new() -> Run {
-            Run {
+            let mut r = Run {
                 conn: Conn::new("app", "shop"),
                 cap: Capture::default(),
                 now: Instant::now(),
-            }
+            };
+            r.s(b'R', &5i32.to_be_bytes());
+            r.c(msg(b'p', b""));
+            r.s(b'R', &0i32.to_be_bytes());
+            assert!(r.conn.authenticated && !r.conn.incomplete);
+            r
         }
         fn c(&mut self, m: Message) {
             self.now += Duration::from_millis(3);
@@ -563,7 +576,6 @@ mod tests {
     #[test]
     fn a_simple_protocol_transaction_becomes_one_shape() {
         let mut r = Run::new();
-        r.conn.authenticated = true;
         for aid in [5, 9] {
             r.query("BEGIN", &["BEGIN"], b'T');
             r.query(
