@@ -205,7 +205,15 @@ pub fn build(capture: &Capture, database: &str, matching: &Matching, max: usize)
         let mut bind = Vec::new();
         if unique && repeat == 1 {
             let at: HashMap<usize, &String> = items.iter().map(|(p, id)| (*p, id)).collect();
+            // Each slot takes its value from the earliest place it had.
+            let mut earliest: BTreeMap<(usize, u32), &shapes::SeenBind> = BTreeMap::new();
             for b in shape.binds.iter().flatten() {
+                let e = earliest.entry((b.item, b.param)).or_insert(b);
+                if (b.from_item, b.from_param) < (e.from_item, e.from_param) {
+                    *e = b;
+                }
+            }
+            for b in earliest.into_values() {
                 let (Some(&to), Some(&from)) = (at.get(&b.item), at.get(&b.from_item)) else {
                     continue;
                 };

@@ -454,27 +454,31 @@ impl Conn {
     }
 }
 
-/// Every value that reappears in a later statement, from its first place.
+/// Every place a value reappears in a later statement, with each earlier
+/// place it had: the calls of a shape keep the pairs every call had, so a
+/// value that matched by chance (a small number) drops out.
 fn bindings(values: &[Vec<(u32, String)>]) -> Vec<shapes::SeenBind> {
-    let mut first: HashMap<&str, (usize, u32)> = HashMap::new();
+    let mut seen: HashMap<&str, Vec<(usize, u32)>> = HashMap::new();
     let mut out = Vec::new();
     for (item, vals) in values.iter().enumerate() {
         for (param, v) in vals {
-            match first.get(v.as_str()) {
-                Some(&(from_item, from_param)) if from_item < item => out.push(shapes::SeenBind {
-                    item,
-                    param: *param,
-                    from_item,
-                    from_param,
-                }),
-                Some(_) => {}
-                None => {
-                    first.insert(v.as_str(), (item, *param));
-                }
+            if let Some(places) = seen.get(v.as_str()) {
+                out.extend(places.iter().filter(|(i, _)| *i < item).map(
+                    |&(from_item, from_param)| shapes::SeenBind {
+                        item,
+                        param: *param,
+                        from_item,
+                        from_param,
+                    },
+                ));
             }
+        }
+        for (param, v) in vals {
+            seen.entry(v.as_str()).or_default().push((item, *param));
         }
     }
     out.sort();
+    out.dedup();
     out
 }
 
