@@ -54,6 +54,8 @@ pub struct RecordSettings {
     pub relay: bool,
     /// At most this many `[[transaction]]` shapes, the most frequent.
     pub max_transactions: usize,
+    /// The summary lists every statement (`--verbose`), not only the top ones.
+    pub list_all: bool,
 }
 
 /// The default of `--max-transactions`.
@@ -147,6 +149,8 @@ pub struct Outcome {
     pub created_extension: bool,
     /// `None` when the run was not relayed.
     pub relay: Option<RelaySummary>,
+    /// The summary table lists every statement, not only the top ones.
+    pub list_all: bool,
 }
 
 /// Records `opts.command` (or the current contents) on `conn` into `opts.output`.
@@ -388,6 +392,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         warnings,
         created_extension: probe.created_extension,
         relay,
+        list_all: opts.list_all,
     })
 }
 

@@ -166,13 +166,34 @@ fn relay_lines(o: &Outcome) -> Vec<String> {
     lines
 }
 
+/// Statements shown in the summary: every one with `--verbose`, else the
+/// [`TOP`] most called (in the file's order), and how many are left out.
+fn shown_statements(o: &Outcome) -> (Vec<&crate::record::Kept>, usize) {
+    if o.list_all || o.statements.len() <= TOP {
+        return (o.statements.iter().collect(), 0);
+    }
+    let mut by_calls: Vec<(usize, &crate::record::Kept)> =
+        o.statements.iter().enumerate().collect();
+    by_calls.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(&b.0)));
+    let mut top: Vec<(usize, &crate::record::Kept)> = by_calls.into_iter().take(TOP).collect();
+    top.sort_by_key(|(i, _)| *i);
+    (
+        top.into_iter().map(|(_, k)| k).collect(),
+        o.statements.len() - TOP,
+    )
+}
+
+/// Statements the compact summary shows (issue 12, 4).
+const TOP: usize = 20;
+
 fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Result<()> {
     if let Some(c) = command_line(o) {
         writeln!(w, "{c}")?;
     }
     if !o.statements.is_empty() {
         let mut t = output::table(&["role", "rls", "calls", "mean", "statement"]);
-        for k in &o.statements {
+        let (shown, more) = shown_statements(o);
+        for k in shown {
             t.add_row(vec![
                 k.role.clone(),
                 if k.bypass_rls { "bypass" } else { "applies" }.to_string(),
@@ -182,6 +203,12 @@ fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Res
             ]);
         }
         writeln!(w, "{t}")?;
+        if more > 0 {
+            writeln!(
+                w,
+                "... and {more} more statement(s), fewer calls (--verbose lists every one)"
+            )?;
+        }
     }
     for l in headline(o, project) {
         writeln!(w, "{l}")?;
@@ -218,7 +245,8 @@ fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::
     if !o.statements.is_empty() {
         writeln!(w, "| role | RLS | calls | mean | statement | status |")?;
         writeln!(w, "|---|---|---:|---:|---|---|")?;
-        for k in &o.statements {
+        let (shown, more) = shown_statements(o);
+        for k in shown {
             writeln!(
                 w,
                 "| {} | {} | {} | {} | `{}` | {} |",
@@ -228,6 +256,12 @@ fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::
                 ms(k.total_ms / k.calls.max(1) as f64),
                 output::md_cell(&one_line(&k.query, 120)).replace('`', "'"),
                 k.status.name()
+            )?;
+        }
+        if more > 0 {
+            writeln!(
+                w,
+                "\n... and {more} more statement(s) (`--verbose` lists every one)"
             )?;
         }
         writeln!(w)?;
@@ -500,6 +534,7 @@ mod tests {
             warnings: vec!["the command was killed".into()],
             created_extension: false,
             relay: None,
+            list_all: true,
         }
     }
 
@@ -544,5 +579,44 @@ mod tests {
         assert_eq!(v.statements[0].mean_ms, 0.002);
         assert_eq!(v.statements[1].noise.as_deref(), Some("ddl"));
         assert_eq!(v.vanished[0].id, "old");
+    }
+
+    /// Issue 12, 4: the summary lists the top statements by calls unless
+    /// `--verbose`; the relay's line says what it saw.
+    #[test]
+    fn the_table_is_compact_unless_verbose() {
+        let mut o = outcome();
+        let k = o.statements[0].clone();
+        o.statements = (0..25)
+            .map(|i| crate::record::Kept {
+                calls: 100 + i,
+                query: format!("SELECT c{i} FROM t"),
+                ..k.clone()
+            })
+            .collect();
+        o.list_all = false;
+        o.relay = Some(crate::record::RelaySummary {
+            connections: 3,
+            transactions: 40,
+            shapes_written: 2,
+            lone: 7,
+            ..Default::default()
+        });
+        let mut out = Vec::new();
+        render_table(&mut out, &o, Path::new("/p")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("SELECT c24 FROM t"), "{text}");
+        assert!(text.contains("SELECT c5 FROM t"), "{text}");
+        assert!(!text.contains("SELECT c4 FROM t"), "{text}");
+        assert!(text.contains("... and 5 more statement(s)"), "{text}");
+        assert!(
+            text.contains("relay: 3 connection(s), 40 transaction(s), 2 shape(s) written, 7 autocommit statement(s)"),
+            "{text}"
+        );
+        o.list_all = true;
+        let mut out = Vec::new();
+        render_table(&mut out, &o, Path::new("/p")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("SELECT c4 FROM t") && !text.contains("more statement"));
     }
 }

@@ -108,6 +108,7 @@ impl RecordSettings {
             max_transactions: args
                 .max_transactions
                 .unwrap_or(crate::record::MAX_TRANSACTIONS),
+            list_all: settings.log().verbose,
         }
     }
 }
@@ -150,6 +151,7 @@ mod tests {
                 path_var: path.clone(),
                 relay: true,
                 max_transactions: 200,
+                list_all: false,
             }
         );
         let r = RecordSettings::resolve_in(&RecordArgs::default(), &s, &sub, None);

@@ -20,7 +20,7 @@ pub mod session;
 pub mod shapes;
 pub mod text;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -345,7 +345,7 @@ async fn serve(
                 _ => break p,
             },
             Ok(None) => {}
-            Err(()) => {
+            Err(protocol::NotStartup) => {
                 if buf.first() == Some(&0x16) {
                     refuse(REFUSED_DIRECT_TLS);
                     log.debug(
@@ -472,10 +472,4 @@ async fn serve(
     if c.authenticated {
         *cap.databases.entry(c.database.clone()).or_default() += 1;
     }
-}
-
-/// Whether `dir` is a relay's socket directory (for tests and messages).
-pub fn is_socket_dir(dir: &Path) -> bool {
-    dir.file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with("planck-relay-"))
 }

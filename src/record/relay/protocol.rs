@@ -357,15 +357,20 @@ pub fn from_server(m: &Message) -> Option<FromServer> {
     })
 }
 
+/// A startup packet whose length cannot be one (a TLS ClientHello starts
+/// with 0x16 and reads as a huge length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotStartup;
+
 /// Reads one startup packet from the front of `buf` when it is whole: its
-/// bytes (length included). `Err` when the length is impossible.
-pub fn take_startup(buf: &mut BytesMut) -> Result<Option<Vec<u8>>, ()> {
+/// bytes (length included).
+pub fn take_startup(buf: &mut BytesMut) -> Result<Option<Vec<u8>>, NotStartup> {
     if buf.len() < 4 {
         return Ok(None);
     }
     let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
     if !(8..=10_000).contains(&len) {
-        return Err(());
+        return Err(NotStartup);
     }
     if buf.len() < len {
         return Ok(None);
@@ -556,6 +561,6 @@ mod tests {
         buf.extend_from_slice(&ssl[5..]);
         assert_eq!(take_startup(&mut buf), Ok(Some(ssl.clone())));
         let mut bad = BytesMut::from(&[0x16, 3, 1, 2, 0][..]);
-        assert_eq!(take_startup(&mut bad), Err(()));
+        assert_eq!(take_startup(&mut bad), Err(NotStartup));
     }
 }

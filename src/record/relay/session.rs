@@ -518,6 +518,10 @@ mod tests {
         msg(b'B', &b)
     }
 
+    /// A shape as the tests compare it: texts, repeat, calls, outcome,
+    /// role, settings.
+    type Seen = (Vec<String>, u32, u64, Outcome, String, Vec<Setting>);
+
     struct Run {
         conn: Conn,
         cap: Capture,
@@ -553,7 +557,7 @@ mod tests {
             }
             self.s(b'Z', &[status]);
         }
-        fn shapes(&self) -> Vec<(Vec<String>, u32, u64, Outcome, String, Vec<Setting>)> {
+        fn shapes(&self) -> Vec<Seen> {
             let mut v: Vec<_> = self
                 .cap
                 .shapes

@@ -205,7 +205,7 @@ pub fn fold(runs: &[(u32, u32)]) -> (Vec<(u32, u32)>, u32) {
     }
     let len = runs.len();
     for p in 1..=len / 2 {
-        if len % p == 0 && (p..len).all(|i| runs[i] == runs[i - p]) {
+        if len.is_multiple_of(p) && (p..len).all(|i| runs[i] == runs[i - p]) {
             return (runs[..p].to_vec(), (len / p) as u32);
         }
     }
