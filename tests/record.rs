@@ -369,13 +369,53 @@ fn records_the_example_app_and_matches_the_committed_file() {
             "database = \"planck_demo\"",
             "database = \"t_record_example_app\"",
         );
-    // The pauses a run measures vary with the machine's load (quantised to
-    // powers of two, they still can cross one): everything else must match.
+    // Issue 12: the recording carries the app's transactions, as shapes
+    // (a tenant bound per request keeps only its name, so they merge across
+    // tenants); the hot one (POST /pouches/:id/items) is among them,
+    // with its three statements in order after the request's preamble.
+    let txs = &got.transactions;
+    assert!(txs.len() >= 5, "{txs:#?}");
+    for t in txs {
+        assert!(t.recorded && !t.manual, "{t:?}");
+        assert_eq!(t.role.as_deref(), Some("app_user"), "{t:?}");
+        assert_eq!(
+            t.local_settings,
+            vec!["app.account_id".to_string()],
+            "{t:?}"
+        );
+        // A literal SET LOCAL keeps its value; a bound one only its name.
+        assert!(
+            t.settings.iter().all(|(k, _)| k == "app.account_id"),
+            "{t:?}"
+        );
+    }
+    let hot = ["f3b8e62530fe379c", "da40605efdaf5fc2", "571a364d05a06d43"];
+    let create = txs
+        .iter()
+        .find(|t| t.statements.ends_with(&hot.map(String::from)))
+        .unwrap_or_else(|| panic!("no POST /pouches/:id/items shape: {txs:#?}"));
+    assert!(create.calls.unwrap() >= 2, "{create:?}");
+    // The account whose counter row is locked is the event's account ($1).
+    assert!(
+        create.bind.iter().any(|b| b.statement == hot[2]
+            && b.param == 1
+            && b.source
+                == planck::queries::BindSource::Result {
+                    statement: hot[0].into(),
+                    column: "$1".into()
+                }),
+        "{:#?}",
+        create.bind
+    );
+    // The committed file holds the statements (its transactions are the
+    // hand-written queries/transactions.toml until replay adopts recorded
+    // ones): the recording's statements must match it.
     let steady = |text: &str| -> String {
-        text.lines()
-            .filter(|l| !l.starts_with("think_ms = "))
-            .collect::<Vec<_>>()
-            .join("\n")
+        text.split("\n[[transaction]]")
+            .next()
+            .unwrap()
+            .trim_end()
+            .to_string()
     };
     assert_eq!(
         steady(&std::fs::read_to_string(&file).unwrap()),

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use sha2::{Digest, Sha256};
 
+use super::relay::session;
 use super::relay::shapes::{self, Capture, Outcome};
 use crate::db::{ConnInfo, quote_ident};
 use crate::output::Log;
@@ -207,7 +208,13 @@ pub fn build(capture: &Capture, database: &str, matching: &Matching, max: usize)
             let at: HashMap<usize, &String> = items.iter().map(|(p, id)| (*p, id)).collect();
             // Each slot takes its value from the earliest place it had.
             let mut earliest: BTreeMap<(usize, u32), &shapes::SeenBind> = BTreeMap::new();
-            for b in shape.binds.iter().flatten() {
+            // Sources outside the file (a set_config) cannot be named.
+            for b in shape
+                .binds
+                .iter()
+                .flatten()
+                .filter(|b| at.contains_key(&b.from_item))
+            {
                 let e = earliest.entry((b.item, b.param)).or_insert(b);
                 if (b.from_item, b.from_param) < (e.from_item, e.from_param) {
                     *e = b;
@@ -227,9 +234,12 @@ pub fn build(capture: &Capture, database: &str, matching: &Matching, max: usize)
                 });
             }
         }
+        // A value each call bound (a tenant id) is not fixed in the file:
+        // the name alone goes to local_settings, the value to the replay.
         let settings: Vec<(String, SettingValue)> = key
             .settings
             .iter()
+            .filter(|s| s.value != session::BOUND)
             .map(|s| (s.name.clone(), SettingValue::Text(s.value.clone())))
             .collect();
         let local_settings: Vec<String> = key

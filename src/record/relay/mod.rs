@@ -43,6 +43,15 @@ pub use shapes::Capture;
 /// How long connections get to end on their own once the command exited.
 const GRACE: Duration = Duration::from_millis(500);
 
+/// Chunks the reader task may be behind before the copy waits for it.
+const QUEUE: usize = 256;
+
+/// Bytes that crossed the relay, for the reader task, with when they did.
+enum Chunk {
+    Client(Vec<u8>, Instant),
+    Server(Vec<u8>, Instant),
+}
+
 /// The read buffer of each direction.
 const BUFFER: usize = 64 * 1024;
 
@@ -396,15 +405,42 @@ async fn serve(
     if server.write_all(&packet).await.is_err() || server.write_all(&buf).await.is_err() {
         return;
     }
-    let conn = Arc::new(Mutex::new(Conn::new(&user, &database)));
-    let mut client_decoder = Decoder::new(Side::Client);
-    client_decoder.feed(&buf, &mut |_| {});
-
-    // 3. Both ways, reading alongside.
+    // 3. Both ways. Each chunk is handed to the reader task before it is
+    // forwarded, so the reader sees a request before its answer, and the
+    // reading never delays the bytes (it only holds them back when it is
+    // [`QUEUE`] chunks behind).
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Chunk>(QUEUE);
+    let reader = {
+        let capture = capture.clone();
+        let mut conn = Conn::new(&user, &database);
+        tokio::spawn(async move {
+            let mut client_decoder = Decoder::new(Side::Client);
+            let mut server_decoder = Decoder::new(Side::Server);
+            while let Some(chunk) = rx.recv().await {
+                match chunk {
+                    Chunk::Client(bytes, now) if !client_decoder.broken() => {
+                        client_decoder.authenticating = !conn.authenticated;
+                        client_decoder.feed(&bytes, &mut |m| conn.client(&m, now));
+                        conn.incomplete |= client_decoder.broken();
+                    }
+                    Chunk::Server(bytes, now) if !server_decoder.broken() => {
+                        let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
+                        server_decoder.feed(&bytes, &mut |m| conn.server(&m, now, &mut cap));
+                        conn.incomplete |= server_decoder.broken();
+                    }
+                    _ => {}
+                }
+            }
+            conn
+        })
+    };
+    if !buf.is_empty() {
+        let _ = tx.send(Chunk::Client(buf.to_vec(), Instant::now())).await;
+    }
     let (mut client_r, mut client_w) = tokio::io::split(client);
     let (mut server_r, mut server_w) = tokio::io::split(server);
     let up = {
-        let conn = conn.clone();
+        let tx = tx.clone();
         async move {
             let mut b = vec![0u8; BUFFER];
             loop {
@@ -412,17 +448,9 @@ async fn serve(
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
-                {
-                    let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
-                    if !client_decoder.broken() {
-                        client_decoder.authenticating = !c.authenticated;
-                        let now = Instant::now();
-                        client_decoder.feed(&b[..n], &mut |m| c.client(&m, now));
-                        if client_decoder.broken() {
-                            c.incomplete = true;
-                        }
-                    }
-                }
+                let _ = tx
+                    .send(Chunk::Client(b[..n].to_vec(), Instant::now()))
+                    .await;
                 if server_w.write_all(&b[..n]).await.is_err() {
                     break;
                 }
@@ -430,38 +458,31 @@ async fn serve(
             let _ = server_w.shutdown().await;
         }
     };
-    let down = {
-        let conn = conn.clone();
-        let capture = capture.clone();
-        async move {
-            let mut decoder = Decoder::new(Side::Server);
-            let mut b = vec![0u8; BUFFER];
-            loop {
-                let n = match server_r.read(&mut b).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                if !decoder.broken() {
-                    let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
-                    let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
-                    let now = Instant::now();
-                    decoder.feed(&b[..n], &mut |m| c.server(&m, now, &mut cap));
-                    if decoder.broken() {
-                        c.incomplete = true;
-                    }
-                }
-                if client_w.write_all(&b[..n]).await.is_err() {
-                    break;
-                }
+    let down = async move {
+        let mut b = vec![0u8; BUFFER];
+        loop {
+            let n = match server_r.read(&mut b).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let _ = tx
+                .send(Chunk::Server(b[..n].to_vec(), Instant::now()))
+                .await;
+            if client_w.write_all(&b[..n]).await.is_err() {
+                break;
             }
-            let _ = client_w.shutdown().await;
         }
+        let _ = client_w.shutdown().await;
     };
     let left_open = tokio::select! {
         _ = async { tokio::join!(up, down) } => false,
         _ = stop.wait_for(|s| *s) => true,
     };
-    let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
+    // The pumps are gone (ended or dropped), and their senders with them:
+    // the reader finishes what it was given.
+    let Ok(mut c) = reader.await else {
+        return;
+    };
     c.end();
     let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
     cap.connections += 1;

@@ -17,6 +17,9 @@ use super::protocol::{FromClient, FromServer, Message, from_client, from_server}
 use super::shapes::{self, Capture, Closed, Outcome, Setting, ShapeKey};
 use super::text::{self, Meaning, Normalized};
 
+/// The value of a setting whose value each call binds as a parameter.
+pub const BOUND: &str = "$bound";
+
 /// The longest parameter value kept for bindings; longer ones are not.
 const MAX_VALUE: usize = 256;
 
@@ -316,7 +319,14 @@ impl Conn {
                 } else {
                     name.clone()
                 };
-                let value = value.as_deref().and_then(value_of);
+                // A setting's value bound as a parameter is the request's (a
+                // tenant, a user): kept as [`BOUND`], so the shape is the same
+                // for every tenant and the value is left to the replay. A
+                // role is always resolved.
+                let value = match value.as_deref() {
+                    Some(v) if v.starts_with('$') && name != "role" => Some(BOUND.to_string()),
+                    v => v.and_then(value_of),
+                };
                 // `SET ROLE none`, `RESET ROLE`, an empty set_config: the login.
                 let value = value.filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("none"));
                 let in_tx = self.tx.is_some();
@@ -683,7 +693,7 @@ mod tests {
         assert_eq!(got.len(), 2, "{got:#?}");
         let tenant = Setting {
             name: "app.tenant".into(),
-            value: "42".into(),
+            value: BOUND.into(),
             local: true,
         };
         assert_eq!(
