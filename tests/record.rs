@@ -369,9 +369,57 @@ fn records_the_example_app_and_matches_the_committed_file() {
             "database = \"planck_demo\"",
             "database = \"t_record_example_app\"",
         );
+    // Issue 12: the recording carries the app's transactions, as shapes
+    // (a tenant bound per request keeps only its name, so they merge across
+    // tenants); the hot one (POST /pouches/:id/items) is among them,
+    // with its three statements in order after the request's preamble.
+    let txs = &got.transactions;
+    assert!(txs.len() >= 5, "{txs:#?}");
+    for t in txs {
+        assert!(t.recorded && !t.manual, "{t:?}");
+        assert_eq!(t.role.as_deref(), Some("app_user"), "{t:?}");
+        assert_eq!(
+            t.local_settings,
+            vec!["app.account_id".to_string()],
+            "{t:?}"
+        );
+        // A literal SET LOCAL keeps its value; a bound one only its name.
+        assert!(
+            t.settings.iter().all(|(k, _)| k == "app.account_id"),
+            "{t:?}"
+        );
+    }
+    let hot = ["f3b8e62530fe379c", "da40605efdaf5fc2", "571a364d05a06d43"];
+    let create = txs
+        .iter()
+        .find(|t| t.statements.ends_with(&hot.map(String::from)))
+        .unwrap_or_else(|| panic!("no POST /pouches/:id/items shape: {txs:#?}"));
+    assert!(create.calls.unwrap() >= 2, "{create:?}");
+    // The account whose counter row is locked is the event's account ($1).
+    assert!(
+        create.bind.iter().any(|b| b.statement == hot[2]
+            && b.param == 1
+            && b.source
+                == planck::queries::BindSource::Result {
+                    statement: hot[0].into(),
+                    column: "$1".into()
+                }),
+        "{:#?}",
+        create.bind
+    );
+    // The committed file holds the statements (its transactions are the
+    // hand-written queries/transactions.toml until replay adopts recorded
+    // ones): the recording's statements must match it.
+    let steady = |text: &str| -> String {
+        text.split("\n[[transaction]]")
+            .next()
+            .unwrap()
+            .trim_end()
+            .to_string()
+    };
     assert_eq!(
-        std::fs::read_to_string(&file).unwrap(),
-        committed,
+        steady(&std::fs::read_to_string(&file).unwrap()),
+        steady(&committed),
         "queries/recorded.toml is stale: regenerate it (see the README, planck record)"
     );
 }
@@ -531,7 +579,8 @@ fn warns_about_track_top_and_empty_runs() {
     db.exec("ALTER DATABASE t_record_warnings SET pg_stat_statements.track = top");
     let dir = common::project_dir();
     let out = db.planck(&["record", "--", "true"], dir.path());
-    assert_exit(&out, 0);
+    // Issue 12, 4: a run that captured nothing exits 1, so CI notices.
+    assert_exit(&out, 1);
     let err = stderr(&out);
     assert!(err.contains("pg_stat_statements.track is `top`"), "{err}");
     assert!(

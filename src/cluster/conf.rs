@@ -19,7 +19,7 @@ pub(crate) const SERVER_SETTINGS: &str = "\
 # Added by planck: a throwaway dev/CI server, fast rather than durable.
 shared_preload_libraries = 'pg_stat_statements'
 pg_stat_statements.track = all
-pg_stat_statements.max = 10000
+pg_stat_statements.max = 20000
 track_activity_query_size = 8192
 fsync = off
 synchronous_commit = off

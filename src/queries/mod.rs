@@ -193,6 +193,19 @@ pub(crate) fn check_keys(
     }
 }
 
+impl QueryFile {
+    /// Replaces the transactions a recording wrote (`recorded`, not made
+    /// `manual`) with `recorded`; hand-written ones stay, and a recorded
+    /// one whose id a hand-written one has is left out.
+    pub fn replace_recorded_transactions(&mut self, recorded: Vec<Transaction>) {
+        self.transactions.retain(|t| !t.recorded || t.manual);
+        let taken: std::collections::HashSet<String> =
+            self.transactions.iter().map(|t| t.id.clone()).collect();
+        self.transactions
+            .extend(recorded.into_iter().filter(|t| !taken.contains(&t.id)));
+    }
+}
+
 /// Collapses runs of whitespace, so reformatting a statement keeps its identity.
 pub fn normalize_space(query: &str) -> String {
     query.split_whitespace().collect::<Vec<_>>().join(" ")

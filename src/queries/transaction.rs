@@ -36,7 +36,9 @@
 //! Parsed and validated here (statement ids that exist, `think_ms >= 0`, an
 //! isolation level PostgreSQL has, bindings that name a statement of the
 //! transaction and one source), so a command that runs them trusts them.
-//! `record` does not write them yet: they are kept as written.
+//! `record` writes entries with `recorded = true` from what its capture
+//! relay saw (and replaces them on the next recording); the others are
+//! kept as written.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -74,6 +76,12 @@ pub struct Transaction {
     pub manual: bool,
     /// 1-based line of the entry.
     pub line: Option<usize>,
+    /// Written by `record` from what its relay saw: a re-recording
+    /// replaces it. Entries without it are hand-written and kept.
+    pub recorded: bool,
+    /// Which of `settings` the transaction set itself (`SET LOCAL`,
+    /// `set_config(.., true)`); the others were the session's when it ran.
+    pub local_settings: Vec<String>,
 }
 
 /// A setting's value: text as written, or a JSON document (JWT claims) for
@@ -157,6 +165,10 @@ pub(super) struct RawTransaction {
     outcome: Option<String>,
     #[serde(default)]
     manual: bool,
+    #[serde(default)]
+    recorded: bool,
+    #[serde(default)]
+    local_settings: Vec<String>,
     #[serde(flatten)]
     other: BTreeMap<String, toml::Value>,
 }
@@ -175,7 +187,7 @@ pub(super) struct RawBind {
 }
 
 const TRANSACTION_KEYS: &str = "id, name, statements, repeat, calls, think_ms, role, settings, \
-                                isolation, bind, outcome, manual";
+                                isolation, bind, outcome, manual, recorded, local_settings";
 const BIND_KEYS: &str = "statement, param, value, column, result, from";
 
 /// `bind = { name = ["stmt.$n", ...] }`: every slot after the first takes
@@ -526,6 +538,8 @@ pub(super) fn validate(
             outcome,
             manual: r.manual,
             line: Some(line),
+            recorded: r.recorded,
+            local_settings: r.local_settings,
         });
     }
     Ok(out)

@@ -108,14 +108,7 @@ pub(super) fn render(f: &QueryFile) -> String {
         None => {}
     }
 
-    // Transactions are kept as written; a file made in memory writes its own.
-    if !doc.contains_key("transaction") && !f.transactions.is_empty() {
-        let mut a = ArrayOfTables::new();
-        for t in &f.transactions {
-            a.push(transaction_table(t));
-        }
-        doc.insert("transaction", Item::ArrayOfTables(a));
-    }
+    transactions_into(&mut doc, f);
     let relations: Vec<&str> = f.created_relations.iter().map(String::as_str).collect();
     let in_doc: Option<Vec<&str>> = doc
         .get("created_relations")
@@ -131,6 +124,38 @@ pub(super) fn render(f: &QueryFile) -> String {
 
     clear_positions(doc.as_table_mut());
     doc.to_string()
+}
+
+/// Hand-written transactions are kept as written; recorded ones (`recorded
+/// = true`, not made `manual`) are replaced by the file's recorded ones, in
+/// its order. A file made in memory writes all of its own.
+fn transactions_into(doc: &mut DocumentMut, f: &QueryFile) {
+    let recorded = |t: &Table| {
+        t.get("recorded").and_then(Item::as_bool) == Some(true)
+            && t.get("manual").and_then(Item::as_bool) != Some(true)
+    };
+    let mut tables = ArrayOfTables::new();
+    let had = match doc.get_mut("transaction") {
+        Some(Item::ArrayOfTables(a)) => {
+            for t in std::mem::take(a) {
+                if !recorded(&t) {
+                    tables.push(t);
+                }
+            }
+            true
+        }
+        _ => false,
+    };
+    for t in &f.transactions {
+        if (t.recorded && !t.manual) || !had {
+            tables.push(transaction_table(t));
+        }
+    }
+    if tables.is_empty() {
+        doc.remove("transaction");
+    } else {
+        doc.insert("transaction", Item::ArrayOfTables(tables));
+    }
 }
 
 fn set_version(doc: &mut DocumentMut) {
@@ -265,8 +290,15 @@ fn transaction_table(t: &Transaction) -> Table {
     if t.outcome == TxOutcome::Rollback {
         out.insert("outcome", Item::Value("rollback".into()));
     }
+    if !t.local_settings.is_empty() {
+        let names: Array = t.local_settings.iter().map(String::as_str).collect();
+        out.insert("local_settings", Item::Value(Value::Array(names)));
+    }
     if t.manual {
         out.insert("manual", Item::Value(true.into()));
+    }
+    if t.recorded {
+        out.insert("recorded", Item::Value(true.into()));
     }
     if !t.bind.is_empty() {
         let mut a = ArrayOfTables::new();

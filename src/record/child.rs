@@ -208,6 +208,7 @@ pub async fn run(
     program: &Path,
     args: &[String],
     env: &[(String, String)],
+    remove: &[&str],
     cwd: &Path,
     log: Log,
 ) -> Result<Exit> {
@@ -221,7 +222,11 @@ pub async fn run(
         .try_clone_to_owned()
         .map(Stdio::from)
         .unwrap_or_else(|_| Stdio::inherit());
-    let mut child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    for k in remove {
+        command.env_remove(k);
+    }
+    let mut child = command
         .args(args)
         // Either would send libpq clients somewhere else than PGHOST says.
         .env_remove("PGHOSTADDR")

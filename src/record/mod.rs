@@ -15,7 +15,9 @@
 //! Tables reached only through views, functions or triggers are not seen.
 
 pub mod child;
+pub mod relay;
 pub mod report;
+pub mod transactions;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -47,6 +49,48 @@ pub struct RecordSettings {
     pub cwd: PathBuf,
     /// `PATH`, to find the command.
     pub path_var: Option<OsString>,
+    /// Run the command's connections through the capture relay (to write
+    /// transactions); off with `--no-relay`, and without a command.
+    pub relay: bool,
+    /// At most this many `[[transaction]]` shapes, the most frequent.
+    pub max_transactions: usize,
+    /// The summary lists every statement (`--verbose`), not only the top ones.
+    pub list_all: bool,
+}
+
+/// The default of `--max-transactions`.
+pub const MAX_TRANSACTIONS: usize = 200;
+
+/// What the relay saw and what became of it, for the summary.
+#[derive(Debug, Clone, Default)]
+pub struct RelaySummary {
+    pub connections: u64,
+    /// Connections whose capture is incomplete (a malformed or unknown message).
+    pub incomplete: u64,
+    /// Connections the command left open, closed by the relay.
+    pub left_open: u64,
+    pub transactions: u64,
+    /// Autocommit statements.
+    pub lone: u64,
+    pub shapes_written: usize,
+    /// Shapes beyond `--max-transactions`, and their calls.
+    pub over_limit: usize,
+    pub over_limit_calls: u64,
+    /// Distinct relayed texts matched by queryid, by text, not at all.
+    pub by_queryid: usize,
+    pub by_text: usize,
+    pub unmatched: usize,
+    /// The longest transaction: (ms, statements), and the one with the most
+    /// statements: (statements, ms).
+    pub longest_time: Option<(f64, usize)>,
+    pub longest_statements: Option<(usize, f64)>,
+    /// Statements (file id, else normalized text) that opened transactions
+    /// that stayed open more than 100 ms, and how often.
+    pub slow_openers: Vec<(String, u64)>,
+    /// The databases the command's connections used, with connection counts.
+    pub databases: BTreeMap<String, u64>,
+    /// Exact median pause per written transaction id (ms).
+    pub think_ms: BTreeMap<String, f64>,
 }
 
 /// How the capture isolated the run.
@@ -103,6 +147,10 @@ pub struct Outcome {
     pub merge: Merge,
     pub warnings: Vec<String>,
     pub created_extension: bool,
+    /// `None` when the run was not relayed.
+    pub relay: Option<RelaySummary>,
+    /// The summary table lists every statement, not only the top ones.
+    pub list_all: bool,
 }
 
 /// Records `opts.command` (or the current contents) on `conn` into `opts.output`.
@@ -142,8 +190,10 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     }
     let mut warnings = Vec::new();
 
-    // 3. The run.
-    let (mode, exit, before, after) = match &program {
+    // 3. The run. planck holds no connection to the target meanwhile: a
+    // runner may drop and recreate it.
+    let mut relayed = None;
+    let (mode, exit, before, after, client) = match &program {
         Some(program) => {
             let mode = if capture::reset(&client, &probe).await? {
                 Mode::Reset
@@ -155,22 +205,40 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
                 Mode::Snapshot
             };
             let before = capture::sample(&client, &probe).await?;
-            let env = child::env_for(conn);
+            drop(client);
+            let relay = if opts.relay {
+                Some(relay::Relay::start(conn, log).await?)
+            } else {
+                None
+            };
+            let (env, remove) = match &relay {
+                Some(r) => (r.env(conn), relay::ENV_REMOVED),
+                None => (child::env_for(conn), &[][..]),
+            };
             log.info(&format!(
-                "recording `{}` against {}",
+                "recording `{}` against {}{}",
                 child::shell_words(&opts.command),
-                conn.display()
+                conn.display(),
+                if relay.is_some() {
+                    " (through planck's capture relay)"
+                } else {
+                    ""
+                }
             ));
-            let exit = child::run(program, &opts.command[1..], &env, &opts.cwd, log).await?;
+            let exit = child::run(program, &opts.command[1..], &env, remove, &opts.cwd, log).await;
+            if let Some(r) = relay {
+                relayed = Some(r.finish().await);
+            }
+            let exit = exit?;
+            let client = tagged.connect().await?;
+            crate::session::untrack(&client).await?;
             let after = capture::sample(&client, &probe).await?;
-            (mode, Some(exit), Some(before), after)
+            (mode, Some(exit), Some(before), after, client)
         }
-        None => (
-            Mode::Current,
-            None,
-            None,
-            capture::sample(&client, &probe).await?,
-        ),
+        None => {
+            let after = capture::sample(&client, &probe).await?;
+            (Mode::Current, None, None, after, client)
+        }
     };
     let raw = capture::delta(before.as_ref(), &after);
 
@@ -285,6 +353,32 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         k.id = id.clone();
         k.status = *status;
     }
+    drop(client);
+    let relay = match relayed {
+        Some(mut c) => {
+            let summary = relayed_transactions(
+                conn,
+                &probe.database,
+                &mut c,
+                &raw,
+                &roles,
+                &statements,
+                opts,
+                &mut file,
+                log,
+            )
+            .await;
+            warnings.extend(relay_warnings(&c, &summary));
+            if summary.left_open > 0 {
+                log.info(&format!(
+                    "note: the command left {} connection(s) open (a pool?): the relay closed them after it exited",
+                    summary.left_open
+                ));
+            }
+            Some(summary)
+        }
+        None => None,
+    };
     file.save(&opts.output)?;
     Ok(Outcome {
         database: probe.database,
@@ -297,7 +391,103 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         merge,
         warnings,
         created_extension: probe.created_extension,
+        relay,
+        list_all: opts.list_all,
     })
+}
+
+/// Matches what the relay saw to the file's statements and puts its
+/// transactions in the file (replacing those of the last recording).
+#[allow(clippy::too_many_arguments)]
+async fn relayed_transactions(
+    conn: &ConnInfo,
+    database: &str,
+    c: &mut relay::Capture,
+    raw: &[capture::Raw],
+    roles: &std::collections::HashMap<u32, capture::RoleFacts>,
+    statements: &[Kept],
+    opts: &RecordSettings,
+    file: &mut QueryFile,
+    log: Log,
+) -> RelaySummary {
+    use std::collections::HashMap;
+    let qids = transactions::queryids(conn, database, c, log).await;
+    // The raw texts were needed for EXPLAIN only.
+    c.forget_samples();
+    let by_text: HashMap<(String, String), String> = statements
+        .iter()
+        .map(|k| ((k.role.clone(), queries::text_key(&k.query)), k.id.clone()))
+        .collect();
+    let mut by_queryid: HashMap<(String, i64), String> = HashMap::new();
+    for r in raw {
+        let (Some(q), Some(role)) = (&r.query, roles.get(&r.userid)) else {
+            continue;
+        };
+        if let Some(id) = by_text.get(&(role.name.clone(), queries::text_key(q))) {
+            by_queryid.insert((role.name.clone(), r.queryid), id.clone());
+        }
+    }
+    let matching = transactions::match_texts(c, database, &qids, &by_queryid, &by_text);
+    let written = transactions::build(c, database, &matching, opts.max_transactions);
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let mut slow: Vec<(String, u64)> = c
+        .slow_openers
+        .iter()
+        .map(|(i, n)| {
+            let name = matching
+                .ids
+                .get(*i as usize)
+                .cloned()
+                .flatten()
+                .unwrap_or_else(|| c.texts[*i as usize].text.clone());
+            (name, *n)
+        })
+        .collect();
+    slow.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    slow.truncate(5);
+    let summary = RelaySummary {
+        connections: c.connections,
+        incomplete: c.incomplete,
+        left_open: c.left_open,
+        transactions: c.transactions,
+        lone: c.lone,
+        shapes_written: written.transactions.len(),
+        over_limit: written.over_limit,
+        over_limit_calls: written.over_limit_calls,
+        by_queryid: matching.by_queryid,
+        by_text: matching.by_text,
+        unmatched: matching.unmatched,
+        longest_time: c.longest_time.map(|(d, n)| (ms(d), n)),
+        longest_statements: c.longest_statements.map(|(n, d)| (n, ms(d))),
+        slow_openers: slow,
+        databases: c.databases.clone(),
+        think_ms: written.think_ms.clone(),
+    };
+    file.replace_recorded_transactions(written.transactions);
+    summary
+}
+
+/// What the user must hear about the relay.
+fn relay_warnings(c: &relay::Capture, s: &RelaySummary) -> Vec<String> {
+    let mut w = Vec::new();
+    if let Some(n) = c.refused.get(relay::REFUSED_TLS) {
+        w.push(format!(
+            "{n} connection(s) asked the capture relay for TLS and left when it said no: the client requires TLS (sslmode=require or stricter, or channel_binding=require); \
+             let it use the sslmode=disable planck gives it in DATABASE_URL and PGSSLMODE, or record with --no-relay"
+        ));
+    }
+    if let Some(n) = c.refused.get(relay::REFUSED_DIRECT_TLS) {
+        w.push(format!(
+            "{n} connection(s) began TLS directly (sslnegotiation=direct), which the capture relay cannot carry: use sslnegotiation=postgres with sslmode=disable, or record with --no-relay"
+        ));
+    }
+    if s.incomplete > 0 {
+        w.push(format!(
+            "{} relayed connection(s) sent messages the relay could not read: their bytes were forwarded unchanged, but their transactions may be missing",
+            s.incomplete
+        ));
+    }
+    w
 }
 
 /// Fails early when the queries file cannot be written: a test suite may

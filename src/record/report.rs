@@ -114,13 +114,86 @@ fn dropped_lines(o: &Outcome) -> Vec<String> {
     lines
 }
 
+/// What the capture relay saw (issue 12, 5): connections, transactions,
+/// shapes, the longest, and the statements that opened long ones.
+fn relay_lines(o: &Outcome) -> Vec<String> {
+    let Some(r) = &o.relay else {
+        return Vec::new();
+    };
+    let mut lines = vec![format!(
+        "relay: {} connection(s), {} transaction(s), {} shape(s) written{}, {} autocommit statement(s)",
+        r.connections,
+        r.transactions,
+        r.shapes_written,
+        if r.over_limit > 0 {
+            format!(
+                " ({} more beyond --max-transactions, {} calls)",
+                r.over_limit, r.over_limit_calls
+            )
+        } else {
+            String::new()
+        },
+        r.lone
+    )];
+    if let (Some((t, tn)), Some((n, nt))) = (r.longest_time, r.longest_statements) {
+        lines.push(format!(
+            "longest transaction: {} ({tn} statement(s)); most statements: {n} ({})",
+            ms(t),
+            ms(nt)
+        ));
+    }
+    if !r.slow_openers.is_empty() {
+        let parts: Vec<String> = r
+            .slow_openers
+            .iter()
+            .map(|(s, n)| format!("{} ({n})", one_line(s, 40)))
+            .collect();
+        lines.push(format!(
+            "opened transactions open over 100 ms: {}",
+            parts.join(", ")
+        ));
+    }
+    if r.databases.len() > 1 || r.unmatched > 0 {
+        let dbs: Vec<&str> = r.databases.keys().map(String::as_str).collect();
+        lines.push(format!(
+            "databases used: {}; texts matched by queryid {}, by text {}, unmatched {}",
+            dbs.join(", "),
+            r.by_queryid,
+            r.by_text,
+            r.unmatched
+        ));
+    }
+    lines
+}
+
+/// Statements shown in the summary: every one with `--verbose`, else the
+/// [`TOP`] most called (in the file's order), and how many are left out.
+fn shown_statements(o: &Outcome) -> (Vec<&crate::record::Kept>, usize) {
+    if o.list_all || o.statements.len() <= TOP {
+        return (o.statements.iter().collect(), 0);
+    }
+    let mut by_calls: Vec<(usize, &crate::record::Kept)> =
+        o.statements.iter().enumerate().collect();
+    by_calls.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(&b.0)));
+    let mut top: Vec<(usize, &crate::record::Kept)> = by_calls.into_iter().take(TOP).collect();
+    top.sort_by_key(|(i, _)| *i);
+    (
+        top.into_iter().map(|(_, k)| k).collect(),
+        o.statements.len() - TOP,
+    )
+}
+
+/// Statements the compact summary shows (issue 12, 4).
+const TOP: usize = 20;
+
 fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Result<()> {
     if let Some(c) = command_line(o) {
         writeln!(w, "{c}")?;
     }
     if !o.statements.is_empty() {
         let mut t = output::table(&["role", "rls", "calls", "mean", "statement"]);
-        for k in &o.statements {
+        let (shown, more) = shown_statements(o);
+        for k in shown {
             t.add_row(vec![
                 k.role.clone(),
                 if k.bypass_rls { "bypass" } else { "applies" }.to_string(),
@@ -130,11 +203,20 @@ fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Res
             ]);
         }
         writeln!(w, "{t}")?;
+        if more > 0 {
+            writeln!(
+                w,
+                "... and {more} more statement(s), fewer calls (--verbose lists every one)"
+            )?;
+        }
     }
     for l in headline(o, project) {
         writeln!(w, "{l}")?;
     }
     for l in dropped_lines(o) {
+        writeln!(w, "{l}")?;
+    }
+    for l in relay_lines(o) {
         writeln!(w, "{l}")?;
     }
     for v in &o.merge.vanished {
@@ -157,10 +239,14 @@ fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::
         let parts: Vec<&str> = dropped.iter().map(|l| l.trim()).collect();
         writeln!(w, "{}\n", parts.join(" "))?;
     }
+    for l in relay_lines(o) {
+        writeln!(w, "{}\n", output::md_cell(&l))?;
+    }
     if !o.statements.is_empty() {
         writeln!(w, "| role | RLS | calls | mean | statement | status |")?;
         writeln!(w, "|---|---|---:|---:|---|---|")?;
-        for k in &o.statements {
+        let (shown, more) = shown_statements(o);
+        for k in shown {
             writeln!(
                 w,
                 "| {} | {} | {} | {} | `{}` | {} |",
@@ -170,6 +256,12 @@ fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::
                 ms(k.total_ms / k.calls.max(1) as f64),
                 output::md_cell(&one_line(&k.query, 120)).replace('`', "'"),
                 k.status.name()
+            )?;
+        }
+        if more > 0 {
+            writeln!(
+                w,
+                "\n... and {more} more statement(s) (`--verbose` lists every one)"
             )?;
         }
         writeln!(w)?;
@@ -221,6 +313,35 @@ pub mod wire {
         pub pruned: bool,
         pub warnings: Vec<String>,
         pub statements: Vec<Statement>,
+        /// What the capture relay saw; absent when the run was not relayed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub relay: Option<Relay>,
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Relay {
+        pub connections: u64,
+        pub incomplete_connections: u64,
+        pub left_open: u64,
+        pub transactions: u64,
+        pub autocommit_statements: u64,
+        pub shapes_written: usize,
+        pub shapes_over_limit: usize,
+        pub calls_over_limit: u64,
+        pub matched_by_queryid: usize,
+        pub matched_by_text: usize,
+        pub unmatched: usize,
+        pub longest_ms: Option<f64>,
+        pub longest_statements: Option<usize>,
+        pub most_statements: Option<usize>,
+        pub most_statements_ms: Option<f64>,
+        /// Statement id (else normalized text) and how often it opened a
+        /// transaction that stayed open over 100 ms.
+        pub slow_openers: Vec<(String, u64)>,
+        /// Database and connections to it.
+        pub databases: BTreeMap<String, u64>,
+        /// Exact median pause (ms) per written transaction id.
+        pub think_ms: BTreeMap<String, f64>,
     }
 
     /// `{"code": 0}` or `{"signal": 9, "signal_name": "SIGKILL"}`.
@@ -323,6 +444,26 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
                 contexts: k.contexts.iter().map(|c| c.name().to_string()).collect(),
             })
             .collect(),
+        relay: o.relay.as_ref().map(|r| wire::Relay {
+            connections: r.connections,
+            incomplete_connections: r.incomplete,
+            left_open: r.left_open,
+            transactions: r.transactions,
+            autocommit_statements: r.lone,
+            shapes_written: r.shapes_written,
+            shapes_over_limit: r.over_limit,
+            calls_over_limit: r.over_limit_calls,
+            matched_by_queryid: r.by_queryid,
+            matched_by_text: r.by_text,
+            unmatched: r.unmatched,
+            longest_ms: r.longest_time.map(|t| t.0),
+            longest_statements: r.longest_time.map(|t| t.1),
+            most_statements: r.longest_statements.map(|t| t.0),
+            most_statements_ms: r.longest_statements.map(|t| t.1),
+            slow_openers: r.slow_openers.clone(),
+            databases: r.databases.clone(),
+            think_ms: r.think_ms.clone(),
+        }),
     }
 }
 
@@ -392,6 +533,8 @@ mod tests {
             },
             warnings: vec!["the command was killed".into()],
             created_extension: false,
+            relay: None,
+            list_all: true,
         }
     }
 
@@ -436,5 +579,44 @@ mod tests {
         assert_eq!(v.statements[0].mean_ms, 0.002);
         assert_eq!(v.statements[1].noise.as_deref(), Some("ddl"));
         assert_eq!(v.vanished[0].id, "old");
+    }
+
+    /// Issue 12, 4: the summary lists the top statements by calls unless
+    /// `--verbose`; the relay's line says what it saw.
+    #[test]
+    fn the_table_is_compact_unless_verbose() {
+        let mut o = outcome();
+        let k = o.statements[0].clone();
+        o.statements = (0..25)
+            .map(|i| crate::record::Kept {
+                calls: 100 + i,
+                query: format!("SELECT c{i} FROM t"),
+                ..k.clone()
+            })
+            .collect();
+        o.list_all = false;
+        o.relay = Some(crate::record::RelaySummary {
+            connections: 3,
+            transactions: 40,
+            shapes_written: 2,
+            lone: 7,
+            ..Default::default()
+        });
+        let mut out = Vec::new();
+        render_table(&mut out, &o, Path::new("/p")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("SELECT c24 FROM t"), "{text}");
+        assert!(text.contains("SELECT c5 FROM t"), "{text}");
+        assert!(!text.contains("SELECT c4 FROM t"), "{text}");
+        assert!(text.contains("... and 5 more statement(s)"), "{text}");
+        assert!(
+            text.contains("relay: 3 connection(s), 40 transaction(s), 2 shape(s) written, 7 autocommit statement(s)"),
+            "{text}"
+        );
+        o.list_all = true;
+        let mut out = Vec::new();
+        render_table(&mut out, &o, Path::new("/p")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("SELECT c4 FROM t") && !text.contains("more statement"));
     }
 }

@@ -32,6 +32,15 @@ pub struct RecordArgs {
     #[arg(long)]
     pub prune: bool,
 
+    /// Do not run the command's connections through the capture relay:
+    /// statements only, no [[transaction]] entries (as without a command)
+    #[arg(long)]
+    pub no_relay: bool,
+
+    /// At most this many recorded [[transaction]] shapes, the most frequent [default: 200]
+    #[arg(long, value_name = "N")]
+    pub max_transactions: Option<usize>,
+
     /// The test command, after `--`. Without one, capture what
     /// pg_stat_statements holds now for the database.
     #[arg(
@@ -95,6 +104,11 @@ impl RecordSettings {
             command: args.command.clone(),
             cwd: cwd.to_path_buf(),
             path_var,
+            relay: !args.no_relay && !args.command.is_empty(),
+            max_transactions: args
+                .max_transactions
+                .unwrap_or(crate::record::MAX_TRANSACTIONS),
+            list_all: settings.log().verbose,
         }
     }
 }
@@ -135,6 +149,9 @@ mod tests {
                 command: vec!["tools/example-app".into(), "--all".into()],
                 cwd: sub.clone(),
                 path_var: path.clone(),
+                relay: true,
+                max_transactions: 200,
+                list_all: false,
             }
         );
         let r = RecordSettings::resolve_in(&RecordArgs::default(), &s, &sub, None);
@@ -154,5 +171,19 @@ mod tests {
         );
         assert_eq!(r.output, bare.path().join("queries/recorded.toml"));
         assert!(r.keep_all && r.prune);
+        // No command: nothing to relay; --no-relay turns it off.
+        assert!(!r.relay);
+        let r = RecordSettings::resolve_in(
+            &RecordArgs {
+                no_relay: true,
+                max_transactions: Some(3),
+                ..RecordArgs::around(["x"])
+            },
+            &settings(bare.path()),
+            bare.path(),
+            None,
+        );
+        assert!(!r.relay);
+        assert_eq!(r.max_transactions, 3);
     }
 }

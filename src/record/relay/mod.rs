@@ -1,0 +1,496 @@
+//! The capture relay: while `planck record -- CMD` runs, the command's
+//! connections go through planck, which forwards every byte unchanged and
+//! reads the protocol alongside to learn which statements run together.
+//!
+//! The relay listens on a loopback TCP port and on a unix socket (in a
+//! directory of its own, named for the same port), and the child's
+//! `DATABASE_URL`, `PLANCK_DATABASE_URL` and `PG*` point there with
+//! `sslmode=disable`. Per connection it reads the startup packet (SSL and
+//! GSSAPI encryption requests are answered "no"; a direct TLS handshake is
+//! refused with a note naming `sslnegotiation`; a CancelRequest is passed to
+//! the server on a connection of its own), opens the server connection as
+//! planck itself would (its sslmode, SNI and certificate checks for the
+//! original host name), sends the client's startup packet, and then copies
+//! both ways: [`protocol`] frames what passes, [`session`] turns it into
+//! statements and transactions, [`shapes`] keeps them as counted shapes.
+//! Authentication (passwords, SASL) passes through and is never kept.
+
+pub mod protocol;
+pub mod session;
+pub mod shapes;
+pub mod text;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio_postgres::config::Host;
+use tokio_postgres::tls::{MakeTlsConnect, TlsConnect};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use crate::db::{ConnInfo, SslMode};
+use crate::error::{Error, Result};
+use crate::output::Log;
+use protocol::{Decoder, Side, Startup};
+use session::Conn;
+pub use shapes::Capture;
+
+/// How long connections get to end on their own once the command exited.
+const GRACE: Duration = Duration::from_millis(500);
+
+/// Chunks the reader task may be behind before the copy waits for it.
+const QUEUE: usize = 256;
+
+/// Bytes that crossed the relay, for the reader task, with when they did.
+enum Chunk {
+    Client(Vec<u8>, Instant),
+    Server(Vec<u8>, Instant),
+}
+
+/// The read buffer of each direction.
+const BUFFER: usize = 64 * 1024;
+
+/// A stream to the server: TCP, unix socket or TLS over TCP.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// How to reach the server, from planck's own connection settings.
+struct Upstream {
+    host: Host,
+    port: u16,
+    mode: SslMode,
+    tls: Option<MakeRustlsConnect>,
+    timeout: Option<Duration>,
+}
+
+impl Upstream {
+    fn new(conn: &ConnInfo) -> Result<Upstream> {
+        let c = &conn.config;
+        let host = c
+            .get_hosts()
+            .first()
+            .cloned()
+            .unwrap_or(Host::Tcp("localhost".into()));
+        let port = c.get_ports().first().copied().unwrap_or(5432);
+        let tls = match (&host, conn.tls.mode) {
+            (Host::Unix(_), _) | (_, SslMode::Disable | SslMode::Allow) => None,
+            _ => Some(conn.tls.connector().map_err(|message| Error::Connect {
+                url: conn.display(),
+                message,
+                hint: None,
+            })?),
+        };
+        Ok(Upstream {
+            host,
+            port,
+            mode: conn.tls.mode,
+            tls,
+            timeout: conn.connect_timeout,
+        })
+    }
+
+    /// A plain connection (cancel requests; the start of the others).
+    async fn plain(&self) -> std::io::Result<Box<dyn Io>> {
+        Ok(match &self.host {
+            Host::Tcp(h) => {
+                let s = TcpStream::connect((h.as_str(), self.port)).await?;
+                s.set_nodelay(true)?;
+                Box::new(s)
+            }
+            Host::Unix(dir) => {
+                Box::new(UnixStream::connect(dir.join(format!(".s.PGSQL.{}", self.port))).await?)
+            }
+        })
+    }
+
+    /// A connection with planck's TLS settings, before the startup packet.
+    async fn connect(&self) -> std::result::Result<Box<dyn Io>, String> {
+        let attempt = async {
+            let (Host::Tcp(name), Some(tls)) = (&self.host, &self.tls) else {
+                return self.plain().await.map_err(|e| e.to_string());
+            };
+            let mut tcp = TcpStream::connect((name.as_str(), self.port))
+                .await
+                .map_err(|e| e.to_string())?;
+            tcp.set_nodelay(true).map_err(|e| e.to_string())?;
+            let mut request = 8u32.to_be_bytes().to_vec();
+            request.extend(protocol::SSL_REQUEST.to_be_bytes());
+            tcp.write_all(&request).await.map_err(|e| e.to_string())?;
+            let mut answer = [0u8; 1];
+            tcp.read_exact(&mut answer)
+                .await
+                .map_err(|e| e.to_string())?;
+            match answer[0] {
+                b'S' => {
+                    let mut make = tls.clone();
+                    let connect = MakeTlsConnect::<TcpStream>::make_tls_connect(&mut make, name)
+                        .map_err(|e| format!("setting up TLS: {e}"))?;
+                    let stream = connect
+                        .connect(tcp)
+                        .await
+                        .map_err(|e| format!("TLS with the server failed: {e}"))?;
+                    Ok(Box::new(stream) as Box<dyn Io>)
+                }
+                b'N' if !self.mode.requires_tls() => Ok(Box::new(tcp) as Box<dyn Io>),
+                b'N' => Err(format!(
+                    "the server does not support TLS, but planck's sslmode is {}",
+                    self.mode.as_str()
+                )),
+                other => Err(format!(
+                    "the server answered the TLS request with {:?}",
+                    other as char
+                )),
+            }
+        };
+        match self.timeout {
+            Some(t) => tokio::time::timeout(t, attempt)
+                .await
+                .unwrap_or_else(|_| Err(format!("timed out after {} s", t.as_secs()))),
+            None => attempt.await,
+        }
+    }
+}
+
+/// A running relay.
+pub struct Relay {
+    pub port: u16,
+    /// The directory of the unix socket `.s.PGSQL.<port>`.
+    pub socket_dir: PathBuf,
+    capture: Arc<Mutex<Capture>>,
+    stop: watch::Sender<bool>,
+    accept: tokio::task::JoinHandle<()>,
+    connections: Arc<tokio::sync::Mutex<JoinSet<()>>>,
+}
+
+impl Relay {
+    /// Listens on 127.0.0.1 and a unix socket, relaying to `conn`'s server.
+    pub async fn start(conn: &ConnInfo, log: Log) -> Result<Relay> {
+        let upstream = Arc::new(Upstream::new(conn)?);
+        let io = |e: std::io::Error| Error::Internal {
+            message: format!("the capture relay could not listen: {e}"),
+        };
+        let tcp = TcpListener::bind(("127.0.0.1", 0)).await.map_err(io)?;
+        let port = tcp.local_addr().map_err(io)?.port();
+        let socket_dir =
+            std::env::temp_dir().join(format!("planck-relay-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&socket_dir).map_err(io)?;
+        let unix = UnixListener::bind(socket_dir.join(format!(".s.PGSQL.{port}"))).map_err(io)?;
+        let capture = Arc::new(Mutex::new(Capture::default()));
+        let (stop, stop_rx) = watch::channel(false);
+        let connections = Arc::new(tokio::sync::Mutex::new(JoinSet::new()));
+        let accept = {
+            let capture = capture.clone();
+            let connections = connections.clone();
+            let mut stopped = stop_rx.clone();
+            tokio::spawn(async move {
+                loop {
+                    let stream: Box<dyn Io> = tokio::select! {
+                        _ = stopped.changed() => break,
+                        r = tcp.accept() => match r {
+                            Ok((s, _)) => {
+                                let _ = s.set_nodelay(true);
+                                Box::new(s)
+                            }
+                            Err(_) => continue,
+                        },
+                        r = unix.accept() => match r {
+                            Ok((s, _)) => Box::new(s),
+                            Err(_) => continue,
+                        },
+                    };
+                    let task = serve(
+                        stream,
+                        upstream.clone(),
+                        capture.clone(),
+                        stop_rx.clone(),
+                        log,
+                    );
+                    connections.lock().await.spawn(task);
+                }
+            })
+        };
+        Ok(Relay {
+            port,
+            socket_dir,
+            capture,
+            stop,
+            accept,
+            connections,
+        })
+    }
+
+    /// Stops listening, closes the connections the command left open, and
+    /// returns what was captured.
+    pub async fn finish(self) -> Capture {
+        // Connections the command closed as it exited may still be
+        // finishing: give them a moment before closing what is left.
+        let mut set = self.connections.lock().await;
+        let _ =
+            tokio::time::timeout(GRACE, async { while set.join_next().await.is_some() {} }).await;
+        drop(set);
+        let _ = self.stop.send(true);
+        let _ = self.accept.await;
+        let mut set = self.connections.lock().await;
+        while set.join_next().await.is_some() {}
+        drop(set);
+        let _ = std::fs::remove_dir_all(&self.socket_dir);
+        let mut guard = self.capture.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *guard)
+    }
+
+    /// The environment that points the command at the relay, for a target
+    /// reached as `conn` (a unix socket when planck's own host is one).
+    pub fn env(&self, conn: &ConnInfo) -> Vec<(String, String)> {
+        let unix = matches!(conn.config.get_hosts().first(), Some(Host::Unix(_)));
+        let host = if unix {
+            self.socket_dir.display().to_string()
+        } else {
+            "127.0.0.1".to_string()
+        };
+        let c = &conn.config;
+        let enc = crate::db::config::percent_encode;
+        let mut auth = String::new();
+        if let Some(u) = c.get_user() {
+            auth.push_str(&enc(u));
+            if let Some(pw) = c.get_password() {
+                auth.push(':');
+                auth.push_str(&enc(&String::from_utf8_lossy(pw)));
+            }
+            auth.push('@');
+        }
+        let db = enc(&conn.dbname());
+        let url = if unix {
+            format!(
+                "postgres://{auth}/{db}?host={}&port={}&sslmode=disable",
+                enc(&host),
+                self.port
+            )
+        } else {
+            format!("postgres://{auth}{host}:{}/{db}?sslmode=disable", self.port)
+        };
+        let mut env = vec![
+            ("DATABASE_URL".to_string(), url.clone()),
+            ("PLANCK_DATABASE_URL".to_string(), url),
+            ("PGHOST".to_string(), host),
+            ("PGPORT".to_string(), self.port.to_string()),
+            ("PGDATABASE".to_string(), conn.dbname()),
+            ("PGSSLMODE".to_string(), "disable".to_string()),
+        ];
+        if let Some(u) = c.get_user() {
+            env.push(("PGUSER".into(), u.to_string()));
+        }
+        if let Some(pw) = c.get_password() {
+            env.push((
+                "PGPASSWORD".into(),
+                String::from_utf8_lossy(pw).into_owned(),
+            ));
+        }
+        env
+    }
+}
+
+/// Variables the child must not inherit when it goes through the relay.
+/// `PGGSSENCMODE` is removed rather than set to `disable`: the relay
+/// answers a GSSAPI encryption request "no" anyway, and tokio-postgres
+/// refuses a URL with `gssencmode` (planck's own commands, the bundled
+/// example, pass the URL they resolve to it).
+pub const ENV_REMOVED: &[&str] = &[
+    "PGCHANNELBINDING",
+    "PGSSLNEGOTIATION",
+    "PGREQUIRESSL",
+    "PGGSSENCMODE",
+];
+
+/// What a client asked for that the relay refuses, for the warnings.
+pub const REFUSED_DIRECT_TLS: &str = "sslnegotiation=direct";
+pub const REFUSED_TLS: &str = "sslmode";
+pub const REFUSED_UPSTREAM: &str = "server";
+
+/// One client connection, from its first byte to its end.
+async fn serve(
+    mut client: Box<dyn Io>,
+    upstream: Arc<Upstream>,
+    capture: Arc<Mutex<Capture>>,
+    mut stop: watch::Receiver<bool>,
+    log: Log,
+) {
+    let refuse = |what: &'static str| {
+        let mut c = capture.lock().unwrap_or_else(|e| e.into_inner());
+        *c.refused.entry(what).or_default() += 1;
+    };
+    // 1. The startup packet, after any encryption requests.
+    let mut buf = BytesMut::with_capacity(1024);
+    let mut asked_tls = false;
+    let packet = loop {
+        match protocol::take_startup(&mut buf) {
+            Ok(Some(p)) => match protocol::startup(&p) {
+                Some(Startup::Ssl) => {
+                    asked_tls = true;
+                    if client.write_all(b"N").await.is_err() {
+                        return;
+                    }
+                }
+                Some(Startup::GssEnc) => {
+                    if client.write_all(b"N").await.is_err() {
+                        return;
+                    }
+                }
+                Some(Startup::Cancel) => {
+                    if let Ok(mut s) = upstream.plain().await {
+                        let _ = s.write_all(&p).await;
+                        let _ = s.flush().await;
+                        // The server closes it; wait so the cancel is read.
+                        let mut sink = [0u8; 16];
+                        let _ =
+                            tokio::time::timeout(Duration::from_secs(5), s.read(&mut sink)).await;
+                    }
+                    return;
+                }
+                _ => break p,
+            },
+            Ok(None) => {}
+            Err(protocol::NotStartup) => {
+                if buf.first() == Some(&0x16) {
+                    refuse(REFUSED_DIRECT_TLS);
+                    log.debug(
+                        "a client began a TLS handshake directly (sslnegotiation=direct): refused",
+                    );
+                }
+                return;
+            }
+        }
+        let mut chunk = [0u8; 1024];
+        match client.read(&mut chunk).await {
+            Ok(0) | Err(_) => {
+                // A client that wanted TLS and left when told "no".
+                if asked_tls && buf.is_empty() {
+                    refuse(REFUSED_TLS);
+                }
+                return;
+            }
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let (user, database) = match protocol::startup(&packet) {
+        Some(Startup::Params(p)) => {
+            let get = |k: &str| p.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            let user = get("user").unwrap_or_default();
+            (user.clone(), get("database").unwrap_or(user))
+        }
+        _ => (String::new(), String::new()),
+    };
+
+    // 2. The server.
+    let mut server = match upstream.connect().await {
+        Ok(s) => s,
+        Err(message) => {
+            refuse(REFUSED_UPSTREAM);
+            log.warn(&format!(
+                "the capture relay could not reach the server: {message}"
+            ));
+            let _ = client
+                .write_all(&protocol::error_response(
+                    "08006",
+                    &format!("planck's capture relay could not reach the server: {message}"),
+                ))
+                .await;
+            return;
+        }
+    };
+    if server.write_all(&packet).await.is_err() || server.write_all(&buf).await.is_err() {
+        return;
+    }
+    // 3. Both ways. Each chunk is handed to the reader task before it is
+    // forwarded, so the reader sees a request before its answer, and the
+    // reading never delays the bytes (it only holds them back when it is
+    // [`QUEUE`] chunks behind).
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Chunk>(QUEUE);
+    let reader = {
+        let capture = capture.clone();
+        let mut conn = Conn::new(&user, &database);
+        tokio::spawn(async move {
+            let mut client_decoder = Decoder::new(Side::Client);
+            let mut server_decoder = Decoder::new(Side::Server);
+            while let Some(chunk) = rx.recv().await {
+                match chunk {
+                    Chunk::Client(bytes, now) if !client_decoder.broken() => {
+                        client_decoder.authenticating = !conn.authenticated;
+                        client_decoder.feed(&bytes, &mut |m| conn.client(&m, now));
+                        conn.incomplete |= client_decoder.broken();
+                    }
+                    Chunk::Server(bytes, now) if !server_decoder.broken() => {
+                        let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
+                        server_decoder.feed(&bytes, &mut |m| conn.server(&m, now, &mut cap));
+                        conn.incomplete |= server_decoder.broken();
+                    }
+                    _ => {}
+                }
+            }
+            conn
+        })
+    };
+    if !buf.is_empty() {
+        let _ = tx.send(Chunk::Client(buf.to_vec(), Instant::now())).await;
+    }
+    let (mut client_r, mut client_w) = tokio::io::split(client);
+    let (mut server_r, mut server_w) = tokio::io::split(server);
+    let up = {
+        let tx = tx.clone();
+        async move {
+            let mut b = vec![0u8; BUFFER];
+            loop {
+                let n = match client_r.read(&mut b).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let _ = tx
+                    .send(Chunk::Client(b[..n].to_vec(), Instant::now()))
+                    .await;
+                if server_w.write_all(&b[..n]).await.is_err() {
+                    break;
+                }
+            }
+            let _ = server_w.shutdown().await;
+        }
+    };
+    let down = async move {
+        let mut b = vec![0u8; BUFFER];
+        loop {
+            let n = match server_r.read(&mut b).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let _ = tx
+                .send(Chunk::Server(b[..n].to_vec(), Instant::now()))
+                .await;
+            if client_w.write_all(&b[..n]).await.is_err() {
+                break;
+            }
+        }
+        let _ = client_w.shutdown().await;
+    };
+    let left_open = tokio::select! {
+        _ = async { tokio::join!(up, down) } => false,
+        _ = stop.wait_for(|s| *s) => true,
+    };
+    // The pumps are gone (ended or dropped), and their senders with them:
+    // the reader finishes what it was given.
+    let Ok(mut c) = reader.await else {
+        return;
+    };
+    c.end();
+    let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
+    cap.connections += 1;
+    cap.left_open += u64::from(left_open);
+    if c.incomplete {
+        cap.incomplete += 1;
+    }
+    if c.authenticated {
+        *cap.databases.entry(c.database.clone()).or_default() += 1;
+    }
+}

@@ -1,0 +1,735 @@
+//! One relayed connection's state: the requests it sent that await an
+//! answer, its prepared statements and portals, its role and settings, the
+//! transaction it is in. Client messages come in before the server's
+//! answers to them (the relay reads a client's bytes before forwarding
+//! them), so a queue of pending requests matches each CommandComplete,
+//! ErrorResponse and ReadyForQuery to what it answers.
+//!
+//! Transactions open on BEGIN or on a ReadyForQuery that says "in a
+//! transaction" (`T`, `E`), and close on COMMIT, ROLLBACK or a
+//! ReadyForQuery that says idle (`I`). An error inside marks it rolled back.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::protocol::{FromClient, FromServer, Message, from_client, from_server};
+use super::shapes::{self, Capture, Closed, Outcome, Setting, ShapeKey};
+use super::text::{self, Meaning, Normalized};
+
+/// The value of a setting whose value each call binds as a parameter.
+pub const BOUND: &str = "$bound";
+
+/// The longest parameter value kept for bindings; longer ones are not.
+const MAX_VALUE: usize = 256;
+
+/// A statement as parsed once: normalized, and what it means.
+#[derive(Debug)]
+struct Prepared {
+    norm: Normalized,
+    meaning: Meaning,
+    /// The raw text, for the capture's one in-memory sample.
+    raw: String,
+    params: u32,
+}
+
+#[derive(Debug, Clone)]
+struct Portal {
+    prepared: Arc<Prepared>,
+    /// Values by `$n - 1`; `None`: NULL or too long to keep.
+    values: Vec<Option<String>>,
+}
+
+#[derive(Debug)]
+enum Pending {
+    Run {
+        portal: Portal,
+        started: Instant,
+    },
+    /// A Sync, or the end of a simple Query: answered by ReadyForQuery.
+    Sync,
+}
+
+#[derive(Debug)]
+struct Tx {
+    started: Instant,
+    last_end: Instant,
+    runs: Vec<(u32, u32)>,
+    /// Parameter values of the first items, for bindings.
+    values: Vec<Vec<(u32, String)>>,
+    statements: usize,
+    gaps: Vec<f64>,
+    isolation: Option<String>,
+    role: Option<String>,
+    local: BTreeMap<String, String>,
+    failed: bool,
+    cut: bool,
+    opener: Option<u32>,
+}
+
+/// One connection, from its startup packet to its end.
+#[derive(Debug)]
+pub struct Conn {
+    pub user: String,
+    pub database: String,
+    role: Option<String>,
+    settings: BTreeMap<String, String>,
+    prepared: HashMap<String, Arc<Prepared>>,
+    portals: HashMap<String, Portal>,
+    pending: VecDeque<Pending>,
+    tx: Option<Tx>,
+    /// Skip until Sync: the server does after an error in extended protocol.
+    pub incomplete: bool,
+    pub authenticated: bool,
+}
+
+impl Conn {
+    pub fn new(user: &str, database: &str) -> Conn {
+        Conn {
+            user: user.to_string(),
+            database: database.to_string(),
+            role: None,
+            settings: BTreeMap::new(),
+            prepared: HashMap::new(),
+            portals: HashMap::new(),
+            pending: VecDeque::new(),
+            tx: None,
+            incomplete: false,
+            authenticated: false,
+        }
+    }
+
+    fn prepare(raw: &str) -> Arc<Prepared> {
+        let norm = text::normalize(raw);
+        let params = text::max_param(raw);
+        Arc::new(Prepared {
+            meaning: text::meaning(raw),
+            norm,
+            raw: raw.to_string(),
+            params,
+        })
+    }
+
+    /// A client message, before it is forwarded.
+    pub fn client(&mut self, m: &Message, now: Instant) {
+        // Before AuthenticationOk: passwords and SASL, never read.
+        if !self.authenticated {
+            return;
+        }
+        if m.cut {
+            self.incomplete = true;
+            return;
+        }
+        let Some(msg) = from_client(m) else {
+            self.incomplete = true;
+            return;
+        };
+        match msg {
+            FromClient::Query(q) => {
+                for part in text::split(&q) {
+                    let portal = Portal {
+                        prepared: Conn::prepare(part),
+                        values: Vec::new(),
+                    };
+                    self.pending.push_back(Pending::Run {
+                        portal,
+                        started: now,
+                    });
+                }
+                self.pending.push_back(Pending::Sync);
+            }
+            FromClient::Parse { name, text } => {
+                self.prepared.insert(name, Conn::prepare(&text));
+            }
+            FromClient::Bind {
+                portal,
+                statement,
+                params,
+            } => {
+                let Some(prepared) = self.prepared.get(&statement).cloned() else {
+                    self.incomplete = true;
+                    return;
+                };
+                let values = params
+                    .into_iter()
+                    .map(|(v, binary)| {
+                        let v = v?;
+                        if v.len() > MAX_VALUE {
+                            return None;
+                        }
+                        Some(match std::str::from_utf8(&v) {
+                            // Text, or a binary text value (its bytes are the string).
+                            Ok(t) if !binary || t.chars().all(|c| !c.is_control()) => t.to_string(),
+                            _ => {
+                                let hex: String = v.iter().map(|b| format!("{b:02x}")).collect();
+                                format!("\\x{hex}")
+                            }
+                        })
+                    })
+                    .collect();
+                self.portals.insert(portal, Portal { prepared, values });
+            }
+            FromClient::Execute { portal } => match self.portals.get(&portal) {
+                Some(p) => self.pending.push_back(Pending::Run {
+                    portal: p.clone(),
+                    started: now,
+                }),
+                None => self.incomplete = true,
+            },
+            FromClient::Close { kind, name } => {
+                if kind == b'S' {
+                    self.prepared.remove(&name);
+                } else {
+                    self.portals.remove(&name);
+                }
+            }
+            FromClient::Sync => self.pending.push_back(Pending::Sync),
+            FromClient::Terminate | FromClient::Other(_) => {}
+        }
+    }
+
+    /// A server message, before it is forwarded.
+    pub fn server(&mut self, m: &Message, now: Instant, capture: &mut Capture) {
+        let Some(msg) = from_server(m) else {
+            self.incomplete = true;
+            return;
+        };
+        match msg {
+            FromServer::Auth(code) => {
+                if code == 0 {
+                    self.authenticated = true;
+                }
+            }
+            FromServer::CommandComplete(_) => {
+                if let Some(Pending::Run { portal, started }) = self.pop_run() {
+                    self.done(&portal, started, now, capture);
+                }
+            }
+            FromServer::EmptyQuery | FromServer::PortalSuspended => {
+                self.pop_run();
+            }
+            FromServer::Error(_) => {
+                // The failed request, and in extended protocol everything
+                // up to the next Sync, is skipped by the server.
+                while let Some(Pending::Run { .. }) = self.pending.front() {
+                    self.pending.pop_front();
+                }
+                if let Some(tx) = &mut self.tx {
+                    tx.failed = true;
+                }
+            }
+            FromServer::Ready(status) => {
+                while let Some(p) = self.pending.pop_front() {
+                    if matches!(p, Pending::Sync) {
+                        break;
+                    }
+                }
+                match status {
+                    b'I' => {
+                        if self.tx.is_some() {
+                            let failed = self.tx.as_ref().is_some_and(|t| t.failed);
+                            self.close(now, failed, capture);
+                        }
+                    }
+                    b'T' | b'E' => {
+                        let tx = self.open(now, None);
+                        tx.failed |= status == b'E';
+                    }
+                    _ => self.incomplete = true,
+                }
+            }
+            FromServer::Other(_) => {}
+        }
+    }
+
+    fn pop_run(&mut self) -> Option<Pending> {
+        match self.pending.front() {
+            Some(Pending::Run { .. }) => self.pending.pop_front(),
+            _ => {
+                self.incomplete = true;
+                None
+            }
+        }
+    }
+
+    fn open(&mut self, now: Instant, isolation: Option<String>) -> &mut Tx {
+        self.tx.get_or_insert_with(|| Tx {
+            started: now,
+            last_end: now,
+            runs: Vec::new(),
+            values: Vec::new(),
+            statements: 0,
+            gaps: Vec::new(),
+            isolation: isolation
+                .or_else(|| self.settings.get("default_transaction_isolation").cloned()),
+            role: None,
+            local: BTreeMap::new(),
+            failed: false,
+            cut: false,
+            opener: None,
+        })
+    }
+
+    /// The effective role: the transaction's, else the session's, else the login.
+    fn role(&self) -> String {
+        self.tx
+            .as_ref()
+            .and_then(|t| t.role.clone())
+            .or_else(|| self.role.clone())
+            .unwrap_or_else(|| self.user.clone())
+    }
+
+    /// A statement that completed.
+    fn done(&mut self, portal: &Portal, started: Instant, now: Instant, capture: &mut Capture) {
+        let p = &portal.prepared;
+        let value_of = |v: &str| -> Option<String> {
+            match v.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) => portal.values.get(n.wrapping_sub(1)).cloned().flatten(),
+                None => Some(v.to_string()),
+            }
+        };
+        match &p.meaning {
+            Meaning::Begin { isolation } => {
+                self.open(started, isolation.clone());
+                if let Some(tx) = &mut self.tx {
+                    tx.last_end = now;
+                }
+                return;
+            }
+            Meaning::Commit | Meaning::Rollback => {
+                if let Some(tx) = &mut self.tx {
+                    tx.gaps
+                        .push(ms(started.saturating_duration_since(tx.last_end)));
+                    tx.last_end = now;
+                }
+                let failed = matches!(p.meaning, Meaning::Rollback)
+                    || self.tx.as_ref().is_some_and(|t| t.failed);
+                self.close(now, failed, capture);
+                return;
+            }
+            Meaning::Isolation(level) => {
+                if let Some(tx) = &mut self.tx {
+                    tx.isolation = Some(level.clone());
+                }
+                return;
+            }
+            Meaning::Set { name, value, local } => {
+                let name = if name.starts_with('$') {
+                    value_of(name).unwrap_or_default().to_ascii_lowercase()
+                } else {
+                    name.clone()
+                };
+                // A setting's value bound as a parameter is the request's (a
+                // tenant, a user): kept as [`BOUND`], so the shape is the same
+                // for every tenant and the value is left to the replay. A
+                // role is always resolved.
+                let value = match value.as_deref() {
+                    Some(v) if v.starts_with('$') && name != "role" => Some(BOUND.to_string()),
+                    v => v.and_then(value_of),
+                };
+                // `SET ROLE none`, `RESET ROLE`, an empty set_config: the login.
+                let value = value.filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("none"));
+                let in_tx = self.tx.is_some();
+                match (name.as_str(), local, &mut self.tx) {
+                    ("role", true, Some(tx)) => tx.role = value,
+                    ("role", _, _) => self.role = value,
+                    ("session_authorization", _, _) => self.role = value,
+                    (_, true, Some(tx)) => {
+                        match value {
+                            Some(v) => tx.local.insert(name, v),
+                            None => tx.local.remove(&name),
+                        };
+                    }
+                    _ => {
+                        match value {
+                            Some(v) => self.settings.insert(name, v),
+                            None => self.settings.remove(&name),
+                        };
+                    }
+                }
+                // A set_config inside a SELECT is a statement of its own too
+                // (the application runs it); a SET is not.
+                if !p
+                    .raw
+                    .trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("select")
+                    || !in_tx
+                {
+                    return;
+                }
+            }
+            Meaning::Other => {}
+        }
+        let role = self.role();
+        let database = self.database.clone();
+        let Some(id) = capture.text(&database, &role, &p.norm.text, &p.raw, p.params) else {
+            return;
+        };
+        let Some(tx) = &mut self.tx else {
+            capture.lone += 1;
+            return;
+        };
+        tx.gaps
+            .push(ms(started.saturating_duration_since(tx.last_end)));
+        tx.last_end = now;
+        tx.statements += 1;
+        // The opener is the first statement that is not a setting.
+        if tx.opener.is_none() && matches!(p.meaning, Meaning::Other) {
+            tx.opener = Some(id);
+        }
+        let full = tx.runs.len() >= shapes::MAX_RUNS;
+        match tx.runs.last_mut() {
+            Some((last, n)) if *last == id => *n += 1,
+            _ if full => tx.cut = true,
+            _ => tx.runs.push((id, 1)),
+        }
+        if tx.values.len() < shapes::MAX_BOUND_ITEMS {
+            let mut values: Vec<(u32, String)> = p.norm.literals.clone();
+            for (i, v) in portal.values.iter().enumerate() {
+                if let Some(v) = v {
+                    values.push((i as u32 + 1, v.clone()));
+                }
+            }
+            tx.values.push(values);
+        }
+    }
+
+    fn close(&mut self, now: Instant, failed: bool, capture: &mut Capture) {
+        let Some(tx) = self.tx.take() else {
+            return;
+        };
+        if tx.cut {
+            self.incomplete = true;
+        }
+        let (unit, repeat) = shapes::fold(&tx.runs);
+        // Bindings only where items are one statement each, in order.
+        let binds =
+            if repeat == 1 && unit.iter().all(|(_, n)| *n == 1) && tx.values.len() == tx.statements
+            {
+                bindings(&tx.values)
+            } else {
+                Vec::new()
+            };
+        let mut settings: Vec<Setting> = self
+            .settings
+            .iter()
+            .filter(|(k, _)| {
+                !tx.local.contains_key(*k) && k.as_str() != "default_transaction_isolation"
+            })
+            .map(|(k, v)| Setting {
+                name: k.clone(),
+                value: v.clone(),
+                local: false,
+            })
+            .chain(tx.local.iter().map(|(k, v)| Setting {
+                name: k.clone(),
+                value: v.clone(),
+                local: true,
+            }))
+            .collect();
+        settings.sort();
+        let role = tx
+            .role
+            .clone()
+            .or_else(|| self.role.clone())
+            .unwrap_or_else(|| self.user.clone());
+        let duration = now.saturating_duration_since(tx.started);
+        capture.close(Closed {
+            key: ShapeKey {
+                database: self.database.clone(),
+                role,
+                isolation: tx.isolation.clone(),
+                settings,
+                outcome: if failed {
+                    Outcome::Rollback
+                } else {
+                    Outcome::Commit
+                },
+                unit,
+                repeat,
+            },
+            think_ms: shapes::median(&tx.gaps),
+            binds,
+            duration,
+            statements: tx.statements,
+            opener: tx.opener,
+        });
+    }
+
+    /// The connection ended (or the relay closes it): an open transaction
+    /// is not counted, the server rolls it back.
+    pub fn end(&mut self) {
+        self.tx = None;
+    }
+}
+
+/// Every place a value reappears in a later statement, with each earlier
+/// place it had: the calls of a shape keep the pairs every call had, so a
+/// value that matched by chance (a small number) drops out.
+fn bindings(values: &[Vec<(u32, String)>]) -> Vec<shapes::SeenBind> {
+    let mut seen: HashMap<&str, Vec<(usize, u32)>> = HashMap::new();
+    let mut out = Vec::new();
+    for (item, vals) in values.iter().enumerate() {
+        for (param, v) in vals {
+            if let Some(places) = seen.get(v.as_str()) {
+                out.extend(places.iter().filter(|(i, _)| *i < item).map(
+                    |&(from_item, from_param)| shapes::SeenBind {
+                        item,
+                        param: *param,
+                        from_item,
+                        from_param,
+                    },
+                ));
+            }
+        }
+        for (param, v) in vals {
+            seen.entry(v.as_str()).or_default().push((item, *param));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::protocol::message;
+    use super::*;
+
+    fn cstr(s: &str) -> Vec<u8> {
+        let mut v = s.as_bytes().to_vec();
+        v.push(0);
+        v
+    }
+
+    fn msg(tag: u8, body: &[u8]) -> Message {
+        Message {
+            tag,
+            body: body.to_vec(),
+            cut: false,
+        }
+    }
+
+    fn bind(portal: &str, stmt: &str, values: &[&str]) -> Message {
+        let mut b = cstr(portal);
+        b.extend(cstr(stmt));
+        b.extend(0i16.to_be_bytes());
+        b.extend((values.len() as i16).to_be_bytes());
+        for v in values {
+            b.extend((v.len() as i32).to_be_bytes());
+            b.extend(v.as_bytes());
+        }
+        b.extend(0i16.to_be_bytes());
+        msg(b'B', &b)
+    }
+
+    /// A shape as the tests compare it: texts, repeat, calls, outcome,
+    /// role, settings.
+    type Seen = (Vec<String>, u32, u64, Outcome, String, Vec<Setting>);
+
+    struct Run {
+        conn: Conn,
+        cap: Capture,
+        now: Instant,
+    }
+
+    impl Run {
+        /// A connection past a password exchange.
+        fn new() -> Run {
+            let mut r = Run {
+                conn: Conn::new("app", "shop"),
+                cap: Capture::default(),
+                now: Instant::now(),
+            };
+            r.s(b'R', &5i32.to_be_bytes());
+            r.c(msg(b'p', b""));
+            r.s(b'R', &0i32.to_be_bytes());
+            assert!(r.conn.authenticated && !r.conn.incomplete);
+            r
+        }
+        fn c(&mut self, m: Message) {
+            self.now += Duration::from_millis(3);
+            self.conn.client(&m, self.now);
+        }
+        fn s(&mut self, tag: u8, body: &[u8]) {
+            self.now += Duration::from_millis(1);
+            self.conn.server(&msg(tag, body), self.now, &mut self.cap);
+        }
+        fn query(&mut self, q: &str, answers: &[&str], status: u8) {
+            self.c(msg(b'Q', &cstr(q)));
+            for a in answers {
+                self.s(b'C', &cstr(a));
+            }
+            self.s(b'Z', &[status]);
+        }
+        fn shapes(&self) -> Vec<Seen> {
+            let mut v: Vec<_> = self
+                .cap
+                .shapes
+                .iter()
+                .map(|(k, s)| {
+                    (
+                        k.unit
+                            .iter()
+                            .map(|(i, n)| format!("{} x{n}", self.cap.texts[*i as usize].text))
+                            .collect::<Vec<String>>(),
+                        k.repeat,
+                        s.calls,
+                        k.outcome,
+                        k.role.clone(),
+                        k.settings.clone(),
+                    )
+                })
+                .collect();
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            v
+        }
+    }
+
+    #[test]
+    fn a_simple_protocol_transaction_becomes_one_shape() {
+        let mut r = Run::new();
+        for aid in [5, 9] {
+            r.query("BEGIN", &["BEGIN"], b'T');
+            r.query(
+                &format!(
+                    "UPDATE a SET b = b + -3 WHERE aid = {aid}; SELECT b FROM a WHERE aid = {aid}"
+                ),
+                &["UPDATE 1", "SELECT 1"],
+                b'T',
+            );
+            r.query("END", &["COMMIT"], b'I');
+        }
+        r.query("select 'lone'", &["SELECT 1"], b'I');
+        assert_eq!(
+            r.shapes(),
+            vec![(
+                vec![
+                    "UPDATE a SET b = b + $1 WHERE aid = $2 x1".to_string(),
+                    "SELECT b FROM a WHERE aid = $1 x1".to_string()
+                ],
+                1,
+                2,
+                Outcome::Commit,
+                "app".to_string(),
+                vec![]
+            )]
+        );
+        let s = r.cap.shapes.values().next().unwrap();
+        // aid reappears: the SELECT's $1 is the UPDATE's $2, every call.
+        assert_eq!(
+            s.binds.as_deref(),
+            Some(
+                &[shapes::SeenBind {
+                    item: 1,
+                    param: 1,
+                    from_item: 0,
+                    from_param: 2
+                }][..]
+            )
+        );
+        assert_eq!(r.cap.lone, 1);
+        assert_eq!(r.cap.transactions, 2);
+        assert!(!r.conn.incomplete);
+    }
+
+    #[test]
+    fn extended_protocol_roles_settings_errors_and_loops() {
+        let mut r = Run::new();
+        r.c(msg(
+            b'P',
+            &[
+                cstr("s1"),
+                cstr("SELECT set_config('app.tenant', $1, true)"),
+                vec![0, 0],
+            ]
+            .concat(),
+        ));
+        r.c(msg(
+            b'P',
+            &[
+                cstr("s2"),
+                cstr("UPDATE t SET n = n + 1 WHERE id = $1"),
+                vec![0, 0],
+            ]
+            .concat(),
+        ));
+        r.query("SET ROLE app_user", &["SET"], b'I');
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.c(bind("", "s1", &["42"]));
+        r.c(msg(b'E', &[cstr(""), vec![0, 0, 0, 0]].concat()));
+        r.c(msg(b'S', b""));
+        r.s(b'C', &cstr("SELECT 1"));
+        r.s(b'Z', b"T");
+        for _ in 0..3 {
+            r.c(bind("", "s2", &["7"]));
+            r.c(msg(b'E', &[cstr(""), vec![0, 0, 0, 0]].concat()));
+            r.c(msg(b'S', b""));
+            r.s(b'C', &cstr("UPDATE 1"));
+            r.s(b'Z', b"T");
+        }
+        r.query("COMMIT", &["COMMIT"], b'I');
+        // A failed transaction: kept apart as a rollback.
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.c(bind("", "s2", &["8"]));
+        r.c(msg(b'E', &[cstr(""), vec![0, 0, 0, 0]].concat()));
+        r.c(msg(b'S', b""));
+        r.s(b'C', &cstr("UPDATE 1"));
+        r.s(b'Z', b"T");
+        r.c(bind("", "s2", &["8"]));
+        r.c(msg(b'E', &[cstr(""), vec![0, 0, 0, 0]].concat()));
+        r.c(bind("", "s2", &["9"]));
+        r.c(msg(b'E', &[cstr(""), vec![0, 0, 0, 0]].concat()));
+        r.c(msg(b'S', b""));
+        r.s(b'E', &[b'C', b'2', b'3', b'5', b'0', b'5', 0, 0]);
+        r.s(b'Z', b"E");
+        r.query("ROLLBACK", &["ROLLBACK"], b'I');
+        let got = r.shapes();
+        assert_eq!(got.len(), 2, "{got:#?}");
+        let tenant = Setting {
+            name: "app.tenant".into(),
+            value: BOUND.into(),
+            local: true,
+        };
+        assert_eq!(
+            got[0],
+            (
+                vec![
+                    "SELECT set_config($2, $1, true) x1".to_string(),
+                    "UPDATE t SET n = n + $2 WHERE id = $1 x3".to_string()
+                ],
+                1,
+                1,
+                Outcome::Commit,
+                "app_user".to_string(),
+                vec![tenant]
+            )
+        );
+        assert_eq!(
+            (got[1].0.clone(), got[1].3),
+            (
+                vec!["UPDATE t SET n = n + $2 WHERE id = $1 x1".to_string()],
+                Outcome::Rollback
+            )
+        );
+        assert_eq!(r.cap.transactions, 2);
+        assert!(!r.conn.incomplete);
+        let _ = message(b'X', b"");
+    }
+
+    #[test]
+    fn unknown_messages_mark_the_connection_without_a_panic() {
+        let mut r = Run::new();
+        r.c(msg(b'~', b"junk"));
+        assert!(r.conn.incomplete);
+        let mut r = Run::new();
+        r.c(bind("", "never-parsed", &[]));
+        r.s(b'C', &cstr("SELECT 1"));
+        assert!(r.conn.incomplete);
+    }
+}

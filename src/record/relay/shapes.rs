@@ -1,0 +1,306 @@
+//! What the relay keeps of a run: each distinct statement text once, and
+//! transactions as shapes (which statements, in which order, under which
+//! role and settings) with counts, never a log of every call. Memory grows
+//! with the number of distinct texts and shapes, both capped.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+/// At most this many distinct statement texts; more are counted, not kept.
+pub const MAX_TEXTS: usize = 50_000;
+/// At most this many distinct shapes in memory.
+pub const MAX_SHAPES: usize = 20_000;
+/// Think-time samples kept per shape (the first ones).
+const MAX_SAMPLES: usize = 256;
+/// Statements of one transaction whose values are kept for bindings.
+pub const MAX_BOUND_ITEMS: usize = 64;
+/// A transaction longer than this (in runs of one statement) is cut.
+pub const MAX_RUNS: usize = 20_000;
+
+/// One distinct text, normalized, as a role ran it in a database.
+#[derive(Debug, Clone)]
+pub struct Text {
+    pub database: String,
+    pub role: String,
+    /// Literals replaced with `$n`.
+    pub text: String,
+    /// One raw text, in memory only, for `EXPLAIN` to compute the
+    /// server's queryid after the run (literals make a different queryid
+    /// than parameters). Never written, never logged.
+    pub sample: String,
+    /// Whether the raw text has `$n` parameters of its own (extended protocol).
+    pub params: u32,
+    pub calls: u64,
+}
+
+/// A setting in effect during a transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Setting {
+    pub name: String,
+    pub value: String,
+    /// Set inside the transaction (`SET LOCAL`, `set_config(.., true)`),
+    /// else on the session (a pool's checkout).
+    pub local: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    Commit,
+    Rollback,
+}
+
+/// What identifies a shape: two transactions with equal keys merge.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ShapeKey {
+    pub database: String,
+    pub role: String,
+    pub isolation: Option<String>,
+    pub settings: Vec<Setting>,
+    pub outcome: Outcome,
+    /// Runs of one text (index into the texts), the repeating unit.
+    pub unit: Vec<(u32, u32)>,
+    /// Times the unit repeats.
+    pub repeat: u32,
+}
+
+/// A binding seen in every call of a shape: the value bound to `param` of
+/// item `item` is the one item `from_item` had for `from_param`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeenBind {
+    pub item: usize,
+    pub param: u32,
+    pub from_item: usize,
+    pub from_param: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Shape {
+    pub calls: u64,
+    /// Median pause per call, in ms (the first calls).
+    pub think: Vec<f64>,
+    /// Bindings that held in every call so far.
+    pub binds: Option<Vec<SeenBind>>,
+    pub longest: Duration,
+}
+
+/// A closed transaction, from a connection.
+#[derive(Debug, Clone)]
+pub struct Closed {
+    pub key: ShapeKey,
+    pub think_ms: f64,
+    pub binds: Vec<SeenBind>,
+    pub duration: Duration,
+    pub statements: usize,
+    /// The first statement, for the hotspot list.
+    pub opener: Option<u32>,
+}
+
+/// Everything the relay saw.
+#[derive(Debug, Default)]
+pub struct Capture {
+    pub texts: Vec<Text>,
+    index: HashMap<(String, String, String), u32>,
+    /// Texts not kept because [`MAX_TEXTS`] was reached (calls).
+    pub texts_dropped: u64,
+    pub shapes: HashMap<ShapeKey, Shape>,
+    pub shapes_dropped: u64,
+    pub connections: u64,
+    /// Connections whose capture is incomplete (a malformed message, a cut).
+    pub incomplete: u64,
+    pub transactions: u64,
+    /// Autocommit statements (no transaction of their own in the file).
+    pub lone: u64,
+    pub longest_time: Option<(Duration, usize)>,
+    pub longest_statements: Option<(usize, Duration)>,
+    /// Statements that opened a transaction open more than 100 ms.
+    pub slow_openers: HashMap<u32, u64>,
+    pub databases: BTreeMap<String, u64>,
+    /// Clients that asked for TLS the relay cannot give, by what they asked.
+    pub refused: BTreeMap<&'static str, u64>,
+    /// Connections left open by the command, closed by the relay.
+    pub left_open: u64,
+}
+
+impl Capture {
+    /// The index of a text, added when new (`None` past [`MAX_TEXTS`]).
+    pub fn text(
+        &mut self,
+        database: &str,
+        role: &str,
+        text: &str,
+        sample: &str,
+        params: u32,
+    ) -> Option<u32> {
+        let key = (database.to_string(), role.to_string(), text.to_string());
+        if let Some(&i) = self.index.get(&key) {
+            self.texts[i as usize].calls += 1;
+            return Some(i);
+        }
+        if self.texts.len() >= MAX_TEXTS {
+            self.texts_dropped += 1;
+            return None;
+        }
+        let i = self.texts.len() as u32;
+        self.texts.push(Text {
+            database: key.0.clone(),
+            role: key.1.clone(),
+            text: key.2.clone(),
+            sample: sample.to_string(),
+            params,
+            calls: 1,
+        });
+        self.index.insert(key, i);
+        Some(i)
+    }
+
+    pub fn close(&mut self, c: Closed) {
+        self.transactions += 1;
+        if self.longest_time.is_none_or(|(d, _)| c.duration > d) {
+            self.longest_time = Some((c.duration, c.statements));
+        }
+        if self
+            .longest_statements
+            .is_none_or(|(n, _)| c.statements > n)
+        {
+            self.longest_statements = Some((c.statements, c.duration));
+        }
+        if c.duration > Duration::from_millis(100)
+            && let Some(o) = c.opener
+        {
+            *self.slow_openers.entry(o).or_default() += 1;
+        }
+        if c.key.unit.is_empty() {
+            return;
+        }
+        if !self.shapes.contains_key(&c.key) && self.shapes.len() >= MAX_SHAPES {
+            self.shapes_dropped += 1;
+            return;
+        }
+        let s = self.shapes.entry(c.key).or_default();
+        s.calls += 1;
+        if s.think.len() < MAX_SAMPLES {
+            s.think.push(c.think_ms);
+        }
+        s.longest = s.longest.max(c.duration);
+        s.binds = Some(match s.binds.take() {
+            None => c.binds,
+            Some(old) => old.into_iter().filter(|b| c.binds.contains(b)).collect(),
+        });
+    }
+
+    /// Drops the raw samples: after matching nothing needs them.
+    pub fn forget_samples(&mut self) {
+        for t in &mut self.texts {
+            t.sample = String::new();
+        }
+    }
+}
+
+/// Runs of one statement, folded into the smallest unit that repeats to
+/// make the whole: `[A, B, A, B]` is `[A, B]` twice, `[A x 500]` is `[A]`
+/// 500 times.
+pub fn fold(runs: &[(u32, u32)]) -> (Vec<(u32, u32)>, u32) {
+    if let [(id, n)] = runs {
+        return (vec![(*id, 1)], *n);
+    }
+    let len = runs.len();
+    for p in 1..=len / 2 {
+        if len.is_multiple_of(p) && (p..len).all(|i| runs[i] == runs[i - p]) {
+            return (runs[..p].to_vec(), (len / p) as u32);
+        }
+    }
+    (runs.to_vec(), 1)
+}
+
+/// Milliseconds quantised to the nearest power of two (0 below 1 ms), so
+/// a re-recording writes the same number.
+pub fn quantise_ms(ms: f64) -> f64 {
+    if !ms.is_finite() || ms < 1.0 {
+        return 0.0;
+    }
+    let low = ms.log2().floor();
+    let (a, b) = (2f64.powf(low), 2f64.powf(low + 1.0));
+    if ms - a <= b - ms { a } else { b }
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let m = s.len() / 2;
+    if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loops_fold_into_a_unit_and_a_count() {
+        assert_eq!(fold(&[(3, 500)]), (vec![(3, 1)], 500));
+        assert_eq!(
+            fold(&[(1, 1), (2, 1), (1, 1), (2, 1)]),
+            (vec![(1, 1), (2, 1)], 2)
+        );
+        assert_eq!(
+            fold(&[(1, 1), (2, 3), (4, 1)]),
+            (vec![(1, 1), (2, 3), (4, 1)], 1)
+        );
+    }
+
+    #[test]
+    fn think_times_are_powers_of_two() {
+        assert_eq!(quantise_ms(0.4), 0.0);
+        assert_eq!(quantise_ms(1.0), 1.0);
+        assert_eq!(quantise_ms(2.9), 2.0);
+        assert_eq!(quantise_ms(3.1), 4.0);
+        assert_eq!(quantise_ms(100.0), 128.0);
+        assert_eq!(median(&[5.0, 1.0, 3.0]), 3.0);
+    }
+
+    #[test]
+    fn shapes_merge_and_keep_only_bindings_every_call_had() {
+        let mut c = Capture::default();
+        let a = c.text("d", "r", "select $1", "select 1", 0).unwrap();
+        assert_eq!(c.text("d", "r", "select $1", "select 2", 0), Some(a));
+        assert_eq!(c.texts[0].calls, 2);
+        let key = ShapeKey {
+            database: "d".into(),
+            role: "r".into(),
+            isolation: None,
+            settings: vec![],
+            outcome: Outcome::Commit,
+            unit: vec![(a, 1)],
+            repeat: 1,
+        };
+        let b1 = SeenBind {
+            item: 1,
+            param: 1,
+            from_item: 0,
+            from_param: 2,
+        };
+        let b2 = SeenBind { param: 2, ..b1 };
+        for (binds, ms) in [(vec![b1, b2], 300u64), (vec![b1], 5)] {
+            c.close(Closed {
+                key: key.clone(),
+                think_ms: 1.0,
+                binds,
+                duration: Duration::from_millis(ms),
+                statements: 1,
+                opener: Some(a),
+            });
+        }
+        let s = &c.shapes[&key];
+        assert_eq!(s.calls, 2);
+        assert_eq!(s.binds.as_deref(), Some(&[b1][..]));
+        assert_eq!(c.transactions, 2);
+        assert_eq!(c.slow_openers.get(&a), Some(&1));
+        assert_eq!(c.longest_time, Some((Duration::from_millis(300), 1)));
+    }
+}

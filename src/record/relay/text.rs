@@ -1,0 +1,652 @@
+//! Statement texts as the relay sees them: a simple Query split into its
+//! statements, literals replaced by `$n` (as pg_stat_statements numbers
+//! them: after the highest `$n` the text already has), and the few
+//! statements whose meaning the capture needs (SET, SET ROLE, isolation).
+//!
+//! The raw text can hold secrets (tokens, `ALTER ROLE ... PASSWORD`): only
+//! the normalized text and the literal values (kept in memory, for
+//! bindings, never written) leave [`normalize`].
+
+/// A statement with its literals taken out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Normalized {
+    /// The text with each literal replaced by `$n`.
+    pub text: String,
+    /// The literals, in order, with the `$n` each became.
+    pub literals: Vec<(u32, String)>,
+}
+
+/// Splits a simple-protocol Query into statements at top-level semicolons
+/// (quotes, identifiers, dollar quotes and comments respected). Empty
+/// statements are dropped, as the server does.
+pub fn split(query: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut lex = Lexer::new(query);
+    let mut depth = 0i32;
+    while let Some(t) = lex.next_token() {
+        match t.kind {
+            Kind::Punct(b'(') => depth += 1,
+            Kind::Punct(b')') => depth -= 1,
+            Kind::Punct(b';') if depth <= 0 => {
+                push_part(&mut out, &query[start..t.start]);
+                start = t.end;
+            }
+            _ => {}
+        }
+    }
+    push_part(&mut out, &query[start..]);
+    out
+}
+
+fn push_part<'a>(out: &mut Vec<&'a str>, s: &'a str) {
+    let trimmed = s.trim();
+    // A part of comments only is no statement either.
+    let mut lex = Lexer::new(trimmed);
+    if lex.next_token().is_some() {
+        out.push(trimmed);
+    }
+}
+
+/// The highest `$n` a text has of its own (0: none).
+pub fn max_param(text: &str) -> u32 {
+    Lexer::new(text)
+        .tokens()
+        .iter()
+        .filter_map(|t| match t.kind {
+            Kind::Param(n) => Some(n),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Replaces literals (strings, numbers, bit strings) with `$n`.
+pub fn normalize(text: &str) -> Normalized {
+    let tokens: Vec<Token> = Lexer::new(text).tokens();
+    let mut next = tokens
+        .iter()
+        .filter_map(|t| match t.kind {
+            Kind::Param(n) => Some(n),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let mut out = String::with_capacity(text.len());
+    let mut literals = Vec::new();
+    let mut at = 0;
+    for (i, t) in tokens.iter().enumerate() {
+        let Kind::Literal(value) = &t.kind else {
+            continue;
+        };
+        // A minus sign right before a number is part of the constant when
+        // it cannot be a subtraction (after an operator, an opening, a
+        // comma or a keyword), as the server's grammar folds it.
+        let negated = t.numeric
+            && i >= 1
+            && matches!(&tokens[i - 1].kind, Kind::Op(o) if o == "-")
+            && tokens[i - 1].end == t.start
+            && (i == 1
+                || match &tokens[i - 2].kind {
+                    Kind::Op(_) | Kind::Punct(b'(' | b',' | b'[') => true,
+                    Kind::Word(w) => {
+                        KEYWORDS_BEFORE_VALUES.contains(&w.to_ascii_lowercase().as_str())
+                    }
+                    _ => false,
+                });
+        let (start, value) = if negated {
+            (tokens[i - 1].start, format!("-{value}"))
+        } else {
+            (t.start, value.clone())
+        };
+        out.push_str(&text[at..start]);
+        at = t.end;
+        next += 1;
+        out.push_str(&format!("${next}"));
+        literals.push((next, value));
+    }
+    out.push_str(&text[at..]);
+    Normalized {
+        text: out.trim().trim_end_matches(';').trim_end().to_string(),
+        literals,
+    }
+}
+
+/// Words after which `-1` is a negative number, not a subtraction.
+const KEYWORDS_BEFORE_VALUES: &[&str] = &[
+    "select", "where", "and", "or", "then", "else", "when", "values", "set", "by", "limit",
+    "offset", "in", "not", "return", "between", "is", "like", "as", "default", "on", "having",
+];
+
+/// What a statement means to the capture beyond its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Meaning {
+    Begin {
+        isolation: Option<String>,
+    },
+    Commit,
+    Rollback,
+    /// `SET [SESSION|LOCAL] name = value`, `RESET name`, or a
+    /// `set_config(name, value, is_local)` whose arguments are literals or
+    /// parameters (then `value` is `$n`, resolved by the caller).
+    Set {
+        name: String,
+        /// `None`: RESET.
+        value: Option<String>,
+        local: bool,
+    },
+    /// `SET TRANSACTION ISOLATION LEVEL x`.
+    Isolation(String),
+    Other,
+}
+
+/// Reads what a raw statement does to the session or the transaction.
+pub fn meaning(text: &str) -> Meaning {
+    let tokens = Lexer::new(text).tokens();
+    let words: Vec<String> = tokens
+        .iter()
+        .take(12)
+        .map(|t| match &t.kind {
+            Kind::Word(w) => w.to_ascii_lowercase(),
+            _ => String::new(),
+        })
+        .collect();
+    let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
+    match w(0) {
+        "begin" | "start" => {
+            return Meaning::Begin {
+                isolation: isolation_of(&tokens),
+            };
+        }
+        "commit" | "end" => return Meaning::Commit,
+        "rollback" | "abort" if w(1) != "to" && w(2) != "to" => return Meaning::Rollback,
+        "set" | "reset" => return set_meaning(text, &tokens, &words),
+        _ => {}
+    }
+    // set_config('name', value, is_local) anywhere in a SELECT.
+    for (i, t) in tokens.iter().enumerate() {
+        if matches!(&t.kind, Kind::Word(x) if x.eq_ignore_ascii_case("set_config"))
+            && matches!(tokens.get(i + 1).map(|t| &t.kind), Some(Kind::Punct(b'(')))
+        {
+            let arg = |k: usize| {
+                tokens
+                    .get(i + 2 + 2 * k)
+                    .map(|t| (&t.kind, &text[t.start..t.end]))
+            };
+            let sep_ok = [3usize, 5]
+                .iter()
+                .all(|&k| matches!(tokens.get(i + k).map(|t| &t.kind), Some(Kind::Punct(b','))));
+            if !sep_ok {
+                continue;
+            }
+            let value_of = |a: Option<(&Kind, &str)>| match a {
+                Some((Kind::Literal(v), _)) => Some(v.clone()),
+                Some((Kind::Param(n), _)) => Some(format!("${n}")),
+                _ => None,
+            };
+            let (Some(name), Some(value), Some(local)) =
+                (value_of(arg(0)), value_of(arg(1)), arg(2))
+            else {
+                continue;
+            };
+            let local = match local {
+                (Kind::Word(b), _) => b.eq_ignore_ascii_case("true"),
+                // Known from the bound value only: taken as session-wide.
+                (Kind::Param(_), _) => false,
+                (Kind::Literal(v), _) => matches!(v.as_str(), "t" | "true" | "on" | "1"),
+                _ => false,
+            };
+            return Meaning::Set {
+                name: name.to_ascii_lowercase(),
+                value: Some(value),
+                local,
+            };
+        }
+    }
+    Meaning::Other
+}
+
+fn isolation_of(tokens: &[Token]) -> Option<String> {
+    let words: Vec<String> = tokens
+        .iter()
+        .filter_map(|t| match &t.kind {
+            Kind::Word(w) => Some(w.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect();
+    let i = words.iter().position(|w| w == "level")?;
+    match words.get(i + 1).map(String::as_str)? {
+        "serializable" => Some("serializable".into()),
+        "repeatable" => Some("repeatable read".into()),
+        "read" => match words.get(i + 2).map(String::as_str)? {
+            "committed" => Some("read committed".into()),
+            // read uncommitted is read committed in PostgreSQL.
+            _ => Some("read committed".into()),
+        },
+        _ => None,
+    }
+}
+
+fn set_meaning(text: &str, tokens: &[Token], words: &[String]) -> Meaning {
+    let reset = words[0] == "reset";
+    let mut i = 1;
+    let mut local = false;
+    match words.get(1).map(String::as_str) {
+        Some("local") => {
+            local = true;
+            i = 2;
+        }
+        Some("session")
+            if words.get(2).map(String::as_str) != Some("authorization")
+                && words.get(2).map(String::as_str) != Some("characteristics") =>
+        {
+            i = 2;
+        }
+        _ => {}
+    }
+    match words.get(i).map(String::as_str) {
+        Some("transaction") if !reset => {
+            return match isolation_of(tokens) {
+                Some(l) => Meaning::Isolation(l),
+                None => Meaning::Other,
+            };
+        }
+        Some("session") => {
+            // SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL x:
+            // the session's default isolation.
+            if let Some(l) = isolation_of(tokens) {
+                return Meaning::Set {
+                    name: "default_transaction_isolation".into(),
+                    value: Some(l),
+                    local: false,
+                };
+            }
+            return Meaning::Other;
+        }
+        Some("all") if reset => return Meaning::Other,
+        Some("time") if words.get(i + 1).map(String::as_str) == Some("zone") => {
+            let value = tokens.get(i + 2).map(|t| literal_or_word(text, t));
+            return Meaning::Set {
+                name: "timezone".into(),
+                value: if reset { None } else { value },
+                local,
+            };
+        }
+        _ => {}
+    }
+    // The name: a word, or words joined by dots; then TO or =, or (SET
+    // ROLE x, SET SESSION AUTHORIZATION x) nothing.
+    let mut name = String::new();
+    let mut j = i;
+    while let Some(t) = tokens.get(j) {
+        match &t.kind {
+            Kind::Word(w) | Kind::Quoted(w) if name.is_empty() || name.ends_with('.') => {
+                name.push_str(&w.to_ascii_lowercase())
+            }
+            Kind::Punct(b'.') if !name.is_empty() => name.push('.'),
+            _ => break,
+        }
+        j += 1;
+    }
+    match tokens.get(j).map(|t| &t.kind) {
+        Some(Kind::Op(o)) if o == "=" => j += 1,
+        Some(Kind::Word(w)) if w.eq_ignore_ascii_case("to") => j += 1,
+        _ => {}
+    }
+    if name.is_empty() {
+        return Meaning::Other;
+    }
+    if reset {
+        return Meaning::Set {
+            name,
+            value: None,
+            local,
+        };
+    }
+    // The value: the rest, literals unquoted, a list joined with ", ".
+    let values: Vec<String> = tokens[j.min(tokens.len())..]
+        .iter()
+        .filter(|t| !matches!(t.kind, Kind::Punct(b',')))
+        .map(|t| literal_or_word(text, t))
+        .collect();
+    let value = values.join(", ");
+    let value = if value.eq_ignore_ascii_case("default") {
+        None
+    } else {
+        Some(value)
+    };
+    Meaning::Set { name, value, local }
+}
+
+fn literal_or_word(text: &str, t: &Token) -> String {
+    match &t.kind {
+        Kind::Literal(v) => v.clone(),
+        Kind::Word(w) => w.to_ascii_lowercase(),
+        _ => text[t.start..t.end].to_string(),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    Word(String),
+    /// A double-quoted identifier, unquoted.
+    Quoted(String),
+    /// A string or number, its value.
+    Literal(String),
+    Param(u32),
+    Op(String),
+    Punct(u8),
+}
+
+#[derive(Debug, Clone)]
+struct Token {
+    kind: Kind,
+    start: usize,
+    end: usize,
+    numeric: bool,
+}
+
+/// A small SQL lexer: enough to tell literals, identifiers and comments apart.
+struct Lexer<'a> {
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Lexer<'a> {
+    fn new(s: &'a str) -> Lexer<'a> {
+        Lexer {
+            s,
+            b: s.as_bytes(),
+            i: 0,
+        }
+    }
+
+    fn tokens(mut self) -> Vec<Token> {
+        let mut v = Vec::new();
+        while let Some(t) = self.next_token() {
+            v.push(t);
+        }
+        v
+    }
+
+    fn peek(&self, k: usize) -> u8 {
+        self.b.get(self.i + k).copied().unwrap_or(0)
+    }
+
+    fn next_token(&mut self) -> Option<Token> {
+        loop {
+            while self.i < self.b.len() && self.b[self.i].is_ascii_whitespace() {
+                self.i += 1;
+            }
+            if self.i >= self.b.len() {
+                return None;
+            }
+            if self.peek(0) == b'-' && self.peek(1) == b'-' {
+                while self.i < self.b.len() && self.b[self.i] != b'\n' {
+                    self.i += 1;
+                }
+                continue;
+            }
+            if self.peek(0) == b'/' && self.peek(1) == b'*' {
+                let mut depth = 0;
+                while self.i < self.b.len() {
+                    if self.peek(0) == b'/' && self.peek(1) == b'*' {
+                        depth += 1;
+                        self.i += 2;
+                    } else if self.peek(0) == b'*' && self.peek(1) == b'/' {
+                        depth -= 1;
+                        self.i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        self.i += 1;
+                    }
+                }
+                continue;
+            }
+            break;
+        }
+        let start = self.i;
+        let c = self.peek(0);
+        let tok = |kind, end, numeric| {
+            Some(Token {
+                kind,
+                start,
+                end,
+                numeric,
+            })
+        };
+        // E'..', B'..', X'..', N'..', U&'..'
+        let prefixed =
+            matches!(c.to_ascii_lowercase(), b'e' | b'b' | b'x' | b'n') && self.peek(1) == b'\'';
+        let unicode =
+            c.eq_ignore_ascii_case(&b'u') && self.peek(1) == b'&' && self.peek(2) == b'\'';
+        if c == b'\'' || prefixed || unicode {
+            let escapes = c.eq_ignore_ascii_case(&b'e');
+            self.i += if unicode {
+                2
+            } else if prefixed {
+                1
+            } else {
+                0
+            };
+            let value = self.quoted(b'\'', escapes);
+            return tok(Kind::Literal(value), self.i, false);
+        }
+        if c == b'"' {
+            let value = self.quoted(b'"', false);
+            return tok(Kind::Quoted(value), self.i, false);
+        }
+        if c == b'$' {
+            if self.peek(1).is_ascii_digit() {
+                self.i += 1;
+                while self.peek(0).is_ascii_digit() {
+                    self.i += 1;
+                }
+                let n = self.s[start + 1..self.i].parse().unwrap_or(0);
+                return tok(Kind::Param(n), self.i, false);
+            }
+            // $tag$ ... $tag$
+            let mut j = self.i + 1;
+            while j < self.b.len() && (self.b[j].is_ascii_alphanumeric() || self.b[j] == b'_') {
+                j += 1;
+            }
+            if j < self.b.len() && self.b[j] == b'$' {
+                let tag = &self.s[self.i..=j];
+                let body_start = j + 1;
+                let end = self.s[body_start..]
+                    .find(tag)
+                    .map(|k| body_start + k)
+                    .unwrap_or(self.b.len());
+                let value = self.s[body_start..end].to_string();
+                self.i = (end + tag.len()).min(self.b.len());
+                return tok(Kind::Literal(value), self.i, false);
+            }
+        }
+        if c.is_ascii_digit() || (c == b'.' && self.peek(1).is_ascii_digit()) {
+            while self.peek(0).is_ascii_alphanumeric()
+                || self.peek(0) == b'.'
+                || self.peek(0) == b'_'
+            {
+                // 1e-5
+                if self.peek(0).eq_ignore_ascii_case(&b'e') && matches!(self.peek(1), b'+' | b'-') {
+                    self.i += 1;
+                }
+                self.i += 1;
+            }
+            let value = self.s[start..self.i].to_string();
+            return tok(Kind::Literal(value), self.i, true);
+        }
+        if c.is_ascii_alphabetic() || c == b'_' || c >= 0x80 {
+            while self.i < self.b.len()
+                && (self.b[self.i].is_ascii_alphanumeric()
+                    || self.b[self.i] == b'_'
+                    || self.b[self.i] == b'$'
+                    || self.b[self.i] >= 0x80)
+            {
+                self.i += 1;
+            }
+            return tok(Kind::Word(self.s[start..self.i].to_string()), self.i, false);
+        }
+        if matches!(c, b'(' | b')' | b',' | b';' | b'.' | b'[' | b']') {
+            self.i += 1;
+            return tok(Kind::Punct(c), self.i, false);
+        }
+        // Operators: a run of operator characters; `-` and `/` alone, so
+        // comments and negative numbers stay readable.
+        const OPS: &[u8] = b"+-*/<>=~!@#%^&|`?:";
+        self.i += 1;
+        if c != b'-' && c != b'/' {
+            while self.i < self.b.len() && OPS.contains(&self.b[self.i]) && self.b[self.i] != b'-' {
+                self.i += 1;
+            }
+        }
+        tok(Kind::Op(self.s[start..self.i].to_string()), self.i, false)
+    }
+
+    /// Reads a quoted string starting at the quote; returns its value.
+    fn quoted(&mut self, q: u8, escapes: bool) -> String {
+        self.i += 1;
+        let mut v = Vec::new();
+        while self.i < self.b.len() {
+            let c = self.b[self.i];
+            if escapes && c == b'\\' && self.i + 1 < self.b.len() {
+                v.push(self.b[self.i + 1]);
+                self.i += 2;
+                continue;
+            }
+            if c == q {
+                if self.peek(1) == q {
+                    v.push(q);
+                    self.i += 2;
+                    continue;
+                }
+                self.i += 1;
+                break;
+            }
+            v.push(c);
+            self.i += 1;
+        }
+        String::from_utf8_lossy(&v).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_split_at_top_level_semicolons_only() {
+        assert_eq!(
+            split("BEGIN; select 'a;b', $x$;$x$ -- c;\n; /* d; */ COMMIT;;"),
+            vec!["BEGIN", "select 'a;b', $x$;$x$ -- c;", "/* d; */ COMMIT"]
+        );
+        assert_eq!(split("  ;  -- nothing\n"), Vec::<&str>::new());
+        assert_eq!(
+            split("CREATE FUNCTION f() RETURNS int AS $$ select 1; $$ LANGUAGE sql; select 2"),
+            vec![
+                "CREATE FUNCTION f() RETURNS int AS $$ select 1; $$ LANGUAGE sql",
+                "select 2"
+            ]
+        );
+    }
+
+    #[test]
+    fn literals_become_numbered_parameters() {
+        let n =
+            normalize("UPDATE pgbench_accounts SET abalance = abalance + -4321 WHERE aid = 77;");
+        assert_eq!(
+            n.text,
+            "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2"
+        );
+        assert_eq!(
+            n.literals,
+            vec![(1, "-4321".to_string()), (2, "77".to_string())]
+        );
+        let n = normalize(
+            "select * from t1 where a = $1 and b = 'it''s' and c > 1.5e-3 and d = E'\\n'",
+        );
+        assert_eq!(
+            n.text,
+            "select * from t1 where a = $1 and b = $2 and c > $3 and d = $4"
+        );
+        assert_eq!(n.literals[0], (2, "it's".to_string()));
+        let n = normalize(
+            "select now() - interval '1 day', x-1 from t where \"col 2\" = 'secret-token'",
+        );
+        assert_eq!(
+            n.text,
+            "select now() - interval $1, x-$2 from t where \"col 2\" = $3"
+        );
+        assert!(!n.text.contains("secret"));
+    }
+
+    #[test]
+    fn session_and_transaction_statements_are_read() {
+        assert_eq!(
+            meaning("BEGIN ISOLATION LEVEL REPEATABLE READ"),
+            Meaning::Begin {
+                isolation: Some("repeatable read".into())
+            }
+        );
+        assert_eq!(meaning("begin"), Meaning::Begin { isolation: None });
+        assert_eq!(meaning("END"), Meaning::Commit);
+        assert_eq!(meaning("ROLLBACK"), Meaning::Rollback);
+        assert_eq!(meaning("ROLLBACK TO SAVEPOINT a"), Meaning::Other);
+        assert_eq!(
+            meaning("SET LOCAL app.tenant = '42'"),
+            Meaning::Set {
+                name: "app.tenant".into(),
+                value: Some("42".into()),
+                local: true
+            }
+        );
+        assert_eq!(
+            meaning("set search_path to app, public"),
+            Meaning::Set {
+                name: "search_path".into(),
+                value: Some("app, public".into()),
+                local: false
+            }
+        );
+        assert_eq!(
+            meaning("SET ROLE app_user"),
+            Meaning::Set {
+                name: "role".into(),
+                value: Some("app_user".into()),
+                local: false
+            }
+        );
+        assert_eq!(
+            meaning("RESET ROLE"),
+            Meaning::Set {
+                name: "role".into(),
+                value: None,
+                local: false
+            }
+        );
+        assert_eq!(
+            meaning("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+            Meaning::Isolation("serializable".into())
+        );
+        assert_eq!(
+            meaning("select set_config('role', 'app_user', true), set_config('x', $1, false)"),
+            Meaning::Set {
+                name: "role".into(),
+                value: Some("app_user".into()),
+                local: true
+            }
+        );
+        assert_eq!(
+            meaning("SELECT set_config('app.account_id', $1, false)"),
+            Meaning::Set {
+                name: "app.account_id".into(),
+                value: Some("$1".into()),
+                local: false
+            }
+        );
+        assert_eq!(meaning("select 1"), Meaning::Other);
+    }
+}
