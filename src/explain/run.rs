@@ -93,7 +93,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
     if let StatementSource::Queries(path) = &s.statements {
         findings::locate(&mut all, &statements, path);
     }
-    let (mut findings, ignored) = judge(all, s, log)?;
+    let (mut findings, ignored) = judge(all, &results, s, log)?;
     advice_phase(
         &client,
         conn,
@@ -324,9 +324,10 @@ fn guessed_types_warn(all: &mut [Finding], results: &[Explained]) {
 }
 
 /// Ignores, the baseline (written first with `--write-baseline`), and the
-/// report order: errors first, then a stable order.
+/// report order (`rules::sort_for_report`).
 fn judge(
     all: Vec<Finding>,
+    results: &[Explained],
     s: &ExplainSettings,
     log: Log,
 ) -> Result<(Vec<(Finding, bool)>, usize)> {
@@ -343,24 +344,7 @@ fn judge(
     if s.write_baseline {
         write_baseline(&s.baseline, &kept, log)?;
     }
-    kept.sort_by(|a, b| {
-        (
-            a.severity,
-            a.check,
-            &a.relation,
-            &a.index,
-            &a.statement,
-            &a.mode,
-        )
-            .cmp(&(
-                b.severity,
-                b.check,
-                &b.relation,
-                &b.index,
-                &b.statement,
-                &b.mode,
-            ))
-    });
+    rules::sort_for_report(&mut kept, results);
     let base = Baseline::load(&s.baseline)?;
     let findings = kept
         .into_iter()

@@ -1,7 +1,17 @@
 //! `full-index-scan`: an index scan whose conditions do not constrain the
 //! index's leading column, on a big table: the whole index is read.
+//!
+//! Not when the plan reads few of its entries (a Limit above it stops early,
+//! `ORDER BY id DESC LIMIT 20` on a backward primary-key scan), nor when the
+//! index is partial and no row it yields is filtered out: its predicate then
+//! implies the statement's conditions on the table, so the whole index is
+//! exactly the rows wanted (`count(*) WHERE processed IS NULL` on an index
+//! `WHERE processed IS NULL`), the plan one wants (issue 13 §4).
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
+use super::{
+    Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, node_json, plan_index,
+    rows_read,
+};
 use crate::params::binding::{Tok, lex};
 
 pub struct FullIndexScan;
@@ -71,6 +81,12 @@ impl FullIndexScan {
         if cond.is_some_and(|c| mentions_column(c, lead)) {
             return;
         }
+        if rows_read(p, &n.path, rows) < ctx.min_rows as f64 {
+            return;
+        }
+        if ix.predicate.is_some() && !filtered(p, n) {
+            return;
+        }
         if seen.contains(&(p.mode, idx.to_string())) {
             return;
         }
@@ -90,6 +106,16 @@ impl FullIndexScan {
             .node(plan_index(e, p), &n.path),
         );
     }
+}
+
+/// Whether rows the scan `n` yields are filtered out (a Bitmap Index Scan's
+/// by its Bitmap Heap Scan).
+fn filtered(p: &crate::explain::plan_tree::Plan, n: &crate::explain::plan_tree::Node) -> bool {
+    if n.node_type != "Bitmap Index Scan" {
+        return n.filter.is_some();
+    }
+    let parent = n.path.split_last().map(|(_, up)| up).unwrap_or_default();
+    node_json(p, parent).is_none_or(|v| v.get("Filter").is_some())
 }
 
 #[cfg(test)]
@@ -122,6 +148,62 @@ mod tests {
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].index.as_deref(), Some("items_account_pouch"));
         assert_eq!(out[0].query.as_deref(), Some("SELECT 1"));
+    }
+
+    #[test]
+    fn issue13_backward_pk_scan_under_limit_and_exact_partial_index_are_fine() {
+        let mut pk = index("pings_pkey", "pings", &["id"]);
+        pk.primary = true;
+        let mut unprocessed = index("pings_unprocessed", "pings", &["id"]);
+        unprocessed.predicate = Some("(processed IS NULL)".into());
+        let cat = catalog(&[("pings", 200_000)], vec![pk, unprocessed]);
+        let backward = |limit_total: f64| {
+            json!([{"Plan": {"Node Type": "Limit", "Startup Cost": 0.42, "Total Cost": limit_total,
+                "Plans": [{"Node Type": "Index Scan", "Relation Name": "pings",
+                    "Index Name": "pings_pkey", "Scan Direction": "Backward",
+                    "Parent Relationship": "Outer", "Startup Cost": 0.42,
+                    "Total Cost": 9000.0, "Plan Rows": 200000}]}}])
+        };
+        let partial = |filter: Option<&str>| {
+            let mut scan = json!({"Node Type": "Index Only Scan", "Relation Name": "pings",
+                "Index Name": "pings_unprocessed", "Total Cost": 40.0});
+            if let Some(f) = filter {
+                scan["Filter"] = json!(f);
+            }
+            json!([{"Plan": {"Node Type": "Aggregate", "Plans": [scan]}}])
+        };
+        let results = [
+            explained(
+                "SELECT * FROM pings ORDER BY id DESC LIMIT 20",
+                vec![(Mode::Admin, PlanKind::Custom, backward(1.3))],
+            ),
+            explained(
+                "SELECT * FROM pings ORDER BY id DESC LIMIT 150000",
+                vec![(Mode::Admin, PlanKind::Custom, backward(6750.0))],
+            ),
+            explained(
+                "SELECT count(*) FROM pings WHERE processed IS NULL",
+                vec![(Mode::Admin, PlanKind::Custom, partial(None))],
+            ),
+            explained(
+                "SELECT count(*) FROM pings WHERE processed IS NULL AND kind = $1",
+                vec![(
+                    Mode::Admin,
+                    PlanKind::Custom,
+                    partial(Some("(kind = 'x'::text)")),
+                )],
+            ),
+        ];
+        let mut out = Vec::new();
+        FullIndexScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out.iter().map(|f| f.query.as_deref().unwrap()).collect();
+        assert_eq!(
+            got,
+            vec![
+                "SELECT * FROM pings ORDER BY id DESC LIMIT 150000",
+                "SELECT count(*) FROM pings WHERE processed IS NULL AND kind = $1"
+            ]
+        );
     }
 
     #[test]

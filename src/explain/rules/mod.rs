@@ -146,6 +146,152 @@ pub fn plan_index(e: &Explained, p: &Plan) -> usize {
         .unwrap_or_default()
 }
 
+/// The JSON object of the node at `path` (child indexes from the root) in `p`.
+pub fn node_json<'a>(p: &'a Plan, path: &[usize]) -> Option<&'a serde_json::Value> {
+    let mut v = p.root()?;
+    for &i in path {
+        v = v.get("Plans")?.get(i)?;
+    }
+    Some(v)
+}
+
+/// Nodes that consume all their input before returning a first row: a
+/// Limit above them stops nothing below them.
+const BLOCKING: &[&str] = &[
+    "Sort",
+    "Incremental Sort",
+    "Aggregate",
+    "Hash",
+    "WindowAgg",
+    "Materialize",
+    "SetOp",
+    "Recursive Union",
+    "Bitmap Heap Scan",
+    "BitmapAnd",
+    "BitmapOr",
+];
+
+/// The rows a scan at `path` in `p` is estimated to read in one execution,
+/// of a relation of `rows` rows (issue 13 §4): all of them, unless a Limit
+/// above it stops early, with only streaming nodes between (no Sort,
+/// aggregate, hash or bitmap; through the outer side of joins only, since an
+/// inner side is read again per outer row). Then the Limit's share, as the
+/// planner costs it: `(limit total - input startup) / (input total - input
+/// startup)` is the fraction of its input the Limit pulls.
+pub fn rows_read(p: &Plan, path: &[usize], rows: u64) -> f64 {
+    let all = rows as f64;
+    if node_json(p, path)
+        .and_then(|n| n.get("Node Type"))
+        .and_then(serde_json::Value::as_str)
+        == Some("Bitmap Index Scan")
+    {
+        return all;
+    }
+    for k in (0..path.len()).rev() {
+        let Some(parent) = node_json(p, &path[..k]) else {
+            return all;
+        };
+        let Some(child) = node_json(p, &path[..=k]) else {
+            return all;
+        };
+        let kind = parent.get("Node Type").and_then(serde_json::Value::as_str);
+        let relationship = child
+            .get("Parent Relationship")
+            .and_then(serde_json::Value::as_str);
+        if matches!(relationship, Some("InitPlan" | "SubPlan")) {
+            return all;
+        }
+        match kind {
+            Some("Limit") => {
+                let f = |v: &serde_json::Value, k: &str| {
+                    v.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0)
+                };
+                let (startup, total) = (f(child, "Startup Cost"), f(child, "Total Cost"));
+                let span = total - startup;
+                if span <= 0.0 {
+                    return all;
+                }
+                let share = ((f(parent, "Total Cost") - startup) / span).clamp(0.0, 1.0);
+                return all * share;
+            }
+            Some(k) if BLOCKING.contains(&k) => return all,
+            Some("Nested Loop" | "Hash Join" | "Merge Join") if path[k] != 0 => return all,
+            _ => {}
+        }
+    }
+    all
+}
+
+/// Whether `text` reads a whole table by design: one SELECT from one table,
+/// with no WHERE, no join and no LIMIT (`SELECT count(*) FROM t`).
+pub fn reads_all_by_design(text: &str) -> bool {
+    use sqlparser::ast::{SetExpr, Statement};
+    use sqlparser::dialect::PostgreSqlDialect;
+    use sqlparser::parser::Parser;
+    let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, text) else {
+        return false;
+    };
+    let [Statement::Query(q)] = statements.as_slice() else {
+        return false;
+    };
+    if q.limit_clause.is_some() || q.fetch.is_some() || q.with.is_some() {
+        return false;
+    }
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return false;
+    };
+    s.selection.is_none() && s.from.len() == 1 && s.from[0].joins.is_empty()
+}
+
+/// How much an error weighs in the report order (issue 13 §4): the estimated
+/// cost of its statement's heaviest judged plan in its mode, times the calls
+/// the recording counted (1 when it counted none). 0 for findings on no
+/// statement.
+pub fn weight(f: &Finding, results: &[Explained]) -> f64 {
+    let Some(e) = results
+        .iter()
+        .find(|e| f.statement.as_deref() == Some(e.stmt.id.as_str()))
+    else {
+        return 0.0;
+    };
+    let cost = judged_plans(e)
+        .filter(|p| f.mode.is_none_or(|m| m == p.mode))
+        .map(Plan::total_cost)
+        .fold(0.0, f64::max);
+    cost * e.stmt.calls.unwrap_or(1).max(1) as f64
+}
+
+/// The report order: errors first, the heaviest first (see [`weight`]), then
+/// a stable order by check, relation, index, statement and mode.
+pub fn sort_for_report(findings: &mut Vec<Finding>, results: &[Explained]) {
+    let mut keyed: Vec<(f64, Finding)> = std::mem::take(findings)
+        .into_iter()
+        .map(|f| {
+            let w = if f.severity == Severity::Error {
+                weight(&f, results)
+            } else {
+                0.0
+            };
+            (w, f)
+        })
+        .collect();
+    keyed.sort_by(|(wa, a), (wb, b)| {
+        a.severity
+            .cmp(&b.severity)
+            .then(wb.total_cmp(wa))
+            .then_with(|| {
+                (a.check, &a.relation, &a.index, &a.statement, &a.mode).cmp(&(
+                    b.check,
+                    &b.relation,
+                    &b.index,
+                    &b.statement,
+                    &b.mode,
+                ))
+            })
+    });
+    findings.extend(keyed.into_iter().map(|(_, f)| f));
+}
+
 #[cfg(test)]
 pub(crate) mod testing {
     //! Builders for check tests: a catalog and explained statements by hand.
@@ -236,5 +382,52 @@ pub(crate) mod testing {
             source: None,
             probes: &NO_PROBES,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn issue13_errors_are_ranked_by_cost_times_calls() {
+        let plan = |cost: f64| json!([{"Plan": {"Node Type": "Seq Scan", "Total Cost": cost}}]);
+        // a: cost 100 x 1,000 calls; b: cost 5,000 x 1 call; c: cost 1,000 x 10 calls.
+        let mut results = Vec::new();
+        for (id, cost, calls) in [("a", 100.0, 1000), ("b", 5000.0, 1), ("c", 1000.0, 10)] {
+            let mut e = explained(id, vec![(Mode::Admin, PlanKind::Custom, plan(cost))]);
+            e.stmt.id = id.into();
+            e.stmt.calls = Some(calls);
+            results.push(e);
+        }
+        let f = |id: &str, sev| {
+            let mut f = Finding::new(CheckId::SeqScan, sev, id.to_string());
+            f.statement = Some(id.to_string());
+            f.mode = Some(Mode::Admin);
+            f
+        };
+        let mut all = vec![
+            f("b", Severity::Error),
+            f("a", Severity::Warning),
+            f("c", Severity::Error),
+            f("a", Severity::Error),
+        ];
+        sort_for_report(&mut all, &results);
+        let got: Vec<_> = all
+            .iter()
+            .map(|f| (f.message.as_str(), f.severity))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a", Severity::Error),
+                ("c", Severity::Error),
+                ("b", Severity::Error),
+                ("a", Severity::Warning)
+            ]
+        );
+        assert_eq!(weight(&all[0], &results), 100_000.0);
     }
 }

@@ -1,8 +1,17 @@
 //! `seq-scan`: a whole-table scan of a table above the row threshold.
+//!
+//! What counts is the rows the plan is estimated to read in one execution
+//! (issue 13 §4), not the table's size: a scan under a Limit that stops early
+//! (`SELECT 1 FROM t LIMIT 1`) reads a few rows and is no finding. A
+//! statement that asks for the whole table (no WHERE, no join, no LIMIT:
+//! `SELECT count(*) FROM t`) reads it by design: informational.
 
 use std::collections::BTreeMap;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
+use super::{
+    Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index,
+    reads_all_by_design, rows_read,
+};
 
 pub struct SeqScan;
 
@@ -22,6 +31,7 @@ impl Check for SeqScan {
                 for n in p.nodes() {
                     if let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan())
                         && ctx.catalog.rows(&rel) >= ctx.min_rows
+                        && rows_read(p, &n.path, ctx.catalog.rows(&rel)) >= ctx.min_rows as f64
                     {
                         // The first node found is the one the finding points at.
                         let (v, _) = hits
@@ -34,20 +44,30 @@ impl Check for SeqScan {
                     }
                 }
             }
+            let by_design = reads_all_by_design(&e.text);
             for ((mode, rel), (plans, (plan, path))) in hits {
                 let rows = crate::output::count(ctx.catalog.rows(&rel));
-                out.push(
-                    finding(
-                        self,
+                let (severity, message) = if by_design {
+                    (
+                        Severity::Info,
+                        format!(
+                            "reads all of {rel}, {rows} rows: the statement has no WHERE and no LIMIT"
+                        ),
+                    )
+                } else {
+                    (
                         Severity::Error,
                         format!(
                             "Seq Scan on {rel} ({rows} rows) in the {}",
                             plans.join(", ")
                         ),
                     )
-                    .statement(&e.stmt, mode)
-                    .relation(rel)
-                    .node(plan, &path),
+                };
+                out.push(
+                    finding(self, severity, message)
+                        .statement(&e.stmt, mode)
+                        .relation(rel)
+                        .node(plan, &path),
                 );
             }
         }
@@ -68,8 +88,9 @@ mod tests {
     #[test]
     fn flags_big_tables_only_in_judged_modes() {
         let cat = catalog(&[("events", 20_000), ("rate_limits", 10)], vec![]);
+        // A WHERE: without one, the whole table is what the statement asks for.
         let mut e = explained(
-            "SELECT * FROM events",
+            "SELECT * FROM events WHERE kind = $1",
             vec![
                 (Mode::Tenant, PlanKind::Generic, scan("events")),
                 (Mode::Tenant, PlanKind::Custom, scan("events")),
@@ -93,6 +114,87 @@ mod tests {
             out[0]
                 .message
                 .contains("generic plan, custom plan (heaviest tenant)")
+        );
+    }
+
+    /// `.exists()`: a Limit pulls one row of a 160,000-row scan.
+    fn limited(limit_total: f64, below: serde_json::Value) -> serde_json::Value {
+        json!([{"Plan": {"Node Type": "Limit", "Startup Cost": 0.0, "Total Cost": limit_total,
+            "Plan Rows": 1, "Plans": [below]}}])
+    }
+
+    #[test]
+    fn issue13_scan_under_an_early_limit_is_not_a_whole_table_read() {
+        let cat = catalog(&[("flips", 160_000)], vec![]);
+        let scan = json!({"Node Type": "Seq Scan", "Relation Name": "flips",
+            "Parent Relationship": "Outer", "Startup Cost": 0.0, "Total Cost": 2500.0,
+            "Plan Rows": 160000});
+        // The same scan behind a Sort: the Limit stops nothing below it.
+        let sorted = json!({"Node Type": "Sort", "Parent Relationship": "Outer",
+            "Startup Cost": 20000.0, "Total Cost": 20400.0, "Plan Rows": 160000,
+            "Plans": [scan.clone()]});
+        // A filter that keeps one row: the Limit waits for the whole scan.
+        let filtered = json!({"Node Type": "Seq Scan", "Relation Name": "flips",
+            "Parent Relationship": "Outer", "Startup Cost": 0.0, "Total Cost": 2900.0,
+            "Plan Rows": 1, "Filter": "(email = 'a'::text)"});
+        let results = [
+            explained(
+                "SELECT 1 FROM flips LIMIT 1",
+                vec![(Mode::Admin, PlanKind::Custom, limited(0.02, scan))],
+            ),
+            explained(
+                "SELECT 1 FROM flips ORDER BY x LIMIT 1",
+                vec![(Mode::Admin, PlanKind::Custom, limited(20400.0, sorted))],
+            ),
+            explained(
+                "SELECT 1 FROM flips WHERE email = $1 LIMIT 21",
+                vec![(Mode::Admin, PlanKind::Custom, limited(2900.0, filtered))],
+            ),
+        ];
+        let mut out = Vec::new();
+        SeqScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out.iter().map(|f| f.query.as_deref().unwrap()).collect();
+        assert_eq!(
+            got,
+            vec![
+                "SELECT 1 FROM flips ORDER BY x LIMIT 1",
+                "SELECT 1 FROM flips WHERE email = $1 LIMIT 21"
+            ]
+        );
+        assert!(out.iter().all(|f| f.severity == Severity::Error));
+    }
+
+    #[test]
+    fn issue13_no_where_no_limit_reads_all_by_design() {
+        let cat = catalog(&[("pings", 50_000)], vec![]);
+        let results = [
+            explained(
+                "SELECT count(*) FROM pings",
+                vec![(Mode::Admin, PlanKind::Custom, scan("pings"))],
+            ),
+            explained(
+                "SELECT count(*) FROM pings WHERE kind = $1",
+                vec![(Mode::Admin, PlanKind::Custom, scan("pings"))],
+            ),
+        ];
+        let mut out = Vec::new();
+        SeqScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out
+            .iter()
+            .map(|f| (f.severity, f.message.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    Severity::Info,
+                    "reads all of pings, 50,000 rows: the statement has no WHERE and no LIMIT"
+                ),
+                (
+                    Severity::Error,
+                    "Seq Scan on pings (50,000 rows) in the custom plan (heaviest tenant)"
+                )
+            ]
         );
     }
 }
