@@ -165,3 +165,65 @@ fn issue13_checks_read_the_plan_not_the_node_name() {
         "{errors:#?}"
     );
 }
+
+/// healthchecks' api_check, reduced: 50,000 checks, mostly up, a few down,
+/// new or paused, a few active; partial indexes of every predicate form.
+const CHECKS: &str = "
+    CREATE TABLE checks (id bigserial PRIMARY KEY, owner_id int NOT NULL,
+                         status varchar(6) NOT NULL, kind text NOT NULL,
+                         active boolean NOT NULL, alert_after timestamptz NOT NULL, note text);
+    INSERT INTO checks (owner_id, status, kind, active, alert_after)
+         SELECT i % 2000,
+                CASE WHEN i % 20 = 0 THEN 'down' WHEN i % 20 = 1 THEN 'new'
+                     WHEN i % 20 = 2 THEN 'paused' ELSE 'up' END,
+                'k' || (i % 7), i % 50 = 0, now() + i * interval '1 second'
+           FROM generate_series(1, 50000) i;
+    CREATE INDEX checks_aa_not_down ON checks (alert_after) WHERE NOT (status = 'down');
+    CREATE INDEX checks_owner_fresh ON checks (owner_id) WHERE status IN ('new', 'paused');
+    CREATE INDEX checks_owner_active ON checks (owner_id) WHERE active;
+    CREATE INDEX checks_owner_noted ON checks (owner_id) WHERE note = 'x';
+    ANALYZE checks;";
+
+/// Issue 13 §5: the literal re-plan for `NOT (col = c)`, `col IN (...)` and a
+/// boolean column: an index used once the literal is bound is not unused,
+/// and the statement is no seq scan; an index no statement can use still is,
+/// and a statement no index serves still scans.
+#[test]
+fn issue13_literal_replan_for_every_predicate_form() {
+    let db = test_db!();
+    db.exec(CHECKS);
+    let dir = common::project_dir();
+    let sendalerts = "SELECT id FROM checks WHERE alert_after < $1 AND NOT (status = $2)";
+    let fresh = "SELECT id FROM checks WHERE owner_id = $1 AND status IN ($2, $3)";
+    let active = "SELECT id FROM checks WHERE owner_id = $1 AND active = $2";
+    let by_kind = "SELECT id FROM checks WHERE kind = $1 AND id > $2";
+    let q = queries(
+        dir.path(),
+        &[(sendalerts, 1), (fresh, 1), (active, 1), (by_kind, 1)],
+    );
+    let (code, v) = explain(&db, dir.path(), &["--queries", &q, "--no-advice"]);
+    assert_eq!(code, 1, "{v:#}");
+    for (stmt, index, shown) in [
+        (sendalerts, "checks_aa_not_down", "NOT (status = 'down')"),
+        (fresh, "checks_owner_fresh", "status IN ('new', 'paused')"),
+        (active, "checks_owner_active", "active"),
+    ] {
+        assert_eq!(on(&v, "seq-scan", stmt), vec![], "{stmt}: {v:#}");
+        assert_eq!(on_index(&v, "unused-partial-index", index), vec![], "{v:#}");
+        let f = on(&v, "partial-index-needs-literal", stmt);
+        assert_eq!(f.len(), 1, "{stmt}: {v:#}");
+        assert_eq!(f[0].0, "info");
+        assert!(
+            f[0].1.contains(&format!("inlines {shown};")),
+            "{stmt}: {}",
+            f[0].1
+        );
+    }
+    // No statement compares note with anything: unused.
+    assert_eq!(
+        on_index(&v, "unused-partial-index", "checks_owner_noted").len(),
+        1,
+        "{v:#}"
+    );
+    assert_eq!(on(&v, "seq-scan", by_kind).len(), 1, "{v:#}");
+}

@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use tokio_postgres::Client;
 
-use super::engine::{Engine, EngineOptions, Explained, Status, column_params, used_indexes};
+use super::engine::{Engine, EngineOptions, Explained, Status, used_indexes};
 use super::options::{ExplainSettings, StatementSource};
 use super::plan_tree::{Mode, PlanKind};
 use super::report::{Report, counted};
-use super::rules::{self, Ctx, Severity, unused_partial_index::predicate_literals};
+use super::rules::unused_partial_index::{literal_binds, predicate_literals};
+use super::rules::{self, Ctx, Severity};
 use super::stats_source;
 use super::{per_row_call, plan_reuse, policy_groups};
 use crate::catalog::planner::Catalog;
@@ -402,7 +403,7 @@ async fn advice_phase(
 }
 
 /// Re-plans statements comparing a partial index's predicate column with a
-/// parameter, with the constant put back (see the unused-partial-index check).
+/// parameter, with the constants put back (see the unused-partial-index check).
 async fn literal_pass(engine: &Engine, catalog: &Catalog, results: &mut [Explained]) -> Result<()> {
     let used = used_indexes(results);
     let mut todo = Vec::new();
@@ -414,27 +415,26 @@ async fn literal_pass(engine: &Engine, catalog: &Catalog, results: &mut [Explain
         {
             continue;
         }
-        for (col, lit) in predicate_literals(pred) {
-            for (i, e) in results.iter().enumerate() {
-                if e.status != Status::Explained {
-                    continue;
-                }
-                for (n, t, c) in column_params(e, catalog) {
-                    if t == ix.table && c == col {
-                        for m in &e.judged {
-                            todo.push((i, *m, n, lit.clone()));
-                        }
-                    }
-                }
+        let lits = predicate_literals(pred);
+        for (i, e) in results.iter().enumerate() {
+            if e.status != Status::Explained {
+                continue;
+            }
+            let binds = literal_binds(e, catalog, &ix.table, &lits);
+            if binds.is_empty() {
+                continue;
+            }
+            for m in &e.judged {
+                todo.push((i, *m, binds.clone()));
             }
         }
     }
     todo.sort();
     todo.dedup();
     // Concurrent, bounded by the pool's size.
-    let plans = futures_util::future::join_all(todo.iter().map(|(i, mode, n, lit)| {
+    let plans = futures_util::future::join_all(todo.iter().map(|(i, mode, binds)| {
         let e = &results[*i];
-        async move { (*i, engine.plan_with_literal(e, *mode, *n, lit).await) }
+        async move { (*i, engine.plan_with_literals(e, *mode, binds).await) }
     }))
     .await;
     for (i, p) in plans {
