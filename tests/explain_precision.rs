@@ -227,3 +227,60 @@ fn issue13_literal_replan_for_every_predicate_form() {
     );
     assert_eq!(on(&v, "seq-scan", by_kind).len(), 1, "{v:#}");
 }
+
+/// Issue 13 §6: statements on migration bookkeeping produce no findings,
+/// however big the table; the same statement on an application table does.
+#[test]
+fn issue13_migration_bookkeeping_never_produces_findings() {
+    let db = test_db!();
+    let mut sql = String::new();
+    for t in [
+        "django_migrations",
+        "schema_migrations",
+        "flyway_schema_history",
+        "goose_db_version",
+        "app_events",
+    ] {
+        sql.push_str(&format!(
+            "CREATE TABLE {t} (id serial PRIMARY KEY, app text NOT NULL, name text NOT NULL);
+             INSERT INTO {t} (app, name) SELECT 'a' || (i % 40), 'n' || i FROM generate_series(1, 20000) i;
+             CREATE INDEX {t}_name ON {t} (name);
+             ANALYZE {t};"
+        ));
+    }
+    db.exec(&sql);
+    let dir = common::project_dir();
+    let stmts: Vec<String> = [
+        "django_migrations",
+        "schema_migrations",
+        "public.flyway_schema_history",
+        "goose_db_version",
+        "app_events",
+    ]
+    .iter()
+    .map(|t| format!("SELECT id, name FROM {t} WHERE app = $1"))
+    .collect();
+    let entries: Vec<(&str, u64)> = stmts.iter().map(|s| (s.as_str(), 1)).collect();
+    let q = queries(dir.path(), &entries);
+    let (code, v) = explain(&db, dir.path(), &["--queries", &q, "--no-advice"]);
+    assert_eq!(code, 1, "{v:#}");
+    let mut touched: Vec<(String, String)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["check"].as_str().unwrap().to_string(),
+                f["relation"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    touched.sort();
+    // app_events alone: its seq scan, its unused index and primary key.
+    let want: Vec<(String, String)> = ["seq-scan", "unused-index", "unused-index"]
+        .iter()
+        .map(|c| (c.to_string(), "app_events".to_string()))
+        .collect();
+    assert_eq!(touched, want, "{v:#}");
+    assert_eq!(on(&v, "seq-scan", &stmts[4]).len(), 1, "{v:#}");
+}

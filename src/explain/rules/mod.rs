@@ -128,13 +128,42 @@ pub fn finding(c: &(impl Check + ?Sized), severity: Severity, message: String) -
 
 /// Runs every check not disabled; a disabled id also drops the findings a
 /// check emits under another id (`partial-index-needs-literal`).
+///
+/// Findings on migration bookkeeping (`django_migrations`,
+/// `schema_migrations`, planck's own tables: see
+/// `catalog::schema::is_migration_bookkeeping`) are dropped: those tables
+/// are not the application's data (issue 13 §6).
 pub fn run_all(ctx: &Ctx, disabled: &[CheckId]) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in ALL {
         c.run(ctx, &mut out);
     }
-    out.retain(|f| !disabled.contains(&f.check));
+    out.retain(|f| !disabled.contains(&f.check) && !on_bookkeeping(f, ctx.results));
     out
+}
+
+/// Whether `name` (as written or displayed, perhaps schema-qualified) is a
+/// migration tool's bookkeeping table or planck's own.
+pub fn is_bookkeeping(name: &str) -> bool {
+    let (schema, bare) = match name.rsplit_once('.') {
+        Some((s, t)) => (Some(s), t),
+        None => (None, name),
+    };
+    let bare = bare.trim_matches('"');
+    schema == Some(crate::bookkeeping::SCHEMA)
+        || crate::catalog::schema::is_migration_bookkeeping(bare)
+        || crate::catalog::schema::OWN_TABLES.contains(&bare)
+}
+
+/// Whether `f` is about a bookkeeping table, or a statement that reads one.
+fn on_bookkeeping(f: &Finding, results: &[Explained]) -> bool {
+    if f.relation.as_deref().is_some_and(is_bookkeeping) {
+        return true;
+    }
+    results
+        .iter()
+        .filter(|e| f.statement.as_deref() == Some(e.stmt.id.as_str()))
+        .any(|e| e.analysis.tables.iter().any(|t| is_bookkeeping(t)))
 }
 
 /// Where a node of `p` (one of `e`'s plans) sits: the plan's index among the
@@ -390,6 +419,26 @@ mod tests {
     use super::testing::*;
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn issue13_bookkeeping_tables_are_recognised() {
+        for t in [
+            "django_migrations",
+            "public.schema_migrations",
+            "flyway_schema_history",
+            "__diesel_schema_migrations",
+            "goose_db_version",
+            "_sqlx_migrations",
+            "knex_migrations",
+            "alembic_version",
+            "planck_migrations",
+            "planck.seeded",
+        ] {
+            assert!(is_bookkeeping(t), "{t}");
+        }
+        assert!(!is_bookkeeping("migrations_report"));
+        assert!(!is_bookkeeping("public.django_session"));
+    }
 
     #[test]
     fn issue13_errors_are_ranked_by_cost_times_calls() {
