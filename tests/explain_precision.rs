@@ -284,3 +284,107 @@ fn issue13_migration_bookkeeping_never_produces_findings() {
     assert_eq!(touched, want, "{v:#}");
     assert_eq!(on(&v, "seq-scan", &stmts[4]).len(), 1, "{v:#}");
 }
+
+/// The plans of kind `kind` of the statement `query`.
+fn plans<'a>(v: &'a Value, query: &str, kind: &str) -> Vec<&'a Value> {
+    v["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["query"].as_str().unwrap().trim() == query)
+        .flat_map(|s| s["plans"].as_array().unwrap())
+        .filter(|p| p["kind"] == kind)
+        .collect()
+}
+
+/// Whether a plan's tree names `index` anywhere.
+fn uses_index(plan: &Value, index: &str) -> bool {
+    plan.to_string()
+        .contains(&format!("\"Index Name\":\"{index}\""))
+}
+
+/// Issue 13 §2, without recorded shapes: custom plans bind a LIKE pattern as
+/// a real value's prefix and `%`, a range bound as a selective quantile, a
+/// LIMIT as a usual page (1 for an existence test).
+#[test]
+fn issue13_custom_plans_bind_values_of_the_statements_shape() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE events (id bigserial PRIMARY KEY, kind text NOT NULL, score int NOT NULL,
+                              api_key varchar(32) NOT NULL, created timestamptz NOT NULL);
+         INSERT INTO events (kind, score, api_key, created)
+              SELECT 'k' || (i % 5), i % 1000, md5(i::text), now() - i * interval '1 minute'
+                FROM generate_series(1, 50000) i;
+         CREATE INDEX events_created ON events (created);
+         CREATE INDEX events_api_key ON events (api_key varchar_pattern_ops);
+         ANALYZE events;",
+    );
+    let dir = common::project_dir();
+    let recent = "SELECT id FROM events WHERE created > $1";
+    let older = "SELECT id FROM events WHERE created < $1";
+    let by_key = "SELECT id FROM events WHERE api_key LIKE $1";
+    let exists = "SELECT 1 AS a FROM events WHERE kind = $1 LIMIT $2";
+    let page = "SELECT id FROM events WHERE kind = $1 ORDER BY id LIMIT $2";
+    // True positive: a selective bound on a column no index serves.
+    let by_score = "SELECT id FROM events WHERE score > $1";
+    let q = queries(
+        dir.path(),
+        &[
+            (recent, 1),
+            (older, 1),
+            (by_key, 1),
+            (exists, 1),
+            (page, 1),
+            (by_score, 1),
+        ],
+    );
+    let (_, v) = explain(&db, dir.path(), &["--queries", &q, "--no-advice"]);
+    let param = |query: &str, i: usize| -> String {
+        let p = plans(&v, query, "custom");
+        assert_eq!(p.len(), 1, "{query}: {v:#}");
+        p[0]["params"][i].as_str().unwrap().to_string()
+    };
+    let count = |sql: &str, value: &str| -> u64 {
+        db.query_strings(
+            &sql.replace("$1", &format!("'{value}'"))
+                .replace("SELECT id", "SELECT count(*)"),
+        )[0]
+        .parse()
+        .unwrap()
+    };
+    // Range bounds select about 1 % of the rows, and the custom plans use the index.
+    for query in [recent, older] {
+        let bound = param(query, 0);
+        let n = count(query, &bound);
+        assert!((100..=2_000).contains(&n), "{query} with {bound}: {n} rows");
+        assert!(
+            uses_index(plans(&v, query, "custom")[0], "events_created"),
+            "{v:#}"
+        );
+        assert_eq!(
+            on(&v, "seq-scan", query)
+                .iter()
+                .filter(|f| f.1.contains("custom plan"))
+                .count(),
+            0
+        );
+    }
+    // The pattern: a real key's first characters, then %.
+    let pattern = param(by_key, 0);
+    let prefix = pattern
+        .strip_suffix('%')
+        .unwrap_or_else(|| panic!("{pattern}"));
+    assert_eq!(prefix.len(), 3, "{pattern}");
+    assert!(count("SELECT id FROM events WHERE api_key LIKE $1", &pattern) > 0);
+    assert!(
+        uses_index(plans(&v, by_key, "custom")[0], "events_api_key"),
+        "{v:#}"
+    );
+    // LIMIT: 1 for .exists(), a page of 20 otherwise.
+    assert_eq!(param(exists, 1), "1");
+    assert_eq!(param(page, 1), "20");
+    // The score bound is as selective, and there is no index: it still scans.
+    let f = on(&v, "seq-scan", by_score);
+    assert_eq!(f.len(), 1, "{v:#}");
+    assert!(f[0].1.contains("custom plan"), "{f:?}");
+}
