@@ -388,3 +388,45 @@ fn issue13_custom_plans_bind_values_of_the_statements_shape() {
     assert_eq!(f.len(), 1, "{v:#}");
     assert!(f[0].1.contains("custom plan"), "{f:?}");
 }
+
+/// Issue 13 §1, without relay evidence: `api_key LIKE $1` on a
+/// `varchar_pattern_ops` index scans in the generic plan only (a client-side
+/// binding driver never runs it): a warning that says so by default, an
+/// error with `[explain] generic = "judge"`, nothing with "ignore". A scan
+/// the custom plan shows too stays an error whatever the setting.
+#[test]
+fn issue13_generic_only_findings_follow_the_generic_setting() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE keys (id bigserial PRIMARY KEY, api_key varchar(32) NOT NULL, note text);
+         INSERT INTO keys (api_key, note) SELECT md5(i::text), 'n' || (i % 3)
+           FROM generate_series(1, 50000) i;
+         CREATE INDEX keys_api_key ON keys (api_key varchar_pattern_ops);
+         ANALYZE keys;",
+    );
+    let dir = common::project_dir();
+    let by_key = "SELECT id FROM keys WHERE api_key LIKE $1";
+    let by_note = "SELECT id FROM keys WHERE note = $1";
+    let q = queries(dir.path(), &[(by_key, 1), (by_note, 1)]);
+    let run = |generic: Option<&str>| {
+        let toml = generic.map_or(String::new(), |g| format!("[explain]\ngeneric = \"{g}\"\n"));
+        std::fs::write(dir.path().join("planck.toml"), toml).unwrap();
+        explain(&db, dir.path(), &["--queries", &q, "--no-advice"]).1
+    };
+    let v = run(None);
+    let f = on(&v, "seq-scan", by_key);
+    assert_eq!(f.len(), 1, "{v:#}");
+    assert_eq!(f[0].0, "warning");
+    assert!(
+        f[0].1.contains("only the generic plan shows it"),
+        "{}",
+        f[0].1
+    );
+    assert_eq!(on(&v, "seq-scan", by_note)[0].0, "error");
+
+    let v = run(Some("judge"));
+    assert_eq!(on(&v, "seq-scan", by_key)[0].0, "error", "{v:#}");
+    let v = run(Some("ignore"));
+    assert_eq!(on(&v, "seq-scan", by_key), vec![], "{v:#}");
+    assert_eq!(on(&v, "seq-scan", by_note)[0].0, "error");
+}

@@ -88,6 +88,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         min_rows: s.min_rows,
         rls_cost_ratio: s.rls_cost_ratio,
         source: s.app_source.as_deref(),
+        generic: s.generic,
     };
     let mut all = rules::run_all(&ctx, &s.disabled);
     guessed_types_warn(&mut all, &results);

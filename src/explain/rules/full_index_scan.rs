@@ -9,8 +9,8 @@
 //! `WHERE processed IS NULL`), the plan one wants (issue 13 §4).
 
 use super::{
-    Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, node_json, plan_index,
-    rows_read,
+    Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
+    node_json, plan_index, rows_read,
 };
 use crate::params::binding::{Tok, lex};
 
@@ -41,18 +41,28 @@ impl Check for FullIndexScan {
                             && n.node_type == "Bitmap Index Scan"
                             && let Some(ix) = ctx.catalog.index(idx)
                         {
-                            self.judge(ctx, e, p, &ix.table.clone(), idx, &n, &mut seen, out);
+                            self.judge(ctx, e, p, &ix.table.clone(), idx, &n, &mut seen);
                         }
                         continue;
                     };
                     if n.is_index_scan() {
-                        self.judge(ctx, e, p, rel, idx, &n, &mut seen, out);
+                        self.judge(ctx, e, p, rel, idx, &n, &mut seen);
                     }
                 }
+            }
+            for ((mode, _), kinds, f) in seen {
+                out.extend(generic_only(ctx, e, mode, &kinds, f));
             }
         }
     }
 }
+
+/// A finding per (mode, index) of a statement, with the kinds of plan that show it.
+type Found = (
+    (crate::explain::plan_tree::Mode, String),
+    Vec<crate::explain::plan_tree::PlanKind>,
+    Finding,
+);
 
 impl FullIndexScan {
     #[allow(clippy::too_many_arguments)]
@@ -64,8 +74,7 @@ impl FullIndexScan {
         rel: &str,
         idx: &str,
         n: &crate::explain::plan_tree::Node,
-        seen: &mut Vec<(crate::explain::plan_tree::Mode, String)>,
-        out: &mut Vec<Finding>,
+        seen: &mut Vec<Found>,
     ) {
         let cond = n.index_cond.as_deref();
         let rows = ctx.catalog.rows(rel);
@@ -87,11 +96,14 @@ impl FullIndexScan {
         if ix.predicate.is_some() && !filtered(p, n) {
             return;
         }
-        if seen.contains(&(p.mode, idx.to_string())) {
+        let key = (p.mode, idx.to_string());
+        if let Some((_, kinds, _)) = seen.iter_mut().find(|(k, _, _)| *k == key) {
+            kinds.push(p.kind);
             return;
         }
-        seen.push((p.mode, idx.to_string()));
-        out.push(
+        seen.push((
+            key,
+            vec![p.kind],
             finding(self,
                 Severity::Warning,
                 format!(
@@ -104,7 +116,7 @@ impl FullIndexScan {
             .relation(rel)
             .index(idx)
             .node(plan_index(e, p), &n.path),
-        );
+        ));
     }
 }
 

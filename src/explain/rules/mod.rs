@@ -49,6 +49,67 @@ pub struct Probes {
     pub permissive: Vec<crate::explain::policy_groups::PermissiveGroup>,
 }
 
+/// How a finding only the generic plan shows counts (`[explain] generic`,
+/// issue 13 §1). A driver that binds values client-side (psycopg, most
+/// Python, Ruby and PHP stacks, anything on the simple protocol) never runs
+/// a generic plan; only a statement the application prepares does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GenericPlans {
+    /// As any other finding.
+    Judge,
+    /// Errors become warnings, and say so: the default without evidence of
+    /// how the application sends the statement.
+    #[default]
+    Warn,
+    /// Dropped.
+    Ignore,
+}
+
+impl GenericPlans {
+    pub fn parse(s: &str) -> Option<GenericPlans> {
+        match s {
+            "judge" => Some(GenericPlans::Judge),
+            "warn" => Some(GenericPlans::Warn),
+            "ignore" => Some(GenericPlans::Ignore),
+            _ => None,
+        }
+    }
+}
+
+/// A finding on `e` that only its generic plan shows, `kinds` being the
+/// kinds of plan that show it: as `ctx.generic` says (None: dropped).
+/// Only when `e` has a judged custom plan in the finding's mode that could
+/// have shown it. Where the recording knows whether the application
+/// prepares `e`, that evidence is to replace `ctx.generic` here: judge for
+/// a prepared statement, ignore for one sent with literals.
+pub fn generic_only(
+    ctx: &Ctx,
+    e: &Explained,
+    mode: Mode,
+    kinds: &[PlanKind],
+    mut f: Finding,
+) -> Option<Finding> {
+    let only_generic = !kinds.is_empty() && kinds.iter().all(|k| *k == PlanKind::Generic);
+    let has_custom = judged_plans(e).any(|p| p.mode == mode && p.kind == PlanKind::Custom);
+    if !(only_generic && has_custom) {
+        return Some(f);
+    }
+    match ctx.generic {
+        GenericPlans::Judge => Some(f),
+        GenericPlans::Ignore => None,
+        GenericPlans::Warn => {
+            if f.severity == Severity::Error {
+                f.severity = Severity::Warning;
+            }
+            f.message.push_str(
+                "; only the generic plan shows it (the custom plans, with values bound, do \
+                 not): it counts where the application prepares the statement",
+            );
+            Some(f)
+        }
+    }
+}
+
 /// What a check sees.
 pub struct Ctx<'a> {
     pub catalog: &'a Catalog,
@@ -58,6 +119,7 @@ pub struct Ctx<'a> {
     pub rls_cost_ratio: f64,
     pub source: Option<&'a Path>,
     pub probes: &'a Probes,
+    pub generic: GenericPlans,
 }
 
 impl Ctx<'_> {
@@ -410,6 +472,7 @@ pub(crate) mod testing {
             rls_cost_ratio: 10.0,
             source: None,
             probes: &NO_PROBES,
+            generic: GenericPlans::Judge,
         }
     }
 }

@@ -11,14 +11,18 @@ use std::collections::BTreeMap;
 use crate::explain::plan_tree::{Mode, PlanKind};
 
 use super::{
-    Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index,
-    reads_all_by_design, rows_read,
+    Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
+    plan_index, reads_all_by_design, rows_read,
 };
 
 pub struct SeqScan;
 
 /// A plan's index among the statement's plans and a node's path in it.
 type NodeAt = (usize, Vec<usize>);
+
+/// The plans that show a scan: their descriptions and kinds, and the node
+/// the finding points at.
+type Hit = (Vec<String>, Vec<PlanKind>, NodeAt);
 
 impl Check for SeqScan {
     fn id(&self) -> CheckId {
@@ -28,7 +32,7 @@ impl Check for SeqScan {
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         for e in ctx.explained() {
             // (mode, table) -> the plans that scan it.
-            let mut hits: BTreeMap<_, (Vec<String>, NodeAt)> = BTreeMap::new();
+            let mut hits: BTreeMap<(Mode, String), Hit> = BTreeMap::new();
             for p in judged_plans(e) {
                 for n in p.nodes() {
                     if let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan())
@@ -36,18 +40,19 @@ impl Check for SeqScan {
                         && rows_read(p, &n.path, ctx.catalog.rows(&rel)) >= ctx.min_rows as f64
                     {
                         // The first node found is the one the finding points at.
-                        let (v, _) = hits
-                            .entry((p.mode, rel))
-                            .or_insert_with(|| (Vec::new(), (plan_index(e, p), n.path.clone())));
+                        let (v, kinds, _) = hits.entry((p.mode, rel)).or_insert_with(|| {
+                            (Vec::new(), Vec::new(), (plan_index(e, p), n.path.clone()))
+                        });
                         let d = describe(p);
                         if !v.contains(&d) {
                             v.push(d);
                         }
+                        kinds.push(p.kind);
                     }
                 }
             }
             let by_design = reads_all_by_design(&e.text);
-            for ((mode, rel), (plans, (plan, path))) in hits {
+            for ((mode, rel), (plans, kinds, (plan, path))) in hits {
                 if literal_avoids(e, mode, &rel) {
                     continue;
                 }
@@ -68,12 +73,11 @@ impl Check for SeqScan {
                         ),
                     )
                 };
-                out.push(
-                    finding(self, severity, message)
-                        .statement(&e.stmt, mode)
-                        .relation(rel)
-                        .node(plan, &path),
-                );
+                let f = finding(self, severity, message)
+                    .statement(&e.stmt, mode)
+                    .relation(rel)
+                    .node(plan, &path);
+                out.extend(generic_only(ctx, e, mode, &kinds, f));
             }
         }
     }
@@ -161,6 +165,56 @@ mod tests {
         SeqScan.run(&ctx(&cat, &results), &mut out);
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(out[0].query.as_deref().unwrap().contains("kind = $2"));
+    }
+
+    /// Issue 13 §1: `api_key LIKE $1` scans in the generic plan only.
+    #[test]
+    fn issue13_generic_only_scans_follow_the_generic_setting() {
+        use crate::explain::rules::GenericPlans;
+        let cat = catalog(&[("keys", 50_000)], vec![]);
+        let uses = json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "keys",
+            "Index Name": "keys_api_key"}}]);
+        let mut generic_only = explained(
+            "SELECT * FROM keys WHERE api_key LIKE $1",
+            vec![
+                (Mode::Admin, PlanKind::Generic, scan("keys")),
+                (Mode::Admin, PlanKind::Custom, uses),
+            ],
+        );
+        generic_only.judged = vec![Mode::Admin];
+        let mut both = explained(
+            "SELECT * FROM keys WHERE note = $1",
+            vec![
+                (Mode::Admin, PlanKind::Generic, scan("keys")),
+                (Mode::Admin, PlanKind::Custom, scan("keys")),
+            ],
+        );
+        both.judged = vec![Mode::Admin];
+        let results = [generic_only, both];
+        let run = |generic| {
+            let mut c = ctx(&cat, &results);
+            c.generic = generic;
+            let mut out = Vec::new();
+            SeqScan.run(&c, &mut out);
+            out.into_iter()
+                .map(|f| (f.query.unwrap(), f.severity, f.message))
+                .collect::<Vec<_>>()
+        };
+        let warn = run(GenericPlans::Warn);
+        assert_eq!(warn.len(), 2, "{warn:?}");
+        assert_eq!(warn[0].1, Severity::Warning);
+        assert!(
+            warn[0].2.contains("only the generic plan shows it"),
+            "{}",
+            warn[0].2
+        );
+        assert_eq!(warn[1].1, Severity::Error);
+        assert!(!warn[1].2.contains("only the generic plan"));
+        let judge = run(GenericPlans::Judge);
+        assert!(judge.iter().all(|f| f.1 == Severity::Error), "{judge:?}");
+        let ignore = run(GenericPlans::Ignore);
+        assert_eq!(ignore.len(), 1);
+        assert!(ignore[0].0.contains("note = $1"));
     }
 
     /// `.exists()`: a Limit pulls one row of a 160,000-row scan.
