@@ -10,7 +10,7 @@
 
 use super::{
     Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
-    node_json, plan_index, rows_read,
+    node_json, plan_index, rows_read_in,
 };
 use crate::params::binding::{Tok, lex};
 
@@ -90,7 +90,7 @@ impl FullIndexScan {
         if cond.is_some_and(|c| mentions_column(c, lead)) {
             return;
         }
-        if rows_read(p, &n.path, rows) < ctx.min_rows as f64 {
+        if rows_read_in(e, p, &n.path, rows) < ctx.min_rows as f64 {
             return;
         }
         if ix.predicate.is_some() && !filtered(p, n) {
@@ -216,6 +216,38 @@ mod tests {
                 "SELECT count(*) FROM pings WHERE processed IS NULL AND kind = $1"
             ]
         );
+    }
+
+    /// The generic plan of `ORDER BY id DESC LIMIT $1` costs the Limit at a
+    /// tenth of the index (16,000 of 160,000 entries); the custom plan binds 20.
+    #[test]
+    fn issue13_generic_limit_param_pulls_what_the_custom_plan_binds() {
+        let mut pk = index("pings_pkey", "pings", &["id"]);
+        pk.primary = true;
+        let cat = catalog(&[("pings", 160_000)], vec![pk]);
+        let plan = |rows: u64, total: f64| {
+            json!([{"Plan": {"Node Type": "Limit", "Startup Cost": 0.42, "Total Cost": total,
+                "Plan Rows": rows,
+                "Plans": [{"Node Type": "Index Only Scan", "Relation Name": "pings",
+                    "Index Name": "pings_pkey", "Parent Relationship": "Outer",
+                    "Startup Cost": 0.42, "Total Cost": 4168.0, "Plan Rows": 160000}]}}])
+        };
+        let mut e = explained(
+            "SELECT id FROM pings ORDER BY id DESC LIMIT $1",
+            vec![
+                (Mode::Admin, PlanKind::Generic, plan(16000, 417.0)),
+                (Mode::Admin, PlanKind::Custom, plan(20, 0.94)),
+            ],
+        );
+        e.plans[1].params = vec![Some("20".into())];
+        let mut big = e.clone();
+        big.stmt.query = "big".into();
+        big.plans[1].params = vec![Some("150000".into())];
+        let results = [e, big];
+        let mut out = Vec::new();
+        FullIndexScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out.iter().map(|f| f.query.as_deref().unwrap()).collect();
+        assert_eq!(got, vec!["big"], "{out:?}");
     }
 
     #[test]

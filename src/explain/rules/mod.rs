@@ -270,6 +270,34 @@ const BLOCKING: &[&str] = &[
 /// planner costs it: `(limit total - input startup) / (input total - input
 /// startup)` is the fraction of its input the Limit pulls.
 pub fn rows_read(p: &Plan, path: &[usize], rows: u64) -> f64 {
+    rows_read_limited(p, path, rows, None)
+}
+
+/// [`rows_read`] of a scan of `e`'s plan `p`. A generic plan of `LIMIT $n`
+/// costs the Limit at a guess (a tenth of its input), which no execution
+/// meets: there the Limit pulls the rows the custom plans bind for `$n`.
+pub fn rows_read_in(e: &Explained, p: &Plan, path: &[usize], rows: u64) -> f64 {
+    let limit = e
+        .analysis
+        .bindings
+        .iter()
+        .find(|(_, b)| **b == crate::params::binding::Binding::Limit)
+        .map(|(n, _)| *n as usize);
+    let (Some(n), PlanKind::Generic) = (limit, p.kind) else {
+        return rows_read(p, path, rows);
+    };
+    let bound = e
+        .plans
+        .iter()
+        .filter(|q| q.kind == PlanKind::Custom && q.mode == p.mode)
+        .find_map(|q| q.params.get(n.wrapping_sub(1)).cloned().flatten())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(20.0);
+    rows_read_limited(p, path, rows, Some(bound))
+}
+
+/// [`rows_read`], the Limit pulling `limit` rows of its input when given.
+fn rows_read_limited(p: &Plan, path: &[usize], rows: u64, limit: Option<f64>) -> f64 {
     let all = rows as f64;
     if node_json(p, path)
         .and_then(|n| n.get("Node Type"))
@@ -297,6 +325,14 @@ pub fn rows_read(p: &Plan, path: &[usize], rows: u64) -> f64 {
                 let f = |v: &serde_json::Value, k: &str| {
                     v.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0)
                 };
+                if let Some(n) = limit {
+                    let input = f(child, "Plan Rows");
+                    return if input > 0.0 {
+                        all * (n / input).clamp(0.0, 1.0)
+                    } else {
+                        all
+                    };
+                }
                 let (startup, total) = (f(child, "Startup Cost"), f(child, "Total Cost"));
                 let span = total - startup;
                 if span <= 0.0 {

@@ -12,7 +12,7 @@ use crate::explain::plan_tree::{Mode, PlanKind};
 
 use super::{
     Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
-    plan_index, reads_all_by_design, rows_read,
+    plan_index, reads_all_by_design, rows_read_in,
 };
 
 pub struct SeqScan;
@@ -37,7 +37,8 @@ impl Check for SeqScan {
                 for n in p.nodes() {
                     if let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan())
                         && ctx.catalog.rows(&rel) >= ctx.min_rows
-                        && rows_read(p, &n.path, ctx.catalog.rows(&rel)) >= ctx.min_rows as f64
+                        && rows_read_in(e, p, &n.path, ctx.catalog.rows(&rel))
+                            >= ctx.min_rows as f64
                     {
                         // The first node found is the one the finding points at.
                         let (v, kinds, _) = hits.entry((p.mode, rel)).or_insert_with(|| {
