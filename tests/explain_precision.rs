@@ -196,7 +196,7 @@ fn issue13_literal_replan_for_every_predicate_form() {
     let sendalerts = "SELECT id FROM checks WHERE alert_after < $1 AND NOT (status = $2)";
     let fresh = "SELECT id FROM checks WHERE owner_id = $1 AND status IN ($2, $3)";
     let active = "SELECT id FROM checks WHERE owner_id = $1 AND active = $2";
-    let by_kind = "SELECT id FROM checks WHERE kind = $1 AND id > $2";
+    let by_kind = "SELECT id FROM checks WHERE kind = $1 AND note IS NULL";
     let q = queries(
         dir.path(),
         &[(sendalerts, 1), (fresh, 1), (active, 1), (by_kind, 1)],
