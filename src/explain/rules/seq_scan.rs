@@ -3,8 +3,9 @@
 //! What counts is the rows the plan is estimated to read in one execution
 //! (issue 13 §4), not the table's size: a scan under a Limit that stops early
 //! (`SELECT 1 FROM t LIMIT 1`) reads a few rows and is no finding. A
-//! statement that asks for the whole table (no WHERE, no join, no LIMIT:
-//! `SELECT count(*) FROM t`) reads it by design: informational.
+//! statement that asks for whole tables (no WHERE, no LIMIT:
+//! `SELECT count(*) FROM t`, over joins too) reads them by design:
+//! informational.
 
 use std::collections::BTreeMap;
 
@@ -274,6 +275,10 @@ mod tests {
                 vec![(Mode::Admin, PlanKind::Custom, scan("pings"))],
             ),
             explained(
+                "SELECT count(*) FROM pings JOIN kinds ON kinds.id = pings.kind_id",
+                vec![(Mode::Admin, PlanKind::Custom, scan("pings"))],
+            ),
+            explained(
                 "SELECT count(*) FROM pings WHERE kind = $1",
                 vec![(Mode::Admin, PlanKind::Custom, scan("pings"))],
             ),
@@ -287,6 +292,10 @@ mod tests {
         assert_eq!(
             got,
             vec![
+                (
+                    Severity::Info,
+                    "reads all of pings, 50,000 rows: the statement has no WHERE and no LIMIT"
+                ),
                 (
                     Severity::Info,
                     "reads all of pings, 50,000 rows: the statement has no WHERE and no LIMIT"
