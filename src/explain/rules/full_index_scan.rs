@@ -10,7 +10,7 @@
 
 use super::{
     Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
-    node_json, plan_index, rows_read_in,
+    node_json, plan_index, reads_all_by_design, rows_read_in,
 };
 use crate::params::binding::{Tok, lex};
 
@@ -78,7 +78,8 @@ impl FullIndexScan {
     ) {
         let cond = n.index_cond.as_deref();
         let rows = ctx.catalog.rows(rel);
-        if rows < ctx.min_rows {
+        // No WHERE, no LIMIT: every entry is asked for.
+        if rows < ctx.min_rows || reads_all_by_design(&e.text) {
             return;
         }
         let Some(ix) = ctx.catalog.index(idx) else {
@@ -152,8 +153,16 @@ mod tests {
         let fine = json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "items",
             "Index Name": "items_account_pouch", "Index Cond": "((account_id = 1) AND (pouch_id = 3))"}}]);
         let results = [
-            explained("SELECT 1", vec![(Mode::Admin, PlanKind::Generic, full)]),
+            explained(
+                "SELECT 1",
+                vec![(Mode::Admin, PlanKind::Generic, full.clone())],
+            ),
             explained("SELECT 2", vec![(Mode::Admin, PlanKind::Generic, fine)]),
+            // No WHERE, no LIMIT: the whole index is what it asks for.
+            explained(
+                "SELECT count(*) FROM items JOIN pouches p ON p.id = items.pouch_id",
+                vec![(Mode::Admin, PlanKind::Generic, full)],
+            ),
         ];
         let mut out = Vec::new();
         FullIndexScan.run(&ctx(&cat, &results), &mut out);
