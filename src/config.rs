@@ -111,6 +111,9 @@ pub struct ExplainSection {
     /// `settings = { random_page_cost = 1.1, work_mem = "16MB", jit = "off" }`.
     #[serde(default)]
     pub settings: toml::Table,
+    /// How findings only the generic plan shows count: `judge`, `warn`
+    /// (the default) or `ignore` (issue 13 §1).
+    pub generic: Option<String>,
 }
 
 /// `planck replay`'s defaults; its flags win over every key.

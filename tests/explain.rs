@@ -535,7 +535,10 @@ fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
         .iter()
         .find(|p| p["kind"] == "custom")
         .unwrap();
-    assert_eq!(limit_plan["params"][1], "50", "LIMIT gets a page size");
+    assert_eq!(
+        limit_plan["params"][1], "20",
+        "LIMIT gets a page size (issue 13: a usual page, not 50)"
+    );
     explained("IN ($1 /*, ... */)");
     let commented = explained("trailing comment");
     assert!(

@@ -239,14 +239,13 @@ impl Engine {
         Ok(out.into_iter().flatten().collect())
     }
 
-    /// Re-plans `e` in `mode` with `$param` bound to `literal` (the partial
-    /// index check); returns the plan, or None when it could not be made.
-    pub async fn plan_with_literal(
+    /// Re-plans `e` in `mode` with each `$param` bound to its literal (the
+    /// partial index check); returns the plan, or None when it could not be made.
+    pub async fn plan_with_literals(
         &self,
         e: &Explained,
         mode: Mode,
-        param: u32,
-        literal: &str,
+        binds: &[(u32, String)],
     ) -> Result<Option<Plan>> {
         let client = self.client().await?;
         let pick = self.shared.picks().into_iter().next().unwrap_or(Pick {
@@ -265,11 +264,13 @@ impl Engine {
                 _ => Ok(None),
             };
         }
-        let idx = (param as usize).saturating_sub(1);
-        if values.len() < idx + 1 {
-            values.resize(idx + 1, None);
+        for (param, literal) in binds {
+            let idx = (*param as usize).saturating_sub(1);
+            if values.len() < idx + 1 {
+                values.resize(idx + 1, None);
+            }
+            values[idx] = Some(literal.clone());
         }
-        values[idx] = Some(literal.to_string());
         let r = plan_custom(
             &client,
             &self.shared,

@@ -76,6 +76,8 @@ pub struct ExplainSettings {
     pub identity_budget: std::time::Duration,
     /// Production's planner settings, applied while planning.
     pub planner: PlannerOptions,
+    /// `[explain] generic`: how findings only the generic plan shows count.
+    pub generic: crate::explain::rules::GenericPlans,
 }
 
 /// The planner settings every planning transaction applies with `SET LOCAL`:
@@ -112,6 +114,7 @@ impl ExplainSettings {
             advice: AdviceSettings::default(),
             identity_budget: crate::tenancy::DEFAULT_IDENTITY_BUDGET,
             planner: PlannerOptions::default(),
+            generic: crate::explain::rules::GenericPlans::default(),
         }
     }
 

@@ -12,11 +12,12 @@ use std::time::Instant;
 
 use tokio_postgres::Client;
 
-use super::engine::{Engine, EngineOptions, Explained, Status, column_params, used_indexes};
+use super::engine::{Engine, EngineOptions, Explained, Status, used_indexes};
 use super::options::{ExplainSettings, StatementSource};
 use super::plan_tree::{Mode, PlanKind};
 use super::report::{Report, counted};
-use super::rules::{self, Ctx, Severity, unused_partial_index::predicate_literals};
+use super::rules::unused_partial_index::{literal_binds, predicate_literals};
+use super::rules::{self, Ctx, Severity};
 use super::stats_source;
 use super::{per_row_call, plan_reuse, policy_groups};
 use crate::catalog::planner::Catalog;
@@ -97,13 +98,14 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         min_rows: s.min_rows,
         rls_cost_ratio: s.rls_cost_ratio,
         source: s.app_source.as_deref(),
+        generic: s.generic,
     };
     let mut all = rules::run_all(&ctx, &s.disabled);
     guessed_types_warn(&mut all, &results);
     if let StatementSource::Queries(path) = &s.statements {
         findings::locate(&mut all, &statements, path);
     }
-    let (mut findings, ignored) = judge(all, s, log)?;
+    let (mut findings, ignored) = judge(all, &results, s, log)?;
     advice_phase(
         &client,
         conn,
@@ -354,9 +356,10 @@ fn guessed_types_warn(all: &mut [Finding], results: &[Explained]) {
 }
 
 /// Ignores, the baseline (written first with `--write-baseline`), and the
-/// report order: errors first, then a stable order.
+/// report order (`rules::sort_for_report`).
 fn judge(
     all: Vec<Finding>,
+    results: &[Explained],
     s: &ExplainSettings,
     log: Log,
 ) -> Result<(Vec<(Finding, bool)>, usize)> {
@@ -373,24 +376,7 @@ fn judge(
     if s.write_baseline {
         write_baseline(&s.baseline, &kept, log)?;
     }
-    kept.sort_by(|a, b| {
-        (
-            a.severity,
-            a.check,
-            &a.relation,
-            &a.index,
-            &a.statement,
-            &a.mode,
-        )
-            .cmp(&(
-                b.severity,
-                b.check,
-                &b.relation,
-                &b.index,
-                &b.statement,
-                &b.mode,
-            ))
-    });
+    rules::sort_for_report(&mut kept, results);
     let base = Baseline::load(&s.baseline)?;
     let findings = kept
         .into_iter()
@@ -448,7 +434,7 @@ async fn advice_phase(
 }
 
 /// Re-plans statements comparing a partial index's predicate column with a
-/// parameter, with the constant put back (see the unused-partial-index check).
+/// parameter, with the constants put back (see the unused-partial-index check).
 async fn literal_pass(engine: &Engine, catalog: &Catalog, results: &mut [Explained]) -> Result<()> {
     let used = used_indexes(results);
     let mut todo = Vec::new();
@@ -460,27 +446,26 @@ async fn literal_pass(engine: &Engine, catalog: &Catalog, results: &mut [Explain
         {
             continue;
         }
-        for (col, lit) in predicate_literals(pred) {
-            for (i, e) in results.iter().enumerate() {
-                if e.status != Status::Explained {
-                    continue;
-                }
-                for (n, t, c) in column_params(e, catalog) {
-                    if t == ix.table && c == col {
-                        for m in &e.judged {
-                            todo.push((i, *m, n, lit.clone()));
-                        }
-                    }
-                }
+        let lits = predicate_literals(pred);
+        for (i, e) in results.iter().enumerate() {
+            if e.status != Status::Explained {
+                continue;
+            }
+            let binds = literal_binds(e, catalog, &ix.table, &lits);
+            if binds.is_empty() {
+                continue;
+            }
+            for m in &e.judged {
+                todo.push((i, *m, binds.clone()));
             }
         }
     }
     todo.sort();
     todo.dedup();
     // Concurrent, bounded by the pool's size.
-    let plans = futures_util::future::join_all(todo.iter().map(|(i, mode, n, lit)| {
+    let plans = futures_util::future::join_all(todo.iter().map(|(i, mode, binds)| {
         let e = &results[*i];
-        async move { (*i, engine.plan_with_literal(e, *mode, *n, lit).await) }
+        async move { (*i, engine.plan_with_literals(e, *mode, binds).await) }
     }))
     .await;
     for (i, p) in plans {

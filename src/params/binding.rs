@@ -560,6 +560,22 @@ pub enum Binding {
     Offset,
 }
 
+/// How a parameter is used beyond what it is compared with: the shape of
+/// value a custom plan should bind for it (issue 13 §2). Read from the text
+/// alone; recorded shapes (what the application really sent) can take their
+/// place where there are some.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The pattern of a LIKE or ILIKE: a real value's prefix and `%`.
+    Pattern,
+    /// A range bound: `col > $n` (`lower`: the rows above it are wanted) or
+    /// `col < $n`: a value that selects few rows, as such bounds usually do.
+    Range { lower: bool },
+    /// The `LIMIT $n` of a statement that asks whether a row exists (its
+    /// projection is one constant: `SELECT 1 ... LIMIT $n`, `SELECT $1 AS a`).
+    ExistsLimit,
+}
+
 /// What sqlparser could tell about a statement.
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
@@ -567,6 +583,8 @@ pub struct Analysis {
     /// `audit.events`), in order; `Catalog::resolve` finds them.
     pub tables: Vec<String>,
     pub bindings: BTreeMap<u32, Binding>,
+    /// Value shapes of the parameters the text tells about (see [`Shape`]).
+    pub shapes: BTreeMap<u32, Shape>,
     /// Why sqlparser could not parse the text (the server may still accept it).
     pub parse_error: Option<String>,
 }
@@ -601,9 +619,14 @@ pub fn analyze(text: &str) -> Analysis {
         };
         bindings.entry(n).or_insert(b);
     }
+    let mut shapes = BTreeMap::new();
+    for (n, sh) in v.shapes {
+        shapes.entry(n).or_insert(sh);
+    }
     Analysis {
         tables: v.tables,
         bindings,
+        shapes,
         parse_error: None,
     }
 }
@@ -613,6 +636,7 @@ struct Binder {
     tables: Vec<String>,
     aliases: BTreeMap<String, String>,
     bindings: Vec<(u32, Binding)>,
+    shapes: Vec<(u32, Shape)>,
 }
 
 /// A table name as written: `events`, or `audit.events` when qualified
@@ -700,6 +724,23 @@ impl Binder {
     }
 }
 
+/// Whether `q` asks only whether a row exists: a SELECT of one constant
+/// (`SELECT 1 AS a FROM ...`, `SELECT $1 ...`), what `.exists()` sends.
+fn asks_existence(q: &Query) -> bool {
+    use sqlparser::ast::SelectItem;
+    let SetExpr::Select(s) = q.body.as_ref() else {
+        return false;
+    };
+    let [item] = s.projection.as_slice() else {
+        return false;
+    };
+    let e = match item {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+        _ => return false,
+    };
+    placeholder(e).is_some() || matches!(e, Expr::Value(v) if matches!(v.value, Value::Number(..)))
+}
+
 impl Visitor for Binder {
     type Break = ();
 
@@ -774,6 +815,9 @@ impl Visitor for Binder {
         if let Some(LimitClause::LimitOffset { limit, offset, .. }) = &q.limit_clause {
             if let Some(n) = limit.as_ref().and_then(placeholder) {
                 self.bindings.push((n, Binding::Limit));
+                if asks_existence(q) {
+                    self.shapes.push((n, Shape::ExistsLimit));
+                }
             }
             if let Some(n) = offset.as_ref().and_then(|o| placeholder(&o.value)) {
                 self.bindings.push((n, Binding::Offset));
@@ -784,8 +828,22 @@ impl Visitor for Binder {
 
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
         match e {
-            Expr::BinaryOp { left, right, .. } => {
+            Expr::BinaryOp { left, op, right } => {
                 self.pair(left, right, false);
+                use sqlparser::ast::BinaryOperator as B;
+                let above = match op {
+                    B::Gt | B::GtEq => Some(true),
+                    B::Lt | B::LtEq => Some(false),
+                    _ => None,
+                };
+                if let Some(above) = above {
+                    // `col > $n`: a lower bound; `$n > col`: an upper one.
+                    if let (Some(_), Some(n)) = (column(left), placeholder(right)) {
+                        self.shapes.push((n, Shape::Range { lower: above }));
+                    } else if let (Some(n), Some(_)) = (placeholder(left), column(right)) {
+                        self.shapes.push((n, Shape::Range { lower: !above }));
+                    }
+                }
             }
             Expr::InList { expr, list, .. } => {
                 for item in list {
@@ -797,9 +855,18 @@ impl Visitor for Binder {
             } => {
                 self.pair(expr, low, false);
                 self.pair(expr, high, false);
+                if let Some(n) = placeholder(low) {
+                    self.shapes.push((n, Shape::Range { lower: true }));
+                }
+                if let Some(n) = placeholder(high) {
+                    self.shapes.push((n, Shape::Range { lower: false }));
+                }
             }
             Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
                 self.pair(expr, pattern, false);
+                if let Some(n) = placeholder(pattern) {
+                    self.shapes.push((n, Shape::Pattern));
+                }
             }
             Expr::AnyOp { left, right, .. } | Expr::AllOp { left, right, .. } => {
                 self.pair(left, right, true);
@@ -880,6 +947,40 @@ mod tests {
         let a = analyze("UPDATE items SET title = $1 WHERE id = $2");
         assert_eq!(a.bindings[&1], col("items", "title", false));
         assert_eq!(a.bindings[&2], col("", "id", false));
+    }
+
+    /// Issue 13 §2: the value shapes the text tells about.
+    #[test]
+    fn issue13_reads_value_shapes_from_the_text() {
+        let a = analyze(
+            "SELECT id FROM t WHERE a LIKE $1 AND b > $2 AND $3 > c AND d BETWEEN $4 AND $5 \
+             AND e = $6 ORDER BY id LIMIT $7",
+        );
+        let got: Vec<_> = a.shapes.iter().map(|(n, s)| (*n, *s)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, Shape::Pattern),
+                (2, Shape::Range { lower: true }),
+                (3, Shape::Range { lower: false }),
+                (4, Shape::Range { lower: true }),
+                (5, Shape::Range { lower: false }),
+            ]
+        );
+        for exists in [
+            "SELECT 1 AS a FROM t WHERE x = $1 LIMIT $2",
+            "SELECT $1 AS a FROM t WHERE x = $2 LIMIT $3",
+        ] {
+            let a = analyze(exists);
+            let n = *a
+                .bindings
+                .iter()
+                .find(|(_, b)| **b == Binding::Limit)
+                .unwrap()
+                .0;
+            assert_eq!(a.shapes.get(&n), Some(&Shape::ExistsLimit), "{exists}");
+        }
+        assert!(analyze("SELECT id, 1 FROM t LIMIT $1").shapes.is_empty());
     }
 
     #[test]

@@ -5,6 +5,14 @@
 //! tenant, as the connecting role, outside any transaction); `LIMIT $n` a
 //! page size, `OFFSET $n` 0; anything else a value of the type the server
 //! reports. Values travel as text, so one type fits every parameter.
+//!
+//! Where the text tells a parameter's shape ([`Shape`], issue 13 §2), the
+//! value has that shape: a LIKE pattern is a real value's prefix and `%`
+//! (not the value itself, which would plan a prefix lookup as equality); a
+//! range bound is a selective quantile of the column (the planner's own
+//! histogram: the 99th percentile for `col > $n`, the 1st for `col < $n`),
+//! not its most common value, which for unique timestamps is the smallest
+//! and selects every row; the LIMIT of an existence test is 1.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -16,12 +24,39 @@ use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use crate::catalog::planner::Catalog;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
-use crate::params::binding::{self, Analysis, Binding};
+use crate::params::binding::{self, Analysis, Binding, Shape};
 use crate::session::{self, StatsMode};
 use crate::tenancy::Tenancy;
 
-/// A realistic page size for `LIMIT $n`.
-pub const PAGE_SIZE: &str = "50";
+/// A realistic page size for `LIMIT $n` (what list views and ORMs send:
+/// Django's paginators and `.get()` send 20 to 25).
+pub const PAGE_SIZE: &str = "20";
+
+/// `LIMIT $n` of a statement that asks whether a row exists.
+pub const EXISTS_LIMIT: &str = "1";
+
+/// The share of a column's rows a range bound selects when nothing recorded
+/// says otherwise: 1 %.
+pub const RANGE_SHARE: f64 = 0.01;
+
+/// Characters of a real value a LIKE prefix keeps (fewer for shorter values).
+pub const PREFIX_CHARS: usize = 3;
+
+/// `value`'s first characters (up to [`PREFIX_CHARS`], at most half of it,
+/// at least one) with LIKE's wildcards escaped, then `%`.
+pub fn prefix_pattern(value: &str) -> String {
+    let n = value.chars().count();
+    let keep = (n / 2).clamp(1, PREFIX_CHARS).min(n);
+    let mut out = String::new();
+    for c in value.chars().take(keep) {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
 
 /// A value sent in text form, whatever the parameter's type: the server
 /// parses it as it would a literal.
@@ -122,6 +157,9 @@ impl Sampler {
                 continue;
             };
             *slot = match b {
+                Binding::Limit if analysis.shapes.get(&n) == Some(&Shape::ExistsLimit) => {
+                    Some(EXISTS_LIMIT.to_string())
+                }
                 Binding::Limit => Some(PAGE_SIZE.to_string()),
                 Binding::Offset => Some("0".to_string()),
                 Binding::Column {
@@ -134,7 +172,24 @@ impl Sampler {
                         None => self.catalog.table_with_column(&analysis.tables, column),
                     };
                     let Some(table) = table else { continue };
-                    let v = self.sample(client, &table, column, tenant).await?;
+                    let v = match analysis.shapes.get(&n) {
+                        Some(Shape::Range { lower }) => {
+                            let share = if *lower {
+                                1.0 - RANGE_SHARE
+                            } else {
+                                RANGE_SHARE
+                            };
+                            match self.quantile(client, &table, column, share).await? {
+                                Some(q) => Some(q),
+                                None => self.sample(client, &table, column, tenant).await?,
+                            }
+                        }
+                        Some(Shape::Pattern) => self
+                            .sample(client, &table, column, tenant)
+                            .await?
+                            .map(|v| prefix_pattern(&v)),
+                        _ => self.sample(client, &table, column, tenant).await?,
+                    };
                     match (v, array) {
                         (Some(v), true) => Some(format!(
                             "{{\"{}\"}}",
@@ -146,6 +201,50 @@ impl Sampler {
             };
         }
         Ok(out)
+    }
+
+    /// The value below which `share` of `column`'s rows lie, read from the
+    /// planner's histogram (pg_stats), so the plan sees the selectivity the
+    /// value was chosen for; None without a histogram (never analyzed, or a
+    /// column of few distinct values).
+    async fn quantile(
+        &self,
+        client: &Client,
+        table: &str,
+        column: &str,
+        share: f64,
+    ) -> Result<Option<String>> {
+        let key = (
+            table.to_string(),
+            format!("{column}\u{0}quantile {share}"),
+            None,
+        );
+        if let Some(v) = self.cache.lock().ok().and_then(|m| m.get(&key).cloned()) {
+            return Ok(v);
+        }
+        let sql = session::tag(
+            self.stats,
+            "SELECT h[1 + round((array_length(h, 1) - 1) * $3::float8)::int] \
+               FROM (SELECT histogram_bounds::text::text[] AS h FROM pg_stats s \
+                      WHERE format('%I.%I', s.schemaname, s.tablename)::regclass = to_regclass($1) \
+                        AND s.attname = $2 AND NOT s.inherited) b",
+        );
+        let t = crate::catalog::sql_name(table);
+        let p = [
+            TextParam(Some(t)),
+            TextParam(Some(column.to_string())),
+            TextParam(Some(share.to_string())),
+        ];
+        let params: Vec<&(dyn ToSql + Sync)> = p.iter().map(|x| x as &(dyn ToSql + Sync)).collect();
+        let v = match client.query_opt(&sql, &params).await {
+            Ok(row) => row.and_then(|r| r.get::<_, Option<String>>(0)),
+            Err(err) if err.as_db_error().is_some() => None,
+            Err(err) => return Err(Error::db("reading a column's histogram", err)),
+        };
+        if let Ok(mut m) = self.cache.lock() {
+            m.insert(key, v.clone());
+        }
+        Ok(v)
     }
 
     async fn sample(
@@ -223,6 +322,16 @@ mod tests {
             v,
             vec![Some("7".into()), Some("false".into()), Some("1 day".into())]
         );
+    }
+
+    /// Issue 13 §2: `tags LIKE $1` was planned with a whole value (`'et'`).
+    #[test]
+    fn issue13_like_patterns_are_a_real_prefix_and_a_wildcard() {
+        assert_eq!(prefix_pattern("u1@example.com"), "u1@%");
+        assert_eq!(prefix_pattern("et"), "e%");
+        assert_eq!(prefix_pattern("x"), "x%");
+        assert_eq!(prefix_pattern("a_%b"), "a\\_%");
+        assert_eq!(prefix_pattern("é日本語"), "é日%");
     }
 
     #[test]

@@ -207,6 +207,7 @@ impl ExplainSettings {
             fail_on_skipped: args.fail_on_skipped,
             identity_budget: identity_budget(args.identity_budget)?,
             planner: planner_options(args, &cfg.settings)?,
+            generic: generic_plans(cfg.generic.as_deref(), &located, settings)?,
         })
     }
 }
@@ -361,6 +362,28 @@ impl Located {
     }
 }
 
+/// `[explain] generic = "judge" | "warn" | "ignore"` (default `warn`).
+fn generic_plans(
+    raw: Option<&str>,
+    at: &Located,
+    settings: &Settings,
+) -> Result<crate::explain::rules::GenericPlans> {
+    use crate::explain::rules::GenericPlans;
+    match raw {
+        None => Ok(GenericPlans::default()),
+        Some(v) => GenericPlans::parse(v).ok_or_else(|| {
+            at.error(
+                settings,
+                None,
+                format!("[explain] generic = {v:?} is not judge, warn or ignore"),
+                "judge: generic-only findings count as any other; warn (the default): \
+                 they are warnings; ignore: they are dropped"
+                    .to_string(),
+            )
+        }),
+    }
+}
+
 fn disabled(raw: &[String], at: &Located, settings: &Settings) -> Result<Vec<CheckId>> {
     raw.iter()
         .enumerate()
@@ -466,6 +489,27 @@ mod tests {
         let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
         assert_eq!(line_of(&e), Some(4), "{e}");
         assert!(e.to_string().contains("seq-scn"), "{e}");
+    }
+
+    /// Issue 13 §1: `[explain] generic`, warn by default, a typo refused.
+    #[test]
+    fn issue13_generic_key_defaults_to_warn_and_refuses_a_typo() {
+        use crate::explain::rules::GenericPlans;
+        let (_d, s) = settings_with("[explain]\n");
+        let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
+        assert_eq!(r.generic, GenericPlans::Warn);
+        for (v, want) in [
+            ("judge", GenericPlans::Judge),
+            ("warn", GenericPlans::Warn),
+            ("ignore", GenericPlans::Ignore),
+        ] {
+            let (_d, s) = settings_with(&format!("[explain]\ngeneric = \"{v}\"\n"));
+            let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
+            assert_eq!(r.generic, want);
+        }
+        let (_d, s) = settings_with("[explain]\ngeneric = \"judged\"\n");
+        let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
+        assert!(e.to_string().contains("\"judged\""), "{e}");
     }
 
     /// Issue 8: a typo in `[[explain.ignore]] check` silently ignored nothing,

@@ -1,7 +1,17 @@
 //! `full-index-scan`: an index scan whose conditions do not constrain the
 //! index's leading column, on a big table: the whole index is read.
+//!
+//! Not when the plan reads few of its entries (a Limit above it stops early,
+//! `ORDER BY id DESC LIMIT 20` on a backward primary-key scan), nor when the
+//! index is partial and no row it yields is filtered out: its predicate then
+//! implies the statement's conditions on the table, so the whole index is
+//! exactly the rows wanted (`count(*) WHERE processed IS NULL` on an index
+//! `WHERE processed IS NULL`), the plan one wants (issue 13 §4).
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
+use super::{
+    Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
+    node_json, plan_index, reads_all_by_design, rows_read_in,
+};
 use crate::params::binding::{Tok, lex};
 
 pub struct FullIndexScan;
@@ -31,18 +41,28 @@ impl Check for FullIndexScan {
                             && n.node_type == "Bitmap Index Scan"
                             && let Some(ix) = ctx.catalog.index(idx)
                         {
-                            self.judge(ctx, e, p, &ix.table.clone(), idx, &n, &mut seen, out);
+                            self.judge(ctx, e, p, &ix.table.clone(), idx, &n, &mut seen);
                         }
                         continue;
                     };
                     if n.is_index_scan() {
-                        self.judge(ctx, e, p, rel, idx, &n, &mut seen, out);
+                        self.judge(ctx, e, p, rel, idx, &n, &mut seen);
                     }
                 }
+            }
+            for ((mode, _), kinds, f) in seen {
+                out.extend(generic_only(ctx, e, mode, &kinds, f));
             }
         }
     }
 }
+
+/// A finding per (mode, index) of a statement, with the kinds of plan that show it.
+type Found = (
+    (crate::explain::plan_tree::Mode, String),
+    Vec<crate::explain::plan_tree::PlanKind>,
+    Finding,
+);
 
 impl FullIndexScan {
     #[allow(clippy::too_many_arguments)]
@@ -54,12 +74,12 @@ impl FullIndexScan {
         rel: &str,
         idx: &str,
         n: &crate::explain::plan_tree::Node,
-        seen: &mut Vec<(crate::explain::plan_tree::Mode, String)>,
-        out: &mut Vec<Finding>,
+        seen: &mut Vec<Found>,
     ) {
         let cond = n.index_cond.as_deref();
         let rows = ctx.catalog.rows(rel);
-        if rows < ctx.min_rows {
+        // No WHERE, no LIMIT: every entry is asked for.
+        if rows < ctx.min_rows || reads_all_by_design(&e.text) {
             return;
         }
         let Some(ix) = ctx.catalog.index(idx) else {
@@ -71,11 +91,20 @@ impl FullIndexScan {
         if cond.is_some_and(|c| mentions_column(c, lead)) {
             return;
         }
-        if seen.contains(&(p.mode, idx.to_string())) {
+        if rows_read_in(e, p, &n.path, rows) < ctx.min_rows as f64 {
             return;
         }
-        seen.push((p.mode, idx.to_string()));
-        out.push(
+        if ix.predicate.is_some() && !filtered(p, n) {
+            return;
+        }
+        let key = (p.mode, idx.to_string());
+        if let Some((_, kinds, _)) = seen.iter_mut().find(|(k, _, _)| *k == key) {
+            kinds.push(p.kind);
+            return;
+        }
+        seen.push((
+            key,
+            vec![p.kind],
             finding(self,
                 Severity::Warning,
                 format!(
@@ -88,8 +117,18 @@ impl FullIndexScan {
             .relation(rel)
             .index(idx)
             .node(plan_index(e, p), &n.path),
-        );
+        ));
     }
+}
+
+/// Whether rows the scan `n` yields are filtered out (a Bitmap Index Scan's
+/// by its Bitmap Heap Scan).
+fn filtered(p: &crate::explain::plan_tree::Plan, n: &crate::explain::plan_tree::Node) -> bool {
+    if n.node_type != "Bitmap Index Scan" {
+        return n.filter.is_some();
+    }
+    let parent = n.path.split_last().map(|(_, up)| up).unwrap_or_default();
+    node_json(p, parent).is_none_or(|v| v.get("Filter").is_some())
 }
 
 #[cfg(test)]
@@ -114,14 +153,110 @@ mod tests {
         let fine = json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "items",
             "Index Name": "items_account_pouch", "Index Cond": "((account_id = 1) AND (pouch_id = 3))"}}]);
         let results = [
-            explained("SELECT 1", vec![(Mode::Admin, PlanKind::Generic, full)]),
+            explained(
+                "SELECT 1",
+                vec![(Mode::Admin, PlanKind::Generic, full.clone())],
+            ),
             explained("SELECT 2", vec![(Mode::Admin, PlanKind::Generic, fine)]),
+            // No WHERE, no LIMIT: the whole index is what it asks for.
+            explained(
+                "SELECT count(*) FROM items JOIN pouches p ON p.id = items.pouch_id",
+                vec![(Mode::Admin, PlanKind::Generic, full)],
+            ),
         ];
         let mut out = Vec::new();
         FullIndexScan.run(&ctx(&cat, &results), &mut out);
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].index.as_deref(), Some("items_account_pouch"));
         assert_eq!(out[0].query.as_deref(), Some("SELECT 1"));
+    }
+
+    #[test]
+    fn issue13_backward_pk_scan_under_limit_and_exact_partial_index_are_fine() {
+        let mut pk = index("pings_pkey", "pings", &["id"]);
+        pk.primary = true;
+        let mut unprocessed = index("pings_unprocessed", "pings", &["id"]);
+        unprocessed.predicate = Some("(processed IS NULL)".into());
+        let cat = catalog(&[("pings", 200_000)], vec![pk, unprocessed]);
+        let backward = |limit_total: f64| {
+            json!([{"Plan": {"Node Type": "Limit", "Startup Cost": 0.42, "Total Cost": limit_total,
+                "Plans": [{"Node Type": "Index Scan", "Relation Name": "pings",
+                    "Index Name": "pings_pkey", "Scan Direction": "Backward",
+                    "Parent Relationship": "Outer", "Startup Cost": 0.42,
+                    "Total Cost": 9000.0, "Plan Rows": 200000}]}}])
+        };
+        let partial = |filter: Option<&str>| {
+            let mut scan = json!({"Node Type": "Index Only Scan", "Relation Name": "pings",
+                "Index Name": "pings_unprocessed", "Total Cost": 40.0});
+            if let Some(f) = filter {
+                scan["Filter"] = json!(f);
+            }
+            json!([{"Plan": {"Node Type": "Aggregate", "Plans": [scan]}}])
+        };
+        let results = [
+            explained(
+                "SELECT * FROM pings ORDER BY id DESC LIMIT 20",
+                vec![(Mode::Admin, PlanKind::Custom, backward(1.3))],
+            ),
+            explained(
+                "SELECT * FROM pings ORDER BY id DESC LIMIT 150000",
+                vec![(Mode::Admin, PlanKind::Custom, backward(6750.0))],
+            ),
+            explained(
+                "SELECT count(*) FROM pings WHERE processed IS NULL",
+                vec![(Mode::Admin, PlanKind::Custom, partial(None))],
+            ),
+            explained(
+                "SELECT count(*) FROM pings WHERE processed IS NULL AND kind = $1",
+                vec![(
+                    Mode::Admin,
+                    PlanKind::Custom,
+                    partial(Some("(kind = 'x'::text)")),
+                )],
+            ),
+        ];
+        let mut out = Vec::new();
+        FullIndexScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out.iter().map(|f| f.query.as_deref().unwrap()).collect();
+        assert_eq!(
+            got,
+            vec![
+                "SELECT * FROM pings ORDER BY id DESC LIMIT 150000",
+                "SELECT count(*) FROM pings WHERE processed IS NULL AND kind = $1"
+            ]
+        );
+    }
+
+    /// The generic plan of `ORDER BY id DESC LIMIT $1` costs the Limit at a
+    /// tenth of the index (16,000 of 160,000 entries); the custom plan binds 20.
+    #[test]
+    fn issue13_generic_limit_param_pulls_what_the_custom_plan_binds() {
+        let mut pk = index("pings_pkey", "pings", &["id"]);
+        pk.primary = true;
+        let cat = catalog(&[("pings", 160_000)], vec![pk]);
+        let plan = |rows: u64, total: f64| {
+            json!([{"Plan": {"Node Type": "Limit", "Startup Cost": 0.42, "Total Cost": total,
+                "Plan Rows": rows,
+                "Plans": [{"Node Type": "Index Only Scan", "Relation Name": "pings",
+                    "Index Name": "pings_pkey", "Parent Relationship": "Outer",
+                    "Startup Cost": 0.42, "Total Cost": 4168.0, "Plan Rows": 160000}]}}])
+        };
+        let mut e = explained(
+            "SELECT id FROM pings ORDER BY id DESC LIMIT $1",
+            vec![
+                (Mode::Admin, PlanKind::Generic, plan(16000, 417.0)),
+                (Mode::Admin, PlanKind::Custom, plan(20, 0.94)),
+            ],
+        );
+        e.plans[1].params = vec![Some("20".into())];
+        let mut big = e.clone();
+        big.stmt.query = "big".into();
+        big.plans[1].params = vec![Some("150000".into())];
+        let results = [e, big];
+        let mut out = Vec::new();
+        FullIndexScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out.iter().map(|f| f.query.as_deref().unwrap()).collect();
+        assert_eq!(got, vec!["big"], "{out:?}");
     }
 
     #[test]

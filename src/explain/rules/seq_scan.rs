@@ -1,13 +1,29 @@
 //! `seq-scan`: a whole-table scan of a table above the row threshold.
+//!
+//! What counts is the rows the plan is estimated to read in one execution
+//! (issue 13 §4), not the table's size: a scan under a Limit that stops early
+//! (`SELECT 1 FROM t LIMIT 1`) reads a few rows and is no finding. A
+//! statement that asks for whole tables (no WHERE, no LIMIT:
+//! `SELECT count(*) FROM t`, over joins too) reads them by design:
+//! informational.
 
 use std::collections::BTreeMap;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
+use crate::explain::plan_tree::{Mode, PlanKind};
+
+use super::{
+    Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
+    plan_index, reads_all_by_design, rows_read_in,
+};
 
 pub struct SeqScan;
 
 /// A plan's index among the statement's plans and a node's path in it.
 type NodeAt = (usize, Vec<usize>);
+
+/// The plans that show a scan: their descriptions and kinds, and the node
+/// the finding points at.
+type Hit = (Vec<String>, Vec<PlanKind>, NodeAt);
 
 impl Check for SeqScan {
     fn id(&self) -> CheckId {
@@ -17,48 +33,76 @@ impl Check for SeqScan {
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         for e in ctx.explained() {
             // (mode, table) -> the plans that scan it.
-            let mut hits: BTreeMap<_, (Vec<String>, NodeAt)> = BTreeMap::new();
+            let mut hits: BTreeMap<(Mode, String), Hit> = BTreeMap::new();
             for p in judged_plans(e) {
                 for n in p.nodes() {
                     if let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan())
                         && ctx.catalog.rows(&rel) >= ctx.min_rows
+                        && rows_read_in(e, p, &n.path, ctx.catalog.rows(&rel))
+                            >= ctx.min_rows as f64
                     {
                         // The first node found is the one the finding points at.
-                        let (v, _) = hits
-                            .entry((p.mode, rel))
-                            .or_insert_with(|| (Vec::new(), (plan_index(e, p), n.path.clone())));
+                        let (v, kinds, _) = hits.entry((p.mode, rel)).or_insert_with(|| {
+                            (Vec::new(), Vec::new(), (plan_index(e, p), n.path.clone()))
+                        });
                         let d = describe(p);
                         if !v.contains(&d) {
                             v.push(d);
                         }
+                        kinds.push(p.kind);
                     }
                 }
             }
-            for ((mode, rel), (plans, (plan, path))) in hits {
+            let by_design = reads_all_by_design(&e.text);
+            for ((mode, rel), (plans, kinds, (plan, path))) in hits {
+                if literal_avoids(e, mode, &rel) {
+                    continue;
+                }
                 let rows = crate::output::count(ctx.catalog.rows(&rel));
-                out.push(
-                    finding(
-                        self,
+                let (severity, message) = if by_design {
+                    (
+                        Severity::Info,
+                        format!(
+                            "reads all of {rel}, {rows} rows: the statement has no WHERE and no LIMIT"
+                        ),
+                    )
+                } else {
+                    (
                         Severity::Error,
                         format!(
                             "Seq Scan on {rel} ({rows} rows) in the {}",
                             plans.join(", ")
                         ),
                     )
+                };
+                let f = finding(self, severity, message)
                     .statement(&e.stmt, mode)
                     .relation(rel)
-                    .node(plan, &path),
-                );
+                    .node(plan, &path);
+                out.extend(generic_only(ctx, e, mode, &kinds, f));
             }
         }
     }
+}
+
+/// Whether a plan of `e` with a partial index's literals put back (a
+/// `literal` plan, see unused-partial-index) reads `rel` without a Seq Scan:
+/// the scan is the placeholder's doing, not the statement's (issue 13 §5).
+fn literal_avoids(e: &crate::explain::engine::Explained, mode: Mode, rel: &str) -> bool {
+    e.plans
+        .iter()
+        .filter(|p| p.kind == PlanKind::Literal && p.mode == mode)
+        .any(|p| {
+            !p.nodes()
+                .iter()
+                .any(|n| n.is_seq_scan() && n.relation.as_deref() == Some(rel))
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::testing::*;
     use super::*;
-    use crate::explain::plan_tree::{Mode, PlanKind};
     use serde_json::json;
 
     fn scan(rel: &str) -> serde_json::Value {
@@ -68,8 +112,9 @@ mod tests {
     #[test]
     fn flags_big_tables_only_in_judged_modes() {
         let cat = catalog(&[("events", 20_000), ("rate_limits", 10)], vec![]);
+        // A WHERE: without one, the whole table is what the statement asks for.
         let mut e = explained(
-            "SELECT * FROM events",
+            "SELECT * FROM events WHERE kind = $1",
             vec![
                 (Mode::Tenant, PlanKind::Generic, scan("events")),
                 (Mode::Tenant, PlanKind::Custom, scan("events")),
@@ -93,6 +138,173 @@ mod tests {
             out[0]
                 .message
                 .contains("generic plan, custom plan (heaviest tenant)")
+        );
+    }
+
+    #[test]
+    fn issue13_a_scan_the_literal_plan_avoids_is_not_reported() {
+        let cat = catalog(&[("checks", 50_000)], vec![]);
+        let uses = json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "checks",
+            "Index Name": "checks_not_down"}}]);
+        let mut fixed = explained(
+            "SELECT * FROM checks WHERE alert_after < $1 AND NOT (status = $2)",
+            vec![
+                (Mode::Admin, PlanKind::Generic, scan("checks")),
+                (Mode::Admin, PlanKind::Literal, uses),
+            ],
+        );
+        fixed.judged = vec![Mode::Admin];
+        let mut still = explained(
+            "SELECT * FROM checks WHERE alert_after < $1 AND kind = $2",
+            vec![
+                (Mode::Admin, PlanKind::Generic, scan("checks")),
+                (Mode::Admin, PlanKind::Literal, scan("checks")),
+            ],
+        );
+        still.judged = vec![Mode::Admin];
+        let results = [fixed, still];
+        let mut out = Vec::new();
+        SeqScan.run(&ctx(&cat, &results), &mut out);
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert!(out[0].query.as_deref().unwrap().contains("kind = $2"));
+    }
+
+    /// Issue 13 §1: `api_key LIKE $1` scans in the generic plan only.
+    #[test]
+    fn issue13_generic_only_scans_follow_the_generic_setting() {
+        use crate::explain::rules::GenericPlans;
+        let cat = catalog(&[("keys", 50_000)], vec![]);
+        let uses = json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "keys",
+            "Index Name": "keys_api_key"}}]);
+        let mut generic_only = explained(
+            "SELECT * FROM keys WHERE api_key LIKE $1",
+            vec![
+                (Mode::Admin, PlanKind::Generic, scan("keys")),
+                (Mode::Admin, PlanKind::Custom, uses),
+            ],
+        );
+        generic_only.judged = vec![Mode::Admin];
+        let mut both = explained(
+            "SELECT * FROM keys WHERE note = $1",
+            vec![
+                (Mode::Admin, PlanKind::Generic, scan("keys")),
+                (Mode::Admin, PlanKind::Custom, scan("keys")),
+            ],
+        );
+        both.judged = vec![Mode::Admin];
+        let results = [generic_only, both];
+        let run = |generic| {
+            let mut c = ctx(&cat, &results);
+            c.generic = generic;
+            let mut out = Vec::new();
+            SeqScan.run(&c, &mut out);
+            out.into_iter()
+                .map(|f| (f.query.unwrap(), f.severity, f.message))
+                .collect::<Vec<_>>()
+        };
+        let warn = run(GenericPlans::Warn);
+        assert_eq!(warn.len(), 2, "{warn:?}");
+        assert_eq!(warn[0].1, Severity::Warning);
+        assert!(
+            warn[0].2.contains("only the generic plan shows it"),
+            "{}",
+            warn[0].2
+        );
+        assert_eq!(warn[1].1, Severity::Error);
+        assert!(!warn[1].2.contains("only the generic plan"));
+        let judge = run(GenericPlans::Judge);
+        assert!(judge.iter().all(|f| f.1 == Severity::Error), "{judge:?}");
+        let ignore = run(GenericPlans::Ignore);
+        assert_eq!(ignore.len(), 1);
+        assert!(ignore[0].0.contains("note = $1"));
+    }
+
+    /// `.exists()`: a Limit pulls one row of a 160,000-row scan.
+    fn limited(limit_total: f64, below: serde_json::Value) -> serde_json::Value {
+        json!([{"Plan": {"Node Type": "Limit", "Startup Cost": 0.0, "Total Cost": limit_total,
+            "Plan Rows": 1, "Plans": [below]}}])
+    }
+
+    #[test]
+    fn issue13_scan_under_an_early_limit_is_not_a_whole_table_read() {
+        let cat = catalog(&[("flips", 160_000)], vec![]);
+        let scan = json!({"Node Type": "Seq Scan", "Relation Name": "flips",
+            "Parent Relationship": "Outer", "Startup Cost": 0.0, "Total Cost": 2500.0,
+            "Plan Rows": 160000});
+        // The same scan behind a Sort: the Limit stops nothing below it.
+        let sorted = json!({"Node Type": "Sort", "Parent Relationship": "Outer",
+            "Startup Cost": 20000.0, "Total Cost": 20400.0, "Plan Rows": 160000,
+            "Plans": [scan.clone()]});
+        // A filter that keeps one row: the Limit waits for the whole scan.
+        let filtered = json!({"Node Type": "Seq Scan", "Relation Name": "flips",
+            "Parent Relationship": "Outer", "Startup Cost": 0.0, "Total Cost": 2900.0,
+            "Plan Rows": 1, "Filter": "(email = 'a'::text)"});
+        let results = [
+            explained(
+                "SELECT 1 FROM flips LIMIT 1",
+                vec![(Mode::Admin, PlanKind::Custom, limited(0.02, scan))],
+            ),
+            explained(
+                "SELECT 1 FROM flips ORDER BY x LIMIT 1",
+                vec![(Mode::Admin, PlanKind::Custom, limited(20400.0, sorted))],
+            ),
+            explained(
+                "SELECT 1 FROM flips WHERE email = $1 LIMIT 21",
+                vec![(Mode::Admin, PlanKind::Custom, limited(2900.0, filtered))],
+            ),
+        ];
+        let mut out = Vec::new();
+        SeqScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out.iter().map(|f| f.query.as_deref().unwrap()).collect();
+        assert_eq!(
+            got,
+            vec![
+                "SELECT 1 FROM flips ORDER BY x LIMIT 1",
+                "SELECT 1 FROM flips WHERE email = $1 LIMIT 21"
+            ]
+        );
+        assert!(out.iter().all(|f| f.severity == Severity::Error));
+    }
+
+    #[test]
+    fn issue13_no_where_no_limit_reads_all_by_design() {
+        let cat = catalog(&[("pings", 50_000)], vec![]);
+        let results = [
+            explained(
+                "SELECT count(*) FROM pings",
+                vec![(Mode::Admin, PlanKind::Custom, scan("pings"))],
+            ),
+            explained(
+                "SELECT count(*) FROM pings JOIN kinds ON kinds.id = pings.kind_id",
+                vec![(Mode::Admin, PlanKind::Custom, scan("pings"))],
+            ),
+            explained(
+                "SELECT count(*) FROM pings WHERE kind = $1",
+                vec![(Mode::Admin, PlanKind::Custom, scan("pings"))],
+            ),
+        ];
+        let mut out = Vec::new();
+        SeqScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out
+            .iter()
+            .map(|f| (f.severity, f.message.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    Severity::Info,
+                    "reads all of pings, 50,000 rows: the statement has no WHERE and no LIMIT"
+                ),
+                (
+                    Severity::Info,
+                    "reads all of pings, 50,000 rows: the statement has no WHERE and no LIMIT"
+                ),
+                (
+                    Severity::Error,
+                    "Seq Scan on pings (50,000 rows) in the custom plan (heaviest tenant)"
+                )
+            ]
         );
     }
 }
