@@ -88,7 +88,8 @@ fn write_reports(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
         diff: result.diff.clone(),
         base_label: result.base_ref.clone(),
     };
-    let outputs: [(&Option<PathBuf>, fn(&crate::report::Inputs) -> String); 5] = [
+    type Render = fn(&crate::report::Inputs) -> String;
+    let outputs: [(&Option<PathBuf>, Render); 5] = [
         (&cs.outputs.markdown, crate::report::markdown),
         (&cs.outputs.junit, crate::report::junit),
         (&cs.outputs.sarif, crate::report::sarif),

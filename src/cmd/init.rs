@@ -99,6 +99,9 @@ statement_timeout_ms = {timeout}
 disable = []
 # Production's planner settings, applied with SET LOCAL while planning.
 #settings = {{ random_page_cost = 1.1, work_mem = "16MB" }}
+# Findings only the generic plan shows: "judge" (as any other), "warn" (a
+# warning: the application may never run the generic plan) or "ignore".
+generic = "warn"
 # Per-table or per-statement ignores, each with its reason:
 #[[explain.ignore]]
 #check = "seq-scan"
@@ -222,8 +225,9 @@ mod tests {
             disable: _,
             ignore,
             settings,
+            generic,
         } = explain;
-        assert!(min_rows.is_some() && rls_cost_ratio.is_some());
+        assert!(min_rows.is_some() && rls_cost_ratio.is_some() && generic.is_some());
         assert!(statement_timeout_ms.is_some() && !settings.is_empty());
         assert_eq!(ignore.len(), 1);
         let crate::config::ReplaySection {
