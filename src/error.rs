@@ -82,10 +82,6 @@ pub enum Error {
         hint: Option<String>,
     },
 
-    /// A command that exists but whose issue has not landed yet.
-    #[error("`planck {command}` is not built yet")]
-    NotBuilt { command: &'static str },
-
     #[error("cannot read {}: {source}", path.display())]
     ReadFile {
         path: PathBuf,
@@ -289,9 +285,6 @@ impl Error {
             | Error::Seed { hint, .. }
             | Error::Connect { hint, .. }
             | Error::Cluster { hint, .. } => hint.iter().cloned().collect(),
-            Error::NotBuilt { .. } => {
-                vec!["this subcommand has its own issue; it lands in a later release".to_string()]
-            }
             Error::Command { hint, .. } => hint.iter().cloned().collect(),
             // A transaction-mode pooler breaks prepared statements: say so
             // where the server's error alone would puzzle.

@@ -215,6 +215,12 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
             "errors,regressions,blocking-migration",
             "--json",
             "check.json",
+            "--markdown",
+            "check.md",
+            "--junit",
+            "check.xml",
+            "--sarif",
+            "check.sarif",
         ],
     );
     assert_exit(&out, 1);
@@ -262,6 +268,39 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
     assert_eq!(regression["statement_id"], feed["statement_id"]);
     assert_eq!(regression["file"], "migrations/0006_drop_feed_index.sql");
     assert_eq!(regression["line"], 3);
+
+    // The reports a reviewer reads name the same: the statement, the index
+    // and the line that dropped it.
+    let statement = feed["statement_id"].as_str().unwrap();
+    let dropped_at = "migrations/0006_drop_feed_index.sql:3";
+    for file in ["check.md", "check.xml"] {
+        let text = std::fs::read_to_string(p.join(file)).unwrap();
+        for needle in [statement, "events_account_created", dropped_at] {
+            assert!(
+                text.contains(needle),
+                "{file} does not name {needle}:\n{text}"
+            );
+        }
+    }
+    let sarif = read_json(&p.join("check.sarif"));
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let at_drop = results
+        .iter()
+        .find(|r| {
+            r["ruleId"] == "plan-regression"
+                && r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                    == "migrations/0006_drop_feed_index.sql"
+        })
+        .unwrap_or_else(|| panic!("no plan-regression result at the DROP INDEX: {results:#?}"));
+    assert_eq!(
+        at_drop["locations"][0]["physicalLocation"]["region"]["startLine"],
+        3
+    );
+    let message = at_drop["message"]["text"].as_str().unwrap();
+    assert!(
+        message.contains(statement) && message.contains("events_account_created"),
+        "{message}"
+    );
     assert!(
         failures
             .iter()
@@ -316,7 +355,7 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
         .unwrap();
     assert_eq!(
         String::from_utf8_lossy(&status.stdout).trim(),
-        "?? check.json"
+        "?? check.json\n?? check.md\n?? check.sarif\n?? check.xml"
     );
 }
 

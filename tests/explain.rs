@@ -81,6 +81,12 @@ fn json_run(db: &TestDb, dir: &Path, args: &[&str]) -> (i32, Value) {
         typed.statements.len(),
         v["statements"].as_array().unwrap().len()
     );
+    // The environment a report shows: the server it planned on.
+    let env = typed
+        .environment
+        .as_ref()
+        .expect("explain's JSON has its environment");
+    assert!(!env.server_version.is_empty(), "{v:#}");
     (code, v)
 }
 

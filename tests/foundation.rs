@@ -72,10 +72,14 @@ fn help_lists_every_subcommand() {
 }
 
 #[test]
-fn unbuilt_commands_exit_2_and_say_so() {
+fn report_without_its_input_is_a_usage_error_naming_the_flag() {
     let out = planck_cmd(Path::new(".")).arg("report").output().unwrap();
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("not built yet"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--explain <PATH>"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

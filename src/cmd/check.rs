@@ -280,7 +280,20 @@ impl Check<'_> {
             .collect();
         let diff = base_side.as_ref().map(|b| {
             let t = Instant::now();
-            let d = crate::wire::diff::diff(&b.report, &head_side.report, self.cs.cost_noise);
+            let mut d = crate::wire::diff::diff(&b.report, &head_side.report, self.cs.cost_noise);
+            // Name the migration statement that dropped each index a plan lost.
+            for c in &mut d.plan_changes {
+                c.dropped = c
+                    .indexes_no_longer_used
+                    .iter()
+                    .filter_map(|i| dropped_by(&objects, i))
+                    .map(|o| crate::wire::diff::DroppedIndex {
+                        index: o.name.clone(),
+                        path: self.relative(Path::new(&o.file)),
+                        line: o.line,
+                    })
+                    .collect();
+            }
             step(
                 self.settings,
                 t,

@@ -13,19 +13,9 @@ pub mod replay;
 pub mod report;
 pub mod seed;
 
-use clap::Args;
-
 use crate::cli::Command;
 use crate::error::Result;
 use crate::settings::Settings;
-
-/// Arguments of a subcommand whose issue has not landed yet.
-#[derive(Debug, Clone, Args)]
-pub struct NotBuiltArgs {
-    /// Accepted and ignored until the command exists
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    pub rest: Vec<String>,
-}
 
 pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
     match command {

@@ -36,16 +36,22 @@ const SETTINGS: &[&str] = &[
 /// Fills `json.environment` and `json.indexes` from the database the plans were made on.
 pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
     let client = conn.connect().await?;
+    // planck's own reads stay out of pg_stat_statements (or are tagged as
+    // planck's), so a later `--from-stats` does not plan them.
+    let stats = crate::session::untrack(&client).await?;
     let db = |e| Error::db("reading the environment for explain's JSON", e);
     let version: String = client
-        .query_one("SELECT current_setting('server_version')", &[])
+        .query_one(
+            &crate::session::tag(stats, "SELECT current_setting('server_version')"),
+            &[],
+        )
         .await
         .map_err(db)?
         .get(0);
     let names: Vec<String> = SETTINGS.iter().map(|s| s.to_string()).collect();
     let settings: BTreeMap<String, String> = client
         .query(
-            "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1) ORDER BY name",
+            &crate::session::tag(stats, "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1) ORDER BY name"),
             &[&names],
         )
         .await
@@ -71,11 +77,14 @@ pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
     // Relation names as plans give them (unqualified), in the search path or anywhere.
     let tables = client
         .query(
-            "SELECT c.relname::text, c.reltuples::bigint, pg_total_relation_size(c.oid)
+            &crate::session::tag(
+                stats,
+                "SELECT c.relname::text, c.reltuples::bigint, pg_total_relation_size(c.oid)
                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
               WHERE c.relkind IN ('r', 'p', 'm') AND c.relname = ANY($1)
                 AND n.nspname NOT IN ('pg_catalog', 'information_schema')
               ORDER BY pg_total_relation_size(c.oid) DESC, 1",
+            ),
             &[&read],
         )
         .await
@@ -89,12 +98,15 @@ pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
         .collect::<Vec<_>>();
     let indexes = client
         .query(
-            "SELECT i.relname::text, t.relname::text
+            &crate::session::tag(
+                stats,
+                "SELECT i.relname::text, t.relname::text
                FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
                JOIN pg_class t ON t.oid = x.indrelid
                JOIN pg_namespace n ON n.oid = t.relnamespace
               WHERE t.relname = ANY($1) AND n.nspname NOT IN ('pg_catalog', 'information_schema')
               ORDER BY 2, 1",
+            ),
             &[&read],
         )
         .await
@@ -118,7 +130,7 @@ pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
             }
         })
         .collect();
-    let tenant = heaviest(&client, json, &tables).await;
+    let tenant = heaviest(&client, stats, json, &tables).await;
     json.environment = Some(JsonEnvironment {
         server_version: version,
         settings,
@@ -133,6 +145,7 @@ pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
 /// policy's `current_setting(...)` comparison in the plan), counted.
 async fn heaviest(
     client: &tokio_postgres::Client,
+    stats: crate::session::StatsMode,
     json: &JsonReport,
     tables: &[JsonTable],
 ) -> Option<JsonTenant> {
@@ -158,7 +171,10 @@ async fn heaviest(
             ident(&t.name)
         );
         // A table the owner's search path does not reach is left out.
-        if let Ok(row) = client.query_one(&sql, &[&id]).await {
+        if let Ok(row) = client
+            .query_one(&crate::session::tag(stats, &sql), &[&id])
+            .await
+        {
             mine += row.get::<_, i64>(0);
             all += row.get::<_, i64>(1);
         }

@@ -56,6 +56,23 @@ pub fn render(i: &Inputs) -> String {
     let mut report = Report::new("planck");
     report.add_test_suite(statements);
     report.add_test_suite(schema);
+    // With a diff: a plan the change made worse fails a case of its own.
+    if let Some(d) = &i.diff {
+        let mut changes = TestSuite::new("planck check: plan regressions");
+        for c in d.regressions() {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            st.set_message(c.summary());
+            st.set_description(format!("{}\n{}\n", c.query.trim(), c.summary()));
+            let mut case =
+                TestCase::new(format!("{} ({}, {})", c.statement_id, c.mode, c.kind), st);
+            case.set_classname(match c.dropped.first() {
+                Some(d) => format!("{}:{}", d.path, d.line),
+                None => "queries".to_string(),
+            });
+            changes.add_test_case(case);
+        }
+        report.add_test_suite(changes);
+    }
     report
         .to_string()
         .expect("quick-junit writes XML into a String")
@@ -150,6 +167,16 @@ mod tests {
     #[test]
     fn error_findings_fail_skipped_statements_skip_and_the_baseline_passes() {
         let xml = render(&fixture::inputs());
+        // Two error findings, and the fixture's diff holds two plans that
+        // lost an index: each fails a case of its own.
+        assert_eq!(xml.matches("<failure").count(), 4, "{xml}");
+        assert!(
+            xml.contains(r#"<testsuite name="planck check: plan regressions" tests="2" skipped="0" errors="0" failures="2">"#),
+            "{xml}"
+        );
+        let mut no_diff = fixture::inputs();
+        no_diff.diff = None;
+        let xml = render(&no_diff);
         assert_eq!(xml.matches("<failure").count(), 2, "{xml}");
         assert_eq!(xml.matches("<skipped").count(), 1, "{xml}");
         assert!(xml.contains(r#"name="unused-index items_title_idx on items""#));
@@ -158,7 +185,7 @@ mod tests {
             "{xml}"
         );
         // The same report with every finding in the baseline fails nothing.
-        let mut i = fixture::inputs();
+        let mut i = no_diff;
         for f in &mut i.explain.findings {
             f.baseline = true;
         }

@@ -140,8 +140,9 @@ fn full(i: &Inputs) -> String {
             );
             for c in &d.plan_changes {
                 let mut what = c.changes.iter().map(|s| cell(s)).collect::<Vec<_>>();
-                for idx in &c.indexes_no_longer_used {
-                    what.push(format!("no longer uses {}", code(idx)));
+                for (idx, lost) in c.indexes_no_longer_used.iter().zip(c.lost_indexes()) {
+                    let at = lost.strip_prefix(idx.as_str()).unwrap_or("");
+                    what.push(format!("no longer uses {}{}", code(idx), cell(at)));
                 }
                 let _ = writeln!(
                     out,

@@ -209,6 +209,7 @@ pub fn render(i: &Inputs) -> String {
             }
         })
         .collect();
+    let (rules, results) = with_regressions(i, rules, results);
     let log = Log {
         schema: SCHEMA,
         version: "2.1.0",
@@ -226,6 +227,81 @@ pub fn render(i: &Inputs) -> String {
     let mut s = serde_json::to_string_pretty(&log).expect("SARIF serializes");
     s.push('\n');
     s
+}
+
+/// The rule of a plan a change made worse (`planck check --base`).
+const REGRESSION: &str = "plan-regression";
+
+/// With a diff, each plan the change made worse is a result of its own, at
+/// the migration line that dropped the index the plan lost when one did.
+fn with_regressions(
+    i: &Inputs,
+    mut rules: Vec<Rule>,
+    mut results: Vec<SarifResult>,
+) -> (Vec<Rule>, Vec<SarifResult>) {
+    let Some(d) = &i.diff else {
+        return (rules, results);
+    };
+    let regressions: Vec<_> = d.regressions().collect();
+    if regressions.is_empty() {
+        return (rules, results);
+    }
+    let help = "The change makes this statement's plan worse than on the base: \
+                read the plan change, and keep (or recreate) the index it lost.";
+    rules.push(Rule {
+        id: REGRESSION.to_string(),
+        name: "PlanRegression".to_string(),
+        short_description: Text {
+            text: "Plan regression".to_string(),
+        },
+        full_description: Text { text: help.into() },
+        help: Help {
+            text: help.into(),
+            markdown: format!("**Plan regression**: {help}"),
+        },
+        default_configuration: Configuration { level: "error" },
+    });
+    let rule_index = rules.len() - 1;
+    for c in regressions {
+        results.push(SarifResult {
+            rule_id: REGRESSION.to_string(),
+            rule_index,
+            level: "error",
+            message: Text {
+                text: format!(
+                    "`{}` (statement {} as {}, {} plan): {}",
+                    crate::queries::normalize_space(&c.query),
+                    c.statement_id,
+                    c.mode,
+                    c.kind,
+                    c.summary()
+                ),
+            },
+            locations: c
+                .dropped
+                .iter()
+                .take(1)
+                .map(|d| Location {
+                    physical_location: PhysicalLocation {
+                        artifact_location: ArtifactLocation {
+                            uri: d.path.replace('\\', "/"),
+                        },
+                        region: Region {
+                            start_line: d.line.max(1),
+                        },
+                    },
+                })
+                .collect(),
+            partial_fingerprints: [(
+                "planck/v1",
+                format!("{REGRESSION}/{}/{}/{}", c.statement_id, c.mode, c.kind),
+            )]
+            .into_iter()
+            .collect(),
+            baseline_state: "new",
+        });
+    }
+    (rules, results)
 }
 
 #[cfg(test)]

@@ -59,6 +59,44 @@ pub struct PlanChange {
     pub changes: Vec<String>,
     /// Indexes the base plan read and the head plan does not.
     pub indexes_no_longer_used: Vec<String>,
+    /// Of those, the ones a migration of the change dropped, with the
+    /// statement that dropped them (filled by `planck check --base`, which
+    /// knows the migrations; empty from a plain diff of two reports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<DroppedIndex>,
+}
+
+/// An index a migration dropped, where.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DroppedIndex {
+    pub index: String,
+    /// The migration file, relative to the project, and the line of the statement.
+    pub path: String,
+    pub line: usize,
+}
+
+impl PlanChange {
+    /// One line: `items: Index Scan using i -> Seq Scan; cost x12.5; no
+    /// longer uses i (dropped at migrations/0006_drop.sql:3)`.
+    pub fn summary(&self) -> String {
+        let mut parts = self.changes.clone();
+        parts.push(format!("cost x{}", self.cost_ratio));
+        for lost in self.lost_indexes() {
+            parts.push(format!("no longer uses {lost}"));
+        }
+        parts.join("; ")
+    }
+
+    /// `events_account_created (dropped at migrations/0006_drop.sql:3)`, per lost index.
+    pub fn lost_indexes(&self) -> Vec<String> {
+        self.indexes_no_longer_used
+            .iter()
+            .map(|i| match self.dropped.iter().find(|d| &d.index == i) {
+                Some(d) => format!("{i} (dropped at {}:{})", d.path, d.line),
+                None => i.clone(),
+            })
+            .collect()
+    }
 }
 
 impl JsonDiff {
@@ -203,6 +241,7 @@ fn compare_plans(
         cost_ratio: (cost_ratio * 1000.0).round() / 1000.0,
         changes,
         indexes_no_longer_used: b.indexes.difference(&h.indexes).cloned().collect(),
+        dropped: Vec::new(),
     })
 }
 

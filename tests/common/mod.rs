@@ -320,6 +320,55 @@ pub mod explain_json {
         pub statements: Vec<Statement>,
         pub findings: Vec<Finding>,
         pub summary: Summary,
+        #[serde(default)]
+        pub environment: Option<Environment>,
+        #[serde(default)]
+        pub indexes: Vec<Index>,
+    }
+
+    /// What the report needs beyond the findings (`planck report`).
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Environment {
+        pub server_version: String,
+        pub settings: std::collections::BTreeMap<String, String>,
+        pub tables: Vec<Table>,
+        pub tenant: Option<Tenant>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Table {
+        pub name: String,
+        pub rows: i64,
+        pub bytes: i64,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Tenant {
+        pub id: String,
+        pub share: f64,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct Index {
+        pub name: String,
+        pub table: String,
+        pub used_by: Vec<IndexUse>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct IndexUse {
+        pub statement_id: String,
+        pub mode: String,
     }
 
     #[derive(Debug, Deserialize)]
