@@ -12,8 +12,10 @@ use common::{TestDb, stderr};
 fn schema(db: &TestDb, extra: &str) {
     db.exec(&format!(
         "DO $$ BEGIN
-           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'exact_app') THEN
-             CREATE ROLE exact_app NOLOGIN; END IF;
+           -- Both tests run at once and roles are cluster-wide: the loser of the
+           -- race sees the winner's role (a unique violation, not duplicate_object).
+           CREATE ROLE exact_app NOLOGIN;
+           EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
          END $$;
          CREATE TABLE notes (id bigint PRIMARY KEY, tenant_id int NOT NULL,
                              hidden bool NOT NULL, body text NOT NULL);
