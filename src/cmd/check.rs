@@ -187,14 +187,7 @@ impl Check<'_> {
         let head_name = self.db_name("head");
         let (base_side, base_error, head_db) = match base {
             None => {
-                let head = self.fresh(&head_name).await?;
-                if let Some(o) = self
-                    .migrate(&head, &self.settings.project_dir, &head_dir)
-                    .await?
-                {
-                    objects = o;
-                }
-                self.seed(&head).await?;
+                let head = self.build_head(&head_name, &head_dir, &mut objects).await?;
                 (None, None, head)
             }
             Some(tree) => {
@@ -208,14 +201,7 @@ impl Check<'_> {
                         self.settings.warn(&format!(
                             "{message}; the head side still runs, without a diff"
                         ));
-                        let head = self.fresh(&head_name).await?;
-                        if let Some(o) = self
-                            .migrate(&head, &self.settings.project_dir, &head_dir)
-                            .await?
-                        {
-                            objects = o;
-                        }
-                        self.seed(&head).await?;
+                        let head = self.build_head(&head_name, &head_dir, &mut objects).await?;
                         (None, Some(message), head)
                     }
                     Ok(_) => {
@@ -230,15 +216,7 @@ impl Check<'_> {
                                 );
                                 self.settings.warn(&note);
                                 notes.push(note);
-                                let head = self.fresh(&head_name).await?;
-                                if let Some(o) = self
-                                    .migrate(&head, &self.settings.project_dir, &head_dir)
-                                    .await?
-                                {
-                                    objects = o;
-                                }
-                                self.seed(&head).await?;
-                                head
+                                self.build_head(&head_name, &head_dir, &mut objects).await?
                             }
                             Incremental::New(files) => {
                                 if self.cs.migrate.is_none() && !files.is_empty() {
@@ -353,6 +331,26 @@ impl Check<'_> {
     }
 
     /// (Re)creates `name`, empty.
+    /// Head built from scratch: a fresh database, every migration of the
+    /// checkout, the seed. What its migrations created or dropped goes to
+    /// `objects` (planck migrate only).
+    async fn build_head(
+        &mut self,
+        name: &str,
+        head_dir: &Path,
+        objects: &mut Vec<migrate::ObjectChange>,
+    ) -> Result<ConnInfo> {
+        let head = self.fresh(name).await?;
+        if let Some(o) = self
+            .migrate(&head, &self.settings.project_dir, head_dir)
+            .await?
+        {
+            *objects = o;
+        }
+        self.seed(&head).await?;
+        Ok(head)
+    }
+
     async fn fresh(&mut self, name: &str) -> Result<ConnInfo> {
         let t = Instant::now();
         self.create(name, None).await?;
@@ -493,8 +491,7 @@ impl Check<'_> {
                 self.relative(&es.baseline)
             ),
         );
-        let mut json = crate::explain::json::from_report(&report);
-        crate::explain::environment::attach(db, &mut json).await?;
+        let json = crate::explain::environment::json_with_environment(db, &report).await?;
         Ok(Side {
             report: json,
             text_report: report,

@@ -277,8 +277,7 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         }
         r
     });
-    let mut json = crate::explain::json::from_report(&report);
-    crate::explain::environment::attach(&conn, &mut json).await?;
+    let json = crate::explain::environment::json_with_environment(&conn, &report).await?;
     write_review(settings, json, replay)?;
     settings.info(&format!("next: `psql {}` to look around", conn.display()));
     Ok(0)

@@ -5,7 +5,7 @@
 
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
-use crate::explain::report::{self, Report};
+use crate::explain::report;
 use crate::output::Format;
 pub use crate::settings::explain::ExplainArgs;
 use crate::settings::{Settings, explain::ExplainSettings};
@@ -22,24 +22,18 @@ async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings)
     crate::bookkeeping::warn_pending_on(conn, settings.log()).await;
     let report = crate::explain::run(conn, explain, settings.log()).await?;
     let mut buf = Vec::new();
-    if matches!(settings.format, Format::Json) {
-        // The JSON carries what a report needs beyond the findings: the
-        // server, its planner settings, table sizes and index use.
-        let mut json = crate::explain::json::from_report(&report);
-        crate::explain::environment::attach(conn, &mut json).await?;
-        serde_json::to_writer_pretty(&mut buf, &json).map_err(|e| Error::Other(e.into()))?;
-        buf.push(b'\n');
-    } else {
-        write(&mut buf, &report, settings.format).map_err(|e| Error::Other(e.into()))?;
+    let io = |e: std::io::Error| Error::Other(e.into());
+    match settings.format {
+        Format::Json => {
+            // The JSON carries what a report needs beyond the findings: the
+            // server, its planner settings, table sizes and index use.
+            let json = crate::explain::environment::json_with_environment(conn, &report).await?;
+            serde_json::to_writer_pretty(&mut buf, &json).map_err(|e| Error::Other(e.into()))?;
+            buf.push(b'\n');
+        }
+        Format::Markdown => report::render_markdown(&mut buf, &report).map_err(io)?,
+        Format::Table => report::render_table(&mut buf, &report).map_err(io)?,
     }
     crate::output::emit(&buf).map_err(|e| Error::Other(e.into()))?;
     Ok(report.exit_code(explain.fail_on_skipped))
-}
-
-fn write(w: &mut Vec<u8>, report: &Report, format: Format) -> std::io::Result<()> {
-    match format {
-        Format::Json => report::render_json(w, report),
-        Format::Markdown => report::render_markdown(w, report),
-        Format::Table => report::render_table(w, report),
-    }
 }

@@ -33,6 +33,18 @@ const SETTINGS: &[&str] = &[
     "enable_mergejoin",
 ];
 
+/// Explain's JSON for `report` as planck writes it: the findings and plans,
+/// with the environment and index use read from `conn`, the database the
+/// plans were made on.
+pub async fn json_with_environment(
+    conn: &ConnInfo,
+    report: &super::report::Report,
+) -> Result<JsonReport> {
+    let mut json = super::json::from_report(report);
+    attach(conn, &mut json).await?;
+    Ok(json)
+}
+
 /// Fills `json.environment` and `json.indexes` from the database the plans were made on.
 pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
     let client = conn.connect().await?;
