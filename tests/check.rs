@@ -301,6 +301,16 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
         message.contains(statement) && message.contains("events_account_created"),
         "{message}"
     );
+    // The migration line that had created the index, as a related location.
+    let created = &at_drop["relatedLocations"][0]["physicalLocation"];
+    let file = created["artifactLocation"]["uri"].as_str().unwrap();
+    let line = created["region"]["startLine"].as_u64().unwrap() as usize;
+    let text = std::fs::read_to_string(p.join(file)).unwrap();
+    let at = text.lines().nth(line - 1).unwrap_or("");
+    assert!(
+        at.contains("CREATE INDEX") && at.contains("events_account_created"),
+        "{file}:{line} is {at:?}"
+    );
     assert!(
         failures
             .iter()
