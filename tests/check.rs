@@ -433,6 +433,8 @@ fn check_replay_reports_both_sides_and_gates_on_the_slo() {
         "check.json",
         "--markdown",
         "check.md",
+        "--junit",
+        "check.xml",
     ];
     let mut args = vec!["--base", "main", "--slo", "p95=1us@2"];
     args.extend_from_slice(&replay);
@@ -477,6 +479,9 @@ fn check_replay_reports_both_sides_and_gates_on_the_slo() {
     assert!(md.contains("- slo: SLO missed"), "{md}");
     assert!(md.contains("Replay, per ladder step"), "{md}");
     assert!(md.contains("### Replay: "), "{md}");
+    let xml = std::fs::read_to_string(p.join("check.xml")).unwrap();
+    assert!(xml.contains("name=\"replay at 2 clients\""), "{xml}");
+    assert!(xml.contains("type=\"slo\""), "{xml}");
     assert!(
         databases_named(&db).is_empty(),
         "{:?}",

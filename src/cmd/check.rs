@@ -134,8 +134,14 @@ fn write_reports(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
             source,
         })?;
     }
-    let outputs: [(&Option<PathBuf>, Render); 4] = [
-        (&cs.outputs.junit, crate::report::junit),
+    if let Some(path) = &cs.outputs.junit {
+        let text = crate::report::junit_with_gate(&inputs, &result.gate);
+        std::fs::write(path, text).map_err(|source| Error::WriteFile {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let outputs: [(&Option<PathBuf>, Render); 3] = [
         (&cs.outputs.sarif, crate::report::sarif),
         (&cs.outputs.gitlab, crate::report::gitlab),
         (&cs.outputs.html, crate::report::html),
