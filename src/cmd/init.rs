@@ -155,8 +155,9 @@ cost_noise = {noise:?}
 replay = false
 ladder = {ladder:?}
 replay_duration = "{replay_duration}"
-# A latency objective the replay must meet; with one set, "slo" joins the
-# default fail_on. Default: none.
+# A latency objective the replay must meet (it turns the replay on). Add
+# "slo" to fail_on above to gate on it (it joins fail_on by itself only when
+# fail_on is not set). Default: none.
 #slo = "p95=300ms@4"
 "#,
         seed = crate::seed::layout::DEFAULT_SEED,
