@@ -158,6 +158,13 @@ pub struct CheckSection {
     pub fail_on: Option<Vec<String>>,
     /// Cost ratios under this (either way) count as unchanged.
     pub cost_noise: Option<f64>,
+    /// A short replay of the recorded workload on the check databases.
+    pub replay: Option<bool>,
+    /// Its ladder (client counts) and the length of each step.
+    pub ladder: Option<Vec<u32>>,
+    pub replay_duration: Option<String>,
+    /// A latency objective the replay must meet, `p95=300ms@4`: the `slo` gate.
+    pub slo: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

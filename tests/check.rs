@@ -301,6 +301,16 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
         message.contains(statement) && message.contains("events_account_created"),
         "{message}"
     );
+    // The migration line that had created the index, as a related location.
+    let created = &at_drop["relatedLocations"][0]["physicalLocation"];
+    let file = created["artifactLocation"]["uri"].as_str().unwrap();
+    let line = created["region"]["startLine"].as_u64().unwrap() as usize;
+    let text = std::fs::read_to_string(p.join(file)).unwrap();
+    let at = text.lines().nth(line - 1).unwrap_or("");
+    assert!(
+        at.contains("CREATE INDEX") && at.contains("events_account_created"),
+        "{file}:{line} is {at:?}"
+    );
     assert!(
         failures
             .iter()
@@ -395,4 +405,214 @@ fn check_base_whose_migrations_fail_still_checks_the_head() {
         "{:?}",
         databases_named(&db)
     );
+}
+
+/// issue 14, `--replay`: a short replay on both sides with `--base` (ladder
+/// 1,2 at 1 s), its p95 per step compared in the diff, the head's report in
+/// the JSON and the Markdown, and an SLO no replay can meet failing the gate
+/// by the `slo` gate alone. Without `--base`, an SLO it meets passes.
+#[test]
+fn check_replay_reports_both_sides_and_gates_on_the_slo() {
+    let db = TestDb::new("check_replay");
+    let dir = example_project();
+    let p = dir.path();
+    git(p, &["init", "--quiet", "-b", "main"]);
+    git(p, &["add", "."]);
+    git(p, &["commit", "--quiet", "-m", "example"]);
+    git(p, &["checkout", "--quiet", "-b", "feature"]);
+    std::fs::write(p.join("NOTES.md"), "no migration in this change\n").unwrap();
+    git(p, &["add", "."]);
+    git(p, &["commit", "--quiet", "-m", "notes"]);
+    let replay = [
+        "--replay",
+        "--ladder",
+        "1,2",
+        "--replay-duration",
+        "1s",
+        "--json",
+        "check.json",
+        "--markdown",
+        "check.md",
+        "--junit",
+        "check.xml",
+    ];
+    let mut args = vec!["--base", "main", "--slo", "p95=1us@2"];
+    args.extend_from_slice(&replay);
+    let out = check(&db, p, &args);
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    for side in [
+        "replay (base): ladder 1,2 at 1s each",
+        "replay (head): ladder 1,2 at 1s each",
+    ] {
+        assert!(err.contains(side), "no {side:?} in:\n{err}");
+    }
+    let v = read_json(&p.join("check.json"));
+    for side in ["replay", "base_replay"] {
+        let steps: Vec<u64> = v[side]["steps"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {side}: {v}"))
+            .iter()
+            .map(|s| s["concurrency"].as_u64().unwrap())
+            .collect();
+        assert_eq!(steps, vec![1, 2], "{side}");
+        assert!(v[side]["steps"][0]["units"].as_u64().unwrap() > 0, "{side}");
+    }
+    let deltas = v["diff"]["replay_steps"].as_array().unwrap();
+    assert_eq!(deltas.len(), 2, "{deltas:#?}");
+    assert_eq!(deltas[1]["concurrency"], 2);
+    assert_eq!(deltas[1]["head_p95_ms"], v["replay"]["steps"][1]["p95_ms"]);
+    assert_eq!(
+        deltas[1]["base_p95_ms"],
+        v["base_replay"]["steps"][1]["p95_ms"]
+    );
+    // The SLO, a default gate once set, is the only reason the gate failed.
+    assert_eq!(v["gate"]["fail_on"], serde_json::json!(["errors", "slo"]));
+    let failures = v["gate"]["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert_eq!(failures[0]["gate"], "slo");
+    let message = failures[0]["message"].as_str().unwrap();
+    assert!(message.contains("p95 at 2 clients"), "{message}");
+    assert!(err.contains("slo: SLO missed: p95 at 2 clients"), "{err}");
+    let md = std::fs::read_to_string(p.join("check.md")).unwrap();
+    assert!(md.starts_with("**Gate: failed**, 1 reason"), "{md}");
+    assert!(md.contains("- slo: SLO missed"), "{md}");
+    assert!(md.contains("Replay, per ladder step"), "{md}");
+    assert!(md.contains("### Replay: "), "{md}");
+    let xml = std::fs::read_to_string(p.join("check.xml")).unwrap();
+    assert!(xml.contains("name=\"replay at 2 clients\""), "{xml}");
+    assert!(xml.contains("type=\"slo\""), "{xml}");
+    assert!(
+        databases_named(&db).is_empty(),
+        "{:?}",
+        databases_named(&db)
+    );
+
+    // No --base, an objective the replay meets: the gate passes, one side.
+    let mut args = vec!["--slo", "p95=60s@1"];
+    args.extend_from_slice(&replay);
+    let out = check(&db, p, &args);
+    assert_exit(&out, 0);
+    let v = read_json(&p.join("check.json"));
+    assert_eq!(v["replay"]["steps"].as_array().unwrap().len(), 2);
+    assert!(v["base_replay"].is_null() && v["diff"].is_null());
+    assert_eq!(v["gate"]["passed"], true);
+    let md = std::fs::read_to_string(p.join("check.md")).unwrap();
+    assert!(
+        md.starts_with("**Gate: passed** (fail_on = [errors, slo])"),
+        "{md}"
+    );
+}
+
+/// issue 14: Ctrl-C during `planck check --base` (here while the base is
+/// seeded) drops the check databases and removes the base worktree before
+/// planck exits 130, saying so.
+#[test]
+fn check_interrupted_leaves_no_database_and_no_worktree() {
+    use std::io::{BufRead, BufReader};
+    let db = TestDb::new("check_sigint");
+    let dir = example_project();
+    let p = dir.path();
+    git(p, &["init", "--quiet", "-b", "main"]);
+    git(p, &["add", "."]);
+    git(p, &["commit", "--quiet", "-m", "example"]);
+    let mut child = common::planck_cmd(p)
+        .arg("--database-url")
+        .arg(&db.url)
+        .args([
+            "check", "--name", &db.name, "--base", "main", "--scale", "0.2",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    // The base is migrated: its worktree and database exist, the seed runs.
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.starts_with("migrate: ") {
+            break;
+        }
+    }
+    assert!(seen.contains("migrate: "), "{seen}");
+    let worktrees = |p: &Path| {
+        let out = Command::new("git")
+            .current_dir(p)
+            .args(["worktree", "list", "--porcelain"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .map(|l| l["worktree ".len()..].to_string())
+            .collect::<Vec<_>>()
+    };
+    let during = worktrees(p);
+    assert_eq!(
+        during.len(),
+        2,
+        "the base worktree exists mid-run: {during:?}"
+    );
+    assert!(
+        !databases_named(&db).is_empty(),
+        "the base database exists mid-run"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    for line in lines {
+        seen.push_str(&line.unwrap());
+        seen.push('\n');
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(
+        seen.contains("interrupted: check stopped; dropped "),
+        "{seen}"
+    );
+    assert!(seen.contains("removed the base worktree"), "{seen}");
+    assert!(
+        databases_named(&db).is_empty(),
+        "{:?}",
+        databases_named(&db)
+    );
+    assert_eq!(worktrees(p).len(), 1, "{:?}", worktrees(p));
+    assert!(!Path::new(&during[1]).exists(), "{} is left", during[1]);
+}
+
+/// issue 14, bad input: `--base` in a shallow clone that lacks the ref is a
+/// usage error that says it is shallow and names `fetch-depth: 0`.
+#[test]
+fn check_base_in_a_shallow_clone_names_fetch_depth() {
+    let db = TestDb::new("check_shallow");
+    let origin = example_project();
+    let o = origin.path();
+    git(o, &["init", "--quiet", "-b", "main"]);
+    git(o, &["add", "."]);
+    git(o, &["commit", "--quiet", "-m", "example"]);
+    git(o, &["checkout", "--quiet", "-b", "feature"]);
+    std::fs::write(o.join("NOTES.md"), "x\n").unwrap();
+    git(o, &["add", "."]);
+    git(o, &["commit", "--quiet", "-m", "notes"]);
+    let clone = common::project_dir();
+    let url = format!("file://{}", o.display());
+    let c = clone.path().join("shallow");
+    git(
+        clone.path(),
+        &[
+            "clone", "--quiet", "--depth", "1", "--branch", "feature", &url, "shallow",
+        ],
+    );
+    let out = check(&db, &c, &["--base", "origin/main"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("(a shallow clone)"), "{err}");
+    assert!(err.contains("fetch-depth: 0"), "{err}");
+    assert!(databases_named(&db).is_empty());
 }

@@ -14,6 +14,12 @@
 //! because of the change. Both are explained and diffed ([`crate::wire::diff`]),
 //! and head's new files are run once more, statement by statement, on a
 //! further copy while `pg_locks` is sampled ([`crate::migrate::measure`]).
+//!
+//! With `--replay` the recorded workload is replayed on a short ladder on
+//! each side once both are explained (every unit rolled back); `--slo` gates
+//! on the head's. Ctrl-C, SIGTERM and SIGHUP abandon the step under way; the
+//! check databases are dropped and the base worktree removed before planck
+//! exits with 128 + the signal's number.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -25,17 +31,22 @@ use crate::explain::report as explain_report;
 use crate::migrate::{self, Migration};
 use crate::settings::Settings;
 pub use crate::settings::check::CheckArgs;
-use crate::settings::check::{CheckSettings, Gate};
+use crate::settings::check::{CheckSettings, Gate, ReplayPlan};
 use crate::settings::explain::{ExplainArgs, ExplainSettings};
+use crate::settings::replay::{ReplayArgs, ReplaySettings};
 use crate::settings::seed::{SeedArgs, SeedSettings};
 use crate::wire::check::{
     FORMAT_VERSION, JsonCheck, JsonGate, JsonGateFailure, JsonMigrationStatement, JsonObjectChange,
 };
 use crate::wire::diff::JsonDiff;
 use crate::wire::explain::JsonReport;
+use crate::wire::replay::Report as ReplayReport;
 
 pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     let cs = CheckSettings::resolve(&args, settings)?;
+    // Caught from the start: a stop signal ends the run by the cleanup
+    // below, never with the check databases or the worktree left behind.
+    let signals = crate::signal::Signals::install()?;
     if settings.config_path.is_none() {
         settings
             .info("no planck.toml: check runs on the defaults (`planck init` writes them out):");
@@ -69,9 +80,36 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
         server,
         created: Vec::new(),
     };
-    let result = check.run(base_tree.as_ref()).await;
-    check.cleanup().await;
+    let result = tokio::select! {
+        r = check.run(base_tree.as_ref()) => r,
+        s = signals.wait() => Err(crate::signal::interrupted(s, "")),
+    };
+    let dropped = check.cleanup().await;
+    let had_tree = base_tree.is_some();
     drop(base_tree);
+    if let Err(Error::Interrupted { .. }) = &result
+        && let Some(s) = crate::signal::received()
+    {
+        let mut left = Vec::new();
+        if !dropped.is_empty() {
+            left.push(format!(
+                "{} {}",
+                if check.cs.keep { "kept" } else { "dropped" },
+                dropped.join(", ")
+            ));
+        }
+        if had_tree {
+            left.push("removed the base worktree".to_string());
+        }
+        if left.is_empty() {
+            left.push("nothing was left to clean up".to_string());
+        }
+        return Err(crate::signal::interrupted(
+            s,
+            &format!("check stopped; {}", left.join("; ")),
+        ));
+    }
+    drop(signals);
     let result = result?;
     write_json(&check.cs, &result)?;
     write_reports(&check.cs, &result)?;
@@ -84,14 +122,26 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
 fn write_reports(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
     let inputs = crate::report::Inputs {
         explain: result.head.clone(),
-        replay: None,
+        replay: result.replay.clone(),
         diff: result.diff.clone(),
         base_label: result.base_ref.clone(),
     };
     type Render = fn(&crate::report::Inputs) -> String;
-    let outputs: [(&Option<PathBuf>, Render); 5] = [
-        (&cs.outputs.markdown, crate::report::markdown),
-        (&cs.outputs.junit, crate::report::junit),
+    if let Some(path) = &cs.outputs.markdown {
+        let text = crate::report::markdown_with_gate(&inputs, &result.gate);
+        std::fs::write(path, text).map_err(|source| Error::WriteFile {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    if let Some(path) = &cs.outputs.junit {
+        let text = crate::report::junit_with_gate(&inputs, &result.gate);
+        std::fs::write(path, text).map_err(|source| Error::WriteFile {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let outputs: [(&Option<PathBuf>, Render); 3] = [
         (&cs.outputs.sarif, crate::report::sarif),
         (&cs.outputs.gitlab, crate::report::gitlab),
         (&cs.outputs.html, crate::report::html),
@@ -240,6 +290,33 @@ impl Check<'_> {
             }
         };
         let head_side = self.explain(&head_db, "head").await?;
+        // The migration object map of head (planck migrate only): where each
+        // index a plan lost had been created.
+        let map = match self.cs.migrate {
+            None => {
+                let client = head_db.connect().await?;
+                migrate::ObjectMap::load(&client, &head_dir).await?
+            }
+            Some(_) => migrate::ObjectMap::default(),
+        };
+        let (base_replay, head_replay) = match self.cs.replay.clone() {
+            None => (None, None),
+            Some(plan) => {
+                let base_replay = match (&base_side, base) {
+                    (Some(_), Some(_)) => Some(
+                        self.replay(
+                            &self.server.with_database(&self.db_name("base")),
+                            "base",
+                            &plan,
+                        )
+                        .await?,
+                    ),
+                    _ => None,
+                };
+                let head_replay = self.replay(&head_db, "head", &plan).await?;
+                (base_replay, Some(head_replay))
+            }
+        };
         let mut out = Vec::new();
         explain_report::render_table(&mut out, &head_side.text_report)
             .map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
@@ -269,8 +346,21 @@ impl Check<'_> {
                         index: o.name.clone(),
                         path: self.relative(Path::new(&o.file)),
                         line: o.line,
+                        created: created_at(&map, o).map(|c| crate::wire::diff::SourceLine {
+                            path: self.relative(&head_dir.join(&c.migration)),
+                            line: c.line,
+                        }),
                     })
                     .collect();
+            }
+            if let (Some(b), Some(h)) = (&base_replay, &head_replay) {
+                d.replay_steps = crate::wire::diff::replay_steps(b, h);
+                for s in &d.replay_steps {
+                    self.settings.info(&format!(
+                        "  replay at {} clients: p95 {:.1} -> {:.1} ms (x{})",
+                        s.concurrency, s.base_p95_ms, s.head_p95_ms, s.p95_ratio
+                    ));
+                }
             }
             step(
                 self.settings,
@@ -301,6 +391,7 @@ impl Check<'_> {
             diff.as_ref(),
             &objects,
             &measured,
+            head_replay.as_ref(),
         );
         for f in &mut gate.failures {
             if let Some(file) = &f.file {
@@ -319,7 +410,50 @@ impl Check<'_> {
             objects,
             notes,
             gate,
+            replay: head_replay,
+            base_replay,
         })
+    }
+
+    /// The short replay of `--replay` on `db`: the recorded workload on the
+    /// plan's ladder, every unit rolled back. The database is the check's
+    /// own, so statements whose effects a rollback does not undo (a
+    /// sequence's next value) are allowed.
+    async fn replay(&self, db: &ConnInfo, side: &str, plan: &ReplayPlan) -> Result<ReplayReport> {
+        let t = Instant::now();
+        let queries = crate::queries::default_path(&self.settings.queries_dir());
+        let mut args = ReplayArgs::short(queries, &plan.ladder, &plan.duration);
+        args.allow_side_effects = true;
+        let rs = ReplaySettings::resolve(&args, self.settings)?;
+        let (statements, transactions) = crate::replay::workload::load(&rs.queries)?;
+        let w = crate::replay::workload::Workload::new(
+            statements,
+            transactions,
+            rs.weights,
+            rs.include_rollbacks,
+        );
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let r = crate::replay::run::run(db, w, &rs.options, self.log(), stop).await?;
+        let p95: Vec<String> = r
+            .steps
+            .iter()
+            .map(|s| format!("{:.1} ms at {}", s.p95_ms, s.concurrency))
+            .collect();
+        step(
+            self.settings,
+            t,
+            &format!(
+                "replay ({side}): ladder {} at {} each, p95 {} clients",
+                plan.ladder
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                plan.duration,
+                p95.join(", ")
+            ),
+        );
+        Ok(r)
     }
 
     /// A path as the user knows it: relative to the project when it is below it.
@@ -634,16 +768,17 @@ impl Check<'_> {
         Ok(out)
     }
 
-    /// Drops what this run created, unless --keep.
-    async fn cleanup(&mut self) {
+    /// Drops what this run created, unless --keep; returns their names.
+    async fn cleanup(&mut self) -> Vec<String> {
         if self.created.is_empty() {
-            return;
+            return Vec::new();
         }
-        let names = std::mem::take(&mut self.created);
+        let mut names = std::mem::take(&mut self.created);
+        names.dedup();
         if self.cs.keep {
             self.settings
                 .info(&format!("kept database(s) {} (--keep)", names.join(", ")));
-            return;
+            return names;
         }
         let t = Instant::now();
         let Ok(admin) = self.server.connect().await else {
@@ -651,7 +786,7 @@ impl Check<'_> {
                 "could not drop {}: the server is not reachable",
                 names.join(", ")
             ));
-            return;
+            return Vec::new();
         };
         for n in &names {
             if let Err(e) = admin
@@ -669,6 +804,7 @@ impl Check<'_> {
             t,
             &format!("cleanup: dropped {}", names.join(", ")),
         );
+        names
     }
 }
 
@@ -740,6 +876,7 @@ fn gate(
     diff: Option<&JsonDiff>,
     objects: &[JsonObjectChange],
     measured: &[JsonMigrationStatement],
+    replay: Option<&ReplayReport>,
 ) -> JsonGate {
     let mut failures = Vec::new();
     if cs.gates(Gate::Errors) {
@@ -830,11 +967,67 @@ fn gate(
             });
         }
     }
+    if cs.gates(Gate::Slo)
+        && let Some(slo) = cs.replay.as_ref().and_then(|p| p.slo)
+        && let Some(r) = replay
+    {
+        let missed = match slo.met(r) {
+            Some((true, _)) => None,
+            Some((false, v)) => Some(format!(
+                "p{} at {} clients is {v:.2} ms, above {:.2} ms",
+                slo.percentile, slo.concurrency, slo.max_ms
+            )),
+            // The step did not finish (an interrupted replay).
+            None => Some(format!(
+                "the replay has no step at {} clients to hold p{} to",
+                slo.concurrency, slo.percentile
+            )),
+        };
+        if let Some(message) = missed {
+            failures.push(JsonGateFailure {
+                gate: Gate::Slo.as_str().to_string(),
+                message: format!("SLO missed: {message}"),
+                statement_id: None,
+                query: None,
+                index: None,
+                file: None,
+                line: None,
+            });
+        }
+    }
     JsonGate {
         passed: failures.is_empty(),
         fail_on: cs.fail_on.iter().map(|g| g.as_str().to_string()).collect(),
         failures,
     }
+}
+
+/// The migration statement that created the index `dropped` drops: the
+/// last creation (or rename to it) in the object map before the drop.
+fn created_at<'a>(
+    map: &'a migrate::ObjectMap,
+    dropped: &JsonObjectChange,
+) -> Option<&'a migrate::ObjectChange> {
+    let drop_file = Path::new(&dropped.file)
+        .file_name()
+        .map(|f| f.to_string_lossy().to_string());
+    map.changes()
+        .iter()
+        .take_while(|c| {
+            !(c.action == migrate::Action::Dropped
+                && Some(&c.migration) == drop_file.as_ref()
+                && c.line == dropped.line)
+        })
+        .filter(|c| {
+            c.name == dropped.name
+                && matches!(
+                    c.action,
+                    migrate::Action::Created
+                        | migrate::Action::Recreated
+                        | migrate::Action::Renamed
+                )
+        })
+        .last()
 }
 
 /// The head migration statement that dropped `index`.
@@ -854,6 +1047,8 @@ async fn run_command(command: &str, db: &ConnInfo, project: &Path) -> Result<()>
         .map(std::process::Stdio::from)
         .unwrap_or_else(|_| std::process::Stdio::inherit());
     let status = tokio::process::Command::new("sh")
+        // A stop signal abandons the step: the command goes with it.
+        .kill_on_drop(true)
         .arg("-c")
         .arg(command)
         .env_remove("PGHOSTADDR")

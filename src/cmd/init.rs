@@ -144,10 +144,21 @@ scale = {check_scale}
 # What fails the gate: "errors" (not in queries/baseline.toml), "regressions"
 # (with --base: a plan costlier beyond cost_noise, or an index no longer
 # used), "blocking-migration" (with --base: a statement that held a SHARE or
-# stronger lock, or rewrote a table).
+# stronger lock, or rewrote a table), "slo" (the replay missed [check] slo).
 fail_on = ["errors"]
-# Cost ratios under this (either way) count as unchanged.
+# Cost ratios under this (either way) count as unchanged. A write statement
+# (INSERT, UPDATE, DELETE) whose plan keeps its shape is never a regression
+# by cost alone: maintaining a new index costs more, and that is expected.
 cost_noise = {noise:?}
+# A short replay of the recorded workload on the check databases (also
+# --replay), with its ladder and step length; "slo" gates on its latency.
+replay = false
+ladder = {ladder:?}
+replay_duration = "{replay_duration}"
+# A latency objective the replay must meet (it turns the replay on). Add
+# "slo" to fail_on above to gate on it (it joins fail_on by itself only when
+# fail_on is not set). Default: none.
+#slo = "p95=300ms@4"
 "#,
         seed = crate::seed::layout::DEFAULT_SEED,
         rows = crate::seed::layout::DEFAULT_ROWS,
@@ -156,6 +167,8 @@ cost_noise = {noise:?}
         timeout = ex::DEFAULT_TIMEOUT_MS,
         check_scale = ck::DEFAULT_SCALE,
         noise = crate::wire::diff::DEFAULT_COST_NOISE,
+        ladder = ck::DEFAULT_LADDER,
+        replay_duration = ck::DEFAULT_REPLAY_DURATION,
     )
 }
 
@@ -269,8 +282,14 @@ mod tests {
             scale,
             fail_on,
             cost_noise,
+            replay: check_replay,
+            ladder: check_ladder,
+            replay_duration,
+            slo: check_slo,
         } = check;
         assert!(migrate.is_some() && scale.is_some());
         assert!(fail_on.is_some() && cost_noise.is_some());
+        assert!(check_replay.is_some() && check_ladder.is_some());
+        assert!(replay_duration.is_some() && check_slo.is_some());
     }
 }

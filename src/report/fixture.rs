@@ -335,14 +335,34 @@ pub fn replay() -> Report {
     }
 }
 
+/// The migration that dropped the index the fixture's plans lost, and the
+/// one that had created it (as `planck check --base` fills them in).
+pub const DROP_FILE: &str = "migrations/0006_drop_items_index.sql";
+pub const DROP_LINE: usize = 3;
+pub const CREATE_FILE: &str = "migrations/0002_items.sql";
+pub const CREATE_LINE: usize = 14;
+
 pub fn inputs() -> crate::report::Inputs {
     let head = explain();
+    let mut diff =
+        crate::wire::diff::diff(&previous(), &head, crate::wire::diff::DEFAULT_COST_NOISE);
+    for c in &mut diff.plan_changes {
+        c.dropped = c
+            .indexes_no_longer_used
+            .iter()
+            .map(|i| crate::wire::diff::DroppedIndex {
+                index: i.clone(),
+                path: DROP_FILE.into(),
+                line: DROP_LINE,
+                created: Some(crate::wire::diff::SourceLine {
+                    path: CREATE_FILE.into(),
+                    line: CREATE_LINE,
+                }),
+            })
+            .collect();
+    }
     crate::report::Inputs {
-        diff: Some(crate::wire::diff::diff(
-            &previous(),
-            &head,
-            crate::wire::diff::DEFAULT_COST_NOISE,
-        )),
+        diff: Some(diff),
         explain: head,
         replay: Some(replay()),
         base_label: Some("previous run".into()),

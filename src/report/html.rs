@@ -386,6 +386,14 @@ mod tests {
             .render(context! { rows => ser(&rows) })
             .unwrap();
         assert!(tree.contains("Sort"), "{tree}");
+        // With both sides replayed, "what changed" carries the p95 per step.
+        assert!(!full.contains("replay-deltas"));
+        let mut both = fixture::inputs();
+        let r = fixture::replay();
+        both.diff.as_mut().unwrap().replay_steps = crate::wire::diff::replay_steps(&r, &r);
+        let html = render(&both);
+        assert!(html.contains("class=\"replay-deltas\""), "p95 deltas");
+        assert!(html.contains("<td class=\"num\">1.0x</td>"), "a ratio cell");
     }
 
     #[test]

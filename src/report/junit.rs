@@ -1,7 +1,10 @@
 //! JUnit XML, so every CI shows findings as failed tests: one test case per
 //! statement and mode (failed when it has an error finding the baseline does
 //! not hold, skipped when the statement was skipped), and one per schema
-//! object with findings (an unused index, an RLS policy).
+//! object with findings (an unused index, an RLS policy). With a replay,
+//! one case per ladder step (its p95 and throughput in the output); from
+//! `planck check`, one failed case per reason of the gate that no other
+//! case carries (a blocking migration statement, a missed SLO).
 
 use std::collections::BTreeMap;
 
@@ -11,6 +14,38 @@ use super::{Inputs, plan, sorted_findings, subject};
 use crate::wire::explain::{JsonFinding, JsonStatement};
 
 pub fn render(i: &Inputs) -> String {
+    build(i)
+        .to_string()
+        .expect("quick-junit writes XML into a String")
+}
+
+/// `planck check --junit`: the report and the gate's own reasons.
+pub fn render_with_gate(i: &Inputs, g: &crate::wire::check::JsonGate) -> String {
+    let mut report = build(i);
+    let mut gate = TestSuite::new("planck check: gate");
+    // Errors and regressions fail the cases above; the rest fail here.
+    for f in g
+        .failures
+        .iter()
+        .filter(|f| f.gate != "errors" && f.gate != "regressions")
+    {
+        let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        st.set_message(f.message.clone());
+        st.set_type(f.gate.clone());
+        let mut case = TestCase::new(format!("{}: {}", f.gate, f.message), st);
+        case.set_classname(match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!("{file}:{line}"),
+            _ => "check".to_string(),
+        });
+        gate.add_test_case(case);
+    }
+    report.add_test_suite(gate);
+    report
+        .to_string()
+        .expect("quick-junit writes XML into a String")
+}
+
+fn build(i: &Inputs) -> Report {
     let r = &i.explain;
     let findings = sorted_findings(&r.findings);
     let mut statements = TestSuite::new("planck explain: statements");
@@ -73,9 +108,27 @@ pub fn render(i: &Inputs) -> String {
         }
         report.add_test_suite(changes);
     }
+    if let Some(rp) = &i.replay {
+        let mut ladder = TestSuite::new("planck replay: ladder");
+        for s in &rp.steps {
+            let mut case = TestCase::new(
+                format!("replay at {} clients", s.concurrency),
+                TestCaseStatus::success(),
+            );
+            case.set_classname("replay");
+            case.set_system_out(format!(
+                "p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, {:.1} units/s, {} errors\n",
+                s.p50_ms,
+                s.p95_ms,
+                s.p99_ms,
+                s.throughput_per_s,
+                s.errors.values().sum::<u64>()
+            ));
+            ladder.add_test_case(case);
+        }
+        report.add_test_suite(ladder);
+    }
     report
-        .to_string()
-        .expect("quick-junit writes XML into a String")
 }
 
 /// The modes a statement was judged in, from its plans (a skipped one has
@@ -162,6 +215,48 @@ mod tests {
     #[test]
     fn snapshot() {
         insta::assert_snapshot!(render(&fixture::inputs()));
+    }
+
+    /// issue 14: the replay's steps are cases; from check, a missed SLO and
+    /// a blocking migration statement fail cases of their own (errors and
+    /// regressions already fail the statement cases, so not twice).
+    #[test]
+    fn replay_steps_and_the_gate_s_own_reasons_are_cases() {
+        use crate::wire::check::{JsonGate, JsonGateFailure};
+        let i = fixture::inputs();
+        let xml = render(&i);
+        for s in &fixture::replay().steps {
+            assert!(
+                xml.contains(&format!("name=\"replay at {} clients\"", s.concurrency)),
+                "{xml}"
+            );
+        }
+        let failure = |gate: &str, at: Option<(&str, usize)>| JsonGateFailure {
+            gate: gate.into(),
+            message: format!("{gate} reason"),
+            statement_id: None,
+            query: None,
+            index: None,
+            file: at.map(|a| a.0.to_string()),
+            line: at.map(|a| a.1),
+        };
+        let g = JsonGate {
+            passed: false,
+            fail_on: vec!["errors".into(), "blocking-migration".into(), "slo".into()],
+            failures: vec![
+                failure("errors", None),
+                failure("blocking-migration", Some(("migrations/0007.sql", 2))),
+                failure("slo", None),
+            ],
+        };
+        let xml = render_with_gate(&i, &g);
+        assert!(
+            xml.contains("<testsuite name=\"planck check: gate\" tests=\"2\""),
+            "{xml}"
+        );
+        assert!(xml.contains("classname=\"migrations/0007.sql:2\""), "{xml}");
+        assert!(xml.contains("type=\"slo\""), "{xml}");
+        assert!(!xml.contains("errors reason"), "{xml}");
     }
 
     #[test]

@@ -15,6 +15,41 @@ pub fn render(i: &Inputs) -> String {
     truncate(full, LIMIT)
 }
 
+pub fn render_with_gate(i: &Inputs, g: &crate::wire::check::JsonGate) -> String {
+    truncate(gate(g) + &full(i), LIMIT)
+}
+
+/// The gate's verdict as the PR comment opens with it (`planck check
+/// --markdown`): passed or failed, and each reason with its file and line.
+fn gate(g: &crate::wire::check::JsonGate) -> String {
+    let mut out = String::new();
+    let fail_on = g.fail_on.join(", ");
+    if g.passed {
+        let _ = writeln!(out, "**Gate: passed** (fail_on = [{fail_on}])\n");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "**Gate: failed**, {} reason{} (fail_on = [{fail_on}]):\n",
+        g.failures.len(),
+        if g.failures.len() == 1 { "" } else { "s" }
+    );
+    // A few lines at most: the sections below hold the details.
+    for f in g.failures.iter().take(20) {
+        let at = match (&f.file, f.line) {
+            (Some(file), Some(line)) => format!(" (`{file}:{line}`)"),
+            _ => String::new(),
+        };
+        let message = cell(&crate::output::shorten(&f.message, 300));
+        let _ = writeln!(out, "- {}: {message}{at}", f.gate);
+    }
+    if g.failures.len() > 20 {
+        let _ = writeln!(out, "- ... and {} more", g.failures.len() - 20);
+    }
+    out.push('\n');
+    out
+}
+
 /// Text for a table cell: no pipes, no line breaks, no HTML.
 fn cell(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -155,6 +190,26 @@ fn full(i: &Inputs) -> String {
                     c.head_cost,
                     c.cost_ratio,
                     what.join("<br>")
+                );
+            }
+            out.push('\n');
+        }
+        if !d.replay_steps.is_empty() {
+            out.push_str("Replay, per ladder step:\n\n");
+            out.push_str(
+                "| clients | p95 ms before | p95 ms now | p95 | units/s before | units/s now |\n",
+            );
+            out.push_str("| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+            for s in &d.replay_steps {
+                let _ = writeln!(
+                    out,
+                    "| {} | {:.1} | {:.1} | {}x | {:.0} | {:.0} |",
+                    s.concurrency,
+                    s.base_p95_ms,
+                    s.head_p95_ms,
+                    s.p95_ratio,
+                    s.base_throughput_per_s,
+                    s.head_throughput_per_s
                 );
             }
             out.push('\n');
@@ -369,6 +424,80 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("What changed"));
+    }
+
+    /// issue 14: with both sides replayed, "what changed" shows the p95
+    /// delta of every step both ran.
+    #[test]
+    fn what_changed_shows_p95_per_step_when_both_sides_replayed() {
+        let mut i = fixture::inputs();
+        let base = fixture::replay();
+        let mut head = base.clone();
+        head.steps[1].p95_ms = base.steps[1].p95_ms * 2.0;
+        head.steps.pop();
+        let steps = crate::wire::diff::replay_steps(&base, &head);
+        assert_eq!(steps.len(), head.steps.len(), "{steps:?}");
+        assert_eq!(steps[1].p95_ratio, 2.0);
+        assert_eq!(steps[0].p95_ratio, 1.0);
+        assert!(!render(&i).contains("Replay, per ladder step"));
+        i.diff.as_mut().unwrap().replay_steps = steps.clone();
+        let md = render(&i);
+        assert!(md.contains("Replay, per ladder step"), "{md}");
+        let row = format!(
+            "| {} | {:.1} | {:.1} | 2x |",
+            steps[1].concurrency, steps[1].base_p95_ms, steps[1].head_p95_ms
+        );
+        assert!(md.contains(&row), "{row} not in:\n{md}");
+    }
+
+    /// issue 14: `planck check --markdown` opens with the gate's verdict,
+    /// each reason with its file and line, escaped like any cell.
+    #[test]
+    fn the_check_comment_opens_with_the_gate() {
+        use crate::wire::check::{JsonGate, JsonGateFailure};
+        let failure = |gate: &str, message: &str, at: Option<(&str, usize)>| JsonGateFailure {
+            gate: gate.into(),
+            message: message.into(),
+            statement_id: None,
+            query: None,
+            index: None,
+            file: at.map(|a| a.0.to_string()),
+            line: at.map(|a| a.1),
+        };
+        let mut g = JsonGate {
+            passed: false,
+            fail_on: vec!["errors".into(), "slo".into()],
+            failures: vec![
+                failure(
+                    "slo",
+                    "SLO missed: p95 at 4 clients is 9.00 ms, above 1.00 ms",
+                    None,
+                ),
+                failure(
+                    "regressions",
+                    "`SELECT <b>x</b> | y` lost an index",
+                    Some(("migrations/0006_drop.sql", 3)),
+                ),
+            ],
+        };
+        let md = render_with_gate(&fixture::inputs(), &g);
+        assert!(
+            md.starts_with("**Gate: failed**, 2 reasons (fail_on = [errors, slo]):\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- slo: SLO missed: p95 at 4 clients is 9.00 ms"),
+            "{md}"
+        );
+        assert!(md.contains("(`migrations/0006_drop.sql:3`)"), "{md}");
+        assert!(!md.contains("<b>"), "{md}");
+        assert!(
+            md.contains(&render(&fixture::inputs())),
+            "the report follows"
+        );
+        g.passed = true;
+        g.failures.clear();
+        assert!(render_with_gate(&fixture::inputs(), &g).starts_with("**Gate: passed**"));
     }
 
     #[test]

@@ -61,6 +61,19 @@ pub fn gitlab(i: &Inputs) -> String {
     gitlab::render(i)
 }
 
+/// The PR comment of `planck check --markdown`: the gate's verdict (which
+/// also counts regressions, blocking statements and the SLO) on top, then
+/// the report, all under the comment limit.
+pub fn markdown_with_gate(i: &Inputs, gate: &wire::check::JsonGate) -> String {
+    markdown::render_with_gate(i, gate)
+}
+
+/// `planck check --junit`: [`junit`] and a failed case per gate reason no
+/// statement case carries (a blocking migration statement, a missed SLO).
+pub fn junit_with_gate(i: &Inputs, gate: &wire::check::JsonGate) -> String {
+    junit::render_with_gate(i, gate)
+}
+
 /// Reads `planck explain --format json` output.
 pub fn read_explain(path: &Path) -> Result<JsonReport> {
     read_json(path, "explain", wire::explain::FORMAT_VERSION)

@@ -17,6 +17,11 @@ use crate::error::{Error, Result};
 /// small enough for a CI job.
 pub const DEFAULT_SCALE: f64 = 0.05;
 
+/// The ladder of `--replay` (client counts) and the length of each step:
+/// short, for a CI job.
+pub const DEFAULT_LADDER: [u32; 3] = [1, 4, 16];
+pub const DEFAULT_REPLAY_DURATION: &str = "5s";
+
 /// The prefix of the databases check creates (`planck_check_head`, `planck_check_base`).
 pub const DEFAULT_PREFIX: &str = "planck_check";
 
@@ -29,16 +34,24 @@ pub enum Gate {
     Regressions,
     /// A migration statement that held an ACCESS EXCLUSIVE or SHARE lock, or rewrote a table.
     BlockingMigration,
+    /// With `--replay`: the head's replay missed `[check] slo`.
+    Slo,
 }
 
 impl Gate {
-    pub const ALL: [Gate; 3] = [Gate::Errors, Gate::Regressions, Gate::BlockingMigration];
+    pub const ALL: [Gate; 4] = [
+        Gate::Errors,
+        Gate::Regressions,
+        Gate::BlockingMigration,
+        Gate::Slo,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Gate::Errors => "errors",
             Gate::Regressions => "regressions",
             Gate::BlockingMigration => "blocking-migration",
+            Gate::Slo => "slo",
         }
     }
 
@@ -49,7 +62,7 @@ impl Gate {
             .ok_or_else(|| {
                 Error::usage_hint(
                     format!("[check] fail_on names an unknown gate {s:?}"),
-                    "use any of \"errors\", \"regressions\", \"blocking-migration\"",
+                    "use any of \"errors\", \"regressions\", \"blocking-migration\", \"slo\"",
                 )
             })
     }
@@ -60,6 +73,7 @@ impl Gate {
   planck check                               # migrate, seed, explain the checkout; gate on new errors
   planck check --base origin/main            # what this branch's migrations change, against the merge base
   planck check --base main --json check.json --keep
+  planck check --replay --slo p95=50ms@4     # also a short replay; the gate fails when p95 at 4 clients is above 50 ms
 
 Exit codes: 0 the gate passed, 1 it failed (new errors, regressions or a blocking migration, \
 as [check] fail_on says), 2 usage or configuration error (not a git repository, unknown ref), \
@@ -98,6 +112,27 @@ pub struct CheckArgs {
     /// Write the self-contained HTML review
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
+    /// Also replay the recorded workload briefly on the head database (and the base's) [default: [check] replay, else off]
+    #[arg(long)]
+    pub replay: bool,
+    /// The replay's ladder, client counts comma-separated [default: [check] ladder, else 1,4,16]
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+    pub ladder: Vec<u32>,
+    /// Length of each replay step [default: [check] replay_duration, else 5s]
+    #[arg(long, value_name = "TIME")]
+    pub replay_duration: Option<String>,
+    /// Latency objective of the replay, e.g. p95=300ms@4: the `slo` gate (implies --replay)
+    #[arg(long, value_name = "SLO")]
+    pub slo: Option<String>,
+}
+
+/// The short replay of `--replay`.
+#[derive(Debug, Clone)]
+pub struct ReplayPlan {
+    pub ladder: Vec<u32>,
+    /// As `planck replay --duration` takes it (`5s`).
+    pub duration: String,
+    pub slo: Option<crate::replay::slo::Slo>,
 }
 
 /// Where each report goes (paths from the current directory).
@@ -122,6 +157,8 @@ pub struct CheckSettings {
     pub fail_on: Vec<Gate>,
     pub cost_noise: f64,
     pub outputs: Outputs,
+    /// `None`: no replay.
+    pub replay: Option<ReplayPlan>,
     /// Which values came from where, one `key = value (source)` each, printed
     /// when there is no planck.toml.
     pub described: Vec<String>,
@@ -149,10 +186,19 @@ impl CheckSettings {
                 args.name
             )));
         }
+        let replay = replay_plan(args, cfg)?;
+        let has_slo = replay.as_ref().is_some_and(|r| r.slo.is_some());
         let raw_gates: Vec<String> = if !args.fail_on.is_empty() {
             args.fail_on.clone()
         } else {
-            cfg.fail_on.clone().unwrap_or_else(|| vec!["errors".into()])
+            cfg.fail_on.clone().unwrap_or_else(|| {
+                // An objective set and no fail_on: a miss fails the gate.
+                let mut g = vec!["errors".to_string()];
+                if has_slo {
+                    g.push("slo".to_string());
+                }
+                g
+            })
         };
         let mut fail_on = raw_gates
             .iter()
@@ -160,6 +206,12 @@ impl CheckSettings {
             .collect::<Result<Vec<_>>>()?;
         fail_on.sort();
         fail_on.dedup();
+        if fail_on.contains(&Gate::Slo) && !has_slo {
+            return Err(Error::usage_hint(
+                "fail_on names \"slo\" but no objective is set",
+                "set one with --slo p95=300ms@4 or [check] slo in planck.toml",
+            ));
+        }
         let cost_noise = cfg
             .cost_noise
             .unwrap_or(crate::wire::diff::DEFAULT_COST_NOISE);
@@ -201,6 +253,15 @@ impl CheckSettings {
                 "cost_noise = {cost_noise} ({})",
                 from(false, cfg.cost_noise.is_some())
             ),
+            match &replay {
+                None => format!("replay = false ({})", from(false, cfg.replay.is_some())),
+                Some(r) => format!(
+                    "replay = true, ladder = {:?}, replay_duration = {:?} ({})",
+                    r.ladder,
+                    r.duration,
+                    from(args.replay || args.slo.is_some(), cfg.replay.is_some())
+                ),
+            },
         ];
         let at = |p: &Option<PathBuf>| p.as_ref().map(|p| settings.cwd.join(p));
         Ok(CheckSettings {
@@ -211,6 +272,7 @@ impl CheckSettings {
             migrate,
             fail_on,
             cost_noise,
+            replay,
             outputs: Outputs {
                 json: at(&args.json),
                 markdown: at(&args.markdown),
@@ -226,6 +288,57 @@ impl CheckSettings {
     pub fn gates(&self, gate: Gate) -> bool {
         self.fail_on.contains(&gate)
     }
+}
+
+/// `--replay`, `--ladder`, `--replay-duration`, `--slo` over `[check]`
+/// replay, ladder, replay_duration, slo. An objective turns the replay on;
+/// it must name a step of the ladder.
+fn replay_plan(args: &CheckArgs, cfg: &crate::config::CheckSection) -> Result<Option<ReplayPlan>> {
+    let slo_text = args.slo.as_deref().or(cfg.slo.as_deref());
+    let on = args.replay || args.slo.is_some() || cfg.replay.unwrap_or(false);
+    if !on {
+        return Ok(None);
+    }
+    let ladder = if args.ladder.is_empty() {
+        cfg.ladder
+            .clone()
+            .unwrap_or_else(|| DEFAULT_LADDER.to_vec())
+    } else {
+        args.ladder.clone()
+    };
+    if ladder.is_empty() || ladder.contains(&0) {
+        return Err(Error::usage(
+            "the check's replay ladder takes client counts above 0, e.g. 1,4,16",
+        ));
+    }
+    let duration = args
+        .replay_duration
+        .clone()
+        .or_else(|| cfg.replay_duration.clone())
+        .unwrap_or_else(|| DEFAULT_REPLAY_DURATION.to_string());
+    if super::replay::parse_duration("--replay-duration", &duration)?.is_zero() {
+        return Err(Error::usage("--replay-duration must be above 0"));
+    }
+    let slo = slo_text
+        .map(crate::replay::slo::Slo::parse)
+        .transpose()
+        .map_err(Error::usage)?;
+    if let Some(s) = &slo
+        && !ladder.contains(&s.concurrency)
+    {
+        return Err(Error::usage_hint(
+            format!(
+                "the SLO names {} clients, a step the check's replay ladder {:?} does not run",
+                s.concurrency, ladder
+            ),
+            "add the step to --ladder ([check] ladder), or name one of its steps",
+        ));
+    }
+    Ok(Some(ReplayPlan {
+        ladder,
+        duration,
+        slo,
+    }))
 }
 
 #[cfg(test)]
@@ -275,6 +388,50 @@ mod tests {
         assert_eq!(r.scale, 0.01);
         assert_eq!(r.fail_on, vec![Gate::BlockingMigration]);
         assert!(r.described[1].contains("(flag)"), "{:?}", r.described);
+    }
+
+    /// issue 14: `--replay` and `[check] replay`, its ladder, and the SLO
+    /// (which turns the replay on and joins the default fail_on).
+    #[test]
+    fn replay_and_slo_resolve_from_flags_and_file() {
+        let (_d, s) = settings_with("");
+        let r = CheckSettings::resolve(&args(&[]), &s).unwrap();
+        assert!(r.replay.is_none());
+        let r = CheckSettings::resolve(&args(&["--replay"]), &s).unwrap();
+        let p = r.replay.unwrap();
+        assert_eq!(p.ladder, DEFAULT_LADDER.to_vec());
+        assert_eq!(p.duration, DEFAULT_REPLAY_DURATION);
+        assert!(p.slo.is_none());
+        assert_eq!(r.fail_on, vec![Gate::Errors]);
+
+        let (_d, s) = settings_with(
+            "[check]\nreplay = true\nladder = [1, 2]\nreplay_duration = \"1s\"\nslo = \"p95=40ms@2\"\n",
+        );
+        let r = CheckSettings::resolve(&args(&[]), &s).unwrap();
+        let p = r.replay.clone().unwrap();
+        assert_eq!(p.ladder, vec![1, 2]);
+        assert_eq!(p.duration, "1s");
+        assert_eq!(p.slo.unwrap().max_ms, 40.0);
+        assert_eq!(r.fail_on, vec![Gate::Errors, Gate::Slo]);
+        // Flags win; an explicit fail_on without "slo" reports the miss only.
+        let r = CheckSettings::resolve(
+            &args(&["--ladder", "3", "--slo", "p99=1s@3", "--fail-on", "errors"]),
+            &s,
+        )
+        .unwrap();
+        assert_eq!(r.replay.unwrap().ladder, vec![3]);
+        assert_eq!(r.fail_on, vec![Gate::Errors]);
+
+        // An SLO off the ladder, "slo" without an objective, a zero step.
+        let e = CheckSettings::resolve(&args(&["--slo", "p95=1ms@8"]), &s).unwrap_err();
+        assert!(e.to_string().contains("8 clients"), "{e}");
+        let (_d, s) = settings_with("");
+        let e = CheckSettings::resolve(&args(&["--fail-on", "slo"]), &s).unwrap_err();
+        assert!(e.to_string().contains("no objective"), "{e}");
+        assert!(CheckSettings::resolve(&args(&["--replay", "--ladder", "0"]), &s).is_err());
+        assert!(
+            CheckSettings::resolve(&args(&["--replay", "--replay-duration", "0s"]), &s).is_err()
+        );
     }
 
     #[test]

@@ -30,6 +30,12 @@ pub struct JsonCheck {
     /// Things the reader should know (a full rebuild because an applied file changed...).
     pub notes: Vec<String>,
     pub gate: JsonGate,
+    /// `--replay`: the head's short replay, and with `--base` the base's
+    /// (their p95 per step compared in `diff.replay_steps`).
+    #[serde(default)]
+    pub replay: Option<super::replay::Report>,
+    #[serde(default)]
+    pub base_replay: Option<super::replay::Report>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,7 +82,7 @@ pub struct JsonLock {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JsonGate {
     pub passed: bool,
-    /// `errors`, `regressions`, `blocking-migration`.
+    /// `errors`, `regressions`, `blocking-migration`, `slo`.
     pub fail_on: Vec<String>,
     pub failures: Vec<JsonGateFailure>,
 }

@@ -39,6 +39,46 @@ pub struct JsonDiff {
     /// Statements explained on one side only (ids).
     pub only_in_base: Vec<String>,
     pub only_in_head: Vec<String>,
+    /// p95 and throughput per ladder step on both sides, when both were
+    /// replayed (`planck check --base --replay`); steps run on one side only
+    /// are left out.
+    #[serde(default)]
+    pub replay_steps: Vec<StepDelta>,
+}
+
+/// One ladder step replayed on the base and on the head.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepDelta {
+    pub concurrency: u32,
+    pub base_p95_ms: f64,
+    pub head_p95_ms: f64,
+    /// head / base p95 (1.0 when the base's is 0).
+    pub p95_ratio: f64,
+    pub base_throughput_per_s: f64,
+    pub head_throughput_per_s: f64,
+}
+
+/// The p95 and throughput of each step both replays ran, in the head's order.
+pub fn replay_steps(base: &super::replay::Report, head: &super::replay::Report) -> Vec<StepDelta> {
+    head.steps
+        .iter()
+        .filter_map(|h| {
+            let b = base.steps.iter().find(|b| b.concurrency == h.concurrency)?;
+            let ratio = if b.p95_ms > 0.0 {
+                h.p95_ms / b.p95_ms
+            } else {
+                1.0
+            };
+            Some(StepDelta {
+                concurrency: h.concurrency,
+                base_p95_ms: b.p95_ms,
+                head_p95_ms: h.p95_ms,
+                p95_ratio: (ratio * 1000.0).round() / 1000.0,
+                base_throughput_per_s: b.throughput_per_s,
+                head_throughput_per_s: h.throughput_per_s,
+            })
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,6 +104,11 @@ pub struct PlanChange {
     /// knows the migrations; empty from a plain diff of two reports).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<DroppedIndex>,
+    /// The statement writes (its plan holds a ModifyTable node: INSERT,
+    /// UPDATE, DELETE, MERGE). Its cost moving with the same plan shape is
+    /// the cost of maintaining indexes, not a regression.
+    #[serde(default)]
+    pub write: bool,
 }
 
 /// An index a migration dropped, where.
@@ -71,6 +116,16 @@ pub struct PlanChange {
 pub struct DroppedIndex {
     pub index: String,
     /// The migration file, relative to the project, and the line of the statement.
+    pub path: String,
+    pub line: usize,
+    /// The migration statement that had created it, when the object map knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<SourceLine>,
+}
+
+/// A file (relative to the project) and a 1-based line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SourceLine {
     pub path: String,
     pub line: usize,
 }
@@ -110,11 +165,16 @@ impl JsonDiff {
     }
 
     /// Plan changes that made a statement worse: a cost that rose beyond the
-    /// noise, or an index no longer used.
+    /// noise, or an index no longer used. A write statement whose plan kept
+    /// its shape is exempt from the cost rule: an INSERT or UPDATE costs more
+    /// once a new index must be maintained, and that is the price of the
+    /// index, not a worse plan.
     pub fn regressions(&self) -> impl Iterator<Item = &PlanChange> {
-        self.plan_changes
-            .iter()
-            .filter(|c| c.cost_ratio >= self.cost_noise || !c.indexes_no_longer_used.is_empty())
+        self.plan_changes.iter().filter(|c| {
+            let same_shape_write = c.write && c.changes.is_empty();
+            (c.cost_ratio >= self.cost_noise && !same_shape_write)
+                || !c.indexes_no_longer_used.is_empty()
+        })
     }
 }
 
@@ -192,6 +252,7 @@ pub fn diff(base: &JsonReport, head: &JsonReport, cost_noise: f64) -> JsonDiff {
         plan_changes,
         only_in_base: be.difference(&he).cloned().collect(),
         only_in_head: he.difference(&be).cloned().collect(),
+        replay_steps: Vec::new(),
     }
 }
 
@@ -242,6 +303,7 @@ fn compare_plans(
         changes,
         indexes_no_longer_used: b.indexes.difference(&h.indexes).cloned().collect(),
         dropped: Vec::new(),
+        write: h.writes,
     })
 }
 
@@ -255,6 +317,8 @@ struct Shape {
     joins: Vec<String>,
     indexes: BTreeSet<String>,
     cost: f64,
+    /// A ModifyTable node somewhere in the plan.
+    writes: bool,
 }
 
 impl Shape {
@@ -301,6 +365,9 @@ impl Shape {
                 format!("{ty} using {}", used.join(", "))
             };
             self.access.entry(key).or_default().push(how);
+        }
+        if ty == "ModifyTable" {
+            self.writes = true;
         }
         if matches!(ty, "Nested Loop" | "Hash Join" | "Merge Join") {
             self.joins.push(ty.to_string());
@@ -450,6 +517,48 @@ mod tests {
         assert_eq!(d.plan_changes.len(), 1);
         assert!(d.plan_changes[0].changes.is_empty());
         assert_eq!(d.plan_changes[0].cost_ratio, 3.0);
+    }
+
+    /// issue 14: a cost-only move beyond the noise is a regression for a
+    /// read; for a write whose plan kept its shape (the cost of maintaining a
+    /// new index) it is reported but is no regression; a write that lost an
+    /// index or changed shape still is one.
+    #[test]
+    fn a_write_whose_plan_kept_its_shape_is_no_regression_by_cost() {
+        let insert = |cost: f64| {
+            json!([{"Plan": {"Node Type": "ModifyTable", "Operation": "Insert",
+                "Relation Name": "items", "Alias": "items", "Total Cost": cost,
+                "Plans": [{"Node Type": "Result", "Total Cost": 0.01}]}}])
+        };
+        let d = diff(
+            &report(vec![plan(insert(0.01))], vec![]),
+            &report(vec![plan(insert(0.05))], vec![]),
+            DEFAULT_COST_NOISE,
+        );
+        assert_eq!(d.plan_changes.len(), 1, "the move is still shown");
+        assert!(d.plan_changes[0].write);
+        assert_eq!(d.regressions().count(), 0);
+        // The same cost move on a read is a regression.
+        let d = diff(
+            &report(vec![plan(seq_scan(100.0))], vec![]),
+            &report(vec![plan(seq_scan(500.0))], vec![]),
+            DEFAULT_COST_NOISE,
+        );
+        assert!(!d.plan_changes[0].write);
+        assert_eq!(d.regressions().count(), 1);
+        // A write whose shape changed (an UPDATE that lost its index) still is.
+        let update = |scan: Value| {
+            json!([{"Plan": {"Node Type": "ModifyTable", "Operation": "Update",
+                "Relation Name": "items", "Alias": "items", "Total Cost": 9.0,
+                "Plans": [scan[0]["Plan"].clone()]}}])
+        };
+        let d = diff(
+            &report(vec![plan(update(index_scan()))], vec![]),
+            &report(vec![plan(update(seq_scan(9000.0)))], vec![]),
+            DEFAULT_COST_NOISE,
+        );
+        assert!(d.plan_changes[0].write);
+        assert_eq!(d.regressions().count(), 1);
     }
 
     #[test]
