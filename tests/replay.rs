@@ -281,6 +281,79 @@ fn b_waits_are_attributed_to_as_select_for_update() {
     assert_eq!(db.query_strings("SELECT n FROM hot"), ["0"]);
 }
 
+const SECOND_TAKES: &str = r#"format_version = 2
+
+[[statement]]
+id = "t_log"
+calls = 1
+query = "INSERT INTO log (n) VALUES (1)"
+
+[[statement]]
+id = "t_lock"
+calls = 1
+query = "UPDATE hot SET n = n + 1 WHERE id = 1"
+
+[[statement]]
+id = "t_read"
+calls = 1
+query = "SELECT count(*) FROM other"
+
+[[transaction]]
+id = "t"
+name = "T"
+statements = ["t_log", "t_lock", "t_read"]
+calls = 1
+manual = true
+"#;
+
+/// Issue 11, attribution never names a statement that did not take the
+/// lock: T writes `log` first, takes the row of `hot` with its second
+/// statement and runs its third while the other clients (running T too)
+/// wait on the row. Holders end and begin T again within a poll, so a
+/// history read after the holder moved on held only its first statement
+/// (`INSERT INTO log`), which was named. Every wait on `hot` names the
+/// UPDATE, or is marked unknown; none names the INSERT.
+#[test]
+fn wait_names_the_second_statement_that_took_the_row() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); \
+         CREATE TABLE log (n int); \
+         CREATE TABLE other (n int); INSERT INTO other SELECT g FROM generate_series(1, 20000) g",
+    );
+    let dir = project_dir();
+    let q = write_queries(dir.path(), SECOND_TAKES);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "4", "--duration", "2s", "--sample-ms", "5"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let on_hot: Vec<&HotspotJson> = r
+        .hotspots
+        .iter()
+        .filter(|h| h.relation.as_deref() == Some("hot"))
+        .collect();
+    let h = top(on_hot.iter().copied()).unwrap_or_else(|| panic!("{:#?}", r.hotspots));
+    assert_eq!(
+        h.blocking_statement.as_deref(),
+        Some("UPDATE hot SET n = n + 1 WHERE id = 1"),
+        "{h:?}"
+    );
+    assert_eq!(h.row, "id = 1", "{h:?}");
+    for h in &on_hot {
+        assert_ne!(
+            h.blocking_statement.as_deref(),
+            Some("INSERT INTO log (n) VALUES (1)"),
+            "{:#?}",
+            r.hotspots
+        );
+    }
+    assert_eq!(db.query_strings("SELECT n FROM hot"), ["0"]);
+}
+
 /// Faults: a transaction naming an unknown statement id fails at file:line.
 #[test]
 fn unknown_statement_id_is_an_error_at_file_line() {

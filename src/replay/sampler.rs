@@ -142,6 +142,17 @@ pub async fn run(
             continue;
         }
         out.lock_polls += 1;
+        // Each history's place before the lock queries: a history that
+        // moved on by the time a wait is attributed is not the transaction
+        // the server showed, and names nothing.
+        let reg = registry.lock().expect("registry lock").clone();
+        let before: HashMap<i32, (u64, usize)> = reg
+            .iter()
+            .map(|(pid, h)| {
+                let h = h.lock().expect("history lock");
+                (*pid, (h.generation, h.executed.len()))
+            })
+            .collect();
         let (Ok(lrows), Ok(brows)) = (
             client.query(&locks, &[&app]).await,
             client.query(&blocking, &[&app]).await,
@@ -167,45 +178,7 @@ pub async fn run(
                 .map(|r| (r.get(0), r.get::<_, Vec<i32>>(1)))
                 .collect(),
         };
-        let reg = registry.lock().expect("registry lock").clone();
         for wait in snap.waits() {
-            let waiting = reg.get(&wait.waiter).and_then(|h| {
-                h.lock()
-                    .expect("history lock")
-                    .current()
-                    .map(|e| e.statement)
-            });
-            let (blocking, blocker_unit, params, state) =
-                match wait.root.and_then(|r| reg.get(&r).map(|h| (r, h))) {
-                    None => (None, None, Vec::new(), BlockerState::Unknown),
-                    Some((root, h)) => {
-                        let h = h.lock().expect("history lock");
-                        let short = wait.relation.as_deref().map(|r| {
-                            r.rsplit('.')
-                                .next()
-                                .unwrap_or(r)
-                                .trim_matches('"')
-                                .to_lowercase()
-                        });
-                        let taker = h.lock_taker(short.as_deref());
-                        let state = match (states.get(&root), h.current()) {
-                            (Some((s, _)), _) if s.starts_with("idle in transaction") => {
-                                BlockerState::IdleInTransaction
-                            }
-                            (Some((_, Some(t))), Some(c)) if t == "Lock" => {
-                                BlockerState::WaitingOnLock(c.statement)
-                            }
-                            (_, Some(c)) => BlockerState::Running(c.statement),
-                            (_, None) => BlockerState::IdleInTransaction,
-                        };
-                        (
-                            taker.map(|e| e.statement),
-                            h.unit,
-                            taker.map(|e| e.params.clone()).unwrap_or_default(),
-                            state,
-                        )
-                    }
-                };
             let row_key = match (&wait.relation, wait.row) {
                 (Some(rel), Some(ctid)) => {
                     let k = (rel.clone(), ctid);
@@ -216,6 +189,49 @@ pub async fn run(
                     keys[&k].clone()
                 }
                 _ => None,
+            };
+            // The waiter still runs the statement it ran before the queries.
+            let waiting = reg.get(&wait.waiter).and_then(|h| {
+                let h = h.lock().expect("history lock");
+                let same = before.get(&wait.waiter) == Some(&(h.generation, h.executed.len()));
+                h.current().filter(|_| same).map(|e| e.statement)
+            });
+            // The root's transaction is still the one that held the lock.
+            let root = wait
+                .root
+                .and_then(|r| reg.get(&r).map(|h| (r, h)))
+                .filter(|(r, h)| {
+                    before.get(r).map(|b| b.0) == Some(h.lock().expect("history lock").generation)
+                });
+            let (blocking, blocker_unit, params, state) = match root {
+                None => (None, None, Vec::new(), BlockerState::Unknown),
+                Some((root, h)) => {
+                    let h = h.lock().expect("history lock");
+                    let short = wait.relation.as_deref().map(|r| {
+                        r.rsplit('.')
+                            .next()
+                            .unwrap_or(r)
+                            .trim_matches('"')
+                            .to_lowercase()
+                    });
+                    let taker = h.lock_taker(short.as_deref(), row_key.as_deref());
+                    let state = match (states.get(&root), h.current()) {
+                        (Some((s, _)), _) if s.starts_with("idle in transaction") => {
+                            BlockerState::IdleInTransaction
+                        }
+                        (Some((_, Some(t))), Some(c)) if t == "Lock" => {
+                            BlockerState::WaitingOnLock(c.statement)
+                        }
+                        (_, Some(c)) => BlockerState::Running(c.statement),
+                        (_, None) => BlockerState::IdleInTransaction,
+                    };
+                    (
+                        taker.map(|e| e.statement),
+                        h.unit,
+                        taker.map(|e| e.params.clone()).unwrap_or_default(),
+                        state,
+                    )
+                }
             };
             let key = HotspotKey {
                 lock_type: wait.lock_type,
