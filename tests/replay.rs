@@ -1068,7 +1068,10 @@ fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
     assert_exit(&out, 0);
     let root = common::repo_root();
     let text = std::fs::read_to_string(root.join("queries/recorded.toml")).unwrap();
-    assert!(!text.contains("manual = true"), "hand-written entries left");
+    assert!(
+        !text.contains("\nmanual = true"),
+        "hand-written entries left"
+    );
     assert!(text.contains("recorded = true"));
     let q = write_queries(dir.path(), &text);
     let out = replay(&db, dir.path(), &q, &["--ladder", "8", "--duration", "1s"]);

@@ -142,21 +142,31 @@ pub async fn run(
             continue;
         }
         out.lock_polls += 1;
-        // Each history's place before the lock queries: a history that
-        // moved on by the time a wait is attributed is not the transaction
-        // the server showed, and names nothing.
+        // Each history's place just before the pg_locks query, and a copy
+        // of it just after: a history that moved on in between (its
+        // transaction ended, another began, or a waiter moved to its next
+        // statement) is not what the server showed, and names nothing.
         let reg = registry.lock().expect("registry lock").clone();
+        let place = |h: &History| (h.generation, h.executed.len());
         let before: HashMap<i32, (u64, usize)> = reg
             .iter()
-            .map(|(pid, h)| {
+            .map(|(pid, h)| (*pid, place(&h.lock().expect("history lock"))))
+            .collect();
+        let Ok(lrows) = client.query(&locks, &[&app]).await else {
+            out.errors += 1;
+            continue;
+        };
+        // (history, still in the same statement) of the backends whose
+        // transaction did not change.
+        let seen: HashMap<i32, (History, bool)> = reg
+            .iter()
+            .filter_map(|(pid, h)| {
                 let h = h.lock().expect("history lock");
-                (*pid, (h.generation, h.executed.len()))
+                let (generation, len) = *before.get(pid)?;
+                (h.generation == generation).then(|| (*pid, (h.clone(), h.executed.len() == len)))
             })
             .collect();
-        let (Ok(lrows), Ok(brows)) = (
-            client.query(&locks, &[&app]).await,
-            client.query(&blocking, &[&app]).await,
-        ) else {
+        let Ok(brows) = client.query(&blocking, &[&app]).await else {
             out.errors += 1;
             continue;
         };
@@ -190,23 +200,14 @@ pub async fn run(
                 }
                 _ => None,
             };
-            // The waiter still runs the statement it ran before the queries.
-            let waiting = reg.get(&wait.waiter).and_then(|h| {
-                let h = h.lock().expect("history lock");
-                let same = before.get(&wait.waiter) == Some(&(h.generation, h.executed.len()));
-                h.current().filter(|_| same).map(|e| e.statement)
-            });
-            // The root's transaction is still the one that held the lock.
-            let root = wait
-                .root
-                .and_then(|r| reg.get(&r).map(|h| (r, h)))
-                .filter(|(r, h)| {
-                    before.get(r).map(|b| b.0) == Some(h.lock().expect("history lock").generation)
-                });
+            let waiting = seen
+                .get(&wait.waiter)
+                .filter(|(_, same)| *same)
+                .and_then(|(h, _)| h.current().map(|e| e.statement));
+            let root = wait.root.and_then(|r| seen.get(&r).map(|(h, _)| (r, h)));
             let (blocking, blocker_unit, params, state) = match root {
                 None => (None, None, Vec::new(), BlockerState::Unknown),
                 Some((root, h)) => {
-                    let h = h.lock().expect("history lock");
                     let short = wait.relation.as_deref().map(|r| {
                         r.rsplit('.')
                             .next()
