@@ -281,6 +281,79 @@ fn b_waits_are_attributed_to_as_select_for_update() {
     assert_eq!(db.query_strings("SELECT n FROM hot"), ["0"]);
 }
 
+const SECOND_TAKES: &str = r#"format_version = 2
+
+[[statement]]
+id = "t_log"
+calls = 1
+query = "INSERT INTO log (n) VALUES (1)"
+
+[[statement]]
+id = "t_lock"
+calls = 1
+query = "UPDATE hot SET n = n + 1 WHERE id = 1"
+
+[[statement]]
+id = "t_read"
+calls = 1
+query = "SELECT count(*) FROM other"
+
+[[transaction]]
+id = "t"
+name = "T"
+statements = ["t_log", "t_lock", "t_read"]
+calls = 1
+manual = true
+"#;
+
+/// Issue 11, attribution never names a statement that did not take the
+/// lock: T writes `log` first, takes the row of `hot` with its second
+/// statement and runs its third while the other clients (running T too)
+/// wait on the row. Holders end and begin T again within a poll, so a
+/// history read after the holder moved on held only its first statement
+/// (`INSERT INTO log`), which was named. Every wait on `hot` names the
+/// UPDATE, or is marked unknown; none names the INSERT.
+#[test]
+fn wait_names_the_second_statement_that_took_the_row() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); \
+         CREATE TABLE log (n int); \
+         CREATE TABLE other (n int); INSERT INTO other SELECT g FROM generate_series(1, 20000) g",
+    );
+    let dir = project_dir();
+    let q = write_queries(dir.path(), SECOND_TAKES);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "4", "--duration", "2s", "--sample-ms", "5"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let on_hot: Vec<&HotspotJson> = r
+        .hotspots
+        .iter()
+        .filter(|h| h.relation.as_deref() == Some("hot"))
+        .collect();
+    let h = top(on_hot.iter().copied()).unwrap_or_else(|| panic!("{:#?}", r.hotspots));
+    assert_eq!(
+        h.blocking_statement.as_deref(),
+        Some("UPDATE hot SET n = n + 1 WHERE id = 1"),
+        "{h:?}"
+    );
+    assert_eq!(h.row, "id = 1", "{h:?}");
+    for h in &on_hot {
+        assert_ne!(
+            h.blocking_statement.as_deref(),
+            Some("INSERT INTO log (n) VALUES (1)"),
+            "{:#?}",
+            r.hotspots
+        );
+    }
+    assert_eq!(db.query_strings("SELECT n FROM hot"), ["0"]);
+}
+
 /// Faults: a transaction naming an unknown statement id fails at file:line.
 #[test]
 fn unknown_statement_id_is_an_error_at_file_line() {
@@ -894,10 +967,15 @@ fn demo_ends_with_a_replay_of_its_recording() {
     let steps: Vec<&str> = err.lines().filter(|l| l.starts_with("step ")).collect();
     assert_eq!(steps.len(), 3, "{err}");
     assert!(steps.iter().all(|l| l.ends_with(", 0 errors")), "{steps:?}");
+    // The recording's hot path, run to run (issue 11/12): the counter row.
+    let top = err
+        .lines()
+        .find(|l| l.starts_with("replay: top hotspot"))
+        .unwrap_or_else(|| panic!("no hotspot:\n{err}"));
+    assert!(top.contains(" lock of accounts id = "), "{top}");
     assert!(
-        err.lines().any(|l| l.starts_with("replay: top hotspot")
-            || l.starts_with("replay: no lock waits")),
-        "{err}"
+        top.ends_with("taken by `UPDATE accounts SET item_seq = item_seq + $2 WHER…`"),
+        "{top}"
     );
 }
 
@@ -972,10 +1050,12 @@ fn server_restart_mid_step_reconnects_and_finishes() {
     );
 }
 
-/// Issue 11, acceptance: the bundled example's hot transaction (POST
-/// /pouches/:id/items: the account's item counter, then the item and an
-/// event). At 8 clients as the heaviest tenant, the top hotspot is that
-/// account's counter row, taken by the UPDATE.
+/// Issue 11, acceptance, and issue 12's: the bundled example's hot
+/// transaction (POST /pouches/:id/items: the account's item counter, then
+/// the item and an event), from the committed recording alone (its
+/// `recorded = true` transactions, no hand-written entry). At 8 clients as
+/// the heaviest tenant, the top hotspot is that account's counter row,
+/// taken by the UPDATE, in the recorded shape that runs it.
 #[test]
 fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
     let db = TestDb::migrated(test_name!());
@@ -987,9 +1067,12 @@ fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
     );
     assert_exit(&out, 0);
     let root = common::repo_root();
-    let text = std::fs::read_to_string(root.join("queries/recorded.toml")).unwrap()
-        + "\n"
-        + &std::fs::read_to_string(root.join("queries/transactions.toml")).unwrap();
+    let text = std::fs::read_to_string(root.join("queries/recorded.toml")).unwrap();
+    assert!(
+        !text.contains("\nmanual = true"),
+        "hand-written entries left"
+    );
+    assert!(text.contains("recorded = true"));
     let q = write_queries(dir.path(), &text);
     let out = replay(&db, dir.path(), &q, &["--ladder", "8", "--duration", "1s"]);
     assert_exit(&out, 0);
@@ -1018,7 +1101,24 @@ fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
             .is_some_and(|b| b.starts_with("UPDATE accounts SET item_seq")),
         "{h:?}"
     );
-    assert_eq!(h.transaction.as_deref(), Some("POST /pouches/:id/items"));
+    let tx = r
+        .transactions
+        .iter()
+        .find(|t| Some(&t.name) == h.transaction.as_ref())
+        .unwrap_or_else(|| panic!("{h:?}"));
+    assert!(
+        tx.name.starts_with("tx-") && !tx.name.starts_with("tx-tx-"),
+        "{tx:?}"
+    );
+    let at = tx
+        .queries
+        .iter()
+        .position(|q| q.starts_with("UPDATE accounts SET item_seq"))
+        .unwrap_or_else(|| panic!("{tx:?}"));
+    assert!(
+        tx.queries[at + 1].starts_with("INSERT INTO items"),
+        "{tx:?}"
+    );
     assert_eq!(r.integrity.data_unchanged, Some(true), "{:?}", r.integrity);
 }
 

@@ -237,8 +237,6 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         recorded.statements.len(),
         queries.display()
     ));
-    // Its hand-written transactions (the hot path), until record records them.
-    crate::demo::merge_transactions(&queries, &example)?;
     // Step 3: seed the bundled spec (the example app's fixtures make way).
     let seed = SeedSettings::resolve(
         &SeedArgs::for_spec(crate::demo::spec_path(&example), args.scale),

@@ -27,11 +27,19 @@ use tokio_postgres::{Client, Config, NoTls};
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// The fixtures' tenants and pouches. Ids far above what `planck seed`
-/// generates, so the example also runs on a seeded database.
+/// generates, so the example also runs on a seeded database, and a range of
+/// their own per table (accounts 9000001xxx, users 9000002xxx, pouches
+/// 9000003xxx, ...): `planck record` links a value that reappears in a later
+/// statement of a transaction (`bind`), so one id shared by an account, a
+/// pouch and a device made it bind a pouch id from the device's UPDATE.
 const ACME: i64 = 9_000_001_001;
 const GLOBEX: i64 = 9_000_001_002;
-const ACME_POUCH: i64 = 9_000_001_001;
-const GLOBEX_POUCH: i64 = 9_000_001_003;
+const ACME_POUCH: i64 = 9_000_003_001;
+const GLOBEX_POUCH: i64 = 9_000_003_003;
+
+/// Items one test session creates (POST /pouches/:id/items): the import of
+/// a few skills at once, the path whose counter row is the hot spot.
+const CREATED_PER_SESSION: usize = 3;
 
 /// Fixture tables, in foreign-key order: (COPY statement, rows).
 const FIXTURES: &[(&str, &str)] = &[
@@ -41,53 +49,53 @@ const FIXTURES: &[(&str, &str)] = &[
     ),
     (
         "COPY users (id, account_id, email, display_name, role) FROM STDIN",
-        "9000001001\t9000001001\tada@acme.test\tAda\towner\n\
-         9000001002\t9000001001\tbob@acme.test\tBob\tmember\n\
-         9000001003\t9000001002\tcy@globex.test\tCy\towner\n",
+        "9000002001\t9000001001\tada@acme.test\tAda\towner\n\
+         9000002002\t9000001001\tbob@acme.test\tBob\tmember\n\
+         9000002003\t9000001002\tcy@globex.test\tCy\towner\n",
     ),
     (
         "COPY pouches (id, account_id, name, visibility) FROM STDIN",
-        "9000001001\t9000001001\tSkills\tprivate\n9000001002\t9000001001\tShared\taccount\n9000001003\t9000001002\tMain\tprivate\n",
+        "9000003001\t9000001001\tSkills\tprivate\n9000003002\t9000001001\tShared\taccount\n9000003003\t9000001002\tMain\tprivate\n",
     ),
     (
         "COPY items (id, account_id, pouch_id, slug, title, body, status, tags) FROM STDIN",
-        "9000001001\t9000001001\t9000001001\trust-errors\tRust errors\tUse thiserror.\topen\t{rust,errors}\n\
-         9000001002\t9000001001\t9000001001\tsql-plans\tReading plans\tEXPLAIN first.\topen\t{sql}\n\
-         9000001003\t9000001001\t9000001001\tdraft-idea\tAn idea\t\tdraft\t{}\n\
-         9000001004\t9000001001\t9000001002\tonboarding\tOnboarding\tWelcome.\topen\t{team}\n\
-         9000001005\t9000001002\t9000001003\tglobex-notes\tNotes\tMisc.\topen\t{}\n",
+        "9000004001\t9000001001\t9000003001\trust-errors\tRust errors\tUse thiserror.\topen\t{rust,errors}\n\
+         9000004002\t9000001001\t9000003001\tsql-plans\tReading plans\tEXPLAIN first.\topen\t{sql}\n\
+         9000004003\t9000001001\t9000003001\tdraft-idea\tAn idea\t\tdraft\t{}\n\
+         9000004004\t9000001001\t9000003002\tonboarding\tOnboarding\tWelcome.\topen\t{team}\n\
+         9000004005\t9000001002\t9000003003\tglobex-notes\tNotes\tMisc.\topen\t{}\n",
     ),
     (
         "COPY items (id, account_id, pouch_id, slug, title, status, updated_at) FROM STDIN",
-        "9000001006\t9000001001\t9000001001\told-skill\tOld skill\topen\t2020-01-01 00:00:00+00\n",
+        "9000004006\t9000001001\t9000003001\told-skill\tOld skill\topen\t2020-01-01 00:00:00+00\n",
     ),
     (
         "COPY revisions (id, account_id, item_id, number, author_id, message, content_hash, size_bytes) FROM STDIN",
-        "9000001001\t9000001001\t9000001001\t1\t9000001001\tfirst\th1\t120\n\
-         9000001002\t9000001001\t9000001001\t2\t9000001002\tsecond\th2\t180\n\
-         9000001003\t9000001001\t9000001002\t1\t9000001001\tfirst\th3\t90\n",
+        "9000005001\t9000001001\t9000004001\t1\t9000002001\tfirst\th1\t120\n\
+         9000005002\t9000001001\t9000004001\t2\t9000002002\tsecond\th2\t180\n\
+         9000005003\t9000001001\t9000004002\t1\t9000002001\tfirst\th3\t90\n",
     ),
     (
         "COPY files (id, account_id, revision_id, path, mime_type, size_bytes, sha256) FROM STDIN",
-        "9000001001\t9000001001\t9000001002\tSKILL.md\ttext/markdown\t150\ts1\n\
-         9000001002\t9000001001\t9000001002\tscripts/check.sh\ttext/x-sh\t30\ts2\n",
+        "9000006001\t9000001001\t9000005002\tSKILL.md\ttext/markdown\t150\ts1\n\
+         9000006002\t9000001001\t9000005002\tscripts/check.sh\ttext/x-sh\t30\ts2\n",
     ),
     (
         "COPY events (id, account_id, actor_id, kind, subject_type, subject_id) FROM STDIN",
-        "9000001001\t9000001001\t9000001001\titem.created\titem\t9000001001\n\
-         9000001002\t9000001001\t9000001002\trevision.created\trevision\t9000001002\n\
-         9000001003\t9000001002\t9000001003\titem.created\titem\t9000001005\n",
+        "9000007001\t9000001001\t9000002001\titem.created\titem\t9000004001\n\
+         9000007002\t9000001001\t9000002002\trevision.created\trevision\t9000005002\n\
+         9000007003\t9000001002\t9000002003\titem.created\titem\t9000004005\n",
     ),
     (
         "COPY devices (id, account_id, user_id, name, public_key) FROM STDIN",
-        "9000001001\t9000001001\t9000001001\tada-laptop\tpk1\n9000001002\t9000001001\t9000001002\tbob-cli\tpk2\n9000001003\t9000001002\t9000001003\tcy-cli\tpk3\n",
+        "9000008001\t9000001001\t9000002001\tada-laptop\tpk1\n9000008002\t9000001001\t9000002002\tbob-cli\tpk2\n9000008003\t9000001002\t9000002003\tcy-cli\tpk3\n",
     ),
     (
         "COPY api_tokens (id, account_id, device_id, token_hash, expires_at) FROM STDIN",
-        "9000001001\t9000001001\t9000001001\texample-app-tok-ada\t2999-01-01 00:00:00+00\n\
-         9000001002\t9000001001\t9000001002\texample-app-tok-bob\t2999-01-01 00:00:00+00\n\
-         9000001003\t9000001002\t9000001003\texample-app-tok-cy\t2999-01-01 00:00:00+00\n\
-         9000001004\t9000001001\t9000001001\texample-app-tok-expired\t2020-01-01 00:00:00+00\n",
+        "9000009001\t9000001001\t9000008001\texample-app-tok-ada\t2999-01-01 00:00:00+00\n\
+         9000009002\t9000001001\t9000008002\texample-app-tok-bob\t2999-01-01 00:00:00+00\n\
+         9000009003\t9000001002\t9000008003\texample-app-tok-cy\t2999-01-01 00:00:00+00\n\
+         9000009004\t9000001001\t9000008001\texample-app-tok-expired\t2020-01-01 00:00:00+00\n",
     ),
     (
         "COPY dpop_replays (jti, seen_at) FROM STDIN",
@@ -127,6 +135,8 @@ async fn fixtures(owner: &mut Client) -> Result<bool> {
 }
 
 /// One API request's preamble: rate limit, DPoP replay check, token lookup.
+/// Returns (device, user); the request touches its device with [`touch`]
+/// once its transaction has committed.
 async fn authenticate(
     tx: &tokio_postgres::Transaction<'_>,
     ip: &str,
@@ -154,12 +164,31 @@ async fn authenticate(
             &[&token],
         )
         .await?;
-    tx.execute(
-        "UPDATE devices SET last_seen_at = now() WHERE id = $1",
-        &[&row.get::<_, i64>(0)],
+    Ok((row.get(0), row.get(1)))
+}
+
+/// Marks the session's device as seen: once a session, after its first
+/// request, in a transaction of its own (the tenant set again: the
+/// row-level security policies read it). It used to run inside every
+/// request's transaction, so the device's row stayed locked until COMMIT:
+/// every request of one device waited on the one before, and a request
+/// queued on its account's counter held its device meanwhile, so the
+/// device row looked as hot as the counter it was only waiting behind
+/// (replay runs many clients as one tenant, on that tenant's few devices).
+async fn touch(app: &mut Client, account: i64, device: i64) -> Result<()> {
+    let tx = app.transaction().await?;
+    tx.query_one(
+        "SELECT set_config('app.account_id', $1, true)",
+        &[&account.to_string()],
     )
     .await?;
-    Ok((row.get(0), row.get(1)))
+    tx.execute(
+        "UPDATE devices SET last_seen_at = now() WHERE id = $1",
+        &[&device],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// The API of one tenant, as app_user under row-level security.
@@ -173,7 +202,7 @@ async fn api(app: &mut Client, account: i64, token: &str, pouch: i64, round: usi
         &[&account.to_string()],
     )
     .await?;
-    authenticate(&tx, "203.0.113.7", &jti(1), token).await?;
+    let (device, _) = authenticate(&tx, "203.0.113.7", &jti(1), token).await?;
     tx.query(
         "SELECT id, name, visibility, updated_at FROM pouches \
          WHERE deleted_at IS NULL ORDER BY updated_at DESC LIMIT $1",
@@ -181,6 +210,7 @@ async fn api(app: &mut Client, account: i64, token: &str, pouch: i64, round: usi
     )
     .await?;
     tx.commit().await?;
+    touch(app, account, device).await?;
 
     // GET /pouches/:id/items: SET LOCAL, and an ORM's inlined literals.
     let tx = app.transaction().await?;
@@ -277,41 +307,44 @@ async fn api(app: &mut Client, account: i64, token: &str, pouch: i64, round: usi
         tx.commit().await?;
     }
 
-    // POST /pouches/:id/items: the account's item counter first (its row
-    // stays locked until COMMIT: the hot path), then the item and an event.
-    let tx = app.transaction().await?;
-    tx.query_one(
-        "SELECT set_config('app.account_id', $1, true)",
-        &[&account.to_string()],
-    )
-    .await?;
-    let (_, user) = authenticate(&tx, "203.0.113.7", &jti(6), token).await?;
-    let seq: i64 = tx
-        .query_one(
-            "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1 RETURNING item_seq",
-            &[&account],
+    // POST /pouches/:id/items, for each item of an import: the account's
+    // item counter first (its row stays locked until COMMIT: the hot path),
+    // then the item and an event.
+    for n in 0..CREATED_PER_SESSION {
+        let tx = app.transaction().await?;
+        tx.query_one(
+            "SELECT set_config('app.account_id', $1, true)",
+            &[&account.to_string()],
         )
-        .await?
-        .get(0);
-    let created: i64 = tx
-        .query_one(
-            "INSERT INTO items (account_id, pouch_id, slug, title) VALUES ($1, $2, $3, $4) RETURNING id",
-            &[&account, &pouch, &format!("new-{seq}-{round}"), &"New item"],
+        .await?;
+        let (_, user) = authenticate(&tx, "203.0.113.7", &jti(10 + n), token).await?;
+        let seq: i64 = tx
+            .query_one(
+                "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1 RETURNING item_seq",
+                &[&account],
+            )
+            .await?
+            .get(0);
+        let created: i64 = tx
+            .query_one(
+                "INSERT INTO items (account_id, pouch_id, slug, title) VALUES ($1, $2, $3, $4) RETURNING id",
+                &[&account, &pouch, &format!("new-{seq}-{round}"), &"New item"],
+            )
+            .await?
+            .get(0);
+        tx.execute(
+            "INSERT INTO events (account_id, actor_id, kind, subject_type, subject_id, payload) \
+             VALUES ($1, $2, 'item.created', 'item', $3, $4)",
+            &[
+                &account,
+                &user,
+                &created,
+                &serde_json::json!({ "seq": seq }),
+            ],
         )
-        .await?
-        .get(0);
-    tx.execute(
-        "INSERT INTO events (account_id, actor_id, kind, subject_type, subject_id, payload) \
-         VALUES ($1, $2, 'item.created', 'item', $3, $4)",
-        &[
-            &account,
-            &user,
-            &created,
-            &serde_json::json!({ "seq": seq }),
-        ],
-    )
-    .await?;
-    tx.commit().await?;
+        .await?;
+        tx.commit().await?;
+    }
 
     // GET /events and GET /devices.
     let tx = app.transaction().await?;

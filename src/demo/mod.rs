@@ -36,34 +36,7 @@ pub const FILES: &[BundledFile] = bundled![
     "seeds/example.toml",
     "queries/baseline.toml",
     "queries/recorded.toml",
-    "queries/transactions.toml",
 ];
-
-/// The example's hand-written `[[transaction]]` entries: they name statements
-/// of its recording, and the demo appends them to its own.
-pub fn transactions(root: &Path) -> PathBuf {
-    root.join("queries").join("transactions.toml")
-}
-
-/// Appends the bundled `[[transaction]]` entries to a recording made by
-/// `planck record` (their statement ids are the recording's: planck's ids
-/// come from the statement's text).
-pub fn merge_transactions(recording: &Path, root: &Path) -> Result<()> {
-    let extra = std::fs::read_to_string(transactions(root)).map_err(|source| Error::ReadFile {
-        path: transactions(root),
-        source,
-    })?;
-    let mut text = std::fs::read_to_string(recording).map_err(|source| Error::ReadFile {
-        path: recording.to_path_buf(),
-        source,
-    })?;
-    text.push('\n');
-    text.push_str(&extra);
-    std::fs::write(recording, text).map_err(|source| Error::WriteFile {
-        path: recording.to_path_buf(),
-        source,
-    })
-}
 
 /// Where the example's migrations are, below an extracted bundle.
 pub fn migrations_dir(root: &Path) -> PathBuf {

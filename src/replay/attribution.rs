@@ -79,6 +79,17 @@ impl LockSnapshot {
         let mut cur = pid;
         let mut seen = HashSet::from([pid]);
         loop {
+            // A row wait's holder is in the pg_locks snapshot itself: the one
+            // backend granted the awaited transaction id (its owner) or tuple
+            // lock. pg_blocking_pids() is read by another query, later: it
+            // may name backends of another moment, so it is only the fallback.
+            if let Some(holder) = self.sole_holder(cur) {
+                if !seen.insert(holder) {
+                    return Some(holder);
+                }
+                cur = holder;
+                continue;
+            }
             let blockers = self.blocking.get(&cur).filter(|b| !b.is_empty());
             let Some(blockers) = blockers else {
                 return (cur != pid).then_some(cur);
@@ -103,12 +114,34 @@ impl LockSnapshot {
         }
     }
 
+    /// The one other backend granted what `pid` awaits, for the lock types
+    /// only one backend holds at a time (`transactionid`, `tuple`).
+    fn sole_holder(&self, pid: i32) -> Option<i32> {
+        let awaited = self
+            .awaited(pid)
+            .filter(|a| a.locktype == "transactionid" || a.locktype == "tuple")?;
+        let mut holders = self
+            .locks
+            .iter()
+            .filter(|l| l.pid != pid && l.granted && l.same_object(awaited))
+            .map(|l| l.pid);
+        let one = holders.next()?;
+        holders.all(|p| p == one).then_some(one)
+    }
+
     /// Every wait of the snapshot, with its row and root holder.
     pub fn waits(&self) -> Vec<Wait> {
-        let mut pids: Vec<i32> = self.blocking.keys().copied().collect();
+        // The waiters of the pg_locks snapshot (one consistent view), not
+        // those pg_blocking_pids() saw a moment later.
+        let mut pids: Vec<i32> = self
+            .locks
+            .iter()
+            .filter(|l| !l.granted)
+            .map(|l| l.pid)
+            .collect();
         pids.sort_unstable();
+        pids.dedup();
         pids.into_iter()
-            .filter(|p| self.blocking[p].iter().any(|_| true))
             .filter_map(|pid| {
                 let awaited = self.awaited(pid)?;
                 // The row: the awaited tuple lock, else the granted tuple lock
@@ -153,12 +186,18 @@ pub struct History {
     /// Index of the unit (transaction or lone statement) that is open.
     pub unit: Option<usize>,
     pub executed: Vec<Executed>,
+    /// Counts every begin and end: the sampler reads it before its lock
+    /// queries and again when it attributes, and trusts the history only
+    /// when it did not move (the transaction it saw holding a lock may
+    /// have ended, and another begun, in between).
+    pub generation: u64,
 }
 
 impl History {
     pub fn begin(&mut self, unit: usize) {
         self.unit = Some(unit);
         self.executed.clear();
+        self.generation += 1;
     }
 
     pub fn start(&mut self, statement: usize, locks: &[String], params: Vec<Option<String>>) {
@@ -179,6 +218,7 @@ impl History {
     pub fn end(&mut self) {
         self.unit = None;
         self.executed.clear();
+        self.generation += 1;
     }
 
     /// The statement running now, if one is.
@@ -187,18 +227,50 @@ impl History {
     }
 
     /// The statement of the open transaction that took a lock on
-    /// `relation`: the first one that wrote or locked it. Without a known
-    /// relation (or none matching), the first statement that writes or locks
-    /// anything.
-    pub fn lock_taker(&self, relation: Option<&str>) -> Option<&Executed> {
-        relation
-            .and_then(|r| {
-                self.executed
-                    .iter()
-                    .find(|e| e.locks.iter().any(|l| l.eq_ignore_ascii_case(r)))
-            })
-            .or_else(|| self.executed.iter().find(|e| !e.locks.is_empty()))
+    /// `relation`: the first one that wrote or locked it; when several
+    /// different statements locked it, the one whose bound values hold every
+    /// value of the row's key (`row_key`, `id = 7`), if exactly one does.
+    /// Without a known relation, the one statement that locks anything.
+    /// Otherwise `None` (unknown): naming a statement that did not take
+    /// the lock would be worse than saying nothing.
+    pub fn lock_taker(&self, relation: Option<&str>, row_key: Option<&str>) -> Option<&Executed> {
+        let lockers: Vec<&Executed> = match relation {
+            Some(r) => self
+                .executed
+                .iter()
+                .filter(|e| e.locks.iter().any(|l| l.eq_ignore_ascii_case(r)))
+                .collect(),
+            None => self
+                .executed
+                .iter()
+                .filter(|e| !e.locks.is_empty())
+                .collect(),
+        };
+        let first = *lockers.first()?;
+        if lockers.iter().all(|e| e.statement == first.statement) {
+            return Some(first);
+        }
+        let values = key_values(row_key?);
+        if values.is_empty() {
+            return None;
+        }
+        let mut holding = lockers.into_iter().filter(|e| {
+            values
+                .iter()
+                .all(|v| e.params.iter().any(|p| p.as_deref() == Some(v)))
+        });
+        let one = holding.next()?;
+        holding.all(|e| e.statement == one.statement).then_some(one)
     }
+}
+
+/// The values of a row key as the sampler prints it: `a = 1, b = x` -> 1, x.
+fn key_values(row_key: &str) -> Vec<&str> {
+    row_key
+        .split(", ")
+        .filter_map(|kv| kv.split_once(" = ").map(|(_, v)| v))
+        .filter(|v| *v != "NULL")
+        .collect()
 }
 
 /// What the blocker was doing when the wait was seen.
@@ -384,13 +456,78 @@ mod tests {
         );
         h.finish_statement();
         h.start(9, &locked_relations("SELECT count(*) FROM events"), vec![]);
-        assert_eq!(h.lock_taker(Some("accounts")).unwrap().statement, 7);
-        assert_eq!(h.lock_taker(Some("items")).unwrap().statement, 8);
+        assert_eq!(h.lock_taker(Some("accounts"), None).unwrap().statement, 7);
+        assert_eq!(h.lock_taker(Some("items"), None).unwrap().statement, 8);
         assert_eq!(h.current().unwrap().statement, 9);
-        // A relation none of its statements locked: the first locking one.
-        assert_eq!(h.lock_taker(Some("tenants")).unwrap().statement, 7);
+        // A relation none of its statements locked: unknown, never the
+        // first statement that locked something else.
+        assert!(h.lock_taker(Some("tenants"), None).is_none());
+        // No relation and two statements locking: unknown.
+        assert!(h.lock_taker(None, None).is_none());
+        let g = h.generation;
         h.end();
-        assert!(h.lock_taker(None).is_none());
+        assert!(h.generation > g);
+        assert!(h.lock_taker(None, None).is_none());
+    }
+
+    /// Issue 11: the second statement takes the row, the first wrote
+    /// another table; while the third runs, the row's taker is the second.
+    /// Two statements locking one relation are told apart by the row's key
+    /// values, or left unknown.
+    #[test]
+    fn second_statement_is_the_taker_and_ambiguity_is_unknown() {
+        let mut h = History::default();
+        h.begin(0);
+        h.start(
+            1,
+            &locked_relations("INSERT INTO log (n) VALUES ($1)"),
+            vec![Some("1".into())],
+        );
+        h.finish_statement();
+        h.start(
+            2,
+            &locked_relations("UPDATE hot SET n = n + 1 WHERE id = $1"),
+            vec![Some("7".into())],
+        );
+        h.finish_statement();
+        h.start(3, &locked_relations("SELECT count(*) FROM other"), vec![]);
+        assert_eq!(
+            h.lock_taker(Some("hot"), Some("id = 7")).unwrap().statement,
+            2
+        );
+        assert_eq!(h.lock_taker(Some("hot"), None).unwrap().statement, 2);
+        assert!(h.lock_taker(Some("other"), None).is_none());
+        h.finish_statement();
+        h.start(
+            4,
+            &locked_relations("UPDATE hot SET n = 0 WHERE id = $1"),
+            vec![Some("8".into())],
+        );
+        h.finish_statement();
+        assert_eq!(
+            h.lock_taker(Some("hot"), Some("id = 8")).unwrap().statement,
+            4
+        );
+        assert_eq!(
+            h.lock_taker(Some("hot"), Some("id = 7")).unwrap().statement,
+            2
+        );
+        assert!(h.lock_taker(Some("hot"), None).is_none());
+        assert!(h.lock_taker(Some("hot"), Some("id = 9")).is_none());
+    }
+
+    /// The holder comes from the one pg_locks snapshot even when
+    /// pg_blocking_pids (read later) names a backend of another moment.
+    #[test]
+    fn root_holder_is_the_owner_of_the_awaited_xid() {
+        let mut s = queue();
+        s.blocking = HashMap::from([(11, vec![14]), (12, vec![14]), (13, vec![14])]);
+        assert_eq!(s.root_holder(11), Some(10));
+        assert_eq!(s.root_holder(13), Some(10));
+        // Waiters come from pg_locks: 11 is one though pg_blocking_pids
+        // no longer lists it.
+        s.blocking.remove(&11);
+        assert_eq!(s.waits().len(), 3);
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Fresh keys for INSERTs: a parameter inserted into a primary key, a
-//! single-column unique key or an identity column must not repeat a value
+//! unique key or an identity column must not repeat a value
 //! sampled from the data (a unique violation every time) nor one another
 //! execution has in flight (two inserts of one key wait on each other: a
 //! fake hotspot). Such parameters get values past the data instead, drawn
 //! from one counter the whole run shares, so no two executions, on any
-//! client, get the same one.
+//! client, get the same one. In a unique key of several columns, those that
+//! are no foreign key get fresh values (`items (pouch_id, slug)`: the slug),
+//! so the key is new while the row still points at a sampled parent.
 //!
 //! Integers start past the column's maximum; uuids are version-4 shaped with
 //! the counter in their last 48 bits; text is `planck-<n>`. A column of
@@ -115,7 +117,10 @@ pub type FreshKeys = HashMap<(usize, u32), FreshKind>;
 const COLUMN: &str = "SELECT format_type(coalesce(nullif(t.typbasetype, 0), a.atttypid), \
                          CASE WHEN t.typbasetype <> 0 THEN t.typtypmod ELSE a.atttypmod END), \
        a.attidentity <> '' OR EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid \
-                                       AND i.indisunique AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum) \
+                                       AND i.indisunique AND a.attnum = ANY (i.indkey::int2[]) \
+                                       AND (i.indnkeyatts = 1 OR NOT EXISTS ( \
+                                            SELECT 1 FROM pg_constraint f WHERE f.conrelid = a.attrelid \
+                                               AND f.contype = 'f' AND a.attnum = ANY (f.conkey)))) \
        , format_type(a.atttypid, a.atttypmod) \
      FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid \
     WHERE a.attrelid = $1::text::regclass AND a.attname = $2 AND NOT a.attisdropped";

@@ -142,10 +142,31 @@ pub async fn run(
             continue;
         }
         out.lock_polls += 1;
-        let (Ok(lrows), Ok(brows)) = (
-            client.query(&locks, &[&app]).await,
-            client.query(&blocking, &[&app]).await,
-        ) else {
+        // Each history's place just before the pg_locks query, and a copy
+        // of it just after: a history that moved on in between (its
+        // transaction ended, another began, or a waiter moved to its next
+        // statement) is not what the server showed, and names nothing.
+        let reg = registry.lock().expect("registry lock").clone();
+        let place = |h: &History| (h.generation, h.executed.len());
+        let before: HashMap<i32, (u64, usize)> = reg
+            .iter()
+            .map(|(pid, h)| (*pid, place(&h.lock().expect("history lock"))))
+            .collect();
+        let Ok(lrows) = client.query(&locks, &[&app]).await else {
+            out.errors += 1;
+            continue;
+        };
+        // (history, still in the same statement) of the backends whose
+        // transaction did not change.
+        let seen: HashMap<i32, (History, bool)> = reg
+            .iter()
+            .filter_map(|(pid, h)| {
+                let h = h.lock().expect("history lock");
+                let (generation, len) = *before.get(pid)?;
+                (h.generation == generation).then(|| (*pid, (h.clone(), h.executed.len() == len)))
+            })
+            .collect();
+        let Ok(brows) = client.query(&blocking, &[&app]).await else {
             out.errors += 1;
             continue;
         };
@@ -167,45 +188,7 @@ pub async fn run(
                 .map(|r| (r.get(0), r.get::<_, Vec<i32>>(1)))
                 .collect(),
         };
-        let reg = registry.lock().expect("registry lock").clone();
         for wait in snap.waits() {
-            let waiting = reg.get(&wait.waiter).and_then(|h| {
-                h.lock()
-                    .expect("history lock")
-                    .current()
-                    .map(|e| e.statement)
-            });
-            let (blocking, blocker_unit, params, state) =
-                match wait.root.and_then(|r| reg.get(&r).map(|h| (r, h))) {
-                    None => (None, None, Vec::new(), BlockerState::Unknown),
-                    Some((root, h)) => {
-                        let h = h.lock().expect("history lock");
-                        let short = wait.relation.as_deref().map(|r| {
-                            r.rsplit('.')
-                                .next()
-                                .unwrap_or(r)
-                                .trim_matches('"')
-                                .to_lowercase()
-                        });
-                        let taker = h.lock_taker(short.as_deref());
-                        let state = match (states.get(&root), h.current()) {
-                            (Some((s, _)), _) if s.starts_with("idle in transaction") => {
-                                BlockerState::IdleInTransaction
-                            }
-                            (Some((_, Some(t))), Some(c)) if t == "Lock" => {
-                                BlockerState::WaitingOnLock(c.statement)
-                            }
-                            (_, Some(c)) => BlockerState::Running(c.statement),
-                            (_, None) => BlockerState::IdleInTransaction,
-                        };
-                        (
-                            taker.map(|e| e.statement),
-                            h.unit,
-                            taker.map(|e| e.params.clone()).unwrap_or_default(),
-                            state,
-                        )
-                    }
-                };
             let row_key = match (&wait.relation, wait.row) {
                 (Some(rel), Some(ctid)) => {
                     let k = (rel.clone(), ctid);
@@ -216,6 +199,40 @@ pub async fn run(
                     keys[&k].clone()
                 }
                 _ => None,
+            };
+            let waiting = seen
+                .get(&wait.waiter)
+                .filter(|(_, same)| *same)
+                .and_then(|(h, _)| h.current().map(|e| e.statement));
+            let root = wait.root.and_then(|r| seen.get(&r).map(|(h, _)| (r, h)));
+            let (blocking, blocker_unit, params, state) = match root {
+                None => (None, None, Vec::new(), BlockerState::Unknown),
+                Some((root, h)) => {
+                    let short = wait.relation.as_deref().map(|r| {
+                        r.rsplit('.')
+                            .next()
+                            .unwrap_or(r)
+                            .trim_matches('"')
+                            .to_lowercase()
+                    });
+                    let taker = h.lock_taker(short.as_deref(), row_key.as_deref());
+                    let state = match (states.get(&root), h.current()) {
+                        (Some((s, _)), _) if s.starts_with("idle in transaction") => {
+                            BlockerState::IdleInTransaction
+                        }
+                        (Some((_, Some(t))), Some(c)) if t == "Lock" => {
+                            BlockerState::WaitingOnLock(c.statement)
+                        }
+                        (_, Some(c)) => BlockerState::Running(c.statement),
+                        (_, None) => BlockerState::IdleInTransaction,
+                    };
+                    (
+                        taker.map(|e| e.statement),
+                        h.unit,
+                        taker.map(|e| e.params.clone()).unwrap_or_default(),
+                        state,
+                    )
+                }
             };
             let key = HotspotKey {
                 lock_type: wait.lock_type,

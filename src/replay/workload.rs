@@ -313,7 +313,14 @@ pub fn from_file(qf: &QueryFile) -> (Vec<Statement>, Vec<Transaction>) {
         .iter()
         .map(|t| Transaction {
             id: t.id.clone(),
-            name: t.name.clone().unwrap_or_else(|| format!("tx-{}", t.id)),
+            // `tx-<id>`; a recorded id already starts so (`tx-3b3de4fe1e97`).
+            name: t
+                .name
+                .clone()
+                .unwrap_or_else(|| match t.id.starts_with("tx-") {
+                    true => t.id.clone(),
+                    false => format!("tx-{}", t.id),
+                }),
             statements: t
                 .statements
                 .iter()
@@ -408,6 +415,10 @@ result = "s1.n"
     fn transactions_and_lone_statements_become_units() {
         let (s, t) = parse(Path::new("q.toml"), FILE).unwrap();
         assert_eq!(t[0].name, "tx-t1");
+        // A recorded id keeps its one prefix.
+        let recorded = FILE.replacen("id = \"t1\"", "id = \"tx-5f3e\"", 1);
+        let (_, t2) = parse(Path::new("q.toml"), &recorded).unwrap();
+        assert_eq!(t2[0].name, "tx-5f3e");
         assert_eq!(t[0].statements, vec![0, 1]);
         assert_eq!(
             t[0].bind[1].source,
