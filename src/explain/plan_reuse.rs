@@ -10,6 +10,11 @@
 //! tenant, `EXPLAIN EXECUTE` again; `pg_prepared_statements.generic_plans`
 //! before and after says whether that was the generic plan; then a fresh
 //! plan as the heaviest tenant. A differing shape is the finding.
+//!
+//! A screen runs first (two plans where the method takes nine): the generic
+//! plan made as the median tenant and the heaviest tenant's fresh plan; the
+//! method runs only where their shapes differ, since it can report nothing
+//! else (see [`Batch::screen`]).
 
 use serde_json::Value;
 use tokio_postgres::Client;
@@ -157,14 +162,23 @@ async fn method(
     stats: StatsMode,
 ) -> std::result::Result<Option<Reuse>, tokio_postgres::Error> {
     let n = e.param_types.len();
-    let b = Batch::new(
+    let contexts = (
         &tenancy.context(Mode::Tenant, Some(median)),
         &tenancy.context(Mode::Tenant, Some(heaviest)),
-        &e.text,
-        (execute_args(n, mv), execute_args(n, hv)),
-        timeout_ms,
-        stats,
     );
+    let args = (execute_args(n, mv), execute_args(n, hv));
+    // The screen first: two plans, where the method takes nine; the same
+    // shape there means the method cannot find a difference.
+    let s = Batch::screen(contexts, &e.text, args.clone(), timeout_ms, stats);
+    let rows = first_columns(client.simple_query(&s.sql()).await?);
+    let json = |rows: &[String], i: usize| {
+        serde_json::from_str::<Value>(rows.get(i).map(String::as_str).unwrap_or_default())
+            .unwrap_or(Value::Null)
+    };
+    if shape(&json(&rows, s.kept)) == shape(&json(&rows, s.fresh)) {
+        return Ok(None);
+    }
+    let b = Batch::new(contexts.0, contexts.1, &e.text, args, timeout_ms, stats);
     let rows = first_columns(client.simple_query(&b.sql()).await?);
     let at = |i: usize| rows.get(i).map(String::as_str).unwrap_or_default();
     let json = |i: usize| serde_json::from_str::<Value>(at(i)).unwrap_or(Value::Null);
@@ -224,12 +238,7 @@ impl Batch {
         b.set(median, stats);
         // The `;` on a line of its own: the text may end in a `--` comment.
         b.push(tag(stats, &format!("PREPARE {NAME} AS {text}\n")), false);
-        let explain = |name: &str, args: &str| {
-            tag(
-                stats,
-                &format!("EXPLAIN (FORMAT JSON) EXECUTE {name}{args}"),
-            )
-        };
+        let explain = |name: &str, args: &str| explain(stats, name, args);
         for _ in 0..6 {
             b.push(explain(NAME, &median_args), true);
         }
@@ -248,6 +257,42 @@ impl Batch {
             false,
         );
         b.fresh = b.push(explain(FRESH, &heaviest_args), true);
+        b.push(format!("DEALLOCATE {FRESH}"), false);
+        b.push("ROLLBACK".to_string(), false);
+        b
+    }
+
+    /// The screen, one batch of two plans: the generic plan made as the
+    /// median tenant (what the method's prepared statement keeps when it
+    /// keeps one: the server builds a generic plan from no values, so
+    /// forcing it builds the same), and the heaviest tenant's fresh plan,
+    /// exactly as the method makes it. The method can only report a
+    /// difference between these two plans: where their shapes agree it
+    /// need not run (deterministic planning on the same statistics).
+    fn screen(
+        (median, heaviest): (&TenantContext, &TenantContext),
+        text: &str,
+        (median_args, heaviest_args): (String, String),
+        timeout_ms: u64,
+        stats: StatsMode,
+    ) -> Batch {
+        let mut b = Batch::default();
+        b.push(session::begin_sql(median, timeout_ms), false);
+        b.set(median, stats);
+        b.push(tag(stats, &format!("PREPARE {NAME} AS {text}\n")), false);
+        b.push(
+            "SET LOCAL plan_cache_mode = force_generic_plan".to_string(),
+            false,
+        );
+        b.kept = b.push(explain(stats, NAME, &median_args), true);
+        b.push(format!("DEALLOCATE {NAME}"), false);
+        b.set(heaviest, stats);
+        b.push(tag(stats, &format!("PREPARE {FRESH} AS {text}\n")), false);
+        b.push(
+            "SET LOCAL plan_cache_mode = force_custom_plan".to_string(),
+            false,
+        );
+        b.fresh = b.push(explain(stats, FRESH, &heaviest_args), true);
         b.push(format!("DEALLOCATE {FRESH}"), false);
         b.push("ROLLBACK".to_string(), false);
         b
@@ -285,6 +330,14 @@ impl Batch {
     fn sql(&self) -> String {
         self.statements.join(";\n")
     }
+}
+
+/// `EXPLAIN (FORMAT JSON) EXECUTE name(args)`, as the method sends it.
+fn explain(stats: StatsMode, name: &str, args: &str) -> String {
+    tag(
+        stats,
+        &format!("EXPLAIN (FORMAT JSON) EXECUTE {name}{args}"),
+    )
 }
 
 /// `(v1, NULL, ...)` for `EXECUTE`: the values as literals (none: nothing).
@@ -437,6 +490,55 @@ mod tests {
             "{sql}"
         );
         assert_eq!(execute_args(0, &[]), "");
+    }
+
+    /// The screen makes the two plans the method compares, in two rows:
+    /// the generic plan (forced) as the median tenant, the fresh custom
+    /// plan as the heaviest, each after its own tenant's setting.
+    #[test]
+    fn the_screen_plans_the_median_generic_and_the_heaviest_fresh() {
+        let ctx = |id: &str| TenantContext {
+            role: Some("app".into()),
+            settings: vec![("app.tenant".into(), SettingValue::Text(id.into()))],
+        };
+        let b = Batch::screen(
+            (&ctx("7"), &ctx("1")),
+            "SELECT * FROM t WHERE a = $1 -- c",
+            (
+                execute_args(1, &[Some("m".into())]),
+                execute_args(1, &[Some("h".into())]),
+            ),
+            250,
+            StatsMode::Untracked,
+        );
+        let answering: Vec<&String> = b
+            .statements
+            .iter()
+            .filter(|s| s.contains("SELECT set_config") || s.starts_with("EXPLAIN"))
+            .collect();
+        assert_eq!(answering.len(), b.rows, "{}", b.sql());
+        assert_eq!(b.rows, 4, "{}", b.sql());
+        assert!(answering[b.kept - 1].contains("'app.tenant', '7'"));
+        assert_eq!(
+            answering[b.kept],
+            "EXPLAIN (FORMAT JSON) EXECUTE planck_reuse('m')"
+        );
+        assert!(answering[b.fresh - 1].contains("'app.tenant', '1'"));
+        assert_eq!(
+            answering[b.fresh],
+            "EXPLAIN (FORMAT JSON) EXECUTE planck_reuse_fresh('h')"
+        );
+        // Forced generic before the median's plan, forced custom before the fresh one.
+        let at = |needle: &str| b.statements.iter().position(|s| s.contains(needle));
+        let kept_at = at("EXECUTE planck_reuse(").unwrap();
+        let fresh_at = at("EXECUTE planck_reuse_fresh").unwrap();
+        assert!(at("force_generic_plan").unwrap() < kept_at);
+        let custom = at("force_custom_plan").unwrap();
+        assert!(kept_at < custom && custom < fresh_at);
+        assert!(
+            b.sql()
+                .ends_with("DEALLOCATE planck_reuse_fresh;\nROLLBACK")
+        );
     }
 
     #[test]
