@@ -15,11 +15,12 @@
 //! Tables reached only through views, functions or triggers are not seen.
 
 pub mod child;
+pub mod databases;
 pub mod relay;
 pub mod report;
 pub mod transactions;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -80,6 +81,8 @@ pub struct RelaySummary {
     pub by_queryid: usize,
     pub by_text: usize,
     pub unmatched: usize,
+    /// Statements only the relay had (pg_stat_statements evicted them).
+    pub relay_only: usize,
     /// The longest transaction: (ms, statements), and the one with the most
     /// statements: (statements, ms).
     pub longest_time: Option<(f64, usize)>,
@@ -131,6 +134,10 @@ pub struct Kept {
     pub status: MergeStatus,
     /// Where it ran, as the file keeps it (empty: as the client sent it).
     pub contexts: Vec<queries::Context>,
+    /// Taken from the capture relay: pg_stat_statements no longer had it
+    /// (evicted) or keeps it under a text the relay's did not match; no
+    /// timings.
+    pub from_relay: bool,
 }
 
 /// What a recording did.
@@ -151,6 +158,9 @@ pub struct Outcome {
     pub relay: Option<RelaySummary>,
     /// The summary table lists every statement, not only the top ones.
     pub list_all: bool,
+    /// The databases whose statements were recorded: the target, then
+    /// those created during the run (a test runner's `test_<name>`).
+    pub recorded_databases: Vec<String>,
 }
 
 /// Records `opts.command` (or the current contents) on `conn` into `opts.output`.
@@ -193,6 +203,9 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     // 3. The run. planck holds no connection to the target meanwhile: a
     // runner may drop and recreate it.
     let mut relayed = None;
+    let mut created = Vec::new();
+    let mut created_raw = Vec::new();
+    let mut relay_created: Vec<String> = Vec::new();
     let (mode, exit, before, after, client) = match &program {
         Some(program) => {
             let mode = if capture::reset(&client, &probe).await? {
@@ -205,6 +218,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
                 Mode::Snapshot
             };
             let before = capture::sample(&client, &probe).await?;
+            let known = databases::known(&client, &probe.schema).await?;
             drop(client);
             let relay = if opts.relay {
                 Some(relay::Relay::start(conn, log).await?)
@@ -233,6 +247,29 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             let client = tagged.connect().await?;
             crate::session::untrack(&client).await?;
             let after = capture::sample(&client, &probe).await?;
+            // The databases the run created (a test runner's `test_<name>`),
+            // dropped or not: all their entries are the run's.
+            created = databases::created(&client, &probe.schema, &known).await?;
+            let mut entry_keys = HashMap::new();
+            for c in &created {
+                let s = capture::sample_of(&client, &probe.schema, c.oid, probe.version).await?;
+                let raw = capture::delta(None, &s);
+                entry_keys.insert(c.oid, databases::keys(raw.iter().filter_map(|r| r.query.as_deref())));
+                created_raw.extend(raw);
+            }
+            if let Some(c) = &relayed {
+                // A database the relayed connections used that did not exist
+                // before the run: created by it (and maybe dropped already).
+                let mut texts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+                for t in c.texts.iter().filter(|t| !known.names.contains(&t.database)) {
+                    texts
+                        .entry(t.database.clone())
+                        .or_default()
+                        .insert(queries::text_key(&t.text));
+                }
+                databases::name_dropped(&mut created, &entry_keys, &texts);
+                relay_created = texts.into_keys().collect();
+            }
             (mode, Some(exit), Some(before), after, client)
         }
         None => {
@@ -240,7 +277,14 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             (Mode::Current, None, None, after, client)
         }
     };
-    let raw = capture::delta(before.as_ref(), &after);
+    let mut recorded: Vec<String> = vec![probe.database.clone()];
+    for label in created.iter().map(databases::Created::label).chain(relay_created) {
+        if !recorded.contains(&label) {
+            recorded.push(label);
+        }
+    }
+    let mut raw = capture::delta(before.as_ref(), &after);
+    raw.extend(created_raw);
 
     // 4. Truth about the capture.
     if let Some(exit) = exit
@@ -254,11 +298,19 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     if let (Some(b), Some(a)) = (before.as_ref().and_then(|b| b.dealloc), after.dealloc)
         && a > b
     {
-        warnings.push(format!(
-            "pg_stat_statements evicted entries {} time(s) during the run, so some statements may be missing; raise pg_stat_statements.max (now {})",
-            a - b,
-            probe.max.as_deref().unwrap_or("unknown")
-        ));
+        warnings.push(if relayed.is_some() {
+            format!(
+                "pg_stat_statements evicted entries {} time(s) during the run: the statements were taken from the capture relay, so none is missing, but timings of the evicted ones are partial; raise pg_stat_statements.max (now {})",
+                a - b,
+                probe.max.as_deref().unwrap_or("unknown")
+            )
+        } else {
+            format!(
+                "pg_stat_statements evicted entries {} time(s) during the run, so some statements may be missing; raise pg_stat_statements.max (now {}), or record through the relay (without --no-relay)",
+                a - b,
+                probe.max.as_deref().unwrap_or("unknown")
+            )
+        });
     }
     if probe.track == "top" {
         warnings.push(
@@ -293,12 +345,16 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
 
     // 5. Roles, RLS, noise, grouping.
     let mut userids: Vec<u32> = raw.iter().map(|r| r.userid).collect();
+    if let Some(c) = &relayed {
+        let names: BTreeSet<&str> = c.texts.iter().map(|t| t.role.as_str()).collect();
+        userids.extend(role_oids(&client, &names).await?);
+    }
     userids.sort_unstable();
     userids.dedup();
     let roles = capture::roles(&client, &userids).await?;
     let crate::stats::Grouping {
         statements: grouped,
-        dropped,
+        mut dropped,
         sent,
     } = crate::stats::group(&raw, &roles, opts.keep_all);
     let mut statements: Vec<Kept> = grouped
@@ -315,19 +371,36 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             query: g.query,
             noise: g.noise,
             status: MergeStatus::Added,
+            from_relay: false,
         })
         .collect();
+    // The relay saw every statement: what pg_stat_statements evicted (or
+    // keeps under a text the relay's does not match) comes from it.
+    let recorded_set: BTreeSet<String> = recorded.iter().cloned().collect();
+    let mut matched = None;
+    if let Some(c) = &mut relayed {
+        let m = relay_statements(
+            conn,
+            &recorded_set,
+            c,
+            &raw,
+            &roles,
+            &mut statements,
+            &mut dropped,
+            opts,
+            log,
+        )
+        .await;
+        matched = Some(m);
+    }
     if statements.is_empty() {
-        warnings.push(if sent == 0 {
+        let dbs = recorded.join(", ");
+        warnings.push(if sent == 0 && relayed.as_ref().is_none_or(|c| c.texts.is_empty()) {
             format!(
-                "the run produced no statements at all in database {}: did the command use DATABASE_URL (or PG* variables)? A suite that creates its own databases is not recorded",
-                probe.database
+                "the run produced no statements at all in database(s) {dbs} (the target and those created during the run): did the command use DATABASE_URL (or PG* variables)?"
             )
         } else {
-            format!(
-                "every statement the run sent in database {} was noise: nothing to record",
-                probe.database
-            )
+            format!("every statement the run sent in database(s) {dbs} was noise: nothing to record")
         });
     }
 
@@ -349,25 +422,21 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         })
         .collect();
     let merge = file.merge(&captured, opts.prune);
+    let mut renamed: HashMap<String, String> = HashMap::new();
     for (k, (id, status)) in statements.iter_mut().zip(&merge.outcomes) {
+        renamed.insert(k.id.clone(), id.clone());
         k.id = id.clone();
         k.status = *status;
     }
     drop(client);
-    let relay = match relayed {
-        Some(mut c) => {
-            let summary = relayed_transactions(
-                conn,
-                &probe.database,
-                &mut c,
-                &raw,
-                &roles,
-                &statements,
-                opts,
-                &mut file,
-                log,
-            )
-            .await;
+    let relay = match (relayed, matched) {
+        (Some(c), Some(mut m)) => {
+            for id in m.matching.ids.iter_mut().flatten() {
+                if let Some(new) = renamed.get(id) {
+                    *id = new.clone();
+                }
+            }
+            let summary = relayed_transactions(&c, &recorded_set, &m, opts, &mut file);
             warnings.extend(relay_warnings(&c, &summary));
             if summary.left_open > 0 {
                 log.info(&format!(
@@ -377,7 +446,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             }
             Some(summary)
         }
-        None => None,
+        _ => None,
     };
     file.save(&opts.output)?;
     Ok(Outcome {
@@ -393,25 +462,51 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         created_extension: probe.created_extension,
         relay,
         list_all: opts.list_all,
+        recorded_databases: recorded,
     })
 }
 
-/// Matches what the relay saw to the file's statements and puts its
-/// transactions in the file (replacing those of the last recording).
+/// The oids of the roles the relayed connections ran as.
+async fn role_oids(client: &tokio_postgres::Client, names: &BTreeSet<&str>) -> Result<Vec<u32>> {
+    let names: Vec<&str> = names.iter().copied().collect();
+    let rows = client
+        .query(
+            "/* planck */ SELECT oid FROM pg_roles WHERE rolname = ANY($1)",
+            &[&names],
+        )
+        .await
+        .map_err(|e| Error::db("resolving the roles of the relayed connections", e))?;
+    Ok(rows.into_iter().map(|r| r.get(0)).collect())
+}
+
+/// What the relay's texts became: the file's statement per text, how each
+/// was matched.
+struct Matched {
+    matching: transactions::Matching,
+    relay_only: usize,
+}
+
+/// Matches what the relay saw in the recorded databases to the captured
+/// statements (by queryid where the database still exists, else by text),
+/// takes the calls from the relay (it saw each one), and adds, as
+/// statements of their own, the texts pg_stat_statements no longer had.
 #[allow(clippy::too_many_arguments)]
-async fn relayed_transactions(
+async fn relay_statements(
     conn: &ConnInfo,
-    database: &str,
+    recorded: &BTreeSet<String>,
     c: &mut relay::Capture,
     raw: &[capture::Raw],
-    roles: &std::collections::HashMap<u32, capture::RoleFacts>,
-    statements: &[Kept],
+    roles: &HashMap<u32, capture::RoleFacts>,
+    statements: &mut Vec<Kept>,
+    dropped: &mut BTreeMap<Reason, usize>,
     opts: &RecordSettings,
-    file: &mut QueryFile,
     log: Log,
-) -> RelaySummary {
-    use std::collections::HashMap;
-    let qids = transactions::queryids(conn, database, c, log).await;
+) -> Matched {
+    let mut qids = HashMap::new();
+    let present: BTreeSet<&str> = c.texts.iter().map(|t| t.database.as_str()).collect();
+    for db in recorded.iter().filter(|d| present.contains(d.as_str())) {
+        qids.extend(transactions::queryids(conn, db, c, log).await);
+    }
     // The raw texts were needed for EXPLAIN only.
     c.forget_samples();
     let by_text: HashMap<(String, String), String> = statements
@@ -419,16 +514,104 @@ async fn relayed_transactions(
         .map(|k| ((k.role.clone(), queries::text_key(&k.query)), k.id.clone()))
         .collect();
     let mut by_queryid: HashMap<(String, i64), String> = HashMap::new();
+    // Every text pg_stat_statements had, noise included.
+    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     for r in raw {
         let (Some(q), Some(role)) = (&r.query, roles.get(&r.userid)) else {
             continue;
         };
+        seen.insert((role.name.clone(), queries::text_key(q)));
         if let Some(id) = by_text.get(&(role.name.clone(), queries::text_key(q))) {
             by_queryid.insert((role.name.clone(), r.queryid), id.clone());
         }
     }
-    let matching = transactions::match_texts(c, database, &qids, &by_queryid, &by_text);
-    let written = transactions::build(c, database, &matching, opts.max_transactions);
+    let mut matching = transactions::match_texts(c, recorded, &qids, &by_queryid, &by_text);
+    // Calls: the relay's where it saw more (pg_stat_statements also counts
+    // calls inside functions, which the relay does not see).
+    let mut relay_calls: HashMap<String, u64> = HashMap::new();
+    for (t, id) in c.texts.iter().zip(&matching.ids) {
+        if let Some(id) = id {
+            *relay_calls.entry(id.clone()).or_default() += t.calls;
+        }
+    }
+    for k in statements.iter_mut() {
+        if let Some(n) = relay_calls.get(&k.id) {
+            k.calls = k.calls.max(*n);
+        }
+    }
+    let by_name: HashMap<&str, &capture::RoleFacts> =
+        roles.values().map(|f| (f.name.as_str(), f)).collect();
+    let mut added: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut noise: BTreeSet<(Reason, String, String)> = BTreeSet::new();
+    for (i, t) in c.texts.iter().enumerate() {
+        if matching.ids[i].is_some() || !recorded.contains(&t.database) {
+            continue;
+        }
+        let key = (t.role.clone(), queries::text_key(&t.text));
+        if let Some(&at) = added.get(&key) {
+            statements[at].calls += t.calls;
+            matching.ids[i] = Some(statements[at].id.clone());
+            continue;
+        }
+        let reason = crate::stats::classify(&t.text);
+        if let Some(reason) = reason
+            && (!opts.keep_all || reason.is_planck())
+        {
+            if !seen.contains(&key) {
+                noise.insert((reason, key.0, key.1));
+            }
+            continue;
+        }
+        let id = queries::identity(&t.text, Some(&t.role));
+        matching.ids[i] = Some(id.clone());
+        added.insert(key, statements.len());
+        statements.push(Kept {
+            id,
+            queryid: qids.get(&i).copied().unwrap_or(0),
+            role: t.role.clone(),
+            bypass_rls: by_name.get(t.role.as_str()).is_some_and(|f| {
+                f.bypasses_rls(&crate::stats::noise::identifiers(&t.text))
+            }),
+            calls: t.calls,
+            rows: 0,
+            total_ms: 0.0,
+            query: t.text.trim().to_string(),
+            noise: reason,
+            status: MergeStatus::Added,
+            contexts: Vec::new(),
+            from_relay: true,
+        });
+    }
+    for (reason, _, _) in noise {
+        *dropped.entry(reason).or_default() += 1;
+    }
+    matching.unmatched = c
+        .texts
+        .iter()
+        .zip(&matching.ids)
+        .filter(|(t, id)| id.is_none() && recorded.contains(&t.database))
+        .count();
+    statements.sort_by(|a, b| {
+        (a.role.as_str(), queries::text_key(&a.query))
+            .cmp(&(b.role.as_str(), queries::text_key(&b.query)))
+    });
+    Matched {
+        relay_only: added.len(),
+        matching,
+    }
+}
+
+/// Puts the relay's transactions in the file (replacing those of the last
+/// recording), with the file's ids.
+fn relayed_transactions(
+    c: &relay::Capture,
+    recorded: &BTreeSet<String>,
+    m: &Matched,
+    opts: &RecordSettings,
+    file: &mut QueryFile,
+) -> RelaySummary {
+    let matching = &m.matching;
+    let written = transactions::build(c, recorded, matching, opts.max_transactions);
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     let mut slow: Vec<(String, u64)> = c
         .slow_openers
@@ -457,6 +640,7 @@ async fn relayed_transactions(
         by_queryid: matching.by_queryid,
         by_text: matching.by_text,
         unmatched: matching.unmatched,
+        relay_only: m.relay_only,
         longest_time: c.longest_time.map(|(d, n)| (ms(d), n)),
         longest_statements: c.longest_statements.map(|(n, d)| (n, ms(d))),
         slow_openers: slow,
