@@ -194,7 +194,7 @@ fn a_created_database_is_recorded_from_the_relay_past_evictions() {
     assert_exit(&out, 0);
     // pg_stat_statements no longer has them: only the relay could tell.
     let left = server.strings(
-        "postgres",
+        "app",
         "SELECT count(*) FROM pg_stat_statements WHERE query LIKE '%FROM item WHERE id%'",
     );
     assert_eq!(left, ["0"], "the statements were not evicted");
@@ -290,12 +290,13 @@ fn the_relay_reaches_a_verify_full_server_over_tls() {
         std::fs::copy(certs.path().join(f), data.join(f)).unwrap();
         hand_over(&data.join(f), &data);
     }
-    server.exec(
-        "postgres",
-        "ALTER SYSTEM SET ssl = on; \
-         ALTER SYSTEM SET ssl_cert_file = 'server.crt'; \
-         ALTER SYSTEM SET ssl_key_file = 'server.key'",
-    );
+    for set in [
+        "ssl_cert_file = 'server.crt'",
+        "ssl_key_file = 'server.key'",
+        "ssl = on",
+    ] {
+        server.exec("postgres", &format!("ALTER SYSTEM SET {set}"));
+    }
     server.exec("postgres", "SELECT pg_reload_conf()");
     server.exec("postgres", "CREATE DATABASE app");
     server.exec("app", "CREATE TABLE acct (id int PRIMARY KEY, bal int)");
