@@ -254,8 +254,11 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             for c in &created {
                 let s = capture::sample_of(&client, &probe.schema, c.oid, probe.version).await?;
                 let raw = capture::delta(None, &s);
-                entry_keys.insert(c.oid, databases::keys(raw.iter().filter_map(|r| r.query.as_deref())));
-                created_raw.extend(raw);
+                entry_keys.insert(
+                    c.oid,
+                    databases::keys(raw.iter().filter_map(|r| r.query.as_deref())),
+                );
+                created_raw.push((c.oid, raw));
             }
             if let Some(c) = &relayed {
                 // A database the relayed connections used that did not exist
@@ -268,6 +271,15 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
                         .insert(queries::text_key(&t.text));
                 }
                 databases::name_dropped(&mut created, &entry_keys, &texts);
+                // Only what the command's connections used: on a shared
+                // server, other clients create databases meanwhile too.
+                created.retain(|d| {
+                    d.name
+                        .as_ref()
+                        .is_some_and(|n| texts.contains_key(n) || c.databases.contains_key(n))
+                });
+                let kept: BTreeSet<u32> = created.iter().map(|d| d.oid).collect();
+                created_raw.retain(|(oid, _)| kept.contains(oid));
                 relay_created = texts.into_keys().collect();
             }
             (mode, Some(exit), Some(before), after, client)
@@ -284,7 +296,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         }
     }
     let mut raw = capture::delta(before.as_ref(), &after);
-    raw.extend(created_raw);
+    raw.extend(created_raw.into_iter().flat_map(|(_, r)| r));
 
     // 4. Truth about the capture.
     if let Some(exit) = exit
@@ -354,7 +366,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     let roles = capture::roles(&client, &userids).await?;
     let crate::stats::Grouping {
         statements: grouped,
-        mut dropped,
+        dropped,
         sent,
     } = crate::stats::group(&raw, &roles, opts.keep_all);
     let mut statements: Vec<Kept> = grouped
@@ -386,7 +398,6 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             &raw,
             &roles,
             &mut statements,
-            &mut dropped,
             opts,
             log,
         )
@@ -394,13 +405,16 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         matched = Some(m);
     }
     if statements.is_empty() {
-        let dbs = recorded.join(", ");
+        let dbs = match recorded.as_slice() {
+            [one] => format!("database {one}"),
+            all => format!("databases {}", all.join(", ")),
+        };
         warnings.push(if sent == 0 && relayed.as_ref().is_none_or(|c| c.texts.is_empty()) {
             format!(
-                "the run produced no statements at all in database(s) {dbs} (the target and those created during the run): did the command use DATABASE_URL (or PG* variables)?"
+                "the run produced no statements at all in {dbs} (the target, and those created during the run): did the command use DATABASE_URL (or PG* variables)?"
             )
         } else {
-            format!("every statement the run sent in database(s) {dbs} was noise: nothing to record")
+            format!("every statement the run sent in {dbs} was noise: nothing to record")
         });
     }
 
@@ -498,7 +512,6 @@ async fn relay_statements(
     raw: &[capture::Raw],
     roles: &HashMap<u32, capture::RoleFacts>,
     statements: &mut Vec<Kept>,
-    dropped: &mut BTreeMap<Reason, usize>,
     opts: &RecordSettings,
     log: Log,
 ) -> Matched {
@@ -514,13 +527,10 @@ async fn relay_statements(
         .map(|k| ((k.role.clone(), queries::text_key(&k.query)), k.id.clone()))
         .collect();
     let mut by_queryid: HashMap<(String, i64), String> = HashMap::new();
-    // Every text pg_stat_statements had, noise included.
-    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     for r in raw {
         let (Some(q), Some(role)) = (&r.query, roles.get(&r.userid)) else {
             continue;
         };
-        seen.insert((role.name.clone(), queries::text_key(q)));
         if let Some(id) = by_text.get(&(role.name.clone(), queries::text_key(q))) {
             by_queryid.insert((role.name.clone(), r.queryid), id.clone());
         }
@@ -542,7 +552,6 @@ async fn relay_statements(
     let by_name: HashMap<&str, &capture::RoleFacts> =
         roles.values().map(|f| (f.name.as_str(), f)).collect();
     let mut added: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let mut noise: BTreeSet<(Reason, String, String)> = BTreeSet::new();
     for (i, t) in c.texts.iter().enumerate() {
         if matching.ids[i].is_some() || !recorded.contains(&t.database) {
             continue;
@@ -553,13 +562,10 @@ async fn relay_statements(
             matching.ids[i] = Some(statements[at].id.clone());
             continue;
         }
+        // Noise stays out (and uncounted: `dropped` counts
+        // pg_stat_statements' entries).
         let reason = crate::stats::classify(&t.text);
-        if let Some(reason) = reason
-            && (!opts.keep_all || reason.is_planck())
-        {
-            if !seen.contains(&key) {
-                noise.insert((reason, key.0, key.1));
-            }
+        if reason.is_some_and(|r| !opts.keep_all || r.is_planck()) {
             continue;
         }
         let id = queries::identity(&t.text, Some(&t.role));
@@ -581,9 +587,6 @@ async fn relay_statements(
             contexts: Vec::new(),
             from_relay: true,
         });
-    }
-    for (reason, _, _) in noise {
-        *dropped.entry(reason).or_default() += 1;
     }
     matching.unmatched = c
         .texts
