@@ -75,7 +75,11 @@ impl Server {
         let url = self.url(database);
         let sql = sql.to_string();
         block_on(async move {
-            let c = ConnInfo::parse(&url, true).unwrap().connect().await.unwrap();
+            let c = ConnInfo::parse(&url, true)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
             c.simple_query(&sql)
                 .await
                 .unwrap()
@@ -201,7 +205,10 @@ fn a_created_database_is_recorded_from_the_relay_past_evictions() {
     let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
     assert_eq!(texts(&f), APP);
     let s = summary(&out);
-    assert_eq!(s["recorded_databases"], serde_json::json!(["app", "test_x"]));
+    assert_eq!(
+        s["recorded_databases"],
+        serde_json::json!(["app", "test_x"])
+    );
     assert_eq!(s["relay"]["relay_only"], 4, "{s}");
     // Every count is the run's, whatever pg_stat_statements kept.
     for st in s["statements"].as_array().unwrap() {
@@ -248,12 +255,31 @@ fn certificates(dir: &Path) -> PathBuf {
         assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
     };
     run(&[
-        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-        "/CN=planck test CA", "-keyout", "ca.key", "-out", "ca.crt",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=planck test CA",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
     ]);
     run(&[
-        "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout",
-        "server.key", "-out", "server.csr",
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=localhost",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
     ]);
     std::fs::write(
         dir.join("san.ext"),
@@ -261,8 +287,21 @@ fn certificates(dir: &Path) -> PathBuf {
     )
     .unwrap();
     run(&[
-        "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-        "-CAcreateserial", "-days", "2", "-extfile", "san.ext", "-out", "server.crt",
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+        "-out",
+        "server.crt",
     ]);
     dir.join("ca.crt")
 }

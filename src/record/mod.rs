@@ -264,7 +264,11 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
                 // A database the relayed connections used that did not exist
                 // before the run: created by it (and maybe dropped already).
                 let mut texts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-                for t in c.texts.iter().filter(|t| !known.names.contains(&t.database)) {
+                for t in c
+                    .texts
+                    .iter()
+                    .filter(|t| !known.names.contains(&t.database))
+                {
                     texts
                         .entry(t.database.clone())
                         .or_default()
@@ -290,7 +294,11 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         }
     };
     let mut recorded: Vec<String> = vec![probe.database.clone()];
-    for label in created.iter().map(databases::Created::label).chain(relay_created) {
+    for label in created
+        .iter()
+        .map(databases::Created::label)
+        .chain(relay_created)
+    {
         if !recorded.contains(&label) {
             recorded.push(label);
         }
@@ -575,9 +583,9 @@ async fn relay_statements(
             id,
             queryid: qids.get(&i).copied().unwrap_or(0),
             role: t.role.clone(),
-            bypass_rls: by_name.get(t.role.as_str()).is_some_and(|f| {
-                f.bypasses_rls(&crate::stats::noise::identifiers(&t.text))
-            }),
+            bypass_rls: by_name
+                .get(t.role.as_str())
+                .is_some_and(|f| f.bypasses_rls(&crate::stats::noise::identifiers(&t.text))),
             calls: t.calls,
             rows: 0,
             total_ms: 0.0,

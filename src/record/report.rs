@@ -659,4 +659,35 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("SELECT c4 FROM t") && !text.contains("more statement"));
     }
+
+    /// Issue 12, 4: the databases recorded are named when the run created
+    /// some; a statement only the relay had shows no mean time.
+    #[test]
+    fn created_databases_and_relay_only_statements_are_shown() {
+        let mut o = outcome();
+        o.statements.truncate(1);
+        o.statements[0].from_relay = true;
+        o.recorded_databases = vec!["shop".into(), "test_shop".into()];
+        o.relay = Some(crate::record::RelaySummary {
+            relay_only: 1,
+            ..Default::default()
+        });
+        let mut out = Vec::new();
+        render_table(&mut out, &o, Path::new("/p")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("databases recorded: shop, test_shop"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1 statement(s) from the relay only"),
+            "{text}"
+        );
+        let row = text.lines().find(|l| l.contains("SELECT a")).unwrap();
+        assert!(row.contains(" - ") && !row.contains(" ms"), "{row}");
+        let v = to_wire(&o, Path::new("/p"));
+        assert_eq!(v.recorded_databases, ["shop", "test_shop"]);
+        assert!(v.statements[0].from_relay);
+        assert_eq!(v.relay.unwrap().relay_only, 1);
+    }
 }

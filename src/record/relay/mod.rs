@@ -326,7 +326,8 @@ impl Reader {
             return;
         }
         let conn = &mut self.conn;
-        self.server.feed(bytes, &mut |m| conn.server(&m, now, capture));
+        self.server
+            .feed(bytes, &mut |m| conn.server(&m, now, capture));
         conn.incomplete |= self.server.broken();
     }
 }
