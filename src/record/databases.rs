@@ -29,6 +29,8 @@ pub struct Created {
     /// `None` when it was dropped before the run ended (named later from
     /// the relay, if it saw the connections).
     pub name: Option<String>,
+    /// Whether it still exists (its statements can be explained there).
+    pub exists: bool,
 }
 
 impl Created {
@@ -84,9 +86,13 @@ pub async fn created(client: &Client, schema: &str, known: &Known) -> Result<Vec
         .map_err(|e| pg("listing the databases created during the run", e))?;
     Ok(rows
         .into_iter()
-        .map(|r| Created {
-            oid: r.get(0),
-            name: r.get(1),
+        .map(|r| {
+            let name: Option<String> = r.get(1);
+            Created {
+                oid: r.get(0),
+                exists: name.is_some(),
+                name,
+            }
         })
         .collect())
 }
@@ -117,6 +123,45 @@ pub fn name_dropped(
     }
 }
 
+/// A looser key than [`queries::text_key`], for texts matched neither by
+/// queryid nor by that key: `$n`, `NULL`, `true` and `false` all read `?`
+/// (pg_stat_statements replaces NULL and boolean constants by `$n`, a
+/// client that interpolates them leaves them in the relayed text).
+pub fn loose_key(text: &str) -> String {
+    let key = queries::text_key(text);
+    let mut out = String::with_capacity(key.len());
+    let b = key.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'"' || c == b'.';
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'$' && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            out.push('?');
+            i += 1;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            continue;
+        }
+        if i == 0 || !word(b[i - 1]) {
+            let rest = &key[i..];
+            let hit = ["null", "true", "false"].into_iter().find(|w| {
+                rest.len() >= w.len()
+                    && rest[..w.len()].eq_ignore_ascii_case(w)
+                    && !rest.as_bytes().get(w.len()).is_some_and(|&c| word(c))
+            });
+            if let Some(w) = hit {
+                out.push('?');
+                i += w.len();
+                continue;
+            }
+        }
+        let ch = key[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
 /// The text keys of a set of texts, for [`name_dropped`].
 pub fn keys<'a>(texts: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
     texts.map(queries::text_key).collect()
@@ -131,14 +176,41 @@ mod tests {
     }
 
     #[test]
+    fn loose_keys_read_parameters_nulls_and_booleans_alike() {
+        assert_eq!(
+            loose_key("INSERT INTO t VALUES ($1, NULL, false) RETURNING \"t\".\"id\""),
+            loose_key("INSERT INTO t VALUES ($1, $2, $3) RETURNING \"t\".\"id\"")
+        );
+        // Not inside a word or an identifier.
+        assert_ne!(
+            loose_key("SELECT nullif(a, $1)"),
+            loose_key("SELECT ?if(a, $1)")
+        );
+        assert_eq!(
+            loose_key("SELECT nullable FROM t"),
+            "SELECT nullable FROM t"
+        );
+        assert_ne!(loose_key("SELECT $1"), loose_key("SELECT 1"));
+    }
+
+    #[test]
     fn a_dropped_database_is_named_by_the_relayed_texts_it_shares() {
         let mut created = vec![
-            Created { oid: 7, name: None },
+            Created {
+                oid: 7,
+                name: None,
+                exists: false,
+            },
             Created {
                 oid: 8,
                 name: Some("kept".into()),
+                exists: true,
             },
-            Created { oid: 9, name: None },
+            Created {
+                oid: 9,
+                name: None,
+                exists: false,
+            },
         ];
         let entries = HashMap::from([
             (7, set(&["SELECT a FROM t", "SELECT 1"])),

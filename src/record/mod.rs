@@ -399,9 +399,18 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     let recorded_set: BTreeSet<String> = recorded.iter().cloned().collect();
     let mut matched = None;
     if let Some(c) = &mut relayed {
+        let existing: BTreeSet<String> = std::iter::once(probe.database.clone())
+            .chain(
+                created
+                    .iter()
+                    .filter(|d| d.exists)
+                    .filter_map(|d| d.name.clone()),
+            )
+            .collect();
         let m = relay_statements(
             conn,
             &recorded_set,
+            &existing,
             c,
             &raw,
             &roles,
@@ -516,6 +525,7 @@ struct Matched {
 async fn relay_statements(
     conn: &ConnInfo,
     recorded: &BTreeSet<String>,
+    existing: &BTreeSet<String>,
     c: &mut relay::Capture,
     raw: &[capture::Raw],
     roles: &HashMap<u32, capture::RoleFacts>,
@@ -525,7 +535,7 @@ async fn relay_statements(
 ) -> Matched {
     let mut qids = HashMap::new();
     let present: BTreeSet<&str> = c.texts.iter().map(|t| t.database.as_str()).collect();
-    for db in recorded.iter().filter(|d| present.contains(d.as_str())) {
+    for db in existing.iter().filter(|d| present.contains(d.as_str())) {
         qids.extend(transactions::queryids(conn, db, c, log).await);
     }
     // The raw texts were needed for EXPLAIN only.
@@ -549,6 +559,26 @@ async fn relay_statements(
     let mut relay_calls: HashMap<String, u64> = HashMap::new();
     for (t, id) in c.texts.iter().zip(&matching.ids) {
         if let Some(id) = id {
+            *relay_calls.entry(id.clone()).or_default() += t.calls;
+        }
+    }
+    // Last, a looser text (NULL and booleans as parameters).
+    let loose: HashMap<(String, String), String> = statements
+        .iter()
+        .map(|k| {
+            (
+                (k.role.clone(), databases::loose_key(&k.query)),
+                k.id.clone(),
+            )
+        })
+        .collect();
+    for (i, t) in c.texts.iter().enumerate() {
+        if matching.ids[i].is_some() || !recorded.contains(&t.database) {
+            continue;
+        }
+        if let Some(id) = loose.get(&(t.role.clone(), databases::loose_key(&t.text))) {
+            matching.ids[i] = Some(id.clone());
+            matching.by_text += 1;
             *relay_calls.entry(id.clone()).or_default() += t.calls;
         }
     }
