@@ -330,7 +330,7 @@ impl Conn {
                 // `SET ROLE none`, `RESET ROLE`, an empty set_config: the login.
                 let is_role = name == "role" || name == "session_authorization";
                 let value =
-                    value.filter(|v| !v.is_empty() && !(is_role && v.eq_ignore_ascii_case("none")));
+                    value.filter(|v| !(v.is_empty() || is_role && v.eq_ignore_ascii_case("none")));
                 let in_tx = self.tx.is_some();
                 match (name.as_str(), local, &mut self.tx) {
                     ("role", true, Some(tx)) => tx.role = value,
