@@ -15,11 +15,12 @@
 //! Tables reached only through views, functions or triggers are not seen.
 
 pub mod child;
+pub mod databases;
 pub mod relay;
 pub mod report;
 pub mod transactions;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -80,6 +81,8 @@ pub struct RelaySummary {
     pub by_queryid: usize,
     pub by_text: usize,
     pub unmatched: usize,
+    /// Statements only the relay had (pg_stat_statements evicted them).
+    pub relay_only: usize,
     /// The longest transaction: (ms, statements), and the one with the most
     /// statements: (statements, ms).
     pub longest_time: Option<(f64, usize)>,
@@ -131,6 +134,10 @@ pub struct Kept {
     pub status: MergeStatus,
     /// Where it ran, as the file keeps it (empty: as the client sent it).
     pub contexts: Vec<queries::Context>,
+    /// Taken from the capture relay: pg_stat_statements no longer had it
+    /// (evicted) or keeps it under a text the relay's did not match; no
+    /// timings.
+    pub from_relay: bool,
 }
 
 /// What a recording did.
@@ -151,6 +158,9 @@ pub struct Outcome {
     pub relay: Option<RelaySummary>,
     /// The summary table lists every statement, not only the top ones.
     pub list_all: bool,
+    /// The databases whose statements were recorded: the target, then
+    /// those created during the run (a test runner's `test_<name>`).
+    pub recorded_databases: Vec<String>,
 }
 
 /// Records `opts.command` (or the current contents) on `conn` into `opts.output`.
@@ -193,6 +203,9 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     // 3. The run. planck holds no connection to the target meanwhile: a
     // runner may drop and recreate it.
     let mut relayed = None;
+    let mut created = Vec::new();
+    let mut created_raw = Vec::new();
+    let mut relay_created: Vec<String> = Vec::new();
     let (mode, exit, before, after, client) = match &program {
         Some(program) => {
             let mode = if capture::reset(&client, &probe).await? {
@@ -205,6 +218,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
                 Mode::Snapshot
             };
             let before = capture::sample(&client, &probe).await?;
+            let known = databases::known(&client, &probe.schema).await?;
             drop(client);
             let relay = if opts.relay {
                 Some(relay::Relay::start(conn, log).await?)
@@ -233,6 +247,45 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             let client = tagged.connect().await?;
             crate::session::untrack(&client).await?;
             let after = capture::sample(&client, &probe).await?;
+            // The databases the run created (a test runner's `test_<name>`),
+            // dropped or not: all their entries are the run's.
+            created = databases::created(&client, &probe.schema, &known).await?;
+            let mut entry_keys = HashMap::new();
+            for c in &created {
+                let s = capture::sample_of(&client, &probe.schema, c.oid, probe.version).await?;
+                let raw = capture::delta(None, &s);
+                entry_keys.insert(
+                    c.oid,
+                    databases::keys(raw.iter().filter_map(|r| r.query.as_deref())),
+                );
+                created_raw.push((c.oid, raw));
+            }
+            if let Some(c) = &relayed {
+                // A database the relayed connections used that did not exist
+                // before the run: created by it (and maybe dropped already).
+                let mut texts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+                for t in c
+                    .texts
+                    .iter()
+                    .filter(|t| !known.names.contains(&t.database))
+                {
+                    texts
+                        .entry(t.database.clone())
+                        .or_default()
+                        .insert(queries::text_key(&t.text));
+                }
+                databases::name_dropped(&mut created, &entry_keys, &texts);
+                // Only what the command's connections used: on a shared
+                // server, other clients create databases meanwhile too.
+                created.retain(|d| {
+                    d.name
+                        .as_ref()
+                        .is_some_and(|n| texts.contains_key(n) || c.databases.contains_key(n))
+                });
+                let kept: BTreeSet<u32> = created.iter().map(|d| d.oid).collect();
+                created_raw.retain(|(oid, _)| kept.contains(oid));
+                relay_created = texts.into_keys().collect();
+            }
             (mode, Some(exit), Some(before), after, client)
         }
         None => {
@@ -240,7 +293,18 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             (Mode::Current, None, None, after, client)
         }
     };
-    let raw = capture::delta(before.as_ref(), &after);
+    let mut recorded: Vec<String> = vec![probe.database.clone()];
+    for label in created
+        .iter()
+        .map(databases::Created::label)
+        .chain(relay_created)
+    {
+        if !recorded.contains(&label) {
+            recorded.push(label);
+        }
+    }
+    let mut raw = capture::delta(before.as_ref(), &after);
+    raw.extend(created_raw.into_iter().flat_map(|(_, r)| r));
 
     // 4. Truth about the capture.
     if let Some(exit) = exit
@@ -254,11 +318,19 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     if let (Some(b), Some(a)) = (before.as_ref().and_then(|b| b.dealloc), after.dealloc)
         && a > b
     {
-        warnings.push(format!(
-            "pg_stat_statements evicted entries {} time(s) during the run, so some statements may be missing; raise pg_stat_statements.max (now {})",
-            a - b,
-            probe.max.as_deref().unwrap_or("unknown")
-        ));
+        warnings.push(if relayed.is_some() {
+            format!(
+                "pg_stat_statements evicted entries {} time(s) during the run: the statements were taken from the capture relay, so none is missing, but timings of the evicted ones are partial; raise pg_stat_statements.max (now {})",
+                a - b,
+                probe.max.as_deref().unwrap_or("unknown")
+            )
+        } else {
+            format!(
+                "pg_stat_statements evicted entries {} time(s) during the run, so some statements may be missing; raise pg_stat_statements.max (now {}), or record through the relay (without --no-relay)",
+                a - b,
+                probe.max.as_deref().unwrap_or("unknown")
+            )
+        });
     }
     if probe.track == "top" {
         warnings.push(
@@ -293,6 +365,10 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
 
     // 5. Roles, RLS, noise, grouping.
     let mut userids: Vec<u32> = raw.iter().map(|r| r.userid).collect();
+    if let Some(c) = &relayed {
+        let names: BTreeSet<&str> = c.texts.iter().map(|t| t.role.as_str()).collect();
+        userids.extend(role_oids(&client, &names).await?);
+    }
     userids.sort_unstable();
     userids.dedup();
     let roles = capture::roles(&client, &userids).await?;
@@ -315,19 +391,47 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             query: g.query,
             noise: g.noise,
             status: MergeStatus::Added,
+            from_relay: false,
         })
         .collect();
+    // The relay saw every statement: what pg_stat_statements evicted (or
+    // keeps under a text the relay's does not match) comes from it.
+    let recorded_set: BTreeSet<String> = recorded.iter().cloned().collect();
+    let mut matched = None;
+    if let Some(c) = &mut relayed {
+        let existing: BTreeSet<String> = std::iter::once(probe.database.clone())
+            .chain(
+                created
+                    .iter()
+                    .filter(|d| d.exists)
+                    .filter_map(|d| d.name.clone()),
+            )
+            .collect();
+        let m = relay_statements(
+            conn,
+            &recorded_set,
+            &existing,
+            c,
+            &raw,
+            &roles,
+            &mut statements,
+            opts,
+            log,
+        )
+        .await;
+        matched = Some(m);
+    }
     if statements.is_empty() {
-        warnings.push(if sent == 0 {
+        let dbs = match recorded.as_slice() {
+            [one] => format!("database {one}"),
+            all => format!("databases {}", all.join(", ")),
+        };
+        warnings.push(if sent == 0 && relayed.as_ref().is_none_or(|c| c.texts.is_empty()) {
             format!(
-                "the run produced no statements at all in database {}: did the command use DATABASE_URL (or PG* variables)? A suite that creates its own databases is not recorded",
-                probe.database
+                "the run produced no statements at all in {dbs} (the target, and those created during the run): did the command use DATABASE_URL (or PG* variables)?"
             )
         } else {
-            format!(
-                "every statement the run sent in database {} was noise: nothing to record",
-                probe.database
-            )
+            format!("every statement the run sent in {dbs} was noise: nothing to record")
         });
     }
 
@@ -349,25 +453,21 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         })
         .collect();
     let merge = file.merge(&captured, opts.prune);
+    let mut renamed: HashMap<String, String> = HashMap::new();
     for (k, (id, status)) in statements.iter_mut().zip(&merge.outcomes) {
+        renamed.insert(k.id.clone(), id.clone());
         k.id = id.clone();
         k.status = *status;
     }
     drop(client);
-    let relay = match relayed {
-        Some(mut c) => {
-            let summary = relayed_transactions(
-                conn,
-                &probe.database,
-                &mut c,
-                &raw,
-                &roles,
-                &statements,
-                opts,
-                &mut file,
-                log,
-            )
-            .await;
+    let relay = match (relayed, matched) {
+        (Some(c), Some(mut m)) => {
+            for id in m.matching.ids.iter_mut().flatten() {
+                if let Some(new) = renamed.get(id) {
+                    *id = new.clone();
+                }
+            }
+            let summary = relayed_transactions(&c, &recorded_set, &m, opts, &mut file);
             warnings.extend(relay_warnings(&c, &summary));
             if summary.left_open > 0 {
                 log.info(&format!(
@@ -377,7 +477,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             }
             Some(summary)
         }
-        None => None,
+        _ => None,
     };
     file.save(&opts.output)?;
     Ok(Outcome {
@@ -393,25 +493,51 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         created_extension: probe.created_extension,
         relay,
         list_all: opts.list_all,
+        recorded_databases: recorded,
     })
 }
 
-/// Matches what the relay saw to the file's statements and puts its
-/// transactions in the file (replacing those of the last recording).
+/// The oids of the roles the relayed connections ran as.
+async fn role_oids(client: &tokio_postgres::Client, names: &BTreeSet<&str>) -> Result<Vec<u32>> {
+    let names: Vec<&str> = names.iter().copied().collect();
+    let rows = client
+        .query(
+            "/* planck */ SELECT oid FROM pg_roles WHERE rolname = ANY($1)",
+            &[&names],
+        )
+        .await
+        .map_err(|e| Error::db("resolving the roles of the relayed connections", e))?;
+    Ok(rows.into_iter().map(|r| r.get(0)).collect())
+}
+
+/// What the relay's texts became: the file's statement per text, how each
+/// was matched.
+struct Matched {
+    matching: transactions::Matching,
+    relay_only: usize,
+}
+
+/// Matches what the relay saw in the recorded databases to the captured
+/// statements (by queryid where the database still exists, else by text),
+/// takes the calls from the relay (it saw each one), and adds, as
+/// statements of their own, the texts pg_stat_statements no longer had.
 #[allow(clippy::too_many_arguments)]
-async fn relayed_transactions(
+async fn relay_statements(
     conn: &ConnInfo,
-    database: &str,
+    recorded: &BTreeSet<String>,
+    existing: &BTreeSet<String>,
     c: &mut relay::Capture,
     raw: &[capture::Raw],
-    roles: &std::collections::HashMap<u32, capture::RoleFacts>,
-    statements: &[Kept],
+    roles: &HashMap<u32, capture::RoleFacts>,
+    statements: &mut Vec<Kept>,
     opts: &RecordSettings,
-    file: &mut QueryFile,
     log: Log,
-) -> RelaySummary {
-    use std::collections::HashMap;
-    let qids = transactions::queryids(conn, database, c, log).await;
+) -> Matched {
+    let mut qids = HashMap::new();
+    let present: BTreeSet<&str> = c.texts.iter().map(|t| t.database.as_str()).collect();
+    for db in existing.iter().filter(|d| present.contains(d.as_str())) {
+        qids.extend(transactions::queryids(conn, db, c, log).await);
+    }
     // The raw texts were needed for EXPLAIN only.
     c.forget_samples();
     let by_text: HashMap<(String, String), String> = statements
@@ -427,8 +553,106 @@ async fn relayed_transactions(
             by_queryid.insert((role.name.clone(), r.queryid), id.clone());
         }
     }
-    let matching = transactions::match_texts(c, database, &qids, &by_queryid, &by_text);
-    let written = transactions::build(c, database, &matching, opts.max_transactions);
+    let mut matching = transactions::match_texts(c, recorded, &qids, &by_queryid, &by_text);
+    // Calls: the relay's where it saw more (pg_stat_statements also counts
+    // calls inside functions, which the relay does not see).
+    let mut relay_calls: HashMap<String, u64> = HashMap::new();
+    for (t, id) in c.texts.iter().zip(&matching.ids) {
+        if let Some(id) = id {
+            *relay_calls.entry(id.clone()).or_default() += t.calls;
+        }
+    }
+    // Last, a looser text (NULL and booleans as parameters).
+    let loose: HashMap<(String, String), String> = statements
+        .iter()
+        .map(|k| {
+            (
+                (k.role.clone(), databases::loose_key(&k.query)),
+                k.id.clone(),
+            )
+        })
+        .collect();
+    for (i, t) in c.texts.iter().enumerate() {
+        if matching.ids[i].is_some() || !recorded.contains(&t.database) {
+            continue;
+        }
+        if let Some(id) = loose.get(&(t.role.clone(), databases::loose_key(&t.text))) {
+            matching.ids[i] = Some(id.clone());
+            matching.by_text += 1;
+            *relay_calls.entry(id.clone()).or_default() += t.calls;
+        }
+    }
+    for k in statements.iter_mut() {
+        if let Some(n) = relay_calls.get(&k.id) {
+            k.calls = k.calls.max(*n);
+        }
+    }
+    let by_name: HashMap<&str, &capture::RoleFacts> =
+        roles.values().map(|f| (f.name.as_str(), f)).collect();
+    let mut added: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (i, t) in c.texts.iter().enumerate() {
+        if matching.ids[i].is_some() || !recorded.contains(&t.database) {
+            continue;
+        }
+        let key = (t.role.clone(), queries::text_key(&t.text));
+        if let Some(&at) = added.get(&key) {
+            statements[at].calls += t.calls;
+            matching.ids[i] = Some(statements[at].id.clone());
+            continue;
+        }
+        // Noise stays out (and uncounted: `dropped` counts
+        // pg_stat_statements' entries).
+        let reason = crate::stats::classify(&t.text);
+        if reason.is_some_and(|r| !opts.keep_all || r.is_planck()) {
+            continue;
+        }
+        let id = queries::identity(&t.text, Some(&t.role));
+        matching.ids[i] = Some(id.clone());
+        added.insert(key, statements.len());
+        statements.push(Kept {
+            id,
+            queryid: qids.get(&i).copied().unwrap_or(0),
+            role: t.role.clone(),
+            bypass_rls: by_name
+                .get(t.role.as_str())
+                .is_some_and(|f| f.bypasses_rls(&crate::stats::noise::identifiers(&t.text))),
+            calls: t.calls,
+            rows: 0,
+            total_ms: 0.0,
+            query: t.text.trim().to_string(),
+            noise: reason,
+            status: MergeStatus::Added,
+            contexts: Vec::new(),
+            from_relay: true,
+        });
+    }
+    matching.unmatched = c
+        .texts
+        .iter()
+        .zip(&matching.ids)
+        .filter(|(t, id)| id.is_none() && recorded.contains(&t.database))
+        .count();
+    statements.sort_by(|a, b| {
+        (a.role.as_str(), queries::text_key(&a.query))
+            .cmp(&(b.role.as_str(), queries::text_key(&b.query)))
+    });
+    Matched {
+        relay_only: added.len(),
+        matching,
+    }
+}
+
+/// Puts the relay's transactions in the file (replacing those of the last
+/// recording), with the file's ids.
+fn relayed_transactions(
+    c: &relay::Capture,
+    recorded: &BTreeSet<String>,
+    m: &Matched,
+    opts: &RecordSettings,
+    file: &mut QueryFile,
+) -> RelaySummary {
+    let matching = &m.matching;
+    let written = transactions::build(c, recorded, matching, opts.max_transactions);
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     let mut slow: Vec<(String, u64)> = c
         .slow_openers
@@ -457,6 +681,7 @@ async fn relayed_transactions(
         by_queryid: matching.by_queryid,
         by_text: matching.by_text,
         unmatched: matching.unmatched,
+        relay_only: m.relay_only,
         longest_time: c.longest_time.map(|(d, n)| (ms(d), n)),
         longest_statements: c.longest_statements.map(|(n, d)| (n, ms(d))),
         slow_openers: slow,

@@ -153,17 +153,31 @@ fn relay_lines(o: &Outcome) -> Vec<String> {
             parts.join(", ")
         ));
     }
-    if r.databases.len() > 1 || r.unmatched > 0 {
+    if r.databases.len() > 1 || r.unmatched > 0 || r.relay_only > 0 {
         let dbs: Vec<&str> = r.databases.keys().map(String::as_str).collect();
         lines.push(format!(
-            "databases used: {}; texts matched by queryid {}, by text {}, unmatched {}",
+            "databases used: {}; texts matched by queryid {}, by text {}, unmatched {}{}",
             dbs.join(", "),
             r.by_queryid,
             r.by_text,
-            r.unmatched
+            r.unmatched,
+            if r.relay_only > 0 {
+                format!(
+                    "; {} statement(s) from the relay only (not in pg_stat_statements: evicted, or kept under another text)",
+                    r.relay_only
+                )
+            } else {
+                String::new()
+            }
         ));
     }
     lines
+}
+
+/// The databases recorded, when the run used more than the target (issue 12, 4).
+fn databases_line(o: &Outcome) -> Option<String> {
+    (o.recorded_databases.len() > 1)
+        .then(|| format!("databases recorded: {}", o.recorded_databases.join(", ")))
 }
 
 /// Statements shown in the summary: every one with `--verbose`, else the
@@ -198,7 +212,11 @@ fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Res
                 k.role.clone(),
                 if k.bypass_rls { "bypass" } else { "applies" }.to_string(),
                 output::count(k.calls),
-                ms(k.total_ms / k.calls.max(1) as f64),
+                if k.from_relay {
+                    "-".to_string()
+                } else {
+                    ms(k.total_ms / k.calls.max(1) as f64)
+                },
                 one_line(&k.query, 200),
             ]);
         }
@@ -214,6 +232,9 @@ fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Res
         writeln!(w, "{l}")?;
     }
     for l in dropped_lines(o) {
+        writeln!(w, "{l}")?;
+    }
+    if let Some(l) = databases_line(o) {
         writeln!(w, "{l}")?;
     }
     for l in relay_lines(o) {
@@ -238,6 +259,9 @@ fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::
     if !dropped.is_empty() {
         let parts: Vec<&str> = dropped.iter().map(|l| l.trim()).collect();
         writeln!(w, "{}\n", parts.join(" "))?;
+    }
+    if let Some(l) = databases_line(o) {
+        writeln!(w, "{}\n", output::md_cell(&l))?;
     }
     for l in relay_lines(o) {
         writeln!(w, "{}\n", output::md_cell(&l))?;
@@ -316,6 +340,10 @@ pub mod wire {
         /// What the capture relay saw; absent when the run was not relayed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub relay: Option<Relay>,
+        /// The databases whose statements were recorded: the target, then
+        /// those created during the run.
+        #[serde(default)]
+        pub recorded_databases: Vec<String>,
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -331,6 +359,9 @@ pub mod wire {
         pub matched_by_queryid: usize,
         pub matched_by_text: usize,
         pub unmatched: usize,
+        /// Statements only the relay had (not in pg_stat_statements).
+        #[serde(default)]
+        pub relay_only: usize,
         pub longest_ms: Option<f64>,
         pub longest_statements: Option<usize>,
         pub most_statements: Option<usize>,
@@ -380,6 +411,9 @@ pub mod wire {
         /// `top` and/or `function`, as the queries file keeps them (empty:
         /// as the client sent it).
         pub contexts: Vec<String>,
+        /// Taken from the capture relay alone: no timings.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub from_relay: bool,
     }
 }
 
@@ -442,6 +476,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
                 noise: k.noise.map(|r| r.name().to_string()),
                 status: k.status.name().to_string(),
                 contexts: k.contexts.iter().map(|c| c.name().to_string()).collect(),
+                from_relay: k.from_relay,
             })
             .collect(),
         relay: o.relay.as_ref().map(|r| wire::Relay {
@@ -456,6 +491,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
             matched_by_queryid: r.by_queryid,
             matched_by_text: r.by_text,
             unmatched: r.unmatched,
+            relay_only: r.relay_only,
             longest_ms: r.longest_time.map(|t| t.0),
             longest_statements: r.longest_time.map(|t| t.1),
             most_statements: r.longest_statements.map(|t| t.0),
@@ -464,6 +500,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
             databases: r.databases.clone(),
             think_ms: r.think_ms.clone(),
         }),
+        recorded_databases: o.recorded_databases.clone(),
     }
 }
 
@@ -502,6 +539,7 @@ mod tests {
                     noise: None,
                     status: MergeStatus::Added,
                     contexts: vec![],
+                    from_relay: false,
                 },
                 Kept {
                     id: "def".into(),
@@ -515,6 +553,7 @@ mod tests {
                     noise: Some(Reason::Ddl),
                     status: MergeStatus::Unchanged,
                     contexts: vec![crate::queries::Context::Top, crate::queries::Context::Function],
+                    from_relay: false,
                 },
             ],
             dropped,
@@ -534,6 +573,7 @@ mod tests {
             warnings: vec!["the command was killed".into()],
             created_extension: false,
             relay: None,
+            recorded_databases: vec!["shop".into()],
             list_all: true,
         }
     }
@@ -618,5 +658,36 @@ mod tests {
         render_table(&mut out, &o, Path::new("/p")).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("SELECT c4 FROM t") && !text.contains("more statement"));
+    }
+
+    /// Issue 12, 4: the databases recorded are named when the run created
+    /// some; a statement only the relay had shows no mean time.
+    #[test]
+    fn created_databases_and_relay_only_statements_are_shown() {
+        let mut o = outcome();
+        o.statements.truncate(1);
+        o.statements[0].from_relay = true;
+        o.recorded_databases = vec!["shop".into(), "test_shop".into()];
+        o.relay = Some(crate::record::RelaySummary {
+            relay_only: 1,
+            ..Default::default()
+        });
+        let mut out = Vec::new();
+        render_table(&mut out, &o, Path::new("/p")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("databases recorded: shop, test_shop"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1 statement(s) from the relay only"),
+            "{text}"
+        );
+        let row = text.lines().find(|l| l.contains("SELECT a")).unwrap();
+        assert!(row.contains(" - ") && !row.contains(" ms"), "{row}");
+        let v = to_wire(&o, Path::new("/p"));
+        assert_eq!(v.recorded_databases, ["shop", "test_shop"]);
+        assert!(v.statements[0].from_relay);
+        assert_eq!(v.relay.unwrap().relay_only, 1);
     }
 }

@@ -13,7 +13,7 @@
 //! normalized text instead; a text matched neither way leaves the shapes it
 //! is in, counted in the summary.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sha2::{Digest, Sha256};
 
@@ -123,19 +123,19 @@ async fn explain(client: &tokio_postgres::Client, sample: &str, params: u32) -> 
     v.get(0)?.get("Query Identifier")?.as_i64()
 }
 
-/// Matches each text of `database` to a statement id of the file: by
+/// Matches each text of `databases` to a statement id of the file: by
 /// queryid through `by_queryid` ((role, queryid) -> id), else by
 /// normalized text through `by_text` ((role, text key) -> id).
 pub fn match_texts(
     capture: &Capture,
-    database: &str,
+    databases: &BTreeSet<String>,
     queryids: &HashMap<usize, i64>,
     by_queryid: &HashMap<(String, i64), String>,
     by_text: &HashMap<(String, String), String>,
 ) -> Matching {
     let mut m = Matching::default();
     for (i, t) in capture.texts.iter().enumerate() {
-        if t.database != database {
+        if !databases.contains(&t.database) {
             m.ids.push(None);
             continue;
         }
@@ -163,9 +163,14 @@ pub fn match_texts(
     m
 }
 
-/// The entries to write: shapes of `database` with the file's ids, merged
+/// The entries to write: shapes of `databases` with the file's ids, merged
 /// where they became one, the `max` most frequent.
-pub fn build(capture: &Capture, database: &str, matching: &Matching, max: usize) -> Written {
+pub fn build(
+    capture: &Capture,
+    databases: &BTreeSet<String>,
+    matching: &Matching,
+    max: usize,
+) -> Written {
     struct Entry {
         tx: Transaction,
         think: Vec<f64>,
@@ -173,7 +178,7 @@ pub fn build(capture: &Capture, database: &str, matching: &Matching, max: usize)
     let mut merged: BTreeMap<String, Entry> = BTreeMap::new();
     let mut w = Written::default();
     for (key, shape) in &capture.shapes {
-        if key.database != database {
+        if !databases.contains(&key.database) {
             continue;
         }
         // The unit, expanded, with the index of each item in the shape.
@@ -344,6 +349,10 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn one(database: &str) -> BTreeSet<String> {
+        BTreeSet::from([database.to_string()])
+    }
+
     fn capture() -> Capture {
         let mut c = Capture::default();
         let upd = c
@@ -410,9 +419,9 @@ mod tests {
         .into_iter()
         .map(|(t, id)| (("app".to_string(), queries::text_key(t)), id.to_string()))
         .collect();
-        let m = match_texts(&c, "d", &HashMap::new(), &HashMap::new(), &by_text);
+        let m = match_texts(&c, &one("d"), &HashMap::new(), &HashMap::new(), &by_text);
         assert_eq!((m.by_text, m.unmatched), (2, 1));
-        let w = build(&c, "d", &m, 200);
+        let w = build(&c, &one("d"), &m, 200);
         let got: Vec<_> = w
             .transactions
             .iter()
@@ -449,14 +458,14 @@ mod tests {
                 column: "$2".into()
             }
         );
-        let w = build(&c, "d", &m, 1);
+        let w = build(&c, &one("d"), &m, 1);
         assert_eq!(
             (w.transactions.len(), w.over_limit, w.over_limit_calls),
             (1, 2, 3)
         );
         // The same capture gives the same ids.
         assert_eq!(
-            build(&c, "d", &m, 1).transactions[0].id,
+            build(&c, &one("d"), &m, 1).transactions[0].id,
             w.transactions[0].id
         );
     }

@@ -43,15 +43,6 @@ pub use shapes::Capture;
 /// How long connections get to end on their own once the command exited.
 const GRACE: Duration = Duration::from_millis(500);
 
-/// Chunks the reader task may be behind before the copy waits for it.
-const QUEUE: usize = 256;
-
-/// Bytes that crossed the relay, for the reader task, with when they did.
-enum Chunk {
-    Client(Vec<u8>, Instant),
-    Server(Vec<u8>, Instant),
-}
-
 /// The read buffer of each direction.
 const BUFFER: usize = 64 * 1024;
 
@@ -311,6 +302,36 @@ pub const REFUSED_DIRECT_TLS: &str = "sslnegotiation=direct";
 pub const REFUSED_TLS: &str = "sslmode";
 pub const REFUSED_UPSTREAM: &str = "server";
 
+/// What one connection's bytes became: its statements and transactions,
+/// and where each direction's framing is.
+struct Reader {
+    conn: Conn,
+    client: Decoder,
+    server: Decoder,
+}
+
+impl Reader {
+    fn client(&mut self, bytes: &[u8], now: Instant) {
+        if self.client.broken() {
+            return;
+        }
+        let conn = &mut self.conn;
+        self.client.authenticating = !conn.authenticated;
+        self.client.feed(bytes, &mut |m| conn.client(&m, now));
+        conn.incomplete |= self.client.broken();
+    }
+
+    fn server(&mut self, bytes: &[u8], now: Instant, capture: &mut Capture) {
+        if self.server.broken() {
+            return;
+        }
+        let conn = &mut self.conn;
+        self.server
+            .feed(bytes, &mut |m| conn.server(&m, now, capture));
+        conn.incomplete |= self.server.broken();
+    }
+}
+
 /// One client connection, from its first byte to its end.
 async fn serve(
     mut client: Box<dyn Io>,
@@ -405,69 +426,46 @@ async fn serve(
     if server.write_all(&packet).await.is_err() || server.write_all(&buf).await.is_err() {
         return;
     }
-    // 3. Both ways. Each chunk is handed to the reader task before it is
-    // forwarded, so the reader sees a request before its answer, and the
-    // reading never delays the bytes (it only holds them back when it is
-    // [`QUEUE`] chunks behind).
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Chunk>(QUEUE);
-    let reader = {
-        let capture = capture.clone();
-        let mut conn = Conn::new(&user, &database);
-        tokio::spawn(async move {
-            let mut client_decoder = Decoder::new(Side::Client);
-            let mut server_decoder = Decoder::new(Side::Server);
-            while let Some(chunk) = rx.recv().await {
-                match chunk {
-                    Chunk::Client(bytes, now) if !client_decoder.broken() => {
-                        client_decoder.authenticating = !conn.authenticated;
-                        client_decoder.feed(&bytes, &mut |m| conn.client(&m, now));
-                        conn.incomplete |= client_decoder.broken();
-                    }
-                    Chunk::Server(bytes, now) if !server_decoder.broken() => {
-                        let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
-                        server_decoder.feed(&bytes, &mut |m| conn.server(&m, now, &mut cap));
-                        conn.incomplete |= server_decoder.broken();
-                    }
-                    _ => {}
-                }
-            }
-            conn
-        })
-    };
+    // 3. Both ways, in this one task (no hop to another task per chunk):
+    // each chunk is read into the connection's state before it is
+    // forwarded, so a request is always seen before its answer. The state
+    // is locked only while a chunk is read, never across an await.
+    let reader = Mutex::new(Reader {
+        conn: Conn::new(&user, &database),
+        client: Decoder::new(Side::Client),
+        server: Decoder::new(Side::Server),
+    });
+    let lock = || reader.lock().unwrap_or_else(|e| e.into_inner());
     if !buf.is_empty() {
-        let _ = tx.send(Chunk::Client(buf.to_vec(), Instant::now())).await;
+        lock().client(&buf, Instant::now());
     }
     let (mut client_r, mut client_w) = tokio::io::split(client);
     let (mut server_r, mut server_w) = tokio::io::split(server);
-    let up = {
-        let tx = tx.clone();
-        async move {
-            let mut b = vec![0u8; BUFFER];
-            loop {
-                let n = match client_r.read(&mut b).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                let _ = tx
-                    .send(Chunk::Client(b[..n].to_vec(), Instant::now()))
-                    .await;
-                if server_w.write_all(&b[..n]).await.is_err() {
-                    break;
-                }
+    let up = async {
+        let mut b = vec![0u8; BUFFER];
+        loop {
+            let n = match client_r.read(&mut b).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            lock().client(&b[..n], Instant::now());
+            if server_w.write_all(&b[..n]).await.is_err() {
+                break;
             }
-            let _ = server_w.shutdown().await;
         }
+        let _ = server_w.shutdown().await;
     };
-    let down = async move {
+    let down = async {
         let mut b = vec![0u8; BUFFER];
         loop {
             let n = match server_r.read(&mut b).await {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            let _ = tx
-                .send(Chunk::Server(b[..n].to_vec(), Instant::now()))
-                .await;
+            {
+                let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
+                lock().server(&b[..n], Instant::now(), &mut cap);
+            }
             if client_w.write_all(&b[..n]).await.is_err() {
                 break;
             }
@@ -478,11 +476,7 @@ async fn serve(
         _ = async { tokio::join!(up, down) } => false,
         _ = stop.wait_for(|s| *s) => true,
     };
-    // The pumps are gone (ended or dropped), and their senders with them:
-    // the reader finishes what it was given.
-    let Ok(mut c) = reader.await else {
-        return;
-    };
+    let mut c = reader.into_inner().unwrap_or_else(|e| e.into_inner()).conn;
     c.end();
     let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
     cap.connections += 1;

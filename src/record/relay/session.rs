@@ -328,7 +328,9 @@ impl Conn {
                     v => v.and_then(value_of),
                 };
                 // `SET ROLE none`, `RESET ROLE`, an empty set_config: the login.
-                let value = value.filter(|v| !v.is_empty() && !v.eq_ignore_ascii_case("none"));
+                let is_role = name == "role" || name == "session_authorization";
+                let value =
+                    value.filter(|v| !(v.is_empty() || is_role && v.eq_ignore_ascii_case("none")));
                 let in_tx = self.tx.is_some();
                 match (name.as_str(), local, &mut self.tx) {
                     ("role", true, Some(tx)) => tx.role = value,
@@ -360,6 +362,16 @@ impl Conn {
                 }
             }
             Meaning::Other => {}
+        }
+        // A session that switched pg_stat_statements off for itself asked
+        // not to be recorded: planck's own commands run by the command
+        // (`planck seed` in a test script) do that.
+        if self
+            .settings
+            .get("pg_stat_statements.track")
+            .is_some_and(|v| v.eq_ignore_ascii_case("none"))
+        {
+            return;
         }
         let role = self.role();
         let database = self.database.clone();
@@ -589,6 +601,23 @@ mod tests {
             v.sort_by(|a, b| a.0.cmp(&b.0));
             v
         }
+    }
+
+    /// A session that switched pg_stat_statements off (planck's own, run by
+    /// the command) is not recorded.
+    #[test]
+    fn an_untracked_session_is_not_recorded() {
+        let mut r = Run::new();
+        r.query("SELECT 1", &["SELECT 1"], b'I');
+        r.query(
+            "/* planck */ SET pg_stat_statements.track = 'none'",
+            &["SET"],
+            b'I',
+        );
+        r.query("SELECT 2", &["SELECT 1"], b'I');
+        let texts: Vec<&str> = r.cap.texts.iter().map(|t| t.text.as_str()).collect();
+        assert_eq!(texts, ["SELECT $1"]);
+        assert_eq!(r.cap.texts[0].calls, 1);
     }
 
     #[test]
