@@ -799,12 +799,12 @@ fn loaded_tables_are_all_visible_and_every_key_validated() {
                             author_id bigint REFERENCES people, body text);
          CREATE TABLE notes (id bigint PRIMARY KEY, doc_id bigint NOT NULL REFERENCES docs,
                              person_id bigint NOT NULL REFERENCES people, at timestamptz NOT NULL);
-         CREATE TABLE hits (org_id bigint NOT NULL REFERENCES orgs, at date NOT NULL)
+         CREATE TABLE hits (org_id bigint NOT NULL, at date NOT NULL)
              PARTITION BY RANGE (at);
          CREATE TABLE hits_old PARTITION OF hits FOR VALUES FROM (MINVALUE) TO ('2024-01-01');
          CREATE TABLE hits_new PARTITION OF hits DEFAULT;",
     );
-    let fks = "SELECT string_agg(conrelid::regclass || ' ' || pg_get_constraintdef(oid) || ' ' || convalidated, '; ' ORDER BY 1)
+    let fks = "SELECT string_agg(conrelid::regclass || ' ' || pg_get_constraintdef(oid) || ' ' || convalidated, '; ' ORDER BY conrelid::regclass::text, conname)
                  FROM pg_constraint WHERE contype = 'f'";
     let before = one(&db, fks);
     let v = seed_json(&db, &["--no-spec", "--rows", "20000", "--threads", "2"]);
