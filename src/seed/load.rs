@@ -492,6 +492,10 @@ async fn validate_one(c: &mut Client, s: &Saved) -> Result<()> {
         .map_err(|e| Error::db(format!("validating {}", s.name), e))
 }
 
+/// One key's outcome in [`validate_parallel`]: its label, or its label and
+/// why it no longer applies.
+type Validated = std::result::Result<String, (String, String)>;
+
 /// Validates the keys a complete load placed `NOT VALID`, on `threads`
 /// connections at once (each validation is one anti-join, CPU-bound on the
 /// server). The keys of one table go to one connection: `VALIDATE` takes a
@@ -521,8 +525,7 @@ async fn validate_parallel(
         let (queue, conn) = (queue.clone(), conn.clone());
         set.spawn(async move {
             let mut c = connect(&conn).await?;
-            // (position, Ok(label) or Err((label, why it no longer applies)))
-            let mut done: Vec<(usize, std::result::Result<String, (String, String)>)> = Vec::new();
+            let mut done: Vec<(usize, Validated)> = Vec::new();
             loop {
                 let next = queue.lock().await.pop();
                 let Some(group) = next else { break };
