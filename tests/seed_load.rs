@@ -772,3 +772,60 @@ fn a_reference_key_planck_cannot_pick_is_a_plan_error() {
         "0"
     );
 }
+
+/// Seed speed (issue 9): the managed cluster replicates nothing, so a
+/// table's load (COPY FREEZE into the table its transaction truncated, and
+/// the index builds after it) writes no WAL.
+#[test]
+fn the_managed_cluster_writes_no_wal_for_a_load() {
+    let db = test_db!();
+    assert_eq!(one(&db, "SHOW wal_level"), "minimal");
+    assert_eq!(one(&db, "SHOW max_wal_senders"), "0");
+}
+
+/// Seed speed (issue 9): tables loaded by COPY FREEZE end with ANALYZE
+/// (a partitioned one with VACUUM (ANALYZE)), and the planner sees every
+/// one as it is: each page all-visible, the row count, column statistics.
+/// Their foreign keys are validated on several connections at once: every
+/// one is back, validated, with its definition.
+#[test]
+fn loaded_tables_are_all_visible_and_every_key_validated() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE orgs (id bigint PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE people (id bigint PRIMARY KEY, org_id bigint NOT NULL REFERENCES orgs,
+                              email text NOT NULL UNIQUE);
+         CREATE TABLE docs (id bigint PRIMARY KEY, org_id bigint NOT NULL REFERENCES orgs,
+                            author_id bigint REFERENCES people, body text);
+         CREATE TABLE notes (id bigint PRIMARY KEY, doc_id bigint NOT NULL REFERENCES docs,
+                             person_id bigint NOT NULL REFERENCES people, at timestamptz NOT NULL);
+         CREATE TABLE hits (org_id bigint NOT NULL, at date NOT NULL)
+             PARTITION BY RANGE (at);
+         CREATE TABLE hits_old PARTITION OF hits FOR VALUES FROM (MINVALUE) TO ('2024-01-01');
+         CREATE TABLE hits_new PARTITION OF hits DEFAULT;",
+    );
+    let fks = "SELECT string_agg(conrelid::regclass || ' ' || pg_get_constraintdef(oid) || ' ' || convalidated, '; ' ORDER BY conrelid::regclass::text, conname)
+                 FROM pg_constraint WHERE contype = 'f'";
+    let before = one(&db, fks);
+    let v = seed_json(&db, &["--no-spec", "--rows", "20000", "--threads", "2"]);
+    assert_eq!(one(&db, fks), before);
+    assert!(!before.contains("false"), "{before}");
+    for table in ["orgs", "people", "docs", "notes", "hits_old", "hits_new"] {
+        let rows = one(&db, &format!("SELECT count(*) FROM {table}"));
+        let stats = one(
+            &db,
+            &format!(
+                "SELECT relpages || ' ' || relallvisible || ' ' || reltuples::bigint
+                   || ' ' || (SELECT count(*) FROM pg_stats WHERE tablename = '{table}')
+                   FROM pg_class WHERE oid = '{table}'::regclass"
+            ),
+        );
+        let f: Vec<i64> = stats.split(' ').map(|x| x.parse().unwrap()).collect();
+        assert!(f[0] > 0, "{table}: {stats}");
+        assert_eq!(f[1], f[0], "{table}: every page all-visible: {stats}");
+        assert_eq!(f[2].to_string(), rows, "{table}: {stats}");
+        assert!(f[3] >= 2, "{table}: column statistics: {stats}");
+    }
+    let hits: u64 = one(&db, "SELECT count(*) FROM hits").parse().unwrap();
+    assert_eq!(hits, rows_of(&v, "hits"));
+}

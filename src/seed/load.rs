@@ -492,6 +492,91 @@ async fn validate_one(c: &mut Client, s: &Saved) -> Result<()> {
         .map_err(|e| Error::db(format!("validating {}", s.name), e))
 }
 
+/// One key's outcome in [`validate_parallel`]: its label, or its label and
+/// why it no longer applies.
+type Validated = std::result::Result<String, (String, String)>;
+
+/// Validates the keys a complete load placed `NOT VALID`, on `threads`
+/// connections at once (each validation is one anti-join, CPU-bound on the
+/// server). The keys of one table go to one connection: `VALIDATE` takes a
+/// SHARE UPDATE EXCLUSIVE lock on its table, which would only queue a second
+/// connection behind the first; on the referenced table it takes ROW SHARE,
+/// which conflicts with no other validation, so no two connections wait on
+/// each other. Only for [`Unmatched::Fail`]: a key that does not hold is an
+/// error, nothing is emptied while other keys are being validated.
+async fn validate_parallel(
+    conn: &ConnInfo,
+    threads: usize,
+    placed: Vec<Saved>,
+    out: &mut Restored,
+) -> Result<()> {
+    // Groups by table, largest first (the longest validations start first),
+    // keeping the position of each key for the report's order.
+    let mut groups: BTreeMap<String, Vec<(usize, Saved)>> = BTreeMap::new();
+    for (i, s) in placed.into_iter().enumerate() {
+        groups.entry(s.table.clone()).or_default().push((i, s));
+    }
+    let mut groups: Vec<Vec<(usize, Saved)>> = groups.into_values().collect();
+    groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
+    groups.reverse(); // popped from the end
+    let queue = Arc::new(tokio::sync::Mutex::new(groups));
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..threads {
+        let (queue, conn) = (queue.clone(), conn.clone());
+        set.spawn(async move {
+            let mut c = connect(&conn).await?;
+            let mut done: Vec<(usize, Validated)> = Vec::new();
+            loop {
+                let next = queue.lock().await.pop();
+                let Some(group) = next else { break };
+                for (i, s) in group {
+                    match validate_one(&mut c, &s).await {
+                        Ok(()) => done.push((i, Ok(s.label()))),
+                        Err(e) if is_inapplicable(&e) => {
+                            done.push((i, Err((s.label(), inapplicable(&s, &e)))));
+                        }
+                        Err(e) => {
+                            // The others stop at their next key.
+                            queue.lock().await.clear();
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            Ok::<_, Error>(done)
+        });
+    }
+    let mut all = Vec::new();
+    let mut first_err = None;
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok(Ok(done)) => all.extend(done),
+            Ok(Err(e)) => {
+                first_err.get_or_insert(e);
+            }
+            Err(e) => {
+                first_err.get_or_insert(Error::Other(anyhow::anyhow!(
+                    "foreign key validation task failed: {e}"
+                )));
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    all.sort_by_key(|d| d.0);
+    for (_, d) in all {
+        match d {
+            Ok(label) => out.restored.push(label),
+            Err((label, why)) => {
+                out.inapplicable.push(why);
+                out.pending.push(label);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Restores every saved object. Indexes of planck 0.x in parallel; then,
 /// except in Keep mode, every foreign key is re-added `NOT VALID` in one
 /// transaction and validated one by one; in Keep mode (shards) each is
@@ -570,6 +655,10 @@ pub(crate) async fn restore_all(
         return Ok(out);
     }
     let placed = add_not_valid(&mut c, fks, &mut out).await?;
+    if unmatched == Unmatched::Fail && threads > 1 {
+        validate_parallel(conn, threads, placed, &mut out).await?;
+        return Ok(out);
+    }
     for s in &placed {
         let mut attempts = 0;
         loop {
@@ -1866,14 +1955,33 @@ fn failure(
     })
 }
 
-/// `VACUUM (ANALYZE)` every seeded table, several at once.
+/// What the end of the load runs on a table: `ANALYZE` alone when its rows
+/// were loaded by `COPY ... FREEZE` into the table its transaction
+/// truncated (an unsharded run, not a partitioned table): they are frozen
+/// and their pages marked all-visible and all-frozen in the visibility map
+/// by the COPY itself (PostgreSQL 14 and later), so a VACUUM finds nothing
+/// to do on the heap, yet still scans every GIN index and the TOAST table;
+/// `ANALYZE` sets the same planner statistics (`reltuples`, `relpages`,
+/// `relallvisible`). Otherwise `VACUUM (ANALYZE)`: shards' rows were not
+/// frozen, and a partitioned table's partitions were loaded through it.
+fn finish_sql(tp: &TablePlan, sharded: bool) -> String {
+    if sharded || tp.partitioned {
+        format!("VACUUM (ANALYZE) {}", tp.qualified)
+    } else {
+        format!("ANALYZE {}", tp.qualified)
+    }
+}
+
+/// `VACUUM (ANALYZE)` (or `ANALYZE`, see [`finish_sql`]) every seeded
+/// table, several at once.
 async fn vacuum_all(conn: &ConnInfo, plan: &Plan, opts: &LoadOptions) -> Result<()> {
     let threads = opts.threads;
+    let sharded = opts.shard.is_some();
     let queue = Arc::new(tokio::sync::Mutex::new(
         plan.tables
             .iter()
             .filter(|t| !opts.keep.contains(&t.oid))
-            .map(|t| t.qualified.clone())
+            .map(|t| finish_sql(t, sharded))
             .collect::<Vec<_>>(),
     ));
     let mut vset = tokio::task::JoinSet::new();
@@ -1884,9 +1992,9 @@ async fn vacuum_all(conn: &ConnInfo, plan: &Plan, opts: &LoadOptions) -> Result<
             loop {
                 let next = queue.lock().await.pop();
                 let Some(t) = next else { break };
-                c.batch_execute(&format!("VACUUM (ANALYZE) {t}"))
+                c.batch_execute(&t)
                     .await
-                    .map_err(|e| Error::db(format!("vacuuming {t}"), e))?;
+                    .map_err(|e| Error::db(format!("running {t}"), e))?;
             }
             Ok::<(), Error>(())
         });
