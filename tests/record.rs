@@ -407,9 +407,9 @@ fn records_the_example_app_and_matches_the_committed_file() {
         "{:#?}",
         create.bind
     );
-    // The committed file holds the statements (its transactions are the
-    // hand-written queries/transactions.toml until replay adopts recorded
-    // ones): the recording's statements must match it.
+    // The committed file's statements must match the recording's; its
+    // recorded transactions carry pauses measured on the machine that
+    // recorded them, so only their shapes are compared (above).
     let steady = |text: &str| -> String {
         text.split("\n[[transaction]]")
             .next()

@@ -822,10 +822,55 @@ fn loaded_tables_are_all_visible_and_every_key_validated() {
         );
         let f: Vec<i64> = stats.split(' ').map(|x| x.parse().unwrap()).collect();
         assert!(f[0] > 0, "{table}: {stats}");
-        assert_eq!(f[1], f[0], "{table}: every page all-visible: {stats}");
+        // COPY FREEZE marks the pages all-visible as it writes them. A
+        // partition is loaded through its parent without FREEZE, and its
+        // VACUUM can only mark pages all-visible when no snapshot in the
+        // database predates the load (an autovacuum worker started during
+        // the load may hold one), so only the frozen tables are held to it.
+        if !table.starts_with("hits_") {
+            assert_eq!(f[1], f[0], "{table}: every page all-visible: {stats}");
+        }
         assert_eq!(f[2].to_string(), rows, "{table}: {stats}");
         assert!(f[3] >= 2, "{table}: column statistics: {stats}");
     }
     let hits: u64 = one(&db, "SELECT count(*) FROM hits").parse().unwrap();
     assert_eq!(hits, rows_of(&v, "hits"));
+}
+
+/// PostgreSQL refuses `NOT VALID` on a partitioned table's foreign key
+/// (42809): planck re-creates such a key validating instead of reporting
+/// it as no longer applying.
+#[test]
+fn a_partitioned_table_s_foreign_key_is_restored_validated() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE orgs (id bigint PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE hits (org_id bigint NOT NULL REFERENCES orgs, at date NOT NULL)
+             PARTITION BY RANGE (at);
+         CREATE TABLE hits_old PARTITION OF hits FOR VALUES FROM (MINVALUE) TO ('2024-01-01');
+         CREATE TABLE hits_new PARTITION OF hits DEFAULT;",
+    );
+    let fks = "SELECT string_agg(conrelid::regclass || ' ' || pg_get_constraintdef(oid) || ' ' || convalidated, '; ' ORDER BY conrelid::regclass::text, conname)
+                 FROM pg_constraint WHERE contype = 'f'";
+    let before = one(&db, fks);
+    let v = seed_json(&db, &["--no-spec", "--rows", "2000", "--threads", "2"]);
+    assert_eq!(one(&db, fks), before);
+    assert!(
+        before.contains("hits FOREIGN KEY (org_id) REFERENCES orgs(id) true"),
+        "{before}"
+    );
+    let hits: u64 = one(&db, "SELECT count(*) FROM hits").parse().unwrap();
+    assert!(hits > 0);
+    assert_eq!(hits, rows_of(&v, "hits"));
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM hits h LEFT JOIN orgs o ON o.id = h.org_id WHERE o.id IS NULL"
+        ),
+        "0"
+    );
+    assert_eq!(
+        one(&db, "SELECT to_regclass('planck.seed_saved') IS NULL"),
+        "t"
+    );
 }

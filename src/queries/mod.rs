@@ -197,13 +197,43 @@ impl QueryFile {
     /// Replaces the transactions a recording wrote (`recorded`, not made
     /// `manual`) with `recorded`; hand-written ones stay, and a recorded
     /// one whose id a hand-written one has is left out.
+    ///
+    /// A re-recorded transaction keeps the pause the file already gives it
+    /// when the new one is a neighbouring power of two: a median close to
+    /// a rounding boundary would otherwise flip between the two on every
+    /// recording of the same run and make the diff noisy.
     pub fn replace_recorded_transactions(&mut self, recorded: Vec<Transaction>) {
+        let before: HashMap<String, f64> = self
+            .transactions
+            .iter()
+            .filter(|t| t.recorded && !t.manual)
+            .map(|t| (t.id.clone(), t.think_ms))
+            .collect();
         self.transactions.retain(|t| !t.recorded || t.manual);
         let taken: std::collections::HashSet<String> =
             self.transactions.iter().map(|t| t.id.clone()).collect();
         self.transactions
-            .extend(recorded.into_iter().filter(|t| !taken.contains(&t.id)));
+            .extend(
+                recorded
+                    .into_iter()
+                    .filter(|t| !taken.contains(&t.id))
+                    .map(|mut t| {
+                        if let Some(&old) = before.get(&t.id)
+                            && neighbouring_pause(old, t.think_ms)
+                        {
+                            t.think_ms = old;
+                        }
+                        t
+                    }),
+            );
     }
+}
+
+/// Whether two quantised pauses (0 or a power of two, in ms) are the same
+/// or one rounding step apart: 0 and 1, or a factor of two.
+fn neighbouring_pause(a: f64, b: f64) -> bool {
+    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+    lo == hi || (lo == 0.0 && hi == 1.0) || (lo > 0.0 && hi == 2.0 * lo)
 }
 
 /// Collapses runs of whitespace, so reformatting a statement keeps its identity.
@@ -832,5 +862,44 @@ query = "SELECT gone FROM old_table"
             back.statements[0].contexts,
             [Context::Top, Context::Function]
         );
+    }
+
+    #[test]
+    fn a_re_recorded_pause_one_rounding_step_away_keeps_the_file_s_value() {
+        let tx = |id: &str, think_ms: f64| Transaction {
+            id: id.into(),
+            name: None,
+            statements: vec![],
+            repeat: 1,
+            calls: Some(1),
+            think_ms,
+            role: None,
+            settings: vec![],
+            isolation: None,
+            bind: vec![],
+            outcome: TxOutcome::Commit,
+            manual: false,
+            line: None,
+            recorded: true,
+            local_settings: vec![],
+        };
+        let mut f = QueryFile {
+            transactions: vec![tx("a", 1.0), tx("b", 2.0), tx("c", 0.0), tx("gone", 4.0)],
+            ..Default::default()
+        };
+        f.replace_recorded_transactions(vec![
+            tx("a", 2.0),
+            tx("b", 8.0),
+            tx("c", 1.0),
+            tx("new", 1.0),
+        ]);
+        let got: Vec<(&str, f64)> = f
+            .transactions
+            .iter()
+            .map(|t| (t.id.as_str(), t.think_ms))
+            .collect();
+        // a and c moved one step: kept; b moved two steps: updated; gone is
+        // no longer recorded; new is written as measured.
+        assert_eq!(got, [("a", 1.0), ("b", 8.0), ("c", 0.0), ("new", 1.0)]);
     }
 }
