@@ -425,13 +425,7 @@ impl Check<'_> {
         let mut args = ReplayArgs::short(queries, &plan.ladder, &plan.duration);
         args.allow_side_effects = true;
         let rs = ReplaySettings::resolve(&args, self.settings)?;
-        let (statements, transactions) = crate::replay::workload::load(&rs.queries)?;
-        let w = crate::replay::workload::Workload::new(
-            statements,
-            transactions,
-            rs.weights,
-            rs.include_rollbacks,
-        );
+        let w = rs.workload()?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let r = crate::replay::run::run(db, w, &rs.options, self.log(), stop).await?;
         let p95: Vec<String> = r

@@ -69,13 +69,7 @@ async fn replay_step(
     }
     let args = ReplayArgs::short(queries, &[1, 4, 16], &format!("{seconds}s"));
     let rs = ReplaySettings::resolve(&args, settings)?;
-    let (statements, transactions) = crate::replay::workload::load(&rs.queries)?;
-    let w = crate::replay::workload::Workload::new(
-        statements,
-        transactions,
-        rs.weights,
-        rs.include_rollbacks,
-    );
+    let w = rs.workload()?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let r = crate::replay::run::run(conn, w, &rs.options, settings.log(), stop).await?;
     let mut lines = Vec::new();

@@ -9,14 +9,12 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use crate::error::{Error, Result, exit};
 use crate::output::Format;
 use crate::replay::report::{self, Report};
-use crate::replay::workload::{self, Workload};
 pub use crate::settings::replay::ReplayArgs;
 use crate::settings::{Settings, replay::ReplaySettings};
 
 pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     let rs = ReplaySettings::resolve(&args, settings)?;
-    let (statements, transactions) = workload::load(&rs.queries)?;
-    let w = Workload::new(statements, transactions, rs.weights, rs.include_rollbacks);
+    let w = rs.workload()?;
     let conn = settings.conn().await?;
     let stop = Arc::new(AtomicBool::new(false));
     let signal = Arc::new(AtomicI32::new(0));

@@ -13,7 +13,7 @@ use super::Settings;
 use crate::error::{Error, Result};
 use crate::replay::run::{Options, TenantChoice, TenantMode};
 use crate::replay::slo::Slo;
-use crate::replay::workload::Weights;
+use crate::replay::workload::{self, Weights, Workload};
 use crate::tenancy::TenantOptions;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -196,6 +196,18 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<Duration> {
 }
 
 impl ReplaySettings {
+    /// The workload these settings name: the queries file read, with its
+    /// weights and whether rolled-back transactions run.
+    pub fn workload(&self) -> Result<Workload> {
+        let (statements, transactions) = workload::load(&self.queries)?;
+        Ok(Workload::new(
+            statements,
+            transactions,
+            self.weights,
+            self.include_rollbacks,
+        ))
+    }
+
     /// Override order, strongest first: the flag, `[replay]` (and `[tenant]
     /// id`) in planck.toml, the built-in default.
     pub fn resolve(args: &ReplayArgs, settings: &Settings) -> Result<ReplaySettings> {
