@@ -32,13 +32,18 @@
 //! `created_relations` (relations the test run created), `[[transaction]]`
 //! entries ([`transaction`]) and `x-` keys, which planck never reads and
 //! always keeps. Format 1 files are read as they are and written back as
-//! format 2; a newer format is an error naming the file.
+//! format 2; a newer format is an error naming the file. Within format 2,
+//! `record` may also write the relay's evidence ([`evidence`]): per
+//! statement `sent` and `shapes`, and an `[observed]` table; older planck
+//! versions reject those keys as unknown, so a file with them needs this one.
 //!
 //! A command rewrites only what it owns ([`write`]): `record` owns the facts
 //! it measures on the statements it matched (calls, rows, bypass_rls,
-//! database) and the entries it adds or prunes. Comments, hand edits,
+//! database, contexts, sent, shapes), the `[observed]` table and the
+//! entries it adds or prunes. Comments, hand edits,
 //! `[[transaction]]` entries and `x-` keys survive a rewrite as written.
 
+pub mod evidence;
 pub mod transaction;
 mod write;
 
@@ -51,6 +56,7 @@ use sha2::{Digest, Sha256};
 use crate::config::line_col;
 use crate::error::{Error, Result};
 
+pub use evidence::{Observed, ObservedColumn, Sent, ValueShape};
 pub use transaction::{Bind, BindSource, Isolation, SettingValue, Transaction, TxOutcome};
 
 /// The format this planck writes.
@@ -68,6 +74,9 @@ pub struct QueryFile {
     /// Relations the recorded test run created (`schema.name`), which the
     /// target database may not have.
     pub created_relations: Vec<String>,
+    /// The literals the application compared columns with (`[observed]`):
+    /// `record` owns it and replaces it whole.
+    pub observed: Observed,
     /// The document it was read from: a rewrite edits it rather than
     /// starting over, so what no command owns survives.
     source: Option<write::Source>,
@@ -112,6 +121,11 @@ pub struct Statement {
     /// function or procedure. Empty: as the client sent it (or unknown,
     /// before PostgreSQL 14). `record` owns it.
     pub contexts: Vec<Context>,
+    /// How the application sent it, when the relay saw it. `record` owns it.
+    pub sent: Option<Sent>,
+    /// The shape of the values sent for each parameter (`$n` by n), where
+    /// the relay could tell. `record` owns it.
+    pub shapes: BTreeMap<u32, ValueShape>,
     /// Set by a person: the statement is kept but not verified, with the reason.
     pub ignore: Option<String>,
     /// `true` for entries a person added by hand; `record` never prunes them.
@@ -129,6 +143,7 @@ struct RawFile {
     transaction: Vec<toml::Spanned<transaction::RawTransaction>>,
     #[serde(default)]
     created_relations: Vec<String>,
+    observed: Option<toml::Spanned<BTreeMap<String, ObservedColumn>>>,
     /// Anything else: `x-` keys are kept, others are typos.
     #[serde(flatten)]
     other: BTreeMap<String, toml::Value>,
@@ -146,6 +161,9 @@ struct RawStatement {
     rows: Option<u64>,
     #[serde(default)]
     contexts: Vec<Context>,
+    sent: Option<Sent>,
+    #[serde(default)]
+    shapes: BTreeMap<String, String>,
     ignore: Option<String>,
     #[serde(default)]
     manual: bool,
@@ -153,9 +171,8 @@ struct RawStatement {
     other: BTreeMap<String, toml::Value>,
 }
 
-const FILE_KEYS: &str = "format_version, statement, transaction, created_relations";
-const STATEMENT_KEYS: &str =
-    "id, query, role, bypass_rls, database, queryid, calls, rows, contexts, ignore, manual";
+const FILE_KEYS: &str = "format_version, statement, transaction, created_relations, observed";
+const STATEMENT_KEYS: &str = "id, query, role, bypass_rls, database, queryid, calls, rows, contexts, sent, shapes, ignore, manual";
 
 /// An error at a line of the queries file.
 pub(crate) fn file_error(
@@ -234,6 +251,35 @@ impl QueryFile {
 fn neighbouring_pause(a: f64, b: f64) -> bool {
     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
     lo == hi || (lo == 0.0 && hi == 1.0) || (lo > 0.0 && hi == 2.0 * lo)
+}
+
+/// A statement's `shapes`, keyed by parameter number.
+fn parse_shapes(
+    path: &Path,
+    line: usize,
+    raw: &BTreeMap<String, String>,
+) -> Result<BTreeMap<u32, ValueShape>> {
+    raw.iter()
+        .map(|(k, v)| {
+            let n = k.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                file_error(
+                    path,
+                    Some(line),
+                    format!("`shapes` key `{k}` is not a parameter number"),
+                    "key each shape by the number of its parameter: `shapes = { 1 = \"prefix\" }` for $1",
+                )
+            })?;
+            let shape = v.parse::<ValueShape>().map_err(|()| {
+                file_error(
+                    path,
+                    Some(line),
+                    format!("`{v}` is not a value shape (parameter ${n})"),
+                    format!("a shape is {}", evidence::SHAPE_FORMS),
+                )
+            })?;
+            Ok((n, shape))
+        })
+        .collect()
 }
 
 /// Collapses runs of whitespace, so reformatting a statement keeps its identity.
@@ -392,6 +438,7 @@ impl QueryFile {
                     "delete one of the two entries",
                 ));
             }
+            let shapes = parse_shapes(path, line, &r.shapes)?;
             statements.push(Statement {
                 id,
                 query: r.query.trim().to_string(),
@@ -402,17 +449,36 @@ impl QueryFile {
                 calls: r.calls,
                 rows: r.rows,
                 contexts: r.contexts,
+                sent: r.sent,
+                shapes,
                 ignore: r.ignore,
                 manual: r.manual,
                 line: Some(line),
             });
         }
+        let observed = match raw.observed {
+            Some(o) => {
+                let (line, _) = line_col(text, o.span().start);
+                let columns = o.into_inner();
+                if let Some(k) = columns.keys().find(|k| evidence::split_key(k).is_none()) {
+                    return Err(file_error(
+                        path,
+                        Some(line),
+                        format!("`{k}` in [observed] does not name a column"),
+                        "write each key as \"schema.table.column\"",
+                    ));
+                }
+                Observed { columns }
+            }
+            None => Observed::default(),
+        };
         let transactions = transaction::validate(path, text, raw.transaction, &statements)?;
-        let source = write::Source::parse(path, text, version, &statements)?;
+        let source = write::Source::parse(path, text, version, &statements, &observed)?;
         Ok(QueryFile {
             statements,
             transactions,
             created_relations: raw.created_relations,
+            observed,
             source: Some(source),
         })
     }
@@ -492,6 +558,8 @@ impl QueryFile {
                     e.database.clone(),
                     e.queryid,
                     e.contexts.clone(),
+                    e.sent,
+                    e.shapes.clone(),
                 )
             };
             let before = facts(e);
@@ -501,6 +569,8 @@ impl QueryFile {
             e.database = c.database.clone();
             e.queryid = c.queryid;
             e.contexts = c.contexts.clone();
+            e.sent = c.sent;
+            e.shapes = c.shapes.clone();
             let status = if before == facts(e) {
                 MergeStatus::Unchanged
             } else {
@@ -862,6 +932,129 @@ query = "SELECT gone FROM old_table"
             back.statements[0].contexts,
             [Context::Top, Context::Function]
         );
+    }
+
+    fn evidence_file() -> QueryFile {
+        let mut s = stmt("SELECT id FROM t WHERE name LIKE $1 LIMIT $2", "app_user");
+        s.sent = Some(Sent::Prepared);
+        s.shapes = [(1, ValueShape::Prefix), (2, ValueShape::Limit(21))].into();
+        let mut u = stmt("SELECT 1 FROM t WHERE status = $1", "app_user");
+        u.sent = Some(Sent::Unprepared);
+        let mut observed = Observed::default();
+        observed.columns.insert(
+            "public.t.status".into(),
+            ObservedColumn {
+                values: [("up".to_string(), 120), ("it's down".to_string(), 4)].into(),
+                null_tests: 0,
+                not_null_tests: 2,
+            },
+        );
+        observed.columns.insert(
+            "public.t.processed".into(),
+            ObservedColumn {
+                null_tests: 7,
+                ..Default::default()
+            },
+        );
+        QueryFile {
+            statements: vec![s, u],
+            observed,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn evidence_is_read_and_written_back_stably() {
+        let f = evidence_file();
+        let text = f.render();
+        assert!(text.contains("sent = \"prepared\""), "{text}");
+        assert!(
+            text.contains("shapes = { 1 = \"prefix\", 2 = \"limit 21\" }"),
+            "{text}"
+        );
+        assert!(text.contains("[observed]"), "{text}");
+        let back = QueryFile::parse(Path::new("q.toml"), &text).unwrap();
+        let like = back
+            .statements
+            .iter()
+            .find(|s| s.query.contains("LIKE"))
+            .unwrap();
+        assert_eq!(like.sent, Some(Sent::Prepared));
+        assert_eq!(
+            like.shapes,
+            [(1, ValueShape::Prefix), (2, ValueShape::Limit(21))].into()
+        );
+        let eq = back
+            .statements
+            .iter()
+            .find(|s| s.query.contains("status"))
+            .unwrap();
+        assert_eq!((eq.sent, eq.shapes.len()), (Some(Sent::Unprepared), 0));
+        assert_eq!(back.observed, f.observed);
+        assert_eq!(
+            back.observed
+                .column("public", "t", "status")
+                .map(|c| c.weighted()),
+            Some(vec![("up", 120), ("it's down", 4)])
+        );
+        assert_eq!(back.render(), text, "rendering is stable");
+    }
+
+    #[test]
+    fn a_re_recording_replaces_the_evidence_and_the_observed_table() {
+        let f = evidence_file();
+        let mut back = QueryFile::parse(Path::new("q.toml"), &f.render()).unwrap();
+        let mut captured = f.statements.clone();
+        captured[0].sent = Some(Sent::Unprepared);
+        captured[0].shapes = [(1, ValueShape::Infix)].into();
+        captured[1].sent = None;
+        back.merge(&captured, false);
+        back.observed = Observed::default();
+        let text = back.render();
+        assert!(!text.contains("[observed]"), "{text}");
+        assert!(!text.contains("sent = \"prepared\""), "{text}");
+        let again = QueryFile::parse(Path::new("q.toml"), &text).unwrap();
+        let like = again
+            .statements
+            .iter()
+            .find(|s| s.query.contains("LIKE"))
+            .unwrap();
+        assert_eq!(like.sent, Some(Sent::Unprepared));
+        assert_eq!(like.shapes, [(1, ValueShape::Infix)].into());
+        let eq = again
+            .statements
+            .iter()
+            .find(|s| s.query.contains("status"))
+            .unwrap();
+        assert_eq!(eq.sent, None);
+    }
+
+    #[test]
+    fn bad_evidence_is_an_error_naming_the_line() {
+        let err = |text: &str| {
+            QueryFile::parse(Path::new("q.toml"), text)
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("[[statement]]\nquery = \"SELECT 1\"\nshapes = { x = \"prefix\" }\n");
+        assert!(
+            e.contains("q.toml") && e.contains("`x` is not a parameter number"),
+            "{e}"
+        );
+        let e = err("\n[[statement]]\nquery = \"SELECT 1\"\nshapes = { 1 = \"begins\" }\n");
+        assert!(
+            e.contains(":2") && e.contains("`begins` is not a value shape"),
+            "{e}"
+        );
+        let e = err("[[statement]]\nquery = \"SELECT 1\"\nsent = \"sometimes\"\n");
+        assert!(e.contains("sometimes"), "{e}");
+        let e = err("[observed]\n\"t.status\" = { values = { up = 1 } }\n");
+        assert!(
+            e.contains("`t.status` in [observed] does not name a column"),
+            "{e}"
+        );
+        let e = err("[observed]\n\"public.t.status\" = { value = { up = 1 } }\n");
+        assert!(e.contains("value"), "{e}");
     }
 
     #[test]

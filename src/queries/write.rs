@@ -13,6 +13,7 @@ use std::path::Path;
 
 use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
+use super::evidence::{Observed, ObservedColumn};
 use super::transaction::{BindSource, SettingValue, Transaction, TxOutcome};
 use super::{FORMAT_VERSION, QueryFile, Statement, normalize_space};
 use crate::error::{Error, Result};
@@ -31,6 +32,8 @@ pub(super) struct Source {
     /// The line of each `[[statement]]` table, in file order: how a
     /// [`Statement`] (by its `line`) finds its table again.
     lines: Vec<usize>,
+    /// The `[observed]` table as read: left as written while it is unchanged.
+    observed: Observed,
 }
 
 impl Source {
@@ -39,6 +42,7 @@ impl Source {
         text: &str,
         version: u32,
         statements: &[Statement],
+        observed: &Observed,
     ) -> Result<Source> {
         let doc: DocumentMut = text
             .parse()
@@ -53,6 +57,7 @@ impl Source {
             doc,
             version,
             lines: statements.iter().filter_map(|s| s.line).collect(),
+            observed: observed.clone(),
         })
     }
 }
@@ -122,8 +127,45 @@ pub(super) fn render(f: &QueryFile) -> String {
         );
     }
 
+    let read = f.source.as_ref().map(|s| &s.observed);
+    if read != Some(&f.observed) {
+        if f.observed.is_empty() {
+            doc.remove("observed");
+        } else {
+            doc.insert("observed", Item::Table(observed_table(&f.observed)));
+        }
+    }
+
     clear_positions(doc.as_table_mut());
     doc.to_string()
+}
+
+/// `[observed]`, one inline table a column, in key order.
+fn observed_table(o: &Observed) -> Table {
+    let mut t = Table::new();
+    t.decor_mut().set_prefix("\n");
+    for (key, c) in &o.columns {
+        t.insert(key, Item::Value(Value::InlineTable(observed_column(c))));
+    }
+    t
+}
+
+fn observed_column(c: &ObservedColumn) -> InlineTable {
+    let mut t = InlineTable::new();
+    if !c.values.is_empty() {
+        let mut values = InlineTable::new();
+        for (v, n) in &c.values {
+            values.insert(v, Value::from(*n as i64));
+        }
+        t.insert("values", Value::InlineTable(values));
+    }
+    if c.null_tests > 0 {
+        t.insert("null_tests", Value::from(c.null_tests as i64));
+    }
+    if c.not_null_tests > 0 {
+        t.insert("not_null_tests", Value::from(c.not_null_tests as i64));
+    }
+    t
 }
 
 /// Hand-written transactions are kept as written; recorded ones (`recorded
@@ -193,6 +235,9 @@ fn same(a: &Value, b: &Value) -> bool {
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b))
         }
+        (Value::InlineTable(x), Value::InlineTable(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, a)| y.get(k).is_some_and(|b| same(a, b)))
+        }
         _ => false,
     }
 }
@@ -205,6 +250,19 @@ fn set_facts(t: &mut Table, s: &Statement) {
     set(t, "calls", s.calls.map(|c| Value::from(c as i64)));
     set(t, "rows", s.rows.map(|r| Value::from(r as i64)));
     set(t, "contexts", contexts(s));
+    set(t, "sent", s.sent.map(|x| Value::from(x.name())));
+    set(t, "shapes", shapes(s));
+}
+
+/// `shapes = { 1 = "prefix", 3 = "limit 21" }`, by parameter number.
+fn shapes(s: &Statement) -> Option<Value> {
+    (!s.shapes.is_empty()).then(|| {
+        let mut t = InlineTable::new();
+        for (n, shape) in &s.shapes {
+            t.insert(&n.to_string(), Value::from(shape.to_string()));
+        }
+        Value::InlineTable(t)
+    })
 }
 
 fn contexts(s: &Statement) -> Option<Value> {
@@ -235,6 +293,12 @@ fn new_statement(s: &Statement) -> Table {
     }
     if let Some(c) = contexts(s) {
         out.push_str(&format!("contexts = {c}\n"));
+    }
+    if let Some(x) = s.sent {
+        out.push_str(&format!("sent = \"{}\"\n", x.name()));
+    }
+    if let Some(x) = shapes(s) {
+        out.push_str(&format!("shapes = {x}\n"));
     }
     if s.manual {
         out.push_str("manual = true\n");
