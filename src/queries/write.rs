@@ -259,7 +259,7 @@ fn shapes(s: &Statement) -> Option<Value> {
     (!s.shapes.is_empty()).then(|| {
         let mut t = InlineTable::new();
         for (n, shape) in &s.shapes {
-            t.insert(&n.to_string(), Value::from(shape.to_string()));
+            t.insert(n.to_string(), Value::from(shape.to_string()));
         }
         Value::InlineTable(t)
     })
