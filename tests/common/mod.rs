@@ -60,8 +60,45 @@ pub fn cluster() -> &'static TestCluster {
         let port = cluster
             .start(None, &mut |m| eprintln!("test cluster: {m}"))
             .expect("starting the test cluster");
+        stop_when_the_run_ends(&dir);
         TestCluster { cluster, port }
     })
+}
+
+/// Stops the test cluster once the `cargo test` that runs this binary has
+/// exited, so a run leaves no server behind. The first binary of a run
+/// starts a watcher of its own (a small shell loop, in its own process
+/// group, so a test's signals never reach it); the run's later binaries
+/// find the mark it left and the cluster still up.
+fn stop_when_the_run_ends(dir: &Path) {
+    use std::os::unix::process::CommandExt;
+    let run = std::os::unix::process::parent_id();
+    let mark = dir.join(format!("stop-after-{run}"));
+    let first = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&mark)
+        .is_ok();
+    if !first {
+        return;
+    }
+    let watch = r#"while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
+cd "$2" && "$3" -q db stop >/dev/null 2>&1
+rm -f "$4""#;
+    let watcher = Command::new("sh")
+        .args(["-c", watch, "sh", &run.to_string()])
+        .arg(dir)
+        .arg(env!("CARGO_BIN_EXE_planck"))
+        .arg(&mark)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn();
+    if let Err(e) = watcher {
+        eprintln!("test cluster: it will be left running (no watcher: {e})");
+        let _ = std::fs::remove_file(&mark);
+    }
 }
 
 /// Runs a future to completion on a runtime of its own, on another thread, so
