@@ -286,6 +286,11 @@ impl Error {
             | Error::Connect { hint, .. }
             | Error::Cluster { hint, .. } => hint.iter().cloned().collect(),
             Error::Command { hint, .. } => hint.iter().cloned().collect(),
+            Error::BadUrl { .. } => vec![
+                "write it as postgres://user@host:5432/dbname (the password percent-encoded), \
+                 or as keywords: host=... dbname=... user=..."
+                    .to_string(),
+            ],
             // A transaction-mode pooler breaks prepared statements: say so
             // where the server's error alone would puzzle.
             Error::Postgres { pg, .. } | Error::Migration { pg, .. } => {

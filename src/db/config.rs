@@ -230,12 +230,7 @@ fn scan_keywords(text: &str) -> (Vec<Pair>, Option<ParseError>) {
             chars.next();
         }
         if chars.next() != Some('=') {
-            return (
-                out,
-                Some(err(format!(
-                    "missing \"=\" after \"{keyword}\" in connection info string"
-                ))),
-            );
+            return (out, Some(err(missing_equals(&keyword))));
         }
         while chars.peek().is_some_and(|c| c.is_whitespace()) {
             chars.next();
@@ -281,6 +276,31 @@ fn scan_keywords(text: &str) -> (Vec<Pair>, Option<ParseError>) {
             }
         }
         out.push(Pair { keyword, value });
+    }
+}
+
+/// The error for a word not followed by `=`. The word is shown only when it
+/// could be a keyword: anything else may be a URL or a password, which an
+/// error must never print.
+fn missing_equals(word: &str) -> String {
+    if let Some((scheme, _)) = word.split_once("://") {
+        let scheme: String = scheme
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(20)
+            .collect();
+        return format!(
+            "a {scheme}:// URL is not a PostgreSQL connection string (a URL starts with postgres:// or postgresql://)"
+        );
+    }
+    let keyword_like = !word.is_empty()
+        && word.len() <= 40
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if keyword_like {
+        format!("missing \"=\" after \"{word}\" in connection info string")
+    } else {
+        "a word without \"=\" in connection info string (not shown: it may hold a password)"
+            .to_string()
     }
 }
 
@@ -631,5 +651,16 @@ mod tests {
         assert!(shown.starts_with("host=h password=***"), "{shown}");
         let shown = redact_unparsed("postgres://u:top%20secret@h:x/d?password=zz&a=b");
         assert_eq!(shown, "postgres://u:***@h:x/d?password=***&a=b");
+    }
+
+    #[test]
+    fn a_parse_error_never_prints_what_may_be_a_password() {
+        let e = parse("mysql://u:hunter2@h/db").unwrap_err().message;
+        assert!(!e.contains("hunter2"), "{e}");
+        assert!(e.contains("mysql://") && e.contains("postgres://"), "{e}");
+        let e = parse("host=h s3cr3t:pw@x").unwrap_err().message;
+        assert!(!e.contains("s3cr3t"), "{e}");
+        let e = parse("host=h dbnme").unwrap_err().message;
+        assert!(e.contains("\"dbnme\""), "a keyword-like word is named: {e}");
     }
 }

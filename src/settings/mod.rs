@@ -110,10 +110,16 @@ impl Settings {
         } else {
             Target::Managed
         };
-        if let Target::Url { url, .. } = &target {
+        if let Target::Url { url, source } = &target {
             // Fail early, before any work, on a URL that does not parse
-            // (or a PGSSLMODE, a service that is wrong).
-            ConnInfo::resolve(url, &libpq)?;
+            // (or a PGSSLMODE, a service that is wrong), saying where it came from.
+            ConnInfo::resolve(url, &libpq).map_err(|e| match e {
+                Error::BadUrl { url, message } => Error::BadUrl {
+                    url,
+                    message: format!("{message} (from {})", source.describe()),
+                },
+                e => e,
+            })?;
         }
         Ok(Settings {
             project_dir,
