@@ -496,3 +496,45 @@ fn destroy_refuses_while_planck_record_runs_on_the_cluster() {
     assert_exit(&planck(p.path(), &["db", "destroy", "--wait", "0"]), 0);
     assert!(!p.path().join(".planck").exists());
 }
+
+/// A command whose own input is missing or broken fails before it starts,
+/// or even creates, the managed cluster (a new user's typos left a server
+/// running per try): explain and replay without a queries file or with a
+/// broken one, migrate without a migrations folder, seed with a missing or
+/// broken spec. Each exits 2, names the file, and makes no `.planck`.
+#[test]
+fn a_bad_input_fails_before_the_managed_cluster_starts() {
+    let cases: &[(&str, &[&str], &str, &str)] = &[
+        ("", &["explain"], "queries/recorded.toml", "planck record"),
+        ("", &["replay"], "queries/recorded.toml", "planck record"),
+        (
+            "",
+            &["explain", "--queries", "nope.toml"],
+            "nope.toml",
+            "--queries",
+        ),
+        ("queries/recorded.toml", &["explain"], "recorded.toml", ""),
+        ("queries/recorded.toml", &["replay"], "recorded.toml", ""),
+        ("", &["migrate"], "migrations", "migrations/*.sql"),
+        ("", &["seed", "--spec", "nope.toml"], "nope.toml", "--spec"),
+        ("seeds/broken.toml", &["seed"], "broken.toml", ""),
+    ];
+    for (broken, args, names, hint) in cases {
+        let p = project_dir();
+        let _d = Destroy(p.path().to_path_buf());
+        if !broken.is_empty() {
+            let f = p.path().join(broken);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(&f, "[[statement]\nquery = 1\n").unwrap();
+        }
+        let out = planck(p.path(), args);
+        let err = stderr(&out);
+        assert_exit(&out, 2);
+        assert!(err.contains(names), "{args:?}: {err}");
+        assert!(err.contains(hint), "{args:?}: {err}");
+        assert!(
+            !p.path().join(".planck").exists(),
+            "{args:?} with a bad input made a cluster: {err}"
+        );
+    }
+}

@@ -7,11 +7,17 @@ use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::explain::report;
 use crate::output::Format;
+use crate::settings::Settings;
 pub use crate::settings::explain::ExplainArgs;
-use crate::settings::{Settings, explain::ExplainSettings};
+use crate::settings::explain::{ExplainSettings, StatementSource};
 
 pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
     let explain = ExplainSettings::resolve(&args, settings)?;
+    // Inputs first: a missing or broken queries file must not start (or
+    // create) the managed cluster.
+    if let StatementSource::Queries(path) = &explain.statements {
+        crate::queries::QueryFile::load_required(path)?;
+    }
     let conn = settings.conn().await?;
     render(&conn, &explain, settings).await
 }

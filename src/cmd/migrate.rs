@@ -19,9 +19,12 @@ pub struct MigrateArgs {
 }
 
 pub async fn run(args: MigrateArgs, settings: &Settings) -> Result<i32> {
+    // Inputs first: a missing or unreadable folder must not start (or
+    // create) the managed cluster.
+    let dir = settings.migrations_dir();
+    migrate::discover_project(&dir)?;
     let conn = settings.conn().await?;
     crate::bookkeeping::warn_pending_on(&conn, settings.log()).await;
-    let dir = settings.migrations_dir();
     let outcome = migrate::run(&conn, &dir, args.fresh, args.force, settings.log()).await?;
     let mut out = Vec::new();
     migrate::report::render(&mut out, &outcome, &conn.display(), settings.format)

@@ -68,6 +68,20 @@ pub fn without_transaction(sql: &str) -> bool {
 const LOCK_KEY: i64 = 0x706c_616e_636b;
 
 /// Reads the `*.sql` files of `dir`, sorted by name.
+/// [`discover`] for the project's folder: a missing one is a usage error
+/// saying where migrations go.
+pub fn discover_project(dir: &Path) -> Result<Vec<Migration>> {
+    discover(dir).map_err(|e| match e {
+        Error::ReadFile { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            Error::usage_hint(
+                format!("no migrations folder at {}", path.display()),
+                "put your schema in migrations/*.sql, or set [paths] migrations in planck.toml",
+            )
+        }
+        other => other,
+    })
+}
+
 pub fn discover(dir: &Path) -> Result<Vec<Migration>> {
     let entries = std::fs::read_dir(dir).map_err(|source| Error::ReadFile {
         path: dir.to_path_buf(),
@@ -342,15 +356,7 @@ pub async fn run(
     force: bool,
     log: Log,
 ) -> Result<Outcome> {
-    let migrations = discover(dir).map_err(|e| match e {
-        Error::ReadFile { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
-            Error::usage_hint(
-                format!("no migrations folder at {}", path.display()),
-                "put your schema in migrations/*.sql, or set [paths] migrations in planck.toml",
-            )
-        }
-        other => other,
-    })?;
+    let migrations = discover_project(dir)?;
     if fresh {
         if !conn.managed && !force {
             return Err(Error::usage_hint(

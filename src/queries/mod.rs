@@ -357,6 +357,18 @@ pub fn default_path(queries_dir: &Path) -> PathBuf {
 }
 
 impl QueryFile {
+    /// [`QueryFile::load`] for a command that needs the file: a missing one
+    /// is a usage error saying how to make it.
+    pub fn load_required(path: &Path) -> Result<QueryFile> {
+        if !path.is_file() {
+            return Err(Error::usage_hint(
+                format!("no queries file at {}", path.display()),
+                "record one with `planck record -- <your tests>`, or pass --queries PATH",
+            ));
+        }
+        QueryFile::load(path)
+    }
+
     pub fn load(path: &Path) -> Result<QueryFile> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::ReadFile {
             path: path.to_path_buf(),

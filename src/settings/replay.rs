@@ -199,6 +199,7 @@ impl ReplaySettings {
     /// The workload these settings name: the queries file read, with its
     /// weights and whether rolled-back transactions run.
     pub fn workload(&self) -> Result<Workload> {
+        crate::queries::QueryFile::load_required(&self.queries)?;
         let (statements, transactions) = workload::load(&self.queries)?;
         Ok(Workload::new(
             statements,

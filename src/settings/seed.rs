@@ -233,6 +233,11 @@ impl SeedSettings {
         } else {
             spec_path(args, s)?
         };
+        // Read (and check) the spec now, so a missing or broken one is
+        // reported before anything starts or touches a database.
+        if let Some(p) = &spec {
+            crate::seed::spec::SpecFile::load(p)?;
+        }
         Ok(SeedSettings {
             options: SeedOptions {
                 spec,
