@@ -1320,6 +1320,30 @@ fn observed_gen(
     Some(Gen::Choice { vals, cum })
 }
 
+/// Phase: a nullable foreign key whose column the recorded application
+/// tested with `IS NULL` (an optional parent: `parent_id IS NULL`) is NULL
+/// in 1 % of the rows instead of 10 %, like the other columns it tested.
+fn observed_fk_nulls(
+    table: &crate::catalog::schema::Table,
+    observed: &crate::queries::Observed,
+    tp: &mut TablePlan,
+    followed: &mut Vec<String>,
+) {
+    for f in tp.fks.iter_mut().filter(|f| f.null_p > 0.0) {
+        let tested = f.cols.iter().find(|&&c| {
+            let key = observed_key(table, &table.columns[c]);
+            observed.columns.get(&key).is_some_and(|o| o.null_tests > 0)
+        });
+        if let Some(&c) = tested {
+            f.null_p = OBSERVED_NULL_SHARE;
+            followed.push(format!(
+                "{}: NULL share 1 %",
+                observed_key(table, &table.columns[c])
+            ));
+        }
+    }
+}
+
 /// Phase: every column nothing else filled gets its type's default
 /// generator (after another column, NULL now and then, or an error).
 fn remaining_columns(
@@ -2803,6 +2827,7 @@ fn plan_pass(
             )?;
             let observed = (&opts.observed, &mut followed_recording);
             remaining_columns(table, &display, &facts, &mut tp, &assigned, observed)?;
+            observed_fk_nulls(table, &opts.observed, &mut tp, &mut followed_recording);
             free_unique_columns(table, &facts, &referenced, &mut tp);
             keys_fit(
                 table,
