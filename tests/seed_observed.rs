@@ -14,7 +14,8 @@ const SCHEMA: &str = "CREATE TABLE api_check (
     status text NOT NULL,
     kind text NOT NULL CHECK (kind IN ('http', 'tcp')),
     deleted_at timestamptz,
-    note text
+    note text,
+    parent_id bigint REFERENCES api_check (id)
 )";
 
 /// `up` observed 3 times as often as `down`; `kind` observed with a value its
@@ -25,6 +26,7 @@ const QUERIES: &str = r#"format_version = 2
 "public.api_check.status" = { values = { up = 300, down = 100 } }
 "public.api_check.kind" = { values = { udp = 50 } }
 "public.api_check.deleted_at" = { null_tests = 7 }
+"public.api_check.parent_id" = { null_tests = 3 }
 "#;
 
 /// Seeds `api_check` (`rows` rows) from a project whose queries file is
@@ -88,6 +90,11 @@ fn free_columns_follow_the_recording_and_a_spec_or_check_wins() {
         "SELECT count(*) FROM api_check WHERE deleted_at IS NULL",
     );
     assert!((1_500..2_500).contains(&nulls), "{nulls} NULLs");
+    let nulls = count(
+        &db,
+        "SELECT count(*) FROM api_check WHERE parent_id IS NULL",
+    );
+    assert!((1_500..2_500).contains(&nulls), "{nulls} NULL parents");
 
     // With it: only 'up' and 'down', about 3 to 1; deleted_at about 1 % NULL;
     // kind keeps its CHECK's values ('udp' violates it); note is unobserved.
@@ -97,6 +104,7 @@ fn free_columns_follow_the_recording_and_a_spec_or_check_wins() {
         vec![
             "public.api_check.status: values".to_string(),
             "public.api_check.deleted_at: NULL share 1 %".to_string(),
+            "public.api_check.parent_id: NULL share 1 %".to_string(),
         ]
     );
     let other = count(
@@ -111,6 +119,11 @@ fn free_columns_follow_the_recording_and_a_spec_or_check_wins() {
         "SELECT count(*) FROM api_check WHERE deleted_at IS NULL",
     );
     assert!((100..400).contains(&nulls), "{nulls} NULLs");
+    let nulls = count(
+        &db,
+        "SELECT count(*) FROM api_check WHERE parent_id IS NULL",
+    );
+    assert!((100..400).contains(&nulls), "{nulls} NULL parents");
     let kinds = db.query_strings("SELECT DISTINCT kind FROM api_check ORDER BY 1");
     assert_eq!(kinds, vec!["http", "tcp"]);
     let note_nulls = count(&db, "SELECT count(*) FROM api_check WHERE note IS NULL");
@@ -125,7 +138,10 @@ fn free_columns_follow_the_recording_and_a_spec_or_check_wins() {
     );
     assert_eq!(
         v.followed_recording,
-        vec!["public.api_check.deleted_at: NULL share 1 %".to_string()]
+        vec![
+            "public.api_check.deleted_at: NULL share 1 %".to_string(),
+            "public.api_check.parent_id: NULL share 1 %".to_string(),
+        ]
     );
     let statuses = db.query_strings("SELECT DISTINCT status FROM api_check");
     assert_eq!(statuses, vec!["paused"]);
