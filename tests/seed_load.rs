@@ -698,6 +698,7 @@ fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
                 scale: 1.0,
                 default_rows: None,
                 reference_keys: Default::default(),
+                observed: Default::default(),
             },
         )
         .unwrap();

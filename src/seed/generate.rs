@@ -265,10 +265,36 @@ fn paragraphs(out: &mut String, r: &mut ValueRng, len: usize) {
 }
 
 fn truncate_chars(s: &mut String, max: usize) {
-    if s.len() > max
-        && let Some((i, _)) = s.char_indices().nth(max)
-    {
+    if s.len() <= max {
+        return;
+    }
+    // ASCII (the lorem words, most fakes): characters are bytes.
+    if s.is_ascii() {
+        s.truncate(max);
+    } else if let Some((i, _)) = s.char_indices().nth(max) {
         s.truncate(i);
+    }
+}
+
+/// Appends the decimal digits of `i`, as `{i}` formats it, without the
+/// formatting machinery (one call per value in a hot loop).
+pub(crate) fn push_int(out: &mut String, i: i64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    let mut n = i.unsigned_abs();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        out.push('-');
+    }
+    for &b in &buf[at..] {
+        out.push(b as char);
     }
 }
 
@@ -306,13 +332,14 @@ fn fake_text(kind: FakeKind, r: &mut ValueRng) -> String {
         FakeKind::CatchPhrase => co::CatchPhrase().fake_with_rng(r),
         FakeKind::Ip => {
             let v = r.step() as u32;
-            format!(
-                "{}.{}.{}.{}",
-                v >> 24,
-                (v >> 16) & 255,
-                (v >> 8) & 255,
-                v & 255
-            )
+            let mut s = String::with_capacity(15);
+            for (k, shift) in [24, 16, 8, 0].into_iter().enumerate() {
+                if k > 0 {
+                    s.push('.');
+                }
+                push_int(&mut s, i64::from((v >> shift) & 255));
+            }
+            s
         }
     }
 }
@@ -351,19 +378,23 @@ impl Text {
             }
             Text::Paragraphs { min, max } => {
                 let n = r.range(u64::from(*min), u64::from(*max)) as usize;
+                // Room for the last sentence past the length, before the cut.
+                s.reserve(n.max(1) + 256);
                 paragraphs(&mut s, r, n.max(1));
             }
             Text::Hex { len } => {
                 // The first 16 digits are a bijection of the row: unique by construction.
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 let mut x = rng::mix(row ^ key);
-                let mut v = Vec::with_capacity(*len as usize);
-                for i in 0..*len {
-                    if i > 0 && i % 16 == 0 {
+                let mut v = vec![0u8; *len as usize];
+                for (i, chunk) in v.chunks_mut(16).enumerate() {
+                    if i > 0 {
                         x = r.step();
                     }
-                    v.push(HEX[(x >> 60) as usize]);
-                    x <<= 4;
+                    for d in chunk {
+                        *d = HEX[(x >> 60) as usize];
+                        x <<= 4;
+                    }
                 }
                 s = String::from_utf8(v).unwrap_or_default();
             }
@@ -377,9 +408,7 @@ impl Text {
                 for p in pieces {
                     match p {
                         Piece::Lit(l) => s.push_str(l),
-                        Piece::Row => {
-                            let _ = write!(s, "{}", row + 1);
-                        }
+                        Piece::Row => push_int(&mut s, (row + 1) as i64),
                         Piece::Word => push_words(&mut s, r, 1, ' ', false),
                     }
                 }
@@ -548,7 +577,10 @@ impl Gen {
                             digits
                         }
                     } else {
-                        format!("-{}", row + 1)
+                        let mut d = String::with_capacity(21);
+                        d.push('-');
+                        push_int(&mut d, (row + 1) as i64);
+                        d
                     };
                     if let Some(m) = max_len {
                         truncate_chars(&mut s, m.saturating_sub(suffix.chars().count()));
@@ -748,6 +780,12 @@ fn h_key(plan: &Plan, t: usize, c: usize) -> u64 {
 
 fn json_str(out: &mut String, s: &str) {
     out.push('"');
+    // Nothing to escape (the usual case): the string as it is.
+    if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for ch in s.chars() {
         match ch {
             '"' => out.push_str("\\\""),
@@ -766,9 +804,7 @@ fn json_val(out: &mut String, v: &Val) {
     match v {
         Val::Null => out.push_str("null"),
         Val::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Val::Int(i) | Val::Micros(i) => {
-            let _ = write!(out, "{i}");
-        }
+        Val::Int(i) | Val::Micros(i) => push_int(out, *i),
         Val::Float(f) if f.is_finite() => {
             let _ = write!(out, "{f}");
         }
@@ -817,6 +853,33 @@ mod tests {
         );
         assert_eq!(base36(35), "z");
         assert_eq!(base36(36), "10");
+    }
+
+    #[test]
+    fn push_int_writes_what_display_writes() {
+        for i in [0, 7, -7, 10, 99, -100, 1234567890, i64::MAX, i64::MIN] {
+            let mut s = String::from("x");
+            push_int(&mut s, i);
+            assert_eq!(s, format!("x{i}"));
+        }
+    }
+
+    #[test]
+    fn truncation_counts_characters_in_and_out_of_ascii() {
+        let mut s = "abcdef".to_string();
+        truncate_chars(&mut s, 4);
+        assert_eq!(s, "abcd");
+        let mut s = "ééééé".to_string();
+        truncate_chars(&mut s, 3);
+        assert_eq!(s, "ééé");
+    }
+
+    #[test]
+    fn json_strings_escape_only_what_needs_it() {
+        let mut s = String::new();
+        json_str(&mut s, "plain");
+        json_str(&mut s, "a\"b\\c\nd\u{1}");
+        assert_eq!(s, "\"plain\"\"a\\\"b\\\\c\\nd\\u0001\"");
     }
 
     #[test]

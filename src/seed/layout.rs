@@ -41,6 +41,9 @@ pub struct Options {
     /// The keys reference tables (rows the migrations wrote) hold, by
     /// table oid and column: what foreign keys into them can take.
     pub reference_keys: ReferenceKeys,
+    /// The queries file's `[observed]`: the literals the application
+    /// compared columns with, and its NULL tests (see [`observed_gen`]).
+    pub observed: crate::queries::Observed,
 }
 
 /// Table oid -> column -> the keys it holds.
@@ -181,6 +184,9 @@ pub struct Plan {
     /// With `--skip-unseedable`: the tables left out, each with its cause
     /// (a cascade names the table it depends on).
     pub skipped: Vec<Unseedable>,
+    /// The columns whose values or NULL share follow the recording's
+    /// `[observed]`, each with what followed it (for the summary).
+    pub followed_recording: Vec<String>,
 }
 
 /// The most rows of one table (as `--rows` allows).
@@ -1242,6 +1248,102 @@ fn sub_partition_keys(
     Ok(())
 }
 
+/// The NULL share of a nullable column nothing else decided.
+const DEFAULT_NULL_SHARE: f64 = 0.1;
+/// The NULL share of one the recorded application tests with `IS NULL`:
+/// rare, as such columns usually are (a `deleted_at`, an optional link),
+/// so the plans of those tests meet the selectivity production gives them.
+pub const OBSERVED_NULL_SHARE: f64 = 0.01;
+
+/// How `[observed]` names a column: `schema.table.column`.
+fn observed_key(
+    table: &crate::catalog::schema::Table,
+    col: &crate::catalog::schema::Column,
+) -> String {
+    format!("{}.{}.{}", table.schema, table.name, col.name)
+}
+
+/// The recorded literals of column `c` as a weighted choice (each drawn in
+/// proportion to how often the application compared the column with it),
+/// for a column no CHECK (the table's or its domain's) and no unique key
+/// constrains: a CHECK's own values win, since a recorded literal the CHECK
+/// refuses could never be stored, and a unique column cannot repeat a few
+/// values. Literals the type cannot hold (an enum's unknown label, text
+/// past `varchar(n)`, a non-number in an integer column) are left out;
+/// None when none is left or the type is not text, enum or integer.
+fn observed_gen(
+    table: &crate::catalog::schema::Table,
+    c: usize,
+    o: &crate::queries::ObservedColumn,
+    in_unique: bool,
+) -> Option<Gen> {
+    let col = &table.columns[c];
+    let checked = !col.domain_checks.is_empty() || table.checks.iter().any(|k| k.cols.contains(&c));
+    let typed = matches!(col.kind, TypeKind::Text | TypeKind::Enum(_)) || col.kind.is_int();
+    if checked || in_unique || !typed {
+        return None;
+    }
+    let (vals, weights): (Vec<Val>, Vec<f64>) = o
+        .values
+        .iter()
+        .filter(|(lit, n)| **n > 0 && col.max_len.is_none_or(|m| lit.chars().count() <= m))
+        .filter(|(lit, _)| match &col.kind {
+            TypeKind::Enum(labels) => labels.contains(lit),
+            _ => true,
+        })
+        .filter_map(|(lit, n)| {
+            let v = if col.kind.is_int() {
+                let i: i64 = lit.trim().parse().ok()?;
+                let max = col.kind.int_max();
+                if i > max || i < -max - 1 {
+                    return None;
+                }
+                Val::Int(i)
+            } else {
+                Val::Text(lit.clone())
+            };
+            Some((v, *n as f64))
+        })
+        .unzip();
+    if vals.is_empty() {
+        return None;
+    }
+    let total: f64 = weights.iter().sum();
+    let mut acc = 0.0;
+    let cum = weights
+        .iter()
+        .map(|w| {
+            acc += w / total;
+            acc
+        })
+        .collect();
+    Some(Gen::Choice { vals, cum })
+}
+
+/// Phase: a nullable foreign key whose column the recorded application
+/// tested with `IS NULL` (an optional parent: `parent_id IS NULL`) is NULL
+/// in 1 % of the rows instead of 10 %, like the other columns it tested.
+fn observed_fk_nulls(
+    table: &crate::catalog::schema::Table,
+    observed: &crate::queries::Observed,
+    tp: &mut TablePlan,
+    followed: &mut Vec<String>,
+) {
+    for f in tp.fks.iter_mut().filter(|f| f.null_p > 0.0) {
+        let tested = f.cols.iter().find(|&&c| {
+            let key = observed_key(table, &table.columns[c]);
+            observed.columns.get(&key).is_some_and(|o| o.null_tests > 0)
+        });
+        if let Some(&c) = tested {
+            f.null_p = OBSERVED_NULL_SHARE;
+            followed.push(format!(
+                "{}: NULL share 1 %",
+                observed_key(table, &table.columns[c])
+            ));
+        }
+    }
+}
+
 /// Phase: every column nothing else filled gets its type's default
 /// generator (after another column, NULL now and then, or an error).
 fn remaining_columns(
@@ -1250,6 +1352,7 @@ fn remaining_columns(
     facts: &[ColFacts],
     tp: &mut TablePlan,
     assigned: &[bool],
+    (observed, followed): (&crate::queries::Observed, &mut Vec<String>),
 ) -> Result<()> {
     // Everything else.
     for (c, col) in table.columns.iter().enumerate() {
@@ -1272,12 +1375,30 @@ fn remaining_columns(
             };
             continue;
         }
-        match default_gen(table, col, &facts[c]) {
+        let in_unique = table.uniques.iter().any(|u| u.cols.contains(&c));
+        let seen = observed.columns.get(&observed_key(table, col));
+        let recorded = seen.and_then(|o| observed_gen(table, c, o, in_unique));
+        let values_followed = recorded.is_some();
+        let null_p = match seen {
+            Some(o) if o.null_tests > 0 => OBSERVED_NULL_SHARE,
+            _ => DEFAULT_NULL_SHARE,
+        };
+        match recorded.or_else(|| default_gen(table, col, &facts[c])) {
             Some(g) => {
-                let in_unique = table.uniques.iter().any(|u| u.cols.contains(&c));
-                tp.cols[c].generator = if !col.not_null && !facts[c].not_null && !in_unique {
+                let nullable = !col.not_null && !facts[c].not_null && !in_unique;
+                let mut what = Vec::new();
+                if values_followed {
+                    what.push("values");
+                }
+                if nullable && null_p == OBSERVED_NULL_SHARE {
+                    what.push("NULL share 1 %");
+                }
+                if !what.is_empty() {
+                    followed.push(format!("{}: {}", observed_key(table, col), what.join(", ")));
+                }
+                tp.cols[c].generator = if nullable {
                     Gen::Nullable {
-                        p: 0.1,
+                        p: null_p,
                         inner: Box::new(g),
                     }
                 } else {
@@ -2433,6 +2554,7 @@ fn plan_pass(
     let mut in_tree: Vec<bool> = Vec::new();
     let mut depth: Vec<usize> = Vec::new();
     let mut found: Vec<Found> = Vec::new();
+    let mut followed_recording: Vec<String> = Vec::new();
     // Catalog indices of the tables this pass could not plan.
     let mut failed: HashSet<usize> = HashSet::new();
     let t_rows_of = |tables: &Vec<TablePlan>| {
@@ -2703,7 +2825,9 @@ fn plan_pass(
                 &mut tp,
                 &mut assigned,
             )?;
-            remaining_columns(table, &display, &facts, &mut tp, &assigned)?;
+            let observed = (&opts.observed, &mut followed_recording);
+            remaining_columns(table, &display, &facts, &mut tp, &assigned, observed)?;
+            observed_fk_nulls(table, &opts.observed, &mut tp, &mut followed_recording);
             free_unique_columns(table, &facts, &referenced, &mut tp);
             keys_fit(
                 table,
@@ -2762,6 +2886,7 @@ fn plan_pass(
         tenant: tenant.and_then(|t| pos.get(&t).copied()),
         excluded,
         skipped: Vec::new(),
+        followed_recording,
     }))
 }
 
@@ -3112,6 +3237,7 @@ mod plan_tests {
             scale: 1.0,
             default_rows: None,
             reference_keys: ReferenceKeys::new(),
+            observed: Default::default(),
         }
     }
 

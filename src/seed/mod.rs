@@ -57,6 +57,9 @@ pub struct SeedOptions {
     pub restore: bool,
     /// `--forget NAME` (with `--restore`): drop planck's copy of a saved constraint.
     pub forget: Vec<String>,
+    /// The queries file's `[observed]` (empty without one): free columns
+    /// take the recorded literals, IS NULL-tested ones a rare NULL share.
+    pub observed: crate::queries::Observed,
 }
 
 /// Seeds the database `conn` names; the summary to render. Catches SIGINT,
@@ -76,6 +79,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         scale: opts.scale,
         default_rows: opts.rows,
         reference_keys: layout::ReferenceKeys::new(),
+        observed: opts.observed.clone(),
     };
     let writes = !(opts.dry_run || opts.generate_only);
     // A dry run writes nothing, not even the clean-up of an interrupted run,

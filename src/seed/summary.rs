@@ -55,6 +55,9 @@ pub struct Summary {
     pub phases: Option<Phases>,
     /// Triggers disabled, keys loaded in place, tables left as they were.
     pub notes: LoadNotes,
+    /// Columns whose values or NULL share followed the queries file's
+    /// `[observed]` ("schema.table.column: values, NULL share 1 %").
+    pub followed_recording: Vec<String>,
 }
 
 impl Summary {
@@ -100,6 +103,7 @@ impl Summary {
                 vacuum: r.vacuum_seconds,
             }),
             notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
+            followed_recording: plan.followed_recording.clone(),
         }
     }
 
@@ -107,6 +111,12 @@ impl Summary {
     fn note_lines(&self) -> Vec<String> {
         let n = &self.notes;
         let mut out = Vec::new();
+        if !self.followed_recording.is_empty() {
+            out.push(format!(
+                "followed the recording ([observed] of the queries file): {}",
+                self.followed_recording.join("; ")
+            ));
+        }
         if n.triggers_disabled > 0 {
             out.push(format!(
                 "triggers disabled during the load: {} on {} table(s), enabled again \
@@ -143,6 +153,7 @@ impl Summary {
             tables: Vec::new(),
             phases: None,
             notes: LoadNotes::default(),
+            followed_recording: Vec::new(),
         }
     }
 
@@ -201,6 +212,9 @@ pub struct JsonSummary {
     /// Tables left as they were (reference data, migration bookkeeping).
     #[serde(default)]
     pub tables_kept: Vec<String>,
+    /// Columns that followed the queries file's `[observed]` (left out when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub followed_recording: Vec<String>,
 }
 
 impl From<&Summary> for JsonSummary {
@@ -233,6 +247,7 @@ impl From<&Summary> for JsonSummary {
             event_triggers: s.notes.event_triggers.clone(),
             kept_in_place: s.notes.kept_in_place.clone(),
             tables_kept: s.notes.tables_kept.clone(),
+            followed_recording: s.followed_recording.clone(),
         }
     }
 }
@@ -388,6 +403,7 @@ mod tests {
                 vacuum: 0.6,
             }),
             notes: LoadNotes::default(),
+            followed_recording: Vec::new(),
         }
     }
 

@@ -252,10 +252,30 @@ impl SeedSettings {
                 generate_only: args.generate_only,
                 restore: args.restore,
                 forget: args.forget.clone(),
+                observed: if args.restore {
+                    Default::default()
+                } else {
+                    observed(s)?
+                },
             },
             format: s.format,
         })
     }
+}
+
+/// The `[observed]` table of the project's queries file (`[record] output`
+/// of planck.toml, else queries/recorded.toml, as `planck record` writes
+/// it); empty when the file is absent. A file that does not parse is an
+/// error, with its line, rather than a recording silently ignored.
+fn observed(s: &Settings) -> Result<crate::queries::Observed> {
+    let path = match s.config.record.output.as_ref() {
+        Some(p) => s.project_path(p),
+        None => crate::queries::default_path(&s.queries_dir()),
+    };
+    if !path.is_file() {
+        return Ok(Default::default());
+    }
+    Ok(crate::queries::QueryFile::load(&path)?.observed)
 }
 
 #[cfg(test)]
