@@ -816,7 +816,7 @@ fn hotspot_row_is_named_by_its_key_values() {
     assert!(
         r.hotspots
             .iter()
-            .all(|h| h.row == "id = 7" || h.row == "row unknown"),
+            .all(|h| h.row == "id = 7" || h.row == "a row of hot (the server does not show which)"),
         "{:#?}",
         r.hotspots
     );

@@ -74,19 +74,32 @@ async fn replay_step(
     let r = crate::replay::run::run(conn, w, &rs.options, settings.log(), stop).await?;
     let mut lines = Vec::new();
     match r.hotspots.iter().max_by_key(|h| (h.samples, h.step_index)) {
-        Some(h) => lines.push(format!(
-            "replay: top hotspot at {} clients: the {} lock of {} {}, waited on by `{}`, taken by `{}`",
-            r.steps[h.step_index].concurrency,
-            h.lock_type,
-            h.relation.as_deref().unwrap_or("?"),
-            h.row,
-            output::shorten(h.waiting_statement.as_deref().unwrap_or("?"), 50),
-            output::shorten(h.blocking_statement.as_deref().unwrap_or("an unknown statement"), 50),
-        )),
+        Some(h) => lines.push(top_hotspot_line(&r, h)),
         None => lines.push("replay: no lock waits seen at 1, 4 and 16 clients".to_string()),
     }
     lines.push(format!("replay: {}", r.verdict.text));
     Ok(Some((lines, r)))
+}
+
+/// The demo's line for its top hotspot: `replay: top hotspot at 16 clients:
+/// the row of accounts id = 1, locked by transaction tx-..., a transactionid
+/// lock; waited on by `...`, taken by `...``.
+fn top_hotspot_line(
+    r: &crate::wire::replay::Report,
+    h: &crate::wire::replay::HotspotJson,
+) -> String {
+    let statement = |q: Option<&str>| match q {
+        Some(q) => format!("`{}`", output::shorten(q, 50)),
+        None => "a statement planck did not run".to_string(),
+    };
+    format!(
+        "replay: top hotspot at {} clients: {}, a {} lock; waited on by {}, taken by {}",
+        r.steps[h.step_index].concurrency,
+        h.label(),
+        h.lock_type,
+        statement(h.waiting_statement.as_deref()),
+        statement(h.blocking_statement.as_deref()),
+    )
 }
 
 /// The demo's review: `.planck/demo/review.html` and its Markdown twin,

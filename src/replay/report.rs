@@ -50,6 +50,24 @@ fn unit_label(w: &Workload, unit: usize) -> String {
     }
 }
 
+/// A row lock whose row the server did not show (a `transactionid` wait
+/// has no relation; only the first waiter holds the tuple lock): the table
+/// is the lock's own, else the one table the blocking statement writes or
+/// locks, else none is named.
+fn unknown_row(relation: Option<&str>, blocking: Option<&str>) -> String {
+    let table = relation.map(str::to_string).or_else(|| {
+        let rels = blocking.map(super::attribution::locked_relations)?;
+        match rels.as_slice() {
+            [one] => Some(one.clone()),
+            _ => None,
+        }
+    });
+    match table {
+        Some(t) => format!("a row of {t} (the server does not show which)"),
+        None => "a row the server does not show, held by the blocker's open transaction".into(),
+    }
+}
+
 /// Builds the report of the finished steps.
 pub fn build(
     w: &Workload,
@@ -198,7 +216,10 @@ pub fn build(
                 _ => match k.row {
                     Some((p, t)) if bound.is_empty() => format!("ctid ({p},{t})"),
                     Some((p, t)) => format!("ctid ({p},{t}); blocker bound {}", bound.join(", ")),
-                    None => "row unknown".into(),
+                    None => unknown_row(
+                        k.relation.as_deref(),
+                        k.blocking.map(|x| w.statements[x].query.as_str()),
+                    ),
                 },
             };
             out.hotspots.push(HotspotJson {
@@ -283,19 +304,15 @@ fn verdict_text(r: &Report, peak: Option<usize>, shape: Shape) -> String {
         .max_by(|a, b| a.samples.cmp(&b.samples))
     {
         let c = r.steps[h.step_index].concurrency;
+        let taken_by = match h.blocking_statement.as_deref() {
+            Some(q) => format!(", taken by `{}`", output::shorten(q, 60)),
+            None => String::new(),
+        };
         text.push_str(&format!(
-            "; {:.0} % of client time at {c} waits on the {} lock of {} {}, taken by `{}` ({})",
+            "; {:.0} % of client time at {c} waits on {} ({} lock){taken_by}",
             h.wait_share * 100.0,
+            h.label(),
             h.lock_type,
-            h.relation.as_deref().unwrap_or("?"),
-            h.row,
-            output::shorten(
-                h.blocking_statement
-                    .as_deref()
-                    .unwrap_or("an unknown statement"),
-                60
-            ),
-            h.transaction.as_deref().unwrap_or("unknown transaction"),
         ));
     }
     text
@@ -340,9 +357,9 @@ fn hotspot_rows(r: &Report) -> Vec<Vec<String>> {
         .map(|h| {
             vec![
                 r.steps[h.step_index].concurrency.to_string(),
-                format!("{} {}", h.lock_type, h.relation.as_deref().unwrap_or("")),
-                output::shorten(h.waiting_statement.as_deref().unwrap_or("?"), 30),
-                output::shorten(h.blocking_statement.as_deref().unwrap_or("?"), 30),
+                format!("{} ({})", h.what_is_locked(), h.lock_type),
+                output::shorten(h.waiting_statement.as_deref().unwrap_or("unknown"), 30),
+                output::shorten(h.blocking_statement.as_deref().unwrap_or("unknown"), 30),
                 format!("{:.0} %", h.wait_share * 100.0),
             ]
         })
@@ -546,6 +563,63 @@ mod tests {
         let mut buf = Vec::new();
         f(&mut buf, &sample()).unwrap();
         String::from_utf8(buf).unwrap()
+    }
+
+    /// Issue 11, the label: a `transactionid` wait whose row the server did
+    /// not show reads as English, the table taken from the blocking
+    /// statement, in the table and the verdict; never a `?`.
+    #[test]
+    fn unknown_row_reads_as_english() {
+        let bulk =
+            "UPDATE items SET status = 'archived' WHERE id IN (SELECT id FROM items LIMIT 500)";
+        let mut r = sample();
+        let h = &mut r.hotspots[0];
+        h.relation = None;
+        h.row = unknown_row(None, Some(bulk));
+        h.blocking_statement = Some(bulk.into());
+        h.blocking_statement_id = Some("archive".into());
+        h.transaction = Some("archive".into());
+        assert_eq!(h.row, "a row of items (the server does not show which)");
+        assert_eq!(
+            h.label(),
+            "a row of items (the server does not show which), locked by the transaction of lone statement archive"
+        );
+        let peak = Some(1);
+        r.verdict.text = verdict_text(&r, peak, Shape::Backwards);
+        let mut buf = Vec::new();
+        render_table(&mut buf, &r).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(!text.contains('?'), "{text}");
+        insta::assert_snapshot!(text);
+        // Neither the lock's relation nor one table in the blocker: no table named.
+        assert_eq!(
+            unknown_row(
+                None,
+                Some("UPDATE a SET x = 1 FROM b WHERE a.id = b.id FOR UPDATE")
+            ),
+            unknown_row(None, None)
+        );
+        assert_eq!(
+            unknown_row(None, None),
+            "a row the server does not show, held by the blocker's open transaction"
+        );
+        assert_eq!(
+            unknown_row(Some("accounts"), Some(bulk)),
+            "a row of accounts (the server does not show which)"
+        );
+    }
+
+    /// A known row reads by its key, with the transaction that holds it.
+    #[test]
+    fn known_row_label() {
+        let mut r = sample();
+        r.hotspots[0].row = "id = 1".into();
+        assert_eq!(
+            r.hotspots[0].label(),
+            "the row of accounts id = 1, locked by transaction tx-add-item"
+        );
+        r.verdict.text = verdict_text(&r, Some(1), Shape::Backwards);
+        insta::assert_snapshot!(r.verdict.text);
     }
 
     #[test]

@@ -132,7 +132,10 @@ pub struct HotspotJson {
     pub step_index: usize,
     pub lock_type: String,
     pub relation: Option<String>,
-    /// `ctid (page,tuple)` and the values the blocker bound, or "row unknown".
+    /// The row's key (`id = 1`), else `ctid (page,tuple)` and the values the
+    /// blocker bound, else, when the server did not show the row, a phrase
+    /// starting `a row` (`a row of items (the server does not show which)`,
+    /// the table taken from the blocking statement when it writes only one).
     pub row: String,
     pub waiting_statement: Option<String>,
     pub waiting_statement_id: Option<String>,
@@ -189,4 +192,40 @@ pub struct VerdictJson {
     pub shape: Shape,
     pub usl: Option<Usl>,
     pub text: String,
+}
+
+/// Issue 11, the hotspot label: what a hotspot waits on, in words, for
+/// the text output, the demo and the reports (never a `?`).
+impl HotspotJson {
+    /// `the row of accounts id = 1`, `a row of accounts at ctid (0,3)`,
+    /// `the table items`, `an advisory lock`; a row lock whose row the
+    /// server did not show reads as the `row` field says it.
+    pub fn what_is_locked(&self) -> String {
+        let row_lock = matches!(self.lock_type.as_str(), "transactionid" | "tuple");
+        match (row_lock, self.relation.as_deref()) {
+            (true, Some(rel)) if self.row.starts_with("ctid ") => {
+                format!("a row of {rel} at {}", self.row)
+            }
+            (true, Some(_)) if self.row.starts_with("a row") => self.row.clone(),
+            (true, Some(rel)) => format!("the row of {rel} {}", self.row),
+            (true, None) => self.row.clone(),
+            (false, Some(rel)) if self.lock_type == "relation" => format!("the table {rel}"),
+            (false, Some(rel)) => format!("the {} lock on {rel}", self.lock_type),
+            (false, None) => format!("a lock of type {}", self.lock_type),
+        }
+    }
+
+    /// [`Self::what_is_locked`] and who holds it: `the row of accounts
+    /// id = 1, locked by transaction tx-add-item`.
+    pub fn label(&self) -> String {
+        let holder = match self.transaction.as_deref() {
+            // A lone statement's unit is named by the statement's id.
+            Some(t) if self.blocking_statement_id.as_deref() == Some(t) => {
+                format!("the transaction of lone statement {t}")
+            }
+            Some(t) => format!("transaction {t}"),
+            None => "a transaction planck did not run".to_string(),
+        };
+        format!("{}, locked by {holder}", self.what_is_locked())
+    }
 }
