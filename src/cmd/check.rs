@@ -1108,12 +1108,13 @@ fn lost_indexes(head: &JsonReport, dropped: &[migrate::DroppedIndex]) -> Vec<Jso
                     index: d.name.clone(),
                     path: d.dropped.0.clone(),
                     line: d.dropped.1,
-                    created: d.created.as_ref().map(|(path, line)| {
-                        crate::wire::diff::SourceLine {
+                    created: d
+                        .created
+                        .as_ref()
+                        .map(|(path, line)| crate::wire::diff::SourceLine {
                             path: path.clone(),
                             line: *line,
-                        }
-                    }),
+                        }),
                 },
             });
         }

@@ -384,9 +384,7 @@ pub fn index_columns(sql: &str) -> Vec<String> {
                 first_of_element = true;
                 continue;
             }
-            Token::Word(w) if depth == 0 && first_of_element && !call => {
-                out.push(w.to_lowercase())
-            }
+            Token::Word(w) if depth == 0 && first_of_element && !call => out.push(w.to_lowercase()),
             Token::Quoted(w) if depth == 0 && first_of_element && !call => out.push(w.clone()),
             _ => {}
         }
