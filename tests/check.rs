@@ -205,6 +205,51 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
     .unwrap();
     git(p, &["add", "."]);
     git(p, &["commit", "--quiet", "-m", "drop the feed index"]);
+
+    // Without --base: the feed's seq scan is a new error, and every output
+    // names the statement, the index it lost and the DROP INDEX's file and
+    // line (matched by the columns the plan filters on), SARIF at the DROP
+    // with the CREATE related.
+    let out = check(
+        &db,
+        p,
+        &[
+            "--json",
+            "nobase.json",
+            "--markdown",
+            "nobase.md",
+            "--junit",
+            "nobase.xml",
+            "--sarif",
+            "nobase.sarif",
+        ],
+    );
+    assert_exit(&out, 1);
+    let v = read_json(&p.join("nobase.json"));
+    assert!(v["base"].is_null());
+    let failures = v["gate"]["failures"].as_array().unwrap();
+    let lost = failures
+        .iter()
+        .find(|f| f["gate"] == "errors" && f["index"] == "events_account_created")
+        .unwrap_or_else(|| panic!("no new error names the dropped index: {failures:#?}"));
+    assert_eq!(lost["file"], "migrations/0006_drop_feed_index.sql");
+    assert_eq!(lost["line"], 3);
+    let lost_statement = lost["statement_id"].as_str().unwrap().to_string();
+    assert_names_the_drop(p, "nobase", &lost_statement, "seq-scan");
+    // Every statement that lost it (the feed reads events by account in more than one).
+    let lost_without_base: Vec<String> = v["lost_indexes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["dropped"]["index"] == "events_account_created")
+        .map(|l| l["statement_id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(lost_without_base.contains(&lost_statement));
+    // The checkout is left as the --base run below finds it.
+    for ext in ["json", "md", "xml", "sarif"] {
+        std::fs::remove_file(p.join(format!("nobase.{ext}"))).unwrap();
+    }
+
     let out = check(
         &db,
         p,
@@ -266,6 +311,12 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
         .find(|f| f["gate"] == "regressions" && f["index"] == "events_account_created")
         .unwrap_or_else(|| panic!("{failures:#?}"));
     assert_eq!(regression["statement_id"], feed["statement_id"]);
+    let feed_statement = feed["statement_id"].as_str().unwrap();
+    assert!(
+        lost_without_base.iter().any(|s| s == feed_statement),
+        "{feed_statement} lost the index with --base but not without: {lost_without_base:?}"
+    );
+    assert_names_the_drop(p, "check", feed_statement, "seq-scan");
     assert_eq!(regression["file"], "migrations/0006_drop_feed_index.sql");
     assert_eq!(regression["line"], 3);
 
@@ -615,4 +666,52 @@ fn check_base_in_a_shallow_clone_names_fetch_depth() {
     assert!(err.contains("(a shallow clone)"), "{err}");
     assert!(err.contains("fetch-depth: 0"), "{err}");
     assert!(databases_named(&db).is_empty());
+}
+
+/// `{stem}.md` and `{stem}.xml` name the statement, the index the events
+/// feed lost and the DROP INDEX's file and line; `{stem}.sarif` has a
+/// `check` result for the statement located at the DROP, with the CREATE
+/// INDEX line as a related location.
+fn assert_names_the_drop(p: &Path, stem: &str, statement: &str, check: &str) {
+    let dropped_at = "migrations/0006_drop_feed_index.sql:3";
+    for ext in ["md", "xml"] {
+        let text = std::fs::read_to_string(p.join(format!("{stem}.{ext}"))).unwrap();
+        for needle in [statement, "events_account_created", dropped_at] {
+            assert!(
+                text.contains(needle),
+                "{stem}.{ext} does not name {needle}:\n{text}"
+            );
+        }
+    }
+    let sarif = read_json(&p.join(format!("{stem}.sarif")));
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let at_drop = results
+        .iter()
+        .find(|r| {
+            r["ruleId"] == check
+                && r["message"]["text"].as_str().unwrap().contains(statement)
+                && r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                    == "migrations/0006_drop_feed_index.sql"
+        })
+        .unwrap_or_else(|| panic!("no {check} result at the DROP INDEX: {results:#?}"));
+    assert_eq!(
+        at_drop["locations"][0]["physicalLocation"]["region"]["startLine"],
+        3
+    );
+    assert!(
+        at_drop["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("events_account_created"),
+        "{at_drop}"
+    );
+    let created = &at_drop["relatedLocations"][0]["physicalLocation"];
+    let file = created["artifactLocation"]["uri"].as_str().unwrap();
+    let line = created["region"]["startLine"].as_u64().unwrap() as usize;
+    let text = std::fs::read_to_string(p.join(file)).unwrap();
+    let at = text.lines().nth(line - 1).unwrap_or("");
+    assert!(
+        at.contains("CREATE INDEX") && at.contains("events_account_created"),
+        "{file}:{line} is {at:?}"
+    );
 }

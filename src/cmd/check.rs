@@ -36,7 +36,8 @@ use crate::settings::explain::{ExplainArgs, ExplainSettings};
 use crate::settings::replay::{ReplayArgs, ReplaySettings};
 use crate::settings::seed::{SeedArgs, SeedSettings};
 use crate::wire::check::{
-    FORMAT_VERSION, JsonCheck, JsonGate, JsonGateFailure, JsonMigrationStatement, JsonObjectChange,
+    FORMAT_VERSION, JsonCheck, JsonGate, JsonGateFailure, JsonLostIndex, JsonMigrationStatement,
+    JsonObjectChange,
 };
 use crate::wire::diff::JsonDiff;
 use crate::wire::explain::JsonReport;
@@ -141,8 +142,14 @@ fn write_reports(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
             source,
         })?;
     }
-    let outputs: [(&Option<PathBuf>, Render); 3] = [
-        (&cs.outputs.sarif, crate::report::sarif),
+    if let Some(path) = &cs.outputs.sarif {
+        let text = crate::report::sarif_with_lost(&inputs, &result.lost_indexes);
+        std::fs::write(path, text).map_err(|source| Error::WriteFile {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let outputs: [(&Option<PathBuf>, Render); 2] = [
         (&cs.outputs.gitlab, crate::report::gitlab),
         (&cs.outputs.html, crate::report::html),
     ];
@@ -289,7 +296,7 @@ impl Check<'_> {
                 }
             }
         };
-        let head_side = self.explain(&head_db, "head").await?;
+        let mut head_side = self.explain(&head_db, "head").await?;
         // The migration object map of head (planck migrate only): where each
         // index a plan lost had been created.
         let map = match self.cs.migrate {
@@ -299,6 +306,39 @@ impl Check<'_> {
             }
             Some(_) => migrate::ObjectMap::default(),
         };
+        // New errors on a table whose index a migration dropped: name the
+        // index and its DROP, with or without a base to diff against.
+        let lost_indexes: Vec<JsonLostIndex> =
+            lost_indexes(&head_side.report, &map.dropped_indexes())
+                .into_iter()
+                .map(|mut l| {
+                    l.dropped.path = self.relative(&head_dir.join(&l.dropped.path));
+                    if let Some(c) = &mut l.dropped.created {
+                        c.path = self.relative(&head_dir.join(&c.path));
+                    }
+                    l
+                })
+                .collect();
+        for l in &lost_indexes {
+            self.settings.info(&format!(
+                "  {} ({}): reads {} without {}, dropped at {}:{}",
+                l.statement_id,
+                l.mode.as_deref().unwrap_or("-"),
+                l.relation,
+                l.dropped.index,
+                l.dropped.path,
+                l.dropped.line
+            ));
+            if let Some(f) = head_side.report.findings.iter_mut().find(|f| l.is_for(f)) {
+                f.message.push_str(&format!(
+                    "; the index {} ({}) that served it was dropped at {}:{}",
+                    l.dropped.index,
+                    l.columns.join(", "),
+                    l.dropped.path,
+                    l.dropped.line
+                ));
+            }
+        }
         let (base_replay, head_replay) = match self.cs.replay.clone() {
             None => (None, None),
             Some(plan) => {
@@ -390,6 +430,7 @@ impl Check<'_> {
             &head_side.report,
             diff.as_ref(),
             &objects,
+            &lost_indexes,
             &measured,
             head_replay.as_ref(),
         );
@@ -412,6 +453,7 @@ impl Check<'_> {
             gate,
             replay: head_replay,
             base_replay,
+            lost_indexes,
         })
     }
 
@@ -869,6 +911,7 @@ fn gate(
     head: &JsonReport,
     diff: Option<&JsonDiff>,
     objects: &[JsonObjectChange],
+    lost: &[JsonLostIndex],
     measured: &[JsonMigrationStatement],
     replay: Option<&ReplayReport>,
 ) -> JsonGate {
@@ -880,6 +923,7 @@ fn gate(
             .filter(|f| f.severity == "error" && !f.baseline)
         {
             let dropped = f.index.as_deref().and_then(|i| dropped_by(objects, i));
+            let lost = lost.iter().find(|l| l.is_for(f)).map(|l| &l.dropped);
             failures.push(JsonGateFailure {
                 gate: Gate::Errors.as_str().to_string(),
                 message: format!(
@@ -893,12 +937,14 @@ fn gate(
                 ),
                 statement_id: f.statement_id.clone(),
                 query: f.query.clone(),
-                index: f.index.clone(),
+                index: f.index.clone().or_else(|| lost.map(|d| d.index.clone())),
                 file: dropped
                     .map(|o| o.file.clone())
+                    .or_else(|| lost.map(|d| d.path.clone()))
                     .or_else(|| f.location.as_ref().map(|l| l.path.clone())),
                 line: dropped
                     .map(|o| o.line)
+                    .or_else(|| lost.map(|d| d.line))
                     .or_else(|| f.location.as_ref().map(|l| l.line)),
             });
         }
@@ -1022,6 +1068,92 @@ fn created_at<'a>(
                 )
         })
         .last()
+}
+
+/// Head's new error findings (not in the baseline, about a statement's read
+/// of a relation, naming no index) on a table one of `dropped` belonged to,
+/// where the statement's plans filter, join or sort on the index's leading
+/// column: the index the plan lost. Paths are the map's file names.
+fn lost_indexes(head: &JsonReport, dropped: &[migrate::DroppedIndex]) -> Vec<JsonLostIndex> {
+    let bare = |name: &str| name.rsplit('.').next().unwrap_or(name).to_string();
+    let mut out = Vec::new();
+    for f in head
+        .findings
+        .iter()
+        .filter(|f| f.severity == "error" && !f.baseline && f.index.is_none())
+    {
+        let (Some(id), Some(relation)) = (&f.statement_id, &f.relation) else {
+            continue;
+        };
+        let Some(s) = head.statements.iter().find(|s| &s.id == id) else {
+            continue;
+        };
+        let mut words = BTreeSet::new();
+        for p in &s.plans {
+            condition_words(&p.plan, &mut words);
+        }
+        let best = dropped
+            .iter()
+            .filter(|d| d.table.as_deref().map(bare) == Some(bare(relation)))
+            .filter(|d| d.columns.first().is_some_and(|c| words.contains(c)))
+            .max_by_key(|d| d.columns.iter().filter(|c| words.contains(*c)).count());
+        if let Some(d) = best {
+            out.push(JsonLostIndex {
+                check: f.check.clone(),
+                statement_id: id.clone(),
+                mode: f.mode.clone(),
+                relation: relation.clone(),
+                columns: d.columns.clone(),
+                dropped: crate::wire::diff::DroppedIndex {
+                    index: d.name.clone(),
+                    path: d.dropped.0.clone(),
+                    line: d.dropped.1,
+                    created: d
+                        .created
+                        .as_ref()
+                        .map(|(path, line)| crate::wire::diff::SourceLine {
+                            path: path.clone(),
+                            line: *line,
+                        }),
+                },
+            });
+        }
+    }
+    out
+}
+
+/// The identifiers of a plan's conditions and sort keys (`Filter`, `Index
+/// Cond`, `Hash Cond`, `Join Filter`, `Sort Key`...), in every node.
+fn condition_words(node: &serde_json::Value, out: &mut BTreeSet<String>) {
+    fn add(text: &str, out: &mut BTreeSet<String>) {
+        for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if !w.is_empty() {
+                out.insert(w.to_string());
+            }
+        }
+    }
+    match node {
+        serde_json::Value::Array(items) => {
+            for i in items {
+                condition_words(i, out);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                let wanted = k.ends_with("Cond") || k.ends_with("Filter") || k.ends_with("Key");
+                match v {
+                    serde_json::Value::String(t) if wanted => add(t, out),
+                    serde_json::Value::Array(a) if wanted => {
+                        for t in a.iter().filter_map(serde_json::Value::as_str) {
+                            add(t, out);
+                        }
+                    }
+                    _ => condition_words(v, out),
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The head migration statement that dropped `index`.

@@ -31,7 +31,9 @@ use crate::db::ConnInfo;
 use crate::error::{Error, PgError, Result};
 use crate::output::Log;
 
-pub use objects::{Action, Kind, ObjectChange, ObjectMap, Origin, object_origin};
+pub use objects::{
+    Action, DroppedIndex, Kind, ObjectChange, ObjectMap, Origin, index_columns, object_origin,
+};
 
 #[derive(Debug, Clone)]
 pub struct Migration {

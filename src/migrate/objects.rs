@@ -283,6 +283,197 @@ impl ObjectMap {
     }
 }
 
+/// An index the project's migrations dropped and did not create again under
+/// its name: where it was dropped, where it had been created, and the
+/// columns its `CREATE INDEX` listed (expressions left out), which is what
+/// a plan that lost it is matched by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedIndex {
+    pub schema: String,
+    pub name: String,
+    pub table: Option<String>,
+    /// The migration's file name and the line of the statement that dropped it.
+    pub dropped: (String, usize),
+    /// The same for the statement that had created it, when the map knows.
+    pub created: Option<(String, usize)>,
+    /// The indexed columns in order (empty when the creating statement is
+    /// not a `CREATE INDEX` or could not be read).
+    pub columns: Vec<String>,
+}
+
+impl ObjectMap {
+    /// Every index dropped by a migration and not created again later, in
+    /// the order the migrations dropped them.
+    pub fn dropped_indexes(&self) -> Vec<DroppedIndex> {
+        let same = |a: &ObjectChange, b: &ObjectChange| {
+            a.kind == Kind::Index && a.name == b.name && a.schema == b.schema
+        };
+        let makes = |c: &ObjectChange| {
+            matches!(
+                c.action,
+                Action::Created | Action::Recreated | Action::Renamed
+            )
+        };
+        let mut out = Vec::new();
+        for (i, c) in self.changes.iter().enumerate() {
+            if c.kind != Kind::Index || c.action != Action::Dropped {
+                continue;
+            }
+            if self.changes[i + 1..].iter().any(|l| same(l, c) && makes(l)) {
+                continue;
+            }
+            let created = self.changes[..i]
+                .iter()
+                .rev()
+                .find(|p| same(p, c) && makes(p));
+            let columns = created
+                .and_then(|p| self.statement_at(&p.migration, p.line))
+                .map(|sql| index_columns(&sql))
+                .unwrap_or_default();
+            out.push(DroppedIndex {
+                schema: c.schema.clone(),
+                name: c.name.clone(),
+                table: c.table.clone(),
+                dropped: (c.migration.clone(), c.line),
+                created: created.map(|p| (p.migration.clone(), p.line)),
+                columns,
+            });
+        }
+        out
+    }
+
+    /// The text of the statement at `line` of the migration file `migration`.
+    fn statement_at(&self, migration: &str, line: usize) -> Option<String> {
+        let sql = std::fs::read_to_string(self.dir.join(migration)).ok()?;
+        super::split::statements(&sql)?
+            .into_iter()
+            .find(|p| p.line == line)
+            .map(|p| p.text)
+    }
+}
+
+/// The plain columns a `CREATE INDEX ... ON t [USING m] (a, b DESC, (expr))`
+/// lists, in order, without opclasses, sort orders or expressions;
+/// unquoted names folded to lower case as PostgreSQL does. Empty for any
+/// other statement.
+pub fn index_columns(sql: &str) -> Vec<String> {
+    let tokens = tokens(sql);
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.eq_ignore_ascii_case(w));
+    if !tokens.first().is_some_and(|t| word(t, "create"))
+        || !tokens.iter().take(4).any(|t| word(t, "index"))
+    {
+        return Vec::new();
+    }
+    let Some(on) = tokens.iter().position(|t| word(t, "on")) else {
+        return Vec::new();
+    };
+    let Some(open) = tokens[on..].iter().position(|t| *t == Token::Open) else {
+        return Vec::new();
+    };
+    let list = &tokens[on + open + 1..];
+    let mut out = Vec::new();
+    let (mut depth, mut first_of_element) = (0usize, true);
+    for (i, t) in list.iter().enumerate() {
+        // `lower(name)`: a function of a column, an expression.
+        let call = list.get(i + 1) == Some(&Token::Open);
+        match t {
+            Token::Open => depth += 1,
+            Token::Close if depth == 0 => break,
+            Token::Close => depth -= 1,
+            Token::Comma if depth == 0 => {
+                first_of_element = true;
+                continue;
+            }
+            Token::Word(w) if depth == 0 && first_of_element && !call => out.push(w.to_lowercase()),
+            Token::Quoted(w) if depth == 0 && first_of_element && !call => out.push(w.clone()),
+            _ => {}
+        }
+        first_of_element = false;
+    }
+    out
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Token {
+    Word(String),
+    Quoted(String),
+    Open,
+    Close,
+    Comma,
+    Other,
+}
+
+/// Words, quoted identifiers and brackets; string literals and comments
+/// are skipped whole, so a parenthesis inside them does not count.
+fn tokens(sql: &str) -> Vec<Token> {
+    let chars: Vec<char> = sql.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '-' if chars.get(i + 1) == Some(&'-') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '/' if chars.get(i + 1) == Some(&'*') => {
+                i += 2;
+                while i + 1 < chars.len() && !(chars[i] == '*' && chars[i + 1] == '/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            '\'' | '"' => {
+                let mut text = String::new();
+                i += 1;
+                while i < chars.len() {
+                    if chars[i] == c && chars.get(i + 1) == Some(&c) {
+                        text.push(c);
+                        i += 2;
+                    } else if chars[i] == c {
+                        i += 1;
+                        break;
+                    } else {
+                        text.push(chars[i]);
+                        i += 1;
+                    }
+                }
+                out.push(if c == '"' {
+                    Token::Quoted(text)
+                } else {
+                    Token::Other
+                });
+            }
+            '(' => {
+                out.push(Token::Open);
+                i += 1;
+            }
+            ')' => {
+                out.push(Token::Close);
+                i += 1;
+            }
+            ',' => {
+                out.push(Token::Comma);
+                i += 1;
+            }
+            c if c.is_alphanumeric() || c == '_' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_alphanumeric() || "_$".contains(chars[i])) {
+                    i += 1;
+                }
+                out.push(Token::Word(chars[start..i].iter().collect()));
+            }
+            c if c.is_whitespace() => i += 1,
+            _ => {
+                out.push(Token::Other);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// [`ObjectMap::object_origin`] for one object, read from the database.
 pub async fn object_origin(
     client: &impl GenericClient,
@@ -298,6 +489,27 @@ pub async fn object_origin(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The columns a dropped index is matched by: plain columns in order,
+    /// opclasses, sort orders and expressions left out, quoted names kept.
+    #[test]
+    fn index_columns_reads_the_create_index_column_list() {
+        assert_eq!(
+            index_columns(
+                "-- the feed (by account)\nCREATE INDEX events_account_created ON events (account_id, created_at DESC);"
+            ),
+            ["account_id", "created_at"]
+        );
+        assert_eq!(
+            index_columns(
+                "create unique index concurrently if not exists i on only public.t using btree \
+                 (\"Code\" varchar_pattern_ops, lower(name), (a + b), Kind) where (x = 'a,(b')"
+            ),
+            ["Code", "kind"]
+        );
+        assert!(index_columns("ALTER TABLE t ALTER COLUMN a TYPE bigint").is_empty());
+        assert!(index_columns("DROP INDEX i").is_empty());
+    }
 
     fn snap(items: &[(Kind, u32, &str, &str)]) -> Snapshot {
         Snapshot(

@@ -56,6 +56,12 @@ pub fn sarif(i: &Inputs) -> String {
     sarif::render(i)
 }
 
+/// `planck check --sarif`: [`sarif`], a new error that lost an index a
+/// migration dropped located at the DROP (the CREATE related).
+pub fn sarif_with_lost(i: &Inputs, lost: &[wire::check::JsonLostIndex]) -> String {
+    sarif::render_with_lost(i, lost)
+}
+
 /// GitLab's code-quality report.
 pub fn gitlab(i: &Inputs) -> String {
     gitlab::render(i)

@@ -146,6 +146,13 @@ fn title(check: &str) -> String {
 }
 
 pub fn render(i: &Inputs) -> String {
+    render_with_lost(i, &[])
+}
+
+/// [`render`], where a new error that lost an index a migration dropped
+/// (`planck check`) points at the DROP statement, with the CREATE and the
+/// statement's line in the queries file as related locations.
+pub fn render_with_lost(i: &Inputs, lost: &[crate::wire::check::JsonLostIndex]) -> String {
     let r = &i.explain;
     // Every check planck has, then any other id the findings name.
     let mut ids: Vec<String> = CheckId::ALL
@@ -199,26 +206,56 @@ pub fn render(i: &Inputs) -> String {
                     a.sql, a.cost_before, a.cost_after
                 ));
             }
+            let at = |path: &str, line: usize| PhysicalLocation {
+                artifact_location: ArtifactLocation {
+                    uri: path.replace('\\', "/"),
+                },
+                region: Region {
+                    start_line: line.max(1),
+                },
+            };
+            let statement_at = f.location.as_ref().map(|l| at(&l.path, l.line));
+            let (locations, related_locations) = match lost.iter().find(|l| l.is_for(f)) {
+                None => (
+                    statement_at
+                        .into_iter()
+                        .map(|p| Location {
+                            physical_location: p,
+                        })
+                        .collect(),
+                    Vec::new(),
+                ),
+                Some(l) => {
+                    let d = &l.dropped;
+                    let created = d.created.as_ref().map(|c| RelatedLocation {
+                        id: 1,
+                        physical_location: at(&c.path, c.line),
+                        message: Text {
+                            text: format!("{} was created here", d.index),
+                        },
+                    });
+                    let statement = statement_at.map(|p| RelatedLocation {
+                        id: 2,
+                        physical_location: p,
+                        message: Text {
+                            text: "the statement that lost it".to_string(),
+                        },
+                    });
+                    (
+                        vec![Location {
+                            physical_location: at(&d.path, d.line),
+                        }],
+                        created.into_iter().chain(statement).collect(),
+                    )
+                }
+            };
             SarifResult {
                 rule_index: ids.iter().position(|id| id == &f.check).unwrap_or(0),
                 rule_id: f.check.clone(),
                 level: level(&f.severity),
                 message: Text { text },
-                locations: f
-                    .location
-                    .iter()
-                    .map(|l| Location {
-                        physical_location: PhysicalLocation {
-                            artifact_location: ArtifactLocation {
-                                uri: l.path.replace('\\', "/"),
-                            },
-                            region: Region {
-                                start_line: l.line.max(1),
-                            },
-                        },
-                    })
-                    .collect(),
-                related_locations: Vec::new(),
+                locations,
+                related_locations,
                 partial_fingerprints: [("planck/v1", finding_key(f))].into_iter().collect(),
                 baseline_state: if f.baseline { "unchanged" } else { "new" },
             }

@@ -36,6 +36,34 @@ pub struct JsonCheck {
     pub replay: Option<super::replay::Report>,
     #[serde(default)]
     pub base_replay: Option<super::replay::Report>,
+    /// Head's new errors that read a table whose index a migration dropped,
+    /// the index matched by the columns the plan filters, joins or sorts on
+    /// (what names the DROP INDEX without `--base`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_indexes: Vec<JsonLostIndex>,
+}
+
+/// A new error finding and the dropped index that had served it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonLostIndex {
+    /// The finding: its check, statement, mode and relation.
+    pub check: String,
+    pub statement_id: String,
+    pub mode: Option<String>,
+    pub relation: String,
+    /// The index, its columns, the DROP and (when known) the CREATE.
+    pub columns: Vec<String>,
+    pub dropped: super::diff::DroppedIndex,
+}
+
+impl JsonLostIndex {
+    /// Whether this is about finding `f`.
+    pub fn is_for(&self, f: &super::explain::JsonFinding) -> bool {
+        f.check == self.check
+            && f.statement_id.as_deref() == Some(self.statement_id.as_str())
+            && f.mode == self.mode
+            && f.relation.as_deref() == Some(self.relation.as_str())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
