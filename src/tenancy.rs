@@ -1069,7 +1069,10 @@ impl PerTable {
                 .enumerate()
                 .map(|(i, (t, c))| {
                     let n = mine.and_then(|m| m.get(i)).copied().unwrap_or(0);
-                    (t.clone(), (c.clone(), n, self.all.get(i).copied().unwrap_or(0)))
+                    (
+                        t.clone(),
+                        (c.clone(), n, self.all.get(i).copied().unwrap_or(0)),
+                    )
                 })
                 .collect(),
         }

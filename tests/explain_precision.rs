@@ -450,7 +450,7 @@ fn queries_with(dir: &Path, stmts: &[(&str, &str)]) -> String {
 /// is dropped when it sent literals (it never gets the generic plan), and
 /// follows `[explain] generic` (a warning by default) without evidence.
 #[test]
-fn issue13_generic_only_findings_follow_how_the_statement_was_sent() {
+fn issue13_generic_only_follow_the_sent_evidence() {
     let db = test_db!();
     db.exec(
         "CREATE TABLE keys (id bigserial PRIMARY KEY, api_key varchar(32) NOT NULL);
@@ -478,7 +478,9 @@ fn issue13_generic_only_findings_follow_how_the_statement_was_sent() {
     assert_eq!(absent.len(), 1, "{absent:?}");
     assert_eq!(absent[0].0, "warning");
     assert!(
-        absent[0].1.contains("it counts where the application prepares"),
+        absent[0]
+            .1
+            .contains("it counts where the application prepares"),
         "{}",
         absent[0].1
     );

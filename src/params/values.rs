@@ -430,7 +430,10 @@ mod tests {
         assert_eq!(shaped_pattern(ValueShape::Prefix, v).unwrap(), "u1@%");
         assert_eq!(shaped_pattern(ValueShape::Infix, v).unwrap(), "%amp%");
         assert_eq!(shaped_pattern(ValueShape::Suffix, v).unwrap(), "%com");
-        assert_eq!(shaped_pattern(ValueShape::Exact, "a_%b").unwrap(), "a\\_\\%b");
+        assert_eq!(
+            shaped_pattern(ValueShape::Exact, "a_%b").unwrap(),
+            "a\\_\\%b"
+        );
         assert_eq!(shaped_pattern(ValueShape::Infix, "x").unwrap(), "%x%");
         assert_eq!(shaped_pattern(ValueShape::Suffix, "日本語").unwrap(), "%語");
         assert_eq!(shaped_pattern(ValueShape::Limit(1), v), None);
