@@ -77,6 +77,18 @@ pub struct Tenancy {
     /// Set when the proxy is already the measurement (see [`exact_tables`]):
     /// the visible rows of the identities measuring would count, from the data.
     pub exact: Option<Exact>,
+    /// The heaviest tenant's rows in each table the proxy counted, and all
+    /// of that table's rows: what explain's JSON reports as its share,
+    /// without counting the tables a second time.
+    pub heaviest_rows: Option<TenantRows>,
+}
+
+/// One tenant's rows, counted per table (see [`Tenancy::heaviest_rows`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TenantRows {
+    pub id: String,
+    /// Table (display name) -> (tenant column, the tenant's rows, all rows).
+    pub tables: BTreeMap<String, (String, i64, i64)>,
 }
 
 /// The rows each identity sees, known without counting under row-level
@@ -288,7 +300,7 @@ pub async fn resolve(
             proxy.push(fk);
         }
     }
-    let sized = tenant_sizes(client, &proxy, stats).await?;
+    let (sized, per_table) = tenant_sizes(client, &proxy, stats).await?;
     let ranked: Vec<String> = sized.iter().map(|(k, _)| k.clone()).collect();
     // Through a lookup, a tenant is only reachable with a key that resolves
     // to it (a user with a session).
@@ -301,6 +313,7 @@ pub async fn resolve(
         .filter(|k| keys.as_ref().is_none_or(|m| m.contains_key(*k)))
         .collect();
     let heaviest = reachable.first().map(|s| s.to_string());
+    let heaviest_rows = heaviest.as_ref().map(|id| per_table.rows_of(id, &proxy));
     let median = reachable.get(reachable.len() / 2).map(|s| s.to_string());
     let probe_ids = probe_sample(&reachable);
     let mut values = BTreeMap::new();
@@ -371,6 +384,7 @@ pub async fn resolve(
         candidates: reachable.len(),
         visibility: None,
         exact,
+        heaviest_rows,
     })
 }
 
@@ -1037,31 +1051,68 @@ async fn fan_out(
         .collect())
 }
 
+/// Each table's rows per tenant, as [`tenant_sizes`] counted them.
+struct PerTable {
+    /// Tenant -> its rows in each table (by the table's index in the columns).
+    rows: BTreeMap<String, Vec<i64>>,
+    /// All rows of each table, those without a tenant too.
+    all: Vec<i64>,
+}
+
+impl PerTable {
+    fn rows_of(&self, id: &str, columns: &[(String, String)]) -> TenantRows {
+        let mine = self.rows.get(id);
+        TenantRows {
+            id: id.to_string(),
+            tables: columns
+                .iter()
+                .enumerate()
+                .map(|(i, (t, c))| {
+                    let n = mine.and_then(|m| m.get(i)).copied().unwrap_or(0);
+                    (
+                        t.clone(),
+                        (c.clone(), n, self.all.get(i).copied().unwrap_or(0)),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The tenants, heaviest first, by rows owned across the RLS-protected
-/// tables, with those rows.
+/// tables, with those rows; and each table's rows per tenant (one count of
+/// each table serves the ranking and explain's JSON).
 async fn tenant_sizes(
     client: &Client,
     columns: &[(String, String)],
     stats: StatsMode,
-) -> Result<Vec<(String, i64)>> {
+) -> Result<(Vec<(String, i64)>, PerTable)> {
+    let mut per = PerTable {
+        rows: BTreeMap::new(),
+        all: vec![0; columns.len()],
+    };
     if columns.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), per));
     }
     // Grouping by the column's own type is much faster than by its text;
-    // text is the fallback when the tables' key types differ.
+    // text is the fallback when the tables' key types differ. The rows
+    // without a tenant form the NULL group: counted in the tables' totals,
+    // never ranked.
     let query = |cast: &str| {
         let parts: Vec<String> = columns
             .iter()
-            .map(|(t, c)| {
+            .enumerate()
+            .map(|(i, (t, c))| {
                 format!(
-                    "SELECT {c}{cast} AS k, count(*) AS n FROM {t} WHERE {c} IS NOT NULL GROUP BY 1",
+                    "SELECT {i} AS i, {c}{cast} AS k, count(*) AS n FROM {t} GROUP BY 2",
                     c = quote_ident(c),
                     t = sql_name(t)
                 )
             })
             .collect();
         format!(
-            "SELECT k::text, sum(n)::bigint FROM ({}) s GROUP BY k ORDER BY sum(n) DESC, k",
+            "SELECT k::text, sum(n)::bigint, array_agg(i ORDER BY i), array_agg(n ORDER BY i) \
+               FROM ({}) s GROUP BY k ORDER BY k IS NULL, sum(n) DESC, k",
             parts.join(" UNION ALL ")
         )
     };
@@ -1073,7 +1124,26 @@ async fn tenant_sizes(
             .map_err(|e| Error::db("finding the heaviest tenant", e))?,
         Err(e) => return Err(Error::db("finding the heaviest tenant", e)),
     };
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    let mut ranked = Vec::new();
+    for r in &rows {
+        let key: Option<String> = r.get(0);
+        let tables: Vec<i32> = r.get(2);
+        let counts: Vec<i64> = r.get(3);
+        let mut mine = vec![0; columns.len()];
+        for (&i, &n) in tables.iter().zip(&counts) {
+            if let Some(slot) = mine.get_mut(i as usize) {
+                *slot += n;
+            }
+            if let Some(slot) = per.all.get_mut(i as usize) {
+                *slot += n;
+            }
+        }
+        if let Some(key) = key {
+            ranked.push((key.clone(), r.get(1)));
+            per.rows.insert(key, mine);
+        }
+    }
+    Ok((ranked, per))
 }
 
 #[cfg(test)]

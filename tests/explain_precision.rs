@@ -430,3 +430,139 @@ fn issue13_generic_only_findings_follow_the_generic_setting() {
     assert_eq!(on(&v, "seq-scan", by_key), vec![], "{v:#}");
     assert_eq!(on(&v, "seq-scan", by_note)[0].0, "error");
 }
+
+/// Writes a queries file of `(query, extra keys)` entries (a superuser's,
+/// judged in admin mode): the extra keys are the recorded evidence.
+fn queries_with(dir: &Path, stmts: &[(&str, &str)]) -> String {
+    let mut text = String::from("format_version = 1\n");
+    for (q, extra) in stmts {
+        text.push_str(&format!(
+            "\n[[statement]]\nrole = \"postgres\"\nbypass_rls = true\ncalls = 1\n{extra}\nquery = '''\n{q}\n'''\n"
+        ));
+    }
+    let path = dir.join("queries.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// Issue 13 §1 with relay evidence: the same generic-only scan is an error
+/// that names the evidence when the application prepared the statement,
+/// is dropped when it sent literals (it never gets the generic plan), and
+/// follows `[explain] generic` (a warning by default) without evidence.
+#[test]
+fn issue13_generic_only_follow_the_sent_evidence() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE keys (id bigserial PRIMARY KEY, api_key varchar(32) NOT NULL);
+         INSERT INTO keys (api_key) SELECT md5(i::text) FROM generate_series(1, 50000) i;
+         CREATE INDEX keys_api_key ON keys (api_key varchar_pattern_ops);
+         ANALYZE keys;",
+    );
+    let dir = common::project_dir();
+    let by_key = "SELECT id FROM keys WHERE api_key LIKE $1";
+    let run = |sent: &str| {
+        let q = queries_with(dir.path(), &[(by_key, sent)]);
+        let (_, v) = explain(&db, dir.path(), &["--queries", &q, "--no-advice"]);
+        on(&v, "seq-scan", by_key)
+    };
+    let prepared = run("sent = \"prepared\"");
+    assert_eq!(prepared.len(), 1, "{prepared:?}");
+    assert_eq!(prepared[0].0, "error");
+    assert!(
+        prepared[0].1.contains("sent = \"prepared\""),
+        "{}",
+        prepared[0].1
+    );
+    assert_eq!(run("sent = \"unprepared\""), vec![]);
+    let absent = run("");
+    assert_eq!(absent.len(), 1, "{absent:?}");
+    assert_eq!(absent[0].0, "warning");
+    assert!(
+        absent[0]
+            .1
+            .contains("it counts where the application prepares"),
+        "{}",
+        absent[0].1
+    );
+}
+
+/// Issue 13 §2 with recorded shapes: a LIKE parameter recorded as "prefix"
+/// binds a real value's prefix and `%` (the pattern index plans it), as
+/// "infix" `%piece%` of a real value (no prefix: the index cannot serve
+/// it), as "suffix" `%end`, as "exact" a real value; a LIMIT recorded as
+/// "limit 1" binds 1 where the default is a page of 20.
+#[test]
+fn issue13_custom_plans_bind_the_recorded_shapes() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE events (id bigserial PRIMARY KEY, kind text NOT NULL,
+                              api_key varchar(32) NOT NULL);
+         INSERT INTO events (kind, api_key)
+              SELECT 'k' || (i % 5), md5(i::text) FROM generate_series(1, 50000) i;
+         CREATE INDEX events_api_key ON events (api_key varchar_pattern_ops);
+         ANALYZE events;",
+    );
+    let dir = common::project_dir();
+    let by_key = "SELECT id FROM events WHERE api_key LIKE $1";
+    let page = "SELECT id FROM events WHERE kind = $1 ORDER BY id LIMIT $2";
+    let run = |key_shape: &str, page_shape: &str| {
+        let q = queries_with(
+            dir.path(),
+            &[
+                (by_key, &format!("shapes = {{ 1 = \"{key_shape}\" }}")),
+                (page, page_shape),
+            ],
+        );
+        explain(&db, dir.path(), &["--queries", &q, "--no-advice"]).1
+    };
+    let param = |v: &Value, query: &str, i: usize| -> String {
+        let p = plans(v, query, "custom");
+        assert_eq!(p.len(), 1, "{query}: {v:#}");
+        p[0]["params"][i].as_str().unwrap().to_string()
+    };
+    let matches = |pattern: &str| -> u64 {
+        db.query_strings(&format!(
+            "SELECT count(*) FROM events WHERE api_key LIKE '{pattern}'"
+        ))[0]
+            .parse()
+            .unwrap()
+    };
+    let v = run("prefix", "shapes = { 2 = \"limit 1\" }");
+    let prefix = param(&v, by_key, 0);
+    assert!(
+        prefix.ends_with('%') && !prefix.starts_with('%') && prefix.len() == 4,
+        "{prefix}"
+    );
+    assert!(matches(&prefix) > 0, "{prefix}");
+    assert!(
+        uses_index(plans(&v, by_key, "custom")[0], "events_api_key"),
+        "{v:#}"
+    );
+    assert_eq!(param(&v, page, 1), "1");
+
+    let v = run("infix", "");
+    let infix = param(&v, by_key, 0);
+    assert!(
+        infix.starts_with('%') && infix.ends_with('%') && infix.len() == 5,
+        "{infix}"
+    );
+    assert!(matches(&infix) > 0, "{infix}");
+    assert!(
+        !uses_index(plans(&v, by_key, "custom")[0], "events_api_key"),
+        "{v:#}"
+    );
+    assert_eq!(param(&v, page, 1), "20");
+
+    let v = run("suffix", "");
+    let suffix = param(&v, by_key, 0);
+    assert!(
+        suffix.starts_with('%') && !suffix.ends_with('%') && suffix.len() == 4,
+        "{suffix}"
+    );
+    assert!(matches(&suffix) > 0, "{suffix}");
+
+    let v = run("exact", "");
+    let exact = param(&v, by_key, 0);
+    assert!(!exact.contains('%') && exact.len() == 32, "{exact}");
+    assert_eq!(matches(&exact), 1, "{exact}");
+}

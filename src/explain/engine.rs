@@ -255,7 +255,13 @@ impl Engine {
         let mut values = self
             .shared
             .sampler
-            .values(&client, &e.text, &e.analysis, pick.tenant_id.as_deref())
+            .values_shaped(
+                &client,
+                &e.text,
+                &e.analysis,
+                pick.tenant_id.as_deref(),
+                &e.stmt.shapes,
+            )
             .await?;
         if let Err(f) = begin(&client, &self.shared, mode, pick.tenant_id.as_deref()).await {
             rollback(&client).await?;
@@ -528,7 +534,13 @@ async fn plan_statement(
     for pick in shared.picks() {
         let values = shared
             .sampler
-            .values(client, &e.text, &e.analysis, pick.tenant_id.as_deref())
+            .values_shaped(
+                client,
+                &e.text,
+                &e.analysis,
+                pick.tenant_id.as_deref(),
+                &e.stmt.shapes,
+            )
             .await?;
         picks.push((pick, values));
     }

@@ -41,12 +41,22 @@ pub async fn json_with_environment(
     report: &super::report::Report,
 ) -> Result<JsonReport> {
     let mut json = super::json::from_report(report);
-    attach(conn, &mut json).await?;
+    attach_counted(conn, &mut json, report.tenant_rows.as_ref()).await?;
     Ok(json)
 }
 
 /// Fills `json.environment` and `json.indexes` from the database the plans were made on.
 pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
+    attach_counted(conn, json, None).await
+}
+
+/// [`attach`], with the heaviest tenant's rows the tenancy already counted
+/// (tables it counted are not counted again).
+pub async fn attach_counted(
+    conn: &ConnInfo,
+    json: &mut JsonReport,
+    counted: Option<&crate::tenancy::TenantRows>,
+) -> Result<()> {
     let client = conn.connect().await?;
     // planck's own reads stay out of pg_stat_statements (or are tagged as
     // planck's), so a later `--from-stats` does not plan them.
@@ -142,7 +152,7 @@ pub async fn attach(conn: &ConnInfo, json: &mut JsonReport) -> Result<()> {
             }
         })
         .collect();
-    let tenant = heaviest(&client, stats, json, &tables).await;
+    let tenant = heaviest(&client, stats, json, &tables, counted).await;
     json.environment = Some(JsonEnvironment {
         server_version: version,
         settings,
@@ -160,6 +170,7 @@ async fn heaviest(
     stats: crate::session::StatsMode,
     json: &JsonReport,
     tables: &[JsonTable],
+    counted: Option<&crate::tenancy::TenantRows>,
 ) -> Option<JsonTenant> {
     let mut id = None;
     let mut keyed: BTreeMap<String, String> = BTreeMap::new();
@@ -177,6 +188,15 @@ async fn heaviest(
         let Some(column) = keyed.get(&t.name) else {
             continue;
         };
+        let known = counted
+            .filter(|c| c.id == id)
+            .and_then(|c| c.tables.get(&t.name))
+            .filter(|(c, _, _)| c == column);
+        if let Some((_, n, all_rows)) = known {
+            mine += n;
+            all += all_rows;
+            continue;
+        }
         let sql = format!(
             "SELECT count(*) FILTER (WHERE {}::text = $1), count(*) FROM {}",
             ident(column),

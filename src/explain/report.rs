@@ -20,6 +20,9 @@ pub struct Report {
     pub findings: Vec<(Finding, bool)>,
     /// Findings an ignore rule removed.
     pub ignored: usize,
+    /// The heaviest tenant's rows per table, as the tenancy counted them
+    /// (explain's JSON reports its share from them).
+    pub tenant_rows: Option<crate::tenancy::TenantRows>,
 }
 
 impl Report {
@@ -270,6 +273,7 @@ mod tests {
             results: vec![e, skipped],
             findings: vec![(f, false)],
             ignored: 0,
+            tenant_rows: None,
         }
     }
 
@@ -405,6 +409,7 @@ mod tests {
                 (it.next().unwrap(), false),
             ],
             ignored: 2,
+            tenant_rows: None,
         }
     }
 

@@ -122,6 +122,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         results,
         findings,
         ignored,
+        tenant_rows: tenancy.and_then(|t| t.heaviest_rows),
     })
 }
 

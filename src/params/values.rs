@@ -25,6 +25,7 @@ use crate::catalog::planner::Catalog;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
 use crate::params::binding::{self, Analysis, Binding, Shape};
+use crate::queries::ValueShape;
 use crate::session::{self, StatsMode};
 use crate::tenancy::Tenancy;
 
@@ -56,6 +57,33 @@ pub fn prefix_pattern(value: &str) -> String {
     }
     out.push('%');
     out
+}
+
+/// The LIKE pattern of a recorded shape (issue 13 §2) made from a real
+/// `value`: `prefix%`, `%middle%` (a piece from its middle), `%suffix`, or
+/// the value itself with its wildcards escaped (`exact`); None for a shape
+/// that is no pattern (`limit N`).
+pub fn shaped_pattern(shape: ValueShape, value: &str) -> Option<String> {
+    let chars: Vec<char> = value.chars().collect();
+    let n = chars.len();
+    let keep = (n / 2).clamp(1, PREFIX_CHARS).min(n);
+    let piece = |from: usize, len: usize| -> String {
+        let mut out = String::new();
+        for &c in chars.iter().skip(from).take(len) {
+            if matches!(c, '%' | '_' | '\\') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    };
+    Some(match shape {
+        ValueShape::Prefix => prefix_pattern(value),
+        ValueShape::Infix => format!("%{}%", piece(n.saturating_sub(keep) / 2, keep)),
+        ValueShape::Suffix => format!("%{}", piece(n - keep, keep)),
+        ValueShape::Exact => piece(0, n),
+        ValueShape::Limit(_) => return None,
+    })
 }
 
 /// A value sent in text form, whatever the parameter's type: the server
@@ -170,17 +198,38 @@ impl Sampler {
         analysis: &Analysis,
         tenant: Option<&str>,
     ) -> Result<Vec<Option<String>>> {
+        self.values_shaped(client, text, analysis, tenant, &BTreeMap::new())
+            .await
+    }
+
+    /// [`Sampler::values`], with the shapes the recording saw the
+    /// application send (`shapes = { n = "prefix" }`, issue 13 §2) in place
+    /// of what the text tells: a LIKE pattern of that shape made from a real
+    /// value, the recorded LIMIT. Parameters without a recorded shape get
+    /// the defaults.
+    pub async fn values_shaped(
+        &self,
+        client: &Client,
+        text: &str,
+        analysis: &Analysis,
+        tenant: Option<&str>,
+        recorded: &BTreeMap<u32, ValueShape>,
+    ) -> Result<Vec<Option<String>>> {
         let max = binding::params(text).into_iter().max().unwrap_or(0) as usize;
         let mut out = vec![None; max];
         for (&n, b) in &analysis.bindings {
             let Some(slot) = out.get_mut((n as usize).wrapping_sub(1)) else {
                 continue;
             };
+            let recorded = recorded.get(&n).copied();
             *slot = match b {
-                Binding::Limit if analysis.shapes.get(&n) == Some(&Shape::ExistsLimit) => {
-                    Some(EXISTS_LIMIT.to_string())
-                }
-                Binding::Limit => Some(PAGE_SIZE.to_string()),
+                Binding::Limit => match recorded {
+                    Some(ValueShape::Limit(l)) => Some(l.to_string()),
+                    _ if analysis.shapes.get(&n) == Some(&Shape::ExistsLimit) => {
+                        Some(EXISTS_LIMIT.to_string())
+                    }
+                    _ => Some(PAGE_SIZE.to_string()),
+                },
                 Binding::Offset => Some("0".to_string()),
                 Binding::Column {
                     table,
@@ -192,8 +241,13 @@ impl Sampler {
                         None => self.catalog.table_with_column(&analysis.tables, column),
                     };
                     let Some(table) = table else { continue };
-                    let v = match analysis.shapes.get(&n) {
-                        Some(Shape::Range { lower }) => {
+                    let pattern = recorded.filter(|r| !matches!(r, ValueShape::Limit(_)));
+                    let v = match (pattern, analysis.shapes.get(&n)) {
+                        (Some(shape), _) => self
+                            .sample(client, &table, column, tenant)
+                            .await?
+                            .and_then(|v| shaped_pattern(shape, &v)),
+                        (None, Some(Shape::Range { lower })) => {
                             let share = if *lower {
                                 1.0 - RANGE_SHARE
                             } else {
@@ -204,7 +258,7 @@ impl Sampler {
                                 None => self.sample(client, &table, column, tenant).await?,
                             }
                         }
-                        Some(Shape::Pattern) => self
+                        (None, Some(Shape::Pattern)) => self
                             .sample(client, &table, column, tenant)
                             .await?
                             .map(|v| prefix_pattern(&v)),
@@ -368,6 +422,21 @@ mod tests {
         assert_eq!(prefix_pattern("x"), "x%");
         assert_eq!(prefix_pattern("a_%b"), "a\\_%");
         assert_eq!(prefix_pattern("é日本語"), "é日%");
+    }
+
+    #[test]
+    fn issue13_recorded_shapes_make_patterns_of_that_shape() {
+        let v = "u1@example.com";
+        assert_eq!(shaped_pattern(ValueShape::Prefix, v).unwrap(), "u1@%");
+        assert_eq!(shaped_pattern(ValueShape::Infix, v).unwrap(), "%amp%");
+        assert_eq!(shaped_pattern(ValueShape::Suffix, v).unwrap(), "%com");
+        assert_eq!(
+            shaped_pattern(ValueShape::Exact, "a_%b").unwrap(),
+            "a\\_\\%b"
+        );
+        assert_eq!(shaped_pattern(ValueShape::Infix, "x").unwrap(), "%x%");
+        assert_eq!(shaped_pattern(ValueShape::Suffix, "日本語").unwrap(), "%語");
+        assert_eq!(shaped_pattern(ValueShape::Limit(1), v), None);
     }
 
     /// Four statements planned at once that need the same sample wait for

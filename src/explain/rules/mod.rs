@@ -77,11 +77,12 @@ impl GenericPlans {
 }
 
 /// A finding on `e` that only its generic plan shows, `kinds` being the
-/// kinds of plan that show it: as `ctx.generic` says (None: dropped).
-/// Only when `e` has a judged custom plan in the finding's mode that could
-/// have shown it. Where the recording knows whether the application
-/// prepares `e`, that evidence is to replace `ctx.generic` here: judge for
-/// a prepared statement, ignore for one sent with literals.
+/// kinds of plan that show it. Only when `e` has a judged custom plan in the
+/// finding's mode that could have shown it. Where the recording knows how
+/// the application sent `e` (`sent`, issue 13 §1), that evidence decides: a
+/// prepared statement can run the generic plan, so the finding is judged
+/// and says so; one sent with literals never does, so it is dropped.
+/// Without evidence, `ctx.generic` decides (None: dropped).
 pub fn generic_only(
     ctx: &Ctx,
     e: &Explained,
@@ -89,15 +90,25 @@ pub fn generic_only(
     kinds: &[PlanKind],
     mut f: Finding,
 ) -> Option<Finding> {
+    use crate::queries::Sent;
     let only_generic = !kinds.is_empty() && kinds.iter().all(|k| *k == PlanKind::Generic);
     let has_custom = judged_plans(e).any(|p| p.mode == mode && p.kind == PlanKind::Custom);
     if !(only_generic && has_custom) {
         return Some(f);
     }
-    match ctx.generic {
-        GenericPlans::Judge => Some(f),
-        GenericPlans::Ignore => None,
-        GenericPlans::Warn => {
+    match (e.stmt.sent, ctx.generic) {
+        (Some(Sent::Prepared), _) => {
+            f.message.push_str(
+                "; only the generic plan shows it, and the recording saw the application \
+                 prepare the statement (sent = \"prepared\"): the server can switch it to \
+                 that plan",
+            );
+            Some(f)
+        }
+        (Some(Sent::Unprepared), _) => None,
+        (None, GenericPlans::Judge) => Some(f),
+        (None, GenericPlans::Ignore) => None,
+        (None, GenericPlans::Warn) => {
             if f.severity == Severity::Error {
                 f.severity = Severity::Warning;
             }
