@@ -113,7 +113,7 @@ pgbench -n -M extended -t 3 -f unnamed.sql >/dev/null 2>&1
 
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!text.contains(SECRET) && !text.contains(LONG), "{text}");
-    for e in walk(dir.path()) {
+    for e in walk(dir.path()).into_iter().filter(|e| !e.ends_with("suite.sql")) {
         let body = String::from_utf8_lossy(&std::fs::read(&e).unwrap()).into_owned();
         assert!(!body.contains(SECRET), "{} holds the secret", e.display());
     }
