@@ -97,23 +97,32 @@ pgbench -n -M extended -t 3 -f unnamed.sql >/dev/null 2>&1
         .observed
         .column("public", "api_check", "status")
         .expect("status observed");
-    assert_eq!(
-        status.weighted(),
-        vec![("up", 3), ("down", 2), ("new", 1)]
-    );
-    let processed = f.observed.column("public", "api_check", "processed").unwrap();
+    assert_eq!(status.weighted(), vec![("up", 3), ("down", 2), ("new", 1)]);
+    let processed = f
+        .observed
+        .column("public", "api_check", "processed")
+        .unwrap();
     assert_eq!((processed.null_tests, processed.not_null_tests), (1, 0));
-    assert!(f.observed.column("public", "api_check", "password").is_none());
+    assert!(
+        f.observed
+            .column("public", "api_check", "password")
+            .is_none()
+    );
     assert!(f.observed.column("public", "api_check", "descr").is_none());
     // The pgbench id comparisons: `id = $1` was sent the value 1.
     assert_eq!(
-        f.observed.column("public", "api_check", "id").map(|c| c.weighted()),
+        f.observed
+            .column("public", "api_check", "id")
+            .map(|c| c.weighted()),
         Some(vec![("1", 3)])
     );
 
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!text.contains(SECRET) && !text.contains(LONG), "{text}");
-    for e in walk(dir.path()).into_iter().filter(|e| !e.ends_with("suite.sql")) {
+    for e in walk(dir.path())
+        .into_iter()
+        .filter(|e| !e.ends_with("suite.sql"))
+    {
         let body = String::from_utf8_lossy(&std::fs::read(&e).unwrap()).into_owned();
         assert!(!body.contains(SECRET), "{} holds the secret", e.display());
     }
@@ -128,7 +137,11 @@ pgbench -n -M extended -t 3 -f unnamed.sql >/dev/null 2>&1
     let f = QueryFile::load(&path).unwrap();
     let status = f.observed.column("public", "api_check", "status").unwrap();
     assert_eq!(status.weighted(), vec![("paused", 1)]);
-    assert!(f.observed.column("public", "api_check", "processed").is_none());
+    assert!(
+        f.observed
+            .column("public", "api_check", "processed")
+            .is_none()
+    );
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

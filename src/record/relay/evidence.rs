@@ -64,7 +64,10 @@ pub fn looks_secret(column: &str) -> bool {
 pub enum Test {
     /// `col = $n`, `col <> $n`, `col IN ($n, ...)`, `col = ANY($n)` (the
     /// array flag).
-    Values { params: Vec<u32>, array: bool },
+    Values {
+        params: Vec<u32>,
+        array: bool,
+    },
     Null,
     NotNull,
 }
@@ -131,7 +134,8 @@ impl Visitor for Reader {
             && let Some(n) = table_name(name)
         {
             if let Some(a) = alias {
-                self.aliases.insert(fold(&a.name.value, a.name.quote_style), n.clone());
+                self.aliases
+                    .insert(fold(&a.name.value, a.name.quote_style), n.clone());
             }
             if !self.tables.contains(&n) {
                 self.tables.push(n);
@@ -462,7 +466,10 @@ pub fn observe(
                     }
                 }
                 // A binary value (shown as hex) is not the literal itself.
-                if seen.iter().any(|v| v.len() > MAX_LEN || v.starts_with("\\x")) {
+                if seen
+                    .iter()
+                    .any(|v| v.len() > MAX_LEN || v.starts_with("\\x"))
+                {
                     c.dropped = true;
                 }
                 if c.dropped {
@@ -568,9 +575,22 @@ mod tests {
             &[(1, "a text far longer than thirty-two characters")],
         );
         assert!(o.is_empty(), "{o:?}");
-        let (_, o) = run("SELECT 1 FROM t WHERE kind = ANY($1)", false, &[(1, "{a,\"b c\"}")]);
-        assert_eq!(o.columns["public.t.kind"].weighted(), vec![("a", 1), ("b c", 1)]);
-        for name in ["password", "reset_token", "api_key", "user_email", "pw_hash"] {
+        let (_, o) = run(
+            "SELECT 1 FROM t WHERE kind = ANY($1)",
+            false,
+            &[(1, "{a,\"b c\"}")],
+        );
+        assert_eq!(
+            o.columns["public.t.kind"].weighted(),
+            vec![("a", 1), ("b c", 1)]
+        );
+        for name in [
+            "password",
+            "reset_token",
+            "api_key",
+            "user_email",
+            "pw_hash",
+        ] {
             assert!(looks_secret(name), "{name}");
         }
         assert!(!looks_secret("status"));

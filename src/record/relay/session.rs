@@ -406,7 +406,11 @@ impl Conn {
         let value = |n: u32| -> Option<String> {
             match p.norm.literals.iter().find(|(m, _)| *m == n) {
                 Some((_, v)) => Some(v.clone()),
-                None => portal.values.get((n as usize).wrapping_sub(1)).cloned().flatten(),
+                None => portal
+                    .values
+                    .get((n as usize).wrapping_sub(1))
+                    .cloned()
+                    .flatten(),
             }
         };
         capture.observe(id, portal.prepared_use, &value);
