@@ -436,6 +436,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     }
 
     // 6. Merge and save.
+    let evidence = relay_evidence(relayed.as_ref(), matched.as_ref());
     let captured: Vec<Statement> = statements
         .iter()
         .map(|k| Statement {
@@ -449,10 +450,16 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             calls: Some(k.calls),
             rows: Some(k.rows),
             contexts: k.contexts.clone(),
+            sent: evidence.get(&k.id).map(|e| e.sent()),
+            shapes: evidence.get(&k.id).map(|e| e.shapes()).unwrap_or_default(),
             ..Default::default()
         })
         .collect();
     let merge = file.merge(&captured, opts.prune);
+    // A re-recording through the relay replaces the whole table.
+    if let Some(c) = &relayed {
+        file.observed = c.literals.observed();
+    }
     let mut renamed: HashMap<String, String> = HashMap::new();
     for (k, (id, status)) in statements.iter_mut().zip(&merge.outcomes) {
         renamed.insert(k.id.clone(), id.clone());
@@ -640,6 +647,24 @@ async fn relay_statements(
         relay_only: added.len(),
         matching,
     }
+}
+
+/// The relay's evidence per statement of the file (several texts can
+/// match one statement).
+fn relay_evidence(
+    c: Option<&relay::Capture>,
+    m: Option<&Matched>,
+) -> HashMap<String, relay::evidence::Evidence> {
+    let mut out: HashMap<String, relay::evidence::Evidence> = HashMap::new();
+    let (Some(c), Some(m)) = (c, m) else {
+        return out;
+    };
+    for (i, id) in m.matching.ids.iter().enumerate() {
+        if let (Some(id), Some(ev)) = (id, c.evidence.get(&(i as u32))) {
+            out.entry(id.clone()).or_default().absorb(ev);
+        }
+    }
+    out
 }
 
 /// Puts the relay's transactions in the file (replacing those of the last

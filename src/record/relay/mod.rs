@@ -15,6 +15,7 @@
 //! statements and transactions, [`shapes`] keeps them as counted shapes.
 //! Authentication (passwords, SASL) passes through and is never kept.
 
+pub mod evidence;
 pub mod protocol;
 pub mod session;
 pub mod shapes;

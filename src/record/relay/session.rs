@@ -31,6 +31,10 @@ struct Prepared {
     /// The raw text, for the capture's one in-memory sample.
     raw: String,
     params: u32,
+    /// A named statement: the server may plan it generically.
+    named: bool,
+    /// Binds it served so far.
+    binds: std::sync::atomic::AtomicU32,
 }
 
 #[derive(Debug, Clone)]
@@ -38,6 +42,9 @@ struct Portal {
     prepared: Arc<Prepared>,
     /// Values by `$n - 1`; `None`: NULL or too long to keep.
     values: Vec<Option<String>>,
+    /// Bound from a named statement, or from a Parse that served an
+    /// earlier Bind.
+    prepared_use: bool,
 }
 
 #[derive(Debug)]
@@ -107,6 +114,8 @@ impl Conn {
             norm,
             raw: raw.to_string(),
             params,
+            named: false,
+            binds: Default::default(),
         })
     }
 
@@ -130,6 +139,7 @@ impl Conn {
                     let portal = Portal {
                         prepared: Conn::prepare(part),
                         values: Vec::new(),
+                        prepared_use: false,
                     };
                     self.pending.push_back(Pending::Run {
                         portal,
@@ -139,7 +149,11 @@ impl Conn {
                 self.pending.push_back(Pending::Sync);
             }
             FromClient::Parse { name, text } => {
-                self.prepared.insert(name, Conn::prepare(&text));
+                let mut p = Conn::prepare(&text);
+                if let Some(p) = Arc::get_mut(&mut p) {
+                    p.named = !name.is_empty();
+                }
+                self.prepared.insert(name, p);
             }
             FromClient::Bind {
                 portal,
@@ -167,7 +181,18 @@ impl Conn {
                         })
                     })
                     .collect();
-                self.portals.insert(portal, Portal { prepared, values });
+                let earlier = prepared
+                    .binds
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let prepared_use = prepared.named || earlier > 0;
+                self.portals.insert(
+                    portal,
+                    Portal {
+                        prepared,
+                        values,
+                        prepared_use,
+                    },
+                );
             }
             FromClient::Execute { portal } => match self.portals.get(&portal) {
                 Some(p) => self.pending.push_back(Pending::Run {
@@ -378,6 +403,17 @@ impl Conn {
         let Some(id) = capture.text(&database, &role, &p.norm.text, &p.raw, p.params) else {
             return;
         };
+        let value = |n: u32| -> Option<String> {
+            match p.norm.literals.iter().find(|(m, _)| *m == n) {
+                Some((_, v)) => Some(v.clone()),
+                None => portal
+                    .values
+                    .get((n as usize).wrapping_sub(1))
+                    .cloned()
+                    .flatten(),
+            }
+        };
+        capture.observe(id, portal.prepared_use, &value);
         let Some(tx) = &mut self.tx else {
             capture.lone += 1;
             return;

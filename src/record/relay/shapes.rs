@@ -119,6 +119,11 @@ pub struct Capture {
     pub refused: BTreeMap<&'static str, u64>,
     /// Connections left open by the command, closed by the relay.
     pub left_open: u64,
+    /// How each text was sent and the shapes of its values, by text.
+    pub evidence: HashMap<u32, super::evidence::Evidence>,
+    analyses: HashMap<u32, std::sync::Arc<super::evidence::Analysis>>,
+    /// The literals columns were compared with.
+    pub literals: super::evidence::Literals,
 }
 
 impl Capture {
@@ -186,6 +191,21 @@ impl Capture {
             None => c.binds,
             Some(old) => old.into_iter().filter(|b| c.binds.contains(b)).collect(),
         });
+    }
+
+    /// Reads one execution of text `id` for its evidence (its text is
+    /// parsed once).
+    pub fn observe(&mut self, id: u32, prepared: bool, value: &dyn Fn(u32) -> Option<String>) {
+        let Some(t) = self.texts.get(id as usize) else {
+            return;
+        };
+        let a = self
+            .analyses
+            .entry(id)
+            .or_insert_with(|| std::sync::Arc::new(super::evidence::analyze(&t.text)))
+            .clone();
+        let ev = self.evidence.entry(id).or_default();
+        super::evidence::observe(&a, prepared, value, ev, &mut self.literals);
     }
 
     /// Drops the raw samples: after matching nothing needs them.
