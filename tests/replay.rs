@@ -469,6 +469,44 @@ fn always_failing_statement_counted_not_in_percentiles() {
     assert_eq!(r.integrity.failed, r.integrity.attempted);
 }
 
+/// A lone read that calls a function which writes, and a data-modifying
+/// CTE, commit nothing on a default replay (a new-user pass saw `SELECT
+/// mk()` commit 907 rows while the report said "data unchanged"): the read
+/// runs read-only and fails with 25006, the CTE runs in a rolled-back
+/// transaction.
+#[test]
+fn a_read_that_writes_commits_nothing() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE notes (id bigserial PRIMARY KEY, body text);
+         CREATE FUNCTION mk() RETURNS bigint LANGUAGE sql AS
+           $$ INSERT INTO notes (body) VALUES ('planted') RETURNING id $$;",
+    );
+    let before = checksums(&db);
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"mk\"\nquery = \"SELECT mk()\"\n\n\
+         [[statement]]\nid = \"cte\"\nquery = \"WITH n AS (INSERT INTO notes (body) \
+         VALUES ('cte') RETURNING id) SELECT count(*) FROM n\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "300ms"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert!(
+        r.steps[0].errors.get("25006").copied().unwrap_or(0) > 0,
+        "the writing read is refused: {:?}",
+        r.steps[0].errors
+    );
+    assert!(r.integrity.succeeded > 0, "the CTE ran: {:?}", r.integrity);
+    assert_eq!(checksums(&db), before, "nothing was committed");
+}
+
 /// Faults: a statement longer than the step ends at --statement-timeout-ms
 /// and is counted as 57014, apart from other errors.
 #[test]

@@ -121,6 +121,7 @@ async fn connect(
     conn: &ConnInfo,
     registry: &Registry,
     timeout_ms: u64,
+    commit: bool,
 ) -> std::result::Result<ClientConn, Error> {
     let client = conn.connect().await?;
     let row = client
@@ -135,9 +136,16 @@ async fn connect(
         .insert(pid, history.clone());
     // Best effort: keep planck's statements out of pg_stat_statements.
     let _ = crate::session::untrack(&client).await;
-    // Bounds the lone reads that run outside a transaction.
+    // Bounds the lone reads that run outside a transaction. Unless the run
+    // may commit, they also run read-only: a read that calls a function
+    // which writes (`SELECT touch()`) must fail, not commit its write.
+    let read_only = if commit {
+        ""
+    } else {
+        "; SET default_transaction_read_only = on"
+    };
     client
-        .batch_execute(&format!("SET statement_timeout = {timeout_ms}"))
+        .batch_execute(&format!("SET statement_timeout = {timeout_ms}{read_only}"))
         .await
         .map_err(|e| Error::db("setting statement_timeout", e))?;
     Ok(ClientConn {
@@ -204,7 +212,9 @@ pub async fn run_step(
                 let take = Rc::new(tokio::sync::Mutex::new(take));
                 let mut failure = None;
                 for _ in 0..own_connections {
-                    match connect(&conn, &registry, shared.statement_timeout_ms).await {
+                    match connect(&conn, &registry, shared.statement_timeout_ms, shared.commit)
+                        .await
+                    {
                         Ok(c) => {
                             let _ = give.send(c);
                         }
@@ -313,8 +323,13 @@ pub async fn run_step(
                                     if Instant::now() >= until || stop.load(Ordering::Relaxed) {
                                         return;
                                     }
-                                    match connect(&conn, &registry, shared.statement_timeout_ms)
-                                        .await
+                                    match connect(
+                                        &conn,
+                                        &registry,
+                                        shared.statement_timeout_ms,
+                                        shared.commit,
+                                    )
+                                    .await
                                     {
                                         Ok(n) => {
                                             cc = n;

@@ -156,16 +156,17 @@ pub async fn resolve(
 /// `BEGIN [ISOLATION LEVEL ..]`, the statement timeout and the context's
 /// role, as one simple-protocol batch: [`session::begin_sql`] with the
 /// isolation level a recorded transaction carries.
+///
+/// Always `READ WRITE`: replay's sessions default to read-only when nothing
+/// may be committed (see `ladder::connect`), and a unit's own transaction,
+/// rolled back at its end, must still run the application's writes.
 pub fn begin_sql(isolation: Option<&str>, ctx: &TenantContext, timeout_ms: u64) -> String {
     let sql = session::begin_sql(ctx, timeout_ms);
-    match isolation {
-        Some(i) => sql.replacen(
-            "BEGIN",
-            &format!("BEGIN ISOLATION LEVEL {}", i.to_uppercase()),
-            1,
-        ),
-        None => sql,
-    }
+    let begin = match isolation {
+        Some(i) => format!("BEGIN ISOLATION LEVEL {} READ WRITE", i.to_uppercase()),
+        None => "BEGIN READ WRITE".to_string(),
+    };
+    sql.replacen("BEGIN", &begin, 1)
 }
 
 /// [`session::begin`] at an isolation level: the batch and the settings
@@ -229,12 +230,12 @@ mod tests {
         let ctx = run().context("2", &[]);
         assert_eq!(
             begin_sql(Some("repeatable read"), &ctx, 500),
-            "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL statement_timeout = 500; \
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE; SET LOCAL statement_timeout = 500; \
              SET LOCAL ROLE \"app_user\""
         );
         assert_eq!(
             begin_sql(None, &TenantContext::admin(), 5),
-            "BEGIN; SET LOCAL statement_timeout = 5"
+            "BEGIN READ WRITE; SET LOCAL statement_timeout = 5"
         );
     }
 }

@@ -257,13 +257,23 @@ fn side_effect_of(query: &str) -> Option<&'static str> {
 }
 
 fn modifies(query: &str) -> bool {
-    let first = query
-        .trim_start()
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or("")
-        .to_lowercase();
-    matches!(first.as_str(), "insert" | "update" | "delete" | "merge")
+    let words: Vec<String> = query
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    let writes = |w: &str| matches!(w, "insert" | "update" | "delete" | "merge");
+    let Some(first) = words.first() else {
+        return false;
+    };
+    // A data-modifying CTE (`WITH moved AS (DELETE ... RETURNING ...)
+    // SELECT ...`) writes too; a `FOR [NO KEY] UPDATE` is a lock, counted
+    // by `locked_relations`.
+    writes(first)
+        || (first == "with"
+            && words
+                .windows(2)
+                .any(|w| writes(&w[1]) && !matches!(w[0].as_str(), "for" | "key")))
 }
 
 impl Statement {
@@ -375,6 +385,22 @@ pub fn parse(path: &Path, text: &str) -> Result<(Vec<Statement>, Vec<Transaction
 mod tests {
     use super::*;
     use crate::error::Error;
+
+    #[test]
+    fn a_data_modifying_cte_writes_and_a_row_lock_does_not_modify() {
+        assert!(modifies("insert into t values (1)"));
+        assert!(modifies(
+            "WITH moved AS (DELETE FROM q WHERE id = $1 RETURNING *) SELECT * FROM moved"
+        ));
+        assert!(!modifies(
+            "WITH c AS (SELECT id FROM t FOR UPDATE) SELECT * FROM c"
+        ));
+        assert!(!modifies(
+            "WITH c AS (SELECT id FROM t FOR NO KEY UPDATE) SELECT 1"
+        ));
+        assert!(!modifies("SELECT updated_at FROM t"));
+        assert!(!modifies(""));
+    }
 
     const FILE: &str = r#"format_version = 2
 
