@@ -1010,7 +1010,7 @@ fn demo_ends_with_a_replay_of_its_recording() {
         .lines()
         .find(|l| l.starts_with("replay: top hotspot"))
         .unwrap_or_else(|| panic!("no hotspot:\n{err}"));
-    assert!(top.contains(" lock of accounts id = "), "{top}");
+    assert!(top.contains("the row of accounts id = "), "{top}");
     assert!(
         top.ends_with("taken by `UPDATE accounts SET item_seq = item_seq + $2 WHER…`"),
         "{top}"
