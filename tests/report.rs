@@ -158,6 +158,27 @@ fn bad_inputs_and_outputs_are_clear_errors() {
         stderr(&o)
     );
 
+    // A mistyped path makes no folders (it created /nonexistent/dir for a
+    // new user); only a missing last folder is made.
+    let o = planck(
+        dir.path(),
+        &["report", "--explain", "e.json", "-o", "nope/deeper/r.html"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write nope/deeper/r.html"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("nope").exists());
+    let o = planck(
+        dir.path(),
+        &["report", "--explain", "e.json", "-o", "out/r.html"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(dir.path().join("out/r.html").is_file());
+    assert!(!dir.path().join("out/r.html.tmp").exists());
+
     let o = planck(dir.path(), &["report", "--explain", "e.json"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nothing to write"), "{}", stderr(&o));
