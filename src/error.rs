@@ -300,6 +300,14 @@ impl Error {
                     .into_iter()
                     .collect();
                 if matches!(self, Error::Migration { .. }) {
+                    if pg.code == "25001" {
+                        // CREATE INDEX CONCURRENTLY, VACUUM, ALTER TYPE ... ADD VALUE (< 12).
+                        hints.push(
+                            "start the file with the line `-- planck:no-transaction` to run its \
+                             statements one at a time, outside a transaction"
+                                .to_string(),
+                        );
+                    }
                     hints.push(
                         "earlier migrations stay applied; fix the file and run `planck migrate` again"
                             .to_string(),

@@ -64,6 +64,10 @@ fn without_the_header_concurrently_is_refused_inside_the_transaction() {
         err.contains("cannot run inside a transaction block"),
         "{err}"
     );
+    assert!(
+        err.contains("hint: start the file with the line `-- planck:no-transaction`"),
+        "the error says how to run it: {err}"
+    );
     // The header only counts on the first line.
     let late = format!(
         "-- indexes\n{}\n{CONCURRENT}",

@@ -261,7 +261,8 @@ async fn apply_outside_transaction(
         Ok(c) => c,
         Err(e) => {
             log.warn(&format!(
-                "{} runs outside a transaction: the statements before the failing one stay                  applied, and the file is not recorded",
+                "{} runs outside a transaction: the statements before the failing one stay \
+                 applied, and the file is not recorded",
                 m.name
             ));
             return Err(e);
