@@ -107,6 +107,46 @@ fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_
         .inspect(|f| assert_eq!(f["baseline"], true, "{f}"))
         .count();
     assert!(baselined >= 1, "the example has known errors");
+    // A finding about an index points at the migration statement that
+    // created it (planck migrate's object map), relative to the project: a
+    // CREATE INDEX naming it, or the CREATE TABLE of a key or UNIQUE the
+    // server named after the table.
+    let on_indexes: Vec<&Value> = v["head"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["index"].is_string() && f["statement_id"].is_null())
+        .collect();
+    assert!(!on_indexes.is_empty(), "the example has an unused index");
+    for f in on_indexes {
+        let at = &f["location"];
+        assert_eq!(at["kind"], "migration", "{f}");
+        let file = at["path"].as_str().unwrap();
+        assert!(file.starts_with("migrations/"), "{f}");
+        let text = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        let from = at["line"].as_u64().unwrap() as usize - 1;
+        let statement: String = text
+            .lines()
+            .skip(from)
+            .collect::<Vec<_>>()
+            .join("\n")
+            .split(';')
+            .next()
+            .unwrap()
+            .to_string();
+        let name = f["index"].as_str().unwrap().rsplit('.').next().unwrap();
+        let table = f["relation"].as_str().unwrap().rsplit('.').next().unwrap();
+        let created = statement.starts_with("CREATE")
+            && (statement.contains(name)
+                || (statement.starts_with("CREATE TABLE")
+                    && statement.contains(table)
+                    && name.starts_with(table)));
+        assert!(
+            created,
+            "{file}:{} is {statement:?}, not the CREATE of {name}",
+            at["line"]
+        );
+    }
     assert!(
         databases_named(&db).is_empty(),
         "{:?}",
@@ -714,4 +754,47 @@ fn assert_names_the_drop(p: &Path, stem: &str, statement: &str, check: &str) {
         at.contains("CREATE INDEX") && at.contains("events_account_created"),
         "{file}:{line} is {at:?}"
     );
+    assert_paths_are_the_repository_s(p, stem, &sarif);
+}
+
+/// The outputs are read on another machine (code scanning, a PR comment):
+/// every file they point at is relative to the checkout's root, no output
+/// holds the absolute path of the checkout that ran the check, and SARIF
+/// names that root once, as `%SRCROOT%`, with every location relative to it.
+fn assert_paths_are_the_repository_s(p: &Path, stem: &str, sarif: &Value) {
+    let root = p.canonicalize().unwrap();
+    let abs = root.to_str().unwrap();
+    for ext in ["md", "xml"] {
+        let text = std::fs::read_to_string(p.join(format!("{stem}.{ext}"))).unwrap();
+        assert!(!text.contains(abs), "{stem}.{ext} holds {abs}:\n{text}");
+    }
+    let run = &sarif["runs"][0];
+    assert_eq!(
+        run["originalUriBaseIds"]["%SRCROOT%"]["uri"],
+        format!("file://{abs}/")
+    );
+    let mut results = run["results"].as_array().unwrap().clone();
+    for r in &mut results {
+        for key in ["locations", "relatedLocations"] {
+            for l in r[key].as_array().cloned().unwrap_or_default() {
+                let a = &l["physicalLocation"]["artifactLocation"];
+                let uri = a["uri"].as_str().unwrap();
+                assert_eq!(a["uriBaseId"], "%SRCROOT%", "{l}");
+                assert!(p.join(uri).is_file(), "{uri} is no file of the checkout");
+            }
+        }
+    }
+    let statement_at: Vec<&str> = results
+        .iter()
+        .flat_map(|r| r["relatedLocations"].as_array().into_iter().flatten())
+        .filter(|l| l["message"]["text"] == "the statement that lost it")
+        .filter_map(|l| l["physicalLocation"]["artifactLocation"]["uri"].as_str())
+        .collect();
+    assert!(!statement_at.is_empty(), "{results:#?}");
+    assert!(
+        statement_at.iter().all(|u| *u == "queries/recorded.toml"),
+        "{statement_at:?}"
+    );
+    let text = serde_json::to_string(&results).unwrap();
+    assert!(!text.contains(abs), "a SARIF result holds {abs}");
 }

@@ -538,3 +538,66 @@ fn a_bad_input_fails_before_the_managed_cluster_starts() {
         );
     }
 }
+
+/// The folder the project's cluster lives in: the one `.planck/home` names
+/// (a home outside the project, as when the server runs as another OS user),
+/// else `.planck` itself.
+fn cluster_home(project: &Path) -> PathBuf {
+    let dot = project.join(".planck");
+    match std::fs::read_to_string(dot.join("home")) {
+        Ok(p) => PathBuf::from(p.trim()),
+        Err(_) => dot,
+    }
+}
+
+fn half_made(home: &Path) -> Vec<String> {
+    std::fs::read_dir(home)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("data.init-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A new-user pass: planck killed during its first `db start` (Ctrl-C, a CI
+/// timeout) while initdb ran on, and an immediate second start failed on the
+/// half-made data folder. The cluster is now made in a folder of its own and
+/// renamed when whole: the second start makes a working cluster (and removes
+/// what the killed one left, unless its orphaned initdb is still writing
+/// there: `db destroy` does then).
+#[test]
+fn a_start_killed_during_initdb_leaves_nothing_the_next_start_trips_on() {
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let mut first = planck_cmd(p.path())
+        .args(["db", "start"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let home = loop {
+        let home = cluster_home(p.path());
+        if !half_made(&home).is_empty() {
+            break home;
+        }
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "db start ended before initdb was seen running"
+        );
+        assert!(Instant::now() < deadline, "initdb never started");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // What the killed start made is not taken for a cluster.
+    assert!(
+        !home.join("data/PG_VERSION").exists(),
+        "a half-made cluster sits at data/"
+    );
+    let url = start(p.path());
+    assert_eq!(psql(&url, "SELECT 1"), "1");
+    assert!(home.join("data/PG_VERSION").is_file());
+}

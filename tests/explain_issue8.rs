@@ -118,7 +118,9 @@ fn issue8_same_named_tables_and_indexes_in_two_schemas_each_finding_names_its_ow
         "{r:#?}"
     );
 
-    // The finding points at its statement's entry and at the scan node.
+    // The finding points at its statement's entry (the file given by its
+    // absolute path, written relative to the project: no git work tree
+    // holds it) and at the scan node.
     let on_a = r
         .findings("seq-scan")
         .into_iter()
@@ -128,7 +130,7 @@ fn issue8_same_named_tables_and_indexes_in_two_schemas_each_finding_names_its_ow
         on_a.location,
         Some(Location {
             kind: "queries".into(),
-            path: q.clone(),
+            path: "queries.toml".into(),
             line: lines[0],
         })
     );

@@ -670,3 +670,58 @@ fn issue10_the_identity_proxy_counts_foreign_key_fan_out() {
         "the proxy ranks user 9 first: {err}"
     );
 }
+
+/// A new-user pass: a hand-added statement with a `role` and no
+/// `bypass_rls` (what a person writes) was not counted as the
+/// application's role, so with policies `TO public` explain stopped with
+/// "cannot tell which role the application runs as". The role is taken
+/// (after checking that the policies apply to it) and the statement is
+/// planned as the tenant.
+#[test]
+fn a_hand_added_statement_s_role_is_the_tenant_role_without_bypass_rls() {
+    let db = TestDb::new("rls_hand_added_role");
+    db.exec(
+        "DO $$ BEGIN
+           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'shop_app') THEN
+             CREATE ROLE shop_app NOLOGIN; END IF;
+         END $$;
+         CREATE TABLE orders (id bigint PRIMARY KEY, shop_id int NOT NULL, total int NOT NULL);
+         INSERT INTO orders SELECT g, 1 + g % 50, g FROM generate_series(1, 5000) g;
+         CREATE INDEX ON orders (shop_id);
+         ALTER TABLE orders ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY shop ON orders USING (shop_id = current_setting('app.shop_id')::int);
+         GRANT SELECT ON orders TO shop_app;
+         ANALYZE",
+    );
+    let dir = common::project_dir();
+    let q = dir.path().join("queries.toml");
+    std::fs::write(
+        &q,
+        "format_version = 2\n\n[[statement]]\nrole = \"shop_app\"\nquery = '''\nSELECT id, total FROM orders WHERE total > $1\n'''\n",
+    )
+    .unwrap();
+    let (code, r, err) = json_run(
+        &db,
+        dir.path(),
+        &["--as-tenant", "--queries", q.to_str().unwrap()],
+    );
+    assert!(code == 0 || code == 1, "exit {code}: {err}");
+    assert!(!err.contains("cannot tell which role"), "{err}");
+    let s = r.statement("FROM orders");
+    assert_eq!(s.status, "explained", "{err}");
+    let tenant = s
+        .plans
+        .iter()
+        .find(|p| p.mode == "tenant")
+        .unwrap_or_else(|| panic!("no tenant plan: {s:#?}\n{err}"));
+    assert!(tenant.tenant_id.is_some(), "{tenant:#?}");
+    // Planned under the policy: the tenant's setting is in the plan.
+    assert!(
+        tenant
+            .plan
+            .to_string()
+            .contains("current_setting('app.shop_id'"),
+        "{tenant:#?}"
+    );
+    assert!(err.contains("tenant mode: role shop_app"), "{err}");
+}

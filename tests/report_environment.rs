@@ -108,6 +108,7 @@ fn attach_fills_environment_and_indexes() {
         replay: None,
         diff: None,
         base_label: None,
+        source_root: None,
     });
     assert!(
         html.contains("<tr class=\"index-unused\"><td><code>items_title_idx</code>"),

@@ -470,6 +470,9 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
     let again = seed_json(&db, &["--no-spec", "--rows", "500"]);
     assert!(again.tables.is_empty(), "{:?}", again.tables);
     assert_eq!(again.tables_kept.len(), 6);
+    // ... and says which of them hold an earlier seed's rows, not the
+    // migrations' (a new-user pass read its own seed blamed on them).
+    assert_eq!(again.seeded_before, vec!["customers", "grants"]);
     // --truncate replaces what an earlier seed wrote (customers, grants:
     // planck.seeded says so), keeps the rows the migrations wrote, and never
     // touches a migration tool's bookkeeping.

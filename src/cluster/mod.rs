@@ -48,6 +48,10 @@ use crate::output::Log;
 use home::Home;
 use lock::{Mode, Wait};
 
+/// What a data directory being made is called until it is whole (then it
+/// is renamed to `data`), followed by the pid of the planck making it.
+const INIT_PREFIX: &str = "data.init-";
+
 /// The superuser initdb creates; local connections as it need no password.
 pub const SUPERUSER: &str = "planck";
 /// The database planck creates and works in by default.
@@ -639,14 +643,42 @@ impl Cluster {
             self.ensure_service_user(user)?;
             self.place_home(user, log)?;
         }
-        let data = self.data_dir();
-        // A half-made data directory from an interrupted initdb is useless.
-        if data.exists() {
-            fs::remove_dir_all(&data).map_err(|source| Error::WriteFile {
-                path: data.clone(),
+        let home = self.home();
+        let target = self.data_dir();
+        // The cluster is made in a folder of its own and renamed to `data`
+        // only when whole: an initdb interrupted (Ctrl-C, a kill of planck
+        // while initdb runs on) leaves `data.init-PID`, never a half-made
+        // `data` that the next start would take for a cluster. What such a
+        // run left, and a `data` without PG_VERSION, are removed here.
+        let leftovers = fs::read_dir(&home)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with(INIT_PREFIX))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        // An orphaned initdb may still be writing into its folder: removing
+        // that may fail, and need not succeed (ours has another name).
+        for doomed in &leftovers {
+            if fs::remove_dir_all(doomed).is_err() {
+                log(&format!(
+                    "left {} (an interrupted initdb's) for `planck db destroy`",
+                    doomed.display()
+                ));
+            }
+        }
+        if target.exists() {
+            fs::remove_dir_all(&target).map_err(|source| Error::WriteFile {
+                path: target.clone(),
                 source,
             })?;
         }
+        let data = home.join(format!("{INIT_PREFIX}{}", std::process::id()));
         fs::create_dir_all(&data).map_err(|source| Error::WriteFile {
             path: data.clone(),
             source,
@@ -655,11 +687,15 @@ impl Cluster {
             log(&format!(
                 "running as root: initdb and the server run as the `{user}` OS user"
             ));
-            self.give_to_service_user(&self.home())?;
+            self.give_to_service_user(&home)?;
             self.give_to_service_user(&data)?;
         }
-        log(&format!("initializing a new cluster in {}", data.display()));
-        let out = self.run_pg(
+        log(&format!(
+            "initializing a new cluster in {}",
+            target.display()
+        ));
+        let out = self.run_pg_at(
+            &data,
             "initdb",
             &[
                 "-U".as_ref(),
@@ -699,6 +735,10 @@ host all all 127.0.0.1/32 scram-sha-256
 host all all ::1/128 scram-sha-256
 ";
         self.write_as_service(&data.join("pg_hba.conf"), hba)?;
+        fs::rename(&data, &target).map_err(|source| Error::WriteFile {
+            path: target.clone(),
+            source,
+        })?;
         Ok(())
     }
 
@@ -820,6 +860,11 @@ host all all ::1/128 scram-sha-256
     /// with `PGDATA` set and the server's home as working directory (no path
     /// is passed as an argument a shell could split).
     fn run_pg(&self, program: &str, args: &[&std::ffi::OsStr]) -> Result<Output> {
+        self.run_pg_at(&self.data_dir(), program, args)
+    }
+
+    /// [`Cluster::run_pg`] on the data directory `data`.
+    fn run_pg_at(&self, data: &Path, program: &str, args: &[&std::ffi::OsStr]) -> Result<Output> {
         let bin = self.bindir.join(program);
         let mut cmd = match &self.run_as {
             Some(user) => {
@@ -830,7 +875,7 @@ host all all ::1/128 scram-sha-256
             None => Command::new(&bin),
         };
         cmd.args(args);
-        cmd.env("PGDATA", self.data_dir());
+        cmd.env("PGDATA", data);
         let home = self.home();
         if home.is_dir() {
             cmd.current_dir(&home);

@@ -113,19 +113,20 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     drop(signals);
     let result = result?;
     write_json(&check.cs, &result)?;
-    write_reports(&check.cs, &result)?;
+    write_reports(&check.cs, &result, settings)?;
     print_verdict(settings, &result);
     Ok(if result.gate.passed { 0 } else { 1 })
 }
 
 /// The reports other than `--json`, from the check's result: `planck
 /// report`'s renderers over the head's explain report and the diff.
-fn write_reports(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
+fn write_reports(cs: &CheckSettings, result: &JsonCheck, settings: &Settings) -> Result<()> {
     let inputs = crate::report::Inputs {
         explain: result.head.clone(),
         replay: result.replay.clone(),
         diff: result.diff.clone(),
         base_label: result.base_ref.clone(),
+        source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
     };
     type Render = fn(&crate::report::Inputs) -> String;
     if let Some(path) = &cs.outputs.markdown {
@@ -492,12 +493,13 @@ impl Check<'_> {
         Ok(r)
     }
 
-    /// A path as the user knows it: relative to the project when it is below it.
+    /// A path as the outputs write it: relative to the source root (the
+    /// project's git work tree) when it is below it.
     fn relative(&self, p: &Path) -> String {
-        p.strip_prefix(&self.settings.project_dir)
-            .unwrap_or(p)
-            .display()
-            .to_string()
+        crate::findings::source::relative_text(
+            p,
+            &crate::findings::source::root_of(&self.settings.project_dir),
+        )
     }
 
     /// (Re)creates `name`, empty.
@@ -649,7 +651,7 @@ impl Check<'_> {
             ..ExplainArgs::new()
         };
         let es = ExplainSettings::resolve(&args, self.settings)?;
-        let report = crate::explain::run(db, &es, self.log()).await?;
+        let report = super::explain::run_located(db, &es, self.settings).await?;
         step(
             self.settings,
             t,

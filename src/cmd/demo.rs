@@ -114,6 +114,7 @@ fn write_review(
         replay,
         diff: None,
         base_label: None,
+        source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
     };
     let dir = demo_dir(settings);
     let html = dir.join("review.html");

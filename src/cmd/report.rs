@@ -85,6 +85,7 @@ pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
         base_label: args.previous.as_ref().map(|p| p.display().to_string()),
         explain,
         replay,
+        source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
     };
     for (path, render) in outputs {
         if let Some(path) = path {

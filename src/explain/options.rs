@@ -78,6 +78,9 @@ pub struct ExplainSettings {
     pub planner: PlannerOptions,
     /// `[explain] generic`: how findings only the generic plan shows count.
     pub generic: crate::explain::rules::GenericPlans,
+    /// What findings' file paths are written relative to (the git work tree
+    /// of the project, see [`crate::findings::source`]); None: as given.
+    pub source_root: Option<PathBuf>,
 }
 
 /// The planner settings every planning transaction applies with `SET LOCAL`:
@@ -115,6 +118,7 @@ impl ExplainSettings {
             identity_budget: crate::tenancy::DEFAULT_IDENTITY_BUDGET,
             planner: PlannerOptions::default(),
             generic: crate::explain::rules::GenericPlans::default(),
+            source_root: None,
         }
     }
 

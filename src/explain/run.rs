@@ -103,7 +103,11 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
     let mut all = rules::run_all(&ctx, &s.disabled);
     guessed_types_warn(&mut all, &results);
     if let StatementSource::Queries(path) = &s.statements {
-        findings::locate(&mut all, &statements, path);
+        let shown = match &s.source_root {
+            Some(root) => findings::source::relative(path, root),
+            None => path.clone(),
+        };
+        findings::locate(&mut all, &statements, &shown);
     }
     let (mut findings, ignored) = judge(all, &results, s, log)?;
     advice_phase(
@@ -174,9 +178,12 @@ async fn resolve_tenancy(
         }
         return Ok(None);
     }
+    // The roles the statements ran as, except those recorded bypassing RLS;
+    // a hand-added entry with a role and no bypass_rls counts (the role is
+    // checked to be subject to the policies before it is used).
     let recorded: Vec<String> = statements
         .iter()
-        .filter(|s| s.bypass_rls == Some(false))
+        .filter(|s| s.bypass_rls != Some(true))
         .filter_map(|s| s.role.clone())
         .collect();
     let clock = Instant::now();

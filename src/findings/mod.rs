@@ -19,6 +19,7 @@ use crate::tenancy::Mode;
 
 pub mod baseline;
 pub mod ignore;
+pub mod source;
 
 /// Every id a check can emit, kebab-case on the wire, in report order.
 #[derive(

@@ -366,5 +366,6 @@ pub fn inputs() -> crate::report::Inputs {
         explain: head,
         replay: Some(replay()),
         base_label: Some("previous run".into()),
+        source_root: Some("/home/ci/project".into()),
     }
 }

@@ -38,6 +38,17 @@ fn severity(s: &str) -> &'static str {
 }
 
 pub fn render(i: &Inputs) -> String {
+    // A location is required. A finding without one (an index when another
+    // tool migrated, a table's policies) is placed at the top of the queries
+    // file the other findings point at: a file the merge request has.
+    // planck.toml only when no finding names a file.
+    let fallback = i
+        .explain
+        .findings
+        .iter()
+        .filter_map(|f| f.location.as_ref())
+        .find(|l| l.kind == "queries")
+        .map_or_else(|| "planck.toml".to_string(), |l| l.path.clone());
     let issues: Vec<Issue> = sorted_findings(&i.explain.findings)
         .into_iter()
         .filter(|f| !f.baseline)
@@ -57,8 +68,6 @@ pub fn render(i: &Inputs) -> String {
                 check_name: f.check.clone(),
                 fingerprint: digest.iter().take(16).map(|b| format!("{b:02x}")).collect(),
                 severity: severity(&f.severity),
-                // A location is required: a finding without one (none planck
-                // writes today) points at the project's config file.
                 location: match &f.location {
                     Some(l) => Location {
                         path: l.path.clone(),
@@ -67,7 +76,7 @@ pub fn render(i: &Inputs) -> String {
                         },
                     },
                     None => Location {
-                        path: "planck.toml".into(),
+                        path: fallback.clone(),
                         lines: Lines { begin: 1 },
                     },
                 },
@@ -102,5 +111,42 @@ mod tests {
         assert_eq!(a[0]["location"]["path"], "queries/queries.toml");
         assert_eq!(a[0]["location"]["lines"]["begin"], 4);
         assert_eq!(a[2]["location"]["path"], "migrations/0002_items.sql");
+    }
+
+    #[test]
+    fn a_finding_without_a_location_sits_at_the_top_of_the_queries_file() {
+        let mut i = fixture::inputs();
+        let unplaced = i
+            .explain
+            .findings
+            .iter_mut()
+            .find(|f| !f.baseline && f.location.as_ref().is_some_and(|l| l.kind == "migration"))
+            .unwrap();
+        unplaced.location = None;
+        let v: serde_json::Value = serde_json::from_str(&render(&i)).unwrap();
+        let placed: Vec<(&str, u64)> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["location"]["path"].as_str().unwrap(),
+                    i["location"]["lines"]["begin"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert!(placed.contains(&("queries/queries.toml", 1)), "{placed:?}");
+        // With no file named by any finding: the config file.
+        for f in &mut i.explain.findings {
+            f.location = None;
+        }
+        let v: serde_json::Value = serde_json::from_str(&render(&i)).unwrap();
+        assert!(
+            v.as_array()
+                .unwrap()
+                .iter()
+                .all(|i| i["location"]["path"] == "planck.toml"),
+            "{v:#}"
+        );
     }
 }

@@ -33,6 +33,10 @@ pub struct Inputs {
     pub diff: Option<wire::diff::JsonDiff>,
     /// What the diff compares against (`origin/main`, `previous run`).
     pub base_label: Option<String>,
+    /// The folder the findings' relative paths are relative to (the
+    /// project's git work tree, see [`crate::findings::source`]): SARIF's
+    /// `%SRCROOT%`.
+    pub source_root: Option<std::path::PathBuf>,
 }
 
 /// The self-contained review page (inline CSS, JS and SVG).

@@ -29,8 +29,18 @@ struct Log {
 #[serde(rename_all = "camelCase")]
 struct Run {
     tool: Tool,
+    /// `%SRCROOT%`: the folder the relative `uri`s are relative to, on the
+    /// machine that ran planck (code scanning resolves them against the
+    /// repository's root instead).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    original_uri_base_ids: BTreeMap<&'static str, BaseUri>,
     results: Vec<SarifResult>,
     column_kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct BaseUri {
+    uri: String,
 }
 
 #[derive(Serialize)]
@@ -111,8 +121,76 @@ struct PhysicalLocation {
 }
 
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct ArtifactLocation {
     uri: String,
+    /// [`SRCROOT`] for a path relative to the source root; absent for a file
+    /// outside it (then `uri` is an absolute `file://` URI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uri_base_id: Option<&'static str>,
+}
+
+/// The base id of paths relative to the source root (the name SARIF's
+/// producers and code scanning use for a repository's root).
+const SRCROOT: &str = "%SRCROOT%";
+
+/// What a URI path may hold unencoded: RFC 3986's unreserved characters and
+/// the `/` between segments.
+const PATH: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
+
+fn encode(path: &str) -> String {
+    percent_encoding::utf8_percent_encode(path, PATH).to_string()
+}
+
+/// A finding's path (relative to the source root, or absolute when the file
+/// is outside it) as a SARIF artifact location.
+fn artifact(path: &str) -> ArtifactLocation {
+    let path = path.replace('\\', "/");
+    let absolute = path.starts_with('/') || path.as_bytes().get(1) == Some(&b':');
+    if absolute {
+        let path = if path.starts_with('/') {
+            path
+        } else {
+            format!("/{path}")
+        };
+        ArtifactLocation {
+            uri: format!("file://{}", encode(&path)),
+            uri_base_id: None,
+        }
+    } else {
+        ArtifactLocation {
+            uri: encode(&path),
+            uri_base_id: Some(SRCROOT),
+        }
+    }
+}
+
+/// `%SRCROOT%` as an absolute `file://` URI ending in `/`, as SARIF wants
+/// for a base.
+fn base_ids(root: Option<&std::path::Path>) -> BTreeMap<&'static str, BaseUri> {
+    let Some(root) = root.filter(|r| r.is_absolute()) else {
+        return BTreeMap::new();
+    };
+    let mut at = root.to_string_lossy().replace('\\', "/");
+    if !at.starts_with('/') {
+        at.insert(0, '/');
+    }
+    if !at.ends_with('/') {
+        at.push('/');
+    }
+    [(
+        SRCROOT,
+        BaseUri {
+            uri: format!("file://{}", encode(&at)),
+        },
+    )]
+    .into_iter()
+    .collect()
 }
 
 #[derive(Serialize)]
@@ -207,9 +285,7 @@ pub fn render_with_lost(i: &Inputs, lost: &[crate::wire::check::JsonLostIndex]) 
                 ));
             }
             let at = |path: &str, line: usize| PhysicalLocation {
-                artifact_location: ArtifactLocation {
-                    uri: path.replace('\\', "/"),
-                },
+                artifact_location: artifact(path),
                 region: Region {
                     start_line: line.max(1),
                 },
@@ -272,6 +348,7 @@ pub fn render_with_lost(i: &Inputs, lost: &[crate::wire::check::JsonLostIndex]) 
                     rules,
                 },
             },
+            original_uri_base_ids: base_ids(i.source_root.as_deref()),
             results,
             column_kind: "unicodeCodePoints",
         }],
@@ -335,9 +412,7 @@ fn with_regressions(
                 .take(1)
                 .map(|d| Location {
                     physical_location: PhysicalLocation {
-                        artifact_location: ArtifactLocation {
-                            uri: d.path.replace('\\', "/"),
-                        },
+                        artifact_location: artifact(&d.path),
                         region: Region {
                             start_line: d.line.max(1),
                         },
@@ -352,9 +427,7 @@ fn with_regressions(
                 .map(|(d, at)| RelatedLocation {
                     id: 1,
                     physical_location: PhysicalLocation {
-                        artifact_location: ArtifactLocation {
-                            uri: at.path.replace('\\', "/"),
-                        },
+                        artifact_location: artifact(&at.path),
                         region: Region {
                             start_line: at.line.max(1),
                         },

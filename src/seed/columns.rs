@@ -807,16 +807,7 @@ impl Ctx<'_> {
                 ));
             }
         }
-        let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
-        let mut acc = 0.0;
-        let cum = weights
-            .iter()
-            .map(|w| {
-                acc += w / total;
-                acc
-            })
-            .collect();
-        Ok(Gen::Choice { vals, cum })
+        Ok(Gen::weighted_choice(vals, &weights))
     }
 
     /// `range = [low, high]`: numbers or timestamps.

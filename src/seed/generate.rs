@@ -445,6 +445,21 @@ pub fn parse_format(t: &str) -> Vec<Piece> {
 }
 
 impl Gen {
+    /// A weighted [`Gen::Choice`]: `weights[i]` is `vals[i]`'s share of
+    /// their sum (any positive scale: counts, fractions).
+    pub fn weighted_choice(vals: Vec<Val>, weights: &[f64]) -> Gen {
+        let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+        let mut acc = 0.0;
+        let cum = weights
+            .iter()
+            .map(|w| {
+                acc += w / total;
+                acc
+            })
+            .collect();
+        Gen::Choice { vals, cum }
+    }
+
     /// Number of distinct values, when finite and small enough to enumerate.
     pub fn domain(&self) -> Option<u64> {
         match self {

@@ -1308,16 +1308,7 @@ fn observed_gen(
     if vals.is_empty() {
         return None;
     }
-    let total: f64 = weights.iter().sum();
-    let mut acc = 0.0;
-    let cum = weights
-        .iter()
-        .map(|w| {
-            acc += w / total;
-            acc
-        })
-        .collect();
-    Some(Gen::Choice { vals, cum })
+    Some(Gen::weighted_choice(vals, &weights))
 }
 
 /// Phase: a nullable foreign key whose column the recorded application

@@ -121,6 +121,9 @@ pub struct LoadNotes {
     /// Tables left as they were: rows the migrations wrote (reference
     /// data) and migration tools' bookkeeping.
     pub tables_kept: Vec<String>,
+    /// Those of [`LoadNotes::tables_kept`] whose rows an earlier `planck
+    /// seed` wrote (not the migrations: `--truncate` replaces them).
+    pub seeded_before: Vec<String>,
 }
 
 type Saved = PendingConstraint;

@@ -22,7 +22,6 @@ pub mod shape;
 pub mod spec;
 pub mod summary;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -40,8 +39,9 @@ use crate::signal;
 /// `settings::seed`, from flags, planck.toml and defaults).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SeedOptions {
-    /// The spec file; None: seed every table from the catalog alone.
-    pub spec: Option<PathBuf>,
+    /// The spec, read and checked once (before anything connects); None:
+    /// seed every table from the catalog alone.
+    pub spec: Option<SpecFile>,
     pub seed: u64,
     pub scale: f64,
     pub rows: Option<u64>,
@@ -70,10 +70,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     if opts.restore {
         return restore(conn, opts, &signals, log).await;
     }
-    let mut sf = match &opts.spec {
-        Some(p) => SpecFile::load(p)?,
-        None => SpecFile::default(),
-    };
+    let mut sf = opts.spec.clone().unwrap_or_default();
     let mut plan_opts = layout::Options {
         seed: opts.seed,
         scale: opts.scale,
@@ -135,6 +132,16 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     if !kept_names.is_empty() {
         log.debug(&format!("kept as they were: {}", kept_names.join(", ")));
     }
+    // Rows an earlier seed wrote are not the migrations' reference data, but
+    // without --truncate they are kept the same way: say so up front.
+    let seeded_before = kept.seeded_before(&cat, &seeded);
+    if !seeded_before.is_empty() {
+        log.warn(&format!(
+            "{} table(s) already hold the rows of an earlier planck seed, kept as they are: {}; pass --truncate to replace them",
+            seeded_before.len(),
+            seeded_before.join(", ")
+        ));
+    }
     log_plan(&plan, &sf, log);
     if opts.generate_only {
         generate_only(&plan, opts.threads, log)?;
@@ -146,6 +153,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         let mut summary = Summary::of(&plan, None, 0.0, true);
         summary.tables.retain(|t| !kept_names.contains(&t.table));
         summary.notes.tables_kept = kept_names;
+        summary.notes.seeded_before = seeded_before;
         return Ok(summary);
     };
     let writing: Vec<String> = plan
@@ -174,12 +182,9 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         log,
     )
     .await?;
-    Ok(Summary::of(
-        &plan,
-        Some(&report),
-        started.elapsed().as_secs_f64(),
-        false,
-    ))
+    let mut summary = Summary::of(&plan, Some(&report), started.elapsed().as_secs_f64(), false);
+    summary.notes.seeded_before = seeded_before;
+    Ok(summary)
 }
 
 /// `planck seed --restore`.

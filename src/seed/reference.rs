@@ -155,6 +155,24 @@ impl Kept {
         v
     }
 
+    /// The kept tables (by display name, sorted) an earlier seed wrote
+    /// (`seeded`, as `schema.table`), rather than the migrations.
+    pub fn seeded_before(
+        &self,
+        cat: &Catalog,
+        seeded: &std::collections::HashSet<String>,
+    ) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .reference
+            .iter()
+            .map(|(i, _, _)| &cat.tables[*i])
+            .filter(|t| seeded.contains(&format!("{}.{}", t.schema, t.name)))
+            .map(|t| t.display())
+            .collect();
+        v.sort();
+        v
+    }
+
     /// Gives each referenced column of a reference table its existing keys.
     pub fn wire(&self, cat: &Catalog, plan: &mut Plan) -> Result<()> {
         for (oid, cols) in self.keys(cat)? {

@@ -149,6 +149,13 @@ pub struct SpecFile {
     pub spec: Spec,
 }
 
+/// The same file with the same text (the spec is parsed from the text).
+impl PartialEq for SpecFile {
+    fn eq(&self, other: &SpecFile) -> bool {
+        self.path == other.path && self.text == other.text
+    }
+}
+
 impl SpecFile {
     pub fn parse(path: &Path, text: &str) -> Result<SpecFile> {
         let spec: Spec = toml::from_str(text).map_err(|e| config::toml_error(path, text, &e))?;

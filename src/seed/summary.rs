@@ -135,10 +135,22 @@ impl Summary {
                 "loaded with its key in place (slower; planck never drops a user's view): {k}"
             ));
         }
-        if !n.tables_kept.is_empty() {
+        let migrations: Vec<&str> = n
+            .tables_kept
+            .iter()
+            .filter(|t| !n.seeded_before.contains(t))
+            .map(String::as_str)
+            .collect();
+        if !migrations.is_empty() {
             out.push(format!(
                 "kept as they were (rows the migrations wrote, migration bookkeeping): {}",
-                n.tables_kept.join(", ")
+                migrations.join(", ")
+            ));
+        }
+        if !n.seeded_before.is_empty() {
+            out.push(format!(
+                "kept as they were (rows an earlier planck seed wrote; --truncate replaces them): {}",
+                n.seeded_before.join(", ")
             ));
         }
         out
@@ -212,6 +224,9 @@ pub struct JsonSummary {
     /// Tables left as they were (reference data, migration bookkeeping).
     #[serde(default)]
     pub tables_kept: Vec<String>,
+    /// Those of `tables_kept` an earlier planck seed wrote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seeded_before: Vec<String>,
     /// Columns that followed the queries file's `[observed]` (left out when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub followed_recording: Vec<String>,
@@ -247,6 +262,7 @@ impl From<&Summary> for JsonSummary {
             event_triggers: s.notes.event_triggers.clone(),
             kept_in_place: s.notes.kept_in_place.clone(),
             tables_kept: s.notes.tables_kept.clone(),
+            seeded_before: s.notes.seeded_before.clone(),
             followed_recording: s.followed_recording.clone(),
         }
     }
@@ -417,7 +433,12 @@ mod tests {
             kept_in_place: vec![
                 "accounts: accounts_pkey (view account_totals depends on it)".into(),
             ],
-            tables_kept: vec!["django_migrations".into(), "django_content_type".into()],
+            tables_kept: vec![
+                "django_migrations".into(),
+                "django_content_type".into(),
+                "items".into(),
+            ],
+            seeded_before: vec!["items".into()],
         };
         s
     }

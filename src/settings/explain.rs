@@ -208,6 +208,7 @@ impl ExplainSettings {
             identity_budget: identity_budget(args.identity_budget)?,
             planner: planner_options(args, &cfg.settings)?,
             generic: generic_plans(cfg.generic.as_deref(), &located, settings)?,
+            source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
         })
     }
 }

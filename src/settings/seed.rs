@@ -228,16 +228,15 @@ impl SeedSettings {
                 "run `planck seed --restore --forget NAME`",
             ));
         }
+        // Read (and check) the spec now, so a missing or broken one is
+        // reported before anything starts or touches a database.
         let spec = if args.restore {
             None
         } else {
             spec_path(args, s)?
+                .map(|p| crate::seed::spec::SpecFile::load(&p))
+                .transpose()?
         };
-        // Read (and check) the spec now, so a missing or broken one is
-        // reported before anything starts or touches a database.
-        if let Some(p) = &spec {
-            crate::seed::spec::SpecFile::load(p)?;
-        }
         Ok(SeedSettings {
             options: SeedOptions {
                 spec,
