@@ -596,7 +596,9 @@ fn issue13_a_filter_keeping_nearly_every_row_is_not_an_error() {
     for (severity, message) in &near {
         assert_eq!(severity, "info", "{v:#}");
         assert!(
-            message.starts_with("reads all of named, 20,000 rows: its filter keeps an estimated 99 % of them"),
+            message.starts_with(
+                "reads all of named, 20,000 rows: its filter keeps an estimated 99 % of them"
+            ),
             "{message}"
         );
     }

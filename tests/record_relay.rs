@@ -415,7 +415,10 @@ COMMIT;
         "{id:#?}"
     );
     let work = &id["UPDATE pings SET kind = $1 WHERE kind IS NULL"];
-    assert!(id.contains_key("SELECT id FROM checks WHERE id = $1"), "{id:#?}");
+    assert!(
+        id.contains_key("SELECT id FROM checks WHERE id = $1"),
+        "{id:#?}"
+    );
     // Only the application's transaction is written.
     let shapes: Vec<&Vec<String>> = f.transactions.iter().map(|t| &t.statements).collect();
     assert_eq!(shapes, vec![&vec![work.clone()]], "{:#?}", f.transactions);

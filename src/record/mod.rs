@@ -429,7 +429,10 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     }
     let mut migration_only = Vec::new();
     if let (Some(c), Some(m)) = (&relayed, &mut matched) {
+        let relay_only_before = statements.iter().filter(|k| k.from_relay).count();
         migration_only = leave_out_migrations(c, &mut m.matching, &mut statements, opts.keep_all);
+        // Those left out are not counted as the relay's own either.
+        m.relay_only -= relay_only_before - statements.iter().filter(|k| k.from_relay).count();
     }
     let mut dropped = dropped;
     if !migration_only.is_empty() {

@@ -125,7 +125,11 @@ fn migration_lines(o: &Outcome) -> Vec<String> {
     let mut lines = vec![format!(
         "{n} statement(s) run only by migrations left out (every call was in a transaction that changed the schema or wrote a migration tool's bookkeeping):"
     )];
-    let shown = if o.list_all { n } else { n.min(MIGRATION_SHOWN) };
+    let shown = if o.list_all {
+        n
+    } else {
+        n.min(MIGRATION_SHOWN)
+    };
     for q in &o.migration_only[..shown] {
         lines.push(format!("  {}", one_line(q, 76)));
     }
@@ -152,7 +156,10 @@ fn relay_lines(o: &Outcome) -> Vec<String> {
         r.connections,
         r.transactions,
         if r.migration_transactions > 0 {
-            format!(" ({} of them migrations', not written)", r.migration_transactions)
+            format!(
+                " ({} of them migrations', not written)",
+                r.migration_transactions
+            )
         } else {
             String::new()
         },
@@ -765,9 +772,15 @@ mod tests {
             text.contains("7 statement(s) run only by migrations left out (every call was in a transaction that changed the schema"),
             "{text}"
         );
-        assert!(text.contains("\n  UPDATE \"api_check\" SET \"c4\" = $1"), "{text}");
+        assert!(
+            text.contains("\n  UPDATE \"api_check\" SET \"c4\" = $1"),
+            "{text}"
+        );
         assert!(!text.contains("\"c5\""), "{text}");
-        assert!(text.contains("  ... and 2 more (--verbose lists every one)"), "{text}");
+        assert!(
+            text.contains("  ... and 2 more (--verbose lists every one)"),
+            "{text}"
+        );
         assert!(text.contains("migration 7"), "{text}");
         assert!(
             text.contains("40 transaction(s) (12 of them migrations', not written)"),
@@ -777,7 +790,10 @@ mod tests {
         let mut out = Vec::new();
         render_markdown(&mut out, &o, Path::new("/p")).unwrap();
         let md = String::from_utf8(out).unwrap();
-        assert!(md.contains("- `UPDATE \"api_check\" SET \"c6\" = $1"), "{md}");
+        assert!(
+            md.contains("- `UPDATE \"api_check\" SET \"c6\" = $1"),
+            "{md}"
+        );
         let v = to_wire(&o, Path::new("/p"));
         assert_eq!(v.migration_only.len(), 7);
         assert_eq!(v.dropped["migration"], 7);

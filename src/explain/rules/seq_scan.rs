@@ -55,15 +55,14 @@ impl Check for SeqScan {
                         let kept = kept_share(p, &n.path, rows)
                             .filter(|k| *k >= NEAR_TOTAL && read >= rows as f64);
                         // The first node found is the one the finding points at.
-                        let (v, kinds, _, near) =
-                            hits.entry((p.mode, rel)).or_insert_with(|| {
-                                (
-                                    Vec::new(),
-                                    Vec::new(),
-                                    (plan_index(e, p), n.path.clone()),
-                                    kept,
-                                )
-                            });
+                        let (v, kinds, _, near) = hits.entry((p.mode, rel)).or_insert_with(|| {
+                            (
+                                Vec::new(),
+                                Vec::new(),
+                                (plan_index(e, p), n.path.clone()),
+                                kept,
+                            )
+                        });
                         *near = match (*near, kept) {
                             (Some(a), Some(b)) => Some(a.min(b)),
                             _ => None,

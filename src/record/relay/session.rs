@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::protocol::{FromClient, FromServer, Message, from_client, from_server};
 use super::evidence::Literals;
+use super::protocol::{FromClient, FromServer, Message, from_client, from_server};
 use super::shapes::{self, Capture, Closed, Outcome, Setting, ShapeKey};
 use super::text::{self, Meaning, Normalized};
 

@@ -224,8 +224,9 @@ pub fn migration_work(text: &str) -> bool {
         "create" => !(1..=3).any(|i| matches!(word(i).as_str(), "temp" | "temporary")),
         "alter" | "drop" | "comment" => true,
         "insert" | "update" | "delete" | "merge" | "with" => tokens.iter().any(|t| match &t.kind {
-            Kind::Word(w) => crate::catalog::schema::MIGRATION_TABLES
-                .contains(&w.to_ascii_lowercase().as_str()),
+            Kind::Word(w) => {
+                crate::catalog::schema::MIGRATION_TABLES.contains(&w.to_ascii_lowercase().as_str())
+            }
             Kind::Quoted(q) => crate::catalog::schema::MIGRATION_TABLES.contains(&q.as_str()),
             _ => false,
         }),
