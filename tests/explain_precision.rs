@@ -566,3 +566,44 @@ fn issue13_custom_plans_bind_the_recorded_shapes() {
     assert!(!exact.contains('%') && exact.len() == 32, "{exact}");
     assert_eq!(matches(&exact), 1, "{exact}");
 }
+
+/// Issue 13 §4, near-total filter: healthchecks' `WHERE NOT (name = $1)`
+/// keeps nearly every row of api_check, so the plan reads the whole table by
+/// design (info); the selective lookup on the same column next to it is a
+/// real seq scan (no index on name), and the near-total filter under a
+/// Limit that stops early is no finding at all.
+#[test]
+fn issue13_a_filter_keeping_nearly_every_row_is_not_an_error() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE named (id bigserial PRIMARY KEY, name text NOT NULL, kind text NOT NULL);
+         INSERT INTO named (name, kind)
+              SELECT 'check ' || i, 'k' || (i % 5) FROM generate_series(1, 20000) i;
+         ANALYZE named;",
+    );
+    let dir = common::project_dir();
+    let all_but_one = "SELECT id, name FROM named WHERE NOT (name = $1)";
+    let by_name = "SELECT id FROM named WHERE name = $1";
+    let first_others = "SELECT id FROM named WHERE name <> $1 LIMIT $2";
+    let q = queries(
+        dir.path(),
+        &[(all_but_one, 1), (by_name, 1), (first_others, 1)],
+    );
+    let (code, v) = explain(&db, dir.path(), &["--queries", &q, "--no-advice"]);
+    assert_eq!(code, 1, "{v:#}");
+    let near = on(&v, "seq-scan", all_but_one);
+    assert!(!near.is_empty(), "{v:#}");
+    for (severity, message) in &near {
+        assert_eq!(severity, "info", "{v:#}");
+        assert!(
+            message.starts_with(
+                "reads all of named, 20,000 rows: its filter keeps an estimated 99 % of them"
+            ),
+            "{message}"
+        );
+    }
+    let f = on(&v, "seq-scan", by_name);
+    assert!(!f.is_empty(), "{v:#}");
+    assert!(f.iter().all(|(s, _)| s == "error"), "{f:?}");
+    assert_eq!(on(&v, "seq-scan", first_others), vec![], "{v:#}");
+}

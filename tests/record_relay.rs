@@ -368,3 +368,74 @@ fn a_client_requiring_tls_gets_an_error_naming_sslmode() {
     let out = db.planck(&["record", "--no-relay", "--", &script], dir.path());
     assert!(!stderr(&out).contains("capture relay"), "{}", stderr(&out));
 }
+
+// Issue 13, 6: a migration's transaction (a schema change, a backfill, the
+// tool's bookkeeping write) is no workload: the backfill, run only there,
+// is left out of the file and listed in the summary; the application's
+// UPDATE of the same shape on another table is kept, and so is a SELECT
+// the migration happened to run too. The migration's transaction is not
+// written as a shape.
+#[test]
+fn issue13_statements_run_only_by_migrations_are_left_out() {
+    let db = TestDb::new("relay_migration_only");
+    db.exec(
+        "CREATE TABLE schema_migrations (version text PRIMARY KEY);
+         CREATE TABLE checks (id int PRIMARY KEY, kind text);
+         CREATE TABLE pings (id int PRIMARY KEY, kind text);
+         INSERT INTO checks VALUES (1, NULL), (2, 'a');
+         INSERT INTO pings VALUES (1, NULL), (2, 'b');",
+    );
+    let dir = common::project_dir();
+    std::fs::write(
+        dir.path().join("suite.sql"),
+        "BEGIN;
+ALTER TABLE checks ADD COLUMN IF NOT EXISTS tz text;
+UPDATE checks SET tz = 'UTC' WHERE tz IS NULL;
+SELECT id FROM checks WHERE id = 1;
+INSERT INTO schema_migrations (version) VALUES ('0002') ON CONFLICT DO NOTHING;
+COMMIT;
+SELECT id FROM checks WHERE id = 2;
+BEGIN;
+UPDATE pings SET kind = 'ign' WHERE kind IS NULL;
+COMMIT;
+",
+    )
+    .unwrap();
+    let script = write_script(
+        dir.path(),
+        "suite.sh",
+        "psql -X -q -v ON_ERROR_STOP=1 -f suite.sql >/dev/null\n",
+    );
+    let out = db.planck(&["--format", "json", "record", "--", &script], dir.path());
+    assert_exit(&out, 0);
+    let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
+    let id = ids(&f);
+    assert!(
+        !id.contains_key("UPDATE checks SET tz = $1 WHERE tz IS NULL"),
+        "{id:#?}"
+    );
+    let work = &id["UPDATE pings SET kind = $1 WHERE kind IS NULL"];
+    assert!(
+        id.contains_key("SELECT id FROM checks WHERE id = $1"),
+        "{id:#?}"
+    );
+    // Only the application's transaction is written.
+    let shapes: Vec<&Vec<String>> = f.transactions.iter().map(|t| &t.statements).collect();
+    assert_eq!(shapes, vec![&vec![work.clone()]], "{:#?}", f.transactions);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(
+        v["migration_only"],
+        serde_json::json!(["UPDATE checks SET tz = $1 WHERE tz IS NULL"]),
+        "{v:#}"
+    );
+    assert_eq!(v["dropped"]["migration"], 1, "{v:#}");
+    assert_eq!(v["relay"]["migration_transactions"], 1, "{v:#}");
+    // The table summary says so.
+    let out = db.planck(&["record", "--", &script], dir.path());
+    assert_exit(&out, 0);
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        text.contains("1 statement(s) run only by migrations left out"),
+        "{text}"
+    );
+}

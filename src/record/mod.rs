@@ -94,6 +94,8 @@ pub struct RelaySummary {
     pub databases: BTreeMap<String, u64>,
     /// Exact median pause per written transaction id (ms).
     pub think_ms: BTreeMap<String, f64>,
+    /// Migrations' transactions (issue 13, 6): in `transactions`, not written.
+    pub migration_transactions: u64,
 }
 
 /// How the capture isolated the run.
@@ -161,6 +163,10 @@ pub struct Outcome {
     /// The databases whose statements were recorded: the target, then
     /// those created during the run (a test runner's `test_<name>`).
     pub recorded_databases: Vec<String>,
+    /// Statements run only by migrations (issue 13, 6), left out of the
+    /// file: their texts, in the file's order. With `--keep-all` they are
+    /// kept, marked `migration`, and not listed here.
+    pub migration_only: Vec<String>,
 }
 
 /// Records `opts.command` (or the current contents) on `conn` into `opts.output`.
@@ -421,6 +427,17 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         .await;
         matched = Some(m);
     }
+    let mut migration_only = Vec::new();
+    if let (Some(c), Some(m)) = (&relayed, &mut matched) {
+        let relay_only_before = statements.iter().filter(|k| k.from_relay).count();
+        migration_only = leave_out_migrations(c, &mut m.matching, &mut statements, opts.keep_all);
+        // Those left out are not counted as the relay's own either.
+        m.relay_only -= relay_only_before - statements.iter().filter(|k| k.from_relay).count();
+    }
+    let mut dropped = dropped;
+    if !migration_only.is_empty() {
+        dropped.insert(Reason::Migration, migration_only.len());
+    }
     if statements.is_empty() {
         let dbs = match recorded.as_slice() {
             [one] => format!("database {one}"),
@@ -501,7 +518,58 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         relay,
         list_all: opts.list_all,
         recorded_databases: recorded,
+        migration_only,
     })
+}
+
+/// Leaves out the statements a migration tool ran (issue 13, 6): those
+/// every call of which the relay saw inside migrations' transactions (a
+/// transaction with DDL or a write to a migration tool's bookkeeping
+/// table: see `relay::text::migration_work`). Django runs each migration,
+/// a data migration's `RunPython` too, in one atomic block with its
+/// `INSERT INTO django_migrations`; a backfill (`UPDATE t SET c = $1 WHERE c
+/// IS NULL`) or a data fix run there is no workload, and judging it on a
+/// seeded copy reports a scan the application never runs. A statement also
+/// seen elsewhere (the application's own, which a data migration happened
+/// to run too), or not seen by the relay, is kept.
+///
+/// Left out rather than kept and marked: the file is what `explain`,
+/// `seed` and `replay` read, and each would have to skip them; the summary
+/// lists them instead (`--keep-all` keeps them, marked `migration`).
+/// Returns the texts left out.
+fn leave_out_migrations(
+    c: &relay::Capture,
+    matching: &mut transactions::Matching,
+    statements: &mut Vec<Kept>,
+    keep_all: bool,
+) -> Vec<String> {
+    let mut only: HashMap<String, bool> = HashMap::new();
+    for (i, id) in matching.ids.iter().enumerate() {
+        if let Some(id) = id {
+            *only.entry(id.clone()).or_insert(true) &= c.migration_only(i as u32);
+        }
+    }
+    let is_out = |id: &str| only.get(id).copied().unwrap_or(false);
+    if keep_all {
+        for k in statements.iter_mut().filter(|k| is_out(&k.id)) {
+            k.noise.get_or_insert(Reason::Migration);
+        }
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    statements.retain(|k| {
+        let keep = k.noise.is_some() || !is_out(&k.id);
+        if !keep {
+            out.push(k.query.clone());
+        }
+        keep
+    });
+    for id in matching.ids.iter_mut() {
+        if id.as_deref().is_some_and(is_out) {
+            *id = None;
+        }
+    }
+    out
 }
 
 /// The oids of the roles the relayed connections ran as.
@@ -712,6 +780,7 @@ fn relayed_transactions(
         slow_openers: slow,
         databases: c.databases.clone(),
         think_ms: written.think_ms.clone(),
+        migration_transactions: c.migration_transactions,
     };
     file.replace_recorded_transactions(written.transactions);
     summary

@@ -114,6 +114,37 @@ fn dropped_lines(o: &Outcome) -> Vec<String> {
     lines
 }
 
+/// The statements left out as migrations' own (issue 13, 6), so a
+/// reviewer of the queries file sees what is missing and why: a count, then
+/// the texts (the first [`MIGRATION_SHOWN`], every one with `--verbose`).
+fn migration_lines(o: &Outcome) -> Vec<String> {
+    let n = o.migration_only.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut lines = vec![format!(
+        "{n} statement(s) run only by migrations left out (every call was in a transaction that changed the schema or wrote a migration tool's bookkeeping):"
+    )];
+    let shown = if o.list_all {
+        n
+    } else {
+        n.min(MIGRATION_SHOWN)
+    };
+    for q in &o.migration_only[..shown] {
+        lines.push(format!("  {}", one_line(q, 76)));
+    }
+    if shown < n {
+        lines.push(format!(
+            "  ... and {} more (--verbose lists every one)",
+            n - shown
+        ));
+    }
+    lines
+}
+
+/// Migration-only statements the compact summary lists.
+const MIGRATION_SHOWN: usize = 5;
+
 /// What the capture relay saw (issue 12, 5): connections, transactions,
 /// shapes, the longest, and the statements that opened long ones.
 fn relay_lines(o: &Outcome) -> Vec<String> {
@@ -121,9 +152,17 @@ fn relay_lines(o: &Outcome) -> Vec<String> {
         return Vec::new();
     };
     let mut lines = vec![format!(
-        "relay: {} connection(s), {} transaction(s), {} shape(s) written{}, {} autocommit statement(s)",
+        "relay: {} connection(s), {} transaction(s){}, {} shape(s) written{}, {} autocommit statement(s)",
         r.connections,
         r.transactions,
+        if r.migration_transactions > 0 {
+            format!(
+                " ({} of them migrations', not written)",
+                r.migration_transactions
+            )
+        } else {
+            String::new()
+        },
         r.shapes_written,
         if r.over_limit > 0 {
             format!(
@@ -234,6 +273,9 @@ fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Res
     for l in dropped_lines(o) {
         writeln!(w, "{l}")?;
     }
+    for l in migration_lines(o) {
+        writeln!(w, "{l}")?;
+    }
     if let Some(l) = databases_line(o) {
         writeln!(w, "{l}")?;
     }
@@ -259,6 +301,14 @@ fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::
     if !dropped.is_empty() {
         let parts: Vec<&str> = dropped.iter().map(|l| l.trim()).collect();
         writeln!(w, "{}\n", parts.join(" "))?;
+    }
+    let migrations = migration_lines(o);
+    if let Some((head, rest)) = migrations.split_first() {
+        writeln!(w, "{}\n", output::md_cell(head))?;
+        for l in rest {
+            writeln!(w, "- `{}`", output::md_cell(l.trim()).replace('`', "'"))?;
+        }
+        writeln!(w)?;
     }
     if let Some(l) = databases_line(o) {
         writeln!(w, "{}\n", output::md_cell(&l))?;
@@ -344,6 +394,10 @@ pub mod wire {
         /// those created during the run.
         #[serde(default)]
         pub recorded_databases: Vec<String>,
+        /// Statements run only by migrations, left out of the file (issue
+        /// 13, 6): their texts.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub migration_only: Vec<String>,
     }
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -373,6 +427,9 @@ pub mod wire {
         pub databases: BTreeMap<String, u64>,
         /// Exact median pause (ms) per written transaction id.
         pub think_ms: BTreeMap<String, f64>,
+        /// Migrations' transactions: counted in `transactions`, never written.
+        #[serde(default)]
+        pub migration_transactions: u64,
     }
 
     /// `{"code": 0}` or `{"signal": 9, "signal_name": "SIGKILL"}`.
@@ -499,8 +556,10 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
             slow_openers: r.slow_openers.clone(),
             databases: r.databases.clone(),
             think_ms: r.think_ms.clone(),
+            migration_transactions: r.migration_transactions,
         }),
         recorded_databases: o.recorded_databases.clone(),
+        migration_only: o.migration_only.clone(),
     }
 }
 
@@ -574,6 +633,7 @@ mod tests {
             created_extension: false,
             relay: None,
             recorded_databases: vec!["shop".into()],
+            migration_only: vec![],
             list_all: true,
         }
     }
@@ -689,5 +749,54 @@ mod tests {
         assert_eq!(v.recorded_databases, ["shop", "test_shop"]);
         assert!(v.statements[0].from_relay);
         assert_eq!(v.relay.unwrap().relay_only, 1);
+    }
+
+    /// Issue 13, 6: a reviewer sees what was left out as migrations' and why.
+    #[test]
+    fn issue13_statements_left_out_as_migrations_are_listed() {
+        let mut o = outcome();
+        o.dropped.insert(Reason::Migration, 7);
+        o.migration_only = (0..7)
+            .map(|i| format!("UPDATE \"api_check\" SET \"c{i}\" = $1 WHERE \"c{i}\" IS NULL"))
+            .collect();
+        o.relay = Some(crate::record::RelaySummary {
+            transactions: 40,
+            migration_transactions: 12,
+            ..Default::default()
+        });
+        o.list_all = false;
+        let mut out = Vec::new();
+        render_table(&mut out, &o, Path::new("/p")).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("7 statement(s) run only by migrations left out (every call was in a transaction that changed the schema"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  UPDATE \"api_check\" SET \"c4\" = $1"),
+            "{text}"
+        );
+        assert!(!text.contains("\"c5\""), "{text}");
+        assert!(
+            text.contains("  ... and 2 more (--verbose lists every one)"),
+            "{text}"
+        );
+        assert!(text.contains("migration 7"), "{text}");
+        assert!(
+            text.contains("40 transaction(s) (12 of them migrations', not written)"),
+            "{text}"
+        );
+        o.list_all = true;
+        let mut out = Vec::new();
+        render_markdown(&mut out, &o, Path::new("/p")).unwrap();
+        let md = String::from_utf8(out).unwrap();
+        assert!(
+            md.contains("- `UPDATE \"api_check\" SET \"c6\" = $1"),
+            "{md}"
+        );
+        let v = to_wire(&o, Path::new("/p"));
+        assert_eq!(v.migration_only.len(), 7);
+        assert_eq!(v.dropped["migration"], 7);
+        assert_eq!(v.relay.unwrap().migration_transactions, 12);
     }
 }

@@ -403,6 +403,7 @@ mod tests {
                     duration: Duration::from_millis(1),
                     statements: 2,
                     opener: None,
+                    migration: false,
                 });
             }
         }

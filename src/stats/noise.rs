@@ -52,10 +52,15 @@ pub enum Reason {
     Utility,
     /// `SELECT $1`: a connection check.
     Ping,
+    /// Run only inside migrations' transactions (a transaction with DDL or
+    /// a write to a migration tool's bookkeeping table: a backfill, a data
+    /// migration). Told by the capture relay from the transactions it saw,
+    /// never from a text alone ([`classify`] does not return it).
+    Migration,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 14] = [
         Reason::Planck,
         Reason::PlanckBookkeeping,
         Reason::ForeignKeyCheck,
@@ -69,6 +74,7 @@ impl Reason {
         Reason::Ddl,
         Reason::Utility,
         Reason::Ping,
+        Reason::Migration,
     ];
 
     /// The kebab-case name used in the summary and its JSON.
@@ -87,6 +93,7 @@ impl Reason {
             Reason::Ddl => "ddl",
             Reason::Utility => "utility",
             Reason::Ping => "ping",
+            Reason::Migration => "migration",
         }
     }
 
@@ -107,6 +114,9 @@ impl Reason {
             Reason::Ddl => "DDL and maintenance (migrations, fixtures)",
             Reason::Utility => "other utility statements (COPY, LOCK, CALL, ...)",
             Reason::Ping => "connection checks (SELECT $1)",
+            Reason::Migration => {
+                "statements run only inside migrations' transactions (backfills, data migrations)"
+            }
         }
     }
 }

@@ -5,7 +5,10 @@
 //! (`SELECT 1 FROM t LIMIT 1`) reads a few rows and is no finding. A
 //! statement that asks for whole tables (no WHERE, no LIMIT:
 //! `SELECT count(*) FROM t`, over joins too) reads them by design:
-//! informational.
+//! informational. So does a scan whose filter the planner estimates keeps
+//! nearly every row (`WHERE NOT (name = $1)`: [`NEAR_TOTAL`] of the table or
+//! more, no Limit stopping it early): an index would find the same rows
+//! one by one, slower; the whole-table read is the statement's design.
 
 use std::collections::BTreeMap;
 
@@ -13,17 +16,24 @@ use crate::explain::plan_tree::{Mode, PlanKind};
 
 use super::{
     Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
-    plan_index, reads_all_by_design, rows_read_in,
+    node_json, plan_index, reads_all_by_design, rows_read_in,
 };
+use crate::explain::plan_tree::Plan;
+
+/// The share of a table's rows a scan's filter must keep (as the planner
+/// estimates it) for the scan to be a whole-table read by design.
+pub const NEAR_TOTAL: f64 = 0.9;
 
 pub struct SeqScan;
 
 /// A plan's index among the statement's plans and a node's path in it.
 type NodeAt = (usize, Vec<usize>);
 
-/// The plans that show a scan: their descriptions and kinds, and the node
-/// the finding points at.
-type Hit = (Vec<String>, Vec<PlanKind>, NodeAt);
+/// The plans that show a scan: their descriptions and kinds, the node the
+/// finding points at, and the smallest share of the table a scan there
+/// keeps, when every one of them reads it all through a filter keeping
+/// [`NEAR_TOTAL`] or more (`None` otherwise).
+type Hit = (Vec<String>, Vec<PlanKind>, NodeAt, Option<f64>);
 
 impl Check for SeqScan {
     fn id(&self) -> CheckId {
@@ -36,15 +46,27 @@ impl Check for SeqScan {
             let mut hits: BTreeMap<(Mode, String), Hit> = BTreeMap::new();
             for p in judged_plans(e) {
                 for n in p.nodes() {
-                    if let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan())
-                        && ctx.catalog.rows(&rel) >= ctx.min_rows
-                        && rows_read_in(e, p, &n.path, ctx.catalog.rows(&rel))
-                            >= ctx.min_rows as f64
-                    {
+                    let Some(rel) = n.relation.clone().filter(|_| n.is_seq_scan()) else {
+                        continue;
+                    };
+                    let rows = ctx.catalog.rows(&rel);
+                    let read = rows_read_in(e, p, &n.path, rows);
+                    if rows >= ctx.min_rows && read >= ctx.min_rows as f64 {
+                        let kept = kept_share(p, &n.path, rows)
+                            .filter(|k| *k >= NEAR_TOTAL && read >= rows as f64);
                         // The first node found is the one the finding points at.
-                        let (v, kinds, _) = hits.entry((p.mode, rel)).or_insert_with(|| {
-                            (Vec::new(), Vec::new(), (plan_index(e, p), n.path.clone()))
+                        let (v, kinds, _, near) = hits.entry((p.mode, rel)).or_insert_with(|| {
+                            (
+                                Vec::new(),
+                                Vec::new(),
+                                (plan_index(e, p), n.path.clone()),
+                                kept,
+                            )
                         });
+                        *near = match (*near, kept) {
+                            (Some(a), Some(b)) => Some(a.min(b)),
+                            _ => None,
+                        };
                         let d = describe(p);
                         if !v.contains(&d) {
                             v.push(d);
@@ -54,7 +76,7 @@ impl Check for SeqScan {
                 }
             }
             let by_design = reads_all_by_design(&e.text);
-            for ((mode, rel), (plans, kinds, (plan, path))) in hits {
+            for ((mode, rel), (plans, kinds, (plan, path), near)) in hits {
                 if literal_avoids(e, mode, &rel) {
                     continue;
                 }
@@ -64,6 +86,14 @@ impl Check for SeqScan {
                         Severity::Info,
                         format!(
                             "reads all of {rel}, {rows} rows: the statement has no WHERE and no LIMIT"
+                        ),
+                    )
+                } else if let Some(kept) = near {
+                    (
+                        Severity::Info,
+                        format!(
+                            "reads all of {rel}, {rows} rows: its filter keeps an estimated {} % of them, so no index would read fewer",
+                            (kept * 100.0).floor().min(100.0)
                         ),
                     )
                 } else {
@@ -83,6 +113,34 @@ impl Check for SeqScan {
             }
         }
     }
+}
+
+/// The share of a table of `rows` rows that the scan at `path` in `p`
+/// returns through its filter, as the planner estimates it: its rows out
+/// over the table's (`None` without a filter). A parallel scan's rows are
+/// per process: times the planner's parallel divisor (the workers the
+/// Gather above it plans, and the leader's share, as costsize.c's
+/// `get_parallel_divisor` computes it).
+fn kept_share(p: &Plan, path: &[usize], rows: u64) -> Option<f64> {
+    let node = node_json(p, path)?;
+    node.get("Filter")?;
+    let mut out = node.get("Plan Rows")?.as_f64()?;
+    if node.get("Node Type").and_then(serde_json::Value::as_str) == Some("Parallel Seq Scan") {
+        let workers = (0..path.len())
+            .rev()
+            .filter_map(|k| node_json(p, &path[..k]))
+            .find(|n| {
+                matches!(
+                    n.get("Node Type").and_then(serde_json::Value::as_str),
+                    Some("Gather" | "Gather Merge")
+                )
+            })
+            .and_then(|g| g.get("Workers Planned"))
+            .and_then(serde_json::Value::as_f64)?;
+        let leader = 1.0 - 0.3 * workers;
+        out *= workers + leader.max(0.0);
+    }
+    (rows > 0).then(|| out / rows as f64)
 }
 
 /// Whether a plan of `e` with a partial index's literals put back (a
@@ -264,6 +322,78 @@ mod tests {
             ]
         );
         assert!(out.iter().all(|f| f.severity == Severity::Error));
+    }
+
+    /// Issue 13 §4: `WHERE NOT (name = $1)` keeps nearly every row: the
+    /// whole-table read is the statement's design (info); a selective
+    /// filter, or a near-total one a Limit stops early, is judged as before.
+    #[test]
+    fn issue13_a_filter_keeping_nearly_every_row_reads_all_by_design() {
+        let cat = catalog(&[("checks", 20_000)], vec![]);
+        let filtered = |rows: f64| {
+            json!([{"Plan": {"Node Type": "Seq Scan", "Relation Name": "checks",
+                "Total Cost": 400.0, "Plan Rows": rows, "Filter": "(name <> 'x'::text)"}}])
+        };
+        // A parallel scan's rows are per process: 2 workers and the leader
+        // (divisor 2.4), 7,900 each, 94.8 % of the table.
+        let parallel = json!([{"Plan": {"Node Type": "Gather", "Workers Planned": 2,
+            "Total Cost": 400.0, "Plan Rows": 18960, "Plans": [{"Node Type": "Parallel Seq Scan",
+            "Relation Name": "checks", "Parent Relationship": "Outer", "Total Cost": 300.0,
+            "Plan Rows": 7900, "Filter": "(name <> 'x'::text)"}]}}]);
+        let results = [
+            explained(
+                "SELECT id FROM checks WHERE NOT (name = $1)",
+                vec![(Mode::Admin, PlanKind::Custom, filtered(19_999.0))],
+            ),
+            explained(
+                "SELECT id FROM checks WHERE name <> $1",
+                vec![(Mode::Admin, PlanKind::Custom, parallel)],
+            ),
+            // True positives: a selective filter, and one keeping 80 %.
+            explained(
+                "SELECT id FROM checks WHERE name = $1",
+                vec![(Mode::Admin, PlanKind::Custom, filtered(1.0))],
+            ),
+            explained(
+                "SELECT id FROM checks WHERE kind = $1",
+                vec![(Mode::Admin, PlanKind::Custom, filtered(16_000.0))],
+            ),
+            // Near-total in one plan, selective in the other: judged.
+            explained(
+                "SELECT id FROM checks WHERE owner = $1",
+                vec![
+                    (Mode::Admin, PlanKind::Custom, filtered(19_000.0)),
+                    (Mode::Admin, PlanKind::Generic, filtered(3.0)),
+                ],
+            ),
+        ];
+        let mut out = Vec::new();
+        SeqScan.run(&ctx(&cat, &results), &mut out);
+        let got: Vec<_> = out
+            .iter()
+            .map(|f| (f.query.as_deref().unwrap(), f.severity, f.message.as_str()))
+            .collect();
+        let info = |q| {
+            (
+                q,
+                Severity::Info,
+                "reads all of checks, 20,000 rows: its filter keeps an estimated 99 % of them, so no index would read fewer",
+            )
+        };
+        assert_eq!(got.len(), 5, "{got:#?}");
+        assert_eq!(got[0], info("SELECT id FROM checks WHERE NOT (name = $1)"));
+        assert_eq!(
+            got[1],
+            (
+                "SELECT id FROM checks WHERE name <> $1",
+                Severity::Info,
+                "reads all of checks, 20,000 rows: its filter keeps an estimated 94 % of them, so no index would read fewer"
+            )
+        );
+        for f in &got[2..] {
+            assert_eq!(f.1, Severity::Error, "{f:?}");
+            assert!(f.2.starts_with("Seq Scan on checks"), "{f:?}");
+        }
     }
 
     #[test]

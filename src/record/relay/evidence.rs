@@ -389,6 +389,27 @@ pub struct Literals {
 }
 
 impl Literals {
+    /// Adds what one transaction saw (kept apart until it closed, see
+    /// `session`): the same rules as seen one by one, a column dropped in
+    /// either is dropped.
+    pub fn absorb(&mut self, o: &Literals) {
+        for (k, oc) in &o.columns {
+            let c = self.columns.entry(k.clone()).or_default();
+            if c.dropped {
+                continue;
+            }
+            c.null_tests += oc.null_tests;
+            c.not_null_tests += oc.not_null_tests;
+            for (v, n) in &oc.values {
+                *c.values.entry(v.clone()).or_default() += n;
+            }
+            if oc.dropped || c.values.len() > MAX_VALUES {
+                c.dropped = true;
+                c.values.clear();
+            }
+        }
+    }
+
     /// What passes the rules, for the file.
     pub fn observed(&self) -> Observed {
         let columns = self

@@ -478,8 +478,8 @@ async fn serve(
         _ = stop.wait_for(|s| *s) => true,
     };
     let mut c = reader.into_inner().unwrap_or_else(|e| e.into_inner()).conn;
-    c.end();
     let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
+    c.end(&mut cap);
     cap.connections += 1;
     cap.left_open += u64::from(left_open);
     if c.incomplete {

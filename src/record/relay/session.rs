@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::evidence::Literals;
 use super::protocol::{FromClient, FromServer, Message, from_client, from_server};
 use super::shapes::{self, Capture, Closed, Outcome, Setting, ShapeKey};
 use super::text::{self, Meaning, Normalized};
@@ -33,6 +34,8 @@ struct Prepared {
     params: u32,
     /// A named statement: the server may plan it generically.
     named: bool,
+    /// A migration's own work ([`text::migration_work`]).
+    migration: bool,
     /// Binds it served so far.
     binds: std::sync::atomic::AtomicU32,
 }
@@ -72,6 +75,12 @@ struct Tx {
     failed: bool,
     cut: bool,
     opener: Option<u32>,
+    /// It ran a migration's own work (issue 13, 6): none of its statements
+    /// is the application's workload.
+    migration: bool,
+    /// The literals its statements compared columns with, kept apart until
+    /// it closes: a migration's are not the application's.
+    literals: Literals,
 }
 
 /// One connection, from its startup packet to its end.
@@ -111,6 +120,7 @@ impl Conn {
         let params = text::max_param(raw);
         Arc::new(Prepared {
             meaning: text::meaning(raw),
+            migration: text::migration_work(raw),
             norm,
             raw: raw.to_string(),
             params,
@@ -292,6 +302,8 @@ impl Conn {
             failed: false,
             cut: false,
             opener: None,
+            migration: false,
+            literals: Literals::default(),
         })
     }
 
@@ -398,6 +410,9 @@ impl Conn {
         {
             return;
         }
+        if let Some(tx) = &mut self.tx {
+            tx.migration |= p.migration;
+        }
         let role = self.role();
         let database = self.database.clone();
         let Some(id) = capture.text(&database, &role, &p.norm.text, &p.raw, p.params) else {
@@ -413,7 +428,12 @@ impl Conn {
                     .flatten(),
             }
         };
-        capture.observe(id, portal.prepared_use, &value);
+        capture.observe(
+            id,
+            portal.prepared_use,
+            &value,
+            self.tx.as_mut().map(|t| &mut t.literals),
+        );
         let Some(tx) = &mut self.tx else {
             capture.lone += 1;
             return;
@@ -483,6 +503,9 @@ impl Conn {
             .or_else(|| self.role.clone())
             .unwrap_or_else(|| self.user.clone());
         let duration = now.saturating_duration_since(tx.started);
+        if !tx.migration {
+            capture.literals.absorb(&tx.literals);
+        }
         capture.close(Closed {
             key: ShapeKey {
                 database: self.database.clone(),
@@ -502,13 +525,20 @@ impl Conn {
             duration,
             statements: tx.statements,
             opener: tx.opener,
+            migration: tx.migration,
         });
     }
 
     /// The connection ended (or the relay closes it): an open transaction
-    /// is not counted, the server rolls it back.
-    pub fn end(&mut self) {
-        self.tx = None;
+    /// is not counted, the server rolls it back; the literals its
+    /// statements compared columns with still count, unless it was a
+    /// migration's.
+    pub fn end(&mut self, capture: &mut Capture) {
+        if let Some(tx) = self.tx.take()
+            && !tx.migration
+        {
+            capture.literals.absorb(&tx.literals);
+        }
     }
 }
 
@@ -785,6 +815,66 @@ mod tests {
         assert_eq!(r.cap.transactions, 2);
         assert!(!r.conn.incomplete);
         let _ = message(b'X', b"");
+    }
+
+    /// Issue 13, 6: a transaction with DDL or a bookkeeping write is a
+    /// migration's: its shape is not written, a text run only there is
+    /// migration-only, one run elsewhere too is not, and its literals do
+    /// not reach `[observed]`.
+    #[test]
+    fn issue13_a_migrations_transaction_is_not_workload() {
+        let mut r = Run::new();
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.query(
+            "ALTER TABLE checks ADD COLUMN tz text",
+            &["ALTER TABLE"],
+            b'T',
+        );
+        r.query(
+            "UPDATE checks SET tz = 'UTC' WHERE tz IS NULL",
+            &["UPDATE 9"],
+            b'T',
+        );
+        r.query("SELECT id FROM checks WHERE id = 1", &["SELECT 1"], b'T');
+        r.query(
+            "INSERT INTO schema_migrations (version) VALUES ('0002')",
+            &["INSERT 0 1"],
+            b'T',
+        );
+        r.query("COMMIT", &["COMMIT"], b'I');
+        // The application: the same SELECT, and a write of the backfill's
+        // shape on another table.
+        r.query("SELECT id FROM checks WHERE id = 2", &["SELECT 1"], b'I');
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.query(
+            "UPDATE pings SET kind = 'ign' WHERE kind IS NULL",
+            &["UPDATE 1"],
+            b'T',
+        );
+        r.query("COMMIT", &["COMMIT"], b'I');
+        let id = |t: &str| r.cap.texts.iter().position(|x| x.text == t).unwrap() as u32;
+        let backfill = id("UPDATE checks SET tz = $1 WHERE tz IS NULL");
+        let select = id("SELECT id FROM checks WHERE id = $1");
+        let work = id("UPDATE pings SET kind = $1 WHERE kind IS NULL");
+        assert!(r.cap.migration_only(backfill));
+        assert!(!r.cap.migration_only(select));
+        assert!(!r.cap.migration_only(work));
+        assert_eq!((r.cap.transactions, r.cap.migration_transactions), (2, 1));
+        let shapes = r.shapes();
+        assert_eq!(shapes.len(), 1, "{shapes:#?}");
+        assert_eq!(
+            shapes[0].0,
+            vec!["UPDATE pings SET kind = $1 WHERE kind IS NULL x1".to_string()]
+        );
+        let observed = r.cap.literals.observed();
+        assert!(
+            !observed.columns.keys().any(|k| k.ends_with("checks.tz")),
+            "{observed:?}"
+        );
+        assert!(
+            observed.columns.keys().any(|k| k.ends_with("pings.kind")),
+            "{observed:?}"
+        );
     }
 
     #[test]

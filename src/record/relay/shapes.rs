@@ -93,6 +93,8 @@ pub struct Closed {
     pub statements: usize,
     /// The first statement, for the hotspot list.
     pub opener: Option<u32>,
+    /// A migration's transaction ([`super::text::migration_work`]).
+    pub migration: bool,
 }
 
 /// Everything the relay saw.
@@ -124,6 +126,10 @@ pub struct Capture {
     analyses: HashMap<u32, std::sync::Arc<super::evidence::Analysis>>,
     /// The literals columns were compared with.
     pub literals: super::evidence::Literals,
+    /// Migrations' transactions (issue 13, 6): counted, never written.
+    pub migration_transactions: u64,
+    /// Calls of each text inside migrations' transactions.
+    migration_calls: HashMap<u32, u64>,
 }
 
 impl Capture {
@@ -160,6 +166,17 @@ impl Capture {
 
     pub fn close(&mut self, c: Closed) {
         self.transactions += 1;
+        // A migration's transaction is no workload: its calls are counted
+        // (a text run only there is left out of the recording) and its
+        // shape, its length and its opener are not the application's.
+        if c.migration {
+            self.migration_transactions += 1;
+            for (id, n) in &c.key.unit {
+                *self.migration_calls.entry(*id).or_default() +=
+                    u64::from(*n) * u64::from(c.key.repeat);
+            }
+            return;
+        }
         if self.longest_time.is_none_or(|(d, _)| c.duration > d) {
             self.longest_time = Some((c.duration, c.statements));
         }
@@ -193,9 +210,22 @@ impl Capture {
         });
     }
 
+    /// Whether every call of text `id` ran inside migrations' transactions.
+    pub fn migration_only(&self, id: u32) -> bool {
+        let calls = self.texts.get(id as usize).map_or(0, |t| t.calls);
+        calls > 0 && self.migration_calls.get(&id).is_some_and(|&m| m >= calls)
+    }
+
     /// Reads one execution of text `id` for its evidence (its text is
-    /// parsed once).
-    pub fn observe(&mut self, id: u32, prepared: bool, value: &dyn Fn(u32) -> Option<String>) {
+    /// parsed once); the literals go to `literals` when given (the open
+    /// transaction's), else to the run's.
+    pub fn observe(
+        &mut self,
+        id: u32,
+        prepared: bool,
+        value: &dyn Fn(u32) -> Option<String>,
+        literals: Option<&mut super::evidence::Literals>,
+    ) {
         let Some(t) = self.texts.get(id as usize) else {
             return;
         };
@@ -205,7 +235,11 @@ impl Capture {
             .or_insert_with(|| std::sync::Arc::new(super::evidence::analyze(&t.text)))
             .clone();
         let ev = self.evidence.entry(id).or_default();
-        super::evidence::observe(&a, prepared, value, ev, &mut self.literals);
+        let literals = match literals {
+            Some(l) => l,
+            None => &mut self.literals,
+        };
+        super::evidence::observe(&a, prepared, value, ev, literals);
     }
 
     /// Drops the raw samples: after matching nothing needs them.
@@ -314,6 +348,7 @@ mod tests {
                 duration: Duration::from_millis(ms),
                 statements: 1,
                 opener: Some(a),
+                migration: false,
             });
         }
         let s = &c.shapes[&key];

@@ -206,6 +206,34 @@ pub fn meaning(text: &str) -> Meaning {
     Meaning::Other
 }
 
+/// Whether a statement is a migration's own work (issue 13, 6): a schema
+/// change (CREATE, ALTER, DROP, COMMENT ON; a temporary table aside, which
+/// an application's batch job may make) or a write to a migration tool's
+/// bookkeeping table (`django_migrations`, `schema_migrations`, ...: see
+/// [`crate::catalog::schema::MIGRATION_TABLES`]). A transaction that runs
+/// one is a migration's: Django runs each migration in one atomic block
+/// with its `INSERT INTO django_migrations`, Rails and sqlx likewise.
+/// TRUNCATE is no sign: test runners empty tables between tests with it.
+pub fn migration_work(text: &str) -> bool {
+    let tokens = Lexer::new(text).tokens();
+    let word = |i: usize| match tokens.get(i).map(|t| &t.kind) {
+        Some(Kind::Word(w)) => w.to_ascii_lowercase(),
+        _ => String::new(),
+    };
+    match word(0).as_str() {
+        "create" => !(1..=3).any(|i| matches!(word(i).as_str(), "temp" | "temporary")),
+        "alter" | "drop" | "comment" => true,
+        "insert" | "update" | "delete" | "merge" | "with" => tokens.iter().any(|t| match &t.kind {
+            Kind::Word(w) => {
+                crate::catalog::schema::MIGRATION_TABLES.contains(&w.to_ascii_lowercase().as_str())
+            }
+            Kind::Quoted(q) => crate::catalog::schema::MIGRATION_TABLES.contains(&q.as_str()),
+            _ => false,
+        }),
+        _ => false,
+    }
+}
+
 fn isolation_of(tokens: &[Token]) -> Option<String> {
     let words: Vec<String> = tokens
         .iter()
@@ -536,6 +564,36 @@ impl<'a> Lexer<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 13, 6: what marks a transaction as a migration's.
+    #[test]
+    fn issue13_schema_changes_and_bookkeeping_writes_are_migration_work() {
+        for q in [
+            "CREATE TABLE t (a int)",
+            "-- 0002\nALTER TABLE \"api_check\" ADD COLUMN \"tz\" varchar(36) DEFAULT 'UTC' NOT NULL",
+            "DROP INDEX items_kind",
+            "COMMENT ON TABLE t IS 'x'",
+            "CREATE UNIQUE INDEX t_a ON t (a)",
+            "INSERT INTO \"django_migrations\" (\"app\", \"name\", \"applied\") VALUES ('api', '0001', now())",
+            "INSERT INTO schema_migrations (version) VALUES ($1)",
+            "DELETE FROM public.goose_db_version WHERE version_id = 3",
+            "INSERT INTO \"__EFMigrationsHistory\" VALUES ($1, $2)",
+        ] {
+            assert!(migration_work(q), "{q}");
+        }
+        for q in [
+            "UPDATE api_check SET tz = 'UTC' WHERE tz = 'Europe/Kiev'",
+            "SELECT * FROM django_migrations",
+            "CREATE TEMP TABLE batch (id int)",
+            "CREATE TEMPORARY TABLE batch (id int)",
+            "TRUNCATE api_check CASCADE",
+            "INSERT INTO migrations_report (x) VALUES (1)",
+            "INSERT INTO \"SEQUELIZEMETA\" VALUES (1)",
+            "SELECT 1 FROM t FOR UPDATE",
+        ] {
+            assert!(!migration_work(q), "{q}");
+        }
+    }
 
     #[test]
     fn queries_split_at_top_level_semicolons_only() {
