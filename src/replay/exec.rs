@@ -22,7 +22,7 @@ use super::fresh::{self, FreshKeys};
 use super::hist::Latency;
 use super::run::TenantMode;
 use super::tenant::{self, TenantRun};
-use super::workload::{BindSource, Unit, Workload};
+use super::workload::{Bind, BindSource, Unit, Workload};
 use crate::db::quote_ident;
 use crate::session::TenantContext;
 
@@ -159,14 +159,27 @@ impl Pool {
 /// Every table's pool, keyed by the table as the bind writes it.
 pub type Pools = HashMap<String, Pool>;
 
-/// The tables and columns the binds sample, in a stable order.
+/// The tables and columns the binds of the units that run sample, in a
+/// stable order (a unit skipped as stale samples nothing).
 pub fn pool_columns(w: &Workload) -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    let all = w
-        .statements
+    let mut statements: Vec<usize> = Vec::new();
+    let mut own: Vec<&Bind> = Vec::new();
+    for (u, _) in &w.units {
+        match *u {
+            Unit::Lone(s) => statements.push(s),
+            Unit::Transaction(t) => {
+                statements.extend(&w.transactions[t].statements);
+                own.extend(&w.transactions[t].bind);
+            }
+        }
+    }
+    statements.sort_unstable();
+    statements.dedup();
+    let all = statements
         .iter()
-        .flat_map(|s| &s.auto_bind)
-        .chain(w.transactions.iter().flat_map(|t| &t.bind));
+        .flat_map(|&s| &w.statements[s].auto_bind)
+        .chain(own);
     {
         for b in all {
             if let BindSource::Column { table, column } = &b.source {
