@@ -176,7 +176,7 @@ pub fn warning(k: &SkippedJson) -> String {
 
 /// `it (run alone)`, `transaction tx-a`, `it (run alone) and transactions tx-a, tx-b`.
 pub fn skipped_units(k: &SkippedJson) -> String {
-    let alone = k.units.iter().any(|u| *u == k.statement_id);
+    let alone = k.units.contains(&k.statement_id);
     let txs: Vec<&str> = k
         .units
         .iter()
