@@ -22,7 +22,7 @@ use super::fresh::{self, FreshKeys};
 use super::hist::Latency;
 use super::run::TenantMode;
 use super::tenant::{self, TenantRun};
-use super::workload::{BindSource, Unit, Workload};
+use super::workload::{Bind, BindSource, Unit, Workload};
 use crate::db::quote_ident;
 use crate::session::TenantContext;
 
@@ -159,14 +159,27 @@ impl Pool {
 /// Every table's pool, keyed by the table as the bind writes it.
 pub type Pools = HashMap<String, Pool>;
 
-/// The tables and columns the binds sample, in a stable order.
+/// The tables and columns the binds of the units that run sample, in a
+/// stable order (a unit skipped as stale samples nothing).
 pub fn pool_columns(w: &Workload) -> Vec<(String, Vec<String>)> {
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    let all = w
-        .statements
+    let mut statements: Vec<usize> = Vec::new();
+    let mut own: Vec<&Bind> = Vec::new();
+    for (u, _) in &w.units {
+        match *u {
+            Unit::Lone(s) => statements.push(s),
+            Unit::Transaction(t) => {
+                statements.extend(&w.transactions[t].statements);
+                own.extend(&w.transactions[t].bind);
+            }
+        }
+    }
+    statements.sort_unstable();
+    statements.dedup();
+    let all = statements
         .iter()
-        .flat_map(|s| &s.auto_bind)
-        .chain(w.transactions.iter().flat_map(|t| &t.bind));
+        .flat_map(|&s| &w.statements[s].auto_bind)
+        .chain(own);
     {
         for b in all {
             if let BindSource::Column { table, column } = &b.source {
@@ -542,7 +555,7 @@ pub async fn run_unit(
         }
     };
     // The draws of this execution: one sampled row per table, and results.
-    let mut rows: HashMap<&str, usize> = HashMap::new();
+    let mut rows = Draws::default();
     let mut results: HashMap<(usize, String), Option<String>> = HashMap::new();
     // Tenant mode: the tenant of this execution, and who it runs as.
     let scoped = shared.tenant.as_ref().filter(|t| t.scopes(w, unit));
@@ -616,9 +629,7 @@ pub async fn run_unit(
                     .get(table)
                     .filter(|p| !p.rows.is_empty())
                     .and_then(|p| {
-                        let r = *rows
-                            .entry(table.as_str())
-                            .or_insert_with(|| p.draw(chosen.as_deref(), rng));
+                        let r = rows.get_or_draw(table, || p.draw(chosen.as_deref(), rng));
                         let c = p.columns.iter().position(|c| c == column)?;
                         Some(p.rows[r][c].as_deref().map(Cow::Borrowed))
                     }),
@@ -644,6 +655,9 @@ pub async fn run_unit(
             }
         }
         for (p, slot) in values.iter_mut().enumerate() {
+            if shared.fresh.is_empty() {
+                break;
+            }
             if let Some(kind) = shared.fresh.get(&(s, p as u32 + 1)) {
                 let n = shared.fresh_next.fetch_add(1, Ordering::Relaxed);
                 slot.0 = Some(Cow::Owned(fresh::value(kind, n, rng)));
@@ -761,13 +775,44 @@ pub async fn run_unit(
     }
 }
 
+/// The row drawn from each table's pool in one execution of a unit (its
+/// statements bind one row per table). A unit binds from a few tables: the
+/// first four are kept inline, so an execution allocates nothing for them.
+#[derive(Default)]
+struct Draws<'a> {
+    inline: [(&'a str, usize); 4],
+    len: usize,
+    more: Vec<(&'a str, usize)>,
+}
+
+impl<'a> Draws<'a> {
+    /// The row drawn from `table` in this execution, drawn now when none is.
+    fn get_or_draw(&mut self, table: &'a str, draw: impl FnOnce() -> usize) -> usize {
+        if let Some((_, r)) = self.inline[..self.len]
+            .iter()
+            .chain(&self.more)
+            .find(|(t, _)| *t == table)
+        {
+            return *r;
+        }
+        let r = draw();
+        if self.len < self.inline.len() {
+            self.inline[self.len] = (table, r);
+            self.len += 1;
+        } else {
+            self.more.push((table, r));
+        }
+        r
+    }
+}
+
 /// `spread`: draws the row of the first tenant-scoped table the unit binds
 /// from (kept in `rows` for its binds) and returns that row's tenant.
 fn first_tenant_row<'a>(
     shared: &'a Shared,
     stmts: &[usize],
     tx: Option<&'a super::workload::Transaction>,
-    rows: &mut HashMap<&'a str, usize>,
+    rows: &mut Draws<'a>,
     rng: &mut Rng,
 ) -> Option<String> {
     let w = &shared.workload;
@@ -785,7 +830,7 @@ fn first_tenant_row<'a>(
                 && !p.rows.is_empty()
             {
                 let r = rng.below(p.rows.len());
-                rows.insert(table.as_str(), r);
+                rows.get_or_draw(table, || r);
                 return p.tenant_of(r).map(str::to_string);
             }
         }
@@ -847,6 +892,20 @@ mod tests {
     fn param_count_skips_strings() {
         assert_eq!(param_count("SELECT $1, $12 FROM t WHERE a = '$30'"), 12);
         assert_eq!(param_count("SELECT 1"), 0);
+    }
+
+    /// One row per table and execution, however many tables a unit binds.
+    #[test]
+    fn draws_keep_one_row_per_table() {
+        let mut d = Draws::default();
+        let names: Vec<String> = (0..6).map(|i| format!("t{i}")).collect();
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(d.get_or_draw(n, || i * 10), i * 10);
+        }
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(d.get_or_draw(n, || 999), i * 10, "{n}");
+        }
+        assert_eq!(d.more.len(), 2);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! - [`hist`]: HdrHistogram latencies, merged per step, serialised for the JSON.
 //! - [`verdict`]: growing / plateau / backwards / client-bound, and the USL fit.
 //! - [`attribution`]: root holders of lock waits and the lock-taking statement.
+//! - [`stale`]: statements a migration made stale, skipped with a warning.
 //! - [`tenant`]: tenant-scoped units as the tenant role under RLS (heavy, spread).
 
 pub mod attribution;
@@ -16,6 +17,7 @@ pub mod report;
 pub mod run;
 pub mod sampler;
 pub mod slo;
+pub mod stale;
 pub mod tenant;
 pub mod verdict;
 pub mod workload;

@@ -417,6 +417,9 @@ pub fn render_table<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
     for n in &r.integrity.notes {
         writeln!(w, "note: {n}")?;
     }
+    for k in &r.integrity.skipped {
+        writeln!(w, "{}", super::stale::warning(k))?;
+    }
     writeln!(w, "percentiles: {}", r.percentile_method)?;
     if r.interrupted {
         writeln!(
@@ -464,6 +467,9 @@ pub fn render_markdown<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
     writeln!(w, "{}", integrity_line(r))?;
     for n in &r.integrity.notes {
         writeln!(w, "- {n}")?;
+    }
+    for k in &r.integrity.skipped {
+        writeln!(w, "- {}", super::stale::warning(k))?;
     }
     Ok(())
 }
@@ -547,6 +553,7 @@ mod tests {
                 server_xact_commit: Some(3),
                 data_unchanged: Some(true),
                 notes: vec!["sequences advance".into()],
+                skipped: Vec::new(),
             },
             client_cpu: vec![],
             verdict: VerdictJson {
@@ -620,6 +627,48 @@ mod tests {
         );
         r.verdict.text = verdict_text(&r, Some(1), Shape::Backwards);
         insta::assert_snapshot!(r.verdict.text);
+    }
+
+    /// Issue 11 (a new-user pass): a stale statement skipped is named in
+    /// the summary with its line, the server's error and its units; the
+    /// JSON carries it under `integrity.skipped`, and leaves it out when
+    /// nothing was skipped.
+    #[test]
+    fn skipped_statements_are_named_in_the_summary_and_the_json() {
+        let mut r = sample();
+        let plain = rendered(render_json);
+        assert!(!plain.contains("\"skipped\""), "{plain}");
+        r.integrity.skipped.push(SkippedJson {
+            statement_id: "s2".into(),
+            query: "SELECT note FROM items WHERE id = $1".into(),
+            location: Some("queries/recorded.toml:14".into()),
+            bind: None,
+            sqlstate: "42703".into(),
+            error: "column \"note\" does not exist".into(),
+            units: vec!["s2".into(), "tx-add-item".into()],
+        });
+        let mut buf = Vec::new();
+        render_table(&mut buf, &r).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("statement s2 "))
+            .unwrap();
+        insta::assert_snapshot!(line);
+        let mut md = Vec::new();
+        render_markdown(&mut md, &r).unwrap();
+        assert!(
+            String::from_utf8(md)
+                .unwrap()
+                .contains(&format!("- {line}"))
+        );
+        let mut js = Vec::new();
+        render_json(&mut js, &r).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
+        assert_eq!(v["integrity"]["skipped"][0]["statement_id"], "s2");
+        assert_eq!(v["integrity"]["skipped"][0]["units"][1], "tx-add-item");
+        let back: Report = serde_json::from_slice(&js).unwrap();
+        assert_eq!(back, r);
     }
 
     #[test]

@@ -300,6 +300,7 @@ pub async fn run(
     };
     let top = opts.pool.map_or(top, |p| p.min(top));
     check_connections(&admin, top, opts.sampler).await?;
+    let skipped = skip_stale(&admin, &mut workload, log).await?;
     let tenant = super::tenant::resolve(&admin, &workload, &opts.tenant, stats_mode, log).await?;
     let pools = sample_pools(&admin, &workload, opts.pool_rows, tenant.as_ref())
         .await
@@ -434,7 +435,8 @@ pub async fn run(
         totals.commits += s.stats.commits;
         totals.reconnects += s.stats.reconnects;
     }
-    let integrity = integrity(&totals, &before, &after, opts);
+    let mut integrity = integrity(&totals, &before, &after, opts);
+    integrity.skipped = skipped;
     Ok(report::build(
         &shared.workload,
         &steps,
@@ -442,6 +444,29 @@ pub async fn run(
         opts.sample_ms,
         interrupted,
     ))
+}
+
+/// Skips the units that run a stale statement (what it names is gone since
+/// the recording), one warning per statement; nothing left is an error.
+async fn skip_stale(
+    client: &Client,
+    w: &mut Workload,
+    log: Log,
+) -> Result<Vec<crate::wire::replay::SkippedJson>> {
+    let skipped = super::stale::skip(client, w).await?;
+    for k in &skipped {
+        log.warn(&super::stale::warning(k));
+    }
+    if w.units.is_empty() {
+        return Err(super::stale::all_stale(&skipped));
+    }
+    if !skipped.is_empty() {
+        log.info(
+            "the queries file is older than this database's schema: re-record it \
+             (`planck record -- <tests>`) to replay the skipped statements",
+        );
+    }
+    Ok(skipped)
 }
 
 /// The step's errors by SQLSTATE, each with its first text and the
@@ -552,6 +577,7 @@ pub fn integrity(
         server_xact_commit: Some(after.xact_commit - before.xact_commit),
         data_unchanged: (!before.checksums.is_empty()).then_some(unchanged),
         notes,
+        skipped: Vec::new(),
     }
 }
 

@@ -42,6 +42,9 @@ pub struct Statement {
     /// is sampled from it; LIMIT gets a page size, OFFSET 0). A transaction's
     /// own `[[transaction.bind]]` entries win over these.
     pub auto_bind: Vec<Bind>,
+    /// Where the queries file holds it (`queries/recorded.toml:12`, or
+    /// `line 12` when the file's path is not known), for the warnings.
+    pub location: Option<String>,
 }
 
 /// The binds [`crate::params::binding::analyze`] finds in `query`. A column
@@ -291,6 +294,7 @@ impl Statement {
             role,
             calls,
             locks,
+            location: None,
         }
     }
 }
@@ -299,7 +303,18 @@ impl Statement {
 /// layer, which validates the transactions: ids that exist, binds naming
 /// their own statements, an isolation PostgreSQL has) into replay's workload.
 pub fn load(path: &Path) -> Result<(Vec<Statement>, Vec<Transaction>)> {
-    Ok(from_file(&QueryFile::load(path)?))
+    let (mut statements, transactions) = from_file(&QueryFile::load(path)?);
+    locate(&mut statements, path);
+    Ok((statements, transactions))
+}
+
+/// Names each statement's place as `path:line`.
+fn locate(statements: &mut [Statement], path: &Path) {
+    for s in statements {
+        if let Some(line) = s.location.as_deref().and_then(|l| l.strip_prefix("line ")) {
+            s.location = Some(format!("{}:{line}", path.display()));
+        }
+    }
 }
 
 /// Replay's view of a parsed queries file. Ignored statements are left out
@@ -309,8 +324,9 @@ pub fn from_file(qf: &QueryFile) -> (Vec<Statement>, Vec<Transaction>) {
         .statements
         .iter()
         .filter(|s| s.ignore.is_none())
-        .map(|s| {
-            Statement::new(
+        .map(|s| Statement {
+            location: s.line.map(|l| format!("line {l}")),
+            ..Statement::new(
                 s.id.clone(),
                 s.query.trim().to_string(),
                 s.role.clone(),
@@ -378,7 +394,9 @@ pub fn from_file(qf: &QueryFile) -> (Vec<Statement>, Vec<Transaction>) {
 
 /// Parses a queries file's text (tests, callers holding the text).
 pub fn parse(path: &Path, text: &str) -> Result<(Vec<Statement>, Vec<Transaction>)> {
-    Ok(from_file(&QueryFile::parse(path, text)?))
+    let (mut statements, transactions) = from_file(&QueryFile::parse(path, text)?);
+    locate(&mut statements, path);
+    Ok((statements, transactions))
 }
 
 #[cfg(test)]
@@ -441,6 +459,8 @@ result = "s1.n"
     fn transactions_and_lone_statements_become_units() {
         let (s, t) = parse(Path::new("q.toml"), FILE).unwrap();
         assert_eq!(t[0].name, "tx-t1");
+        // Each statement knows its line, for the stale-statement warning.
+        assert_eq!(s[1].location.as_deref(), Some("q.toml:8"));
         // A recorded id keeps its one prefix.
         let recorded = FILE.replacen("id = \"t1\"", "id = \"tx-5f3e\"", 1);
         let (_, t2) = parse(Path::new("q.toml"), &recorded).unwrap();

@@ -177,6 +177,29 @@ pub struct IntegrityJson {
     /// Every verified table holds the same row count and checksum as before.
     pub data_unchanged: Option<bool>,
     pub notes: Vec<String>,
+    /// Statements skipped as stale (what they name no longer exists here),
+    /// with the units that ran them; absent when none was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedJson>,
+}
+
+/// A statement the run skipped because the server no longer runs it as
+/// recorded (a migration since: a table, column, schema or type gone).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkippedJson {
+    pub statement_id: String,
+    pub query: String,
+    /// Where the queries file holds it (`queries/recorded.toml:12`).
+    pub location: Option<String>,
+    /// The bind (`table.column`) that names what is gone; `None`: the
+    /// statement's own text does.
+    pub bind: Option<String>,
+    pub sqlstate: String,
+    /// The server's error.
+    pub error: String,
+    /// The units skipped with it: its transactions' names, or its own id
+    /// when it ran alone.
+    pub units: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
