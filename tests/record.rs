@@ -332,7 +332,7 @@ fn records_the_example_app_and_matches_the_committed_file() {
             (
                 "planck",
                 true,
-                "UPDATE items SET status = $3, updated_at = now() WHERE id IN (SELECT id FROM items WHERE id > $1 AND status = $4 AND updated_at < now() - $2::int * interval $5 ORDER BY id LIMIT $6) RETURNING id"
+                "UPDATE items SET status = $2, updated_at = now() WHERE status = $3 AND updated_at < now() - $1::int * interval $4"
             ),
         ])
     );

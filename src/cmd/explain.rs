@@ -61,8 +61,21 @@ pub(crate) async fn run_located(
     {
         return Ok(report);
     }
-    let client = conn.connect().await?;
-    let map = crate::migrate::ObjectMap::load(&client, &settings.migrations_dir()).await?;
+    // Locations are a help, not the report: a role that may not read
+    // planck_migrations still gets its findings, without them.
+    let map = match conn.connect().await {
+        Ok(client) => crate::migrate::ObjectMap::load(&client, &settings.migrations_dir()).await,
+        Err(e) => Err(e),
+    };
+    let map = match map {
+        Ok(map) => map,
+        Err(e) => {
+            settings.log().debug(&format!(
+                "index findings left without a migration line: {e}"
+            ));
+            return Ok(report);
+        }
+    };
     let root = crate::findings::source::root_of(&settings.project_dir);
     for (f, _) in &mut report.findings {
         if f.location != Location::None {

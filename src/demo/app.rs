@@ -387,25 +387,13 @@ async fn jobs(owner: &Client) -> Result<()> {
             &[],
         )
         .await?;
-    // Archiving in batches of 500 along the primary key, as a real job does:
-    // one UPDATE of most of items would hold their row locks (and block the
-    // API's item updates) until it commits, and outlast statement timeouts.
-    let mut after = 0i64;
-    loop {
-        let archived = owner
-            .query(
-                "UPDATE items SET status = 'archived', updated_at = now() \
-                 WHERE id IN (SELECT id FROM items WHERE id > $1 AND status = 'open' \
-                 AND updated_at < now() - $2::int * interval '1 day' ORDER BY id LIMIT 500) \
-                 RETURNING id",
-                &[&after, &90i32],
-            )
-            .await?;
-        match archived.iter().map(|r| r.get::<_, i64>(0)).max() {
-            Some(last) if archived.len() == 500 => after = last,
-            _ => break,
-        }
-    }
+    owner
+        .execute(
+            "UPDATE items SET status = 'archived', updated_at = now() \
+             WHERE status = 'open' AND updated_at < now() - $1::int * interval '1 day'",
+            &[&90i32],
+        )
+        .await?;
     Ok(())
 }
 
