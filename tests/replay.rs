@@ -53,6 +53,17 @@ fn checksums(db: &TestDb) -> Vec<String> {
         .collect()
 }
 
+/// The hotspots on row locks: two inserters with the same key make the
+/// second wait on the first's transaction id. The relation extension lock
+/// several clients inserting at once may briefly wait on is real, and is
+/// not one of them.
+fn row_lock_hotspots(r: &Report) -> Vec<&HotspotJson> {
+    r.hotspots
+        .iter()
+        .filter(|h| h.lock_type == "transactionid" || h.lock_type == "tuple")
+        .collect()
+}
+
 fn top<'a>(hs: impl Iterator<Item = &'a HotspotJson>) -> Option<&'a HotspotJson> {
     hs.max_by_key(|h| h.samples)
 }
@@ -969,7 +980,8 @@ fn insert_keys_are_fresh_and_never_collide() {
     let s = &r.steps[0];
     assert!(s.units > 20, "{s:?}");
     assert!(s.errors.is_empty(), "{s:?}");
-    assert!(r.hotspots.is_empty(), "{:#?}", r.hotspots);
+    let row_locks = row_lock_hotspots(&r);
+    assert!(row_locks.is_empty(), "{row_locks:#?}");
     assert_eq!(r.integrity.planck_rows_changed, r.integrity.succeeded);
     assert_eq!(checksums(&db), before);
 }
@@ -1306,7 +1318,8 @@ fn fresh_keys_satisfy_the_columns_checks() {
     assert!(s.units > 20, "{s:?}");
     assert!(s.errors.is_empty(), "{:?}", s.first_errors);
     assert!(!stderr(&out).contains("CHECK"), "{}", stderr(&out));
-    assert!(r.hotspots.is_empty(), "{:#?}", r.hotspots);
+    let row_locks = row_lock_hotspots(&r);
+    assert!(row_locks.is_empty(), "{row_locks:#?}");
     assert_eq!(checksums(&db), before);
 }
 
