@@ -94,6 +94,13 @@ pub fn bytes(n: u64) -> String {
 }
 
 /// A count with thousands separators: `1,234,567`.
+/// `n` (as [`count`] writes it) and its noun, singular for one:
+/// "1 row", "2,000 rows".
+pub fn count_of(n: u64, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{s}", count(n))
+}
+
 pub fn count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();

@@ -373,6 +373,25 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
     assert_eq!(code, 0);
     assert!(findings(&v, "seq-scan").is_empty());
     assert_eq!(v["summary"]["ignored"], 1);
+
+    // A misspelt table in an ignore matches nothing: said, with its line
+    // and the table meant, and the finding still fails the run.
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[[explain.ignore]]\ncheck = \"seq-scan\"\ntable = \"devcies\"\nreason = \"small\"\n",
+    )
+    .unwrap();
+    let out = db.planck(
+        &["explain", "--queries", &q, "--min-rows", MIN_ROWS_DEVICES],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("planck.toml:1: [[explain.ignore]] names table `devcies`")
+            && err.contains("did you mean `devices`?"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -721,6 +721,15 @@ fn a_bad_scale_in_planck_toml_is_named_and_nothing_is_written() {
         "{}",
         stderr(&out)
     );
+    // A negative factor is a value planck explains, not a flag clap does
+    // not know.
+    let out = db.planck(&["seed", "--scale", "-1"], dir.path());
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("invalid --scale -1: the scale must be a positive factor"),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(count(&db, "SELECT count(*) FROM accounts"), 0);
     assert_nothing_left(&db);
 }

@@ -398,8 +398,11 @@ impl Check<'_> {
                 d.replay_steps = crate::wire::diff::replay_steps(b, h);
                 for s in &d.replay_steps {
                     self.settings.info(&format!(
-                        "  replay at {} clients: p95 {:.1} -> {:.1} ms (x{})",
-                        s.concurrency, s.base_p95_ms, s.head_p95_ms, s.p95_ratio
+                        "  replay at {}: p95 {:.1} -> {:.1} ms (x{})",
+                        crate::output::count_of(u64::from(s.concurrency), "client"),
+                        s.base_p95_ms,
+                        s.head_p95_ms,
+                        s.p95_ratio
                     ));
                 }
             }

@@ -45,7 +45,12 @@ pub struct DemoArgs {
     #[arg(long, default_value = "planck_demo")]
     pub database: String,
     /// Size of the dataset, as a fraction of the bundled spec (1 = the 1.5 GB of the field report)
-    #[arg(long, default_value_t = 1.0, value_name = "FACTOR")]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        default_value_t = 1.0,
+        value_name = "FACTOR"
+    )]
     pub scale: f64,
     /// Drop and recreate --database even on a server planck does not manage
     #[arg(long)]
@@ -93,8 +98,8 @@ fn top_hotspot_line(
         None => "a statement planck did not run".to_string(),
     };
     format!(
-        "replay: top hotspot at {} clients: {}, a {} lock; waited on by {}, taken by {}",
-        r.steps[h.step_index].concurrency,
+        "replay: top hotspot at {}: {}, a {} lock; waited on by {}, taken by {}",
+        output::count_of(u64::from(r.steps[h.step_index].concurrency), "client"),
         h.label(),
         h.lock_type,
         statement(h.waiting_statement.as_deref()),

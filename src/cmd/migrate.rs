@@ -10,7 +10,8 @@ use crate::settings::Settings;
 
 #[derive(Debug, Clone, Args)]
 pub struct MigrateArgs {
-    /// Drop and recreate the database first (only on planck's managed cluster, unless --force)
+    /// Drop and recreate the database first (only on planck's managed cluster, unless --force);
+    /// the server's roles survive it
     #[arg(long)]
     pub fresh: bool,
     /// Allow --fresh on a database planck does not manage

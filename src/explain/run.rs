@@ -24,7 +24,10 @@ use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::findings::baseline::{self, Baseline};
-use crate::findings::{self, Finding, ignore::ignored_by};
+use crate::findings::{
+    self, Finding,
+    ignore::{IgnoreRule, ignored_by},
+};
 use crate::output::Log;
 use crate::queries::{QueryFile, Statement};
 use crate::session::{self, StatsMode};
@@ -46,6 +49,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         "catalog read in {:.2}s",
         clock.elapsed().as_secs_f64()
     ));
+    warn_unmatched_ignores(&s.ignores, &catalog, &statements, log);
     let tenancy = resolve_tenancy(&client, &catalog, s, &statements, stats, log).await?;
     let mut modes = Vec::new();
     if tenancy.is_some() {
@@ -360,6 +364,52 @@ fn guessed_types_warn(all: &mut [Finding], results: &[Explained]) {
         }
         f.message
             .push_str(&format!(" (planned with {})", e.guesses.join("; ")));
+    }
+}
+
+/// An ignore rule naming a table the database does not have, or a statement
+/// this run does not explain, matches nothing: most often a typo, which would
+/// otherwise go unseen until the finding it meant to silence fails CI. Said,
+/// not refused: a table a later migration dropped leaves such a rule behind.
+fn warn_unmatched_ignores(
+    rules: &[IgnoreRule],
+    catalog: &Catalog,
+    statements: &[Statement],
+    log: Log,
+) {
+    for r in rules {
+        let at = r
+            .origin
+            .as_deref()
+            .map(|o| format!("{o}: "))
+            .unwrap_or_default();
+        if let Some(t) = &r.relation
+            && !catalog.tables.contains_key(t)
+            && catalog.index(t).is_none()
+        {
+            let known = || catalog.tables.keys().map(String::as_str);
+            let hint = match catalog.resolve(t) {
+                Some(k) if k != t => format!(" (findings name it `{k}`)"),
+                _ => crate::error::suggest(t, known())
+                    .map(|k| format!(" (did you mean `{k}`?)"))
+                    .unwrap_or_default(),
+            };
+            log.warn(&format!(
+                "{at}[[explain.ignore]] names table `{t}`, which is not a table of the \
+                 database, so it matches nothing{hint}"
+            ));
+        }
+        if let Some(id) = &r.statement
+            && !statements.iter().any(|s| &s.id == id)
+        {
+            let hint = crate::error::suggest(id, statements.iter().map(|s| s.id.as_str()))
+                .map(|k| format!(" (did you mean `{k}`?)"))
+                .unwrap_or_default();
+            log.warn(&format!(
+                "{at}[[explain.ignore]] names statement `{id}`, which is not among the \
+                 statements explained, so it matches nothing{hint}"
+            ));
+        }
     }
 }
 

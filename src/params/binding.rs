@@ -637,6 +637,10 @@ struct Binder {
     aliases: BTreeMap<String, String>,
     bindings: Vec<(u32, Binding)>,
     shapes: Vec<(u32, Shape)>,
+    /// How many `NOT`s enclose the expression being visited: under an odd
+    /// number a bound selects the other tail (`NOT (created > $1)` keeps the
+    /// rows below it).
+    negations: u32,
 }
 
 /// A table name as written: `events`, or `audit.events` when qualified
@@ -826,8 +830,25 @@ impl Visitor for Binder {
         ControlFlow::Continue(())
     }
 
+    fn post_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        if let Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Not,
+            ..
+        } = e
+        {
+            self.negations -= 1;
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        let flip = |lower: bool, negated: bool| lower != negated;
+        let negated = self.negations % 2 == 1;
         match e {
+            Expr::UnaryOp {
+                op: sqlparser::ast::UnaryOperator::Not,
+                ..
+            } => self.negations += 1,
             Expr::BinaryOp { left, op, right } => {
                 self.pair(left, right, false);
                 use sqlparser::ast::BinaryOperator as B;
@@ -839,9 +860,11 @@ impl Visitor for Binder {
                 if let Some(above) = above {
                     // `col > $n`: a lower bound; `$n > col`: an upper one.
                     if let (Some(_), Some(n)) = (column(left), placeholder(right)) {
-                        self.shapes.push((n, Shape::Range { lower: above }));
+                        let lower = flip(above, negated);
+                        self.shapes.push((n, Shape::Range { lower }));
                     } else if let (Some(n), Some(_)) = (placeholder(left), column(right)) {
-                        self.shapes.push((n, Shape::Range { lower: !above }));
+                        let lower = flip(!above, negated);
+                        self.shapes.push((n, Shape::Range { lower }));
                     }
                 }
             }
@@ -851,15 +874,22 @@ impl Visitor for Binder {
                 }
             }
             Expr::Between {
-                expr, low, high, ..
+                expr,
+                low,
+                high,
+                negated: not_between,
             } => {
                 self.pair(expr, low, false);
                 self.pair(expr, high, false);
+                // `x NOT BETWEEN a AND b` keeps the rows below a and above b.
+                let negated = negated != *not_between;
                 if let Some(n) = placeholder(low) {
-                    self.shapes.push((n, Shape::Range { lower: true }));
+                    let lower = flip(true, negated);
+                    self.shapes.push((n, Shape::Range { lower }));
                 }
                 if let Some(n) = placeholder(high) {
-                    self.shapes.push((n, Shape::Range { lower: false }));
+                    let lower = flip(false, negated);
+                    self.shapes.push((n, Shape::Range { lower }));
                 }
             }
             Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
@@ -981,6 +1011,24 @@ mod tests {
             assert_eq!(a.shapes.get(&n), Some(&Shape::ExistsLimit), "{exists}");
         }
         assert!(analyze("SELECT id, 1 FROM t LIMIT $1").shapes.is_empty());
+        // Under a NOT a bound keeps the other tail; two NOTs cancel.
+        let a = analyze(
+            "SELECT id FROM t WHERE NOT (b > $1) AND NOT (NOT ($2 > c)) \
+             AND d NOT BETWEEN $3 AND $4 AND NOT (e BETWEEN $5 AND $6) AND f < $7",
+        );
+        let got: Vec<_> = a.shapes.iter().map(|(n, s)| (*n, *s)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, Shape::Range { lower: false }),
+                (2, Shape::Range { lower: false }),
+                (3, Shape::Range { lower: false }),
+                (4, Shape::Range { lower: true }),
+                (5, Shape::Range { lower: false }),
+                (6, Shape::Range { lower: true }),
+                (7, Shape::Range { lower: false }),
+            ]
+        );
     }
 
     #[test]

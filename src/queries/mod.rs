@@ -200,12 +200,19 @@ pub(crate) fn check_keys(
     known: &str,
 ) -> Result<()> {
     match other.keys().find(|k| !k.starts_with("x-")) {
-        Some(k) => Err(file_error(
-            path,
-            line,
-            format!("unknown key `{k}` in {what}"),
-            format!("the keys are {known}; a key starting with `x-` is kept and never read"),
-        )),
+        Some(k) => {
+            let meant = crate::error::suggest(k, known.split(", "))
+                .map(|m| format!("did you mean `{m}`? "))
+                .unwrap_or_default();
+            Err(file_error(
+                path,
+                line,
+                format!("unknown key `{k}` in {what}"),
+                format!(
+                    "{meant}the keys are {known}; a key starting with `x-` is kept and never read"
+                ),
+            ))
+        }
         None => Ok(()),
     }
 }
@@ -916,6 +923,16 @@ query = "SELECT gone FROM old_table"
         .unwrap_err()
         .to_string();
         assert_eq!(msg, "q.toml:1: unknown key `ignroe` in a [[statement]]");
+        let err = QueryFile::parse(
+            Path::new("q.toml"),
+            "[[statement]]\nquery = \"SELECT 1\"\nignroe = \"x\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            crate::error::render(&err).contains("hint: did you mean `ignore`?"),
+            "{}",
+            crate::error::render(&err)
+        );
         let msg = QueryFile::parse(Path::new("q.toml"), "[[statment]]\nquery = \"SELECT 1\"\n")
             .unwrap_err()
             .to_string();

@@ -151,6 +151,9 @@ pub enum BindSource {
 pub(super) struct RawTransaction {
     id: String,
     name: Option<String>,
+    /// Defaulted so that a misspelt key is named as unknown (by
+    /// `check_keys`), not reported as `statements` missing.
+    #[serde(default)]
     statements: Vec<String>,
     repeat: Option<i64>,
     calls: Option<u64>,
@@ -648,6 +651,11 @@ mod tests {
             (
                 "statements = [\"a\"]\nthinkms = 3",
                 "unknown key `thinkms` in a [[transaction]]",
+            ),
+            // Misspelt, the list is not reported as missing.
+            (
+                "statments = [\"a\"]",
+                "unknown key `statments` in a [[transaction]]",
             ),
             (
                 "statements = [\"a\", \"b\"]\n[[transaction.bind]]\nstatement = \"a\"\nparam = 1\nresult = \"b.id\"",

@@ -389,15 +389,19 @@ pub async fn run(
         let secs = r.elapsed.as_secs_f64().max(1e-9);
         let errors: u64 = r.stats.units.errors.values().map(|e| e.count).sum();
         let what = match rate {
-            Some(r) => format!("{r} units/s offered over {clients} clients"),
-            None => format!("{c} clients"),
+            Some(r) => format!(
+                "{r} units/s offered over {}",
+                crate::output::count_of(u64::from(clients), "client")
+            ),
+            None => crate::output::count_of(u64::from(c), "client"),
         };
         log.info(&format!(
-            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {errors} errors{}",
+            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {}{}",
             i + 1,
             opts.ladder.len(),
             r.stats.units.latency.count() as f64 / secs,
             r.stats.units.latency.percentile_ms(95.0),
+            crate::output::count_of(errors, "error"),
             error_summary(&shared.workload, &r.stats),
         ));
         steps.push(r);

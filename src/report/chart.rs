@@ -128,7 +128,11 @@ fn panel(
         .map(|s| Point {
             x: axes.x(f64::from(s.concurrency)),
             y: axes.y(value(s)),
-            label: format!("{} clients: {} {unit}", s.concurrency, label(value(s))),
+            label: format!(
+                "{}: {} {unit}",
+                crate::output::count_of(u64::from(s.concurrency), "client"),
+                label(value(s))
+            ),
         })
         .collect();
     let line = points

@@ -112,7 +112,10 @@ fn build(i: &Inputs) -> Report {
         let mut ladder = TestSuite::new("planck replay: ladder");
         for s in &rp.steps {
             let mut case = TestCase::new(
-                format!("replay at {} clients", s.concurrency),
+                format!(
+                    "replay at {}",
+                    crate::output::count_of(u64::from(s.concurrency), "client")
+                ),
                 TestCaseStatus::success(),
             );
             case.set_classname("replay");
@@ -225,9 +228,13 @@ mod tests {
         use crate::wire::check::{JsonGate, JsonGateFailure};
         let i = fixture::inputs();
         let xml = render(&i);
+        assert!(xml.contains("name=\"replay at 1 client\""), "{xml}");
         for s in &fixture::replay().steps {
             assert!(
-                xml.contains(&format!("name=\"replay at {} clients\"", s.concurrency)),
+                xml.contains(&format!(
+                    "name=\"replay at {}\"",
+                    crate::output::count_of(u64::from(s.concurrency), "client")
+                )),
                 "{xml}"
             );
         }

@@ -1718,9 +1718,9 @@ async fn load_tables(
                         && progress.plain && progress.multi.is_none()
                     {
                         log.info(&format!(
-                            "seeded {}: {} rows, {} sent in {:.1} s",
+                            "seeded {}: {}, {} sent in {:.1} s",
                             plan.tables[t].display,
-                            crate::output::count(o.rows),
+                            crate::output::count_of(o.rows, "row"),
                             crate::output::bytes(o.bytes),
                             secs
                         ));

@@ -288,9 +288,9 @@ fn log_plan(plan: &layout::Plan, sf: &SpecFile, log: Log) {
             })
             .collect();
         log.debug(&format!(
-            "  {}: {} rows, {}; {}",
+            "  {}: {}, {}; {}",
             tp.display,
-            tp.rows,
+            output::count_of(tp.rows, "row"),
             tp.layout_name(),
             fks.join(", ")
         ));

@@ -86,7 +86,7 @@ pub struct CheckArgs {
     #[arg(long)]
     pub keep: bool,
     /// Seed scale of the check databases [default: [check] scale, else 0.05]
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, allow_negative_numbers = true, value_name = "FACTOR")]
     pub scale: Option<f64>,
     /// Prefix of the databases check creates (`<prefix>_head`, `<prefix>_base`)
     #[arg(long, value_name = "NAME", default_value = DEFAULT_PREFIX)]
@@ -441,6 +441,9 @@ mod tests {
         assert!(e.to_string().contains("regresions"), "{e}");
         let (_d, s) = settings_with("");
         assert!(CheckSettings::resolve(&args(&["--scale", "0"]), &s).is_err());
+        // Parsed as a value (not an unknown flag) and refused with the rule.
+        let e = CheckSettings::resolve(&args(&["--scale", "-1"]), &s).unwrap_err();
+        assert!(e.to_string().contains("invalid check scale -1"), "{e}");
         assert!(CheckSettings::resolve(&args(&["--name", "Bad-Name"]), &s).is_err());
     }
 }

@@ -38,7 +38,7 @@ pub struct SeedArgs {
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Multiply every row count of the spec (0.1 for a quick run)
-    #[arg(long, value_name = "FACTOR")]
+    #[arg(long, allow_negative_numbers = true, value_name = "FACTOR")]
     pub scale: Option<f64>,
     /// Rows of a table nothing else sizes (children get more, by fan-out) [default: 1000]
     #[arg(long, value_name = "N")]

@@ -59,6 +59,19 @@ pub fn looks_secret(column: &str) -> bool {
     SECRET_WORDS.iter().any(|w| c.contains(w))
 }
 
+/// Whether a value looks generated rather than chosen: 16 characters or
+/// more of letters and digits (and `-`, `_`), both present, no space. A
+/// one-time code or an API key sits in a column named for anything
+/// (`accounts_credential.code`), and such values are no use to a seed
+/// anyway: they are never kept.
+pub fn looks_random(v: &str) -> bool {
+    v.len() >= 16
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && v.chars().any(|c| c.is_ascii_digit())
+        && v.chars().any(|c| c.is_ascii_alphabetic())
+}
+
 /// How a statement tests a column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Test {
@@ -459,8 +472,12 @@ pub fn observe(
         }
     }
     for (key, test) in &a.tests {
-        let name = key.rsplit('.').next().unwrap_or(key);
-        if looks_secret(name) {
+        // `schema.table.column`: a table named like a secret
+        // (`accounts_credential`, `user_sessions`) keeps none of its values.
+        let mut parts = key.rsplit('.');
+        let name = parts.next().unwrap_or(key);
+        let table = parts.next().unwrap_or_default();
+        if looks_secret(name) || looks_secret(table) {
             continue;
         }
         let c = lit.columns.entry(key.clone()).or_default();
@@ -489,7 +506,7 @@ pub fn observe(
                 // A binary value (shown as hex) is not the literal itself.
                 if seen
                     .iter()
-                    .any(|v| v.len() > MAX_LEN || v.starts_with("\\x"))
+                    .any(|v| v.len() > MAX_LEN || v.starts_with("\\x") || looks_random(v))
                 {
                     c.dropped = true;
                 }
@@ -615,6 +632,24 @@ mod tests {
             assert!(looks_secret(name), "{name}");
         }
         assert!(!looks_secret("status"));
+        // A generated code in an innocent column of a secret-named table,
+        // and one in an innocent table: neither is kept.
+        let (_, o) = run(
+            "SELECT 1 FROM accounts_credential WHERE code = $1",
+            false,
+            &[(1, "up")],
+        );
+        assert!(o.is_empty(), "{o:?}");
+        let (_, o) = run(
+            "SELECT 1 FROM t WHERE code = $1",
+            false,
+            &[(1, "9f86d081884c7d659a2feaa0c55ad015")],
+        );
+        assert!(o.is_empty(), "{o:?}");
+        let (_, o) = run("SELECT 1 FROM t WHERE code = $1", false, &[(1, "fr-FR")]);
+        assert_eq!(o.columns["public.t.code"].weighted(), vec![("fr-FR", 1)]);
+        assert!(!looks_random("2024-01-31"));
+        assert!(!looks_random("in_progress_state"));
     }
 
     #[test]
