@@ -897,8 +897,11 @@ fn server_cpu_share_is_measured_when_the_server_is_local() {
         &["--ladder", "1", "--duration", "500ms"],
     ));
     let idle = r.client_cpu[0].server_cpu_share.expect("local server");
+    // Relative, not a level: on a machine shared with other work the busy
+    // backend's share of the cores can drop far below one core's (0.07 once
+    // in CI beside two builds); the sleeping one still stays near zero.
     assert!(
-        share > 0.1 && share > idle * 3.0,
+        share > 0.01 && share > idle * 3.0,
         "busy {share}, sleeping {idle}"
     );
 }

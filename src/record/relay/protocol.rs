@@ -327,6 +327,8 @@ pub enum FromServer {
     Error(String),
     /// `I`, `T` or `E`.
     Ready(u8),
+    /// CopyInResponse: the server waits for the client's COPY data.
+    CopyIn,
     /// Anything else: rows, descriptions, notices, COPY responses.
     Other(u8),
 }
@@ -338,6 +340,7 @@ pub fn from_server(m: &Message) -> Option<FromServer> {
         b'C' => FromServer::CommandComplete(r.cstr()?),
         b'I' => FromServer::EmptyQuery,
         b's' => FromServer::PortalSuspended,
+        b'G' => FromServer::CopyIn,
         b'E' => {
             let mut code = String::new();
             loop {

@@ -56,8 +56,13 @@ enum Pending {
         portal: Portal,
         started: Instant,
     },
-    /// A Sync, or the end of a simple Query: answered by ReadyForQuery.
+    /// The end of a simple Query: answered by ReadyForQuery.
+    QueryEnd,
+    /// A Sync message: answered by ReadyForQuery, unless the server was in
+    /// copy-in mode when it came (it ignores Syncs there).
     Sync,
+    /// CopyDone or CopyFail: where the client's copy-in data ended.
+    CopyEnd,
 }
 
 #[derive(Debug)]
@@ -94,6 +99,9 @@ pub struct Conn {
     portals: HashMap<String, Portal>,
     pending: VecDeque<Pending>,
     tx: Option<Tx>,
+    /// The server is in copy-in mode (it sent CopyInResponse) and the
+    /// client has not yet ended the data: its Syncs are ignored.
+    copying: bool,
     /// Skip until Sync: the server does after an error in extended protocol.
     pub incomplete: bool,
     pub authenticated: bool,
@@ -110,6 +118,7 @@ impl Conn {
             portals: HashMap::new(),
             pending: VecDeque::new(),
             tx: None,
+            copying: false,
             incomplete: false,
             authenticated: false,
         }
@@ -156,7 +165,7 @@ impl Conn {
                         started: now,
                     });
                 }
-                self.pending.push_back(Pending::Sync);
+                self.pending.push_back(Pending::QueryEnd);
             }
             FromClient::Parse { name, text } => {
                 let mut p = Conn::prepare(&text);
@@ -218,7 +227,10 @@ impl Conn {
                     self.portals.remove(&name);
                 }
             }
+            FromClient::Sync if self.copying => {}
             FromClient::Sync => self.pending.push_back(Pending::Sync),
+            FromClient::Other(b'c' | b'f') if self.copying => self.copying = false,
+            FromClient::Other(b'c' | b'f') => self.pending.push_back(Pending::CopyEnd),
             FromClient::Terminate | FromClient::Other(_) => {}
         }
     }
@@ -253,9 +265,10 @@ impl Conn {
                     tx.failed = true;
                 }
             }
+            FromServer::CopyIn => self.copy_in(),
             FromServer::Ready(status) => {
                 while let Some(p) = self.pending.pop_front() {
-                    if matches!(p, Pending::Sync) {
+                    if matches!(p, Pending::Sync | Pending::QueryEnd) {
                         break;
                     }
                 }
@@ -277,7 +290,44 @@ impl Conn {
         }
     }
 
+    /// The server entered copy-in mode (COPY ... FROM STDIN): the Sync
+    /// messages the client sent from there to the end of its data are
+    /// ignored by the server and get no ReadyForQuery. tokio-postgres sends
+    /// one right after the COPY's Execute, and another after CopyDone:
+    /// waiting for an answer to the first left every later answer on the
+    /// connection matched with the wrong request.
+    fn copy_in(&mut self) {
+        // The COPY is the first request still waiting for its answer.
+        let copy = self
+            .pending
+            .iter()
+            .position(|p| matches!(p, Pending::Run { .. }))
+            .unwrap_or(0);
+        let end = self
+            .pending
+            .iter()
+            .skip(copy)
+            .position(|p| matches!(p, Pending::CopyEnd))
+            .map(|i| i + copy);
+        let upto = end.unwrap_or(self.pending.len());
+        let mut kept = VecDeque::with_capacity(self.pending.len());
+        for (i, p) in std::mem::take(&mut self.pending).into_iter().enumerate() {
+            let ignored = i > copy && i < upto && matches!(p, Pending::Sync);
+            if !ignored && Some(i) != end {
+                kept.push_back(p);
+            }
+        }
+        self.pending = kept;
+        // Data not ended yet: its Syncs, and its end, are still to come.
+        self.copying = end.is_none();
+    }
+
     fn pop_run(&mut self) -> Option<Pending> {
+        // A copy's end left where no copy-in began (the COPY failed first):
+        // nothing answers it.
+        while let Some(Pending::CopyEnd) = self.pending.front() {
+            self.pending.pop_front();
+        }
         match self.pending.front() {
             Some(Pending::Run { .. }) => self.pending.pop_front(),
             _ => {
@@ -815,6 +865,93 @@ mod tests {
         assert_eq!(r.cap.transactions, 2);
         assert!(!r.conn.incomplete);
         let _ = message(b'X', b"");
+    }
+
+    /// COPY ... FROM STDIN in extended protocol, as tokio-postgres sends
+    /// it (Bind, Execute, Sync, then the data, CopyDone, Sync): the server
+    /// ignores the first Sync (it is in copy-in mode) and answers once. The
+    /// demo's fixture load did this eleven times in one transaction, and
+    /// every later answer on the connection was matched with the wrong
+    /// request. A COPY that fails before copy-in honours every Sync.
+    #[test]
+    fn copy_in_syncs_the_server_ignores_are_not_awaited() {
+        let exec = || msg(b'E', &[cstr(""), vec![0, 0, 0, 0]].concat());
+        let mut r = Run::new();
+        r.c(msg(
+            b'P',
+            &[cstr("c1"), cstr("COPY t (a) FROM STDIN"), vec![0, 0]].concat(),
+        ));
+        r.c(msg(
+            b'P',
+            &[
+                cstr("s1"),
+                cstr("UPDATE t SET a = a + 1 WHERE a = $1"),
+                vec![0, 0],
+            ]
+            .concat(),
+        ));
+        r.query("BEGIN", &["BEGIN"], b'T');
+        for _ in 0..3 {
+            r.c(bind("", "c1", &[]));
+            r.c(exec());
+            r.c(msg(b'S', b""));
+            r.s(b'2', b"");
+            r.s(b'G', &[0, 0, 0]);
+            r.c(msg(b'd', b"1\n2\n"));
+            r.c(msg(b'c', b""));
+            r.c(msg(b'S', b""));
+            r.s(b'C', &cstr("COPY 2"));
+            r.s(b'Z', b"T");
+        }
+        // The data ended before the server's CopyInResponse reached the
+        // relay (a client that writes it all at once).
+        r.c(bind("", "c1", &[]));
+        r.c(exec());
+        r.c(msg(b'S', b""));
+        r.c(msg(b'd', b"3\n"));
+        r.c(msg(b'c', b""));
+        r.c(msg(b'S', b""));
+        r.s(b'2', b"");
+        r.s(b'G', &[0, 0, 0]);
+        r.s(b'C', &cstr("COPY 1"));
+        r.s(b'Z', b"T");
+        r.c(bind("", "s1", &["1"]));
+        r.c(exec());
+        r.c(msg(b'S', b""));
+        r.s(b'C', &cstr("UPDATE 1"));
+        r.s(b'Z', b"T");
+        r.query("COMMIT", &["COMMIT"], b'I');
+        assert!(!r.conn.incomplete);
+        let got = r.shapes();
+        assert_eq!(got.len(), 1, "{got:#?}");
+        assert_eq!(
+            got[0].0,
+            [
+                "COPY t (a) FROM STDIN x4",
+                "UPDATE t SET a = a + $2 WHERE a = $1 x1"
+            ]
+        );
+        assert_eq!(got[0].3, Outcome::Commit);
+
+        // A COPY refused at Bind: the server never enters copy-in mode, so
+        // both Syncs are answered (the data in between it ignores).
+        let mut r = Run::new();
+        r.c(msg(
+            b'P',
+            &[cstr("c1"), cstr("COPY nope (a) FROM STDIN"), vec![0, 0]].concat(),
+        ));
+        r.c(bind("", "c1", &[]));
+        r.c(exec());
+        r.c(msg(b'S', b""));
+        r.s(b'E', &[b'C', b'4', b'2', b'P', b'0', b'1', 0, 0]);
+        r.s(b'Z', b"I");
+        r.c(msg(b'd', b"1\n"));
+        r.c(msg(b'c', b""));
+        r.c(msg(b'S', b""));
+        r.s(b'Z', b"I");
+        r.query("SELECT 1", &["SELECT 1"], b'I');
+        assert!(!r.conn.incomplete);
+        assert_eq!(r.cap.lone, 1, "the SELECT, answered in its turn");
     }
 
     /// Issue 13, 6: a transaction with DDL or a bookkeeping write is a
