@@ -261,6 +261,8 @@ impl Conn {
                 while let Some(Pending::Run { .. }) = self.pending.front() {
                     self.pending.pop_front();
                 }
+                // An error ends copy-in: the next Sync is answered again.
+                self.copying = false;
                 if let Some(tx) = &mut self.tx {
                     tx.failed = true;
                 }
@@ -952,6 +954,29 @@ mod tests {
         r.query("SELECT 1", &["SELECT 1"], b'I');
         assert!(!r.conn.incomplete);
         assert_eq!(r.cap.lone, 1, "the SELECT, answered in its turn");
+
+        // The server fails the data mid-copy and the client syncs without
+        // ending it, then pipelines a query: the error ended copy-in, so
+        // that Sync is answered first, and the query after it.
+        r.c(msg(
+            b'P',
+            &[cstr("q1"), cstr("SELECT $1::int"), vec![0, 0]].concat(),
+        ));
+        r.c(bind("", "c1", &[]));
+        r.c(exec());
+        r.c(msg(b'S', b""));
+        r.s(b'G', &[0, 0, 0]);
+        r.c(msg(b'd', b"x\n"));
+        r.s(b'E', &[b'C', b'2', b'2', b'P', b'0', b'2', 0, 0]);
+        r.c(msg(b'S', b""));
+        r.c(bind("", "q1", &["5"]));
+        r.c(exec());
+        r.c(msg(b'S', b""));
+        r.s(b'Z', b"I");
+        r.s(b'C', &cstr("SELECT 1"));
+        r.s(b'Z', b"I");
+        assert!(!r.conn.incomplete);
+        assert_eq!(r.cap.lone, 2, "the pipelined SELECT, answered in its turn");
     }
 
     /// Issue 13, 6: a transaction with DDL or a bookkeeping write is a
