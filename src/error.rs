@@ -409,6 +409,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn suggest_names_the_nearest_candidate() {
+        let names = || ["items", "users"].into_iter();
+        assert_eq!(suggest("itmes", names()).as_deref(), Some("items"));
+        assert_eq!(suggest("orders", names()), None);
+    }
+
+    #[test]
     fn config_error_names_file_line_and_column() {
         let e = Error::Config {
             path: "planck.toml".into(),

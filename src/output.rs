@@ -93,7 +93,6 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
-/// A count with thousands separators: `1,234,567`.
 /// `n` (as [`count`] writes it) and its noun, singular for one:
 /// "1 row", "2,000 rows".
 pub fn count_of(n: u64, noun: &str) -> String {
@@ -101,6 +100,7 @@ pub fn count_of(n: u64, noun: &str) -> String {
     format!("{} {noun}{s}", count(n))
 }
 
+/// A count with thousands separators: `1,234,567`.
 pub fn count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();

@@ -27,6 +27,15 @@ struct Summary {
     vanished: Vec<VanishedMirror>,
     pruned: bool,
     statements: Vec<StatementMirror>,
+    relay: Option<RelayMirror>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct RelayMirror {
+    matched_by_queryid: usize,
+    matched_by_text: usize,
+    unmatched: usize,
+    relay_only: usize,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -359,6 +368,15 @@ fn records_the_example_app_and_matches_the_committed_file() {
     let queries: Vec<String> = got.statements.iter().map(|s| s.query.clone()).collect();
     assert!(queries.iter().any(|q| q
         == "SELECT id, slug, title, updated_at FROM items WHERE pouch_id = $1 AND status = $2 ORDER BY updated_at DESC LIMIT $3"));
+    // Issue 12, 2: every statement the relay saw is matched to its
+    // pg_stat_statements entry by the server's own queryid, none by text.
+    let relay = v.relay.as_ref().unwrap();
+    assert_eq!(
+        (relay.matched_by_text, relay.unmatched, relay.relay_only),
+        (0, 0, 0),
+        "{relay:#?}"
+    );
+    assert_eq!(relay.matched_by_queryid, got.statements.len(), "{relay:#?}");
     assert_eq!(v.dropped["utility"], 11, "the fixture COPYs: {v:#?}");
     assert!(v.dropped["setting"] >= 2, "{v:#?}");
     assert!(v.dropped["transaction"] >= 2, "{v:#?}");

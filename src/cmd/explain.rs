@@ -63,11 +63,11 @@ pub(crate) async fn run_located(
     }
     // Locations are a help, not the report: a role that may not read
     // planck_migrations still gets its findings, without them.
-    let map = match conn.connect().await {
-        Ok(client) => crate::migrate::ObjectMap::load(&client, &settings.migrations_dir()).await,
-        Err(e) => Err(e),
+    let map = async {
+        let client = conn.connect().await?;
+        crate::migrate::ObjectMap::load(&client, &settings.migrations_dir()).await
     };
-    let map = match map {
+    let map = match map.await {
         Ok(map) => map,
         Err(e) => {
             settings.log().debug(&format!(

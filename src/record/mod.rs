@@ -81,6 +81,8 @@ pub struct RelaySummary {
     pub by_queryid: usize,
     pub by_text: usize,
     pub unmatched: usize,
+    /// Distinct relayed texts left out as noise (catalog queries).
+    pub noise: usize,
     /// Statements only the relay had (pg_stat_statements evicted them).
     pub relay_only: usize,
     /// The longest transaction: (ms, statements), and the one with the most
@@ -679,6 +681,7 @@ async fn relay_statements(
         // pg_stat_statements' entries).
         let reason = crate::stats::classify(&t.text);
         if reason.is_some_and(|r| !opts.keep_all || r.is_planck()) {
+            matching.noise += 1;
             continue;
         }
         let id = queries::identity(&t.text, Some(&t.role));
@@ -701,12 +704,15 @@ async fn relay_statements(
             from_relay: true,
         });
     }
+    // What is neither in the file nor left out as noise (none, as texts
+    // pg_stat_statements lacks are added above).
     matching.unmatched = c
         .texts
         .iter()
         .zip(&matching.ids)
         .filter(|(t, id)| id.is_none() && recorded.contains(&t.database))
-        .count();
+        .count()
+        - matching.noise;
     statements.sort_by(|a, b| {
         (a.role.as_str(), queries::text_key(&a.query))
             .cmp(&(b.role.as_str(), queries::text_key(&b.query)))
@@ -774,6 +780,7 @@ fn relayed_transactions(
         by_queryid: matching.by_queryid,
         by_text: matching.by_text,
         unmatched: matching.unmatched,
+        noise: matching.noise,
         relay_only: m.relay_only,
         longest_time: c.longest_time.map(|(d, n)| (ms(d), n)),
         longest_statements: c.longest_statements.map(|(n, d)| (n, ms(d))),

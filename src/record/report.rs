@@ -195,10 +195,11 @@ fn relay_lines(o: &Outcome) -> Vec<String> {
     if r.databases.len() > 1 || r.unmatched > 0 || r.relay_only > 0 {
         let dbs: Vec<&str> = r.databases.keys().map(String::as_str).collect();
         lines.push(format!(
-            "databases used: {}; texts matched by queryid {}, by text {}, unmatched {}{}",
+            "databases used: {}; texts matched by queryid {}, by text {}, left out as noise {}, unmatched {}{}",
             dbs.join(", "),
             r.by_queryid,
             r.by_text,
+            r.noise,
             r.unmatched,
             if r.relay_only > 0 {
                 format!(
@@ -413,6 +414,9 @@ pub mod wire {
         pub matched_by_queryid: usize,
         pub matched_by_text: usize,
         pub unmatched: usize,
+        /// Distinct relayed texts left out as noise (catalog queries).
+        #[serde(default)]
+        pub noise: usize,
         /// Statements only the relay had (not in pg_stat_statements).
         #[serde(default)]
         pub relay_only: usize,
@@ -548,6 +552,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
             matched_by_queryid: r.by_queryid,
             matched_by_text: r.by_text,
             unmatched: r.unmatched,
+            noise: r.noise,
             relay_only: r.relay_only,
             longest_ms: r.longest_time.map(|t| t.0),
             longest_statements: r.longest_time.map(|t| t.1),

@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::relay::session;
 use super::relay::shapes::{self, Capture, Outcome};
-use crate::db::{ConnInfo, quote_ident};
+use crate::db::{ConnInfo, quote_ident, quote_literal};
 use crate::output::Log;
 use crate::queries::{self, Bind, BindSource, Isolation, SettingValue, Transaction, TxOutcome};
 
@@ -31,6 +31,8 @@ pub struct Matching {
     pub by_queryid: usize,
     pub by_text: usize,
     pub unmatched: usize,
+    /// Texts left out as noise (catalog queries, planck's own).
+    pub noise: usize,
 }
 
 /// What was written, for the summary.
@@ -85,13 +87,62 @@ pub async fn queryids(
         }
         for i in texts {
             let t = &capture.texts[i];
-            if let Some(id) = explain(&client, &t.sample, t.params).await {
+            if let Some(id) = explain_as_run(&client, t).await {
                 out.insert(i, id);
             }
         }
         let _ = client.batch_execute("RESET ROLE").await;
     }
     out
+}
+
+/// Settings a text ran with that planck leaves out when it plans it: its
+/// own timeouts stay, and the role is set apart.
+const NOT_REPLAYED: &[&str] = &[
+    "role",
+    "session_authorization",
+    "statement_timeout",
+    "lock_timeout",
+    "idle_in_transaction_session_timeout",
+    "transaction_timeout",
+    "transaction_isolation",
+    "transaction_read_only",
+    "transaction_deferrable",
+    "default_transaction_read_only",
+    "pg_stat_statements.track",
+];
+
+/// The queryid of a text planned with the settings it ran with (a policy
+/// reading `current_setting('app.tenant')` fails to plan without them,
+/// and search_path names its tables), inside a transaction that is rolled
+/// back. A setting the server refuses is left out.
+async fn explain_as_run(client: &tokio_postgres::Client, t: &shapes::Text) -> Option<i64> {
+    let settings: Vec<&(String, String)> = t
+        .settings
+        .iter()
+        .filter(|(k, _)| !NOT_REPLAYED.contains(&k.as_str()))
+        .collect();
+    if settings.is_empty() {
+        return explain(client, &t.sample, t.params).await;
+    }
+    client.batch_execute("BEGIN").await.ok()?;
+    for (k, v) in settings {
+        let set = format!(
+            "SAVEPOINT planck_setting; SELECT set_config({}, {}, true); RELEASE planck_setting",
+            quote_literal(k),
+            quote_literal(v)
+        );
+        if client.batch_execute(&set).await.is_err() {
+            let _ = client
+                .batch_execute("ROLLBACK TO SAVEPOINT planck_setting; RELEASE planck_setting")
+                .await;
+        }
+    }
+    let id = explain(client, &t.sample, t.params).await;
+    let _ = client.batch_execute("ROLLBACK").await;
+    // A PREPARE outlives the transaction it ran in.
+    let _ = client.batch_execute("DEALLOCATE planck_match").await;
+    id
 }
 
 /// The "Query Identifier" of one text, or `None` when it cannot be explained.

@@ -737,7 +737,7 @@ impl Ctx<'_> {
                     "sequence",
                     "bool",
                 ];
-                let hint = match spec::suggest(other, KNOWN.iter().copied()) {
+                let hint = match crate::error::suggest(other, KNOWN.iter().copied()) {
                     Some(s) => {
                         format!("did you mean `{s}`? known generators: {}", KNOWN.join(", "))
                     }
@@ -897,7 +897,7 @@ impl Ctx<'_> {
     ) -> Result<Gen> {
         let sf = self.sf;
         let Some(oc) = table.column(after.get_ref()) else {
-            let hint = spec::suggest(
+            let hint = crate::error::suggest(
                 after.get_ref(),
                 table.columns.iter().map(|c| c.name.as_str()),
             )

@@ -462,7 +462,7 @@ struct Resolved<'a> {
 fn resolve<'a>(cat: &Catalog, sf: &'a SpecFile) -> Result<Resolved<'a>> {
     let names = || cat.tables.iter().map(|t| t.name.as_str());
     let unknown_table = |name: &toml::Spanned<String>, what: &str| {
-        let hint = match spec::suggest(name.get_ref(), names()) {
+        let hint = match crate::error::suggest(name.get_ref(), names()) {
             Some(s) => {
                 format!("did you mean `{s}`? planck seeds the tables of the migrated database")
             }
@@ -542,7 +542,7 @@ fn resolve<'a>(cat: &Catalog, sf: &'a SpecFile) -> Result<Resolved<'a>> {
         r.tables.insert(ti, ts);
         for (cname, cs) in &tsr.columns {
             let Some(ci) = table.column(cname.get_ref()) else {
-                let hint = match spec::suggest(
+                let hint = match crate::error::suggest(
                     cname.get_ref(),
                     table.columns.iter().map(|c| c.name.as_str()),
                 ) {
@@ -695,11 +695,15 @@ fn tenant_of(cat: &Catalog, sf: &SpecFile, res: &Resolved) -> Result<Option<usiz
         Some(t) => {
             let tn = &t.get_ref().table;
             let Some(ti) = cat.find(tn.get_ref()) else {
-                let hint = spec::suggest(tn.get_ref(), cat.tables.iter().map(|t| t.name.as_str()))
-                    .map_or_else(
-                        || "the tenant table holds one row per tenant, e.g. `accounts`".to_string(),
-                        |s| format!("did you mean `{s}`?"),
-                    );
+                let hint =
+                    crate::error::suggest(tn.get_ref(), cat.tables.iter().map(|t| t.name.as_str()))
+                        .map_or_else(
+                            || {
+                                "the tenant table holds one row per tenant, e.g. `accounts`"
+                                    .to_string()
+                            },
+                            |s| format!("did you mean `{s}`?"),
+                        );
                 return Err(sf.error(
                     tn.span(),
                     format!("unknown tenant table `{}`", tn.get_ref()),
@@ -3041,8 +3045,11 @@ fn tree_alloc(
                         return Err(sf.error(
                             tn.span(),
                             format!("unknown table `{}` in a heavy tenant", tn.get_ref()),
-                            spec::suggest(tn.get_ref(), cat.tables.iter().map(|t| t.name.as_str()))
-                                .map(|s| format!("did you mean `{s}`?")),
+                            crate::error::suggest(
+                                tn.get_ref(),
+                                cat.tables.iter().map(|t| t.name.as_str()),
+                            )
+                            .map(|s| format!("did you mean `{s}`?")),
                         ));
                     };
                     if !pos.contains_key(&hi) {

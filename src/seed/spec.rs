@@ -13,7 +13,6 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::config;
-pub use crate::error::suggest;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -500,10 +499,6 @@ created_at = { range = ["2021-01-01", "2026-01-01"], bias = 2.0 }
         assert_eq!(parse_timestamp("2000-01-01"), Some(0));
         assert_eq!(parse_timestamp("2000-01-02 00:00:01"), Some(86_401_000_000));
         assert_eq!(parse_timestamp("2000-01-01 01:00:00+01"), Some(0));
-        assert_eq!(
-            suggest("itmes", ["items", "users"].into_iter()).as_deref(),
-            Some("items")
-        );
     }
 
     /// The position and message of the error a spec gives.

@@ -407,7 +407,12 @@ impl Literals {
     /// either is dropped.
     pub fn absorb(&mut self, o: &Literals) {
         for (k, oc) in &o.columns {
-            let c = self.columns.entry(k.clone()).or_default();
+            if !self.columns.contains_key(k) {
+                self.columns.insert(k.clone(), Column::default());
+            }
+            let Some(c) = self.columns.get_mut(k) else {
+                continue;
+            };
             if c.dropped {
                 continue;
             }
@@ -472,15 +477,24 @@ pub fn observe(
         }
     }
     for (key, test) in &a.tests {
-        // `schema.table.column`: a table named like a secret
-        // (`accounts_credential`, `user_sessions`) keeps none of its values.
-        let mut parts = key.rsplit('.');
-        let name = parts.next().unwrap_or(key);
-        let table = parts.next().unwrap_or_default();
-        if looks_secret(name) || looks_secret(table) {
-            continue;
+        // Found before it is entered: most calls meet a column seen before,
+        // and the key need not be copied for them.
+        if !lit.columns.contains_key(key) {
+            // `schema.table.column`: a table named like a secret
+            // (`accounts_credential`, `user_sessions`) keeps none of its
+            // values: dropped from the start.
+            let mut parts = key.rsplit('.');
+            let name = parts.next().unwrap_or(key);
+            let table = parts.next().unwrap_or_default();
+            let column = Column {
+                dropped: looks_secret(name) || looks_secret(table),
+                ..Default::default()
+            };
+            lit.columns.insert(key.clone(), column);
         }
-        let c = lit.columns.entry(key.clone()).or_default();
+        let Some(c) = lit.columns.get_mut(key) else {
+            continue;
+        };
         if c.dropped {
             continue;
         }

@@ -148,15 +148,17 @@ impl Upstream {
     }
 }
 
-/// A running relay.
+/// A running relay. It runs on a thread of its own, in a single-threaded
+/// runtime: on a machine with few cores, every hop a relayed round trip
+/// makes between worker threads (a wake-up, a futex) is time the server
+/// and the client do not get, and one thread serving every connection
+/// reads all the chunks one wake-up brings.
 pub struct Relay {
     pub port: u16,
     /// The directory of the unix socket `.s.PGSQL.<port>`.
     pub socket_dir: PathBuf,
-    capture: Arc<Mutex<Capture>>,
     stop: watch::Sender<bool>,
-    accept: tokio::task::JoinHandle<()>,
-    connections: Arc<tokio::sync::Mutex<JoinSet<()>>>,
+    done: tokio::sync::oneshot::Receiver<Capture>,
 }
 
 impl Relay {
@@ -166,73 +168,44 @@ impl Relay {
         let io = |e: std::io::Error| Error::Internal {
             message: format!("the capture relay could not listen: {e}"),
         };
-        let tcp = TcpListener::bind(("127.0.0.1", 0)).await.map_err(io)?;
+        let tcp = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(io)?;
+        tcp.set_nonblocking(true).map_err(io)?;
         let port = tcp.local_addr().map_err(io)?.port();
         let socket_dir =
             std::env::temp_dir().join(format!("planck-relay-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&socket_dir).map_err(io)?;
-        let unix = UnixListener::bind(socket_dir.join(format!(".s.PGSQL.{port}"))).map_err(io)?;
-        let capture = Arc::new(Mutex::new(Capture::default()));
+        let unix =
+            std::os::unix::net::UnixListener::bind(socket_dir.join(format!(".s.PGSQL.{port}")))
+                .map_err(io)?;
+        unix.set_nonblocking(true).map_err(io)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(io)?;
         let (stop, stop_rx) = watch::channel(false);
-        let connections = Arc::new(tokio::sync::Mutex::new(JoinSet::new()));
-        let accept = {
-            let capture = capture.clone();
-            let connections = connections.clone();
-            let mut stopped = stop_rx.clone();
-            tokio::spawn(async move {
-                loop {
-                    let stream: Box<dyn Io> = tokio::select! {
-                        _ = stopped.changed() => break,
-                        r = tcp.accept() => match r {
-                            Ok((s, _)) => {
-                                let _ = s.set_nodelay(true);
-                                Box::new(s)
-                            }
-                            Err(_) => continue,
-                        },
-                        r = unix.accept() => match r {
-                            Ok((s, _)) => Box::new(s),
-                            Err(_) => continue,
-                        },
-                    };
-                    let task = serve(
-                        stream,
-                        upstream.clone(),
-                        capture.clone(),
-                        stop_rx.clone(),
-                        log,
-                    );
-                    connections.lock().await.spawn(task);
-                }
+        let (done_tx, done) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("planck-relay".into())
+            .spawn(move || {
+                let capture = runtime.block_on(relay(tcp, unix, upstream, stop_rx, log));
+                let _ = done_tx.send(capture);
             })
-        };
+            .map_err(io)?;
         Ok(Relay {
             port,
             socket_dir,
-            capture,
             stop,
-            accept,
-            connections,
+            done,
         })
     }
 
     /// Stops listening, closes the connections the command left open, and
     /// returns what was captured.
     pub async fn finish(self) -> Capture {
-        // Connections the command closed as it exited may still be
-        // finishing: give them a moment before closing what is left.
-        let mut set = self.connections.lock().await;
-        let _ =
-            tokio::time::timeout(GRACE, async { while set.join_next().await.is_some() {} }).await;
-        drop(set);
         let _ = self.stop.send(true);
-        let _ = self.accept.await;
-        let mut set = self.connections.lock().await;
-        while set.join_next().await.is_some() {}
-        drop(set);
+        let capture = self.done.await.unwrap_or_default();
         let _ = std::fs::remove_dir_all(&self.socket_dir);
-        let mut guard = self.capture.lock().unwrap_or_else(|e| e.into_inner());
-        std::mem::take(&mut *guard)
+        capture
     }
 
     /// The environment that points the command at the relay, for a target
@@ -302,6 +275,58 @@ pub const ENV_REMOVED: &[&str] = &[
 pub const REFUSED_DIRECT_TLS: &str = "sslnegotiation=direct";
 pub const REFUSED_TLS: &str = "sslmode";
 pub const REFUSED_UPSTREAM: &str = "server";
+
+/// The relay's thread: accepts connections and serves each in a task of
+/// its own until told to stop; then gives the connections the command
+/// closed as it exited a moment to end, closes what is left, and returns
+/// what was captured.
+async fn relay(
+    tcp: std::net::TcpListener,
+    unix: std::os::unix::net::UnixListener,
+    upstream: Arc<Upstream>,
+    mut stop: watch::Receiver<bool>,
+    log: Log,
+) -> Capture {
+    let capture = Arc::new(Mutex::new(Capture::default()));
+    let (close, close_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    if let (Ok(tcp), Ok(unix)) = (TcpListener::from_std(tcp), UnixListener::from_std(unix)) {
+        loop {
+            let stream: Box<dyn Io> = tokio::select! {
+                _ = stop.wait_for(|s| *s) => break,
+                r = tcp.accept() => match r {
+                    Ok((s, _)) => {
+                        let _ = s.set_nodelay(true);
+                        Box::new(s)
+                    }
+                    Err(_) => continue,
+                },
+                r = unix.accept() => match r {
+                    Ok((s, _)) => Box::new(s),
+                    Err(_) => continue,
+                },
+                // Reap connections as they end, so the set stays small.
+                Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            };
+            connections.spawn(serve(
+                stream,
+                upstream.clone(),
+                capture.clone(),
+                close_rx.clone(),
+                log,
+            ));
+        }
+    }
+    let _ = tokio::time::timeout(GRACE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    let _ = close.send(true);
+    while connections.join_next().await.is_some() {}
+    drop(connections);
+    let mut guard = capture.lock().unwrap_or_else(|e| e.into_inner());
+    std::mem::take(&mut *guard)
+}
 
 /// What one connection's bytes became: its statements and transactions,
 /// and where each direction's framing is.

@@ -259,8 +259,11 @@ pub enum FromClient {
         name: String,
     },
     Sync,
+    /// A fast-path function call (libpq's large objects use it): answered
+    /// by FunctionCallResponse, then ReadyForQuery, like a simple Query.
+    FunctionCall,
     Terminate,
-    /// Framed but not read (Describe, Flush, COPY data, FunctionCall).
+    /// Framed but not read (Describe, Flush, COPY data).
     Other(u8),
 }
 
@@ -310,7 +313,8 @@ pub fn from_client(m: &Message) -> Option<FromClient> {
         },
         b'S' => FromClient::Sync,
         b'X' => FromClient::Terminate,
-        t @ (b'D' | b'H' | b'd' | b'c' | b'f' | b'F') => FromClient::Other(t),
+        b'F' => FromClient::FunctionCall,
+        t @ (b'D' | b'H' | b'd' | b'c' | b'f') => FromClient::Other(t),
         _ => return None,
     })
 }

@@ -56,7 +56,8 @@ enum Pending {
         portal: Portal,
         started: Instant,
     },
-    /// The end of a simple Query: answered by ReadyForQuery.
+    /// The end of a simple Query or of a FunctionCall: answered by
+    /// ReadyForQuery.
     QueryEnd,
     /// A Sync message: answered by ReadyForQuery, unless the server was in
     /// copy-in mode when it came (it ignores Syncs there).
@@ -77,6 +78,8 @@ struct Tx {
     isolation: Option<String>,
     role: Option<String>,
     local: BTreeMap<String, String>,
+    /// `local` with the values as set ([`Conn::values`]).
+    local_values: BTreeMap<String, String>,
     failed: bool,
     cut: bool,
     opener: Option<u32>,
@@ -95,6 +98,9 @@ pub struct Conn {
     pub database: String,
     role: Option<String>,
     settings: BTreeMap<String, String>,
+    /// The same settings with their values as set, bound ones too: in
+    /// memory only, for EXPLAIN to plan a statement as it ran.
+    values: BTreeMap<String, String>,
     prepared: HashMap<String, Arc<Prepared>>,
     portals: HashMap<String, Portal>,
     pending: VecDeque<Pending>,
@@ -114,6 +120,7 @@ impl Conn {
             database: database.to_string(),
             role: None,
             settings: BTreeMap::new(),
+            values: BTreeMap::new(),
             prepared: HashMap::new(),
             portals: HashMap::new(),
             pending: VecDeque::new(),
@@ -125,14 +132,13 @@ impl Conn {
     }
 
     fn prepare(raw: &str) -> Arc<Prepared> {
-        let norm = text::normalize(raw);
-        let params = text::max_param(raw);
+        let read = text::read(raw);
         Arc::new(Prepared {
-            meaning: text::meaning(raw),
-            migration: text::migration_work(raw),
-            norm,
+            meaning: read.meaning,
+            migration: read.migration,
+            norm: read.norm,
             raw: raw.to_string(),
-            params,
+            params: read.params,
             named: false,
             binds: Default::default(),
         })
@@ -227,6 +233,8 @@ impl Conn {
                     self.portals.remove(&name);
                 }
             }
+            // Its ReadyForQuery ends it, as a Query's does.
+            FromClient::FunctionCall => self.pending.push_back(Pending::QueryEnd),
             FromClient::Sync if self.copying => {}
             FromClient::Sync => self.pending.push_back(Pending::Sync),
             FromClient::Other(b'c' | b'f') if self.copying => self.copying = false,
@@ -351,6 +359,7 @@ impl Conn {
                 .or_else(|| self.settings.get("default_transaction_isolation").cloned()),
             role: None,
             local: BTreeMap::new(),
+            local_values: BTreeMap::new(),
             failed: false,
             cut: false,
             opener: None,
@@ -359,13 +368,23 @@ impl Conn {
         })
     }
 
+    /// The settings in effect with their values as set: the session's,
+    /// then the transaction's own over them.
+    fn values_in_effect(&self) -> Vec<(String, String)> {
+        let mut v = self.values.clone();
+        if let Some(tx) = &self.tx {
+            v.extend(tx.local_values.iter().map(|(k, x)| (k.clone(), x.clone())));
+        }
+        v.into_iter().collect()
+    }
+
     /// The effective role: the transaction's, else the session's, else the login.
-    fn role(&self) -> String {
+    fn role(&self) -> &str {
         self.tx
             .as_ref()
-            .and_then(|t| t.role.clone())
-            .or_else(|| self.role.clone())
-            .unwrap_or_else(|| self.user.clone())
+            .and_then(|t| t.role.as_deref())
+            .or(self.role.as_deref())
+            .unwrap_or(&self.user)
     }
 
     /// A statement that completed.
@@ -412,9 +431,10 @@ impl Conn {
                 // tenant, a user): kept as [`BOUND`], so the shape is the same
                 // for every tenant and the value is left to the replay. A
                 // role is always resolved.
+                let resolved = value.as_deref().and_then(value_of);
                 let value = match value.as_deref() {
                     Some(v) if v.starts_with('$') && name != "role" => Some(BOUND.to_string()),
-                    v => v.and_then(value_of),
+                    _ => resolved.clone(),
                 };
                 // `SET ROLE none`, `RESET ROLE`, an empty set_config: the login.
                 let is_role = name == "role" || name == "session_authorization";
@@ -426,12 +446,14 @@ impl Conn {
                     ("role", _, _) => self.role = value,
                     ("session_authorization", _, _) => self.role = value,
                     (_, true, Some(tx)) => {
+                        keep(&mut tx.local_values, &name, value.is_some(), resolved);
                         match value {
                             Some(v) => tx.local.insert(name, v),
                             None => tx.local.remove(&name),
                         };
                     }
                     _ => {
+                        keep(&mut self.values, &name, value.is_some(), resolved);
                         match value {
                             Some(v) => self.settings.insert(name, v),
                             None => self.settings.remove(&name),
@@ -465,11 +487,14 @@ impl Conn {
         if let Some(tx) = &mut self.tx {
             tx.migration |= p.migration;
         }
-        let role = self.role();
-        let database = self.database.clone();
-        let Some(id) = capture.text(&database, &role, &p.norm.text, &p.raw, p.params) else {
+        let known = capture.texts.len();
+        let Some(id) = capture.text(&self.database, self.role(), &p.norm.text, &p.raw, p.params)
+        else {
             return;
         };
+        if capture.texts.len() > known {
+            capture.texts[id as usize].settings = self.values_in_effect();
+        }
         let value = |n: u32| -> Option<String> {
             match p.norm.literals.iter().find(|(m, _)| *m == n) {
                 Some((_, v)) => Some(v.clone()),
@@ -594,6 +619,15 @@ impl Conn {
     }
 }
 
+/// Mirrors a setting's value as set into `values`: kept while the setting
+/// is (`set`), with its value when known.
+fn keep(values: &mut BTreeMap<String, String>, name: &str, set: bool, value: Option<String>) {
+    match value.filter(|_| set) {
+        Some(v) => values.insert(name.to_string(), v),
+        None => values.remove(name),
+    };
+}
+
 /// Every place a value reappears in a later statement, with each earlier
 /// place it had: the calls of a shape keep the pairs every call had, so a
 /// value that matched by chance (a small number) drops out.
@@ -643,6 +677,10 @@ mod tests {
             body: body.to_vec(),
             cut: false,
         }
+    }
+
+    fn parse(name: &str, text: &str) -> Message {
+        msg(b'P', &[cstr(name), cstr(text), vec![0, 0]].concat())
     }
 
     fn bind(portal: &str, stmt: &str, values: &[&str]) -> Message {
@@ -788,24 +826,8 @@ mod tests {
     #[test]
     fn extended_protocol_roles_settings_errors_and_loops() {
         let mut r = Run::new();
-        r.c(msg(
-            b'P',
-            &[
-                cstr("s1"),
-                cstr("SELECT set_config('app.tenant', $1, true)"),
-                vec![0, 0],
-            ]
-            .concat(),
-        ));
-        r.c(msg(
-            b'P',
-            &[
-                cstr("s2"),
-                cstr("UPDATE t SET n = n + 1 WHERE id = $1"),
-                vec![0, 0],
-            ]
-            .concat(),
-        ));
+        r.c(parse("s1", "SELECT set_config('app.tenant', $1, true)"));
+        r.c(parse("s2", "UPDATE t SET n = n + 1 WHERE id = $1"));
         r.query("SET ROLE app_user", &["SET"], b'I');
         r.query("BEGIN", &["BEGIN"], b'T');
         r.c(bind("", "s1", &["42"]));
@@ -869,6 +891,24 @@ mod tests {
         let _ = message(b'X', b"");
     }
 
+    /// A FunctionCall (fast path) is answered by FunctionCallResponse and a
+    /// ReadyForQuery of its own: a query pipelined after it keeps its answer.
+    #[test]
+    fn a_function_call_is_answered_by_its_own_ready_for_query() {
+        let mut r = Run::new();
+        r.c(msg(b'Q', &cstr("SELECT 1")));
+        r.c(msg(b'F', &[0, 0, 0x0b, 0xe5, 0, 0, 0, 0, 0, 0]));
+        r.c(msg(b'Q', &cstr("SELECT 2")));
+        r.s(b'C', &cstr("SELECT 1"));
+        r.s(b'Z', b"I");
+        r.s(b'V', &(-1i32).to_be_bytes());
+        r.s(b'Z', b"I");
+        r.s(b'C', &cstr("SELECT 1"));
+        r.s(b'Z', b"I");
+        assert!(!r.conn.incomplete);
+        assert_eq!(r.cap.lone, 2, "both SELECTs, each answered in its turn");
+    }
+
     /// COPY ... FROM STDIN in extended protocol, as tokio-postgres sends
     /// it (Bind, Execute, Sync, then the data, CopyDone, Sync): the server
     /// ignores the first Sync (it is in copy-in mode) and answers once. The
@@ -879,19 +919,8 @@ mod tests {
     fn copy_in_syncs_the_server_ignores_are_not_awaited() {
         let exec = || msg(b'E', &[cstr(""), vec![0, 0, 0, 0]].concat());
         let mut r = Run::new();
-        r.c(msg(
-            b'P',
-            &[cstr("c1"), cstr("COPY t (a) FROM STDIN"), vec![0, 0]].concat(),
-        ));
-        r.c(msg(
-            b'P',
-            &[
-                cstr("s1"),
-                cstr("UPDATE t SET a = a + 1 WHERE a = $1"),
-                vec![0, 0],
-            ]
-            .concat(),
-        ));
+        r.c(parse("c1", "COPY t (a) FROM STDIN"));
+        r.c(parse("s1", "UPDATE t SET a = a + 1 WHERE a = $1"));
         r.query("BEGIN", &["BEGIN"], b'T');
         for _ in 0..3 {
             r.c(bind("", "c1", &[]));
@@ -938,10 +967,7 @@ mod tests {
         // A COPY refused at Bind: the server never enters copy-in mode, so
         // both Syncs are answered (the data in between it ignores).
         let mut r = Run::new();
-        r.c(msg(
-            b'P',
-            &[cstr("c1"), cstr("COPY nope (a) FROM STDIN"), vec![0, 0]].concat(),
-        ));
+        r.c(parse("c1", "COPY nope (a) FROM STDIN"));
         r.c(bind("", "c1", &[]));
         r.c(exec());
         r.c(msg(b'S', b""));
@@ -958,10 +984,7 @@ mod tests {
         // The server fails the data mid-copy and the client syncs without
         // ending it, then pipelines a query: the error ended copy-in, so
         // that Sync is answered first, and the query after it.
-        r.c(msg(
-            b'P',
-            &[cstr("q1"), cstr("SELECT $1::int"), vec![0, 0]].concat(),
-        ));
+        r.c(parse("q1", "SELECT $1::int"));
         r.c(bind("", "c1", &[]));
         r.c(exec());
         r.c(msg(b'S', b""));

@@ -31,6 +31,11 @@ pub struct Text {
     /// Whether the raw text has `$n` parameters of its own (extended protocol).
     pub params: u32,
     pub calls: u64,
+    /// The settings in effect when the sample ran, with their values as
+    /// set (a tenant's id too), in memory only like the sample: a policy
+    /// reads its tenant setting when the statement is planned, and
+    /// search_path decides which tables its names are.
+    pub settings: Vec<(String, String)>,
 }
 
 /// A setting in effect during a transaction.
@@ -101,7 +106,9 @@ pub struct Closed {
 #[derive(Debug, Default)]
 pub struct Capture {
     pub texts: Vec<Text>,
-    index: HashMap<(String, String, String), u32>,
+    /// Texts by the hash of (database, role, text): a statement the relay
+    /// saw before is found without building a key.
+    index: HashMap<u64, Vec<u32>>,
     /// Texts not kept because [`MAX_TEXTS`] was reached (calls).
     pub texts_dropped: u64,
     pub shapes: HashMap<ShapeKey, Shape>,
@@ -142,8 +149,19 @@ impl Capture {
         sample: &str,
         params: u32,
     ) -> Option<u32> {
-        let key = (database.to_string(), role.to_string(), text.to_string());
-        if let Some(&i) = self.index.get(&key) {
+        let hash = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (database, role, text).hash(&mut h);
+            h.finish()
+        };
+        let same = self.index.get(&hash).and_then(|ids| {
+            ids.iter().copied().find(|&i| {
+                let t = &self.texts[i as usize];
+                t.text == text && t.role == role && t.database == database
+            })
+        });
+        if let Some(i) = same {
             self.texts[i as usize].calls += 1;
             return Some(i);
         }
@@ -153,14 +171,15 @@ impl Capture {
         }
         let i = self.texts.len() as u32;
         self.texts.push(Text {
-            database: key.0.clone(),
-            role: key.1.clone(),
-            text: key.2.clone(),
+            database: database.to_string(),
+            role: role.to_string(),
+            text: text.to_string(),
             sample: sample.to_string(),
             params,
             calls: 1,
+            settings: Vec::new(),
         });
-        self.index.insert(key, i);
+        self.index.entry(hash).or_default().push(i);
         Some(i)
     }
 
@@ -246,6 +265,7 @@ impl Capture {
     pub fn forget_samples(&mut self) {
         for t in &mut self.texts {
             t.sample = String::new();
+            t.settings = Vec::new();
         }
     }
 }

@@ -50,8 +50,11 @@ fn push_part<'a>(out: &mut Vec<&'a str>, s: &'a str) {
 
 /// The highest `$n` a text has of its own (0: none).
 pub fn max_param(text: &str) -> u32 {
-    Lexer::new(text)
-        .tokens()
+    max_param_of(&Lexer::new(text).tokens())
+}
+
+fn max_param_of(tokens: &[Token]) -> u32 {
+    tokens
         .iter()
         .filter_map(|t| match t.kind {
             Kind::Param(n) => Some(n),
@@ -63,15 +66,34 @@ pub fn max_param(text: &str) -> u32 {
 
 /// Replaces literals (strings, numbers, bit strings) with `$n`.
 pub fn normalize(text: &str) -> Normalized {
-    let tokens: Vec<Token> = Lexer::new(text).tokens();
-    let mut next = tokens
-        .iter()
-        .filter_map(|t| match t.kind {
-            Kind::Param(n) => Some(n),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
+    normalize_with(text, &Lexer::new(text).tokens())
+}
+
+/// What the capture reads of a statement, from one pass of the lexer.
+#[derive(Debug)]
+pub struct Read {
+    pub norm: Normalized,
+    pub meaning: Meaning,
+    /// [`migration_work`].
+    pub migration: bool,
+    /// The highest `$n` it names.
+    pub params: u32,
+}
+
+/// [`normalize`], [`meaning`], [`migration_work`] and [`max_param`] at once:
+/// the relay reads every statement a client sends, so it lexes it once.
+pub fn read(text: &str) -> Read {
+    let tokens = Lexer::new(text).tokens();
+    Read {
+        norm: normalize_with(text, &tokens),
+        meaning: meaning_with(text, &tokens),
+        migration: migration_work_of(&tokens),
+        params: max_param_of(&tokens),
+    }
+}
+
+fn normalize_with(text: &str, tokens: &[Token]) -> Normalized {
+    let mut next = max_param_of(tokens);
     let mut out = String::with_capacity(text.len());
     let mut literals = Vec::new();
     let mut at = 0;
@@ -102,7 +124,8 @@ pub fn normalize(text: &str) -> Normalized {
         out.push_str(&text[at..start]);
         at = t.end;
         next += 1;
-        out.push_str(&format!("${next}"));
+        out.push('$');
+        out.push_str(&next.to_string());
         literals.push((next, value));
     }
     out.push_str(&text[at..]);
@@ -142,7 +165,22 @@ pub enum Meaning {
 
 /// Reads what a raw statement does to the session or the transaction.
 pub fn meaning(text: &str) -> Meaning {
-    let tokens = Lexer::new(text).tokens();
+    meaning_with(text, &Lexer::new(text).tokens())
+}
+
+fn meaning_with(text: &str, tokens: &[Token]) -> Meaning {
+    const OPENERS: &[&str] = &[
+        "begin", "start", "commit", "end", "rollback", "abort", "set", "reset",
+    ];
+    let opener = match tokens.first().map(|t| &t.kind) {
+        Some(Kind::Word(w)) => OPENERS.iter().any(|o| w.eq_ignore_ascii_case(o)),
+        _ => false,
+    };
+    // Most statements are none of these: only a set_config can make them
+    // more than Other, and there is no need to lower-case their words.
+    if !opener {
+        return set_config_meaning(text, tokens);
+    }
     let words: Vec<String> = tokens
         .iter()
         .take(12)
@@ -155,15 +193,19 @@ pub fn meaning(text: &str) -> Meaning {
     match w(0) {
         "begin" | "start" => {
             return Meaning::Begin {
-                isolation: isolation_of(&tokens),
+                isolation: isolation_of(tokens),
             };
         }
         "commit" | "end" => return Meaning::Commit,
         "rollback" | "abort" if w(1) != "to" && w(2) != "to" => return Meaning::Rollback,
-        "set" | "reset" => return set_meaning(text, &tokens, &words),
+        "set" | "reset" => return set_meaning(text, tokens, &words),
         _ => {}
     }
-    // set_config('name', value, is_local) anywhere in a SELECT.
+    set_config_meaning(text, tokens)
+}
+
+/// `set_config('name', value, is_local)` anywhere in a SELECT.
+fn set_config_meaning(text: &str, tokens: &[Token]) -> Meaning {
     for (i, t) in tokens.iter().enumerate() {
         if matches!(&t.kind, Kind::Word(x) if x.eq_ignore_ascii_case("set_config"))
             && matches!(tokens.get(i + 1).map(|t| &t.kind), Some(Kind::Punct(b'(')))
@@ -215,22 +257,27 @@ pub fn meaning(text: &str) -> Meaning {
 /// with its `INSERT INTO django_migrations`, Rails and sqlx likewise.
 /// TRUNCATE is no sign: test runners empty tables between tests with it.
 pub fn migration_work(text: &str) -> bool {
-    let tokens = Lexer::new(text).tokens();
-    let word = |i: usize| match tokens.get(i).map(|t| &t.kind) {
-        Some(Kind::Word(w)) => w.to_ascii_lowercase(),
-        _ => String::new(),
-    };
-    match word(0).as_str() {
-        "create" => !(1..=3).any(|i| matches!(word(i).as_str(), "temp" | "temporary")),
-        "alter" | "drop" | "comment" => true,
-        "insert" | "update" | "delete" | "merge" | "with" => tokens.iter().any(|t| match &t.kind {
-            Kind::Word(w) => {
-                crate::catalog::schema::MIGRATION_TABLES.contains(&w.to_ascii_lowercase().as_str())
-            }
-            Kind::Quoted(q) => crate::catalog::schema::MIGRATION_TABLES.contains(&q.as_str()),
-            _ => false,
-        }),
+    migration_work_of(&Lexer::new(text).tokens())
+}
+
+fn migration_work_of(tokens: &[Token]) -> bool {
+    let is = |i: usize, names: &[&str]| match tokens.get(i).map(|t| &t.kind) {
+        Some(Kind::Word(w)) => names.iter().any(|n| w.eq_ignore_ascii_case(n)),
         _ => false,
+    };
+    let tables = crate::catalog::schema::MIGRATION_TABLES;
+    if is(0, &["create"]) {
+        !(1..=3).any(|i| is(i, &["temp", "temporary"]))
+    } else if is(0, &["alter", "drop", "comment"]) {
+        true
+    } else if is(0, &["insert", "update", "delete", "merge", "with"]) {
+        tokens.iter().any(|t| match &t.kind {
+            Kind::Word(w) => tables.iter().any(|n| w.eq_ignore_ascii_case(n)),
+            Kind::Quoted(q) => tables.contains(&q.as_str()),
+            _ => false,
+        })
+    } else {
+        false
     }
 }
 
