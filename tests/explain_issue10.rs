@@ -394,20 +394,8 @@ fn issue10_job_all_113_queries_are_explained_after_record() {
     common::load_fixture(&db, &job);
     db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     let dir = common::project_dir();
-    let mut files: Vec<_> = std::fs::read_dir(job.join("queries"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
-        .collect();
-    files.sort();
-    assert_eq!(files.len(), 113);
-    let all: String = files
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .collect::<Vec<_>>()
-        .join("\n");
     let script = dir.path().join("job.sql");
-    std::fs::write(&script, all).unwrap();
+    std::fs::write(&script, common::job_script(&job)).unwrap();
     let script = script.display().to_string();
     let rec = db.planck(
         &[

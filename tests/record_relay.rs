@@ -29,6 +29,19 @@ fn ids(file: &QueryFile) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// pgbench's tables at scale 1 in `db`.
+fn pgbench_init(db: &TestDb) {
+    let init = std::process::Command::new("pgbench")
+        .args(["-i", "-s", "1", "-q", &db.url])
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+}
+
 /// A transaction's bindings as (statement, $n, source statement, source $n).
 fn binds(t: &Transaction) -> Vec<(String, u32, String, String)> {
     let mut v: Vec<_> = t
@@ -204,15 +217,7 @@ SELECT count(*) FROM acct;
 #[test]
 fn pgbench_tpcb_is_one_shape_of_five_with_its_variables() {
     let db = TestDb::new("relay_pgbench");
-    let init = std::process::Command::new("pgbench")
-        .args(["-i", "-s", "1", "-q", &db.url])
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    pgbench_init(&db);
     let dir = common::project_dir();
     let script = write_script(
         dir.path(),
@@ -440,6 +445,29 @@ COMMIT;
     );
 }
 
+/// `planck --format json record -- psql ... -f FILE` in `dir`, psql reaching
+/// the server through the relay's PG* variables; it must exit 0.
+fn record_psql_file(db: &TestDb, dir: &Path, file: &str) -> std::process::Output {
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "record",
+            "--",
+            "psql",
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-f",
+            file,
+        ],
+        dir,
+    );
+    assert_exit(&out, 0);
+    out
+}
+
 /// The relay's matching counts from a `--format json` summary:
 /// (by queryid, by text, unmatched, relay only).
 fn matching(out: &std::process::Output) -> (u64, u64, u64, u64) {
@@ -488,13 +516,7 @@ WITH r AS (SELECT id FROM ev WHERE kind IS NULL) SELECT count(*) FROM r;
 ",
     )
     .unwrap();
-    let script = write_script(
-        dir.path(),
-        "suite.sh",
-        "psql -X -q -v ON_ERROR_STOP=1 -f suite.sql >/dev/null\n",
-    );
-    let out = db.planck(&["--format", "json", "record", "--", &script], dir.path());
-    assert_exit(&out, 0);
+    let out = record_psql_file(&db, dir.path(), "suite.sql");
     let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
     // Ten texts; `ev` and `public.ev` are one entry, so nine statements.
     assert_eq!(f.statements.len(), 9, "{:#?}", f.statements);
@@ -502,15 +524,7 @@ WITH r AS (SELECT id FROM ev WHERE kind IS NULL) SELECT count(*) FROM r;
 
     // pgbench: simple protocol (literals), extended ($n, unnamed) and
     // prepared (named statements).
-    let init = std::process::Command::new("pgbench")
-        .args(["-i", "-s", "1", "-q", &db.url])
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    pgbench_init(&db);
     for mode in ["simple", "extended", "prepared"] {
         let dir = common::project_dir();
         let script = write_script(
@@ -533,23 +547,7 @@ WITH r AS (SELECT id FROM ev WHERE kind IS NULL) SELECT count(*) FROM r;
     common::load_fixture(&gs, &fx);
     let dir = common::project_dir();
     let testrun = fx.join("testrun.sql").display().to_string();
-    let out = gs.planck(
-        &[
-            "--format",
-            "json",
-            "record",
-            "--",
-            "psql",
-            "-X",
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-f",
-            &testrun,
-        ],
-        dir.path(),
-    );
-    assert_exit(&out, 0);
+    let out = record_psql_file(&gs, dir.path(), &testrun);
     let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
     let (by_queryid, by_text, unmatched, relay_only) = matching(&out);
     assert_eq!((by_text, unmatched, relay_only), (0, 0, 0));
@@ -581,36 +579,8 @@ fn job_queries_through_the_relay_are_matched_by_their_queryid() {
     let db = TestDb::new("relay_queryid_job");
     common::load_fixture(&db, &job);
     let dir = common::project_dir();
-    let mut files: Vec<_> = std::fs::read_dir(job.join("queries"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
-        .collect();
-    files.sort();
-    assert_eq!(files.len(), 113);
-    let all: String = files
-        .iter()
-        .map(|p| std::fs::read_to_string(p).unwrap())
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(dir.path().join("job.sql"), all).unwrap();
-    let out = db.planck(
-        &[
-            "--format",
-            "json",
-            "record",
-            "--",
-            "psql",
-            "-X",
-            "-q",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-f",
-            "job.sql",
-        ],
-        dir.path(),
-    );
-    assert_exit(&out, 0);
+    std::fs::write(dir.path().join("job.sql"), common::job_script(&job)).unwrap();
+    let out = record_psql_file(&db, dir.path(), "job.sql");
     let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
     // pg_stat_statements keeps 98 entries of the 113 (variants that differ
     // only in literals share one); the relay's texts map onto them all.

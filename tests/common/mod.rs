@@ -531,6 +531,23 @@ pub fn load_fixture(db: &TestDb, fixture_dir: &Path) {
     );
 }
 
+/// The Join Order Benchmark's 113 queries (`queries/*.sql` of the `job`
+/// fixture), in file order, as one psql script.
+pub fn job_script(job: &Path) -> String {
+    let mut files: Vec<_> = std::fs::read_dir(job.join("queries"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 113);
+    files
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Loads graphile-starter into `db` and records its own test run
 /// (`testrun.sql` through psql, the role and JWT claims set as PostGraphile
 /// sets them) into `gs.toml` in `dir`. No seeding: the test run's users,
