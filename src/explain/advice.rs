@@ -277,7 +277,7 @@ fn candidate_for(
 ) -> Option<Candidate> {
     let e = &results[t.result];
     let plan = e.plans.get(t.plan)?;
-    let node = plan.nodes().into_iter().find(|n| n.path == t.path)?;
+    let node = plan.nodes().iter().find(|n| n.path == t.path)?;
     let table = match (&node.relation, &node.index) {
         (Some(r), _) => r.clone(),
         (None, Some(i)) => catalog.index(i)?.table.clone(),
@@ -478,6 +478,8 @@ async fn replan(
         }?;
         Some(Plan {
             json,
+            // A new plan: its nodes are its own, not the cached ones of `before`.
+            flat: Default::default(),
             ..before.clone()
         })
     }
@@ -573,13 +575,13 @@ fn advice(
     let bare = |n: &str| n.rsplit('.').next().unwrap_or(n).to_string();
     let node_before = before
         .nodes()
-        .into_iter()
+        .iter()
         .find(|n| n.path == t.path)
-        .map(|n| n.node_type)
+        .map(|n| n.node_type.clone())
         .unwrap_or_default();
     let using = after
         .nodes()
-        .into_iter()
+        .iter()
         .find(|n| n.index.as_deref().map(bare).as_deref() == Some(index_name));
     Advice {
         sql: c.sql(),

@@ -895,6 +895,7 @@ async fn plan_mode(
                     tenant_id: pick.tenant_id.clone(),
                     params: filled[i].clone(),
                     json,
+                    flat: Default::default(),
                 }),
                 Err(_) => failed_picks.push(i),
             },
@@ -1128,6 +1129,7 @@ fn generic_record(mode: Mode, tenant: &Option<String>, n: usize, json: Value) ->
         },
         params: vec![None; n],
         json,
+        flat: Default::default(),
     }
 }
 
@@ -1222,6 +1224,7 @@ async fn plan_custom(
         tenant_id: pick.tenant_id.clone(),
         params: values,
         json,
+        flat: Default::default(),
     })
 }
 

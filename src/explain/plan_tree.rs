@@ -38,6 +38,10 @@ pub struct Plan {
     pub params: Vec<Option<String>>,
     /// EXPLAIN's JSON, untouched.
     pub json: Value,
+    /// [`Plan::nodes`], flattened once: every check walks the nodes of
+    /// every plan, and walking the JSON each time was most of the checks'
+    /// time on a thousand statements.
+    pub flat: std::sync::OnceLock<Vec<Node>>,
 }
 
 /// One node of a plan tree, flattened.
@@ -86,20 +90,22 @@ impl Plan {
             .unwrap_or(0.0)
     }
 
-    pub fn nodes(&self) -> Vec<Node> {
-        let mut out = Vec::new();
-        if let Some(r) = self.root() {
-            walk(r, None, &mut Vec::new(), &mut out);
-        }
-        out
+    pub fn nodes(&self) -> &[Node] {
+        self.flat.get_or_init(|| {
+            let mut out = Vec::new();
+            if let Some(r) = self.root() {
+                walk(r, None, &mut Vec::new(), &mut out);
+            }
+            out
+        })
     }
 
     /// Every index the plan reads, arbiters included.
     pub fn indexes(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .nodes()
-            .into_iter()
-            .flat_map(|n| n.index.into_iter().chain(n.arbiters))
+            .iter()
+            .flat_map(|n| n.index.iter().chain(&n.arbiters).cloned())
             .collect();
         v.sort();
         v.dedup();
@@ -198,6 +204,7 @@ pub(crate) fn test_plan(mode: Mode, json: Value) -> Plan {
         tenant_id: None,
         params: vec![],
         json,
+        flat: Default::default(),
     }
 }
 

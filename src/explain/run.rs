@@ -104,7 +104,12 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         source: s.app_source.as_deref(),
         generic: s.generic,
     };
+    let clock = Instant::now();
     let mut all = rules::run_all(&ctx, &s.disabled);
+    log.debug(&format!(
+        "checks run in {:.2}s",
+        clock.elapsed().as_secs_f64()
+    ));
     guessed_types_warn(&mut all, &results);
     if let StatementSource::Queries(path) = &s.statements {
         let shown = match &s.source_root {

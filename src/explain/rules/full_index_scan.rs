@@ -41,12 +41,12 @@ impl Check for FullIndexScan {
                             && n.node_type == "Bitmap Index Scan"
                             && let Some(ix) = ctx.catalog.index(idx)
                         {
-                            self.judge(ctx, e, p, &ix.table.clone(), idx, &n, &mut seen);
+                            self.judge(ctx, e, p, &ix.table.clone(), idx, n, &mut seen);
                         }
                         continue;
                     };
                     if n.is_index_scan() {
-                        self.judge(ctx, e, p, rel, idx, &n, &mut seen);
+                        self.judge(ctx, e, p, rel, idx, n, &mut seen);
                     }
                 }
             }

@@ -152,7 +152,7 @@ impl Ctx<'_> {
                     .map(str::to_string),
             );
             for p in &e.plans {
-                s.extend(p.nodes().into_iter().filter_map(|n| n.relation));
+                s.extend(p.nodes().iter().filter_map(|n| n.relation.clone()));
             }
         }
         s
@@ -496,6 +496,7 @@ pub(crate) mod testing {
                     tenant_id: None,
                     params: vec![],
                     json,
+                    flat: Default::default(),
                 })
                 .collect(),
             stale: None,

@@ -19,7 +19,7 @@ impl Check for MultiplePermissivePolicies {
         let read: std::collections::BTreeSet<String> = ctx
             .explained()
             .flat_map(|e| e.plans_in(Mode::Tenant))
-            .flat_map(|p| p.nodes().into_iter().filter_map(|n| n.relation))
+            .flat_map(|p| p.nodes().iter().filter_map(|n| n.relation.clone()))
             .collect();
         for g in &ctx.probes.permissive {
             if !read.contains(&g.table) || !(g.role == t.role || g.role == "public") {

@@ -21,7 +21,7 @@ impl Check for TenantMisestimate {
             let mut seen = std::collections::BTreeSet::new();
             for p in judged_plans(e).filter(|p| p.mode == Mode::Tenant) {
                 let nodes = p.nodes();
-                for n in &nodes {
+                for n in nodes {
                     let Some(actual) = n.actual_rows else {
                         continue;
                     };
@@ -42,7 +42,7 @@ impl Check for TenantMisestimate {
                     if ratio < RATIO {
                         continue;
                     }
-                    let Some(table) = table_below(&nodes, n) else {
+                    let Some(table) = table_below(nodes, n) else {
                         continue;
                     };
                     if !seen.insert(table.clone()) {
