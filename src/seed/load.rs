@@ -1895,7 +1895,7 @@ pub async fn run(
     }
 
     let t_vacuum = Instant::now();
-    vacuum_all(conn, &plan, opts).await?;
+    vacuum_all(conn, &plan, opts, &per_table).await?;
     let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
     let tables = measure(conn, &plan, opts, &per_table).await?;
     Ok(LoadReport {
@@ -2018,17 +2018,20 @@ fn finish_sql(tp: &TablePlan, sharded: bool) -> String {
 }
 
 /// `VACUUM (ANALYZE)` (or `ANALYZE`, see [`finish_sql`]) every seeded
-/// table, several at once.
-async fn vacuum_all(conn: &ConnInfo, plan: &Plan, opts: &LoadOptions) -> Result<()> {
+/// table, several at once, the largest first (by the bytes its COPY sent):
+/// started last, the largest table's ANALYZE ran alone on one connection
+/// while the others had nothing left to take.
+async fn vacuum_all(
+    conn: &ConnInfo,
+    plan: &Plan,
+    opts: &LoadOptions,
+    per_table: &BTreeMap<usize, (u64, f64)>,
+) -> Result<()> {
     let threads = opts.threads;
     let sharded = opts.shard.is_some();
-    let queue = Arc::new(tokio::sync::Mutex::new(
-        plan.tables
-            .iter()
-            .filter(|t| !opts.keep.contains(&t.oid))
-            .map(|t| finish_sql(t, sharded))
-            .collect::<Vec<_>>(),
-    ));
+    let queue = Arc::new(tokio::sync::Mutex::new(analyze_order(
+        plan, opts, per_table, sharded,
+    )));
     let mut vset = tokio::task::JoinSet::new();
     for _ in 0..threads.max(1) {
         let (queue, conn) = (queue.clone(), conn.clone());
@@ -2050,6 +2053,34 @@ async fn vacuum_all(conn: &ConnInfo, plan: &Plan, opts: &LoadOptions) -> Result<
         }
     }
     Ok(())
+}
+
+/// The statements of [`vacuum_all`], smallest first: its workers pop from
+/// the end, so the largest tables start first.
+fn analyze_order(
+    plan: &Plan,
+    opts: &LoadOptions,
+    per_table: &BTreeMap<usize, (u64, f64)>,
+    sharded: bool,
+) -> Vec<String> {
+    let sizes = plan
+        .tables
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !opts.keep.contains(&t.oid))
+        .map(|(i, _)| (i, per_table.get(&i).map_or(0, |p| p.0)));
+    largest_last(sizes)
+        .into_iter()
+        .map(|i| finish_sql(&plan.tables[i], sharded))
+        .collect()
+}
+
+/// Table indexes by (index, bytes), ordered so that popping from the end
+/// yields the largest first, and tables of one size in load order.
+fn largest_last(sizes: impl Iterator<Item = (usize, u64)>) -> Vec<usize> {
+    let mut v: Vec<(usize, u64)> = sizes.collect();
+    v.sort_by_key(|&(i, bytes)| (bytes, std::cmp::Reverse(i)));
+    v.into_iter().map(|(i, _)| i).collect()
 }
 
 /// Table sizes for the summary.
@@ -2094,6 +2125,15 @@ async fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ANALYZE phase's workers pop the largest table first; equal
+    /// sizes go in load order.
+    #[test]
+    fn the_largest_table_is_analyzed_first() {
+        let order = largest_last([(0, 10), (1, 50), (2, 10), (3, 0), (4, 900)].into_iter());
+        let popped: Vec<usize> = order.into_iter().rev().collect();
+        assert_eq!(popped, [4, 1, 0, 2, 3]);
+    }
 
     /// Issue 8 section 2.3: a saved key that no longer applies is reported
     /// with its definition and both ways out.
