@@ -218,9 +218,55 @@ pub enum Gen {
 
 const WORDS: &[&str] = EN::LOREM_WORD;
 
+/// Width of a word's slot in [`padded_words`].
+const SLOT: usize = 16;
+
+/// Every lorem word followed by spaces to [`SLOT`] bytes, one after the
+/// other; `None` when a word is not ASCII or does not leave room for a
+/// space. Appending a word then copies a constant 16 bytes (a register
+/// move, where a word's own length made a call to `memcpy`) and cuts the
+/// string back to the word and one space.
+fn padded_words() -> Option<&'static str> {
+    static PADDED: std::sync::LazyLock<Option<String>> = std::sync::LazyLock::new(|| {
+        let mut all = String::with_capacity(WORDS.len() * SLOT);
+        for w in WORDS {
+            if !w.is_ascii() || w.len() >= SLOT {
+                return None;
+            }
+            all.push_str(w);
+            all.extend(std::iter::repeat_n(' ', SLOT - w.len()));
+        }
+        Some(all)
+    });
+    PADDED.as_deref()
+}
+
 fn push_words(out: &mut String, r: &mut ValueRng, n: u32, sep: char, capital: bool) {
     // One 64-bit draw picks four words (16 bits each, multiply-shift into the list).
     let mut bits = 0u64;
+    if sep == ' '
+        && n > 1
+        && let Some(padded) = padded_words()
+    {
+        for i in 0..n {
+            if i % 4 == 0 {
+                bits = r.step();
+            }
+            let idx = (((bits & 0xffff) * WORDS.len() as u64) >> 16) as usize;
+            bits >>= 16;
+            if capital && i == 0 {
+                push_word(out, WORDS[idx], true);
+                out.push(' ');
+            } else {
+                let at = out.len();
+                out.push_str(&padded[idx * SLOT..idx * SLOT + SLOT]);
+                out.truncate(at + WORDS[idx].len() + 1);
+            }
+        }
+        // The last word's space.
+        out.pop();
+        return;
+    }
     for i in 0..n {
         if i % 4 == 0 {
             bits = r.step();
@@ -230,18 +276,17 @@ fn push_words(out: &mut String, r: &mut ValueRng, n: u32, sep: char, capital: bo
         if i > 0 {
             out.push(sep);
         }
-        let w = WORDS[idx as usize];
-        if capital && i == 0 {
-            let b = w.as_bytes();
-            if !b.is_empty() && b[0].is_ascii_lowercase() {
-                out.push(b[0].to_ascii_uppercase() as char);
-                out.push_str(&w[1..]);
-            } else {
-                out.push_str(w);
-            }
-        } else {
-            out.push_str(w);
-        }
+        push_word(out, WORDS[idx as usize], capital && i == 0);
+    }
+}
+
+fn push_word(out: &mut String, w: &str, capital: bool) {
+    let b = w.as_bytes();
+    if capital && !b.is_empty() && b[0].is_ascii_lowercase() {
+        out.push(b[0].to_ascii_uppercase() as char);
+        out.push_str(&w[1..]);
+    } else {
+        out.push_str(w);
     }
 }
 
@@ -868,6 +913,34 @@ mod tests {
         );
         assert_eq!(base36(35), "z");
         assert_eq!(base36(36), "10");
+    }
+
+    /// The padded-slot path writes exactly the words the plain loop writes
+    /// (the pinned datasets depend on it), after text already in the string.
+    #[test]
+    fn padded_words_write_what_the_plain_loop_writes() {
+        assert!(padded_words().is_some(), "the lorem list fits the slots");
+        for seed in 0..200u64 {
+            for (n, capital) in [(2, false), (3, true), (13, true), (40, false)] {
+                let mut fast = String::from("x. ");
+                push_words(&mut fast, &mut ValueRng::new(seed), n, ' ', capital);
+                let mut r = ValueRng::new(seed);
+                let mut bits = 0u64;
+                let mut plain = String::from("x. ");
+                for i in 0..n {
+                    if i % 4 == 0 {
+                        bits = r.step();
+                    }
+                    let idx = ((bits & 0xffff) * WORDS.len() as u64) >> 16;
+                    bits >>= 16;
+                    if i > 0 {
+                        plain.push(' ');
+                    }
+                    push_word(&mut plain, WORDS[idx as usize], capital && i == 0);
+                }
+                assert_eq!(fast, plain, "seed {seed}, {n} words");
+            }
+        }
     }
 
     #[test]
