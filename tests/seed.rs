@@ -933,6 +933,8 @@ fn loading_a_shard_twice_is_refused_clearly_and_changes_nothing() {
     assert!(err.contains("appears to be loaded already"), "{err}");
     assert!(err.contains("hint:"), "{err}");
     assert!(err.contains("--truncate` without --shard"), "{err}");
+    // ...and how to empty the tables for the set to load again.
+    assert!(err.contains("`planck migrate --fresh`"), "{err}");
     assert!(!err.contains("could not create unique index"), "{err}");
     assert_eq!((fingerprint(&db), indexes(&db), constraints(&db)), before);
     // ...and the set still completes.
@@ -1025,4 +1027,93 @@ fn loading_a_shard_of_a_partitioned_table_twice_is_refused_clearly() {
     );
     assert!(err.contains("hint:"), "{err}");
     assert_eq!((fingerprint(&db), db.query_strings(ALL_INDEXES)), before);
+}
+
+/// A hostile-user finding: `--scale 1e-300` named the factor with three
+/// hundred digits, twice.
+#[test]
+fn a_tiny_scale_is_named_readably() {
+    let db = TestDb::migrated("seed_tiny_scale");
+    let out = seed_spec(&db, &example_spec(), &["--scale", "1e-300", "--dry-run"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("--scale 1e-300 leaves the tenant table"),
+        "{err}"
+    );
+    assert!(!err.contains("0.00000000"), "{err}");
+}
+
+/// A hostile-user finding: a second seed with the spec and no --truncate
+/// called planck's own rows "reference data".
+#[test]
+fn a_second_seed_without_truncate_names_the_earlier_seed() {
+    let db = TestDb::migrated("seed_twice_spec");
+    let args = ["--scale", "0.003", "--threads", "1"];
+    assert_exit(&seed_spec(&db, &example_spec(), &args), 0);
+    let before = fingerprint(&db);
+    let out = seed_spec(&db, &example_spec(), &args);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("already holds the rows of an earlier planck seed"),
+        "{err}"
+    );
+    assert!(!err.contains("reference data"), "{err}");
+    assert!(err.contains("--truncate"), "{err}");
+    assert_eq!(fingerprint(&db), before);
+}
+
+/// A hostile-user finding: with every backend of the seed terminated (its
+/// admin connection too), the error was "looking for planck's bookkeeping:
+/// connection closed", without the account of what loaded, and the
+/// bookkeeping table stayed behind.
+#[test]
+fn every_backend_killed_still_reports_what_loaded_and_leaves_nothing() {
+    let db = TestDb::migrated("seed_all_killed");
+    let before = (indexes(&db), constraints(&db));
+    let (dir, p) = spec_in(&example_spec());
+    let child = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &db.url,
+            "seed",
+            "--spec",
+            p.to_str().unwrap(),
+            "--scale",
+            "0.3",
+            "--threads",
+            "2",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut killed = false;
+    for _ in 0..600 {
+        let seen = db.query_strings(&format!(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
+            db.name
+        ));
+        if seen[0] != "0" {
+            db.query_strings(&format!(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                  WHERE datname = '{}' AND application_name = 'planck seed'",
+                db.name
+            ));
+            killed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(killed, "never saw the COPY: {err}");
+    assert_exit(&out, 3);
+    assert!(err.contains("loaded: "), "{err}");
+    assert!(err.contains("indexes and foreign keys restored"), "{err}");
+    assert!(!err.contains("looking for planck's bookkeeping"), "{err}");
+    assert_eq!((indexes(&db), constraints(&db)), before);
+    assert_nothing_left(&db);
 }

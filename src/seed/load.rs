@@ -1076,7 +1076,9 @@ fn loaded_twice(e: tokio_postgres::Error, truncate: bool, table: &str, doing: &s
             format!(
                 "this slice of {table} appears to be loaded already: its rows duplicate existing keys{detail}"
             ),
-            "each shard loads once into the same tables; to start over, run `planck seed --truncate` without --shard",
+            "each shard loads once into the same tables: to load the set again, empty them first \
+             (`planck migrate --fresh` on planck's managed cluster, or TRUNCATE them), \
+             or load the whole dataset in one run with `planck seed --truncate` without --shard",
         )
     } else {
         Error::db(format!("{doing} {table}"), e)
@@ -1851,7 +1853,25 @@ pub async fn run(
         }
         if r.pending.is_empty() {
             // Nothing left to restore: planck leaves nothing in the database.
-            bookkeeping::clean_up(&admin).await?;
+            // The admin connection may have died with the load's (a server
+            // restart, a terminated backend): the restore reconnected, so
+            // does this; and a failed clean-up never hides why the load failed.
+            let cleaned = async {
+                if admin.is_closed() {
+                    admin = connect(conn).await?;
+                }
+                bookkeeping::clean_up(&admin).await
+            }
+            .await;
+            match cleaned {
+                Err(e) if failed_load => log.warn(&format!(
+                    "could not drop planck's bookkeeping ({}): the next `planck seed` drops it",
+                    crate::error::render(&e)
+                )),
+                other => {
+                    other?;
+                }
+            }
         }
     }
     if failed_load {

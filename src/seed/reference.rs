@@ -90,16 +90,22 @@ impl Kept {
                 if !writes {
                     continue;
                 }
+                // Rows planck wrote itself are no reference data: say whose they are.
+                let (what, hint) = if seeded.contains(&format!("{}.{}", t.schema, t.name)) {
+                    (
+                        "already holds the rows of an earlier planck seed",
+                        "pass --truncate to replace them with a new dataset",
+                    )
+                } else {
+                    (
+                        "already holds rows, which planck keeps as reference data",
+                        "pass --truncate to replace its rows, or remove its [tables] section",
+                    )
+                };
                 return Err(sf.error(
                     k.span(),
-                    format!(
-                        "table `{}` already holds rows, which planck keeps as reference data",
-                        k.get_ref()
-                    ),
-                    Some(
-                        "pass --truncate to replace its rows, or remove its [tables] section"
-                            .into(),
-                    ),
+                    format!("table `{}` {what}", k.get_ref()),
+                    Some(hint.into()),
                 ));
             }
             let cols = referenced_columns(cat, i);

@@ -219,7 +219,8 @@ impl SeedSettings {
         if shard.is_some() && args.truncate {
             return Err(Error::usage_hint(
                 "--truncate cannot be combined with --shard",
-                "shards load disjoint slices into the same tables; empty them once before loading the shards",
+                "shards load disjoint slices into the same tables; empty them once before loading the shards \
+                 (`planck migrate --fresh` on planck's managed cluster, or TRUNCATE them)",
             ));
         }
         if !args.forget.is_empty() && !args.restore {

@@ -57,10 +57,12 @@ pub fn cluster() -> &'static TestCluster {
         )
         .expect("PostgreSQL server binaries are needed to run the tests");
         let cluster = Cluster::at(dir.join(".planck"), bindir);
+        // The mark first: an earlier run's watcher that sees it leaves the
+        // cluster up for this run.
+        stop_when_the_run_ends(&dir);
         let port = cluster
             .start(None, &mut |m| eprintln!("test cluster: {m}"))
             .expect("starting the test cluster");
-        stop_when_the_run_ends(&dir);
         TestCluster { cluster, port }
     })
 }
@@ -69,7 +71,9 @@ pub fn cluster() -> &'static TestCluster {
 /// exited, so a run leaves no server behind. The first binary of a run
 /// starts a watcher of its own (a small shell loop, in its own process
 /// group, so a test's signals never reach it); the run's later binaries
-/// find the mark it left and the cluster still up.
+/// find the mark it left and the cluster still up. A watcher stops the
+/// cluster only when no other live run's mark is there: a `cargo test`
+/// started just after another ended keeps the cluster it found.
 fn stop_when_the_run_ends(dir: &Path) {
     use std::os::unix::process::CommandExt;
     let run = std::os::unix::process::parent_id();
@@ -83,8 +87,9 @@ fn stop_when_the_run_ends(dir: &Path) {
         return;
     }
     let watch = r#"while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
-cd "$2" && "$3" -q db stop >/dev/null 2>&1
-rm -f "$4""#;
+rm -f "$4"
+for m in "$2"/stop-after-*; do [ -e "$m" ] && kill -0 "${m##*stop-after-}" 2>/dev/null && exit 0; done
+cd "$2" && "$3" -q db stop >/dev/null 2>&1"#;
     let watcher = Command::new("sh")
         .args(["-c", watch, "sh", &run.to_string()])
         .arg(dir)
