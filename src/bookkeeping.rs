@@ -595,7 +595,7 @@ pub async fn forget(c: &impl tokio_postgres::GenericClient, p: &PendingConstrain
 }
 
 /// Drops [`TABLE`] when it holds nothing, then [`SCHEMA`] when it is empty:
-/// after a run that completes, planck leaves nothing in the database.
+/// after a run that completes, planck leaves only `planck.seeded`.
 /// Returns whether the table is gone.
 pub async fn clean_up(c: &Client) -> Result<bool> {
     if !exists(c).await? {

@@ -1852,7 +1852,7 @@ pub async fn run(
             log.warn(m);
         }
         if r.pending.is_empty() {
-            // Nothing left to restore: planck leaves nothing in the database.
+            // Nothing left to restore: the saves go (`planck.seeded` stays).
             // The admin connection may have died with the load's (a server
             // restart, a terminated backend): the restore reconnected, so
             // does this; and a failed clean-up never hides why the load failed.
