@@ -206,10 +206,18 @@ pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Error {
         }
         None => (None, None),
     };
-    let message = e.message().trim().to_string();
-    let hint = message
-        .starts_with("unknown field")
-        .then(|| "remove the key or check its spelling; the README lists every key".to_string());
+    let message = plain_types(e.message().trim());
+    let hint = if message.starts_with("unknown field") {
+        Some("remove the key or check its spelling; the README lists every key".to_string())
+    } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
+        Some(
+            "numbers are written bare (`rows = 10`, `scale = 0.5`), text in quotes, \
+             true or false unquoted; the README gives each key's type"
+                .to_string(),
+        )
+    } else {
+        None
+    };
     Error::Config {
         path: path.to_path_buf(),
         line,
@@ -217,6 +225,39 @@ pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Error {
         message,
         hint,
     }
+}
+
+/// serde names the Rust type it wanted (`expected u64`): say it in words.
+fn plain_types(message: &str) -> String {
+    const WORDS: [(&str, &str); 10] = [
+        ("usize", "a whole number, 0 or more"),
+        ("u64", "a whole number, 0 or more"),
+        ("u32", "a whole number, 0 or more"),
+        ("u16", "a whole number, 0 or more"),
+        ("u8", "a whole number, 0 or more"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+        ("bool", "true or false"),
+    ];
+    let mut out = message.to_string();
+    for (rust, words) in WORDS {
+        let from = format!("expected {rust}");
+        // Whole words only: `expected u8` must not match `expected u8x`.
+        let mut at = 0;
+        while let Some(i) = out[at..].find(&from) {
+            let start = at + i;
+            let end = start + from.len();
+            if out[end..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                at = end;
+                continue;
+            }
+            out.replace_range(start..end, &format!("expected {words}"));
+            at = start + "expected ".len() + words.len();
+        }
+    }
+    out
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -230,6 +271,39 @@ pub fn line_col(text: &str, byte_offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A wrong type names the type in words, with a hint.
+    #[test]
+    fn a_wrong_type_reads_plainly() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct T {
+            rows: u64,
+            scale: Option<f64>,
+        }
+        for (text, words) in [
+            ("rows = \"ten\"\n", "expected a whole number, 0 or more"),
+            ("rows = -5\n", "expected a whole number, 0 or more"),
+            ("rows = 1\nscale = \"big\"\n", "expected a number"),
+        ] {
+            let e = toml::from_str::<T>(text).unwrap_err();
+            match toml_error(Path::new("s.toml"), text, &e) {
+                Error::Config { message, hint, .. } => {
+                    assert!(message.contains(words), "{message}");
+                    assert!(
+                        !message.contains("u64") && !message.contains("f64"),
+                        "{message}"
+                    );
+                    assert!(hint.is_some_and(|h| h.contains("bare")), "{text}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            plain_types("expected u8x, expected u8"),
+            "expected u8x, expected a whole number, 0 or more"
+        );
+    }
 
     #[test]
     fn unknown_key_is_an_error_with_its_position() {
