@@ -1117,3 +1117,28 @@ fn every_backend_killed_still_reports_what_loaded_and_leaves_nothing() {
     assert_eq!((indexes(&db), constraints(&db)), before);
     assert_nothing_left(&db);
 }
+
+/// A hostile-user finding: `--generate-only` was hidden from --help though
+/// the README uses it, and took `--truncate` silently (it writes nothing).
+#[test]
+fn generate_only_is_documented_and_refuses_write_flags() {
+    let db = TestDb::migrated("seed_generate_only_flags");
+    let dir = project_dir();
+    let help = db.planck(&["seed", "--help"], dir.path());
+    assert_exit(&help, 0);
+    assert!(
+        stdout(&help).contains("--generate-only"),
+        "{}",
+        stdout(&help)
+    );
+    for flag in ["--truncate", "--dry-run"] {
+        let out = seed(&db, &["--generate-only", flag]);
+        assert_exit(&out, 2);
+        assert!(
+            stderr(&out).contains("cannot be used with"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert_eq!(count(&db, "SELECT count(*) FROM accounts"), 0);
+}

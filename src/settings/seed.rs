@@ -58,8 +58,8 @@ pub struct SeedArgs {
     /// Seed every table that can be seeded; report the others (and the tables that depend on them)
     #[arg(long)]
     pub skip_unseedable: bool,
-    /// Generate and encode every row, send nothing, report MB/s (profiling)
-    #[arg(long, hide = true)]
+    /// Generate and encode every row, send nothing, report MB/s on stderr (profiling the generator)
+    #[arg(long, conflicts_with_all = ["truncate", "dry_run"])]
     pub generate_only: bool,
     /// Restore and validate the foreign keys an interrupted seed left saved; load nothing
     #[arg(long, conflicts_with_all = ["truncate", "dry_run", "generate_only", "shard", "spec", "no_spec"])]
