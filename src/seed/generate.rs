@@ -242,41 +242,52 @@ fn padded_words() -> Option<&'static str> {
 }
 
 fn push_words(out: &mut String, r: &mut ValueRng, n: u32, sep: char, capital: bool) {
+    let padded = padded_words().filter(|_| sep == ' ' && n > 1);
+    push_words_with(out, r, n, sep, capital, padded);
+}
+
+/// [`push_words`], appending through `padded` (see [`padded_words`]) when
+/// given: each word then comes with its space, and the last one is taken
+/// back at the end.
+fn push_words_with(
+    out: &mut String,
+    r: &mut ValueRng,
+    n: u32,
+    sep: char,
+    capital: bool,
+    padded: Option<&str>,
+) {
     // One 64-bit draw picks four words (16 bits each, multiply-shift into the list).
     let mut bits = 0u64;
-    if sep == ' '
-        && n > 1
-        && let Some(padded) = padded_words()
-    {
-        for i in 0..n {
-            if i % 4 == 0 {
-                bits = r.step();
-            }
-            let idx = (((bits & 0xffff) * WORDS.len() as u64) >> 16) as usize;
-            bits >>= 16;
-            if capital && i == 0 {
-                push_word(out, WORDS[idx], true);
-                out.push(' ');
-            } else {
-                let at = out.len();
-                out.push_str(&padded[idx * SLOT..idx * SLOT + SLOT]);
-                out.truncate(at + WORDS[idx].len() + 1);
-            }
-        }
-        // The last word's space.
-        out.pop();
-        return;
-    }
     for i in 0..n {
         if i % 4 == 0 {
             bits = r.step();
         }
-        let idx = ((bits & 0xffff) * WORDS.len() as u64) >> 16;
+        let idx = (((bits & 0xffff) * WORDS.len() as u64) >> 16) as usize;
         bits >>= 16;
-        if i > 0 {
-            out.push(sep);
+        let w = WORDS[idx];
+        let capital = capital && i == 0;
+        match padded {
+            Some(p) if !capital => {
+                let at = out.len();
+                out.push_str(&p[idx * SLOT..idx * SLOT + SLOT]);
+                out.truncate(at + w.len() + 1);
+            }
+            Some(_) => {
+                push_word(out, w, true);
+                out.push(' ');
+            }
+            None => {
+                if i > 0 {
+                    out.push(sep);
+                }
+                push_word(out, w, capital);
+            }
         }
-        push_word(out, WORDS[idx as usize], capital && i == 0);
+    }
+    if padded.is_some() && n > 0 {
+        // The last word's space.
+        out.pop();
     }
 }
 
@@ -919,25 +930,14 @@ mod tests {
     /// (the pinned datasets depend on it), after text already in the string.
     #[test]
     fn padded_words_write_what_the_plain_loop_writes() {
-        assert!(padded_words().is_some(), "the lorem list fits the slots");
+        let padded = padded_words();
+        assert!(padded.is_some(), "the lorem list fits the slots");
         for seed in 0..200u64 {
             for (n, capital) in [(2, false), (3, true), (13, true), (40, false)] {
                 let mut fast = String::from("x. ");
-                push_words(&mut fast, &mut ValueRng::new(seed), n, ' ', capital);
-                let mut r = ValueRng::new(seed);
-                let mut bits = 0u64;
+                push_words_with(&mut fast, &mut ValueRng::new(seed), n, ' ', capital, padded);
                 let mut plain = String::from("x. ");
-                for i in 0..n {
-                    if i % 4 == 0 {
-                        bits = r.step();
-                    }
-                    let idx = ((bits & 0xffff) * WORDS.len() as u64) >> 16;
-                    bits >>= 16;
-                    if i > 0 {
-                        plain.push(' ');
-                    }
-                    push_word(&mut plain, WORDS[idx as usize], capital && i == 0);
-                }
+                push_words_with(&mut plain, &mut ValueRng::new(seed), n, ' ', capital, None);
                 assert_eq!(fast, plain, "seed {seed}, {n} words");
             }
         }
