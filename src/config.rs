@@ -229,33 +229,23 @@ pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Error {
 
 /// serde names the Rust type it wanted (`expected u64`): say it in words.
 fn plain_types(message: &str) -> String {
-    const WORDS: [(&str, &str); 10] = [
-        ("usize", "a whole number, 0 or more"),
-        ("u64", "a whole number, 0 or more"),
-        ("u32", "a whole number, 0 or more"),
-        ("u16", "a whole number, 0 or more"),
-        ("u8", "a whole number, 0 or more"),
-        ("i64", "a whole number"),
-        ("i32", "a whole number"),
-        ("f64", "a number"),
-        ("f32", "a number"),
-        ("bool", "true or false"),
-    ];
-    let mut out = message.to_string();
-    for (rust, words) in WORDS {
-        let from = format!("expected {rust}");
-        // Whole words only: `expected u8` must not match `expected u8x`.
-        let mut at = 0;
-        while let Some(i) = out[at..].find(&from) {
-            let start = at + i;
-            let end = start + from.len();
-            if out[end..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
-                at = end;
-                continue;
-            }
-            out.replace_range(start..end, &format!("expected {words}"));
-            at = start + "expected ".len() + words.len();
-        }
+    let mut parts = message.split("expected ");
+    let mut out = parts.next().unwrap_or_default().to_string();
+    for part in parts {
+        // The word after "expected", whole: `u8x` is no `u8`.
+        let end = part
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .unwrap_or(part.len());
+        let words = match &part[..end] {
+            "usize" | "u64" | "u32" | "u16" | "u8" => "a whole number, 0 or more",
+            "i64" | "i32" => "a whole number",
+            "f64" | "f32" => "a number",
+            "bool" => "true or false",
+            other => other,
+        };
+        out.push_str("expected ");
+        out.push_str(words);
+        out.push_str(&part[end..]);
     }
     out
 }
