@@ -609,38 +609,9 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
     let db = TestDb::migrated("seed_interrupted");
     let before = (indexes(&db), constraints(&db));
     let (dir, p) = spec_in(&example_spec());
-    let child = common::planck_cmd(dir.path())
-        .args([
-            "--database-url",
-            &db.url,
-            "seed",
-            "--spec",
-            p.to_str().unwrap(),
-            "--scale",
-            "0.3",
-            "--threads",
-            "2",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = common::spawn_seed(&db, dir.path(), &p, "2");
     // Wait for a COPY into items (the biggest table) and kill its backend.
-    // At --scale 0.3 that COPY lasts long enough to be seen between two polls
-    // on a busy machine (at 0.05 it could slip through).
-    let mut killed = false;
-    for _ in 0..600 {
-        let n = db.query_strings(&format!(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
-            db.name
-        ));
-        if n[0] != "0" {
-            killed = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let killed = common::on_items_copy(&db, "count(pg_terminate_backend(pid))", 600);
     let out = child.wait_with_output().unwrap();
     assert!(killed, "never saw the COPY: {}", stderr(&out));
     assert_exit(&out, 3);
@@ -804,39 +775,11 @@ fn ctrl_c_rolls_back_running_loads_restores_everything_and_says_so() {
     let db = TestDb::migrated("seed_ctrl_c");
     let before = (indexes(&db), constraints(&db));
     let (dir, p) = spec_in(&example_spec());
-    let child = common::planck_cmd(dir.path())
-        .args([
-            "--database-url",
-            &db.url,
-            "seed",
-            "--spec",
-            p.to_str().unwrap(),
-            // Big enough that the COPY into items still runs when the
-            // signal lands, even on a busy 2-core CI machine (at 0.05 it
-            // sometimes finished first).
-            "--scale",
-            "0.3",
-            "--threads",
-            "2",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut seen = false;
-    for _ in 0..600 {
-        let n = db.query_strings(&format!(
-            "SELECT count(*) FROM pg_stat_activity
-              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
-            db.name
-        ));
-        if n[0] != "0" {
-            seen = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(seen, "never saw the COPY into items");
+    let child = common::spawn_seed(&db, dir.path(), &p, "2");
+    assert!(
+        common::on_items_copy(&db, "count(*)", 600),
+        "never saw the COPY into items"
+    );
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -1073,39 +1016,15 @@ fn every_backend_killed_still_reports_what_loaded_and_leaves_nothing() {
     let db = TestDb::migrated("seed_all_killed");
     let before = (indexes(&db), constraints(&db));
     let (dir, p) = spec_in(&example_spec());
-    let child = common::planck_cmd(dir.path())
-        .args([
-            "--database-url",
-            &db.url,
-            "seed",
-            "--spec",
-            p.to_str().unwrap(),
-            "--scale",
-            "0.3",
-            "--threads",
-            "2",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut killed = false;
-    for _ in 0..600 {
-        let seen = db.query_strings(&format!(
-            "SELECT count(*) FROM pg_stat_activity
-              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
+    let child = common::spawn_seed(&db, dir.path(), &p, "2");
+    // Once the COPY into items runs, every backend of the seed goes.
+    let killed = common::on_items_copy(&db, "count(*)", 600);
+    if killed {
+        db.query_strings(&format!(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+              WHERE datname = '{}' AND application_name = 'planck seed'",
             db.name
         ));
-        if seen[0] != "0" {
-            db.query_strings(&format!(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                  WHERE datname = '{}' AND application_name = 'planck seed'",
-                db.name
-            ));
-            killed = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
     let err = stderr(&out);

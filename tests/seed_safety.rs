@@ -48,39 +48,16 @@ fn example_spec_file() -> (tempfile::TempDir, std::path::PathBuf) {
 /// items lasts long enough to be caught, one table at a time (parents load
 /// before children), and waits until that COPY runs.
 fn seed_until_items_copy(db: &TestDb, dir: &std::path::Path, spec: &std::path::Path) -> Child {
-    let child = common::planck_cmd(dir)
-        .args([
-            "--database-url",
-            &db.url,
-            "seed",
-            "--spec",
-            spec.to_str().unwrap(),
-            "--scale",
-            "0.3",
-            "--threads",
-            "1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = common::spawn_seed(db, dir, spec, "1");
     wait_for_items_copy(db);
     child
 }
 
 fn wait_for_items_copy(db: &TestDb) {
-    for _ in 0..1500 {
-        let n = db.query_strings(&format!(
-            "SELECT count(*) FROM pg_stat_activity
-              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
-            db.name
-        ));
-        if n[0] != "0" {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("never saw the COPY into items");
+    assert!(
+        common::on_items_copy(db, "count(*)", 1500),
+        "never saw the COPY into items"
+    );
 }
 
 fn signal(child: &Child, sig: &str) {

@@ -266,6 +266,47 @@ pub fn planck_cmd(cwd: &Path) -> Command {
     cmd
 }
 
+/// Starts `planck seed --spec SPEC --scale 0.3 --threads N` and does not wait:
+/// at that scale the COPY into items lasts long enough to be caught, even on
+/// a busy 2-core machine (at 0.05 it sometimes finished first).
+pub fn spawn_seed(db: &TestDb, dir: &Path, spec: &Path, threads: &str) -> std::process::Child {
+    planck_cmd(dir)
+        .args([
+            "--database-url",
+            &db.url,
+            "seed",
+            "--spec",
+            spec.to_str().unwrap(),
+            "--scale",
+            "0.3",
+            "--threads",
+            threads,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Polls (every 20 ms, at most `tries` times) for a seed's COPY into items,
+/// selecting `select` over its backends (`count(*)` to see it,
+/// `count(pg_terminate_backend(pid))` to end it the moment it shows);
+/// whether it showed.
+pub fn on_items_copy(db: &TestDb, select: &str, tries: u32) -> bool {
+    for _ in 0..tries {
+        let n = db.query_strings(&format!(
+            "SELECT {select} FROM pg_stat_activity
+              WHERE datname = '{}' AND application_name = 'planck seed' AND query LIKE 'COPY \"public\".\"items\"%'",
+            db.name
+        ));
+        if n[0] != "0" {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}
+
 /// A temporary project directory that the `postgres` OS user can enter
 /// (tests run as root in CI; the managed server then runs as `postgres`).
 pub fn project_dir() -> tempfile::TempDir {
