@@ -625,7 +625,9 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
     assert!(indexes(&db).iter().all(|i| i.contains(":true:")));
     assert_eq!(count(&db, "SELECT count(*) FROM items"), 0);
     assert_nothing_left(&db);
-    // Every table is either fully loaded or empty.
+    // Every table is either fully loaded or empty. (The plan of a run with
+    // --truncate: without it, a dry run refuses the loaded tables' rows as
+    // the real run would.)
     let plan = db.planck(
         &[
             "--format",
@@ -636,6 +638,7 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
             "--scale",
             "0.3",
             "--dry-run",
+            "--truncate",
         ],
         dir.path(),
     );
@@ -1004,6 +1007,28 @@ fn a_second_seed_without_truncate_names_the_earlier_seed() {
     );
     assert!(!err.contains("reference data"), "{err}");
     assert!(err.contains("--truncate"), "{err}");
+    assert_eq!(fingerprint(&db), before);
+    // A dry run predicts that refusal (it planned as if the rows were not
+    // there, and exited 0); --generate-only, which sends nothing, does not.
+    let dry = seed_spec(&db, &example_spec(), &[&args[..], &["--dry-run"]].concat());
+    assert_exit(&dry, 2);
+    assert!(
+        stderr(&dry).contains("already holds the rows of an earlier planck seed"),
+        "{}",
+        stderr(&dry)
+    );
+    let dry = seed_spec(
+        &db,
+        &example_spec(),
+        &[&args[..], &["--dry-run", "--truncate"]].concat(),
+    );
+    assert_exit(&dry, 0);
+    let gen_only = seed_spec(
+        &db,
+        &example_spec(),
+        &[&args[..], &["--generate-only"]].concat(),
+    );
+    assert_exit(&gen_only, 0);
     assert_eq!(fingerprint(&db), before);
 }
 

@@ -115,7 +115,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         opts.truncate,
         &seeded,
         opts.shard.is_some(),
-        writes,
+        !opts.generate_only,
     )
     .await?;
     if opts.shard.is_some() && writes {

@@ -40,9 +40,10 @@ impl Kept {
     /// to its keys. `replace`: `--truncate`, which replaces the rows of the
     /// tables an earlier seed wrote (`seeded`, as `schema.table`) and of
     /// those the spec names, and keeps the rows of the others; `sharded`: shards append to what other shards wrote, so
-    /// only bookkeeping is kept; `writes`: false for a dry run, where a
-    /// table the spec sizes plans as the spec says even when it holds rows
-    /// (the real run then says it needs --truncate).
+    /// only bookkeeping is kept; `loads`: false for `--generate-only`, which
+    /// sends nothing, so a table the spec sizes plans as the spec says even
+    /// when it holds rows. A dry run loads on paper: it refuses what the
+    /// real run would refuse, with the same error.
     #[allow(clippy::too_many_arguments)] // each flag is one independent input of the decision
     pub async fn decide(
         client: &Client,
@@ -52,7 +53,7 @@ impl Kept {
         replace: bool,
         seeded: &std::collections::HashSet<String>,
         sharded: bool,
-        writes: bool,
+        loads: bool,
     ) -> Result<Kept> {
         let mut kept = Kept::default();
         let excluded: Vec<usize> = sf
@@ -87,7 +88,7 @@ impl Kept {
                 continue;
             }
             if let Some(k) = named {
-                if !writes {
+                if !loads {
                     continue;
                 }
                 // Rows planck wrote itself are no reference data: say whose they are.

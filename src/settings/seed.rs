@@ -52,7 +52,7 @@ pub struct SeedArgs {
     /// Replace the rows of tables that are not empty
     #[arg(long)]
     pub truncate: bool,
-    /// Print the plan (rows per table) and write nothing
+    /// Print the plan (rows per table) and write nothing; refuse what the real run would refuse
     #[arg(long)]
     pub dry_run: bool,
     /// Seed every table that can be seeded; report the others (and the tables that depend on them)
