@@ -279,6 +279,21 @@ fn tls_modes_pass_and_fail_where_libpq_does() {
     let other = server.cert("other-ca.crt");
     let planck = "user=planck";
 
+    // A connection that negotiated TLS lends no socket (its bytes are the
+    // TLS session's), whichever mode got it there; it works as any other.
+    for mode in ["allow", "prefer", "require"] {
+        let (info, _) =
+            ConnInfo::resolve(&server.by_name(&format!("{planck} sslmode={mode}")), &none).unwrap();
+        let (lent, works) = block_on(async move {
+            let (client, lender) = info.connect_lending().await.unwrap();
+            (
+                lender.is_some(),
+                client.simple_query("SELECT 1").await.is_ok(),
+            )
+        });
+        assert!(!lent && works, "{mode}: lent {lent}, works {works}");
+    }
+
     // The server accepts TLS only (hostssl).
     let e = try_connect(&server.by_name(&format!("{planck} sslmode=disable")), &none)
         .expect_err("disable against a hostssl-only server");
@@ -619,6 +634,33 @@ fn an_established_connection_runs_a_10_second_keepalive_timer() {
     let (kind, ticks) = timer.expect("the client's socket in /proc/net/tcp");
     assert_eq!(kind, 2, "keepalive timer");
     // Clock ticks are 1/100 s on Linux (USER_HZ).
+    assert!(ticks <= 1000, "keepalive due in {ticks} ticks");
+}
+
+/// The socket replay opens itself, to lend it (src/db/lent.rs), has the
+/// same keepalive timer.
+#[test]
+fn a_lending_connection_runs_the_same_keepalive_timer() {
+    let (port, peer) = half_server(true);
+    let (info, _) = ConnInfo::resolve(
+        &format!("host=127.0.0.1 port={port} user=u sslmode=disable"),
+        &LibpqEnv::empty(),
+    )
+    .unwrap();
+    let (lent, timer) = block_on(async move {
+        let (client, lender) = info
+            .connect_lending()
+            .await
+            .expect("the fake server's startup");
+        let local = peer.recv().unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let timer = tcp_timer(local, port);
+        drop(client);
+        (lender.is_some(), timer)
+    });
+    assert!(lent, "a plain TCP connection lends its socket");
+    let (kind, ticks) = timer.expect("the client's socket in /proc/net/tcp");
+    assert_eq!(kind, 2, "keepalive timer");
     assert!(ticks <= 1000, "keepalive due in {ticks} ticks");
 }
 

@@ -9,9 +9,13 @@
 //! Errors name every host tried and why it failed (exit 3).
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio_postgres::config::{Host, SslMode as PgSslMode};
 use tokio_postgres::error::SqlState;
@@ -19,6 +23,7 @@ use tokio_postgres::tls::MakeTlsConnect;
 use tokio_postgres::{Client, Config, Socket};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::lent::{self, Lendable, Lender};
 use super::tls::{self, SslMode};
 use super::{ConnInfo, SessionAttrs};
 use crate::error::{Error, Result};
@@ -121,21 +126,89 @@ fn host_order(info: &ConnInfo) -> Vec<usize> {
 
 type Stream = <MakeRustlsConnect as MakeTlsConnect<Socket>>::Stream;
 
-/// One connection attempt in one TLS mode.
+/// A connected client, its connection task, and, when asked for and the
+/// connection is plain TCP, the lender of its socket.
+type Connected = (Client, JoinHandle<()>, Option<Lender>);
+
+/// One connection attempt in one TLS mode; `lend`: open the TCP socket
+/// here, to lend it (see [`super::lent`]).
 async fn attempt(
     config: &Config,
     mode: PgSslMode,
     tls: &MakeRustlsConnect,
-) -> std::result::Result<(Client, JoinHandle<()>), tokio_postgres::Error> {
+    lend: bool,
+) -> std::result::Result<Connected, tokio_postgres::Error> {
     let mut config = config.clone();
     config.ssl_mode(mode);
+    // A host name rustls refuses goes the usual way too, which says so.
+    let host = match &config.get_hosts()[0] {
+        Host::Tcp(h) => h.clone(),
+        Host::Unix(_) => String::new(),
+    };
+    let inner = MakeTlsConnect::<Lendable>::make_tls_connect(&mut tls.clone(), &host).ok();
+    if lend
+        && let Some(inner) = inner
+        && let Some(tcp) = open_tcp(&config).await
+    {
+        let (stream, lender) = lent::share(tcp);
+        let used = Arc::new(AtomicBool::new(false));
+        let noting = lent::Noting {
+            inner,
+            used: used.clone(),
+        };
+        let (client, conn) = config.connect_raw(stream, noting).await?;
+        // Startup is over: from here on, requests and replies are counted.
+        lender.begin();
+        let handle = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let lender = (!used.load(Ordering::Acquire)).then_some(lender);
+        return Ok((client, handle, lender));
+    }
     let (client, conn): (Client, tokio_postgres::Connection<Socket, Stream>) =
         config.connect(tls.clone()).await?;
     let handle = tokio::spawn(async move {
         // Errors here surface on the client's next call.
         let _ = conn.await;
     });
-    Ok((client, handle))
+    Ok((client, handle, None))
+}
+
+/// The TCP socket of a single-host config, opened as tokio-postgres would
+/// (its address, else every address its name resolves to; no Nagle). `None`
+/// for a Unix-domain socket or when the connect fails: the caller then
+/// connects the usual way, which reports the failure in tokio-postgres' words.
+async fn open_tcp(config: &Config) -> Option<TcpStream> {
+    let Host::Tcp(host) = &config.get_hosts()[0] else {
+        return None;
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let addrs: Vec<SocketAddr> = match config.get_hostaddrs().first() {
+        Some(a) => vec![SocketAddr::new(*a, port)],
+        None => tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .ok()?
+            .collect(),
+    };
+    let tcp = TcpStream::connect(&addrs[..]).await.ok()?;
+    tcp.set_nodelay(true).ok()?;
+    // The keepalives and the user timeout planck's configs carry (see
+    // `single_host`), as tokio-postgres sets them on its own sockets.
+    let sock = socket2::SockRef::from(&tcp);
+    if config.get_keepalives() {
+        let mut ka = socket2::TcpKeepalive::new().with_time(config.get_keepalives_idle());
+        if let Some(i) = config.get_keepalives_interval() {
+            ka = ka.with_interval(i);
+        }
+        if let Some(r) = config.get_keepalives_retries() {
+            ka = ka.with_retries(r);
+        }
+        sock.set_tcp_keepalive(&ka).ok()?;
+    }
+    if let Some(t) = config.get_tcp_user_timeout() {
+        sock.set_tcp_user_timeout(Some(*t)).ok()?;
+    }
+    Some(tcp)
 }
 
 /// Whether a failed first try in `prefer` or `allow` mode is worth a second
@@ -167,23 +240,24 @@ async fn connect_host(
     config: &Config,
     info: &ConnInfo,
     tls: &MakeRustlsConnect,
-) -> std::result::Result<(Client, JoinHandle<()>), tokio_postgres::Error> {
+    lend: bool,
+) -> std::result::Result<Connected, tokio_postgres::Error> {
     // libpq never uses TLS over a Unix-domain socket.
     if matches!(config.get_hosts()[0], Host::Unix(_)) {
-        return attempt(config, PgSslMode::Disable, tls).await;
+        return attempt(config, PgSslMode::Disable, tls, lend).await;
     }
     let (first, then) = match info.tls.mode {
-        SslMode::Disable => return attempt(config, PgSslMode::Disable, tls).await,
+        SslMode::Disable => return attempt(config, PgSslMode::Disable, tls, lend).await,
         SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
-            return attempt(config, PgSslMode::Require, tls).await;
+            return attempt(config, PgSslMode::Require, tls, lend).await;
         }
         SslMode::Allow => (PgSslMode::Disable, PgSslMode::Require),
         // tokio-postgres' prefer already goes on in plain text when the
         // server answers that it has no TLS.
         SslMode::Prefer => (PgSslMode::Prefer, PgSslMode::Disable),
     };
-    match attempt(config, first, tls).await {
-        Err(e) if worth_other_way(&e) => attempt(config, then, tls)
+    match attempt(config, first, tls, lend).await {
+        Err(e) if worth_other_way(&e) => attempt(config, then, tls, lend)
             .await
             .map_err(|e2| further(e, e2)),
         other => other,
@@ -220,7 +294,8 @@ async fn session_matches(
 async fn establish(
     info: &ConnInfo,
     tls: &MakeRustlsConnect,
-) -> std::result::Result<(Client, JoinHandle<()>), Vec<HostFailure>> {
+    lend: bool,
+) -> std::result::Result<Connected, Vec<HostFailure>> {
     let passes = match info.session_attrs {
         SessionAttrs::PreferStandby => vec![SessionAttrs::Standby, SessionAttrs::Any],
         other => vec![other],
@@ -250,11 +325,11 @@ async fn establish(
                 }
             }
             let whole = async {
-                let (client, handle) = connect_host(&config, info, tls)
+                let (client, handle, lender) = connect_host(&config, info, tls, lend)
                     .await
                     .map_err(Failure::Pg)?;
                 match session_matches(&client, want).await {
-                    Ok(None) => Ok((client, handle)),
+                    Ok(None) => Ok((client, handle, lender)),
                     Ok(Some(why)) => Err(Failure::Attrs(why)),
                     Err(e) => Err(Failure::Pg(e)),
                 }
@@ -282,8 +357,17 @@ async fn establish(
 /// Connects as [`ConnInfo::connect`] documents.
 pub(crate) async fn connect(info: &ConnInfo) -> Result<Client> {
     let tls = cached_connector(info).await?;
-    match establish(info, &tls).await {
-        Ok((client, _handle)) => Ok(client),
+    match establish(info, &tls, false).await {
+        Ok((client, _handle, _)) => Ok(client),
+        Err(failures) => Err(connect_error(info, failures)),
+    }
+}
+
+/// Connects as [`ConnInfo::connect_lending`] documents.
+pub(crate) async fn connect_lending(info: &ConnInfo) -> Result<(Client, Option<Lender>)> {
+    let tls = cached_connector(info).await?;
+    match establish(info, &tls, true).await {
+        Ok((client, _handle, lender)) => Ok((client, lender)),
         Err(failures) => Err(connect_error(info, failures)),
     }
 }
@@ -492,22 +576,25 @@ impl deadpool_postgres::Connect for PlanckConnect {
         _pg_config: &Config,
     ) -> BoxFuture<'_, std::result::Result<(Client, JoinHandle<()>), tokio_postgres::Error>> {
         Box::pin(async move {
-            establish(&self.info, &self.tls).await.map_err(|failures| {
-                // deadpool wants a tokio_postgres::Error: the last server or
-                // network error when there is one; a timeout or a session
-                // attribute mismatch has none, and gets tokio-postgres' own
-                // timeout error (what its connect_timeout returns). Pools are
-                // built after a first `ConnInfo::connect`, which reports those
-                // with every detail.
-                failures
-                    .into_iter()
-                    .rev()
-                    .find_map(|f| match f.failure {
-                        Failure::Pg(e) => Some(e),
-                        _ => None,
-                    })
-                    .unwrap_or_else(tokio_postgres::Error::__private_api_timeout)
-            })
+            establish(&self.info, &self.tls, false)
+                .await
+                .map(|(client, handle, _)| (client, handle))
+                .map_err(|failures| {
+                    // deadpool wants a tokio_postgres::Error: the last server or
+                    // network error when there is one; a timeout or a session
+                    // attribute mismatch has none, and gets tokio-postgres' own
+                    // timeout error (what its connect_timeout returns). Pools are
+                    // built after a first `ConnInfo::connect`, which reports those
+                    // with every detail.
+                    failures
+                        .into_iter()
+                        .rev()
+                        .find_map(|f| match f.failure {
+                            Failure::Pg(e) => Some(e),
+                            _ => None,
+                        })
+                        .unwrap_or_else(tokio_postgres::Error::__private_api_timeout)
+                })
         })
     }
 }

@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod connect;
+pub mod lent;
 pub mod libpq;
 pub mod tls;
 
@@ -359,6 +360,14 @@ impl ConnInfo {
     /// spawning the connection task on the current runtime.
     pub async fn connect(&self) -> Result<tokio_postgres::Client> {
         connect::connect(self).await
+    }
+
+    /// Connects as [`ConnInfo::connect`] does and, when the connection is
+    /// plain TCP (no TLS negotiated, no Unix-domain socket), also returns
+    /// the lender of its socket, for a caller that speaks the protocol
+    /// itself between the client's requests (see [`lent`]).
+    pub async fn connect_lending(&self) -> Result<(tokio_postgres::Client, Option<lent::Lender>)> {
+        connect::connect_lending(self).await
     }
 
     /// A deadpool manager that connects exactly as [`ConnInfo::connect`]

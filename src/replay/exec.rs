@@ -20,6 +20,7 @@ use tokio_postgres::{Client, Statement as Prepared};
 use super::attribution::History;
 use super::fresh::{self, FreshKeys};
 use super::hist::Latency;
+use super::lean::{Lean, LeanError};
 use super::run::TenantMode;
 use super::tenant::{self, TenantRun};
 use super::workload::{Bind, BindSource, Unit, Workload};
@@ -470,9 +471,44 @@ pub fn error_text(e: &tokio_postgres::Error) -> String {
     }
 }
 
+/// Why a statement failed: its SQLSTATE (08006 when the connection
+/// broke), the message, and whether the connection is gone.
+struct Failed {
+    code: String,
+    text: String,
+    lost: bool,
+}
+
+impl Failed {
+    fn of(e: &tokio_postgres::Error) -> Failed {
+        Failed {
+            code: sqlstate(e),
+            text: error_text(e),
+            lost: e.code().is_none(),
+        }
+    }
+
+    fn lean(e: LeanError) -> Failed {
+        match e {
+            LeanError::Db { code, message } => Failed {
+                code,
+                text: message,
+                lost: false,
+            },
+            LeanError::Lost(text) => Failed {
+                code: "08006".into(),
+                text,
+                lost: true,
+            },
+        }
+    }
+}
+
 /// One client's connection and what it prepared on it.
 pub struct ClientConn {
     pub client: Client,
+    /// The lean path on the connection's own socket, when it is plain TCP.
+    pub lean: Option<Lean>,
     /// By statement index: prepared on first use.
     pub prepared: Vec<Option<Prepared>>,
     pub history: Arc<Mutex<History>>,
@@ -663,15 +699,19 @@ pub async fn run_unit(
                 slot.0 = Some(Cow::Owned(fresh::value(kind, n, rng)));
             }
         }
+        // A statement whose results nothing reads runs on the lean path
+        // when the connection has one (plain TCP), prepared there.
+        let lean = !shared.returns[s] && conn.lean.is_some();
         let prepared = match conn.prepared.get(s).and_then(Option::as_ref) {
-            Some(p) => p.clone(),
+            _ if lean => None,
+            Some(p) => Some(p.clone()),
             None => match conn.client.prepare(&stmt.sql).await {
                 Ok(p) => {
                     if conn.prepared.len() <= s {
                         conn.prepared.resize(s + 1, None);
                     }
                     conn.prepared[s] = Some(p.clone());
-                    p
+                    Some(p)
                 }
                 Err(e) => {
                     fail(stats, &sqlstate(&e), &error_text(&e), Some(s));
@@ -694,7 +734,17 @@ pub async fn run_unit(
             .expect("history lock")
             .start(s, &stmt.locks, params);
         let t0 = Instant::now();
-        let res = execute(&conn.client, &prepared, &values, shared.returns[s]).await;
+        let res = match (&mut conn.lean, &prepared) {
+            (_, Some(p)) => execute(&conn.client, p, &values, shared.returns[s])
+                .await
+                .map_err(|e| Failed::of(&e)),
+            (Some(l), None) => l
+                .execute(s, &stmt.sql, values.iter().map(|v| v.0.as_deref()))
+                .await
+                .map(|n| (n, Vec::new()))
+                .map_err(Failed::lean),
+            (None, None) => unreachable!("a lean execution without a lean path"),
+        };
         let took = t0.elapsed();
         conn.history
             .lock()
@@ -719,9 +769,9 @@ pub async fn run_unit(
                     sent.push((s, values));
                 }
             }
-            Err(e) => {
-                fail(stats, &sqlstate(&e), &error_text(&e), Some(s));
-                return end(conn, stats, e.code().is_none()).await;
+            Err(f) => {
+                fail(stats, &f.code, &f.text, Some(s));
+                return end(conn, stats, f.lost).await;
             }
         }
         if think > 0.0 {

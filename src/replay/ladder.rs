@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::attribution::History;
 use super::exec::{ClientConn, Outcome, Picker, Rng, Shared, WorkerStats, run_unit};
+use super::lean::Lean;
 use super::sampler::{self, Registry, Samples};
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
@@ -123,7 +124,7 @@ async fn connect(
     timeout_ms: u64,
     commit: bool,
 ) -> std::result::Result<ClientConn, Error> {
-    let client = conn.connect().await?;
+    let (client, lender) = conn.connect_lending().await?;
     let row = client
         .query_one("SELECT pg_backend_pid()", &[])
         .await
@@ -150,6 +151,7 @@ async fn connect(
         .map_err(|e| Error::db("setting statement_timeout", e))?;
     Ok(ClientConn {
         client,
+        lean: lender.map(Lean::new),
         prepared: Vec::new(),
         history,
         pid,

@@ -13,6 +13,7 @@ pub mod exec;
 pub mod fresh;
 pub mod hist;
 pub mod ladder;
+pub mod lean;
 pub mod report;
 pub mod run;
 pub mod sampler;

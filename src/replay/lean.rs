@@ -1,0 +1,173 @@
+//! Replay's hot path: a prepared statement executed on the connection's
+//! lent socket ([`crate::db::lent`]), Bind, Execute and Sync in one write
+//! and the reply read until ReadyForQuery, rows counted and never built.
+//! tokio-postgres sends a request through a channel to the connection task
+//! and the reply back through another, and learns that a reply is there
+//! from the runtime's poll; here the reply is read as soon as it arrives,
+//! often straight after the write, as pgbench does. Everything else on the
+//! connection (BEGIN and COMMIT, role and settings, statements whose results
+//! a later one binds) still goes through tokio-postgres.
+
+use std::io;
+
+use bytes::BytesMut;
+use fallible_iterator::FallibleIterator;
+use postgres_protocol::IsNull;
+use postgres_protocol::message::{backend, frontend};
+use tokio::net::TcpStream;
+
+use crate::db::lent::Lender;
+
+/// How a lean execution failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeanError {
+    /// The server's error (its SQLSTATE and message); the connection is fine.
+    Db { code: String, message: String },
+    /// The connection broke: reconnect.
+    Lost(String),
+}
+
+/// One connection's lent socket and what it prepared on it.
+pub struct Lean {
+    lender: Lender,
+    /// Replies read and not yet parsed.
+    buf: BytesMut,
+    out: BytesMut,
+    /// By statement index: prepared on this socket (`planck_lean_<i>`).
+    prepared: Vec<bool>,
+}
+
+impl Lean {
+    pub fn new(lender: Lender) -> Lean {
+        Lean {
+            lender,
+            buf: BytesMut::with_capacity(8192),
+            out: BytesMut::with_capacity(512),
+            prepared: Vec::new(),
+        }
+    }
+
+    /// Executes statement `s` (prepared on first use) with `values` as text
+    /// (`None`: NULL): the rows it returned or affected.
+    pub async fn execute(
+        &mut self,
+        s: usize,
+        sql: &str,
+        values: impl Iterator<Item = Option<&str>>,
+    ) -> Result<u64, LeanError> {
+        let name = format!("planck_lean_{s}");
+        self.out.clear();
+        let fresh = !self.prepared.get(s).copied().unwrap_or(false);
+        if fresh {
+            frontend::parse(&name, sql, std::iter::empty(), &mut self.out)
+                .map_err(|e| LeanError::Lost(format!("encoding {sql}: {e}")))?;
+        }
+        let values: Vec<Option<&str>> = values.collect();
+        frontend::bind(
+            "",
+            &name,
+            values.iter().map(|_| 0),
+            values.iter(),
+            |v, out| match v {
+                None => Ok(IsNull::Yes),
+                Some(t) => {
+                    out.extend_from_slice(t.as_bytes());
+                    Ok(IsNull::No)
+                }
+            },
+            // Binary results: cheaper for the server to send (they are
+            // counted, not read), as tokio-postgres asks for them.
+            [1],
+            &mut self.out,
+        )
+        .map_err(|_| LeanError::Lost(format!("encoding the parameters of {sql}")))?;
+        frontend::execute("", 0, &mut self.out)
+            .map_err(|e| LeanError::Lost(format!("encoding {sql}: {e}")))?;
+        frontend::sync(&mut self.out);
+        let loan = self.lender.lend().await;
+        let io = loan.socket();
+        write_all(io, &self.out).await.map_err(lost)?;
+        let mut rows = 0u64;
+        let mut affected = None;
+        let mut failed = None;
+        loop {
+            while let Some(m) = backend::Message::parse(&mut self.buf).map_err(lost)? {
+                match m {
+                    backend::Message::DataRow(_) => rows += 1,
+                    backend::Message::CommandComplete(c) => {
+                        let tag = c.tag().map_err(lost)?;
+                        affected = tag.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok());
+                    }
+                    backend::Message::ErrorResponse(body) => failed = Some(db_error(&body)),
+                    // Prepared, whatever becomes of the execution.
+                    backend::Message::ParseComplete => {
+                        if self.prepared.len() <= s {
+                            self.prepared.resize(s + 1, false);
+                        }
+                        self.prepared[s] = true;
+                    }
+                    backend::Message::ReadyForQuery(_) => {
+                        return match failed {
+                            Some(e) => Err(e),
+                            None => Ok(affected.unwrap_or(rows)),
+                        };
+                    }
+                    // BindComplete, notices, a setting's new
+                    // value, a notification: nothing replay keeps.
+                    _ => {}
+                }
+            }
+            read_some(io, &mut self.buf).await.map_err(lost)?;
+        }
+    }
+}
+
+fn lost(e: io::Error) -> LeanError {
+    LeanError::Lost(e.to_string())
+}
+
+/// The SQLSTATE and message of an ErrorResponse.
+fn db_error(body: &backend::ErrorResponseBody) -> LeanError {
+    let (mut code, mut message) = (String::from("XX000"), String::new());
+    let mut fields = body.fields();
+    while let Ok(Some(f)) = fields.next() {
+        match f.type_() {
+            b'C' => code = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            b'M' => message = String::from_utf8_lossy(f.value_bytes()).into_owned(),
+            _ => {}
+        }
+    }
+    LeanError::Db { code, message }
+}
+
+async fn write_all(io: &TcpStream, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        match io.try_write(data) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => io.writable().await?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads what the server sent, once the runtime says the socket is
+/// readable. (Reading straight after the write, before the runtime's poll,
+/// measured slower: the reply is rarely there yet, and the failed read
+/// costs a system call.)
+async fn read_some(io: &TcpStream, buf: &mut BytesMut) -> io::Result<()> {
+    if buf.capacity() - buf.len() < 4096 {
+        buf.reserve(8192);
+    }
+    loop {
+        io.readable().await?;
+        match io.try_read_buf(buf) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(_) => return Ok(()),
+            // The readiness was stale: try_read cleared it.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
