@@ -121,6 +121,27 @@ async fn lean_errors_carry_the_servers_sqlstate_and_the_connection_goes_on() {
         Err(LeanError::Db { code, .. }) => assert_eq!(code, "22P02"),
         other => panic!("{other:?}"),
     }
+    // COPY FROM STDIN (allowed with --allow-side-effects): replay has no
+    // data for it; the copy fails, not the connection.
+    client
+        .batch_execute("CREATE TABLE c (n int)")
+        .await
+        .unwrap();
+    let copy = lean.execute(2, "COPY c FROM STDIN", std::iter::empty());
+    match tokio::time::timeout(std::time::Duration::from_secs(20), copy)
+        .await
+        .expect("COPY FROM STDIN waited for data")
+    {
+        Err(LeanError::Db { code, message }) => {
+            assert_eq!(code, "57014");
+            assert!(
+                message.contains("planck replay sends no COPY data"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(lean.execute(0, div, [Some("1")].into_iter()).await, Ok(1));
     let v: i32 = client.query_one("SELECT 42", &[]).await.unwrap().get(0);
     assert_eq!(v, 42);
     // The server ends the backend: the connection is lost, not an error.

@@ -106,6 +106,17 @@ impl Lean {
                         }
                         self.prepared[s] = true;
                     }
+                    // COPY FROM STDIN: replay has no data to send. The
+                    // server ignored the Sync sent with the execution (it
+                    // was in copy-in mode), so fail the copy and sync again:
+                    // it answers with an error and ReadyForQuery.
+                    backend::Message::CopyInResponse(_) => {
+                        self.out.clear();
+                        frontend::copy_fail("planck replay sends no COPY data", &mut self.out)
+                            .map_err(lost)?;
+                        frontend::sync(&mut self.out);
+                        write_all(io, &self.out).await.map_err(lost)?;
+                    }
                     backend::Message::ReadyForQuery(_) => {
                         return match failed {
                             Some(e) => Err(e),
