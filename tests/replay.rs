@@ -669,6 +669,75 @@ fn sigterm_reports_the_finished_steps() {
     assert_eq!(db.query_strings("SELECT n::text FROM hot"), ["0"]);
 }
 
+/// Waits for `child` at most `secs` seconds; kills it and panics with `what`
+/// if it is still running then (a hang guard, not a timing assertion: the
+/// cases below would otherwise run for ten minutes).
+fn finished_within(mut child: std::process::Child, secs: u64, what: &str) -> std::process::Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("{what}\nstderr:\n{}", stderr(&out));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A step ends at its end, whatever `--sample-ms` is: the lock sampler is
+/// told to stop, not left to sleep out a ten-minute interval (the step
+/// waited for it, and so did the run and a SIGTERM sent to it).
+#[test]
+fn a_long_sampling_interval_does_not_outlast_the_step() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), NAP);
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url, "replay", "--queries", &q])
+        .args(["--warmup", "0", "--duration", "300ms", "--ladder", "1,2"])
+        .args(["--sample-ms", "600000", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finished_within(child, 60, "the steps waited for the sampler's interval");
+    assert_exit(&out, 0);
+    let r = report(&out);
+    assert_eq!(r.steps.len(), 2);
+    assert!(
+        r.steps.iter().all(|s| s.throughput_per_s > 0.0),
+        "{:?}",
+        r.steps
+    );
+}
+
+/// SIGTERM during a long warm-up stops the run at once (exit 143), not
+/// once the warm-up the sampler was sleeping through is over.
+#[test]
+fn sigterm_during_a_long_warmup_stops_at_once() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), NAP);
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url, "replay", "--queries", &q])
+        .args(["--warmup", "10m", "--duration", "1s", "--ladder", "1"])
+        .args(["--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let the step start (connections, sampler) before the signal.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finished_within(child, 60, "SIGTERM waited for the warm-up to end");
+    assert_exit(&out, 143);
+}
+
 /// A lone statement with a parameter is bound from its text (sampled from
 /// the column it is compared with), not refused and not sent as NULL.
 #[test]

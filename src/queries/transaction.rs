@@ -189,6 +189,9 @@ pub(super) struct RawBind {
     other: BTreeMap<String, toml::Value>,
 }
 
+/// The longest pause `think_ms` may ask for: an hour.
+const MAX_THINK_MS: f64 = 3_600_000.0;
+
 const TRANSACTION_KEYS: &str = "id, name, statements, repeat, calls, think_ms, role, settings, \
                                 isolation, bind, outcome, manual, recorded, local_settings";
 const BIND_KEYS: &str = "statement, param, value, column, result, from";
@@ -373,6 +376,19 @@ pub(super) fn validate(
                     r.id
                 ),
                 "think_ms is the pause between two statements, in milliseconds",
+            ));
+        }
+        // A pause of more than an hour is a typo (seconds for ms, a stray
+        // exponent): replay would hold the step, and the row locks taken
+        // before it, that long.
+        if think_ms > MAX_THINK_MS {
+            return Err(err(
+                format!(
+                    "transaction {}: think_ms = {} is more than an hour",
+                    r.id,
+                    crate::output::number(think_ms)
+                ),
+                "think_ms is in milliseconds: 2 seconds is think_ms = 2000",
             ));
         }
         let isolation = match &r.isolation {
@@ -634,6 +650,10 @@ mod tests {
             (
                 "statements = [\"a\"]\nthink_ms = \"5\"",
                 "think_ms must be a number",
+            ),
+            (
+                "statements = [\"a\"]\nthink_ms = 1e300",
+                "think_ms = 1e300 is more than an hour",
             ),
             (
                 "statements = [\"a\"]\nisolation = \"snapshot\"",

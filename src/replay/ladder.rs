@@ -378,19 +378,25 @@ pub async fn run_step(
     let start = Instant::now();
     *go.lock().expect("go lock") = Some(start);
     let _ = go_tx.send(Some(start));
-    // The sampler covers the measured window only.
-    let sampler_stop = Arc::new(AtomicBool::new(false));
+    // The sampler covers the measured window only. It is told to stop
+    // through a channel it waits on, not a flag it reads between polls: a
+    // step must not outlast its end (or a signal) by a warm-up or a
+    // sampling interval still being slept.
+    let (sampler_stop, stopped) = tokio::sync::watch::channel(false);
     let sampler = if opts.sampler {
         let client = conn.connect().await?;
         let _ = crate::session::untrack(&client).await;
         let app = opts.app.clone();
         let registry = registry.clone();
-        let s_stop = sampler_stop.clone();
         let interval = Duration::from_millis(opts.sample_ms.max(1));
         let warmup = opts.warmup;
         Some(tokio::spawn(async move {
-            tokio::time::sleep(warmup).await;
-            sampler::run(client, app, interval, registry, s_stop).await
+            let mut stopped = stopped;
+            tokio::select! {
+                _ = tokio::time::sleep(warmup) => {}
+                _ = stopped.wait_for(|s| *s) => return Samples::default(),
+            }
+            sampler::run(client, app, interval, registry, stopped).await
         }))
     } else {
         None
@@ -407,7 +413,7 @@ pub async fn run_step(
     }
     step_end.store(true, Ordering::Relaxed);
     let server1 = server_cpu_seconds(&backends);
-    sampler_stop.store(true, Ordering::Relaxed);
+    let _ = sampler_stop.send(true);
     let samples = match sampler {
         Some(h) => h.await.unwrap_or_default(),
         None => Samples::default(),

@@ -7,7 +7,6 @@
 //! every wait event of planck's backends counts in the step's profile.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -98,7 +97,7 @@ pub async fn run(
     app: String,
     interval: Duration,
     registry: Registry,
-    stop: Arc<AtomicBool>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Samples {
     let mut out = Samples::default();
     let mut tick = tokio::time::interval(interval);
@@ -114,10 +113,12 @@ pub async fn run(
     // Each row's key, read once: (relation, ctid) -> `id = 1`.
     let mut keys: HashMap<(String, (i32, i16)), Option<String>> = HashMap::new();
     let mut key_columns: HashMap<String, Vec<String>> = HashMap::new();
-    while !stop.load(Ordering::Relaxed) {
-        tick.tick().await;
-        if stop.load(Ordering::Relaxed) {
-            break;
+    while !*stop.borrow() {
+        // Stopping ends the wait for the next tick, however long the
+        // interval (`--sample-ms` is the user's).
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.wait_for(|s| *s) => break,
         }
         let Ok(rows) = client.query(&activity, &[&app]).await else {
             out.errors += 1;

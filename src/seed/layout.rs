@@ -2699,14 +2699,7 @@ fn plan_pass(
                     .and_then(|s| s.rows)
                     .unwrap_or_else(|| opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS));
                 if is_tenant && rows == 0 && asked > 0 && opts.scale < 1.0 {
-                    // As typed when short (`0.00001`); `1e-300`, not three
-                    // hundred digits.
-                    let plain = opts.scale.to_string();
-                    let scale = if plain.len() > 12 {
-                        format!("{:e}", opts.scale)
-                    } else {
-                        plain
-                    };
+                    let scale = crate::output::number(opts.scale);
                     return Err(Error::usage_hint(
                         format!(
                             "--scale {scale} leaves the tenant table {display} with 0 rows: {asked} rows × {scale} rounds down to 0"

@@ -192,7 +192,8 @@ pub fn parse_duration(flag: &str, text: &str) -> Result<Duration> {
     if !v.is_finite() || v < 0.0 {
         return Err(bad());
     }
-    Ok(Duration::from_secs_f64(v * scale))
+    // Past what a Duration holds (`1e30s`) is as wrong as a word.
+    Duration::try_from_secs_f64(v * scale).map_err(|_| bad())
 }
 
 impl ReplaySettings {
@@ -344,5 +345,7 @@ mod tests {
         );
         assert!(parse_duration("--d", "-1s").is_err());
         assert!(parse_duration("--d", "soon").is_err());
+        // Past what a Duration can hold: an error, not a panic.
+        assert!(parse_duration("--d", "1e30s").is_err());
     }
 }
