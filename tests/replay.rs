@@ -712,6 +712,47 @@ fn a_long_sampling_interval_does_not_outlast_the_step() {
     );
 }
 
+/// A transaction pausing ten minutes after each statement does not hold
+/// its step ten minutes: the pause is cut a statement timeout past the
+/// step's end, the execution is left out of the latencies, and a warning
+/// says why before the run.
+#[test]
+fn a_pause_longer_than_the_step_is_cut_and_named() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "format_version = 2\n\
+         [[statement]]\nid = \"one\"\nquery = \"SELECT 1\"\n\
+         [[statement]]\nid = \"two\"\nquery = \"SELECT 2\"\n\
+         [[transaction]]\nid = \"slow\"\nstatements = [\"one\", \"two\"]\nthink_ms = 600000\n",
+    );
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url, "replay", "--queries", &q])
+        .args(["--warmup", "0", "--duration", "300ms", "--ladder", "1"])
+        .args(["--statement-timeout-ms", "1000", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finished_within(child, 60, "the step waited out a ten-minute pause");
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("transaction tx-slow: its pauses add up to 1200 s an execution"),
+        "{err}"
+    );
+    let r = report(&out);
+    assert_eq!(r.integrity.failed, 0, "{:?}", r.integrity);
+    assert!(r.integrity.succeeded >= 1, "{:?}", r.integrity);
+    // Cut short, the execution is not a latency of the transaction's.
+    assert!(
+        r.transactions.iter().all(|t| t.calls == 0),
+        "{:?}",
+        r.transactions
+    );
+}
+
 /// SIGTERM during a long warm-up stops the run at once (exit 143), not
 /// once the warm-up the sampler was sleeping through is over.
 #[test]

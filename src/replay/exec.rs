@@ -526,7 +526,12 @@ pub enum Outcome {
 
 /// Runs `unit` once. `record` says whether latencies count (past the
 /// warm-up); the unit's latency counts from `intended`, its intended start
-/// (the open loop's schedule; now, in a closed loop).
+/// (the open loop's schedule; now, in a closed loop). A pause (`think_ms`)
+/// that would last past `pauses_until` is cut there: the step waits for
+/// the unit in flight, and a transaction pausing far past the step's end
+/// would hold the step (and the row locks it took) that long; such a
+/// unit's own latency is left out, since it did not pause as asked.
+#[allow(clippy::too_many_arguments)]
 pub async fn run_unit(
     conn: &mut ClientConn,
     shared: &Shared,
@@ -535,6 +540,7 @@ pub async fn run_unit(
     stats: &RefCell<WorkerStats>,
     record: bool,
     intended: Instant,
+    pauses_until: Instant,
 ) -> Outcome {
     let w = &shared.workload;
     // The unit's statements, borrowed where no `repeat` makes a list.
@@ -569,6 +575,7 @@ pub async fn run_unit(
     };
     stats.borrow_mut().attempted += 1;
     let started = intended;
+    let mut cut = false;
     let fail = |stats: &RefCell<WorkerStats>, code: &str, text: &str, stmt: Option<usize>| {
         let mut stats = stats.borrow_mut();
         stats.failed += 1;
@@ -775,7 +782,9 @@ pub async fn run_unit(
             }
         }
         if think > 0.0 {
-            tokio::time::sleep(Duration::from_secs_f64(think / 1000.0)).await;
+            let wake = Instant::now() + Duration::from_secs_f64(think / 1000.0);
+            cut |= wake > pauses_until;
+            tokio::time::sleep_until(wake.min(pauses_until).into()).await;
         }
     }
     let finish = if shared.commit && tx.is_none_or(|t| !t.rollback) {
@@ -802,6 +811,8 @@ pub async fn run_unit(
             stats.succeeded += 1;
             if record {
                 stats.statements_ok += ok_statements;
+            }
+            if record && !cut {
                 stats.units.latency.record(started.elapsed());
                 if let Unit::Transaction(t) = unit {
                     stats

@@ -260,6 +260,10 @@ pub async fn run_step(
                             Rng::new(seed ^ (u64::from(c) + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
                         let measure_from = start + warmup;
                         let until = measure_from + duration;
+                        // A unit in flight at the end may still run for a
+                        // statement timeout; its pauses no longer than that.
+                        let pauses_until =
+                            until + Duration::from_millis(shared.statement_timeout_ms);
                         // Open loop: arrival k of the step is due at start + k
                         // x interval; client c takes arrivals c, c + N, ...
                         let mut arrival = u64::from(c);
@@ -311,7 +315,14 @@ pub async fn run_step(
                                 stats.borrow_mut().pool_wait.record(asked.elapsed());
                             }
                             let outcome = run_unit(
-                                &mut cc, &shared, unit, &mut rng, &stats, record, intended,
+                                &mut cc,
+                                &shared,
+                                unit,
+                                &mut rng,
+                                &stats,
+                                record,
+                                intended,
+                                pauses_until,
                             )
                             .await;
                             if record && outcome == Outcome::Ok {

@@ -315,6 +315,9 @@ pub async fn run(
              sampled values, which collide with existing rows (bind the parameter in a [[transaction.bind]])"
         ));
     }
+    for what in long_pauses(&workload, opts.duration) {
+        log.warn(&what);
+    }
     for (table, _) in pool_columns(&workload) {
         if pools.get(&table).is_none_or(|p| p.rows.is_empty()) {
             log.warn(&format!(
@@ -582,6 +585,43 @@ pub fn integrity(
         data_unchanged: (!before.checksums.is_empty()).then_some(unchanged),
         notes,
         skipped: Vec::new(),
+    }
+}
+
+/// A warning for each transaction whose pauses (`think_ms` after each of
+/// its statements) add up to more than a step: its executions outlast
+/// their step, and a pause past the step's end is cut.
+fn long_pauses(w: &Workload, step: Duration) -> Vec<String> {
+    let step_ms = step.as_secs_f64() * 1000.0;
+    w.units
+        .iter()
+        .filter_map(|(unit, _)| match unit {
+            super::workload::Unit::Transaction(t) => {
+                let t = &w.transactions[*t];
+                let ms = t.think_ms * w.unit_statements(*unit).len() as f64;
+                (ms > step_ms).then(|| {
+                    format!(
+                        "transaction {}: its pauses add up to {} an execution (think_ms = {} after \
+                         each statement), longer than a step ({}): executions run past their step, \
+                         and a pause past the step's end is cut (lengthen --duration, or shorten think_ms)",
+                        t.name,
+                        seconds(ms),
+                        crate::output::number(t.think_ms),
+                        seconds(step_ms)
+                    )
+                })
+            }
+            super::workload::Unit::Lone(_) => None,
+        })
+        .collect()
+}
+
+/// Milliseconds as a person reads them: `250 ms`, `1.5 s`.
+fn seconds(ms: f64) -> String {
+    if ms < 1000.0 {
+        format!("{} ms", crate::output::number(ms))
+    } else {
+        format!("{} s", crate::output::number((ms / 100.0).round() / 10.0))
     }
 }
 
