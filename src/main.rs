@@ -33,6 +33,10 @@ fn run(cli: Cli) -> i32 {
     };
     let result = Settings::resolve(&cli.global, &env, &cwd)
         .and_then(|settings| runtime.block_on(planck::cmd::run(cli.command, &settings)));
+    // Work nobody awaits any more (a replay worker still running its unit
+    // when a signal ended the run) gets two seconds, not as long as it
+    // takes: dropping the runtime would wait for it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     match result {
         Ok(code) => code,
         Err(e) => {

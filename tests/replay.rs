@@ -450,6 +450,39 @@ fn top_step_above_max_connections_refused() {
     );
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("max_connections"), "{}", stderr(&out));
+    // 2^31 - 2 clients and more: refused the same way before anything runs
+    // (the sum wrapped around in 32 bits, and the run started).
+    for ladder in ["2147483646", "1,4294967295"] {
+        let out = replay(
+            &db,
+            dir.path(),
+            &q,
+            &["--ladder", ladder, "--duration", "200ms"],
+        );
+        assert_exit(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("max_connections") && !err.contains("step 1/"),
+            "{err}"
+        );
+    }
+    // In rate mode the clients are --clients, and the hint says so.
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--rate",
+            "--clients",
+            "100000",
+            "--ladder",
+            "10",
+            "--duration",
+            "200ms",
+        ],
+    );
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("lower --clients"), "{}", stderr(&out));
 }
 
 /// Faults: a statement that fails on every execution is reported once with
@@ -574,6 +607,47 @@ fn slo_missed_exits_1() {
         &["--ladder", "1", "--duration", "300ms", "--slo", "p95=5s@1"],
     );
     assert_exit(&out, 0);
+    // A step the ladder does not have: refused before any step runs.
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--ladder",
+            "1,2",
+            "--duration",
+            "300ms",
+            "--slo",
+            "p95=5s@16",
+        ],
+    );
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("--slo names 16 clients, a step the ladder does not have (--ladder 1,2)")
+            && !err.contains("step 1/"),
+        "{err}"
+    );
+    // A statement timeout the server's int cannot hold names the flag.
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--ladder",
+            "1",
+            "--duration",
+            "300ms",
+            "--statement-timeout-ms",
+            "99999999999",
+        ],
+    );
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("--statement-timeout-ms 99999999999 is more than the server takes"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 const DEADLOCK: &str = r#"format_version = 2
@@ -750,6 +824,89 @@ fn a_pause_longer_than_the_step_is_cut_and_named() {
         r.transactions.iter().all(|t| t.calls == 0),
         "{:?}",
         r.transactions
+    );
+}
+
+/// SIGTERM while a transaction pauses between statements (holding the
+/// row it updated) ends the pause and the run at once: exit 143, the
+/// update rolled back, no transaction left open.
+#[test]
+fn sigterm_during_a_pause_stops_at_once_and_rolls_back() {
+    let db = test_db!();
+    db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0)");
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "format_version = 2\n\
+         [[statement]]\nid = \"lock\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = 1\"\n\
+         [[statement]]\nid = \"two\"\nquery = \"SELECT 2\"\n\
+         [[transaction]]\nid = \"slow\"\nstatements = [\"lock\", \"two\"]\nthink_ms = 600000\n",
+    );
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url, "replay", "--queries", &q])
+        .args(["--warmup", "0", "--duration", "10m", "--ladder", "1"])
+        .args(["--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finished_within(child, 60, "SIGTERM waited for the pause to end");
+    assert_exit(&out, 143);
+    let r = report(&out);
+    assert!(
+        r.integrity.notes.iter().all(|n| !n.contains("MISMATCH")),
+        "an interrupted run compares no counters: {:?}",
+        r.integrity.notes
+    );
+    assert_eq!(db.query_strings("SELECT n::text FROM hot"), ["0"]);
+    assert_eq!(
+        db.query_strings(&format!(
+            "SELECT count(*)::text FROM pg_stat_activity WHERE datname = '{}' AND state LIKE 'idle in%'",
+            db.name
+        )),
+        ["0"]
+    );
+}
+
+/// SIGTERM while a long statement runs cancels it on the server: the
+/// backend does not go on sleeping after planck has exited.
+#[test]
+fn sigterm_cancels_the_statements_still_running() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"long\"\nquery = \"SELECT pg_sleep(30)\"\n",
+    );
+    let child = common::planck_cmd(dir.path())
+        .args(["--database-url", &db.url, "replay", "--queries", &q])
+        .args(["--warmup", "0", "--duration", "10m", "--ladder", "1"])
+        .args(["--statement-timeout-ms", "60000", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = finished_within(child, 60, "SIGTERM waited for the statement");
+    assert_exit(&out, 143);
+    assert_eq!(
+        db.query_strings(&format!(
+            "SELECT count(*)::text FROM pg_stat_activity WHERE datname = '{}' \
+             AND query = 'SELECT pg_sleep(30)' AND state = 'active'",
+            db.name
+        )),
+        ["0"]
     );
 }
 

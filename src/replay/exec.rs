@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -422,6 +422,9 @@ impl WorkerStats {
 }
 
 /// What every client of a run shares, read-only.
+/// How long a pause sleeps before it looks for a signal again.
+const PAUSE_SLICE: Duration = Duration::from_millis(50);
+
 #[derive(Debug)]
 pub struct Shared {
     pub workload: Workload,
@@ -437,6 +440,9 @@ pub struct Shared {
     /// INSERT parameters that take fresh keys, and the run's counter of them.
     pub fresh: FreshKeys,
     pub fresh_next: AtomicU64,
+    /// Set by Ctrl-C or SIGTERM: a unit pausing between statements stops
+    /// there and rolls back.
+    pub stop: Arc<AtomicBool>,
     /// Per statement, whether a `result` bind reads its output (only then
     /// is its first row kept as text: no allocation per execution else).
     pub returns: Vec<bool>,
@@ -576,6 +582,7 @@ pub async fn run_unit(
     stats.borrow_mut().attempted += 1;
     let started = intended;
     let mut cut = false;
+    let mut interrupted = false;
     let fail = |stats: &RefCell<WorkerStats>, code: &str, text: &str, stmt: Option<usize>| {
         let mut stats = stats.borrow_mut();
         stats.failed += 1;
@@ -784,10 +791,19 @@ pub async fn run_unit(
         if think > 0.0 {
             let wake = Instant::now() + Duration::from_secs_f64(think / 1000.0);
             cut |= wake > pauses_until;
-            tokio::time::sleep_until(wake.min(pauses_until).into()).await;
+            // In slices, so that a signal ends the pause within one.
+            let end = wake.min(pauses_until);
+            while Instant::now() < end && !shared.stop.load(Ordering::Relaxed) {
+                tokio::time::sleep_until(end.min(Instant::now() + PAUSE_SLICE).into()).await;
+            }
+            if shared.stop.load(Ordering::Relaxed) {
+                interrupted = true;
+                break;
+            }
         }
     }
-    let finish = if shared.commit && tx.is_none_or(|t| !t.rollback) {
+    // An interrupted unit never commits its half.
+    let finish = if shared.commit && !interrupted && tx.is_none_or(|t| !t.rollback) {
         "COMMIT"
     } else {
         "ROLLBACK"
@@ -812,7 +828,7 @@ pub async fn run_unit(
             if record {
                 stats.statements_ok += ok_statements;
             }
-            if record && !cut {
+            if record && !cut && !interrupted {
                 stats.units.latency.record(started.elapsed());
                 if let Unit::Transaction(t) = unit {
                     stats

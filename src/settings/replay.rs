@@ -172,6 +172,15 @@ pub struct ReplaySettings {
 }
 
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
+/// A ladder as it is typed: `1,4,16`.
+fn join(ladder: &[u32]) -> String {
+    ladder
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 pub fn parse_duration(flag: &str, text: &str) -> Result<Duration> {
     let t = text.trim();
     let bad = || {
@@ -276,6 +285,39 @@ impl ReplaySettings {
         if repeat == 0 {
             return Err(Error::usage("--repeat must be above 0"));
         }
+        // Checked before anything runs: an SLO at a step the ladder lacks
+        // was found only after the whole run (closed loop: the ladder is
+        // client counts; with --rate every step runs --clients).
+        if let Some(slo) = &slo {
+            let steps: Vec<u32> = if rate { vec![clients] } else { ladder.clone() };
+            if !steps.contains(&slo.concurrency) {
+                return Err(Error::usage_hint(
+                    format!(
+                        "--slo names {} clients, a step the ladder does not have ({})",
+                        slo.concurrency,
+                        if rate {
+                            format!("--rate runs every step at --clients {clients}")
+                        } else {
+                            format!("--ladder {}", join(&ladder))
+                        }
+                    ),
+                    "write the SLO at a step the ladder runs, e.g. --slo p95=300ms@N with N one of its client counts",
+                ));
+            }
+        }
+        let statement_timeout_ms = args
+            .statement_timeout_ms
+            .or(cfg.statement_timeout_ms)
+            .unwrap_or(30_000);
+        // The server's statement_timeout is an int of milliseconds.
+        if statement_timeout_ms > i32::MAX as u64 {
+            return Err(Error::usage_hint(
+                format!(
+                    "--statement-timeout-ms {statement_timeout_ms} is more than the server takes (2147483647, about 24 days)"
+                ),
+                "the statement timeout is in milliseconds: 30 s is 30000",
+            ));
+        }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Ok(ReplaySettings {
             queries,
@@ -283,10 +325,7 @@ impl ReplaySettings {
                 ladder,
                 duration,
                 warmup,
-                statement_timeout_ms: args
-                    .statement_timeout_ms
-                    .or(cfg.statement_timeout_ms)
-                    .unwrap_or(30_000),
+                statement_timeout_ms,
                 sample_ms: args.sample_ms.or(cfg.sample_ms).unwrap_or(20).max(1),
                 sampler: !args.no_sampler,
                 commit: args.commit,
