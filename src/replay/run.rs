@@ -320,7 +320,10 @@ pub async fn run(
              sampled values, which collide with existing rows (bind the parameter in a [[transaction.bind]])"
         ));
     }
-    for what in long_pauses(&workload, opts.duration) {
+    for what in long_pauses(&workload, opts.duration)
+        .into_iter()
+        .chain(idle_flags(opts))
+    {
         log.warn(&what);
     }
     for (table, _) in pool_columns(&workload) {
@@ -615,6 +618,37 @@ pub fn integrity(
     }
 }
 
+/// Warnings for flags that change nothing as given, and a ladder whose
+/// verdict cannot mean what it says (each step is read against the one
+/// before: growing, plateau, backwards).
+fn idle_flags(opts: &Options) -> Vec<String> {
+    let mut out = Vec::new();
+    if opts.rate.is_none() && opts.ladder.windows(2).any(|w| w[1] <= w[0]) {
+        out.push(format!(
+            "--ladder {} does not rise step by step: each step's verdict (growing, plateau, \
+             backwards) compares it with the step before, so read them with care (--repeat repeats a step)",
+            opts.ladder
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+    }
+    let top = opts
+        .rate
+        .unwrap_or_else(|| opts.ladder.iter().copied().max().unwrap_or(1));
+    if let Some(pool) = opts.pool.filter(|p| *p >= top) {
+        out.push(format!(
+            "--pool {pool} is no smaller than the {top} clients of the top step: no client ever waits \
+             for a connection, so it changes nothing"
+        ));
+    }
+    if opts.force && !opts.commit {
+        out.push("--force goes with --commit (committing on a database planck does not manage): alone, it changes nothing".to_string());
+    }
+    out
+}
+
 /// A warning for each transaction whose pauses (`think_ms` after each of
 /// its statements) add up to more than a step: its executions outlast
 /// their step, and a pause past the step's end is cut.
@@ -676,6 +710,45 @@ mod tests {
             repeat: 1,
             tenant: TenantChoice::default(),
         }
+    }
+
+    /// Flags that change nothing as given, and a ladder that does not rise,
+    /// are named; the usual ladder, a smaller pool and --force with
+    /// --commit are not.
+    #[test]
+    fn idle_flags_and_falling_ladders_are_named() {
+        let quiet = Options {
+            ladder: vec![1, 4, 16],
+            pool: Some(8),
+            commit: true,
+            force: true,
+            ..opts()
+        };
+        assert!(idle_flags(&quiet).is_empty(), "{:?}", idle_flags(&quiet));
+        let noisy = Options {
+            ladder: vec![4, 2, 2],
+            pool: Some(4),
+            force: true,
+            ..opts()
+        };
+        let w = idle_flags(&noisy);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(
+            w[0].starts_with("--ladder 4,2,2 does not rise step by step"),
+            "{w:?}"
+        );
+        assert!(
+            w[1].starts_with("--pool 4 is no smaller than the 4 clients"),
+            "{w:?}"
+        );
+        assert!(w[2].starts_with("--force goes with --commit"), "{w:?}");
+        // In rate mode the ladder lists rates, in any order.
+        let rates = Options {
+            ladder: vec![200, 100],
+            rate: Some(4),
+            ..opts()
+        };
+        assert!(idle_flags(&rates).is_empty(), "{:?}", idle_flags(&rates));
     }
 
     /// A planted mismatch (the server saw a row change planck did not
