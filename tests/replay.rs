@@ -703,34 +703,22 @@ fn sigterm_reports_the_finished_steps() {
     db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
     let dir = project_dir();
     let q = write_queries(dir.path(), ATTRIBUTION);
-    let child = common::planck_cmd(dir.path())
-        .args([
-            "--database-url",
-            &db.url,
-            "replay",
-            "--queries",
-            &q,
+    let child = spawn_replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
             "--warmup",
             "0",
-        ])
-        .args([
             "--format",
             "json",
             "--ladder",
             "1,1,1,1,1,1",
             "--duration",
             "600ms",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1700));
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+        ],
+    );
+    signal_after(&child, "TERM", 1700);
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 143);
     let r = report(&out);
@@ -741,6 +729,28 @@ fn sigterm_reports_the_finished_steps() {
         r.steps.len()
     );
     assert_eq!(db.query_strings("SELECT n::text FROM hot"), ["0"]);
+}
+
+/// `planck replay --queries q ARGS` against `db`, started in the background
+/// with its output captured.
+fn spawn_replay(db: &TestDb, dir: &Path, q: &str, args: &[&str]) -> std::process::Child {
+    common::planck_cmd(dir)
+        .args(["--database-url", &db.url, "replay", "--queries", q])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Sends `signal` (`TERM`, `INT`) to `child` after `ms` milliseconds.
+fn signal_after(child: &std::process::Child, signal: &str, ms: u64) {
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 /// Waits for `child` at most `secs` seconds; kills it and panics with `what`
@@ -767,14 +777,23 @@ fn a_long_sampling_interval_does_not_outlast_the_step() {
     let db = test_db!();
     let dir = project_dir();
     let q = write_queries(dir.path(), NAP);
-    let child = common::planck_cmd(dir.path())
-        .args(["--database-url", &db.url, "replay", "--queries", &q])
-        .args(["--warmup", "0", "--duration", "300ms", "--ladder", "1,2"])
-        .args(["--sample-ms", "600000", "--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--warmup",
+            "0",
+            "--duration",
+            "300ms",
+            "--ladder",
+            "1,2",
+            "--sample-ms",
+            "600000",
+            "--format",
+            "json",
+        ],
+    );
     let out = finished_within(child, 60, "the steps waited for the sampler's interval");
     assert_exit(&out, 0);
     let r = report(&out);
@@ -801,14 +820,23 @@ fn a_pause_longer_than_the_step_is_cut_and_named() {
          [[statement]]\nid = \"two\"\nquery = \"SELECT 2\"\n\
          [[transaction]]\nid = \"slow\"\nstatements = [\"one\", \"two\"]\nthink_ms = 600000\n",
     );
-    let child = common::planck_cmd(dir.path())
-        .args(["--database-url", &db.url, "replay", "--queries", &q])
-        .args(["--warmup", "0", "--duration", "300ms", "--ladder", "1"])
-        .args(["--statement-timeout-ms", "1000", "--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--warmup",
+            "0",
+            "--duration",
+            "300ms",
+            "--ladder",
+            "1",
+            "--statement-timeout-ms",
+            "1000",
+            "--format",
+            "json",
+        ],
+    );
     let out = finished_within(child, 60, "the step waited out a ten-minute pause");
     assert_exit(&out, 0);
     let err = stderr(&out);
@@ -842,20 +870,22 @@ fn sigterm_during_a_pause_stops_at_once_and_rolls_back() {
          [[statement]]\nid = \"two\"\nquery = \"SELECT 2\"\n\
          [[transaction]]\nid = \"slow\"\nstatements = [\"lock\", \"two\"]\nthink_ms = 600000\n",
     );
-    let child = common::planck_cmd(dir.path())
-        .args(["--database-url", &db.url, "replay", "--queries", &q])
-        .args(["--warmup", "0", "--duration", "10m", "--ladder", "1"])
-        .args(["--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let child = spawn_replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--warmup",
+            "0",
+            "--duration",
+            "10m",
+            "--ladder",
+            "1",
+            "--format",
+            "json",
+        ],
+    );
+    signal_after(&child, "TERM", 1500);
     let out = finished_within(child, 60, "SIGTERM waited for the pause to end");
     assert_exit(&out, 143);
     let r = report(&out);
@@ -884,20 +914,24 @@ fn sigterm_cancels_the_statements_still_running() {
         dir.path(),
         "[[statement]]\nid = \"long\"\nquery = \"SELECT pg_sleep(30)\"\n",
     );
-    let child = common::planck_cmd(dir.path())
-        .args(["--database-url", &db.url, "replay", "--queries", &q])
-        .args(["--warmup", "0", "--duration", "10m", "--ladder", "1"])
-        .args(["--statement-timeout-ms", "60000", "--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let child = spawn_replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--warmup",
+            "0",
+            "--duration",
+            "10m",
+            "--ladder",
+            "1",
+            "--statement-timeout-ms",
+            "60000",
+            "--format",
+            "json",
+        ],
+    );
+    signal_after(&child, "TERM", 1500);
     let out = finished_within(child, 60, "SIGTERM waited for the statement");
     assert_exit(&out, 143);
     assert_eq!(
@@ -917,21 +951,23 @@ fn sigterm_during_a_long_warmup_stops_at_once() {
     let db = test_db!();
     let dir = project_dir();
     let q = write_queries(dir.path(), NAP);
-    let child = common::planck_cmd(dir.path())
-        .args(["--database-url", &db.url, "replay", "--queries", &q])
-        .args(["--warmup", "10m", "--duration", "1s", "--ladder", "1"])
-        .args(["--format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--warmup",
+            "10m",
+            "--duration",
+            "1s",
+            "--ladder",
+            "1",
+            "--format",
+            "json",
+        ],
+    );
     // Let the step start (connections, sampler) before the signal.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    signal_after(&child, "TERM", 1500);
     let out = finished_within(child, 60, "SIGTERM waited for the warm-up to end");
     assert_exit(&out, 143);
 }
@@ -1610,20 +1646,24 @@ fn ctrl_c_reports_the_finished_steps_and_rolls_back() {
     db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
     let dir = project_dir();
     let q = write_queries(dir.path(), ATTRIBUTION);
-    let child = common::planck_cmd(dir.path())
-        .args(["--database-url", &db.url, "replay", "--queries", &q])
-        .args(["--warmup", "0", "--format", "json", "--commit", "--force"])
-        .args(["--ladder", "1,1,1,1,1,1", "--duration", "600ms"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1700));
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let child = spawn_replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--warmup",
+            "0",
+            "--format",
+            "json",
+            "--commit",
+            "--force",
+            "--ladder",
+            "1,1,1,1,1,1",
+            "--duration",
+            "600ms",
+        ],
+    );
+    signal_after(&child, "INT", 1700);
     let out = child.wait_with_output().unwrap();
     assert_exit(&out, 130);
     let r = report(&out);
