@@ -421,10 +421,10 @@ impl WorkerStats {
     }
 }
 
-/// What every client of a run shares, read-only.
 /// How long a pause sleeps before it looks for a signal again.
 const PAUSE_SLICE: Duration = Duration::from_millis(50);
 
+/// What every client of a run shares, read-only.
 #[derive(Debug)]
 pub struct Shared {
     pub workload: Workload,
