@@ -93,8 +93,6 @@ pub fn bytes(n: u64) -> String {
     }
 }
 
-/// `n` (as [`count`] writes it) and its noun, singular for one:
-/// "1 row", "2,000 rows".
 /// A number as typed when it is short (`0.00001`, `2.5`); `1e-300` or
 /// `1e300`, not three hundred digits.
 pub fn number(x: f64) -> String {
@@ -106,6 +104,8 @@ pub fn number(x: f64) -> String {
     }
 }
 
+/// `n` (as [`count`] writes it) and its noun, singular for one:
+/// "1 row", "2,000 rows".
 pub fn count_of(n: u64, noun: &str) -> String {
     let s = if n == 1 { "" } else { "s" };
     format!("{} {noun}{s}", count(n))

@@ -484,11 +484,7 @@ impl Check<'_> {
             t,
             &format!(
                 "replay ({side}): ladder {} at {} each, p95 {} clients",
-                plan.ladder
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(","),
+                crate::replay::ladder::ladder_text(&plan.ladder),
                 plan.duration,
                 p95.join(", ")
             ),

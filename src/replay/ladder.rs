@@ -18,6 +18,15 @@ use super::sampler::{self, Registry, Samples};
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 
+/// A ladder as it is typed: `1,4,16`.
+pub fn ladder_text(ladder: &[u32]) -> String {
+    ladder
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 #[derive(Debug, Clone)]
 pub struct StepOptions {
     /// Clients of the step.

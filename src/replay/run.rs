@@ -43,6 +43,17 @@ pub struct Options {
     pub tenant: TenantChoice,
 }
 
+impl Options {
+    /// The clients of the top step: `--clients` in rate mode, else the
+    /// ladder's largest count.
+    pub fn top_clients(&self) -> u32 {
+        match self.rate {
+            Some(clients) => clients,
+            None => self.ladder.iter().copied().max().unwrap_or(1),
+        }
+    }
+}
+
 /// Which tenant tenant-scoped work runs as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TenantMode {
@@ -299,10 +310,7 @@ pub async fn run(
     let stats_mode = crate::session::untrack(&admin)
         .await
         .unwrap_or(crate::session::StatsMode::Tagged);
-    let top = match opts.rate {
-        Some(clients) => clients,
-        None => opts.ladder.iter().copied().max().unwrap_or(1),
-    };
+    let top = opts.top_clients();
     let top = opts.pool.map_or(top, |p| p.min(top));
     check_connections(&admin, top, opts.sampler, opts.rate.is_some()).await?;
     let skipped = skip_stale(&admin, &mut workload, log).await?;
@@ -428,7 +436,7 @@ pub async fn run(
     // Interrupted: statements still running are cancelled (the server
     // would run a long one to its end after the client left), so the
     // workers roll back and close their connections now.
-    if stop.load(Ordering::Relaxed) {
+    if interrupted {
         let _ = admin
             .execute(
                 "SELECT pg_cancel_backend(pid) FROM pg_stat_activity \
@@ -463,7 +471,7 @@ pub async fn run(
         totals.commits += s.stats.commits;
         totals.reconnects += s.stats.reconnects;
     }
-    let mut integrity = integrity(&totals, &before, &after, opts, stop.load(Ordering::Relaxed));
+    let mut integrity = integrity(&totals, &before, &after, opts, interrupted);
     integrity.skipped = skipped;
     Ok(report::build(
         &shared.workload,
@@ -627,16 +635,10 @@ fn idle_flags(opts: &Options) -> Vec<String> {
         out.push(format!(
             "--ladder {} does not rise step by step: each step's verdict (growing, plateau, \
              backwards) compares it with the step before, so read them with care (--repeat repeats a step)",
-            opts.ladder
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
+            super::ladder::ladder_text(&opts.ladder)
         ));
     }
-    let top = opts
-        .rate
-        .unwrap_or_else(|| opts.ladder.iter().copied().max().unwrap_or(1));
+    let top = opts.top_clients();
     if let Some(pool) = opts.pool.filter(|p| *p >= top) {
         out.push(format!(
             "--pool {pool} is no smaller than the {top} clients of the top step: no client ever waits \

@@ -172,15 +172,6 @@ pub struct ReplaySettings {
 }
 
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
-/// A ladder as it is typed: `1,4,16`.
-fn join(ladder: &[u32]) -> String {
-    ladder
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 pub fn parse_duration(flag: &str, text: &str) -> Result<Duration> {
     let t = text.trim();
     let bad = || {
@@ -298,7 +289,7 @@ impl ReplaySettings {
                         if rate {
                             format!("--rate runs every step at --clients {clients}")
                         } else {
-                            format!("--ladder {}", join(&ladder))
+                            format!("--ladder {}", crate::replay::ladder::ladder_text(&ladder))
                         }
                     ),
                     "write the SLO at a step the ladder runs, e.g. --slo p95=300ms@N with N one of its client counts",
