@@ -30,8 +30,7 @@ pub fn encode_chunk(
 ) -> BytesMut {
     let mut buf = BytesMut::with_capacity(capacity);
     let tp = &plan.tables[t];
-    for row in rows {
-        let ctx = plan.ctx(t, row);
+    for ctx in plan.ctxs(t, rows) {
         buf.put_i16(cols.len() as i16);
         for &c in cols {
             let v = plan.value(t, c, &ctx);
@@ -445,9 +444,9 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
             buf.put_i64(as_i64(v));
         }
         TypeKind::Array(elem, oid) => {
-            let items: Vec<Val> = match v {
-                Val::Array(a) => a.clone(),
-                other => vec![other.clone()],
+            let items: &[Val] = match v {
+                Val::Array(a) => a,
+                other => std::slice::from_ref(other),
             };
             with_len(buf, |b| {
                 if items.is_empty() {
@@ -461,7 +460,7 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
                 b.put_u32(*oid);
                 b.put_i32(items.len() as i32);
                 b.put_i32(1);
-                for it in &items {
+                for it in items {
                     encode(elem, it, b);
                 }
             });

@@ -320,7 +320,7 @@ fn paragraphs(out: &mut String, r: &mut ValueRng, len: usize) {
     truncate_chars(out, len);
 }
 
-fn truncate_chars(s: &mut String, max: usize) {
+pub(crate) fn truncate_chars(s: &mut String, max: usize) {
     if s.len() <= max {
         return;
     }
@@ -421,8 +421,16 @@ pub fn base36(mut n: u64) -> String {
 impl Text {
     fn make(&self, r: &mut ValueRng, row: u64, key: u64) -> String {
         let mut s = String::new();
+        self.make_into(&mut s, r, row, key);
+        s
+    }
+
+    /// [`Text::make`] into `s`, which must be empty: the direct encoders
+    /// ([`crate::seed::direct`]) reuse one string for every row of a chunk.
+    pub(crate) fn make_into(&self, s: &mut String, r: &mut ValueRng, row: u64, key: u64) {
+        debug_assert!(s.is_empty());
         match self {
-            Text::Fake(k) => s = fake_text(*k, r),
+            Text::Fake(k) => s.push_str(&fake_text(*k, r)),
             Text::Words {
                 min,
                 max,
@@ -430,33 +438,30 @@ impl Text {
                 capital,
             } => {
                 let n = r.range(u64::from(*min), u64::from(*max)) as u32;
-                push_words(&mut s, r, n.max(1), *sep, *capital);
+                push_words(s, r, n.max(1), *sep, *capital);
             }
             Text::Paragraphs { min, max } => {
                 let n = r.range(u64::from(*min), u64::from(*max)) as usize;
                 // Room for the last sentence past the length, before the cut.
                 s.reserve(n.max(1) + 256);
-                paragraphs(&mut s, r, n.max(1));
+                paragraphs(s, r, n.max(1));
             }
             Text::Hex { len } => {
                 // The first 16 digits are a bijection of the row: unique by construction.
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 let mut x = rng::mix(row ^ key);
-                let mut v = vec![0u8; *len as usize];
-                for (i, chunk) in v.chunks_mut(16).enumerate() {
-                    if i > 0 {
+                s.reserve(*len as usize);
+                for i in 0..*len {
+                    if i > 0 && i % 16 == 0 {
                         x = r.step();
                     }
-                    for d in chunk {
-                        *d = HEX[(x >> 60) as usize];
-                        x <<= 4;
-                    }
+                    s.push(char::from(HEX[(x >> 60) as usize]));
+                    x <<= 4;
                 }
-                s = String::from_utf8(v).unwrap_or_default();
             }
             Text::Path => {
                 let n = r.range(1, 3) as u32;
-                push_words(&mut s, r, n, '/', false);
+                push_words(s, r, n, '/', false);
                 s.push('.');
                 s.push_str(MIMES[r.below(MIMES.len() as u64) as usize]);
             }
@@ -464,13 +469,12 @@ impl Text {
                 for p in pieces {
                     match p {
                         Piece::Lit(l) => s.push_str(l),
-                        Piece::Row => push_int(&mut s, (row + 1) as i64),
-                        Piece::Word => push_words(&mut s, r, 1, ' ', false),
+                        Piece::Row => push_int(s, (row + 1) as i64),
+                        Piece::Word => push_words(s, r, 1, ' ', false),
                     }
                 }
             }
         }
-        s
     }
 }
 
@@ -589,7 +593,15 @@ impl Gen {
         shape::apply(plan, t, c, ctx, h, v)
     }
 
-    fn eval_h(&self, plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, at: u8) -> Val {
+    pub(crate) fn eval_h(
+        &self,
+        plan: &Plan,
+        t: usize,
+        c: usize,
+        ctx: &RowCtx,
+        h: u64,
+        at: u8,
+    ) -> Val {
         let row = ctx.row;
         match self {
             Gen::Null => Val::Null,
@@ -845,11 +857,11 @@ fn after(kind: &TypeKind, base: &Val, min: i64, max: i64, h: u64) -> Option<Val>
     }
 }
 
-fn h_key(plan: &Plan, t: usize, c: usize) -> u64 {
+pub(crate) fn h_key(plan: &Plan, t: usize, c: usize) -> u64 {
     rng::mix(plan.seed ^ plan.tables[t].key ^ plan.tables[t].cols[c].key.rotate_left(17))
 }
 
-fn json_str(out: &mut String, s: &str) {
+pub(crate) fn json_str(out: &mut String, s: &str) {
     out.push('"');
     // Nothing to escape (the usual case): the string as it is.
     if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
@@ -871,7 +883,7 @@ fn json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-fn json_val(out: &mut String, v: &Val) {
+pub(crate) fn json_val(out: &mut String, v: &Val) {
     match v {
         Val::Null => out.push_str("null"),
         Val::Bool(b) => out.push_str(if *b { "true" } else { "false" }),

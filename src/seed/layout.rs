@@ -271,6 +271,47 @@ impl Plan {
         } else {
             0
         };
+        let q = match &tp.layout {
+            Layout::PerParent { pcum, .. } => pcum.partition_point(|&c| c <= row).saturating_sub(1),
+            _ => 0,
+        };
+        self.ctx_at(t, row, block, q)
+    }
+
+    /// The contexts of rows `rows` of table `t`, in row order: each is
+    /// [`Plan::ctx`] of its row, but the block (and a `per` table's parent)
+    /// is searched for once and then moved forward, where [`Plan::ctx`]
+    /// searches for it again for every row.
+    pub fn ctxs(&self, t: usize, rows: std::ops::Range<u64>) -> impl Iterator<Item = RowCtx> + '_ {
+        let tp = &self.tables[t];
+        let (mut block, mut q) = (0, 0);
+        let start = rows.start;
+        rows.map(move |row| {
+            if row == start {
+                let first = self.ctx(t, row);
+                block = first.block;
+                if let Layout::PerParent { .. } = tp.layout {
+                    q = first.parent_row as usize;
+                }
+                return first;
+            }
+            // The largest block (at most the last) and parent whose first row
+            // is at or before `row`, as [`Plan::ctx`]'s searches find them.
+            while block + 2 < tp.cum.len() && tp.cum[block + 1] <= row {
+                block += 1;
+            }
+            if let Layout::PerParent { pcum, .. } = &tp.layout {
+                while q + 1 < pcum.len() && pcum[q + 1] <= row {
+                    q += 1;
+                }
+            }
+            self.ctx_at(t, row, block, q)
+        })
+    }
+
+    /// [`Plan::ctx`] of `row`, its block and (a `per` table) its parent found.
+    fn ctx_at(&self, t: usize, row: u64, block: usize, q: usize) -> RowCtx {
+        let tp = &self.tables[t];
         let start = tp.cum.get(block).copied().unwrap_or(0);
         match &tp.layout {
             Layout::Flat => RowCtx {
@@ -313,15 +354,12 @@ impl Plan {
                     ordinal: k - k0,
                 }
             }
-            Layout::PerParent { pcum, .. } => {
-                let q = pcum.partition_point(|&c| c <= row).saturating_sub(1);
-                RowCtx {
-                    row,
-                    block,
-                    parent_row: q as u64,
-                    ordinal: row - pcum[q],
-                }
-            }
+            Layout::PerParent { pcum, .. } => RowCtx {
+                row,
+                block,
+                parent_row: q as u64,
+                ordinal: row - pcum[q],
+            },
         }
     }
 
@@ -3284,6 +3322,45 @@ mod plan_tests {
                     pairs.contains(&(parent, k)),
                     "parent {parent} misses number {k}"
                 );
+            }
+        }
+    }
+
+    /// `Plan::ctxs`, which moves its block and parent forward row by row,
+    /// places every row as `Plan::ctx` does, from any first row: blocks of
+    /// a tenant, parents without children (equal cumulative counts), a
+    /// chunk that starts inside either.
+    #[test]
+    fn row_contexts_in_sequence_are_each_rows_own() {
+        let same = |a: &RowCtx, b: &RowCtx| {
+            (a.row, a.block, a.parent_row, a.ordinal) == (b.row, b.block, b.parent_row, b.ordinal)
+        };
+        for spec in [
+            "[tenant]\ntable = \"parents\"\n[tables.parents]\nrows = 40\n[tables.children]\nper = \"parents\"\ncount = [0, 5]\n",
+            "[tenant]\ntable = \"parents\"\ndistribution = { zipf = 1.0 }\n[tables.parents]\nrows = 40\n[tables.children]\nrows = 900\n",
+            "[tables.parents]\nrows = 7\n[tables.children]\nrows = 100\n",
+        ] {
+            let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
+            let plan = build(&catalog(), &sf, &opts()).unwrap();
+            for (t, tp) in plan.tables.iter().enumerate() {
+                assert!(tp.rows > 0, "{spec}");
+                for start in [0, 1, tp.rows / 3, tp.rows / 2 + 1, tp.rows - 1] {
+                    let seq: Vec<RowCtx> = plan.ctxs(t, start..tp.rows).collect();
+                    assert_eq!(seq.len() as u64, tp.rows - start);
+                    for (a, row) in seq.iter().zip(start..) {
+                        let b = plan.ctx(t, row);
+                        assert!(
+                            same(a, &b),
+                            "{} from {start}, row {row}: {a:?} vs {b:?}\n{spec}",
+                            tp.display
+                        );
+                    }
+                }
+                assert_eq!(plan.ctxs(t, 5..5).count(), 0);
+            }
+            // The tenant specs make blocks (else the first case tests nothing new).
+            if spec.contains("tenant") {
+                assert!(plan.tables[1].cum.len() > 3, "{spec}");
             }
         }
     }

@@ -12,6 +12,7 @@
 pub mod check_expr;
 pub mod columns;
 pub mod copy;
+pub mod direct;
 pub mod generate;
 pub mod layout;
 pub mod load;
@@ -313,7 +314,7 @@ fn generate_only(plan: &Arc<layout::Plan>, threads: usize, log: Log) -> Result<(
                 .into_par_iter()
                 .map(|i| {
                     let r = i * 4096..((i + 1) * 4096).min(tp.rows);
-                    copy::encode_chunk(plan, t, &cols, r, 1 << 20).len()
+                    direct::encode_chunk(plan, t, &cols, r, 1 << 20).len()
                 })
                 .sum()
         });

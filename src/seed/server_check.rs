@@ -134,13 +134,12 @@ pub fn encode_chunk(
     attempts: Option<&Attempts>,
 ) -> BytesMut {
     let Some(at) = attempts else {
-        return copy::encode_chunk(plan, t, cols, rows, capacity);
+        return crate::seed::direct::encode_chunk(plan, t, cols, rows, capacity);
     };
     let mut buf = BytesMut::with_capacity(capacity);
     let tp = &plan.tables[t];
-    for row in rows {
-        let ctx = plan.ctx(t, row);
-        let a = at.get(row);
+    for ctx in plan.ctxs(t, rows) {
+        let a = at.get(ctx.row);
         buf.put_i16(cols.len() as i16);
         for &c in cols {
             let v = value_at(plan, t, c, &ctx, a);
