@@ -387,6 +387,28 @@ fn unknown_statement_id_is_an_error_at_file_line() {
     );
 }
 
+/// A hostile-pass finding: `--clients` without `--rate` was accepted and
+/// changed nothing (the closed loop's clients are the ladder's steps).
+#[test]
+fn clients_without_rate_is_refused() {
+    let db = test_db!();
+    let dir = project_dir();
+    let q = write_queries(dir.path(), ATTRIBUTION);
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "200ms", "--clients", "8"],
+    );
+    assert_exit(&out, 2);
+    let e = stderr(&out);
+    assert!(
+        e.contains("--clients sets the open loop's connections and goes with --rate")
+            && e.contains("hint: the closed loop runs each --ladder step"),
+        "{e}"
+    );
+}
+
 /// Faults: --commit on a database planck does not manage, without --force.
 #[test]
 fn commit_on_an_unmanaged_database_is_refused() {

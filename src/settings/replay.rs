@@ -264,6 +264,15 @@ impl ReplaySettings {
             .clone()
             .or_else(|| cfg.ladder.clone())
             .unwrap_or_else(|| vec![1, 2, 4, 8, 16, 32, 64]);
+        if !rate && args.clients.is_some() {
+            // A flag that would change nothing: the closed loop's clients
+            // are its ladder's steps.
+            return Err(Error::usage_hint(
+                "--clients sets the open loop's connections and goes with --rate",
+                "the closed loop runs each --ladder step with that many clients (--ladder 1,4,16); \
+                 add --rate for an open loop over --clients connections",
+            ));
+        }
         let clients = args.clients.or(cfg.clients).unwrap_or(16);
         if rate && clients == 0 {
             return Err(Error::usage("--clients must be above 0"));
