@@ -9,13 +9,14 @@
 //! column has no shape. On two cores the COPY backends need that CPU.
 //!
 //! An [`Encoder`] writes the same bytes straight into the COPY buffer:
-//! choices are encoded once per chunk, text and JSON are
-//! built in one scratch string that lives as long as the chunk, arrays of
-//! choices are written element by element. Columns with a shape (a CHECK's
-//! regex, case, NULL pattern) and generators not listed here take the
-//! general path. The bytes are the general path's, exactly: the tests below
-//! compare both on every column of the bundled example and of schemas with
-//! each generator kind, and `tests/seed_determinism.rs` pins the dataset.
+//! choices are encoded once per chunk, text and JSON are built in one
+//! scratch string that lives as long as the chunk, arrays of choices are
+//! written element by element. Columns with a shape (a CHECK's regex, case,
+//! NULL pattern) take the general path; other generators skip only the
+//! shape step. The bytes are the general path's, exactly:
+//! `tests/seed_direct.rs` compares both on every column of the bundled
+//! example, of a schema with each encoder kind and of real schemas, and
+//! `tests/seed_determinism.rs` pins the dataset.
 
 use bytes::{BufMut, BytesMut};
 
