@@ -38,6 +38,37 @@ pub struct ConfigFile {
 pub struct DatabaseSection {
     /// Connection URL of the database planck works on. Unset: the managed cluster.
     pub url: Option<String>,
+    /// The PostgreSQL major the managed cluster runs (`postgres = "17"` or
+    /// `17`), found among the server binaries on the machine. Unset: the
+    /// first found (see `cluster::find_bindir`).
+    pub postgres: Option<PgMajor>,
+}
+
+/// A PostgreSQL major as `planck.toml` writes it: `17` or `"17"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum PgMajor {
+    Number(u32),
+    Text(String),
+}
+
+impl PgMajor {
+    /// The major, 14 or later, or why not.
+    pub fn major(&self) -> std::result::Result<u32, String> {
+        let n = match self {
+            PgMajor::Number(n) => *n,
+            PgMajor::Text(t) => t.trim().parse().map_err(|_| {
+                format!("[database] postgres = \"{t}\" is not a PostgreSQL major (write 14, 15, 16, 17 or 18)")
+            })?,
+        };
+        if n < crate::cluster::MIN_MAJOR {
+            return Err(format!(
+                "[database] postgres = {n}: planck needs PostgreSQL {} or later",
+                crate::cluster::MIN_MAJOR
+            ));
+        }
+        Ok(n)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -66,7 +66,10 @@ impl TenantContext {
     }
 }
 
-/// The comment planck's statements carry where tracking cannot be switched off.
+/// The comment planck's statements carry where tracking cannot be switched
+/// off. It follows the statement's first word: PostgreSQL 18's
+/// pg_stat_statements keeps a statement's text from its first token on, so
+/// a comment in front of it is not in the text it shows.
 pub const TAG: &str = "/* planck */";
 
 /// What keeps this session's statements out of pg_stat_statements.
@@ -83,7 +86,7 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 /// The statement that switches tracking off for this session.
 /// Tagged: the SET itself is counted (tracking is decided as a statement
 /// starts), and the tag marks that one entry as planck's own.
-pub const UNTRACK: &str = "/* planck */ SET pg_stat_statements.track = 'none'";
+pub const UNTRACK: &str = "SET /* planck */ pg_stat_statements.track = 'none'";
 
 /// Switches pg_stat_statements off for this session; where the role may not,
 /// warns once per process and answers [`StatsMode::Tagged`].
@@ -110,11 +113,23 @@ pub async fn untrack(client: &Client) -> Result<StatsMode> {
     }
 }
 
-/// `sql` as planck sends it in `mode`: tagged when tracking could not be switched off.
+/// `sql` as planck sends it in `mode`: tagged after its first word when
+/// tracking could not be switched off (see [`TAG`]).
 pub fn tag(mode: StatsMode, sql: &str) -> String {
     match mode {
         StatsMode::Untracked => sql.to_string(),
-        StatsMode::Tagged => format!("{TAG} {sql}"),
+        StatsMode::Tagged => {
+            let sql = sql.trim_start();
+            let first = sql
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(sql.len());
+            if first == 0 {
+                // `(SELECT ...)`, `WITH` after a comment: the tag goes in front.
+                return format!("{TAG} {sql}");
+            }
+            let (word, rest) = sql.split_at(first);
+            format!("{word} {TAG}{rest}")
+        }
     }
 }
 
@@ -385,7 +400,7 @@ mod tests {
             "SELECT set_config($1, $2, true), set_config($3, $4, true)"
         );
         assert_eq!(ctx.settings[1].1.as_text(), r#"{"sub":"u1"}"#);
-        assert_eq!(tag(StatsMode::Tagged, "SELECT 1"), "/* planck */ SELECT 1");
+        assert_eq!(tag(StatsMode::Tagged, "SELECT 1"), "SELECT /* planck */ 1");
         assert_eq!(tag(StatsMode::Untracked, "SELECT 1"), "SELECT 1");
     }
 

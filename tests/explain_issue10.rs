@@ -413,8 +413,10 @@ fn issue10_job_all_113_queries_are_explained_after_record() {
         .collect();
     assert!(skipped.is_empty(), "{skipped:#?}\n{err}");
     // pg_stat_statements keys by the normalized text: the 113 queries are
-    // 98 entries (variants differing only in literals share one).
-    assert_eq!(r.statements.len(), 98, "{err}");
+    // 98 entries (variants differing only in literals share one; from 18
+    // on, also variants differing only in an IN list's length: 94).
+    let entries = if common::server_major() >= 18 { 94 } else { 98 };
+    assert_eq!(r.statements.len(), entries, "{err}");
     let repaired = r
         .statements
         .iter()

@@ -725,3 +725,77 @@ fn a_hand_added_statement_s_role_is_the_tenant_role_without_bypass_rls() {
     );
     assert!(err.contains("tenant mode: role shop_app"), "{err}");
 }
+
+// Issue 31: from PostgreSQL 16 on, SET ROLE needs the membership's SET
+// option, not just membership. A role made by a non-superuser admin
+// (CREATEROLE, as on hosted services) gives its maker ADMIN alone: the
+// tenancy pre-check refuses it up front, naming the grant that is missing,
+// instead of every statement failing at planning with the server's
+// "permission denied to set role". Before 16 there is no SET option.
+#[test]
+fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
+    if common::server_major() < 16 {
+        eprintln!("skipped: membership options (WITH SET) are PostgreSQL 16+");
+        return;
+    }
+    let db = TestDb::new("rls_no_set_option");
+    db.exec(
+        "DO $$ BEGIN
+           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'noset_admin') THEN
+             CREATE ROLE noset_admin LOGIN PASSWORD 'noset_admin'; END IF;
+           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'noset_app') THEN
+             CREATE ROLE noset_app NOLOGIN; END IF;
+         END $$;
+         REVOKE noset_app FROM noset_admin;
+         GRANT noset_app TO noset_admin WITH ADMIN TRUE, INHERIT FALSE, SET FALSE;
+         CREATE TABLE orders (id bigint PRIMARY KEY, shop_id int NOT NULL, total int NOT NULL);
+         INSERT INTO orders SELECT g, 1 + g % 50, g FROM generate_series(1, 5000) g;
+         ALTER TABLE orders ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY shop ON orders USING (shop_id = current_setting('app.shop_id')::int);
+         GRANT SELECT ON orders TO noset_app, noset_admin;
+         ANALYZE",
+    );
+    let dir = common::project_dir();
+    let q = app_queries(
+        dir.path(),
+        "noset_app",
+        &["SELECT id, total FROM orders WHERE total > $1"],
+    );
+    let out = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &db.url.replacen("planck@", "noset_admin:noset_admin@", 1),
+            "explain",
+            "--as-tenant",
+            "--queries",
+            &q,
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot SET ROLE noset_app: its membership lacks the SET option"),
+        "{err}"
+    );
+    assert!(
+        err.contains("GRANT noset_app TO noset_admin WITH SET TRUE"),
+        "{err}"
+    );
+    // With the option granted, the same run plans as the tenant.
+    db.exec("GRANT noset_app TO noset_admin WITH SET TRUE");
+    let out = common::planck_cmd(dir.path())
+        .args([
+            "--database-url",
+            &db.url.replacen("planck@", "noset_admin:noset_admin@", 1),
+            "explain",
+            "--as-tenant",
+            "--queries",
+            &q,
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    assert!(err.contains("tenant mode: role noset_app"), "{err}");
+}

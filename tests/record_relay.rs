@@ -518,8 +518,24 @@ WITH r AS (SELECT id FROM ev WHERE kind IS NULL) SELECT count(*) FROM r;
     .unwrap();
     let out = record_psql_file(&db, dir.path(), "suite.sql");
     let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
-    // Ten texts; `ev` and `public.ev` are one entry, so nine statements.
-    assert_eq!(f.statements.len(), 9, "{:#?}", f.statements);
+    // Ten texts; `ev` and `public.ev` are one entry, so nine statements;
+    // from 18 on the two IN lists are one entry too (`IN ($1 /*, ... */)`).
+    let squashed = common::server_major() >= 18;
+    assert_eq!(
+        f.statements.len(),
+        if squashed { 8 } else { 9 },
+        "{:#?}",
+        f.statements
+    );
+    assert_eq!(
+        f.statements
+            .iter()
+            .filter(|s| s.query.contains("IN ($1 /*, ... */)"))
+            .count(),
+        usize::from(squashed),
+        "{:#?}",
+        f.statements
+    );
     assert_eq!(matching(&out), (10, 0, 0, 0));
 
     // pgbench: simple protocol (literals), extended ($n, unnamed) and
@@ -583,9 +599,17 @@ fn job_queries_through_the_relay_are_matched_by_their_queryid() {
     let out = record_psql_file(&db, dir.path(), "job.sql");
     let f = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
     // pg_stat_statements keeps 98 entries of the 113 (variants that differ
-    // only in literals share one); the relay's texts map onto them all.
-    assert_eq!(f.statements.len(), 98);
+    // only in literals share one; from 18 on, also those that differ only
+    // in an IN list's length: 94); the relay's texts map onto them all.
+    let entries = job_entries();
+    assert_eq!(f.statements.len(), entries);
     let (by_queryid, by_text, unmatched, relay_only) = matching(&out);
     assert_eq!((by_text, unmatched, relay_only), (0, 0, 0));
-    assert!(by_queryid >= 98, "{by_queryid}");
+    assert!(by_queryid as usize >= entries, "{by_queryid}");
+}
+
+/// How many pg_stat_statements entries the Join Order Benchmark's 113
+/// queries make on the test server (see the test above).
+fn job_entries() -> usize {
+    if common::server_major() >= 18 { 94 } else { 98 }
 }

@@ -143,7 +143,9 @@ const APP: [&str; 4] = [
 
 /// A test database's session: the application's statements, then
 /// `savepoints` uniquely named SAVEPOINTs (each its own pg_stat_statements
-/// entry, as Django's are before PostgreSQL 17).
+/// entry, as Django's are before PostgreSQL 17, which folds them into
+/// `SAVEPOINT $1`) and as many settings of distinct names (one entry each
+/// on every major), all noise that evicts the application's entries.
 fn app_sql(savepoints: usize) -> String {
     let mut sql = String::from(
         "CREATE TABLE item (id int PRIMARY KEY, label text);\n\
@@ -154,7 +156,9 @@ fn app_sql(savepoints: usize) -> String {
          BEGIN;\n",
     );
     for i in 0..savepoints {
-        sql.push_str(&format!("SAVEPOINT s{i}_x;\nRELEASE SAVEPOINT s{i}_x;\n"));
+        sql.push_str(&format!(
+            "SAVEPOINT s{i}_x;\nSET LOCAL app.s{i}_x = 'y';\nRELEASE SAVEPOINT s{i}_x;\n"
+        ));
     }
     sql.push_str("COMMIT;\n");
     sql

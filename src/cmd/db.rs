@@ -76,6 +76,7 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                 State::Running { port, .. } => ("running", Some(port)),
             };
             let url = port.map(|p| cluster.url(p, cluster::DEFAULT_DATABASE));
+            let version = cluster::server_version(cluster.bindir())?;
             match settings.format {
                 Format::Json => {
                     let v = serde_json::json!({
@@ -85,6 +86,8 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                         "url": url,
                         "data_dir": cluster.data_dir(),
                         "run_as": cluster.run_as(),
+                        "server_version": version,
+                        "bindir": cluster.bindir(),
                     });
                     emit_line(&format!("{v:#}"))?;
                 }
@@ -93,6 +96,10 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                     if let Some(u) = url {
                         line.push_str(&format!("\nurl: {u}"));
                     }
+                    line.push_str(&format!(
+                        "\npostgres: {version} ({})",
+                        cluster.bindir().display()
+                    ));
                     emit_line(&line)?;
                 }
             }

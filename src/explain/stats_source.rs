@@ -153,7 +153,7 @@ mod tests {
     #[test]
     fn issue8_planck_fk_checks_and_reset_are_noise_by_their_fixed_forms() {
         for (q, want) in [
-            ("/* planck */ SELECT v FROM t", Noise::Planck),
+            ("SELECT /* planck */ v FROM t", Noise::Planck),
             (
                 "EXPLAIN (FORMAT JSON) SELECT * FROM items WHERE id = $1",
                 Noise::Planck,

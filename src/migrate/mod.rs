@@ -142,12 +142,12 @@ pub async fn apply(client: &mut Client, migrations: &[Migration], log: Log) -> R
         .await
         .map_err(|e| Error::db("creating planck_migrations", e))?;
     client
-        .execute("/* planck */ SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
+        .execute("SELECT /* planck */ pg_advisory_lock($1)", &[&LOCK_KEY])
         .await
         .map_err(|e| Error::db("taking the migration lock", e))?;
     let result = apply_locked(client, migrations, log).await;
     let _ = client
-        .execute("/* planck */ SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
+        .execute("SELECT /* planck */ pg_advisory_unlock($1)", &[&LOCK_KEY])
         .await;
     result
 }
@@ -160,7 +160,7 @@ pub async fn apply(client: &mut Client, migrations: &[Migration], log: Log) -> R
 async fn keep_out_of_bookkeeping_schema(client: &Client, log: Log) -> Result<()> {
     let row = client
         .query_one(
-            "/* planck */ SELECT current_schema() IS NOT DISTINCT FROM $1, current_setting('search_path')",
+            "SELECT /* planck */ current_schema() IS NOT DISTINCT FROM $1, current_setting('search_path')",
             &[&crate::bookkeeping::SCHEMA],
         )
         .await
@@ -194,7 +194,7 @@ async fn keep_out_of_bookkeeping_schema(client: &Client, log: Log) -> Result<()>
 async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -> Result<Outcome> {
     let rows = client
         .query(
-            "/* planck */ SELECT name, checksum FROM planck_migrations",
+            "SELECT /* planck */ name, checksum FROM planck_migrations",
             &[],
         )
         .await
@@ -229,7 +229,7 @@ async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -
         let changes = run_file(&tx, m).await?;
         let ms = started.elapsed().as_millis() as i64;
         tx.execute(
-            "/* planck */ INSERT INTO planck_migrations (name, checksum, duration_ms, objects) \
+            "INSERT /* planck */ INTO planck_migrations (name, checksum, duration_ms, objects) \
              VALUES ($1, $2, $3, $4)",
             &[&m.name, &m.checksum, &ms, &objects::to_json(&changes)],
         )
@@ -271,7 +271,7 @@ async fn apply_outside_transaction(
     let ms = started.elapsed().as_millis() as i64;
     client
         .execute(
-            "/* planck */ INSERT INTO planck_migrations (name, checksum, duration_ms, objects) \
+            "INSERT /* planck */ INTO planck_migrations (name, checksum, duration_ms, objects) \
              VALUES ($1, $2, $3, $4)",
             &[&m.name, &m.checksum, &ms, &objects::to_json(&changes)],
         )

@@ -112,7 +112,7 @@ struct Object {
 pub(super) async fn snapshot(client: &impl GenericClient) -> Result<Snapshot> {
     let rows = client
         .query(
-            "/* planck */ SELECT 'index', c.oid, n.nspname::text, c.relname::text, t.relname::text
+            "SELECT /* planck */ 'index', c.oid, n.nspname::text, c.relname::text, t.relname::text
                FROM pg_index i
                JOIN pg_class c ON c.oid = i.indexrelid
                JOIN pg_class t ON t.oid = i.indrelid
@@ -127,7 +127,10 @@ pub(super) async fn snapshot(client: &impl GenericClient) -> Result<Snapshot> {
                LEFT JOIN pg_class t ON t.oid = co.conrelid
               WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'planck')
                 AND n.nspname NOT LIKE 'pg\\_toast%'
-                AND coalesce(t.relname, '') <> 'planck_migrations'",
+                AND coalesce(t.relname, '') <> 'planck_migrations'
+                -- 18 keeps NOT NULL in pg_constraint too (contype 'n'): a
+                -- column property, as on every earlier major, not an object.
+                AND co.contype <> 'n'",
             &[],
         )
         .await
@@ -231,7 +234,7 @@ impl ObjectMap {
         // Migrations apply in file-name order: that is the order of history.
         let rows = match client
             .query(
-                "/* planck */ SELECT objects FROM planck_migrations \
+                "SELECT /* planck */ objects FROM planck_migrations \
                  WHERE objects IS NOT NULL ORDER BY name",
                 &[],
             )

@@ -257,10 +257,19 @@ const TYPED_LITERALS: [&str; 6] = [
     "timetz",
 ];
 
+/// How many values a squashed list (`IN ($1 /*, ... */)`, PostgreSQL 18's
+/// pg_stat_statements) is planned with: lists of different lengths share
+/// one entry, and the text keeps none of them. A list of one would be
+/// planned as an equality, which no list of the application's is; ten is a
+/// page of ids, the common case.
+pub const SQUASHED_LIST_LEN: u32 = 10;
+
 /// Repairs normalized text that does not parse as it is:
 /// `interval $1` becomes `$1::interval` (likewise date, time, timestamp,
-/// `timestamp with time zone`), and squashed IN lists `($1 /*, ... */)` lose
-/// their comment. Returns the text and the repairs made, for the report.
+/// `timestamp with time zone`), and a squashed list `($1 /*, ... */)` gets
+/// [`SQUASHED_LIST_LEN`] values, the new parameters numbered after the
+/// text's last one (so no parameter after the list changes its number).
+/// Returns the text and the repairs made, for the report.
 pub fn repair(text: &str) -> (String, Vec<String>) {
     let toks = lex(text);
     let sig: Vec<usize> = (0..toks.len())
@@ -272,6 +281,7 @@ pub fn repair(text: &str) -> (String, Vec<String>) {
     // (start, end, replacement) over byte ranges of the original text.
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut notes = Vec::new();
+    let mut next_param = params(text).last().copied().unwrap_or(0) + 1;
     let mut k = 0;
     while k < sig.len() {
         let i = sig[k];
@@ -327,11 +337,28 @@ pub fn repair(text: &str) -> (String, Vec<String>) {
         if toks[i].kind == Tok::Comment {
             let body = &text[toks[i].start..toks[i].end];
             let inner = body.trim_start_matches("/*").trim_end_matches("*/").trim();
-            let prev_param = k > 0 && matches!(toks[sig[k - 1]].kind, Tok::Param(_));
-            if prev_param && inner.starts_with(',') && inner.trim_start_matches(',').trim() == "..."
+            let prev_param = match k.checked_sub(1).map(|p| toks[sig[p]].kind) {
+                Some(Tok::Param(n)) => Some(n),
+                _ => None,
+            };
+            if let Some(first) = prev_param
+                && inner.starts_with(',')
+                && inner.trim_start_matches(',').trim() == "..."
             {
-                edits.push((toks[i].start, toks[i].end, String::new()));
-                notes.push("squashed IN list read as one value".to_string());
+                let added: Vec<String> = (next_param..next_param + SQUASHED_LIST_LEN - 1)
+                    .map(|n| format!("${n}"))
+                    .collect();
+                next_param += SQUASHED_LIST_LEN - 1;
+                edits.push((
+                    toks[i].start,
+                    toks[i].end,
+                    format!(", {}", added.join(", ")),
+                ));
+                notes.push(format!(
+                    "list `(${first} /*, ... */)` squashed by pg_stat_statements (lists of any length \
+                     share it): planned with {SQUASHED_LIST_LEN} values, ${first}, {}",
+                    added.join(", ")
+                ));
             }
         }
         k += 1;
@@ -932,10 +959,22 @@ mod tests {
         );
         assert_eq!(
             t,
-            "SELECT * FROM events WHERE created_at > now() - $1::interval AND id IN ($2 ) \
+            "SELECT * FROM events WHERE created_at > now() - $1::interval \
+             AND id IN ($2 , $4, $5, $6, $7, $8, $9, $10, $11, $12) \
              AND d < $3::timestamptz AND x = 'interval $9'"
         );
         assert_eq!(notes.len(), 3);
+        assert!(notes[1].contains("planned with 10 values"), "{notes:?}");
+        // Two lists (18 squashes ARRAY[...] too): each gets its own new
+        // parameters, after the text's last; `$2` keeps its number.
+        let (t, _) = repair(
+            "SELECT 1 FROM t WHERE a IN ($1 /*, ... */) AND b = $2 AND c = ANY(ARRAY[$3 /*, ... */])",
+        );
+        assert_eq!(
+            t,
+            "SELECT 1 FROM t WHERE a IN ($1 , $4, $5, $6, $7, $8, $9, $10, $11, $12) AND b = $2 \
+             AND c = ANY(ARRAY[$3 , $13, $14, $15, $16, $17, $18, $19, $20, $21])"
+        );
         // A cast target is left alone.
         let (t, notes) = repair("SELECT $1::date");
         assert_eq!(t, "SELECT $1::date");

@@ -52,7 +52,7 @@ pub async fn known(client: &Client, schema: &str) -> Result<Known> {
     let rows = client
         .query(
             &format!(
-                "/* planck */ SELECT oid, datname::text FROM pg_database \
+                "SELECT /* planck */ oid, datname::text FROM pg_database \
                  UNION SELECT DISTINCT dbid, NULL FROM {schema}.pg_stat_statements"
             ),
             &[],
@@ -75,7 +75,7 @@ pub async fn created(client: &Client, schema: &str, known: &Known) -> Result<Vec
     let rows = client
         .query(
             &format!(
-                "/* planck */ SELECT s.dbid, d.datname::text FROM \
+                "SELECT /* planck */ s.dbid, d.datname::text FROM \
                  (SELECT DISTINCT dbid FROM {schema}.pg_stat_statements) s \
                  LEFT JOIN pg_database d ON d.oid = s.dbid \
                  WHERE s.dbid <> ALL($1) ORDER BY 1"

@@ -579,7 +579,7 @@ async fn role_oids(client: &tokio_postgres::Client, names: &BTreeSet<&str>) -> R
     let names: Vec<&str> = names.iter().copied().collect();
     let rows = client
         .query(
-            "/* planck */ SELECT oid FROM pg_roles WHERE rolname = ANY($1)",
+            "SELECT /* planck */ oid FROM pg_roles WHERE rolname = ANY($1)",
             &[&names],
         )
         .await

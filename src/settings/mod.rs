@@ -155,7 +155,22 @@ impl Settings {
 
     /// The project's managed cluster (whether or not it is the target).
     pub fn cluster(&self) -> Result<Cluster> {
-        let bindir = cluster::find_bindir(self.pg_bindir.as_deref())?;
+        let major = match &self.config.database.postgres {
+            Some(m) => Some(m.major().map_err(|why| {
+                Error::usage_hint(
+                    why,
+                    format!(
+                        "in {}",
+                        self.config_path
+                            .as_deref()
+                            .unwrap_or(Path::new("planck.toml"))
+                            .display()
+                    ),
+                )
+            })?),
+            None => None,
+        };
+        let bindir = cluster::find_bindir_for(self.pg_bindir.as_deref(), major)?;
         Ok(Cluster::for_project(&self.project_dir, bindir))
     }
 

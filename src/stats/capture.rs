@@ -104,7 +104,7 @@ fn pg(context: &str, e: tokio_postgres::Error) -> Error {
 pub async fn probe(client: &Client) -> Result<Probe> {
     let row = client
         .query_one(
-            "/* planck */ SELECT current_setting('server_version_num')::int, d.oid, d.datname, \
+            "SELECT /* planck */ current_setting('server_version_num')::int, d.oid, d.datname, \
              current_user::text FROM pg_database d WHERE d.datname = current_database()",
             &[],
         )
@@ -124,7 +124,7 @@ pub async fn probe(client: &Client) -> Result<Probe> {
     // pg_read_all_settings: then the view itself tells (SQLSTATE 55000).
     let preload: Option<String> = client
         .query_opt(
-            "/* planck */ SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'",
+            "SELECT /* planck */ setting FROM pg_settings WHERE name = 'shared_preload_libraries'",
             &[],
         )
         .await
@@ -142,7 +142,7 @@ pub async fn probe(client: &Client) -> Result<Probe> {
         Some(s) => s,
         None => {
             match client
-                .batch_execute("/* planck */ CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                .batch_execute("CREATE /* planck */ EXTENSION IF NOT EXISTS pg_stat_statements")
                 .await
             {
                 Ok(()) => created_extension = true,
@@ -171,7 +171,7 @@ pub async fn probe(client: &Client) -> Result<Probe> {
     // The view fails with 55000 when the library is not loaded.
     if let Err(e) = client
         .query(
-            &format!("/* planck */ SELECT 1 FROM {schema}.pg_stat_statements LIMIT 1"),
+            &format!("SELECT /* planck */ 1 FROM {schema}.pg_stat_statements LIMIT 1"),
             &[],
         )
         .await
@@ -187,7 +187,7 @@ pub async fn probe(client: &Client) -> Result<Probe> {
         .query_one(
             // reset_val: the session's own value is 'none' (see session::quiet_stats);
             // the sessions of the run get the server's, database's or role's.
-            "/* planck */ SELECT (SELECT reset_val FROM pg_settings WHERE name = 'pg_stat_statements.track'), \
+            "SELECT /* planck */ (SELECT reset_val FROM pg_settings WHERE name = 'pg_stat_statements.track'), \
              current_setting('pg_stat_statements.max', true), \
              (SELECT setting::bigint FROM pg_settings WHERE name = 'track_activity_query_size')",
             &[],
@@ -218,7 +218,7 @@ pub async fn probe(client: &Client) -> Result<Probe> {
 pub(crate) async fn extension_schema(client: &Client) -> Result<Option<String>> {
     Ok(client
         .query_opt(
-            "/* planck */ SELECT n.nspname::text FROM pg_extension e \
+            "SELECT /* planck */ n.nspname::text FROM pg_extension e \
              JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_stat_statements'",
             &[],
         )
@@ -241,7 +241,7 @@ pub fn preloads_pgss(libs: &str) -> bool {
 /// superusers and roles granted EXECUTE on the function may).
 pub async fn reset(client: &Client, probe: &Probe) -> Result<bool> {
     let sql = format!(
-        "/* planck */ SELECT 1 FROM {}.pg_stat_statements_reset(0, $1, 0)",
+        "SELECT /* planck */ 1 FROM {}.pg_stat_statements_reset(0, $1, 0)",
         probe.schema
     );
     match client.query(&sql, &[&probe.dbid]).await {
@@ -264,7 +264,7 @@ fn sample_sql(schema: &str, version: i32) -> String {
         "NULL::bool"
     };
     format!(
-        "/* planck */ SELECT s.userid, s.queryid, s.query, s.calls, s.rows, s.total_exec_time, \
+        "SELECT /* planck */ s.userid, s.queryid, s.query, s.calls, s.rows, s.total_exec_time, \
          {toplevel} FROM {schema}.pg_stat_statements s WHERE s.dbid = $1"
     )
 }
@@ -302,7 +302,7 @@ pub(crate) async fn sample_of(
             c.text = r.get(2);
         }
     }
-    let info = format!("/* planck */ SELECT dealloc FROM {schema}.pg_stat_statements_info");
+    let info = format!("SELECT /* planck */ dealloc FROM {schema}.pg_stat_statements_info");
     out.dealloc = match client.query_opt(&info, &[]).await {
         Ok(row) => row.map(|r| r.get(0)),
         // Before PostgreSQL 14 (extension 1.9) there is no info view.
@@ -364,7 +364,7 @@ pub fn delta(before: Option<&Sample>, after: &Sample) -> Vec<Raw> {
 pub async fn roles(client: &Client, userids: &[u32]) -> Result<HashMap<u32, RoleFacts>> {
     let rows = client
         .query(
-            "/* planck */ SELECT r.oid, r.rolname::text, r.rolsuper, r.rolbypassrls, \
+            "SELECT /* planck */ r.oid, r.rolname::text, r.rolsuper, r.rolbypassrls, \
                ARRAY(SELECT c.relname::text FROM pg_class c \
                       WHERE c.relrowsecurity AND NOT c.relforcerowsecurity \
                         AND c.relkind IN ('r', 'p') \

@@ -153,7 +153,7 @@ pub async fn current_statements(client: &Client) -> Result<Current> {
     };
     let row = client
         .query_one(
-            "/* planck */ SELECT oid, datname::text, current_setting('server_version_num')::int \
+            "SELECT /* planck */ oid, datname::text, current_setting('server_version_num')::int \
              FROM pg_database WHERE datname = current_database()",
             &[],
         )

@@ -161,7 +161,10 @@ fn tokens(query: &str) -> (Vec<Tok>, Option<String>) {
     let mut out = Vec::new();
     for t in raw {
         match t {
-            Token::Whitespace(Whitespace::MultiLineComment(c)) if out.is_empty() => {
+            // planck's tag: in front of the statement (as planck wrote it
+            // up to 0.1), or after its first word (PostgreSQL 18 drops a
+            // leading comment from the text pg_stat_statements keeps).
+            Token::Whitespace(Whitespace::MultiLineComment(c)) if out.len() <= 1 => {
                 first_comment.get_or_insert(format!("/*{c}*/"));
             }
             Token::Whitespace(_) => {}
@@ -358,7 +361,16 @@ mod tests {
     fn noise_is_dropped_with_its_reason() {
         let cases = [
             (
+                "SELECT /* planck */ count(*) FROM pg_stat_statements",
+                Reason::Planck,
+            ),
+            // The tag in front, as recorded before PostgreSQL 18 dropped it.
+            (
                 "/* planck */ SELECT count(*) FROM pg_stat_statements",
+                Reason::Planck,
+            ),
+            (
+                "SET /* planck */ pg_stat_statements.track = $1",
                 Reason::Planck,
             ),
             (
@@ -448,7 +460,7 @@ mod tests {
                 Reason::StatsReset,
             ),
             (
-                "/* planck */ SELECT 1 FROM \"public\".pg_stat_statements_reset(0, $1, 0)",
+                "SELECT /* planck */ 1 FROM \"public\".pg_stat_statements_reset(0, $1, 0)",
                 Reason::Planck,
             ),
             (

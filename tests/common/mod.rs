@@ -1,8 +1,8 @@
 //! Test harness: one throwaway PostgreSQL per test run, one database per test.
 //!
 //! The cluster is started through planck's own managed-cluster code (the
-//! same as `planck db start`), under `/tmp/planck-tests-<hash>/test-cluster/.planck`
-//! (see [`tests_base`]), and is
+//! same as `planck db start`), under `/tmp/planck-tests-<hash>/test-cluster-<major>/.planck`
+//! (see [`tests_base`]; one per server major), and is
 //! shared by every test binary (they serialize on its lock file). Each test
 //! gets a fresh database named after it, dropped only when the test passed so
 //! a failure can be inspected (`psql` to the URL the test printed).
@@ -18,6 +18,14 @@ use planck::db::ConnInfo;
 pub struct TestCluster {
     pub cluster: Cluster,
     pub port: u16,
+    /// The server's major version (15, 18): where the server itself differs,
+    /// a test asserts what the version in use does.
+    pub major: u32,
+}
+
+/// The test cluster's major version.
+pub fn server_major() -> u32 {
+    cluster().major
 }
 
 /// Where the test cluster and the tests' project directories live:
@@ -48,14 +56,17 @@ pub fn tests_base() -> PathBuf {
 pub fn cluster() -> &'static TestCluster {
     static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        let dir = tests_base().join("test-cluster");
-        std::fs::create_dir_all(&dir).unwrap();
         let bindir = planck::cluster::find_bindir(
             std::env::var_os("PLANCK_PG_BINDIR")
                 .map(PathBuf::from)
                 .as_deref(),
         )
         .expect("PostgreSQL server binaries are needed to run the tests");
+        // One cluster per major: a data directory is bound to the major
+        // that made it, and a run on 18 after one on 15 must not meet 15's.
+        let major = planck::cluster::server_major(&bindir).expect("the server's version");
+        let dir = tests_base().join(format!("test-cluster-{major}"));
+        std::fs::create_dir_all(&dir).unwrap();
         let cluster = Cluster::at(dir.join(".planck"), bindir);
         // The mark first: an earlier run's watcher that sees it leaves the
         // cluster up for this run.
@@ -63,7 +74,11 @@ pub fn cluster() -> &'static TestCluster {
         let port = cluster
             .start(None, &mut |m| eprintln!("test cluster: {m}"))
             .expect("starting the test cluster");
-        TestCluster { cluster, port }
+        TestCluster {
+            cluster,
+            port,
+            major,
+        }
     })
 }
 

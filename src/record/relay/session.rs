@@ -766,7 +766,7 @@ mod tests {
         let mut r = Run::new();
         r.query("SELECT 1", &["SELECT 1"], b'I');
         r.query(
-            "/* planck */ SET pg_stat_statements.track = 'none'",
+            "SET /* planck */ pg_stat_statements.track = 'none'",
             &["SET"],
             b'I',
         );
