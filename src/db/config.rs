@@ -50,6 +50,8 @@ pub(crate) const KEYWORDS: &[Keyword] = &[
     kw("sslcert", Some("PGSSLCERT")),
     kw("sslkey", Some("PGSSLKEY")),
     kw("sslrootcert", Some("PGSSLROOTCERT")),
+    kw("sslcrl", Some("PGSSLCRL")),
+    kw("sslcrldir", Some("PGSSLCRLDIR")),
     kw("sslsni", Some("PGSSLSNI")),
     kw("ssl_min_protocol_version", Some("PGSSLMINPROTOCOLVERSION")),
     kw("ssl_max_protocol_version", Some("PGSSLMAXPROTOCOLVERSION")),
@@ -59,11 +61,9 @@ pub(crate) const KEYWORDS: &[Keyword] = &[
 ];
 
 /// libpq keywords planck knows but cannot honour: refused by name rather
-/// than silently ignored (a CRL that is not checked would be worse than an error).
+/// than silently ignored (a key whose passphrase is not asked for, say).
 const UNSUPPORTED: &[&str] = &[
     "sslpassword",
-    "sslcrl",
-    "sslcrldir",
     "sslcertmode",
     "krbsrvname",
     "gsslib",
@@ -574,7 +574,7 @@ mod tests {
                 .contains("invalid connection option")
         );
         assert!(
-            parse("sslcrl=x")
+            parse("sslpassword=x")
                 .unwrap_err()
                 .message
                 .contains("not supported")

@@ -377,7 +377,9 @@ fn connector_error(info: &ConnInfo, message: String) -> Error {
         url: shown(info),
         message,
         hint: Some(
-            "fix sslrootcert, sslcert or sslkey (or PGSSLROOTCERT, PGSSLCERT, PGSSLKEY)".into(),
+            "fix sslrootcert, sslcert, sslkey, sslcrl or sslcrldir (or PGSSLROOTCERT, \
+             PGSSLCERT, PGSSLKEY, PGSSLCRL, PGSSLCRLDIR)"
+                .into(),
         ),
     }
 }
@@ -411,6 +413,25 @@ fn shown(info: &ConnInfo) -> String {
 /// The error for a connection no host accepted: every host's reason, and
 /// the hint for the last one.
 fn connect_error(info: &ConnInfo, failures: Vec<HostFailure>) -> Error {
+    // Every address timed out: one message with the time waited in all,
+    // which is the timeout times the addresses (issue 31: "timed out after
+    // 10 s" was printed after 20 s spent on two addresses).
+    if failures.len() > 1
+        && let Some(Failure::Timeout(each)) = failures.first().map(|f| &f.failure)
+        && failures
+            .iter()
+            .all(|f| matches!(f.failure, Failure::Timeout(t) if t == *each))
+    {
+        let hosts: Vec<&str> = failures.iter().map(|f| f.host.as_str()).collect();
+        // Each attempt ended when its timer fired.
+        let waited = *each * failures.len() as u32;
+        let (_, hint) = describe(info, &failures[0]);
+        return Error::Connect {
+            url: shown(info),
+            message: timeout_message(*each, waited, &hosts),
+            hint,
+        };
+    }
     let several = failures.len() > 1;
     let mut parts = Vec::new();
     let mut hint = None;
@@ -430,13 +451,32 @@ fn connect_error(info: &ConnInfo, failures: Vec<HostFailure>) -> Error {
     }
 }
 
+/// Seconds as a person reads them: `20 s`, `1.5 s`.
+fn seconds(d: Duration) -> String {
+    let tenths = (d.as_secs_f64() * 10.0).round() / 10.0;
+    format!("{tenths} s")
+}
+
+/// The message when every address tried timed out: the time waited in all,
+/// then the timeout of each attempt and the addresses.
+fn timeout_message(each: Duration, waited: Duration, hosts: &[&str]) -> String {
+    format!(
+        "timed out after {} ({} for each of {} addresses: {}; TCP, TLS, startup and \
+         authentication must finish within connect_timeout)",
+        seconds(waited),
+        seconds(each),
+        hosts.len(),
+        hosts.join(", ")
+    )
+}
+
 fn describe(info: &ConnInfo, f: &HostFailure) -> (String, Option<String>) {
     match &f.failure {
         Failure::Timeout(t) => (
             format!(
-                "timed out after {} s (TCP, TLS, startup and authentication must finish \
+                "timed out after {} (TCP, TLS, startup and authentication must finish \
                  within connect_timeout)",
-                t.as_secs_f64()
+                seconds(*t)
             ),
             Some(
                 "is a PostgreSQL server listening there? A slow or distant server may need a \
@@ -658,6 +698,25 @@ mod tests {
             );
         }
         assert!(POOLER_HINT.contains("session-mode"));
+    }
+
+    /// Issue 31: after two addresses had each waited 10 s, the message said
+    /// "timed out after 10 s".
+    #[test]
+    fn a_timeout_on_every_address_states_the_whole_wait() {
+        let m = timeout_message(
+            Duration::from_secs(10),
+            Duration::from_secs(20),
+            &["127.0.0.1:5432", "[::1]:5432"],
+        );
+        assert!(
+            m.starts_with(
+                "timed out after 20 s (10 s for each of 2 addresses: 127.0.0.1:5432, [::1]:5432;"
+            ),
+            "{m}"
+        );
+        assert_eq!(seconds(Duration::from_millis(1_540)), "1.5 s");
+        assert_eq!(seconds(Duration::from_secs(3)), "3 s");
     }
 
     #[test]

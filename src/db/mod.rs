@@ -608,6 +608,15 @@ fn tls_options(spec: &Spec, env: &LibpqEnv) -> std::result::Result<TlsOptions, S
             .get("sslkey")
             .map(PathBuf::from)
             .or_else(|| env.postgresql_dir_file("postgresql.key")),
+        crl: spec
+            .get("sslcrl")
+            .filter(|f| !f.is_empty())
+            .map(PathBuf::from),
+        crl_dir: spec
+            .get("sslcrldir")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from),
+        default_crl: env.postgresql_dir_file("root.crl"),
         sni: spec.get("sslsni") != Some("0"),
         min_tls13: version("ssl_min_protocol_version")? == Some("TLSv1.3"),
         max_tls12: version("ssl_max_protocol_version")? == Some("TLSv1.2"),

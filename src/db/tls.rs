@@ -18,6 +18,12 @@
 //! roots (rustls-native-certs reads the same store OpenSSL does) and, as in
 //! libpq 16, implies `verify-full`. Falling back between plain and TLS
 //! (`allow`, `prefer`) happens in `connect`.
+//!
+//! A self-signed server certificate named in `sslrootcert`, and the
+//! certificate revocation lists of `sslcrl` and `sslcrldir`, are checked as
+//! OpenSSL checks them: see [`verify`].
+
+mod verify;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,11 +32,17 @@ use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::pki_types::{
+    CertificateDer, CertificateRevocationListDer, PrivateKeyDer, ServerName, UnixTime,
+};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
+use x509_cert::der::Decode;
+
+pub use verify::CertRefused;
+use verify::{Crl, LibpqVerifier};
 
 /// libpq's `sslmode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -90,6 +102,13 @@ pub struct TlsOptions {
     pub root_cert: Option<RootCert>,
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
+    /// `sslcrl`: a PEM file of certificate revocation lists.
+    pub crl: Option<PathBuf>,
+    /// `sslcrldir`: a directory of PEM files of certificate revocation lists.
+    pub crl_dir: Option<PathBuf>,
+    /// libpq's default CRL file, `~/.postgresql/root.crl`, used when it
+    /// exists and neither `sslcrl` nor `sslcrldir` is given.
+    pub default_crl: Option<PathBuf>,
     /// `sslsni`: send the host name in the handshake (default on).
     pub sni: bool,
     /// `ssl_min_protocol_version` / `ssl_max_protocol_version`: TLS 1.2 or 1.3.
@@ -104,6 +123,9 @@ impl Default for TlsOptions {
             root_cert: None,
             cert: None,
             key: None,
+            crl: None,
+            crl_dir: None,
+            default_crl: None,
             sni: true,
             min_tls13: false,
             max_tls12: false,
@@ -168,16 +190,26 @@ impl TlsOptions {
         let verifier: Arc<dyn ServerCertVerifier> = match check {
             Check::None => Arc::new(NoCheck(provider.clone())),
             Check::Chain | Check::ChainAndHost => {
-                let roots = self.roots()?;
-                let webpki =
-                    WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-                        .build()
-                        .map_err(|e| format!("setting up certificate verification: {e}"))?;
-                if check == Check::Chain {
-                    Arc::new(ChainOnly(webpki))
-                } else {
-                    webpki
+                let (store, roots) = self.roots()?;
+                let crls = self.crls()?;
+                let mut webpki =
+                    WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone());
+                if !crls.is_empty() {
+                    webpki = webpki.with_crls(crls.iter().map(|(der, _)| der.clone()));
                 }
+                let webpki = webpki
+                    .build()
+                    .map_err(|e| format!("setting up certificate verification: {e}"))?;
+                Arc::new(LibpqVerifier {
+                    webpki,
+                    check_host: check == Check::ChainAndHost,
+                    roots,
+                    roots_label: match &self.root_cert {
+                        Some(RootCert::File(p)) => format!("\"{}\"", p.display()),
+                        _ => "(the system's trusted roots)".to_string(),
+                    },
+                    crls: crls.into_iter().map(|(_, c)| c).collect(),
+                })
             }
         };
         let builder = builder
@@ -193,8 +225,11 @@ impl TlsOptions {
         Ok(MakeRustlsConnect::new(config))
     }
 
-    fn roots(&self) -> Result<RootCertStore, String> {
+    /// The trust store, and the certificates of the root file (a
+    /// self-signed server certificate must be one of them).
+    fn roots(&self) -> Result<(RootCertStore, Vec<CertificateDer<'static>>), String> {
         let mut roots = RootCertStore::empty();
+        let mut from_file = Vec::new();
         match &self.root_cert {
             Some(RootCert::System) => {
                 let found = rustls_native_certs::load_native_certs();
@@ -209,15 +244,66 @@ impl TlsOptions {
             }
             Some(RootCert::File(p)) => {
                 let certs = read_certs(p, "root certificate")?;
-                for c in certs {
+                for c in &certs {
                     roots
-                        .add(c)
+                        .add(c.clone())
                         .map_err(|e| format!("root certificate {}: {e}", p.display()))?;
                 }
+                from_file = certs;
             }
             None => {}
         }
-        Ok(roots)
+        Ok((roots, from_file))
+    }
+
+    /// The certificate revocation lists of `sslcrl` and `sslcrldir` (else
+    /// of libpq's default file, when it exists), each parsed.
+    ///
+    /// Unlike libpq, which silently skips a CRL file or directory it cannot
+    /// read, an explicit `sslcrl` or `sslcrldir` that is missing or holds no
+    /// CRL is an error: a revocation check that silently does not happen
+    /// would be worse than a refusal.
+    fn crls(&self) -> Result<Vec<(CertificateRevocationListDer<'static>, Crl)>, String> {
+        let mut all = Vec::new();
+        let file = self.crl.as_ref().or(match self.crl_dir {
+            None => self.default_crl.as_ref().filter(|f| f.exists()),
+            Some(_) => None,
+        });
+        if let Some(f) = file {
+            let crls = read_crls(f)?;
+            if crls.is_empty() {
+                return Err(format!(
+                    "certificate revocation list file \"{}\" holds no PEM CRL",
+                    f.display()
+                ));
+            }
+            all.extend(crls);
+        }
+        if let Some(d) = &self.crl_dir {
+            let entries =
+                std::fs::read_dir(d).map_err(|e| format!("sslcrldir \"{}\": {e}", d.display()))?;
+            let mut in_dir: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file())
+                .collect();
+            in_dir.sort();
+            let before = all.len();
+            // OpenSSL reads only its hashed names there (`<hash>.r0`, made
+            // by `openssl rehash`); planck reads every file that holds PEM
+            // CRLs, whatever its name, and skips the others.
+            for p in in_dir {
+                if let Ok(crls) = read_crls(&p) {
+                    all.extend(crls);
+                }
+            }
+            if all.len() == before {
+                return Err(format!(
+                    "sslcrldir \"{}\" holds no file of PEM certificate revocation lists",
+                    d.display()
+                ));
+            }
+        }
+        Ok(all)
     }
 
     /// The client certificate and key, when the certificate file exists (libpq
@@ -256,6 +342,32 @@ fn read_certs(p: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, Stri
         ));
     }
     Ok(certs)
+}
+
+/// The PEM certificate revocation lists of a file, each parsed (a CRL that
+/// does not parse is an error naming the file).
+fn read_crls(p: &Path) -> Result<Vec<(CertificateRevocationListDer<'static>, Crl)>, String> {
+    let ders: Vec<CertificateRevocationListDer<'static>> =
+        CertificateRevocationListDer::pem_file_iter(p)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("certificate revocation list file \"{}\": {e}", p.display()))?;
+    ders.into_iter()
+        .map(|der| {
+            let list = x509_cert::crl::CertificateList::from_der(der.as_ref()).map_err(|e| {
+                format!(
+                    "certificate revocation list file \"{}\": not a CRL: {e}",
+                    p.display()
+                )
+            })?;
+            Ok((
+                der,
+                Crl {
+                    file: p.to_path_buf(),
+                    list,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// libpq's rule: a key owned by the user must not be readable by group or
@@ -328,55 +440,6 @@ impl ServerCertVerifier for NoCheck {
     }
 }
 
-/// libpq's verify-ca: the chain must lead to a trusted root; the host name
-/// is not checked. webpki checks the chain before the name, so a name
-/// mismatch is the only error accepted here.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
-            Err(rustls::Error::InvalidCertificate(
-                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
 /// A short reason for a rustls failure found in an error's source chain,
 /// with the hint that fixes it; `None` when the chain holds no rustls error.
 pub(crate) fn explain_tls_failure(
@@ -390,6 +453,11 @@ pub(crate) fn explain_tls_failure(
                 .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         });
         if let Some(r) = found {
+            if let rustls::Error::InvalidCertificate(CertificateError::Other(o)) = r
+                && let Some(refused) = o.0.downcast_ref::<CertRefused>()
+            {
+                return Some((format!("TLS: {refused}"), refused.hint()));
+            }
             let hint = match r {
                 rustls::Error::InvalidCertificate(
                     CertificateError::NotValidForName
