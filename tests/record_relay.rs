@@ -2,7 +2,9 @@
 //! transactions real clients run (psql's simple protocol, pgbench's TPC-B),
 //! written as `[[transaction]]` shapes; what the relay carries (unix
 //! sockets, cancel requests) and refuses (a client that requires TLS); and
-//! that a literal's raw text reaches no output and no file.
+//! that a literal's raw text reaches no output and no file. Issue 31: the
+//! protocol versions beyond 3.0 (3.2, libpq's grease), spoken as raw bytes
+//! to a relay started in the test.
 
 mod common;
 
@@ -10,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{TestDb, assert_exit, stderr, stdout};
+use common::{TestDb, assert_exit, block_on, stderr, stdout};
 use planck::queries::{BindSource, Context, QueryFile, Transaction, TxOutcome};
 
 fn write_script(dir: &Path, name: &str, body: &str) -> String {
@@ -612,4 +614,399 @@ fn job_queries_through_the_relay_are_matched_by_their_queryid() {
 /// queries make on the test server (see the test above).
 fn job_entries() -> usize {
     if common::server_major() >= 18 { 94 } else { 98 }
+}
+
+/// A PostgreSQL client as raw bytes over TCP, for the protocol versions the
+/// machine's own clients do not speak (psql/libpq 15 and tokio-postgres send
+/// 3.0 only): issue 31's 3.2 and libpq 19's grease, 3.9999.
+mod raw {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    pub const CANCEL_REQUEST: u32 = 80_877_102;
+
+    /// A startup packet: length, `code`, then the body.
+    pub fn packet(code: u32, body: &[u8]) -> Vec<u8> {
+        let mut p = ((body.len() + 8) as u32).to_be_bytes().to_vec();
+        p.extend(code.to_be_bytes());
+        p.extend(body);
+        p
+    }
+
+    /// A StartupMessage of version `major.minor` with `params`.
+    pub fn startup(major: u16, minor: u16, params: &[(&str, &str)]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for (k, v) in params {
+            for s in [k, v] {
+                body.extend(s.as_bytes());
+                body.push(0);
+            }
+        }
+        body.push(0);
+        packet((u32::from(major) << 16) | u32::from(minor), &body)
+    }
+
+    pub fn connect(port: u16) -> TcpStream {
+        let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        // A relay that hangs fails the test instead of blocking it.
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s
+    }
+
+    /// The next message (tag, body), or `None` when the peer closed.
+    pub fn read(s: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
+        let mut head = [0u8; 5];
+        match s.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+            Err(e) => panic!("reading a message: {e}"),
+        }
+        let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut body = vec![0u8; len - 4];
+        s.read_exact(&mut body).unwrap();
+        Some((head[0], body))
+    }
+
+    /// An ErrorResponse's fields by their code.
+    pub fn error_field(body: &[u8], field: u8) -> Option<String> {
+        let mut rest = body;
+        while let Some((&f, tail)) = rest.split_first() {
+            if f == 0 {
+                break;
+            }
+            let end = tail.iter().position(|&b| b == 0)?;
+            if f == field {
+                return Some(String::from_utf8_lossy(&tail[..end]).into_owned());
+            }
+            rest = &tail[end + 1..];
+        }
+        None
+    }
+
+    fn cstrs(mut b: &[u8]) -> Vec<String> {
+        let mut v = Vec::new();
+        while let Some(end) = b.iter().position(|&x| x == 0) {
+            v.push(String::from_utf8_lossy(&b[..end]).into_owned());
+            b = &b[end + 1..];
+        }
+        v
+    }
+
+    fn i32_at(b: &[u8], at: usize) -> i32 {
+        i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+    }
+
+    /// A session past its startup, as the server answered it.
+    pub struct Session {
+        pub stream: TcpStream,
+        /// NegotiateProtocolVersion: the newest version the server speaks
+        /// as (major, minor), and the `_pq_.` options it did not recognize.
+        /// The docs call the field the newest minor; servers send the
+        /// whole version (3.0 is 196608 from PostgreSQL 15), as libpq reads it.
+        pub negotiated: Option<((i32, i32), Vec<String>)>,
+        pub pid: i32,
+        pub key: Vec<u8>,
+    }
+
+    impl Session {
+        /// Sends `startup` and reads up to ReadyForQuery (the test
+        /// cluster trusts its superuser over TCP: no password exchange).
+        pub fn open(port: u16, startup: &[u8]) -> Session {
+            let mut stream = connect(port);
+            stream.write_all(startup).unwrap();
+            let (mut negotiated, mut pid, mut key) = (None, 0, Vec::new());
+            loop {
+                let (tag, body) = read(&mut stream).expect("the relay closed during startup");
+                match tag {
+                    b'v' => {
+                        let n = i32_at(&body, 4) as usize;
+                        let options = cstrs(&body[8..]);
+                        assert_eq!(options.len(), n, "NegotiateProtocolVersion's count");
+                        let v = i32_at(&body, 0);
+                        negotiated = Some(((v >> 16, v & 0xffff), options));
+                    }
+                    b'R' => assert_eq!(i32_at(&body, 0), 0, "an authentication request"),
+                    b'K' => {
+                        pid = i32_at(&body, 0);
+                        key = body[4..].to_vec();
+                    }
+                    b'E' => panic!("startup refused: {:?}", error_field(&body, b'M')),
+                    b'Z' => break,
+                    _ => {}
+                }
+            }
+            Session {
+                stream,
+                negotiated,
+                pid,
+                key,
+            }
+        }
+
+        /// Sends a simple Query; every message up to ReadyForQuery.
+        pub fn query(&mut self, sql: &str) -> Vec<(u8, Vec<u8>)> {
+            let mut body = sql.as_bytes().to_vec();
+            body.push(0);
+            let mut m = vec![b'Q'];
+            m.extend(((body.len() + 4) as u32).to_be_bytes());
+            m.extend(body);
+            self.stream.write_all(&m).unwrap();
+            let mut got = Vec::new();
+            loop {
+                let m = read(&mut self.stream).expect("the relay closed during a query");
+                let last = m.0 == b'Z';
+                got.push(m);
+                if last {
+                    return got;
+                }
+            }
+        }
+
+        pub fn terminate(mut self) {
+            self.stream.write_all(&[b'X', 0, 0, 0, 4]).unwrap();
+            // The relay forwards it and the server closes: read to the end.
+            while read(&mut self.stream).is_some() {}
+        }
+    }
+
+    /// A CommandComplete's tag among `messages`.
+    pub fn completed(messages: &[(u8, Vec<u8>)]) -> Vec<String> {
+        messages
+            .iter()
+            .filter(|(t, _)| *t == b'C')
+            .map(|(_, b)| cstrs(b).remove(0))
+            .collect()
+    }
+}
+
+/// A relay started in this process around `db`, as `planck record` starts
+/// one around its command; `f` gets its port. Returns what it captured.
+fn through_relay<T>(db: &TestDb, f: impl FnOnce(u16) -> T) -> (T, planck::record::relay::Capture) {
+    let conn = db.conn();
+    let relay = block_on(async move {
+        planck::record::relay::Relay::start(&conn, planck::output::Log::silent())
+            .await
+            .unwrap()
+    });
+    let out = f(relay.port);
+    (out, block_on(relay.finish()))
+}
+
+/// The server's major version (15, 18, ...).
+fn server_major(db: &TestDb) -> u32 {
+    db.query_strings("SHOW server_version_num")[0]
+        .parse::<u32>()
+        .unwrap()
+        / 10_000
+}
+
+/// The newest 3.x minor the test's server speaks: PostgreSQL 18 added 3.2
+/// (there is no 3.1); older servers answer any higher minor with
+/// NegotiateProtocolVersion naming 0 and go on as 3.0.
+fn newest_minor(major: u32) -> i32 {
+    if major >= 18 { 2 } else { 0 }
+}
+
+// Issue 31: sessions that start with protocol 3.2 and with libpq 19's
+// grease (3.9999, with a `_pq_.` option) are relayed as sent, the server's
+// NegotiateProtocolVersion reaches the client untouched, and their
+// statements are recorded under the session's database and user exactly
+// as a 3.0 session's are. Before, the relay read any version but 3.0 as
+// another protocol: the statements were recorded under no database and no
+// role. What the server answers depends on its version, and each is
+// asserted: PostgreSQL 18 speaks 3.2 (no negotiation, a 32-byte cancel
+// key) and negotiates the grease down to 3.2; older servers negotiate both
+// down to 3.0 (4-byte key).
+#[test]
+fn protocol_3_2_and_grease_sessions_are_recorded_as_3_0_ones() {
+    let db = TestDb::new("relay_protocol_3_2");
+    let major = server_major(&db);
+    let newest = newest_minor(major);
+    let option = "_pq_.planck_probe";
+    // (minor, a `_pq_.` option sent, the query's alias)
+    let cases = [
+        (0, None, "via_3_0"),
+        (2, None, "via_3_2"),
+        (9999, Some(option), "via_grease"),
+    ];
+    let (answers, capture) = through_relay(&db, |port| {
+        let mut answers = Vec::new();
+        for (minor, extra, alias) in cases {
+            let mut params = vec![("user", "planck"), ("database", db.name.as_str())];
+            params.extend(extra.map(|o| (o, "on")));
+            let mut s = raw::Session::open(port, &raw::startup(3, minor, &params));
+            let got = s.query(&format!("SELECT 1 AS {alias}"));
+            assert_eq!(raw::completed(&got), ["SELECT 1"], "3.{minor}");
+            answers.push((minor, s.negotiated.clone(), s.key.len()));
+            s.terminate();
+        }
+        answers
+    });
+    let key = |minor: i32| if minor >= 2 { 32 } else { 4 };
+    let expected = vec![
+        (0, None, 4),
+        (
+            2,
+            (newest < 2).then(|| ((3, newest), Vec::new())),
+            key(newest.min(2)),
+        ),
+        (
+            9999,
+            Some(((3, newest), vec![option.to_string()])),
+            key(newest),
+        ),
+    ];
+    assert_eq!(answers, expected, "PostgreSQL {major}");
+    for (_, _, alias) in cases {
+        let t = capture
+            .texts
+            .iter()
+            .find(|t| t.text.contains(alias))
+            .unwrap_or_else(|| panic!("{alias} not recorded: {:#?}", capture.texts));
+        assert_eq!(
+            (t.database.as_str(), t.role.as_str(), t.calls),
+            (db.name.as_str(), "planck", 1),
+            "{alias}"
+        );
+    }
+    assert_eq!((capture.connections, capture.incomplete), (3, 0));
+    assert_eq!(
+        capture.databases.get(&db.name),
+        Some(&3),
+        "{:?}",
+        capture.databases
+    );
+}
+
+// Issue 31: a CancelRequest carrying the key BackendKeyData gave a 3.2
+// session (32 bytes from PostgreSQL 18; 4 from older servers, which go on
+// as 3.0) reaches the server through the relay and cancels the session's
+// `SELECT pg_sleep(30)` (57014) within seconds.
+#[test]
+fn a_cancel_request_with_a_long_key_cancels_through_the_relay() {
+    use std::io::Write;
+    let db = TestDb::new("relay_cancel_3_2");
+    let major = server_major(&db);
+    let params = [("user", "planck"), ("database", db.name.as_str())];
+    let ((key_len, code, took), capture) = through_relay(&db, |port| {
+        let mut s = raw::Session::open(port, &raw::startup(3, 2, &params));
+        let q = b"SELECT pg_sleep(30)\0";
+        let mut m = vec![b'Q'];
+        m.extend(((q.len() + 4) as u32).to_be_bytes());
+        m.extend(q);
+        s.stream.write_all(&m).unwrap();
+        // Cancel only once the sleep runs (a cancel before it cancels nothing).
+        let running = format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = {} AND state = 'active'",
+            s.pid
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while db.query_strings(&running) != ["1"] {
+            assert!(Instant::now() < deadline, "the sleep never ran");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut body = s.pid.to_be_bytes().to_vec();
+        body.extend(&s.key);
+        let sent = Instant::now();
+        raw::connect(port)
+            .write_all(&raw::packet(raw::CANCEL_REQUEST, &body))
+            .unwrap();
+        let mut code = None;
+        loop {
+            let (tag, body) = raw::read(&mut s.stream).expect("the relay closed the session");
+            if tag == b'E' {
+                code = raw::error_field(&body, b'C');
+            }
+            if tag == b'Z' {
+                break;
+            }
+        }
+        let took = sent.elapsed();
+        let key_len = s.key.len();
+        s.terminate();
+        (key_len, code, took)
+    });
+    assert_eq!(
+        key_len,
+        if newest_minor(major) >= 2 { 32 } else { 4 },
+        "PostgreSQL {major}"
+    );
+    assert_eq!(code.as_deref(), Some("57014"));
+    assert!(took < Duration::from_secs(5), "the cancel took {took:?}");
+    assert_eq!(capture.incomplete, 0);
+}
+
+// Issue 31: a startup packet the relay cannot read (protocol 2.0, a length
+// no packet has, parameters without their terminator) is answered by the
+// relay itself with an ErrorResponse of SQLSTATE 08P01 naming what was
+// wrong, and the connection is closed: no panic, no hang. Before, the
+// relay passed 2.0 to the server (which answered 0A000) and closed a bad
+// length without a word.
+#[test]
+fn a_startup_the_relay_cannot_read_gets_08p01() {
+    use std::io::Write;
+    let db = TestDb::new("relay_bad_startup");
+    let cases: [(Vec<u8>, &str); 3] = [
+        (raw::startup(2, 0, &[("user", "planck")]), "protocol 2.0"),
+        (vec![0, 0, 0, 4, 0, 3, 0, 0], "startup packet of 4 bytes"),
+        (
+            raw::packet(3 << 16, b"user\0planck"),
+            "without their terminator",
+        ),
+    ];
+    let (_, capture) = through_relay(&db, |port| {
+        for (packet, says) in &cases {
+            let mut s = raw::connect(port);
+            s.write_all(packet).unwrap();
+            let (tag, body) = raw::read(&mut s).expect("closed without an answer");
+            assert_eq!(tag, b'E', "{says}");
+            assert_eq!(raw::error_field(&body, b'C').as_deref(), Some("08P01"));
+            let message = raw::error_field(&body, b'M').unwrap();
+            assert!(message.contains(says), "{message}");
+            assert_eq!(raw::read(&mut s), None, "{says}: the relay closes");
+        }
+    });
+    assert_eq!(capture.startups_refused, 3);
+    assert_eq!(
+        capture.startup_reasons.len(),
+        3,
+        "{:?}",
+        capture.startup_reasons
+    );
+    assert_eq!(capture.connections, 0);
+}
+
+// Issue 31: `planck record` says so when the relay refused a client's
+// startup: the line names what the client sent and the way out.
+#[test]
+fn record_warns_about_a_client_on_another_protocol() {
+    let db = TestDb::new("relay_protocol_2");
+    let dir = common::project_dir();
+    // bash's /dev/tcp: a client that sends a protocol 2.0 startup packet.
+    std::fs::write(
+        dir.path().join("v2.bash"),
+        "exec 3<>/dev/tcp/127.0.0.1/$PGPORT\n\
+         printf '\\000\\000\\000\\015\\000\\002\\000\\000user\\000' >&3\n\
+         cat <&3 >answer.bin\n",
+    )
+    .unwrap();
+    let script = write_script(dir.path(), "v2.sh", "bash ./v2.bash\n");
+    let out = db.planck(&["record", "--", &script], dir.path());
+    let answer = std::fs::read(dir.path().join("answer.bin")).unwrap();
+    assert_eq!(answer.first(), Some(&b'E'), "{answer:?}");
+    assert!(
+        String::from_utf8_lossy(&answer).contains("08P01"),
+        "{answer:?}"
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "1 connection(s) were refused by the capture relay: the client sent protocol 2.0"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("--no-relay"), "{err}");
+    // Nothing was captured: a run like that fails, so CI notices.
+    assert_exit(&out, 1);
 }

@@ -807,6 +807,18 @@ fn relay_warnings(c: &relay::Capture, s: &RelaySummary) -> Vec<String> {
             "{n} connection(s) began TLS directly (sslnegotiation=direct), which the capture relay cannot carry: use sslnegotiation=postgres with sslmode=disable, or record with --no-relay"
         ));
     }
+    // Issue 31: a client on another protocol, or a broken startup packet.
+    for (reason, n) in &c.startup_reasons {
+        w.push(format!(
+            "{n} connection(s) were refused by the capture relay: the client sent {reason}; it was answered with SQLSTATE 08P01; record with --no-relay to let it reach the server directly"
+        ));
+    }
+    let unnamed = c.startups_refused - c.startup_reasons.values().sum::<u64>();
+    if unnamed > 0 {
+        w.push(format!(
+            "{unnamed} more connection(s) were refused by the capture relay for other startup packets it cannot read"
+        ));
+    }
     if s.incomplete > 0 {
         w.push(format!(
             "{} relayed connection(s) sent messages the relay could not read: their bytes were forwarded unchanged, but their transactions may be missing",

@@ -7,12 +7,16 @@
 //! `DATABASE_URL`, `PLANCK_DATABASE_URL` and `PG*` point there with
 //! `sslmode=disable`. Per connection it reads the startup packet (SSL and
 //! GSSAPI encryption requests are answered "no"; a direct TLS handshake is
-//! refused with a note naming `sslnegotiation`; a CancelRequest is passed to
-//! the server on a connection of its own), opens the server connection as
-//! planck itself would (its sslmode, SNI and certificate checks for the
-//! original host name), sends the client's startup packet, and then copies
-//! both ways: [`protocol`] frames what passes, [`session`] turns it into
-//! statements and transactions, [`shapes`] keeps them as counted shapes.
+//! refused with a note naming `sslnegotiation`; a CancelRequest, whatever
+//! its key's length, is passed to the server on a connection of its own;
+//! any protocol 3.x is relayed, the server negotiating the minor with the
+//! client through the relay, and anything else is answered with SQLSTATE
+//! 08P01 by the relay itself and named in the run's warnings), opens the
+//! server connection as planck itself would (its sslmode, SNI and
+//! certificate checks for the original host name), sends the client's
+//! startup packet, and then copies both ways: [`protocol`] frames what
+//! passes, [`session`] turns it into statements and transactions,
+//! [`shapes`] keeps them as counted shapes.
 //! Authentication (passwords, SASL) passes through and is never kept.
 
 pub mod evidence;
@@ -373,21 +377,25 @@ async fn serve(
     // 1. The startup packet, after any encryption requests.
     let mut buf = BytesMut::with_capacity(1024);
     let mut asked_tls = false;
-    let packet = loop {
-        match protocol::take_startup(&mut buf) {
+    let (packet, user, database) = loop {
+        let bad = match protocol::take_startup(&mut buf) {
             Ok(Some(p)) => match protocol::startup(&p) {
-                Some(Startup::Ssl) => {
+                Ok(Startup::Ssl) => {
                     asked_tls = true;
                     if client.write_all(b"N").await.is_err() {
                         return;
                     }
+                    None
                 }
-                Some(Startup::GssEnc) => {
+                Ok(Startup::GssEnc) => {
                     if client.write_all(b"N").await.is_err() {
                         return;
                     }
+                    None
                 }
-                Some(Startup::Cancel) => {
+                // The key is the server's own (BackendKeyData passed through
+                // unchanged), whatever its length: the packet goes as sent.
+                Ok(Startup::Cancel { .. }) => {
                     if let Ok(mut s) = upstream.plain().await {
                         let _ = s.write_all(&p).await;
                         let _ = s.flush().await;
@@ -398,18 +406,51 @@ async fn serve(
                     }
                     return;
                 }
-                _ => break p,
-            },
-            Ok(None) => {}
-            Err(protocol::NotStartup) => {
-                if buf.first() == Some(&0x16) {
-                    refuse(REFUSED_DIRECT_TLS);
-                    log.debug(
-                        "a client began a TLS handshake directly (sslnegotiation=direct): refused",
-                    );
+                // Any 3.x: forwarded as sent, so the server negotiates the
+                // minor and the `_pq_.` options with the client itself.
+                Ok(Startup::Params { params, .. }) => {
+                    let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+                    let user = get("user").unwrap_or_default();
+                    let database = get("database").unwrap_or_else(|| user.clone());
+                    break (p, user, database);
                 }
+                Err(bad) => Some(bad),
+            },
+            Ok(None) => None,
+            Err(_) if buf.first() == Some(&0x16) => {
+                refuse(REFUSED_DIRECT_TLS);
+                log.debug(
+                    "a client began a TLS handshake directly (sslnegotiation=direct): refused",
+                );
                 return;
             }
+            Err(bad) => Some(bad),
+        };
+        if let Some(bad) = bad {
+            // What the relay cannot frame it cannot read: the client hears
+            // why (as the server would answer a bad packet), and so does
+            // the user, at the end of the run.
+            log.debug(&format!("the capture relay refused a connection: {bad}"));
+            capture
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .refuse_startup(&bad.to_string());
+            let _ = client
+                .write_all(&protocol::error_response(
+                    "08P01",
+                    &format!("planck's capture relay cannot read this connection: {bad}"),
+                ))
+                .await;
+            let _ = client.shutdown().await;
+            // Read what the client still sends, for a moment: closing with
+            // unread bytes resets the connection, and a reset can discard
+            // the answer before the client reads it.
+            let _ = tokio::time::timeout(Duration::from_secs(1), async {
+                let mut sink = [0u8; 1024];
+                while matches!(client.read(&mut sink).await, Ok(n) if n > 0) {}
+            })
+            .await;
+            return;
         }
         let mut chunk = [0u8; 1024];
         match client.read(&mut chunk).await {
@@ -422,14 +463,6 @@ async fn serve(
             }
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
-    };
-    let (user, database) = match protocol::startup(&packet) {
-        Some(Startup::Params(p)) => {
-            let get = |k: &str| p.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-            let user = get("user").unwrap_or_default();
-            (user.clone(), get("database").unwrap_or(user))
-        }
-        _ => (String::new(), String::new()),
     };
 
     // 2. The server.

@@ -12,8 +12,13 @@
 
 use bytes::{Buf, BytesMut};
 
-/// The protocol version of a startup message (3.0).
-pub const PROTOCOL_3: u32 = 196_608;
+/// The major protocol version the relay frames: a StartupMessage's version
+/// is the major in its high 16 bits and the minor in the low 16. Protocol
+/// 3.2 (PostgreSQL 18) frames messages as 3.0 does: only BackendKeyData's
+/// key and so the CancelRequest grew, and neither is read here.
+pub const PROTOCOL_MAJOR: u32 = 3;
+/// Protocol 3.0, the version most clients send.
+pub const PROTOCOL_3_0: u32 = PROTOCOL_MAJOR << 16;
 /// The request codes that come instead of a version in a startup packet.
 pub const SSL_REQUEST: u32 = 80_877_103;
 pub const GSSENC_REQUEST: u32 = 80_877_104;
@@ -155,37 +160,95 @@ impl Decoder {
 pub enum Startup {
     Ssl,
     GssEnc,
-    Cancel,
-    /// Protocol 3 with its parameters (user, database, options, ...).
-    Params(Vec<(String, String)>),
-    /// Another protocol version.
-    Version(u32),
+    /// A CancelRequest: the backend's pid and its secret key, 4 bytes under
+    /// protocol 3.0 and up to [`MAX_CANCEL_KEY`] under 3.2, as the server's
+    /// BackendKeyData gave it (the relay passes that message through
+    /// unchanged, so the key is the server's own).
+    Cancel {
+        pid: i32,
+        key: Vec<u8>,
+    },
+    /// Protocol 3.`minor` with its parameters (user, database, options,
+    /// `_pq_.` protocol options, ...). Any minor: the server answers one it
+    /// does not speak with NegotiateProtocolVersion, and the relay passes
+    /// that through as it passes everything.
+    Params {
+        minor: u16,
+        params: Vec<(String, String)>,
+    },
 }
 
-/// Reads a startup packet's code and parameters (`packet` includes the length).
-pub fn startup(packet: &[u8]) -> Option<Startup> {
-    if packet.len() < 8 {
-        return None;
+/// The longest secret key a CancelRequest carries (protocol 3.2).
+pub const MAX_CANCEL_KEY: usize = 256;
+
+/// A startup packet the relay refuses (answered with SQLSTATE 08P01): what
+/// it cannot frame, it cannot forward as a session it reads. The text is
+/// what the client and the run's warnings say.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadStartup {
+    /// A length no startup packet has (under 8 bytes or over 10,000, the
+    /// server's own limit). A TLS ClientHello reads as one (0x16 ...).
+    #[error("a startup packet of {0} bytes (a startup packet is 8 to 10000 bytes)")]
+    Length(u32),
+    /// A protocol version whose major is not 3 (the relay frames v3 only).
+    #[error(
+        "protocol {}.{} (the relay reads protocol 3: 3.0, 3.2 and any later 3.x)",
+        .0 >> 16,
+        .0 & 0xffff
+    )]
+    Version(u32),
+    /// The packet's body does not match its code.
+    #[error("a malformed startup packet ({0})")]
+    Layout(&'static str),
+}
+
+/// Reads a startup packet (`packet` includes the length, as
+/// [`take_startup`] returns it).
+pub fn startup(packet: &[u8]) -> Result<Startup, BadStartup> {
+    let mut r = Reader(packet);
+    let len = r.i32().ok_or(BadStartup::Length(packet.len() as u32))? as u32;
+    if len as usize != packet.len() || len < 8 {
+        return Err(BadStartup::Length(len));
     }
-    let code = u32::from_be_bytes([packet[4], packet[5], packet[6], packet[7]]);
-    Some(match code {
+    let code = r.i32().ok_or(BadStartup::Length(len))? as u32;
+    Ok(match code {
+        SSL_REQUEST | GSSENC_REQUEST if len != 8 => {
+            return Err(BadStartup::Layout("an encryption request is 8 bytes"));
+        }
         SSL_REQUEST => Startup::Ssl,
         GSSENC_REQUEST => Startup::GssEnc,
-        CANCEL_REQUEST => Startup::Cancel,
-        PROTOCOL_3 => {
-            let mut r = Reader(&packet[8..]);
+        CANCEL_REQUEST => {
+            let pid = r
+                .i32()
+                .ok_or(BadStartup::Layout("a cancel request without its pid"))?;
+            // Under 3.0 the key is 4 bytes; under 3.2 the rest of the packet.
+            if r.0.is_empty() || r.0.len() > MAX_CANCEL_KEY {
+                return Err(BadStartup::Layout(
+                    "a cancel request's key is 1 to 256 bytes",
+                ));
+            }
+            Startup::Cancel {
+                pid,
+                key: r.0.to_vec(),
+            }
+        }
+        v if v >> 16 == PROTOCOL_MAJOR => {
             let mut params = Vec::new();
+            let bad = || BadStartup::Layout("parameters without their terminator");
             loop {
-                let k = r.cstr()?;
+                let k = r.cstr().ok_or_else(bad)?;
                 if k.is_empty() {
                     break;
                 }
-                let v = r.cstr()?;
+                let v = r.cstr().ok_or_else(bad)?;
                 params.push((k, v));
             }
-            Startup::Params(params)
+            Startup::Params {
+                minor: (v & 0xffff) as u16,
+                params,
+            }
         }
-        v => Startup::Version(v),
+        v => return Err(BadStartup::Version(v)),
     })
 }
 
@@ -364,25 +427,26 @@ pub fn from_server(m: &Message) -> Option<FromServer> {
     })
 }
 
-/// A startup packet whose length cannot be one (a TLS ClientHello starts
-/// with 0x16 and reads as a huge length).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotStartup;
+/// The longest startup packet the server reads (its
+/// MAX_STARTUP_PACKET_LENGTH).
+const MAX_STARTUP: usize = 10_000;
 
 /// Reads one startup packet from the front of `buf` when it is whole: its
-/// bytes (length included).
-pub fn take_startup(buf: &mut BytesMut) -> Result<Option<Vec<u8>>, NotStartup> {
+/// bytes (length included). A length that cannot be one's is refused before
+/// the bytes are awaited (a TLS ClientHello starts with 0x16 and reads as a
+/// huge length).
+pub fn take_startup(buf: &mut BytesMut) -> Result<Option<Vec<u8>>, BadStartup> {
     if buf.len() < 4 {
         return Ok(None);
     }
-    let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-    if !(8..=10_000).contains(&len) {
-        return Err(NotStartup);
+    let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    if !(8..=MAX_STARTUP as u32).contains(&len) {
+        return Err(BadStartup::Length(len));
     }
-    if buf.len() < len {
+    if buf.len() < len as usize {
         return Ok(None);
     }
-    Ok(Some(buf.split_to(len).to_vec()))
+    Ok(Some(buf.split_to(len as usize).to_vec()))
 }
 
 /// Builds messages for tests and for the relay's own answers.
@@ -545,29 +609,121 @@ mod tests {
         assert!(got[0].cut && got[0].body.is_empty());
     }
 
+    /// A startup packet: length, code, body.
+    fn packet(code: u32, body: &[u8]) -> Vec<u8> {
+        let mut p = ((body.len() + 8) as u32).to_be_bytes().to_vec();
+        p.extend(code.to_be_bytes());
+        p.extend(body);
+        p
+    }
+
+    fn params(pairs: &[&str]) -> Vec<u8> {
+        let mut body: Vec<u8> = pairs.iter().flat_map(|s| cstr(s)).collect();
+        body.push(0);
+        body
+    }
+
     #[test]
     fn startup_packets_are_read() {
-        let mut body = PROTOCOL_3.to_be_bytes().to_vec();
-        for s in ["user", "app", "database", "shop", ""] {
-            body.extend(cstr(s));
-        }
-        let mut p = ((body.len() + 4) as u32).to_be_bytes().to_vec();
-        p.extend(&body);
+        let p = packet(PROTOCOL_3_0, &params(&["user", "app", "database", "shop"]));
         assert_eq!(
             startup(&p),
-            Some(Startup::Params(vec![
-                ("user".into(), "app".into()),
-                ("database".into(), "shop".into())
-            ]))
+            Ok(Startup::Params {
+                minor: 0,
+                params: vec![
+                    ("user".into(), "app".into()),
+                    ("database".into(), "shop".into())
+                ]
+            })
         );
-        let mut ssl = 8u32.to_be_bytes().to_vec();
-        ssl.extend(SSL_REQUEST.to_be_bytes());
-        assert_eq!(startup(&ssl), Some(Startup::Ssl));
+        let ssl = packet(SSL_REQUEST, b"");
+        assert_eq!(startup(&ssl), Ok(Startup::Ssl));
+        assert_eq!(startup(&packet(GSSENC_REQUEST, b"")), Ok(Startup::GssEnc));
         let mut buf = BytesMut::from(&ssl[..5]);
         assert_eq!(take_startup(&mut buf), Ok(None));
         buf.extend_from_slice(&ssl[5..]);
         assert_eq!(take_startup(&mut buf), Ok(Some(ssl.clone())));
         let mut bad = BytesMut::from(&[0x16, 3, 1, 2, 0][..]);
-        assert_eq!(take_startup(&mut bad), Err(NotStartup));
+        assert_eq!(take_startup(&mut bad), Err(BadStartup::Length(0x1603_0102)));
+    }
+
+    /// Issue 31: protocol 3.2 (PostgreSQL 18's `max_protocol_version`) and
+    /// libpq's grease (3.9999, with `_pq_.` options) are read as 3.0 is,
+    /// their parameters whole; the code read them as another protocol and
+    /// lost the user and database its statements are attributed to.
+    #[test]
+    fn any_3_x_minor_is_read_with_its_parameters() {
+        for (minor, extra) in [(2u16, None), (9999, Some("_pq_.test_protocol_negotiation"))] {
+            let mut pairs = vec!["user", "app", "database", "shop"];
+            pairs.extend(extra.iter().flat_map(|o| [*o, "on"]));
+            let p = packet((3 << 16) | u32::from(minor), &params(&pairs));
+            let Ok(Startup::Params { minor: got, params }) = startup(&p) else {
+                panic!("3.{minor} not read: {:?}", startup(&p));
+            };
+            assert_eq!(got, minor);
+            assert_eq!(params[1], ("database".into(), "shop".into()));
+            assert_eq!(
+                params.get(2).map(|(k, _)| k.as_str()),
+                extra,
+                "3.{minor}: a protocol option is kept to be forwarded"
+            );
+        }
+    }
+
+    /// Issue 31: a 3.2 CancelRequest carries the server's key whatever its
+    /// length (32 bytes from PostgreSQL 18), a 3.0 one its 4 bytes; a key
+    /// of no length or over 256 bytes is no cancel request.
+    #[test]
+    fn cancel_requests_carry_keys_of_any_length() {
+        for len in [4usize, 32, MAX_CANCEL_KEY] {
+            let key: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let mut body = 4242i32.to_be_bytes().to_vec();
+            body.extend(&key);
+            let p = packet(CANCEL_REQUEST, &body);
+            let mut buf = BytesMut::from(&p[..]);
+            assert_eq!(take_startup(&mut buf), Ok(Some(p.clone())), "key of {len}");
+            assert_eq!(startup(&p), Ok(Startup::Cancel { pid: 4242, key }));
+        }
+        for len in [0usize, MAX_CANCEL_KEY + 1] {
+            let mut body = 4242i32.to_be_bytes().to_vec();
+            body.extend(vec![7u8; len]);
+            assert!(
+                matches!(
+                    startup(&packet(CANCEL_REQUEST, &body)),
+                    Err(BadStartup::Layout(_))
+                ),
+                "key of {len}"
+            );
+        }
+    }
+
+    /// Issue 31: what the relay cannot read is refused with a reason that
+    /// names it, never a panic: another major version, parameters without
+    /// their terminator, an encryption request with a body.
+    #[test]
+    fn other_versions_and_malformed_packets_are_refused() {
+        let v2 = packet(2 << 16, &params(&["user", "app"]));
+        assert_eq!(startup(&v2), Err(BadStartup::Version(2 << 16)));
+        assert!(
+            BadStartup::Version(2 << 16)
+                .to_string()
+                .contains("protocol 2.0"),
+            "{}",
+            BadStartup::Version(2 << 16)
+        );
+        let cut = packet(PROTOCOL_3_0, &cstr("user")[..]);
+        assert!(matches!(startup(&cut), Err(BadStartup::Layout(_))));
+        assert!(matches!(
+            startup(&packet(SSL_REQUEST, b"xx")),
+            Err(BadStartup::Layout(_))
+        ));
+        let mut short = BytesMut::from(&[0, 0, 0, 4, 0, 3, 0, 0][..]);
+        assert_eq!(take_startup(&mut short), Err(BadStartup::Length(4)));
+        let mut long = BytesMut::from(&[0, 0, 0x27, 0x11][..]);
+        assert_eq!(take_startup(&mut long), Err(BadStartup::Length(10_001)));
+        // A length that is not the packet's own is caught too.
+        let mut lying = packet(PROTOCOL_3_0, &params(&["user", "app"]));
+        lying.push(0);
+        assert!(matches!(startup(&lying), Err(BadStartup::Length(_))));
     }
 }

@@ -16,6 +16,9 @@ const MAX_SAMPLES: usize = 256;
 pub const MAX_BOUND_ITEMS: usize = 64;
 /// A transaction longer than this (in runs of one statement) is cut.
 pub const MAX_RUNS: usize = 20_000;
+/// The distinct reasons kept for refused startup packets: a client that
+/// sends garbage in a loop must not grow the capture.
+pub const MAX_STARTUP_REASONS: usize = 8;
 
 /// One distinct text, normalized, as a role ran it in a database.
 #[derive(Debug, Clone)]
@@ -126,6 +129,11 @@ pub struct Capture {
     pub databases: BTreeMap<String, u64>,
     /// Clients that asked for TLS the relay cannot give, by what they asked.
     pub refused: BTreeMap<&'static str, u64>,
+    /// Startup packets the relay refused (issue 31: another protocol, a
+    /// malformed packet), counted by reason; reasons past
+    /// [`MAX_STARTUP_REASONS`] are counted in `startups_refused` only.
+    pub startup_reasons: BTreeMap<String, u64>,
+    pub startups_refused: u64,
     /// Connections left open by the command, closed by the relay.
     pub left_open: u64,
     /// How each text was sent and the shapes of its values, by text.
@@ -140,6 +148,16 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// A connection refused at its startup packet, for the run's warnings.
+    pub fn refuse_startup(&mut self, reason: &str) {
+        self.startups_refused += 1;
+        if let Some(n) = self.startup_reasons.get_mut(reason) {
+            *n += 1;
+        } else if self.startup_reasons.len() < MAX_STARTUP_REASONS {
+            self.startup_reasons.insert(reason.to_string(), 1);
+        }
+    }
+
     /// The index of a text, added when new (`None` past [`MAX_TEXTS`]).
     pub fn text(
         &mut self,
