@@ -62,8 +62,9 @@ enum Encoder<'a> {
 struct JsonField<'a> {
     /// `{"key": ` for the first field, `, "key": ` for the others.
     prefix: String,
-    /// Mixed into the object's draw for this field's own.
+    /// The field name's key and the field's place: its draw's inputs.
     key: u64,
+    index: usize,
     value: JsonValue<'a>,
 }
 
@@ -73,13 +74,6 @@ enum JsonValue<'a> {
     Choice { cum: &'a [f64], json: Vec<String> },
     /// Any other generator: its value, written as JSON.
     Other(&'a Gen),
-}
-
-/// The index a [`Gen::Choice`] picks with draw `h` (as its general path does).
-#[inline]
-fn pick(cum: &[f64], n: usize, h: u64) -> usize {
-    let u = rng::unit(h);
-    cum.partition_point(|c| *c <= u).min(n.saturating_sub(1))
 }
 
 fn encoded(kind: &TypeKind, v: &Val) -> Vec<u8> {
@@ -144,7 +138,8 @@ impl<'a> Encoder<'a> {
                             };
                             JsonField {
                                 prefix,
-                                key: rng::name_key(k) ^ i as u64,
+                                key: rng::name_key(k),
+                                index: i,
                                 value,
                             }
                         })
@@ -190,9 +185,11 @@ impl<'a> Encoder<'a> {
                 let v = g.eval_h(plan, t, c, ctx, h, 0);
                 copy::encode(&plan.tables[t].cols[c].kind, &v, buf);
             }
-            Encoder::Choice { cum, enc } => buf.put_slice(&enc[pick(cum, enc.len(), h)]),
+            Encoder::Choice { cum, enc } => {
+                buf.put_slice(&enc[rng::choice_index(cum, enc.len(), h)])
+            }
             Encoder::Nullable { p, inner } => {
-                if rng::unit(rng::mix(h ^ 0x6e75_6c6c)) < *p {
+                if rng::null_draw(h, *p) {
                     buf.put_i32(-1);
                 } else {
                     inner.put(plan, t, c, ctx, h, buf, scratch);
@@ -214,10 +211,10 @@ impl<'a> Encoder<'a> {
                 s.clear();
                 for f in fields {
                     s.push_str(&f.prefix);
-                    let hk = rng::mix(h ^ f.key);
+                    let hk = rng::json_field(h, f.key, f.index);
                     match &f.value {
                         JsonValue::Choice { cum, json } => {
-                            s.push_str(&json[pick(cum, json.len(), hk)])
+                            s.push_str(&json[rng::choice_index(cum, json.len(), hk)])
                         }
                         JsonValue::Other(g) => {
                             generate::json_val(s, &g.eval_h(plan, t, c, ctx, hk, 0));
@@ -248,7 +245,7 @@ impl<'a> Encoder<'a> {
                 let n = r.range(u64::from(*min), u64::from(*max));
                 let picks = &mut scratch.picks;
                 picks.clear();
-                picks.extend((0..n).map(|_| pick(cum, enc.len(), r.step())));
+                picks.extend((0..n).map(|_| rng::choice_index(cum, enc.len(), r.step())));
                 let at = buf.len();
                 buf.put_i32(0);
                 if picks.is_empty() {

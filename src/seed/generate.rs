@@ -628,13 +628,10 @@ impl Gen {
                 Val::Dec(lo + v, *scale)
             }
             Gen::Bool { p_true } => Val::Bool(rng::unit(h) < *p_true),
-            Gen::Choice { vals, cum } => {
-                let u = rng::unit(h);
-                let i = cum
-                    .partition_point(|c| *c <= u)
-                    .min(vals.len().saturating_sub(1));
-                vals.get(i).cloned().unwrap_or(Val::Null)
-            }
+            Gen::Choice { vals, cum } => vals
+                .get(rng::choice_index(cum, vals.len(), h))
+                .cloned()
+                .unwrap_or(Val::Null),
             Gen::Text {
                 text,
                 unique,
@@ -752,7 +749,7 @@ impl Gen {
                     }
                     json_str(&mut out, k);
                     out.push_str(": ");
-                    let hk = rng::mix(h ^ rng::name_key(k) ^ i as u64);
+                    let hk = rng::json_field(h, rng::name_key(k), i);
                     json_val(&mut out, &g.eval_h(plan, t, c, ctx, hk, at));
                 }
                 out.push('}');
@@ -799,7 +796,7 @@ impl Gen {
                 Val::Micros(v)
             }
             Gen::Nullable { p, inner } => {
-                if rng::unit(rng::mix(h ^ 0x6e75_6c6c)) < *p {
+                if rng::null_draw(h, *p) {
                     Val::Null
                 } else {
                     inner.eval_h(plan, t, c, ctx, h, at)

@@ -387,7 +387,7 @@ impl Plan {
         let f = &tp.fks[fk];
         let p = &self.tables[f.parent];
         let h = rng::hash(self.seed, tp.key, f.key, ctx.row);
-        if f.null_p > 0.0 && rng::unit(rng::mix(h ^ 0x6e75_6c6c)) < f.null_p {
+        if f.null_p > 0.0 && rng::null_draw(h, f.null_p) {
             return None;
         }
         if p.rows == 0 {

@@ -62,6 +62,28 @@ pub fn below(h: u64, n: u64) -> u64 {
     ((u128::from(h) * u128::from(n)) >> 64) as u64
 }
 
+/// Whether the value with draw `h` is NULL, NULL having probability `p`:
+/// one derived draw, so the value's own draw `h` stays what it was.
+#[inline]
+pub fn null_draw(h: u64, p: f64) -> bool {
+    unit(mix(h ^ 0x6e75_6c6c)) < p
+}
+
+/// The index a weighted choice takes with draw `h`: `cum` holds the
+/// cumulative weights (ending at 1.0) of `n` values.
+#[inline]
+pub fn choice_index(cum: &[f64], n: usize, h: u64) -> usize {
+    let u = unit(h);
+    cum.partition_point(|c| *c <= u).min(n.saturating_sub(1))
+}
+
+/// The draw of field `i` of a JSON object whose draw is `h`; `key` is the
+/// field name's [`name_key`].
+#[inline]
+pub fn json_field(h: u64, key: u64, i: usize) -> u64 {
+    mix(h ^ key ^ i as u64)
+}
+
 /// A SplitMix64 stream for values that need several draws.
 #[derive(Debug, Clone)]
 pub struct ValueRng {
