@@ -742,16 +742,17 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
     db.exec(
         "DO $$ BEGIN
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'noset_admin') THEN
-             CREATE ROLE noset_admin LOGIN PASSWORD 'noset_admin'; END IF;
+             CREATE ROLE noset_admin LOGIN BYPASSRLS PASSWORD 'noset_admin'; END IF;
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'noset_app') THEN
              CREATE ROLE noset_app NOLOGIN; END IF;
          END $$;
+         ALTER ROLE noset_admin BYPASSRLS;
          REVOKE noset_app FROM noset_admin;
          GRANT noset_app TO noset_admin WITH ADMIN TRUE, INHERIT FALSE, SET FALSE;
          CREATE TABLE orders (id bigint PRIMARY KEY, shop_id int NOT NULL, total int NOT NULL);
          INSERT INTO orders SELECT g, 1 + g % 50, g FROM generate_series(1, 5000) g;
          ALTER TABLE orders ENABLE ROW LEVEL SECURITY;
-         CREATE POLICY shop ON orders USING (shop_id = current_setting('app.shop_id')::int);
+         CREATE POLICY shop ON orders USING (shop_id = current_setting('app.shop_id', true)::int);
          GRANT SELECT ON orders TO noset_app, noset_admin;
          ANALYZE",
     );
@@ -767,6 +768,8 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
             &db.url.replacen("planck@", "noset_admin:noset_admin@", 1),
             "explain",
             "--as-tenant",
+            "--tenant-id",
+            "1",
             "--queries",
             &q,
         ])
@@ -779,7 +782,7 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
         "{err}"
     );
     assert!(
-        err.contains("GRANT noset_app TO noset_admin WITH SET TRUE"),
+        err.contains(r#"GRANT "noset_app" TO "noset_admin" WITH SET TRUE"#),
         "{err}"
     );
     // With the option granted, the same run plans as the tenant.
@@ -790,6 +793,8 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
             &db.url.replacen("planck@", "noset_admin:noset_admin@", 1),
             "explain",
             "--as-tenant",
+            "--tenant-id",
+            "1",
             "--queries",
             &q,
         ])

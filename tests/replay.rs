@@ -725,7 +725,7 @@ fn sigterm_reports_the_finished_steps() {
     db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
     let dir = project_dir();
     let q = write_queries(dir.path(), ATTRIBUTION);
-    let child = spawn_replay(
+    let mut child = spawn_replay(
         &db,
         dir.path(),
         &q,
@@ -740,9 +740,10 @@ fn sigterm_reports_the_finished_steps() {
             "600ms",
         ],
     );
-    signal_after(&child, "TERM", 1700);
+    let err = signal_after_step(&mut child, "TERM", 1);
     let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 143);
+    let err = err.join().unwrap();
+    assert_eq!(out.status.code(), Some(143), "{err}");
     let r = report(&out);
     assert!(r.interrupted);
     assert!(
@@ -773,6 +774,40 @@ fn signal_after(child: &std::process::Child, signal: &str, ms: u64) {
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+/// Sends `signal` to `child` once it has said that step `n` finished (its
+/// `step n/...` line on stderr), however long that took: on a loaded
+/// machine a replay starts slower than on a quiet one, and a signal sent
+/// after a fixed time could come before any step ended. The thread returns
+/// all the child printed on stderr.
+fn signal_after_step(
+    child: &mut std::process::Child,
+    signal: &'static str,
+    n: usize,
+) -> std::thread::JoinHandle<String> {
+    use std::io::BufRead;
+    let err = child.stderr.take().expect("stderr piped");
+    let pid = child.id().to_string();
+    let mark = format!("step {n}/");
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let mut sent = false;
+        for line in std::io::BufReader::new(err).lines() {
+            let Ok(line) = line else { break };
+            if !sent && line.contains(&mark) {
+                let status = Command::new("kill")
+                    .args([&format!("-{signal}"), &pid])
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+                sent = true;
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    })
 }
 
 /// Waits for `child` at most `secs` seconds; kills it and panics with `what`
@@ -1672,7 +1707,7 @@ fn ctrl_c_reports_the_finished_steps_and_rolls_back() {
     db.exec("CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); INSERT INTO hot VALUES (1, 0); CREATE TABLE other (n int)");
     let dir = project_dir();
     let q = write_queries(dir.path(), ATTRIBUTION);
-    let child = spawn_replay(
+    let mut child = spawn_replay(
         &db,
         dir.path(),
         &q,
@@ -1689,9 +1724,10 @@ fn ctrl_c_reports_the_finished_steps_and_rolls_back() {
             "600ms",
         ],
     );
-    signal_after(&child, "INT", 1700);
+    let err = signal_after_step(&mut child, "INT", 1);
     let out = child.wait_with_output().unwrap();
-    assert_exit(&out, 130);
+    let err = err.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{err}");
     let r = report(&out);
     assert!(r.interrupted);
     assert!(

@@ -103,6 +103,7 @@ impl Catalog {
             .await
             .map_err(q("reading the server version"))?
             .get(0);
+        crate::db::require_supported(version)?;
         let search_path: Vec<String> = client
             .query_one(&tag(stats, "SELECT current_schemas(false)::text[]"), &[])
             .await

@@ -623,6 +623,23 @@ fn tls_options(spec: &Spec, env: &LibpqEnv) -> std::result::Result<TlsOptions, S
     })
 }
 
+/// The oldest server planck works with: PostgreSQL 14 (`server_version_num`
+/// 140000). An older one is refused where planck first reads the version
+/// (explain's catalog, record's probe), naming it.
+pub fn require_supported(server_version_num: i32) -> Result<()> {
+    if server_version_num >= 140000 {
+        return Ok(());
+    }
+    Err(Error::usage_hint(
+        format!(
+            "the server is PostgreSQL {}.{}; planck needs PostgreSQL 14 or later",
+            server_version_num / 10000,
+            server_version_num % 10000
+        ),
+        "point planck at a PostgreSQL 14+ server, or leave the URL out to use planck's managed cluster",
+    ))
+}
+
 /// A connection string as it may be shown: parsed and rebuilt with the
 /// password as `***`; a string that does not parse is shown up to where it
 /// stops parsing, with every password hidden.
@@ -645,6 +662,16 @@ pub fn quote_literal(value: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 31: a server older than 14 is refused with its version named.
+    #[test]
+    fn servers_before_14_are_refused_naming_the_version() {
+        assert!(require_supported(140000).is_ok());
+        assert!(require_supported(180004).is_ok());
+        let e = require_supported(130012).unwrap_err().to_string();
+        assert!(e.contains("PostgreSQL 13.12"), "{e}");
+        assert!(e.contains("14 or later"), "{e}");
+    }
+
     use super::*;
 
     fn env(vars: &[(&str, &str)]) -> LibpqEnv {

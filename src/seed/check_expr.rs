@@ -302,11 +302,26 @@ impl P {
     }
 }
 
+/// A CHECK definition's body without the words `pg_get_constraintdef`
+/// may put after it: `NOT VALID`, `NO INHERIT`, and 18's `NOT ENFORCED` (a
+/// constraint the server does not check; seeded rows still obey it, as the
+/// application's would).
+pub fn strip_check_suffixes(mut body: &str) -> &str {
+    loop {
+        let before = body;
+        for suffix in ["NOT VALID", "NO INHERIT", "NOT ENFORCED", "ENFORCED"] {
+            body = body.strip_suffix(suffix).unwrap_or(body).trim_end();
+        }
+        if body == before {
+            return body;
+        }
+    }
+}
+
 fn parse(def: &str) -> Option<Ex> {
     let body = def.trim();
     let body = body.strip_prefix("CHECK")?.trim_start();
-    let body = body.strip_suffix("NOT VALID").unwrap_or(body).trim_end();
-    let body = body.strip_suffix("NO INHERIT").unwrap_or(body).trim_end();
+    let body = strip_check_suffixes(body);
     let mut p = P {
         t: lex(body)?,
         i: 0,

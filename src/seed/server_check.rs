@@ -80,8 +80,7 @@ impl ServerChecks {
 /// The boolean expression of a `CHECK (...)` definition.
 pub fn check_body(def: &str) -> Option<String> {
     let body = def.trim().strip_prefix("CHECK")?.trim();
-    let body = body.strip_suffix("NOT VALID").unwrap_or(body).trim_end();
-    let body = body.strip_suffix("NO INHERIT").unwrap_or(body).trim_end();
+    let body = super::check_expr::strip_check_suffixes(body);
     (body.starts_with('(') && body.ends_with(')')).then(|| body.to_string())
 }
 
@@ -453,5 +452,14 @@ mod tests {
             Some("(my_fn(name))")
         );
         assert_eq!(check_body("UNIQUE (a)"), None);
+        // PostgreSQL 18 (issue 31): a CHECK the server does not enforce.
+        assert_eq!(
+            check_body("CHECK (((rating >= 1) AND (rating <= 5))) NOT ENFORCED").as_deref(),
+            Some("(((rating >= 1) AND (rating <= 5)))")
+        );
+        assert_eq!(
+            check_body("CHECK ((a > 0)) NO INHERIT NOT ENFORCED").as_deref(),
+            Some("((a > 0))")
+        );
     }
 }

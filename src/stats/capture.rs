@@ -114,12 +114,7 @@ pub async fn probe(client: &Client) -> Result<Probe> {
     let dbid: u32 = row.get(1);
     let database: String = row.get(2);
     let current_user: String = row.get(3);
-    if version < 130000 {
-        return Err(Error::usage_hint(
-            format!("planck record needs PostgreSQL 13 or later (server_version_num is {version})"),
-            "run the test suite against a newer server, e.g. planck's managed cluster",
-        ));
-    }
+    crate::db::require_supported(version)?;
     // shared_preload_libraries is hidden from roles without
     // pg_read_all_settings: then the view itself tells (SQLSTATE 55000).
     let preload: Option<String> = client
