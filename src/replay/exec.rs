@@ -719,6 +719,12 @@ pub async fn run_unit(
             tenant_setting.is_some_and(|t| t.eq_ignore_ascii_case(k))
                 || local_names.iter().any(|n| n.eq_ignore_ascii_case(k))
         });
+    // A lone statement records no settings: it runs in the session as the
+    // connection has it.
+    let session = match unit {
+        Unit::Lone(_) if session.is_empty() => conn.session.clone(),
+        _ => session,
+    };
     let want_role = ctx.role.as_deref().filter(|r| *r != conn.login);
     if conn.role.as_deref() != want_role || conn.session != session {
         stats.borrow_mut().planck_round_trips += 1;
@@ -851,7 +857,11 @@ pub async fn run_unit(
             && begin.is_some()
             && !shared.commit
             && think <= 0.0
-            && !stmt.sql.trim_start().to_ascii_lowercase().starts_with("copy");
+            && !stmt
+                .sql
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("copy");
         let frame = Frame {
             begin: begin.as_deref().filter(|_| first),
             settings: if first { &local } else { &[] },
@@ -876,7 +886,8 @@ pub async fn run_unit(
                         }
                     }
                 );
-                b.and(r).and_then(|r| e.map(|()| r))
+                b.and(r)
+                    .and_then(|r| e.map(|()| r))
                     .map_err(|e| Failed::of(&e))
             }
             (Some(l), None) => l

@@ -77,7 +77,8 @@ impl Lean {
         let name = format!("planck_lean_{s}");
         self.out.clear();
         if let Some(b) = frame.begin {
-            frontend::query(b, &mut self.out).map_err(|e| LeanError::Lost(format!("encoding {b}: {e}")))?;
+            frontend::query(b, &mut self.out)
+                .map_err(|e| LeanError::Lost(format!("encoding {b}: {e}")))?;
         }
         if !frame.settings.is_empty() {
             let text = crate::session::settings_sql(frame.settings.len());
@@ -132,7 +133,8 @@ impl Lean {
             .map_err(|e| LeanError::Lost(format!("encoding {sql}: {e}")))?;
         frontend::sync(&mut self.out);
         if let Some(e) = frame.end {
-            frontend::query(e, &mut self.out).map_err(|x| LeanError::Lost(format!("encoding {e}: {x}")))?;
+            frontend::query(e, &mut self.out)
+                .map_err(|x| LeanError::Lost(format!("encoding {e}: {x}")))?;
         }
         // One ReadyForQuery per simple query and one for the Sync; the
         // settings' reply (one row, one CommandComplete) comes before the

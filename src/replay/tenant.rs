@@ -183,15 +183,18 @@ pub async fn begin(
             .iter()
             .flat_map(|(k, v)| [k.as_str(), v.as_str()])
             .collect();
-        let params: Vec<(&(dyn tokio_postgres::types::ToSql + Sync), tokio_postgres::types::Type)> =
-            flat.iter()
-                .map(|v| {
-                    (
-                        v as &(dyn tokio_postgres::types::ToSql + Sync),
-                        tokio_postgres::types::Type::TEXT,
-                    )
-                })
-                .collect();
+        let params: Vec<(
+            &(dyn tokio_postgres::types::ToSql + Sync),
+            tokio_postgres::types::Type,
+        )> = flat
+            .iter()
+            .map(|v| {
+                (
+                    v as &(dyn tokio_postgres::types::ToSql + Sync),
+                    tokio_postgres::types::Type::TEXT,
+                )
+            })
+            .collect();
         client
             .query_typed(&session::settings_sql(settings.len()), &params)
             .await
