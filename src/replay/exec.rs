@@ -711,7 +711,8 @@ pub async fn run_unit(
     // connection); the transaction-level ones (and the tenant's, drawn per
     // execution) are set with each transaction.
     let tenant_setting = scoped.map(|t| t.setting.as_str());
-    let (local, session): (Vec<(String, String)>, Vec<(String, String)>) = ctx
+    type Settings = Vec<(String, String)>;
+    let (local, session): (Settings, Settings) = ctx
         .settings
         .iter()
         .map(|(k, v)| (k.clone(), v.as_text()))
@@ -819,10 +820,7 @@ pub async fn run_unit(
         let prepared = match conn.prepared.get(s).and_then(Option::as_ref) {
             _ if lean => None,
             Some(p) => Some(p.clone()),
-            None => match {
-                stats.borrow_mut().planck_round_trips += 1;
-                conn.client.prepare(&stmt.sql).await
-            } {
+            None => match prepare(&conn.client, &stmt.sql, stats).await {
                 Ok(p) => {
                     if conn.prepared.len() <= s {
                         conn.prepared.resize(s + 1, None);
@@ -1057,6 +1055,16 @@ fn first_tenant_row<'a>(
         }
     }
     None
+}
+
+/// Prepares a statement on the tokio-postgres path: a round trip of planck's own.
+async fn prepare(
+    client: &Client,
+    sql: &str,
+    stats: &RefCell<WorkerStats>,
+) -> std::result::Result<Prepared, tokio_postgres::Error> {
+    stats.borrow_mut().planck_round_trips += 1;
+    client.prepare(sql).await
 }
 
 /// Ends a failed unit: ROLLBACK when its transaction is `open`, unless

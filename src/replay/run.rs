@@ -337,10 +337,10 @@ pub async fn check_roles(
         );
         if !exists {
             return Err(Error::usage_hint(
-                &format!(
+                format!(
                     "the workload was recorded as role {role}, which does not exist on this server"
                 ),
-                &format!(
+                format!(
                     "create it (CREATE ROLE {}) and let {user} use it ({grant}), or re-record as a role this server has",
                     quote_ident(role)
                 ),
@@ -348,10 +348,10 @@ pub async fn check_roles(
         }
         if may != Some(true) {
             return Err(Error::usage_hint(
-                &format!(
+                format!(
                     "the workload was recorded as role {role}, and {user} may not SET ROLE to it"
                 ),
-                &format!("grant it: {grant}"),
+                format!("grant it: {grant}"),
             ));
         }
     }
