@@ -207,6 +207,7 @@ fn tpcb_8_clients_branch_or_teller_hotspot_data_unchanged() {
     );
     assert_eq!(h.transaction.as_deref(), Some("TPC-B"));
     assert!(h.wait_share > 0.0 && h.wait_share <= 1.0);
+    assert!(r.hotspots.iter().all(|h| h.outside_workload.is_none()));
     // Writes never change the data by default.
     assert_eq!(checksums(&db), before);
     assert_eq!(r.integrity.data_unchanged, Some(true), "{:?}", r.integrity);
@@ -1220,7 +1221,10 @@ fn hotspot_row_is_named_by_its_key_values() {
     let dir = project_dir();
     let q = write_queries(
         dir.path(),
-        "[[statement]]\nid = \"b\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = 7 AND pg_sleep(0.01) IS NOT NULL\"\n",
+        // The sleep in RETURNING runs after the row is locked: a lone
+        // write's ROLLBACK leaves with it (issue 32), so the lock is held
+        // only while the statement runs, as in the application's autocommit.
+        "[[statement]]\nid = \"b\"\nquery = \"UPDATE hot SET n = n + 1 WHERE id = 7 RETURNING pg_sleep(0.01)\"\n",
     );
     // 2 s: with the other replay tests running beside it on two cores, a
     // 1 s step once ended before the sampler saw a wait (CI, 2026-12-04).
@@ -1764,4 +1768,238 @@ fn no_statements_is_a_usage_error() {
     );
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("no statements"), "{}", stderr(&out));
+}
+
+/// Issue 32, 1: a recorded statement names its role; when that role is the
+/// one planck logs in as, a lone read runs in autocommit as the application
+/// sent it: the server counts no rolled-back transaction for it (before, every
+/// read ran inside BEGIN .. ROLLBACK).
+#[test]
+fn reads_of_the_login_role_run_without_begin_or_rollback() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL); \
+         INSERT INTO t SELECT g, g FROM generate_series(1, 100) g",
+    );
+    let login = db.query_strings("SELECT session_user")[0].clone();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        &format!(
+            "[[statement]]\nid = \"r\"\nrole = \"{login}\"\n\
+             query = \"SELECT n FROM t WHERE id = $1\"\n"
+        ),
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "2", "--duration", "1s", "--no-sampler"],
+    );
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let i = &r.integrity;
+    assert!(i.succeeded > 20, "{i:?}");
+    assert_eq!(i.failed, 0, "{i:?}");
+    assert_eq!(i.planck_rollbacks, 0, "{i:?}");
+    // The server's own count: the reads committed (autocommit), none rolled back.
+    let rolled_back = i.server_xact_rollback.expect("xact_rollback read");
+    assert!(
+        (rolled_back as u64) < i.succeeded / 10,
+        "{rolled_back} rollbacks for {} reads: {i:?}",
+        i.succeeded
+    );
+    assert!(
+        i.server_xact_commit.expect("xact_commit read") as u64 >= i.succeeded,
+        "{i:?}"
+    );
+}
+
+/// Issue 32, 1: a setting recorded as transaction-level (`local_settings`)
+/// is set with each transaction and gone after it; one recorded as
+/// session-level is set once on the connection and stays for the units
+/// that follow on it (a lone statement with no settings of its own sees it).
+#[test]
+fn session_settings_stay_and_local_ones_end_with_the_tx() {
+    let db = test_db!();
+    db.exec("CREATE TABLE seen (unit text, sess text, tx text)");
+    let login = db.query_strings("SELECT session_user")[0].clone();
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        &format!(
+            "format_version = 2\n\n\
+             [[statement]]\nid = \"in_tx\"\nrole = \"{login}\"\n\
+             query = \"INSERT INTO seen VALUES ('tx', current_setting('app.sess', true), current_setting('app.tx', true))\"\n\n\
+             [[statement]]\nid = \"lone\"\nrole = \"{login}\"\n\
+             query = \"INSERT INTO seen VALUES ('lone', current_setting('app.sess', true), current_setting('app.tx', true))\"\n\n\
+             [[transaction]]\nid = \"tx-1\"\nstatements = [\"in_tx\"]\nrole = \"{login}\"\nrecorded = true\n\
+             settings = {{ \"app.sess\" = \"s\", \"app.tx\" = \"t\" }}\nlocal_settings = [\"app.tx\"]\n"
+        ),
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--ladder",
+            "1",
+            "--duration",
+            "1s",
+            "--commit",
+            "--force",
+            "--no-sampler",
+        ],
+    );
+    assert_exit(&out, 0);
+    let rows = db.query_strings(
+        "SELECT DISTINCT unit || ':' || coalesce(sess, 'null') || ':' || coalesce(nullif(tx, ''), 'null') \
+         FROM seen WHERE unit = 'tx' OR sess IS NOT NULL ORDER BY 1",
+    );
+    // The transaction sees both; a lone statement run after it on the same
+    // connection sees the session's setting and not the transaction's.
+    assert_eq!(rows, ["lone:s:null", "tx:s:t"], "{}", stderr(&out));
+}
+
+/// Issue 32, 2: a backend that is not planck's (another application) holds
+/// a row lock the workload waits on: its waits are labelled as outside the
+/// workload, counted apart in the step, and never the workload's top
+/// hotspot, however many samples they have.
+#[test]
+fn a_holder_outside_the_workload_is_reported_apart() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE hot (id int PRIMARY KEY, n int NOT NULL); \
+         INSERT INTO hot SELECT g, 0 FROM generate_series(1, 10) g",
+    );
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"own\"\ncalls = 20\n\
+         query = \"UPDATE hot SET n = n + 1 WHERE id = 2 RETURNING pg_sleep(0.01)\"\n\n\
+         [[statement]]\nid = \"planted\"\ncalls = 1\nquery = \"UPDATE hot SET n = n + 1 WHERE id = 1\"\n",
+    );
+    // The holder's connection lives on its own thread until told to end.
+    let conn = db.conn();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let (end_tx, end_rx) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                let c = conn.connect().await.unwrap();
+                c.batch_execute(
+                    "SET application_name = 'planted_holder'; BEGIN; \
+                     UPDATE hot SET n = n WHERE id = 1",
+                )
+                .await
+                .unwrap();
+                ready_tx.send(()).unwrap();
+                let _ = tokio::task::spawn_blocking(move || end_rx.recv()).await;
+                drop(c);
+            })
+    });
+    ready_rx.recv().unwrap();
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--ladder",
+            "4",
+            "--duration",
+            "2s",
+            "--statement-timeout-ms",
+            "300",
+            "--sample-ms",
+            "10",
+        ],
+    );
+    end_tx.send(()).unwrap();
+    holder.join().unwrap();
+    assert_exit(&out, 0);
+    let r = report(&out);
+    let outside: Vec<&HotspotJson> = r
+        .hotspots
+        .iter()
+        .filter(|h| h.outside_workload.is_some())
+        .collect();
+    assert!(!outside.is_empty(), "{:#?}", r.hotspots);
+    for h in &outside {
+        // The holder as the server showed it, or, when it had moved on
+        // by the sampler's next query, said so.
+        let label = h.outside_workload.as_deref().unwrap();
+        assert!(
+            label.contains("planted_holder") || label.contains("no longer showed"),
+            "{h:?}"
+        );
+        assert_eq!(h.blocking_statement, None, "{h:?}");
+    }
+    assert!(r.steps[0].lock_samples_outside > 0, "{:?}", r.steps[0]);
+    assert!(
+        r.steps[0].lock_samples_attributed_share.unwrap() < 1.0,
+        "{:?}",
+        r.steps[0]
+    );
+    // The workload's own hotspots come first, and the verdict names one of
+    // them or none, never the planted holder's row.
+    let first_outside = r.hotspots.iter().position(|h| h.outside_workload.is_some());
+    if let Some(i) = first_outside {
+        assert!(r.hotspots[i..].iter().all(|h| h.outside_workload.is_some()));
+    }
+    assert!(!r.verdict.text.contains("id = 1"), "{}", r.verdict.text);
+}
+
+/// Issue 32, bad input: a recorded role the server does not have is an
+/// error before the run, naming the role.
+#[test]
+fn a_missing_recorded_role_is_refused() {
+    let db = test_db!();
+    db.exec("CREATE TABLE t (id int PRIMARY KEY)");
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"r\"\nrole = \"no_such_role_32\"\nquery = \"SELECT id FROM t\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "200ms"],
+    );
+    assert_exit(&out, 2);
+    let e = stderr(&out);
+    assert!(
+        e.contains("no_such_role_32") && e.contains("does not exist"),
+        "{e}"
+    );
+}
+
+/// Issue 32, 2 (acceptance, not yet met): TPC-B at 8 clients, every hotspot
+/// group names both statements. A holder whose transaction began after the
+/// sampler's first read of the histories and ended before its second (a
+/// unit of a few ms against a pg_locks query of a few ms) is in neither:
+/// the sampler needs each connection's recently ended transactions, with
+/// their times, to name it.
+#[test]
+#[ignore = "issue 32, 2: short holder transactions between the sampler's two history reads"]
+fn tpcb_8_clients_every_hotspot_names_both_statements() {
+    let db = test_db!();
+    pgbench_init(&db);
+    let dir = project_dir();
+    let q = write_queries(dir.path(), TPCB);
+    let out = replay(&db, dir.path(), &q, &["--ladder", "8", "--duration", "1s"]);
+    assert_exit(&out, 0);
+    let r = report(&out);
+    for h in &r.hotspots {
+        assert!(
+            h.waiting_statement.is_some() && h.blocking_statement.is_some(),
+            "{h:?}"
+        );
+        assert_eq!(h.outside_workload, None, "{h:?}");
+    }
+    assert!(r.steps[0].lock_samples > 0);
+    assert_eq!(r.steps[0].lock_samples_attributed_share, Some(1.0));
 }

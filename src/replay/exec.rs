@@ -20,7 +20,7 @@ use tokio_postgres::{Client, Statement as Prepared};
 use super::attribution::History;
 use super::fresh::{self, FreshKeys};
 use super::hist::Latency;
-use super::lean::{Lean, LeanError};
+use super::lean::{Frame, Lean, LeanError};
 use super::run::TenantMode;
 use super::tenant::{self, TenantRun};
 use super::workload::{Bind, BindSource, Unit, Workload};
@@ -374,6 +374,11 @@ pub struct WorkerStats {
     /// Rows the server reported for write statements, warm-up included.
     pub rows_written: u64,
     pub reconnects: u64,
+    /// Round trips that carried a statement of the workload.
+    pub workload_round_trips: u64,
+    /// Round trips of planck's alone: the role and session settings, a
+    /// PREPARE, a COMMIT or ROLLBACK that could not go with a statement.
+    pub planck_round_trips: u64,
     /// Time waiting for a pooled connection (`--pool`), apart from statement time.
     pub pool_wait: Latency,
 }
@@ -406,6 +411,8 @@ impl WorkerStats {
         self.commits += o.commits;
         self.rows_written += o.rows_written;
         self.reconnects += o.reconnects;
+        self.workload_round_trips += o.workload_round_trips;
+        self.planck_round_trips += o.planck_round_trips;
         self.pool_wait.merge(&o.pool_wait);
     }
 
@@ -519,6 +526,70 @@ pub struct ClientConn {
     pub prepared: Vec<Option<Prepared>>,
     pub history: Arc<Mutex<History>>,
     pub pid: i32,
+    /// The role the connection logged in as (`session_user`).
+    pub login: String,
+    /// The role set on the connection (`SET ROLE`); `None`: the login.
+    pub role: Option<String>,
+    /// The session-level settings set on the connection, by name.
+    pub session: Vec<(String, String)>,
+}
+
+/// Sets the role and the session-level settings a unit was recorded with,
+/// where the connection's differ (once per connection when every unit ran
+/// as one role): `SET ROLE` (or `RESET ROLE` back to the login) and one
+/// `set_config(.., false)` per setting (NULL resets one the unit lacks),
+/// pipelined in one round trip, outside any transaction so that no
+/// ROLLBACK undoes them.
+async fn set_session(
+    conn: &mut ClientConn,
+    role: Option<&str>,
+    session: &[(String, String)],
+) -> std::result::Result<(), tokio_postgres::Error> {
+    let role_sql = match role {
+        Some(r) => format!("SET ROLE {}", quote_ident(r)),
+        None => "RESET ROLE".to_string(),
+    };
+    let mut names: Vec<&str> = session.iter().map(|(k, _)| k.as_str()).collect();
+    names.extend(
+        conn.session
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !session.iter().any(|(n, _)| n == k)),
+    );
+    let values: Vec<Option<&str>> = names
+        .iter()
+        .map(|n| {
+            session
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.as_str())
+        })
+        .collect();
+    let calls: Vec<String> = (0..names.len())
+        .map(|i| format!("set_config(${}, ${}, false)", 2 * i + 1, 2 * i + 2))
+        .collect();
+    let select = format!("SELECT {}", calls.join(", "));
+    let params: Vec<(&(dyn ToSql + Sync), Type)> = names
+        .iter()
+        .zip(&values)
+        .flat_map(|(n, v)| {
+            [
+                (n as &(dyn ToSql + Sync), Type::TEXT),
+                (v as &(dyn ToSql + Sync), Type::TEXT),
+            ]
+        })
+        .collect();
+    let (r, s) = tokio::join!(conn.client.batch_execute(&role_sql), async {
+        match names.is_empty() {
+            true => Ok(()),
+            false => conn.client.query_typed(&select, &params).await.map(|_| ()),
+        }
+    });
+    r?;
+    s?;
+    conn.role = role.map(str::to_string);
+    conn.session = session.to_vec();
+    Ok(())
 }
 
 /// How a unit ended.
@@ -562,7 +633,7 @@ pub async fn run_unit(
             &many
         }
     };
-    let (isolation, role, settings, think, tx) = match unit {
+    let (isolation, role, settings, local_names, think, tx) = match unit {
         Unit::Transaction(t) => {
             let t = &w.transactions[t];
             let role = t
@@ -573,11 +644,19 @@ pub async fn run_unit(
                 t.isolation.clone(),
                 role,
                 t.settings.clone(),
+                t.local_settings.as_slice(),
                 t.think_ms,
                 Some(t),
             )
         }
-        Unit::Lone(s) => (None, w.statements[s].role.clone(), Vec::new(), 0.0, None),
+        Unit::Lone(s) => (
+            None,
+            w.statements[s].role.clone(),
+            Vec::new(),
+            &[][..],
+            0.0,
+            None,
+        ),
     };
     stats.borrow_mut().attempted += 1;
     let started = intended;
@@ -627,24 +706,46 @@ pub async fn run_unit(
                 .collect(),
         },
     };
-    // A lone read with nothing to set runs on its own, as the application
-    // sends it (the session's statement_timeout bounds it); everything else
-    // inside BEGIN .. ROLLBACK.
-    let autocommit = matches!(unit, Unit::Lone(s) if !w.statements[s].writes)
-        && ctx.role.is_none()
-        && ctx.settings.is_empty();
-    if !autocommit
-        && let Err(e) = tenant::begin(
-            &conn.client,
-            isolation.as_deref(),
-            &ctx,
-            shared.statement_timeout_ms,
-        )
-        .await
-    {
-        fail(stats, &sqlstate(&e), &error_text(&e), None);
-        return end(conn, stats, e.code().is_none()).await;
+    // As the application ran (issue 32): the role and the session-level
+    // settings are the connection's, set when they change (once per
+    // connection); the transaction-level ones (and the tenant's, drawn per
+    // execution) are set with each transaction.
+    let tenant_setting = scoped.map(|t| t.setting.as_str());
+    type Settings = Vec<(String, String)>;
+    let (local, session): (Settings, Settings) = ctx
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_text()))
+        .partition(|(k, _)| {
+            tenant_setting.is_some_and(|t| t.eq_ignore_ascii_case(k))
+                || local_names.iter().any(|n| n.eq_ignore_ascii_case(k))
+        });
+    // A lone statement records no settings: it runs in the session as the
+    // connection has it.
+    let session = match unit {
+        Unit::Lone(_) if session.is_empty() => conn.session.clone(),
+        _ => session,
+    };
+    let want_role = ctx.role.as_deref().filter(|r| *r != conn.login);
+    if conn.role.as_deref() != want_role || conn.session != session {
+        stats.borrow_mut().planck_round_trips += 1;
+        if let Err(e) = set_session(conn, want_role, &session).await {
+            fail(stats, &sqlstate(&e), &error_text(&e), None);
+            return end(conn, stats, e.code().is_none(), false).await;
+        }
     }
+    // A lone read with nothing to set per transaction runs in autocommit, as
+    // the application sends it (the session's statement_timeout bounds it,
+    // its default_transaction_read_only keeps it from writing); everything
+    // else in a transaction whose BEGIN (and settings) leave in the write of
+    // its first statement, and whose ROLLBACK in the one of its last when no
+    // pause follows it: a write's safety costs no round trip of its own.
+    let autocommit = matches!(unit, Unit::Lone(s) if !w.statements[s].writes) && local.is_empty();
+    let begin = (!autocommit).then(|| tenant::begin_sql(isolation.as_deref()));
+    // Whether the transaction is still open on the server (a failure's
+    // ROLLBACK is needed).
+    let mut open = false;
+    let mut rolled_back = false;
     conn.history
         .lock()
         .expect("history lock")
@@ -719,7 +820,7 @@ pub async fn run_unit(
         let prepared = match conn.prepared.get(s).and_then(Option::as_ref) {
             _ if lean => None,
             Some(p) => Some(p.clone()),
-            None => match conn.client.prepare(&stmt.sql).await {
+            None => match prepare(&conn.client, &stmt.sql, stats).await {
                 Ok(p) => {
                     if conn.prepared.len() <= s {
                         conn.prepared.resize(s + 1, None);
@@ -729,7 +830,7 @@ pub async fn run_unit(
                 }
                 Err(e) => {
                     fail(stats, &sqlstate(&e), &error_text(&e), Some(s));
-                    return end(conn, stats, e.code().is_none()).await;
+                    return end(conn, stats, e.code().is_none(), open).await;
                 }
             },
         };
@@ -747,19 +848,56 @@ pub async fn run_unit(
             .lock()
             .expect("history lock")
             .start(s, &stmt.locks, params);
+        let first = at == 0 && begin.is_some();
+        // The ROLLBACK goes with the last statement when no pause follows
+        // it (a COPY's reply does not end with its Sync: never after one).
+        let last_end = at + 1 == stmts.len()
+            && begin.is_some()
+            && !shared.commit
+            && think <= 0.0
+            && !stmt
+                .sql
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("copy");
+        let frame = Frame {
+            begin: begin.as_deref().filter(|_| first),
+            settings: if first { &local } else { &[] },
+            end: last_end.then_some("ROLLBACK"),
+        };
+        stats.borrow_mut().workload_round_trips += 1;
         let t0 = Instant::now();
         let res = match (&mut conn.lean, &prepared) {
-            (_, Some(p)) => execute(&conn.client, p, &values, shared.returns[s])
-                .await
-                .map_err(|e| Failed::of(&e)),
+            (_, Some(p)) => {
+                let (b, r, e) = tokio::join!(
+                    async {
+                        match frame.begin {
+                            Some(b) => tenant::begin(&conn.client, b, frame.settings).await,
+                            None => Ok(()),
+                        }
+                    },
+                    execute(&conn.client, p, &values, shared.returns[s]),
+                    async {
+                        match frame.end {
+                            Some(e) => conn.client.batch_execute(e).await,
+                            None => Ok(()),
+                        }
+                    }
+                );
+                b.and(r)
+                    .and_then(|r| e.map(|()| r))
+                    .map_err(|e| Failed::of(&e))
+            }
             (Some(l), None) => l
-                .execute(s, &stmt.sql, values.iter().map(|v| v.0.as_deref()))
+                .execute_framed(s, &stmt.sql, values.iter().map(|v| v.0.as_deref()), &frame)
                 .await
                 .map(|n| (n, Vec::new()))
                 .map_err(Failed::lean),
             (None, None) => unreachable!("a lean execution without a lean path"),
         };
         let took = t0.elapsed();
+        open = (open || first) && !last_end;
+        rolled_back |= last_end;
         conn.history
             .lock()
             .expect("history lock")
@@ -785,7 +923,10 @@ pub async fn run_unit(
             }
             Err(f) => {
                 fail(stats, &f.code, &f.text, Some(s));
-                return end(conn, stats, f.lost).await;
+                if rolled_back {
+                    stats.borrow_mut().rollbacks += 1;
+                }
+                return end(conn, stats, f.lost, open).await;
             }
         }
         if think > 0.0 {
@@ -808,9 +949,10 @@ pub async fn run_unit(
     } else {
         "ROLLBACK"
     };
-    let res = if autocommit {
+    let res = if autocommit || rolled_back && !open {
         Ok(())
     } else {
+        stats.borrow_mut().planck_round_trips += 1;
         conn.client.batch_execute(finish).await
     };
     conn.history.lock().expect("history lock").end();
@@ -915,12 +1057,32 @@ fn first_tenant_row<'a>(
     None
 }
 
-/// Ends a failed unit: ROLLBACK unless the connection is gone.
-async fn end(conn: &mut ClientConn, stats: &RefCell<WorkerStats>, lost: bool) -> Outcome {
+/// Prepares a statement on the tokio-postgres path: a round trip of planck's own.
+async fn prepare(
+    client: &Client,
+    sql: &str,
+    stats: &RefCell<WorkerStats>,
+) -> std::result::Result<Prepared, tokio_postgres::Error> {
+    stats.borrow_mut().planck_round_trips += 1;
+    client.prepare(sql).await
+}
+
+/// Ends a failed unit: ROLLBACK when its transaction is `open`, unless
+/// the connection is gone.
+async fn end(
+    conn: &mut ClientConn,
+    stats: &RefCell<WorkerStats>,
+    lost: bool,
+    open: bool,
+) -> Outcome {
     conn.history.lock().expect("history lock").end();
     if lost || conn.client.is_closed() {
         return Outcome::Lost;
     }
+    if !open {
+        return Outcome::Failed;
+    }
+    stats.borrow_mut().planck_round_trips += 1;
     match conn.client.batch_execute("ROLLBACK").await {
         Ok(()) => {
             stats.borrow_mut().rollbacks += 1;

@@ -135,10 +135,11 @@ async fn connect(
 ) -> std::result::Result<ClientConn, Error> {
     let (client, lender) = conn.connect_lending().await?;
     let row = client
-        .query_one("SELECT pg_backend_pid()", &[])
+        .query_one("SELECT pg_backend_pid(), session_user::text", &[])
         .await
         .map_err(|e| Error::db("reading the backend pid", e))?;
     let pid: i32 = row.get(0);
+    let login: String = row.get(1);
     let history = Arc::new(Mutex::new(History::default()));
     registry
         .lock()
@@ -164,6 +165,9 @@ async fn connect(
         prepared: Vec::new(),
         history,
         pid,
+        login,
+        role: None,
+        session: Vec::new(),
     })
 }
 

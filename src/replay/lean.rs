@@ -4,9 +4,12 @@
 //! tokio-postgres sends a request through a channel to the connection task
 //! and the reply back through another, and learns that a reply is there
 //! from the runtime's poll; here the reply is read as soon as it arrives,
-//! often straight after the write, as pgbench does. Everything else on the
-//! connection (BEGIN and COMMIT, role and settings, statements whose results
-//! a later one binds) still goes through tokio-postgres.
+//! often straight after the write, as pgbench does. A unit's BEGIN and
+//! transaction-level settings go in the same write as its first statement,
+//! and its ROLLBACK in the one of its last ([`Frame`]), so planck's safety
+//! costs no round trip of its own. Everything else on the connection (the
+//! role and session settings, COMMIT, statements whose results a later one
+//! binds) still goes through tokio-postgres.
 
 use std::io;
 
@@ -55,8 +58,53 @@ impl Lean {
         sql: &str,
         values: impl Iterator<Item = Option<&str>>,
     ) -> Result<u64, LeanError> {
+        self.execute_framed(s, sql, values, &Frame::default()).await
+    }
+
+    /// [`Lean::execute`] with what planck sends around the statement in the
+    /// same write (one round trip for all of it): `frame.begin` as a simple
+    /// query before it, `frame.settings` as one `set_config(.., true)` in the
+    /// same extended-protocol batch (skipped with the statement when it
+    /// fails), and `frame.end` as a simple query after its Sync. The first
+    /// error of any of them is the result.
+    pub async fn execute_framed(
+        &mut self,
+        s: usize,
+        sql: &str,
+        values: impl Iterator<Item = Option<&str>>,
+        frame: &Frame<'_>,
+    ) -> Result<u64, LeanError> {
         let name = format!("planck_lean_{s}");
         self.out.clear();
+        if let Some(b) = frame.begin {
+            frontend::query(b, &mut self.out)
+                .map_err(|e| LeanError::Lost(format!("encoding {b}: {e}")))?;
+        }
+        if !frame.settings.is_empty() {
+            let text = crate::session::settings_sql(frame.settings.len());
+            frontend::parse("", &text, std::iter::empty(), &mut self.out)
+                .map_err(|e| LeanError::Lost(format!("encoding {text}: {e}")))?;
+            let flat: Vec<&str> = frame
+                .settings
+                .iter()
+                .flat_map(|(k, v)| [k.as_str(), v.as_str()])
+                .collect();
+            frontend::bind(
+                "",
+                "",
+                flat.iter().map(|_| 0),
+                flat.iter(),
+                |v, out| {
+                    out.extend_from_slice(v.as_bytes());
+                    Ok(IsNull::No)
+                },
+                [1],
+                &mut self.out,
+            )
+            .map_err(|_| LeanError::Lost("encoding the settings".into()))?;
+            frontend::execute("", 0, &mut self.out)
+                .map_err(|e| LeanError::Lost(format!("encoding {text}: {e}")))?;
+        }
         let fresh = !self.prepared.get(s).copied().unwrap_or(false);
         if fresh {
             frontend::parse(&name, sql, std::iter::empty(), &mut self.out)
@@ -84,6 +132,18 @@ impl Lean {
         frontend::execute("", 0, &mut self.out)
             .map_err(|e| LeanError::Lost(format!("encoding {sql}: {e}")))?;
         frontend::sync(&mut self.out);
+        if let Some(e) = frame.end {
+            frontend::query(e, &mut self.out)
+                .map_err(|x| LeanError::Lost(format!("encoding {e}: {x}")))?;
+        }
+        // One ReadyForQuery per simple query and one for the Sync; the
+        // settings' reply (one row, one CommandComplete) comes before the
+        // statement's, inside the Sync's.
+        let last_phase = 1 + usize::from(frame.end.is_some());
+        let mut phase = usize::from(frame.begin.is_none());
+        let mut settings_left = !frame.settings.is_empty();
+        let mut parses_left = usize::from(!frame.settings.is_empty()) + usize::from(fresh);
+        let mut done_statement = false;
         let loan = self.lender.lend().await;
         let io = loan.socket();
         write_all(io, &self.out).await.map_err(lost)?;
@@ -92,19 +152,30 @@ impl Lean {
         let mut failed = None;
         loop {
             while let Some(m) = backend::Message::parse(&mut self.buf).map_err(lost)? {
+                let counts = phase == 1 && !settings_left && !done_statement;
                 match m {
-                    backend::Message::DataRow(_) => rows += 1,
-                    backend::Message::CommandComplete(c) => {
+                    backend::Message::DataRow(_) if counts => rows += 1,
+                    backend::Message::CommandComplete(c) if counts => {
                         let tag = c.tag().map_err(lost)?;
                         affected = tag.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok());
+                        done_statement = true;
                     }
-                    backend::Message::ErrorResponse(body) => failed = Some(db_error(&body)),
-                    // Prepared, whatever becomes of the execution.
+                    backend::Message::CommandComplete(_) if phase == 1 && settings_left => {
+                        settings_left = false;
+                    }
+                    backend::Message::ErrorResponse(body) => {
+                        failed = failed.or(Some(db_error(&body)));
+                    }
+                    // Prepared, whatever becomes of the execution (the
+                    // statement's Parse is the last one of the batch).
                     backend::Message::ParseComplete => {
-                        if self.prepared.len() <= s {
-                            self.prepared.resize(s + 1, false);
+                        parses_left = parses_left.saturating_sub(1);
+                        if fresh && parses_left == 0 {
+                            if self.prepared.len() <= s {
+                                self.prepared.resize(s + 1, false);
+                            }
+                            self.prepared[s] = true;
                         }
-                        self.prepared[s] = true;
                     }
                     // COPY FROM STDIN: replay has no data to send. The
                     // server ignored the Sync sent with the execution (it
@@ -118,10 +189,13 @@ impl Lean {
                         write_all(io, &self.out).await.map_err(lost)?;
                     }
                     backend::Message::ReadyForQuery(_) => {
-                        return match failed {
-                            Some(e) => Err(e),
-                            None => Ok(affected.unwrap_or(rows)),
-                        };
+                        if phase == last_phase {
+                            return match failed {
+                                Some(e) => Err(e),
+                                None => Ok(affected.unwrap_or(rows)),
+                            };
+                        }
+                        phase += 1;
                     }
                     // BindComplete, notices, a setting's new
                     // value, a notification: nothing replay keeps.
@@ -131,6 +205,17 @@ impl Lean {
             read_some(io, &mut self.buf).await.map_err(lost)?;
         }
     }
+}
+
+/// What planck sends with a lean execution, in the same write.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Frame<'a> {
+    /// A simple query before the statement (`BEGIN READ WRITE`).
+    pub begin: Option<&'a str>,
+    /// Transaction-level settings, set with the statement (names, values).
+    pub settings: &'a [(String, String)],
+    /// A simple query after it (`ROLLBACK`).
+    pub end: Option<&'a str>,
 }
 
 fn lost(e: io::Error) -> LeanError {

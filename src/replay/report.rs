@@ -141,6 +141,11 @@ pub fn build(
             rate_per_s: s.rate,
             pool: s.pool,
             runs: s.runs,
+            lock_samples: s.samples.lock_samples,
+            lock_samples_attributed_share: (s.samples.lock_samples > 0).then(|| {
+                round3(s.samples.attributed_samples as f64 / s.samples.lock_samples as f64)
+            }),
+            lock_samples_outside: s.samples.outside_samples,
         });
         out.client_cpu.push(CpuJson {
             step_index: i,
@@ -197,7 +202,13 @@ pub fn build(
         }
         let client_samples = s.samples.backend_samples.max(1) as f64;
         let mut hs: Vec<_> = s.samples.hotspots.iter().collect();
-        hs.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then(a.0.cmp(b.0)));
+        // The workload's own waits first: a holder outside planck's
+        // connections is listed after them, whatever its samples.
+        hs.sort_by(|a, b| {
+            (a.0.outside.is_some(), b.1.samples)
+                .cmp(&(b.0.outside.is_some(), a.1.samples))
+                .then(a.0.cmp(b.0))
+        });
         for (k, c) in hs {
             let state = c
                 .states
@@ -236,6 +247,7 @@ pub fn build(
                 samples: c.samples,
                 wait_seconds: round3(c.samples as f64 * sample_ms as f64 / 1000.0),
                 wait_share: round3(c.samples as f64 / client_samples),
+                outside_workload: k.outside.clone(),
             });
         }
         let mut we: Vec<_> = s.samples.wait_events.iter().collect();
@@ -296,11 +308,11 @@ fn verdict_text(r: &Report, peak: Option<usize>, shape: Shape) -> String {
             s.concurrency, s.throughput_per_s
         ),
     };
-    // The top hotspot of the last step that had one.
-    if let Some(h) = r
-        .hotspots
-        .iter()
-        .filter(|h| h.step_index == r.hotspots.iter().map(|h| h.step_index).max().unwrap_or(0))
+    // The top hotspot of the workload's own (never a holder outside it) in
+    // the last step that had one.
+    let own = || r.hotspots.iter().filter(|h| h.outside_workload.is_none());
+    if let Some(h) = own()
+        .filter(|h| h.step_index == own().map(|h| h.step_index).max().unwrap_or(0))
         .max_by(|a, b| a.samples.cmp(&b.samples))
     {
         let c = r.steps[h.step_index].concurrency;
@@ -359,7 +371,13 @@ fn hotspot_rows(r: &Report) -> Vec<Vec<String>> {
                 r.steps[h.step_index].concurrency.to_string(),
                 format!("{} ({})", h.what_is_locked(), h.lock_type),
                 output::shorten(h.waiting_statement.as_deref().unwrap_or("unknown"), 30),
-                output::shorten(h.blocking_statement.as_deref().unwrap_or("unknown"), 30),
+                output::shorten(
+                    h.outside_workload
+                        .as_deref()
+                        .or(h.blocking_statement.as_deref())
+                        .unwrap_or("unknown"),
+                    30,
+                ),
                 format!("{:.0} %", h.wait_share * 100.0),
             ]
         })
@@ -504,6 +522,9 @@ mod tests {
             rate_per_s: None,
             pool: None,
             runs: 1,
+            lock_samples: 0,
+            lock_samples_attributed_share: None,
+            lock_samples_outside: 0,
         };
         Report {
             format_version: FORMAT_VERSION,
@@ -533,6 +554,7 @@ mod tests {
                 samples: 710,
                 wait_seconds: 14.2,
                 wait_share: 0.71,
+                outside_workload: None,
             }],
             wait_events: vec![WaitEventJson {
                 step_index: 2,

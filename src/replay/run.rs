@@ -297,6 +297,67 @@ pub async fn check_connections(client: &Client, top: u32, sampler: bool, rate: b
     Ok(())
 }
 
+/// Every role the units run as exists and the connecting user may `SET
+/// ROLE` to it (PostgreSQL 16+: the membership's SET option; 14 and 15:
+/// membership), checked before the run rather than failing every unit.
+pub async fn check_roles(
+    client: &Client,
+    w: &Workload,
+    tenant: Option<&super::tenant::TenantRun>,
+) -> Result<()> {
+    let mut roles: Vec<&str> = w
+        .units
+        .iter()
+        .filter_map(|(u, _)| super::tenant::unit_role(w, *u))
+        .chain(tenant.map(|t| t.role.as_str()))
+        .collect();
+    roles.sort_unstable();
+    roles.dedup();
+    for role in roles {
+        let row = client
+            .query_one(
+                "SELECT session_user::text, \
+                        current_setting('server_version_num')::int >= 160000, \
+                        EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1), \
+                        CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) \
+                             THEN session_user = $1::name OR pg_has_role(session_user, $1::name, \
+                                  CASE WHEN current_setting('server_version_num')::int >= 160000 \
+                                       THEN 'SET' ELSE 'MEMBER' END) END",
+                &[&role],
+            )
+            .await
+            .map_err(|e| Error::db("reading the recorded roles", e))?;
+        let (user, sixteen, exists, may): (String, bool, bool, Option<bool>) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let grant = format!(
+            "GRANT {} TO {}{}",
+            quote_ident(role),
+            quote_ident(&user),
+            if sixteen { " WITH SET TRUE" } else { "" }
+        );
+        if !exists {
+            return Err(Error::usage_hint(
+                format!(
+                    "the workload was recorded as role {role}, which does not exist on this server"
+                ),
+                format!(
+                    "create it (CREATE ROLE {}) and let {user} use it ({grant}), or re-record as a role this server has",
+                    quote_ident(role)
+                ),
+            ));
+        }
+        if may != Some(true) {
+            return Err(Error::usage_hint(
+                format!(
+                    "the workload was recorded as role {role}, and {user} may not SET ROLE to it"
+                ),
+                format!("grant it: {grant}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the ladder; `stop` (Ctrl-C, SIGTERM) ends it after the finished steps.
 pub async fn run(
     conn: &ConnInfo,
@@ -315,6 +376,7 @@ pub async fn run(
     check_connections(&admin, top, opts.sampler, opts.rate.is_some()).await?;
     let skipped = skip_stale(&admin, &mut workload, log).await?;
     let tenant = super::tenant::resolve(&admin, &workload, &opts.tenant, stats_mode, log).await?;
+    check_roles(&admin, &workload, tenant.as_ref()).await?;
     let pools = sample_pools(&admin, &workload, opts.pool_rows, tenant.as_ref())
         .await
         .map_err(|e| Error::db("sampling parameter values", e))?;
@@ -423,6 +485,14 @@ pub async fn run(
             r.stats.units.latency.percentile_ms(95.0),
             crate::output::count_of(errors, "error"),
             error_summary(&shared.workload, &r.stats),
+        ));
+        let units = r.stats.attempted.max(1) as f64;
+        log.debug(&format!(
+            "step {}: round trips per unit: {:.2} carrying the workload's statements, {:.2} of \
+             planck's own (role and session settings, PREPARE, a COMMIT or ROLLBACK sent alone)",
+            i + 1,
+            r.stats.workload_round_trips as f64 / units,
+            r.stats.planck_round_trips as f64 / units,
         ));
         steps.push(r);
     }

@@ -30,6 +30,10 @@ pub struct HotspotKey {
     pub blocking: Option<usize>,
     /// The blocker's unit (see [`History::unit`]).
     pub blocker_unit: Option<usize>,
+    /// The holder, when it is not one of planck's connections (autovacuum,
+    /// another application) or was gone: what the server said of it. Such
+    /// a wait is not the workload's own (issue 32).
+    pub outside: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -52,6 +56,11 @@ pub struct Samples {
     pub wait_events: HashMap<(String, String), u64>,
     pub lock_polls: u64,
     pub errors: u64,
+    /// Lock-wait samples, those naming both statements, and those whose
+    /// holder is not planck's (`outside`).
+    pub lock_samples: u64,
+    pub attributed_samples: u64,
+    pub outside_samples: u64,
 }
 
 impl Samples {
@@ -61,6 +70,9 @@ impl Samples {
         self.backend_samples += o.backend_samples;
         self.lock_polls += o.lock_polls;
         self.errors += o.errors;
+        self.lock_samples += o.lock_samples;
+        self.attributed_samples += o.attributed_samples;
+        self.outside_samples += o.outside_samples;
         for (k, v) in o.wait_events {
             *self.wait_events.entry(k).or_default() += v;
         }
@@ -88,6 +100,10 @@ const LOCKS: &str = "SELECT l.pid, l.locktype, l.relation::regclass::text, l.pag
                      l.granted \
                      FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
                      WHERE a.application_name = $1";
+const HOLDER: &str = "SELECT coalesce(nullif(backend_type, ''), 'backend') \
+                      || coalesce(' ' || quote_literal(nullif(application_name, '')), '') \
+                      || coalesce(', ' || state, '') \
+                      FROM pg_stat_activity WHERE pid = $1";
 const BLOCKING: &str = "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity \
                         WHERE application_name = $1 AND wait_event_type = 'Lock'";
 
@@ -102,10 +118,11 @@ pub async fn run(
     let mut out = Samples::default();
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let (Ok(activity), Ok(locks), Ok(blocking)) = (
+    let (Ok(activity), Ok(locks), Ok(blocking), Ok(holder)) = (
         client.prepare(ACTIVITY).await,
         client.prepare(LOCKS).await,
         client.prepare(BLOCKING).await,
+        client.prepare(HOLDER).await,
     ) else {
         out.errors += 1;
         return out;
@@ -113,6 +130,8 @@ pub async fn run(
     // Each row's key, read once: (relation, ctid) -> `id = 1`.
     let mut keys: HashMap<(String, (i32, i16)), Option<String>> = HashMap::new();
     let mut key_columns: HashMap<String, Vec<String>> = HashMap::new();
+    // What each holder outside planck's connections is, read once.
+    let mut holders: HashMap<i32, String> = HashMap::new();
     while !*stop.borrow() {
         // Stopping ends the wait for the next tick, however long the
         // interval (`--sample-ms` is the user's).
@@ -148,24 +167,20 @@ pub async fn run(
         // transaction ended, another began, or a waiter moved to its next
         // statement) is not what the server showed, and names nothing.
         let reg = registry.lock().expect("registry lock").clone();
-        let place = |h: &History| (h.generation, h.executed.len());
-        let before: HashMap<i32, (u64, usize)> = reg
+        let before: HashMap<i32, History> = reg
             .iter()
-            .map(|(pid, h)| (*pid, place(&h.lock().expect("history lock"))))
+            .map(|(pid, h)| (*pid, h.lock().expect("history lock").clone()))
             .collect();
         let Ok(lrows) = client.query(&locks, &[&app]).await else {
             out.errors += 1;
             continue;
         };
-        // (history, still in the same statement) of the backends whose
-        // transaction did not change.
-        let seen: HashMap<i32, (History, bool)> = reg
+        // Each backend's history just after: the server's snapshot was
+        // taken between `before` and `after`, so what it shows a backend
+        // doing is in one of the two (the same one when it did not move).
+        let after: HashMap<i32, History> = reg
             .iter()
-            .filter_map(|(pid, h)| {
-                let h = h.lock().expect("history lock");
-                let (generation, len) = *before.get(pid)?;
-                (h.generation == generation).then(|| (*pid, (h.clone(), h.executed.len() == len)))
-            })
+            .map(|(pid, h)| (*pid, h.lock().expect("history lock").clone()))
             .collect();
         let Ok(brows) = client.query(&blocking, &[&app]).await else {
             out.errors += 1;
@@ -201,40 +216,32 @@ pub async fn run(
                 }
                 _ => None,
             };
-            let waiting = seen
-                .get(&wait.waiter)
-                .filter(|(_, same)| *same)
-                .and_then(|(h, _)| h.current().map(|e| e.statement));
-            let root = wait.root.and_then(|r| seen.get(&r).map(|(h, _)| (r, h)));
-            let (blocking, blocker_unit, params, state) = match root {
-                None => (None, None, Vec::new(), BlockerState::Unknown),
-                Some((root, h)) => {
-                    let short = wait.relation.as_deref().map(|r| {
-                        r.rsplit('.')
-                            .next()
-                            .unwrap_or(r)
-                            .trim_matches('"')
-                            .to_lowercase()
-                    });
-                    let taker = h.lock_taker(short.as_deref(), row_key.as_deref());
-                    let state = match (states.get(&root), h.current()) {
-                        (Some((s, _)), _) if s.starts_with("idle in transaction") => {
-                            BlockerState::IdleInTransaction
-                        }
-                        (Some((_, Some(t))), Some(c)) if t == "Lock" => {
-                            BlockerState::WaitingOnLock(c.statement)
-                        }
-                        (_, Some(c)) => BlockerState::Running(c.statement),
-                        (_, None) => BlockerState::IdleInTransaction,
-                    };
-                    (
-                        taker.map(|e| e.statement),
-                        h.unit,
-                        taker.map(|e| e.params.clone()).unwrap_or_default(),
-                        state,
-                    )
-                }
+            let (waiting, blocking, blocker_unit, params, state, outside) =
+                attribute(&wait, &before, &after, &states, row_key.as_deref());
+            let outside = match (wait.root, outside) {
+                (_, false) => None,
+                (Some(root), true) => Some(match holders.get(&root) {
+                    Some(h) => h.clone(),
+                    None => {
+                        let h = client
+                            .query_opt(&holder, &[&root])
+                            .await
+                            .ok()
+                            .flatten()
+                            .and_then(|r| r.get::<_, Option<String>>(0))
+                            .unwrap_or_else(|| "a backend that has ended".into());
+                        holders.insert(root, h.clone());
+                        h
+                    }
+                }),
+                (None, true) => Some("a holder the server no longer showed".into()),
             };
+            out.lock_samples += 1;
+            if outside.is_some() {
+                out.outside_samples += 1;
+            } else if waiting.is_some() && blocking.is_some() {
+                out.attributed_samples += 1;
+            }
             let key = HotspotKey {
                 lock_type: wait.lock_type,
                 relation: wait.relation,
@@ -242,6 +249,7 @@ pub async fn run(
                 waiting,
                 blocking,
                 blocker_unit,
+                outside,
             };
             let c = out.hotspots.entry(key).or_default();
             c.samples += 1;
@@ -255,6 +263,81 @@ pub async fn run(
         }
     }
     out
+}
+
+/// What a wait is attributed to: (waiting statement, blocking statement,
+/// the blocker's unit, the values it bound, its state, whether the holder
+/// is outside planck's connections).
+type Attributed = (
+    Option<usize>,
+    Option<usize>,
+    Option<usize>,
+    Vec<Option<String>>,
+    BlockerState,
+    bool,
+);
+
+/// Attributes one wait from planck's own record of its connections, the
+/// histories read just `before` and just `after` the server's snapshot
+/// (issue 32: every wait of planck's connections names both statements,
+/// never split into an attributed and an unattributed copy when a history
+/// moved in between). The waiter's statement is the one it was running
+/// when the snapshot began (else the one after); the holder's lock taker
+/// is looked for in the transaction it had open before, then after. A
+/// holder that is no connection of planck's is outside the workload.
+pub fn attribute(
+    wait: &super::attribution::Wait,
+    before: &HashMap<i32, History>,
+    after: &HashMap<i32, History>,
+    states: &HashMap<i32, (String, Option<String>)>,
+    row_key: Option<&str>,
+) -> Attributed {
+    let both = |pid: i32| [before.get(&pid), after.get(&pid)].into_iter().flatten();
+    let waiter = both(wait.waiter)
+        .find_map(|h| h.current())
+        .or_else(|| both(wait.waiter).find_map(|h| h.executed.last()));
+    let waiting = waiter.map(|e| e.statement);
+    let Some(root) = wait
+        .root
+        .filter(|r| before.contains_key(r) || after.contains_key(r))
+    else {
+        return (waiting, None, None, Vec::new(), BlockerState::Unknown, true);
+    };
+    // The relation of the row: the lock's own, else the one the waiting
+    // statement writes or locks, when it is one.
+    let own = wait.relation.as_deref().map(|r| {
+        r.rsplit('.')
+            .next()
+            .unwrap_or(r)
+            .trim_matches('"')
+            .to_lowercase()
+    });
+    let relation = own.or_else(|| match waiter.map(|e| e.locks.as_slice()) {
+        Some([one]) => Some(one.clone()),
+        _ => None,
+    });
+    let taken = both(root).find_map(|h| h.lock_taker(relation.as_deref(), row_key).map(|e| (h, e)));
+    let h = taken
+        .map(|(h, _)| h)
+        .or_else(|| both(root).find(|h| h.unit.is_some()))
+        .or_else(|| after.get(&root))
+        .expect("the root has a history");
+    let state = match (states.get(&root), h.current()) {
+        (Some((s, _)), _) if s.starts_with("idle in transaction") => {
+            BlockerState::IdleInTransaction
+        }
+        (Some((_, Some(t))), Some(c)) if t == "Lock" => BlockerState::WaitingOnLock(c.statement),
+        (_, Some(c)) => BlockerState::Running(c.statement),
+        (_, None) => BlockerState::IdleInTransaction,
+    };
+    (
+        waiting,
+        taken.map(|(_, e)| e.statement),
+        h.unit,
+        taken.map(|(_, e)| e.params.clone()).unwrap_or_default(),
+        state,
+        false,
+    )
 }
 
 /// The primary key columns of a relation (as `regclass` prints it), in key order.

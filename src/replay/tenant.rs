@@ -153,35 +153,53 @@ pub async fn resolve(
     }))
 }
 
-/// `BEGIN [ISOLATION LEVEL ..]`, the statement timeout and the context's
-/// role, as one simple-protocol batch: [`session::begin_sql`] with the
-/// isolation level a recorded transaction carries.
+/// `BEGIN [ISOLATION LEVEL ..] READ WRITE`: the statement timeout and the
+/// role are the connection's (set once, see `exec::run_unit`), so the
+/// transaction sets neither.
 ///
 /// Always `READ WRITE`: replay's sessions default to read-only when nothing
 /// may be committed (see `ladder::connect`), and a unit's own transaction,
 /// rolled back at its end, must still run the application's writes.
-pub fn begin_sql(isolation: Option<&str>, ctx: &TenantContext, timeout_ms: u64) -> String {
-    let sql = session::begin_sql(ctx, timeout_ms);
-    let begin = match isolation {
+pub fn begin_sql(isolation: Option<&str>) -> String {
+    match isolation {
         Some(i) => format!("BEGIN ISOLATION LEVEL {} READ WRITE", i.to_uppercase()),
         None => "BEGIN READ WRITE".to_string(),
-    };
-    sql.replacen("BEGIN", &begin, 1)
+    }
 }
 
-/// [`session::begin`] at an isolation level: the batch and the settings
-/// pipelined in one round trip. The caller ends the transaction.
+/// `begin` and the transaction-level `settings` (`set_config(.., true)`),
+/// pipelined: a statement the caller joins behind this future leaves in the
+/// same write. The caller ends the transaction.
 pub async fn begin(
     client: &Client,
-    isolation: Option<&str>,
-    ctx: &TenantContext,
-    timeout_ms: u64,
+    begin: &str,
+    settings: &[(String, String)],
 ) -> std::result::Result<(), tokio_postgres::Error> {
-    let batch = begin_sql(isolation, ctx, timeout_ms);
-    let (b, s) = tokio::join!(
-        client.batch_execute(&batch),
-        session::apply_settings(client, ctx)
-    );
+    let (b, s) = tokio::join!(client.batch_execute(begin), async {
+        if settings.is_empty() {
+            return Ok(());
+        }
+        let flat: Vec<&str> = settings
+            .iter()
+            .flat_map(|(k, v)| [k.as_str(), v.as_str()])
+            .collect();
+        let params: Vec<(
+            &(dyn tokio_postgres::types::ToSql + Sync),
+            tokio_postgres::types::Type,
+        )> = flat
+            .iter()
+            .map(|v| {
+                (
+                    v as &(dyn tokio_postgres::types::ToSql + Sync),
+                    tokio_postgres::types::Type::TEXT,
+                )
+            })
+            .collect();
+        client
+            .query_typed(&session::settings_sql(settings.len()), &params)
+            .await
+            .map(|_| ())
+    });
     b?;
     s
 }
@@ -225,17 +243,14 @@ mod tests {
         assert_eq!(run().column_of("events"), None);
     }
 
+    /// Issue 32: the role and the timeout are the connection's, set once;
+    /// a transaction opens with its isolation level alone.
     #[test]
-    fn begin_names_isolation_timeout_and_role() {
-        let ctx = run().context("2", &[]);
+    fn begin_names_the_isolation_only() {
         assert_eq!(
-            begin_sql(Some("repeatable read"), &ctx, 500),
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE; SET LOCAL statement_timeout = 500; \
-             SET LOCAL ROLE \"app_user\""
+            begin_sql(Some("repeatable read")),
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ WRITE"
         );
-        assert_eq!(
-            begin_sql(None, &TenantContext::admin(), 5),
-            "BEGIN READ WRITE; SET LOCAL statement_timeout = 5"
-        );
+        assert_eq!(begin_sql(None), "BEGIN READ WRITE");
     }
 }

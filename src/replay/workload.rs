@@ -114,6 +114,10 @@ pub struct Transaction {
     pub think_ms: f64,
     pub role: Option<String>,
     pub settings: Vec<(String, String)>,
+    /// Which of `settings` the transaction set itself (`SET LOCAL`): set per
+    /// transaction; the others were the session's, set once per connection.
+    /// A hand-written entry's settings are all the transaction's.
+    pub local_settings: Vec<String>,
     /// `read committed`, `repeatable read` or `serializable`.
     pub isolation: Option<String>,
     pub bind: Vec<Bind>,
@@ -361,6 +365,10 @@ pub fn from_file(qf: &QueryFile) -> (Vec<Statement>, Vec<Transaction>) {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.as_text()))
                 .collect(),
+            local_settings: match t.recorded {
+                true => t.local_settings.clone(),
+                false => t.settings.iter().map(|(k, _)| k.clone()).collect(),
+            },
             isolation: t.isolation.map(|i| i.sql().to_string()),
             bind: t
                 .bind

@@ -267,6 +267,9 @@ fn step(i: usize, n: u32, x: f64, p95: f64, shape: Shape) -> StepJson {
         rate_per_s: None,
         pool: None,
         runs: 1,
+        lock_samples: 0,
+        lock_samples_attributed_share: None,
+        lock_samples_outside: 0,
     }
 }
 
@@ -300,6 +303,7 @@ pub fn replay() -> Report {
             samples: 120,
             wait_seconds: 1.2,
             wait_share: 0.4,
+            outside_workload: None,
         }],
         wait_events: vec![
             WaitEventJson {

@@ -94,6 +94,16 @@ pub struct StepJson {
     /// Runs merged into the step (`--repeat`).
     #[serde(default = "one")]
     pub runs: u32,
+    /// Lock-wait samples of the step, and the share of them that named both
+    /// the waiting and the blocking statement (`None` without any).
+    #[serde(default)]
+    pub lock_samples: u64,
+    #[serde(default)]
+    pub lock_samples_attributed_share: Option<f64>,
+    /// Samples whose holder is not one of planck's connections (autovacuum,
+    /// another application): counted apart, never the workload's hotspot.
+    #[serde(default)]
+    pub lock_samples_outside: u64,
 }
 
 fn one() -> u32 {
@@ -149,6 +159,11 @@ pub struct HotspotJson {
     pub samples: u64,
     pub wait_seconds: f64,
     pub wait_share: f64,
+    /// The holder, when it is not one of planck's connections (`autovacuum
+    /// worker`, `client backend 'psql', idle in transaction`): a wait the
+    /// workload did not cause, listed after the workload's own.
+    #[serde(default)]
+    pub outside_workload: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
