@@ -88,6 +88,10 @@ fn qualified(rel: &str) -> String {
         .join(".")
 }
 
+/// How long the counters of a server before 15 are given to settle (see
+/// [`server_counters`]).
+const COLLECTOR_LAG_MS: u64 = 600;
+
 /// Reads the server's counters and the written tables' checksums.
 pub async fn server_counters(
     client: &Client,
@@ -95,6 +99,19 @@ pub async fn server_counters(
     max_rows: u64,
 ) -> Result<ServerCounters> {
     let ctx = |what: &'static str| move |e| Error::db(what, e);
+    let version: i32 = client
+        .query_one("SELECT current_setting('server_version_num')::int", &[])
+        .await
+        .map_err(ctx("reading the server version"))?
+        .get(0);
+    if version < 150000 {
+        // Before 15 the counters go through the statistics collector: a
+        // backend's last changes reach it over a socket, and a snapshot may
+        // be up to 500 ms (PGSTAT_STAT_INTERVAL) old. Waiting past that
+        // counts the changes made just before (the run's own, or the
+        // setup's) on the side they belong to.
+        tokio::time::sleep(std::time::Duration::from_millis(COLLECTOR_LAG_MS)).await;
+    }
     client
         .batch_execute("SELECT pg_stat_clear_snapshot()")
         .await
