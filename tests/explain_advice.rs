@@ -285,3 +285,51 @@ fn issue10_no_advice_on_an_unmanaged_database_without_hypopg_says_why() {
     assert!(seq_scan(&v, DEVICES).unwrap().get("advice").is_none());
     assert!(!stderr(&out).contains("advice:"), "{}", stderr(&out));
 }
+
+/// Issue 31: PostgreSQL 18's virtual generated columns (its default kind)
+/// cannot be indexed, and the planner reads them as their expression (the
+/// plan's filter says `lower(people.email)`): the finding stands, and no
+/// advice ever names the virtual column. Before 18 there are none: skipped.
+#[test]
+fn no_advice_indexes_a_virtual_generated_column() {
+    if common::server_major() < 18 {
+        eprintln!("skipped: virtual generated columns are PostgreSQL 18+");
+        return;
+    }
+    let db = TestDb::new("advice_virtual_column");
+    db.exec(
+        "CREATE TABLE people (id bigint PRIMARY KEY, email text NOT NULL,
+                              email_lower text GENERATED ALWAYS AS (lower(email)) VIRTUAL);
+         INSERT INTO people SELECT g, 'User' || g || '@x.com' FROM generate_series(1, 60000) g;
+         ANALYZE people;",
+    );
+    let dir = common::project_dir();
+    let q = dir.path().join("q.toml");
+    std::fs::write(
+        &q,
+        "format_version = 2\n\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\ncalls = 100\n\
+         query = \"SELECT id FROM people WHERE email_lower = $1\"\n",
+    )
+    .unwrap();
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "explain",
+            "--force",
+            "--queries",
+            q.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let findings = v["findings"].as_array().unwrap();
+    assert!(findings.iter().any(|f| f["check"] == "seq-scan"), "{v:#}");
+    for f in findings {
+        assert!(
+            !f["advice"].to_string().contains("email_lower"),
+            "advice on the virtual column: {f:#}"
+        );
+    }
+}
