@@ -475,32 +475,42 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
     // ... and says which of them hold an earlier seed's rows, not the
     // migrations' (a new-user pass read its own seed blamed on them).
     assert_eq!(again.seeded_before, vec!["customers", "grants"]);
-    // --truncate replaces what an earlier seed wrote (customers, grants:
-    // planck.seeded says so), keeps the rows the migrations wrote, and never
-    // touches a migration tool's bookkeeping.
+    // --truncate replaces the rows of every table, the migrations' too
+    // (issue 30 point 2: the user chose to replace them), and never touches
+    // a migration tool's bookkeeping.
     let migrations = one(
         &db,
         "SELECT string_agg(id || name, ',' ORDER BY id) FROM django_migrations",
     );
     let replaced = seed_json(&db, &["--no-spec", "--rows", "50", "--truncate"]);
-    let mut kept = replaced.tables_kept.clone();
-    kept.sort();
-    assert_eq!(
-        kept,
-        vec!["content_type", "country", "django_migrations", "permission"]
+    assert_eq!(replaced.tables_kept, vec!["django_migrations"]);
+    assert!(
+        replaced.tables_held.is_empty(),
+        "{:?}",
+        replaced.tables_held
     );
-    assert_eq!(
-        one(&db, fixed),
-        before,
-        "--truncate replaced reference rows"
-    );
-    for t in ["customers", "grants"] {
+    for t in [
+        "content_type",
+        "country",
+        "permission",
+        "customers",
+        "grants",
+    ] {
         assert_eq!(
             one(&db, &format!("SELECT count(*) FROM {t}")),
             rows_of(&replaced, t).to_string(),
             "{t} was not replaced"
         );
     }
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM content_type WHERE (app_label, model) IN
+               (('auth', 'user'), ('auth', 'group'), ('shop', 'order'))"
+        ),
+        "0",
+        "content_type kept its migration rows"
+    );
     assert_eq!(
         one(
             &db,
@@ -515,7 +525,7 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
         ),
         "0"
     );
-    // A table the spec names is the user's choice: --truncate replaces it.
+    // A table the spec names is seeded as the spec says.
     let named = seed_spec_json(
         &db,
         "[tables.country]\nrows = 5\n",
@@ -524,7 +534,125 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
     assert_eq!(rows_of(&named, "country"), 5);
     assert_eq!(one(&db, "SELECT count(*) FROM country"), "5");
     assert!(!named.tables_kept.contains(&"country".to_string()));
-    assert!(named.tables_kept.contains(&"content_type".to_string()));
+}
+
+/// A schema whose migrations wrote reference rows: roles, feature flags
+/// (one `updated_by` column, NULL, referencing the empty users table), and
+/// a legacy table holding grants of the roles.
+const MIGRATED_ROWS: &str = "
+    CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
+    CREATE TABLE roles (id serial PRIMARY KEY, name text NOT NULL UNIQUE);
+    INSERT INTO roles (id, name) VALUES (10, 'admin'), (20, 'member'), (30, 'guest');
+    CREATE TABLE feature_flags (key text PRIMARY KEY, enabled boolean NOT NULL,
+                                updated_by bigint REFERENCES users);
+    INSERT INTO feature_flags VALUES ('new-ui', true, NULL), ('beta', false, NULL);
+    CREATE TABLE memberships (id bigserial PRIMARY KEY,
+                              user_id bigint NOT NULL REFERENCES users,
+                              role_id int NOT NULL REFERENCES roles,
+                              flag text REFERENCES feature_flags);
+    CREATE TABLE legacy_grants (id serial PRIMARY KEY, role_id int NOT NULL REFERENCES roles);
+    INSERT INTO legacy_grants (role_id) VALUES (10);
+";
+
+/// Issue 30 point 2: rows the migrations wrote never block a seed. Without
+/// --truncate they stay and seeded rows reference them (a kept table whose
+/// rows reference an empty table through NULLs was refused: \"feature_flags
+/// is not seeded but holds rows referencing seeded tables\"); with
+/// --truncate they are replaced, except those a table left alone
+/// (excluded) still references, which stay and the summary says why.
+#[test]
+fn rows_the_migrations_wrote_never_block_a_seed() {
+    let db = test_db!();
+    db.exec(MIGRATED_ROWS);
+    let valid = "SELECT count(*) FROM pg_constraint WHERE NOT convalidated";
+    // Kept: seeded rows reference them.
+    let v = seed_json(&db, &["--no-spec", "--rows", "40"]);
+    let mut kept = v.tables_kept.clone();
+    kept.sort();
+    assert_eq!(kept, vec!["feature_flags", "legacy_grants", "roles"]);
+    let mut seeded: Vec<&str> = v.tables.iter().map(|t| t.table.as_str()).collect();
+    seeded.sort();
+    assert_eq!(seeded, vec!["memberships", "users"]);
+    assert_eq!(one(&db, "SELECT count(*) FROM users"), "40");
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(DISTINCT role_id::text, ',' ORDER BY role_id::text) FROM memberships"
+        ),
+        "10,20,30"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(key || enabled, ',' ORDER BY key) FROM feature_flags"
+        ),
+        "betafalse,new-uitrue"
+    );
+    assert_eq!(one(&db, valid), "0");
+
+    // --truncate with legacy_grants excluded: its row keeps role 10, so
+    // roles keep their rows (said in the summary); every other table is
+    // replaced, the migrations' feature flags too.
+    let v = seed_spec_json(
+        &db,
+        "exclude = [\"legacy_grants\"]\n",
+        &["--rows", "40", "--truncate"],
+    );
+    assert_eq!(v.tables_kept, vec!["roles"]);
+    assert_eq!(
+        v.tables_held,
+        vec!["roles (rows of legacy_grants reference it)"]
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(id::text, ',' ORDER BY id) FROM roles"
+        ),
+        "10,20,30"
+    );
+    assert_eq!(one(&db, "SELECT count(*) FROM legacy_grants"), "1");
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM feature_flags"),
+        rows_of(&v, "feature_flags").to_string()
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM feature_flags WHERE key IN ('beta', 'new-ui')"
+        ),
+        "0",
+        "the migrations' flags were not replaced"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM memberships WHERE role_id NOT IN (10, 20, 30)"
+        ),
+        "0"
+    );
+    assert_eq!(one(&db, valid), "0");
+
+    // --truncate alone: every table is replaced, nothing is kept.
+    let v = seed_json(&db, &["--no-spec", "--rows", "40", "--truncate"]);
+    assert!(v.tables_kept.is_empty(), "{:?}", v.tables_kept);
+    for t in [
+        "users",
+        "roles",
+        "feature_flags",
+        "memberships",
+        "legacy_grants",
+    ] {
+        assert_eq!(
+            one(&db, &format!("SELECT count(*) FROM {t}")),
+            rows_of(&v, t).to_string(),
+            "{t}"
+        );
+    }
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM roles WHERE name = 'admin'"),
+        "0"
+    );
+    assert_eq!(one(&db, valid), "0");
 }
 
 /// Whether healthchecks' `manage.sh` finds a Python 3.12+, looking where it
@@ -703,6 +831,7 @@ fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
                 scale: 1.0,
                 default_rows: None,
                 reference_keys: Default::default(),
+                refused: Default::default(),
                 observed: Default::default(),
             },
         )
@@ -739,35 +868,47 @@ fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
 }
 
 /// A key planck cannot pick among (a date) in a table kept as reference
-/// data: a plan error naming the column, with the ways out, exit 2, and
-/// nothing written.
+/// data: since issue 30 point 4 no longer a stop for the whole run. The
+/// table that references it through a NOT NULL key is not seeded, and the
+/// summary says why (the column, the ways out), exit 1; a table with a
+/// nullable key into it is seeded, the key NULL.
 #[test]
-fn a_reference_key_planck_cannot_pick_is_a_plan_error() {
+fn unpickable_reference_keys_leave_the_referencing_tables_out() {
     let db = test_db!();
     db.exec(
         "CREATE TABLE days (day date PRIMARY KEY);
          INSERT INTO days VALUES ('2024-01-01');
-         CREATE TABLE visits (id bigserial PRIMARY KEY, day date NOT NULL REFERENCES days);",
+         CREATE TABLE visits (id bigserial PRIMARY KEY, day date NOT NULL REFERENCES days);
+         CREATE TABLE notes (id bigserial PRIMARY KEY, day date REFERENCES days);",
     );
-    let out = seed(&db, &["--no-spec", "--rows", "10"]);
-    assert_exit(&out, 2);
-    let err = stderr(&out);
+    let dir = project_dir();
+    let out = db.planck(
+        &["--format", "json", "seed", "--no-spec", "--rows", "10"],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    let v: planck::seed::summary::JsonSummary = serde_json::from_str(&stdout(&out)).unwrap();
+    let days = v.not_seeded.iter().find(|n| n.table == "days").unwrap();
     assert!(
-        err.contains("days") && err.contains("kept as reference"),
-        "{err}"
+        days.reason.starts_with("days.day: ") && days.reason.contains("kept as reference"),
+        "{days:?}"
     );
-    assert!(err.contains("--truncate"), "{err}");
+    assert!(
+        days.hints.iter().any(|h| h.contains("--truncate")),
+        "{days:?}"
+    );
+    let visits = v.not_seeded.iter().find(|n| n.table == "visits").unwrap();
+    assert_eq!(visits.depends_on.as_deref(), Some("days"));
     assert_eq!(one(&db, "SELECT count(*) FROM visits"), "0");
-    // --truncate alone keeps what the migrations wrote: still refused.
-    let out = seed(&db, &["--no-spec", "--rows", "10", "--truncate"]);
-    assert_exit(&out, 2);
-    // Named in the spec with --truncate, the table is replaced, and the
-    // seed goes through.
-    let v = seed_spec_json(
-        &db,
-        "[tables.days]\nrows = 10\n",
-        &["--rows", "10", "--truncate"],
+    assert_eq!(rows_of(&v, "notes"), 10);
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM notes WHERE day IS NULL"),
+        "10"
     );
+    assert_eq!(one(&db, "SELECT count(*) FROM days"), "1");
+    // --truncate replaces what the migrations wrote (issue 30 point 2):
+    // days gets planck's dates, and the seed goes through.
+    let v = seed_json(&db, &["--no-spec", "--rows", "10", "--truncate"]);
     assert!(rows_of(&v, "visits") > 0);
     assert_eq!(
         one(&db, "SELECT count(*) FROM visits"),

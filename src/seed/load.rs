@@ -124,6 +124,9 @@ pub struct LoadNotes {
     /// Those of [`LoadNotes::tables_kept`] whose rows an earlier `planck
     /// seed` wrote (not the migrations: `--truncate` replaces them).
     pub seeded_before: Vec<String>,
+    /// Those of [`LoadNotes::tables_kept`] kept because rows of a table
+    /// left alone reference them, each `table (rows of X reference it)`.
+    pub tables_held: Vec<String>,
 }
 
 type Saved = PendingConstraint;
@@ -1520,25 +1523,41 @@ async fn load_table_on(
     })
 }
 
-/// Refuses to empty tables that tables planck leaves alone (excluded or
-/// kept) reference with rows. (Tables that hold rows are no longer refused:
-/// without `--truncate` they are kept as reference data, see
-/// [`crate::seed::reference`]; with it they are replaced.)
+/// Refuses to empty tables that rows planck leaves alone reference. Tables
+/// of the catalog never do (see [`crate::seed::reference`]: a table whose
+/// rows a kept table references is kept too); this guards the tables planck
+/// does not read (another schema, or one the role may not read), whose
+/// references would break the restore after a whole load. A row with a NULL
+/// in the key references nothing.
 async fn refuse_to_overwrite(admin: &Client, plan: &Plan, opts: &LoadOptions) -> Result<()> {
     let seeded = seeded_oids(plan, opts);
     let blockers = admin
         .query(
-            "SELECT DISTINCT c.conrelid::regclass::text FROM pg_constraint c
+            "SELECT c.conrelid::regclass::text,
+                    array_agg(quote_ident(a.attname) ORDER BY k.n)
+               FROM pg_constraint c
+               CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY k(attnum, n)
+               JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
               WHERE c.contype = 'f' AND c.confrelid = ANY($1) AND NOT c.conrelid = ANY($1)
-                AND NOT c.conrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = ANY($1))",
+                AND NOT c.conrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = ANY($1))
+              GROUP BY c.oid, c.conrelid",
             &[&seeded],
         )
         .await
         .map_err(|e| Error::db("listing referencing tables", e))?;
     for r in blockers {
         let name: String = r.get(0);
+        let cols: Vec<String> = r.get(1);
+        let not_null = cols
+            .iter()
+            .map(|c| format!("{c} IS NOT NULL"))
+            .collect::<Vec<_>>()
+            .join(" AND ");
         let has: bool = admin
-            .query_one(&format!("SELECT EXISTS (SELECT 1 FROM {name})"), &[])
+            .query_one(
+                &format!("SELECT EXISTS (SELECT 1 FROM {name} WHERE {not_null})"),
+                &[],
+            )
             .await
             .map_err(|e| Error::db(format!("looking into {name}"), e))?
             .get(0);
