@@ -536,6 +536,81 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
     assert!(!named.tables_kept.contains(&"country".to_string()));
 }
 
+/// Issue 30 point 4, at load time: a table whose rows the server refuses
+/// (here a unique index on an expression, which planck reads as unique on
+/// its column: `id % 2` repeats) no longer rolls back the others. Every
+/// other table is loaded, the table that references it through a NOT NULL
+/// key is emptied, the summary names both and why, every key holds, exit 1.
+/// `--all-or-nothing` stops the whole load as before.
+#[test]
+fn a_table_the_server_refuses_leaves_the_others_loaded() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE accounts (id bigserial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE parity (id serial PRIMARY KEY, label text NOT NULL);
+         CREATE UNIQUE INDEX parity_once ON parity ((id % 2));
+         CREATE TABLE parity_notes (id serial PRIMARY KEY,
+                                    parity_id int NOT NULL REFERENCES parity);
+         CREATE TABLE memos (id bigserial PRIMARY KEY, account_id bigint NOT NULL REFERENCES accounts);",
+    );
+    let out = seed(&db, &["--no-spec", "--rows", "20", "--all-or-nothing"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_ne!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("parity_once"), "{}", stderr(&out));
+
+    let dir = project_dir();
+    let out = db.planck(
+        &["--format", "json", "seed", "--no-spec", "--rows", "20"],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    let v: planck::seed::summary::JsonSummary = serde_json::from_str(&stdout(&out)).unwrap();
+    let mut seeded: Vec<&str> = v.tables.iter().map(|t| t.table.as_str()).collect();
+    seeded.sort();
+    assert_eq!(seeded, vec!["accounts", "memos"]);
+    assert_eq!(one(&db, "SELECT count(*) FROM accounts"), "20");
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM memos"),
+        rows_of(&v, "memos").to_string()
+    );
+    let names: Vec<&str> = v.not_seeded.iter().map(|n| n.table.as_str()).collect();
+    assert_eq!(names, vec!["parity", "parity_notes"]);
+    let parity = &v.not_seeded[0];
+    assert!(
+        parity.reason.starts_with("parity: ") && parity.reason.contains("parity_once"),
+        "{parity:?}"
+    );
+    assert_eq!(parity.spec.as_deref(), Some("exclude = [\"parity\"]"));
+    assert!(
+        v.not_seeded[1].reason.contains("emptied"),
+        "{:?}",
+        v.not_seeded[1]
+    );
+    for t in ["parity", "parity_notes"] {
+        assert_eq!(one(&db, &format!("SELECT count(*) FROM {t}")), "0", "{t}");
+    }
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
+        ),
+        "0"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'parity_once'"
+        ),
+        "1",
+        "the refused table lost its index"
+    );
+    assert!(
+        stderr(&out).contains("not loaded: parity: "),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// A schema whose migrations wrote reference rows: roles, feature flags
 /// (one `updated_by` column, NULL, referencing the empty users table), and
 /// a legacy table holding grants of the roles.

@@ -74,6 +74,9 @@ pub struct LoadOptions {
     /// Every table kept as it was (reference data and migration
     /// bookkeeping), for the summary.
     pub kept_names: Vec<String>,
+    /// `--all-or-nothing`: a table whose rows the server refuses stops the
+    /// whole load (else the others load, see [`table_problem`]).
+    pub all_or_nothing: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -104,6 +107,10 @@ pub struct LoadReport {
     pub vacuum_seconds: f64,
     /// What the load did beyond loading, for the summary.
     pub notes: LoadNotes,
+    /// The tables the server refused rows of (each with its error, the
+    /// table left as it was), and those emptied because they referenced
+    /// one: a partial load (issue 30 point 4).
+    pub not_loaded: Vec<crate::seed::layout::Unseedable>,
 }
 
 /// What a load did to the schema's own machinery, and what it left alone.
@@ -1685,6 +1692,7 @@ async fn load_tables(
             backends.clone(),
         );
         let truncate = !sharded;
+        let partial = !sharded && !opts.all_or_nothing;
         let trace = log.verbose && !log.quiet;
         let fault = opts
             .fault
@@ -1708,7 +1716,7 @@ async fn load_tables(
                 pids,
             )
             .await;
-            if r.is_err() {
+            if r.as_ref().is_err_and(|e| !partial || !table_problem(e)) {
                 cancel.store(true, Ordering::Relaxed);
             }
             (t, r, t0.elapsed().as_secs_f64())
@@ -1840,6 +1848,14 @@ pub async fn run(
     // loading rows the keys would check).
     let t_restore = Instant::now();
     let failed_load = stopped.is_some() || results.values().any(|(r, _)| r.is_err());
+    // A table whose rows the server refused leaves the others loaded
+    // (issue 30 point 4); a stop, a lost connection or a bug stops all.
+    let partial = !sharded
+        && !opts.all_or_nothing
+        && stopped.is_none()
+        && results
+            .values()
+            .all(|(r, _)| r.as_ref().err().is_none_or(table_problem));
     let alone = if sharded {
         lock.try_alone().await?
     } else {
@@ -1893,10 +1909,14 @@ pub async fn run(
             }
         }
     }
-    if failed_load {
+    if failed_load && !partial {
         return Err(failure(&plan, results, &restore, stopped, log));
     }
     let restored = restore?;
+    let not_loaded = not_loaded(&plan, &results, &restored);
+    for u in &not_loaded {
+        log.warn(&format!("not loaded: {}", u.cause));
+    }
     // A signal during the restore: everything is back, stop before VACUUM.
     if let Some(s) = signals.received() {
         return Err(signal::interrupted(
@@ -1936,15 +1956,63 @@ pub async fn run(
     let t_vacuum = Instant::now();
     vacuum_all(conn, &plan, opts, &per_table).await?;
     let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
-    let tables = measure(conn, &plan, opts, &per_table).await?;
+    let mut tables = measure(conn, &plan, opts, &per_table).await?;
+    tables.retain(|t| !not_loaded.iter().any(|u| u.table == t.table));
     Ok(LoadReport {
         tables,
         load_seconds: load_secs,
         notes,
+        not_loaded,
         copy_seconds,
         index_seconds,
         vacuum_seconds,
     })
+}
+
+/// Whether a table's failed load is that table's own problem, which leaves
+/// the other tables loading: the server refused its rows (SQLSTATE class
+/// 22, data exception, or 23, integrity constraint violation: a value or a
+/// constraint planck got wrong for it). A lost connection, a stop or a bug
+/// in planck stops the whole load.
+fn table_problem(e: &Error) -> bool {
+    e.sqlstate()
+        .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
+}
+
+/// The tables of a partial load that hold none of its rows: each one the
+/// server refused rows of (left as it was, its error the cause) and each
+/// one emptied because it referenced rows that did not load.
+fn not_loaded(
+    plan: &Plan,
+    results: &BTreeMap<usize, (Loaded, f64)>,
+    restored: &Restored,
+) -> Vec<crate::seed::layout::Unseedable> {
+    let mut out: Vec<crate::seed::layout::Unseedable> = results
+        .iter()
+        .filter_map(|(t, (r, _))| {
+            let (tp, e) = (plan.tables.get(*t)?, r.as_ref().err()?);
+            Some(crate::seed::layout::Unseedable::of(tp.cat, &tp.display, e))
+        })
+        .collect();
+    for oid in &restored.emptied_oids {
+        let Some(tp) = plan.tables.iter().find(|t| t.oid == *oid) else {
+            continue;
+        };
+        if out.iter().any(|u| u.table == tp.display) {
+            continue;
+        }
+        out.push(crate::seed::layout::Unseedable {
+            cat: tp.cat,
+            table: tp.display.clone(),
+            cause: format!(
+                "{}: emptied after the load: its rows referenced rows of a table that did not load",
+                tp.display
+            ),
+            hints: vec!["fix the tables above and seed again".into()],
+            depends_on: None,
+        });
+    }
+    out
 }
 
 /// The error of a load that failed or was stopped: one list per state, each

@@ -181,19 +181,20 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             fault: None,
             keep: kept.skipped_oids(&cat),
             kept_names,
+            all_or_nothing: opts.all_or_nothing,
         },
         &mut lock,
         &signals,
         log,
     )
     .await?;
-    if !plan.skipped.is_empty() {
+    let mut summary = Summary::of(&plan, Some(&report), started.elapsed().as_secs_f64(), false);
+    if summary.partial() {
         log.warn(&format!(
             "partial seed: {} table(s) not seeded (the summary lists why and the spec that fixes each); exit 1",
-            plan.skipped.len()
+            summary.not_seeded.len()
         ));
     }
-    let mut summary = Summary::of(&plan, Some(&report), started.elapsed().as_secs_f64(), false);
     summary.notes.seeded_before = seeded_before;
     summary.notes.tables_held = held;
     Ok(summary)

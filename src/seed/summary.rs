@@ -107,7 +107,12 @@ impl Summary {
             }),
             notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
             followed_recording: plan.followed_recording.clone(),
-            not_seeded: plan.skipped.clone(),
+            not_seeded: plan
+                .skipped
+                .iter()
+                .chain(report.iter().flat_map(|r| &r.not_loaded))
+                .cloned()
+                .collect(),
         }
     }
 
