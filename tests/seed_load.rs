@@ -475,42 +475,32 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
     // ... and says which of them hold an earlier seed's rows, not the
     // migrations' (a new-user pass read its own seed blamed on them).
     assert_eq!(again.seeded_before, vec!["customers", "grants"]);
-    // --truncate replaces the rows of every table, the migrations' too
-    // (issue 30 point 2: the user chose to replace them), and never touches
-    // a migration tool's bookkeeping.
+    // --truncate replaces what an earlier seed wrote (customers, grants:
+    // planck.seeded says so), keeps the rows the migrations wrote, and never
+    // touches a migration tool's bookkeeping.
     let migrations = one(
         &db,
         "SELECT string_agg(id || name, ',' ORDER BY id) FROM django_migrations",
     );
     let replaced = seed_json(&db, &["--no-spec", "--rows", "50", "--truncate"]);
-    assert_eq!(replaced.tables_kept, vec!["django_migrations"]);
-    assert!(
-        replaced.tables_held.is_empty(),
-        "{:?}",
-        replaced.tables_held
+    let mut kept = replaced.tables_kept.clone();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec!["content_type", "country", "django_migrations", "permission"]
     );
-    for t in [
-        "content_type",
-        "country",
-        "permission",
-        "customers",
-        "grants",
-    ] {
+    assert_eq!(
+        one(&db, fixed),
+        before,
+        "--truncate replaced reference rows"
+    );
+    for t in ["customers", "grants"] {
         assert_eq!(
             one(&db, &format!("SELECT count(*) FROM {t}")),
             rows_of(&replaced, t).to_string(),
             "{t} was not replaced"
         );
     }
-    assert_eq!(
-        one(
-            &db,
-            "SELECT count(*) FROM content_type WHERE (app_label, model) IN
-               (('auth', 'user'), ('auth', 'group'), ('shop', 'order'))"
-        ),
-        "0",
-        "content_type kept its migration rows"
-    );
     assert_eq!(
         one(
             &db,
@@ -525,7 +515,7 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
         ),
         "0"
     );
-    // A table the spec names is seeded as the spec says.
+    // A table the spec names is the user's choice: --truncate replaces it.
     let named = seed_spec_json(
         &db,
         "[tables.country]\nrows = 5\n",
@@ -534,6 +524,7 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
     assert_eq!(rows_of(&named, "country"), 5);
     assert_eq!(one(&db, "SELECT count(*) FROM country"), "5");
     assert!(!named.tables_kept.contains(&"country".to_string()));
+    assert!(named.tables_kept.contains(&"content_type".to_string()));
 }
 
 /// Issue 30 point 4, at load time: a table whose rows the server refuses
@@ -559,8 +550,17 @@ fn a_table_the_server_refuses_leaves_the_others_loaded() {
     assert!(stderr(&out).contains("parity_once"), "{}", stderr(&out));
 
     let dir = project_dir();
+    // (--truncate: the refused run committed accounts before parity failed.)
     let out = db.planck(
-        &["--format", "json", "seed", "--no-spec", "--rows", "20"],
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--no-spec",
+            "--rows",
+            "20",
+            "--truncate",
+        ],
         dir.path(),
     );
     assert_exit(&out, 1);
@@ -629,12 +629,13 @@ const MIGRATED_ROWS: &str = "
     INSERT INTO legacy_grants (role_id) VALUES (10);
 ";
 
-/// Issue 30 point 2: rows the migrations wrote never block a seed. Without
-/// --truncate they stay and seeded rows reference them (a kept table whose
+/// Issue 30 point 2: rows a schema already holds never block a seed. The
+/// migrations' rows stay and seeded rows reference them (a kept table whose
 /// rows reference an empty table through NULLs was refused: \"feature_flags
-/// is not seeded but holds rows referencing seeded tables\"); with
-/// --truncate they are replaced, except those a table left alone
-/// (excluded) still references, which stay and the summary says why.
+/// is not seeded but holds rows referencing seeded tables\"); --truncate
+/// replaces an earlier seed's rows and the spec's tables, except a table
+/// whose rows a table left alone references, which keeps its rows, the
+/// summary saying why.
 #[test]
 fn rows_the_migrations_wrote_never_block_a_seed() {
     let db = test_db!();
@@ -665,18 +666,65 @@ fn rows_the_migrations_wrote_never_block_a_seed() {
     );
     assert_eq!(one(&db, valid), "0");
 
-    // --truncate with legacy_grants excluded: its row keeps role 10, so
-    // roles keep their rows (said in the summary); every other table is
-    // replaced, the migrations' feature flags too.
-    let v = seed_spec_json(
+    // The application then wrote a flag referencing a seeded user. With
+    // --truncate the earlier seed's tables are replaced, but users keeps
+    // its rows (feature_flags, kept, references one), and the summary says
+    // why; the migrations' rows stay. (This refused the run: \"feature_flags
+    // is not seeded but holds rows referencing seeded tables\".)
+    db.exec("UPDATE feature_flags SET updated_by = (SELECT min(id) FROM users) WHERE key = 'beta'");
+    let users = one(
         &db,
-        "exclude = [\"legacy_grants\"]\n",
-        &["--rows", "40", "--truncate"],
+        "SELECT string_agg(id || email, ',' ORDER BY id) FROM users",
     );
-    assert_eq!(v.tables_kept, vec!["roles"]);
+    let v = seed_json(&db, &["--no-spec", "--rows", "30", "--truncate"]);
     assert_eq!(
         v.tables_held,
-        vec!["roles (rows of legacy_grants reference it)"]
+        vec!["users (rows of feature_flags reference it)"]
+    );
+    let mut kept = v.tables_kept.clone();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec!["feature_flags", "legacy_grants", "roles", "users"]
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(id || email, ',' ORDER BY id) FROM users"
+        ),
+        users
+    );
+    let seeded: Vec<&str> = v.tables.iter().map(|t| t.table.as_str()).collect();
+    assert_eq!(seeded, vec!["memberships"]);
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM memberships"),
+        rows_of(&v, "memberships").to_string()
+    );
+    assert_eq!(one(&db, valid), "0");
+    let text = db.planck(
+        &["seed", "--no-spec", "--rows", "30", "--truncate"],
+        project_dir().path(),
+    );
+    assert_exit(&text, 0);
+    assert!(
+        stdout(&text).contains("rows left alone reference them"),
+        "{}",
+        stdout(&text)
+    );
+
+    // The spec names roles, so --truncate would replace them, but the
+    // excluded legacy_grants holds a grant of role 10: roles keep their
+    // rows, the spec's section gives way, and the summary says why.
+    let v = seed_spec_json(
+        &db,
+        "exclude = [\"legacy_grants\"]\n[tables.roles]\nrows = 5\n",
+        &["--rows", "30", "--truncate"],
+    );
+    assert!(
+        v.tables_held
+            .contains(&"roles (rows of legacy_grants reference it)".to_string()),
+        "{:?}",
+        v.tables_held
     );
     assert_eq!(
         one(
@@ -687,44 +735,10 @@ fn rows_the_migrations_wrote_never_block_a_seed() {
     );
     assert_eq!(one(&db, "SELECT count(*) FROM legacy_grants"), "1");
     assert_eq!(
-        one(&db, "SELECT count(*) FROM feature_flags"),
-        rows_of(&v, "feature_flags").to_string()
-    );
-    assert_eq!(
-        one(
-            &db,
-            "SELECT count(*) FROM feature_flags WHERE key IN ('beta', 'new-ui')"
-        ),
-        "0",
-        "the migrations' flags were not replaced"
-    );
-    assert_eq!(
         one(
             &db,
             "SELECT count(*) FROM memberships WHERE role_id NOT IN (10, 20, 30)"
         ),
-        "0"
-    );
-    assert_eq!(one(&db, valid), "0");
-
-    // --truncate alone: every table is replaced, nothing is kept.
-    let v = seed_json(&db, &["--no-spec", "--rows", "40", "--truncate"]);
-    assert!(v.tables_kept.is_empty(), "{:?}", v.tables_kept);
-    for t in [
-        "users",
-        "roles",
-        "feature_flags",
-        "memberships",
-        "legacy_grants",
-    ] {
-        assert_eq!(
-            one(&db, &format!("SELECT count(*) FROM {t}")),
-            rows_of(&v, t).to_string(),
-            "{t}"
-        );
-    }
-    assert_eq!(
-        one(&db, "SELECT count(*) FROM roles WHERE name = 'admin'"),
         "0"
     );
     assert_eq!(one(&db, valid), "0");
@@ -981,9 +995,17 @@ fn unpickable_reference_keys_leave_the_referencing_tables_out() {
         "10"
     );
     assert_eq!(one(&db, "SELECT count(*) FROM days"), "1");
-    // --truncate replaces what the migrations wrote (issue 30 point 2):
-    // days gets planck's dates, and the seed goes through.
-    let v = seed_json(&db, &["--no-spec", "--rows", "10", "--truncate"]);
+    // --truncate alone keeps what the migrations wrote: the same partial seed.
+    let out = seed(&db, &["--no-spec", "--rows", "10", "--truncate"]);
+    assert_exit(&out, 1);
+    assert_eq!(one(&db, "SELECT count(*) FROM visits"), "0");
+    // Named in the spec with --truncate, the table is replaced, and the
+    // seed goes through.
+    let v = seed_spec_json(
+        &db,
+        "[tables.days]\nrows = 10\n",
+        &["--rows", "10", "--truncate"],
+    );
     assert!(rows_of(&v, "visits") > 0);
     assert_eq!(
         one(&db, "SELECT count(*) FROM visits"),

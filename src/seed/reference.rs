@@ -34,23 +34,24 @@ pub struct Kept {
     /// foreign keys into it reference and the key tuples it holds there.
     pub reference: Vec<(usize, Vec<usize>, Vec<Vec<String>>)>,
     /// Those of [`Kept::reference`] kept only because rows of a table left
-    /// alone reference them (with `--truncate`, or empty of its own
-    /// accord), each with that table's name.
+    /// alone reference them (`--truncate` would have replaced them), each
+    /// with that table's name.
     pub held: Vec<(usize, String)>,
 }
 
 impl Kept {
     /// Decides what to keep, reads the reference tables' keys, and writes
     /// both into the spec: bookkeeping excluded, each reference table sized
-    /// to its keys. One rule per table (issue 30 point 2): a table that
-    /// holds rows keeps them, and seeded rows reference them; with
-    /// `replace` (`--truncate`) its rows are replaced instead. Either way a
-    /// table whose rows a table left alone (bookkeeping, excluded, kept)
-    /// references keeps its rows too, so those references still hold: no
-    /// table's rows ever block the run. `seeded`: the tables (as
-    /// `schema.table`) an earlier seed wrote, named as such; `sharded`:
-    /// shards append to what other shards wrote, so only bookkeeping is
-    /// kept; `loads`: false for `--generate-only`, which sends nothing, so a
+    /// to its keys. `replace`: `--truncate`, which replaces the rows of the
+    /// tables an earlier seed wrote (`seeded`, as `schema.table`) and of
+    /// those the spec names, and keeps the rows of the others (the
+    /// migrations' reference data, and bookkeeping planck cannot name).
+    /// Then one rule ends every conflict (issue 30 point 2): a table whose
+    /// rows a table left alone (bookkeeping, excluded, kept) references
+    /// keeps its rows too, so those references still hold, and the summary
+    /// says why; no table's rows ever refuse the run. `sharded`: shards
+    /// append to what other shards wrote, so only bookkeeping is kept;
+    /// `loads`: false for `--generate-only`, which sends nothing, so a
     /// table the spec sizes plans as the spec says even when it holds rows.
     /// A dry run loads on paper: it refuses what the real run would refuse,
     /// with the same error.
@@ -100,7 +101,9 @@ impl Kept {
                 left[i] = true;
                 continue;
             }
-            if replace || sharded || !t.has_rows {
+            let replaced = replace
+                && (named.is_some() || seeded.contains(&format!("{}.{}", t.schema, t.name)));
+            if replaced || sharded || !t.has_rows {
                 continue;
             }
             if let Some(k) = named {
@@ -261,8 +264,8 @@ impl Kept {
                             col.type_name
                         ),
                         hint: Some(format!(
-                            "to replace the table's rows, pass --truncate; or exclude the \
-                             tables that reference it ({} keeps its rows either way)",
+                            "to replace the table's rows, name it in the spec ([tables.{}] with \
+                             rows = N) and pass --truncate; or exclude the tables that reference it",
                             table.name
                         )),
                     };
