@@ -162,7 +162,7 @@ fn tables_planck_cannot_seed_leave_the_others_seeded_and_exit_1() {
     // The spec lines the summary gives settle it: the run is whole again.
     std::fs::write(
         dir.path().join("spec.toml"),
-        format!("exclude = [\"acl\", \"flags\", \"tiny\", \"grants\"]\n"),
+        "exclude = [\"acl\", \"flags\", \"tiny\", \"grants\"]\n",
     )
     .unwrap();
     let out = db.planck(

@@ -460,6 +460,10 @@ pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
     for n in s.not_seeded_lines() {
         if n.starts_with("  spec: ") {
             writeln!(w, "{n}")?;
+        } else if let Some(rest) = n.strip_prefix("  ") {
+            for l in wrap(rest, 78).lines() {
+                writeln!(w, "  {l}")?;
+            }
         } else {
             writeln!(w, "{}", wrap(&n, 80))?;
         }
@@ -567,6 +571,45 @@ mod tests {
         // A reader of the earlier form still reads.
         let old: JsonSummary = serde_json::from_str(&rendered(&loaded(), Format::Json)).unwrap();
         assert_eq!(old.triggers_disabled, 0);
+    }
+
+    /// Issue 30 point 4: a partial seed lists each table not seeded with
+    /// its cause, hints and the spec line that settles it (a cascade names
+    /// the table it depends on), in every form.
+    #[test]
+    fn a_partial_seed_names_each_table_not_seeded() {
+        let mut s = loaded();
+        s.not_seeded = vec![
+            Unseedable {
+                cat: 2,
+                table: "acl".into(),
+                cause: "acl.privilege: planck cannot produce values of type aclitem".into(),
+                hints: vec!["exclude acl in the spec, or give the column a DEFAULT".into()],
+                depends_on: None,
+            },
+            Unseedable {
+                cat: 3,
+                table: "grants".into(),
+                cause: "grants: depends on acl".into(),
+                hints: Vec::new(),
+                depends_on: Some("acl".into()),
+            },
+        ];
+        assert!(s.partial());
+        let table = rendered(&s, Format::Table);
+        for line in table.lines().filter(|l| !l.starts_with("  spec: ")) {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+        insta::assert_snapshot!(table);
+        let back: JsonSummary = serde_json::from_str(&rendered(&s, Format::Json)).unwrap();
+        assert_eq!(back.not_seeded.len(), 2);
+        assert_eq!(
+            back.not_seeded[0].spec.as_deref(),
+            Some("exclude = [\"acl\"]")
+        );
+        assert_eq!(back.not_seeded[1].depends_on.as_deref(), Some("acl"));
+        assert_eq!(back.not_seeded[1].spec, None);
+        assert!(!rendered(&loaded(), Format::Json).contains("not_seeded"));
     }
 
     fn dry() -> Summary {
