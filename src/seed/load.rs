@@ -1972,11 +1972,13 @@ pub async fn run(
 /// Whether a table's failed load is that table's own problem, which leaves
 /// the other tables loading: the server refused its rows (SQLSTATE class
 /// 22, data exception, or 23, integrity constraint violation: a value or a
-/// constraint planck got wrong for it). A lost connection, a stop or a bug
-/// in planck stops the whole load.
+/// constraint planck got wrong for it), or its generator found no row its
+/// CHECK constraints accept ([`Error::Seed`], from the server's checks).
+/// A lost connection, a stop or a bug in planck stops the whole load.
 fn table_problem(e: &Error) -> bool {
-    e.sqlstate()
-        .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
+    matches!(e, Error::Seed { .. })
+        || e.sqlstate()
+            .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
 }
 
 /// The tables of a partial load that hold none of its rows: each one the

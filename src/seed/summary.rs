@@ -139,7 +139,14 @@ impl Summary {
                     u.table
                 )),
                 None => {
-                    out.push(format!("- {}", u.cause));
+                    // A server error's DETAIL on the same line.
+                    let cause: Vec<&str> = u
+                        .cause
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .collect();
+                    out.push(format!("- {}", cause.join(" ")));
                     out.extend(u.hints.iter().map(|h| format!("  hint: {h}")));
                     out.push(format!("  spec: {}", u.spec_fix()));
                 }
