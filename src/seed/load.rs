@@ -1972,13 +1972,13 @@ pub async fn run(
 /// Whether a table's failed load is that table's own problem, which leaves
 /// the other tables loading: the server refused its rows (SQLSTATE class
 /// 22, data exception, or 23, integrity constraint violation: a value or a
-/// constraint planck got wrong for it), or its generator found no row its
-/// CHECK constraints accept ([`Error::Seed`], from the server's checks).
-/// A lost connection, a stop or a bug in planck stops the whole load.
+/// constraint planck got wrong for it). A lost connection, a stop or a
+/// planck error stops the whole load: [`Error::Seed`] at load time is both
+/// a generator that died (a bug) and the server's CHECKs accepting no
+/// candidate, and nothing in the error tells them apart yet.
 fn table_problem(e: &Error) -> bool {
-    matches!(e, Error::Seed { .. })
-        || e.sqlstate()
-            .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
+    e.sqlstate()
+        .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
 }
 
 /// The tables of a partial load that hold none of its rows: each one the
