@@ -31,6 +31,7 @@ fn plan_of(db: &TestDb, spec: Option<&str>, scale: f64) -> Plan {
         scale,
         default_rows: Some(500),
         reference_keys: layout::ReferenceKeys::new(),
+        refused: Default::default(),
         observed: Default::default(),
     };
     layout::build_skipping(&cat, &sf, &opts, true).unwrap()

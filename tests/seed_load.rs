@@ -527,6 +527,223 @@ fn rows_the_migrations_wrote_are_kept_and_keys_into_them_exist() {
     assert!(named.tables_kept.contains(&"content_type".to_string()));
 }
 
+/// Issue 30 point 4, at load time: a table whose rows the server refuses
+/// (here a unique index on an expression, which planck reads as unique on
+/// its column: `id % 2` repeats) no longer rolls back the others. Every
+/// other table is loaded, the table that references it through a NOT NULL
+/// key is emptied, the summary names both and why, every key holds, exit 1.
+/// `--all-or-nothing` stops the whole load as before.
+#[test]
+fn a_table_the_server_refuses_leaves_the_others_loaded() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE accounts (id bigserial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE parity (id serial PRIMARY KEY, label text NOT NULL);
+         CREATE UNIQUE INDEX parity_once ON parity ((id % 2));
+         CREATE TABLE parity_notes (id serial PRIMARY KEY,
+                                    parity_id int NOT NULL REFERENCES parity);
+         CREATE TABLE memos (id bigserial PRIMARY KEY, account_id bigint NOT NULL REFERENCES accounts);",
+    );
+    let out = seed(&db, &["--no-spec", "--rows", "20", "--all-or-nothing"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_ne!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("parity_once"), "{}", stderr(&out));
+
+    let dir = project_dir();
+    // (--truncate: the refused run committed accounts before parity failed.)
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--no-spec",
+            "--rows",
+            "20",
+            "--truncate",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    let v: planck::seed::summary::JsonSummary = serde_json::from_str(&stdout(&out)).unwrap();
+    let mut seeded: Vec<&str> = v.tables.iter().map(|t| t.table.as_str()).collect();
+    seeded.sort();
+    assert_eq!(seeded, vec!["accounts", "memos"]);
+    assert_eq!(one(&db, "SELECT count(*) FROM accounts"), "20");
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM memos"),
+        rows_of(&v, "memos").to_string()
+    );
+    let names: Vec<&str> = v.not_seeded.iter().map(|n| n.table.as_str()).collect();
+    assert_eq!(names, vec!["parity", "parity_notes"]);
+    let parity = &v.not_seeded[0];
+    assert!(
+        parity.reason.starts_with("parity: ") && parity.reason.contains("parity_once"),
+        "{parity:?}"
+    );
+    assert_eq!(parity.spec.as_deref(), Some("exclude = [\"parity\"]"));
+    assert!(
+        v.not_seeded[1].reason.contains("emptied"),
+        "{:?}",
+        v.not_seeded[1]
+    );
+    for t in ["parity", "parity_notes"] {
+        assert_eq!(one(&db, &format!("SELECT count(*) FROM {t}")), "0", "{t}");
+    }
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
+        ),
+        "0"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'parity_once'"
+        ),
+        "1",
+        "the refused table lost its index"
+    );
+    assert!(
+        stderr(&out).contains("not loaded: parity: "),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A schema whose migrations wrote reference rows: roles, feature flags
+/// (one `updated_by` column, NULL, referencing the empty users table), and
+/// a legacy table holding grants of the roles.
+const MIGRATED_ROWS: &str = "
+    CREATE TABLE users (id bigserial PRIMARY KEY, email text NOT NULL UNIQUE);
+    CREATE TABLE roles (id serial PRIMARY KEY, name text NOT NULL UNIQUE);
+    INSERT INTO roles (id, name) VALUES (10, 'admin'), (20, 'member'), (30, 'guest');
+    CREATE TABLE feature_flags (key text PRIMARY KEY, enabled boolean NOT NULL,
+                                updated_by bigint REFERENCES users);
+    INSERT INTO feature_flags VALUES ('new-ui', true, NULL), ('beta', false, NULL);
+    CREATE TABLE memberships (id bigserial PRIMARY KEY,
+                              user_id bigint NOT NULL REFERENCES users,
+                              role_id int NOT NULL REFERENCES roles,
+                              flag text REFERENCES feature_flags);
+    CREATE TABLE legacy_grants (id serial PRIMARY KEY, role_id int NOT NULL REFERENCES roles);
+    INSERT INTO legacy_grants (role_id) VALUES (10);
+";
+
+/// Issue 30 point 2: rows a schema already holds never block a seed. The
+/// migrations' rows stay and seeded rows reference them (a kept table whose
+/// rows reference an empty table through NULLs was refused: \"feature_flags
+/// is not seeded but holds rows referencing seeded tables\"); --truncate
+/// replaces an earlier seed's rows and the spec's tables, except a table
+/// whose rows a table left alone references, which keeps its rows, the
+/// summary saying why.
+#[test]
+fn rows_the_migrations_wrote_never_block_a_seed() {
+    let db = test_db!();
+    db.exec(MIGRATED_ROWS);
+    let valid = "SELECT count(*) FROM pg_constraint WHERE NOT convalidated";
+    // Kept: seeded rows reference them.
+    let v = seed_json(&db, &["--no-spec", "--rows", "40"]);
+    let mut kept = v.tables_kept.clone();
+    kept.sort();
+    assert_eq!(kept, vec!["feature_flags", "legacy_grants", "roles"]);
+    let mut seeded: Vec<&str> = v.tables.iter().map(|t| t.table.as_str()).collect();
+    seeded.sort();
+    assert_eq!(seeded, vec!["memberships", "users"]);
+    assert_eq!(one(&db, "SELECT count(*) FROM users"), "40");
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(DISTINCT role_id::text, ',' ORDER BY role_id::text) FROM memberships"
+        ),
+        "10,20,30"
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(key || enabled, ',' ORDER BY key) FROM feature_flags"
+        ),
+        "betafalse,new-uitrue"
+    );
+    assert_eq!(one(&db, valid), "0");
+
+    // The application then wrote a flag referencing a seeded user. With
+    // --truncate the earlier seed's tables are replaced, but users keeps
+    // its rows (feature_flags, kept, references one), and the summary says
+    // why; the migrations' rows stay. (This refused the run: \"feature_flags
+    // is not seeded but holds rows referencing seeded tables\".)
+    db.exec("UPDATE feature_flags SET updated_by = (SELECT min(id) FROM users) WHERE key = 'beta'");
+    let users = one(
+        &db,
+        "SELECT string_agg(id || email, ',' ORDER BY id) FROM users",
+    );
+    let v = seed_json(&db, &["--no-spec", "--rows", "30", "--truncate"]);
+    assert_eq!(
+        v.tables_held,
+        vec!["users (rows of feature_flags reference it)"]
+    );
+    let mut kept = v.tables_kept.clone();
+    kept.sort();
+    assert_eq!(
+        kept,
+        vec!["feature_flags", "legacy_grants", "roles", "users"]
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(id || email, ',' ORDER BY id) FROM users"
+        ),
+        users
+    );
+    let seeded: Vec<&str> = v.tables.iter().map(|t| t.table.as_str()).collect();
+    assert_eq!(seeded, vec!["memberships"]);
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM memberships"),
+        rows_of(&v, "memberships").to_string()
+    );
+    assert_eq!(one(&db, valid), "0");
+    let text = db.planck(
+        &["seed", "--no-spec", "--rows", "30", "--truncate"],
+        project_dir().path(),
+    );
+    assert_exit(&text, 0);
+    assert!(
+        stdout(&text).contains("rows left alone reference them"),
+        "{}",
+        stdout(&text)
+    );
+
+    // The spec names roles, so --truncate would replace them, but the
+    // excluded legacy_grants holds a grant of role 10: roles keep their
+    // rows, the spec's section gives way, and the summary says why.
+    let v = seed_spec_json(
+        &db,
+        "exclude = [\"legacy_grants\"]\n[tables.roles]\nrows = 5\n",
+        &["--rows", "30", "--truncate"],
+    );
+    assert!(
+        v.tables_held
+            .contains(&"roles (rows of legacy_grants reference it)".to_string()),
+        "{:?}",
+        v.tables_held
+    );
+    assert_eq!(
+        one(
+            &db,
+            "SELECT string_agg(id::text, ',' ORDER BY id) FROM roles"
+        ),
+        "10,20,30"
+    );
+    assert_eq!(one(&db, "SELECT count(*) FROM legacy_grants"), "1");
+    assert_eq!(
+        one(
+            &db,
+            "SELECT count(*) FROM memberships WHERE role_id NOT IN (10, 20, 30)"
+        ),
+        "0"
+    );
+    assert_eq!(one(&db, valid), "0");
+}
+
 /// Whether healthchecks' `manage.sh` finds a Python 3.12+, looking where it
 /// looks: `PYTHON`, pyenv's 3.12 or 3.13, then `python3.12` or `python3.13`
 /// on the PATH (one that runs: a pyenv shim may not).
@@ -703,6 +920,7 @@ fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
                 scale: 1.0,
                 default_rows: None,
                 reference_keys: Default::default(),
+                refused: Default::default(),
                 observed: Default::default(),
             },
         )
@@ -739,28 +957,48 @@ fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
 }
 
 /// A key planck cannot pick among (a date) in a table kept as reference
-/// data: a plan error naming the column, with the ways out, exit 2, and
-/// nothing written.
+/// data: since issue 30 point 4 no longer a stop for the whole run. The
+/// table that references it through a NOT NULL key is not seeded, and the
+/// summary says why (the column, the ways out), exit 1; a table with a
+/// nullable key into it is seeded, the key NULL.
 #[test]
-fn a_reference_key_planck_cannot_pick_is_a_plan_error() {
+fn unpickable_reference_keys_leave_the_referencing_tables_out() {
     let db = test_db!();
     db.exec(
         "CREATE TABLE days (day date PRIMARY KEY);
          INSERT INTO days VALUES ('2024-01-01');
-         CREATE TABLE visits (id bigserial PRIMARY KEY, day date NOT NULL REFERENCES days);",
+         CREATE TABLE visits (id bigserial PRIMARY KEY, day date NOT NULL REFERENCES days);
+         CREATE TABLE notes (id bigserial PRIMARY KEY, day date REFERENCES days);",
     );
-    let out = seed(&db, &["--no-spec", "--rows", "10"]);
-    assert_exit(&out, 2);
-    let err = stderr(&out);
+    let dir = project_dir();
+    let out = db.planck(
+        &["--format", "json", "seed", "--no-spec", "--rows", "10"],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    let v: planck::seed::summary::JsonSummary = serde_json::from_str(&stdout(&out)).unwrap();
+    let days = v.not_seeded.iter().find(|n| n.table == "days").unwrap();
     assert!(
-        err.contains("days") && err.contains("kept as reference"),
-        "{err}"
+        days.reason.starts_with("days.day: ") && days.reason.contains("kept as reference"),
+        "{days:?}"
     );
-    assert!(err.contains("--truncate"), "{err}");
+    assert!(
+        days.hints.iter().any(|h| h.contains("--truncate")),
+        "{days:?}"
+    );
+    let visits = v.not_seeded.iter().find(|n| n.table == "visits").unwrap();
+    assert_eq!(visits.depends_on.as_deref(), Some("days"));
     assert_eq!(one(&db, "SELECT count(*) FROM visits"), "0");
-    // --truncate alone keeps what the migrations wrote: still refused.
+    assert_eq!(rows_of(&v, "notes"), 10);
+    assert_eq!(
+        one(&db, "SELECT count(*) FROM notes WHERE day IS NULL"),
+        "10"
+    );
+    assert_eq!(one(&db, "SELECT count(*) FROM days"), "1");
+    // --truncate alone keeps what the migrations wrote: the same partial seed.
     let out = seed(&db, &["--no-spec", "--rows", "10", "--truncate"]);
-    assert_exit(&out, 2);
+    assert_exit(&out, 1);
+    assert_eq!(one(&db, "SELECT count(*) FROM visits"), "0");
     // Named in the spec with --truncate, the table is replaced, and the
     // seed goes through.
     let v = seed_spec_json(

@@ -57,13 +57,15 @@ const THREE_UNSEEDABLE: &str = "
 ";
 const THREE_SPEC: &str = "[tables.tiny]\nrows = 40000\n[tables.flags]\nrows = 10\n";
 
-/// Issue 9 point 2: planning reports every table it cannot seed, in one
-/// run, before anything is written (exit 2); the cascade names its cause.
+/// Issue 9 point 2, under `--all-or-nothing` since issue 30 point 4 (the
+/// default seeds the others): planning reports every table it cannot
+/// seed, in one run, before anything is written (exit 2); the cascade
+/// names its cause.
 #[test]
-fn every_unseedable_table_is_reported_at_once() {
+fn all_or_nothing_reports_every_unseedable_table_at_once() {
     let db = test_db!();
     db.exec(THREE_UNSEEDABLE);
-    let out = seed_with(&db, Some(THREE_SPEC), &[]);
+    let out = seed_with(&db, Some(THREE_SPEC), &["--all-or-nothing"]);
     assert_exit(&out, 2);
     insta::assert_snapshot!(error_text(&out));
     assert_eq!(
@@ -78,11 +80,120 @@ fn every_unseedable_table_is_reported_at_once() {
     );
 }
 
-/// Issue 9 point 2: `--skip-unseedable` seeds the others and says what it
-/// skipped, with the tables that depend on it; a nullable foreign key into
-/// a skipped table is left NULL.
+/// Issue 30 point 4: a table planck cannot seed never stops the others.
+/// By default every other table is seeded, a nullable foreign key into a
+/// table not seeded is left NULL, a NOT NULL one leaves its table out in
+/// turn, and the summary names each table not seeded with why, its hints
+/// and the spec line that settles it: a partial result, exit 1.
 #[test]
-fn skip_unseedable_seeds_the_rest_and_says_so() {
+fn tables_planck_cannot_seed_leave_the_others_seeded_and_exit_1() {
+    let db = test_db!();
+    db.exec(THREE_UNSEEDABLE);
+    let dir = project_dir();
+    std::fs::write(dir.path().join("spec.toml"), THREE_SPEC).unwrap();
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--spec",
+            "spec.toml",
+            "--rows",
+            "50",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    let v: planck::seed::summary::JsonSummary = serde_json::from_str(&stdout(&out)).unwrap();
+    let mut seeded: Vec<&str> = v.tables.iter().map(|t| t.table.as_str()).collect();
+    seeded.sort();
+    assert_eq!(seeded, vec!["fine", "notes"]);
+    assert_eq!(count(&db, "SELECT count(*) FROM fine"), 50);
+    assert!(count(&db, "SELECT count(*) FROM notes") > 0);
+    assert_eq!(
+        count(&db, "SELECT count(*) FROM notes WHERE acl_id IS NOT NULL"),
+        0
+    );
+    let by: std::collections::BTreeMap<&str, &planck::seed::summary::JsonNotSeeded> =
+        v.not_seeded.iter().map(|n| (n.table.as_str(), n)).collect();
+    assert_eq!(
+        by.keys().copied().collect::<Vec<_>>(),
+        vec!["acl", "flags", "grants", "tiny"]
+    );
+    assert!(
+        by["acl"].reason.starts_with("acl.privilege: ") && by["acl"].reason.contains("aclitem"),
+        "{:?}",
+        by["acl"]
+    );
+    assert!(
+        by["tiny"].reason.starts_with("tiny.id: "),
+        "{:?}",
+        by["tiny"]
+    );
+    assert!(
+        by["flags"].reason.contains("flags_enabled_key"),
+        "{:?}",
+        by["flags"]
+    );
+    for t in ["acl", "flags", "tiny"] {
+        assert!(!by[t].hints.is_empty(), "{t}: no hint");
+        assert_eq!(
+            by[t].spec.as_deref(),
+            Some(format!("exclude = [\"{t}\"]").as_str())
+        );
+        assert_eq!(by[t].depends_on, None);
+    }
+    assert_eq!(by["grants"].depends_on.as_deref(), Some("acl"));
+    assert_eq!(by["grants"].spec, None);
+    for t in ["tiny", "acl", "flags", "grants"] {
+        assert_eq!(
+            count(&db, &format!("SELECT count(*) FROM {t}")),
+            0,
+            "{t} was written"
+        );
+    }
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
+        ),
+        0
+    );
+    // The spec lines the summary gives settle it: the run is whole again.
+    std::fs::write(
+        dir.path().join("spec.toml"),
+        "exclude = [\"acl\", \"flags\", \"tiny\", \"grants\"]\n",
+    )
+    .unwrap();
+    let out = db.planck(
+        &["seed", "--spec", "spec.toml", "--rows", "50", "--truncate"],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    // The table form says the same to a person.
+    std::fs::write(dir.path().join("spec.toml"), THREE_SPEC).unwrap();
+    let out = db.planck(
+        &["seed", "--spec", "spec.toml", "--rows", "50", "--truncate"],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    let text = stdout(&out);
+    assert!(
+        text.contains("partial seed: 4 table(s) not seeded"),
+        "{text}"
+    );
+    assert!(text.contains("  spec: exclude = [\"acl\"]"), "{text}");
+    assert!(
+        stderr(&out).contains("partial seed: 4 table(s) not seeded"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `--skip-unseedable` (issue 9 point 2) is what planck does by default
+/// since issue 30 point 4: still accepted, the same partial seed.
+#[test]
+fn skip_unseedable_still_runs_as_the_default_does() {
     let db = test_db!();
     db.exec(THREE_UNSEEDABLE);
     let out = seed_with(
@@ -90,7 +201,7 @@ fn skip_unseedable_seeds_the_rest_and_says_so() {
         Some(THREE_SPEC),
         &["--skip-unseedable", "--rows", "50"],
     );
-    assert_exit(&out, 0);
+    assert_exit(&out, 1);
     let err = stderr(&out);
     for t in ["tiny", "acl", "flags"] {
         assert!(
@@ -103,22 +214,6 @@ fn skip_unseedable_seeds_the_rest_and_says_so() {
         "cascade not reported:\n{err}"
     );
     assert_eq!(count(&db, "SELECT count(*) FROM fine"), 50);
-    assert!(
-        count(&db, "SELECT count(*) FROM notes") > 0,
-        "{}",
-        stdout(&out)
-    );
-    assert_eq!(
-        count(&db, "SELECT count(*) FROM notes WHERE acl_id IS NOT NULL"),
-        0
-    );
-    for t in ["tiny", "acl", "flags", "grants"] {
-        assert_eq!(
-            count(&db, &format!("SELECT count(*) FROM {t}")),
-            0,
-            "{t} was written"
-        );
-    }
 }
 
 /// Issue 9 point 3: unique keys the value space cannot hold are found at
@@ -184,7 +279,7 @@ fn unique_keys_too_small_for_spec_rows_are_errors() {
     let out = seed_with(
         &db,
         Some("[tables.codes]\nrows = 2000\n[tables.toggles]\nrows = 3\n"),
-        &[],
+        &["--all-or-nothing"],
     );
     assert_exit(&out, 2);
     insta::assert_snapshot!(error_text(&out));
@@ -290,10 +385,15 @@ fn unsupported_exclusion_constraints_are_named_at_plan_time() {
              CONSTRAINT names_lower_excl EXCLUDE USING btree (lower(name) WITH =));
          CREATE TABLE plain (id serial PRIMARY KEY);",
     );
-    let out = seed_with(&db, None, &["--rows", "20"]);
+    let out = seed_with(&db, None, &["--rows", "20", "--all-or-nothing"]);
     assert_exit(&out, 2);
     insta::assert_snapshot!(error_text(&out));
     assert_eq!(rows_of(&db, "plain"), 0, "nothing written");
+    // By default (issue 30 point 4) the other table is seeded, exit 1.
+    let out = seed_with(&db, None, &["--rows", "20"]);
+    assert_exit(&out, 1);
+    assert_eq!(rows_of(&db, "plain"), 20);
+    assert_eq!(rows_of(&db, "names"), 0);
 }
 
 /// Issue 9 point 4: `CHECK (tag1 < tag2)` over two foreign keys into one

@@ -569,6 +569,7 @@ fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
                 scale: 1.0,
                 default_rows: Some(20_000),
                 reference_keys: Default::default(),
+                refused: Default::default(),
                 observed: Default::default(),
             },
         )

@@ -871,6 +871,43 @@ async fn read_partitions(client: &impl GenericClient, r: &mut Reading) -> Result
     Ok(())
 }
 
+/// Whether a row of `table` holds a value in every column of `cols` (a
+/// foreign key's columns: a row with a NULL among them references nothing).
+/// Rows of its partitions count.
+pub async fn references_any(
+    client: &impl GenericClient,
+    table: &Table,
+    cols: &[usize],
+) -> Result<bool> {
+    let not_null = cols
+        .iter()
+        .map(|c| {
+            format!(
+                "{} IS NOT NULL",
+                crate::db::quote_ident(&table.columns[*c].name)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" AND ");
+    let only = if table.partitioned { "" } else { "ONLY " };
+    let row = client
+        .query_one(
+            &format!(
+                "SELECT EXISTS (SELECT 1 FROM {only}{} WHERE {not_null})",
+                table.qualified()
+            ),
+            &[],
+        )
+        .await
+        .map_err(|e| {
+            Error::db(
+                format!("reading the references {} holds", table.display()),
+                e,
+            )
+        })?;
+    Ok(row.get(0))
+}
+
 /// The key values a table already holds in `cols` (column indices into
 /// `table.columns`), as the server prints them, in key order, distinct, rows
 /// with a NULL left out: what foreign keys into a table kept as reference

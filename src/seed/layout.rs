@@ -41,6 +41,11 @@ pub struct Options {
     /// The keys reference tables (rows the migrations wrote) hold, by
     /// table oid and column: what foreign keys into them can take.
     pub reference_keys: ReferenceKeys,
+    /// Tables kept as reference data whose keys foreign keys cannot pick
+    /// among, by catalog index (see [`crate::seed::reference`]): planned as
+    /// tables planck cannot seed, so the tables that reference them take
+    /// NULL or are left out in turn.
+    pub refused: BTreeMap<usize, Unseedable>,
     /// The queries file's `[observed]`: the literals the application
     /// compared columns with, and its NULL tests (see [`observed_gen`]).
     pub observed: crate::queries::Observed,
@@ -181,8 +186,8 @@ pub struct Plan {
     pub tenant: Option<usize>,
     /// Catalog indices of the tables planck must not touch.
     pub excluded: Vec<usize>,
-    /// With `--skip-unseedable`: the tables left out, each with its cause
-    /// (a cascade names the table it depends on).
+    /// The tables left out (unless `--all-or-nothing`), each with its
+    /// cause (a cascade names the table it depends on).
     pub skipped: Vec<Unseedable>,
     /// The columns whose values or NULL share follow the recording's
     /// `[observed]`, each with what followed it (for the summary).
@@ -1571,7 +1576,7 @@ fn exclusions_supported(table: &crate::catalog::schema::Table, display: &str) ->
                     }
                 ),
                 format!(
-                    "planck holds `col WITH =` elements and one range `WITH &&`; exclude {display} in the spec (`exclude = [\"{display}\"]`) or run with --skip-unseedable"
+                    "planck holds `col WITH =` elements and one range `WITH &&`; exclude {display} in the spec (`exclude = [\"{display}\"]`); the other tables are seeded without it"
                 ),
             ));
         }
@@ -1602,7 +1607,7 @@ fn exclusion_slots(
                 Some(&col.name),
                 format!("exclusion constraint {} ({}): {why}", x.name, x.def),
                 format!(
-                    "exclude {display} in the spec (`exclude = [\"{display}\"]`) or run with --skip-unseedable"
+                    "exclude {display} in the spec (`exclude = [\"{display}\"]`); the other tables are seeded without it"
                 ),
             )
         };
@@ -2436,8 +2441,8 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
 /// Plans every table. Planning never stops at the first table it cannot
 /// seed: it collects each one's cause (and the tables that reference it
 /// through a NOT NULL foreign key, as cascades), plans again without them,
-/// and repeats until the plan holds. Then, unless `skip_unseedable`, one
-/// error lists them all; with it the plan seeds the others and
+/// and repeats until the plan holds. Then, unless `skip_unseedable` (false
+/// with `--all-or-nothing`), one error lists them all; with it the plan seeds the others and
 /// [`Plan::skipped`] says what was left out. Errors of the spec as a whole
 /// (an unknown table, a bad tenant) still stop at once.
 pub fn build_skipping(
@@ -2493,7 +2498,13 @@ pub fn build_skipping(
 }
 
 impl Unseedable {
-    fn of(cat: usize, table: &str, err: &Error) -> Unseedable {
+    /// The spec line that settles the table for good: leaving it out (the
+    /// hints say how to seed it instead). Written as the spec names tables.
+    pub fn spec_fix(&self) -> String {
+        format!("exclude = [{}]", toml_string(&self.table))
+    }
+
+    pub(crate) fn of(cat: usize, table: &str, err: &Error) -> Unseedable {
         let cause = match err {
             Error::Seed {
                 table,
@@ -2514,6 +2525,11 @@ impl Unseedable {
             depends_on: None,
         }
     }
+}
+
+/// `s` as a TOML basic string.
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
 }
 
 /// The one error that lists every table planning cannot seed.
@@ -2542,7 +2558,7 @@ fn unseedable_error(list: &[Unseedable], seedable: usize) -> Error {
     Error::usage_hint(
         message,
         format!(
-            "fix or exclude the tables above, or pass --skip-unseedable to seed the other {seedable} table(s) without them"
+            "fix or exclude the tables above, or run without --all-or-nothing to seed the other {seedable} table(s) without them"
         ),
     )
 }
@@ -2642,6 +2658,14 @@ fn plan_pass(
             .iter()
             .any(|f| f.parent.is_some_and(|p| failed.contains(&p)))
         {
+            tables.push(placeholder(table, ci));
+            in_tree.push(false);
+            depth.push(0);
+            continue;
+        }
+        if let Some(u) = opts.refused.get(&ci) {
+            found.push((u.clone(), None));
+            failed.insert(ci);
             tables.push(placeholder(table, ci));
             in_tree.push(false);
             depth.push(0);
@@ -3285,6 +3309,7 @@ mod plan_tests {
             scale: 1.0,
             default_rows: None,
             reference_keys: ReferenceKeys::new(),
+            refused: Default::default(),
             observed: Default::default(),
         }
     }

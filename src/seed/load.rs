@@ -74,6 +74,9 @@ pub struct LoadOptions {
     /// Every table kept as it was (reference data and migration
     /// bookkeeping), for the summary.
     pub kept_names: Vec<String>,
+    /// `--all-or-nothing`: a table whose rows the server refuses stops the
+    /// whole load (else the others load, see [`table_problem`]).
+    pub all_or_nothing: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -104,6 +107,10 @@ pub struct LoadReport {
     pub vacuum_seconds: f64,
     /// What the load did beyond loading, for the summary.
     pub notes: LoadNotes,
+    /// The tables the server refused rows of (each with its error, the
+    /// table left as it was), and those emptied because they referenced
+    /// one: a partial load (issue 30 point 4).
+    pub not_loaded: Vec<crate::seed::layout::Unseedable>,
 }
 
 /// What a load did to the schema's own machinery, and what it left alone.
@@ -124,6 +131,9 @@ pub struct LoadNotes {
     /// Those of [`LoadNotes::tables_kept`] whose rows an earlier `planck
     /// seed` wrote (not the migrations: `--truncate` replaces them).
     pub seeded_before: Vec<String>,
+    /// Those of [`LoadNotes::tables_kept`] kept because rows of a table
+    /// left alone reference them, each `table (rows of X reference it)`.
+    pub tables_held: Vec<String>,
 }
 
 type Saved = PendingConstraint;
@@ -1526,25 +1536,41 @@ async fn load_table_on(
     })
 }
 
-/// Refuses to empty tables that tables planck leaves alone (excluded or
-/// kept) reference with rows. (Tables that hold rows are no longer refused:
-/// without `--truncate` they are kept as reference data, see
-/// [`crate::seed::reference`]; with it they are replaced.)
+/// Refuses to empty tables that rows planck leaves alone reference. Tables
+/// of the catalog never do (see [`crate::seed::reference`]: a table whose
+/// rows a kept table references is kept too); this guards the tables planck
+/// does not read (another schema, or one the role may not read), whose
+/// references would break the restore after a whole load. A row with a NULL
+/// in the key references nothing.
 async fn refuse_to_overwrite(admin: &Client, plan: &Plan, opts: &LoadOptions) -> Result<()> {
     let seeded = seeded_oids(plan, opts);
     let blockers = admin
         .query(
-            "SELECT DISTINCT c.conrelid::regclass::text FROM pg_constraint c
+            "SELECT c.conrelid::regclass::text,
+                    array_agg(quote_ident(a.attname) ORDER BY k.n)
+               FROM pg_constraint c
+               CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY k(attnum, n)
+               JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
               WHERE c.contype = 'f' AND c.confrelid = ANY($1) AND NOT c.conrelid = ANY($1)
-                AND NOT c.conrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = ANY($1))",
+                AND NOT c.conrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = ANY($1))
+              GROUP BY c.oid, c.conrelid",
             &[&seeded],
         )
         .await
         .map_err(|e| Error::db("listing referencing tables", e))?;
     for r in blockers {
         let name: String = r.get(0);
+        let cols: Vec<String> = r.get(1);
+        let not_null = cols
+            .iter()
+            .map(|c| format!("{c} IS NOT NULL"))
+            .collect::<Vec<_>>()
+            .join(" AND ");
         let has: bool = admin
-            .query_one(&format!("SELECT EXISTS (SELECT 1 FROM {name})"), &[])
+            .query_one(
+                &format!("SELECT EXISTS (SELECT 1 FROM {name} WHERE {not_null})"),
+                &[],
+            )
             .await
             .map_err(|e| Error::db(format!("looking into {name}"), e))?
             .get(0);
@@ -1672,6 +1698,7 @@ async fn load_tables(
             backends.clone(),
         );
         let truncate = !sharded;
+        let partial = !sharded && !opts.all_or_nothing;
         let trace = log.verbose && !log.quiet;
         let fault = opts
             .fault
@@ -1695,7 +1722,7 @@ async fn load_tables(
                 pids,
             )
             .await;
-            if r.is_err() {
+            if r.as_ref().is_err_and(|e| !partial || !table_problem(e)) {
                 cancel.store(true, Ordering::Relaxed);
             }
             (t, r, t0.elapsed().as_secs_f64())
@@ -1827,6 +1854,14 @@ pub async fn run(
     // loading rows the keys would check).
     let t_restore = Instant::now();
     let failed_load = stopped.is_some() || results.values().any(|(r, _)| r.is_err());
+    // A table whose rows the server refused leaves the others loaded
+    // (issue 30 point 4); a stop, a lost connection or a bug stops all.
+    let partial = !sharded
+        && !opts.all_or_nothing
+        && stopped.is_none()
+        && results
+            .values()
+            .all(|(r, _)| r.as_ref().err().is_none_or(table_problem));
     let alone = if sharded {
         lock.try_alone().await?
     } else {
@@ -1880,10 +1915,14 @@ pub async fn run(
             }
         }
     }
-    if failed_load {
+    if failed_load && !partial {
         return Err(failure(&plan, results, &restore, stopped, log));
     }
     let restored = restore?;
+    let not_loaded = not_loaded(&plan, &results, &restored);
+    for u in &not_loaded {
+        log.warn(&format!("not loaded: {}", u.cause));
+    }
     // A signal during the restore: everything is back, stop before VACUUM.
     if let Some(s) = signals.received() {
         return Err(signal::interrupted(
@@ -1923,15 +1962,65 @@ pub async fn run(
     let t_vacuum = Instant::now();
     vacuum_all(conn, &plan, opts, &per_table).await?;
     let vacuum_seconds = t_vacuum.elapsed().as_secs_f64();
-    let tables = measure(conn, &plan, opts, &per_table).await?;
+    let mut tables = measure(conn, &plan, opts, &per_table).await?;
+    tables.retain(|t| !not_loaded.iter().any(|u| u.table == t.table));
     Ok(LoadReport {
         tables,
         load_seconds: load_secs,
         notes,
+        not_loaded,
         copy_seconds,
         index_seconds,
         vacuum_seconds,
     })
+}
+
+/// Whether a table's failed load is that table's own problem, which leaves
+/// the other tables loading: the server refused its rows (SQLSTATE class
+/// 22, data exception, or 23, integrity constraint violation: a value or a
+/// constraint planck got wrong for it). A lost connection, a stop or a
+/// planck error stops the whole load: [`Error::Seed`] at load time is both
+/// a generator that died (a bug) and the server's CHECKs accepting no
+/// candidate, and nothing in the error tells them apart yet.
+fn table_problem(e: &Error) -> bool {
+    e.sqlstate()
+        .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
+}
+
+/// The tables of a partial load that hold none of its rows: each one the
+/// server refused rows of (left as it was, its error the cause) and each
+/// one emptied because it referenced rows that did not load.
+fn not_loaded(
+    plan: &Plan,
+    results: &BTreeMap<usize, (Loaded, f64)>,
+    restored: &Restored,
+) -> Vec<crate::seed::layout::Unseedable> {
+    let mut out: Vec<crate::seed::layout::Unseedable> = results
+        .iter()
+        .filter_map(|(t, (r, _))| {
+            let (tp, e) = (plan.tables.get(*t)?, r.as_ref().err()?);
+            Some(crate::seed::layout::Unseedable::of(tp.cat, &tp.display, e))
+        })
+        .collect();
+    for oid in &restored.emptied_oids {
+        let Some(tp) = plan.tables.iter().find(|t| t.oid == *oid) else {
+            continue;
+        };
+        if out.iter().any(|u| u.table == tp.display) {
+            continue;
+        }
+        out.push(crate::seed::layout::Unseedable {
+            cat: tp.cat,
+            table: tp.display.clone(),
+            cause: format!(
+                "{}: emptied after the load: its rows referenced rows of a table that did not load",
+                tp.display
+            ),
+            hints: vec!["fix the tables above and seed again".into()],
+            depends_on: None,
+        });
+    }
+    out
 }
 
 /// The error of a load that failed or was stopped: one list per state, each

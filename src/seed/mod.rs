@@ -51,8 +51,9 @@ pub struct SeedOptions {
     pub shard: Option<(u64, u64)>,
     pub truncate: bool,
     pub dry_run: bool,
-    /// `--skip-unseedable`: seed the tables that can be, report the others.
-    pub skip_unseedable: bool,
+    /// `--all-or-nothing`: a table planck cannot seed stops the whole run
+    /// (for CI); without it planck seeds the others, reports it and exits 1.
+    pub all_or_nothing: bool,
     pub generate_only: bool,
     /// `--restore`: restore what an interrupted run left saved, load nothing.
     pub restore: bool,
@@ -77,6 +78,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         scale: opts.scale,
         default_rows: opts.rows,
         reference_keys: layout::ReferenceKeys::new(),
+        refused: Default::default(),
         observed: opts.observed.clone(),
     };
     let writes = !(opts.dry_run || opts.generate_only);
@@ -124,12 +126,13 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     }
     drop(client);
     let started = Instant::now();
-    plan_opts.reference_keys = kept.keys(&cat)?;
-    let mut plan = layout::build_skipping(&cat, &sf, &plan_opts, opts.skip_unseedable)?;
-    kept.wire(&cat, &mut plan)?;
+    (plan_opts.reference_keys, plan_opts.refused) = kept.keys(&cat);
+    let mut plan = layout::build_skipping(&cat, &sf, &plan_opts, !opts.all_or_nothing)?;
+    kept.wire(&cat, &mut plan);
     let plan = Arc::new(plan);
     log_adjustments(&plan, log);
     let kept_names = kept.names(&cat);
+    let held = kept.held_names(&cat);
     if !kept_names.is_empty() {
         log.debug(&format!("kept as they were: {}", kept_names.join(", ")));
     }
@@ -155,6 +158,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         summary.tables.retain(|t| !kept_names.contains(&t.table));
         summary.notes.tables_kept = kept_names;
         summary.notes.seeded_before = seeded_before;
+        summary.notes.tables_held = held;
         return Ok(summary);
     };
     let writing: Vec<String> = plan
@@ -177,6 +181,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             fault: None,
             keep: kept.skipped_oids(&cat),
             kept_names,
+            all_or_nothing: opts.all_or_nothing,
         },
         &mut lock,
         &signals,
@@ -184,7 +189,14 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     )
     .await?;
     let mut summary = Summary::of(&plan, Some(&report), started.elapsed().as_secs_f64(), false);
+    if summary.partial() {
+        log.warn(&format!(
+            "partial seed: {} table(s) not seeded (the summary lists why and the spec that fixes each); exit 1",
+            summary.not_seeded.len()
+        ));
+    }
     summary.notes.seeded_before = seeded_before;
+    summary.notes.tables_held = held;
     Ok(summary)
 }
 
@@ -243,9 +255,8 @@ async fn unmigrated(client: &tokio_postgres::Client) -> Error {
     )
 }
 
-/// What planning changed on its own: rows lowered to fit a unique key and,
-/// with `--skip-unseedable`, each table left out, its cause and the tables
-/// that depend on it.
+/// What planning changed on its own: rows lowered to fit a unique key and
+/// each table left out, its cause and the tables that depend on it.
 fn log_adjustments(plan: &layout::Plan, log: Log) {
     for n in plan.tables.iter().flat_map(|t| &t.notices) {
         log.warn(n);

@@ -10,6 +10,7 @@
 //! those keys: a foreign key's pick (arithmetic on the parent's row range,
 //! whatever its kind) then lands on a key that exists. The load skips it.
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use tokio_postgres::Client;
@@ -18,7 +19,7 @@ use toml::Spanned;
 use crate::catalog::schema::{self as catalog, Catalog, TypeKind};
 use crate::error::{Error, Result};
 use crate::seed::generate::{Gen, Val};
-use crate::seed::layout::Plan;
+use crate::seed::layout::{Plan, ReferenceKeys, Unseedable};
 use crate::seed::spec::{SpecFile, TableSpec};
 
 /// Most keys read from one reference table: the plan holds them in memory.
@@ -32,6 +33,10 @@ pub struct Kept {
     /// Tables that hold rows, kept as reference data, each with the columns
     /// foreign keys into it reference and the key tuples it holds there.
     pub reference: Vec<(usize, Vec<usize>, Vec<Vec<String>>)>,
+    /// Those of [`Kept::reference`] kept only because rows of a table left
+    /// alone reference them (`--truncate` would have replaced them), each
+    /// with that table's name.
+    pub held: Vec<(usize, String)>,
 }
 
 impl Kept {
@@ -39,11 +44,17 @@ impl Kept {
     /// both into the spec: bookkeeping excluded, each reference table sized
     /// to its keys. `replace`: `--truncate`, which replaces the rows of the
     /// tables an earlier seed wrote (`seeded`, as `schema.table`) and of
-    /// those the spec names, and keeps the rows of the others; `sharded`: shards append to what other shards wrote, so
-    /// only bookkeeping is kept; `loads`: false for `--generate-only`, which
-    /// sends nothing, so a table the spec sizes plans as the spec says even
-    /// when it holds rows. A dry run loads on paper: it refuses what the
-    /// real run would refuse, with the same error.
+    /// those the spec names, and keeps the rows of the others (the
+    /// migrations' reference data, and bookkeeping planck cannot name).
+    /// Then one rule ends every conflict (issue 30 point 2): a table whose
+    /// rows a table left alone (bookkeeping, excluded, kept) references
+    /// keeps its rows too, so those references still hold, and the summary
+    /// says why; no table's rows ever refuse the run. `sharded`: shards
+    /// append to what other shards wrote, so only bookkeeping is kept;
+    /// `loads`: false for `--generate-only`, which sends nothing, so a
+    /// table the spec sizes plans as the spec says even when it holds rows.
+    /// A dry run loads on paper: it refuses what the real run would refuse,
+    /// with the same error.
     #[allow(clippy::too_many_arguments)] // each flag is one independent input of the decision
     pub async fn decide(
         client: &Client,
@@ -62,6 +73,9 @@ impl Kept {
             .iter()
             .filter_map(|e| cat.find(e.get_ref()))
             .collect();
+        // Whether each table's rows stay as they are.
+        let mut left = vec![false; cat.tables.len()];
+        let mut keep: Vec<usize> = Vec::new();
         for (i, t) in cat.tables.iter().enumerate() {
             let named = sf
                 .spec
@@ -80,11 +94,16 @@ impl Kept {
                     ));
                 }
                 kept.bookkeeping.push(i);
+                left[i] = true;
+                continue;
+            }
+            if excluded.contains(&i) {
+                left[i] = true;
                 continue;
             }
             let replaced = replace
                 && (named.is_some() || seeded.contains(&format!("{}.{}", t.schema, t.name)));
-            if replaced || sharded || !t.has_rows || excluded.contains(&i) {
+            if replaced || sharded || !t.has_rows {
                 continue;
             }
             if let Some(k) = named {
@@ -109,6 +128,15 @@ impl Kept {
                     Some(hint.into()),
                 ));
             }
+            left[i] = true;
+            keep.push(i);
+        }
+        if !sharded {
+            kept.held = held_by_references(client, cat, &mut left).await?;
+            keep.extend(kept.held.iter().map(|(i, _)| *i));
+        }
+        for i in keep {
+            let t = &cat.tables[i];
             let cols = referenced_columns(cat, i);
             let keys = if cols.is_empty() {
                 Vec::new()
@@ -126,6 +154,11 @@ impl Kept {
             // `rows` is scaled: ask for what rounds back to at most the
             // keys held (a pick past them would wrap onto a key twice).
             let rows = (keys.len() as f64 / scale.max(f64::MIN_POSITIVE)).floor() as u64;
+            // A spec section of a table kept this way gives way (the
+            // summary says why the table was kept).
+            sf.spec
+                .tables
+                .retain(|k, _| cat.find(k.get_ref()) != Some(*i));
             sf.spec.tables.insert(
                 Spanned::new(0..0, cat.tables[*i].display()),
                 Spanned::new(
@@ -138,6 +171,18 @@ impl Kept {
             );
         }
         Ok(kept)
+    }
+
+    /// The tables kept because rows of a table left alone reference them,
+    /// each as `table (rows of X reference it)`, sorted.
+    pub fn held_names(&self, cat: &Catalog) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .held
+            .iter()
+            .map(|(i, by)| format!("{} (rows of {by} reference it)", cat.tables[*i].display()))
+            .collect();
+        v.sort();
+        v
     }
 
     /// The oids of the tables the load skips (reference data; bookkeeping
@@ -181,8 +226,8 @@ impl Kept {
     }
 
     /// Gives each referenced column of a reference table its existing keys.
-    pub fn wire(&self, cat: &Catalog, plan: &mut Plan) -> Result<()> {
-        for (oid, cols) in self.keys(cat)? {
+    pub fn wire(&self, cat: &Catalog, plan: &mut Plan) {
+        for (oid, cols) in self.keys(cat).0 {
             let Some(tp) = plan.tables.iter_mut().find(|tp| tp.oid == oid) else {
                 continue;
             };
@@ -190,23 +235,26 @@ impl Kept {
                 tp.cols[c].generator = Gen::Listed(vals);
             }
         }
-        Ok(())
     }
 
     /// The existing keys of each referenced column of each reference table,
-    /// by table oid and column.
-    pub fn keys(&self, cat: &Catalog) -> Result<crate::seed::layout::ReferenceKeys> {
-        let mut out = crate::seed::layout::ReferenceKeys::new();
+    /// by table oid and column, and the reference tables whose keys planck
+    /// cannot pick among (by catalog index: planning leaves out, or gives
+    /// NULL to, the foreign keys into them).
+    pub fn keys(&self, cat: &Catalog) -> (ReferenceKeys, BTreeMap<usize, Unseedable>) {
+        let mut out = ReferenceKeys::new();
+        let mut refused = BTreeMap::new();
         for (i, cols, keys) in &self.reference {
             let table = &cat.tables[*i];
-            let of_table = out.entry(table.oid).or_default();
+            let mut of_table = HashMap::new();
             for (part, &c) in cols.iter().enumerate() {
                 let col = &table.columns[c];
-                let vals = keys
+                let Some(vals) = keys
                     .iter()
                     .map(|k| parse(&col.kind, &k[part]))
                     .collect::<Option<Vec<Val>>>()
-                    .ok_or_else(|| Error::Seed {
+                else {
+                    let e = Error::Seed {
                         table: table.display(),
                         column: Some(col.name.clone()),
                         message: format!(
@@ -220,11 +268,56 @@ impl Kept {
                              rows = N) and pass --truncate; or exclude the tables that reference it",
                             table.name
                         )),
-                    })?;
+                    };
+                    refused.insert(*i, Unseedable::of(*i, &table.display(), &e));
+                    break;
+                };
                 of_table.insert(c, Arc::new(vals));
             }
+            if !refused.contains_key(i) {
+                out.insert(table.oid, of_table);
+            }
         }
-        Ok(out)
+        (out, refused)
+    }
+}
+
+/// Marks `left` (the tables whose rows stay) every table that rows of a
+/// table left alone reference through a foreign key, until nothing more
+/// is: those rows keep what they reference (replacing it would break the
+/// key, which no one asked for). Returns the tables it marked, each with
+/// the first table found referencing it.
+async fn held_by_references(
+    client: &Client,
+    cat: &Catalog,
+    left: &mut [bool],
+) -> Result<Vec<(usize, String)>> {
+    let mut held = Vec::new();
+    loop {
+        let mut more = Vec::new();
+        for (c, t) in cat.tables.iter().enumerate() {
+            if !left[c] || !t.has_rows {
+                continue;
+            }
+            for f in &t.fks {
+                let Some(p) = f.parent.filter(|p| *p != c && !left[*p]) else {
+                    continue;
+                };
+                if more.iter().any(|(q, _)| *q == p) {
+                    continue;
+                }
+                if catalog::references_any(client, t, &f.cols).await? {
+                    more.push((p, t.display()));
+                }
+            }
+        }
+        if more.is_empty() {
+            return Ok(held);
+        }
+        for (p, _) in &more {
+            left[*p] = true;
+        }
+        held.extend(more);
     }
 }
 

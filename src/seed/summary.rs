@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::output::{self, Format};
-use crate::seed::layout::Plan;
+use crate::seed::layout::{Plan, Unseedable};
 use crate::seed::load::{LoadNotes, LoadReport};
 
 /// What kind of run a summary describes.
@@ -58,6 +58,9 @@ pub struct Summary {
     /// Columns whose values or NULL share followed the queries file's
     /// `[observed]` ("schema.table.column: values, NULL share 1 %").
     pub followed_recording: Vec<String>,
+    /// The tables planning could not seed, left as they were (issue 30
+    /// point 4): a run that leaves any is partial and exits 1.
+    pub not_seeded: Vec<Unseedable>,
 }
 
 impl Summary {
@@ -104,7 +107,52 @@ impl Summary {
             }),
             notes: report.map(|r| r.notes.clone()).unwrap_or_default(),
             followed_recording: plan.followed_recording.clone(),
+            not_seeded: plan
+                .skipped
+                .iter()
+                .chain(report.iter().flat_map(|r| &r.not_loaded))
+                .cloned()
+                .collect(),
         }
+    }
+
+    /// Whether some table could not be seeded (the run exits 1).
+    pub fn partial(&self) -> bool {
+        !self.not_seeded.is_empty()
+    }
+
+    /// The tables not seeded, one paragraph each: the cause, its hints and
+    /// the spec lines that fix it (a cascade names the table it depends on).
+    fn not_seeded_lines(&self) -> Vec<String> {
+        if self.not_seeded.is_empty() {
+            return Vec::new();
+        }
+        let mut out = vec![format!(
+            "partial seed: {} table(s) not seeded, left as they were \
+             (--all-or-nothing refuses the whole run instead):",
+            self.not_seeded.len()
+        )];
+        for u in &self.not_seeded {
+            match &u.depends_on {
+                Some(p) => out.push(format!(
+                    "- {}: not seeded because {p} is not (a NOT NULL foreign key)",
+                    u.table
+                )),
+                None => {
+                    // A server error's DETAIL on the same line.
+                    let cause: Vec<&str> = u
+                        .cause
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty())
+                        .collect();
+                    out.push(format!("- {}", cause.join(" ")));
+                    out.extend(u.hints.iter().map(|h| format!("  hint: {h}")));
+                    out.push(format!("  spec: {}", u.spec_fix()));
+                }
+            }
+        }
+        out
     }
 
     /// The notes as sentences, one a line, for the table and Markdown forms.
@@ -139,12 +187,23 @@ impl Summary {
             .tables_kept
             .iter()
             .filter(|t| !n.seeded_before.contains(t))
+            .filter(|t| {
+                !n.tables_held
+                    .iter()
+                    .any(|h| h.starts_with(&format!("{t} (")))
+            })
             .map(String::as_str)
             .collect();
         if !migrations.is_empty() {
             out.push(format!(
                 "kept as they were (rows the migrations wrote, migration bookkeeping): {}",
                 migrations.join(", ")
+            ));
+        }
+        if !n.tables_held.is_empty() {
+            out.push(format!(
+                "kept as they were (rows left alone reference them; replacing them would break those keys): {}",
+                n.tables_held.join(", ")
             ));
         }
         if !n.seeded_before.is_empty() {
@@ -166,6 +225,7 @@ impl Summary {
             phases: None,
             notes: LoadNotes::default(),
             followed_recording: Vec::new(),
+            not_seeded: Vec::new(),
         }
     }
 
@@ -230,6 +290,28 @@ pub struct JsonSummary {
     /// Columns that followed the queries file's `[observed]` (left out when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub followed_recording: Vec<String>,
+    /// Those of `tables_kept` kept because rows left alone reference them,
+    /// each `table (rows of X reference it)` (left out when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables_held: Vec<String>,
+    /// The tables not seeded (a partial run, exit 1; left out when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_seeded: Vec<JsonNotSeeded>,
+}
+
+/// A table the run could not seed (wire type: changes only with `format_version`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonNotSeeded {
+    pub table: String,
+    /// What stops it, prefixed with the table (and column).
+    pub reason: String,
+    #[serde(default)]
+    pub hints: Vec<String>,
+    /// The spec lines that fix it (null for a table not seeded because the
+    /// table it depends on is not).
+    pub spec: Option<String>,
+    /// The table not seeded that a NOT NULL foreign key of this one references.
+    pub depends_on: Option<String>,
 }
 
 impl From<&Summary> for JsonSummary {
@@ -264,6 +346,18 @@ impl From<&Summary> for JsonSummary {
             tables_kept: s.notes.tables_kept.clone(),
             seeded_before: s.notes.seeded_before.clone(),
             followed_recording: s.followed_recording.clone(),
+            tables_held: s.notes.tables_held.clone(),
+            not_seeded: s
+                .not_seeded
+                .iter()
+                .map(|u| JsonNotSeeded {
+                    table: u.table.clone(),
+                    reason: u.cause.clone(),
+                    hints: u.hints.clone(),
+                    spec: u.depends_on.is_none().then(|| u.spec_fix()),
+                    depends_on: u.depends_on.clone(),
+                })
+                .collect(),
         }
     }
 }
@@ -315,6 +409,14 @@ pub fn render_markdown(w: &mut impl Write, s: &Summary) -> io::Result<()> {
             writeln!(w, "- {}", output::md_cell(&n))?;
         }
     }
+    let not_seeded = s.not_seeded_lines();
+    if !not_seeded.is_empty() {
+        writeln!(w, "\n```text")?;
+        for n in not_seeded {
+            writeln!(w, "{n}")?;
+        }
+        writeln!(w, "```")?;
+    }
     Ok(())
 }
 
@@ -360,6 +462,18 @@ pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
     }
     for n in s.note_lines() {
         writeln!(w, "{}", wrap(&n, 80))?;
+    }
+    // The spec lines stay whole: they are meant to be copied.
+    for n in s.not_seeded_lines() {
+        if n.starts_with("  spec: ") {
+            writeln!(w, "{n}")?;
+        } else if let Some(rest) = n.strip_prefix("  ") {
+            for l in wrap(rest, 78).lines() {
+                writeln!(w, "  {l}")?;
+            }
+        } else {
+            writeln!(w, "{}", wrap(&n, 80))?;
+        }
     }
     Ok(())
 }
@@ -420,6 +534,7 @@ mod tests {
             }),
             notes: LoadNotes::default(),
             followed_recording: Vec::new(),
+            not_seeded: Vec::new(),
         }
     }
 
@@ -439,6 +554,7 @@ mod tests {
                 "items".into(),
             ],
             seeded_before: vec!["items".into()],
+            tables_held: Vec::new(),
         };
         s
     }
@@ -462,6 +578,45 @@ mod tests {
         // A reader of the earlier form still reads.
         let old: JsonSummary = serde_json::from_str(&rendered(&loaded(), Format::Json)).unwrap();
         assert_eq!(old.triggers_disabled, 0);
+    }
+
+    /// Issue 30 point 4: a partial seed lists each table not seeded with
+    /// its cause, hints and the spec line that settles it (a cascade names
+    /// the table it depends on), in every form.
+    #[test]
+    fn a_partial_seed_names_each_table_not_seeded() {
+        let mut s = loaded();
+        s.not_seeded = vec![
+            Unseedable {
+                cat: 2,
+                table: "acl".into(),
+                cause: "acl.privilege: planck cannot produce values of type aclitem".into(),
+                hints: vec!["exclude acl in the spec, or give the column a DEFAULT".into()],
+                depends_on: None,
+            },
+            Unseedable {
+                cat: 3,
+                table: "grants".into(),
+                cause: "grants: depends on acl".into(),
+                hints: Vec::new(),
+                depends_on: Some("acl".into()),
+            },
+        ];
+        assert!(s.partial());
+        let table = rendered(&s, Format::Table);
+        for line in table.lines().filter(|l| !l.starts_with("  spec: ")) {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+        insta::assert_snapshot!(table);
+        let back: JsonSummary = serde_json::from_str(&rendered(&s, Format::Json)).unwrap();
+        assert_eq!(back.not_seeded.len(), 2);
+        assert_eq!(
+            back.not_seeded[0].spec.as_deref(),
+            Some("exclude = [\"acl\"]")
+        );
+        assert_eq!(back.not_seeded[1].depends_on.as_deref(), Some("acl"));
+        assert_eq!(back.not_seeded[1].spec, None);
+        assert!(!rendered(&loaded(), Format::Json).contains("not_seeded"));
     }
 
     fn dry() -> Summary {

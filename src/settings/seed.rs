@@ -55,8 +55,12 @@ pub struct SeedArgs {
     /// Print the plan (rows per table) and write nothing; refuse what the real run would refuse
     #[arg(long)]
     pub dry_run: bool,
-    /// Seed every table that can be seeded; report the others (and the tables that depend on them)
+    /// Refuse the whole run when one table cannot be seeded (for CI); by default planck seeds
+    /// the others, reports it and exits 1
     #[arg(long)]
+    pub all_or_nothing: bool,
+    /// What planck does by default now (kept so scripts that pass it still run)
+    #[arg(long, hide = true, conflicts_with = "all_or_nothing")]
     pub skip_unseedable: bool,
     /// Generate and encode every row, send nothing, report MB/s on stderr (profiling the generator)
     #[arg(long, conflicts_with_all = ["truncate", "dry_run"])]
@@ -248,7 +252,7 @@ impl SeedSettings {
                 shard,
                 truncate: args.truncate,
                 dry_run: args.dry_run,
-                skip_unseedable: args.skip_unseedable,
+                all_or_nothing: args.all_or_nothing,
                 generate_only: args.generate_only,
                 restore: args.restore,
                 forget: args.forget.clone(),
