@@ -762,19 +762,23 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
         "noset_app",
         &["SELECT id, total FROM orders WHERE total > $1"],
     );
-    let out = common::planck_cmd(dir.path())
-        .args([
-            "--database-url",
-            &db.url.replacen("planck@", "noset_admin:noset_admin@", 1),
-            "explain",
-            "--as-tenant",
-            "--tenant-id",
-            "1",
-            "--queries",
-            &q,
-        ])
-        .output()
-        .unwrap();
+    // `planck explain --as-tenant` connected as the admin.
+    let as_admin = || {
+        common::planck_cmd(dir.path())
+            .args([
+                "--database-url",
+                &db.url.replacen("planck@", "noset_admin:noset_admin@", 1),
+                "explain",
+                "--as-tenant",
+                "--tenant-id",
+                "1",
+                "--queries",
+                &q,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = as_admin();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -787,19 +791,7 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
     );
     // With the option granted, the same run plans as the tenant.
     db.exec("GRANT noset_app TO noset_admin WITH SET TRUE");
-    let out = common::planck_cmd(dir.path())
-        .args([
-            "--database-url",
-            &db.url.replacen("planck@", "noset_admin:noset_admin@", 1),
-            "explain",
-            "--as-tenant",
-            "--tenant-id",
-            "1",
-            "--queries",
-            &q,
-        ])
-        .output()
-        .unwrap();
+    let out = as_admin();
     let err = stderr(&out);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
     assert!(err.contains("tenant mode: role noset_app"), "{err}");
