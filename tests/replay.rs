@@ -1393,10 +1393,12 @@ fn demo_ends_with_a_replay_of_its_recording() {
         .unwrap_or_else(|| panic!("no replay verdict:\n{err}"));
     assert!(verdict.contains("concurrent"), "{verdict}");
     // Every statement of the example runs: no step counts an error of a
-    // statement planck sent. The one exception is the server's own internal
-    // error under this concurrency, `XX000 new multixact has more than one
-    // updating member` (seen on 14 and 17 at 16 clients with a build beside
-    // the suite): no statement is at fault, and it fails the unit honestly.
+    // statement planck sent. The exceptions are what this concurrency makes
+    // of the example on the server, none a statement's fault, each failing
+    // its unit honestly: class 40 (the archive job's bulk UPDATE of items
+    // deadlocked with a per-row one at 16 clients, 2026-12-05) and the
+    // server's internal `XX000 new multixact has more than one updating
+    // member` (seen on 14 and 17 at 16 clients with a build beside the suite).
     let steps: Vec<&str> = err.lines().filter(|l| l.starts_with("step ")).collect();
     assert_eq!(steps.len(), 3, "{err}");
     let only_server_internal = |l: &str| {
@@ -1404,20 +1406,33 @@ fn demo_ends_with_a_replay_of_its_recording() {
             || l.split_once(" error")
                 .and_then(|(_, rest)| rest.split_once(": "))
                 .is_some_and(|(_, list)| {
-                    list.split("; ")
-                        .all(|e| e.starts_with("XX000 ") && e.contains("new multixact"))
+                    list.split("; ").all(|e| {
+                        e.starts_with("40")
+                            || (e.starts_with("XX000 ") && e.contains("new multixact"))
+                    })
                 })
     };
     assert!(steps.iter().all(|l| only_server_internal(l)), "{steps:?}");
-    // The recording's hot path, run to run (issue 11/12): the counter row.
+    // The top hotspot is planck's own and names both statements. Which row
+    // comes out on top depends on timing: on a quiet machine the accounts
+    // counter row, on a busy one (CI, 2026-12-05) once a row of items.
     let top = err
         .lines()
         .find(|l| l.starts_with("replay: top hotspot"))
         .unwrap_or_else(|| panic!("no hotspot:\n{err}"));
-    assert!(top.contains("the row of accounts id = "), "{top}");
+    assert!(!top.contains("did not run"), "{top}");
     assert!(
-        top.ends_with("taken by `UPDATE accounts SET item_seq = item_seq + $2 WHER…`"),
+        top.contains("waited on by `") && top.contains("taken by `"),
         "{top}"
+    );
+    // The recording's hot path, run to run (issue 11/12): the counter row
+    // of accounts is among the review's hotspots whichever is on top.
+    let review = std::fs::read_to_string(dir.path().join(".planck/demo/review.md")).unwrap();
+    assert!(
+        review.lines().any(|l| l.contains("| accounts |")
+            && l.contains("id = ")
+            && l.contains("UPDATE accounts SET item_seq")),
+        "{review}"
     );
 }
 

@@ -166,10 +166,23 @@ impl TestDb {
                 .batch_execute(&format!("DROP DATABASE IF EXISTS {n} WITH (FORCE)"))
                 .await
                 .unwrap();
-            admin
-                .batch_execute(&format!("CREATE DATABASE {n}"))
-                .await
-                .unwrap();
+            // `template1 is being accessed by other users` (55006) while
+            // another test's server work still holds it: wait and retry.
+            let mut tries = 0;
+            loop {
+                match admin.batch_execute(&format!("CREATE DATABASE {n}")).await {
+                    Ok(()) => break,
+                    Err(e)
+                        if tries < 20
+                            && e.code()
+                                == Some(&tokio_postgres::error::SqlState::OBJECT_IN_USE) =>
+                    {
+                        tries += 1;
+                        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                    }
+                    Err(e) => panic!("CREATE DATABASE {n}: {e:?}"),
+                }
+            }
         });
         let url = c.cluster.url(c.port, &name);
         eprintln!("test database: {url}");
