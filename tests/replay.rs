@@ -1843,6 +1843,29 @@ fn reads_of_the_login_role_run_without_begin_or_rollback() {
     );
 }
 
+/// Issue 31, 4: the replay's JSON (and so the review built from it) names
+/// the server it ran on, as the server itself reports its version.
+#[test]
+fn report_names_the_server_version() {
+    let db = test_db!();
+    db.exec("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)");
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"r\"\nquery = \"SELECT id FROM t WHERE id = $1\"\n",
+    );
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &["--ladder", "1", "--duration", "0.3s", "--no-sampler"],
+    );
+    assert_exit(&out, 0);
+    let version = db.query_strings("SHOW server_version")[0].clone();
+    assert!(!version.is_empty());
+    assert_eq!(report(&out).server_version, version);
+}
+
 /// Issue 32, 1: a setting recorded as transaction-level (`local_settings`)
 /// is set with each transaction and gone after it; one recorded as
 /// session-level is set once on the connection and stays for the units

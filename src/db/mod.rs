@@ -627,7 +627,7 @@ fn tls_options(spec: &Spec, env: &LibpqEnv) -> std::result::Result<TlsOptions, S
 /// 140000). An older one is refused where planck first reads the version
 /// (explain's catalog, record's probe), naming it.
 pub fn require_supported(server_version_num: i32) -> Result<()> {
-    if server_version_num >= 140000 {
+    if server_version_num >= crate::cluster::MIN_MAJOR as i32 * 10000 {
         return Ok(());
     }
     Err(Error::usage_hint(
@@ -638,6 +638,30 @@ pub fn require_supported(server_version_num: i32) -> Result<()> {
         ),
         "point planck at a PostgreSQL 14+ server, or leave the URL out to use planck's managed cluster",
     ))
+}
+
+/// The server's version as a report shows it (`server_version`, `18.4`) and
+/// as code compares it (`server_version_num`, 180004); a server older than
+/// 14 is refused, naming its version. `stats`: how the read stays out of
+/// pg_stat_statements (see `session`).
+pub async fn server_version(
+    client: &tokio_postgres::Client,
+    stats: crate::session::StatsMode,
+) -> Result<(String, i32)> {
+    let row = client
+        .query_one(
+            &crate::session::tag(
+                stats,
+                "SELECT current_setting('server_version'), \
+                 current_setting('server_version_num')::int",
+            ),
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("reading the server version", e))?;
+    let num: i32 = row.get(1);
+    require_supported(num)?;
+    Ok((row.get(0), num))
 }
 
 /// A connection string as it may be shown: parsed and rebuilt with the

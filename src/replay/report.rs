@@ -78,6 +78,7 @@ pub fn build(
 ) -> Report {
     let mut out = Report {
         format_version: FORMAT_VERSION,
+        server_version: String::new(),
         percentile_method: METHOD.to_string(),
         steps: Vec::new(),
         statements: Vec::new(),
@@ -439,6 +440,9 @@ pub fn render_table<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
         writeln!(w, "{}", super::stale::warning(k))?;
     }
     writeln!(w, "percentiles: {}", r.percentile_method)?;
+    if !r.server_version.is_empty() {
+        writeln!(w, "server: PostgreSQL {}", r.server_version)?;
+    }
     if r.interrupted {
         writeln!(
             w,
@@ -482,6 +486,9 @@ pub fn render_markdown<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
         output::markdown_table(w, &cols, hotspot_rows(r))?;
     }
     writeln!(w, "\n{}\n", r.verdict.text)?;
+    if !r.server_version.is_empty() {
+        writeln!(w, "On PostgreSQL {}.\n", r.server_version)?;
+    }
     writeln!(w, "{}", integrity_line(r))?;
     for n in &r.integrity.notes {
         writeln!(w, "- {n}")?;
@@ -527,6 +534,7 @@ mod tests {
             lock_samples_outside: 0,
         };
         Report {
+            server_version: "15.8".into(),
             format_version: FORMAT_VERSION,
             percentile_method: METHOD.to_string(),
             steps: vec![

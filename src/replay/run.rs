@@ -93,17 +93,14 @@ fn qualified(rel: &str) -> String {
 const COLLECTOR_LAG_MS: u64 = 600;
 
 /// Reads the server's counters and the written tables' checksums.
+/// `version`: the server's `server_version_num`.
 pub async fn server_counters(
     client: &Client,
+    version: i32,
     relations: &[String],
     max_rows: u64,
 ) -> Result<ServerCounters> {
     let ctx = |what: &'static str| move |e| Error::db(what, e);
-    let version: i32 = client
-        .query_one("SELECT current_setting('server_version_num')::int", &[])
-        .await
-        .map_err(ctx("reading the server version"))?
-        .get(0);
     if version < 150000 {
         // Before 15 the counters go through the statistics collector: a
         // backend's last changes reach it over a socket, and a snapshot may
@@ -388,6 +385,7 @@ pub async fn run(
     let stats_mode = crate::session::untrack(&admin)
         .await
         .unwrap_or(crate::session::StatsMode::Tagged);
+    let (server_version, version_num) = crate::db::server_version(&admin, stats_mode).await?;
     let top = opts.top_clients();
     let top = opts.pool.map_or(top, |p| p.min(top));
     check_connections(&admin, top, opts.sampler, opts.rate.is_some()).await?;
@@ -428,7 +426,7 @@ pub async fn run(
         ));
     }
     let relations = workload.written_relations();
-    let before = server_counters(&admin, &relations, opts.verify_max_rows).await?;
+    let before = server_counters(&admin, version_num, &relations, opts.verify_max_rows).await?;
     let returns = super::exec::returns_read(&workload);
     let shared = Arc::new(Shared {
         returns,
@@ -547,7 +545,7 @@ pub async fn run(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let after = server_counters(&admin, &relations, opts.verify_max_rows).await?;
+    let after = server_counters(&admin, version_num, &relations, opts.verify_max_rows).await?;
     let mut totals = super::exec::WorkerStats::default();
     for s in &steps {
         totals.attempted += s.stats.attempted;
@@ -560,13 +558,15 @@ pub async fn run(
     }
     let mut integrity = integrity(&totals, &before, &after, opts, interrupted);
     integrity.skipped = skipped;
-    Ok(report::build(
+    let mut report = report::build(
         &shared.workload,
         &steps,
         integrity,
         opts.sample_ms,
         interrupted,
-    ))
+    );
+    report.server_version = server_version;
+    Ok(report)
 }
 
 /// Skips the units that run a stale statement (what it names is gone since

@@ -276,6 +276,7 @@ fn step(i: usize, n: u32, x: f64, p95: f64, shape: Shape) -> StepJson {
 pub fn replay() -> Report {
     Report {
         format_version: 1,
+        server_version: "15.8".into(),
         percentile_method: "hdrhistogram".into(),
         steps: vec![
             step(0, 1, 410.0, 3.1, Shape::Growing),

@@ -359,6 +359,7 @@ mod tests {
         let full = render(&fixture::inputs());
         assert!(full.contains("<svg"), "chart");
         assert!(full.contains("class=\"plan-node marked\""), "a marked node");
+        assert!(full.contains("(PostgreSQL 15.8)"), "the replay's server");
         let mut bare = fixture::inputs();
         bare.replay = None;
         bare.diff = None;

@@ -303,6 +303,9 @@ fn full(i: &Inputs) -> String {
         ),
         Some(rp) => {
             let _ = writeln!(out, "### Replay: {}\n", cell(&rp.verdict.text));
+            if !rp.server_version.is_empty() {
+                let _ = writeln!(out, "On PostgreSQL {}.\n", cell(&rp.server_version));
+            }
             out.push_str("| clients | units/s | p50 ms | p95 ms | p99 ms | errors | shape |\n");
             out.push_str("| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
             for s in &rp.steps {

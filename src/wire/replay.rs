@@ -51,6 +51,10 @@ impl Usl {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub format_version: u32,
+    /// `server_version` of the server the replay ran on (`18.4`); empty in
+    /// a report written before planck recorded it.
+    #[serde(default)]
+    pub server_version: String,
     pub percentile_method: String,
     pub steps: Vec<StepJson>,
     pub statements: Vec<StatementJson>,
