@@ -128,6 +128,9 @@ pub struct RecordSection {
 pub struct ExplainSection {
     /// Tables with fewer rows than this are not flagged for scans.
     pub min_rows: Option<u64>,
+    /// A statement reading a table with fewer rows than this (planck's seed
+    /// aside) is not judged: the data cannot show production's plan.
+    pub min_table_rows: Option<u64>,
     /// A tenant plan this many times costlier than the admin plan is an RLS trap.
     pub rls_cost_ratio: Option<f64>,
     /// Planning timeout per statement, in milliseconds.

@@ -648,7 +648,10 @@ fn issue5_tenant_role_missing_or_bypassing_rls_is_an_error_with_a_hint() {
 #[test]
 fn issue5_as_tenant_without_policies_is_a_clear_error() {
     let db = TestDb::new("explain_no_policies");
-    db.exec("CREATE TABLE t (id bigint PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 10);");
+    // 200 rows: enough for the statement to be judged (`min_table_rows`).
+    db.exec(
+        "CREATE TABLE t (id bigint PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 200);",
+    );
     let dir = common::project_dir();
     let q = queries(
         dir.path(),
@@ -913,6 +916,13 @@ fn review_bad_tenant_id_or_setting_is_a_usage_error() {
 #[test]
 fn review_missing_source_is_an_error_and_counts_are_singular() {
     let db = TestDb::migrated("explain_source_grammar");
+    // Enough rows in the table read for the statement to be judged.
+    db.exec(
+        "INSERT INTO accounts (id, name, slug) VALUES (1, 'a', 'a');
+         INSERT INTO pouches (id, account_id, name) VALUES (1, 1, 'p');
+         INSERT INTO items (account_id, pouch_id, slug, title)
+              SELECT 1, 1, 's' || g, 'item ' || g FROM generate_series(1, 200) g;",
+    );
     let dir = common::project_dir();
     let q = queries(
         dir.path(),
@@ -955,4 +965,84 @@ fn review_missing_source_is_an_error_and_counts_are_singular() {
         "{text}"
     );
     assert!(text.contains("findings (0 new errors)"), "{text}");
+}
+
+/// Issue 35, 1: plans made on tables that hold nothing say nothing about
+/// production. The example migrated but not seeded is refused (exit 2,
+/// naming `planck seed`); with `--allow-unseeded` every statement planned
+/// is `not_judged`, naming its empty tables, and nothing is found. Seeded,
+/// then one table emptied: the statements reading it are not judged, the
+/// others are, and no index of that table is called unused.
+#[test]
+fn issue35_unseeded_data_is_refused_or_not_judged_never_judged() {
+    let db = TestDb::migrated("explain_unseeded");
+    let dir = common::project_dir();
+    let q = recorded_queries_plus(dir.path(), &[]);
+    // Both modes: the tenant cannot be chosen from empty tables.
+    let out = db.planck(&["explain", "--queries", &q], dir.path());
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("planck seed"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    // Admin mode plans, and then judges nothing.
+    let out = db.planck(&["explain", "--queries", &q, "--as-admin"], dir.path());
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("no statement can be judged on this data")
+            && err.contains("all 22 planned")
+            && err.contains("accounts: 0 rows")
+            && err.contains("planck seed"),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+
+    let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--allow-unseeded"]);
+    assert_eq!(code, 0, "{v:#}");
+    let statements = v["statements"].as_array().unwrap();
+    let not_judged: Vec<&Value> = statements
+        .iter()
+        .filter(|s| s["status"] == "not_judged")
+        .collect();
+    assert!(!not_judged.is_empty(), "{v:#}");
+    assert!(
+        statements.iter().all(|s| s["status"] != "explained"),
+        "{v:#}"
+    );
+    for s in &not_judged {
+        let why = s["reason"].as_str().unwrap();
+        assert!(
+            why.starts_with("not judged: ") && why.contains(" holds 0 rows"),
+            "{s:#}"
+        );
+        assert!(!s["plans"].as_array().unwrap().is_empty(), "{s:#}");
+    }
+    assert_eq!(v["findings"].as_array().unwrap().len(), 0, "{v:#}");
+    assert_eq!(v["summary"]["not_judged"], not_judged.len());
+    assert_eq!(v["summary"]["explained"], 0);
+
+    seed_bundled_example(&db);
+    db.exec("DELETE FROM dpop_replays; ANALYZE dpop_replays;");
+    let (_, v) = json_run(&db, dir.path(), &["--queries", &q]);
+    let statements = v["statements"].as_array().unwrap();
+    let reads_dpop = |s: &&Value| s["query"].as_str().unwrap().contains("dpop_replays");
+    let unjudged: Vec<&Value> = statements.iter().filter(reads_dpop).collect();
+    assert!(!unjudged.is_empty(), "{v:#}");
+    for s in &unjudged {
+        assert_eq!(s["status"], "not_judged", "{s:#}");
+        assert_eq!(
+            s["reason"], "not judged: dpop_replays holds 0 rows",
+            "{s:#}"
+        );
+    }
+    assert!(
+        statements
+            .iter()
+            .filter(|s| !reads_dpop(s))
+            .any(|s| s["status"] == "explained"),
+        "{v:#}"
+    );
+    assert_eq!(v["summary"]["not_judged"], unjudged.len());
+    for f in v["findings"].as_array().unwrap() {
+        assert_ne!(f["relation"], "dpop_replays", "{f:#}");
+    }
 }

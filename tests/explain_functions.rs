@@ -34,7 +34,19 @@ fn record_and_explain(db: &TestDb, dir: &Path, script: &str) -> (Report, String)
         dir,
     );
     assert!(rec.status.success(), "record: {}", stderr(&rec));
-    let out = db.planck(&["--format", "json", "explain", "--queries", "q.toml"], dir);
+    // The fixtures' tables hold a handful of rows: what is judged here is
+    // that statements plan, not their plans.
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "explain",
+            "--queries",
+            "q.toml",
+            "--allow-unseeded",
+        ],
+        dir,
+    );
     let r: Report = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| {
         panic!(
             "not the report ({e})\nstdout:\n{}\nstderr:\n{}",
@@ -172,17 +184,11 @@ fn issue10_graphile_starter_statements_inside_functions_are_planned() {
     let dir = common::project_dir();
     let script = std::fs::read_to_string(fx.join("testrun.sql")).unwrap();
     let (r, err) = record_and_explain(&db, dir.path(), &script);
-    let explained = r
-        .statements
-        .iter()
-        .filter(|s| s.status == "explained")
-        .count();
+    let explained = r.statements.iter().filter(|s| s.planned()).count();
     let bound = r
         .statements
         .iter()
-        .filter(|s| {
-            s.status == "explained" && s.repairs.iter().any(|x| x.starts_with("ran inside "))
-        })
+        .filter(|s| s.planned() && s.repairs.iter().any(|x| x.starts_with("ran inside ")))
         .count();
     eprintln!("graphile-starter: {explained} explained, {bound} bound inside functions");
     // Before: 31 of 79 explained, none inside a function.
@@ -191,7 +197,7 @@ fn issue10_graphile_starter_statements_inside_functions_are_planned() {
     // Refused for a constant's type (generate_series(unknown, unknown))
     // before its names were looked up: its bare variable is bound anyway.
     let series = r.statement("from generate_series(");
-    assert_eq!(series.status, "explained", "{series:#?}");
+    assert!(series.planned(), "{series:#?}");
     assert!(
         series
             .repairs

@@ -663,7 +663,15 @@ fn issue10_the_identity_proxy_counts_foreign_key_fan_out() {
     let (_, _, err) = json_run(
         &db,
         dir.path(),
-        &["--queries", &q, "--identity-budget", "0"],
+        // 30 profiles: judged all the same (the point is the identity).
+        &[
+            "--queries",
+            &q,
+            "--identity-budget",
+            "0",
+            "--min-table-rows",
+            "10",
+        ],
     );
     assert!(
         err.contains(&format!("\"sub\":\"{}\"", user(9))),

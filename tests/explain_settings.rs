@@ -217,7 +217,15 @@ fn issue10_schema_per_tenant_is_detected_and_said_unsupported() {
     };
     make("acme");
     make("globex");
-    let args = ["--format", "json", "explain", "--queries", &q];
+    // The tables are empty: what is judged is the schema layout, not plans.
+    let args = [
+        "--format",
+        "json",
+        "explain",
+        "--queries",
+        &q,
+        "--allow-unseeded",
+    ];
     let out = db.planck(&args, dir.path());
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
@@ -238,5 +246,7 @@ fn issue10_schema_per_tenant_is_detected_and_said_unsupported() {
         "{err}"
     );
     let r: Report = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(r.statement("acme.orders").status, "explained");
+    let s = r.statement("acme.orders");
+    assert_eq!(s.status, "not_judged", "{s:#?}");
+    assert!(s.planned() && !s.plans.is_empty(), "{s:#?}");
 }

@@ -65,6 +65,7 @@ fn attach_fills_environment_and_indexes() {
         summary: JsonSummary {
             explained: 1,
             skipped: 0,
+            not_judged: 0,
             findings: Default::default(),
             ignored: 0,
             new_errors: 0,

@@ -39,6 +39,9 @@ pub struct Table {
     pub rows: u64,
     pub rls: bool,
     pub columns: Vec<String>,
+    /// For a partition, the partitioned table at the top of its tree
+    /// (display name): what a statement names when a plan reads the partition.
+    pub root: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -115,12 +118,15 @@ impl Catalog {
             .query(&tag(stats, &format!(
                     "SELECT n.nspname::text || '.' || c.relname::text, c.reltuples::float8, c.relrowsecurity,
                         coalesce(array_agg(a.attname::text ORDER BY a.attnum)
-                                 FILTER (WHERE a.attnum > 0), '{{}}')
+                                 FILTER (WHERE a.attnum > 0), '{{}}'),
+                        (SELECT rn.nspname::text || '.' || rc.relname::text
+                           FROM pg_class rc JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+                          WHERE c.relispartition AND rc.oid = pg_partition_root(c.oid))
                    FROM pg_class c
                    JOIN pg_namespace n ON n.oid = c.relnamespace
                    LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
                   WHERE c.relkind IN ('r', 'p') AND {}
-                  GROUP BY c.oid, n.nspname, c.relname, c.reltuples, c.relrowsecurity",
+                  GROUP BY c.oid, n.nspname, c.relname, c.reltuples, c.relrowsecurity, c.relispartition",
                     user_schemas("n.nspname")
                 )),
                 &[],
@@ -143,6 +149,7 @@ impl Catalog {
                     rows: reltuples.max(0.0) as u64,
                     rls: r.get(2),
                     columns: r.get(3),
+                    root: r.get::<_, Option<String>>(4).map(display),
                 },
             );
         }

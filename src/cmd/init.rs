@@ -91,6 +91,9 @@ rows = {rows}
 [explain]
 # Tables with fewer rows are not flagged for scans.
 min_rows = {min_rows}
+# A statement reading a table with fewer rows (one `planck seed` did not
+# write) is not judged: such data cannot show production's plan.
+min_table_rows = {min_table_rows}
 # A tenant plan this many times costlier than the admin plan is an RLS trap.
 rls_cost_ratio = {rls:?}
 # Planning timeout per statement, in milliseconds.
@@ -163,6 +166,7 @@ replay_duration = "{replay_duration}"
         seed = crate::seed::layout::DEFAULT_SEED,
         rows = crate::seed::layout::DEFAULT_ROWS,
         min_rows = ex::DEFAULT_MIN_ROWS,
+        min_table_rows = ex::DEFAULT_MIN_TABLE_ROWS,
         rls = ex::DEFAULT_RLS_COST_RATIO,
         timeout = ex::DEFAULT_TIMEOUT_MS,
         check_scale = ck::DEFAULT_SCALE,
@@ -233,6 +237,7 @@ mod tests {
         assert!(record.output.is_some());
         let crate::config::ExplainSection {
             min_rows,
+            min_table_rows,
             rls_cost_ratio,
             statement_timeout_ms,
             disable: _,
@@ -241,6 +246,7 @@ mod tests {
             generic,
         } = explain;
         assert!(min_rows.is_some() && rls_cost_ratio.is_some() && generic.is_some());
+        assert!(min_table_rows.is_some());
         assert!(statement_timeout_ms.is_some() && !settings.is_empty());
         assert_eq!(ignore.len(), 1);
         let crate::config::ReplaySection {

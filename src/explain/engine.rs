@@ -53,6 +53,9 @@ pub struct EngineOptions {
 pub enum Status {
     Explained,
     Skipped(String),
+    /// Planned, but on data that cannot show production's plan (see
+    /// [`super::data`]): no finding is drawn from it.
+    NotJudged(String),
 }
 
 /// Everything planck learnt about one statement.

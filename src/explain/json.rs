@@ -23,10 +23,11 @@ fn statement(e: &Explained) -> JsonStatement {
         status: match e.status {
             Status::Explained => "explained",
             Status::Skipped(_) => "skipped",
+            Status::NotJudged(_) => "not_judged",
         }
         .to_string(),
         reason: match &e.status {
-            Status::Skipped(r) => Some(r.clone()),
+            Status::Skipped(r) | Status::NotJudged(r) => Some(r.clone()),
             Status::Explained => None,
         },
         planned_query: (e.text != e.stmt.query.trim()).then(|| e.text.clone()),
@@ -100,6 +101,7 @@ pub fn from_report(r: &Report) -> JsonReport {
         summary: JsonSummary {
             explained: r.explained(),
             skipped: r.skipped(),
+            not_judged: r.not_judged(),
             findings: r
                 .by_check()
                 .into_iter()

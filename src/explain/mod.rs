@@ -1,12 +1,14 @@
 //! `planck explain`'s machinery: [`run`] (the phases, from statements to the
 //! report), its settings ([`options`]), the statements pg_stat_statements
-//! holds ([`stats_source`]), the planning engine ([`engine`]), the plan model
+//! holds ([`stats_source`]), the planning engine ([`engine`]), whether the
+//! data can show a production plan ([`data`]), the plan model
 //! ([`plan_tree`]: EXPLAIN's JSON and a flat view of its nodes), the plan
 //! checks ([`rules`]), the report and its renderers ([`report`], with the
 //! JSON wire types in [`json`]). What replay and report share with it lives
 //! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
 pub mod advice;
+pub mod data;
 pub mod engine;
 pub mod environment;
 pub mod in_function;

@@ -10,6 +10,9 @@ use crate::tenancy::TenantOptions;
 
 /// Defaults of the thresholds (planck.toml `[explain]` and flags override).
 pub const DEFAULT_MIN_ROWS: u64 = 10_000;
+/// Fewer rows than this in a table planck did not seed: a statement reading
+/// it is not judged (`[explain] min_table_rows`, `--min-table-rows`).
+pub const DEFAULT_MIN_TABLE_ROWS: u64 = 100;
 pub const DEFAULT_RLS_COST_RATIO: f64 = 10.0;
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_JOBS: usize = 4;
@@ -58,6 +61,12 @@ pub struct ExplainSettings {
     pub all_modes: bool,
     pub tenant: TenantOptions,
     pub min_rows: u64,
+    /// A table (not seeded by planck) with fewer rows than this cannot show
+    /// a production plan: statements reading it are not judged.
+    pub min_table_rows: u64,
+    /// `--allow-unseeded`: when no statement can be judged for its data,
+    /// report them all as not judged instead of refusing (exit 2).
+    pub allow_unseeded: bool,
     pub rls_cost_ratio: f64,
     pub timeout_ms: u64,
     pub analyze: bool,
@@ -104,6 +113,8 @@ impl ExplainSettings {
             all_modes: false,
             tenant: TenantOptions::default(),
             min_rows: DEFAULT_MIN_ROWS,
+            min_table_rows: DEFAULT_MIN_TABLE_ROWS,
+            allow_unseeded: false,
             rls_cost_ratio: DEFAULT_RLS_COST_RATIO,
             timeout_ms: DEFAULT_TIMEOUT_MS,
             analyze: false,

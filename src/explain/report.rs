@@ -33,8 +33,20 @@ impl Report {
             .count()
     }
 
+    /// Statements not planned (stale, timed out, refused, utility).
     pub fn skipped(&self) -> usize {
-        self.results.len() - self.explained()
+        self.results
+            .iter()
+            .filter(|e| matches!(e.status, Status::Skipped(_)))
+            .count()
+    }
+
+    /// Statements planned on data that cannot show production's plan.
+    pub fn not_judged(&self) -> usize {
+        self.results
+            .iter()
+            .filter(|e| matches!(e.status, Status::NotJudged(_)))
+            .count()
     }
 
     /// Error findings the baseline does not hold: these fail CI.
@@ -46,9 +58,9 @@ impl Report {
     }
 
     /// The gate: 1 on a new error finding, or (with `fail_on_skipped`) on a
-    /// skipped statement; else 0.
+    /// skipped or not judged statement; else 0.
     pub fn exit_code(&self, fail_on_skipped: bool) -> i32 {
-        if self.new_errors() > 0 || (fail_on_skipped && self.skipped() > 0) {
+        if self.new_errors() > 0 || (fail_on_skipped && self.skipped() + self.not_judged() > 0) {
             1
         } else {
             0
@@ -121,12 +133,18 @@ fn summary_lines(r: &Report) -> Vec<String> {
             counted(r.explained() as u64, "statement", "statements")
         ),
         format!("{} skipped", count(r.skipped() as u64)),
-        format!(
-            "{} ({})",
-            counted(r.findings.len() as u64, "finding", "findings"),
-            counted(r.new_errors() as u64, "new error", "new errors")
-        ),
     ];
+    if r.not_judged() > 0 {
+        parts.push(format!(
+            "{} not judged (too few rows to show a plan)",
+            count(r.not_judged() as u64)
+        ));
+    }
+    parts.extend([format!(
+        "{} ({})",
+        counted(r.findings.len() as u64, "finding", "findings"),
+        counted(r.new_errors() as u64, "new error", "new errors")
+    )]);
     if r.ignored > 0 {
         parts.push(format!("{} ignored", count(r.ignored as u64)));
     }
@@ -166,7 +184,7 @@ pub fn render_table(w: &mut impl Write, r: &Report) -> io::Result<()> {
     }
     let skipped = skipped(r);
     if !skipped.is_empty() {
-        let mut t = table(&["skipped statement", "reason"]);
+        let mut t = table(&[skipped_heading(r), "reason"]);
         for (e, reason) in skipped {
             t.add_row(vec![short(&e.stmt.query, 40), reason.clone()]);
         }
@@ -178,12 +196,22 @@ pub fn render_table(w: &mut impl Write, r: &Report) -> io::Result<()> {
     Ok(())
 }
 
-/// The skipped statements with their reasons, in report order.
+/// The heading of the list of statements [`skipped`] returns.
+fn skipped_heading(r: &Report) -> &'static str {
+    if r.not_judged() > 0 {
+        "skipped or not judged"
+    } else {
+        "skipped statement"
+    }
+}
+
+/// The skipped and the not judged statements with their reasons (a not
+/// judged one's starts `not judged:`), in report order.
 fn skipped(r: &Report) -> Vec<(&Explained, &String)> {
     r.results
         .iter()
         .filter_map(|e| match &e.status {
-            Status::Skipped(reason) => Some((e, reason)),
+            Status::Skipped(reason) | Status::NotJudged(reason) => Some((e, reason)),
             Status::Explained => None,
         })
         .collect()
@@ -224,8 +252,13 @@ pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
     if !skipped.is_empty() {
         writeln!(
             w,
-            "\n<details><summary>{} skipped</summary>\n",
-            counted(skipped.len() as u64, "statement", "statements")
+            "\n<details><summary>{} {}</summary>\n",
+            counted(skipped.len() as u64, "statement", "statements"),
+            if r.not_judged() > 0 {
+                "skipped or not judged"
+            } else {
+                "skipped"
+            }
         )?;
         writeln!(w, "| statement | reason |\n|---|---|")?;
         for (e, reason) in skipped {

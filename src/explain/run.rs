@@ -17,9 +17,9 @@ use super::options::{ExplainSettings, StatementSource};
 use super::plan_tree::{Mode, PlanKind};
 use super::report::{Report, counted};
 use super::rules::unused_partial_index::{literal_binds, predicate_literals};
-use super::rules::{self, Ctx, Severity};
+use super::rules::{self, CheckId, Ctx, Severity};
 use super::stats_source;
-use super::{per_row_call, plan_reuse, policy_groups};
+use super::{data, per_row_call, plan_reuse, policy_groups};
 use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
@@ -82,6 +82,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         "literal re-plans in {:.2}s",
         clock.elapsed().as_secs_f64()
     ));
+    let (judged, not_judged) = judge_data(&client, &catalog, &mut results, s, log).await?;
 
     let probes = probe_phases(
         &client,
@@ -106,6 +107,12 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
     };
     let clock = Instant::now();
     let mut all = rules::run_all(&ctx, &s.disabled);
+    if judged == 0 && not_judged > 0 {
+        // Nothing the data can show: only what needs no data stands (a
+        // statement that no longer plans), so no finding about the catalog
+        // alone makes the gate pass or fail either.
+        all.retain(|f| f.check == CheckId::StaleStatement);
+    }
     log.debug(&format!(
         "checks run in {:.2}s",
         clock.elapsed().as_secs_f64()
@@ -137,6 +144,94 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         ignored,
         tenant_rows: tenancy.and_then(|t| t.heaviest_rows),
     })
+}
+
+/// Marks the statements the data cannot judge (see [`data`]); returns how
+/// many are left to judge and how many were marked. When statements were
+/// planned and none can be judged, that is an error (exit 2) naming `planck
+/// seed`, unless `--allow-unseeded`.
+async fn judge_data(
+    client: &Client,
+    catalog: &Catalog,
+    results: &mut [Explained],
+    s: &ExplainSettings,
+    log: Log,
+) -> Result<(usize, usize)> {
+    let seeded: std::collections::HashSet<String> = crate::bookkeeping::seeded(client)
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|q| match q.split_once('.') {
+            Some((schema, name)) => crate::catalog::display_name(schema, name),
+            None => q.clone(),
+        })
+        .collect();
+    let threshold = data::Threshold {
+        min_table_rows: s.min_table_rows,
+        seeded: &seeded,
+    };
+    let marked = data::mark(results, catalog, &threshold);
+    let judged = results
+        .iter()
+        .filter(|e| e.status == Status::Explained)
+        .count();
+    if marked == 0 {
+        return Ok((judged, 0));
+    }
+    let hint = "fill the database with production-sized data (`planck seed`), or point \
+                --database-url at a copy that has it";
+    if judged == 0 && !s.allow_unseeded {
+        let mut small: Vec<&str> = data::unjudged_tables(results, catalog)
+            .into_iter()
+            .filter(|t| catalog.rows(t) < s.min_table_rows)
+            .map(|t| {
+                catalog
+                    .tables
+                    .get_key_value(&t)
+                    .map_or("", |(k, _)| k.as_str())
+            })
+            .filter(|t| !t.is_empty())
+            .collect();
+        small.sort_by_key(|t| catalog.rows(t));
+        let named: Vec<String> = small
+            .iter()
+            .take(5)
+            .map(|t| format!("{t}: {}", counted(catalog.rows(t), "row", "rows")))
+            .collect();
+        return Err(Error::usage_hint(
+            format!(
+                "no statement can be judged on this data: {} ({}{}), and plans made on \
+                 them say nothing about production",
+                if marked == 1 {
+                    "the one planned reads tables that are empty or nearly".to_string()
+                } else {
+                    format!("all {marked} planned read tables that are empty or nearly")
+                },
+                named.join(", "),
+                if small.len() > 5 {
+                    format!(" and {} more", small.len() - 5)
+                } else {
+                    String::new()
+                }
+            ),
+            format!("{hint}; --allow-unseeded reports them as not judged and exits 0"),
+        ));
+    }
+    log.warn(&format!(
+        "{}: {} (the report names {}); {hint}",
+        counted(
+            marked as u64,
+            "statement not judged",
+            "statements not judged"
+        ),
+        if marked == 1 {
+            "a table it reads holds too few rows to show production's plan"
+        } else {
+            "tables they read hold too few rows to show production's plans"
+        },
+        if marked == 1 { "it" } else { "them" }
+    ));
+    Ok((judged, marked))
 }
 
 /// The statements, from the queries file or pg_stat_statements.
@@ -185,6 +280,18 @@ async fn resolve_tenancy(
         if s.want_tenant() && !s.admin_only {
             log.info("no row-level security policies: planning as admin only");
         }
+        return Ok(None);
+    }
+    // No tenant to plan as, and the user said the data is not seeded:
+    // admin mode plans what there is (none of it judged, see `data`).
+    if s.allow_unseeded
+        && !s.tenant_only
+        && s.tenant.id.is_none()
+        && catalog.tables.values().all(|t| !t.rls || t.rows == 0)
+    {
+        log.info(
+            "the row-level security tables are empty: planning as admin only (--allow-unseeded)",
+        );
         return Ok(None);
     }
     // The roles the statements ran as, except those recorded bypassing RLS;

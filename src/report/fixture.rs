@@ -171,6 +171,7 @@ pub fn explain() -> JsonReport {
         summary: JsonSummary {
             explained: 2,
             skipped: 1,
+            not_judged: 0,
             findings: [
                 ("filter-removes-most-rows".to_string(), 1),
                 ("seq-scan".to_string(), 2),

@@ -16,8 +16,8 @@ use super::Settings;
 use crate::config::{IgnoreRule as RawIgnore, line_col};
 use crate::error::{Error, Result};
 pub use crate::explain::options::{
-    DEFAULT_JOBS, DEFAULT_MIN_ROWS, DEFAULT_RLS_COST_RATIO, DEFAULT_TIMEOUT_MS, ExplainSettings,
-    PlannerOptions, StatementSource,
+    DEFAULT_JOBS, DEFAULT_MIN_ROWS, DEFAULT_MIN_TABLE_ROWS, DEFAULT_RLS_COST_RATIO,
+    DEFAULT_TIMEOUT_MS, ExplainSettings, PlannerOptions, StatementSource,
 };
 use crate::findings::CheckId;
 use crate::findings::ignore::IgnoreRule;
@@ -31,8 +31,9 @@ use crate::tenancy::TenantOptions;
 (--analyze), rls-per-row-call, tenant-plan-reuse, tenant-misestimate (--analyze), \
 multiple-permissive-policies, duplicate-index.\n\
 Exit codes: 0 no new errors, 1 error findings not in the baseline (or, with \
---fail-on-skipped, a skipped statement), 2 usage or configuration error, 3 database \
-unreachable."
+--fail-on-skipped, a skipped or not judged statement), 2 usage or configuration error, or \
+no statement can be judged (the tables they read are empty or nearly: run `planck seed`), \
+3 database unreachable."
 )]
 pub struct ExplainArgs {
     /// Queries file [default: queries/recorded.toml of the project]
@@ -70,6 +71,16 @@ pub struct ExplainArgs {
     /// Tables with fewer rows are not flagged for scans [default: 10000]
     #[arg(long, value_name = "N")]
     pub min_rows: Option<u64>,
+
+    /// A statement reading a table with fewer rows (one planck did not seed)
+    /// is not judged: such data cannot show production's plan [default: 100]
+    #[arg(long, value_name = "N")]
+    pub min_table_rows: Option<u64>,
+
+    /// When no statement can be judged (every table they read is empty or
+    /// nearly), report them as not judged and exit 0 instead of exit 2
+    #[arg(long)]
+    pub allow_unseeded: bool,
 
     /// EXPLAIN ANALYZE the custom plans (inside a transaction always rolled back)
     #[arg(long)]
@@ -192,6 +203,11 @@ impl ExplainSettings {
                 }),
             },
             min_rows: args.min_rows.or(cfg.min_rows).unwrap_or(DEFAULT_MIN_ROWS),
+            min_table_rows: args
+                .min_table_rows
+                .or(cfg.min_table_rows)
+                .unwrap_or(DEFAULT_MIN_TABLE_ROWS),
+            allow_unseeded: args.allow_unseeded,
             rls_cost_ratio: cfg.rls_cost_ratio.unwrap_or(DEFAULT_RLS_COST_RATIO),
             timeout_ms: args
                 .statement_timeout_ms

@@ -431,6 +431,7 @@ mod tests {
             summary: JsonSummary {
                 explained: 1,
                 skipped: 0,
+                not_judged: 0,
                 findings: BTreeMap::new(),
                 ignored: 0,
                 new_errors: 0,

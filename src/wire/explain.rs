@@ -33,7 +33,8 @@ pub struct JsonStatement {
     pub role: Option<String>,
     /// `tenant`, `admin`, or `both` with --all-modes: the modes it is judged in.
     pub mode: Option<String>,
-    /// `explained` or `skipped`.
+    /// `explained`, `skipped`, or `not_judged` (planned on data that cannot
+    /// show production's plan: `reason` names the tables).
     pub status: String,
     pub reason: Option<String>,
     /// The text planned, when repairs changed it.
@@ -120,6 +121,10 @@ pub struct JsonNode {
 pub struct JsonSummary {
     pub explained: usize,
     pub skipped: usize,
+    /// Planned on data that cannot show production's plan (a table read is
+    /// empty or nearly): no finding was drawn from them.
+    #[serde(default)]
+    pub not_judged: usize,
     /// Findings per check id.
     pub findings: BTreeMap<String, usize>,
     pub ignored: usize,

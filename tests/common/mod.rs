@@ -569,9 +569,18 @@ pub mod explain_json {
     pub struct Summary {
         pub explained: usize,
         pub skipped: usize,
+        pub not_judged: usize,
         pub findings: std::collections::BTreeMap<String, usize>,
         pub ignored: usize,
         pub new_errors: usize,
+    }
+
+    impl Statement {
+        /// Planned: explained, or planned on data too small to judge
+        /// (`not_judged`), as opposed to skipped.
+        pub fn planned(&self) -> bool {
+            self.status == "explained" || self.status == "not_judged"
+        }
     }
 
     impl Report {

@@ -140,8 +140,11 @@ impl Ctx<'_> {
             .filter(|e| e.status == Status::Explained)
     }
 
-    /// Tables some explained statement touches.
+    /// Tables some explained statement touches and no statement not judged
+    /// reads (how such a statement would use their indexes is unknown, so
+    /// none of them is judged unused).
     pub fn touched(&self) -> std::collections::BTreeSet<String> {
+        let unjudged = crate::explain::data::unjudged_tables(self.results, self.catalog);
         let mut s = std::collections::BTreeSet::new();
         for e in self.explained() {
             s.extend(
@@ -155,6 +158,7 @@ impl Ctx<'_> {
                 s.extend(p.nodes().iter().filter_map(|n| n.relation.clone()));
             }
         }
+        s.retain(|t| !unjudged.contains(t));
         s
     }
 }
@@ -454,6 +458,7 @@ pub(crate) mod testing {
                             rows: *rows,
                             rls: true,
                             columns: vec!["id".into(), "account_id".into(), "status".into()],
+                            root: None,
                         },
                     )
                 })

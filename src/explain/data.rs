@@ -1,0 +1,231 @@
+//! Whether the data can show a production plan (issue 35). A plan made on a
+//! table that holds nothing, or a handful of rows, is the planner's answer
+//! for that table, not for production's: every scan is cheap, no index is
+//! worth reading, and a verdict drawn from it passes or fails a gate at
+//! random. So a statement whose plans read such a table is not judged: its
+//! status says which table and how many rows, it yields no finding, and the
+//! indexes of the tables it reads are not called unused on its account.
+//!
+//! A table is too small when it holds no row, or fewer than
+//! `min_table_rows` and planck's seed did not write it (a seeded table holds
+//! what the spec or the seed chose for it: a small reference table is small
+//! by design). Row counts are the catalog's (`reltuples` after ANALYZE, which
+//! the seed runs, else `count(*)`); a partition counts as its partitioned
+//! table, which is what the statement names.
+
+use std::collections::{BTreeSet, HashSet};
+
+use super::engine::{Explained, Status};
+use crate::catalog::planner::Catalog;
+
+/// The tables (display names) the plans of `e` touch: every scan node's
+/// relation and a write's target (an INSERT into an empty table checks its
+/// keys against empty tables too), a partition as its partitioned root.
+pub fn tables_touched(e: &Explained, catalog: &Catalog) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for p in &e.plans {
+        for n in p.nodes() {
+            if let Some(r) = &n.relation {
+                let root = catalog.tables.get(r).and_then(|t| t.root.clone());
+                out.insert(root.unwrap_or_else(|| r.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// Which tables count as too small to show a plan.
+pub struct Threshold<'a> {
+    /// Fewer rows than this in a table planck did not seed.
+    pub min_table_rows: u64,
+    /// The tables planck's seed wrote (display names).
+    pub seeded: &'a HashSet<String>,
+}
+
+impl Threshold<'_> {
+    /// `items holds 0 rows`, or None when `table` is big enough (or not a
+    /// table the catalog knows: a system catalog, a function's result).
+    fn too_small(&self, catalog: &Catalog, table: &str) -> Option<(u64, String)> {
+        let rows = catalog.tables.get(table)?.rows;
+        let small = rows == 0 || (rows < self.min_table_rows && !self.seeded.contains(table));
+        small.then(|| {
+            let mut why = format!(
+                "{table} holds {}",
+                super::report::counted(rows, "row", "rows")
+            );
+            if rows > 0 {
+                why.push_str(&format!(" (min_table_rows is {})", self.min_table_rows));
+            }
+            (rows, why)
+        })
+    }
+
+    /// Why `e` cannot be judged on this data (its smallest tables first),
+    /// or None.
+    pub fn reason(&self, e: &Explained, catalog: &Catalog) -> Option<String> {
+        let mut small: Vec<(u64, String)> = tables_touched(e, catalog)
+            .iter()
+            .filter_map(|t| self.too_small(catalog, t))
+            .collect();
+        if small.is_empty() {
+            return None;
+        }
+        small.sort();
+        let named: Vec<&str> = small.iter().take(3).map(|(_, w)| w.as_str()).collect();
+        let more = match small.len().saturating_sub(3) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        Some(format!("not judged: {}{more}", named.join(", ")))
+    }
+}
+
+/// Marks every explained statement that reads a too-small table as not
+/// judged; returns how many were.
+pub fn mark(results: &mut [Explained], catalog: &Catalog, threshold: &Threshold) -> usize {
+    let mut marked = 0;
+    for e in results.iter_mut() {
+        if e.status != Status::Explained {
+            continue;
+        }
+        if let Some(why) = threshold.reason(e, catalog) {
+            e.status = Status::NotJudged(why);
+            marked += 1;
+        }
+    }
+    marked
+}
+
+/// The tables that statements not judged read: their indexes' use is
+/// unknown, so no index on them is called unused.
+pub fn unjudged_tables(results: &[Explained], catalog: &Catalog) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for e in results {
+        if matches!(e.status, Status::NotJudged(_)) {
+            out.extend(tables_touched(e, catalog));
+            out.extend(
+                e.analysis
+                    .tables
+                    .iter()
+                    .filter_map(|t| catalog.resolve(t))
+                    .map(str::to_string),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::planner::Table;
+    use crate::explain::plan_tree::{Mode, PlanKind};
+    use serde_json::json;
+
+    fn catalog(tables: &[(&str, u64, Option<&str>)]) -> Catalog {
+        Catalog {
+            tables: tables
+                .iter()
+                .map(|(n, rows, root)| {
+                    (
+                        n.to_string(),
+                        Table {
+                            name: n.to_string(),
+                            rows: *rows,
+                            root: root.map(str::to_string),
+                            ..Default::default()
+                        },
+                    )
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn explained(plan: serde_json::Value) -> Explained {
+        crate::explain::rules::testing::explained(
+            "SELECT 1",
+            vec![(Mode::Admin, PlanKind::Generic, plan)],
+        )
+    }
+
+    fn scan(rel: &str) -> serde_json::Value {
+        json!({"Node Type": "Seq Scan", "Relation Name": rel})
+    }
+
+    #[test]
+    fn empty_and_small_unseeded_tables_are_named_smallest_first() {
+        let cat = catalog(&[
+            ("items", 0, None),
+            ("accounts", 12, None),
+            ("big", 50_000, None),
+        ]);
+        let e = explained(json!([{"Plan": {"Node Type": "Hash Join", "Plans": [
+            scan("accounts"), scan("big"), scan("items")]}}]));
+        let none = HashSet::new();
+        let t = Threshold {
+            min_table_rows: 100,
+            seeded: &none,
+        };
+        assert_eq!(
+            t.reason(&e, &cat).as_deref(),
+            Some("not judged: items holds 0 rows, accounts holds 12 rows (min_table_rows is 100)")
+        );
+        // Seeded by planck: small by design, judged; empty still is not.
+        let seeded: HashSet<String> = ["accounts".to_string(), "items".to_string()].into();
+        let t = Threshold {
+            min_table_rows: 100,
+            seeded: &seeded,
+        };
+        assert_eq!(
+            t.reason(&e, &cat).as_deref(),
+            Some("not judged: items holds 0 rows")
+        );
+    }
+
+    #[test]
+    fn a_partition_counts_as_its_root_and_a_write_target_counts() {
+        let cat = catalog(&[
+            ("events", 80_000, None),
+            ("events_2026_12", 0, Some("events")),
+            ("log", 500, None),
+        ]);
+        let e = explained(
+            json!([{"Plan": {"Node Type": "ModifyTable", "Relation Name": "log",
+            "Plans": [scan("events_2026_12")]}}]),
+        );
+        assert_eq!(
+            tables_touched(&e, &cat),
+            ["events".to_string(), "log".to_string()].into()
+        );
+        let none = HashSet::new();
+        let t = Threshold {
+            min_table_rows: 100,
+            seeded: &none,
+        };
+        assert_eq!(t.reason(&e, &cat), None);
+        // A table the catalog does not know (pg_class) is not judged on.
+        let e = explained(json!([{"Plan": scan("pg_class")}]));
+        assert_eq!(t.reason(&e, &cat), None);
+    }
+
+    #[test]
+    fn mark_leaves_skipped_statements_and_counts_the_marked() {
+        let cat = catalog(&[("items", 0, None)]);
+        let mut skipped = explained(json!([{"Plan": scan("items")}]));
+        skipped.status = Status::Skipped("utility statement (SET)".into());
+        let mut results = vec![explained(json!([{"Plan": scan("items")}])), skipped];
+        let none = HashSet::new();
+        let t = Threshold {
+            min_table_rows: 100,
+            seeded: &none,
+        };
+        assert_eq!(mark(&mut results, &cat, &t), 1);
+        assert!(matches!(results[0].status, Status::NotJudged(_)));
+        assert!(matches!(results[1].status, Status::Skipped(_)));
+        assert_eq!(
+            unjudged_tables(&results, &cat),
+            ["items".to_string()].into()
+        );
+    }
+}
