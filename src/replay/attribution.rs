@@ -91,6 +91,13 @@ impl LockSnapshot {
                 cur = holder;
                 continue;
             }
+            // A blocker that awaits nothing in the snapshot is the root,
+            // whatever pg_blocking_pids() says of it a moment later (it
+            // may be waiting by then, on a backend that held nothing of
+            // this wait at the snapshot: issue 32, 2).
+            if cur != pid && self.awaited(cur).is_none() {
+                return Some(cur);
+            }
             let blockers = self.blocking.get(&cur).filter(|b| !b.is_empty());
             let Some(blockers) = blockers else {
                 return (cur != pid).then_some(cur);
@@ -723,6 +730,23 @@ mod tests {
         assert_eq!(first.row, Some((0, 3)));
         assert_eq!(waits[2].lock_type, "tuple");
         assert!(waits.iter().all(|w| w.root == Some(10)));
+    }
+
+    /// Issue 32, 2, seen on TPC-B: 11 waits on the xid 10 holds; 10 awaits
+    /// nothing in the pg_locks snapshot, but pg_blocking_pids(), read a
+    /// moment later, finds it waiting on 12. The root is 10.
+    #[test]
+    fn a_holder_waiting_only_after_the_snapshot_is_the_root() {
+        let s = LockSnapshot {
+            locks: vec![
+                lock(10, "transactionid", None, None, Some("500"), true),
+                lock(11, "transactionid", None, None, Some("500"), false),
+                lock(12, "transactionid", None, None, Some("501"), true),
+            ],
+            blocking: HashMap::from([(10, vec![12])]),
+        };
+        assert_eq!(s.root_holder(11), Some(10));
+        assert_eq!(s.waits()[0].root, Some(10));
     }
 
     #[test]
