@@ -10,7 +10,11 @@
 //! what is awaited over one merely queued ahead, and the wait is attributed to
 //! the statement of the root's open transaction that locked that relation,
 //! from planck's own record of what each connection ran; what the root runs
-//! at the moment is only its state.
+//! at the moment is only its state. That record ([`History`]) keeps the
+//! units each connection ended lately, stamped by one clock, because the
+//! server's snapshot is of a moment the sampler only bounds (issue 32, 2):
+//! the holder's transaction may have ended, and another begun, by the time
+//! the sampler reads the record.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -414,10 +418,16 @@ pub struct Attribution {
     pub outside: bool,
 }
 
-/// The one item of `items` when they all agree on `key`.
-fn agreed<'a, T, K: PartialEq>(items: &[&'a T], key: impl Fn(&T) -> K) -> Option<&'a T> {
-    let first = *items.first()?;
-    items.iter().all(|x| key(x) == key(first)).then_some(first)
+/// The first of `items` when they all agree on `key`; `None` when they
+/// disagree or there are none.
+fn agreed<T: Copy, K: PartialEq>(
+    items: impl IntoIterator<Item = T>,
+    key: impl Fn(T) -> K,
+) -> Option<T> {
+    let mut items = items.into_iter();
+    let first = items.next()?;
+    let k = key(first);
+    items.all(|x| key(x) == k).then_some(first)
 }
 
 /// Attributes one wait of the server's snapshot, taken after the clock
@@ -475,14 +485,11 @@ pub fn attribute(
                 .is_some_and(|r| e.locks.iter().any(|l| l.eq_ignore_ascii_case(r)))
         })
         .collect();
-    let waiter = agreed(
-        if on_relation.is_empty() {
-            &candidates
-        } else {
-            &on_relation
-        },
-        |e| e.statement,
-    );
+    let waiter = if on_relation.is_empty() {
+        agreed(candidates.iter().copied(), |e| e.statement)
+    } else {
+        agreed(on_relation, |e| e.statement)
+    };
     let waiting = waiter.map(|e| e.statement);
     let Some(root) = wait.root.filter(|r| seen.contains_key(r)) else {
         return Attribution {
@@ -529,23 +536,17 @@ pub fn attribute(
         // Takers of other rows than the awaited one did not hold it.
         takers.retain(|(_, e)| binds(e, &values));
     }
-    let taken: Vec<&(&UnitRun, &Executed)> = takers.iter().collect();
-    let blocking = agreed(&taken, |(_, e)| e.statement).map(|(_, e)| e.statement);
-    let blocker_unit = if taken.is_empty() {
-        agreed(&held, |u| u.unit).map(|u| u.unit)
+    let taken = agreed(takers.iter().copied(), |(_, e)| e.statement);
+    let blocking = taken.map(|(_, e)| e.statement);
+    let blocker_unit = if takers.is_empty() {
+        agreed(held.iter().copied(), |u| u.unit).map(|u| u.unit)
     } else {
-        agreed(&taken, |(u, _)| u.unit).map(|(u, _)| u.unit)
+        agreed(takers.iter().copied(), |(u, _)| u.unit).map(|(u, _)| u.unit)
     };
-    let blocker_params = match blocking {
-        Some(_) => taken
-            .first()
-            .map(|(_, e)| e.params.clone())
-            .unwrap_or_default(),
-        None => Vec::new(),
-    };
+    let blocker_params = taken.map(|(_, e)| e.params.clone()).unwrap_or_default();
     // What the holder ran in the span: the first statement of its first
     // unit there (the taker's, when one was found) that ran in it.
-    let unit = taken
+    let unit = takers
         .first()
         .map(|(u, _)| *u)
         .or_else(|| held.first().copied());
