@@ -1075,21 +1075,24 @@ async fn end(
     lost: bool,
     open: bool,
 ) -> Outcome {
-    conn.history.lock().expect("history lock").end();
-    if lost || conn.client.is_closed() {
-        return Outcome::Lost;
-    }
-    if !open {
-        return Outcome::Failed;
-    }
-    stats.borrow_mut().planck_round_trips += 1;
-    match conn.client.batch_execute("ROLLBACK").await {
-        Ok(()) => {
-            stats.borrow_mut().rollbacks += 1;
-            Outcome::Failed
+    let outcome = if lost || conn.client.is_closed() {
+        Outcome::Lost
+    } else if !open {
+        Outcome::Failed
+    } else {
+        stats.borrow_mut().planck_round_trips += 1;
+        match conn.client.batch_execute("ROLLBACK").await {
+            Ok(()) => {
+                stats.borrow_mut().rollbacks += 1;
+                Outcome::Failed
+            }
+            Err(_) => Outcome::Lost,
         }
-        Err(_) => Outcome::Lost,
-    }
+    };
+    // The unit ends in the history once the server ended its transaction:
+    // a failed one holds its locks until its ROLLBACK returns.
+    conn.history.lock().expect("history lock").end();
+    outcome
 }
 
 /// Executes a prepared statement: rows affected, and, when `keep`, the

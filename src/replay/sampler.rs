@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio_postgres::Client;
 
-use super::attribution::{BlockerState, History, LockRow, LockSnapshot};
+use super::attribution::{self, Attribution, BlockerState, History, LockRow, LockSnapshot, Seen};
 use crate::db::quote_ident;
 
 /// Each backend's history, by pid: what the clients record and the sampler reads.
@@ -28,7 +28,7 @@ pub struct HotspotKey {
     /// Statement indexes.
     pub waiting: Option<usize>,
     pub blocking: Option<usize>,
-    /// The blocker's unit (see [`History::unit`]).
+    /// The blocker's unit (see [`attribution::UnitRun::unit`]).
     pub blocker_unit: Option<usize>,
     /// The holder, when it is not one of planck's connections (autovacuum,
     /// another application) or was gone: what the server said of it. Such
@@ -162,25 +162,19 @@ pub async fn run(
             continue;
         }
         out.lock_polls += 1;
-        // Each history's place just before the pg_locks query, and a copy
-        // of it just after: a history that moved on in between (its
-        // transaction ended, another began, or a waiter moved to its next
-        // statement) is not what the server showed, and names nothing.
-        let reg = registry.lock().expect("registry lock").clone();
-        let before: HashMap<i32, History> = reg
-            .iter()
-            .map(|(pid, h)| (*pid, h.lock().expect("history lock").clone()))
-            .collect();
+        // The clock just before the pg_locks query, and after it what each
+        // connection ran since: the server's snapshot was taken in between,
+        // so the units it shows holding or awaiting a lock are among those
+        // read, even the ones that have ended since (issue 32).
+        let from = attribution::clock();
         let Ok(lrows) = client.query(&locks, &[&app]).await else {
             out.errors += 1;
             continue;
         };
-        // Each backend's history just after: the server's snapshot was
-        // taken between `before` and `after`, so what it shows a backend
-        // doing is in one of the two (the same one when it did not move).
-        let after: HashMap<i32, History> = reg
+        let reg = registry.lock().expect("registry lock").clone();
+        let seen: Seen = reg
             .iter()
-            .map(|(pid, h)| (*pid, h.lock().expect("history lock").clone()))
+            .map(|(pid, h)| (*pid, h.lock().expect("history lock").since(from)))
             .collect();
         let Ok(brows) = client.query(&blocking, &[&app]).await else {
             out.errors += 1;
@@ -216,8 +210,14 @@ pub async fn run(
                 }
                 _ => None,
             };
-            let (waiting, blocking, blocker_unit, params, state, outside) =
-                attribute(&wait, &before, &after, &states, row_key.as_deref());
+            let Attribution {
+                waiting,
+                blocking,
+                blocker_unit,
+                blocker_params: params,
+                state,
+                outside,
+            } = attribution::attribute(&wait, from, &seen, &states, row_key.as_deref());
             let outside = match (wait.root, outside) {
                 (_, false) => None,
                 (Some(root), true) => Some(match holders.get(&root) {
@@ -263,81 +263,6 @@ pub async fn run(
         }
     }
     out
-}
-
-/// What a wait is attributed to: (waiting statement, blocking statement,
-/// the blocker's unit, the values it bound, its state, whether the holder
-/// is outside planck's connections).
-type Attributed = (
-    Option<usize>,
-    Option<usize>,
-    Option<usize>,
-    Vec<Option<String>>,
-    BlockerState,
-    bool,
-);
-
-/// Attributes one wait from planck's own record of its connections, the
-/// histories read just `before` and just `after` the server's snapshot
-/// (issue 32: every wait of planck's connections names both statements,
-/// never split into an attributed and an unattributed copy when a history
-/// moved in between). The waiter's statement is the one it was running
-/// when the snapshot began (else the one after); the holder's lock taker
-/// is looked for in the transaction it had open before, then after. A
-/// holder that is no connection of planck's is outside the workload.
-pub fn attribute(
-    wait: &super::attribution::Wait,
-    before: &HashMap<i32, History>,
-    after: &HashMap<i32, History>,
-    states: &HashMap<i32, (String, Option<String>)>,
-    row_key: Option<&str>,
-) -> Attributed {
-    let both = |pid: i32| [before.get(&pid), after.get(&pid)].into_iter().flatten();
-    let waiter = both(wait.waiter)
-        .find_map(|h| h.current())
-        .or_else(|| both(wait.waiter).find_map(|h| h.executed.last()));
-    let waiting = waiter.map(|e| e.statement);
-    let Some(root) = wait
-        .root
-        .filter(|r| before.contains_key(r) || after.contains_key(r))
-    else {
-        return (waiting, None, None, Vec::new(), BlockerState::Unknown, true);
-    };
-    // The relation of the row: the lock's own, else the one the waiting
-    // statement writes or locks, when it is one.
-    let own = wait.relation.as_deref().map(|r| {
-        r.rsplit('.')
-            .next()
-            .unwrap_or(r)
-            .trim_matches('"')
-            .to_lowercase()
-    });
-    let relation = own.or_else(|| match waiter.map(|e| e.locks.as_slice()) {
-        Some([one]) => Some(one.clone()),
-        _ => None,
-    });
-    let taken = both(root).find_map(|h| h.lock_taker(relation.as_deref(), row_key).map(|e| (h, e)));
-    let h = taken
-        .map(|(h, _)| h)
-        .or_else(|| both(root).find(|h| h.unit.is_some()))
-        .or_else(|| after.get(&root))
-        .expect("the root has a history");
-    let state = match (states.get(&root), h.current()) {
-        (Some((s, _)), _) if s.starts_with("idle in transaction") => {
-            BlockerState::IdleInTransaction
-        }
-        (Some((_, Some(t))), Some(c)) if t == "Lock" => BlockerState::WaitingOnLock(c.statement),
-        (_, Some(c)) => BlockerState::Running(c.statement),
-        (_, None) => BlockerState::IdleInTransaction,
-    };
-    (
-        waiting,
-        taken.map(|(_, e)| e.statement),
-        h.unit,
-        taken.map(|(_, e)| e.params.clone()).unwrap_or_default(),
-        state,
-        false,
-    )
 }
 
 /// The primary key columns of a relation (as `regclass` prints it), in key order.
