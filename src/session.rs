@@ -371,6 +371,30 @@ pub async fn unknown_settings(
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
+/// The server's version as a report shows it (`server_version`, `18.4`) and
+/// as code compares it (`server_version_num`, 180004); a server older than
+/// 14 is refused, naming its version. `stats`: how the read stays out of
+/// pg_stat_statements (see above).
+pub async fn server_version(
+    client: &tokio_postgres::Client,
+    stats: StatsMode,
+) -> Result<(String, i32)> {
+    let row = client
+        .query_one(
+            &tag(
+                stats,
+                "SELECT current_setting('server_version'), \
+                 current_setting('server_version_num')::int",
+            ),
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("reading the server version", e))?;
+    let num: i32 = row.get(1);
+    crate::db::require_supported(num)?;
+    Ok((row.get(0), num))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

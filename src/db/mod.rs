@@ -640,30 +640,6 @@ pub fn require_supported(server_version_num: i32) -> Result<()> {
     ))
 }
 
-/// The server's version as a report shows it (`server_version`, `18.4`) and
-/// as code compares it (`server_version_num`, 180004); a server older than
-/// 14 is refused, naming its version. `stats`: how the read stays out of
-/// pg_stat_statements (see `session`).
-pub async fn server_version(
-    client: &tokio_postgres::Client,
-    stats: crate::session::StatsMode,
-) -> Result<(String, i32)> {
-    let row = client
-        .query_one(
-            &crate::session::tag(
-                stats,
-                "SELECT current_setting('server_version'), \
-                 current_setting('server_version_num')::int",
-            ),
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("reading the server version", e))?;
-    let num: i32 = row.get(1);
-    require_supported(num)?;
-    Ok((row.get(0), num))
-}
-
 /// A connection string as it may be shown: parsed and rebuilt with the
 /// password as `***`; a string that does not parse is shown up to where it
 /// stops parsing, with every password hidden.

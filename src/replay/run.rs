@@ -385,7 +385,7 @@ pub async fn run(
     let stats_mode = crate::session::untrack(&admin)
         .await
         .unwrap_or(crate::session::StatsMode::Tagged);
-    let (server_version, version_num) = crate::db::server_version(&admin, stats_mode).await?;
+    let (server_version, version_num) = crate::session::server_version(&admin, stats_mode).await?;
     let top = opts.top_clients();
     let top = opts.pool.map_or(top, |p| p.min(top));
     check_connections(&admin, top, opts.sampler, opts.rate.is_some()).await?;
