@@ -2515,6 +2515,7 @@ impl Unseedable {
                 Some(c) => format!("{table}.{c}: {message}"),
                 None => format!("{table}: {message}"),
             },
+            Error::CheckUnsatisfied { table, message, .. } => format!("{table}: {message}"),
             e => format!("{table}: {e}"),
         };
         Unseedable {

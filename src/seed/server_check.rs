@@ -410,9 +410,9 @@ async fn no_candidate(
         .copied()
         .or_else(|| ch.cols.first().map(|c| tp.cols[*c].name.as_str()))
         .unwrap_or("COLUMN");
-    Error::Seed {
+    Error::CheckUnsatisfied {
         table: tp.display.clone(),
-        column: None,
+        constraint: ch.name.clone(),
         message: format!(
             "no candidate row satisfies CHECK constraint {} {} after {ATTEMPTS} attempts \
              (row {}; candidate {shown}; the server says: false)",
