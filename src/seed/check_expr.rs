@@ -20,7 +20,7 @@ pub enum Lit {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Ex {
+pub(crate) enum Ex {
     Col(String),
     Lit(Lit),
     Func(String, Vec<Ex>),
@@ -318,7 +318,7 @@ pub fn strip_check_suffixes(mut body: &str) -> &str {
     }
 }
 
-fn parse(def: &str) -> Option<Ex> {
+pub(crate) fn parse(def: &str) -> Option<Ex> {
     let body = def.trim();
     let body = body.strip_prefix("CHECK")?.trim_start();
     let body = strip_check_suffixes(body);
@@ -340,7 +340,7 @@ fn flip(op: &str) -> &str {
     }
 }
 
-fn col_of(e: &Ex, value_name: Option<&str>) -> Option<String> {
+pub(crate) fn col_of(e: &Ex, value_name: Option<&str>) -> Option<String> {
     match e {
         Ex::Col(c) => Some(match value_name {
             Some(n) if c == "VALUE" => n.to_string(),

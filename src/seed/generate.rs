@@ -624,7 +624,13 @@ impl Gen {
             Gen::Float { lo, hi } => Val::Float(lo + (hi - lo) * rng::unit(h)),
             Gen::Dec { lo, hi, scale } => {
                 let span = (hi - lo + 1).max(1) as u128;
-                let v = ((u128::from(h) * span) >> 64) as i128;
+                // A span past 2^64 (numeric(65, 30)) would overflow `h * span`:
+                // its high half times `h` stays below the span.
+                let v = if span <= u128::from(u64::MAX) {
+                    ((u128::from(h) * span) >> 64) as i128
+                } else {
+                    ((span >> 64) * u128::from(h)) as i128
+                };
                 Val::Dec(lo + v, *scale)
             }
             Gen::Bool { p_true } => Val::Bool(rng::unit(h) < *p_true),

@@ -24,6 +24,7 @@ use crate::seed::columns::{
 };
 use crate::seed::generate::{Gen, Text, Val};
 use crate::seed::rng::{self, Permutation, ValueRng};
+use crate::seed::check_solve;
 use crate::seed::server_check::{self, ServerCheck, ServerChecks};
 use crate::seed::shape::{self, Shape};
 use crate::seed::spec::{self, ColumnSpec, Count, Dist, SpecFile};
@@ -387,14 +388,17 @@ impl Plan {
         x % g.radices[digit]
     }
 
-    fn fk_row(&self, t: usize, fk: usize, ctx: &RowCtx) -> Option<u64> {
+    /// The parent row of foreign key `fk` in row `ctx`; `set`: never NULL
+    /// by choice (a nullable key's NULL share and first self reference).
+    fn fk_row(&self, t: usize, fk: usize, ctx: &RowCtx, set: bool) -> Option<u64> {
         let tp = &self.tables[t];
         let f = &tp.fks[fk];
         let p = &self.tables[f.parent];
         let h = rng::hash(self.seed, tp.key, f.key, ctx.row);
-        if f.null_p > 0.0 && rng::null_draw(h, f.null_p) {
+        if !set && f.null_p > 0.0 && rng::null_draw(h, f.null_p) {
             return None;
         }
+        let nullable = f.nullable && !set;
         if p.rows == 0 {
             return None;
         }
@@ -405,7 +409,7 @@ impl Plan {
                 let (a, b) = (p.cum[ctx.block], p.cum[ctx.block + 1]);
                 if b > a {
                     a + rng::below(h, b - a)
-                } else if f.nullable {
+                } else if nullable {
                     return None;
                 } else {
                     rng::below(h, p.rows)
@@ -419,11 +423,11 @@ impl Plan {
                     0
                 };
                 if ctx.row == start {
-                    if f.nullable {
+                    if nullable {
                         return None;
                     }
                     ctx.row
-                } else if f.nullable {
+                } else if nullable {
                     start + rng::below(h, ctx.row - start)
                 } else {
                     start + rng::below(h, ctx.row - start + 1)
@@ -438,13 +442,23 @@ impl Plan {
     }
 
     pub fn fk_value(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
+        self.fk_value_of(t, fk, part, ctx, false)
+    }
+
+    /// [`Plan::fk_value`] where a nullable key is set: a solved CHECK's
+    /// branch asks for a value (see [`crate::seed::check_solve`]).
+    pub fn fk_value_set(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
+        self.fk_value_of(t, fk, part, ctx, true)
+    }
+
+    fn fk_value_of(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx, set: bool) -> Val {
         let f = &self.tables[t].fks[fk];
         if let Pick::Joint { group, digit } = f.pick
             && self.tables[t].joints[group].sorted
         {
             return self.sorted_pair_value(t, fk, group, digit, ctx.row);
         }
-        match self.fk_row(t, fk, ctx) {
+        match self.fk_row(t, fk, ctx, set) {
             None => Val::Null,
             Some(prow) => {
                 if f.parent == t && prow == ctx.row {
@@ -884,6 +898,7 @@ fn check_facts(
             }
         }
     }
+    let solved = solve_checks(table, ci, res, &facts, &checks);
     // Attempts redraw what the constraints read, except keys (inputs, never
     // redrawn: foreign keys are arithmetic on parent rows) and generated columns.
     // A unique key that holds a smaller one (koji's UNIQUE (id, draft) over
@@ -934,8 +949,57 @@ fn check_facts(
             checks,
             redraw,
             nullable,
+            solved,
         },
     ))
+}
+
+/// The server's CHECKs the solver makes hold row by row (issue 30 point 2,
+/// see [`check_solve`]). A column the spec generates, that another CHECK
+/// already shapes (a NULL pattern, a list, a regex) or that an earlier
+/// solved CHECK decides is left as it was: the server decides that CHECK.
+fn solve_checks(
+    table: &crate::catalog::schema::Table,
+    ci: usize,
+    res: &Resolved,
+    facts: &[ColFacts],
+    checks: &[ServerCheck],
+) -> Vec<std::sync::Arc<check_solve::Solved>> {
+    let mut taken: Vec<usize> = Vec::new();
+    let mut out = Vec::new();
+    for ch in checks.iter().filter(|c| c.domain_col.is_none()) {
+        let Some(s) = check_solve::solve(table, &ch.name, &ch.def) else {
+            continue;
+        };
+        let free = s.cols.iter().all(|&c| {
+            let f = &facts[c];
+            !res.columns.contains_key(&(ci, c))
+                && !taken.contains(&c)
+                && f.nulls.is_none()
+                && !f.is_null
+                && f.in_list.is_none()
+                && f.regex.is_none()
+        });
+        if free {
+            taken.extend(&s.cols);
+            out.push(std::sync::Arc::new(s));
+        }
+    }
+    out
+}
+
+/// A column's shape with the solved CHECK that decides it (if any).
+fn with_solved(
+    shape: Option<Box<Shape>>,
+    c: usize,
+    checked: &ServerChecks,
+) -> Option<Box<Shape>> {
+    let Some(s) = checked.solved.iter().find(|s| s.cols.contains(&c)) else {
+        return shape;
+    };
+    let mut shape = shape.unwrap_or_default();
+    shape.solved = Some(s.clone());
+    Some(shape)
 }
 
 /// Phase (after uniqueness): a column of a unique key that another column
@@ -1103,6 +1167,7 @@ fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Sh
             })
             .collect(),
         null: f.is_null,
+        solved: None,
         nulls: f.nulls.map(|(rule, key, index, size)| shape::NullGroup {
             rule,
             key,
@@ -2833,13 +2898,14 @@ fn plan_pass(
                     .columns
                     .iter()
                     .zip(&facts)
-                    .map(|(c, f)| ColPlan {
+                    .enumerate()
+                    .map(|(i, (c, f))| ColPlan {
                         name: c.name.clone(),
                         kind: c.kind.clone(),
                         generator: Gen::Null,
                         include: !c.generated,
                         key: rng::name_key(&c.name),
-                        shape: shape_of(c, f),
+                        shape: with_solved(shape_of(c, f), i, &checked),
                     })
                     .collect(),
                 layout,

@@ -10,6 +10,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod check_expr;
+pub mod check_solve;
 pub mod columns;
 pub mod copy;
 pub mod direct;

@@ -61,6 +61,9 @@ pub struct ServerChecks {
     pub redraw: Vec<usize>,
     /// Redrawn columns that may be NULL (the last resort).
     pub nullable: Vec<usize>,
+    /// Checks among `checks` that [`crate::seed::check_solve`] makes hold
+    /// row by row (the server still evaluates them).
+    pub solved: Vec<std::sync::Arc<crate::seed::check_solve::Solved>>,
 }
 
 impl ServerChecks {

@@ -58,6 +58,9 @@ pub struct Shape {
     pub not_eq: Vec<Val>,
     /// Always NULL (koji's `... OR (active IS NOT NULL AND revoker_id IS NULL)`).
     pub null: bool,
+    /// A CHECK solved row by row that decides this column (see
+    /// [`crate::seed::check_solve`]): applied last.
+    pub solved: Option<Arc<crate::seed::check_solve::Solved>>,
 }
 
 impl Shape {
@@ -69,6 +72,7 @@ impl Shape {
             && self.nulls.is_none()
             && self.not_eq.is_empty()
             && !self.null
+            && self.solved.is_none()
     }
 }
 
@@ -107,6 +111,9 @@ pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> V
         Val::Text(text) => Val::Text(shape_text(s, text, h)),
         other => other,
     };
+    if let Some(sv) = &s.solved {
+        v = sv.apply(plan, t, c, ctx, h, v);
+    }
     // Off an excluded value: the next integer, or one more character.
     for _ in 0..s.not_eq.len() + 1 {
         if !s.not_eq.contains(&v) {
