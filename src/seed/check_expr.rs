@@ -685,6 +685,32 @@ fn null_group(
     true
 }
 
+/// Whether a column's merged facts leave it no value: every listed value
+/// excluded, NULL and not NULL at once, or bounds the wrong way round.
+pub fn contradicts(f: &ColFacts) -> bool {
+    let listed_out = f
+        .in_list
+        .as_ref()
+        .is_some_and(|l| l.iter().all(|v| f.not_eq.contains(v)));
+    let crossed = match (&f.lo, &f.hi) {
+        (Some((Lit::Num(a), ai)), Some((Lit::Num(b), bi))) => a > b || (a == b && !(*ai && *bi)),
+        _ => false,
+    };
+    listed_out || (f.is_null && f.not_null) || crossed
+}
+
+/// Whether a CHECK definition is a disjunction at its top (or under ANDs).
+pub fn is_or(def: &str) -> bool {
+    fn has_or(e: &Ex) -> bool {
+        match e {
+            Ex::Or(_) => true,
+            Ex::And(v) => v.iter().any(has_or),
+            _ => false,
+        }
+    }
+    parse(def).is_some_and(|e| has_or(&e))
+}
+
 /// Facts per column of one CHECK definition; None when it is not understood.
 /// `value_name` renames a domain's `VALUE` to the column.
 pub fn facts(def: &str, value_name: Option<&str>) -> Option<BTreeMap<String, ColFacts>> {

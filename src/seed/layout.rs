@@ -433,6 +433,10 @@ impl Plan {
                     start + rng::below(h, ctx.row - start + 1)
                 }
             }
+            // Past the parent's rows a nullable unique key is NULL: taking a
+            // parent twice would repeat the key (calcom's
+            // `InstantMeetingToken.bookingId`, 4,000 tokens for 2,000 bookings).
+            Pick::UniqueGlobal if ctx.row >= p.rows && f.nullable => return None,
             Pick::UniqueGlobal => {
                 Permutation::new(p.rows, f.key ^ self.seed).apply(ctx.row % p.rows)
             }
@@ -836,7 +840,7 @@ fn check_facts(
                     || f.is_null)
         })
     };
-    let mut facts: Vec<ColFacts> = vec![ColFacts::default(); table.columns.len()];
+    let mut facts: Vec<ColFacts> = Vec::new();
     let mut checks: Vec<ServerCheck> = Vec::new();
     let unreadable = |def: &str, col: Option<&str>| {
         seed_err(
@@ -846,36 +850,70 @@ fn check_facts(
             "this is a bug in planck: please report it with the schema",
         )
     };
-    for ch in &table.checks {
-        // A column holds one NULL group: a second group over it (graphile's
-        // `(user_id IS NULL) <> (email IS NULL)` with `(code IS NULL) =
-        // (email IS NULL)`) goes to the server, which redraws its other columns.
-        let regrouped = |m: &BTreeMap<String, ColFacts>, facts: &[ColFacts]| {
-            m.iter().any(|(name, f)| {
-                f.nulls.is_some()
-                    && table
-                        .column(name)
-                        .is_some_and(|c| facts[c].nulls.is_some_and(|g| Some(g) != f.nulls))
-            })
-        };
-        match check_expr::facts_where(&ch.def, None, &honoured)
-            .filter(|m| native_fits(table, m) && !spec_shaped(m) && !regrouped(m, &facts))
-        {
-            Some(m) => {
-                for (name, f) in m {
-                    if let Some(c) = table.column(&name) {
-                        check_expr::merge(&mut facts[c], f);
+    // Facts are merged CHECK by CHECK, and an OR keeps one branch for every
+    // row: branches kept apart can contradict each other or another CHECK
+    // (supabase-auth's `provider_type IN ('oauth2', 'oidc')` with
+    // `provider_type <> 'oauth2' OR ...` and `provider_type <> 'oidc' OR
+    // ...`: no value left). A second pass leaves the ORs over a column whose
+    // facts contradict to the server, which decides row by row.
+    let mut demoted: Vec<usize> = Vec::new();
+    for pass in 0..2 {
+        facts = vec![ColFacts::default(); table.columns.len()];
+        checks.clear();
+        let mut read: Vec<(usize, Vec<usize>)> = Vec::new();
+        for (k, ch) in table.checks.iter().enumerate() {
+            // A column holds one NULL group: a second group over it (graphile's
+            // `(user_id IS NULL) <> (email IS NULL)` with `(code IS NULL) =
+            // (email IS NULL)`) goes to the server, which redraws its other columns.
+            let regrouped = |m: &BTreeMap<String, ColFacts>, facts: &[ColFacts]| {
+                m.iter().any(|(name, f)| {
+                    f.nulls.is_some()
+                        && table
+                            .column(name)
+                            .is_some_and(|c| facts[c].nulls.is_some_and(|g| Some(g) != f.nulls))
+                })
+            };
+            let native = if demoted.contains(&k) {
+                None
+            } else {
+                check_expr::facts_where(&ch.def, None, &honoured)
+                    .filter(|m| native_fits(table, m) && !spec_shaped(m) && !regrouped(m, &facts))
+            };
+            match native {
+                Some(m) => {
+                    let mut cols = Vec::new();
+                    for (name, f) in m {
+                        if let Some(c) = table.column(&name) {
+                            check_expr::merge(&mut facts[c], f);
+                            cols.push(c);
+                        }
                     }
+                    read.push((k, cols));
                 }
+                None => checks.push(ServerCheck {
+                    name: ch.name.clone(),
+                    def: ch.def.clone(),
+                    expr: server_check::check_body(&ch.def)
+                        .ok_or_else(|| unreadable(&ch.def, None))?,
+                    domain_col: None,
+                    cols: ch.cols.clone(),
+                }),
             }
-            None => checks.push(ServerCheck {
-                name: ch.name.clone(),
-                def: ch.def.clone(),
-                expr: server_check::check_body(&ch.def).ok_or_else(|| unreadable(&ch.def, None))?,
-                domain_col: None,
-                cols: ch.cols.clone(),
-            }),
         }
+        let bad: Vec<usize> = (0..facts.len())
+            .filter(|c| check_expr::contradicts(&facts[*c]))
+            .collect();
+        let more: Vec<usize> = read
+            .iter()
+            .filter(|(k, cols)| {
+                cols.iter().any(|c| bad.contains(c)) && check_expr::is_or(&table.checks[*k].def)
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        if pass == 1 || more.is_empty() {
+            break;
+        }
+        demoted = more;
     }
     for (c, col) in table.columns.iter().enumerate() {
         for d in &col.domain_checks {
@@ -1168,6 +1206,7 @@ fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Sh
             .collect(),
         null: f.is_null,
         solved: None,
+        unique: false,
         nulls: f.nulls.map(|(rule, key, index, size)| shape::NullGroup {
             rule,
             key,
@@ -2905,7 +2944,10 @@ fn plan_pass(
                         generator: Gen::Null,
                         include: !c.generated,
                         key: rng::name_key(&c.name),
-                        shape: with_solved(shape_of(c, f), i, &checked),
+                        shape: with_solved(shape_of(c, f), i, &checked).map(|mut s| {
+                            s.unique = table.uniques.iter().any(|u| u.cols == [i]);
+                            s
+                        }),
                     })
                     .collect(),
                 layout,

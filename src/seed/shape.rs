@@ -61,6 +61,8 @@ pub struct Shape {
     /// A CHECK solved row by row that decides this column (see
     /// [`crate::seed::check_solve`]): applied last.
     pub solved: Option<Arc<crate::seed::check_solve::Solved>>,
+    /// The column is a unique key alone: regex draws favour long values.
+    pub unique: bool,
 }
 
 impl Shape {
@@ -139,6 +141,20 @@ fn shape_text(s: &Shape, mut text: String, h: u64) -> String {
         for _ in 0..8 {
             let cand: String = rand::RngExt::sample(&mut r, &**re);
             let fits = s.max_len.is_none_or(|m| cand.chars().count() <= m);
+            // A unique column keeps the longest draw that fits: short
+            // draws repeat (supabase-auth's `identifier`, unique, matches
+            // `^[a-z0-9][a-z0-9:-]{0,48}[a-z0-9]$`: one row in 49 is two
+            // characters long, 1,296 values for 40 rows of 2,000).
+            if fits && s.unique {
+                let longer = best.as_ref().is_none_or(|b| {
+                    s.max_len.is_some_and(|m| b.chars().count() > m)
+                        || cand.chars().count() > b.chars().count()
+                });
+                if longer {
+                    best = Some(cand);
+                }
+                continue;
+            }
             if fits {
                 best = Some(cand);
                 break;
