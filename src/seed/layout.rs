@@ -1389,6 +1389,8 @@ fn sub_partition_keys(
                 let sub = crate::catalog::schema::Partitioning {
                     col: c,
                     bounds: PartitionBounds::List(common),
+                    strategy: 'l',
+                    empty: false,
                 };
                 key_in_bounds(table, display, &sub, tp, assigned)?;
             }
@@ -1402,6 +1404,8 @@ fn sub_partition_keys(
                 let sub = crate::catalog::schema::Partitioning {
                     col: c,
                     bounds: (*first).clone(),
+                    strategy: 'r',
+                    empty: false,
                 };
                 key_in_bounds(table, display, &sub, tp, assigned)?;
             }

@@ -134,6 +134,9 @@ pub struct LoadNotes {
     /// Those of [`LoadNotes::tables_kept`] kept because rows of a table
     /// left alone reference them, each `table (rows of X reference it)`.
     pub tables_held: Vec<String>,
+    /// Partitions planck created for partitioned tables that had none,
+    /// `table: N partition(s) (how)`.
+    pub partitions_created: Vec<String>,
 }
 
 type Saved = PendingConstraint;
