@@ -1196,7 +1196,11 @@ fn is_range_subtype(k: &TypeKind) -> bool {
         || k.is_time()
         || matches!(
             k,
-            TypeKind::Numeric | TypeKind::Float4 | TypeKind::Float8 | TypeKind::Time
+            TypeKind::Numeric
+                | TypeKind::Float4
+                | TypeKind::Float8
+                | TypeKind::Time
+                | TypeKind::Uuid
         )
 }
 

@@ -1727,9 +1727,12 @@ fn exclusion_slots(
             }
             TypeKind::Range(sub) if matches!(**sub, TypeKind::Date) => (T_LO, DAY, true),
             TypeKind::Range(sub) if sub.is_time() => (T_LO, DAY / 24, true),
+            // uuidrange (hatchet's offloaded block indexes): the slots'
+            // integers are the uuids' 128-bit values (see `Gen::Slot`).
+            TypeKind::Range(sub) if matches!(**sub, TypeKind::Uuid) => (0, 1, false),
             _ => {
                 return Err(refuse(format!(
-                    "planck keeps `WITH &&` apart on ranges of integers, dates and timestamps, and {} is {}",
+                    "planck keeps `WITH &&` apart on ranges of integers, dates, timestamps and uuids, and {} is {}",
                     col.name, col.type_name
                 )));
             }
