@@ -215,34 +215,36 @@ fn num(l: &Lit) -> Option<f64> {
     }
 }
 
-/// Reads one branch's atoms as domains per column and counts; None when an
-/// atom is beyond the solver (or the branch is plainly false).
-fn interpret(
-    atoms: &[Ex],
-    col: &dyn Fn(&Ex) -> Option<usize>,
-) -> Option<(BTreeMap<usize, Dom>, Vec<RawCount>)> {
+/// One branch's atoms as read by [`interpret`].
+type Read = (BTreeMap<usize, Dom>, Vec<RawCount>);
+
+/// Reads one branch's atoms as domains per column and counts: None when an
+/// atom is beyond the solver, Some(None) when the branch is plainly false
+/// (`a IS NULL AND a = 1`, `num_nonnulls(a) = 2`).
+fn interpret(atoms: &[Ex], col: &dyn Fn(&Ex) -> Option<usize>) -> Option<Option<Read>> {
     let mut doms: BTreeMap<usize, Dom> = BTreeMap::new();
     let mut counts = Vec::new();
-    let not_null = |d: &mut Dom| match d.null {
-        Some(true) => None,
-        _ => {
-            d.null = Some(false);
-            Some(())
+    let mut falsy = false;
+    let mut not_null = |d: &mut Dom| {
+        if d.null == Some(true) {
+            falsy = true;
         }
+        d.null = Some(false);
     };
     for a in atoms {
         match a {
             Ex::Lit(Lit::Bool(true)) => {}
+            Ex::Lit(Lit::Bool(false)) => return Some(None),
             Ex::IsNull(x, is) => {
                 let d = doms.entry(col(x)?).or_default();
                 if d.null.is_some_and(|n| n != *is) {
-                    return None;
+                    return Some(None);
                 }
                 d.null = Some(*is);
             }
             Ex::Col(_) => {
                 let d = doms.entry(col(a)?).or_default();
-                not_null(d)?;
+                not_null(d);
                 narrow(d, vec![Lit::Bool(true)]);
             }
             Ex::Any(l, op, arr) if op == "=" => {
@@ -257,7 +259,7 @@ fn interpret(
                     })
                     .collect();
                 let d = doms.entry(col(l)?).or_default();
-                not_null(d)?;
+                not_null(d);
                 narrow(d, lits?);
             }
             Ex::Cmp(l, op, r) => {
@@ -285,7 +287,7 @@ fn interpret(
                     };
                     let (lo, hi) = (lo.max(0.0).ceil(), hi.min(n).floor());
                     if lo > hi {
-                        return None;
+                        return Some(None);
                     }
                     counts.push(RawCount {
                         cols,
@@ -300,7 +302,7 @@ fn interpret(
                     _ => return None,
                 };
                 let d = doms.entry(c).or_default();
-                not_null(d)?;
+                not_null(d);
                 match op {
                     "=" => narrow(d, vec![lit]),
                     "<>" | "!=" => d.not.push(lit),
@@ -320,7 +322,7 @@ fn interpret(
             _ => return None,
         }
     }
-    Some((doms, counts))
+    Some((!falsy).then_some((doms, counts)))
 }
 
 fn narrow(d: &mut Dom, lits: Vec<Lit>) {
@@ -460,7 +462,11 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
     let mut branches = Vec::new();
     let mut cols: Vec<usize> = Vec::new();
     for atoms in dnf(&nnf(&e, false))? {
-        let Some((doms, raw)) = interpret(&atoms, &col) else {
+        // A branch with an atom beyond the solver (an application's
+        // function, a regex) may be the one most rows should take: the
+        // whole CHECK stays the server's (body IS NULL OR
+        // even_length(body) would otherwise leave every body NULL).
+        let Some((doms, raw)) = interpret(&atoms, &col)? else {
             continue;
         };
         cols.extend(doms.keys().copied());
@@ -881,11 +887,16 @@ mod tests {
         assert_eq!(s.branches.len(), 1);
     }
 
-    /// A CHECK no branch of which the solver reads stays the server's.
+    /// A CHECK with a branch the solver cannot read stays the server's,
+    /// and so does one no branch of which can hold.
     #[test]
     fn an_application_function_is_left_to_the_server() {
-        let t = table(vec![column("name", TypeKind::Text, true)], &[]);
+        let t = table(vec![column("name", TypeKind::Text, false)], &[]);
         assert_eq!(solve(&t, "c", "CHECK (my_check(name))"), None);
+        assert_eq!(
+            solve(&t, "c", "CHECK (((name IS NULL) OR my_check(name)))"),
+            None
+        );
         assert_eq!(solve(&t, "c", "CHECK (((name IS NULL) AND (name IS NOT NULL)))"), None);
     }
 }

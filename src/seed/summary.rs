@@ -565,6 +565,7 @@ mod tests {
             ],
             seeded_before: vec!["items".into()],
             tables_held: Vec::new(),
+            partitions_created: Vec::new(),
         };
         s
     }
