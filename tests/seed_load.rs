@@ -1141,7 +1141,13 @@ fn partitioned_tables_without_partitions_get_them() {
     };
     let dir = project_dir();
     let off = db.planck(
-        &["seed", "--no-spec", "--rows", "300", "--no-create-partitions"],
+        &[
+            "seed",
+            "--no-spec",
+            "--rows",
+            "300",
+            "--no-create-partitions",
+        ],
         dir.path(),
     );
     assert_exit(&off, 1);
@@ -1165,7 +1171,8 @@ fn partitioned_tables_without_partitions_get_them() {
     assert!(months > 1);
     let made = &v.partitions_created;
     assert!(
-        made.iter().any(|m| m.starts_with("tasks: ") && m.contains("per month")),
+        made.iter()
+            .any(|m| m.starts_with("tasks: ") && m.contains("per month")),
         "{made:?}"
     );
     assert!(made.iter().any(|m| m.starts_with("events: 4 ")), "{made:?}");

@@ -865,9 +865,7 @@ async fn read_partitions(client: &impl GenericClient, r: &mut Reading) -> Result
             continue;
         };
         // No partition yet: any value, once planck has created them.
-        let b = if bounds.is_empty()
-            || bounds.iter().any(|b| b == "DEFAULT")
-            || strat == b'h' as i8
+        let b = if bounds.is_empty() || bounds.iter().any(|b| b == "DEFAULT") || strat == b'h' as i8
         {
             PartitionBounds::Any
         } else if strat == b'r' as i8 {

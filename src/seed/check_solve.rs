@@ -662,12 +662,12 @@ mod tests {
                 let col = &table.columns[c];
                 let mut v = match &col.kind {
                     TypeKind::Enum(l) => Val::Text(l[r as usize % l.len()].clone()),
-                    TypeKind::Bool => Val::Bool(r % 2 == 0),
+                    TypeKind::Bool => Val::Bool(r.is_multiple_of(2)),
                     k if k.is_int() => Val::Int(r as i64 % 50 - 10),
                     _ => Val::Text(format!("v{r}")),
                 };
                 // A nullable column the branch leaves open is NULL in some rows.
-                if null.is_none() && !col.not_null && r % 3 == 0 {
+                if null.is_none() && !col.not_null && r.is_multiple_of(3) {
                     v = Val::Null;
                 }
                 let Some(rule) = rule else { return v };
@@ -785,7 +785,11 @@ mod tests {
         for r in 0..400 {
             let vals = row(t, &s, 7, r);
             let verdict = eval(&e, t, &vals);
-            assert_ne!(verdict, Some(Val::Bool(false)), "row {r} {vals:?} fails {def}");
+            assert_ne!(
+                verdict,
+                Some(Val::Bool(false)),
+                "row {r} {vals:?} fails {def}"
+            );
             let b = s.branch_of(7, r);
             taken[s.branches.iter().position(|x| x == b).unwrap()] = true;
         }
@@ -800,10 +804,21 @@ mod tests {
         let t = table(
             vec![column(
                 "kind",
-                kind_enum(&["AdminAdd", "ModRemovePost", "AdminPurgeCommunity", "ModFeaturePostCommunity"]),
+                kind_enum(&[
+                    "AdminAdd",
+                    "ModRemovePost",
+                    "AdminPurgeCommunity",
+                    "ModFeaturePostCommunity",
+                ]),
                 true,
             )],
-            &["target_person_id", "target_instance_id", "target_community_id", "target_post_id", "target_comment_id"],
+            &[
+                "target_person_id",
+                "target_instance_id",
+                "target_community_id",
+                "target_post_id",
+                "target_comment_id",
+            ],
         );
         let s = holds(
             &t,
@@ -824,10 +839,23 @@ mod tests {
         let t = table(
             vec![column(
                 "kind",
-                kind_enum(&["Mention", "Reply", "PrivateMessage", "Subscribed", "ModAction"]),
+                kind_enum(&[
+                    "Mention",
+                    "Reply",
+                    "PrivateMessage",
+                    "Subscribed",
+                    "ModAction",
+                ]),
                 true,
             )],
-            &["post_id", "comment_id", "community_id", "private_message_id", "modlog_id", "instance_id"],
+            &[
+                "post_id",
+                "comment_id",
+                "community_id",
+                "private_message_id",
+                "modlog_id",
+                "instance_id",
+            ],
         );
         let s = holds(
             &t,
@@ -863,7 +891,11 @@ mod tests {
     fn not_is_pushed_down_through_in_lists_and_null_pairs() {
         let t = table(
             vec![
-                column("status", kind_enum(&["queued", "running", "done", "failed"]), true),
+                column(
+                    "status",
+                    kind_enum(&["queued", "running", "done", "failed"]),
+                    true,
+                ),
                 column("attempts", TypeKind::Int4, true),
                 column("finished_at", TypeKind::Text, false),
                 column("error", TypeKind::Text, false),
@@ -882,8 +914,17 @@ mod tests {
     /// column cannot take the NULL branch, so only the other one is kept.
     #[test]
     fn a_branch_a_not_null_column_cannot_take_is_dropped() {
-        let t = table(vec![column("a", TypeKind::Int4, true), column("b", TypeKind::Int4, false)], &[]);
-        let s = holds(&t, "CHECK ((((a IS NULL) AND (b > 0)) OR ((b IS NULL) AND (a <> 0))))");
+        let t = table(
+            vec![
+                column("a", TypeKind::Int4, true),
+                column("b", TypeKind::Int4, false),
+            ],
+            &[],
+        );
+        let s = holds(
+            &t,
+            "CHECK ((((a IS NULL) AND (b > 0)) OR ((b IS NULL) AND (a <> 0))))",
+        );
         assert_eq!(s.branches.len(), 1);
     }
 
@@ -897,6 +938,9 @@ mod tests {
             solve(&t, "c", "CHECK (((name IS NULL) OR my_check(name)))"),
             None
         );
-        assert_eq!(solve(&t, "c", "CHECK (((name IS NULL) AND (name IS NOT NULL)))"), None);
+        assert_eq!(
+            solve(&t, "c", "CHECK (((name IS NULL) AND (name IS NOT NULL)))"),
+            None
+        );
     }
 }

@@ -19,12 +19,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::catalog::schema::{Catalog, PartitionBounds, TypeKind};
 use crate::error::{Error, Result};
 use crate::seed::check_expr::{self, ColFacts};
+use crate::seed::check_solve;
 use crate::seed::columns::{
     Ctx, DAY, T_HI, T_LO, default_gen, default_is_side_effect_free, make_unique, uniform_choice,
 };
 use crate::seed::generate::{Gen, Text, Val};
 use crate::seed::rng::{self, Permutation, ValueRng};
-use crate::seed::check_solve;
 use crate::seed::server_check::{self, ServerCheck, ServerChecks};
 use crate::seed::shape::{self, Shape};
 use crate::seed::spec::{self, ColumnSpec, Count, Dist, SpecFile};
@@ -1027,11 +1027,7 @@ fn solve_checks(
 }
 
 /// A column's shape with the solved CHECK that decides it (if any).
-fn with_solved(
-    shape: Option<Box<Shape>>,
-    c: usize,
-    checked: &ServerChecks,
-) -> Option<Box<Shape>> {
+fn with_solved(shape: Option<Box<Shape>>, c: usize, checked: &ServerChecks) -> Option<Box<Shape>> {
     let Some(s) = checked.solved.iter().find(|s| s.cols.contains(&c)) else {
         return shape;
     };

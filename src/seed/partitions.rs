@@ -77,7 +77,7 @@ pub fn layout(table: &str, strategy: char, tz: bool, vals: &[Val]) -> Vec<Part> 
             .map(|r| part(&format!("h{r}"), format!("WITH (MODULUS 4, REMAINDER {r})")))
             .collect();
     }
-    let nulls = vals.iter().any(|v| *v == Val::Null);
+    let nulls = vals.contains(&Val::Null);
     let set: Vec<&Val> = vals.iter().filter(|v| **v != Val::Null).collect();
     let mut out = Vec::new();
     match strategy {
@@ -296,7 +296,11 @@ mod tests {
         let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
             names,
-            ["v1_task_planck_202401", "v1_task_planck_202402", "v1_task_planck_202403"]
+            [
+                "v1_task_planck_202401",
+                "v1_task_planck_202402",
+                "v1_task_planck_202403"
+            ]
         );
         assert_eq!(
             p[2].bound,
@@ -314,7 +318,12 @@ mod tests {
             "t",
             'l',
             false,
-            &[Val::Text("b".into()), Val::Text("a".into()), Val::Null, Val::Text("a".into())],
+            &[
+                Val::Text("b".into()),
+                Val::Text("a".into()),
+                Val::Null,
+                Val::Text("a".into()),
+            ],
         );
         let bounds: Vec<&str> = l.iter().map(|p| p.bound.as_str()).collect();
         assert_eq!(bounds, ["IN ('a')", "IN ('b')", "IN (NULL)"]);
@@ -327,7 +336,12 @@ mod tests {
         let bounds: Vec<&str> = p.iter().map(|p| p.bound.as_str()).collect();
         assert_eq!(
             bounds,
-            ["FROM (1) TO (3)", "FROM (3) TO (5)", "FROM (5) TO (7)", "FROM (7) TO (11)"]
+            [
+                "FROM (1) TO (3)",
+                "FROM (3) TO (5)",
+                "FROM (5) TO (7)",
+                "FROM (7) TO (11)"
+            ]
         );
         assert!(part_name(&"x".repeat(80), "default").len() <= 63);
     }
