@@ -655,3 +655,34 @@ fn disjunction_over_nullable_fks_is_solved() {
         "`>= 2` of three takes two in some rows"
     );
 }
+
+/// Issue 30 point 4, supabase-auth's `custom_oauth_providers`: `provider_type
+/// IN ('oauth2', 'oidc')` beside `provider_type <> 'oauth2' OR (...)` and
+/// `provider_type <> 'oidc' OR ...`. Each OR read alone kept its `<>` branch
+/// for every row, which together left `provider_type` no value (NULL in a
+/// NOT NULL column). Now the ORs over a column whose facts contradict go to
+/// the server, which decides them row by row; both types occur. The unique
+/// `identifier` under a regex keeps long draws and stays unique.
+#[test]
+fn ors_that_contradict_another_check_are_decided_per_row() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE providers (
+             id serial PRIMARY KEY,
+             provider_type text NOT NULL,
+             identifier text NOT NULL UNIQUE,
+             issuer text,
+             authorization_url text,
+             token_url text,
+             CONSTRAINT identifier_format CHECK (identifier ~ '^[a-z0-9][a-z0-9:-]{0,48}[a-z0-9]$'),
+             CONSTRAINT oauth2_requires_endpoints CHECK (provider_type <> 'oauth2'
+                 OR (authorization_url IS NOT NULL AND token_url IS NOT NULL)),
+             CONSTRAINT oidc_requires_issuer CHECK (provider_type <> 'oidc' OR issuer IS NOT NULL),
+             CONSTRAINT provider_type_check CHECK (provider_type = ANY (ARRAY['oauth2', 'oidc'])));",
+    );
+    seed_and_hold(&db, "providers", 2000, &[]);
+    assert_eq!(
+        count(&db, "SELECT count(DISTINCT provider_type) FROM providers"),
+        2
+    );
+}

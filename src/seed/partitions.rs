@@ -182,17 +182,21 @@ pub async fn create_missing(c: &Client, cat: &Catalog, plan: &Plan) -> Result<Ve
         if parts.is_empty() {
             continue;
         }
-        let mut sql = String::from("BEGIN;\n");
+        // Shards of one seed compute the same partitions: one at a time,
+        // and a partition another shard made is left as it is.
+        let mut sql = String::from(
+            "BEGIN;\nSELECT pg_advisory_xact_lock(hashtext('planck seed partitions'));\n",
+        );
         for p in &parts {
             sql.push_str(&format!(
-                "CREATE TABLE {}.{} PARTITION OF {} FOR VALUES {};\n",
+                "CREATE TABLE IF NOT EXISTS {}.{} PARTITION OF {} FOR VALUES {};\n",
                 quote_ident(&table.schema),
                 quote_ident(&p.name),
                 tp.qualified,
                 p.bound
             ));
             sql.push_str(&format!(
-                "INSERT INTO {CREATED} (parent, partition) VALUES ({}, {});\n",
+                "INSERT INTO {CREATED} (parent, partition) VALUES ({}, {}) ON CONFLICT DO NOTHING;\n",
                 quote_literal(&format!("{}.{}", table.schema, table.name)),
                 quote_literal(&format!("{}.{}", table.schema, p.name)),
             ));
