@@ -686,3 +686,39 @@ fn ors_that_contradict_another_check_are_decided_per_row() {
         2
     );
 }
+
+/// Issue 30 point 2: a branch planck reads only in part (`even_length`, the
+/// application's function) beside foreign keys it decides. The server
+/// judges the function; the branch of each row sets which keys are NULL,
+/// and a row the server refuses takes another branch at a later attempt.
+/// Before, a row whose generated keys were one NULL and one set had no
+/// branch at all (keys are never redrawn) and the table was not seeded.
+#[test]
+fn a_branch_read_in_part_is_judged_by_the_server() {
+    let db = test_db!();
+    db.exec(
+        "CREATE FUNCTION even_length(t text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+         BEGIN RETURN length(t) % 2 = 0; END $$;
+         CREATE TABLE person (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE team (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE note (
+             id serial PRIMARY KEY,
+             kind text NOT NULL,
+             body text NOT NULL,
+             person_id int REFERENCES person,
+             team_id int REFERENCES team,
+             CONSTRAINT note_targets CHECK (
+                 (kind = 'pair' AND even_length(body) AND num_nonnulls(person_id, team_id) = 2)
+                 OR (kind = 'none' AND num_nonnulls(person_id, team_id) = 0)));",
+    );
+    seed_and_hold(&db, "note", 1000, &[]);
+    for kind in ["pair", "none"] {
+        assert!(
+            count(
+                &db,
+                &format!("SELECT count(*) FROM note WHERE kind = '{kind}'")
+            ) > 100,
+            "{kind}"
+        );
+    }
+}

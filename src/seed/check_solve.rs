@@ -57,6 +57,8 @@ pub struct Count {
 pub struct Branch {
     pub rules: BTreeMap<usize, ColRule>,
     pub counts: Vec<Count>,
+    /// Some of its atoms are beyond the solver: the server decides them.
+    pub opaque: bool,
 }
 
 /// A CHECK the solver makes hold, row by row.
@@ -215,15 +217,61 @@ fn num(l: &Lit) -> Option<f64> {
     }
 }
 
-/// One branch's atoms as read by [`interpret`].
-type Read = (BTreeMap<usize, Dom>, Vec<RawCount>);
+/// One branch's atoms as read by [`interpret`], and whether some were
+/// beyond the solver (left to the server).
+type Read = (BTreeMap<usize, Dom>, Vec<RawCount>, bool);
 
-/// Reads one branch's atoms as domains per column and counts: None when an
-/// atom is beyond the solver, Some(None) when the branch is plainly false
-/// (`a IS NULL AND a = 1`, `num_nonnulls(a) = 2`).
-fn interpret(atoms: &[Ex], col: &dyn Fn(&Ex) -> Option<usize>) -> Option<Option<Read>> {
+/// Reads one branch's atoms as domains per column and counts: None when the
+/// branch is plainly false (`a IS NULL AND a = 1`, `num_nonnulls(a) = 2`).
+/// An atom beyond the solver is skipped, and the branch marked opaque.
+fn interpret(atoms: &[Ex], col: &dyn Fn(&Ex) -> Option<usize>) -> Option<Read> {
     let mut doms: BTreeMap<usize, Dom> = BTreeMap::new();
     let mut counts = Vec::new();
+    let mut opaque = false;
+    for a in atoms {
+        match read_atom(a, col, &mut doms, &mut counts) {
+            Atom::Read => {}
+            Atom::False => return None,
+            Atom::Opaque => opaque = true,
+        }
+    }
+    Some((doms, counts, opaque))
+}
+
+enum Atom {
+    Read,
+    False,
+    Opaque,
+}
+
+/// Reads one atom into `doms` and `counts`.
+fn read_atom(
+    a: &Ex,
+    col: &dyn Fn(&Ex) -> Option<usize>,
+    doms: &mut BTreeMap<usize, Dom>,
+    counts: &mut Vec<RawCount>,
+) -> Atom {
+    // An atom is read whole or not at all: it is first read into copies.
+    let (mut d2, mut c2) = (doms.clone(), counts.clone());
+    match read_into(std::slice::from_ref(a), col, &mut d2, &mut c2) {
+        Some(Some(())) => {
+            *doms = d2;
+            *counts = c2;
+            Atom::Read
+        }
+        Some(None) => Atom::False,
+        None => Atom::Opaque,
+    }
+}
+
+/// Reads atoms into `doms` and `counts`: None when one is beyond the
+/// solver, Some(None) when the branch is plainly false.
+fn read_into(
+    atoms: &[Ex],
+    col: &dyn Fn(&Ex) -> Option<usize>,
+    doms: &mut BTreeMap<usize, Dom>,
+    counts: &mut Vec<RawCount>,
+) -> Option<Option<()>> {
     let mut falsy = false;
     let mut not_null = |d: &mut Dom| {
         if d.null == Some(true) {
@@ -322,7 +370,7 @@ fn interpret(atoms: &[Ex], col: &dyn Fn(&Ex) -> Option<usize>) -> Option<Option<
             _ => return None,
         }
     }
-    Some((!falsy).then_some((doms, counts)))
+    Some((!falsy).then_some(()))
 }
 
 fn narrow(d: &mut Dom, lits: Vec<Lit>) {
@@ -362,7 +410,12 @@ impl Branch {
     /// The branch as rules on the table's columns; None when the columns
     /// cannot honour it (a NULL in a NOT NULL column, a literal asked of a
     /// foreign key or a single-column unique key, an empty set, ...).
-    fn fit(table: &Table, doms: BTreeMap<usize, Dom>, raw: Vec<RawCount>) -> Option<Branch> {
+    fn fit(
+        table: &Table,
+        doms: BTreeMap<usize, Dom>,
+        raw: Vec<RawCount>,
+        opaque: bool,
+    ) -> Option<Branch> {
         let fk = |c: usize| table.fks.iter().any(|f| f.cols.contains(&c));
         let unique = |c: usize| table.uniques.iter().any(|u| u.cols == [c]);
         let mut rules = BTreeMap::new();
@@ -450,7 +503,11 @@ impl Branch {
             seen.extend(&free);
             counts.push(Count { free, lo, hi });
         }
-        Some(Branch { rules, counts })
+        Some(Branch {
+            rules,
+            counts,
+            opaque,
+        })
     }
 }
 
@@ -462,22 +519,32 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
     let mut branches = Vec::new();
     let mut cols: Vec<usize> = Vec::new();
     for atoms in dnf(&nnf(&e, false))? {
-        // A branch with an atom beyond the solver (an application's
-        // function, a regex) may be the one most rows should take: the
-        // whole CHECK stays the server's (body IS NULL OR
-        // even_length(body) would otherwise leave every body NULL).
-        let Some((doms, raw)) = interpret(&atoms, &col)? else {
+        let Some((doms, raw, opaque)) = interpret(&atoms, &col) else {
             continue;
         };
         cols.extend(doms.keys().copied());
         cols.extend(raw.iter().flat_map(|k| k.cols.iter().copied()));
-        if let Some(b) = Branch::fit(table, doms, raw)
+        if let Some(b) = Branch::fit(table, doms, raw, opaque)
             && !branches.contains(&b)
         {
             branches.push(b);
         }
     }
-    if branches.is_empty() {
+    if branches.iter().all(|b| b.opaque) {
+        return None;
+    }
+    // A branch with atoms beyond the solver (an application's function, a
+    // regex) is the server's to decide, and its redraws change every
+    // column but the keys: the solver takes such a CHECK only when it
+    // decides a key column, which no redraw changes (a foreign key or
+    // unique column it sets NULL or not). Otherwise the server alone
+    // decides, as it did (`body IS NULL OR even_length(body)` would leave
+    // half the bodies NULL).
+    let key = |c: &usize| {
+        table.fks.iter().any(|f| f.cols.contains(c))
+            || table.uniques.iter().any(|u| u.cols.contains(c))
+    };
+    if branches.iter().any(|b| b.opaque) && !cols.iter().any(key) {
         return None;
     }
     cols.sort_unstable();
@@ -493,20 +560,35 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
 /// What row `row`'s branch decides about column `c`: NULL or not (None:
 /// open), and the column's rule.
 impl Solved {
-    pub fn branch_of(&self, seed: u64, row: u64) -> &Branch {
-        let h = rng::mix(rng::mix(seed ^ self.key) ^ row);
+    /// The branch of row `row` at the server's attempt `at`: any branch
+    /// first, then (from half the attempts on, when a branch the server
+    /// decides was refused) one the solver reads whole.
+    pub fn branch_of(&self, seed: u64, row: u64, at: u8) -> &Branch {
+        let h = rng::mix(rng::mix(seed ^ self.key) ^ row ^ (u64::from(at) << 56));
+        let clear: Vec<&Branch> = self.branches.iter().filter(|b| !b.opaque).collect();
+        if at >= crate::seed::server_check::ATTEMPTS / 2 && !clear.is_empty() {
+            return clear[rng::below(h, clear.len() as u64) as usize];
+        }
         &self.branches[rng::below(h, self.branches.len() as u64) as usize]
     }
 
-    pub fn decide(&self, seed: u64, row: u64, c: usize) -> (Option<bool>, Option<&ColRule>) {
-        let b = self.branch_of(seed, row);
+    pub fn decide(
+        &self,
+        seed: u64,
+        row: u64,
+        at: u8,
+        c: usize,
+    ) -> (Option<bool>, Option<&ColRule>) {
+        let b = self.branch_of(seed, row, at);
         let rule = b.rules.get(&c);
         let mut null = rule.and_then(|r| r.null);
         for (i, k) in b.counts.iter().enumerate() {
             if !k.free.contains(&c) {
                 continue;
             }
-            let hk = rng::mix(rng::mix(seed ^ self.key ^ ((i as u64 + 1) << 40)) ^ row);
+            let hk = rng::mix(
+                rng::mix(seed ^ self.key ^ ((i as u64 + 1) << 40)) ^ row ^ (u64::from(at) << 56),
+            );
             let n = k.lo + rng::below(hk, (k.hi - k.lo + 1) as u64) as usize;
             let mut order = k.free.clone();
             order.sort_by_key(|x| rng::mix(hk ^ *x as u64));
@@ -518,8 +600,18 @@ impl Solved {
 
     /// Column `c`'s value `v` (its generator's, `h` the row's draw) turned
     /// into one its row's branch admits.
-    pub fn apply(&self, plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> Val {
-        let (null, rule) = self.decide(plan.seed, ctx.row, c);
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply(
+        &self,
+        plan: &Plan,
+        t: usize,
+        c: usize,
+        ctx: &RowCtx,
+        h: u64,
+        v: Val,
+        at: u8,
+    ) -> Val {
+        let (null, rule) = self.decide(plan.seed, ctx.row, at, c);
         if null == Some(true) {
             return Val::Null;
         }
@@ -655,7 +747,7 @@ mod tests {
     fn row(table: &Table, s: &Solved, seed: u64, r: u64) -> Vec<Val> {
         (0..table.columns.len())
             .map(|c| {
-                let (null, rule) = s.decide(seed, r, c);
+                let (null, rule) = s.decide(seed, r, 0, c);
                 if null == Some(true) {
                     return Val::Null;
                 }
@@ -790,7 +882,7 @@ mod tests {
                 Some(Val::Bool(false)),
                 "row {r} {vals:?} fails {def}"
             );
-            let b = s.branch_of(7, r);
+            let b = s.branch_of(7, r, 0);
             taken[s.branches.iter().position(|x| x == b).unwrap()] = true;
         }
         assert!(taken.iter().all(|x| *x), "a branch no row takes: {s:?}");
@@ -926,6 +1018,29 @@ mod tests {
             "CHECK ((((a IS NULL) AND (b > 0)) OR ((b IS NULL) AND (a <> 0))))",
         );
         assert_eq!(s.branches.len(), 1);
+    }
+
+    /// A branch the solver reads in part, beside a key column it decides:
+    /// the server judges the rest, and the later attempts take a branch the
+    /// solver reads whole.
+    #[test]
+    fn a_branch_read_in_part_is_left_to_later_attempts() {
+        let t = table(
+            vec![
+                column("kind", kind_enum(&["a", "b"]), true),
+                column("body", TypeKind::Text, false),
+            ],
+            &["person_id"],
+        );
+        let def = "CHECK ((((kind = 'a'::k) AND my_fn(body)) OR ((kind = 'b'::k) AND (person_id IS NULL))))";
+        let s = solve(&t, "c", def).expect("solved");
+        assert_eq!(s.branches.iter().filter(|b| b.opaque).count(), 1);
+        let at0: Vec<bool> = (0..200).map(|r| s.branch_of(7, r, 0).opaque).collect();
+        assert!(at0.contains(&true) && at0.contains(&false));
+        for r in 0..200 {
+            assert!(!s.branch_of(7, r, 16).opaque);
+            assert_eq!(s.decide(7, r, 16, 2).0, Some(true), "person_id is NULL");
+        }
     }
 
     /// A CHECK with a branch the solver cannot read stays the server's,

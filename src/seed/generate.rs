@@ -563,7 +563,7 @@ impl Gen {
         let key = tp.cols[c].key;
         let h = rng::hash(plan.seed, tp.key, key, ctx.row);
         let v = self.eval_h(plan, t, c, ctx, h, 0);
-        shape::apply(plan, t, c, ctx, h, v)
+        shape::apply(plan, t, c, ctx, h, v, 0)
     }
 
     /// The value of attempt `at` (> 0) of a row whose constraints the server
@@ -590,7 +590,7 @@ impl Gen {
             rng::mix(h0 ^ u64::from(draw).wrapping_mul(0x9e37_79b9_7f4a_7c15))
         };
         let v = self.eval_h(plan, t, c, ctx, h, at);
-        shape::apply(plan, t, c, ctx, h, v)
+        shape::apply(plan, t, c, ctx, h, v, at)
     }
 
     pub(crate) fn eval_h(

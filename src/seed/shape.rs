@@ -89,8 +89,9 @@ fn null_in_group(g: &NullGroup, seed: u64, row: u64) -> bool {
     }
 }
 
-/// Applies column `c`'s shape to its generated value `v` (`h`: the row's hash).
-pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> Val {
+/// Applies column `c`'s shape to its generated value `v` (`h`: the row's
+/// hash, `at`: the server's attempt, see [`crate::seed::server_check`]).
+pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val, at: u8) -> Val {
     let Some(s) = plan.tables[t].cols[c].shape.as_deref() else {
         return v;
     };
@@ -114,7 +115,7 @@ pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> V
         other => other,
     };
     if let Some(sv) = &s.solved {
-        v = sv.apply(plan, t, c, ctx, h, v);
+        v = sv.apply(plan, t, c, ctx, h, v, at);
     }
     // Off an excluded value: the next integer, or one more character.
     for _ in 0..s.not_eq.len() + 1 {
