@@ -42,6 +42,8 @@ pub struct ColRule {
     pub not: Vec<Val>,
     /// Inclusive integer bounds.
     pub range: Option<(i64, i64)>,
+    /// Inclusive bounds on a text's length in characters.
+    pub len: Option<(usize, usize)>,
 }
 
 /// `num_nonnulls` of `free` (the columns the branch leaves open) in `lo..=hi`.
@@ -80,6 +82,9 @@ struct Dom {
     not: Vec<Lit>,
     lo: Option<f64>,
     hi: Option<f64>,
+    /// `char_length(col)` bounds.
+    len_lo: Option<f64>,
+    len_hi: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -344,6 +349,30 @@ fn read_into(
                     });
                     continue;
                 }
+                // char_length(col) <= n, length(col) > 0, ...
+                if let (Ex::Func(f, args), Ex::Lit(lit)) = (&**l, &**r)
+                    && matches!(f.as_str(), "char_length" | "length" | "character_length")
+                    && args.len() == 1
+                {
+                    let k = num(lit)?;
+                    let d = doms.entry(col(&args[0])?).or_default();
+                    not_null(d);
+                    let (lo, hi) = match op.as_str() {
+                        "=" => (Some(k), Some(k)),
+                        ">=" => (Some(k.ceil()), None),
+                        ">" => (Some(k.floor() + 1.0), None),
+                        "<=" => (None, Some(k.floor())),
+                        "<" => (None, Some(k.ceil() - 1.0)),
+                        _ => return None,
+                    };
+                    if let Some(lo) = lo {
+                        d.len_lo = Some(d.len_lo.map_or(lo, |x| x.max(lo)));
+                    }
+                    if let Some(hi) = hi {
+                        d.len_hi = Some(d.len_hi.map_or(hi, |x| x.min(hi)));
+                    }
+                    continue;
+                }
                 let (c, op, lit) = match (&**l, &**r) {
                     (_, Ex::Lit(lit)) => (col(l)?, op.as_str(), lit.clone()),
                     (Ex::Lit(lit), _) => (col(r)?, flip(op), lit.clone()),
@@ -467,6 +496,26 @@ impl Branch {
             {
                 return None;
             }
+            let len = match (d.len_lo, d.len_hi) {
+                (None, None) => None,
+                _ if !col.kind.is_text() || fk(c) => return None,
+                (lo, hi) => {
+                    let lo = lo.unwrap_or(0.0).max(0.0);
+                    let hi = hi
+                        .unwrap_or(f64::from(u32::MAX))
+                        .min(col.max_len.map_or(f64::from(u32::MAX), |m| m as f64));
+                    if lo > hi {
+                        return None;
+                    }
+                    Some((lo as usize, hi as usize))
+                }
+            };
+            if let Some((lo, hi)) = len {
+                set.retain(|v| matches!(v, Val::Text(t) if (lo..=hi).contains(&t.chars().count())));
+                if d.set.is_some() && set.is_empty() {
+                    return None;
+                }
+            }
             rules.insert(
                 c,
                 ColRule {
@@ -474,6 +523,7 @@ impl Branch {
                     set,
                     not,
                     range,
+                    len,
                 },
             );
         }
@@ -631,6 +681,14 @@ impl Solved {
             let span = (i128::from(hi) - i128::from(lo) + 1).min(i128::from(u64::MAX)) as u64;
             v = Val::Int((i128::from(lo) + i128::from(rng::below(h, span.max(1)))) as i64);
         }
+        if let (Some((lo, hi)), Val::Text(text)) = (r.len, &mut v) {
+            let n = text.chars().count();
+            if n > hi {
+                *text = text.chars().take(hi).collect();
+            } else if n < lo {
+                text.extend(std::iter::repeat_n('x', lo - n));
+            }
+        }
         if r.not.contains(&v) {
             v = off(plan, t, c, h, v, r);
         }
@@ -771,6 +829,14 @@ mod tests {
                 {
                     v = Val::Int(lo);
                 }
+                if let (Some((lo, hi)), Val::Text(text)) = (rule.len, &mut v) {
+                    let n = text.chars().count();
+                    if n > hi {
+                        *text = text.chars().take(hi).collect();
+                    } else if n < lo {
+                        text.extend(std::iter::repeat_n('x', lo - n));
+                    }
+                }
                 if rule.not.contains(&v) {
                     v = match (&col.kind, v) {
                         (TypeKind::Enum(l), _) => l
@@ -827,6 +893,12 @@ mod tests {
             }
             Ex::Not(x) => b(truth(x).map(|x| !x)),
             Ex::IsNull(x, is) => Some(Val::Bool(eval(x, t, row).is_none() == *is)),
+            Ex::Func(f, args) if f == "char_length" && args.len() == 1 => {
+                match eval(&args[0], t, row)? {
+                    Val::Text(s) => Some(Val::Int(s.chars().count() as i64)),
+                    other => panic!("char_length of {other:?}"),
+                }
+            }
             Ex::Func(f, args) if f == "num_nonnulls" || f == "num_nulls" => {
                 let set = args.iter().filter(|a| eval(a, t, row).is_some()).count();
                 Some(Val::Int(if f == "num_nulls" {
@@ -1041,6 +1113,27 @@ mod tests {
             assert!(!s.branch_of(7, r, 16).opaque);
             assert_eq!(s.decide(7, r, 16, 2).0, Some(true), "person_id is NULL");
         }
+    }
+
+    /// supabase-auth, `custom_oauth_providers`: lengths inside an OR's
+    /// branches (`issuer_length` and `name_length`, joined here into one
+    /// disjunction over a type column).
+    #[test]
+    fn supabase_lengths_inside_branches() {
+        let t = table(
+            vec![
+                column("provider_type", TypeKind::Text, true),
+                column("issuer", TypeKind::Text, false),
+                column("name", TypeKind::Text, true),
+            ],
+            &[],
+        );
+        let s = holds(
+            &t,
+            "CHECK ((((provider_type = 'oidc'::text) AND (char_length(issuer) >= 30) AND (char_length(issuer) <= 40)) \
+             OR ((provider_type = 'oauth2'::text) AND (issuer IS NULL) AND (char_length(name) <= 1))))",
+        );
+        assert_eq!(s.branches[0].rules[&1].len, Some((30, 40)));
     }
 
     /// A CHECK with a branch the solver cannot read stays the server's,
