@@ -152,6 +152,18 @@ pub enum Error {
         hint: Option<String>,
     },
 
+    /// No candidate row of a table passes one of its CHECK constraints, as
+    /// the server evaluates it: that table's own problem, which leaves the
+    /// other tables loading (a partial seed, exit 1), unlike [`Error::Seed`]
+    /// at load time, which may be planck's own bug.
+    #[error("cannot seed {table}: {message}")]
+    CheckUnsatisfied {
+        table: String,
+        constraint: String,
+        message: String,
+        hint: Option<String>,
+    },
+
     /// A stop signal (Ctrl-C, SIGTERM, SIGHUP) ended the command; the message
     /// says what state the database was left in. Exits 128 + `signal`.
     #[error("interrupted: {message}")]
@@ -283,6 +295,7 @@ impl Error {
             Error::Usage { hint, .. }
             | Error::Config { hint, .. }
             | Error::Seed { hint, .. }
+            | Error::CheckUnsatisfied { hint, .. }
             | Error::Connect { hint, .. }
             | Error::Cluster { hint, .. } => hint.iter().cloned().collect(),
             Error::Command { hint, .. } => hint.iter().cloned().collect(),

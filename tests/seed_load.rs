@@ -1118,3 +1118,76 @@ fn a_partitioned_table_s_foreign_key_is_restored_validated() {
         "t"
     );
 }
+
+/// Issue 30 point 3 (hatchet's `v1_task`, `v1_task_events_olap_tmp`): a
+/// partitioned table with no partition gets partitions covering what is
+/// generated (a range over time: one per month; a hash: modulus 4), named
+/// in the summary and recorded, so `--restore --forget TABLE` drops them;
+/// `--no-create-partitions` leaves the table without rows, its own problem.
+#[test]
+fn partitioned_tables_without_partitions_get_them() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE tasks (id bigint NOT NULL, inserted_at timestamptz NOT NULL, name text,
+                             PRIMARY KEY (id, inserted_at)) PARTITION BY RANGE (inserted_at);
+         CREATE TABLE events (task_id bigint NOT NULL, body text) PARTITION BY HASH (task_id);
+         CREATE TABLE plain (id serial PRIMARY KEY, label text);",
+    );
+    let count = |sql: &str| -> i64 { one(&db, sql).parse().unwrap() };
+    let parts = |t: &str| {
+        count(&format!(
+            "SELECT count(*) FROM pg_inherits WHERE inhparent = '{t}'::regclass"
+        ))
+    };
+    let dir = project_dir();
+    let off = db.planck(
+        &[
+            "seed",
+            "--no-spec",
+            "--rows",
+            "300",
+            "--no-create-partitions",
+        ],
+        dir.path(),
+    );
+    assert_exit(&off, 1);
+    assert!(stdout(&off).contains("tasks"), "{}", stdout(&off));
+    assert_eq!(parts("tasks"), 0);
+    assert_eq!(count("SELECT count(*) FROM plain"), 300);
+
+    let v = seed_json(&db, &["--no-spec", "--rows", "300", "--truncate"]);
+    assert_eq!(count("SELECT count(*) FROM tasks"), 300);
+    assert_eq!(count("SELECT count(*) FROM events"), 300);
+    assert_eq!(parts("events"), 4);
+    // One partition per month from the first value's to the last's.
+    let months = count(
+        "SELECT (extract(year FROM age(date_trunc('month', max(inserted_at) AT TIME ZONE 'UTC'),
+                                       date_trunc('month', min(inserted_at) AT TIME ZONE 'UTC'))) * 12
+               + extract(month FROM age(date_trunc('month', max(inserted_at) AT TIME ZONE 'UTC'),
+                                        date_trunc('month', min(inserted_at) AT TIME ZONE 'UTC'))) + 1)::int
+           FROM tasks",
+    );
+    assert_eq!(parts("tasks"), months);
+    assert!(months > 1);
+    let made = &v.partitions_created;
+    assert!(
+        made.iter()
+            .any(|m| m.starts_with("tasks: ") && m.contains("per month")),
+        "{made:?}"
+    );
+    assert!(made.iter().any(|m| m.starts_with("events: 4 ")), "{made:?}");
+    assert_eq!(
+        count("SELECT count(*) FROM planck.created_partitions"),
+        months + 4
+    );
+
+    // The second run finds the partitions and creates none.
+    let again = seed_json(&db, &["--no-spec", "--rows", "300", "--truncate"]);
+    assert!(again.partitions_created.is_empty());
+
+    let out = db.planck(&["seed", "--restore", "--forget", "tasks"], dir.path());
+    assert_exit(&out, 0);
+    assert_eq!(parts("tasks"), 0);
+    assert_eq!(parts("events"), 4);
+    assert_eq!(count("SELECT count(*) FROM planck.created_partitions"), 4);
+}

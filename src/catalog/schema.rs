@@ -197,6 +197,11 @@ pub enum PartitionBounds {
 pub struct Partitioning {
     pub col: usize,
     pub bounds: PartitionBounds,
+    /// `r`ange, `l`ist or `h`ash.
+    pub strategy: char,
+    /// The table has no partition yet: no row can go in (see
+    /// `seed::partitions`, which creates them).
+    pub empty: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -859,14 +864,21 @@ async fn read_partitions(client: &impl GenericClient, r: &mut Reading) -> Result
         let Some(col) = tables[ti].columns.iter().position(|c| c.attnum == attrs[0]) else {
             continue;
         };
-        let b = if bounds.iter().any(|b| b == "DEFAULT") || strat == b'h' as i8 {
+        // No partition yet: any value, once planck has created them.
+        let b = if bounds.is_empty() || bounds.iter().any(|b| b == "DEFAULT") || strat == b'h' as i8
+        {
             PartitionBounds::Any
         } else if strat == b'r' as i8 {
             PartitionBounds::Range(bounds.iter().filter_map(|b| parse_range_bound(b)).collect())
         } else {
             PartitionBounds::List(bounds.iter().flat_map(|b| parse_list_bound(b)).collect())
         };
-        tables[ti].partitioning = Some(Partitioning { col, bounds: b });
+        tables[ti].partitioning = Some(Partitioning {
+            col,
+            bounds: b,
+            strategy: strat as u8 as char,
+            empty: bounds.is_empty(),
+        });
     }
     Ok(())
 }
@@ -1034,9 +1046,12 @@ async fn read_sub_partitions(client: &impl GenericClient, r: &mut Reading) -> Re
         } else {
             PartitionBounds::List(bounds.iter().flat_map(|b| parse_list_bound(b)).collect())
         };
-        r.tables[ti]
-            .sub_partitions
-            .push(Partitioning { col, bounds: b });
+        r.tables[ti].sub_partitions.push(Partitioning {
+            col,
+            bounds: b,
+            strategy: strat as u8 as char,
+            empty: bounds.is_empty(),
+        });
     }
     Ok(())
 }
@@ -1179,7 +1194,11 @@ fn is_range_subtype(k: &TypeKind) -> bool {
         || k.is_time()
         || matches!(
             k,
-            TypeKind::Numeric | TypeKind::Float4 | TypeKind::Float8 | TypeKind::Time
+            TypeKind::Numeric
+                | TypeKind::Float4
+                | TypeKind::Float8
+                | TypeKind::Time
+                | TypeKind::Uuid
         )
 }
 

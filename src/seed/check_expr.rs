@@ -20,7 +20,7 @@ pub enum Lit {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-enum Ex {
+pub(crate) enum Ex {
     Col(String),
     Lit(Lit),
     Func(String, Vec<Ex>),
@@ -318,7 +318,7 @@ pub fn strip_check_suffixes(mut body: &str) -> &str {
     }
 }
 
-fn parse(def: &str) -> Option<Ex> {
+pub(crate) fn parse(def: &str) -> Option<Ex> {
     let body = def.trim();
     let body = body.strip_prefix("CHECK")?.trim_start();
     let body = strip_check_suffixes(body);
@@ -340,7 +340,7 @@ fn flip(op: &str) -> &str {
     }
 }
 
-fn col_of(e: &Ex, value_name: Option<&str>) -> Option<String> {
+pub(crate) fn col_of(e: &Ex, value_name: Option<&str>) -> Option<String> {
     match e {
         Ex::Col(c) => Some(match value_name {
             Some(n) if c == "VALUE" => n.to_string(),
@@ -683,6 +683,32 @@ fn null_group(
         f.nulls = Some((rule, key, i, cols.len()));
     }
     true
+}
+
+/// Whether a column's merged facts leave it no value: every listed value
+/// excluded, NULL and not NULL at once, or bounds the wrong way round.
+pub fn contradicts(f: &ColFacts) -> bool {
+    let listed_out = f
+        .in_list
+        .as_ref()
+        .is_some_and(|l| l.iter().all(|v| f.not_eq.contains(v)));
+    let crossed = match (&f.lo, &f.hi) {
+        (Some((Lit::Num(a), ai)), Some((Lit::Num(b), bi))) => a > b || (a == b && !(*ai && *bi)),
+        _ => false,
+    };
+    listed_out || (f.is_null && f.not_null) || crossed
+}
+
+/// Whether a CHECK definition is a disjunction at its top (or under ANDs).
+pub fn is_or(def: &str) -> bool {
+    fn has_or(e: &Ex) -> bool {
+        match e {
+            Ex::Or(_) => true,
+            Ex::And(v) => v.iter().any(has_or),
+            _ => false,
+        }
+    }
+    parse(def).is_some_and(|e| has_or(&e))
 }
 
 /// Facts per column of one CHECK definition; None when it is not understood.

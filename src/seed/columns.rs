@@ -237,12 +237,17 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
             let (p, s) = col.numeric.unwrap_or((12, 2));
             let max_int = 10i64.saturating_pow(p.saturating_sub(s).min(15)) - 1;
             let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, max_int.min(1000));
+            // numeric(65, 30) (calcom's `valueNumber`): 10^15 * 10^30
+            // overflows i128, so the products saturate and the unscaled
+            // bounds stay within +-10^37 (where `hi - lo + 1` still fits).
             let m = 10i128.pow(s.min(30));
-            let (mut ulo, mut uhi) = (i128::from(lo) * m, i128::from(hi) * m);
+            let cap = 10i128.pow(37);
+            let scaled = |v: i64| i128::from(v).saturating_mul(m).clamp(-cap, cap);
+            let (mut ulo, mut uhi) = (scaled(lo), scaled(hi));
             if let Some((_, false)) = f.lo {
                 ulo += 1;
             }
-            uhi = uhi.min(i128::from(max_int) * m + (m - 1));
+            uhi = uhi.min(scaled(max_int).saturating_add(m - 1).min(cap));
             if let Some((_, false)) = f.hi {
                 uhi -= 1;
             }

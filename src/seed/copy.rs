@@ -716,6 +716,19 @@ fn ordered_bounds(sub: &TypeKind, a: &Val, b: &Val) -> (Val, Val) {
             let (x, y) = (x.min(y), x.max(y));
             (Val::Float(x), Val::Float(if x == y { x + 1.0 } else { y }))
         }
+        // uuidrange (hatchet): uuids compare as big-endian 128-bit numbers.
+        TypeKind::Uuid => {
+            let u = |v: &Val| match v {
+                Val::Uuid(u) => *u,
+                other => as_i64(other) as u128,
+            };
+            let (x, y) = (u(a).min(u(b)), u(a).max(u(b)));
+            match x == y {
+                true if x < u128::MAX => (Val::Uuid(x), Val::Uuid(x + 1)),
+                true => (Val::Uuid(x - 1), Val::Uuid(x)),
+                false => (Val::Uuid(x), Val::Uuid(y)),
+            }
+        }
         _ => {
             let (x, y) = apart(as_i64(a), as_i64(b), i64::MAX);
             (Val::Micros(x), Val::Micros(y))

@@ -563,7 +563,7 @@ impl Gen {
         let key = tp.cols[c].key;
         let h = rng::hash(plan.seed, tp.key, key, ctx.row);
         let v = self.eval_h(plan, t, c, ctx, h, 0);
-        shape::apply(plan, t, c, ctx, h, v)
+        shape::apply(plan, t, c, ctx, h, v, 0)
     }
 
     /// The value of attempt `at` (> 0) of a row whose constraints the server
@@ -590,7 +590,7 @@ impl Gen {
             rng::mix(h0 ^ u64::from(draw).wrapping_mul(0x9e37_79b9_7f4a_7c15))
         };
         let v = self.eval_h(plan, t, c, ctx, h, at);
-        shape::apply(plan, t, c, ctx, h, v)
+        shape::apply(plan, t, c, ctx, h, v, at)
     }
 
     pub(crate) fn eval_h(
@@ -624,7 +624,13 @@ impl Gen {
             Gen::Float { lo, hi } => Val::Float(lo + (hi - lo) * rng::unit(h)),
             Gen::Dec { lo, hi, scale } => {
                 let span = (hi - lo + 1).max(1) as u128;
-                let v = ((u128::from(h) * span) >> 64) as i128;
+                // A span past 2^64 (numeric(65, 30)) would overflow `h * span`:
+                // its high half times `h` stays below the span.
+                let v = if span <= u128::from(u64::MAX) {
+                    ((u128::from(h) * span) >> 64) as i128
+                } else {
+                    ((span >> 64) * u128::from(h)) as i128
+                };
                 Val::Dec(lo + v, *scale)
             }
             Gen::Bool { p_true } => Val::Bool(rng::unit(h) < *p_true),

@@ -134,6 +134,9 @@ pub struct LoadNotes {
     /// Those of [`LoadNotes::tables_kept`] kept because rows of a table
     /// left alone reference them, each `table (rows of X reference it)`.
     pub tables_held: Vec<String>,
+    /// Partitions planck created for partitioned tables that had none,
+    /// `table: N partition(s) (how)`.
+    pub partitions_created: Vec<String>,
 }
 
 type Saved = PendingConstraint;
@@ -1979,12 +1982,13 @@ pub async fn run(
 /// the other tables loading: the server refused its rows (SQLSTATE class
 /// 22, data exception, or 23, integrity constraint violation: a value or a
 /// constraint planck got wrong for it). A lost connection, a stop or a
-/// planck error stops the whole load: [`Error::Seed`] at load time is both
-/// a generator that died (a bug) and the server's CHECKs accepting no
-/// candidate, and nothing in the error tells them apart yet.
+/// planck error stops the whole load ([`Error::Seed`] at load time is a
+/// generator that died, a bug). The server's CHECKs accepting no candidate
+/// row ([`Error::CheckUnsatisfied`]) is the table's own problem too.
 fn table_problem(e: &Error) -> bool {
-    e.sqlstate()
-        .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
+    matches!(e, Error::CheckUnsatisfied { .. })
+        || e.sqlstate()
+            .is_some_and(|c| c.starts_with("22") || c.starts_with("23"))
 }
 
 /// The tables of a partial load that hold none of its rows: each one the

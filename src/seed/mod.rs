@@ -10,12 +10,14 @@
 #![allow(clippy::result_large_err)]
 
 pub mod check_expr;
+pub mod check_solve;
 pub mod columns;
 pub mod copy;
 pub mod direct;
 pub mod generate;
 pub mod layout;
 pub mod load;
+pub mod partitions;
 pub mod reference;
 pub mod rng;
 pub mod server_check;
@@ -62,6 +64,9 @@ pub struct SeedOptions {
     /// The queries file's `[observed]` (empty without one): free columns
     /// take the recorded literals, IS NULL-tested ones a rare NULL share.
     pub observed: crate::queries::Observed,
+    /// Create partitions for partitioned tables that have none (the
+    /// default; `--no-create-partitions` turns it off), see [`partitions`].
+    pub create_partitions: bool,
 }
 
 /// Seeds the database `conn` names; the summary to render. Catches SIGINT,
@@ -170,6 +175,22 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             format!("{}.{}", table.schema, table.name)
         })
         .collect();
+    let partitions_created = if opts.create_partitions
+        && plan.tables.iter().any(|tp| {
+            cat.tables[tp.cat]
+                .partitioning
+                .as_ref()
+                .is_some_and(|p| p.empty)
+        }) {
+        partitions::ensure_table(lock.client()).await?;
+        let made = partitions::create_missing(lock.client(), &cat, &plan).await?;
+        for m in &made {
+            log.info(&format!("created partitions of {m}"));
+        }
+        made
+    } else {
+        Vec::new()
+    };
     bookkeeping::record_seeded(lock.client(), &writing, plan.seed).await?;
     let report = load::run(
         conn,
@@ -197,6 +218,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     }
     summary.notes.seeded_before = seeded_before;
     summary.notes.tables_held = held;
+    summary.notes.partitions_created = partitions_created;
     Ok(summary)
 }
 
@@ -211,7 +233,22 @@ async fn restore(
         l = SeedLock::acquire(conn, false, load::APP_NAME, log) => l?,
         s = signals.wait() => return Err(signal::interrupted(s, "nothing was restored")),
     };
-    let r = load::restore_command(conn, opts.threads, &opts.forget, log).await?;
+    // A name among the partitions planck created (or their table) drops
+    // them; the other names are saved constraints.
+    let mut forget = Vec::new();
+    for name in &opts.forget {
+        let dropped = partitions::forget(lock.client(), name).await?;
+        if dropped.is_empty() {
+            forget.push(name.clone());
+        } else {
+            log.info(&format!(
+                "dropped {} partition(s) planck created: {}",
+                dropped.len(),
+                dropped.join(", ")
+            ));
+        }
+    }
+    let r = load::restore_command(conn, opts.threads, &forget, log).await?;
     for m in r.inapplicable.iter().chain(&r.unmatched) {
         log.warn(m);
     }

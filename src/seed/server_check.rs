@@ -61,6 +61,9 @@ pub struct ServerChecks {
     pub redraw: Vec<usize>,
     /// Redrawn columns that may be NULL (the last resort).
     pub nullable: Vec<usize>,
+    /// Checks among `checks` that [`crate::seed::check_solve`] makes hold
+    /// row by row (the server still evaluates them).
+    pub solved: Vec<std::sync::Arc<crate::seed::check_solve::Solved>>,
 }
 
 impl ServerChecks {
@@ -410,9 +413,9 @@ async fn no_candidate(
         .copied()
         .or_else(|| ch.cols.first().map(|c| tp.cols[*c].name.as_str()))
         .unwrap_or("COLUMN");
-    Error::Seed {
+    Error::CheckUnsatisfied {
         table: tp.display.clone(),
-        column: None,
+        constraint: ch.name.clone(),
         message: format!(
             "no candidate row satisfies CHECK constraint {} {} after {ATTEMPTS} attempts \
              (row {}; candidate {shown}; the server says: false)",

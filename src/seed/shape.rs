@@ -58,6 +58,11 @@ pub struct Shape {
     pub not_eq: Vec<Val>,
     /// Always NULL (koji's `... OR (active IS NOT NULL AND revoker_id IS NULL)`).
     pub null: bool,
+    /// A CHECK solved row by row that decides this column (see
+    /// [`crate::seed::check_solve`]): applied last.
+    pub solved: Option<Arc<crate::seed::check_solve::Solved>>,
+    /// The column is a unique key alone: regex draws favour long values.
+    pub unique: bool,
 }
 
 impl Shape {
@@ -69,6 +74,7 @@ impl Shape {
             && self.nulls.is_none()
             && self.not_eq.is_empty()
             && !self.null
+            && self.solved.is_none()
     }
 }
 
@@ -83,8 +89,9 @@ fn null_in_group(g: &NullGroup, seed: u64, row: u64) -> bool {
     }
 }
 
-/// Applies column `c`'s shape to its generated value `v` (`h`: the row's hash).
-pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> Val {
+/// Applies column `c`'s shape to its generated value `v` (`h`: the row's
+/// hash, `at`: the server's attempt, see [`crate::seed::server_check`]).
+pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val, at: u8) -> Val {
     let Some(s) = plan.tables[t].cols[c].shape.as_deref() else {
         return v;
     };
@@ -107,6 +114,9 @@ pub fn apply(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val) -> V
         Val::Text(text) => Val::Text(shape_text(s, text, h)),
         other => other,
     };
+    if let Some(sv) = &s.solved {
+        v = sv.apply(plan, t, c, ctx, h, v, at);
+    }
     // Off an excluded value: the next integer, or one more character.
     for _ in 0..s.not_eq.len() + 1 {
         if !s.not_eq.contains(&v) {
@@ -132,6 +142,20 @@ fn shape_text(s: &Shape, mut text: String, h: u64) -> String {
         for _ in 0..8 {
             let cand: String = rand::RngExt::sample(&mut r, &**re);
             let fits = s.max_len.is_none_or(|m| cand.chars().count() <= m);
+            // A unique column keeps the longest draw that fits: short
+            // draws repeat (supabase-auth's `identifier`, unique, matches
+            // `^[a-z0-9][a-z0-9:-]{0,48}[a-z0-9]$`: one row in 49 is two
+            // characters long, 1,296 values for 40 rows of 2,000).
+            if fits && s.unique {
+                let longer = best.as_ref().is_none_or(|b| {
+                    s.max_len.is_some_and(|m| b.chars().count() > m)
+                        || cand.chars().count() > b.chars().count()
+                });
+                if longer {
+                    best = Some(cand);
+                }
+                continue;
+            }
             if fits {
                 best = Some(cand);
                 break;

@@ -212,6 +212,12 @@ impl Summary {
                 n.seeded_before.join(", ")
             ));
         }
+        if !n.partitions_created.is_empty() {
+            out.push(format!(
+                "created partitions for tables that had none (`planck seed --restore --forget TABLE` drops them): {}",
+                n.partitions_created.join(", ")
+            ));
+        }
         out
     }
 
@@ -294,6 +300,9 @@ pub struct JsonSummary {
     /// each `table (rows of X reference it)` (left out when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tables_held: Vec<String>,
+    /// Partitions planck created, `table: N partition(s) (how)` (left out when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions_created: Vec<String>,
     /// The tables not seeded (a partial run, exit 1; left out when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_seeded: Vec<JsonNotSeeded>,
@@ -347,6 +356,7 @@ impl From<&Summary> for JsonSummary {
             seeded_before: s.notes.seeded_before.clone(),
             followed_recording: s.followed_recording.clone(),
             tables_held: s.notes.tables_held.clone(),
+            partitions_created: s.notes.partitions_created.clone(),
             not_seeded: s
                 .not_seeded
                 .iter()
@@ -555,6 +565,7 @@ mod tests {
             ],
             seeded_before: vec!["items".into()],
             tables_held: Vec::new(),
+            partitions_created: Vec::new(),
         };
         s
     }

@@ -68,9 +68,14 @@ pub struct SeedArgs {
     /// Restore and validate the foreign keys an interrupted seed left saved; load nothing
     #[arg(long, conflicts_with_all = ["truncate", "dry_run", "generate_only", "shard", "spec", "no_spec"])]
     pub restore: bool,
-    /// With --restore: drop planck's saved copy of the named constraint (one that no longer applies)
+    /// With --restore: drop planck's saved copy of the named constraint (one that no longer
+    /// applies), or the partitions planck created for the named table
     #[arg(long, value_name = "NAME")]
     pub forget: Vec<String>,
+    /// Leave partitioned tables that have no partition as they are (by default planck creates
+    /// partitions covering the rows it generates)
+    #[arg(long)]
+    pub no_create_partitions: bool,
 }
 
 /// Everything `planck seed` needs, resolved.
@@ -256,6 +261,7 @@ impl SeedSettings {
                 generate_only: args.generate_only,
                 restore: args.restore,
                 forget: args.forget.clone(),
+                create_partitions: !args.no_create_partitions,
                 observed: if args.restore {
                     Default::default()
                 } else {
