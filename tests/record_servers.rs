@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{assert_exit, block_on, stderr};
+use common::{assert_exit, block_on, stderr, stdout};
 use planck::cluster::Cluster;
 use planck::db::ConnInfo;
 use planck::queries::QueryFile;
@@ -372,6 +372,110 @@ fn the_relay_reaches_a_verify_full_server_over_tls() {
         "postgres://planck@localhost:{}/app?sslmode=verify-full&sslrootcert={}",
         server.port,
         wrong.display()
+    );
+    let out = record(&url, &["--", &script], dir.path());
+    assert_exit(&out, 3);
+}
+
+// Issue 36, 4 (libpq parity, issue 31, 3): `CREATE EXTENSION citus` turns
+// on TLS with a self-signed X.509 version 1 certificate, which webpki does
+// not read and OpenSSL (libpq, psql) does. At libpq's default sslmode
+// (prefer) and at require nothing is verified, so the relay must reach the
+// server; at verify-full with that very certificate as sslrootcert it is
+// its own root, as OpenSSL allows. A version 1 certificate someone else
+// made is still refused at verify-full.
+#[test]
+fn the_relay_reaches_a_server_whose_certificate_is_version_1() {
+    let server = Server::start("tls-v1", &[]);
+    let certs = tempfile::tempdir().unwrap();
+    let v1 = |dir: &Path| {
+        for args in [
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                "server.key",
+                "-out",
+                "server.csr",
+            ][..],
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "server.csr",
+                "-signkey",
+                "server.key",
+                "-days",
+                "2",
+                "-out",
+                "server.crt",
+            ][..],
+        ] {
+            let out = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir)
+                .output()
+                .expect("openssl is needed for this test");
+            assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
+        }
+        let text = std::process::Command::new("openssl")
+            .args(["x509", "-noout", "-text", "-in", "server.crt"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            stdout(&text).contains("Version: 1 (0x0)"),
+            "{}",
+            stdout(&text)
+        );
+        dir.join("server.crt")
+    };
+    let cert = v1(certs.path());
+    let data = server.data_dir();
+    for f in ["server.crt", "server.key"] {
+        std::fs::copy(certs.path().join(f), data.join(f)).unwrap();
+        hand_over(&data.join(f), &data);
+    }
+    for set in [
+        "ssl_cert_file = 'server.crt'",
+        "ssl_key_file = 'server.key'",
+        "ssl = on",
+    ] {
+        server.exec("postgres", &format!("ALTER SYSTEM SET {set}"));
+    }
+    server.exec("postgres", "SELECT pg_reload_conf()");
+    server.exec("postgres", "CREATE DATABASE app");
+    server.exec("app", "CREATE TABLE acct (id int PRIMARY KEY, bal int)");
+    let dir = common::project_dir();
+    let script = write_script(
+        dir.path(),
+        "suite.sh",
+        "psql -X -q -At -c 'SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()' > ssl.txt\n\
+         psql -X -q -c 'UPDATE acct SET bal = bal + 1 WHERE id = 1' >/dev/null\n",
+    );
+    let base = format!("postgres://planck@localhost:{}/app", server.port);
+    for query in [
+        String::new(),
+        "?sslmode=require".to_string(),
+        // TLS 1.2 maps a signature scheme to several algorithms.
+        "?sslmode=require&ssl_max_protocol_version=TLSv1.2".to_string(),
+        format!("?sslmode=verify-full&sslrootcert={}", cert.display()),
+    ] {
+        let _ = std::fs::remove_file(dir.path().join("ssl.txt"));
+        let out = record(&format!("{base}{query}"), &["--", &script], dir.path());
+        assert_exit(&out, 0);
+        let ssl = std::fs::read_to_string(dir.path().join("ssl.txt")).unwrap();
+        assert_eq!(ssl.trim(), "t", "{query}");
+    }
+    let other = tempfile::tempdir().unwrap();
+    let stranger = v1(other.path());
+    let url = format!(
+        "{base}?sslmode=verify-full&sslrootcert={}",
+        stranger.display()
     );
     let out = record(&url, &["--", &script], dir.path());
     assert_exit(&out, 3);

@@ -114,6 +114,9 @@ pub struct LibpqVerifier {
     /// The trust store as messages name it: `"FILE"` or the system's roots.
     pub roots_label: String,
     pub crls: Vec<Crl>,
+    /// The provider's signature algorithms (for a version 1 certificate's
+    /// handshake signature, which webpki does not check).
+    pub algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
 }
 
 impl LibpqVerifier {
@@ -261,9 +264,13 @@ impl ServerCertVerifier for LibpqVerifier {
             )) if !self.check_host => Ok(ServerCertVerified::assertion()),
             // A CA certificate as the server's: a self-signed one may be its
             // own root, as OpenSSL allows; any other stays refused.
+            // An X.509 v1 certificate (Citus makes one): webpki does not
+            // read it, OpenSSL does; self-signed, it may be its own root.
             Err(rustls::Error::InvalidCertificate(CertificateError::Other(o)))
                 if o.0.downcast_ref::<webpki::Error>()
-                    == Some(&webpki::Error::CaUsedAsEndEntity) =>
+                    == Some(&webpki::Error::CaUsedAsEndEntity)
+                    || o.0.downcast_ref::<webpki::Error>()
+                        == Some(&webpki::Error::UnsupportedCertVersion) =>
             {
                 let e = rustls::Error::InvalidCertificate(CertificateError::Other(o));
                 match Certificate::from_der(end_entity) {
@@ -289,7 +296,12 @@ impl ServerCertVerifier for LibpqVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls12_signature(message, cert, dss)
+        match self.webpki.verify_tls12_signature(message, cert, dss) {
+            Err(_) if super::version_1_key(cert).is_some() => {
+                super::handshake_signature(false, message, cert, dss, &self.algorithms)
+            }
+            other => other,
+        }
     }
 
     fn verify_tls13_signature(
@@ -298,7 +310,12 @@ impl ServerCertVerifier for LibpqVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.webpki.verify_tls13_signature(message, cert, dss)
+        match self.webpki.verify_tls13_signature(message, cert, dss) {
+            Err(_) if super::version_1_key(cert).is_some() => {
+                super::handshake_signature(true, message, cert, dss, &self.algorithms)
+            }
+            other => other,
+        }
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
