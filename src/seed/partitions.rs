@@ -5,7 +5,9 @@
 //! cron job) leave the table without any after the migrations: no row can
 //! go in. By default planck creates partitions that cover what it
 //! generates, before the load: a range over time gets one partition per
-//! calendar month of the values' span, a range over integers four even
+//! calendar month of the values' span (per quarter, year, decade or
+//! century when months would make more than [`MAX_TIME_PARTS`]: a span of
+//! a century of timestamps is not 1,200 tables), a range over integers four even
 //! key ranges, a list one partition per value (up to [`MAX_LIST`]), a hash
 //! modulus 4; a range over any other type, or a NULL key, a DEFAULT
 //! partition. Each one is recorded in `planck.created_partitions`, named in
@@ -25,6 +27,44 @@ use crate::seed::layout::Plan;
 
 /// More distinct list values than this: a DEFAULT partition instead.
 pub const MAX_LIST: usize = 64;
+
+/// At most this many partitions over a time range: the period widens
+/// (month, quarter, year, decade, century) until the span fits.
+pub const MAX_TIME_PARTS: i64 = 120;
+
+/// How a time range's partitions are cut, for the summary: `one per month`.
+fn time_period(vals: &[Val]) -> &'static str {
+    let months: Vec<i64> = vals
+        .iter()
+        .filter_map(|v| match v {
+            Val::Micros(m) => {
+                let (y, mo) = month_of(*m);
+                Some(y * 12 + mo - 1)
+            }
+            _ => None,
+        })
+        .collect();
+    let (lo, hi) = (
+        months.iter().min().copied().unwrap_or(0),
+        months.iter().max().copied().unwrap_or(0),
+    );
+    match period_months(lo, hi) {
+        1 => "one per month",
+        3 => "one per quarter",
+        12 => "one per year",
+        120 => "one per decade",
+        _ => "one per century or wider",
+    }
+}
+
+/// The period, in months, of the partitions over a time range spanning the
+/// months `lo..=hi` (counted from year 0).
+fn period_months(lo: i64, hi: i64) -> i64 {
+    [1, 3, 12, 120, 1200]
+        .into_iter()
+        .find(|s| hi.div_euclid(*s) - lo.div_euclid(*s) < MAX_TIME_PARTS)
+        .unwrap_or(12_000)
+}
 
 /// planck's record of the partitions it created.
 pub const CREATED: &str = "planck.created_partitions";
@@ -97,19 +137,23 @@ pub fn layout(table: &str, strategy: char, tz: bool, vals: &[Val]) -> Vec<Part> 
                 })
                 .collect();
             if !micros.is_empty() && micros.len() == set.len() {
-                let lo = month_of(*micros.iter().min().unwrap_or(&0));
-                let hi = month_of(*micros.iter().max().unwrap_or(&0));
+                let index = |(y, m): (i64, i64)| y * 12 + m - 1;
+                let lo = index(month_of(*micros.iter().min().unwrap_or(&0)));
+                let hi = index(month_of(*micros.iter().max().unwrap_or(&0)));
+                let step = period_months(lo, hi);
                 let zone = if tz { "+00" } else { "" };
-                let (mut y, mut m) = lo;
-                while (y, m) <= hi {
-                    let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+                let mut at = lo.div_euclid(step) * step;
+                while at <= hi {
+                    let (y, m) = (at.div_euclid(12), at.rem_euclid(12) + 1);
+                    let next = at + step;
+                    let (ny, nm) = (next.div_euclid(12), next.rem_euclid(12) + 1);
                     out.push(part(
                         &format!("{y:04}{m:02}"),
                         format!(
                             "FROM ('{y:04}-{m:02}-01 00:00:00{zone}') TO ('{ny:04}-{nm:02}-01 00:00:00{zone}')"
                         ),
                     ));
-                    (y, m) = (ny, nm);
+                    at = next;
                 }
             } else if !ints.is_empty() && ints.len() == set.len() {
                 let lo = i128::from(*ints.iter().min().unwrap_or(&0));
@@ -211,7 +255,7 @@ pub async fn create_missing(c: &Client, cat: &Catalog, plan: &Plan) -> Result<Ve
         }
         let how = match part.strategy {
             'h' => "hash, modulus 4",
-            'r' if vals.iter().any(|v| matches!(v, Val::Micros(_))) => "one per month",
+            'r' if vals.iter().any(|v| matches!(v, Val::Micros(_))) => time_period(&vals),
             'r' => "key ranges",
             _ => "one per value",
         };
@@ -310,6 +354,28 @@ mod tests {
             p[2].bound,
             "FROM ('2024-03-01 00:00:00+00') TO ('2024-04-01 00:00:00+00')"
         );
+    }
+
+    /// A span of decades gets wider periods, never more than
+    /// MAX_TIME_PARTS partitions, and they still cover every value.
+    #[test]
+    fn a_long_time_span_gets_wider_partitions() {
+        let from = crate::seed::spec::parse_timestamp("1901-05-03").unwrap();
+        let to = crate::seed::spec::parse_timestamp("2026-11-30").unwrap();
+        let p = layout("t", 'r', false, &[Val::Micros(from), Val::Micros(to)]);
+        assert!(p.len() as i64 <= MAX_TIME_PARTS, "{}", p.len());
+        assert_eq!(
+            p[0].bound,
+            "FROM ('1900-01-01 00:00:00') TO ('1910-01-01 00:00:00')"
+        );
+        assert_eq!(
+            p.last().unwrap().bound,
+            "FROM ('2020-01-01 00:00:00') TO ('2030-01-01 00:00:00')"
+        );
+        // Ten years: months; fifteen: quarters; forty: years.
+        assert_eq!(period_months(2016 * 12, 2025 * 12 + 11), 1);
+        assert_eq!(period_months(2011 * 12, 2025 * 12 + 11), 3);
+        assert_eq!(period_months(1986 * 12, 2025 * 12 + 11), 12);
     }
 
     /// hatchet's `v1_task_events_olap_tmp` (hash on a bigint): modulus 4.
