@@ -610,6 +610,45 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
 /// What row `row`'s branch decides about column `c`: NULL or not (None:
 /// open), and the column's rule.
 impl Solved {
+    /// Narrows column `c` to the values another CHECK lists (`provider_type
+    /// IN ('oauth2', 'oidc')` beside `provider_type <> 'oidc' OR issuer IS
+    /// NOT NULL`): each branch that leaves the column open or asks a set of
+    /// it takes the listed values it admits; a branch left with none, or
+    /// one that asks a range or length of the column, is dropped. None when
+    /// no branch the solver reads whole is left.
+    pub fn narrowed(mut self, table: &Table, c: usize, lits: &[Lit]) -> Option<Solved> {
+        let col = &table.columns[c];
+        let listed: Vec<Val> = lits
+            .iter()
+            .map(|l| lit_val(l, &col.kind, col.numeric))
+            .collect::<Option<_>>()?;
+        self.branches.retain_mut(|b| {
+            let r = b.rules.entry(c).or_default();
+            if r.null == Some(true) {
+                return true;
+            }
+            if r.range.is_some() || r.len.is_some() {
+                return false;
+            }
+            let set: Vec<Val> = listed
+                .iter()
+                .filter(|v| (r.set.is_empty() || r.set.contains(v)) && !r.not.contains(v))
+                .cloned()
+                .collect();
+            r.set = set;
+            r.not.clear();
+            !r.set.is_empty()
+        });
+        if self.branches.iter().all(|b| b.opaque) {
+            return None;
+        }
+        if !self.cols.contains(&c) {
+            self.cols.push(c);
+            self.cols.sort_unstable();
+        }
+        Some(self)
+    }
+
     /// The branch of row `row` at the server's attempt `at`: any branch
     /// first, then (from half the attempts on, when a branch the server
     /// decides was refused) one the solver reads whole.
