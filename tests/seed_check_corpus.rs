@@ -326,7 +326,10 @@ fn issue30_check_corpus_holds_on_the_server() {
     }
     db.exec(&ddl);
     let dir = project_dir();
-    let out = db.planck(&["seed", "--no-spec", "--rows", "200", "--verbose"], dir.path());
+    let out = db.planck(
+        &["seed", "--no-spec", "--rows", "200", "--verbose"],
+        dir.path(),
+    );
     let err = stderr(&out);
     let mut failures = Vec::new();
     for (i, c) in CASES.iter().enumerate() {
@@ -335,11 +338,17 @@ fn issue30_check_corpus_holds_on_the_server() {
             "SELECT convalidated::text FROM pg_constraint WHERE conrelid = '{t}'::regclass AND conname = 'corpus_check'"
         ));
         if valid != ["true"] {
-            failures.push(format!("{t} ({}): the CHECK is not validated: {valid:?}", c.source));
+            failures.push(format!(
+                "{t} ({}): the CHECK is not validated: {valid:?}",
+                c.source
+            ));
         }
         // The server's own reading of the CHECK over the rows (a row where it
         // is false would have failed the COPY; this also reads NULL as pass).
-        let broken = count(&db, &format!("SELECT count(*) FROM {t} WHERE NOT ({})", c.check));
+        let broken = count(
+            &db,
+            &format!("SELECT count(*) FROM {t} WHERE NOT ({})", c.check),
+        );
         if broken != 0 {
             failures.push(format!("{t} ({}): {broken} rows break the CHECK", c.source));
         }
@@ -355,7 +364,10 @@ fn issue30_check_corpus_holds_on_the_server() {
                     "SELECT coalesce(string_agg(v || ': ' || n, ', '), '') FROM
                        (SELECT ({b})::text AS v, count(*) AS n FROM {t} GROUP BY 1) s"
                 ));
-                failures.push(format!("{t} ({}): one branch only ({b}: {seen:?})", c.source));
+                failures.push(format!(
+                    "{t} ({}): one branch only ({b}: {seen:?})",
+                    c.source
+                ));
             }
         }
     }

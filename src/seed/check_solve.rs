@@ -44,6 +44,9 @@ pub struct ColRule {
     pub range: Option<(i64, i64)>,
     /// Inclusive bounds on a text's length in characters.
     pub len: Option<(usize, usize)>,
+    /// The column it equals (`a = b`): an earlier column of the same type,
+    /// whose value of the row it takes.
+    pub same_as: Option<usize>,
 }
 
 /// `num_nonnulls` of `free` (the columns the branch leaves open) in `lo..=hi`.
@@ -85,6 +88,7 @@ struct Dom {
     /// `char_length(col)` bounds.
     len_lo: Option<f64>,
     len_hi: Option<f64>,
+    same_as: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -373,6 +377,23 @@ fn read_into(
                     }
                     continue;
                 }
+                // Two columns equal (`a = b`): the later takes the earlier's value.
+                if op == "="
+                    && let (Some(x), Some(y)) = (col(l), col(r))
+                {
+                    let (a, b) = (x.min(y), x.max(y));
+                    if a == b {
+                        continue;
+                    }
+                    not_null(doms.entry(a).or_default());
+                    let d = doms.entry(b).or_default();
+                    not_null(d);
+                    if d.same_as.is_some_and(|s| s != a) {
+                        return None;
+                    }
+                    d.same_as = Some(a);
+                    continue;
+                }
                 let (c, op, lit) = match (&**l, &**r) {
                     (_, Ex::Lit(lit)) => (col(l)?, op.as_str(), lit.clone()),
                     (Ex::Lit(lit), _) => (col(r)?, flip(op), lit.clone()),
@@ -457,13 +478,35 @@ impl Branch {
             if valued && fk(c) {
                 return None;
             }
+            if let Some(a) = d.same_as {
+                let other = &table.columns[a];
+                if other.type_name != col.type_name || fk(c) || unique(c) || valued {
+                    return None;
+                }
+            }
             let conv = |l: &Lit| lit_val(l, &col.kind, col.numeric);
             let not: Vec<Val> = d.not.iter().map(conv).collect::<Option<_>>()?;
             let range = match (d.lo, d.hi) {
                 (None, None) => None,
-                _ if !col.kind.is_int() => return None,
+                // Bounds are read as whole numbers inside the literal ones
+                // (`amount > 0.5` as `amount >= 1`): on a numeric or float
+                // column the solver draws a whole number between them.
+                _ if !col.kind.is_int()
+                    && !matches!(
+                        col.kind,
+                        TypeKind::Numeric | TypeKind::Float4 | TypeKind::Float8
+                    ) =>
+                {
+                    return None;
+                }
                 (lo, hi) => {
-                    let max = col.kind.int_max() as f64;
+                    let max = if col.kind.is_int() {
+                        col.kind.int_max() as f64
+                    } else {
+                        // numeric(p, s) holds whole numbers below 10^(p - s).
+                        let digits = col.numeric.map_or(15, |(p, s)| p.saturating_sub(s).min(15));
+                        10f64.powi(digits as i32) - 1.0
+                    };
                     let lo = lo.unwrap_or(-max).max(-max);
                     let hi = hi.unwrap_or(max).min(max);
                     if lo > hi {
@@ -524,6 +567,7 @@ impl Branch {
                     not,
                     range,
                     len,
+                    same_as: d.same_as,
                 },
             );
         }
@@ -705,6 +749,11 @@ impl Solved {
             return Val::Null;
         }
         let mut v = v;
+        if let Some(a) = rule.and_then(|r| r.same_as) {
+            // The row's value of the column it equals, as that column draws it.
+            let g = &plan.tables[t].cols[a].generator;
+            return g.eval_attempt(plan, t, a, ctx, at, true);
+        }
         if let Some(r) = rule
             && !r.set.is_empty()
         {
@@ -719,6 +768,20 @@ impl Solved {
         {
             let span = (i128::from(hi) - i128::from(lo) + 1).min(i128::from(u64::MAX)) as u64;
             v = Val::Int((i128::from(lo) + i128::from(rng::below(h, span.max(1)))) as i64);
+        }
+        if let Some((lo, hi)) = r.range {
+            let span = (i128::from(hi) - i128::from(lo) + 1).min(i128::from(u64::MAX)) as u64;
+            let draw = || (i128::from(lo) + i128::from(rng::below(h, span.max(1)))) as i64;
+            match &v {
+                Val::Float(f) if *f < lo as f64 || *f > hi as f64 => v = Val::Float(draw() as f64),
+                Val::Dec(u, s) => {
+                    let one = 10i128.pow(*s);
+                    if *u < i128::from(lo) * one || *u > i128::from(hi) * one {
+                        v = Val::Dec(i128::from(draw()) * one, *s);
+                    }
+                }
+                _ => {}
+            }
         }
         if let (Some((lo, hi)), Val::Text(text)) = (r.len, &mut v) {
             let n = text.chars().count();

@@ -868,9 +868,10 @@ fn check_facts(
     let per_row = |ch: &crate::catalog::schema::Check| {
         ch.cols.len() >= 2
             && check_expr::is_or(&ch.def)
-            && !ch.cols.iter().any(|c| {
-                listed.contains_key(c) && table.fks.iter().any(|k| k.cols.contains(c))
-            })
+            && !ch
+                .cols
+                .iter()
+                .any(|c| listed.contains_key(c) && table.fks.iter().any(|k| k.cols.contains(c)))
             && !check_expr::facts(&ch.def, None)
                 .is_some_and(|m| m.values().any(|f| f.nulls.is_some()))
             && check_solve::solve(table, &ch.name, &ch.def)
@@ -1031,10 +1032,12 @@ fn solve_checks(
         // A column another CHECK lists the values of: the solver draws
         // from those (a row it sets NULL passes the list under three-valued logic).
         let cols = solved.cols.clone();
-        let narrowed = cols.iter().try_fold(solved, |s, &c| match &facts[c].in_list {
-            Some(lits) => s.narrowed(table, c, lits),
-            None => Some(s),
-        });
+        let narrowed = cols
+            .iter()
+            .try_fold(solved, |s, &c| match &facts[c].in_list {
+                Some(lits) => s.narrowed(table, c, lits),
+                None => Some(s),
+            });
         let Some(s) = narrowed else {
             continue;
         };
