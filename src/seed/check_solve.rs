@@ -1150,6 +1150,35 @@ mod tests {
         );
     }
 
+    /// river's `finalized_or_finalized_at_null` as the server spells it:
+    /// `NOT IN` becomes `<> ALL (ARRAY[...])`, read as the labels it excludes.
+    #[test]
+    fn river_not_in_as_the_server_spells_it() {
+        let labels = [
+            "available",
+            "cancelled",
+            "completed",
+            "discarded",
+            "running",
+        ];
+        let t = table(
+            vec![
+                column("state", kind_enum(&labels), true),
+                column("finalized_at", TypeKind::Int8, false),
+            ],
+            &[],
+        );
+        let s = holds(
+            &t,
+            "CHECK ((((finalized_at IS NULL) AND (state <> ALL (ARRAY['cancelled'::river_job_state, \
+             'completed'::river_job_state, 'discarded'::river_job_state]))) OR ((finalized_at IS NOT NULL) \
+             AND (state = ANY (ARRAY['cancelled'::river_job_state, 'completed'::river_job_state, \
+             'discarded'::river_job_state])))))",
+        );
+        assert_eq!(s.branches.len(), 2);
+        assert!(s.branches.iter().all(|b| !b.opaque));
+    }
+
     /// graphile-starter, `user_authentication_secrets`-style and hatchet's
     /// `(a IS NULL) <> (b IS NULL)` with NOT pushed down: `NOT (x = ANY
     /// (...))`, `NOT ((a IS NULL) = (b IS NULL))` and a range.
