@@ -212,6 +212,23 @@ impl P {
                 self.casts()?;
                 return Some(Ex::Any(Box::new(left), op, Box::new(arr)));
             }
+            // `x op ALL (ARRAY[a, b])` holds as `x op a AND x op b` does,
+            // under three-valued logic too (river's `state <> ALL (...)`,
+            // how the server spells `state NOT IN (...)`).
+            if self.kw("ALL") {
+                self.i += 1;
+                self.eat(&Tok::LParen)?;
+                let arr = self.or()?;
+                self.eat(&Tok::RParen)?;
+                self.casts()?;
+                let Ex::Array(items) = arr else { return None };
+                return Some(Ex::And(
+                    items
+                        .into_iter()
+                        .map(|i| Ex::Cmp(Box::new(left.clone()), op.clone(), Box::new(i)))
+                        .collect(),
+                ));
+            }
             let right = self.primary()?;
             return Some(Ex::Cmp(Box::new(left), op, Box::new(right)));
         }

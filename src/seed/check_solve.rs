@@ -44,6 +44,9 @@ pub struct ColRule {
     pub range: Option<(i64, i64)>,
     /// Inclusive bounds on a text's length in characters.
     pub len: Option<(usize, usize)>,
+    /// The column it equals (`a = b`): an earlier column of the same type,
+    /// whose value of the row it takes.
+    pub same_as: Option<usize>,
 }
 
 /// `num_nonnulls` of `free` (the columns the branch leaves open) in `lo..=hi`.
@@ -85,6 +88,7 @@ struct Dom {
     /// `char_length(col)` bounds.
     len_lo: Option<f64>,
     len_hi: Option<f64>,
+    same_as: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -373,6 +377,23 @@ fn read_into(
                     }
                     continue;
                 }
+                // Two columns equal (`a = b`): the later takes the earlier's value.
+                if op == "="
+                    && let (Some(x), Some(y)) = (col(l), col(r))
+                {
+                    let (a, b) = (x.min(y), x.max(y));
+                    if a == b {
+                        continue;
+                    }
+                    not_null(doms.entry(a).or_default());
+                    let d = doms.entry(b).or_default();
+                    not_null(d);
+                    if d.same_as.is_some_and(|s| s != a) {
+                        return None;
+                    }
+                    d.same_as = Some(a);
+                    continue;
+                }
                 let (c, op, lit) = match (&**l, &**r) {
                     (_, Ex::Lit(lit)) => (col(l)?, op.as_str(), lit.clone()),
                     (Ex::Lit(lit), _) => (col(r)?, flip(op), lit.clone()),
@@ -457,13 +478,35 @@ impl Branch {
             if valued && fk(c) {
                 return None;
             }
+            if let Some(a) = d.same_as {
+                let other = &table.columns[a];
+                if other.type_name != col.type_name || fk(c) || unique(c) || valued {
+                    return None;
+                }
+            }
             let conv = |l: &Lit| lit_val(l, &col.kind, col.numeric);
             let not: Vec<Val> = d.not.iter().map(conv).collect::<Option<_>>()?;
             let range = match (d.lo, d.hi) {
                 (None, None) => None,
-                _ if !col.kind.is_int() => return None,
+                // Bounds are read as whole numbers inside the literal ones
+                // (`amount > 0.5` as `amount >= 1`): on a numeric or float
+                // column the solver draws a whole number between them.
+                _ if !col.kind.is_int()
+                    && !matches!(
+                        col.kind,
+                        TypeKind::Numeric | TypeKind::Float4 | TypeKind::Float8
+                    ) =>
+                {
+                    return None;
+                }
                 (lo, hi) => {
-                    let max = col.kind.int_max() as f64;
+                    let max = if col.kind.is_int() {
+                        col.kind.int_max() as f64
+                    } else {
+                        // numeric(p, s) holds whole numbers below 10^(p - s).
+                        let digits = col.numeric.map_or(15, |(p, s)| p.saturating_sub(s).min(15));
+                        10f64.powi(digits as i32) - 1.0
+                    };
                     let lo = lo.unwrap_or(-max).max(-max);
                     let hi = hi.unwrap_or(max).min(max);
                     if lo > hi {
@@ -524,6 +567,7 @@ impl Branch {
                     not,
                     range,
                     len,
+                    same_as: d.same_as,
                 },
             );
         }
@@ -610,6 +654,45 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
 /// What row `row`'s branch decides about column `c`: NULL or not (None:
 /// open), and the column's rule.
 impl Solved {
+    /// Narrows column `c` to the values another CHECK lists (`provider_type
+    /// IN ('oauth2', 'oidc')` beside `provider_type <> 'oidc' OR issuer IS
+    /// NOT NULL`): each branch that leaves the column open or asks a set of
+    /// it takes the listed values it admits; a branch left with none, or
+    /// one that asks a range or length of the column, is dropped. None when
+    /// no branch the solver reads whole is left.
+    pub fn narrowed(mut self, table: &Table, c: usize, lits: &[Lit]) -> Option<Solved> {
+        let col = &table.columns[c];
+        let listed: Vec<Val> = lits
+            .iter()
+            .map(|l| lit_val(l, &col.kind, col.numeric))
+            .collect::<Option<_>>()?;
+        self.branches.retain_mut(|b| {
+            let r = b.rules.entry(c).or_default();
+            if r.null == Some(true) {
+                return true;
+            }
+            if r.range.is_some() || r.len.is_some() {
+                return false;
+            }
+            let set: Vec<Val> = listed
+                .iter()
+                .filter(|v| (r.set.is_empty() || r.set.contains(v)) && !r.not.contains(v))
+                .cloned()
+                .collect();
+            r.set = set;
+            r.not.clear();
+            !r.set.is_empty()
+        });
+        if self.branches.iter().all(|b| b.opaque) {
+            return None;
+        }
+        if !self.cols.contains(&c) {
+            self.cols.push(c);
+            self.cols.sort_unstable();
+        }
+        Some(self)
+    }
+
     /// The branch of row `row` at the server's attempt `at`: any branch
     /// first, then (from half the attempts on, when a branch the server
     /// decides was refused) one the solver reads whole.
@@ -666,6 +749,11 @@ impl Solved {
             return Val::Null;
         }
         let mut v = v;
+        if let Some(a) = rule.and_then(|r| r.same_as) {
+            // The row's value of the column it equals, as that column draws it.
+            let g = &plan.tables[t].cols[a].generator;
+            return g.eval_attempt(plan, t, a, ctx, at, true);
+        }
         if let Some(r) = rule
             && !r.set.is_empty()
         {
@@ -680,6 +768,20 @@ impl Solved {
         {
             let span = (i128::from(hi) - i128::from(lo) + 1).min(i128::from(u64::MAX)) as u64;
             v = Val::Int((i128::from(lo) + i128::from(rng::below(h, span.max(1)))) as i64);
+        }
+        if let Some((lo, hi)) = r.range {
+            let span = (i128::from(hi) - i128::from(lo) + 1).min(i128::from(u64::MAX)) as u64;
+            let draw = || (i128::from(lo) + i128::from(rng::below(h, span.max(1)))) as i64;
+            match &v {
+                Val::Float(f) if *f < lo as f64 || *f > hi as f64 => v = Val::Float(draw() as f64),
+                Val::Dec(u, s) => {
+                    let one = 10i128.pow(*s);
+                    if *u < i128::from(lo) * one || *u > i128::from(hi) * one {
+                        v = Val::Dec(i128::from(draw()) * one, *s);
+                    }
+                }
+                _ => {}
+            }
         }
         if let (Some((lo, hi)), Val::Text(text)) = (r.len, &mut v) {
             let n = text.chars().count();
@@ -1046,6 +1148,35 @@ mod tests {
             "CHECK ((((active IS NULL) AND (revoke_event IS NOT NULL) AND (revoker_id IS NOT NULL)) \
              OR ((active IS NOT NULL) AND (revoke_event IS NULL) AND (revoker_id IS NULL))))",
         );
+    }
+
+    /// river's `finalized_or_finalized_at_null` as the server spells it:
+    /// `NOT IN` becomes `<> ALL (ARRAY[...])`, read as the labels it excludes.
+    #[test]
+    fn river_not_in_as_the_server_spells_it() {
+        let labels = [
+            "available",
+            "cancelled",
+            "completed",
+            "discarded",
+            "running",
+        ];
+        let t = table(
+            vec![
+                column("state", kind_enum(&labels), true),
+                column("finalized_at", TypeKind::Int8, false),
+            ],
+            &[],
+        );
+        let s = holds(
+            &t,
+            "CHECK ((((finalized_at IS NULL) AND (state <> ALL (ARRAY['cancelled'::river_job_state, \
+             'completed'::river_job_state, 'discarded'::river_job_state]))) OR ((finalized_at IS NOT NULL) \
+             AND (state = ANY (ARRAY['cancelled'::river_job_state, 'completed'::river_job_state, \
+             'discarded'::river_job_state])))))",
+        );
+        assert_eq!(s.branches.len(), 2);
+        assert!(s.branches.iter().all(|b| !b.opaque));
     }
 
     /// graphile-starter, `user_authentication_secrets`-style and hatchet's

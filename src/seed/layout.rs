@@ -857,6 +857,26 @@ fn check_facts(
     // ...`: no value left). A second pass leaves the ORs over a column whose
     // facts contradict to the server, which decides row by row.
     let mut demoted: Vec<usize> = Vec::new();
+    // An OR whose branches ask different things of several columns (koji's
+    // `cg_sane`, concourse's `addr_when_running`, hatchet's `auth_method`
+    // branches) read natively keeps one branch for every row: the solver
+    // takes it instead, a branch per row (issue 30). Not when its reading
+    // is a NULL group, which varies per row already (`p IS NULL OR q IS
+    // NULL`), when a branch is beyond the solver, or when a column is a
+    // foreign key to a listed table (the native reading picks the branch
+    // those keys honour).
+    let per_row = |ch: &crate::catalog::schema::Check| {
+        ch.cols.len() >= 2
+            && check_expr::is_or(&ch.def)
+            && !ch
+                .cols
+                .iter()
+                .any(|c| listed.contains_key(c) && table.fks.iter().any(|k| k.cols.contains(c)))
+            && !check_expr::facts(&ch.def, None)
+                .is_some_and(|m| m.values().any(|f| f.nulls.is_some()))
+            && check_solve::solve(table, &ch.name, &ch.def)
+                .is_some_and(|s| s.branches.len() >= 2 && s.branches.iter().all(|b| !b.opaque))
+    };
     for pass in 0..2 {
         facts = vec![ColFacts::default(); table.columns.len()];
         checks.clear();
@@ -873,7 +893,7 @@ fn check_facts(
                             .is_some_and(|c| facts[c].nulls.is_some_and(|g| Some(g) != f.nulls))
                 })
             };
-            let native = if demoted.contains(&k) {
+            let native = if demoted.contains(&k) || per_row(ch) {
                 None
             } else {
                 check_expr::facts_where(&ch.def, None, &honoured)
@@ -1006,7 +1026,19 @@ fn solve_checks(
     let mut taken: Vec<usize> = Vec::new();
     let mut out = Vec::new();
     for ch in checks.iter().filter(|c| c.domain_col.is_none()) {
-        let Some(s) = check_solve::solve(table, &ch.name, &ch.def) else {
+        let Some(solved) = check_solve::solve(table, &ch.name, &ch.def) else {
+            continue;
+        };
+        // A column another CHECK lists the values of: the solver draws
+        // from those (a row it sets NULL passes the list under three-valued logic).
+        let cols = solved.cols.clone();
+        let narrowed = cols
+            .iter()
+            .try_fold(solved, |s, &c| match &facts[c].in_list {
+                Some(lits) => s.narrowed(table, c, lits),
+                None => Some(s),
+            });
+        let Some(s) = narrowed else {
             continue;
         };
         let free = s.cols.iter().all(|&c| {
@@ -1015,7 +1047,6 @@ fn solve_checks(
                 && !taken.contains(&c)
                 && f.nulls.is_none()
                 && !f.is_null
-                && f.in_list.is_none()
                 && f.regex.is_none()
         });
         if free {
