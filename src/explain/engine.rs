@@ -222,6 +222,7 @@ impl Engine {
             let applied = self.read_settings().await?;
             let _ = self.shared.settings.set(applied);
         }
+        self.prefetch_samples(&statements).await?;
         let mut set = tokio::task::JoinSet::new();
         let n = statements.len();
         for (i, stmt) in statements.into_iter().enumerate() {
@@ -240,6 +241,49 @@ impl Engine {
             done();
         }
         Ok(out.into_iter().flatten().collect())
+    }
+
+    /// The parameter samples the statements will ask for, read ahead: one
+    /// scan per (table, tenant) for all the columns sampled there (see
+    /// [`Sampler::prefetch`]), on the pool's connections at once. A
+    /// statement recorded inside a function is left out (its names are
+    /// bound while it is planned); what is not read here is read when asked.
+    async fn prefetch_samples(&self, statements: &[Statement]) -> Result<()> {
+        let mut tables: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for stmt in statements {
+            if stmt.ignore.is_some() || only_in_functions(stmt) {
+                continue;
+            }
+            let text = stmt.query.trim().trim_end_matches(';').trim_end();
+            if binding::classify(text).is_err() {
+                continue;
+            }
+            let analysis = binding::analyze(&binding::repair(text).0);
+            for (table, column) in self.shared.sampler.wanted(&analysis) {
+                tables.entry(table).or_default().insert(column);
+            }
+        }
+        let picks = self.shared.picks();
+        let mut reads = Vec::new();
+        for (table, columns) in &tables {
+            let columns: Vec<String> = columns.iter().cloned().collect();
+            for pick in &picks {
+                reads.push((table.clone(), columns.clone(), pick.tenant_id.clone()));
+            }
+        }
+        let shared = &self.shared;
+        let results = futures_util::future::join_all(reads.iter().map(
+            |(table, columns, tenant)| async move {
+                let client = self.client().await?;
+                shared
+                    .sampler
+                    .prefetch(&client, table, columns, tenant.as_deref())
+                    .await
+            },
+        ))
+        .await;
+        results.into_iter().collect::<Result<Vec<()>>>()?;
+        Ok(())
     }
 
     /// Re-plans `e` in `mode` with each `$param` bound to its literal (the
