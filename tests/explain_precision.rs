@@ -654,3 +654,59 @@ fn partitioned_generic_plans_name_every_partition() {
     let scans = on(&v, "seq-scan", by_kind);
     assert!(!scans.is_empty(), "{v:#}");
 }
+
+/// Issue 35: the samples read ahead, one scan per (table, tenant) for all
+/// the columns statements bind, are the values each column's own read
+/// gives; a column with NULLs among the scan's 5,000 rows (`c`: 10 values
+/// there, 1,000 more after them) is left to its own read, whose 5,000
+/// non-NULL rows make `b` its most common value, not `a`.
+#[test]
+fn samples_read_ahead_are_each_columns_own_read() {
+    use planck::catalog::planner::Catalog;
+    use planck::params::{binding, values::Sampler};
+    use planck::session::StatsMode;
+    use std::sync::Arc;
+
+    let db = TestDb::new("samples_read_ahead_are_each_columns_own_read");
+    db.exec(
+        "CREATE TABLE t (id bigint PRIMARY KEY, kind text NOT NULL, c text);
+         INSERT INTO t SELECT g, CASE WHEN g % 7 = 0 THEN 'x' ELSE 'k' || (g % 3) END,
+                CASE WHEN g <= 10 THEN 'a' WHEN g > 5000 THEN 'b' END
+           FROM generate_series(1, 6000) g;
+         ANALYZE t;",
+    );
+    let conn = db.conn();
+    let update = db.conn();
+    let (want, got, columns) = common::block_on(async move {
+        let client = conn.connect().await.unwrap();
+        let catalog = Arc::new(Catalog::load(&client, StatsMode::Untracked).await.unwrap());
+        let text = "SELECT id FROM t WHERE kind = $1 AND c = $2 AND id = $3";
+        let analysis = binding::analyze(text);
+        let own = Sampler::new(catalog.clone(), None, StatsMode::Untracked);
+        let want = own.values(&client, text, &analysis, None).await.unwrap();
+        let ahead = Sampler::new(catalog, None, StatsMode::Untracked);
+        let columns: Vec<String> = ahead
+            .wanted(&analysis)
+            .into_iter()
+            .map(|(t, c)| format!("{t}.{c}"))
+            .collect();
+        let bare: Vec<String> = ahead
+            .wanted(&analysis)
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect();
+        ahead.prefetch(&client, "t", &bare, None).await.unwrap();
+        // What was read ahead no longer reads the table: a changed `kind`
+        // is not seen, where an own read would see it.
+        let other = update.connect().await.unwrap();
+        other
+            .batch_execute("UPDATE t SET kind = 'z'")
+            .await
+            .unwrap();
+        let got = ahead.values(&client, text, &analysis, None).await.unwrap();
+        (want, got, columns)
+    });
+    assert_eq!(columns, ["t.kind", "t.c", "t.id"]);
+    assert_eq!(want[1].as_deref(), Some("b"));
+    assert_eq!(got, want);
+}
