@@ -286,6 +286,34 @@ fn issue10_no_advice_on_an_unmanaged_database_without_hypopg_says_why() {
     assert!(!stderr(&out).contains("advice:"), "{}", stderr(&out));
 }
 
+/// `planck --format json explain --force` of one statement, recorded as the
+/// admin (bypassing RLS): the report (exit 0 or 1).
+fn explain_one(db: &TestDb, query: &str) -> Value {
+    let dir = common::project_dir();
+    let q = dir.path().join("q.toml");
+    std::fs::write(
+        &q,
+        format!(
+            "format_version = 2\n\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\ncalls = 100\n\
+             query = \"{query}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = db.planck(
+        &[
+            "--format",
+            "json",
+            "explain",
+            "--force",
+            "--queries",
+            q.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
 /// Issue 31: PostgreSQL 18 answers a condition on an index's second column
 /// with a skip scan when the leading column has few values: one descent per
 /// value, a sliver of the index. `full-index-scan` must not fire on it (nor
@@ -304,30 +332,10 @@ fn a_skip_scan_on_18_is_not_a_full_index_scan() {
          INSERT INTO items SELECT g % 8, g / 8, 'item ' || g FROM generate_series(1, 200000) g;
          ANALYZE items;",
     );
-    let dir = common::project_dir();
-    let q = dir.path().join("q.toml");
-    std::fs::write(
-        &q,
-        "format_version = 2\n\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\ncalls = 100\n\
-         query = \"SELECT title FROM items WHERE pouch_id = $1\"\n",
-    )
-    .unwrap();
-    let out = db.planck(
-        &[
-            "--format",
-            "json",
-            "explain",
-            "--force",
-            "--queries",
-            q.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v = explain_one(&db, "SELECT title FROM items WHERE pouch_id = $1");
     // The plan is the index's: the skip scan, judged by its own cost.
     assert!(
-        stdout(&out).contains("items_account_pouch"),
+        v.to_string().contains("items_account_pouch"),
         "the plan does not use the index: {v:#}"
     );
     let findings = v["findings"].as_array().unwrap();
@@ -356,27 +364,7 @@ fn no_advice_indexes_a_virtual_generated_column() {
          INSERT INTO people SELECT g, 'User' || g || '@x.com' FROM generate_series(1, 60000) g;
          ANALYZE people;",
     );
-    let dir = common::project_dir();
-    let q = dir.path().join("q.toml");
-    std::fs::write(
-        &q,
-        "format_version = 2\n\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\ncalls = 100\n\
-         query = \"SELECT id FROM people WHERE email_lower = $1\"\n",
-    )
-    .unwrap();
-    let out = db.planck(
-        &[
-            "--format",
-            "json",
-            "explain",
-            "--force",
-            "--queries",
-            q.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let v = explain_one(&db, "SELECT id FROM people WHERE email_lower = $1");
     let findings = v["findings"].as_array().unwrap();
     assert!(findings.iter().any(|f| f["check"] == "seq-scan"), "{v:#}");
     for f in findings {

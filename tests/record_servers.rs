@@ -250,14 +250,7 @@ fn without_the_relay_a_created_database_is_recorded_by_its_oid() {
 /// A CA and a certificate for `localhost` signed by it, made with openssl
 /// in `dir`; returns the CA's path.
 fn certificates(dir: &Path) -> PathBuf {
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .expect("openssl is needed for this test");
-        assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
-    };
+    let run = |args: &[&str]| openssl(dir, args);
     run(&[
         "req",
         "-x509",
@@ -310,6 +303,37 @@ fn certificates(dir: &Path) -> PathBuf {
     dir.join("ca.crt")
 }
 
+/// Runs openssl with `args` in `dir`; its stdout.
+fn openssl(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl is needed for this test");
+    assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
+    stdout(&out)
+}
+
+/// Turns TLS on in `server` with `server.crt` and `server.key` from
+/// `certs`, and creates database `app` with table `acct`.
+fn serve_tls(server: &Server, certs: &Path) {
+    let data = server.data_dir();
+    for f in ["server.crt", "server.key"] {
+        std::fs::copy(certs.join(f), data.join(f)).unwrap();
+        hand_over(&data.join(f), &data);
+    }
+    for set in [
+        "ssl_cert_file = 'server.crt'",
+        "ssl_key_file = 'server.key'",
+        "ssl = on",
+    ] {
+        server.exec("postgres", &format!("ALTER SYSTEM SET {set}"));
+    }
+    server.exec("postgres", "SELECT pg_reload_conf()");
+    server.exec("postgres", "CREATE DATABASE app");
+    server.exec("app", "CREATE TABLE acct (id int PRIMARY KEY, bal int)");
+}
+
 /// Gives a file to the OS user that owns the data directory, mode 0600
 /// (the server refuses a key others may read).
 fn hand_over(file: &Path, data_dir: &Path) {
@@ -328,21 +352,7 @@ fn the_relay_reaches_a_verify_full_server_over_tls() {
     let server = Server::start("tls", &[]);
     let certs = tempfile::tempdir().unwrap();
     let ca = certificates(certs.path());
-    let data = server.data_dir();
-    for f in ["server.crt", "server.key"] {
-        std::fs::copy(certs.path().join(f), data.join(f)).unwrap();
-        hand_over(&data.join(f), &data);
-    }
-    for set in [
-        "ssl_cert_file = 'server.crt'",
-        "ssl_key_file = 'server.key'",
-        "ssl = on",
-    ] {
-        server.exec("postgres", &format!("ALTER SYSTEM SET {set}"));
-    }
-    server.exec("postgres", "SELECT pg_reload_conf()");
-    server.exec("postgres", "CREATE DATABASE app");
-    server.exec("app", "CREATE TABLE acct (id int PRIMARY KEY, bal int)");
+    serve_tls(&server, certs.path());
     let url = format!(
         "postgres://planck@localhost:{}/app?sslmode=verify-full&sslrootcert={}",
         server.port,
@@ -415,41 +425,14 @@ fn the_relay_reaches_a_server_whose_certificate_is_version_1() {
                 "server.crt",
             ][..],
         ] {
-            let out = std::process::Command::new("openssl")
-                .args(args)
-                .current_dir(dir)
-                .output()
-                .expect("openssl is needed for this test");
-            assert!(out.status.success(), "openssl {args:?}: {}", stderr(&out));
+            openssl(dir, args);
         }
-        let text = std::process::Command::new("openssl")
-            .args(["x509", "-noout", "-text", "-in", "server.crt"])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            stdout(&text).contains("Version: 1 (0x0)"),
-            "{}",
-            stdout(&text)
-        );
+        let text = openssl(dir, &["x509", "-noout", "-text", "-in", "server.crt"]);
+        assert!(text.contains("Version: 1 (0x0)"), "{text}");
         dir.join("server.crt")
     };
     let cert = v1(certs.path());
-    let data = server.data_dir();
-    for f in ["server.crt", "server.key"] {
-        std::fs::copy(certs.path().join(f), data.join(f)).unwrap();
-        hand_over(&data.join(f), &data);
-    }
-    for set in [
-        "ssl_cert_file = 'server.crt'",
-        "ssl_key_file = 'server.key'",
-        "ssl = on",
-    ] {
-        server.exec("postgres", &format!("ALTER SYSTEM SET {set}"));
-    }
-    server.exec("postgres", "SELECT pg_reload_conf()");
-    server.exec("postgres", "CREATE DATABASE app");
-    server.exec("app", "CREATE TABLE acct (id int PRIMARY KEY, bal int)");
+    serve_tls(&server, certs.path());
     let dir = common::project_dir();
     let script = write_script(
         dir.path(),

@@ -24,7 +24,7 @@ fn user_schemas(col: &str) -> String {
 }
 
 /// `schema.name` as the queries return it -> the display name.
-fn display(qualified: String) -> String {
+pub fn display(qualified: String) -> String {
     match qualified.split_once('.') {
         Some((s, n)) => super::display_name(s, n),
         None => qualified,

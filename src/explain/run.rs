@@ -160,11 +160,8 @@ async fn judge_data(
     let seeded: std::collections::HashSet<String> = crate::bookkeeping::seeded(client)
         .await
         .unwrap_or_default()
-        .iter()
-        .map(|q| match q.split_once('.') {
-            Some((schema, name)) => crate::catalog::display_name(schema, name),
-            None => q.clone(),
-        })
+        .into_iter()
+        .map(crate::catalog::planner::display)
         .collect();
     let threshold = data::Threshold {
         min_table_rows: s.min_table_rows,

@@ -347,7 +347,8 @@ pub(crate) fn parse(def: &str) -> Option<Ex> {
     (p.i == p.t.len()).then_some(e)
 }
 
-fn flip(op: &str) -> &str {
+/// The comparison with its sides swapped: `a < b` is `b > a`.
+pub(crate) fn flip(op: &str) -> &str {
     match op {
         "<" => ">",
         ">" => "<",

@@ -170,16 +170,6 @@ fn negate(op: &str) -> Option<&'static str> {
     })
 }
 
-fn flip(op: &str) -> &str {
-    match op {
-        "<" => ">",
-        ">" => "<",
-        "<=" => ">=",
-        ">=" => "<=",
-        o => o,
-    }
-}
-
 /// The disjunctive normal form of an expression in NNF: its branches, each
 /// a conjunction of atoms. None past [`MAX_BRANCHES`].
 pub(crate) fn dnf(e: &Ex) -> Option<Vec<Vec<Ex>>> {
@@ -330,7 +320,7 @@ fn read_into(
                     let n = cols.len() as f64;
                     // As a count of non-NULL arguments.
                     let (op, k) = if f == "num_nulls" {
-                        (flip(op), n - k)
+                        (check_expr::flip(op), n - k)
                     } else {
                         (op.as_str(), k)
                     };
@@ -396,7 +386,7 @@ fn read_into(
                 }
                 let (c, op, lit) = match (&**l, &**r) {
                     (_, Ex::Lit(lit)) => (col(l)?, op.as_str(), lit.clone()),
-                    (Ex::Lit(lit), _) => (col(r)?, flip(op), lit.clone()),
+                    (Ex::Lit(lit), _) => (col(r)?, check_expr::flip(op), lit.clone()),
                     _ => return None,
                 };
                 let d = doms.entry(c).or_default();
