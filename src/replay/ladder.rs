@@ -118,13 +118,29 @@ fn backend_cpu_seconds(pid: i32) -> Option<f64> {
     Some((ticks(11)? + ticks(12)?) / 100.0)
 }
 
-/// The CPU seconds of the step's backends when the server is local (every
-/// backend pid is a `postgres` process here); `None` otherwise.
-pub fn server_cpu_seconds(pids: &[i32]) -> Option<f64> {
-    if pids.is_empty() {
-        return None;
-    }
-    pids.iter().map(|p| backend_cpu_seconds(*p)).sum()
+/// The CPU seconds of each of the step's backends that this machine shows
+/// (the server is local when they are `postgres` processes here).
+pub fn server_cpu_seconds(pids: &[i32]) -> Vec<(i32, f64)> {
+    pids.iter()
+        .filter_map(|p| backend_cpu_seconds(*p).map(|c| (*p, c)))
+        .collect()
+}
+
+/// The CPU the backends used between two readings: summed over those seen at
+/// both (a backend that ended between them, or a pid this machine does not
+/// show, drops out instead of making the whole figure unknown); `None` when
+/// none was seen twice (the server is not local).
+fn server_cpu_used(before: &[(i32, f64)], after: &[(i32, f64)]) -> Option<f64> {
+    let used: Vec<f64> = after
+        .iter()
+        .filter_map(|(p, b)| {
+            before
+                .iter()
+                .find(|(q, _)| q == p)
+                .map(|(_, a)| (b - a).max(0.0))
+        })
+        .collect();
+    (!used.is_empty()).then(|| used.iter().sum())
 }
 
 async fn connect(
@@ -481,9 +497,29 @@ pub async fn run_step(
         elapsed,
         cpu_seconds: process_cpu_seconds() - cpu0,
         wall_seconds: wall,
-        server_cpu_seconds: server0.zip(server1).map(|(a, b)| (b - a).max(0.0)),
+        server_cpu_seconds: server_cpu_used(&server0, &server1),
         runs: 1,
         workers,
         interrupted,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A backend that ended between the readings drops out; no backend
+    /// seen twice: unknown.
+    #[test]
+    fn server_cpu_is_summed_over_the_backends_seen_twice() {
+        let before = [(1, 2.0), (2, 5.0), (3, 1.0)];
+        let after = [(1, 2.5), (3, 1.25), (4, 9.0)];
+        assert_eq!(server_cpu_used(&before, &after), Some(0.75));
+        assert_eq!(server_cpu_used(&before, &[(4, 9.0)]), None);
+        assert_eq!(server_cpu_used(&[], &[]), None);
+        // Neither a pid this machine lacks nor a process that is not a
+        // PostgreSQL backend (this test) is read.
+        let me = std::process::id() as i32;
+        assert!(server_cpu_seconds(&[me, -1]).is_empty());
+    }
 }
