@@ -1771,8 +1771,9 @@ fn ctrl_c_reports_the_finished_steps_and_rolls_back() {
     // still in flight when planck exits ends with its connection, which the
     // server rolls back as it sees it close: its backend can linger in
     // pg_stat_activity for a moment on a loaded machine, so wait a little.
+    // This test's database only: the other tests replay beside it.
     let open_sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'planck replay%' \
-                    AND state LIKE 'idle in transaction%'";
+                    AND datname = current_database() AND state LIKE 'idle in transaction%'";
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while db.query_strings(open_sql) != ["0"] && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));

@@ -105,14 +105,14 @@ pub fn process_cpu_seconds() -> f64 {
 }
 
 /// CPU time of a process from /proc/<pid>/stat, when it is a PostgreSQL
-/// backend of this machine.
+/// backend of this machine (its command name, which the backend's process
+/// title does not change, is `postgres`).
 fn backend_cpu_seconds(pid: i32) -> Option<f64> {
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    if !cmdline.starts_with(b"postgres") {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (head, rest) = stat.rsplit_once(')')?;
+    if !head.ends_with("(postgres") {
         return None;
     }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = stat.rsplit_once(')')?.1;
     let f: Vec<&str> = rest.split_whitespace().collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
     Some((ticks(11)? + ticks(12)?) / 100.0)
@@ -126,21 +126,30 @@ pub fn server_cpu_seconds(pids: &[i32]) -> Vec<(i32, f64)> {
         .collect()
 }
 
-/// The CPU the backends used between two readings: summed over those seen at
-/// both (a backend that ended between them, or a pid this machine does not
-/// show, drops out instead of making the whole figure unknown); `None` when
-/// none was seen twice (the server is not local).
+/// The CPU the step's backends used between two readings. A backend seen at
+/// both counts its difference; one that started in between (a reconnection
+/// after a lost connection) counts all of its time; one that ended in
+/// between drops out instead of making the whole figure unknown. `None`
+/// when no backend was seen at the end (the server is not local).
 fn server_cpu_used(before: &[(i32, f64)], after: &[(i32, f64)]) -> Option<f64> {
-    let used: Vec<f64> = after
-        .iter()
-        .filter_map(|(p, b)| {
-            before
-                .iter()
-                .find(|(q, _)| q == p)
-                .map(|(_, a)| (b - a).max(0.0))
-        })
-        .collect();
-    (!used.is_empty()).then(|| used.iter().sum())
+    (!after.is_empty()).then(|| {
+        after
+            .iter()
+            .map(|(p, b)| match before.iter().find(|(q, _)| q == p) {
+                Some((_, a)) => (b - a).max(0.0),
+                None => *b,
+            })
+            .sum()
+    })
+}
+
+fn registered(registry: &Registry) -> Vec<i32> {
+    registry
+        .lock()
+        .expect("registry lock")
+        .keys()
+        .copied()
+        .collect()
 }
 
 async fn connect(
@@ -407,13 +416,7 @@ pub async fn run_step(
         }));
     }
     ready.wait().await;
-    let backends: Vec<i32> = registry
-        .lock()
-        .expect("registry lock")
-        .keys()
-        .copied()
-        .collect();
-    let server0 = server_cpu_seconds(&backends);
+    let server0 = server_cpu_seconds(&registered(&registry));
     let cpu0 = process_cpu_seconds();
     let start = Instant::now();
     *go.lock().expect("go lock") = Some(start);
@@ -452,7 +455,9 @@ pub async fn run_step(
             .await;
     }
     step_end.store(true, Ordering::Relaxed);
-    let server1 = server_cpu_seconds(&backends);
+    // The backends of the step's end: a connection lost and opened again
+    // in the step has a new one.
+    let server1 = server_cpu_seconds(&registered(&registry));
     let _ = sampler_stop.send(true);
     let samples = match sampler {
         Some(h) => h.await.unwrap_or_default(),
@@ -511,11 +516,13 @@ mod tests {
     /// A backend that ended between the readings drops out; no backend
     /// seen twice: unknown.
     #[test]
-    fn server_cpu_is_summed_over_the_backends_seen_twice() {
+    fn server_cpu_is_summed_over_the_backends_of_the_step() {
         let before = [(1, 2.0), (2, 5.0), (3, 1.0)];
-        let after = [(1, 2.5), (3, 1.25), (4, 9.0)];
-        assert_eq!(server_cpu_used(&before, &after), Some(0.75));
-        assert_eq!(server_cpu_used(&before, &[(4, 9.0)]), None);
+        // 1 and 3 count their difference, 2 ended, 4 started in the step.
+        let after = [(1, 2.5), (3, 1.25), (4, 0.5)];
+        assert_eq!(server_cpu_used(&before, &after), Some(1.25));
+        assert_eq!(server_cpu_used(&[], &[(4, 0.5)]), Some(0.5));
+        assert_eq!(server_cpu_used(&before, &[]), None);
         assert_eq!(server_cpu_used(&[], &[]), None);
         // Neither a pid this machine lacks nor a process that is not a
         // PostgreSQL backend (this test) is read.
