@@ -220,3 +220,52 @@ async fn a_loan_waits_for_the_replies_the_client_left_on_the_wire() {
         .await
         .expect("the lean path and the client went out of step");
 }
+
+/// A unit's COMMIT goes on the lent socket too ([`Lean::simple`]): the
+/// COMMIT that fails (a deferred foreign key checked only then) returns the
+/// server's SQLSTATE, the transaction is gone (nothing it wrote is there),
+/// and both paths go on working on the connection.
+#[tokio::test(flavor = "current_thread")]
+async fn a_commit_on_the_lean_path_reports_its_error_and_the_connection_goes_on() {
+    let db = TestDb::new("lean_commit");
+    db.exec(
+        "CREATE TABLE parent (id int PRIMARY KEY); \
+         CREATE TABLE child (id int PRIMARY KEY, \
+           parent_id int REFERENCES parent DEFERRABLE INITIALLY DEFERRED)",
+    );
+    let (client, mut lean) = lean_of(&db).await;
+    assert_eq!(lean.simple("BEGIN").await, Ok(()));
+    let orphan = "INSERT INTO child VALUES ($1::int, $2::int)";
+    assert_eq!(
+        lean.execute(0, orphan, [Some("1"), Some("99")].into_iter())
+            .await,
+        Ok(1)
+    );
+    match lean.simple("COMMIT").await {
+        Err(LeanError::Db { code, .. }) => assert_eq!(code, "23503"),
+        other => panic!("the COMMIT should fail on the deferred key: {other:?}"),
+    }
+    // A COMMIT that succeeds, on the same socket, then the client.
+    assert_eq!(lean.simple("BEGIN").await, Ok(()));
+    assert_eq!(
+        lean.execute(
+            1,
+            "INSERT INTO parent VALUES ($1::int)",
+            [Some("99")].into_iter()
+        )
+        .await,
+        Ok(1)
+    );
+    assert_eq!(lean.simple("COMMIT").await, Ok(()));
+    let rows: Vec<(i64, i64)> = client
+        .query(
+            "SELECT (SELECT count(*) FROM parent), (SELECT count(*) FROM child)",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(rows, [(1, 0)]);
+}

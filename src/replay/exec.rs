@@ -953,7 +953,14 @@ pub async fn run_unit(
         Ok(())
     } else {
         stats.borrow_mut().planck_round_trips += 1;
-        conn.client.batch_execute(finish).await
+        match &mut conn.lean {
+            Some(l) => l.simple(finish).await.map_err(Failed::lean),
+            None => conn
+                .client
+                .batch_execute(finish)
+                .await
+                .map_err(|e| Failed::of(&e)),
+        }
     };
     conn.history.lock().expect("history lock").end();
     match res {
@@ -983,9 +990,9 @@ pub async fn run_unit(
             }
             Outcome::Ok
         }
-        Err(e) => {
-            fail(stats, &sqlstate(&e), &error_text(&e), None);
-            if e.code().is_none() {
+        Err(f) => {
+            fail(stats, &f.code, &f.text, None);
+            if f.lost {
                 Outcome::Lost
             } else {
                 Outcome::Failed
@@ -1081,12 +1088,15 @@ async fn end(
         Outcome::Failed
     } else {
         stats.borrow_mut().planck_round_trips += 1;
-        match conn.client.batch_execute("ROLLBACK").await {
-            Ok(()) => {
-                stats.borrow_mut().rollbacks += 1;
-                Outcome::Failed
-            }
-            Err(_) => Outcome::Lost,
+        let rolled_back = match &mut conn.lean {
+            Some(l) => l.simple("ROLLBACK").await.is_ok(),
+            None => conn.client.batch_execute("ROLLBACK").await.is_ok(),
+        };
+        if rolled_back {
+            stats.borrow_mut().rollbacks += 1;
+            Outcome::Failed
+        } else {
+            Outcome::Lost
         }
     };
     // The unit ends in the history once the server ended its transaction:

@@ -7,9 +7,11 @@
 //! often straight after the write, as pgbench does. A unit's BEGIN and
 //! transaction-level settings go in the same write as its first statement,
 //! and its ROLLBACK in the one of its last ([`Frame`]), so planck's safety
-//! costs no round trip of its own. Everything else on the connection (the
-//! role and session settings, COMMIT, statements whose results a later one
-//! binds) still goes through tokio-postgres.
+//! costs no round trip of its own, and a COMMIT (or a ROLLBACK that could
+//! not go with a statement) is a simple query on the same socket
+//! ([`Lean::simple`]). Everything else on the connection (the role and
+//! session settings, statements whose results a later one binds) still goes
+//! through tokio-postgres.
 
 use std::io;
 
@@ -38,6 +40,8 @@ pub struct Lean {
     out: BytesMut,
     /// By statement index: prepared on this socket (`planck_lean_<i>`).
     prepared: Vec<bool>,
+    /// By statement index: the prepared statement's name, made once.
+    names: Vec<String>,
 }
 
 impl Lean {
@@ -47,6 +51,7 @@ impl Lean {
             buf: BytesMut::with_capacity(8192),
             out: BytesMut::with_capacity(512),
             prepared: Vec::new(),
+            names: Vec::new(),
         }
     }
 
@@ -74,7 +79,10 @@ impl Lean {
         values: impl Iterator<Item = Option<&str>>,
         frame: &Frame<'_>,
     ) -> Result<u64, LeanError> {
-        let name = format!("planck_lean_{s}");
+        while self.names.len() <= s {
+            self.names.push(format!("planck_lean_{}", self.names.len()));
+        }
+        let name = &self.names[s];
         self.out.clear();
         if let Some(b) = frame.begin {
             frontend::query(b, &mut self.out)
@@ -107,13 +115,13 @@ impl Lean {
         }
         let fresh = !self.prepared.get(s).copied().unwrap_or(false);
         if fresh {
-            frontend::parse(&name, sql, std::iter::empty(), &mut self.out)
+            frontend::parse(name, sql, std::iter::empty(), &mut self.out)
                 .map_err(|e| LeanError::Lost(format!("encoding {sql}: {e}")))?;
         }
         let values: Vec<Option<&str>> = values.collect();
         frontend::bind(
             "",
-            &name,
+            name,
             values.iter().map(|_| 0),
             values.iter(),
             |v, out| match v {
@@ -199,6 +207,36 @@ impl Lean {
                     }
                     // BindComplete, notices, a setting's new
                     // value, a notification: nothing replay keeps.
+                    _ => {}
+                }
+            }
+            read_some(io, &mut self.buf).await.map_err(lost)?;
+        }
+    }
+}
+
+impl Lean {
+    /// Sends `sql` as one simple query (a unit's COMMIT or ROLLBACK) and
+    /// reads its reply to ReadyForQuery: the first error is the result. On
+    /// the lent socket like the statements, so ending a unit does not hand
+    /// the socket back to tokio-postgres's connection task and wait for it.
+    pub async fn simple(&mut self, sql: &str) -> Result<(), LeanError> {
+        self.out.clear();
+        frontend::query(sql, &mut self.out)
+            .map_err(|e| LeanError::Lost(format!("encoding {sql}: {e}")))?;
+        let loan = self.lender.lend().await;
+        let io = loan.socket();
+        write_all(io, &self.out).await.map_err(lost)?;
+        let mut failed = None;
+        loop {
+            while let Some(m) = backend::Message::parse(&mut self.buf).map_err(lost)? {
+                match m {
+                    backend::Message::ErrorResponse(body) => {
+                        failed = failed.or(Some(db_error(&body)));
+                    }
+                    backend::Message::ReadyForQuery(_) => {
+                        return failed.map_or(Ok(()), Err);
+                    }
                     _ => {}
                 }
             }
