@@ -21,6 +21,7 @@ use crate::output::Format;
 #[command(
     name = "planck",
     version,
+    long_version = LONG_VERSION,
     propagate_version = true,
     max_term_width = 100
 )]
@@ -34,6 +35,15 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// `planck --version`: the PostgreSQL majors planck runs on, from
+/// [`crate::cluster::MIN_MAJOR`] up to the newest CI runs (the whole suite on
+/// 15 and 18, the end-to-end tests on 14, 16 and 17).
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "\nPostgreSQL servers 14, 15, 16, 17 and 18 (the managed cluster uses the server binaries it \
+finds on PATH, in /usr/lib/postgresql, or in PLANCK_PG_BINDIR)"
+);
 
 /// The heading global flags are listed under in every `--help`.
 const GLOBAL: &str = "Global options";
@@ -76,6 +86,10 @@ and DATABASE_URL do not apply to them."
     )]
     Db(cmd::db::DbCommand),
     /// Apply migrations/*.sql in file-name order, each in its own transaction
+    #[command(after_help = "Examples:
+  planck migrate                  # apply the files of migrations/ not applied yet
+  planck migrate --fresh          # drop every object and apply them all again (a dev database)
+  planck migrate --format json    # what each file created, as JSON")]
     Migrate(cmd::migrate::MigrateArgs),
     /// Fill the database with a large, skewed, deterministic dataset
     #[command(after_help = "Examples:
@@ -111,11 +125,29 @@ Exit codes: 0 recorded, 1 recorded but the command failed or was killed, 2 bad i
     /// Write the DBA's review (self-contained HTML) and CI outputs from explain's and replay's JSON
     Report(cmd::report::ReportArgs),
     /// Run the whole pipeline on the bundled example
+    #[command(after_help = "Examples:
+  planck demo                     # migrate, record, seed, explain, replay and review the example
+  planck demo --scale 0.1         # a tenth of the example's rows: a quicker run
+  planck demo --replay-seconds 0  # everything but the replay")]
     Demo(cmd::demo::DemoArgs),
     /// The pre-merge gate: migrate, seed and explain on databases of its own; exit 1 on what [check] fail_on names
     Check(cmd::check::CheckArgs),
     /// Write a commented planck.toml with every key and its default
+    #[command(after_help = "Examples:
+  planck init                     # planck.toml in the current directory
+  planck init --path ci/planck.toml --force   # another place, replacing what is there")]
     Init(cmd::init::InitArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
+    #[command(after_help = "Examples:
+  planck completions bash > ~/.local/share/bash-completion/completions/planck
+  planck completions zsh > ~/.zfunc/_planck     # with fpath+=(~/.zfunc) before compinit in ~/.zshrc
+  planck completions fish > ~/.config/fish/completions/planck.fish")]
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print planck's man page, or write one per command into a folder
+    #[command(after_help = "Examples:
+  planck man | man -l -                            # read it now
+  planck man --out-dir ~/.local/share/man/man1     # planck.1 and planck-<command>.1, for `man planck-seed`")]
+    Man(cmd::man::ManArgs),
     /// The bundled example's test run (record it with `planck record -- planck example-app`)
     #[command(hide = true)]
     ExampleApp(cmd::demo::ExampleAppArgs),

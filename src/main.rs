@@ -31,8 +31,11 @@ fn run(cli: Cli) -> i32 {
             return exit::INTERNAL;
         }
     };
-    let result = Settings::resolve(&cli.global, &env, &cwd)
-        .and_then(|settings| runtime.block_on(planck::cmd::run(cli.command, &settings)));
+    let result = match planck::cmd::standalone(&cli.command) {
+        Some(result) => result,
+        None => Settings::resolve(&cli.global, &env, &cwd)
+            .and_then(|settings| runtime.block_on(planck::cmd::run(cli.command, &settings))),
+    };
     // Work nobody awaits any more (a replay worker still running its unit
     // when a signal ended the run) gets two seconds, not as long as it
     // takes: dropping the runtime would wait for it.

@@ -511,3 +511,173 @@ fn no_migrations_folder_is_a_usage_error() {
         stderr(&out)
     );
 }
+
+/// The subcommands a user sees (`--help`, completions, man pages): every one
+/// but the hidden ones and clap's own `help`.
+fn visible_subcommands() -> Vec<String> {
+    use clap::CommandFactory;
+    planck::cli::Cli::command()
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name().to_string())
+        .collect()
+}
+
+/// Runs `planck completions bash` sourced in bash and asks its completion
+/// function for the words after `line` (the word being typed last).
+fn bash_completes(script: &Path, line: &[&str]) -> Vec<String> {
+    let words = line
+        .iter()
+        .map(|w| format!("'{w}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cword = line.len() - 1;
+    let prev = if cword > 0 { line[cword - 1] } else { "" };
+    let body = format!(
+        "source '{}'; COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE='{}'; COMP_POINT=${{#COMP_LINE}}; \
+         _planck planck '{}' '{prev}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        line.join(" "),
+        line[cword]
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "-c", &body])
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out).lines().map(str::to_string).collect()
+}
+
+/// Issue 33, 4: `planck completions bash`, sourced in bash, completes the
+/// subcommands and each one's flags; it needs no planck.toml (a broken one
+/// in the folder does not stop it).
+#[test]
+fn bash_completion_completes_subcommands_and_flags() {
+    let dir = project_dir();
+    std::fs::write(dir.path().join("planck.toml"), "[seed\nbroken").unwrap();
+    let out = planck_cmd(dir.path())
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let script = dir.path().join("planck.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let all = bash_completes(&script, &["planck", ""]);
+    for sub in visible_subcommands() {
+        assert!(all.contains(&sub), "{sub} missing from {all:?}");
+    }
+    assert_eq!(bash_completes(&script, &["planck", "se"]), ["seed"]);
+    let flags = bash_completes(&script, &["planck", "seed", "--tr"]);
+    assert_eq!(flags, ["--truncate"]);
+    let flags = bash_completes(&script, &["planck", "replay", "--lad"]);
+    assert_eq!(flags, ["--ladder"]);
+}
+
+/// Renders a man page with `man -l` as a user reads it (plain text).
+fn man_text(page: &Path) -> String {
+    let out = std::process::Command::new("man")
+        .args(["-l", "-P", "cat"])
+        .arg(page)
+        .env("MANWIDTH", "200")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipped: the man command is missing ({e}); CI installs it");
+            return String::new();
+        }
+        Err(e) => panic!("the man command is needed in CI: {e}"),
+    };
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Bold and underline as overstrikes, if any: keep the letters.
+    let text = stdout(&out);
+    let mut plain = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\u{8}' {
+            plain.pop();
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
+/// Issue 33, 4: `planck man` renders planck(1) naming every subcommand, and
+/// `--out-dir` writes one page per subcommand that renders with its name,
+/// its flags and its examples; neither needs a planck.toml.
+#[test]
+fn man_pages_render_and_cover_every_subcommand() {
+    let dir = project_dir();
+    std::fs::write(dir.path().join("planck.toml"), "[seed\nbroken").unwrap();
+    let out = planck_cmd(dir.path()).arg("man").output().unwrap();
+    assert_exit(&out, 0);
+    let page = dir.path().join("planck.1");
+    std::fs::write(&page, &out.stdout).unwrap();
+    let text = man_text(&page);
+    if text.is_empty() {
+        return;
+    }
+    assert!(text.contains("SYNOPSIS"), "{text}");
+    for sub in visible_subcommands() {
+        assert!(
+            text.contains(&format!("planck-{sub}(1)")),
+            "planck-{sub}(1) missing:\n{text}"
+        );
+    }
+    let mandir = dir.path().join("man1");
+    let out = planck_cmd(dir.path())
+        .args(["man", "--out-dir"])
+        .arg(&mandir)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    for sub in visible_subcommands() {
+        let text = man_text(&mandir.join(format!("planck-{sub}.1")));
+        assert!(text.contains(&format!("planck-{sub}")), "{sub}:\n{text}");
+        assert!(text.contains("Examples:"), "{sub} has no examples:\n{text}");
+    }
+    let seed = man_text(&mandir.join("planck-seed.1"));
+    assert!(seed.contains("--truncate"), "{seed}");
+}
+
+/// Issue 33, 4: every subcommand's `--help` ends with two or three real
+/// examples, each a command line that starts with planck (or psql on
+/// planck's URL), under an `Examples:` heading.
+#[test]
+fn every_subcommand_help_has_examples() {
+    let dir = project_dir();
+    for sub in visible_subcommands() {
+        let out = planck_cmd(dir.path())
+            .args([sub.as_str(), "--help"])
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        let help = stdout(&out);
+        let Some((_, examples)) = help.split_once("\nExamples:\n") else {
+            panic!("planck {sub} --help has no Examples:\n{help}");
+        };
+        let lines: Vec<&str> = examples
+            .lines()
+            .take_while(|l| !l.trim().is_empty())
+            .filter(|l| l.starts_with("  planck ") || l.starts_with("  psql "))
+            .collect();
+        assert!(lines.len() >= 2, "planck {sub}: {lines:?}");
+    }
+}
+
+/// Issue 33, 4: `planck --version` names the PostgreSQL majors it runs on,
+/// from the oldest the code accepts.
+#[test]
+fn version_names_the_postgresql_majors() {
+    let dir = project_dir();
+    let out = planck_cmd(dir.path()).arg("--version").output().unwrap();
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!("planck {}", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    let majors = format!("PostgreSQL servers {}, ", planck::cluster::MIN_MAJOR);
+    assert!(text.contains(&majors) && text.contains(" and 18"), "{text}");
+}

@@ -8,6 +8,10 @@ use crate::output::{self, Format, Log};
 use crate::settings::Settings;
 
 #[derive(Debug, Clone, Subcommand)]
+#[command(after_help = "Examples:
+  planck db start                 # start the local server (created on first use); prints its URL
+  psql \"$(planck db url)\"         # a psql shell on it
+  planck db destroy               # stop it and delete .planck/ with its data")]
 pub enum DbCommand {
     /// Initialize (once) and start the local server; prints its URL
     Start {

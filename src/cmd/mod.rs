@@ -3,10 +3,12 @@
 //! travel as [`crate::error::Error`] and are mapped to exit codes in `main`.
 
 pub mod check;
+pub mod completions;
 pub mod db;
 pub mod demo;
 pub mod explain;
 pub mod init;
+pub mod man;
 pub mod migrate;
 pub mod record;
 pub mod replay;
@@ -30,5 +32,17 @@ pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
         Command::Check(a) => check::run(a, settings).await,
         Command::Init(a) => init::run(a, settings).await,
         Command::ExampleApp(a) => demo::example_app(a, settings).await,
+        Command::Completions(a) => completions::run(&a),
+        Command::Man(a) => man::run(&a),
+    }
+}
+
+/// The commands that need no settings (no planck.toml, no database): run
+/// before anything is resolved, so a broken planck.toml cannot stop them.
+pub fn standalone(command: &Command) -> Option<Result<i32>> {
+    match command {
+        Command::Completions(a) => Some(completions::run(a)),
+        Command::Man(a) => Some(man::run(a)),
+        _ => None,
     }
 }

@@ -29,7 +29,11 @@ use crate::tenancy::TenantOptions;
     after_help = "Checks: seq-scan, full-index-scan, unused-index, unused-partial-index \
 (and partial-index-needs-literal), rls-policy, stale-statement, filter-removes-most-rows \
 (--analyze), rls-per-row-call, tenant-plan-reuse, tenant-misestimate (--analyze), \
-multiple-permissive-policies, duplicate-index.\n\
+multiple-permissive-policies, duplicate-index.\n\n\
+Examples:\n  \
+planck explain                    # every recorded statement, as tenant and as admin\n  \
+planck explain --analyze          # EXPLAIN ANALYZE the custom plans, always rolled back\n  \
+planck explain --write-baseline   # accept today's findings: later runs fail on new ones only\n\n\
 Exit codes: 0 no new errors, 1 error findings not in the baseline (or, with \
 --fail-on-skipped, a skipped or not judged statement), 2 usage or configuration error, or \
 no statement can be judged (the tables they read are empty or nearly: run `planck seed`), \
