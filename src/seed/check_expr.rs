@@ -60,7 +60,7 @@ pub struct ColFacts {
     pub is_null: bool,
 }
 
-pub use crate::seed::shape::NullRule;
+pub use crate::seed::row::shape::NullRule;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -490,7 +490,7 @@ fn conjunct(e: &Ex, vn: Option<&str>, ok: Accept, out: &mut BTreeMap<String, Col
                 return false;
             };
             let re = if op == "~~" {
-                match crate::seed::shape::like_regex(p) {
+                match crate::seed::regex::like_regex(p) {
                     Some(re) => re,
                     None => return false,
                 }
@@ -692,7 +692,7 @@ fn null_group(
     if uniq.len() != cols.len() || cols.len() < 2 {
         return false;
     }
-    let key = crate::seed::rng::name_key(&format!("{e:?}"));
+    let key = crate::seed::row::rng::name_key(&format!("{e:?}"));
     for (i, c) in cols.iter().enumerate() {
         let f = out.entry(c.clone()).or_default();
         if f.nulls.is_some() {
@@ -763,8 +763,8 @@ pub fn bounds_values(f: &ColFacts) -> bool {
 
 /// Whether `v` meets the value facts of `f` (an integer or a text; any
 /// other value, or a fact on more than equality and bounds, does not).
-pub fn admits(f: &ColFacts, v: &crate::seed::generate::Val) -> bool {
-    use crate::seed::generate::Val;
+pub fn admits(f: &ColFacts, v: &crate::seed::row::generate::Val) -> bool {
+    use crate::seed::row::generate::Val;
     if f.regex.is_some()
         || f.min_len.is_some()
         || f.max_len.is_some()
@@ -905,7 +905,7 @@ mod tests {
 
     #[test]
     fn an_or_prefers_the_branch_the_table_can_honour() {
-        use crate::seed::generate::Val;
+        use crate::seed::row::generate::Val;
         let def = "CHECK ((((draft IS NULL) AND (build_id IS NULL) AND (repo <> 0)) OR ((draft IS NOT NULL) AND (build_id IS NOT NULL) AND (repo = 0))))";
         // Fewest NOT NULL demands: the first branch.
         let f = facts(def, None).unwrap();
@@ -926,7 +926,7 @@ mod tests {
 
     #[test]
     fn admits_checks_equality_and_bounds() {
-        use crate::seed::generate::Val;
+        use crate::seed::row::generate::Val;
         let f = facts("CHECK (((n > 1) AND (n <= 5) AND (n <> 3)))", None).unwrap();
         let n = &f["n"];
         let ok: Vec<i64> = (0..7).filter(|i| admits(n, &Val::Int(*i))).collect();

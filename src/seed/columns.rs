@@ -5,13 +5,13 @@
 //! bounds, lengths); [`Ctx::compile`] turns a column's spec (`gen`, `values`,
 //! `range`, `after`, `json`, ...) into a [`Gen`], checking it against the
 //! column (enum labels, IN lists, NOT NULL) with errors at the spec's
-//! file:line. The planner ([`crate::seed::plan`]) then decides keys and
+//! file:line. The planner (`seed::planner`) then decides keys and
 //! uniqueness on top of these.
 
 use crate::catalog::schema::{Column, Table, TypeKind};
 use crate::error::Result;
 use crate::seed::check_expr::{ColFacts, Lit};
-use crate::seed::generate::{FakeKind, Gen, Text, Val, parse_format};
+use crate::seed::row::generate::{FakeKind, Gen, Text, Val, parse_format};
 use crate::seed::spec::{self, ColumnSpec, Scalar, SpecFile, Values};
 
 /// Default time range of timestamps: 2021-01-01 to 2026-11-01 (fixed, not "now": determinism).
@@ -440,7 +440,7 @@ const RECORD_POOL: u64 = 64;
 fn record_sample(attrs: &[(u32, i32, TypeKind)], k: u64, depth: u32) -> Val {
     let words: &[&str] = <fake::locales::EN as fake::locales::Data>::LOREM_WORD;
     let vals = attrs.iter().enumerate().map(|(i, (_, typmod, kind))| {
-        let x = crate::seed::rng::mix(k.wrapping_mul(0x9e37) ^ (i as u64 + 1) << 32);
+        let x = crate::seed::row::rng::mix(k.wrapping_mul(0x9e37) ^ (i as u64 + 1) << 32);
         match kind {
             TypeKind::Bool => Val::Bool(x & 1 == 1),
             k if k.is_int() => Val::Int((x % 1000) as i64),
@@ -462,7 +462,9 @@ fn record_sample(attrs: &[(u32, i32, TypeKind)], k: u64, depth: u32) -> Val {
                 }
                 Val::Text(w)
             }
-            TypeKind::Uuid => Val::Uuid(u128::from(x) << 64 | u128::from(crate::seed::rng::mix(x))),
+            TypeKind::Uuid => {
+                Val::Uuid(u128::from(x) << 64 | u128::from(crate::seed::row::rng::mix(x)))
+            }
             k if k.is_time() => Val::Micros(T_LO + (x % (T_HI - T_LO) as u64) as i64),
             TypeKind::Time | TypeKind::TimeTz => Val::Micros((x % (86_400 * 1_000_000)) as i64),
             TypeKind::Interval => Val::Micros((x % (30 * DAY as u64)) as i64),

@@ -11,8 +11,8 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::catalog::schema::TypeKind;
-use crate::seed::generate::Val;
-use crate::seed::layout::Plan;
+use crate::seed::row::generate::Val;
+use crate::seed::row::plan::Plan;
 
 /// Signature, flags (no OIDs), header extension length 0.
 pub const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";

@@ -1,18 +1,17 @@
-//! The row layout (seed's plan; `explain::plan` is the EXPLAIN tree): how
-//! many rows each table gets, which parent row every child row belongs to,
-//! and the generator of every column.
+//! The planner: how many rows each table gets, which parent row every
+//! child row belongs to, and the generator of every column, built once from
+//! the catalog and the spec into the plan the workers read
+//! ([`crate::seed::row::plan::Plan`]).
 //!
-//! Rows of a table are laid out in *blocks*, one per tenant (a single block
-//! when there is no tenant): tenant `b` owns rows `cum[b]..cum[b + 1]` of every
-//! table under the tenant table. A child row's parent is found by arithmetic
-//! on these ranges (or, with `per = "parent"`, by a binary search over the
-//! per-parent counts), so any row can be generated alone, on any thread,
-//! without holding its parents in memory. Skew flows down the foreign-key
-//! tree: a table under a parent is allocated per tenant in proportion to the
-//! parent's rows of that tenant. Uniqueness is by construction: a column of
-//! every unique constraint is made unique (sequence, permutation, row-number
-//! suffix, ordinal within the parent) or the constraint's columns are
-//! enumerated jointly through a permutation of the row index.
+//! Skew flows down the foreign-key tree: a table under a parent is
+//! allocated per tenant in proportion to the parent's rows of that tenant.
+//! Uniqueness is by construction: a column of every unique constraint is
+//! made unique (sequence, permutation, row-number suffix, ordinal within the
+//! parent) or the constraint's columns are enumerated jointly through a
+//! permutation of the row index. CHECKs are read into facts the generators
+//! honour ([`crate::seed::check_expr`]), solved row by row
+//! ([`crate::seed::check_solve`]) or left to the server
+//! ([`crate::seed::server_check`]).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -23,10 +22,17 @@ use crate::seed::check_solve;
 use crate::seed::columns::{
     Ctx, DAY, T_HI, T_LO, default_gen, default_is_side_effect_free, make_unique, uniform_choice,
 };
-use crate::seed::generate::{Gen, Text, Val};
-use crate::seed::rng::{self, Permutation, ValueRng};
-use crate::seed::server_check::{self, ServerCheck, ServerChecks};
-use crate::seed::shape::{self, Shape};
+use crate::seed::reference::ReferenceKeys;
+use crate::seed::regex;
+use crate::seed::row::generate::{Gen, Text, Val};
+use crate::seed::row::plan::{
+    ColPlan, FkPlan, JointGroup, Layout, Pick, Plan, ServerCheck, ServerChecks, TablePlan,
+    Unseedable, WITHIN_PARENT, pair_count,
+};
+use crate::seed::row::rng::{self, Permutation, ValueRng};
+use crate::seed::row::shape::{self, Shape};
+use crate::seed::row::solved::Solved;
+use crate::seed::server_check;
 use crate::seed::spec::{self, ColumnSpec, Count, Dist, SpecFile};
 
 /// The fixed seed used when `--seed` is not given.
@@ -52,149 +58,6 @@ pub struct Options {
     pub observed: crate::queries::Observed,
 }
 
-/// Table oid -> column -> the keys it holds.
-pub type ReferenceKeys = HashMap<u32, HashMap<usize, std::sync::Arc<Vec<Val>>>>;
-
-#[derive(Debug, Clone)]
-pub enum Layout {
-    /// No parent: rows stand alone.
-    Flat,
-    /// Rows spread evenly over the parent's rows of the same block.
-    Child { fk: usize },
-    /// `count` rows per parent row: `pcum[q]..pcum[q + 1]` are parent q's children.
-    PerParent { fk: usize, pcum: Vec<u64> },
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Pick {
-    Primary,
-    /// The row's own tenant.
-    Tenant,
-    /// A random row of the parent within the row's tenant.
-    SameTenant,
-    Uniform,
-    SelfRef,
-    /// A permutation of the parent's rows: each parent at most once.
-    UniqueGlobal,
-    /// Distinct among the children of one primary parent.
-    DistinctInParent,
-    Joint {
-        group: usize,
-        digit: usize,
-    },
-}
-
-#[derive(Debug, Clone)]
-pub struct FkPlan {
-    pub name: String,
-    pub parent: usize,
-    pub parent_cols: Vec<usize>,
-    pub cols: Vec<usize>,
-    pub pick: Pick,
-    pub nullable: bool,
-    pub null_p: f64,
-    pub key: u64,
-}
-
-#[derive(Debug, Clone)]
-pub struct ColPlan {
-    pub name: String,
-    pub kind: TypeKind,
-    pub generator: Gen,
-    /// In the COPY column list (false: the server's default applies).
-    pub include: bool,
-    pub key: u64,
-    /// What the column's CHECKs ask beyond the generator (regex, case, NULL pattern).
-    pub shape: Option<Box<Shape>>,
-}
-
-#[derive(Debug, Clone)]
-pub struct JointGroup {
-    pub radices: Vec<u64>,
-    pub perm: Permutation,
-    /// Two foreign keys into one parent with `CHECK (a < b)` (`Some(true)`)
-    /// or `a <= b`: the group enumerates the ordered pairs of parent rows
-    /// (digit 0 the lower) instead of every combination.
-    pub pairs: Option<bool>,
-    /// With `pairs`: the parent's keys do not grow with its rows (uuid, a
-    /// permuted integer), so each pair's two keys are put in order by
-    /// value instead of by row number.
-    pub sorted: bool,
-}
-
-/// How many pairs (i, j) of `n` rows have i < j (`strict`) or i <= j.
-fn pair_count(n: u64, strict: bool) -> u64 {
-    let n = u128::from(n);
-    let c = if strict {
-        n * n.saturating_sub(1) / 2
-    } else {
-        n * (n + 1) / 2
-    };
-    c.min(u128::from(u64::MAX)) as u64
-}
-
-/// The k-th pair (i, j), ordered by j then i: i < j (`strict`) or i <= j.
-fn pair_of(k: u64, strict: bool) -> (u64, u64) {
-    // The largest j whose first pair is at or before k.
-    let first = |j: u64| -> u128 {
-        let j = u128::from(j);
-        if strict {
-            j * j.saturating_sub(1) / 2
-        } else {
-            j * (j + 1) / 2
-        }
-    };
-    let k128 = u128::from(k);
-    let mut j = ((2.0 * k as f64).sqrt()) as u64;
-    while j > 0 && first(j) > k128 {
-        j -= 1;
-    }
-    while first(j + 1) <= k128 {
-        j += 1;
-    }
-    (k - first(j) as u64, j)
-}
-
-#[derive(Debug, Clone)]
-pub struct TablePlan {
-    pub cat: usize,
-    pub oid: u32,
-    pub display: String,
-    pub qualified: String,
-    pub key: u64,
-    pub rows: u64,
-    /// What planning changed on its own and says (rows lowered to fit a
-    /// unique key's value space).
-    pub notices: Vec<String>,
-    pub partitioned: bool,
-    pub cols: Vec<ColPlan>,
-    pub layout: Layout,
-    /// Cumulative rows per block (length: blocks + 1).
-    pub cum: Vec<u64>,
-    pub fks: Vec<FkPlan>,
-    pub joints: Vec<JointGroup>,
-    /// (sequence, column) pairs to `setval` after the load.
-    pub sequences: Vec<(String, String)>,
-    /// CHECK constraints the server evaluates over candidate rows.
-    pub checked: ServerChecks,
-}
-
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub seed: u64,
-    /// In load order: parents first.
-    pub tables: Vec<TablePlan>,
-    pub tenant: Option<usize>,
-    /// Catalog indices of the tables planck must not touch.
-    pub excluded: Vec<usize>,
-    /// The tables left out (unless `--all-or-nothing`), each with its
-    /// cause (a cascade names the table it depends on).
-    pub skipped: Vec<Unseedable>,
-    /// The columns whose values or NULL share follow the recording's
-    /// `[observed]`, each with what followed it (for the summary).
-    pub followed_recording: Vec<String>,
-}
-
 /// The most rows of one table (as `--rows` allows).
 pub const MAX_TABLE_ROWS: u64 = 1_000_000_000_000;
 /// The most rows of a table whose rows planning holds one number for each
@@ -212,299 +75,6 @@ fn too_many(what: &str, rows: u64, opts: &Options, why: &str) -> Error {
         format!("{what} would get {rows} rows{scale}: too many ({why})"),
         "lower --scale or --rows, or the table's `rows` in the spec",
     )
-}
-
-/// A table planning found it cannot seed, or one that references such a
-/// table through a NOT NULL foreign key (a cascade).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Unseedable {
-    /// Catalog index.
-    pub cat: usize,
-    pub table: String,
-    /// What stops it, prefixed with the table (and column): `orders.total: ...`.
-    pub cause: String,
-    pub hints: Vec<String>,
-    /// A cascade: the unseedable table it depends on.
-    pub depends_on: Option<String>,
-}
-
-/// Where a row sits: its block (tenant), primary parent row and ordinal among its siblings.
-#[derive(Debug, Clone, Copy)]
-pub struct RowCtx {
-    pub row: u64,
-    pub block: usize,
-    pub parent_row: u64,
-    pub ordinal: u64,
-}
-
-const WITHIN_PARENT: usize = usize::MAX;
-
-impl Pick {
-    /// How a foreign key's values are picked, in words (for --verbose).
-    pub fn label(&self) -> String {
-        match self {
-            Pick::Primary => "primary parent".into(),
-            Pick::Tenant => "own tenant".into(),
-            Pick::SameTenant => "same tenant".into(),
-            Pick::Uniform => "uniform".into(),
-            Pick::SelfRef => "self reference".into(),
-            Pick::UniqueGlobal => "each parent once".into(),
-            Pick::DistinctInParent => "distinct within parent".into(),
-            Pick::Joint { group, digit } => format!("joint (group {group}, part {digit})"),
-        }
-    }
-}
-
-impl TablePlan {
-    /// The layout, for --verbose.
-    pub fn layout_name(&self) -> String {
-        match &self.layout {
-            Layout::Flat => "flat".into(),
-            Layout::Child { fk } => format!("under {}", self.fks[*fk].name),
-            Layout::PerParent { fk, .. } => format!("per row of {}", self.fks[*fk].name),
-        }
-    }
-}
-
-impl Plan {
-    pub fn ctx(&self, t: usize, row: u64) -> RowCtx {
-        let tp = &self.tables[t];
-        let block = if tp.cum.len() > 2 {
-            tp.cum
-                .partition_point(|&c| c <= row)
-                .saturating_sub(1)
-                .min(tp.cum.len() - 2)
-        } else {
-            0
-        };
-        let q = match &tp.layout {
-            Layout::PerParent { pcum, .. } => pcum.partition_point(|&c| c <= row).saturating_sub(1),
-            _ => 0,
-        };
-        self.ctx_at(t, row, block, q)
-    }
-
-    /// The contexts of rows `rows` of table `t`, in row order: each is
-    /// [`Plan::ctx`] of its row, but the block (and a `per` table's parent)
-    /// is searched for once and then moved forward, where [`Plan::ctx`]
-    /// searches for it again for every row.
-    pub fn ctxs(&self, t: usize, rows: std::ops::Range<u64>) -> impl Iterator<Item = RowCtx> + '_ {
-        let tp = &self.tables[t];
-        let (mut block, mut q) = (0, 0);
-        let start = rows.start;
-        rows.map(move |row| {
-            if row == start {
-                let first = self.ctx(t, row);
-                block = first.block;
-                if let Layout::PerParent { .. } = tp.layout {
-                    q = first.parent_row as usize;
-                }
-                return first;
-            }
-            // The largest block (at most the last) and parent whose first row
-            // is at or before `row`, as [`Plan::ctx`]'s searches find them.
-            while block + 2 < tp.cum.len() && tp.cum[block + 1] <= row {
-                block += 1;
-            }
-            if let Layout::PerParent { pcum, .. } = &tp.layout {
-                while q + 1 < pcum.len() && pcum[q + 1] <= row {
-                    q += 1;
-                }
-            }
-            self.ctx_at(t, row, block, q)
-        })
-    }
-
-    /// [`Plan::ctx`] of `row`, its block and (a `per` table) its parent found.
-    fn ctx_at(&self, t: usize, row: u64, block: usize, q: usize) -> RowCtx {
-        let tp = &self.tables[t];
-        let start = tp.cum.get(block).copied().unwrap_or(0);
-        match &tp.layout {
-            Layout::Flat => RowCtx {
-                row,
-                block,
-                parent_row: 0,
-                ordinal: row - start,
-            },
-            Layout::Child { fk } => {
-                let p = &self.tables[tp.fks[*fk].parent];
-                let cx = tp.cum[block + 1] - start;
-                let cp = p.cum[block + 1] - p.cum[block];
-                let k = row - start;
-                if cp == 0 || cx == 0 {
-                    return RowCtx {
-                        row,
-                        block,
-                        parent_row: 0,
-                        ordinal: 0,
-                    };
-                }
-                // In u64 when k * cp fits (every table of a few billion
-                // rows): a 128-bit division is several times slower, and
-                // this runs once per row and foreign key.
-                let (lq, k0) = match k.checked_mul(cp) {
-                    Some(kcp) => {
-                        let lq = kcp / cx;
-                        (lq, (lq * cx).div_ceil(cp))
-                    }
-                    None => {
-                        let (k, cp, cx) = (u128::from(k), u128::from(cp), u128::from(cx));
-                        let lq = k * cp / cx;
-                        (lq as u64, ((lq * cx).div_ceil(cp)) as u64)
-                    }
-                };
-                RowCtx {
-                    row,
-                    block,
-                    parent_row: p.cum[block] + lq,
-                    ordinal: k - k0,
-                }
-            }
-            Layout::PerParent { pcum, .. } => RowCtx {
-                row,
-                block,
-                parent_row: q as u64,
-                ordinal: row - pcum[q],
-            },
-        }
-    }
-
-    pub fn value(&self, t: usize, c: usize, ctx: &RowCtx) -> Val {
-        self.tables[t].cols[c].generator.eval(self, t, c, ctx)
-    }
-
-    pub fn joint_digit(&self, t: usize, group: usize, digit: usize, row: u64) -> u64 {
-        let g = &self.tables[t].joints[group];
-        if let Some(strict) = g.pairs {
-            let total = pair_count(g.radices[0], strict);
-            let (i, j) = pair_of(g.perm.apply(row % total.max(1)), strict);
-            return if digit == 0 { i } else { j };
-        }
-        let total: u64 = g.radices.iter().product();
-        let mut x = g.perm.apply(row % total.max(1));
-        for r in g.radices[digit + 1..].iter() {
-            x /= r;
-        }
-        x % g.radices[digit]
-    }
-
-    /// The parent row of foreign key `fk` in row `ctx`; `set`: never NULL
-    /// by choice (a nullable key's NULL share and first self reference).
-    fn fk_row(&self, t: usize, fk: usize, ctx: &RowCtx, set: bool) -> Option<u64> {
-        let tp = &self.tables[t];
-        let f = &tp.fks[fk];
-        let p = &self.tables[f.parent];
-        let h = rng::hash(self.seed, tp.key, f.key, ctx.row);
-        if !set && f.null_p > 0.0 && rng::null_draw(h, f.null_p) {
-            return None;
-        }
-        let nullable = f.nullable && !set;
-        if p.rows == 0 {
-            return None;
-        }
-        Some(match f.pick {
-            Pick::Primary => ctx.parent_row,
-            Pick::Tenant => ctx.block as u64,
-            Pick::SameTenant => {
-                let (a, b) = (p.cum[ctx.block], p.cum[ctx.block + 1]);
-                if b > a {
-                    a + rng::below(h, b - a)
-                } else if nullable {
-                    return None;
-                } else {
-                    rng::below(h, p.rows)
-                }
-            }
-            Pick::Uniform => rng::below(h, p.rows),
-            Pick::SelfRef => {
-                let start = if tp.cum.len() > 2 {
-                    tp.cum[ctx.block]
-                } else {
-                    0
-                };
-                if ctx.row == start {
-                    if nullable {
-                        return None;
-                    }
-                    ctx.row
-                } else if nullable {
-                    start + rng::below(h, ctx.row - start)
-                } else {
-                    start + rng::below(h, ctx.row - start + 1)
-                }
-            }
-            // Past the parent's rows a nullable unique key is NULL: taking a
-            // parent twice would repeat the key (calcom's
-            // `InstantMeetingToken.bookingId`, 4,000 tokens for 2,000 bookings).
-            Pick::UniqueGlobal if ctx.row >= p.rows && f.nullable => return None,
-            Pick::UniqueGlobal => {
-                Permutation::new(p.rows, f.key ^ self.seed).apply(ctx.row % p.rows)
-            }
-            Pick::DistinctInParent => (ctx.ordinal + rng::mix(ctx.parent_row ^ f.key)) % p.rows,
-            Pick::Joint { group, digit } => self.joint_digit(t, group, digit, ctx.row),
-        })
-    }
-
-    pub fn fk_value(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
-        self.fk_value_of(t, fk, part, ctx, false)
-    }
-
-    /// [`Plan::fk_value`] where a nullable key is set: a solved CHECK's
-    /// branch asks for a value (see [`crate::seed::check_solve`]).
-    pub fn fk_value_set(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
-        self.fk_value_of(t, fk, part, ctx, true)
-    }
-
-    fn fk_value_of(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx, set: bool) -> Val {
-        let f = &self.tables[t].fks[fk];
-        if let Pick::Joint { group, digit } = f.pick
-            && self.tables[t].joints[group].sorted
-        {
-            return self.sorted_pair_value(t, fk, group, digit, ctx.row);
-        }
-        match self.fk_row(t, fk, ctx, set) {
-            None => Val::Null,
-            Some(prow) => {
-                if f.parent == t && prow == ctx.row {
-                    // A row referencing itself: its own key value.
-                    return self.value(t, f.parent_cols[part], ctx);
-                }
-                let pc = f.parent_cols[part];
-                // Most keys are sequences: no need to place the parent row.
-                if let Gen::Sequence { start, step } = &self.tables[f.parent].cols[pc].generator {
-                    return Val::Int(start.wrapping_add((prow as i64).wrapping_mul(*step)));
-                }
-                let pctx = self.ctx(f.parent, prow);
-                self.value(f.parent, pc, &pctx)
-            }
-        }
-    }
-
-    /// One key of an ordered pair whose parent keys are not in row order:
-    /// the pair's two parent keys, the lower for digit 0.
-    fn sorted_pair_value(&self, t: usize, fk: usize, group: usize, digit: usize, row: u64) -> Val {
-        let f = &self.tables[t].fks[fk];
-        if self.tables[f.parent].rows == 0 {
-            return Val::Null;
-        }
-        let key = |d: usize| {
-            let prow = self.joint_digit(t, group, d, row);
-            let pctx = self.ctx(f.parent, prow);
-            self.value(f.parent, f.parent_cols[0], &pctx)
-        };
-        let (a, b) = (key(0), key(1));
-        let swap = match (&a, &b) {
-            (Val::Int(x), Val::Int(y)) => x > y,
-            (Val::Uuid(x), Val::Uuid(y)) => x > y,
-            _ => false,
-        };
-        let (lo, hi) = if swap { (b, a) } else { (a, b) };
-        if digit == 0 { lo } else { hi }
-    }
-
-    pub fn total_rows(&self) -> u64 {
-        self.tables.iter().map(|t| t.rows).sum()
-    }
 }
 
 /// A planning error about one table/column, with a hint.
@@ -1022,7 +592,7 @@ fn solve_checks(
     res: &Resolved,
     facts: &[ColFacts],
     checks: &[ServerCheck],
-) -> Vec<std::sync::Arc<check_solve::Solved>> {
+) -> Vec<std::sync::Arc<Solved>> {
     let mut taken: Vec<usize> = Vec::new();
     let mut out = Vec::new();
     for ch in checks.iter().filter(|c| c.domain_col.is_none()) {
@@ -1173,7 +743,7 @@ fn listed_parent_keys(
 
 /// Whether the facts of one CHECK fit the columns they name, so generators
 /// can honour them: a regex on a text column (not citext, whose `~` ignores
-/// case) within the subset [`shape::native_regex`] accepts, case and blanks
+/// case) within the subset [`regex::native_regex`] accepts, case and blanks
 /// on text, NULL patterns over nullable columns.
 fn native_fits(table: &crate::catalog::schema::Table, m: &BTreeMap<String, ColFacts>) -> bool {
     m.iter().all(|(name, f)| {
@@ -1184,7 +754,7 @@ fn native_fits(table: &crate::catalog::schema::Table, m: &BTreeMap<String, ColFa
         let text = col.kind.is_text() && !col.type_name.contains("citext");
         if let Some((p, icase)) = &f.regex
             && (!text
-                || shape::native_regex(
+                || regex::native_regex(
                     p,
                     *icase,
                     col.max_len.min(f.max_len).or(col.max_len.or(f.max_len)),
@@ -1213,7 +783,7 @@ fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Sh
         regex: f
             .regex
             .as_ref()
-            .and_then(|(p, i)| shape::native_regex(p, *i, max_len))
+            .and_then(|(p, i)| regex::native_regex(p, *i, max_len))
             .map(std::sync::Arc::new),
         pattern: f.regex.as_ref().map(|r| r.0.clone()),
         lower: f.lower,
@@ -2301,7 +1871,7 @@ fn uniqueness(
                         } = &g2
                         {
                             // Row numbers in base 36 (`1`..`zzz` in varchar(3)).
-                            let digits = super::generate::base36(tp.rows).len();
+                            let digits = crate::seed::row::generate::base36(tp.rows).len();
                             if *m < digits {
                                 let allowed = 36u64.saturating_pow(*m as u32) - 1;
                                 if sized_by_spec || from_spec {
@@ -2633,42 +2203,6 @@ pub fn build_skipping(
     plan.excluded.dedup();
     plan.skipped = list;
     Ok(plan)
-}
-
-impl Unseedable {
-    /// The spec line that settles the table for good: leaving it out (the
-    /// hints say how to seed it instead). Written as the spec names tables.
-    pub fn spec_fix(&self) -> String {
-        format!("exclude = [{}]", toml_string(&self.table))
-    }
-
-    pub(crate) fn of(cat: usize, table: &str, err: &Error) -> Unseedable {
-        let cause = match err {
-            Error::Seed {
-                table,
-                column,
-                message,
-                ..
-            } => match column {
-                Some(c) => format!("{table}.{c}: {message}"),
-                None => format!("{table}: {message}"),
-            },
-            Error::CheckUnsatisfied { table, message, .. } => format!("{table}: {message}"),
-            e => format!("{table}: {e}"),
-        };
-        Unseedable {
-            cat,
-            table: table.to_string(),
-            cause,
-            hints: err.hints(),
-            depends_on: None,
-        }
-    }
-}
-
-/// `s` as a TOML basic string.
-fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
 }
 
 /// The one error that lists every table planning cannot seed.
@@ -3357,6 +2891,7 @@ mod plan_tests {
 
     use super::*;
     use crate::catalog::schema::{Check, Column, ForeignKey, Table, Unique};
+    use crate::seed::row::plan::RowCtx;
 
     fn col(attnum: i16, name: &str, kind: TypeKind, seq: bool) -> Column {
         Column {
@@ -3734,25 +3269,5 @@ mod plan_tests {
                 );
             }
         }
-    }
-
-    /// Issue 9 point 4: the k-th ordered pair enumerates each pair once.
-    #[test]
-    fn ordered_pairs_are_enumerated_once_each() {
-        for strict in [true, false] {
-            for n in [1u64, 2, 7, 100] {
-                let total = pair_count(n, strict);
-                let pairs: HashSet<(u64, u64)> = (0..total).map(|k| pair_of(k, strict)).collect();
-                assert_eq!(pairs.len() as u64, total, "n {n} strict {strict}");
-                for (i, j) in pairs {
-                    assert!(
-                        j < n && if strict { i < j } else { i <= j },
-                        "({i}, {j}) of {n}"
-                    );
-                }
-            }
-        }
-        assert_eq!(pair_count(7, true), 21);
-        assert_eq!(pair_count(7, false), 28);
     }
 }
