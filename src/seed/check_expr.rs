@@ -485,6 +485,16 @@ fn conjunct(e: &Ex, vn: Option<&str>, ok: Accept, out: &mut BTreeMap<String, Col
             }
             None => false,
         },
+        Ex::Cmp(..) => comparison(e, vn, out),
+        _ => false,
+    }
+}
+
+/// A comparison read into facts: a regex or LIKE pattern, a NULL pattern
+/// (`(a IS NULL) <> (b IS NULL)`, `num_nonnulls(...)`), case and blanks
+/// (`col = lower(col)`), not empty, or a bound (see [`bound`]).
+fn comparison(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> bool {
+    match e {
         Ex::Cmp(l, op, r) if op == "~" || op == "~*" || op == "~~" => {
             let (Some(c), Ex::Lit(Lit::Str(p))) = (col_of(l, vn), &**r) else {
                 return false;
@@ -608,49 +618,55 @@ fn conjunct(e: &Ex, vn: Option<&str>, ok: Accept, out: &mut BTreeMap<String, Col
                 None => false,
             }
         }
-        Ex::Cmp(l, op, r) => match (&**l, &**r) {
-            (Ex::Lit(lit), _) if col_of(r, vn).is_some() => {
-                let c = col_of(r, vn).unwrap_or_default();
-                apply_bound(out.entry(c).or_default(), flip(op), lit.clone())
-            }
-            (_, Ex::Lit(lit)) => {
-                if let Some(c) = col_of(l, vn) {
-                    return apply_bound(out.entry(c).or_default(), op, lit.clone());
-                }
-                if let Ex::Func(f, args) = &**l
-                    && (f == "length" || f == "char_length" || f == "octet_length")
-                    && args.len() == 1
-                    && let (Some(c), Lit::Num(n)) = (col_of(&args[0], vn), lit)
-                {
-                    let n = *n as i64;
-                    let e = out.entry(c).or_default();
-                    match op.as_str() {
-                        "<=" => e.max_len = Some(n.max(0) as usize),
-                        "<" => e.max_len = Some((n - 1).max(0) as usize),
-                        ">" => e.min_len = Some((n + 1).max(0) as usize),
-                        ">=" => e.min_len = Some(n.max(0) as usize),
-                        _ => return false,
-                    }
-                    return true;
-                }
-                false
-            }
-            _ => match (col_of(l, vn), col_of(r, vn)) {
-                (Some(a), Some(b)) => {
-                    let (hi, lo, strict) = match op.as_str() {
-                        "<" => (b, a, true),
-                        "<=" => (b, a, false),
-                        ">" => (a, b, true),
-                        ">=" => (a, b, false),
-                        _ => return false,
-                    };
-                    out.entry(hi).or_default().after.push((lo, strict));
-                    true
-                }
-                _ => false,
-            },
-        },
+        Ex::Cmp(l, op, r) => bound(l, op, r, vn, out),
         _ => false,
+    }
+}
+
+/// `col <op> literal` (either side): a bound, a value or an excluded one;
+/// `length(col) <op> n`: a length limit; `a <op> b`: an order between columns.
+fn bound(l: &Ex, op: &str, r: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> bool {
+    match (l, r) {
+        (Ex::Lit(lit), _) if col_of(r, vn).is_some() => {
+            let c = col_of(r, vn).unwrap_or_default();
+            apply_bound(out.entry(c).or_default(), flip(op), lit.clone())
+        }
+        (_, Ex::Lit(lit)) => {
+            if let Some(c) = col_of(l, vn) {
+                return apply_bound(out.entry(c).or_default(), op, lit.clone());
+            }
+            if let Ex::Func(f, args) = l
+                && (f == "length" || f == "char_length" || f == "octet_length")
+                && args.len() == 1
+                && let (Some(c), Lit::Num(n)) = (col_of(&args[0], vn), lit)
+            {
+                let n = *n as i64;
+                let e = out.entry(c).or_default();
+                match op {
+                    "<=" => e.max_len = Some(n.max(0) as usize),
+                    "<" => e.max_len = Some((n - 1).max(0) as usize),
+                    ">" => e.min_len = Some((n + 1).max(0) as usize),
+                    ">=" => e.min_len = Some(n.max(0) as usize),
+                    _ => return false,
+                }
+                return true;
+            }
+            false
+        }
+        _ => match (col_of(l, vn), col_of(r, vn)) {
+            (Some(a), Some(b)) => {
+                let (hi, lo, strict) = match op {
+                    "<" => (b, a, true),
+                    "<=" => (b, a, false),
+                    ">" => (a, b, true),
+                    ">=" => (a, b, false),
+                    _ => return false,
+                };
+                out.entry(hi).or_default().after.push((lo, strict));
+                true
+            }
+            _ => false,
+        },
     }
 }
 

@@ -443,24 +443,7 @@ async fn load_table_on(
     // User triggers are off for the load, the TRUNCATE included (ON
     // TRUNCATE triggers), and on again before the commit.
     let triggers = disable_triggers(&tx, tp.oid).await?;
-    if truncate {
-        // ONLY: an old-style inheritance parent's children are tables the
-        // plan loads on their own (a partitioned table cannot be ONLY).
-        let only = if tp.partitioned { "" } else { "ONLY " };
-        tx.batch_execute(&format!("TRUNCATE {only}{}", tp.qualified))
-            .await
-            .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
-    } else {
-        // Shards of one set load a table one at a time: each drops and
-        // re-creates the table's indexes, which must not interleave (the
-        // lock TRUNCATE takes in an unsharded run).
-        tx.batch_execute(&format!(
-            "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
-            tp.qualified
-        ))
-        .await
-        .map_err(|e| Error::db(format!("locking {}", tp.display), e))?;
-    }
+    empty_or_lock(&tx, tp, truncate).await?;
     // Indexes and key constraints are dropped and re-created inside this
     // transaction: bulk index builds beat row-by-row maintenance, and if the
     // load fails or is killed, the rollback brings them back untouched.
@@ -475,59 +458,17 @@ async fn load_table_on(
             .map_err(|e| Error::db(format!("preparing {}", tp.display), e))?;
     }
     let cols: Vec<usize> = (0..tp.cols.len()).filter(|c| tp.cols[*c].include).collect();
-    let list = cols
-        .iter()
-        .map(|c| quote_ident(&tp.cols[*c].name))
-        .collect::<Vec<_>>()
-        .join(", ");
     if cols.is_empty() {
         // Nothing to COPY (a table without columns, or only generated ones).
-        for c in &creates {
-            tx.batch_execute(c)
-                .await
-                .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
-        }
-        enable_triggers(&tx, &triggers).await?;
-        tx.commit()
-            .await
-            .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
-        let now = Instant::now();
-        return Ok(Outcome {
-            rows: 0,
-            bytes: 0,
-            span: (now, now),
-            triggers: triggers.len(),
-            kept,
-        });
+        return commit_without_rows(tx, tp, &creates, &triggers, kept).await;
     }
-    let freeze = if truncate && !tp.partitioned {
-        ", FREEZE"
-    } else {
-        ""
-    };
     // CHECKs the server decides: each row's accepted attempt, before the COPY.
     let settled = server_check::settle(&tx, &plan, t, range.clone(), &pool).await?;
     if trace && let Some((_, st)) = &settled {
-        eprintln!(
-            "planck: {}: CHECK {} evaluated by the server: acceptance {:.1}% ({} candidates for {} rows, {} set to NULL)",
-            tp.display,
-            tp.checked
-                .checks
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            st.acceptance() * 100.0,
-            st.candidates,
-            st.rows,
-            st.nulls
-        );
+        trace_settled(tp, st);
     }
     let attempts = Arc::new(settled.map(|s| s.0));
-    let stmt = format!(
-        "COPY {} ({list}) FROM STDIN (FORMAT binary{freeze})",
-        tp.qualified
-    );
+    let stmt = copy_statement(tp, &cols, truncate);
     let sink = tx
         .copy_in::<_, Bytes>(&stmt)
         .await
@@ -538,87 +479,20 @@ async fn load_table_on(
     let (txq, mut rxq) = mpsc::channel::<(BytesMut, u64)>(4);
     let window = pool.current_num_threads().max(1) * 2;
     let gen_nanos = Arc::new(AtomicU64::new(0));
-    let producer = {
-        let gen_nanos = gen_nanos.clone();
-        let plan = plan.clone();
-        let cancel = cancel.clone();
-        let cols = cols.clone();
-        let attempts = attempts.clone();
-        std::thread::spawn(move || {
-            let mut next = range.start;
-            let limit = match fault {
-                Some(Fault::PanicAfter(n) | Fault::StopAfter(n)) => range.start + n,
-                None => u64::MAX,
-            };
-            let mut rows_per_chunk: u64 = 2048;
-            let mut first = true;
-            while next < range.end && !cancel.load(Ordering::Relaxed) {
-                if next >= limit {
-                    // The test-only fault (see [`Fault`]): a generator that
-                    // dies, or one that stops early without a word.
-                    match fault {
-                        Some(Fault::PanicAfter(_)) => panic!("injected generator failure"),
-                        _ => return,
-                    }
-                }
-                let mut ranges = Vec::new();
-                for _ in 0..window {
-                    if next >= range.end {
-                        break;
-                    }
-                    let end = (next + rows_per_chunk).min(range.end);
-                    ranges.push(next..end);
-                    next = end;
-                }
-                let tg = Instant::now();
-                let chunks: Vec<(BytesMut, u64)> = pool.install(|| {
-                    use rayon::prelude::*;
-                    ranges
-                        .par_iter()
-                        .map(|r| {
-                            (
-                                server_check::encode_chunk(
-                                    &plan,
-                                    t,
-                                    &cols,
-                                    r.clone(),
-                                    CHUNK_BYTES + (CHUNK_BYTES >> 2),
-                                    attempts.as_ref().as_ref(),
-                                ),
-                                r.end - r.start,
-                            )
-                        })
-                        .collect()
-                });
-                gen_nanos.fetch_add(tg.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                // Aim for chunks of CHUNK_BYTES.
-                let (bytes, rows): (usize, u64) = chunks
-                    .iter()
-                    .fold((0, 0), |a, c| (a.0 + c.0.len(), a.1 + c.1));
-                if rows > 0 && bytes > 0 {
-                    let per_row = (bytes as f64 / rows as f64).max(1.0);
-                    rows_per_chunk = ((CHUNK_BYTES as f64 / per_row) as u64).clamp(64, 1 << 20);
-                }
-                for (mut c, n) in chunks {
-                    if first {
-                        let mut h = BytesMut::with_capacity(c.len() + copy::HEADER.len());
-                        h.put_slice(copy::HEADER);
-                        h.put_slice(&c);
-                        c = h;
-                        first = false;
-                    }
-                    if txq.blocking_send((c, n)).is_err() {
-                        return;
-                    }
-                }
-            }
-            if first {
-                let mut h = BytesMut::new();
-                h.put_slice(copy::HEADER);
-                let _ = txq.blocking_send((h, 0));
-            }
-        })
-    };
+    let producer = Producer {
+        plan: plan.clone(),
+        t,
+        range,
+        cols: cols.clone(),
+        attempts: attempts.clone(),
+        pool,
+        cancel: cancel.clone(),
+        fault,
+        window,
+        gen_nanos: gen_nanos.clone(),
+        txq,
+    }
+    .spawn();
     let mut bytes_sent = 0u64;
     let mut rows_sent = 0u64;
     let mut send_nanos = 0u64;
@@ -644,17 +518,7 @@ async fn load_table_on(
     // A generator that panicked closed the channel early: that must fail the
     // table (the transaction rolls back), never commit what came before.
     if let Err(panic) = producer.join() {
-        let why = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
-        return Err(Error::Seed {
-            table: tp.display.clone(),
-            column: None,
-            message: format!("a generator thread failed ({why}); the table's load was rolled back"),
-            hint: Some("this is a bug in planck: please report it with the spec".into()),
-        });
+        return Err(generator_failed(tp, panic));
     }
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Interrupted {
@@ -672,29 +536,14 @@ async fn load_table_on(
         .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
     if n != expected {
         // Returning drops the transaction: the server rolls the COPY back.
-        return Err(Error::Seed {
-            table: tp.display.clone(),
-            column: None,
-            message: format!(
-                "COPY wrote {n} rows where {expected} were generated; the table's load was rolled back"
-            ),
-            hint: Some("this is a bug in planck: please report it with the spec".into()),
-        });
+        return Err(wrong_count(tp, n, expected));
     }
     if let Some(pb) = &bar {
         pb.set_message("indexing".to_string());
     }
     let copy_secs = started.elapsed().as_secs_f64();
     let copy_span = (started, Instant::now());
-    for c in &creates {
-        let t0 = Instant::now();
-        tx.batch_execute(c)
-            .await
-            .map_err(|e| loaded_twice(e, truncate, &tp.display, "re-creating an index of"))?;
-        if trace {
-            eprintln!("planck:   {:.2} s {c}", t0.elapsed().as_secs_f64());
-        }
-    }
+    recreate_indexes(&tx, tp, &creates, truncate, trace).await?;
     if trace {
         eprintln!(
             "planck: {}: copy {copy_secs:.2} s (generating {:.2} s, sending {:.2} s), total {:.2} s",
@@ -719,6 +568,258 @@ async fn load_table_on(
         triggers: triggers.len(),
         kept,
     })
+}
+
+/// The table's `COPY ... FROM STDIN` of columns `cols` (`FREEZE` into a
+/// table this transaction truncated).
+fn copy_statement(tp: &TablePlan, cols: &[usize], truncate: bool) -> String {
+    let list = cols
+        .iter()
+        .map(|c| quote_ident(&tp.cols[*c].name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let freeze = if truncate && !tp.partitioned {
+        ", FREEZE"
+    } else {
+        ""
+    };
+    format!(
+        "COPY {} ({list}) FROM STDIN (FORMAT binary{freeze})",
+        tp.qualified
+    )
+}
+
+/// The table's error for a COPY that wrote another number of rows than
+/// were generated.
+fn wrong_count(tp: &TablePlan, n: u64, expected: u64) -> Error {
+    Error::Seed {
+        table: tp.display.clone(),
+        column: None,
+        message: format!(
+            "COPY wrote {n} rows where {expected} were generated; the table's load was rolled back"
+        ),
+        hint: Some("this is a bug in planck: please report it with the spec".into()),
+    }
+}
+
+/// `TRUNCATE` the table (`truncate`), else lock it: shards of one set load
+/// a table one at a time.
+async fn empty_or_lock(
+    tx: &tokio_postgres::Transaction<'_>,
+    tp: &TablePlan,
+    truncate: bool,
+) -> Result<()> {
+    if truncate {
+        // ONLY: an old-style inheritance parent's children are tables the
+        // plan loads on their own (a partitioned table cannot be ONLY).
+        let only = if tp.partitioned { "" } else { "ONLY " };
+        tx.batch_execute(&format!("TRUNCATE {only}{}", tp.qualified))
+            .await
+            .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
+    } else {
+        // Shards of one set load a table one at a time: each drops and
+        // re-creates the table's indexes, which must not interleave (the
+        // lock TRUNCATE takes in an unsharded run).
+        tx.batch_execute(&format!(
+            "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+            tp.qualified
+        ))
+        .await
+        .map_err(|e| Error::db(format!("locking {}", tp.display), e))?;
+    }
+    Ok(())
+}
+
+/// A table with nothing to COPY: its indexes back, its triggers on, committed.
+async fn commit_without_rows(
+    tx: tokio_postgres::Transaction<'_>,
+    tp: &TablePlan,
+    creates: &[String],
+    triggers: &[crate::seed::conn::Trigger],
+    kept: Vec<String>,
+) -> Loaded {
+    for c in creates {
+        tx.batch_execute(c)
+            .await
+            .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
+    }
+    enable_triggers(&tx, triggers).await?;
+    tx.commit()
+        .await
+        .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
+    let now = Instant::now();
+    Ok(Outcome {
+        rows: 0,
+        bytes: 0,
+        span: (now, now),
+        triggers: triggers.len(),
+        kept,
+    })
+}
+
+/// `--verbose` at trace level: how the server's CHECKs settled the rows.
+fn trace_settled(tp: &TablePlan, st: &server_check::Settled) {
+    eprintln!(
+        "planck: {}: CHECK {} evaluated by the server: acceptance {:.1}% ({} candidates for {} rows, {} set to NULL)",
+        tp.display,
+        tp.checked
+            .checks
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        st.acceptance() * 100.0,
+        st.candidates,
+        st.rows,
+        st.nulls
+    );
+}
+
+/// The table's error for a generator thread that panicked.
+fn generator_failed(tp: &TablePlan, panic: Box<dyn std::any::Any + Send>) -> Error {
+    let why = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    Error::Seed {
+        table: tp.display.clone(),
+        column: None,
+        message: format!("a generator thread failed ({why}); the table's load was rolled back"),
+        hint: Some("this is a bug in planck: please report it with the spec".into()),
+    }
+}
+
+/// Re-creates the table's indexes after its COPY (each timed at trace level).
+async fn recreate_indexes(
+    tx: &tokio_postgres::Transaction<'_>,
+    tp: &TablePlan,
+    creates: &[String],
+    truncate: bool,
+    trace: bool,
+) -> Result<()> {
+    for c in creates {
+        let t0 = Instant::now();
+        tx.batch_execute(c)
+            .await
+            .map_err(|e| loaded_twice(e, truncate, &tp.display, "re-creating an index of"))?;
+        if trace {
+            eprintln!("planck:   {:.2} s {c}", t0.elapsed().as_secs_f64());
+        }
+    }
+    Ok(())
+}
+
+/// The thread that generates a table's rows: rayon encodes windows of
+/// chunks in parallel, in row order, into a bounded queue the COPY drains.
+struct Producer {
+    plan: Arc<Plan>,
+    t: usize,
+    range: std::ops::Range<u64>,
+    cols: Vec<usize>,
+    attempts: Arc<Option<crate::seed::row::attempt::Attempts>>,
+    pool: Arc<rayon::ThreadPool>,
+    cancel: Arc<AtomicBool>,
+    fault: Option<Fault>,
+    /// Chunks encoded in parallel at a time.
+    window: usize,
+    /// Time spent generating (for `--verbose` at trace level).
+    gen_nanos: Arc<AtomicU64>,
+    txq: mpsc::Sender<(BytesMut, u64)>,
+}
+
+impl Producer {
+    fn spawn(self) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || self.run())
+    }
+
+    fn run(self) {
+        let Producer {
+            plan,
+            t,
+            range,
+            cols,
+            attempts,
+            pool,
+            cancel,
+            fault,
+            window,
+            gen_nanos,
+            txq,
+        } = self;
+        let mut next = range.start;
+        let limit = match fault {
+            Some(Fault::PanicAfter(n) | Fault::StopAfter(n)) => range.start + n,
+            None => u64::MAX,
+        };
+        let mut rows_per_chunk: u64 = 2048;
+        let mut first = true;
+        while next < range.end && !cancel.load(Ordering::Relaxed) {
+            if next >= limit {
+                // The test-only fault (see [`Fault`]): a generator that
+                // dies, or one that stops early without a word.
+                match fault {
+                    Some(Fault::PanicAfter(_)) => panic!("injected generator failure"),
+                    _ => return,
+                }
+            }
+            let mut ranges = Vec::new();
+            for _ in 0..window {
+                if next >= range.end {
+                    break;
+                }
+                let end = (next + rows_per_chunk).min(range.end);
+                ranges.push(next..end);
+                next = end;
+            }
+            let tg = Instant::now();
+            let chunks: Vec<(BytesMut, u64)> = pool.install(|| {
+                use rayon::prelude::*;
+                ranges
+                    .par_iter()
+                    .map(|r| {
+                        (
+                            server_check::encode_chunk(
+                                &plan,
+                                t,
+                                &cols,
+                                r.clone(),
+                                CHUNK_BYTES + (CHUNK_BYTES >> 2),
+                                attempts.as_ref().as_ref(),
+                            ),
+                            r.end - r.start,
+                        )
+                    })
+                    .collect()
+            });
+            gen_nanos.fetch_add(tg.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            // Aim for chunks of CHUNK_BYTES.
+            let (bytes, rows): (usize, u64) = chunks
+                .iter()
+                .fold((0, 0), |a, c| (a.0 + c.0.len(), a.1 + c.1));
+            if rows > 0 && bytes > 0 {
+                let per_row = (bytes as f64 / rows as f64).max(1.0);
+                rows_per_chunk = ((CHUNK_BYTES as f64 / per_row) as u64).clamp(64, 1 << 20);
+            }
+            for (mut c, n) in chunks {
+                if first {
+                    let mut h = BytesMut::with_capacity(c.len() + copy::HEADER.len());
+                    h.put_slice(copy::HEADER);
+                    h.put_slice(&c);
+                    c = h;
+                    first = false;
+                }
+                if txq.blocking_send((c, n)).is_err() {
+                    return;
+                }
+            }
+        }
+        if first {
+            let mut h = BytesMut::new();
+            h.put_slice(copy::HEADER);
+            let _ = txq.blocking_send((h, 0));
+        }
+    }
 }
 
 /// Refuses to empty tables that rows planck leaves alone reference. Tables
@@ -990,21 +1091,7 @@ pub async fn run(
     // A signal before anything is dropped: stop with nothing to undo.
     signals.check("nothing was written")?;
     bookkeeping::ensure(&mut admin).await?;
-    let seeded = seeded_oids(&plan, opts);
-    let dropped = match save_and_drop(&mut admin, &seeded).await {
-        Ok(n) => n,
-        Err(e) => {
-            // Nothing was dropped (one transaction): leave nothing behind.
-            if !sharded {
-                let _ = bookkeeping::clean_up(&admin).await;
-            }
-            return Err(e);
-        }
-    };
-    log.debug(&format!(
-        "dropped {dropped} foreign key(s), saved in {}",
-        bookkeeping::TABLE
-    ));
+    save_keys(&mut admin, &seeded_oids(&plan, opts), sharded, log).await?;
 
     let started = Instant::now();
     let (results, stopped) = load_tables(conn, &plan, opts, signals, log).await?;
@@ -1017,22 +1104,7 @@ pub async fn run(
         .iter()
         .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|o| (*t, (o.bytes, *secs))))
         .collect();
-    let mut notes = LoadNotes {
-        event_triggers,
-        tables_kept: opts.kept_names.clone(),
-        ..LoadNotes::default()
-    };
-    for (t, (r, _)) in &results {
-        if let (Ok(o), Some(tp)) = (r, plan.tables.get(*t)) {
-            if o.triggers > 0 {
-                notes.triggers_disabled += o.triggers;
-                notes.trigger_tables += 1;
-            }
-            for k in &o.kept {
-                notes.kept_in_place.push(format!("{}: {k}", tp.display));
-            }
-        }
-    }
+    let notes = load_notes(&plan, opts, event_triggers, &results);
 
     // Restore, whatever happened. A shard restores the set's foreign keys
     // only when it is the last of the set still running (others may be
@@ -1052,26 +1124,7 @@ pub async fn run(
     } else {
         true
     };
-    let restore = if !alone {
-        Ok(Restored {
-            pending: bookkeeping::pending(&admin)
-                .await?
-                .iter()
-                .filter(|p| p.kind == "fk")
-                .map(PendingConstraint::label)
-                .collect(),
-            ..Restored::default()
-        })
-    } else {
-        let unmatched = if sharded {
-            Unmatched::Keep
-        } else if failed_load {
-            Unmatched::Empty
-        } else {
-            Unmatched::Fail
-        };
-        restore_all(conn, opts.threads, unmatched).await
-    };
+    let restore = restore_keys(conn, &admin, opts.threads, alone, sharded, failed_load).await?;
     let index_seconds = t_restore.elapsed().as_secs_f64();
     if alone && let Ok(r) = &restore {
         for m in &r.inapplicable {
@@ -1125,23 +1178,8 @@ pub async fn run(
             "see the warnings above; `planck seed --restore` retries",
         ));
     }
-    // Say once what the final restore left: the only true account of the
-    // saved foreign keys after a shard.
     if sharded {
-        if !restored.pending.is_empty() {
-            log.info(&format!(
-                "{} foreign key(s) stay saved in {} until the other shards are loaded \
-                 (the shard that completes the set restores and validates them): {}",
-                restored.pending.len(),
-                bookkeeping::TABLE,
-                restored.pending.join(", ")
-            ));
-        } else if !restored.restored.is_empty() {
-            log.info(&format!(
-                "restored and validated {} foreign key(s) saved by the shards; nothing is left saved",
-                restored.restored.len()
-            ));
-        }
+        log_shard_keys(&restored, log);
     }
 
     let t_vacuum = Instant::now();
@@ -1158,6 +1196,104 @@ pub async fn run(
         index_seconds,
         vacuum_seconds,
     })
+}
+
+/// Saves and drops the foreign keys touching the seeded tables `seeded`;
+/// on failure (nothing was dropped: one transaction) leaves nothing behind.
+async fn save_keys(admin: &mut Client, seeded: &[u32], sharded: bool, log: Log) -> Result<()> {
+    let dropped = match save_and_drop(admin, seeded).await {
+        Ok(n) => n,
+        Err(e) => {
+            // Nothing was dropped (one transaction): leave nothing behind.
+            if !sharded {
+                let _ = bookkeeping::clean_up(admin).await;
+            }
+            return Err(e);
+        }
+    };
+    log.debug(&format!(
+        "dropped {dropped} foreign key(s), saved in {}",
+        bookkeeping::TABLE
+    ));
+    Ok(())
+}
+
+/// What the load did to the schema's machinery, from each table's outcome.
+fn load_notes(
+    plan: &Plan,
+    opts: &LoadOptions,
+    event_triggers: Vec<String>,
+    results: &BTreeMap<usize, (Loaded, f64)>,
+) -> LoadNotes {
+    let mut notes = LoadNotes {
+        event_triggers,
+        tables_kept: opts.kept_names.clone(),
+        ..LoadNotes::default()
+    };
+    for (t, (r, _)) in results {
+        if let (Ok(o), Some(tp)) = (r, plan.tables.get(*t)) {
+            if o.triggers > 0 {
+                notes.triggers_disabled += o.triggers;
+                notes.trigger_tables += 1;
+            }
+            for k in &o.kept {
+                notes.kept_in_place.push(format!("{}: {k}", tp.display));
+            }
+        }
+    }
+    notes
+}
+
+/// Restores the saved foreign keys after the load (`alone`: no other shard
+/// of the set is still loading, else they all stay saved): kept saved
+/// for the set (a shard), the referencing tables emptied after a failed
+/// load, an error when a key of a complete load does not hold.
+async fn restore_keys(
+    conn: &ConnInfo,
+    admin: &Client,
+    threads: usize,
+    alone: bool,
+    sharded: bool,
+    failed_load: bool,
+) -> Result<Result<Restored>> {
+    if !alone {
+        return Ok(Ok(Restored {
+            pending: bookkeeping::pending(admin)
+                .await?
+                .iter()
+                .filter(|p| p.kind == "fk")
+                .map(PendingConstraint::label)
+                .collect(),
+            ..Restored::default()
+        }));
+    }
+    let unmatched = if sharded {
+        Unmatched::Keep
+    } else if failed_load {
+        Unmatched::Empty
+    } else {
+        Unmatched::Fail
+    };
+    Ok(restore_all(conn, threads, unmatched).await)
+}
+
+/// Says once what the final restore of a shard left: the only true account
+/// of the saved foreign keys after a shard.
+fn log_shard_keys(restored: &Restored, log: Log) {
+    if !restored.pending.is_empty() {
+        log.info(&format!(
+            "{} foreign key(s) stay saved in {} until the other shards are loaded \
+             (the shard that completes the set restores and validates them): {}",
+            restored.pending.len(),
+            bookkeeping::TABLE,
+            restored.pending.join(", ")
+        ));
+    } else if !restored.restored.is_empty() {
+        log.info(&format!(
+            "restored and validated {} foreign key(s) saved by the shards; nothing is left saved",
+            restored.restored.len()
+        ));
+    }
 }
 
 /// Whether a table's failed load is that table's own problem, which leaves

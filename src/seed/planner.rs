@@ -380,9 +380,42 @@ fn check_facts(
     referenced: &[usize],
     listed: &HashMap<usize, std::sync::Arc<Vec<Val>>>,
 ) -> Result<(Vec<ColFacts>, ServerChecks)> {
-    // A foreign key's value is its parent's key: a fact on it holds only
-    // when every key the parent holds meets it (a reference table's).
-    let honoured = |m: &BTreeMap<String, ColFacts>| {
+    let r = Reading {
+        table,
+        ci,
+        display,
+        res,
+        listed,
+    };
+    let (mut facts, mut checks) = table_check_facts(&r)?;
+    domain_check_facts(&r, &mut facts, &mut checks)?;
+    let solved = solve_checks(table, ci, res, &facts, &checks);
+    let (redraw, nullable) = redrawn(table, referenced, &facts, &checks);
+    Ok((
+        facts,
+        ServerChecks {
+            checks,
+            redraw,
+            nullable,
+            solved,
+        },
+    ))
+}
+
+/// A table's CHECKs being read by [`check_facts`].
+struct Reading<'a> {
+    table: &'a crate::catalog::schema::Table,
+    ci: usize,
+    display: &'a str,
+    res: &'a Resolved<'a>,
+    listed: &'a HashMap<usize, std::sync::Arc<Vec<Val>>>,
+}
+
+impl Reading<'_> {
+    /// A foreign key's value is its parent's key: a fact on it holds only
+    /// when every key the parent holds meets it (a reference table's).
+    fn honoured(&self, m: &BTreeMap<String, ColFacts>) -> bool {
+        let table = self.table;
         m.iter().all(|(name, f)| {
             let Some(c) = table.column(name) else {
                 return true;
@@ -390,18 +423,19 @@ fn check_facts(
             if !table.fks.iter().any(|k| k.cols.contains(&c)) || !check_expr::bounds_values(f) {
                 return true;
             }
-            listed.get(&c).is_some_and(|keys| {
+            self.listed.get(&c).is_some_and(|keys| {
                 !keys.is_empty() && keys.iter().all(|k| check_expr::admits(f, k))
             })
         })
-    };
-    // A column the spec gives a generator keeps it: a shape (regex, case,
-    // NULL pattern) would overwrite its values, so the server checks them.
-    let spec_shaped = |m: &BTreeMap<String, ColFacts>| {
+    }
+
+    /// A column the spec gives a generator keeps it: a shape (regex, case,
+    /// NULL pattern) would overwrite its values, so the server checks them.
+    fn spec_shaped(&self, m: &BTreeMap<String, ColFacts>) -> bool {
         m.iter().any(|(name, f)| {
-            table
+            self.table
                 .column(name)
-                .is_some_and(|c| res.columns.contains_key(&(ci, c)))
+                .is_some_and(|c| self.res.columns.contains_key(&(self.ci, c)))
                 && (f.regex.is_some()
                     || f.lower
                     || f.trim
@@ -409,17 +443,45 @@ fn check_facts(
                     || f.nulls.is_some()
                     || f.is_null)
         })
-    };
-    let mut facts: Vec<ColFacts> = Vec::new();
-    let mut checks: Vec<ServerCheck> = Vec::new();
-    let unreadable = |def: &str, col: Option<&str>| {
+    }
+
+    fn unreadable(&self, def: &str, col: Option<&str>) -> Error {
         seed_err(
-            display,
+            self.display,
             col,
             format!("cannot read the CHECK definition `{def}`"),
             "this is a bug in planck: please report it with the schema",
         )
-    };
+    }
+
+    /// An OR whose branches ask different things of several columns (koji's
+    /// `cg_sane`, concourse's `addr_when_running`, hatchet's `auth_method`
+    /// branches) read natively keeps one branch for every row: the solver
+    /// takes it instead, a branch per row (issue 30). Not when its reading
+    /// is a NULL group, which varies per row already (`p IS NULL OR q IS
+    /// NULL`), when a branch is beyond the solver, or when a column is a
+    /// foreign key to a listed table (the native reading picks the branch
+    /// those keys honour).
+    fn per_row(&self, ch: &crate::catalog::schema::Check) -> bool {
+        let table = self.table;
+        ch.cols.len() >= 2
+            && check_expr::is_or(&ch.def)
+            && !ch.cols.iter().any(|c| {
+                self.listed.contains_key(c) && table.fks.iter().any(|k| k.cols.contains(c))
+            })
+            && !check_expr::facts(&ch.def, None)
+                .is_some_and(|m| m.values().any(|f| f.nulls.is_some()))
+            && check_solve::solve(table, &ch.name, &ch.def)
+                .is_some_and(|s| s.branches.len() >= 2 && s.branches.iter().all(|b| !b.opaque))
+    }
+}
+
+/// The facts of the table's own CHECKs, and the CHECKs left to the server.
+fn table_check_facts(r: &Reading) -> Result<(Vec<ColFacts>, Vec<ServerCheck>)> {
+    let table = r.table;
+    let honoured = |m: &BTreeMap<String, ColFacts>| r.honoured(m);
+    let mut facts: Vec<ColFacts> = Vec::new();
+    let mut checks: Vec<ServerCheck> = Vec::new();
     // Facts are merged CHECK by CHECK, and an OR keeps one branch for every
     // row: branches kept apart can contradict each other or another CHECK
     // (supabase-auth's `provider_type IN ('oauth2', 'oidc')` with
@@ -427,26 +489,6 @@ fn check_facts(
     // ...`: no value left). A second pass leaves the ORs over a column whose
     // facts contradict to the server, which decides row by row.
     let mut demoted: Vec<usize> = Vec::new();
-    // An OR whose branches ask different things of several columns (koji's
-    // `cg_sane`, concourse's `addr_when_running`, hatchet's `auth_method`
-    // branches) read natively keeps one branch for every row: the solver
-    // takes it instead, a branch per row (issue 30). Not when its reading
-    // is a NULL group, which varies per row already (`p IS NULL OR q IS
-    // NULL`), when a branch is beyond the solver, or when a column is a
-    // foreign key to a listed table (the native reading picks the branch
-    // those keys honour).
-    let per_row = |ch: &crate::catalog::schema::Check| {
-        ch.cols.len() >= 2
-            && check_expr::is_or(&ch.def)
-            && !ch
-                .cols
-                .iter()
-                .any(|c| listed.contains_key(c) && table.fks.iter().any(|k| k.cols.contains(c)))
-            && !check_expr::facts(&ch.def, None)
-                .is_some_and(|m| m.values().any(|f| f.nulls.is_some()))
-            && check_solve::solve(table, &ch.name, &ch.def)
-                .is_some_and(|s| s.branches.len() >= 2 && s.branches.iter().all(|b| !b.opaque))
-    };
     for pass in 0..2 {
         facts = vec![ColFacts::default(); table.columns.len()];
         checks.clear();
@@ -463,11 +505,11 @@ fn check_facts(
                             .is_some_and(|c| facts[c].nulls.is_some_and(|g| Some(g) != f.nulls))
                 })
             };
-            let native = if demoted.contains(&k) || per_row(ch) {
+            let native = if demoted.contains(&k) || r.per_row(ch) {
                 None
             } else {
                 check_expr::facts_where(&ch.def, None, &honoured)
-                    .filter(|m| native_fits(table, m) && !spec_shaped(m) && !regrouped(m, &facts))
+                    .filter(|m| native_fits(table, m) && !r.spec_shaped(m) && !regrouped(m, &facts))
             };
             match native {
                 Some(m) => {
@@ -484,7 +526,7 @@ fn check_facts(
                     name: ch.name.clone(),
                     def: ch.def.clone(),
                     expr: server_check::check_body(&ch.def)
-                        .ok_or_else(|| unreadable(&ch.def, None))?,
+                        .ok_or_else(|| r.unreadable(&ch.def, None))?,
                     domain_col: None,
                     cols: ch.cols.clone(),
                 }),
@@ -505,10 +547,21 @@ fn check_facts(
         }
         demoted = more;
     }
+    Ok((facts, checks))
+}
+
+/// The facts of the columns' domains' CHECKs merged into `facts`; those
+/// planck does not read go to the server.
+fn domain_check_facts(
+    r: &Reading,
+    facts: &mut [ColFacts],
+    checks: &mut Vec<ServerCheck>,
+) -> Result<()> {
+    let table = r.table;
     for (c, col) in table.columns.iter().enumerate() {
         for d in &col.domain_checks {
             match check_expr::facts(d, Some(&col.name))
-                .filter(|m| native_fits(table, m) && !spec_shaped(m))
+                .filter(|m| native_fits(table, m) && !r.spec_shaped(m))
             {
                 Some(m) => {
                     for (_, f) in m {
@@ -519,14 +572,24 @@ fn check_facts(
                     name: format!("of the domain of {} ({})", col.name, col.type_name),
                     def: d.clone(),
                     expr: server_check::check_body(d)
-                        .ok_or_else(|| unreadable(d, Some(&col.name)))?,
+                        .ok_or_else(|| r.unreadable(d, Some(&col.name)))?,
                     domain_col: Some(c),
                     cols: vec![c],
                 }),
             }
         }
     }
-    let solved = solve_checks(table, ci, res, &facts, &checks);
+    Ok(())
+}
+
+/// The columns an attempt redraws for the server's CHECKs, and those of
+/// them that may take the NULL resort (both sorted).
+fn redrawn(
+    table: &crate::catalog::schema::Table,
+    referenced: &[usize],
+    facts: &[ColFacts],
+    checks: &[ServerCheck],
+) -> (Vec<usize>, Vec<usize>) {
     // Attempts redraw what the constraints read, except keys (inputs, never
     // redrawn: foreign keys are arithmetic on parent rows) and generated columns.
     // A unique key that holds a smaller one (koji's UNIQUE (id, draft) over
@@ -571,15 +634,7 @@ fn check_facts(
         .copied()
         .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
         .collect();
-    Ok((
-        facts,
-        ServerChecks {
-            checks,
-            redraw,
-            nullable,
-            solved,
-        },
-    ))
+    (redraw, nullable)
 }
 
 /// The server's CHECKs the solver makes hold row by row (issue 30 point 2,
@@ -1745,279 +1800,356 @@ fn uniqueness(
             .copied()
             .filter(|c| !within || !pfk_cols.contains(c))
             .collect();
-        let span_of = |c: usize| {
-            spec_span
-                .get(&c)
-                .cloned()
-                .or_else(|| res.tables.get(&ci).map(|s| s.span()))
+        let k = KeyHold {
+            sf,
+            res,
+            ci,
+            pi,
+            pair,
+            table,
+            display,
+            facts,
+            spec_span,
+            fk_cols,
+            sized_by_spec,
+            tables,
+            max_per_parent,
+            u,
+            within,
+            rest,
+            need: if within { max_per_parent } else { tp.rows },
         };
-        let impossible = |c: usize, allowed: u64, need: u64| -> Error {
-            let what = format!(
-                "impossible uniqueness: {} ({}) must be unique{}, but {} allows only {} distinct value(s) for {} row(s)",
-                u.name,
-                u.cols
-                    .iter()
-                    .map(|c| table.columns[*c].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if within { " within each parent" } else { "" },
-                table.columns[c].name,
-                allowed,
-                need
-            );
-            let hint = "widen the column's `values`/`range`, lower the table's `rows` or `count`, or mark a text column `unique = true`".to_string();
-            match span_of(c) {
-                Some(s) => sf.error(s, what, Some(hint)),
-                None => seed_err(display, Some(&table.columns[c].name), what, hint),
-            }
-        };
-        let why = |c: usize, allowed: u64| {
-            format!(
-                "{} ({}) must be unique{}, and {} allows only {allowed} distinct value(s)",
-                u.name,
-                u.cols
-                    .iter()
-                    .map(|c| table.columns[*c].name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if within { " within each parent" } else { "" },
-                table.columns[c].name,
-            )
-        };
-        let need = if within { max_per_parent } else { tp.rows };
         // 1. A column that can carry uniqueness alone.
-        let mut carried = false;
-        for &c in &rest {
-            let col = &table.columns[c];
-            let from_spec = spec_span.contains_key(&c);
-            if let Some(fi) = fk_cols.get(&c).copied() {
-                if tp.fks[fi].cols.len() == 1 && rest.len() == 1 {
-                    let prow = tables.get(tp.fks[fi].parent).map_or(u64::MAX, |p| p.rows);
-                    if tp.fks[fi].parent == pi {
-                        continue;
-                    }
-                    if prow < need {
-                        if sized_by_spec {
-                            return Err(impossible(c, prow, need));
-                        }
-                        cap_rows(tp, prow, within, max_per_parent, &why(c, prow));
-                    }
-                    tp.fks[fi].pick = if within {
-                        Pick::DistinctInParent
-                    } else {
-                        Pick::UniqueGlobal
-                    };
-                    carried = true;
-                    break;
-                }
-                continue;
-            }
-            let g = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
-            let g = if assigned[c] {
-                g
-            } else {
-                default_gen(table, col, &facts[c]).unwrap_or(Gen::Null)
-            };
-            let newg = match g {
-                Gen::Sequence { .. } | Gen::IntUnique { .. } => Some(g),
-                Gen::Int { lo, hi } if within && !from_spec => {
-                    if (hi - lo + 1) as u64 >= need || facts[c].hi.is_none() {
-                        Some(Gen::Ordinal { lo })
-                    } else {
-                        tp.cols[c].generator = Gen::Int { lo, hi };
-                        None
-                    }
-                }
-                Gen::Int { lo, .. } if !from_spec && facts[c].hi.is_none() && col.kind.is_int() => {
-                    Some(if u.primary || col.sequence.is_some() {
-                        Gen::Sequence {
-                            start: lo.max(1),
-                            step: 1,
-                        }
-                    } else {
-                        Gen::IntUnique {
-                            lo,
-                            n: tp.rows.max(1),
-                        }
-                    })
-                }
-                Gen::Int { lo, hi } => {
-                    if (hi - lo + 1) as u64 >= tp.rows {
-                        Some(Gen::IntUnique {
-                            lo,
-                            n: tp.rows.max(1),
-                        })
-                    } else {
-                        tp.cols[c].generator = Gen::Int { lo, hi };
-                        None
-                    }
-                }
-                // A unique decimal or float key: 1, 2, 3... (encoded for its type).
-                Gen::Dec { .. } | Gen::Float { .. } if !from_spec => {
-                    Some(Gen::Sequence { start: 1, step: 1 })
-                }
-                g @ (Gen::Text { .. }
-                | Gen::Uuid { .. }
-                | Gen::Time { .. }
-                | Gen::Nullable { .. }) => {
-                    let g2 = make_unique(g.clone(), tp.rows);
-                    if g2.is_unique()
-                        || matches!(&g2, Gen::Nullable { inner, .. } if inner.is_unique())
-                    {
-                        if let Gen::Text {
-                            max_len: Some(m),
-                            unique: true,
-                            ..
-                        } = &g2
-                        {
-                            // Row numbers in base 36 (`1`..`zzz` in varchar(3)).
-                            let digits = crate::seed::row::generate::base36(tp.rows).len();
-                            if *m < digits {
-                                let allowed = 36u64.saturating_pow(*m as u32) - 1;
-                                if sized_by_spec || from_spec {
-                                    tp.cols[c].generator = g;
-                                    return Err(impossible(c, allowed, tp.rows));
-                                }
-                                cap_rows(tp, allowed, false, 0, &why(c, allowed));
-                            }
-                        }
-                        // Below 12 characters the row number is a base-36
-                        // suffix of varying width after a truncated prefix
-                        // (`c` + `n` and `` + `cn` collide): the suffix alone
-                        // is unique.
-                        match g2 {
-                            Gen::Text {
-                                max_len: Some(m),
-                                unique: true,
-                                ..
-                            } if m < 12 && !from_spec => Some(Gen::Text {
-                                text: Text::Format(Vec::new()),
-                                unique: true,
-                                max_len: Some(m),
-                            }),
-                            g2 => Some(g2),
-                        }
-                    } else {
-                        tp.cols[c].generator = g;
-                        None
-                    }
-                }
-                Gen::Bytes { .. } => Some(Gen::Text {
-                    text: Text::Hex { len: 32 },
-                    unique: true,
-                    max_len: None,
-                }),
-                other => {
-                    tp.cols[c].generator = other;
-                    None
-                }
-            };
-            if let Some(g) = newg {
-                tp.cols[c].generator = g;
-                assigned[c] = true;
-                carried = true;
-                break;
-            } else if !assigned[c] {
-                // Keep the default generator for joint enumeration below.
-                assigned[c] = true;
-            }
-        }
-        if carried {
+        if carry_alone(&k, tp, assigned)? {
             continue;
         }
         // 2. Enumerate the finite columns jointly.
-        let mut radices = Vec::new();
-        let mut members: Vec<(usize, Option<usize>)> = Vec::new();
-        let mut seen_fk = HashSet::new();
-        for &c in &rest {
-            if let Some(fi) = fk_cols.get(&c).copied() {
-                if seen_fk.insert(fi) {
-                    radices.push(tables.get(tp.fks[fi].parent).map_or(tp.rows, |p| p.rows));
-                    members.push((c, Some(fi)));
-                }
-            } else if let Some(d) = tp.cols[c].generator.domain() {
-                radices.push(d);
-                members.push((c, None));
+        enumerate_jointly(&k, tp)?;
+    }
+    Ok(())
+}
+
+/// One unique constraint [`uniqueness`] makes hold, with what planning
+/// knows of its table.
+struct KeyHold<'a> {
+    sf: &'a SpecFile,
+    res: &'a Resolved<'a>,
+    ci: usize,
+    pi: usize,
+    pair: Option<OrderedPair>,
+    table: &'a crate::catalog::schema::Table,
+    display: &'a str,
+    facts: &'a [ColFacts],
+    spec_span: &'a HashMap<usize, std::ops::Range<usize>>,
+    fk_cols: &'a HashMap<usize, usize>,
+    sized_by_spec: bool,
+    tables: &'a [TablePlan],
+    max_per_parent: u64,
+    u: &'a crate::catalog::schema::Unique,
+    /// Unique within each parent: the key holds the primary parent's
+    /// columns and more.
+    within: bool,
+    /// The key's columns to make unique (without the parent's, `within`).
+    rest: Vec<usize>,
+    /// The distinct values it needs: the table's rows, or (`within`) the
+    /// most children of one parent.
+    need: u64,
+}
+
+impl KeyHold<'_> {
+    fn span_of(&self, c: usize) -> Option<std::ops::Range<usize>> {
+        self.spec_span
+            .get(&c)
+            .cloned()
+            .or_else(|| self.res.tables.get(&self.ci).map(|s| s.span()))
+    }
+
+    /// The key's columns, by name.
+    fn columns(&self) -> String {
+        self.u
+            .cols
+            .iter()
+            .map(|c| self.table.columns[*c].name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    fn impossible(&self, c: usize, allowed: u64, need: u64) -> Error {
+        let (u, table, within) = (self.u, self.table, self.within);
+        let what = format!(
+            "impossible uniqueness: {} ({}) must be unique{}, but {} allows only {} distinct value(s) for {} row(s)",
+            u.name,
+            self.columns(),
+            if within { " within each parent" } else { "" },
+            table.columns[c].name,
+            allowed,
+            need
+        );
+        let hint = "widen the column's `values`/`range`, lower the table's `rows` or `count`, or mark a text column `unique = true`".to_string();
+        match self.span_of(c) {
+            Some(s) => self.sf.error(s, what, Some(hint)),
+            None => seed_err(self.display, Some(&table.columns[c].name), what, hint),
+        }
+    }
+
+    fn why(&self, c: usize, allowed: u64) -> String {
+        format!(
+            "{} ({}) must be unique{}, and {} allows only {allowed} distinct value(s)",
+            self.u.name,
+            self.columns(),
+            if self.within {
+                " within each parent"
             } else {
-                return Err(seed_err(
-                    display,
-                    Some(&table.columns[c].name),
-                    format!("cannot make {} unique", u.name),
-                    format!(
-                        "give {} a unique generator in the spec (`unique = true`, `gen = \"sequence\"`, or `format = \"...{{row}}\"`)",
-                        table.columns[c].name
-                    ),
-                ));
+                ""
+            },
+            self.table.columns[c].name,
+        )
+    }
+}
+
+/// Step 1 of [`uniqueness`]: a column of the key that can carry its
+/// uniqueness alone (a foreign key taking each parent once, a sequence, a
+/// permutation, an ordinal, a unique text, uuid or time) gets the
+/// generator that does. Whether one did.
+fn carry_alone(k: &KeyHold, tp: &mut TablePlan, assigned: &mut [bool]) -> Result<bool> {
+    let (within, need) = (k.within, k.need);
+    for &c in &k.rest {
+        if let Some(fi) = k.fk_cols.get(&c).copied() {
+            if tp.fks[fi].cols.len() == 1 && k.rest.len() == 1 {
+                let prow = k.tables.get(tp.fks[fi].parent).map_or(u64::MAX, |p| p.rows);
+                if tp.fks[fi].parent == k.pi {
+                    continue;
+                }
+                if prow < need {
+                    if k.sized_by_spec {
+                        return Err(k.impossible(c, prow, need));
+                    }
+                    cap_rows(tp, prow, within, k.max_per_parent, &k.why(c, prow));
+                }
+                tp.fks[fi].pick = if within {
+                    Pick::DistinctInParent
+                } else {
+                    Pick::UniqueGlobal
+                };
+                return Ok(true);
+            }
+            continue;
+        }
+        let g = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
+        let g = if assigned[c] {
+            g
+        } else {
+            default_gen(k.table, &k.table.columns[c], &k.facts[c]).unwrap_or(Gen::Null)
+        };
+        if let Some(g) = unique_gen(k, c, g, tp)? {
+            tp.cols[c].generator = g;
+            assigned[c] = true;
+            return Ok(true);
+        } else if !assigned[c] {
+            // Keep the default generator for joint enumeration below.
+            assigned[c] = true;
+        }
+    }
+    Ok(false)
+}
+
+/// Column `c`'s generator `g` made to carry the key's uniqueness alone,
+/// or None (`g` put back) when it cannot.
+fn unique_gen(k: &KeyHold, c: usize, g: Gen, tp: &mut TablePlan) -> Result<Option<Gen>> {
+    let (within, need) = (k.within, k.need);
+    let (col, facts) = (&k.table.columns[c], k.facts);
+    let from_spec = k.spec_span.contains_key(&c);
+    let sized_by_spec = k.sized_by_spec;
+    Ok(match g {
+        Gen::Sequence { .. } | Gen::IntUnique { .. } => Some(g),
+        Gen::Int { lo, hi } if within && !from_spec => {
+            if (hi - lo + 1) as u64 >= need || facts[c].hi.is_none() {
+                Some(Gen::Ordinal { lo })
+            } else {
+                tp.cols[c].generator = Gen::Int { lo, hi };
+                None
             }
         }
-        // Two foreign keys into one parent ordered by a CHECK: ordered pairs.
-        let pairs = pair.filter(|p| {
-            u.cols.len() == 2 && u.cols.contains(&p.lo) && u.cols.contains(&p.hi) && !within
-        });
-        if let Some(p) = pairs {
-            members.sort_by_key(|(c, _)| usize::from(*c != p.lo));
+        Gen::Int { lo, .. } if !from_spec && facts[c].hi.is_none() && col.kind.is_int() => {
+            Some(if k.u.primary || col.sequence.is_some() {
+                Gen::Sequence {
+                    start: lo.max(1),
+                    step: 1,
+                }
+            } else {
+                Gen::IntUnique {
+                    lo,
+                    n: tp.rows.max(1),
+                }
+            })
         }
-        let product = match pairs {
-            Some(p) => pair_count(radices[0], p.strict),
-            None => radices
-                .iter()
-                .fold(1u128, |a, r| a * u128::from(*r))
-                .min(u128::from(u64::MAX)) as u64,
-        };
-        if within {
-            if members.len() == 1 && product >= need {
-                let (c, fk) = members[0];
-                match fk {
-                    Some(fi) => tp.fks[fi].pick = Pick::DistinctInParent,
-                    None => {
-                        let inner = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
-                        tp.cols[c].generator = Gen::Joint {
-                            group: WITHIN_PARENT,
-                            digit: 0,
-                            inner: Box::new(inner),
-                        };
+        Gen::Int { lo, hi } => {
+            if (hi - lo + 1) as u64 >= tp.rows {
+                Some(Gen::IntUnique {
+                    lo,
+                    n: tp.rows.max(1),
+                })
+            } else {
+                tp.cols[c].generator = Gen::Int { lo, hi };
+                None
+            }
+        }
+        // A unique decimal or float key: 1, 2, 3... (encoded for its type).
+        Gen::Dec { .. } | Gen::Float { .. } if !from_spec => {
+            Some(Gen::Sequence { start: 1, step: 1 })
+        }
+        g @ (Gen::Text { .. } | Gen::Uuid { .. } | Gen::Time { .. } | Gen::Nullable { .. }) => {
+            let g2 = make_unique(g.clone(), tp.rows);
+            if g2.is_unique() || matches!(&g2, Gen::Nullable { inner, .. } if inner.is_unique()) {
+                if let Gen::Text {
+                    max_len: Some(m),
+                    unique: true,
+                    ..
+                } = &g2
+                {
+                    // Row numbers in base 36 (`1`..`zzz` in varchar(3)).
+                    let digits = crate::seed::row::generate::base36(tp.rows).len();
+                    if *m < digits {
+                        let allowed = 36u64.saturating_pow(*m as u32) - 1;
+                        if sized_by_spec || from_spec {
+                            tp.cols[c].generator = g;
+                            return Err(k.impossible(c, allowed, tp.rows));
+                        }
+                        cap_rows(tp, allowed, false, 0, &k.why(c, allowed));
                     }
                 }
-                continue;
-            }
-            if product < need {
-                let c = members.first().map_or(u.cols[0], |m| m.0);
-                if sized_by_spec || spec_span.contains_key(&c) {
-                    return Err(impossible(c, product, need));
+                // Below 12 characters the row number is a base-36
+                // suffix of varying width after a truncated prefix
+                // (`c` + `n` and `` + `cn` collide): the suffix alone
+                // is unique.
+                match g2 {
+                    Gen::Text {
+                        max_len: Some(m),
+                        unique: true,
+                        ..
+                    } if m < 12 && !from_spec => Some(Gen::Text {
+                        text: Text::Format(Vec::new()),
+                        unique: true,
+                        max_len: Some(m),
+                    }),
+                    g2 => Some(g2),
                 }
-                cap_rows(tp, product, true, max_per_parent, &why(c, product));
+            } else {
+                tp.cols[c].generator = g;
+                None
             }
-            // Fall through: a global enumeration is unique within parents too.
         }
-        if product < tp.rows {
-            let c = members
-                .iter()
-                .find(|m| spec_span.contains_key(&m.0))
-                .or(members.first())
-                .map_or(u.cols[0], |m| m.0);
-            if sized_by_spec || spec_span.contains_key(&c) {
-                return Err(impossible(c, product, tp.rows));
+        Gen::Bytes { .. } => Some(Gen::Text {
+            text: Text::Hex { len: 32 },
+            unique: true,
+            max_len: None,
+        }),
+        other => {
+            tp.cols[c].generator = other;
+            None
+        }
+    })
+}
+
+/// Step 2 of [`uniqueness`]: the key's finite columns (foreign keys,
+/// choices, small ranges) enumerated jointly through a permutation of the
+/// row index (ordered pairs for two foreign keys a CHECK orders), rows
+/// capped to the combinations there are.
+fn enumerate_jointly(k: &KeyHold, tp: &mut TablePlan) -> Result<()> {
+    let (u, table, within, need) = (k.u, k.table, k.within, k.need);
+    let (spec_span, sized_by_spec, max_per_parent) =
+        (k.spec_span, k.sized_by_spec, k.max_per_parent);
+    let mut radices = Vec::new();
+    let mut members: Vec<(usize, Option<usize>)> = Vec::new();
+    let mut seen_fk = HashSet::new();
+    for &c in &k.rest {
+        if let Some(fi) = k.fk_cols.get(&c).copied() {
+            if seen_fk.insert(fi) {
+                radices.push(k.tables.get(tp.fks[fi].parent).map_or(tp.rows, |p| p.rows));
+                members.push((c, Some(fi)));
             }
-            cap_rows(tp, product, false, 0, &why(c, product));
+        } else if let Some(d) = tp.cols[c].generator.domain() {
+            radices.push(d);
+            members.push((c, None));
+        } else {
+            return Err(seed_err(
+                k.display,
+                Some(&table.columns[c].name),
+                format!("cannot make {} unique", u.name),
+                format!(
+                    "give {} a unique generator in the spec (`unique = true`, `gen = \"sequence\"`, or `format = \"...{{row}}\"`)",
+                    table.columns[c].name
+                ),
+            ));
         }
-        let group = tp.joints.len();
-        tp.joints.push(JointGroup {
-            perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
-            radices,
-            pairs: pairs.map(|p| p.strict),
-            sorted: pairs.is_some_and(|p| p.sorted),
-        });
-        for (digit, (c, fk)) in members.iter().enumerate() {
+    }
+    // Two foreign keys into one parent ordered by a CHECK: ordered pairs.
+    let pairs = k.pair.filter(|p| {
+        u.cols.len() == 2 && u.cols.contains(&p.lo) && u.cols.contains(&p.hi) && !within
+    });
+    if let Some(p) = pairs {
+        members.sort_by_key(|(c, _)| usize::from(*c != p.lo));
+    }
+    let product = match pairs {
+        Some(p) => pair_count(radices[0], p.strict),
+        None => radices
+            .iter()
+            .fold(1u128, |a, r| a * u128::from(*r))
+            .min(u128::from(u64::MAX)) as u64,
+    };
+    if within {
+        if members.len() == 1 && product >= need {
+            let (c, fk) = members[0];
             match fk {
-                Some(fi) => tp.fks[*fi].pick = Pick::Joint { group, digit },
+                Some(fi) => tp.fks[fi].pick = Pick::DistinctInParent,
                 None => {
-                    let inner = std::mem::replace(&mut tp.cols[*c].generator, Gen::Null);
-                    tp.cols[*c].generator = Gen::Joint {
-                        group,
-                        digit,
+                    let inner = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
+                    tp.cols[c].generator = Gen::Joint {
+                        group: WITHIN_PARENT,
+                        digit: 0,
                         inner: Box::new(inner),
                     };
                 }
+            }
+            return Ok(());
+        }
+        if product < need {
+            let c = members.first().map_or(u.cols[0], |m| m.0);
+            if sized_by_spec || spec_span.contains_key(&c) {
+                return Err(k.impossible(c, product, need));
+            }
+            cap_rows(tp, product, true, max_per_parent, &k.why(c, product));
+        }
+        // Fall through: a global enumeration is unique within parents too.
+    }
+    if product < tp.rows {
+        let c = members
+            .iter()
+            .find(|m| spec_span.contains_key(&m.0))
+            .or(members.first())
+            .map_or(u.cols[0], |m| m.0);
+        if sized_by_spec || spec_span.contains_key(&c) {
+            return Err(k.impossible(c, product, tp.rows));
+        }
+        cap_rows(tp, product, false, 0, &k.why(c, product));
+    }
+    let group = tp.joints.len();
+    tp.joints.push(JointGroup {
+        perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
+        radices,
+        pairs: pairs.map(|p| p.strict),
+        sorted: pairs.is_some_and(|p| p.sorted),
+    });
+    for (digit, (c, fk)) in members.iter().enumerate() {
+        match fk {
+            Some(fi) => tp.fks[*fi].pick = Pick::Joint { group, digit },
+            None => {
+                let inner = std::mem::replace(&mut tp.cols[*c].generator, Gen::Null);
+                tp.cols[*c].generator = Gen::Joint {
+                    group,
+                    digit,
+                    inner: Box::new(inner),
+                };
             }
         }
     }
@@ -2280,7 +2412,6 @@ fn plan_pass(
     let order = order(cat, &seeded);
     let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(i, t)| (*t, i)).collect();
     let base_rows = opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS) as f64 * opts.scale;
-    let scaled = |n: u64| (n as f64 * opts.scale).round() as u64;
     // A tenant table that cannot be seeded takes the tenancy with it.
     let tenant = tenant.filter(|t| !unseedable.contains_key(t));
 
@@ -2291,300 +2422,37 @@ fn plan_pass(
     let mut followed_recording: Vec<String> = Vec::new();
     // Catalog indices of the tables this pass could not plan.
     let mut failed: HashSet<usize> = HashSet::new();
-    let t_rows_of = |tables: &Vec<TablePlan>| {
-        tenant
-            .and_then(|t| pos.get(&t))
-            .and_then(|p| tables.get(*p))
-            .map(|t| t.rows)
-    };
 
     for (pi, &ci) in order.iter().enumerate() {
         let table = &cat.tables[ci];
-        // A NOT NULL foreign key into a table set aside is a cascade; a
-        // foreign key into one this pass failed waits for the next pass.
-        let cascade = table.fks.iter().find_map(|f| {
-            let p = f.parent.filter(|p| *p != ci)?;
-            let not_null = f.cols.iter().all(|c| table.columns[*c].not_null);
-            (not_null && (unseedable.contains_key(&p) || failed.contains(&p))).then_some(p)
-        });
-        if let Some(p) = cascade {
-            let u = Unseedable {
-                cat: ci,
-                table: table.display(),
-                cause: format!(
-                    "{}: depends on {}",
-                    table.display(),
-                    cat.tables[p].display()
-                ),
-                hints: Vec::new(),
-                depends_on: Some(cat.tables[p].display()),
-            };
-            found.push((u, None));
-            failed.insert(ci);
-            tables.push(placeholder(table, ci));
-            in_tree.push(false);
-            depth.push(0);
-            continue;
-        }
-        if table
-            .fks
-            .iter()
-            .any(|f| f.parent.is_some_and(|p| failed.contains(&p)))
-        {
-            tables.push(placeholder(table, ci));
-            in_tree.push(false);
-            depth.push(0);
-            continue;
-        }
-        if let Some(u) = opts.refused.get(&ci) {
-            found.push((u.clone(), None));
-            failed.insert(ci);
-            tables.push(placeholder(table, ci));
-            in_tree.push(false);
-            depth.push(0);
-            continue;
-        }
-        let planned = (|| -> Result<(TablePlan, bool, usize)> {
-            let display = table.display();
-            let tspec = res.tables.get(&ci).map(|s| s.get_ref());
-            let referenced: Vec<usize> = cat
-                .tables
-                .iter()
-                .flat_map(|t| &t.fks)
-                .filter(|f| f.parent == Some(ci))
-                .flat_map(|f| f.parent_cols.iter().copied())
-                .collect();
-            let listed = listed_parent_keys(cat, table, &opts.reference_keys, res);
-            let (facts, checked) = check_facts(table, ci, &display, res, &referenced, &listed)?;
-
-            // Foreign keys to seeded parents; the primary parent.
-            let (mut fks, orphan_fks) = table_fks(table, ci, pi, &pos, res);
-            fks_set_by_checks(&facts, &mut fks);
-            let placed = |f: &FkPlan| f.parent < pi;
-            let tree_parent = |f: &FkPlan, in_tree: &Vec<bool>| placed(f) && in_tree[f.parent];
-            let is_tenant = Some(ci) == tenant;
-            let pair = ordered_pair(table, &facts, &fks, &tables, pi);
-            let in_pair = |f: &FkPlan| {
-                pair.is_some_and(|p| f.cols.len() == 1 && (f.cols[0] == p.lo || f.cols[0] == p.hi))
-            };
-            let primary: Option<usize> = if is_tenant {
-                None
-            } else if let Some(per) = res.per.get(&ci) {
-                fks.iter()
-                    .position(|f| placed(f) && order[f.parent] == *per && !f.nullable)
-            } else {
-                fks.iter()
-                    .enumerate()
-                    .filter(|(_, f)| placed(f) && !f.nullable && !in_pair(f))
-                    .max_by_key(|(i, f)| {
-                        (tree_parent(f, &in_tree), depth[f.parent], usize::MAX - i)
-                    })
-                    .map(|(i, _)| i)
-            };
-            let my_tree = is_tenant || primary.is_some_and(|p| tree_parent(&fks[p], &in_tree));
-            let my_depth = fks
-                .iter()
-                .filter(|f| placed(f))
-                .map(|f| depth[f.parent] + 1)
-                .max()
-                .unwrap_or(0);
-
-            // Row counts and blocks.
-            let t_rows = t_rows_of(&tables);
-            let mut layout = Layout::Flat;
-            let rows: u64;
-            let mut cum: Vec<u64>;
-            let sized_by_spec = tspec.is_some_and(|s| s.rows.is_some() || s.per.is_some());
-            if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
-                let fk = primary.unwrap_or(0);
-                let p = &tables[fks[fk].parent];
-                if p.rows > MAX_HELD_ROWS {
-                    return Err(too_many(
-                        &format!("{} (parent of the `per` table {display})", p.display),
-                        p.rows,
-                        opts,
-                        "a count per parent row is held in memory for every parent row",
-                    ));
+        let planned = match blocked(cat, ci, opts, unseedable, &failed) {
+            Some(cause) => {
+                if let Some(f) = cause {
+                    found.push(f);
+                    failed.insert(ci);
                 }
-                let pcum = per_parent_counts(ts, p, &display, opts.seed);
-                let run = *pcum.last().unwrap_or(&0);
-                rows = run;
-                cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
-                layout = Layout::PerParent { fk, pcum };
-            } else {
-                rows = match tspec.and_then(|s| s.rows) {
-                    Some(n) => scaled(n),
-                    None => match primary {
-                        _ if is_tenant => base_rows.round() as u64,
-                        Some(_) => {
-                            let pmax = fks
-                                .iter()
-                                .filter(|f| placed(f) && !f.nullable)
-                                .map(|f| tables[f.parent].rows)
-                                .max()
-                                .unwrap_or(0);
-                            (pmax.saturating_mul(2)).min((base_rows * 10.0).round() as u64)
-                        }
-                        None => base_rows.round() as u64,
-                    },
-                };
-                // A tenant table scaled down to nothing would surface later as a
-                // puzzling "heavy tenant 1 does not exist"; name the cause here.
-                let asked = tspec
-                    .and_then(|s| s.rows)
-                    .unwrap_or_else(|| opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS));
-                if is_tenant && rows == 0 && asked > 0 && opts.scale < 1.0 {
-                    let scale = crate::output::number(opts.scale);
-                    return Err(Error::usage_hint(
-                        format!(
-                            "--scale {scale} leaves the tenant table {display} with 0 rows: {asked} rows × {scale} rounds down to 0"
-                        ),
-                        format!(
-                            "raise --scale to at least {} so {display} keeps a row",
-                            1.0 / asked as f64
-                        ),
-                    ));
-                }
-                cum = vec![0, rows];
-                if let Some(fk) = primary {
-                    layout = Layout::Child { fk };
-                }
+                tables.push(placeholder(table, ci));
+                in_tree.push(false);
+                depth.push(0);
+                continue;
             }
-            if rows > MAX_TABLE_ROWS {
-                return Err(too_many(
-                    &display,
-                    rows,
-                    opts,
-                    "planck seeds at most 10^12 rows a table",
-                ));
-            }
-            if is_tenant && rows > MAX_HELD_ROWS {
-                return Err(too_many(
-                    &format!("{display} (the tenant table)"),
-                    rows,
-                    opts,
-                    "each tenant's share is held in memory",
-                ));
-            }
-            if is_tenant {
-                cum = (0..=rows).collect();
-            } else if my_tree && matches!(layout, Layout::Child { .. }) {
-                cum = tree_alloc(
-                    sf,
-                    spec,
-                    opts,
-                    &tables,
-                    &fks,
-                    primary.unwrap_or(0),
-                    ci,
+            None => {
+                let pass = Pass {
                     cat,
+                    sf,
+                    opts,
+                    res,
                     tenant,
-                    t_rows.unwrap_or(0),
-                    rows,
-                    &pos,
-                )?;
+                    order: &order,
+                    pos: &pos,
+                    base_rows,
+                    tables: &tables,
+                    in_tree: &in_tree,
+                    depth: &depth,
+                };
+                plan_table(&pass, pi, ci, &mut followed_recording)
             }
-
-            // Blocks are the truth: several heavy tenants may ask for more than `rows`.
-            let rows = if cum.len() > 2 {
-                *cum.last().unwrap_or(&0)
-            } else {
-                rows
-            };
-            // The table's plan, with generators filled in below.
-            let mut tp = TablePlan {
-                cat: ci,
-                oid: table.oid,
-                display: display.clone(),
-                qualified: table.qualified(),
-                key: rng::name_key(&display),
-                rows,
-                notices: Vec::new(),
-                partitioned: table.partitioned,
-                cols: table
-                    .columns
-                    .iter()
-                    .zip(&facts)
-                    .enumerate()
-                    .map(|(i, (c, f))| ColPlan {
-                        name: c.name.clone(),
-                        kind: c.kind.clone(),
-                        generator: Gen::Null,
-                        include: !c.generated,
-                        key: rng::name_key(&c.name),
-                        shape: with_solved(shape_of(c, f), i, &checked).map(|mut s| {
-                            s.unique = table.uniques.iter().any(|u| u.cols == [i]);
-                            s
-                        }),
-                    })
-                    .collect(),
-                layout,
-                cum,
-                fks,
-                joints: Vec::new(),
-                sequences: table
-                    .columns
-                    .iter()
-                    .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
-                    .collect(),
-                checked,
-            };
-            spec_fits_columns(sf, res, ci, table)?;
-            exclusions_supported(table, &display)?;
-            let (mut assigned, spec_span) = spec_generators(sf, res, table, ci, &facts, &mut tp)?;
-            spec_unique_ints(sf, res, ci, table, &spec_span, &mut tp)?;
-            let fk_cols = fk_picks(
-                primary,
-                pi,
-                my_tree,
-                &order,
-                tenant,
-                &in_tree,
-                t_rows,
-                &mut tp,
-                &mut assigned,
-            );
-            orphan_columns(table, &display, &orphan_fks, &mut tp, &mut assigned)?;
-            // Null ratios given in the spec for FK columns.
-            for (c, fi) in &fk_cols {
-                if let Some(cs) = res.columns.get(&(ci, *c))
-                    && let Some(p) = cs.get_ref().null
-                {
-                    tp.fks[*fi].null_p = p;
-                }
-            }
-
-            partition_keys(table, &display, &mut tp, &mut assigned)?;
-            exclusion_slots(table, &display, &mut tp, &mut assigned)?;
-
-            uniqueness(
-                sf,
-                res,
-                (ci, pi, primary, pair),
-                table,
-                &display,
-                &facts,
-                &spec_span,
-                &fk_cols,
-                sized_by_spec,
-                &tables,
-                &mut tp,
-                &mut assigned,
-            )?;
-            let observed = (&opts.observed, &mut followed_recording);
-            remaining_columns(table, &display, &facts, &mut tp, &assigned, observed)?;
-            observed_fk_nulls(table, &opts.observed, &mut tp, &mut followed_recording);
-            free_unique_columns(table, &facts, &referenced, &mut tp);
-            keys_fit(
-                table,
-                &display,
-                &mut tp,
-                &tables,
-                !sized_by_spec,
-                &spec_span,
-            )?;
-            Ok((tp, my_tree, my_depth))
-        })();
+        };
         match planned {
             Ok((tp, my_tree, my_depth)) => {
                 in_tree.push(my_tree);
@@ -2606,8 +2474,70 @@ fn plan_pass(
     if !found.is_empty() {
         return Ok(Err(found));
     }
-    // Parents that got no rows.
-    for tp in &tables {
+    let found = parents_without_rows(&tables);
+    if !found.is_empty() {
+        return Ok(Err(found));
+    }
+    let excluded = res.excluded.iter().copied().collect();
+    Ok(Ok(Plan {
+        seed: opts.seed,
+        tables,
+        tenant: tenant.and_then(|t| pos.get(&t).copied()),
+        excluded,
+        skipped: Vec::new(),
+        followed_recording,
+    }))
+}
+
+/// Whether table `ci` waits out this pass: `Some(None)` when a foreign key
+/// of it points to a table this pass failed (the next pass decides),
+/// `Some(Some(found))` when it cannot be seeded: a NOT NULL foreign key
+/// into a table set aside or failed (a cascade), or a reference table
+/// foreign keys cannot pick among.
+fn blocked(
+    cat: &Catalog,
+    ci: usize,
+    opts: &Options,
+    unseedable: &BTreeMap<usize, Unseedable>,
+    failed: &HashSet<usize>,
+) -> Option<Option<Found>> {
+    let table = &cat.tables[ci];
+    // A NOT NULL foreign key into a table set aside is a cascade; a
+    // foreign key into one this pass failed waits for the next pass.
+    let cascade = table.fks.iter().find_map(|f| {
+        let p = f.parent.filter(|p| *p != ci)?;
+        let not_null = f.cols.iter().all(|c| table.columns[*c].not_null);
+        (not_null && (unseedable.contains_key(&p) || failed.contains(&p))).then_some(p)
+    });
+    if let Some(p) = cascade {
+        let u = Unseedable {
+            cat: ci,
+            table: table.display(),
+            cause: format!(
+                "{}: depends on {}",
+                table.display(),
+                cat.tables[p].display()
+            ),
+            hints: Vec::new(),
+            depends_on: Some(cat.tables[p].display()),
+        };
+        return Some(Some((u, None)));
+    }
+    if table
+        .fks
+        .iter()
+        .any(|f| f.parent.is_some_and(|p| failed.contains(&p)))
+    {
+        return Some(None);
+    }
+    opts.refused.get(&ci).map(|u| Some((u.clone(), None)))
+}
+
+/// The tables that reference, through a NOT NULL foreign key, a parent that
+/// got no rows.
+fn parents_without_rows(tables: &[TablePlan]) -> Vec<Found> {
+    let mut found = Vec::new();
+    for tp in tables {
         for f in &tp.fks {
             if tables[f.parent].rows == 0 && !f.nullable && tp.rows > 0 {
                 let p = &tables[f.parent].display;
@@ -2622,18 +2552,354 @@ fn plan_pass(
             }
         }
     }
-    if !found.is_empty() {
-        return Ok(Err(found));
+    found
+}
+
+/// What a planning pass holds while it plans one table: its inputs, and the
+/// tables it planned before (in load order, parents first).
+struct Pass<'a> {
+    cat: &'a Catalog,
+    sf: &'a SpecFile,
+    opts: &'a Options,
+    res: &'a Resolved<'a>,
+    tenant: Option<usize>,
+    /// Load order: catalog indices, parents first.
+    order: &'a [usize],
+    /// Catalog index -> position in `order`.
+    pos: &'a HashMap<usize, usize>,
+    /// Rows of a table nothing sizes, scaled.
+    base_rows: f64,
+    /// The tables planned so far, whether each is in the tenant tree, and
+    /// its depth under its parents.
+    tables: &'a [TablePlan],
+    in_tree: &'a [bool],
+    depth: &'a [usize],
+}
+
+impl Pass<'_> {
+    /// The tenant table's rows, once it is planned.
+    fn tenant_rows(&self) -> Option<u64> {
+        self.tenant
+            .and_then(|t| self.pos.get(&t))
+            .and_then(|p| self.tables.get(*p))
+            .map(|t| t.rows)
     }
-    let excluded = res.excluded.iter().copied().collect();
-    Ok(Ok(Plan {
-        seed: opts.seed,
-        tables,
-        tenant: tenant.and_then(|t| pos.get(&t).copied()),
-        excluded,
-        skipped: Vec::new(),
-        followed_recording,
-    }))
+}
+
+/// Where a table sits in the foreign-key tree: its primary parent (the
+/// foreign key its rows are laid out under), whether it is in the tenant
+/// tree, and its depth under its parents.
+struct Placement {
+    primary: Option<usize>,
+    in_tree: bool,
+    depth: usize,
+}
+
+/// Plans table `ci`, at position `pi` of the load order: its plan, whether
+/// it is in the tenant tree and its depth.
+fn plan_table(
+    p: &Pass,
+    pi: usize,
+    ci: usize,
+    followed_recording: &mut Vec<String>,
+) -> Result<(TablePlan, bool, usize)> {
+    let (cat, sf, opts, res) = (p.cat, p.sf, p.opts, p.res);
+    let table = &cat.tables[ci];
+    let display = table.display();
+    let tspec = res.tables.get(&ci).map(|s| s.get_ref());
+    let referenced: Vec<usize> = cat
+        .tables
+        .iter()
+        .flat_map(|t| &t.fks)
+        .filter(|f| f.parent == Some(ci))
+        .flat_map(|f| f.parent_cols.iter().copied())
+        .collect();
+    let listed = listed_parent_keys(cat, table, &opts.reference_keys, res);
+    let (facts, checked) = check_facts(table, ci, &display, res, &referenced, &listed)?;
+
+    // Foreign keys to seeded parents; the primary parent.
+    let (mut fks, orphan_fks) = table_fks(table, ci, pi, p.pos, res);
+    fks_set_by_checks(&facts, &mut fks);
+    let pair = ordered_pair(table, &facts, &fks, p.tables, pi);
+    let place = placement(p, pi, ci, &fks, pair.as_ref());
+    let primary = place.primary;
+    let sized_by_spec = tspec.is_some_and(|s| s.rows.is_some() || s.per.is_some());
+    let (layout, rows, cum) = table_rows(p, ci, tspec, &fks, &place)?;
+    let mut tp = new_table_plan(table, ci, rows, layout, cum, fks, &facts, checked);
+    spec_fits_columns(sf, res, ci, table)?;
+    exclusions_supported(table, &display)?;
+    let (mut assigned, spec_span) = spec_generators(sf, res, table, ci, &facts, &mut tp)?;
+    spec_unique_ints(sf, res, ci, table, &spec_span, &mut tp)?;
+    let fk_cols = fk_picks(
+        primary,
+        pi,
+        place.in_tree,
+        p.order,
+        p.tenant,
+        p.in_tree,
+        p.tenant_rows(),
+        &mut tp,
+        &mut assigned,
+    );
+    orphan_columns(table, &display, &orphan_fks, &mut tp, &mut assigned)?;
+    // Null ratios given in the spec for FK columns.
+    for (c, fi) in &fk_cols {
+        if let Some(cs) = res.columns.get(&(ci, *c))
+            && let Some(p) = cs.get_ref().null
+        {
+            tp.fks[*fi].null_p = p;
+        }
+    }
+
+    partition_keys(table, &display, &mut tp, &mut assigned)?;
+    exclusion_slots(table, &display, &mut tp, &mut assigned)?;
+
+    uniqueness(
+        sf,
+        res,
+        (ci, pi, primary, pair),
+        table,
+        &display,
+        &facts,
+        &spec_span,
+        &fk_cols,
+        sized_by_spec,
+        p.tables,
+        &mut tp,
+        &mut assigned,
+    )?;
+    let observed = (&opts.observed, &mut *followed_recording);
+    remaining_columns(table, &display, &facts, &mut tp, &assigned, observed)?;
+    observed_fk_nulls(table, &opts.observed, &mut tp, followed_recording);
+    free_unique_columns(table, &facts, &referenced, &mut tp);
+    keys_fit(
+        table,
+        &display,
+        &mut tp,
+        p.tables,
+        !sized_by_spec,
+        &spec_span,
+    )?;
+    Ok((tp, place.in_tree, place.depth))
+}
+
+/// The primary parent of table `ci` among its foreign keys `fks` (none for
+/// the tenant table; the `per` parent when the spec names one; else the
+/// deepest NOT NULL parent in the tenant tree, outside an ordered `pair`),
+/// and the table's place in the tree.
+fn placement(
+    p: &Pass,
+    pi: usize,
+    ci: usize,
+    fks: &[FkPlan],
+    pair: Option<&OrderedPair>,
+) -> Placement {
+    let placed = |f: &FkPlan| f.parent < pi;
+    let tree_parent = |f: &FkPlan, in_tree: &[bool]| placed(f) && in_tree[f.parent];
+    let is_tenant = Some(ci) == p.tenant;
+    let in_pair = |f: &FkPlan| {
+        pair.is_some_and(|p| f.cols.len() == 1 && (f.cols[0] == p.lo || f.cols[0] == p.hi))
+    };
+    let primary: Option<usize> = if is_tenant {
+        None
+    } else if let Some(per) = p.res.per.get(&ci) {
+        fks.iter()
+            .position(|f| placed(f) && p.order[f.parent] == *per && !f.nullable)
+    } else {
+        fks.iter()
+            .enumerate()
+            .filter(|(_, f)| placed(f) && !f.nullable && !in_pair(f))
+            .max_by_key(|(i, f)| (tree_parent(f, p.in_tree), p.depth[f.parent], usize::MAX - i))
+            .map(|(i, _)| i)
+    };
+    let in_tree = is_tenant || primary.is_some_and(|k| tree_parent(&fks[k], p.in_tree));
+    let depth = fks
+        .iter()
+        .filter(|f| placed(f))
+        .map(|f| p.depth[f.parent] + 1)
+        .max()
+        .unwrap_or(0);
+    Placement {
+        primary,
+        in_tree,
+        depth,
+    }
+}
+
+/// Table `ci`'s rows and blocks: its layout under its primary parent, its
+/// row count (the spec's, per parent row, or from its parents and the
+/// defaults) and the cumulative rows per block (per tenant in the tree).
+fn table_rows(
+    p: &Pass,
+    ci: usize,
+    tspec: Option<&spec::TableSpec>,
+    fks: &[FkPlan],
+    place: &Placement,
+) -> Result<(Layout, u64, Vec<u64>)> {
+    let (cat, sf, opts) = (p.cat, p.sf, p.opts);
+    let spec = &sf.spec;
+    let display = cat.tables[ci].display();
+    let scaled = |n: u64| (n as f64 * opts.scale).round() as u64;
+    let placed = |f: &FkPlan| f.parent < p.pos[&ci];
+    let is_tenant = Some(ci) == p.tenant;
+    let primary = place.primary;
+    let base_rows = p.base_rows;
+    let tables = p.tables;
+    let t_rows = p.tenant_rows();
+    let mut layout = Layout::Flat;
+    let rows: u64;
+    let mut cum: Vec<u64>;
+    if let Some(ts) = tspec.filter(|s| s.per.is_some()) {
+        let fk = primary.unwrap_or(0);
+        let p = &tables[fks[fk].parent];
+        if p.rows > MAX_HELD_ROWS {
+            return Err(too_many(
+                &format!("{} (parent of the `per` table {display})", p.display),
+                p.rows,
+                opts,
+                "a count per parent row is held in memory for every parent row",
+            ));
+        }
+        let pcum = per_parent_counts(ts, p, &display, opts.seed);
+        let run = *pcum.last().unwrap_or(&0);
+        rows = run;
+        cum = p.cum.iter().map(|&c| pcum[c as usize]).collect();
+        layout = Layout::PerParent { fk, pcum };
+    } else {
+        rows = match tspec.and_then(|s| s.rows) {
+            Some(n) => scaled(n),
+            None => match primary {
+                _ if is_tenant => base_rows.round() as u64,
+                Some(_) => {
+                    let pmax = fks
+                        .iter()
+                        .filter(|f| placed(f) && !f.nullable)
+                        .map(|f| tables[f.parent].rows)
+                        .max()
+                        .unwrap_or(0);
+                    (pmax.saturating_mul(2)).min((base_rows * 10.0).round() as u64)
+                }
+                None => base_rows.round() as u64,
+            },
+        };
+        // A tenant table scaled down to nothing would surface later as a
+        // puzzling "heavy tenant 1 does not exist"; name the cause here.
+        let asked = tspec
+            .and_then(|s| s.rows)
+            .unwrap_or_else(|| opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS));
+        if is_tenant && rows == 0 && asked > 0 && opts.scale < 1.0 {
+            let scale = crate::output::number(opts.scale);
+            return Err(Error::usage_hint(
+                format!(
+                    "--scale {scale} leaves the tenant table {display} with 0 rows: {asked} rows × {scale} rounds down to 0"
+                ),
+                format!(
+                    "raise --scale to at least {} so {display} keeps a row",
+                    1.0 / asked as f64
+                ),
+            ));
+        }
+        cum = vec![0, rows];
+        if let Some(fk) = primary {
+            layout = Layout::Child { fk };
+        }
+    }
+    if rows > MAX_TABLE_ROWS {
+        return Err(too_many(
+            &display,
+            rows,
+            opts,
+            "planck seeds at most 10^12 rows a table",
+        ));
+    }
+    if is_tenant && rows > MAX_HELD_ROWS {
+        return Err(too_many(
+            &format!("{display} (the tenant table)"),
+            rows,
+            opts,
+            "each tenant's share is held in memory",
+        ));
+    }
+    if is_tenant {
+        cum = (0..=rows).collect();
+    } else if place.in_tree && matches!(layout, Layout::Child { .. }) {
+        cum = tree_alloc(
+            sf,
+            spec,
+            opts,
+            tables,
+            fks,
+            primary.unwrap_or(0),
+            ci,
+            cat,
+            p.tenant,
+            t_rows.unwrap_or(0),
+            rows,
+            p.pos,
+        )?;
+    }
+
+    // Blocks are the truth: several heavy tenants may ask for more than `rows`.
+    let rows = if cum.len() > 2 {
+        *cum.last().unwrap_or(&0)
+    } else {
+        rows
+    };
+    Ok((layout, rows, cum))
+}
+
+/// Table `ci`'s plan before its generators: its columns with their shapes
+/// (generators filled in later), its layout and foreign keys, its
+/// sequences and the CHECKs the server evaluates.
+#[allow(clippy::too_many_arguments)]
+fn new_table_plan(
+    table: &crate::catalog::schema::Table,
+    ci: usize,
+    rows: u64,
+    layout: Layout,
+    cum: Vec<u64>,
+    fks: Vec<FkPlan>,
+    facts: &[ColFacts],
+    checked: ServerChecks,
+) -> TablePlan {
+    let display = table.display();
+    TablePlan {
+        cat: ci,
+        oid: table.oid,
+        display: display.clone(),
+        qualified: table.qualified(),
+        key: rng::name_key(&display),
+        rows,
+        notices: Vec::new(),
+        partitioned: table.partitioned,
+        cols: table
+            .columns
+            .iter()
+            .zip(facts)
+            .enumerate()
+            .map(|(i, (c, f))| ColPlan {
+                name: c.name.clone(),
+                kind: c.kind.clone(),
+                generator: Gen::Null,
+                include: !c.generated,
+                key: rng::name_key(&c.name),
+                shape: with_solved(shape_of(c, f), i, &checked).map(|mut s| {
+                    s.unique = table.uniques.iter().any(|u| u.cols == [i]);
+                    s
+                }),
+            })
+            .collect(),
+        layout,
+        cum,
+        fks,
+        joints: Vec::new(),
+        sequences: table
+            .columns
+            .iter()
+            .filter_map(|c| c.sequence.clone().map(|s| (s, c.name.clone())))
+            .collect(),
+        checked,
+    }
 }
 
 /// With no `[tenant]` in the spec: the table that at least two tables

@@ -206,17 +206,7 @@ impl Gen {
                 Val::Int(lo + p.apply(row % n.max(&1)) as i64)
             }
             Gen::Float { lo, hi } => Val::Float(lo + (hi - lo) * rng::unit(h)),
-            Gen::Dec { lo, hi, scale } => {
-                let span = (hi - lo + 1).max(1) as u128;
-                // A span past 2^64 (numeric(65, 30)) would overflow `h * span`:
-                // its high half times `h` stays below the span.
-                let v = if span <= u128::from(u64::MAX) {
-                    ((u128::from(h) * span) >> 64) as i128
-                } else {
-                    ((span >> 64) * u128::from(h)) as i128
-                };
-                Val::Dec(lo + v, *scale)
-            }
+            Gen::Dec { lo, hi, scale } => Val::Dec(lo + dec_offset(*lo, *hi, h), *scale),
             Gen::Bool { p_true } => Val::Bool(rng::unit(h) < *p_true),
             Gen::Choice { vals, cum } => vals
                 .get(rng::choice_index(cum, vals.len(), h))
@@ -230,37 +220,7 @@ impl Gen {
                 let mut r = ValueRng::new(h);
                 let mut s = text.make(&mut r, row, h_key(plan, t, c));
                 if *unique {
-                    let suffix = if max_len.is_some_and(|m| m < 12) {
-                        base36(row + 1)
-                    } else if at > 0 {
-                        // A redrawn attempt (a CHECK the server decides
-                        // refused the first): the row as fixed-width base-36
-                        // digits, unique among the rows drawn so whatever the
-                        // prefix (the unique index re-created after the load
-                        // checks them against the others); with `_` on even
-                        // attempts, with no separator on odd ones.
-                        let width = base36(plan.tables[t].rows.max(1)).len();
-                        let digits = format!("{:0>width$}", base36(row + 1));
-                        if at.is_multiple_of(2) {
-                            format!("_{digits}")
-                        } else {
-                            digits
-                        }
-                    } else {
-                        let mut d = String::with_capacity(21);
-                        d.push('-');
-                        push_int(&mut d, (row + 1) as i64);
-                        d
-                    };
-                    if let Some(m) = max_len {
-                        truncate_chars(&mut s, m.saturating_sub(suffix.chars().count()));
-                    }
-                    match s.find('@') {
-                        Some(at) if matches!(text, Text::Fake(FakeKind::Email)) => {
-                            s.insert_str(at, &suffix)
-                        }
-                        _ => s.push_str(&suffix),
-                    }
+                    unique_suffix(plan, t, row, at, text, *max_len, &mut s);
                 } else if let Some(m) = max_len {
                     truncate_chars(&mut s, *m);
                 }
@@ -272,12 +232,7 @@ impl Gen {
                 } else {
                     h
                 };
-                let lo = rng::mix(h ^ 0x5555);
-                // Version 4, variant 1 bits.
-                let mut v = (u128::from(hi) << 64) | u128::from(lo);
-                v = (v & !(0xf << 76)) | (0x4 << 76);
-                v = (v & !(0x3 << 62)) | (0x2 << 62);
-                Val::Uuid(v)
+                uuid_v4(hi, h)
             }
             Gen::Time {
                 lo,
@@ -321,30 +276,8 @@ impl Gen {
                 Val::Bytes(v)
             }
             Gen::Inet => Val::Inet((h >> 32) as u32),
-            Gen::TsVec => {
-                let mut r = ValueRng::new(h);
-                let mut v: Vec<String> = (0..r.range(1, 6))
-                    .map(|_| WORDS[r.below(WORDS.len() as u64) as usize].to_string())
-                    .collect();
-                v.sort();
-                v.dedup();
-                Val::TsVec(v)
-            }
-            Gen::Json(fields) => {
-                let mut out = String::with_capacity(16 * fields.len() + 2);
-                out.push('{');
-                for (i, (k, g)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    json_str(&mut out, k);
-                    out.push_str(": ");
-                    let hk = rng::json_field(h, rng::name_key(k), i);
-                    json_val(&mut out, &g.eval_h(plan, t, c, ctx, hk, at));
-                }
-                out.push('}');
-                Val::Json(out)
-            }
+            Gen::TsVec => ts_vector(h),
+            Gen::Json(fields) => json_object(fields, plan, t, c, ctx, h, at),
             Gen::Array { elem, min, max } => {
                 let mut r = ValueRng::new(h);
                 let n = r.range(u64::from(*min), u64::from(*max));
@@ -377,14 +310,7 @@ impl Gen {
                 let bound = |x: i64| if *micros { Val::Micros(x) } else { Val::Int(x) };
                 Val::Array(vec![bound(lo), bound(lo.wrapping_add(*width))])
             }
-            Gen::Ranges(ranges) => {
-                if ranges.is_empty() {
-                    return Val::Null;
-                }
-                let (a, b) = ranges[rng::below(h, ranges.len() as u64) as usize];
-                let v = a + rng::below(rng::mix(h), (b - a).max(1) as u64) as i64;
-                Val::Micros(v)
-            }
+            Gen::Ranges(ranges) => in_ranges(ranges, h),
             Gen::Nullable { p, inner } => {
                 if rng::null_draw(h, *p) {
                     Val::Null
@@ -394,6 +320,116 @@ impl Gen {
             }
         }
     }
+}
+
+/// A uniform offset in `[0, hi - lo]` (unscaled decimals) from `h`.
+fn dec_offset(lo: i128, hi: i128, h: u64) -> i128 {
+    let span = (hi - lo + 1).max(1) as u128;
+    // A span past 2^64 (numeric(65, 30)) would overflow `h * span`:
+    // its high half times `h` stays below the span.
+    if span <= u128::from(u64::MAX) {
+        ((u128::from(h) * span) >> 64) as i128
+    } else {
+        ((span >> 64) * u128::from(h)) as i128
+    }
+}
+
+/// One of `ranges`, then uniform inside it (NULL without any).
+fn in_ranges(ranges: &[(i64, i64)], h: u64) -> Val {
+    if ranges.is_empty() {
+        return Val::Null;
+    }
+    let (a, b) = ranges[rng::below(h, ranges.len() as u64) as usize];
+    let v = a + rng::below(rng::mix(h), (b - a).max(1) as u64) as i64;
+    Val::Micros(v)
+}
+
+/// A version 4 uuid: `hi` and the row's hash `h` as its bits.
+fn uuid_v4(hi: u64, h: u64) -> Val {
+    let lo = rng::mix(h ^ 0x5555);
+    // Version 4, variant 1 bits.
+    let mut v = (u128::from(hi) << 64) | u128::from(lo);
+    v = (v & !(0xf << 76)) | (0x4 << 76);
+    v = (v & !(0x3 << 62)) | (0x2 << 62);
+    Val::Uuid(v)
+}
+
+/// One to five distinct lorem words, sorted (a tsvector's lexemes).
+fn ts_vector(h: u64) -> Val {
+    let mut r = ValueRng::new(h);
+    let mut v: Vec<String> = (0..r.range(1, 6))
+        .map(|_| WORDS[r.below(WORDS.len() as u64) as usize].to_string())
+        .collect();
+    v.sort();
+    v.dedup();
+    Val::TsVec(v)
+}
+
+/// A unique text's row number appended to `s` (before an email's `@`),
+/// `s` truncated first so both fit `max_len`.
+fn unique_suffix(
+    plan: &Plan,
+    t: usize,
+    row: u64,
+    at: u8,
+    text: &Text,
+    max_len: Option<usize>,
+    s: &mut String,
+) {
+    let suffix = if max_len.is_some_and(|m| m < 12) {
+        base36(row + 1)
+    } else if at > 0 {
+        // A redrawn attempt (a CHECK the server decides
+        // refused the first): the row as fixed-width base-36
+        // digits, unique among the rows drawn so whatever the
+        // prefix (the unique index re-created after the load
+        // checks them against the others); with `_` on even
+        // attempts, with no separator on odd ones.
+        let width = base36(plan.tables[t].rows.max(1)).len();
+        let digits = format!("{:0>width$}", base36(row + 1));
+        if at.is_multiple_of(2) {
+            format!("_{digits}")
+        } else {
+            digits
+        }
+    } else {
+        let mut d = String::with_capacity(21);
+        d.push('-');
+        push_int(&mut d, (row + 1) as i64);
+        d
+    };
+    if let Some(m) = max_len {
+        truncate_chars(s, m.saturating_sub(suffix.chars().count()));
+    }
+    match s.find('@') {
+        Some(at) if matches!(text, Text::Fake(FakeKind::Email)) => s.insert_str(at, &suffix),
+        _ => s.push_str(&suffix),
+    }
+}
+
+/// A JSON object of `fields`, each value drawn from its own hash.
+fn json_object(
+    fields: &[(String, Gen)],
+    plan: &Plan,
+    t: usize,
+    c: usize,
+    ctx: &RowCtx,
+    h: u64,
+    at: u8,
+) -> Val {
+    let mut out = String::with_capacity(16 * fields.len() + 2);
+    out.push('{');
+    for (i, (k, g)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        json_str(&mut out, k);
+        out.push_str(": ");
+        let hk = rng::json_field(h, rng::name_key(k), i);
+        json_val(&mut out, &g.eval_h(plan, t, c, ctx, hk, at));
+    }
+    out.push('}');
+    Val::Json(out)
 }
 
 const DAY_MICROS: i64 = 86_400_000_000;
