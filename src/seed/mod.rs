@@ -9,7 +9,7 @@
 //!   have none);
 //! - the planner: [`planner`] (rows, layout and generators per table), with
 //!   [`columns`] (a column's generator from its type, name and spec),
-//!   [`reference`] (tables left as they are), [`check_expr`] (CHECKs read
+//!   [`reference`](mod@reference) (tables left as they are), [`check_expr`] (CHECKs read
 //!   into facts), [`check_solve`] (CHECKs solved row by row),
 //!   [`server_check`] (CHECKs the server decides), [`regex`] (patterns
 //!   read for generation) and [`spec`] (the spec users write);
