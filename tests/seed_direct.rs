@@ -9,7 +9,9 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{TestDb, block_on, repo_root};
-use planck::seed::layout::{self, Plan};
+use planck::seed::planner;
+use planck::seed::reference::ReferenceKeys;
+use planck::seed::row::plan::Plan;
 use planck::seed::spec::SpecFile;
 use planck::seed::{copy, direct};
 
@@ -26,15 +28,15 @@ fn plan_of(db: &TestDb, spec: Option<&str>, scale: f64) -> Plan {
         Some(text) => SpecFile::parse(std::path::Path::new("spec.toml"), text).unwrap(),
         None => SpecFile::default(),
     };
-    let opts = layout::Options {
+    let opts = planner::Options {
         seed: 20260101,
         scale,
         default_rows: Some(500),
-        reference_keys: layout::ReferenceKeys::new(),
+        reference_keys: ReferenceKeys::new(),
         refused: Default::default(),
         observed: Default::default(),
     };
-    layout::build_skipping(&cat, &sf, &opts, true).unwrap()
+    planner::build_skipping(&cat, &sf, &opts, true).unwrap()
 }
 
 /// Compares both encoders on every table of `plan`, over its first rows and

@@ -885,7 +885,7 @@ fn healthchecks_seeds_without_truncate() {
 fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
     use planck::catalog::schema as catalog;
     use planck::output::Log;
-    use planck::seed::{layout, load, spec::SpecFile};
+    use planck::seed::{load, planner, spec::SpecFile};
     use planck::signal::Signals;
     let db = test_db!();
     db.exec(
@@ -912,11 +912,11 @@ fn emptying_after_a_failed_load_fires_no_truncate_trigger() {
                 .unwrap();
         let mut c = conn.connect().await.unwrap();
         let cat = catalog::load(&mut c, &[]).await.unwrap();
-        let plan = layout::build(
+        let plan = planner::build(
             &cat,
             &spec,
-            &layout::Options {
-                seed: layout::DEFAULT_SEED,
+            &planner::Options {
+                seed: planner::DEFAULT_SEED,
                 scale: 1.0,
                 default_rows: None,
                 reference_keys: Default::default(),

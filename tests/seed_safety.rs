@@ -550,7 +550,7 @@ fn two_shards_run_at_once_and_the_last_restores_the_set() {
 fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
     use planck::catalog::schema as catalog;
     use planck::output::Log;
-    use planck::seed::{layout, load, spec::SpecFile};
+    use planck::seed::{load, planner, spec::SpecFile};
     use planck::signal::Signals;
     let conn = db.conn();
     let r = common::block_on(async move {
@@ -561,11 +561,11 @@ fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
                 .unwrap();
         let mut c = conn.connect().await.unwrap();
         let cat = catalog::load(&mut c, &[]).await.unwrap();
-        let plan = layout::build(
+        let plan = planner::build(
             &cat,
             &SpecFile::default(),
-            &layout::Options {
-                seed: layout::DEFAULT_SEED,
+            &planner::Options {
+                seed: planner::DEFAULT_SEED,
                 scale: 1.0,
                 default_rows: Some(20_000),
                 reference_keys: Default::default(),

@@ -5,8 +5,8 @@
 //! array element, NOT NULL, default, identity, generated), its primary key,
 //! unique constraints and unique indexes (composite and partial), foreign keys
 //! (composite and self-referencing), CHECK constraints (as text, parsed by
-//! `seed::checks`) and, for a range- or list-partitioned table, the
-//! bounds of its partitions. Nothing here decides anything; see `plan`.
+//! `seed::check_expr`) and, for a range- or list-partitioned table, the
+//! bounds of its partitions. Nothing here decides anything; see `seed::planner`.
 
 use std::collections::HashMap;
 

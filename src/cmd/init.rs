@@ -163,8 +163,8 @@ replay_duration = "{replay_duration}"
 # fail_on is not set). Default: none.
 #slo = "p95=300ms@4"
 "#,
-        seed = crate::seed::layout::DEFAULT_SEED,
-        rows = crate::seed::layout::DEFAULT_ROWS,
+        seed = crate::seed::planner::DEFAULT_SEED,
+        rows = crate::seed::planner::DEFAULT_ROWS,
         min_rows = ex::DEFAULT_MIN_ROWS,
         min_table_rows = ex::DEFAULT_MIN_TABLE_ROWS,
         rls = ex::DEFAULT_RLS_COST_RATIO,
@@ -185,7 +185,7 @@ mod tests {
     fn the_template_parses_and_holds_the_defaults() {
         let c = crate::config::parse(Path::new("planck.toml"), &template()).unwrap();
         assert_eq!(c.paths.migrations, PathBuf::from("migrations"));
-        assert_eq!(c.seed.seed, Some(crate::seed::layout::DEFAULT_SEED));
+        assert_eq!(c.seed.seed, Some(crate::seed::planner::DEFAULT_SEED));
         assert_eq!(
             c.explain.min_rows,
             Some(crate::explain::options::DEFAULT_MIN_ROWS)

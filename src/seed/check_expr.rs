@@ -60,7 +60,7 @@ pub struct ColFacts {
     pub is_null: bool,
 }
 
-pub use crate::seed::shape::NullRule;
+pub use crate::seed::row::shape::NullRule;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -485,12 +485,22 @@ fn conjunct(e: &Ex, vn: Option<&str>, ok: Accept, out: &mut BTreeMap<String, Col
             }
             None => false,
         },
+        Ex::Cmp(..) => comparison(e, vn, out),
+        _ => false,
+    }
+}
+
+/// A comparison read into facts: a regex or LIKE pattern, a NULL pattern
+/// (`(a IS NULL) <> (b IS NULL)`, `num_nonnulls(...)`), case and blanks
+/// (`col = lower(col)`), not empty, or a bound (see [`bound`]).
+fn comparison(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> bool {
+    match e {
         Ex::Cmp(l, op, r) if op == "~" || op == "~*" || op == "~~" => {
             let (Some(c), Ex::Lit(Lit::Str(p))) = (col_of(l, vn), &**r) else {
                 return false;
             };
             let re = if op == "~~" {
-                match crate::seed::shape::like_regex(p) {
+                match crate::seed::regex::like_regex(p) {
                     Some(re) => re,
                     None => return false,
                 }
@@ -608,49 +618,55 @@ fn conjunct(e: &Ex, vn: Option<&str>, ok: Accept, out: &mut BTreeMap<String, Col
                 None => false,
             }
         }
-        Ex::Cmp(l, op, r) => match (&**l, &**r) {
-            (Ex::Lit(lit), _) if col_of(r, vn).is_some() => {
-                let c = col_of(r, vn).unwrap_or_default();
-                apply_bound(out.entry(c).or_default(), flip(op), lit.clone())
-            }
-            (_, Ex::Lit(lit)) => {
-                if let Some(c) = col_of(l, vn) {
-                    return apply_bound(out.entry(c).or_default(), op, lit.clone());
-                }
-                if let Ex::Func(f, args) = &**l
-                    && (f == "length" || f == "char_length" || f == "octet_length")
-                    && args.len() == 1
-                    && let (Some(c), Lit::Num(n)) = (col_of(&args[0], vn), lit)
-                {
-                    let n = *n as i64;
-                    let e = out.entry(c).or_default();
-                    match op.as_str() {
-                        "<=" => e.max_len = Some(n.max(0) as usize),
-                        "<" => e.max_len = Some((n - 1).max(0) as usize),
-                        ">" => e.min_len = Some((n + 1).max(0) as usize),
-                        ">=" => e.min_len = Some(n.max(0) as usize),
-                        _ => return false,
-                    }
-                    return true;
-                }
-                false
-            }
-            _ => match (col_of(l, vn), col_of(r, vn)) {
-                (Some(a), Some(b)) => {
-                    let (hi, lo, strict) = match op.as_str() {
-                        "<" => (b, a, true),
-                        "<=" => (b, a, false),
-                        ">" => (a, b, true),
-                        ">=" => (a, b, false),
-                        _ => return false,
-                    };
-                    out.entry(hi).or_default().after.push((lo, strict));
-                    true
-                }
-                _ => false,
-            },
-        },
+        Ex::Cmp(l, op, r) => bound(l, op, r, vn, out),
         _ => false,
+    }
+}
+
+/// `col <op> literal` (either side): a bound, a value or an excluded one;
+/// `length(col) <op> n`: a length limit; `a <op> b`: an order between columns.
+fn bound(l: &Ex, op: &str, r: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) -> bool {
+    match (l, r) {
+        (Ex::Lit(lit), _) if col_of(r, vn).is_some() => {
+            let c = col_of(r, vn).unwrap_or_default();
+            apply_bound(out.entry(c).or_default(), flip(op), lit.clone())
+        }
+        (_, Ex::Lit(lit)) => {
+            if let Some(c) = col_of(l, vn) {
+                return apply_bound(out.entry(c).or_default(), op, lit.clone());
+            }
+            if let Ex::Func(f, args) = l
+                && (f == "length" || f == "char_length" || f == "octet_length")
+                && args.len() == 1
+                && let (Some(c), Lit::Num(n)) = (col_of(&args[0], vn), lit)
+            {
+                let n = *n as i64;
+                let e = out.entry(c).or_default();
+                match op {
+                    "<=" => e.max_len = Some(n.max(0) as usize),
+                    "<" => e.max_len = Some((n - 1).max(0) as usize),
+                    ">" => e.min_len = Some((n + 1).max(0) as usize),
+                    ">=" => e.min_len = Some(n.max(0) as usize),
+                    _ => return false,
+                }
+                return true;
+            }
+            false
+        }
+        _ => match (col_of(l, vn), col_of(r, vn)) {
+            (Some(a), Some(b)) => {
+                let (hi, lo, strict) = match op {
+                    "<" => (b, a, true),
+                    "<=" => (b, a, false),
+                    ">" => (a, b, true),
+                    ">=" => (a, b, false),
+                    _ => return false,
+                };
+                out.entry(hi).or_default().after.push((lo, strict));
+                true
+            }
+            _ => false,
+        },
     }
 }
 
@@ -692,7 +708,7 @@ fn null_group(
     if uniq.len() != cols.len() || cols.len() < 2 {
         return false;
     }
-    let key = crate::seed::rng::name_key(&format!("{e:?}"));
+    let key = crate::seed::row::rng::name_key(&format!("{e:?}"));
     for (i, c) in cols.iter().enumerate() {
         let f = out.entry(c.clone()).or_default();
         if f.nulls.is_some() {
@@ -763,8 +779,8 @@ pub fn bounds_values(f: &ColFacts) -> bool {
 
 /// Whether `v` meets the value facts of `f` (an integer or a text; any
 /// other value, or a fact on more than equality and bounds, does not).
-pub fn admits(f: &ColFacts, v: &crate::seed::generate::Val) -> bool {
-    use crate::seed::generate::Val;
+pub fn admits(f: &ColFacts, v: &crate::seed::row::generate::Val) -> bool {
+    use crate::seed::row::generate::Val;
     if f.regex.is_some()
         || f.min_len.is_some()
         || f.max_len.is_some()
@@ -905,7 +921,7 @@ mod tests {
 
     #[test]
     fn an_or_prefers_the_branch_the_table_can_honour() {
-        use crate::seed::generate::Val;
+        use crate::seed::row::generate::Val;
         let def = "CHECK ((((draft IS NULL) AND (build_id IS NULL) AND (repo <> 0)) OR ((draft IS NOT NULL) AND (build_id IS NOT NULL) AND (repo = 0))))";
         // Fewest NOT NULL demands: the first branch.
         let f = facts(def, None).unwrap();
@@ -926,7 +942,7 @@ mod tests {
 
     #[test]
     fn admits_checks_equality_and_bounds() {
-        use crate::seed::generate::Val;
+        use crate::seed::row::generate::Val;
         let f = facts("CHECK (((n > 1) AND (n <= 5) AND (n <> 3)))", None).unwrap();
         let n = &f["n"];
         let ok: Vec<i64> = (0..7).filter(|i| admits(n, &Val::Int(*i))).collect();

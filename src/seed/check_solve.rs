@@ -13,9 +13,11 @@
 //! the table's columns ([`interpret`], [`Branch::fit`]): NULL or not, a set
 //! of literals, excluded literals, integer ranges, and `num_nonnulls` /
 //! `num_nulls` counts. Each row takes one of those branches, drawn from
-//! (seed, constraint, row): deterministic, and varied across rows.
-//! [`Solved::apply`] turns a column's generated value into one its row's
-//! branch admits. The server still evaluates the CHECK over the candidate
+//! (seed, constraint, row): deterministic, and varied across rows. The
+//! [`Solved`] it returns is part of the row model
+//! ([`crate::seed::row::solved`]): on the workers, each row draws its
+//! branch and [`crate::seed::row::eval`] turns a column's generated value
+//! into one the branch admits. The server still evaluates the CHECK over the candidate
 //! rows ([`crate::seed::server_check`], one round trip per batch): what
 //! planck cannot interpret stays the server's to decide, and a row the
 //! solver got wrong is redrawn there, never loaded.
@@ -24,58 +26,12 @@ use std::collections::BTreeMap;
 
 use crate::catalog::schema::{Table, TypeKind};
 use crate::seed::check_expr::{self, Ex, Lit};
-use crate::seed::generate::{Gen, Val};
-use crate::seed::layout::{Plan, RowCtx};
-use crate::seed::rng;
+use crate::seed::row::generate::Val;
+use crate::seed::row::rng;
+use crate::seed::row::solved::{Branch, ColRule, Count, Solved};
 
 /// More branches than this and the CHECK stays the server's alone.
 const MAX_BRANCHES: usize = 256;
-
-/// What one branch asks of one column.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ColRule {
-    /// Some(true): NULL; Some(false): not NULL.
-    pub null: Option<bool>,
-    /// The values it may take (empty: any).
-    pub set: Vec<Val>,
-    /// Values it may not take.
-    pub not: Vec<Val>,
-    /// Inclusive integer bounds.
-    pub range: Option<(i64, i64)>,
-    /// Inclusive bounds on a text's length in characters.
-    pub len: Option<(usize, usize)>,
-    /// The column it equals (`a = b`): an earlier column of the same type,
-    /// whose value of the row it takes.
-    pub same_as: Option<usize>,
-}
-
-/// `num_nonnulls` of `free` (the columns the branch leaves open) in `lo..=hi`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Count {
-    pub free: Vec<usize>,
-    pub lo: usize,
-    pub hi: usize,
-}
-
-/// One satisfiable branch of the disjunctive normal form.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Branch {
-    pub rules: BTreeMap<usize, ColRule>,
-    pub counts: Vec<Count>,
-    /// Some of its atoms are beyond the solver: the server decides them.
-    pub opaque: bool,
-}
-
-/// A CHECK the solver makes hold, row by row.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Solved {
-    pub name: String,
-    /// Draws the branch of a row (with the seed and the row).
-    pub key: u64,
-    /// The columns it decides (sorted).
-    pub cols: Vec<usize>,
-    pub branches: Vec<Branch>,
-}
 
 /// One branch's atoms, read but not yet fitted to the columns.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -640,8 +596,6 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
         branches,
     })
 }
-
-/// What row `row`'s branch decides about column `c`: NULL or not (None:
 /// open), and the column's rule.
 impl Solved {
     /// Narrows column `c` to the values another CHECK lists (`provider_type
@@ -682,159 +636,6 @@ impl Solved {
         }
         Some(self)
     }
-
-    /// The branch of row `row` at the server's attempt `at`: any branch
-    /// first, then (from half the attempts on, when a branch the server
-    /// decides was refused) one the solver reads whole.
-    pub fn branch_of(&self, seed: u64, row: u64, at: u8) -> &Branch {
-        let h = rng::mix(rng::mix(seed ^ self.key) ^ row ^ (u64::from(at) << 56));
-        let clear: Vec<&Branch> = self.branches.iter().filter(|b| !b.opaque).collect();
-        if at >= crate::seed::server_check::ATTEMPTS / 2 && !clear.is_empty() {
-            return clear[rng::below(h, clear.len() as u64) as usize];
-        }
-        &self.branches[rng::below(h, self.branches.len() as u64) as usize]
-    }
-
-    pub fn decide(
-        &self,
-        seed: u64,
-        row: u64,
-        at: u8,
-        c: usize,
-    ) -> (Option<bool>, Option<&ColRule>) {
-        let b = self.branch_of(seed, row, at);
-        let rule = b.rules.get(&c);
-        let mut null = rule.and_then(|r| r.null);
-        for (i, k) in b.counts.iter().enumerate() {
-            if !k.free.contains(&c) {
-                continue;
-            }
-            let hk = rng::mix(
-                rng::mix(seed ^ self.key ^ ((i as u64 + 1) << 40)) ^ row ^ (u64::from(at) << 56),
-            );
-            let n = k.lo + rng::below(hk, (k.hi - k.lo + 1) as u64) as usize;
-            let mut order = k.free.clone();
-            order.sort_by_key(|x| rng::mix(hk ^ *x as u64));
-            let rank = order.iter().position(|x| *x == c).unwrap_or(0);
-            null = Some(rank >= n);
-        }
-        (null, rule)
-    }
-
-    /// Column `c`'s value `v` (its generator's, `h` the row's draw) turned
-    /// into one its row's branch admits.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply(
-        &self,
-        plan: &Plan,
-        t: usize,
-        c: usize,
-        ctx: &RowCtx,
-        h: u64,
-        v: Val,
-        at: u8,
-    ) -> Val {
-        let (null, rule) = self.decide(plan.seed, ctx.row, at, c);
-        if null == Some(true) {
-            return Val::Null;
-        }
-        let mut v = v;
-        if let Some(a) = rule.and_then(|r| r.same_as) {
-            // The row's value of the column it equals, as that column draws it.
-            let g = &plan.tables[t].cols[a].generator;
-            return g.eval_attempt(plan, t, a, ctx, at, true);
-        }
-        if let Some(r) = rule
-            && !r.set.is_empty()
-        {
-            v = r.set[rng::below(rng::mix(h ^ 0x5e7), r.set.len() as u64) as usize].clone();
-        }
-        if v == Val::Null && null == Some(false) {
-            v = non_null(plan, t, c, ctx, h, &plan.tables[t].cols[c].generator);
-        }
-        let Some(r) = rule else { return v };
-        if let (Some((lo, hi)), Val::Int(i)) = (r.range, &v)
-            && (*i < lo || *i > hi)
-        {
-            let span = (i128::from(hi) - i128::from(lo) + 1).min(i128::from(u64::MAX)) as u64;
-            v = Val::Int((i128::from(lo) + i128::from(rng::below(h, span.max(1)))) as i64);
-        }
-        if let Some((lo, hi)) = r.range {
-            let span = (i128::from(hi) - i128::from(lo) + 1).min(i128::from(u64::MAX)) as u64;
-            let draw = || (i128::from(lo) + i128::from(rng::below(h, span.max(1)))) as i64;
-            match &v {
-                Val::Float(f) if *f < lo as f64 || *f > hi as f64 => v = Val::Float(draw() as f64),
-                Val::Dec(u, s) => {
-                    let one = 10i128.pow(*s);
-                    if *u < i128::from(lo) * one || *u > i128::from(hi) * one {
-                        v = Val::Dec(i128::from(draw()) * one, *s);
-                    }
-                }
-                _ => {}
-            }
-        }
-        if let (Some((lo, hi)), Val::Text(text)) = (r.len, &mut v) {
-            let n = text.chars().count();
-            if n > hi {
-                *text = text.chars().take(hi).collect();
-            } else if n < lo {
-                text.extend(std::iter::repeat_n('x', lo - n));
-            }
-        }
-        if r.not.contains(&v) {
-            v = off(plan, t, c, h, v, r);
-        }
-        v
-    }
-}
-
-/// A value of column `c` that is not NULL, from its generator.
-fn non_null(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, g: &Gen) -> Val {
-    match g {
-        Gen::Nullable { inner, .. } => non_null(plan, t, c, ctx, h, inner),
-        Gen::Fk { fk, part } => plan.fk_value_set(t, *fk, *part, ctx),
-        g => g.eval_h(plan, t, c, ctx, h, 0),
-    }
-}
-
-/// Another value than the excluded `v`: another of the column's choices
-/// or enum labels, the next integer, the other boolean, one more character.
-fn off(plan: &Plan, t: usize, c: usize, h: u64, v: Val, r: &ColRule) -> Val {
-    let cp = &plan.tables[t].cols[c];
-    let mut g = &cp.generator;
-    while let Gen::Nullable { inner, .. } = g {
-        g = inner;
-    }
-    let pool: Vec<Val> = match (g, &cp.kind) {
-        (Gen::Choice { vals, .. }, _) => vals.clone(),
-        (_, TypeKind::Enum(labels)) => labels.iter().cloned().map(Val::Text).collect(),
-        _ => Vec::new(),
-    };
-    if !pool.is_empty() {
-        let start = rng::below(h, pool.len() as u64) as usize;
-        if let Some(x) = (0..pool.len())
-            .map(|i| &pool[(start + i) % pool.len()])
-            .find(|x| !r.not.contains(x) && **x != Val::Null)
-        {
-            return x.clone();
-        }
-    }
-    let mut v = v;
-    for _ in 0..=r.not.len() {
-        if !r.not.contains(&v) {
-            break;
-        }
-        v = match v {
-            Val::Int(i) => Val::Int(i.wrapping_add(1)),
-            Val::Bool(b) => Val::Bool(!b),
-            Val::Text(mut s) => {
-                s.push('x');
-                Val::Text(s)
-            }
-            other => other,
-        };
-    }
-    v
 }
 
 #[cfg(test)]

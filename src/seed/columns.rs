@@ -5,13 +5,13 @@
 //! bounds, lengths); [`Ctx::compile`] turns a column's spec (`gen`, `values`,
 //! `range`, `after`, `json`, ...) into a [`Gen`], checking it against the
 //! column (enum labels, IN lists, NOT NULL) with errors at the spec's
-//! file:line. The planner ([`crate::seed::plan`]) then decides keys and
+//! file:line. The planner (`seed::planner`) then decides keys and
 //! uniqueness on top of these.
 
 use crate::catalog::schema::{Column, Table, TypeKind};
 use crate::error::Result;
 use crate::seed::check_expr::{ColFacts, Lit};
-use crate::seed::generate::{FakeKind, Gen, Text, Val, parse_format};
+use crate::seed::row::generate::{FakeKind, Gen, Text, Val, parse_format};
 use crate::seed::spec::{self, ColumnSpec, Scalar, SpecFile, Values};
 
 /// Default time range of timestamps: 2021-01-01 to 2026-11-01 (fixed, not "now": determinism).
@@ -233,52 +233,8 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
                 hi: hi as f64,
             }
         }
-        TypeKind::Numeric => {
-            let (p, s) = col.numeric.unwrap_or((12, 2));
-            let max_int = 10i64.saturating_pow(p.saturating_sub(s).min(15)) - 1;
-            let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, max_int.min(1000));
-            // numeric(65, 30) (calcom's `valueNumber`): 10^15 * 10^30
-            // overflows i128, so the products saturate and the unscaled
-            // bounds stay within +-10^37 (where `hi - lo + 1` still fits).
-            let m = 10i128.pow(s.min(30));
-            let cap = 10i128.pow(37);
-            let scaled = |v: i64| i128::from(v).saturating_mul(m).clamp(-cap, cap);
-            let (mut ulo, mut uhi) = (scaled(lo), scaled(hi));
-            if let Some((_, false)) = f.lo {
-                ulo += 1;
-            }
-            uhi = uhi.min(scaled(max_int).saturating_add(m - 1).min(cap));
-            if let Some((_, false)) = f.hi {
-                uhi -= 1;
-            }
-            Gen::Dec {
-                lo: ulo,
-                hi: uhi.max(ulo),
-                scale: s,
-            }
-        }
-        TypeKind::Text => {
-            let mut text = text_by_name(&table.name, &col.name);
-            if col.max_len.is_some_and(|m| m < 16)
-                && matches!(text, Text::Paragraphs { .. } | Text::Fake(_))
-            {
-                text = Text::Words {
-                    min: 1,
-                    max: 1,
-                    sep: ' ',
-                    capital: false,
-                };
-            }
-            let max_len = match (col.max_len, f.max_len) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            Gen::Text {
-                text,
-                unique: false,
-                max_len,
-            }
-        }
+        TypeKind::Numeric => numeric_gen(col, f),
+        TypeKind::Text => text_gen(table, col, f),
         TypeKind::Bytea => Gen::Bytes { min: 16, max: 64 },
         TypeKind::Uuid => Gen::Uuid { unique: false },
         TypeKind::Date | TypeKind::Timestamp | TypeKind::Timestamptz => {
@@ -313,33 +269,7 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
         TypeKind::Enum(labels) => {
             uniform_choice(labels.iter().map(|l| Val::Text(l.clone())).collect())
         }
-        TypeKind::Array(elem, _) => {
-            let ec = Column {
-                kind: (**elem).clone(),
-                max_len: None,
-                sequence: None,
-                ..col.clone()
-            };
-            let eg = default_gen(table, &ec, &ColFacts::default())?;
-            let eg = match eg {
-                Gen::Text { max_len, .. } => Gen::Text {
-                    text: Text::Words {
-                        min: 1,
-                        max: 1,
-                        sep: ' ',
-                        capital: false,
-                    },
-                    unique: false,
-                    max_len,
-                },
-                g => g,
-            };
-            Gen::Array {
-                elem: Box::new(eg),
-                min: 0,
-                max: 3,
-            }
-        }
+        TypeKind::Array(elem, _) => array_gen(table, col, elem)?,
         TypeKind::Money => {
             let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, 1000);
             Gen::Dec {
@@ -403,21 +333,7 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
         | TypeKind::Line
         | TypeKind::Circle
         | TypeKind::Path
-        | TypeKind::Polygon) => {
-            let (min, max) = match k {
-                TypeKind::Box | TypeKind::Lseg => (4, 4),
-                TypeKind::Line | TypeKind::Circle => (3, 3),
-                _ => (6, 12),
-            };
-            Gen::Array {
-                elem: Box::new(Gen::Float {
-                    lo: -1000.0,
-                    hi: 1000.0,
-                }),
-                min,
-                max,
-            }
-        }
+        | TypeKind::Polygon) => coords_gen(k),
         TypeKind::PgLsn => Gen::Int { lo: 0, hi: 1 << 40 },
         TypeKind::Composite(attrs) => uniform_choice(
             (0..RECORD_POOL)
@@ -426,6 +342,103 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
         ),
         TypeKind::Unsupported(_) => return None,
     })
+}
+
+/// A numeric column's decimals: inside its precision and its CHECKs' bounds.
+fn numeric_gen(col: &Column, f: &ColFacts) -> Gen {
+    let (p, s) = col.numeric.unwrap_or((12, 2));
+    let max_int = 10i64.saturating_pow(p.saturating_sub(s).min(15)) - 1;
+    let (lo, hi) = int_bounds(f, &TypeKind::Int8, 0, max_int.min(1000));
+    // numeric(65, 30) (calcom's `valueNumber`): 10^15 * 10^30
+    // overflows i128, so the products saturate and the unscaled
+    // bounds stay within +-10^37 (where `hi - lo + 1` still fits).
+    let m = 10i128.pow(s.min(30));
+    let cap = 10i128.pow(37);
+    let scaled = |v: i64| i128::from(v).saturating_mul(m).clamp(-cap, cap);
+    let (mut ulo, mut uhi) = (scaled(lo), scaled(hi));
+    if let Some((_, false)) = f.lo {
+        ulo += 1;
+    }
+    uhi = uhi.min(scaled(max_int).saturating_add(m - 1).min(cap));
+    if let Some((_, false)) = f.hi {
+        uhi -= 1;
+    }
+    Gen::Dec {
+        lo: ulo,
+        hi: uhi.max(ulo),
+        scale: s,
+    }
+}
+
+/// A text column's words, fake values or paragraphs (by its name), within its length.
+fn text_gen(table: &Table, col: &Column, f: &ColFacts) -> Gen {
+    let mut text = text_by_name(&table.name, &col.name);
+    if col.max_len.is_some_and(|m| m < 16)
+        && matches!(text, Text::Paragraphs { .. } | Text::Fake(_))
+    {
+        text = Text::Words {
+            min: 1,
+            max: 1,
+            sep: ' ',
+            capital: false,
+        };
+    }
+    let max_len = match (col.max_len, f.max_len) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Gen::Text {
+        text,
+        unique: false,
+        max_len,
+    }
+}
+
+/// An array column's elements: its element type's generator (one word for text), zero to three of them.
+fn array_gen(table: &Table, col: &Column, elem: &TypeKind) -> Option<Gen> {
+    let ec = Column {
+        kind: elem.clone(),
+        max_len: None,
+        sequence: None,
+        ..col.clone()
+    };
+    let eg = default_gen(table, &ec, &ColFacts::default())?;
+    let eg = match eg {
+        Gen::Text { max_len, .. } => Gen::Text {
+            text: Text::Words {
+                min: 1,
+                max: 1,
+                sep: ' ',
+                capital: false,
+            },
+            unique: false,
+            max_len,
+        },
+        g => g,
+    };
+    Some(Gen::Array {
+        elem: Box::new(eg),
+        min: 0,
+        max: 3,
+    })
+}
+
+/// Coordinates of a geometric column: box and lseg take two points, line
+/// and circle three numbers, path and polygon three to six points.
+fn coords_gen(k: &TypeKind) -> Gen {
+    let (min, max) = match k {
+        TypeKind::Box | TypeKind::Lseg => (4, 4),
+        TypeKind::Line | TypeKind::Circle => (3, 3),
+        _ => (6, 12),
+    };
+    Gen::Array {
+        elem: Box::new(Gen::Float {
+            lo: -1000.0,
+            hi: 1000.0,
+        }),
+        min,
+        max,
+    }
 }
 
 /// Distinct values of a composite column: a pool drawn once at plan time.
@@ -440,7 +453,7 @@ const RECORD_POOL: u64 = 64;
 fn record_sample(attrs: &[(u32, i32, TypeKind)], k: u64, depth: u32) -> Val {
     let words: &[&str] = <fake::locales::EN as fake::locales::Data>::LOREM_WORD;
     let vals = attrs.iter().enumerate().map(|(i, (_, typmod, kind))| {
-        let x = crate::seed::rng::mix(k.wrapping_mul(0x9e37) ^ (i as u64 + 1) << 32);
+        let x = crate::seed::row::rng::mix(k.wrapping_mul(0x9e37) ^ (i as u64 + 1) << 32);
         match kind {
             TypeKind::Bool => Val::Bool(x & 1 == 1),
             k if k.is_int() => Val::Int((x % 1000) as i64),
@@ -462,7 +475,9 @@ fn record_sample(attrs: &[(u32, i32, TypeKind)], k: u64, depth: u32) -> Val {
                 }
                 Val::Text(w)
             }
-            TypeKind::Uuid => Val::Uuid(u128::from(x) << 64 | u128::from(crate::seed::rng::mix(x))),
+            TypeKind::Uuid => {
+                Val::Uuid(u128::from(x) << 64 | u128::from(crate::seed::row::rng::mix(x)))
+            }
             k if k.is_time() => Val::Micros(T_LO + (x % (T_HI - T_LO) as u64) as i64),
             TypeKind::Time | TypeKind::TimeTz => Val::Micros((x % (86_400 * 1_000_000)) as i64),
             TypeKind::Interval => Val::Micros((x % (30 * DAY as u64)) as i64),

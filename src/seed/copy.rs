@@ -11,8 +11,8 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::catalog::schema::TypeKind;
-use crate::seed::generate::Val;
-use crate::seed::layout::Plan;
+use crate::seed::row::generate::Val;
+use crate::seed::row::plan::Plan;
 
 /// Signature, flags (no OIDs), header extension length 0.
 pub const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
@@ -164,23 +164,7 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
                 buf.put_slice(s.as_bytes());
             }
         },
-        TypeKind::Jsonb => {
-            let owned;
-            let s: &str = match v {
-                Val::Json(s) => s,
-                Val::Text(s) => {
-                    owned = serde_json::Value::String(s.clone()).to_string();
-                    &owned
-                }
-                other => {
-                    owned = text_of(other);
-                    &owned
-                }
-            };
-            buf.put_i32(s.len() as i32 + 1);
-            buf.put_u8(1);
-            buf.put_slice(s.as_bytes());
-        }
+        TypeKind::Jsonb => jsonb(v, buf),
         TypeKind::Bytea => match v {
             Val::Bytes(b) => {
                 buf.put_i32(b.len() as i32);
@@ -192,18 +176,7 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
                 buf.put_slice(s.as_bytes());
             }
         },
-        TypeKind::Uuid => {
-            let u = match v {
-                Val::Uuid(u) => *u,
-                Val::Text(t) => {
-                    let hex: String = t.chars().filter(char::is_ascii_hexdigit).collect();
-                    u128::from_str_radix(&hex, 16).unwrap_or(0)
-                }
-                other => as_i64(other) as u128,
-            };
-            buf.put_i32(16);
-            buf.put_u128(u);
-        }
+        TypeKind::Uuid => uuid(v, buf),
         TypeKind::Date => {
             buf.put_i32(4);
             buf.put_i32(as_i64(v).div_euclid(DAY_MICROS) as i32);
@@ -222,128 +195,24 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
             let (ip, bits) = ipv4(v);
             inet_field(buf, ip, bits.unwrap_or(32).min(32), false);
         }
-        TypeKind::TsVector => {
-            let words: Vec<String> = match v {
-                Val::TsVec(w) => w.clone(),
-                other => {
-                    let mut w: Vec<String> = text_of(other)
-                        .split_whitespace()
-                        .map(str::to_lowercase)
-                        .collect();
-                    w.sort();
-                    w.dedup();
-                    w
-                }
-            };
-            with_len(buf, |b| {
-                b.put_i32(words.len() as i32);
-                for w in &words {
-                    b.put_slice(w.as_bytes());
-                    b.put_u8(0);
-                    b.put_u16(0);
-                }
-            });
-        }
+        TypeKind::TsVector => tsvector(v, buf),
         TypeKind::Money => {
             buf.put_i32(8);
             buf.put_i64(cents(v));
         }
         TypeKind::Range(sub) => with_len(buf, |b| range(sub, v, b)),
-        TypeKind::MultiRange(sub) => with_len(buf, |b| match v {
-            Val::Array(rs) => {
-                b.put_i32(rs.len() as i32);
-                for r in rs {
-                    with_len(b, |b| range(sub, r, b));
-                }
-            }
-            other => {
-                b.put_i32(1);
-                with_len(b, |b| range(sub, other, b));
-            }
-        }),
-        TypeKind::Point => {
-            let (x, y) = match v {
-                Val::Array(a) if a.len() == 2 => (as_f64(&a[0]), as_f64(&a[1])),
-                // `(x, y)` or `x,y` as the spec wrote it.
-                Val::Text(t) => {
-                    let t = t.trim().trim_start_matches('(').trim_end_matches(')');
-                    let (x, y) = t.split_once(',').unwrap_or((t, "0"));
-                    (
-                        x.trim().parse().unwrap_or(0.0),
-                        y.trim().parse().unwrap_or(0.0),
-                    )
-                }
-                other => (as_f64(other), 0.0),
-            };
-            buf.put_i32(16);
-            buf.put_f64(x);
-            buf.put_f64(y);
-        }
-        TypeKind::Cidr => {
-            let (ip, given) = ipv4(v);
-            // A random address becomes a network of 16 to 32 prefix bits drawn
-            // from it (host bits cleared); a key (an integer) stays a /32, distinct.
-            let drawn = match v {
-                Val::Inet(_) => 16 + (ip % 17) as u8,
-                _ => 32,
-            };
-            let bits = given.unwrap_or(drawn).min(32);
-            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-            inet_field(buf, ip & mask, bits, true);
-        }
-        TypeKind::MacAddr | TypeKind::MacAddr8 => {
-            let u = match v {
-                Val::Uuid(u) => *u,
-                // `08:00:2b:01:02:03` (or with `-`) as the spec wrote it.
-                Val::Text(t) => {
-                    let hex: String = t.chars().filter(char::is_ascii_hexdigit).collect();
-                    let shift = 128 - 4 * hex.len().min(32) as u32;
-                    u128::from_str_radix(&hex, 16)
-                        .unwrap_or(0)
-                        .checked_shl(shift)
-                        .unwrap_or(0)
-                }
-                other => (as_i64(other) as u128) << 64,
-            };
-            let n = if *kind == TypeKind::MacAddr { 6 } else { 8 };
-            buf.put_i32(n as i32);
-            buf.put_slice(&u.to_be_bytes()[..n]);
-        }
+        TypeKind::MultiRange(sub) => with_len(buf, |b| multirange(sub, v, b)),
+        TypeKind::Point => point(v, buf),
+        TypeKind::Cidr => cidr(v, buf),
+        TypeKind::MacAddr | TypeKind::MacAddr8 => macaddr(kind, v, buf),
         TypeKind::TimeTz => {
             buf.put_i32(12);
             buf.put_i64(as_i64(v));
             buf.put_i32(0); // UTC
         }
         TypeKind::Bit { len, varying } => with_len(buf, |b| bits(*len, *varying, v, b)),
-        TypeKind::Xml => {
-            let doc = match v {
-                Val::Text(s) if s.trim_start().starts_with('<') => s.clone(),
-                other => {
-                    let mut d = String::from("<doc>");
-                    xml_escape(&mut d, &text_of(other));
-                    d.push_str("</doc>");
-                    d
-                }
-            };
-            buf.put_i32(doc.len() as i32);
-            buf.put_slice(doc.as_bytes());
-        }
-        TypeKind::TsQuery => with_len(buf, |b| {
-            // One lexeme (tsquery_send: item count, then type, weight, prefix, string).
-            let text = text_of(v);
-            let word = text.split_whitespace().next().unwrap_or("");
-            let lexeme: String = word
-                .chars()
-                .filter(|c| c.is_alphanumeric())
-                .flat_map(char::to_lowercase)
-                .collect();
-            b.put_i32(1);
-            b.put_u8(1);
-            b.put_u8(0);
-            b.put_u8(0);
-            b.put_slice(if lexeme.is_empty() { "a" } else { &lexeme }.as_bytes());
-            b.put_u8(0);
-        }),
+        TypeKind::Xml => xml(v, buf),
+        TypeKind::TsQuery => with_len(buf, |b| tsquery(v, b)),
         TypeKind::Char => {
             let byte = match v {
                 Val::Text(s) => s.as_bytes().first().copied().unwrap_or(0),
@@ -352,123 +221,303 @@ pub fn encode(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
             buf.put_i32(1);
             buf.put_u8(byte);
         }
-        TypeKind::Hstore => with_len(buf, |b| {
-            let words: Vec<String> = match v {
-                Val::Array(a) => a.iter().map(text_of).collect(),
-                other => vec![text_of(other), String::new()],
-            };
-            let pairs = words.chunks_exact(2);
-            b.put_i32(pairs.len() as i32);
-            for kv in pairs {
-                for s in kv {
-                    b.put_i32(s.len() as i32);
-                    b.put_slice(s.as_bytes());
-                }
-            }
-        }),
-        TypeKind::Ltree => with_len(buf, |b| {
-            b.put_u8(1); // ltree_send's version
-            match v {
-                Val::Array(labels) => {
-                    for (i, l) in labels.iter().enumerate() {
-                        if i > 0 {
-                            b.put_u8(b'.');
-                        }
-                        let l = text_of(l);
-                        let label: Vec<u8> = l
-                            .bytes()
-                            .filter(|c| c.is_ascii_alphanumeric() || *c == b'_')
-                            .collect();
-                        b.put_slice(if label.is_empty() { b"x" } else { &label });
-                    }
-                }
-                other => b.put_slice(text_of(other).as_bytes()),
-            }
-        }),
-        TypeKind::Composite(attrs) => with_len(buf, |b| {
-            // record_send: attribute count, then per attribute its type oid and field.
-            b.put_i32(attrs.len() as i32);
-            let parsed;
-            let fields: &[Val] = match v {
-                Val::Array(a) => a,
-                Val::Text(t) => {
-                    parsed = record_text(attrs, t);
-                    &parsed
-                }
-                _ => &[],
-            };
-            for (i, (oid, _, k)) in attrs.iter().enumerate() {
-                b.put_u32(*oid);
-                encode(k, fields.get(i).unwrap_or(&Val::Null), b);
-            }
-        }),
+        TypeKind::Hstore => with_len(buf, |b| hstore(v, b)),
+        TypeKind::Ltree => with_len(buf, |b| ltree(v, b)),
+        TypeKind::Composite(attrs) => with_len(buf, |b| composite(attrs, v, b)),
         TypeKind::Box | TypeKind::Lseg | TypeKind::Line | TypeKind::Circle => {
-            let mut xs = [0.0f64; 4];
-            if let Val::Array(a) = v {
-                for (x, it) in xs.iter_mut().zip(a) {
-                    *x = as_f64(it);
-                }
-            }
-            let n = match kind {
-                TypeKind::Line | TypeKind::Circle => 3,
-                _ => 4,
-            };
-            match kind {
-                // A line's A and B cannot both be zero; a circle's radius is not negative.
-                TypeKind::Line if xs[0] == 0.0 && xs[1] == 0.0 => xs[0] = 1.0,
-                TypeKind::Circle => xs[2] = xs[2].abs(),
-                _ => {}
-            }
-            buf.put_i32(8 * n as i32);
-            for x in &xs[..n] {
-                buf.put_f64(*x);
-            }
+            geometric(kind, v, buf)
         }
-        TypeKind::Path | TypeKind::Polygon => with_len(buf, |b| {
-            let xs: Vec<f64> = match v {
-                Val::Array(a) => a.iter().map(as_f64).collect(),
-                _ => Vec::new(),
-            };
-            // At least one point; an odd coordinate left over is dropped.
-            let pts = (xs.len() / 2).max(1);
-            if *kind == TypeKind::Path {
-                b.put_u8(0); // open
-            }
-            b.put_i32(pts as i32);
-            for i in 0..pts * 2 {
-                b.put_f64(xs.get(i).copied().unwrap_or(0.0));
-            }
-        }),
+        TypeKind::Path | TypeKind::Polygon => with_len(buf, |b| path(kind, v, b)),
         TypeKind::PgLsn => {
             buf.put_i32(8);
             buf.put_i64(as_i64(v));
         }
-        TypeKind::Array(elem, oid) => {
-            let items: &[Val] = match v {
-                Val::Array(a) => a,
-                other => std::slice::from_ref(other),
-            };
-            with_len(buf, |b| {
-                if items.is_empty() {
-                    b.put_i32(0);
-                    b.put_i32(0);
-                    b.put_u32(*oid);
-                    return;
-                }
-                b.put_i32(1);
-                b.put_i32(i32::from(items.contains(&Val::Null)));
-                b.put_u32(*oid);
-                b.put_i32(items.len() as i32);
-                b.put_i32(1);
-                for it in items {
-                    encode(elem, it, b);
-                }
-            });
-        }
+        TypeKind::Array(elem, oid) => array(elem, *oid, v, buf),
     }
 }
 
 /// An IPv4 address and the prefix length written after it (`10.0.0.0/8`), if any.
+/// jsonb_send: a version byte, then the text.
+fn jsonb(v: &Val, buf: &mut BytesMut) {
+    let owned;
+    let s: &str = match v {
+        Val::Json(s) => s,
+        Val::Text(s) => {
+            owned = serde_json::Value::String(s.clone()).to_string();
+            &owned
+        }
+        other => {
+            owned = text_of(other);
+            &owned
+        }
+    };
+    buf.put_i32(s.len() as i32 + 1);
+    buf.put_u8(1);
+    buf.put_slice(s.as_bytes());
+}
+
+/// A uuid's 16 bytes (a text one read from its hex digits).
+fn uuid(v: &Val, buf: &mut BytesMut) {
+    let u = match v {
+        Val::Uuid(u) => *u,
+        Val::Text(t) => {
+            let hex: String = t.chars().filter(char::is_ascii_hexdigit).collect();
+            u128::from_str_radix(&hex, 16).unwrap_or(0)
+        }
+        other => as_i64(other) as u128,
+    };
+    buf.put_i32(16);
+    buf.put_u128(u);
+}
+
+/// tsvector_send: the lexemes, sorted and distinct, without positions.
+fn tsvector(v: &Val, buf: &mut BytesMut) {
+    let words: Vec<String> = match v {
+        Val::TsVec(w) => w.clone(),
+        other => {
+            let mut w: Vec<String> = text_of(other)
+                .split_whitespace()
+                .map(str::to_lowercase)
+                .collect();
+            w.sort();
+            w.dedup();
+            w
+        }
+    };
+    with_len(buf, |b| {
+        b.put_i32(words.len() as i32);
+        for w in &words {
+            b.put_slice(w.as_bytes());
+            b.put_u8(0);
+            b.put_u16(0);
+        }
+    });
+}
+
+/// multirange_send: the ranges (a single value as one range).
+fn multirange(sub: &TypeKind, v: &Val, b: &mut BytesMut) {
+    match v {
+        Val::Array(rs) => {
+            b.put_i32(rs.len() as i32);
+            for r in rs {
+                with_len(b, |b| range(sub, r, b));
+            }
+        }
+        other => {
+            b.put_i32(1);
+            with_len(b, |b| range(sub, other, b));
+        }
+    }
+}
+
+/// A point's x and y.
+fn point(v: &Val, buf: &mut BytesMut) {
+    let (x, y) = match v {
+        Val::Array(a) if a.len() == 2 => (as_f64(&a[0]), as_f64(&a[1])),
+        // `(x, y)` or `x,y` as the spec wrote it.
+        Val::Text(t) => {
+            let t = t.trim().trim_start_matches('(').trim_end_matches(')');
+            let (x, y) = t.split_once(',').unwrap_or((t, "0"));
+            (
+                x.trim().parse().unwrap_or(0.0),
+                y.trim().parse().unwrap_or(0.0),
+            )
+        }
+        other => (as_f64(other), 0.0),
+    };
+    buf.put_i32(16);
+    buf.put_f64(x);
+    buf.put_f64(y);
+}
+
+/// A cidr: an IPv4 network (host bits cleared).
+fn cidr(v: &Val, buf: &mut BytesMut) {
+    let (ip, given) = ipv4(v);
+    // A random address becomes a network of 16 to 32 prefix bits drawn
+    // from it (host bits cleared); a key (an integer) stays a /32, distinct.
+    let drawn = match v {
+        Val::Inet(_) => 16 + (ip % 17) as u8,
+        _ => 32,
+    };
+    let bits = given.unwrap_or(drawn).min(32);
+    let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+    inet_field(buf, ip & mask, bits, true);
+}
+
+/// A macaddr (6 bytes) or macaddr8 (8 bytes).
+fn macaddr(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
+    let u = match v {
+        Val::Uuid(u) => *u,
+        // `08:00:2b:01:02:03` (or with `-`) as the spec wrote it.
+        Val::Text(t) => {
+            let hex: String = t.chars().filter(char::is_ascii_hexdigit).collect();
+            let shift = 128 - 4 * hex.len().min(32) as u32;
+            u128::from_str_radix(&hex, 16)
+                .unwrap_or(0)
+                .checked_shl(shift)
+                .unwrap_or(0)
+        }
+        other => (as_i64(other) as u128) << 64,
+    };
+    let n = if *kind == TypeKind::MacAddr { 6 } else { 8 };
+    buf.put_i32(n as i32);
+    buf.put_slice(&u.to_be_bytes()[..n]);
+}
+
+/// An xml document (a value that is not one wrapped in `<doc>`).
+fn xml(v: &Val, buf: &mut BytesMut) {
+    let doc = match v {
+        Val::Text(s) if s.trim_start().starts_with('<') => s.clone(),
+        other => {
+            let mut d = String::from("<doc>");
+            xml_escape(&mut d, &text_of(other));
+            d.push_str("</doc>");
+            d
+        }
+    };
+    buf.put_i32(doc.len() as i32);
+    buf.put_slice(doc.as_bytes());
+}
+
+/// tsquery_send of one lexeme.
+fn tsquery(v: &Val, b: &mut BytesMut) {
+    // One lexeme (tsquery_send: item count, then type, weight, prefix, string).
+    let text = text_of(v);
+    let word = text.split_whitespace().next().unwrap_or("");
+    let lexeme: String = word
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    b.put_i32(1);
+    b.put_u8(1);
+    b.put_u8(0);
+    b.put_u8(0);
+    b.put_slice(if lexeme.is_empty() { "a" } else { &lexeme }.as_bytes());
+    b.put_u8(0);
+}
+
+/// hstore_send: key/value pairs.
+fn hstore(v: &Val, b: &mut BytesMut) {
+    let words: Vec<String> = match v {
+        Val::Array(a) => a.iter().map(text_of).collect(),
+        other => vec![text_of(other), String::new()],
+    };
+    let pairs = words.chunks_exact(2);
+    b.put_i32(pairs.len() as i32);
+    for kv in pairs {
+        for s in kv {
+            b.put_i32(s.len() as i32);
+            b.put_slice(s.as_bytes());
+        }
+    }
+}
+
+/// ltree_send: a version byte, then the labels joined by dots.
+fn ltree(v: &Val, b: &mut BytesMut) {
+    b.put_u8(1); // ltree_send's version
+    match v {
+        Val::Array(labels) => {
+            for (i, l) in labels.iter().enumerate() {
+                if i > 0 {
+                    b.put_u8(b'.');
+                }
+                let l = text_of(l);
+                let label: Vec<u8> = l
+                    .bytes()
+                    .filter(|c| c.is_ascii_alphanumeric() || *c == b'_')
+                    .collect();
+                b.put_slice(if label.is_empty() { b"x" } else { &label });
+            }
+        }
+        other => b.put_slice(text_of(other).as_bytes()),
+    }
+}
+
+/// record_send of a composite type's attributes.
+fn composite(attrs: &[(u32, i32, TypeKind)], v: &Val, b: &mut BytesMut) {
+    // record_send: attribute count, then per attribute its type oid and field.
+    b.put_i32(attrs.len() as i32);
+    let parsed;
+    let fields: &[Val] = match v {
+        Val::Array(a) => a,
+        Val::Text(t) => {
+            parsed = record_text(attrs, t);
+            &parsed
+        }
+        _ => &[],
+    };
+    for (i, (oid, _, k)) in attrs.iter().enumerate() {
+        b.put_u32(*oid);
+        encode(k, fields.get(i).unwrap_or(&Val::Null), b);
+    }
+}
+
+/// A box, line segment, line or circle: its 3 or 4 coordinates.
+fn geometric(kind: &TypeKind, v: &Val, buf: &mut BytesMut) {
+    let mut xs = [0.0f64; 4];
+    if let Val::Array(a) = v {
+        for (x, it) in xs.iter_mut().zip(a) {
+            *x = as_f64(it);
+        }
+    }
+    let n = match kind {
+        TypeKind::Line | TypeKind::Circle => 3,
+        _ => 4,
+    };
+    match kind {
+        // A line's A and B cannot both be zero; a circle's radius is not negative.
+        TypeKind::Line if xs[0] == 0.0 && xs[1] == 0.0 => xs[0] = 1.0,
+        TypeKind::Circle => xs[2] = xs[2].abs(),
+        _ => {}
+    }
+    buf.put_i32(8 * n as i32);
+    for x in &xs[..n] {
+        buf.put_f64(*x);
+    }
+}
+
+/// A path (open) or polygon: its points.
+fn path(kind: &TypeKind, v: &Val, b: &mut BytesMut) {
+    let xs: Vec<f64> = match v {
+        Val::Array(a) => a.iter().map(as_f64).collect(),
+        _ => Vec::new(),
+    };
+    // At least one point; an odd coordinate left over is dropped.
+    let pts = (xs.len() / 2).max(1);
+    if *kind == TypeKind::Path {
+        b.put_u8(0); // open
+    }
+    b.put_i32(pts as i32);
+    for i in 0..pts * 2 {
+        b.put_f64(xs.get(i).copied().unwrap_or(0.0));
+    }
+}
+
+/// array_send: one dimension, a NULL flag, the element type and the elements.
+fn array(elem: &TypeKind, oid: u32, v: &Val, buf: &mut BytesMut) {
+    let items: &[Val] = match v {
+        Val::Array(a) => a,
+        other => std::slice::from_ref(other),
+    };
+    with_len(buf, |b| {
+        if items.is_empty() {
+            b.put_i32(0);
+            b.put_i32(0);
+            b.put_u32(oid);
+            return;
+        }
+        b.put_i32(1);
+        b.put_i32(i32::from(items.contains(&Val::Null)));
+        b.put_u32(oid);
+        b.put_i32(items.len() as i32);
+        b.put_i32(1);
+        for it in items {
+            encode(elem, it, b);
+        }
+    });
+}
+
 fn ipv4(v: &Val) -> (u32, Option<u8>) {
     match v {
         Val::Inet(i) => (*i, None),

@@ -22,9 +22,10 @@ use bytes::{BufMut, BytesMut};
 
 use crate::catalog::schema::TypeKind;
 use crate::seed::copy;
-use crate::seed::generate::{self, Gen, Text, Val};
-use crate::seed::layout::{Plan, RowCtx};
-use crate::seed::rng::{self, ValueRng};
+use crate::seed::row::eval;
+use crate::seed::row::generate::{self, Gen, Text, Val};
+use crate::seed::row::plan::{Plan, RowCtx};
+use crate::seed::row::rng::{self, ValueRng};
 
 /// One column's compiled encoder.
 #[derive(Debug)]
@@ -199,7 +200,7 @@ impl<'a> Encoder<'a> {
                 let s = &mut scratch.text;
                 s.clear();
                 let mut r = ValueRng::new(h);
-                text.make_into(s, &mut r, ctx.row, generate::h_key(plan, t, c));
+                text.make_into(s, &mut r, ctx.row, eval::h_key(plan, t, c));
                 if let Some(m) = max_len {
                     generate::truncate_chars(s, *m);
                 }

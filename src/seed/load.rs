@@ -2,7 +2,8 @@
 //!
 //! 0. The caller holds the database's seed lock ([`crate::bookkeeping::SeedLock`]):
 //!    exclusive, or shared by the shards of one set.
-//! 1. Restore what an earlier, interrupted run left saved (see [`recover`]),
+//! 1. Restore what an earlier, interrupted run left saved (see
+//!    [`crate::seed::restore::recover`]),
 //!    so a re-run needs no manual clean-up.
 //! 2. Leave alone the tables the plan keeps (rows the migrations wrote, when
 //!    not `--truncate`: see [`crate::seed::reference`]), and refuse to empty
@@ -21,10 +22,14 @@
 //!    generator that dies fails its table. Several tables stream at once on
 //!    separate connections. A table is thus either fully loaded with its
 //!    indexes and sequences, or rolled back to what it was, whatever kills the load.
-//! 5. Restore the foreign keys: all of them re-added `NOT VALID` in one
+//! 5. Restore the foreign keys ([`crate::seed::restore`]): all of them re-added `NOT VALID` in one
 //!    transaction (instant), then each validated (one anti-join), its saved
 //!    row deleted in the same transaction; `VACUUM (ANALYZE)`; drop the
 //!    bookkeeping when nothing is left in it.
+//!
+//! This module runs steps 2 and 4 and calls the others; saving and
+//! restoring the foreign keys (steps 1, 3 and 5) is [`crate::seed::restore`]'s,
+//! the connections and triggers [`crate::seed::conn`]'s.
 //!
 //! On Ctrl-C, SIGTERM, SIGHUP or a lost connection the running COPYs are
 //! abandoned (their transactions roll back), step 5 still runs (a table whose
@@ -44,20 +49,20 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
 use tokio::sync::mpsc;
 use tokio_postgres::Client;
 
-use tokio_postgres::GenericClient;
-use tokio_postgres::error::SqlState;
-
-use crate::bookkeeping::{self, PendingConstraint, SeedLock, State};
+use crate::bookkeeping::{self, PendingConstraint, SeedLock};
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
 use crate::output::Log;
+use crate::seed::conn::{
+    APP_NAME, connect, disable_triggers, enable_triggers, firing_event_triggers,
+};
 use crate::seed::copy;
-use crate::seed::layout::{Plan, TablePlan};
+use crate::seed::restore::{Restored, Unmatched, restore_all, save_and_drop};
+use crate::seed::row::plan::{Plan, TablePlan};
 use crate::seed::server_check;
 use crate::signal::{self, Signals};
 
 const CHUNK_BYTES: usize = 4 << 20;
-pub const APP_NAME: &str = "planck seed";
 
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -110,7 +115,7 @@ pub struct LoadReport {
     /// The tables the server refused rows of (each with its error, the
     /// table left as it was), and those emptied because they referenced
     /// one: a partial load (issue 30 point 4).
-    pub not_loaded: Vec<crate::seed::layout::Unseedable>,
+    pub not_loaded: Vec<crate::seed::row::plan::Unseedable>,
 }
 
 /// What a load did to the schema's own machinery, and what it left alone.
@@ -137,829 +142,6 @@ pub struct LoadNotes {
     /// Partitions planck created for partitioned tables that had none,
     /// `table: N partition(s) (how)`.
     pub partitions_created: Vec<String>,
-}
-
-type Saved = PendingConstraint;
-
-async fn connect(conn: &ConnInfo) -> Result<Client> {
-    let c = conn.connect().await?;
-    // Seeding is planck's work, never the application's: out of
-    // pg_stat_statements (a role that may not untrack is warned once).
-    crate::session::quiet_stats(&c, crate::output::Log::default()).await?;
-    c.batch_execute(&format!(
-        "SET application_name = '{APP_NAME}'; SET maintenance_work_mem = '256MB'"
-    ))
-    .await
-    .map_err(|e| Error::db("configuring a connection", e))?;
-    // As superuser, replica mode silences what `DISABLE TRIGGER USER` cannot
-    // reach: event triggers (Supabase-style databases have them on DDL) and
-    // rules, for everything planck does on its connections. Only this
-    // session's setting: the application's sessions are untouched.
-    c.batch_execute(
-        "DO $$BEGIN IF current_setting('is_superuser') = 'on' THEN
-             SET session_replication_role = replica; END IF; END$$",
-    )
-    .await
-    .map_err(|e| Error::db("configuring a connection", e))?;
-    Ok(c)
-}
-
-/// A user trigger planck disabled for a table's load, and how it was
-/// enabled before (`O`: origin and local, `A`: always, `R`: replica only), so
-/// it comes back exactly as it was.
-#[derive(Debug, Clone)]
-struct Trigger {
-    /// The relation, schema-qualified and quoted.
-    table: String,
-    name: String,
-    enabled: i8,
-}
-
-/// Disables the user triggers (not the internal ones behind foreign keys) of
-/// the table and its partitions, inside the table's transaction: its
-/// rollback (a failure, a signal, a SIGKILL, a lost connection) enables them
-/// again with nothing left to restore. Triggers already disabled are left
-/// out (they stay disabled). `ALTER TABLE ONLY` per relation: a partition's
-/// clone of its parent's trigger is one of the relations listed.
-async fn disable_triggers(tx: &tokio_postgres::Transaction<'_>, oid: u32) -> Result<Vec<Trigger>> {
-    let err = |e| Error::db("disabling user triggers", e);
-    let rows = tx
-        .query(
-            "SELECT t.tgrelid::regclass::text, t.tgname::text, t.tgenabled::\"char\"
-               FROM pg_trigger t
-              WHERE t.tgrelid IN (SELECT $1::oid UNION SELECT relid FROM pg_partition_tree($1::oid))
-                AND NOT t.tgisinternal AND t.tgenabled <> 'D'
-              ORDER BY 1, 2",
-            &[&oid],
-        )
-        .await
-        .map_err(err)?;
-    let mut out = Vec::new();
-    for r in rows {
-        let t = Trigger {
-            table: r.get(0),
-            name: r.get(1),
-            enabled: r.get(2),
-        };
-        tx.batch_execute(&format!(
-            "ALTER TABLE ONLY {} DISABLE TRIGGER {}",
-            t.table,
-            quote_ident(&t.name)
-        ))
-        .await
-        .map_err(err)?;
-        out.push(t);
-    }
-    Ok(out)
-}
-
-/// Enables what [`disable_triggers`] disabled, each as it was, before the
-/// table's transaction commits.
-async fn enable_triggers(tx: &tokio_postgres::Transaction<'_>, triggers: &[Trigger]) -> Result<()> {
-    for t in triggers {
-        let how = match t.enabled as u8 {
-            b'A' => "ALWAYS ",
-            b'R' => "REPLICA ",
-            _ => "",
-        };
-        tx.batch_execute(&format!(
-            "ALTER TABLE ONLY {} ENABLE {how}TRIGGER {}",
-            t.table,
-            quote_ident(&t.name)
-        ))
-        .await
-        .map_err(|e| Error::db("enabling user triggers again", e))?;
-    }
-    Ok(())
-}
-
-/// The event triggers that fire on the DDL a seed runs (ALTER TABLE, CREATE
-/// and DROP INDEX, its bookkeeping's CREATE and DROP), as `name (event)`: none as superuser (replica mode
-/// silences those not enabled ALWAYS), else every enabled one.
-async fn firing_event_triggers(c: &Client) -> Result<Vec<String>> {
-    let rows = c
-        .query(
-            "SELECT evtname || ' (' || evtevent || ')' FROM pg_event_trigger
-              WHERE evtenabled <> 'D'
-                AND CASE WHEN current_setting('session_replication_role') = 'replica'
-                         THEN evtenabled IN ('A', 'R') ELSE evtenabled IN ('O', 'A') END
-                AND (evttags IS NULL OR evttags && ARRAY['ALTER TABLE', 'CREATE INDEX', 'DROP INDEX', 'CREATE SCHEMA',
-                                                'CREATE TABLE', 'DROP TABLE', 'DROP SCHEMA', 'COMMENT'])
-              ORDER BY 1",
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("listing event triggers", e))?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
-}
-
-/// `ALTER TABLE ... ADD CONSTRAINT ...` for a saved foreign key (or the saved
-/// `CREATE INDEX` of planck 0.x), `NOT VALID` when asked. The table name is
-/// taken from `regclass` (it must name an existing table); the definition is
-/// run as one statement of the extended protocol, so nothing rides along.
-async fn restore_sql(c: &impl GenericClient, s: &Saved, not_valid: bool) -> Result<String> {
-    if s.kind == "index" {
-        // Only an index definition, as planck 0.x saved them.
-        let d = s.def.trim_start().to_ascii_uppercase();
-        if !(d.starts_with("CREATE INDEX ") || d.starts_with("CREATE UNIQUE INDEX ")) {
-            return Err(Error::usage_hint(
-                format!(
-                    "saved index {} is not an index definition: {}",
-                    s.label(),
-                    s.def
-                ),
-                format!(
-                    "planck does not run it; remove the row from {}",
-                    bookkeeping::TABLE
-                ),
-            ));
-        }
-        return Ok(s.def.clone());
-    }
-    if !s
-        .def
-        .trim_start()
-        .to_ascii_uppercase()
-        .starts_with("FOREIGN KEY")
-    {
-        return Err(Error::usage_hint(
-            format!(
-                "saved foreign key {} is not a foreign-key definition: {}",
-                s.label(),
-                s.def
-            ),
-            format!(
-                "planck does not run it; remove the row from {}",
-                bookkeeping::TABLE
-            ),
-        ));
-    }
-    let table: Option<String> = c
-        .query_one("SELECT to_regclass($1)::text", &[&s.table])
-        .await
-        .map_err(|e| Error::db("looking up a saved foreign key's table", e))?
-        .get(0);
-    let Some(table) = table else {
-        return Err(Error::Postgres {
-            context: format!("restoring foreign key {}", s.label()),
-            pg: crate::error::PgError {
-                code: "42P01".into(),
-                message: format!("relation {} does not exist", s.table),
-                detail: None,
-                hint: None,
-                position: None,
-            },
-        });
-    };
-    Ok(format!(
-        "ALTER TABLE {table} ADD CONSTRAINT {} {}{}",
-        quote_ident(&s.name),
-        s.def,
-        if not_valid { " NOT VALID" } else { "" }
-    ))
-}
-
-/// A saved constraint that no longer applies to the schema (a column or
-/// table renamed or dropped since it was saved): named, with its definition
-/// and the ways out.
-fn inapplicable(s: &Saved, e: &Error) -> String {
-    let why = match e {
-        Error::Postgres { pg, .. } => format!("{} (SQLSTATE {})", pg.message, pg.code),
-        other => other.to_string(),
-    };
-    format!(
-        "saved {} {} no longer applies: {why}\n  saved definition: {}\n  \
-         hint: re-create it by hand to fit the schema as it is now; `planck seed --restore` \
-         then forgets planck's copy\n  hint: or drop planck's copy: `planck seed --restore --forget {}`",
-        if s.kind == "fk" {
-            "foreign key"
-        } else {
-            "index"
-        },
-        s.label(),
-        s.def,
-        s.name
-    )
-}
-
-/// Whether an error says the saved definition does not fit the schema as it
-/// is now: a column, table or type renamed or dropped, no unique key to
-/// reference, a changed type, or a definition that does not parse. (Not a
-/// missing privilege: that is the role's problem, reported as it is.)
-fn is_inapplicable(e: &Error) -> bool {
-    matches!(
-        e.sqlstate(),
-        Some("42703" | "42P01" | "42704" | "42830" | "42804" | "42601" | "42P10" | "42809")
-    )
-}
-
-/// Re-creates one saved object (validating it) and forgets it, atomically.
-/// An object that already exists (restored by hand) is just forgotten.
-async fn restore_one(c: &mut Client, s: &Saved) -> Result<()> {
-    let tx = c
-        .transaction()
-        .await
-        .map_err(|e| Error::db("restoring", e))?;
-    let sql = restore_sql(&tx, s, false).await?;
-    match tx.execute(&sql, &[]).await {
-        Ok(_) => {}
-        Err(e)
-            if e.code() == Some(&SqlState::DUPLICATE_OBJECT)
-                || e.code() == Some(&SqlState::DUPLICATE_TABLE) =>
-        {
-            drop(tx);
-            bookkeeping::forget(c, s).await?;
-            return Ok(());
-        }
-        Err(e) => {
-            return Err(Error::db(format!("restoring {} {}", s.kind, s.label()), e));
-        }
-    }
-    bookkeeping::forget(&tx, s).await?;
-    tx.commit()
-        .await
-        .map_err(|e| Error::db(format!("restoring {}", s.name), e))
-}
-
-/// What to do with a foreign key whose rows do not hold (yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unmatched {
-    /// An error: the load was supposed to be complete.
-    Fail,
-    /// Keep it saved (dropped): other shards (or the next run) complete the rows.
-    Keep,
-    /// Empty the referencing table (a failed load: a child loaded, its parent did not).
-    Empty,
-    /// Leave it in place `NOT VALID` and say why (`planck seed --restore`).
-    Report,
-}
-
-#[derive(Debug, Default)]
-pub struct Restored {
-    /// Foreign keys left saved.
-    pub pending: Vec<String>,
-    /// Foreign keys re-created and validated.
-    pub restored: Vec<String>,
-    /// Tables emptied so their foreign keys hold.
-    pub emptied: Vec<String>,
-    /// The same tables' oids, to name them as the plan does.
-    pub emptied_oids: Vec<u32>,
-    /// Saved constraints that no longer fit the schema, each with its hint.
-    pub inapplicable: Vec<String>,
-    /// Foreign keys whose rows do not hold (Report), each with its hint.
-    pub unmatched: Vec<String>,
-}
-
-/// Re-adds every saved foreign key `NOT VALID`, in ONE transaction (a
-/// savepoint each, so one that no longer fits does not stop the others):
-/// instant whatever the table sizes, so a SIGKILL arriving while the
-/// validations run finds every constraint in place. Returns the keys now in
-/// place (state NotValid).
-async fn add_not_valid(c: &mut Client, fks: Vec<Saved>, out: &mut Restored) -> Result<Vec<Saved>> {
-    let mut tx = c
-        .transaction()
-        .await
-        .map_err(|e| Error::db("re-adding foreign keys", e))?;
-    let mut placed = Vec::new();
-    // PostgreSQL refuses `NOT VALID` on a foreign key of a partitioned
-    // table (42809): those are re-created validating, after the commit.
-    let mut validating = Vec::new();
-    for mut s in fks {
-        if s.state == State::NotValid {
-            placed.push(s);
-            continue;
-        }
-        // PostgreSQL 18's NOT ENFORCED keys check nothing and cannot be
-        // validated: put back exactly as they were, after the commit.
-        if s.def.contains("NOT ENFORCED") {
-            validating.push(s);
-            continue;
-        }
-        let sp = tx
-            .savepoint("planck_fk")
-            .await
-            .map_err(|e| Error::db("re-adding foreign keys", e))?;
-        let r = match restore_sql(&sp, &s, true).await {
-            Ok(sql) => sp
-                .execute(&sql, &[])
-                .await
-                .map_err(|e| Error::db(format!("restoring foreign key {}", s.label()), e)),
-            Err(e) => Err(e),
-        };
-        match r {
-            Ok(_) => {
-                bookkeeping::mark_not_valid(&sp, s.id).await?;
-                sp.commit()
-                    .await
-                    .map_err(|e| Error::db("re-adding foreign keys", e))?;
-                s.state = State::NotValid;
-                placed.push(s);
-            }
-            Err(e) if e.sqlstate() == Some("42710") => {
-                // Already there (re-created by hand): forget planck's copy.
-                sp.rollback()
-                    .await
-                    .map_err(|e| Error::db("re-adding foreign keys", e))?;
-                bookkeeping::forget(&tx, &s).await?;
-            }
-            Err(e) if is_inapplicable(&e) => {
-                sp.rollback()
-                    .await
-                    .map_err(|e| Error::db("re-adding foreign keys", e))?;
-                if e.sqlstate() == Some("42809") && partitioned(&tx, &s).await? {
-                    validating.push(s);
-                } else {
-                    out.inapplicable.push(inapplicable(&s, &e));
-                    out.pending.push(s.label());
-                }
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    tx.commit()
-        .await
-        .map_err(|e| Error::db("re-adding foreign keys", e))?;
-    for s in validating {
-        match restore_one(c, &s).await {
-            Ok(()) => out.restored.push(s.label()),
-            // Rows that do not hold (a failed load): the key stays saved,
-            // so `planck seed --restore` or the next run puts it back.
-            Err(e) if e.sqlstate() == Some("23503") => {
-                out.unmatched.push(format!(
-                    "foreign key {} does not hold: {}. It stays saved (a partitioned \
-                     table's key cannot be left NOT VALID); load everything again with \
-                     `planck seed --truncate`, or delete the rows that break it and run \
-                     `planck seed --restore`",
-                    s.label(),
-                    e.to_string().lines().next().unwrap_or_default()
-                ));
-                out.pending.push(s.label());
-            }
-            Err(e) if is_inapplicable(&e) => {
-                out.inapplicable.push(inapplicable(&s, &e));
-                out.pending.push(s.label());
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(placed)
-}
-
-/// Whether a saved foreign key's table is partitioned.
-async fn partitioned(c: &impl GenericClient, s: &Saved) -> Result<bool> {
-    let row = c
-        .query_one(
-            "SELECT coalesce((SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass($1)), false)",
-            &[&s.table],
-        )
-        .await
-        .map_err(|e| Error::db(format!("looking up {}", s.table), e))?;
-    Ok(row.get(0))
-}
-
-/// Validates one foreign key that is in place `NOT VALID`, forgetting it in
-/// the same transaction. A constraint that vanished since (dropped by hand)
-/// is added again, validating.
-async fn validate_one(c: &mut Client, s: &Saved) -> Result<()> {
-    let tx = c
-        .transaction()
-        .await
-        .map_err(|e| Error::db("validating", e))?;
-    let table: Option<String> = tx
-        .query_one("SELECT to_regclass($1)::text", &[&s.table])
-        .await
-        .map_err(|e| Error::db("looking up a saved foreign key's table", e))?
-        .get(0);
-    let sql = match table {
-        Some(t) => format!(
-            "ALTER TABLE {t} VALIDATE CONSTRAINT {}",
-            quote_ident(&s.name)
-        ),
-        None => restore_sql(&tx, s, false).await?,
-    };
-    match tx.execute(&sql, &[]).await {
-        Ok(_) => {}
-        Err(e) if e.code() == Some(&SqlState::UNDEFINED_OBJECT) => {
-            drop(tx);
-            return restore_one(c, s).await;
-        }
-        Err(e) => {
-            return Err(Error::db(
-                format!("validating foreign key {}", s.label()),
-                e,
-            ));
-        }
-    }
-    bookkeeping::forget(&tx, s).await?;
-    tx.commit()
-        .await
-        .map_err(|e| Error::db(format!("validating {}", s.name), e))
-}
-
-/// One key's outcome in [`validate_parallel`]: its label, or its label and
-/// why it no longer applies.
-type Validated = std::result::Result<String, (String, String)>;
-
-/// Validates the keys a complete load placed `NOT VALID`, on `threads`
-/// connections at once (each validation is one anti-join, CPU-bound on the
-/// server). The keys of one table go to one connection: `VALIDATE` takes a
-/// SHARE UPDATE EXCLUSIVE lock on its table, which would only queue a second
-/// connection behind the first; on the referenced table it takes ROW SHARE,
-/// which conflicts with no other validation, so no two connections wait on
-/// each other. Only for [`Unmatched::Fail`]: a key that does not hold is an
-/// error, nothing is emptied while other keys are being validated.
-async fn validate_parallel(
-    conn: &ConnInfo,
-    threads: usize,
-    placed: Vec<Saved>,
-    out: &mut Restored,
-) -> Result<()> {
-    // Groups by table, largest first (the longest validations start first),
-    // keeping the position of each key for the report's order.
-    let mut groups: BTreeMap<String, Vec<(usize, Saved)>> = BTreeMap::new();
-    for (i, s) in placed.into_iter().enumerate() {
-        groups.entry(s.table.clone()).or_default().push((i, s));
-    }
-    let mut groups: Vec<Vec<(usize, Saved)>> = groups.into_values().collect();
-    groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
-    groups.reverse(); // popped from the end
-    let queue = Arc::new(tokio::sync::Mutex::new(groups));
-    let mut set = tokio::task::JoinSet::new();
-    for _ in 0..threads {
-        let (queue, conn) = (queue.clone(), conn.clone());
-        set.spawn(async move {
-            let mut c = connect(&conn).await?;
-            let mut done: Vec<(usize, Validated)> = Vec::new();
-            loop {
-                let next = queue.lock().await.pop();
-                let Some(group) = next else { break };
-                for (i, s) in group {
-                    match validate_one(&mut c, &s).await {
-                        Ok(()) => done.push((i, Ok(s.label()))),
-                        Err(e) if is_inapplicable(&e) => {
-                            done.push((i, Err((s.label(), inapplicable(&s, &e)))));
-                        }
-                        Err(e) => {
-                            // The others stop at their next key.
-                            queue.lock().await.clear();
-                            return Err(e);
-                        }
-                    }
-                }
-            }
-            Ok::<_, Error>(done)
-        });
-    }
-    let mut all = Vec::new();
-    let mut first_err = None;
-    while let Some(r) = set.join_next().await {
-        match r {
-            Ok(Ok(done)) => all.extend(done),
-            Ok(Err(e)) => {
-                first_err.get_or_insert(e);
-            }
-            Err(e) => {
-                first_err.get_or_insert(Error::Other(anyhow::anyhow!(
-                    "foreign key validation task failed: {e}"
-                )));
-            }
-        }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    all.sort_by_key(|d| d.0);
-    for (_, d) in all {
-        match d {
-            Ok(label) => out.restored.push(label),
-            Err((label, why)) => {
-                out.inapplicable.push(why);
-                out.pending.push(label);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Restores every saved object. Indexes of planck 0.x in parallel; then,
-/// except in Keep mode, every foreign key is re-added `NOT VALID` in one
-/// transaction and validated one by one; in Keep mode (shards) each is
-/// re-added validating, and stays saved (dropped) when its rows do not hold.
-pub(crate) async fn restore_all(
-    conn: &ConnInfo,
-    threads: usize,
-    unmatched: Unmatched,
-) -> Result<Restored> {
-    let c = connect(conn).await?;
-    let all: Vec<Saved> = bookkeeping::pending(&c)
-        .await?
-        .into_iter()
-        .filter(|p| !p.legacy)
-        .collect();
-    let mut out = Restored::default();
-    if all.is_empty() {
-        return Ok(out);
-    }
-    let (indexes, fks): (Vec<Saved>, Vec<Saved>) = all.into_iter().partition(|s| s.kind == "index");
-    let queue = Arc::new(tokio::sync::Mutex::new(indexes));
-    let mut set = tokio::task::JoinSet::new();
-    for _ in 0..threads.max(1) {
-        let queue = queue.clone();
-        let conn = conn.clone();
-        set.spawn(async move {
-            let mut c = connect(&conn).await?;
-            let mut gone = Vec::new();
-            loop {
-                let next = queue.lock().await.pop();
-                let Some(s) = next else { break };
-                match restore_one(&mut c, &s).await {
-                    Ok(()) => {}
-                    Err(e) if is_inapplicable(&e) => gone.push(inapplicable(&s, &e)),
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok::<Vec<String>, Error>(gone)
-        });
-    }
-    let mut first_err = None;
-    while let Some(r) = set.join_next().await {
-        match r {
-            Ok(Err(e)) => {
-                first_err.get_or_insert(e);
-            }
-            Err(e) => {
-                first_err.get_or_insert(Error::Other(anyhow::anyhow!(
-                    "index restore task failed: {e}"
-                )));
-            }
-            Ok(Ok(gone)) => out.inapplicable.extend(gone),
-        }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    let mut c = c;
-    if unmatched == Unmatched::Keep {
-        for s in &fks {
-            let r = if s.state == State::NotValid {
-                validate_one(&mut c, s).await
-            } else {
-                restore_one(&mut c, s).await
-            };
-            match r {
-                Ok(()) => out.restored.push(s.label()),
-                Err(e) if e.sqlstate() == Some("23503") => out.pending.push(s.label()),
-                Err(e) if is_inapplicable(&e) => {
-                    out.inapplicable.push(inapplicable(s, &e));
-                    out.pending.push(s.label());
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        return Ok(out);
-    }
-    let placed = add_not_valid(&mut c, fks, &mut out).await?;
-    if unmatched == Unmatched::Fail && threads > 1 {
-        validate_parallel(conn, threads, placed, &mut out).await?;
-        return Ok(out);
-    }
-    for s in &placed {
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            match validate_one(&mut c, s).await {
-                Ok(()) => {
-                    out.restored.push(s.label());
-                    break;
-                }
-                Err(e)
-                    if e.sqlstate() == Some("23503")
-                        && unmatched == Unmatched::Empty
-                        && attempts < 3 =>
-                {
-                    // CASCADE also empties the tables that reference this one
-                    // (their foreign keys are back, NOT VALID), which could not
-                    // hold either.
-                    let table: String = c
-                        .query_one("SELECT $1::text::regclass::text", &[&s.table])
-                        .await
-                        .map_err(|e| Error::db(format!("looking up {}", s.table), e))?
-                        .get(0);
-                    let oid: u32 = c
-                        .query_one("SELECT $1::text::regclass::oid", &[&s.table])
-                        .await
-                        .map_err(|e| Error::db(format!("looking up {}", s.table), e))?
-                        .get(0);
-                    empty_cascade(&mut c, &table, oid).await?;
-                    out.emptied.push(s.table.clone());
-                    out.emptied_oids.push(oid);
-                }
-                Err(e) if e.sqlstate() == Some("23503") && unmatched == Unmatched::Report => {
-                    out.unmatched.push(format!(
-                        "foreign key {} does not hold: {}. It stays in place NOT VALID (new rows \
-                         are checked); delete the rows that break it, or load everything again \
-                         with `planck seed --truncate`, then run `planck seed --restore`",
-                        s.label(),
-                        e.to_string().lines().next().unwrap_or_default()
-                    ));
-                    out.pending.push(s.label());
-                    break;
-                }
-                Err(e) if is_inapplicable(&e) => {
-                    out.inapplicable.push(inapplicable(s, &e));
-                    out.pending.push(s.label());
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    // The caller says what the outcome means: only it knows whether this is
-    // the restore before a load or the final one.
-    Ok(out)
-}
-
-/// `TRUNCATE table CASCADE` with the user triggers of every table it
-/// reaches (referencing tables, recursively, and inheritance children)
-/// disabled around it, in one transaction: emptying a failed load's
-/// children is planck's clean-up, not the application's (ON TRUNCATE
-/// triggers stay quiet here too).
-async fn empty_cascade(c: &mut Client, table: &str, oid: u32) -> Result<()> {
-    let err = |e| Error::db("emptying", e);
-    let tx = c.transaction().await.map_err(err)?;
-    let reached: Vec<u32> = tx
-        .query(
-            "WITH RECURSIVE r(oid) AS (
-                 SELECT $1::oid
-                 UNION
-                 SELECT x FROM r, LATERAL (
-                     SELECT conrelid FROM pg_constraint WHERE contype = 'f' AND confrelid = r.oid
-                     UNION SELECT inhrelid FROM pg_inherits WHERE inhparent = r.oid) n(x))
-             SELECT oid FROM r",
-            &[&oid],
-        )
-        .await
-        .map_err(err)?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let mut disabled = Vec::new();
-    for o in &reached {
-        disabled.extend(disable_triggers(&tx, *o).await?);
-    }
-    tx.batch_execute(&format!("TRUNCATE {table} CASCADE"))
-        .await
-        .map_err(err)?;
-    enable_triggers(&tx, &disabled).await?;
-    tx.commit().await.map_err(err)
-}
-
-/// The foreign keys an interrupted run left saved, without touching anything
-/// (for `--dry-run`), as (table, name, definition).
-pub async fn pending_fks(conn: &ConnInfo) -> Result<Vec<(String, String, String)>> {
-    let c = connect(conn).await?;
-    Ok(bookkeeping::pending(&c)
-        .await?
-        .into_iter()
-        .filter(|s| s.kind == "fk" && s.state == State::Dropped)
-        .map(|s| (s.table, s.name, s.def))
-        .collect())
-}
-
-/// Restores what an interrupted run left saved and returns the foreign keys
-/// that still cannot be validated (their tables hold partial data until this
-/// run truncates them), as (table, name, definition). Migrates the rows of
-/// planck 0.x's `public.planck_seed_saved` first.
-/// `sharded`: foreign keys saved by earlier shards belong to the set; they
-/// are restored by the shard that completes it, not here.
-pub async fn recover(
-    conn: &ConnInfo,
-    threads: usize,
-    sharded: bool,
-    log: Log,
-) -> Result<Vec<(String, String, String)>> {
-    let mut c = connect(conn).await?;
-    let leftovers = bookkeeping::pending(&c).await?;
-    if leftovers.is_empty() {
-        return Ok(Vec::new());
-    }
-    // (A shard migrates planck 0.x's rows when it loads: here it holds off
-    // other shards' saves, which ensure() would wait for.)
-    if !sharded && leftovers.iter().any(|p| p.legacy) {
-        bookkeeping::ensure(&mut c).await?;
-    }
-    if sharded {
-        log.debug(&format!(
-            "{} foreign key(s) saved by earlier shards",
-            leftovers.iter().filter(|s| s.kind == "fk").count()
-        ));
-    } else {
-        let r = restore_all(conn, threads, Unmatched::Keep).await?;
-        let n = r.restored.len();
-        if n > 0 {
-            log.info(&format!(
-                "restored {n} index(es)/foreign key(s) an earlier run left saved in {}",
-                bookkeeping::TABLE
-            ));
-        }
-        for m in &r.inapplicable {
-            log.warn(m);
-        }
-        if !r.pending.is_empty() {
-            log.debug(&format!(
-                "{} foreign key(s) of an earlier partial load stay saved until this load completes",
-                r.pending.len()
-            ));
-        }
-    }
-    Ok(bookkeeping::pending(&c)
-        .await?
-        .into_iter()
-        .filter(|s| s.kind == "fk" && s.state == State::Dropped)
-        .map(|s| (s.table, s.name, s.def))
-        .collect())
-}
-
-/// `planck seed --restore`: restores every saved constraint (validating
-/// those a kill left `NOT VALID`), says what cannot be restored and why, and
-/// cleans up. `forget`: names of saved constraints to drop planck's copy of
-/// first (the way out for one that no longer applies).
-pub async fn restore_command(
-    conn: &ConnInfo,
-    threads: usize,
-    forget: &[String],
-    log: Log,
-) -> Result<Restored> {
-    let mut c = connect(conn).await?;
-    let before = bookkeeping::pending(&c).await?;
-    if before.iter().any(|p| p.legacy) {
-        bookkeeping::ensure(&mut c).await?;
-    }
-    for name in forget {
-        let hits: Vec<_> = bookkeeping::pending(&c)
-            .await?
-            .into_iter()
-            .filter(|p| &p.name == name)
-            .collect();
-        if hits.is_empty() {
-            return Err(Error::usage_hint(
-                format!("no saved constraint is named {name}"),
-                "`planck seed --restore` alone lists what is saved",
-            ));
-        }
-        for p in &hits {
-            bookkeeping::forget(&c, p).await?;
-            log.info(&format!("forgot planck's copy of {}: {}", p.label(), p.def));
-        }
-    }
-    let r = restore_all(conn, threads, Unmatched::Report).await?;
-    Ok(r)
-}
-
-/// Saves and drops the foreign keys touching `oids` (one transaction: the
-/// saved rows are durable before anything is dropped). Shards of one set
-/// take a transaction-level lock first, so two starting together do not save
-/// the same keys twice.
-async fn save_and_drop(c: &mut Client, oids: &[u32]) -> Result<usize> {
-    let tx = c
-        .transaction()
-        .await
-        .map_err(|e| Error::db("saving foreign keys", e))?;
-    bookkeeping::serialize_saves(&tx).await?;
-    tx.batch_execute("SET LOCAL search_path = pg_catalog")
-        .await
-        .map_err(|e| Error::db("saving foreign keys", e))?;
-    let all_oids = "(SELECT unnest($1::oid[]) UNION SELECT inhrelid FROM pg_inherits WHERE inhparent = ANY($1::oid[]))";
-    let fks = tx
-        .query(
-            &format!(
-                "SELECT quote_ident(n.nspname) || '.' || quote_ident(r.relname), c.conname, pg_get_constraintdef(c.oid)
-                   FROM pg_constraint c JOIN pg_class r ON r.oid = c.conrelid
-                   JOIN pg_namespace n ON n.oid = r.relnamespace
-                  WHERE c.contype = 'f' AND c.conparentid = 0
-                    AND (c.conrelid IN {all_oids} OR c.confrelid IN {all_oids})
-                  ORDER BY 1, 2"
-            ),
-            &[&oids],
-        )
-        .await
-        .map_err(|e| Error::db("listing foreign keys", e))?;
-    for r in &fks {
-        let (t, n, d): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-        // A key left NOT VALID (by a kill during a restore) comes back validated.
-        let d = d.strip_suffix(" NOT VALID").unwrap_or(&d);
-        bookkeeping::save_fk(&tx, &t, &n, d).await?;
-        tx.batch_execute(&format!(
-            "ALTER TABLE {t} DROP CONSTRAINT {}",
-            quote_ident(&n)
-        ))
-        .await
-        .map_err(|e| Error::db(format!("dropping foreign key {n}"), e))?;
-    }
-    tx.commit()
-        .await
-        .map_err(|e| Error::db("saving foreign keys", e))?;
-    Ok(fks.len())
 }
 
 struct Progress {
@@ -1261,24 +443,7 @@ async fn load_table_on(
     // User triggers are off for the load, the TRUNCATE included (ON
     // TRUNCATE triggers), and on again before the commit.
     let triggers = disable_triggers(&tx, tp.oid).await?;
-    if truncate {
-        // ONLY: an old-style inheritance parent's children are tables the
-        // plan loads on their own (a partitioned table cannot be ONLY).
-        let only = if tp.partitioned { "" } else { "ONLY " };
-        tx.batch_execute(&format!("TRUNCATE {only}{}", tp.qualified))
-            .await
-            .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
-    } else {
-        // Shards of one set load a table one at a time: each drops and
-        // re-creates the table's indexes, which must not interleave (the
-        // lock TRUNCATE takes in an unsharded run).
-        tx.batch_execute(&format!(
-            "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
-            tp.qualified
-        ))
-        .await
-        .map_err(|e| Error::db(format!("locking {}", tp.display), e))?;
-    }
+    empty_or_lock(&tx, tp, truncate).await?;
     // Indexes and key constraints are dropped and re-created inside this
     // transaction: bulk index builds beat row-by-row maintenance, and if the
     // load fails or is killed, the rollback brings them back untouched.
@@ -1293,59 +458,17 @@ async fn load_table_on(
             .map_err(|e| Error::db(format!("preparing {}", tp.display), e))?;
     }
     let cols: Vec<usize> = (0..tp.cols.len()).filter(|c| tp.cols[*c].include).collect();
-    let list = cols
-        .iter()
-        .map(|c| quote_ident(&tp.cols[*c].name))
-        .collect::<Vec<_>>()
-        .join(", ");
     if cols.is_empty() {
         // Nothing to COPY (a table without columns, or only generated ones).
-        for c in &creates {
-            tx.batch_execute(c)
-                .await
-                .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
-        }
-        enable_triggers(&tx, &triggers).await?;
-        tx.commit()
-            .await
-            .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
-        let now = Instant::now();
-        return Ok(Outcome {
-            rows: 0,
-            bytes: 0,
-            span: (now, now),
-            triggers: triggers.len(),
-            kept,
-        });
+        return commit_without_rows(tx, tp, &creates, &triggers, kept).await;
     }
-    let freeze = if truncate && !tp.partitioned {
-        ", FREEZE"
-    } else {
-        ""
-    };
     // CHECKs the server decides: each row's accepted attempt, before the COPY.
     let settled = server_check::settle(&tx, &plan, t, range.clone(), &pool).await?;
     if trace && let Some((_, st)) = &settled {
-        eprintln!(
-            "planck: {}: CHECK {} evaluated by the server: acceptance {:.1}% ({} candidates for {} rows, {} set to NULL)",
-            tp.display,
-            tp.checked
-                .checks
-                .iter()
-                .map(|c| c.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            st.acceptance() * 100.0,
-            st.candidates,
-            st.rows,
-            st.nulls
-        );
+        trace_settled(tp, st);
     }
     let attempts = Arc::new(settled.map(|s| s.0));
-    let stmt = format!(
-        "COPY {} ({list}) FROM STDIN (FORMAT binary{freeze})",
-        tp.qualified
-    );
+    let stmt = copy_statement(tp, &cols, truncate);
     let sink = tx
         .copy_in::<_, Bytes>(&stmt)
         .await
@@ -1356,87 +479,20 @@ async fn load_table_on(
     let (txq, mut rxq) = mpsc::channel::<(BytesMut, u64)>(4);
     let window = pool.current_num_threads().max(1) * 2;
     let gen_nanos = Arc::new(AtomicU64::new(0));
-    let producer = {
-        let gen_nanos = gen_nanos.clone();
-        let plan = plan.clone();
-        let cancel = cancel.clone();
-        let cols = cols.clone();
-        let attempts = attempts.clone();
-        std::thread::spawn(move || {
-            let mut next = range.start;
-            let limit = match fault {
-                Some(Fault::PanicAfter(n) | Fault::StopAfter(n)) => range.start + n,
-                None => u64::MAX,
-            };
-            let mut rows_per_chunk: u64 = 2048;
-            let mut first = true;
-            while next < range.end && !cancel.load(Ordering::Relaxed) {
-                if next >= limit {
-                    // The test-only fault (see [`Fault`]): a generator that
-                    // dies, or one that stops early without a word.
-                    match fault {
-                        Some(Fault::PanicAfter(_)) => panic!("injected generator failure"),
-                        _ => return,
-                    }
-                }
-                let mut ranges = Vec::new();
-                for _ in 0..window {
-                    if next >= range.end {
-                        break;
-                    }
-                    let end = (next + rows_per_chunk).min(range.end);
-                    ranges.push(next..end);
-                    next = end;
-                }
-                let tg = Instant::now();
-                let chunks: Vec<(BytesMut, u64)> = pool.install(|| {
-                    use rayon::prelude::*;
-                    ranges
-                        .par_iter()
-                        .map(|r| {
-                            (
-                                server_check::encode_chunk(
-                                    &plan,
-                                    t,
-                                    &cols,
-                                    r.clone(),
-                                    CHUNK_BYTES + (CHUNK_BYTES >> 2),
-                                    attempts.as_ref().as_ref(),
-                                ),
-                                r.end - r.start,
-                            )
-                        })
-                        .collect()
-                });
-                gen_nanos.fetch_add(tg.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                // Aim for chunks of CHUNK_BYTES.
-                let (bytes, rows): (usize, u64) = chunks
-                    .iter()
-                    .fold((0, 0), |a, c| (a.0 + c.0.len(), a.1 + c.1));
-                if rows > 0 && bytes > 0 {
-                    let per_row = (bytes as f64 / rows as f64).max(1.0);
-                    rows_per_chunk = ((CHUNK_BYTES as f64 / per_row) as u64).clamp(64, 1 << 20);
-                }
-                for (mut c, n) in chunks {
-                    if first {
-                        let mut h = BytesMut::with_capacity(c.len() + copy::HEADER.len());
-                        h.put_slice(copy::HEADER);
-                        h.put_slice(&c);
-                        c = h;
-                        first = false;
-                    }
-                    if txq.blocking_send((c, n)).is_err() {
-                        return;
-                    }
-                }
-            }
-            if first {
-                let mut h = BytesMut::new();
-                h.put_slice(copy::HEADER);
-                let _ = txq.blocking_send((h, 0));
-            }
-        })
-    };
+    let producer = Producer {
+        plan: plan.clone(),
+        t,
+        range,
+        cols: cols.clone(),
+        attempts: attempts.clone(),
+        pool,
+        cancel: cancel.clone(),
+        fault,
+        window,
+        gen_nanos: gen_nanos.clone(),
+        txq,
+    }
+    .spawn();
     let mut bytes_sent = 0u64;
     let mut rows_sent = 0u64;
     let mut send_nanos = 0u64;
@@ -1462,17 +518,7 @@ async fn load_table_on(
     // A generator that panicked closed the channel early: that must fail the
     // table (the transaction rolls back), never commit what came before.
     if let Err(panic) = producer.join() {
-        let why = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
-        return Err(Error::Seed {
-            table: tp.display.clone(),
-            column: None,
-            message: format!("a generator thread failed ({why}); the table's load was rolled back"),
-            hint: Some("this is a bug in planck: please report it with the spec".into()),
-        });
+        return Err(generator_failed(tp, panic));
     }
     if cancel.load(Ordering::Relaxed) {
         return Err(Error::Interrupted {
@@ -1490,29 +536,14 @@ async fn load_table_on(
         .map_err(|e| loaded_twice(e, truncate, &tp.display, "copying into"))?;
     if n != expected {
         // Returning drops the transaction: the server rolls the COPY back.
-        return Err(Error::Seed {
-            table: tp.display.clone(),
-            column: None,
-            message: format!(
-                "COPY wrote {n} rows where {expected} were generated; the table's load was rolled back"
-            ),
-            hint: Some("this is a bug in planck: please report it with the spec".into()),
-        });
+        return Err(wrong_count(tp, n, expected));
     }
     if let Some(pb) = &bar {
         pb.set_message("indexing".to_string());
     }
     let copy_secs = started.elapsed().as_secs_f64();
     let copy_span = (started, Instant::now());
-    for c in &creates {
-        let t0 = Instant::now();
-        tx.batch_execute(c)
-            .await
-            .map_err(|e| loaded_twice(e, truncate, &tp.display, "re-creating an index of"))?;
-        if trace {
-            eprintln!("planck:   {:.2} s {c}", t0.elapsed().as_secs_f64());
-        }
-    }
+    recreate_indexes(&tx, tp, &creates, truncate, trace).await?;
     if trace {
         eprintln!(
             "planck: {}: copy {copy_secs:.2} s (generating {:.2} s, sending {:.2} s), total {:.2} s",
@@ -1537,6 +568,258 @@ async fn load_table_on(
         triggers: triggers.len(),
         kept,
     })
+}
+
+/// The table's `COPY ... FROM STDIN` of columns `cols` (`FREEZE` into a
+/// table this transaction truncated).
+fn copy_statement(tp: &TablePlan, cols: &[usize], truncate: bool) -> String {
+    let list = cols
+        .iter()
+        .map(|c| quote_ident(&tp.cols[*c].name))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let freeze = if truncate && !tp.partitioned {
+        ", FREEZE"
+    } else {
+        ""
+    };
+    format!(
+        "COPY {} ({list}) FROM STDIN (FORMAT binary{freeze})",
+        tp.qualified
+    )
+}
+
+/// The table's error for a COPY that wrote another number of rows than
+/// were generated.
+fn wrong_count(tp: &TablePlan, n: u64, expected: u64) -> Error {
+    Error::Seed {
+        table: tp.display.clone(),
+        column: None,
+        message: format!(
+            "COPY wrote {n} rows where {expected} were generated; the table's load was rolled back"
+        ),
+        hint: Some("this is a bug in planck: please report it with the spec".into()),
+    }
+}
+
+/// `TRUNCATE` the table (`truncate`), else lock it: shards of one set load
+/// a table one at a time.
+async fn empty_or_lock(
+    tx: &tokio_postgres::Transaction<'_>,
+    tp: &TablePlan,
+    truncate: bool,
+) -> Result<()> {
+    if truncate {
+        // ONLY: an old-style inheritance parent's children are tables the
+        // plan loads on their own (a partitioned table cannot be ONLY).
+        let only = if tp.partitioned { "" } else { "ONLY " };
+        tx.batch_execute(&format!("TRUNCATE {only}{}", tp.qualified))
+            .await
+            .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
+    } else {
+        // Shards of one set load a table one at a time: each drops and
+        // re-creates the table's indexes, which must not interleave (the
+        // lock TRUNCATE takes in an unsharded run).
+        tx.batch_execute(&format!(
+            "LOCK TABLE {} IN ACCESS EXCLUSIVE MODE",
+            tp.qualified
+        ))
+        .await
+        .map_err(|e| Error::db(format!("locking {}", tp.display), e))?;
+    }
+    Ok(())
+}
+
+/// A table with nothing to COPY: its indexes back, its triggers on, committed.
+async fn commit_without_rows(
+    tx: tokio_postgres::Transaction<'_>,
+    tp: &TablePlan,
+    creates: &[String],
+    triggers: &[crate::seed::conn::Trigger],
+    kept: Vec<String>,
+) -> Loaded {
+    for c in creates {
+        tx.batch_execute(c)
+            .await
+            .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
+    }
+    enable_triggers(&tx, triggers).await?;
+    tx.commit()
+        .await
+        .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
+    let now = Instant::now();
+    Ok(Outcome {
+        rows: 0,
+        bytes: 0,
+        span: (now, now),
+        triggers: triggers.len(),
+        kept,
+    })
+}
+
+/// `--verbose` at trace level: how the server's CHECKs settled the rows.
+fn trace_settled(tp: &TablePlan, st: &server_check::Settled) {
+    eprintln!(
+        "planck: {}: CHECK {} evaluated by the server: acceptance {:.1}% ({} candidates for {} rows, {} set to NULL)",
+        tp.display,
+        tp.checked
+            .checks
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        st.acceptance() * 100.0,
+        st.candidates,
+        st.rows,
+        st.nulls
+    );
+}
+
+/// The table's error for a generator thread that panicked.
+fn generator_failed(tp: &TablePlan, panic: Box<dyn std::any::Any + Send>) -> Error {
+    let why = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    Error::Seed {
+        table: tp.display.clone(),
+        column: None,
+        message: format!("a generator thread failed ({why}); the table's load was rolled back"),
+        hint: Some("this is a bug in planck: please report it with the spec".into()),
+    }
+}
+
+/// Re-creates the table's indexes after its COPY (each timed at trace level).
+async fn recreate_indexes(
+    tx: &tokio_postgres::Transaction<'_>,
+    tp: &TablePlan,
+    creates: &[String],
+    truncate: bool,
+    trace: bool,
+) -> Result<()> {
+    for c in creates {
+        let t0 = Instant::now();
+        tx.batch_execute(c)
+            .await
+            .map_err(|e| loaded_twice(e, truncate, &tp.display, "re-creating an index of"))?;
+        if trace {
+            eprintln!("planck:   {:.2} s {c}", t0.elapsed().as_secs_f64());
+        }
+    }
+    Ok(())
+}
+
+/// The thread that generates a table's rows: rayon encodes windows of
+/// chunks in parallel, in row order, into a bounded queue the COPY drains.
+struct Producer {
+    plan: Arc<Plan>,
+    t: usize,
+    range: std::ops::Range<u64>,
+    cols: Vec<usize>,
+    attempts: Arc<Option<crate::seed::row::attempt::Attempts>>,
+    pool: Arc<rayon::ThreadPool>,
+    cancel: Arc<AtomicBool>,
+    fault: Option<Fault>,
+    /// Chunks encoded in parallel at a time.
+    window: usize,
+    /// Time spent generating (for `--verbose` at trace level).
+    gen_nanos: Arc<AtomicU64>,
+    txq: mpsc::Sender<(BytesMut, u64)>,
+}
+
+impl Producer {
+    fn spawn(self) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || self.run())
+    }
+
+    fn run(self) {
+        let Producer {
+            plan,
+            t,
+            range,
+            cols,
+            attempts,
+            pool,
+            cancel,
+            fault,
+            window,
+            gen_nanos,
+            txq,
+        } = self;
+        let mut next = range.start;
+        let limit = match fault {
+            Some(Fault::PanicAfter(n) | Fault::StopAfter(n)) => range.start + n,
+            None => u64::MAX,
+        };
+        let mut rows_per_chunk: u64 = 2048;
+        let mut first = true;
+        while next < range.end && !cancel.load(Ordering::Relaxed) {
+            if next >= limit {
+                // The test-only fault (see [`Fault`]): a generator that
+                // dies, or one that stops early without a word.
+                match fault {
+                    Some(Fault::PanicAfter(_)) => panic!("injected generator failure"),
+                    _ => return,
+                }
+            }
+            let mut ranges = Vec::new();
+            for _ in 0..window {
+                if next >= range.end {
+                    break;
+                }
+                let end = (next + rows_per_chunk).min(range.end);
+                ranges.push(next..end);
+                next = end;
+            }
+            let tg = Instant::now();
+            let chunks: Vec<(BytesMut, u64)> = pool.install(|| {
+                use rayon::prelude::*;
+                ranges
+                    .par_iter()
+                    .map(|r| {
+                        (
+                            server_check::encode_chunk(
+                                &plan,
+                                t,
+                                &cols,
+                                r.clone(),
+                                CHUNK_BYTES + (CHUNK_BYTES >> 2),
+                                attempts.as_ref().as_ref(),
+                            ),
+                            r.end - r.start,
+                        )
+                    })
+                    .collect()
+            });
+            gen_nanos.fetch_add(tg.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            // Aim for chunks of CHUNK_BYTES.
+            let (bytes, rows): (usize, u64) = chunks
+                .iter()
+                .fold((0, 0), |a, c| (a.0 + c.0.len(), a.1 + c.1));
+            if rows > 0 && bytes > 0 {
+                let per_row = (bytes as f64 / rows as f64).max(1.0);
+                rows_per_chunk = ((CHUNK_BYTES as f64 / per_row) as u64).clamp(64, 1 << 20);
+            }
+            for (mut c, n) in chunks {
+                if first {
+                    let mut h = BytesMut::with_capacity(c.len() + copy::HEADER.len());
+                    h.put_slice(copy::HEADER);
+                    h.put_slice(&c);
+                    c = h;
+                    first = false;
+                }
+                if txq.blocking_send((c, n)).is_err() {
+                    return;
+                }
+            }
+        }
+        if first {
+            let mut h = BytesMut::new();
+            h.put_slice(copy::HEADER);
+            let _ = txq.blocking_send((h, 0));
+        }
+    }
 }
 
 /// Refuses to empty tables that rows planck leaves alone reference. Tables
@@ -1808,21 +1091,7 @@ pub async fn run(
     // A signal before anything is dropped: stop with nothing to undo.
     signals.check("nothing was written")?;
     bookkeeping::ensure(&mut admin).await?;
-    let seeded = seeded_oids(&plan, opts);
-    let dropped = match save_and_drop(&mut admin, &seeded).await {
-        Ok(n) => n,
-        Err(e) => {
-            // Nothing was dropped (one transaction): leave nothing behind.
-            if !sharded {
-                let _ = bookkeeping::clean_up(&admin).await;
-            }
-            return Err(e);
-        }
-    };
-    log.debug(&format!(
-        "dropped {dropped} foreign key(s), saved in {}",
-        bookkeeping::TABLE
-    ));
+    save_keys(&mut admin, &seeded_oids(&plan, opts), sharded, log).await?;
 
     let started = Instant::now();
     let (results, stopped) = load_tables(conn, &plan, opts, signals, log).await?;
@@ -1835,22 +1104,7 @@ pub async fn run(
         .iter()
         .filter_map(|(t, (r, secs))| r.as_ref().ok().map(|o| (*t, (o.bytes, *secs))))
         .collect();
-    let mut notes = LoadNotes {
-        event_triggers,
-        tables_kept: opts.kept_names.clone(),
-        ..LoadNotes::default()
-    };
-    for (t, (r, _)) in &results {
-        if let (Ok(o), Some(tp)) = (r, plan.tables.get(*t)) {
-            if o.triggers > 0 {
-                notes.triggers_disabled += o.triggers;
-                notes.trigger_tables += 1;
-            }
-            for k in &o.kept {
-                notes.kept_in_place.push(format!("{}: {k}", tp.display));
-            }
-        }
-    }
+    let notes = load_notes(&plan, opts, event_triggers, &results);
 
     // Restore, whatever happened. A shard restores the set's foreign keys
     // only when it is the last of the set still running (others may be
@@ -1870,26 +1124,7 @@ pub async fn run(
     } else {
         true
     };
-    let restore = if !alone {
-        Ok(Restored {
-            pending: bookkeeping::pending(&admin)
-                .await?
-                .iter()
-                .filter(|p| p.kind == "fk")
-                .map(PendingConstraint::label)
-                .collect(),
-            ..Restored::default()
-        })
-    } else {
-        let unmatched = if sharded {
-            Unmatched::Keep
-        } else if failed_load {
-            Unmatched::Empty
-        } else {
-            Unmatched::Fail
-        };
-        restore_all(conn, opts.threads, unmatched).await
-    };
+    let restore = restore_keys(conn, &admin, opts.threads, alone, sharded, failed_load).await?;
     let index_seconds = t_restore.elapsed().as_secs_f64();
     if alone && let Ok(r) = &restore {
         for m in &r.inapplicable {
@@ -1943,23 +1178,8 @@ pub async fn run(
             "see the warnings above; `planck seed --restore` retries",
         ));
     }
-    // Say once what the final restore left: the only true account of the
-    // saved foreign keys after a shard.
     if sharded {
-        if !restored.pending.is_empty() {
-            log.info(&format!(
-                "{} foreign key(s) stay saved in {} until the other shards are loaded \
-                 (the shard that completes the set restores and validates them): {}",
-                restored.pending.len(),
-                bookkeeping::TABLE,
-                restored.pending.join(", ")
-            ));
-        } else if !restored.restored.is_empty() {
-            log.info(&format!(
-                "restored and validated {} foreign key(s) saved by the shards; nothing is left saved",
-                restored.restored.len()
-            ));
-        }
+        log_shard_keys(&restored, log);
     }
 
     let t_vacuum = Instant::now();
@@ -1976,6 +1196,104 @@ pub async fn run(
         index_seconds,
         vacuum_seconds,
     })
+}
+
+/// Saves and drops the foreign keys touching the seeded tables `seeded`;
+/// on failure (nothing was dropped: one transaction) leaves nothing behind.
+async fn save_keys(admin: &mut Client, seeded: &[u32], sharded: bool, log: Log) -> Result<()> {
+    let dropped = match save_and_drop(admin, seeded).await {
+        Ok(n) => n,
+        Err(e) => {
+            // Nothing was dropped (one transaction): leave nothing behind.
+            if !sharded {
+                let _ = bookkeeping::clean_up(admin).await;
+            }
+            return Err(e);
+        }
+    };
+    log.debug(&format!(
+        "dropped {dropped} foreign key(s), saved in {}",
+        bookkeeping::TABLE
+    ));
+    Ok(())
+}
+
+/// What the load did to the schema's machinery, from each table's outcome.
+fn load_notes(
+    plan: &Plan,
+    opts: &LoadOptions,
+    event_triggers: Vec<String>,
+    results: &BTreeMap<usize, (Loaded, f64)>,
+) -> LoadNotes {
+    let mut notes = LoadNotes {
+        event_triggers,
+        tables_kept: opts.kept_names.clone(),
+        ..LoadNotes::default()
+    };
+    for (t, (r, _)) in results {
+        if let (Ok(o), Some(tp)) = (r, plan.tables.get(*t)) {
+            if o.triggers > 0 {
+                notes.triggers_disabled += o.triggers;
+                notes.trigger_tables += 1;
+            }
+            for k in &o.kept {
+                notes.kept_in_place.push(format!("{}: {k}", tp.display));
+            }
+        }
+    }
+    notes
+}
+
+/// Restores the saved foreign keys after the load (`alone`: no other shard
+/// of the set is still loading, else they all stay saved): kept saved
+/// for the set (a shard), the referencing tables emptied after a failed
+/// load, an error when a key of a complete load does not hold.
+async fn restore_keys(
+    conn: &ConnInfo,
+    admin: &Client,
+    threads: usize,
+    alone: bool,
+    sharded: bool,
+    failed_load: bool,
+) -> Result<Result<Restored>> {
+    if !alone {
+        return Ok(Ok(Restored {
+            pending: bookkeeping::pending(admin)
+                .await?
+                .iter()
+                .filter(|p| p.kind == "fk")
+                .map(PendingConstraint::label)
+                .collect(),
+            ..Restored::default()
+        }));
+    }
+    let unmatched = if sharded {
+        Unmatched::Keep
+    } else if failed_load {
+        Unmatched::Empty
+    } else {
+        Unmatched::Fail
+    };
+    Ok(restore_all(conn, threads, unmatched).await)
+}
+
+/// Says once what the final restore of a shard left: the only true account
+/// of the saved foreign keys after a shard.
+fn log_shard_keys(restored: &Restored, log: Log) {
+    if !restored.pending.is_empty() {
+        log.info(&format!(
+            "{} foreign key(s) stay saved in {} until the other shards are loaded \
+             (the shard that completes the set restores and validates them): {}",
+            restored.pending.len(),
+            bookkeeping::TABLE,
+            restored.pending.join(", ")
+        ));
+    } else if !restored.restored.is_empty() {
+        log.info(&format!(
+            "restored and validated {} foreign key(s) saved by the shards; nothing is left saved",
+            restored.restored.len()
+        ));
+    }
 }
 
 /// Whether a table's failed load is that table's own problem, which leaves
@@ -1998,12 +1316,16 @@ fn not_loaded(
     plan: &Plan,
     results: &BTreeMap<usize, (Loaded, f64)>,
     restored: &Restored,
-) -> Vec<crate::seed::layout::Unseedable> {
-    let mut out: Vec<crate::seed::layout::Unseedable> = results
+) -> Vec<crate::seed::row::plan::Unseedable> {
+    let mut out: Vec<crate::seed::row::plan::Unseedable> = results
         .iter()
         .filter_map(|(t, (r, _))| {
             let (tp, e) = (plan.tables.get(*t)?, r.as_ref().err()?);
-            Some(crate::seed::layout::Unseedable::of(tp.cat, &tp.display, e))
+            Some(crate::seed::row::plan::Unseedable::of(
+                tp.cat,
+                &tp.display,
+                e,
+            ))
         })
         .collect();
     for oid in &restored.emptied_oids {
@@ -2013,7 +1335,7 @@ fn not_loaded(
         if out.iter().any(|u| u.table == tp.display) {
             continue;
         }
-        out.push(crate::seed::layout::Unseedable {
+        out.push(crate::seed::row::plan::Unseedable {
             cat: tp.cat,
             table: tp.display.clone(),
             cause: format!(
@@ -2271,6 +1593,8 @@ async fn measure(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bookkeeping::State;
+    use crate::seed::restore::{Saved, inapplicable, is_inapplicable};
 
     /// The ANALYZE phase's workers pop the largest table first; equal
     /// sizes go in load order.

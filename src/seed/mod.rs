@@ -1,9 +1,23 @@
-//! `planck seed`'s machinery, one module per concern: the catalog it reads,
-//! the spec users write, the checks it understands, the column generators it
-//! picks, the plan it derives, the value generators and pinned RNG, the
-//! binary COPY encoder, the load choreography (indexes, transactions,
-//! progress, recovery), the stop signals it survives and the summary it
-//! renders. [`run`] is the entry point (`planck seed`, `planck demo`).
+//! `planck seed`'s machinery, one module per concern. [`run`] is the entry
+//! point (`planck seed`, `planck demo`).
+//!
+//! Modules import each other one way only, from top to bottom:
+//! - the load: [`load`] (each table's COPY, the choreography), [`restore`]
+//!   (foreign keys saved, dropped and restored around it), [`conn`] (its
+//!   connections and the user triggers it silences), [`summary`] (what the
+//!   run did, rendered), [`partitions`] (partitions created for tables that
+//!   have none);
+//! - the planner: [`planner`] (rows, layout and generators per table), with
+//!   [`columns`] (a column's generator from its type, name and spec),
+//!   [`reference`](mod@reference) (tables left as they are), [`check_expr`] (CHECKs read
+//!   into facts), [`check_solve`] (CHECKs solved row by row),
+//!   [`server_check`] (CHECKs the server decides), [`regex`] (patterns
+//!   read for generation) and [`spec`] (the spec users write);
+//! - the encoders: [`copy`] (binary COPY) and [`direct`] (the hot loop's
+//!   compiled encoders);
+//! - the row model: [`row`], what a worker thread reads to produce any row
+//!   alone (the plan, values, generators, the pinned RNG); it imports no
+//!   other module of `seed`.
 
 // The foundation's `Error` carries a large `Migration` variant; boxing it is
 // a crate-wide decision, so seed code follows `Result<T, Error>` as it is.
@@ -12,16 +26,17 @@
 pub mod check_expr;
 pub mod check_solve;
 pub mod columns;
+pub mod conn;
 pub mod copy;
 pub mod direct;
-pub mod generate;
-pub mod layout;
 pub mod load;
 pub mod partitions;
+pub mod planner;
 pub mod reference;
-pub mod rng;
+pub mod regex;
+pub mod restore;
+pub mod row;
 pub mod server_check;
-pub mod shape;
 pub mod spec;
 pub mod summary;
 
@@ -78,11 +93,11 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         return restore(conn, opts, &signals, log).await;
     }
     let mut sf = opts.spec.clone().unwrap_or_default();
-    let mut plan_opts = layout::Options {
+    let mut plan_opts = planner::Options {
         seed: opts.seed,
         scale: opts.scale,
         default_rows: opts.rows,
-        reference_keys: layout::ReferenceKeys::new(),
+        reference_keys: reference::ReferenceKeys::new(),
         refused: Default::default(),
         observed: opts.observed.clone(),
     };
@@ -95,7 +110,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     let pending = if writes {
         let sharded = opts.shard.is_some();
         let l = tokio::select! {
-            l = SeedLock::acquire(conn, sharded, load::APP_NAME, log) => l?,
+            l = SeedLock::acquire(conn, sharded, crate::seed::conn::APP_NAME, log) => l?,
             s = signals.wait() => return Err(signal::interrupted(s, "nothing was written")),
         };
         lock = Some(l);
@@ -105,10 +120,10 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             // (After the seed lock: an unsharded run holding it may be saving.)
             bookkeeping::hold_saves(&client).await?;
         }
-        load::recover(conn, opts.threads, sharded, log).await?
+        restore::recover(conn, opts.threads, sharded, log).await?
     } else {
         bookkeeping::warn_pending(&client, log).await;
-        load::pending_fks(conn).await?
+        restore::pending_fks(conn).await?
     };
     let cat = catalog::load(&mut client, &pending).await?;
     if cat.tables.iter().all(|t| t.migration_bookkeeping) {
@@ -132,7 +147,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     drop(client);
     let started = Instant::now();
     (plan_opts.reference_keys, plan_opts.refused) = kept.keys(&cat);
-    let mut plan = layout::build_skipping(&cat, &sf, &plan_opts, !opts.all_or_nothing)?;
+    let mut plan = planner::build_skipping(&cat, &sf, &plan_opts, !opts.all_or_nothing)?;
     kept.wire(&cat, &mut plan);
     let plan = Arc::new(plan);
     log_adjustments(&plan, log);
@@ -230,7 +245,7 @@ async fn restore(
     log: Log,
 ) -> Result<Summary> {
     let lock = tokio::select! {
-        l = SeedLock::acquire(conn, false, load::APP_NAME, log) => l?,
+        l = SeedLock::acquire(conn, false, crate::seed::conn::APP_NAME, log) => l?,
         s = signals.wait() => return Err(signal::interrupted(s, "nothing was restored")),
     };
     // A name among the partitions planck created (or their table) drops
@@ -248,7 +263,7 @@ async fn restore(
             ));
         }
     }
-    let r = load::restore_command(conn, opts.threads, &forget, log).await?;
+    let r = restore::restore_command(conn, opts.threads, &forget, log).await?;
     for m in r.inapplicable.iter().chain(&r.unmatched) {
         log.warn(m);
     }
@@ -294,7 +309,7 @@ async fn unmigrated(client: &tokio_postgres::Client) -> Error {
 
 /// What planning changed on its own: rows lowered to fit a unique key and
 /// each table left out, its cause and the tables that depend on it.
-fn log_adjustments(plan: &layout::Plan, log: Log) {
+fn log_adjustments(plan: &row::plan::Plan, log: Log) {
     for n in plan.tables.iter().flat_map(|t| &t.notices) {
         log.warn(n);
     }
@@ -313,7 +328,7 @@ fn log_adjustments(plan: &layout::Plan, log: Log) {
     }
 }
 
-fn log_plan(plan: &layout::Plan, sf: &SpecFile, log: Log) {
+fn log_plan(plan: &row::plan::Plan, sf: &SpecFile, log: Log) {
     log.debug(&format!(
         "plan: {} tables, {} rows{}",
         plan.tables.len(),
@@ -347,7 +362,7 @@ fn log_plan(plan: &layout::Plan, sf: &SpecFile, log: Log) {
 }
 
 /// `--generate-only`: generate and encode every row, send nothing, report MB/s.
-fn generate_only(plan: &Arc<layout::Plan>, threads: usize, log: Log) -> Result<()> {
+fn generate_only(plan: &Arc<row::plan::Plan>, threads: usize, log: Log) -> Result<()> {
     let t0 = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

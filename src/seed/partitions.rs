@@ -22,8 +22,8 @@ use tokio_postgres::Client;
 use crate::catalog::schema::Catalog;
 use crate::db::{quote_ident, quote_literal};
 use crate::error::{Error, Result};
-use crate::seed::generate::Val;
-use crate::seed::layout::Plan;
+use crate::seed::row::generate::Val;
+use crate::seed::row::plan::Plan;
 
 /// More distinct list values than this: a DEFAULT partition instead.
 pub const MAX_LIST: usize = 64;

@@ -18,9 +18,12 @@ use toml::Spanned;
 
 use crate::catalog::schema::{self as catalog, Catalog, TypeKind};
 use crate::error::{Error, Result};
-use crate::seed::generate::{Gen, Val};
-use crate::seed::layout::{Plan, ReferenceKeys, Unseedable};
+use crate::seed::row::generate::{Gen, Val};
+use crate::seed::row::plan::{Plan, Unseedable};
 use crate::seed::spec::{SpecFile, TableSpec};
+
+/// Table oid -> column -> the keys it holds.
+pub type ReferenceKeys = HashMap<u32, HashMap<usize, Arc<Vec<Val>>>>;
 
 /// Most keys read from one reference table: the plan holds them in memory.
 const MAX_KEYS: i64 = 1_000_000;

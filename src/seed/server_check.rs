@@ -17,20 +17,24 @@
 //! any CHECK they alone decide. The attempt chosen for a row depends only on
 //! the row and the server's verdicts, never on batching or threads, so the
 //! same seed gives the same rows at any thread count.
+//!
+//! What the workers read of it is part of the row model: the constraints as
+//! the plan carries them ([`crate::seed::row::plan::ServerChecks`]), the
+//! attempts ([`crate::seed::row::attempt`]) and a row's value at an attempt
+//! ([`crate::seed::row::eval::value_at`]).
 
 use bytes::{BufMut, BytesMut};
 use tokio_postgres::Transaction;
 
 use crate::catalog::schema::TypeKind;
 use crate::error::{Error, Result};
+use crate::seed::check_expr;
 use crate::seed::copy;
-use crate::seed::generate::Val;
-use crate::seed::layout::Plan;
-
-/// Attempts with redrawn values before the NULL resort.
-pub const ATTEMPTS: u8 = 32;
-/// The last resort: the redrawn nullable columns are NULL.
-pub const NULL_ATTEMPT: u8 = ATTEMPTS;
+use crate::seed::direct;
+use crate::seed::row::attempt::{ATTEMPTS, Attempts, NULL_ATTEMPT};
+use crate::seed::row::eval::value_at;
+use crate::seed::row::generate::Val;
+use crate::seed::row::plan::Plan;
 
 /// Rows evaluated per round trip.
 const BATCH: u64 = 1 << 16;
@@ -38,92 +42,11 @@ const BATCH: u64 = 1 << 16;
 /// Column name of the row number in the candidates table.
 const ORD: &str = "__planck_ord";
 
-/// One constraint evaluated by the server.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServerCheck {
-    /// The constraint's name (a domain's: `domain NAME on COLUMN`).
-    pub name: String,
-    /// The definition as the server prints it (`CHECK (...)`).
-    pub def: String,
-    /// The boolean expression inside `CHECK (...)`.
-    pub expr: String,
-    /// Some(column): a domain check whose `VALUE` is that column.
-    pub domain_col: Option<usize>,
-    /// Columns the expression reads.
-    pub cols: Vec<usize>,
-}
-
-/// A table's server-evaluated constraints and the columns attempts redraw.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ServerChecks {
-    pub checks: Vec<ServerCheck>,
-    /// Columns an attempt redraws (sorted).
-    pub redraw: Vec<usize>,
-    /// Redrawn columns that may be NULL (the last resort).
-    pub nullable: Vec<usize>,
-    /// Checks among `checks` that [`crate::seed::check_solve`] makes hold
-    /// row by row (the server still evaluates them).
-    pub solved: Vec<std::sync::Arc<crate::seed::check_solve::Solved>>,
-}
-
-impl ServerChecks {
-    pub fn is_empty(&self) -> bool {
-        self.checks.is_empty()
-    }
-
-    /// Every column the candidates table holds (sorted).
-    pub(crate) fn cols(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self.checks.iter().flat_map(|c| c.cols.clone()).collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-}
-
 /// The boolean expression of a `CHECK (...)` definition.
 pub fn check_body(def: &str) -> Option<String> {
     let body = def.trim().strip_prefix("CHECK")?.trim();
-    let body = super::check_expr::strip_check_suffixes(body);
+    let body = check_expr::strip_check_suffixes(body);
     (body.starts_with('(') && body.ends_with(')')).then(|| body.to_string())
-}
-
-/// The attempt chosen for each row of a range.
-#[derive(Debug, Clone)]
-pub struct Attempts {
-    pub start: u64,
-    pub of_row: Vec<u8>,
-}
-
-impl Attempts {
-    fn get(&self, row: u64) -> u8 {
-        self.of_row
-            .get((row - self.start) as usize)
-            .copied()
-            .unwrap_or(0)
-    }
-}
-
-/// The value of column `c` for attempt `attempt` of the row `ctx`.
-pub fn value_at(
-    plan: &Plan,
-    t: usize,
-    c: usize,
-    ctx: &crate::seed::layout::RowCtx,
-    attempt: u8,
-) -> Val {
-    let sc = &plan.tables[t].checked;
-    if attempt == 0 || sc.is_empty() {
-        return plan.value(t, c, ctx);
-    }
-    let redrawn = sc.redraw.binary_search(&c).is_ok();
-    if redrawn && attempt >= NULL_ATTEMPT && sc.nullable.binary_search(&c).is_ok() {
-        return Val::Null;
-    }
-    // Not redrawn, the column keeps its draw; one that follows a redrawn
-    // column (`after`) follows that column's new value.
-    plan.tables[t].cols[c]
-        .generator
-        .eval_attempt(plan, t, c, ctx, attempt, redrawn)
 }
 
 /// [`copy::encode_chunk`] with each row's settled attempt.
@@ -136,7 +59,7 @@ pub fn encode_chunk(
     attempts: Option<&Attempts>,
 ) -> BytesMut {
     let Some(at) = attempts else {
-        return crate::seed::direct::encode_chunk(plan, t, cols, rows, capacity);
+        return direct::encode_chunk(plan, t, cols, rows, capacity);
     };
     let mut buf = BytesMut::with_capacity(capacity);
     let tp = &plan.tables[t];

@@ -10,8 +10,8 @@ use std::io::{self, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::output::{self, Format};
-use crate::seed::layout::{Plan, Unseedable};
 use crate::seed::load::{LoadNotes, LoadReport};
+use crate::seed::row::plan::{Plan, Unseedable};
 
 /// What kind of run a summary describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

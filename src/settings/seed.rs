@@ -13,7 +13,7 @@ use clap::Args;
 use crate::error::{Error, Result};
 use crate::output::Format;
 use crate::seed::SeedOptions;
-use crate::seed::layout::DEFAULT_SEED;
+use crate::seed::planner::DEFAULT_SEED;
 use crate::settings::Settings;
 
 /// The largest `--scale` planck accepts: beyond it row counts overflow

@@ -1,20 +1,19 @@
-//! Value generators: pure functions from (seed, table, column, row) to a value.
+//! Values and their generators: what a column's value is drawn from.
 //!
 //! A [`Gen`] is compiled once by the planner and evaluated for every row on
 //! rayon workers. It holds no state and allocates only the value it returns,
 //! so any row can be produced in any order on any thread and come out the
-//! same. Keys (foreign keys, ordinals, joint enumerations) need the row's
-//! place in the plan and are resolved through [`crate::seed::layout::Plan`].
+//! same. This module holds the types ([`Val`], [`Gen`], [`Text`]) and what
+//! needs no row's place in the plan (text, words, JSON); keys (foreign keys,
+//! ordinals, joint enumerations) need the row's place in the plan and are
+//! evaluated in `row::eval`.
 
 use std::fmt::Write as _;
 
 use fake::Fake;
 use fake::locales::{Data, EN};
 
-use crate::catalog::schema::TypeKind;
-use crate::seed::layout::{Plan, RowCtx};
-use crate::seed::rng::{self, Permutation, ValueRng};
-use crate::seed::{server_check, shape};
+use crate::seed::row::rng::{self, ValueRng};
 
 /// One generated value, before it is encoded for the column's type.
 #[derive(Debug, Clone, PartialEq)]
@@ -216,7 +215,7 @@ pub enum Gen {
     },
 }
 
-const WORDS: &[&str] = EN::LOREM_WORD;
+pub(crate) const WORDS: &[&str] = EN::LOREM_WORD;
 
 /// Width of a word's slot in [`padded_words`].
 const SLOT: usize = 16;
@@ -419,14 +418,14 @@ pub fn base36(mut n: u64) -> String {
 }
 
 impl Text {
-    fn make(&self, r: &mut ValueRng, row: u64, key: u64) -> String {
+    pub(crate) fn make(&self, r: &mut ValueRng, row: u64, key: u64) -> String {
         let mut s = String::new();
         self.make_into(&mut s, r, row, key);
         s
     }
 
     /// [`Text::make`] into `s`, which must be empty: the direct encoders
-    /// ([`crate::seed::direct`]) reuse one string for every row of a chunk.
+    /// (`seed::direct`) reuse one string for every row of a chunk.
     pub(crate) fn make_into(&self, s: &mut String, r: &mut ValueRng, row: u64, key: u64) {
         debug_assert!(s.is_empty());
         match self {
@@ -556,312 +555,6 @@ impl Gen {
             _ => false,
         }
     }
-
-    /// Evaluates the value of column `c` of table `t` for the row `ctx`.
-    pub fn eval(&self, plan: &Plan, t: usize, c: usize, ctx: &RowCtx) -> Val {
-        let tp = &plan.tables[t];
-        let key = tp.cols[c].key;
-        let h = rng::hash(plan.seed, tp.key, key, ctx.row);
-        let v = self.eval_h(plan, t, c, ctx, h, 0);
-        shape::apply(plan, t, c, ctx, h, v, 0)
-    }
-
-    /// The value of attempt `at` (> 0) of a row whose constraints the server
-    /// checks (see [`crate::seed::server_check`]): the same column and row,
-    /// another draw. Attempt 0 is [`Gen::eval`].
-    /// `redrawn`: the column is one the attempt redraws (else only the
-    /// columns it follows may differ).
-    pub fn eval_attempt(
-        &self,
-        plan: &Plan,
-        t: usize,
-        c: usize,
-        ctx: &RowCtx,
-        at: u8,
-        redrawn: bool,
-    ) -> Val {
-        let tp = &plan.tables[t];
-        let key = tp.cols[c].key;
-        let h0 = rng::hash(plan.seed, tp.key, key, ctx.row);
-        let draw = at.min(server_check::ATTEMPTS - 1);
-        let h = if draw == 0 || !redrawn {
-            h0
-        } else {
-            rng::mix(h0 ^ u64::from(draw).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        };
-        let v = self.eval_h(plan, t, c, ctx, h, at);
-        shape::apply(plan, t, c, ctx, h, v, at)
-    }
-
-    pub(crate) fn eval_h(
-        &self,
-        plan: &Plan,
-        t: usize,
-        c: usize,
-        ctx: &RowCtx,
-        h: u64,
-        at: u8,
-    ) -> Val {
-        let row = ctx.row;
-        match self {
-            Gen::Null => Val::Null,
-            Gen::Const(v) => v.clone(),
-            Gen::Sequence { start, step } => {
-                Val::Int(start.wrapping_add((row as i64).wrapping_mul(*step)))
-            }
-            Gen::Int { lo, hi } => {
-                let span = (*hi as i128 - *lo as i128 + 1) as u128;
-                if span > u128::from(u64::MAX) {
-                    Val::Int(h as i64)
-                } else {
-                    Val::Int((*lo as i128 + rng::below(h, span as u64) as i128) as i64)
-                }
-            }
-            Gen::IntUnique { lo, n } => {
-                let p = Permutation::new(*n, h_key(plan, t, c));
-                Val::Int(lo + p.apply(row % n.max(&1)) as i64)
-            }
-            Gen::Float { lo, hi } => Val::Float(lo + (hi - lo) * rng::unit(h)),
-            Gen::Dec { lo, hi, scale } => {
-                let span = (hi - lo + 1).max(1) as u128;
-                // A span past 2^64 (numeric(65, 30)) would overflow `h * span`:
-                // its high half times `h` stays below the span.
-                let v = if span <= u128::from(u64::MAX) {
-                    ((u128::from(h) * span) >> 64) as i128
-                } else {
-                    ((span >> 64) * u128::from(h)) as i128
-                };
-                Val::Dec(lo + v, *scale)
-            }
-            Gen::Bool { p_true } => Val::Bool(rng::unit(h) < *p_true),
-            Gen::Choice { vals, cum } => vals
-                .get(rng::choice_index(cum, vals.len(), h))
-                .cloned()
-                .unwrap_or(Val::Null),
-            Gen::Text {
-                text,
-                unique,
-                max_len,
-            } => {
-                let mut r = ValueRng::new(h);
-                let mut s = text.make(&mut r, row, h_key(plan, t, c));
-                if *unique {
-                    let suffix = if max_len.is_some_and(|m| m < 12) {
-                        base36(row + 1)
-                    } else if at > 0 {
-                        // A redrawn attempt (a CHECK the server decides
-                        // refused the first): the row as fixed-width base-36
-                        // digits, unique among the rows drawn so whatever the
-                        // prefix (the unique index re-created after the load
-                        // checks them against the others); with `_` on even
-                        // attempts, with no separator on odd ones.
-                        let width = base36(plan.tables[t].rows.max(1)).len();
-                        let digits = format!("{:0>width$}", base36(row + 1));
-                        if at.is_multiple_of(2) {
-                            format!("_{digits}")
-                        } else {
-                            digits
-                        }
-                    } else {
-                        let mut d = String::with_capacity(21);
-                        d.push('-');
-                        push_int(&mut d, (row + 1) as i64);
-                        d
-                    };
-                    if let Some(m) = max_len {
-                        truncate_chars(&mut s, m.saturating_sub(suffix.chars().count()));
-                    }
-                    match s.find('@') {
-                        Some(at) if matches!(text, Text::Fake(FakeKind::Email)) => {
-                            s.insert_str(at, &suffix)
-                        }
-                        _ => s.push_str(&suffix),
-                    }
-                } else if let Some(m) = max_len {
-                    truncate_chars(&mut s, *m);
-                }
-                Val::Text(s)
-            }
-            Gen::Uuid { unique } => {
-                let hi = if *unique {
-                    rng::mix(row ^ h_key(plan, t, c))
-                } else {
-                    h
-                };
-                let lo = rng::mix(h ^ 0x5555);
-                // Version 4, variant 1 bits.
-                let mut v = (u128::from(hi) << 64) | u128::from(lo);
-                v = (v & !(0xf << 76)) | (0x4 << 76);
-                v = (v & !(0x3 << 62)) | (0x2 << 62);
-                Val::Uuid(v)
-            }
-            Gen::Time {
-                lo,
-                hi,
-                bias,
-                unique,
-            } => {
-                if *unique {
-                    let n = plan.tables[t].rows.max(1);
-                    let p = Permutation::new(n, h_key(plan, t, c));
-                    let step = ((hi - lo) / n as i64).max(1);
-                    Val::Micros(lo + p.apply(row % n) as i64 * step)
-                } else {
-                    let u = libm::pow(rng::unit(h), *bias);
-                    Val::Micros(hi - ((hi - lo) as f64 * u) as i64)
-                }
-            }
-            Gen::After {
-                col,
-                min,
-                max,
-                fallback,
-            } => {
-                // The base of the same attempt: a redrawn base moves its followers.
-                let base = server_check::value_at(plan, t, *col, ctx, at);
-                let kind = &plan.tables[t].cols[c].kind;
-                match after(kind, &base, *min, *max, h) {
-                    Some(v) => v,
-                    None => fallback.eval_h(plan, t, c, ctx, h, at),
-                }
-            }
-            Gen::Interval => Val::Micros(rng::below(h, 30 * 86_400_000_000) as i64),
-            Gen::TimeOfDay => Val::Micros(rng::below(h, 86_400_000_000) as i64),
-            Gen::Listed(vals) if vals.is_empty() => Val::Null,
-            Gen::Listed(vals) => vals[(row % vals.len() as u64) as usize].clone(),
-            Gen::Bytes { min, max } => {
-                let mut r = ValueRng::new(h);
-                let n = r.range(u64::from(*min), u64::from(*max)) as usize;
-                let mut v = vec![0u8; n];
-                rand::Rng::fill_bytes(&mut r, &mut v);
-                Val::Bytes(v)
-            }
-            Gen::Inet => Val::Inet((h >> 32) as u32),
-            Gen::TsVec => {
-                let mut r = ValueRng::new(h);
-                let mut v: Vec<String> = (0..r.range(1, 6))
-                    .map(|_| WORDS[r.below(WORDS.len() as u64) as usize].to_string())
-                    .collect();
-                v.sort();
-                v.dedup();
-                Val::TsVec(v)
-            }
-            Gen::Json(fields) => {
-                let mut out = String::with_capacity(16 * fields.len() + 2);
-                out.push('{');
-                for (i, (k, g)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    json_str(&mut out, k);
-                    out.push_str(": ");
-                    let hk = rng::json_field(h, rng::name_key(k), i);
-                    json_val(&mut out, &g.eval_h(plan, t, c, ctx, hk, at));
-                }
-                out.push('}');
-                Val::Json(out)
-            }
-            Gen::Array { elem, min, max } => {
-                let mut r = ValueRng::new(h);
-                let n = r.range(u64::from(*min), u64::from(*max));
-                Val::Array(
-                    (0..n)
-                        .map(|_| elem.eval_h(plan, t, c, ctx, r.step(), at))
-                        .collect(),
-                )
-            }
-            Gen::Fk { fk, part } => plan.fk_value(t, *fk, *part, ctx),
-            Gen::Ordinal { lo } => Val::Int(lo + ctx.ordinal as i64),
-            Gen::Joint {
-                group,
-                digit,
-                inner,
-            } => {
-                if *group == usize::MAX {
-                    // Distinct within the parent: the row's ordinal among its siblings.
-                    inner.nth(ctx.ordinal % inner.domain().unwrap_or(1).max(1))
-                } else {
-                    inner.nth(plan.joint_digit(t, *group, *digit, row))
-                }
-            }
-            Gen::Slot {
-                start,
-                width,
-                micros,
-            } => {
-                let lo = start.wrapping_add((row as i64).wrapping_mul(*width));
-                let bound = |x: i64| if *micros { Val::Micros(x) } else { Val::Int(x) };
-                Val::Array(vec![bound(lo), bound(lo.wrapping_add(*width))])
-            }
-            Gen::Ranges(ranges) => {
-                if ranges.is_empty() {
-                    return Val::Null;
-                }
-                let (a, b) = ranges[rng::below(h, ranges.len() as u64) as usize];
-                let v = a + rng::below(rng::mix(h), (b - a).max(1) as u64) as i64;
-                Val::Micros(v)
-            }
-            Gen::Nullable { p, inner } => {
-                if rng::null_draw(h, *p) {
-                    Val::Null
-                } else {
-                    inner.eval_h(plan, t, c, ctx, h, at)
-                }
-            }
-        }
-    }
-}
-
-const DAY_MICROS: i64 = 86_400_000_000;
-
-/// A value of a column of `kind` at or after `base` (strictly after when
-/// `min` > 0), `min`/`max` being a gap in microseconds. Timestamps take the
-/// gap as it is; dates whole days (at least one when strict); numbers read
-/// it in seconds (1 to 30 days: 1 to 2,592,000 units), clamped to the type,
-/// and a numeric keeps the base's scale so rounding cannot undo the order.
-/// None when the base is no value to order after (NULL: any value passes).
-fn after(kind: &TypeKind, base: &Val, min: i64, max: i64, h: u64) -> Option<Val> {
-    let pick = |lo: i64, hi: i64| lo + rng::below(h, (hi - lo + 1).max(1) as u64) as i64;
-    let units = |lo: i64, hi: i64| {
-        let lo = if min > 0 { (lo / 1_000_000).max(1) } else { 0 };
-        pick(lo, (hi / 1_000_000).max(lo))
-    };
-    match (kind, base) {
-        (TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8, b) => {
-            let b = b.as_i64()?;
-            let v = b.saturating_add(units(min, max)).min(kind.int_max());
-            Some(Val::Int(if v <= b && min > 0 { b } else { v }))
-        }
-        (TypeKind::Numeric, Val::Dec(u, s)) => {
-            let g = i128::from(units(min, max)) * 10i128.pow(*s);
-            Some(Val::Dec(u + g, *s))
-        }
-        (TypeKind::Numeric | TypeKind::Float4 | TypeKind::Float8, b) => {
-            let b = match b {
-                Val::Float(f) => *f,
-                Val::Dec(u, s) => *u as f64 / libm::pow(10.0, f64::from(*s)),
-                other => other.as_i64()? as f64,
-            };
-            Some(Val::Float(b + units(min, max) as f64))
-        }
-        (TypeKind::Date, b) => {
-            let b = b.as_i64()?;
-            let lo = if min > 0 {
-                (min / DAY_MICROS).max(1)
-            } else {
-                0
-            };
-            let days = pick(lo, (max / DAY_MICROS).max(lo));
-            Some(Val::Micros(
-                b.div_euclid(DAY_MICROS) * DAY_MICROS + days * DAY_MICROS,
-            ))
-        }
-        (_, b) => Some(Val::Micros(b.as_i64()? + pick(min, max))),
-    }
-}
-
-pub(crate) fn h_key(plan: &Plan, t: usize, c: usize) -> u64 {
-    rng::mix(plan.seed ^ plan.tables[t].key ^ plan.tables[t].cols[c].key.rotate_left(17))
 }
 
 pub(crate) fn json_str(out: &mut String, s: &str) {
