@@ -265,7 +265,7 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     let explain = ExplainSettings::resolve(&explain_args, settings)?;
     let report = crate::explain::run(&conn, &explain, log).await?;
     let rendered = match settings.format {
-        Format::Json => explain_report::render_json(&mut out, &report),
+        Format::Json => crate::explain::json::render_json(&mut out, &report),
         Format::Markdown => explain_report::render_markdown(&mut out, &report),
         Format::Table => explain_report::render_table(&mut out, &report),
     };
