@@ -123,9 +123,9 @@ fn write_review(
     };
     let dir = demo_dir(settings);
     let html = dir.join("review.html");
-    super::report::write(&html, &crate::report::html(&inputs))?;
+    crate::report::write(&html, &crate::report::html(&inputs))?;
     let md = dir.join("review.md");
-    super::report::write(&md, &crate::report::markdown(&inputs))?;
+    crate::report::write(&md, &crate::report::markdown(&inputs))?;
     settings.info(&format!(
         "wrote the review: {} (open it in a browser) and {}",
         html.display(),
