@@ -134,9 +134,13 @@ fn write_review(
     Ok(())
 }
 
-/// The example app as the demo runs it: quiet when the demo is.
+/// The bundled example's test run as the demo runs it (it plays the
+/// example's API and jobs, see the script): quiet when the demo is.
 fn example_app_command(settings: &Settings) -> Vec<String> {
-    let mut command = super::record::example_app_command();
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "planck".to_string());
+    let mut command = vec![exe, "example-app".to_string()];
     if settings.quiet {
         command.push("--quiet".to_string());
     }
