@@ -8,6 +8,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use tokio_postgres::error::SqlState;
+
 /// Exit codes, documented in the README. The only place they are defined.
 pub mod exit {
     /// Everything went fine.
@@ -307,8 +309,8 @@ impl Error {
             // A transaction-mode pooler breaks prepared statements: say so
             // where the server's error alone would puzzle.
             Error::Postgres { pg, .. } | Error::Migration { pg, .. } => {
-                let code = tokio_postgres::error::SqlState::from_code(&pg.code);
-                let mut hints: Vec<String> = crate::db::pooler_hint_for(&code, &pg.message)
+                let code = SqlState::from_code(&pg.code);
+                let mut hints: Vec<String> = pooler_hint_for(&code, &pg.message)
                     .map(str::to_string)
                     .into_iter()
                     .collect();
@@ -417,9 +419,66 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+const POOLER_HINT: &str = "this looks like a transaction-mode connection pooler (PgBouncer, \
+    Supavisor: port 6543 on Supabase, a -pooler host on Neon), which breaks prepared \
+    statements across transactions: use the direct or session-mode connection string";
+
+/// `db::pooler_hint` for an error already taken apart (a `PgError`'s code,
+/// through `SqlState::from_code`, and message).
+pub fn pooler_hint_for(code: &SqlState, message: &str) -> Option<&'static str> {
+    if *code == SqlState::INVALID_SQL_STATEMENT_NAME || *code == SqlState::DUPLICATE_PSTATEMENT {
+        return Some(POOLER_HINT);
+    }
+    if *code == SqlState::PROTOCOL_VIOLATION && message.contains("prepared statement") {
+        return Some(POOLER_HINT);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pooler_errors_get_the_hint() {
+        let cases = [
+            (
+                SqlState::INVALID_SQL_STATEMENT_NAME,
+                "prepared statement \"s1\" does not exist",
+                true,
+            ),
+            (
+                SqlState::DUPLICATE_PSTATEMENT,
+                "prepared statement \"s0\" already exists",
+                true,
+            ),
+            (
+                SqlState::PROTOCOL_VIOLATION,
+                "prepared statement did not exist",
+                true,
+            ),
+            (
+                SqlState::PROTOCOL_VIOLATION,
+                "prepared statement name is already in use",
+                true,
+            ),
+            (
+                SqlState::PROTOCOL_VIOLATION,
+                "invalid message length",
+                false,
+            ),
+            (SqlState::UNDEFINED_TABLE, "prepared statement", false),
+        ];
+        for (code, message, hinted) in cases {
+            assert_eq!(
+                pooler_hint_for(&code, message).is_some(),
+                hinted,
+                "{} {message}",
+                code.code()
+            );
+        }
+        assert!(POOLER_HINT.contains("session-mode"));
+    }
 
     #[test]
     fn suggest_names_the_nearest_candidate() {

@@ -27,5 +27,6 @@ pub mod signal;
 pub mod stats;
 pub mod tenancy;
 pub mod wire;
+pub mod workflow;
 
 pub use error::{Error, Result};

@@ -104,6 +104,11 @@ pub fn number(x: f64) -> String {
     }
 }
 
+/// A count and its noun, singular or plural: `1 statement`, `2,000 statements`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", count(n), if n == 1 { one } else { many })
+}
+
 /// `n` (as [`count`] writes it) and its noun, singular for one:
 /// "1 row", "2,000 rows".
 pub fn count_of(n: u64, noun: &str) -> String {

@@ -650,7 +650,14 @@ impl Check<'_> {
             ..ExplainArgs::new()
         };
         let es = ExplainSettings::resolve(&args, self.settings)?;
-        let report = super::explain::run_located(db, &es, self.settings).await?;
+        let report = crate::workflow::explain::run_located(
+            db,
+            &es,
+            self.settings.log(),
+            &self.settings.migrations_dir(),
+            &self.settings.project_dir,
+        )
+        .await?;
         step(
             self.settings,
             t,

@@ -123,9 +123,9 @@ fn write_review(
     };
     let dir = demo_dir(settings);
     let html = dir.join("review.html");
-    super::report::write(&html, &crate::report::html(&inputs))?;
+    crate::report::write(&html, &crate::report::html(&inputs))?;
     let md = dir.join("review.md");
-    super::report::write(&md, &crate::report::markdown(&inputs))?;
+    crate::report::write(&md, &crate::report::markdown(&inputs))?;
     settings.info(&format!(
         "wrote the review: {} (open it in a browser) and {}",
         html.display(),
@@ -134,9 +134,13 @@ fn write_review(
     Ok(())
 }
 
-/// The example app as the demo runs it: quiet when the demo is.
+/// The bundled example's test run as the demo runs it (it plays the
+/// example's API and jobs, see the script): quiet when the demo is.
 fn example_app_command(settings: &Settings) -> Vec<String> {
-    let mut command = super::record::example_app_command();
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "planck".to_string());
+    let mut command = vec![exe, "example-app".to_string()];
     if settings.quiet {
         command.push("--quiet".to_string());
     }
@@ -265,7 +269,7 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     let explain = ExplainSettings::resolve(&explain_args, settings)?;
     let report = crate::explain::run(&conn, &explain, log).await?;
     let rendered = match settings.format {
-        Format::Json => explain_report::render_json(&mut out, &report),
+        Format::Json => crate::explain::json::render_json(&mut out, &report),
         Format::Markdown => explain_report::render_markdown(&mut out, &report),
         Format::Table => explain_report::render_table(&mut out, &report),
     };

@@ -6,7 +6,6 @@
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::explain::report;
-use crate::findings::Location;
 use crate::output::Format;
 use crate::settings::Settings;
 pub use crate::settings::explain::ExplainArgs;
@@ -27,7 +26,14 @@ async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings)
     // Plans on a database whose foreign keys an interrupted seed left
     // dropped would not be the application's: say so first.
     crate::bookkeeping::warn_pending_on(conn, settings.log()).await;
-    let report = run_located(conn, explain, settings).await?;
+    let report = crate::workflow::explain::run_located(
+        conn,
+        explain,
+        settings.log(),
+        &settings.migrations_dir(),
+        &settings.project_dir,
+    )
+    .await?;
     let mut buf = Vec::new();
     let io = |e: std::io::Error| Error::Other(e.into());
     match settings.format {
@@ -43,61 +49,4 @@ async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings)
     }
     crate::output::emit(&buf).map_err(|e| Error::Other(e.into()))?;
     Ok(report.exit_code(explain.fail_on_skipped))
-}
-
-/// [`crate::explain::run`], then each finding about an index that has no
-/// location yet points at the migration line that last made it (the object
-/// map `planck migrate` keeps; nothing when another tool migrated).
-pub(crate) async fn run_located(
-    conn: &ConnInfo,
-    explain: &ExplainSettings,
-    settings: &Settings,
-) -> Result<report::Report> {
-    let mut report = crate::explain::run(conn, explain, settings.log()).await?;
-    if !report
-        .findings
-        .iter()
-        .any(|(f, _)| f.index.is_some() && f.location == Location::None)
-    {
-        return Ok(report);
-    }
-    // Locations are a help, not the report: a role that may not read
-    // planck_migrations still gets its findings, without them.
-    let map = async {
-        let client = conn.connect().await?;
-        crate::migrate::ObjectMap::load(&client, &settings.migrations_dir()).await
-    };
-    let map = match map.await {
-        Ok(map) => map,
-        Err(e) => {
-            settings.log().debug(&format!(
-                "index findings left without a migration line: {e}"
-            ));
-            return Ok(report);
-        }
-    };
-    let root = crate::findings::source::root_of(&settings.project_dir);
-    for (f, _) in &mut report.findings {
-        if f.location != Location::None {
-            continue;
-        }
-        let Some(index) = f.index.as_deref() else {
-            continue;
-        };
-        // `schema.name`, or a bare name: an index on the search path
-        // (public, unless the schema's own map says otherwise).
-        let origin = match index.split_once('.') {
-            Some((schema, name)) => map.object_origin(Some(schema), name),
-            None => map
-                .object_origin(Some("public"), index)
-                .or_else(|| map.object_origin(None, index)),
-        };
-        if let Some(o) = origin {
-            f.location = Location::Migration {
-                path: crate::findings::source::relative(&o.path, &root),
-                line: o.line,
-            };
-        }
-    }
-    Ok(report)
 }

@@ -11,14 +11,6 @@ use crate::settings::record::RecordSettings;
 
 pub use crate::settings::record::RecordArgs;
 
-/// The bundled example's test run: plays its API and jobs (see the script).
-pub fn example_app_command() -> Vec<String> {
-    let exe = std::env::current_exe()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "planck".to_string());
-    vec![exe, "example-app".to_string()]
-}
-
 pub async fn run(args: RecordArgs, settings: &Settings) -> Result<i32> {
     let resolved = RecordSettings::resolve(&args, settings)?;
     let conn = settings.conn().await?;

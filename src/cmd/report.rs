@@ -2,7 +2,7 @@
 //! previous explain run's), writes the review page and any of the machine
 //! outputs asked for. Needs no database.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
@@ -89,34 +89,9 @@ pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
     };
     for (path, render) in outputs {
         if let Some(path) = path {
-            write(path, &render(&inputs))?;
+            report::write(path, &render(&inputs))?;
             settings.info(&format!("wrote {}", path.display()));
         }
     }
     Ok(exit::OK)
-}
-
-/// Writes `text` to `path` whole (a temporary file renamed over it, so a
-/// failure never leaves half a report). Its folder is created when only
-/// the folder itself is missing (`-o out/review.html`); a path whose
-/// parents do not exist either is a mistyped one, and an error rather than
-/// folders made wherever it points.
-pub fn write(path: &Path, text: &str) -> Result<()> {
-    let fail = |source| Error::WriteFile {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.is_dir()
-    {
-        std::fs::create_dir(dir).map_err(fail)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })
 }

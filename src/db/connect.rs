@@ -581,23 +581,7 @@ fn chain_has<T: std::error::Error + 'static>(e: &(dyn std::error::Error + 'stati
 /// alone the message is read.
 pub fn pooler_hint(e: &tokio_postgres::Error) -> Option<&'static str> {
     let db = e.as_db_error()?;
-    pooler_hint_for(db.code(), db.message())
-}
-
-const POOLER_HINT: &str = "this looks like a transaction-mode connection pooler (PgBouncer, \
-    Supavisor: port 6543 on Supabase, a -pooler host on Neon), which breaks prepared \
-    statements across transactions: use the direct or session-mode connection string";
-
-/// [`pooler_hint`] for an error already taken apart (a `PgError`'s code,
-/// through `SqlState::from_code`, and message).
-pub fn pooler_hint_for(code: &SqlState, message: &str) -> Option<&'static str> {
-    if *code == SqlState::INVALID_SQL_STATEMENT_NAME || *code == SqlState::DUPLICATE_PSTATEMENT {
-        return Some(POOLER_HINT);
-    }
-    if *code == SqlState::PROTOCOL_VIOLATION && message.contains("prepared statement") {
-        return Some(POOLER_HINT);
-    }
-    None
+    crate::error::pooler_hint_for(db.code(), db.message())
 }
 
 // ---- pools ------------------------------------------------------------------
@@ -658,47 +642,6 @@ pub(crate) fn pool_manager(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pooler_errors_get_the_hint() {
-        let cases = [
-            (
-                SqlState::INVALID_SQL_STATEMENT_NAME,
-                "prepared statement \"s1\" does not exist",
-                true,
-            ),
-            (
-                SqlState::DUPLICATE_PSTATEMENT,
-                "prepared statement \"s0\" already exists",
-                true,
-            ),
-            (
-                SqlState::PROTOCOL_VIOLATION,
-                "prepared statement did not exist",
-                true,
-            ),
-            (
-                SqlState::PROTOCOL_VIOLATION,
-                "prepared statement name is already in use",
-                true,
-            ),
-            (
-                SqlState::PROTOCOL_VIOLATION,
-                "invalid message length",
-                false,
-            ),
-            (SqlState::UNDEFINED_TABLE, "prepared statement", false),
-        ];
-        for (code, message, hinted) in cases {
-            assert_eq!(
-                pooler_hint_for(&code, message).is_some(),
-                hinted,
-                "{} {message}",
-                code.code()
-            );
-        }
-        assert!(POOLER_HINT.contains("session-mode"));
-    }
 
     /// Issue 31: after two addresses had each waited 10 s, the message said
     /// "timed out after 10 s".

@@ -32,7 +32,7 @@ use tokio_postgres::config::{ChannelBinding, Host, SslNegotiation};
 use crate::error::{Error, Result};
 
 pub use config::Spec;
-pub use connect::{pooler_hint, pooler_hint_for};
+pub use connect::pooler_hint;
 pub use libpq::{LibpqEnv, Passfile};
 pub use tls::{RootCert, SslMode, TlsOptions};
 

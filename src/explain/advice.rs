@@ -197,14 +197,14 @@ pub async fn advise(
         log.info(&format!(
             "advice: the budget ({:.0} s) ran out: {} left untried (raise --advice-budget)",
             opts.budget.as_secs_f64(),
-            crate::explain::report::counted(summary.over_budget as u64, "index", "indexes")
+            crate::output::counted(summary.over_budget as u64, "index", "indexes")
         ));
     }
     summary.elapsed = started.elapsed();
     log.info(&format!(
         "advice: {} of {} verified in {:.1} s ({} indexes)",
         summary.verified,
-        crate::explain::report::counted(summary.proposed as u64, "finding", "findings"),
+        crate::output::counted(summary.proposed as u64, "finding", "findings"),
         summary.elapsed.as_secs_f64(),
         Builder::as_str(builder)
     ));
@@ -693,7 +693,7 @@ pub fn write_file(path: &Path, findings: &[(Finding, bool)], log: Log) -> Result
     write().map_err(|e| Error::Other(anyhow::anyhow!("writing {}: {e}", path.display())))?;
     log.info(&format!(
         "wrote {} to {}",
-        crate::explain::report::counted(n as u64, "index", "indexes"),
+        crate::output::counted(n as u64, "index", "indexes"),
         path.display()
     ));
     Ok(())

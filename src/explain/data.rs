@@ -51,7 +51,7 @@ impl Threshold<'_> {
         small.then(|| {
             let mut why = format!(
                 "{table} holds {}",
-                super::report::counted(rows, "row", "rows")
+                crate::output::counted(rows, "row", "rows")
             );
             if rows > 0 {
                 why.push_str(&format!(" (min_table_rows is {})", self.min_table_rows));

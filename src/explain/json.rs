@@ -2,6 +2,8 @@
 //! The wire types themselves live in [`crate::wire::explain`], so readers of
 //! the format do not depend on explain.
 
+use std::io::{self, Write};
+
 use super::engine::{Explained, Status};
 use super::report::Report;
 use crate::findings::{Finding, Location};
@@ -113,4 +115,10 @@ pub fn from_report(r: &Report) -> JsonReport {
         environment: None,
         indexes: vec![],
     }
+}
+
+/// `planck explain --format json`: the report as its wire type, pretty.
+pub fn render_json(w: &mut impl Write, r: &Report) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, &from_report(r))?;
+    writeln!(w)
 }

@@ -3,8 +3,9 @@
 //! holds ([`stats_source`]), the planning engine ([`engine`]), whether the
 //! data can show a production plan ([`data`]), the plan model
 //! ([`plan_tree`]: EXPLAIN's JSON and a flat view of its nodes), the plan
-//! checks ([`rules`]), the report and its renderers ([`report`], with the
-//! JSON wire types in [`json`]). What replay and report share with it lives
+//! checks ([`rules`], over what the probe phases measured: [`probes`]), the
+//! report and its renderers ([`report`], with the JSON wire types in
+//! [`json`]). What replay and report share with it lives
 //! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
 pub mod advice;
@@ -18,6 +19,7 @@ pub mod per_row_call;
 pub mod plan_reuse;
 pub mod plan_tree;
 pub mod policy_groups;
+pub mod probes;
 pub mod report;
 pub mod rules;
 pub mod run;

@@ -86,7 +86,7 @@ pub struct ExplainSettings {
     /// Production's planner settings, applied while planning.
     pub planner: PlannerOptions,
     /// `[explain] generic`: how findings only the generic plan shows count.
-    pub generic: crate::explain::rules::GenericPlans,
+    pub generic: GenericPlans,
     /// What findings' file paths are written relative to (the git work tree
     /// of the project, see [`crate::findings::source`]); None: as given.
     pub source_root: Option<PathBuf>,
@@ -128,7 +128,7 @@ impl ExplainSettings {
             advice: AdviceSettings::default(),
             identity_budget: crate::tenancy::DEFAULT_IDENTITY_BUDGET,
             planner: PlannerOptions::default(),
-            generic: crate::explain::rules::GenericPlans::default(),
+            generic: GenericPlans::default(),
             source_root: None,
         }
     }
@@ -140,5 +140,32 @@ impl ExplainSettings {
 
     pub fn want_admin(&self) -> bool {
         self.admin_only || !self.tenant_only
+    }
+}
+
+/// How a finding only the generic plan shows counts (`[explain] generic`,
+/// issue 13 §1). A driver that binds values client-side (psycopg, most
+/// Python, Ruby and PHP stacks, anything on the simple protocol) never runs
+/// a generic plan; only a statement the application prepares does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GenericPlans {
+    /// As any other finding.
+    Judge,
+    /// Errors become warnings, and say so: the default without evidence of
+    /// how the application sends the statement.
+    #[default]
+    Warn,
+    /// Dropped.
+    Ignore,
+}
+
+impl GenericPlans {
+    pub fn parse(s: &str) -> Option<GenericPlans> {
+        match s {
+            "judge" => Some(GenericPlans::Judge),
+            "warn" => Some(GenericPlans::Warn),
+            "ignore" => Some(GenericPlans::Ignore),
+            _ => None,
+        }
     }
 }

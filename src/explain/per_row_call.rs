@@ -15,6 +15,7 @@ use tokio_postgres::types::ToSql;
 
 use super::engine::Explained;
 use super::plan_tree::{Mode, PlanKind};
+use super::probes::{Counted, UserFn};
 use super::rules::rls_per_row_call::{calls, detect};
 use crate::catalog::planner::Catalog;
 use crate::error::{Error, Result};
@@ -23,18 +24,6 @@ use crate::params::values::TextParam;
 use crate::session::{self, StatsMode, tag};
 use crate::tenancy::Tenancy;
 
-/// A SQL or plpgsql function outside the system schemas.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UserFn {
-    /// The bare name (`uid`): plans and policy texts qualify it or not.
-    pub name: String,
-    pub nargs: i16,
-    /// Bare names of the other user functions its body calls.
-    pub calls: Vec<String>,
-    /// Its body calls `current_setting()`.
-    pub reads_setting: bool,
-}
-
 /// The connection the probes run on, and how.
 #[derive(Clone, Copy)]
 pub struct Session<'a> {
@@ -42,17 +31,6 @@ pub struct Session<'a> {
     pub timeout_ms: u64,
     pub stats: StatsMode,
     pub log: Log,
-}
-
-/// Calls of one function counted while one statement ran.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Counted {
-    pub statement: String,
-    pub function: String,
-    pub calls: i64,
-    /// The rows the filtering node examined (kept and removed, all loops).
-    pub rows: f64,
-    pub ms: f64,
 }
 
 /// The user functions, with the calls their bodies make.

@@ -1,16 +1,15 @@
 //! The report and its renderers: `table` (comfy-table, one row per finding,
-//! then a summary), `markdown` (a PR comment) and `json` (the wire types in
-//! [`super::json`]). Each renderer is `fn(w: &mut impl Write, &Report)`; every
-//! line fits an 80-column terminal.
+//! then a summary) and `markdown` (a PR comment); the `json` one lives with
+//! the wire types' building in [`super::json`], which reads the report. Each
+//! renderer is `fn(w: &mut impl Write, &Report)`; every line fits an
+//! 80-column terminal.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::engine::{Explained, Status};
 use super::rules::{CheckId, Finding, Severity};
-use crate::output::{count, md_cell, table};
-
-pub use super::json::FORMAT_VERSION;
+use crate::output::{count, counted, md_cell, table};
 
 /// What `planck explain` found.
 #[derive(Debug, Clone, Default)]
@@ -76,11 +75,6 @@ impl Report {
     }
 }
 
-pub fn render_json(w: &mut impl Write, r: &Report) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, &super::json::from_report(r))?;
-    writeln!(w)
-}
-
 fn short(q: &str, n: usize) -> String {
     let q = crate::queries::normalize_space(q);
     if q.chars().count() <= n {
@@ -98,11 +92,6 @@ fn target(f: &Finding) -> String {
         (None, Some(i)) => i.clone(),
         (None, None) => String::new(),
     }
-}
-
-/// A count and its noun, singular or plural: `1 statement`, `2,000 statements`.
-pub fn counted(n: u64, one: &str, many: &str) -> String {
-    format!("{} {}", count(n), if n == 1 { one } else { many })
 }
 
 /// Joins `parts` with `, ` into lines of at most `width` columns.
@@ -277,6 +266,7 @@ pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::explain::json::render_json;
     use crate::explain::plan_tree::{Mode, PlanKind};
     use crate::explain::rules::testing::explained;
     use crate::explain::rules::{Check, seq_scan::SeqScan};

@@ -15,7 +15,8 @@ use tokio_postgres::Client;
 use super::engine::{Engine, EngineOptions, Explained, Status, used_indexes};
 use super::options::{ExplainSettings, StatementSource};
 use super::plan_tree::{Mode, PlanKind};
-use super::report::{Report, counted};
+use super::probes::Probes;
+use super::report::Report;
 use super::rules::unused_partial_index::{literal_binds, predicate_literals};
 use super::rules::{self, CheckId, Ctx, Severity};
 use super::stats_source;
@@ -28,7 +29,7 @@ use crate::findings::{
     self, Finding,
     ignore::{IgnoreRule, ignored_by},
 };
-use crate::output::Log;
+use crate::output::{Log, counted};
 use crate::queries::{QueryFile, Statement};
 use crate::session::{self, StatsMode};
 use crate::tenancy::{self, Tenancy};
@@ -429,8 +430,8 @@ async fn probe_phases(
     s: &ExplainSettings,
     stats: StatsMode,
     log: Log,
-) -> Result<rules::Probes> {
-    let mut probes = rules::Probes::default();
+) -> Result<Probes> {
+    let mut probes = Probes::default();
     let Some(t) = tenancy else {
         return Ok(probes);
     };

@@ -21,7 +21,8 @@ use super::attribution::History;
 use super::fresh::{self, FreshKeys};
 use super::hist::Latency;
 use super::lean::{Frame, Lean, LeanError};
-use super::run::TenantMode;
+use super::options::TenantMode;
+use super::rng::Rng;
 use super::tenant::{self, TenantRun};
 use super::workload::{Bind, BindSource, Unit, Workload};
 use crate::db::quote_ident;
@@ -258,33 +259,6 @@ pub async fn sample_pools(
         pools.insert(table, pool);
     }
     Ok(pools)
-}
-
-/// A small, fast, seeded generator (splitmix64): per client, no locking.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
 }
 
 /// Picks units by weight.

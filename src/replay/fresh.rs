@@ -26,7 +26,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::Client;
 
-use super::exec::Rng;
+use super::rng::Rng;
 use super::workload::{BindSource, Workload};
 use crate::db::quote_ident;
 

@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::attribution::History;
-use super::exec::{ClientConn, Outcome, Picker, Rng, Shared, WorkerStats, run_unit};
+use super::exec::{ClientConn, Outcome, Picker, Shared, WorkerStats, run_unit};
 use super::lean::Lean;
+use super::rng::Rng;
 use super::sampler::{self, Registry, Samples};
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};

@@ -7,6 +7,8 @@
 //! - [`attribution`]: root holders of lock waits and the lock-taking statement.
 //! - [`stale`]: statements a migration made stale, skipped with a warning.
 //! - [`tenant`]: tenant-scoped units as the tenant role under RLS (heavy, spread).
+//! - [`options`] and [`rng`]: the resolved settings and the seeded generator,
+//!   below every module that reads them (no module cycle, issue 34).
 
 pub mod attribution;
 pub mod exec;
@@ -14,7 +16,9 @@ pub mod fresh;
 pub mod hist;
 pub mod ladder;
 pub mod lean;
+pub mod options;
 pub mod report;
+pub mod rng;
 pub mod run;
 pub mod sampler;
 pub mod slo;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use tokio_postgres::Client;
 
-use super::run::{TenantChoice, TenantMode};
+use super::options::{TenantChoice, TenantMode};
 use super::workload::{Unit, Workload};
 use crate::catalog::planner::Catalog;
 use crate::error::{Error, Result};

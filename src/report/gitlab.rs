@@ -5,7 +5,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::{Inputs, finding_key, sorted_findings};
+use super::inputs::{Inputs, finding_key, sorted_findings};
 
 #[derive(Serialize)]
 struct Issue {

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::{Inputs, plan, sorted_findings, subject};
+use super::inputs::{Inputs, check_help, sorted_findings, subject};
+use super::plan;
 use crate::wire::explain::{JsonFinding, JsonStatement};
 
 pub fn render(i: &Inputs) -> String {
@@ -185,10 +186,7 @@ fn status(fs: &[&JsonFinding], s: Option<&JsonStatement>) -> TestCaseStatus {
             "{} {}{held}: {}\n",
             f.severity, f.check, f.message
         ));
-        body.push_str(&format!(
-            "  help: {}\n",
-            super::check_help(&f.check, &f.help)
-        ));
+        body.push_str(&format!("  help: {}\n", check_help(&f.check, &f.help)));
         if let Some(a) = &f.advice {
             body.push_str(&format!(
                 "  fix: {} (cost {:.0} -> {:.0})\n",

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{Inputs, finding_key, new_errors, one_line, sorted_findings, subject};
+use super::inputs::{Inputs, finding_key, new_errors, one_line, sorted_findings, subject};
 use crate::wire::explain::JsonFinding;
 
 /// GitHub refuses comments longer than this (characters).

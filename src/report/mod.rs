@@ -9,6 +9,7 @@
 mod chart;
 mod gitlab;
 mod html;
+mod inputs;
 mod junit;
 mod markdown;
 mod plan;
@@ -20,24 +21,9 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 use crate::wire;
-use crate::wire::explain::JsonFinding;
 pub use crate::wire::explain::JsonReport;
 pub use crate::wire::replay::Report;
-
-/// What one report is made from.
-#[derive(Debug, Clone)]
-pub struct Inputs {
-    pub explain: wire::explain::JsonReport,
-    pub replay: Option<wire::replay::Report>,
-    /// What changed since a previous run or the base of a branch.
-    pub diff: Option<wire::diff::JsonDiff>,
-    /// What the diff compares against (`origin/main`, `previous run`).
-    pub base_label: Option<String>,
-    /// The folder the findings' relative paths are relative to (the
-    /// project's git work tree, see [`crate::findings::source`]): SARIF's
-    /// `%SRCROOT%`.
-    pub source_root: Option<std::path::PathBuf>,
-}
+pub use inputs::Inputs;
 
 /// The self-contained review page (inline CSS, JS and SVG).
 pub fn html(i: &Inputs) -> String {
@@ -137,85 +123,29 @@ fn read_json<T: DeserializeOwned>(path: &Path, what: &str, version: u32) -> Resu
     })
 }
 
-/// Severities from the worst; anything unknown sorts last.
-pub(crate) fn severity_rank(s: &str) -> usize {
-    match s {
-        "error" => 0,
-        "warning" => 1,
-        "info" => 2,
-        _ => 3,
+/// Writes `text` to `path` whole (a temporary file renamed over it, so a
+/// failure never leaves half a report). Its folder is created when only
+/// the folder itself is missing (`-o out/review.html`); a path whose
+/// parents do not exist either is a mistyped one, and an error rather than
+/// folders made wherever it points.
+pub fn write(path: &Path, text: &str) -> Result<()> {
+    let fail = |source| Error::WriteFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        std::fs::create_dir(dir).map_err(fail)?;
     }
-}
-
-/// Findings worst first, then by check and statement: the order every output uses.
-pub(crate) fn sorted_findings(findings: &[JsonFinding]) -> Vec<&JsonFinding> {
-    let mut v: Vec<&JsonFinding> = findings.iter().collect();
-    v.sort_by(|a, b| {
-        (
-            severity_rank(&a.severity),
-            &a.check,
-            &a.statement_id,
-            &a.mode,
-        )
-            .cmp(&(
-                severity_rank(&b.severity),
-                &b.check,
-                &b.statement_id,
-                &b.mode,
-            ))
-    });
-    v
-}
-
-/// A finding's identity across runs (the baseline's key): check, statement,
-/// mode, relation, index. Code scanning tracks a finding across pushes by it.
-pub(crate) fn finding_key(f: &JsonFinding) -> String {
-    let part = |o: &Option<String>| o.clone().unwrap_or_default();
-    format!(
-        "{}/{}/{}/{}/{}",
-        f.check,
-        part(&f.statement_id),
-        part(&f.mode),
-        part(&f.relation),
-        part(&f.index)
-    )
-}
-
-/// Errors not held by the baseline: what fails CI.
-pub(crate) fn new_errors(r: &JsonReport) -> usize {
-    r.findings
-        .iter()
-        .filter(|f| f.severity == "error" && !f.baseline)
-        .count()
-}
-
-/// What a finding is about, in a few words: `items` or `items_account_idx on items`.
-pub(crate) fn subject(f: &JsonFinding) -> String {
-    match (&f.index, &f.relation) {
-        (Some(i), Some(r)) => format!("{i} on {r}"),
-        (Some(i), None) => i.clone(),
-        (None, Some(r)) => r.clone(),
-        (None, None) => String::new(),
-    }
-}
-
-/// The help text of a check: planck's own, else what the finding carried.
-pub(crate) fn check_help(check: &str, fallback: &str) -> String {
-    crate::findings::CheckId::ALL
-        .iter()
-        .find(|c| c.as_str() == check)
-        .map_or_else(|| fallback.to_string(), |c| c.help().to_string())
-}
-
-/// `query` on one line, cut to `max` characters.
-pub(crate) fn one_line(query: &str, max: usize) -> String {
-    let flat = crate::queries::normalize_space(query);
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, text).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e)
+    })
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Inputs, check_help, finding_key, sorted_findings};
+use super::inputs::{Inputs, check_help, finding_key, sorted_findings};
 use crate::findings::CheckId;
 
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";

@@ -388,8 +388,8 @@ fn generic_plans(
     raw: Option<&str>,
     at: &Located,
     settings: &Settings,
-) -> Result<crate::explain::rules::GenericPlans> {
-    use crate::explain::rules::GenericPlans;
+) -> Result<crate::explain::options::GenericPlans> {
+    use crate::explain::options::GenericPlans;
     match raw {
         None => Ok(GenericPlans::default()),
         Some(v) => GenericPlans::parse(v).ok_or_else(|| {
@@ -515,7 +515,7 @@ mod tests {
     /// Issue 13 §1: `[explain] generic`, warn by default, a typo refused.
     #[test]
     fn issue13_generic_key_defaults_to_warn_and_refuses_a_typo() {
-        use crate::explain::rules::GenericPlans;
+        use crate::explain::options::GenericPlans;
         let (_d, s) = settings_with("[explain]\n");
         let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
         assert_eq!(r.generic, GenericPlans::Warn);

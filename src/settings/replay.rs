@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 
 use super::Settings;
 use crate::error::{Error, Result};
-use crate::replay::run::{Options, TenantChoice, TenantMode};
+use crate::replay::options::{Options, TenantChoice, TenantMode};
 use crate::replay::slo::Slo;
 use crate::replay::workload::{self, Weights, Workload};
 use crate::tenancy::TenantOptions;

@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::{Check, CheckId, Ctx, Finding, Severity, finding, judged_plans, plan_index};
 use crate::catalog::planner::Catalog;
 use crate::explain::engine::Explained;
-use crate::explain::per_row_call::{Counted, UserFn};
 use crate::explain::plan_tree::{Mode, PlanKind};
+use crate::explain::probes::{Counted, UserFn};
 
 pub struct RlsPerRowCall;
 

@@ -230,7 +230,7 @@ mod tests {
     /// Issue 13 §1: `api_key LIKE $1` scans in the generic plan only.
     #[test]
     fn issue13_generic_only_scans_follow_the_generic_setting() {
-        use crate::explain::rules::GenericPlans;
+        use crate::explain::options::GenericPlans;
         let cat = catalog(&[("keys", 50_000)], vec![]);
         let uses = json!([{"Plan": {"Node Type": "Index Scan", "Relation Name": "keys",
             "Index Name": "keys_api_key"}}]);

@@ -1,0 +1,9 @@
+//! Work that spans domains, below the command glue and above the domains:
+//! a domain never imports another one, and a command file never imports
+//! another command's, so what two commands share and two domains take part
+//! in lives here, calling each domain through its public entry points.
+//!
+//! - [`explain`]: explain's report with index findings located at their
+//!   migration line (explain and migrate).
+
+pub mod explain;
