@@ -550,8 +550,7 @@ impl Check<'_> {
         }
         let admin = self.server.connect().await?;
         let q = crate::db::quote_ident(name);
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {q} WITH (FORCE)"))
+        crate::db::drop_database(&admin, name)
             .await
             .map_err(|e| Error::db(format!("dropping database {name}"), e))?;
         let sql = match template {
@@ -833,13 +832,7 @@ impl Check<'_> {
             return Vec::new();
         };
         for n in &names {
-            if let Err(e) = admin
-                .batch_execute(&format!(
-                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                    crate::db::quote_ident(n)
-                ))
-                .await
-            {
+            if let Err(e) = crate::db::drop_database(&admin, n).await {
                 self.settings.warn(&format!("could not drop {n}: {e}"));
             }
         }
@@ -853,26 +846,15 @@ impl Check<'_> {
 }
 
 /// Every ordinary table's oid, relfilenode and column count: what a
-/// migration changes when it creates, rewrites or alters a table.
+/// migration changes when it creates, rewrites or alters a table (planck's
+/// own schema and its migrations table left out).
 async fn table_shapes(db: &ConnInfo) -> Result<Vec<(u32, u32, i64)>> {
     let client = db.connect().await?;
-    let rows = client
-        .query(
-            "SELECT c.oid, c.relfilenode,
-                    (SELECT count(*) FROM pg_attribute a
-                      WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
-               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-              WHERE c.relkind IN ('r', 'm')
-                AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'planck')
-                AND n.nspname NOT LIKE 'pg_toast%'
-                AND c.relname <> 'planck_migrations'",
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("reading the tables", e))?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
+    Ok(crate::db::table_files(&client)
+        .await?
+        .into_iter()
+        .filter(|t| t.schema != "planck" && t.relname != "planck_migrations")
+        .map(|t| (t.oid, t.relfilenode, t.columns))
         .collect())
 }
 
