@@ -1,5 +1,5 @@
 //! Catalog work that several commands send to a server: dropping a database
-//! (check's own and `planck migrate --recreate`'s) and reading each table's
+//! (check's own and `planck migrate --fresh`'s) and reading each table's
 //! relfilenode (check's re-analyze and migrate's rewrite measure). One place
 //! each, so the statement and the catalog filter are written once.
 
