@@ -60,11 +60,7 @@ fn errors(
     objects: &[JsonObjectChange],
     lost: &[JsonLostIndex],
 ) {
-    for f in head
-        .findings
-        .iter()
-        .filter(|f| f.severity == "error" && !f.baseline)
-    {
+    for f in head.findings.iter().filter(|f| f.is_new_error()) {
         let dropped = f.index.as_deref().and_then(|i| dropped_by(objects, i));
         let lost = lost.iter().find(|l| l.is_for(f)).map(|l| &l.dropped);
         failures.push(JsonGateFailure {

@@ -49,7 +49,7 @@ pub fn lost_indexes(head: &JsonReport, dropped: &[migrate::DroppedIndex]) -> Vec
     for f in head
         .findings
         .iter()
-        .filter(|f| f.severity == "error" && !f.baseline && f.index.is_none())
+        .filter(|f| f.is_new_error() && f.index.is_none())
     {
         let (Some(id), Some(relation)) = (&f.statement_id, &f.relation) else {
             continue;
