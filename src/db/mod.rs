@@ -14,6 +14,7 @@
 //! - [`tls`]: libpq's TLS modes over rustls.
 //! - [`connect`]: one host after another, each attempt under a timeout.
 
+pub mod admin;
 pub mod config;
 pub mod connect;
 pub mod lent;
@@ -31,6 +32,7 @@ use tokio_postgres::config::{ChannelBinding, Host, SslNegotiation};
 
 use crate::error::{Error, Result};
 
+pub use admin::{TableFile, drop_database, table_files};
 pub use config::Spec;
 pub use connect::pooler_hint;
 pub use libpq::{LibpqEnv, Passfile};

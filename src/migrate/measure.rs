@@ -176,20 +176,10 @@ fn is_transaction_control(text: &str) -> bool {
 
 /// Each table's (and materialized view's) name and relfilenode, by oid.
 async fn relfilenodes(client: &Client) -> Result<BTreeMap<u32, (String, u32)>> {
-    let rows = client
-        .query(
-            "SELECT c.oid, c.oid::regclass::text, c.relfilenode
-               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-              WHERE c.relkind IN ('r', 'm')
-                AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-                AND n.nspname NOT LIKE 'pg_toast%'",
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("reading relfilenodes", e))?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+    Ok(crate::db::table_files(client)
+        .await?
+        .into_iter()
+        .map(|t| (t.oid, (t.name, t.relfilenode)))
         .collect())
 }
 

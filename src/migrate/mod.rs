@@ -382,8 +382,7 @@ pub async fn recreate_database(conn: &ConnInfo, log: Log) -> Result<()> {
     log.info(&format!("recreating database {name}"));
     let admin = conn.with_database("postgres").connect().await?;
     let q = crate::db::quote_ident(&name);
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {q} WITH (FORCE)"))
+    crate::db::drop_database(&admin, &name)
         .await
         .map_err(|e| Error::db(format!("dropping database {name}"), e))?;
     admin

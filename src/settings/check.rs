@@ -25,48 +25,7 @@ pub const DEFAULT_REPLAY_DURATION: &str = "5s";
 /// The prefix of the databases check creates (`planck_check_head`, `planck_check_base`).
 pub const DEFAULT_PREFIX: &str = "planck_check";
 
-/// What fails the gate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Gate {
-    /// Error findings the baseline does not hold.
-    Errors,
-    /// With `--base`: a plan that got costlier beyond the noise, or lost an index.
-    Regressions,
-    /// A migration statement that held an ACCESS EXCLUSIVE or SHARE lock, or rewrote a table.
-    BlockingMigration,
-    /// With `--replay`: the head's replay missed `[check] slo`.
-    Slo,
-}
-
-impl Gate {
-    pub const ALL: [Gate; 4] = [
-        Gate::Errors,
-        Gate::Regressions,
-        Gate::BlockingMigration,
-        Gate::Slo,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Gate::Errors => "errors",
-            Gate::Regressions => "regressions",
-            Gate::BlockingMigration => "blocking-migration",
-            Gate::Slo => "slo",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Gate> {
-        Gate::ALL
-            .into_iter()
-            .find(|g| g.as_str() == s)
-            .ok_or_else(|| {
-                Error::usage_hint(
-                    format!("[check] fail_on names an unknown gate {s:?}"),
-                    "use any of \"errors\", \"regressions\", \"blocking-migration\", \"slo\"",
-                )
-            })
-    }
-}
+pub use crate::workflow::check::{Gate, ReplayPlan};
 
 #[derive(Debug, Clone, Default, Args)]
 #[command(after_help = "Examples:
@@ -124,15 +83,6 @@ pub struct CheckArgs {
     /// Latency objective of the replay, e.g. p95=300ms@4: the `slo` gate (implies --replay)
     #[arg(long, value_name = "SLO")]
     pub slo: Option<String>,
-}
-
-/// The short replay of `--replay`.
-#[derive(Debug, Clone)]
-pub struct ReplayPlan {
-    pub ladder: Vec<u32>,
-    /// As `planck replay --duration` takes it (`5s`).
-    pub duration: String,
-    pub slo: Option<crate::replay::slo::Slo>,
 }
 
 /// Where each report goes (paths from the current directory).

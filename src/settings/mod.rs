@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::output::{Format, Log};
 
 pub mod seed;
+pub mod template;
 
 #[derive(Debug, Clone)]
 pub struct Settings {

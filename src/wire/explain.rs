@@ -81,6 +81,14 @@ pub struct JsonFinding {
     pub advice: Option<JsonAdvice>,
 }
 
+impl JsonFinding {
+    /// An error the baseline does not hold: what fails CI. `severity` is
+    /// `findings::Severity::as_str` on the wire, compared here only.
+    pub fn is_new_error(&self) -> bool {
+        self.severity == "error" && !self.baseline
+    }
+}
+
 /// A verified index (see `explain::advice`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JsonAdvice {

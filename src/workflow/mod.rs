@@ -3,7 +3,10 @@
 //! another command's, so what two commands share and two domains take part
 //! in lives here, calling each domain through its public entry points.
 //!
+//! - [`check`]: `planck check`'s run, the pre-merge gate (migrate, seed,
+//!   explain, replay, the diff and the gate).
 //! - [`explain`]: explain's report with index findings located at their
 //!   migration line (explain and migrate).
 
+pub mod check;
 pub mod explain;
