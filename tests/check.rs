@@ -798,3 +798,27 @@ fn assert_paths_are_the_repository_s(p: &Path, stem: &str, sarif: &Value) {
     let text = serde_json::to_string(&results).unwrap();
     assert!(!text.contains(abs), "a SARIF result holds {abs}");
 }
+
+/// Issue 34: check resolves every section of planck.toml its steps read
+/// before it does anything: a bad `[seed]` value fails at once (exit 2,
+/// planck.toml and the key named), with no database created and no step run.
+#[test]
+fn a_bad_seed_value_fails_check_before_any_database() {
+    let db = TestDb::new("check_bad_seed_value");
+    let dir = example_project();
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[check]\nscale = 0.05\n\n[seed]\nthreads = 0\n",
+    )
+    .unwrap();
+    let out = check(&db, dir.path(), &[]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("planck.toml: invalid `[seed] threads = 0`"),
+        "{err}"
+    );
+    assert!(!err.contains("database: created"), "{err}");
+    assert!(!err.contains("migrate: "), "{err}");
+    assert_eq!(databases_named(&db), Vec::<String>::new());
+}

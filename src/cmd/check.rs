@@ -30,6 +30,16 @@ use crate::workflow::check::{BaseTree, Check, Plan, Steps};
 
 pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     let cs = CheckSettings::resolve(&args, settings)?;
+    // Every section of planck.toml a step reads is resolved now, so a bad
+    // key in `[seed]`, `[explain]` or `[replay]` fails with its file and line
+    // before any database is created or any worktree added (issue 34). The
+    // steps resolve them again when they start (the same values).
+    let resolver = Resolver(settings);
+    resolver.seed(cs.scale)?;
+    resolver.explain()?;
+    if let Some(plan) = &cs.replay {
+        resolver.replay_settings(plan)?;
+    }
     // Caught from the start: a stop signal ends the run by the cleanup
     // below, never with the check databases or the worktree left behind.
     let signals = crate::signal::Signals::install()?;
@@ -60,7 +70,6 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     let t = Instant::now();
     let server = settings.conn().await?;
     step(settings.log(), t, &format!("server: {}", server.display()));
-    let resolver = Resolver(settings);
     let mut check = Check::new(plan(&cs, settings), &resolver, server);
     let result = tokio::select! {
         r = check.run(base_tree.as_ref()) => r,
@@ -139,12 +148,20 @@ impl Steps for Resolver<'_> {
     }
 
     fn replay(&self, plan: &ReplayPlan) -> Result<(Workload, ReplayOptions)> {
+        let rs = self.replay_settings(plan)?;
+        let w = rs.workload()?;
+        Ok((w, rs.options))
+    }
+}
+
+impl Resolver<'_> {
+    /// Replay's settings for check's short replay, without reading the
+    /// queries file yet.
+    fn replay_settings(&self, plan: &ReplayPlan) -> Result<ReplaySettings> {
         let queries = crate::queries::default_path(&self.0.queries_dir());
         let mut args = ReplayArgs::short(queries, &plan.ladder, &plan.duration);
         args.allow_side_effects = true;
-        let rs = ReplaySettings::resolve(&args, self.0)?;
-        let w = rs.workload()?;
-        Ok((w, rs.options))
+        ReplaySettings::resolve(&args, self.0)
     }
 }
 
