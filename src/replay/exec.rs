@@ -611,9 +611,6 @@ pub async fn run_unit(
     let tx = traits.tx;
     let think = traits.think;
     stats.borrow_mut().attempted += 1;
-    let started = intended;
-    let mut cut = false;
-    let mut interrupted = false;
     let tally = Tally {
         stats,
         record,
@@ -638,10 +635,7 @@ pub async fn run_unit(
     // pause follows it: a write's safety costs no round trip of its own.
     let autocommit = matches!(unit, Unit::Lone(s) if !w.statements[s].writes) && local.is_empty();
     let begin = (!autocommit).then(|| tenant::begin_sql(traits.isolation.as_deref()));
-    // Whether the transaction is still open on the server (a failure's
-    // ROLLBACK is needed).
-    let mut open = false;
-    let mut rolled_back = false;
+    let mut p = Progress::default();
     conn.history
         .lock()
         .expect("history lock")
@@ -649,7 +643,6 @@ pub async fn run_unit(
             Unit::Transaction(t) => t,
             Unit::Lone(s) => usize::MAX - s,
         });
-    let mut ok_statements = 0;
     for (at, &s) in stmts.iter().enumerate() {
         let stmt = &w.statements[s];
         let values = state.statement_values(shared, s, tx, rng);
@@ -660,23 +653,10 @@ pub async fn run_unit(
             Ok(p) => p,
             Err(e) => {
                 tally.fail(&sqlstate(&e), &error_text(&e), Some(s));
-                return end(conn, stats, e.code().is_none(), open).await;
+                return end(conn, stats, e.code().is_none(), p.open).await;
             }
         };
-        // The bound values name the row a blocker holds: kept for the
-        // statements that can hold one.
-        let params = if stmt.writes {
-            values
-                .iter()
-                .map(|v| v.0.as_deref().map(str::to_string))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        conn.history
-            .lock()
-            .expect("history lock")
-            .start(s, &stmt.locks, params);
+        note_start(conn, s, stmt, &values);
         let first = at == 0 && begin.is_some();
         // The ROLLBACK goes with the last statement when no pause follows
         // it (a COPY's reply does not end with its Sync: never after one).
@@ -684,11 +664,7 @@ pub async fn run_unit(
             && begin.is_some()
             && !shared.commit
             && think <= 0.0
-            && !stmt
-                .sql
-                .trim_start()
-                .to_ascii_lowercase()
-                .starts_with("copy");
+            && !is_copy(&stmt.sql);
         let frame = Frame {
             begin: begin.as_deref().filter(|_| first),
             settings: if first { &local } else { &[] },
@@ -698,15 +674,15 @@ pub async fn run_unit(
         let t0 = Instant::now();
         let res = send(conn, prepared.as_ref(), &frame, shared, s, &values).await;
         let took = t0.elapsed();
-        open = (open || first) && !last_end;
-        rolled_back |= last_end;
+        p.open = (p.open || first) && !last_end;
+        p.rolled_back |= last_end;
         conn.history
             .lock()
             .expect("history lock")
             .finish_statement();
         match res {
             Ok((affected, first_row)) => {
-                ok_statements += 1;
+                p.ok_statements += 1;
                 tally.statement_ok(s, stmt.modifies, affected, took);
                 for (col, v) in first_row {
                     state.results.insert((s, col), v);
@@ -718,41 +694,68 @@ pub async fn run_unit(
             }
             Err(f) => {
                 tally.fail(&f.code, &f.text, Some(s));
-                if rolled_back {
+                if p.rolled_back {
                     stats.borrow_mut().rollbacks += 1;
                 }
-                return end(conn, stats, f.lost, open).await;
+                return end(conn, stats, f.lost, p.open).await;
             }
         }
         if think > 0.0 {
             let (was_cut, stopped) = pause(shared, think, pauses_until).await;
-            cut |= was_cut;
+            p.cut |= was_cut;
             if stopped {
-                interrupted = true;
+                p.interrupted = true;
                 break;
             }
         }
     }
-    // An interrupted unit never commits its half.
-    let finish = if shared.commit && !interrupted && tx.is_none_or(|t| !t.rollback) {
+    finish_unit(conn, shared, &tally, tx, autocommit, &p, intended).await
+}
+
+/// How far a unit got: whether its transaction is still open on the
+/// server (a failure's ROLLBACK is needed) or was rolled back with its
+/// last statement, whether a pause was cut or a signal stopped it, and
+/// how many statements succeeded.
+#[derive(Default)]
+struct Progress {
+    open: bool,
+    rolled_back: bool,
+    cut: bool,
+    interrupted: bool,
+    ok_statements: u64,
+}
+
+/// Ends a unit whose statements all ran: COMMIT (or ROLLBACK: an
+/// interrupted unit never commits its half) unless it is over already,
+/// and counts how it ended. `started` is its intended start.
+async fn finish_unit(
+    conn: &mut ClientConn,
+    shared: &Shared,
+    tally: &Tally<'_>,
+    tx: Option<&super::workload::Transaction>,
+    autocommit: bool,
+    p: &Progress,
+    started: Instant,
+) -> Outcome {
+    let finish = if shared.commit && !p.interrupted && tx.is_none_or(|t| !t.rollback) {
         "COMMIT"
     } else {
         "ROLLBACK"
     };
-    let res = if autocommit || rolled_back && !open {
+    let res = if autocommit || p.rolled_back && !p.open {
         Ok(())
     } else {
-        stats.borrow_mut().planck_round_trips += 1;
+        tally.stats.borrow_mut().planck_round_trips += 1;
         end_transaction(conn, finish).await
     };
     conn.history.lock().expect("history lock").end();
     match res {
         Ok(()) => {
-            let counted = record && !cut && !interrupted;
+            let counted = tally.record && !p.cut && !p.interrupted;
             tally.unit_ok(
                 autocommit,
                 finish == "COMMIT",
-                ok_statements,
+                p.ok_statements,
                 counted,
                 started,
             );
@@ -767,6 +770,33 @@ pub async fn run_unit(
             }
         }
     }
+}
+
+/// Notes in the connection's history that statement `s` starts, with its
+/// bound values when it writes: they name the row a blocker holds.
+fn note_start(
+    conn: &ClientConn,
+    s: usize,
+    stmt: &super::workload::Statement,
+    values: &[TextParam<'_>],
+) {
+    let params = if stmt.writes {
+        values
+            .iter()
+            .map(|v| v.0.as_deref().map(str::to_string))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    conn.history
+        .lock()
+        .expect("history lock")
+        .start(s, &stmt.locks, params);
+}
+
+/// Whether `sql` is a COPY (its reply does not end with its Sync).
+fn is_copy(sql: &str) -> bool {
+    sql.trim_start().to_ascii_lowercase().starts_with("copy")
 }
 
 /// What a unit runs with, from its transaction (or its lone statement):
