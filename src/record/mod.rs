@@ -211,20 +211,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     // runner may drop and recreate it.
     let run = match &program {
         Some(program) => run_command(conn, &tagged, client, &probe, program, opts, log).await?,
-        None => {
-            let after = capture::sample(&client, &probe).await?;
-            Run {
-                mode: Mode::Current,
-                exit: None,
-                before: None,
-                after,
-                client,
-                relayed: None,
-                created: Vec::new(),
-                created_raw: Vec::new(),
-                relay_created: Vec::new(),
-            }
-        }
+        None => current_contents(client, &probe).await?,
     };
     let Run {
         mode,
@@ -237,16 +224,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
         created_raw,
         relay_created,
     } = run;
-    let mut recorded: Vec<String> = vec![probe.database.clone()];
-    for label in created
-        .iter()
-        .map(databases::Created::label)
-        .chain(relay_created)
-    {
-        if !recorded.contains(&label) {
-            recorded.push(label);
-        }
-    }
+    let recorded = recorded_databases(&probe.database, &created, relay_created);
     let mut raw = capture::delta(before.as_ref(), &after);
     raw.extend(created_raw.into_iter().flat_map(|(_, r)| r));
 
@@ -271,35 +249,25 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     // The relay saw every statement: what pg_stat_statements evicted (or
     // keeps under a text the relay's does not match) comes from it.
     let recorded_set: BTreeSet<String> = recorded.iter().cloned().collect();
-    let mut matched = None;
-    let mut migration_only = Vec::new();
-    if let Some(c) = &mut relayed {
-        let existing: BTreeSet<String> = std::iter::once(probe.database.clone())
-            .chain(
-                created
-                    .iter()
-                    .filter(|d| d.exists)
-                    .filter_map(|d| d.name.clone()),
+    let (matched, migration_only) = match &mut relayed {
+        Some(c) => {
+            let (m, only) = match_relay(
+                conn,
+                &probe,
+                &created,
+                &recorded_set,
+                c,
+                &raw,
+                &roles,
+                &mut statements,
+                opts,
+                log,
             )
-            .collect();
-        let mut m = relay_statements(
-            conn,
-            &recorded_set,
-            &existing,
-            c,
-            &raw,
-            &roles,
-            &mut statements,
-            opts,
-            log,
-        )
-        .await;
-        let relay_only_before = statements.iter().filter(|k| k.from_relay).count();
-        migration_only = leave_out_migrations(c, &mut m.matching, &mut statements, opts.keep_all);
-        // Those left out are not counted as the relay's own either.
-        m.relay_only -= relay_only_before - statements.iter().filter(|k| k.from_relay).count();
-        matched = Some(m);
-    }
+            .await;
+            (Some(m), only)
+        }
+        None => (None, Vec::new()),
+    };
     let mut dropped = dropped;
     if !migration_only.is_empty() {
         dropped.insert(Reason::Migration, migration_only.len());
@@ -316,28 +284,12 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     if let Some(c) = &relayed {
         file.observed = c.literals.observed();
     }
-    let mut renamed: HashMap<String, String> = HashMap::new();
-    for (k, (id, status)) in statements.iter_mut().zip(&merge.outcomes) {
-        renamed.insert(k.id.clone(), id.clone());
-        k.id = id.clone();
-        k.status = *status;
-    }
+    let renamed = apply_merge(&mut statements, &merge);
     drop(client);
     let relay = match (relayed, matched) {
-        (Some(c), Some(mut m)) => {
-            for id in m.matching.ids.iter_mut().flatten() {
-                if let Some(new) = renamed.get(id) {
-                    *id = new.clone();
-                }
-            }
-            let summary = relayed_transactions(&c, &recorded_set, &m, opts, &mut file);
+        (Some(c), Some(m)) => {
+            let summary = relay_summary(&c, m, &renamed, &recorded_set, opts, &mut file, log);
             warnings.extend(relay_warnings(&c, &summary));
-            if summary.left_open > 0 {
-                log.info(&format!(
-                    "note: the command left {} connection(s) open (a pool?): the relay closed them after it exited",
-                    summary.left_open
-                ));
-            }
             Some(summary)
         }
         _ => None,
@@ -361,6 +313,95 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
     })
 }
 
+/// The databases whose statements were recorded: the target, then those
+/// the run created (by pg_stat_statements' entries, then the relay's).
+fn recorded_databases(
+    target: &str,
+    created: &[databases::Created],
+    relay_created: Vec<String>,
+) -> Vec<String> {
+    let mut recorded: Vec<String> = vec![target.to_string()];
+    for label in created
+        .iter()
+        .map(databases::Created::label)
+        .chain(relay_created)
+    {
+        if !recorded.contains(&label) {
+            recorded.push(label);
+        }
+    }
+    recorded
+}
+
+/// Matches what the relay saw to the kept statements (adding those only
+/// it saw) and leaves out the migrations' statements: the matching, and
+/// the texts left out.
+#[allow(clippy::too_many_arguments)]
+async fn match_relay(
+    conn: &ConnInfo,
+    probe: &capture::Probe,
+    created: &[databases::Created],
+    recorded_set: &BTreeSet<String>,
+    c: &mut relay::Capture,
+    raw: &[capture::Raw],
+    roles: &HashMap<u32, capture::RoleFacts>,
+    statements: &mut Vec<Kept>,
+    opts: &RecordSettings,
+    log: Log,
+) -> (Matched, Vec<String>) {
+    let existing: BTreeSet<String> = std::iter::once(probe.database.clone())
+        .chain(
+            created
+                .iter()
+                .filter(|d| d.exists)
+                .filter_map(|d| d.name.clone()),
+        )
+        .collect();
+    let mut m = relay_statements(
+        conn,
+        recorded_set,
+        &existing,
+        c,
+        raw,
+        roles,
+        statements,
+        opts,
+        log,
+    )
+    .await;
+    let relay_only_before = statements.iter().filter(|k| k.from_relay).count();
+    let migration_only = leave_out_migrations(c, &mut m.matching, statements, opts.keep_all);
+    // Those left out are not counted as the relay's own either.
+    m.relay_only -= relay_only_before - statements.iter().filter(|k| k.from_relay).count();
+    (m, migration_only)
+}
+
+/// The relay's summary once the file is merged: the matching follows the
+/// merge's renames, and the transactions seen are written to `file`.
+fn relay_summary(
+    c: &relay::Capture,
+    mut m: Matched,
+    renamed: &HashMap<String, String>,
+    recorded_set: &BTreeSet<String>,
+    opts: &RecordSettings,
+    file: &mut QueryFile,
+    log: Log,
+) -> RelaySummary {
+    for id in m.matching.ids.iter_mut().flatten() {
+        if let Some(new) = renamed.get(id) {
+            *id = new.clone();
+        }
+    }
+    let summary = relayed_transactions(c, recorded_set, &m, opts, file);
+    if summary.left_open > 0 {
+        log.info(&format!(
+            "note: the command left {} connection(s) open (a pool?): the relay closed them after it exited",
+            summary.left_open
+        ));
+    }
+    summary
+}
+
 /// What the run left to record: how the capture was taken, the command's
 /// exit, the samples before and after, a fresh connection, what the relay
 /// saw, and the databases the run created (with their entries).
@@ -374,6 +415,34 @@ struct Run {
     created: Vec<databases::Created>,
     created_raw: Vec<(u32, Vec<capture::Raw>)>,
     relay_created: Vec<String>,
+}
+
+/// Without a command: what pg_stat_statements holds now.
+async fn current_contents(client: tokio_postgres::Client, probe: &capture::Probe) -> Result<Run> {
+    let after = capture::sample(&client, probe).await?;
+    Ok(Run {
+        mode: Mode::Current,
+        exit: None,
+        before: None,
+        after,
+        client,
+        relayed: None,
+        created: Vec::new(),
+        created_raw: Vec::new(),
+        relay_created: Vec::new(),
+    })
+}
+
+/// Gives the kept statements the ids and statuses the merge gave them:
+/// the ids renamed, old to new.
+fn apply_merge(statements: &mut [Kept], merge: &Merge) -> HashMap<String, String> {
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    for (k, (id, status)) in statements.iter_mut().zip(&merge.outcomes) {
+        renamed.insert(k.id.clone(), id.clone());
+        k.id = id.clone();
+        k.status = *status;
+    }
+    renamed
 }
 
 /// Runs the command (through the relay unless `--no-relay`) between two
