@@ -190,24 +190,13 @@ pub async fn resolve(
     let heaviest_rows = heaviest.as_ref().map(|id| per_table.rows_of(id, &proxy));
     let median = reachable.get(reachable.len() / 2).map(|s| s.to_string());
     let probe_ids = probe_sample(&reachable);
-    let mut values = BTreeMap::new();
-    if let Some(via) = &via {
-        let named = [&heaviest, &median, &opts.id].into_iter().flatten();
-        for id in named.chain(probe_ids.iter()) {
-            let key = match &keys {
-                Some(m) => match m.get(id) {
-                    Some(k) => k.clone(),
-                    None => continue,
-                },
-                None => id.clone(),
-            };
-            let v = match &via.claim {
-                Some(c) => SettingValue::Json(serde_json::json!({ c: key, "role": role })),
-                None => SettingValue::Text(key),
-            };
-            values.insert(id.clone(), v);
-        }
-    }
+    let values = through_values(
+        via.as_ref(),
+        keys.as_ref(),
+        [&heaviest, &median, &opts.id],
+        &probe_ids,
+        &role,
+    );
     // Only a direct comparison in every policy, and a proxy that counted
     // exactly those tables, makes the proxy's counts the visible rows.
     let exact = match (&via, proxy.len() == columns.len()) {
@@ -260,6 +249,37 @@ pub async fn resolve(
         exact,
         heaviest_rows,
     })
+}
+
+/// The setting's value for each named tenant (`heaviest`, `median`, the
+/// asked-for id, the probes) when the policies read it through a function:
+/// its lookup key, or a JSON claim with the role.
+fn through_values(
+    via: Option<&Via>,
+    keys: Option<&BTreeMap<String, String>>,
+    named: [&Option<String>; 3],
+    probe_ids: &[String],
+    role: &str,
+) -> BTreeMap<String, SettingValue> {
+    let mut values = BTreeMap::new();
+    if let Some(via) = via {
+        let named = named.into_iter().flatten();
+        for id in named.chain(probe_ids.iter()) {
+            let key = match keys {
+                Some(m) => match m.get(id) {
+                    Some(k) => k.clone(),
+                    None => continue,
+                },
+                None => id.clone(),
+            };
+            let v = match &via.claim {
+                Some(c) => SettingValue::Json(serde_json::json!({ c: key, "role": role })),
+                None => SettingValue::Text(key),
+            };
+            values.insert(id.clone(), v);
+        }
+    }
+    values
 }
 
 /// What the policies compare a column with: how often each setting is

@@ -946,44 +946,17 @@ async fn plan_mode(
     let steps = futures_util::future::join_all(futs).await;
 
     let mut steps = steps.into_iter();
-    let mut customs = Vec::new();
-    let mut failed_picks = Vec::new();
-    for (i, (pick, _)) in picks.iter().enumerate() {
-        let mut ok = true;
-        if tenancy.is_some() && pick.tenant_id.is_some() {
-            ok &= matches!(steps.next(), Some(Step::Unit(Ok(()))));
-        }
-        match steps.next() {
-            Some(Step::Row(Ok(row))) if ok => match row.try_get::<_, Value>(0) {
-                Ok(json) => customs.push(Plan {
-                    mode,
-                    kind: PlanKind::Custom,
-                    tenant: Some(pick.label.to_string()),
-                    tenant_id: pick.tenant_id.clone(),
-                    params: filled[i].clone(),
-                    json,
-                    flat: Default::default(),
-                }),
-                Err(_) => failed_picks.push(i),
-            },
-            _ => failed_picks.push(i),
-        }
-    }
-    let restored = restore.is_none() || matches!(steps.next(), Some(Step::Unit(Ok(()))));
-    let mut failed_generic = false;
-    if !types.is_empty() {
-        let ok = match steps.next() {
-            Some(Step::Msgs(Ok(msgs))) if restored => generic_json(msgs).ok(),
-            _ => None,
-        };
-        // The generic plan first in the report, as before the customs.
-        match ok {
-            Some(json) => e
-                .plans
-                .push(generic_record(mode, &first_tenant, types.len(), json)),
-            None => failed_generic = true,
-        }
-    }
+    let (mut customs, failed_generic, failed_picks) = read_pipelined(
+        &mut steps,
+        e,
+        mode,
+        picks,
+        &filled,
+        tenancy.is_some(),
+        restore.is_some(),
+        &first_tenant,
+        types.len(),
+    );
     e.plans.append(&mut customs);
     let rolled_back = matches!(steps.next(), Some(Step::Unit(Ok(()))));
     if !rolled_back {
@@ -1006,6 +979,63 @@ async fn plan_mode(
         failed_picks,
     )
     .await
+}
+
+/// Reads the pipeline's answers in the order they were sent: the custom
+/// plans (each after its tenant's settings), the restore, then the generic
+/// plan, pushed to `e` first. Returns the customs, whether the generic
+/// plan failed, and the picks whose plan failed.
+#[allow(clippy::too_many_arguments)]
+fn read_pipelined(
+    steps: &mut std::vec::IntoIter<Step>,
+    e: &mut Explained,
+    mode: Mode,
+    picks: &[(Pick, Vec<Option<String>>)],
+    filled: &[Vec<Option<String>>],
+    tenanted: bool,
+    restoring: bool,
+    first_tenant: &Option<String>,
+    n_types: usize,
+) -> (Vec<Plan>, bool, Vec<usize>) {
+    let mut customs = Vec::new();
+    let mut failed_picks = Vec::new();
+    for (i, (pick, _)) in picks.iter().enumerate() {
+        let mut ok = true;
+        if tenanted && pick.tenant_id.is_some() {
+            ok &= matches!(steps.next(), Some(Step::Unit(Ok(()))));
+        }
+        match steps.next() {
+            Some(Step::Row(Ok(row))) if ok => match row.try_get::<_, Value>(0) {
+                Ok(json) => customs.push(Plan {
+                    mode,
+                    kind: PlanKind::Custom,
+                    tenant: Some(pick.label.to_string()),
+                    tenant_id: pick.tenant_id.clone(),
+                    params: filled[i].clone(),
+                    json,
+                    flat: Default::default(),
+                }),
+                Err(_) => failed_picks.push(i),
+            },
+            _ => failed_picks.push(i),
+        }
+    }
+    let restored = !restoring || matches!(steps.next(), Some(Step::Unit(Ok(()))));
+    let mut failed_generic = false;
+    if n_types > 0 {
+        let ok = match steps.next() {
+            Some(Step::Msgs(Ok(msgs))) if restored => generic_json(msgs).ok(),
+            _ => None,
+        };
+        // The generic plan first in the report, as before the customs.
+        match ok {
+            Some(json) => e
+                .plans
+                .push(generic_record(mode, first_tenant, n_types, json)),
+            None => failed_generic = true,
+        }
+    }
+    (customs, failed_generic, failed_picks)
 }
 
 /// The slow path of [`plan_mode`]: the plans that failed in the pipeline
