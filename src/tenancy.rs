@@ -141,88 +141,11 @@ pub async fn resolve(
             "plan as admin only (--as-admin), or create the policies (CREATE POLICY ...) first",
         ));
     }
-    // The setting and each table's tenant column.
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    let mut by_table: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    for p in &catalog.policies {
-        for q in [&p.qual, &p.with_check].into_iter().flatten() {
-            for (col, setting) in setting_comparisons(q) {
-                *counts.entry(setting.clone()).or_default() += 1;
-                by_table
-                    .entry(p.table.clone())
-                    .or_default()
-                    .push((col, setting));
-            }
-        }
-    }
-    // The tenant read through functions: `user_id = app.current_user_id()`.
-    let mut through: BTreeMap<String, Via> = BTreeMap::new();
-    for p in &catalog.policies {
-        for q in [&p.qual, &p.with_check].into_iter().flatten() {
-            for (col, f) in function_comparisons(q) {
-                // A column of a subquery's table (`EXISTS (... user_id = f())`)
-                // is not this table's tenant key.
-                let has = catalog
-                    .tables
-                    .get(&p.table)
-                    .is_some_and(|t| t.columns.contains(&col));
-                if !has {
-                    continue;
-                }
-                let Some(via) = follow(client, &f, stats, 0).await? else {
-                    continue;
-                };
-                *counts.entry(via.setting.clone()).or_default() += 1;
-                by_table
-                    .entry(p.table.clone())
-                    .or_default()
-                    .push((col, via.setting.clone()));
-                through.entry(via.setting.clone()).or_insert(via);
-            }
-        }
-    }
-    let mut read: Vec<String> = catalog
-        .policies
-        .iter()
-        .flat_map(|p| [&p.qual, &p.with_check])
-        .flatten()
-        .flat_map(|q| settings_read(q))
-        .collect();
-    read.extend(through.keys().cloned());
-    read.sort();
-    read.dedup();
-    let setting = match &opts.setting {
-        // Setting names are case-insensitive; the policies' spelling wins.
-        Some(s) => match read.iter().find(|r| r.eq_ignore_ascii_case(s)) {
-            Some(r) => r.clone(),
-            None => {
-                return Err(Error::usage_hint(
-                    format!("no row-level security policy reads {s}"),
-                    if read.is_empty() {
-                        "no policy calls current_setting('...'); planck plans as a tenant \
-                         through the setting the policies compare the tenant key with"
-                            .to_string()
-                    } else {
-                        format!(
-                            "the policies read {}; pass one with --tenant-setting \
-                             (or [tenant] setting in planck.toml), or leave it out",
-                            read.join(", ")
-                        )
-                    },
-                ));
-            }
-        },
-        None => counts
-            .iter()
-            .max_by_key(|(_, n)| **n)
-            .map(|(s, _)| s.clone())
-            .ok_or_else(|| {
-                Error::usage_hint(
-                    "cannot tell which setting the RLS policies read: none calls current_setting('...')",
-                    "pass --tenant-setting NAME or set [tenant] setting in planck.toml",
-                )
-            })?,
-    };
+    let found = comparisons(client, catalog, stats).await?;
+    let setting = choose_setting(catalog, opts, &found)?;
+    let Comparisons {
+        by_table, through, ..
+    } = found;
     let columns: BTreeMap<String, String> = by_table
         .into_iter()
         .filter_map(|(t, v)| {
@@ -239,56 +162,7 @@ pub async fn resolve(
         ));
     }
 
-    // The role: flag/config, else the one that recorded the statements, else the policies'.
-    let role = match &opts.role {
-        Some(r) => r.clone(),
-        None => {
-            let mut freq: BTreeMap<&str, usize> = BTreeMap::new();
-            for r in recorded_roles {
-                *freq.entry(r.as_str()).or_default() += 1;
-            }
-            let from_policies = catalog
-                .policies
-                .iter()
-                .flat_map(|p| p.roles.iter())
-                .find(|r| r.as_str() != "public")
-                .cloned();
-            // Most recorded first; a recorded role that bypasses RLS (the
-            // owner running jobs, whose statements touch no RLS table) is
-            // passed over for one that is subject to it.
-            let mut ranked: Vec<(&str, usize)> = freq.into_iter().collect();
-            ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-            let mut candidates: Vec<String> = ranked.iter().map(|(r, _)| r.to_string()).collect();
-            candidates.extend(from_policies);
-            if candidates.is_empty() {
-                return Err(Error::usage_hint(
-                    "cannot tell which role the application runs as",
-                    "pass --tenant-role ROLE or set [tenant] role in planck.toml",
-                ));
-            }
-            let mut first_err = None;
-            let mut chosen = None;
-            for c in candidates {
-                match check_role(client, catalog, &c, stats).await {
-                    Ok(()) => {
-                        chosen = Some(c);
-                        break;
-                    }
-                    Err(e) => {
-                        first_err.get_or_insert(e);
-                    }
-                }
-            }
-            match (chosen, first_err) {
-                (Some(c), _) => c,
-                (None, Some(e)) => return Err(e),
-                (None, None) => unreachable!("at least one candidate was checked"),
-            }
-        }
-    };
-    if opts.role.is_some() {
-        check_role(client, catalog, &role, stats).await?;
-    }
+    let role = choose_role(client, catalog, opts, recorded_roles, stats).await?;
 
     let via = through.get(&setting).cloned();
     // The proxy: rows carrying each identity in the tables the policies
@@ -316,24 +190,13 @@ pub async fn resolve(
     let heaviest_rows = heaviest.as_ref().map(|id| per_table.rows_of(id, &proxy));
     let median = reachable.get(reachable.len() / 2).map(|s| s.to_string());
     let probe_ids = probe_sample(&reachable);
-    let mut values = BTreeMap::new();
-    if let Some(via) = &via {
-        let named = [&heaviest, &median, &opts.id].into_iter().flatten();
-        for id in named.chain(probe_ids.iter()) {
-            let key = match &keys {
-                Some(m) => match m.get(id) {
-                    Some(k) => k.clone(),
-                    None => continue,
-                },
-                None => id.clone(),
-            };
-            let v = match &via.claim {
-                Some(c) => SettingValue::Json(serde_json::json!({ c: key, "role": role })),
-                None => SettingValue::Text(key),
-            };
-            values.insert(id.clone(), v);
-        }
-    }
+    let values = through_values(
+        via.as_ref(),
+        keys.as_ref(),
+        [&heaviest, &median, &opts.id],
+        &probe_ids,
+        &role,
+    );
     // Only a direct comparison in every policy, and a proxy that counted
     // exactly those tables, makes the proxy's counts the visible rows.
     let exact = match (&via, proxy.len() == columns.len()) {
@@ -386,6 +249,195 @@ pub async fn resolve(
         exact,
         heaviest_rows,
     })
+}
+
+/// The setting's value for each named tenant (`heaviest`, `median`, the
+/// asked-for id, the probes) when the policies read it through a function:
+/// its lookup key, or a JSON claim with the role.
+fn through_values(
+    via: Option<&Via>,
+    keys: Option<&BTreeMap<String, String>>,
+    named: [&Option<String>; 3],
+    probe_ids: &[String],
+    role: &str,
+) -> BTreeMap<String, SettingValue> {
+    let mut values = BTreeMap::new();
+    if let Some(via) = via {
+        let named = named.into_iter().flatten();
+        for id in named.chain(probe_ids.iter()) {
+            let key = match keys {
+                Some(m) => match m.get(id) {
+                    Some(k) => k.clone(),
+                    None => continue,
+                },
+                None => id.clone(),
+            };
+            let v = match &via.claim {
+                Some(c) => SettingValue::Json(serde_json::json!({ c: key, "role": role })),
+                None => SettingValue::Text(key),
+            };
+            values.insert(id.clone(), v);
+        }
+    }
+    values
+}
+
+/// What the policies compare a column with: how often each setting is
+/// compared, each table's (column, setting) pairs, and the settings read
+/// through functions (`user_id = app.current_user_id()`).
+struct Comparisons {
+    counts: BTreeMap<String, usize>,
+    by_table: BTreeMap<String, Vec<(String, String)>>,
+    through: BTreeMap<String, Via>,
+}
+
+/// Finds the setting each table's tenant column is compared with in the
+/// policies, directly or through a function.
+async fn comparisons(client: &Client, catalog: &Catalog, stats: StatsMode) -> Result<Comparisons> {
+    // The setting and each table's tenant column.
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut by_table: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for p in &catalog.policies {
+        for q in [&p.qual, &p.with_check].into_iter().flatten() {
+            for (col, setting) in setting_comparisons(q) {
+                *counts.entry(setting.clone()).or_default() += 1;
+                by_table
+                    .entry(p.table.clone())
+                    .or_default()
+                    .push((col, setting));
+            }
+        }
+    }
+    // The tenant read through functions: `user_id = app.current_user_id()`.
+    let mut through: BTreeMap<String, Via> = BTreeMap::new();
+    for p in &catalog.policies {
+        for q in [&p.qual, &p.with_check].into_iter().flatten() {
+            for (col, f) in function_comparisons(q) {
+                // A column of a subquery's table (`EXISTS (... user_id = f())`)
+                // is not this table's tenant key.
+                let has = catalog
+                    .tables
+                    .get(&p.table)
+                    .is_some_and(|t| t.columns.contains(&col));
+                if !has {
+                    continue;
+                }
+                let Some(via) = follow(client, &f, stats, 0).await? else {
+                    continue;
+                };
+                *counts.entry(via.setting.clone()).or_default() += 1;
+                by_table
+                    .entry(p.table.clone())
+                    .or_default()
+                    .push((col, via.setting.clone()));
+                through.entry(via.setting.clone()).or_insert(via);
+            }
+        }
+    }
+    Ok(Comparisons {
+        counts,
+        by_table,
+        through,
+    })
+}
+
+/// The tenant setting: the one asked for (spelled as the policies do), or
+/// the one the policies compare most often.
+fn choose_setting(catalog: &Catalog, opts: &TenantOptions, found: &Comparisons) -> Result<String> {
+    let mut read: Vec<String> = catalog
+        .policies
+        .iter()
+        .flat_map(|p| [&p.qual, &p.with_check])
+        .flatten()
+        .flat_map(|q| settings_read(q))
+        .collect();
+    read.extend(found.through.keys().cloned());
+    read.sort();
+    read.dedup();
+    Ok(match &opts.setting {
+        // Setting names are case-insensitive; the policies' spelling wins.
+        Some(s) => match read.iter().find(|r| r.eq_ignore_ascii_case(s)) {
+            Some(r) => r.clone(),
+            None => {
+                return Err(Error::usage_hint(
+                    format!("no row-level security policy reads {s}"),
+                    if read.is_empty() {
+                        "no policy calls current_setting('...'); planck plans as a tenant \
+                         through the setting the policies compare the tenant key with"
+                            .to_string()
+                    } else {
+                        format!(
+                            "the policies read {}; pass one with --tenant-setting \
+                             (or [tenant] setting in planck.toml), or leave it out",
+                            read.join(", ")
+                        )
+                    },
+                ));
+            }
+        },
+        None => found
+            .counts
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(s, _)| s.clone())
+            .ok_or_else(|| {
+                Error::usage_hint(
+                    "cannot tell which setting the RLS policies read: none calls current_setting('...')",
+                    "pass --tenant-setting NAME or set [tenant] setting in planck.toml",
+                )
+            })?,
+    })
+}
+
+/// The role: flag/config, else the one that recorded the statements, else
+/// the policies'; checked to be subject to the policies.
+async fn choose_role(
+    client: &Client,
+    catalog: &Catalog,
+    opts: &TenantOptions,
+    recorded_roles: &[String],
+    stats: StatsMode,
+) -> Result<String> {
+    if let Some(r) = &opts.role {
+        check_role(client, catalog, r, stats).await?;
+        return Ok(r.clone());
+    }
+    let mut freq: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in recorded_roles {
+        *freq.entry(r.as_str()).or_default() += 1;
+    }
+    let from_policies = catalog
+        .policies
+        .iter()
+        .flat_map(|p| p.roles.iter())
+        .find(|r| r.as_str() != "public")
+        .cloned();
+    // Most recorded first; a recorded role that bypasses RLS (the
+    // owner running jobs, whose statements touch no RLS table) is
+    // passed over for one that is subject to it.
+    let mut ranked: Vec<(&str, usize)> = freq.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut candidates: Vec<String> = ranked.iter().map(|(r, _)| r.to_string()).collect();
+    candidates.extend(from_policies);
+    if candidates.is_empty() {
+        return Err(Error::usage_hint(
+            "cannot tell which role the application runs as",
+            "pass --tenant-role ROLE or set [tenant] role in planck.toml",
+        ));
+    }
+    let mut first_err = None;
+    for c in candidates {
+        match check_role(client, catalog, &c, stats).await {
+            Ok(()) => return Ok(c),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => unreachable!("at least one candidate was checked"),
+    }
 }
 
 /// How many identities are measured from the head of the proxy ranking,

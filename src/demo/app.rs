@@ -233,117 +233,15 @@ async fn api(app: &mut Client, account: i64, token: &str, pouch: i64, round: usi
 
     for item in items.iter().take(2) {
         let slug: String = item.get(1);
-        // GET /pouches/:id/items/:slug, its revisions, files and history.
-        let tx = app.transaction().await?;
-        tx.query_one(
-            "SELECT set_config('app.account_id', $1, true)",
-            &[&account.to_string()],
-        )
-        .await?;
-        let (_, user) = authenticate(&tx, "203.0.113.7", &jti(3), token).await?;
-        let row = tx
-            .query_one(
-                "SELECT id, title, body, status, tags, metadata FROM items \
-                 WHERE pouch_id = $1 AND slug = $2 AND deleted_at IS NULL",
-                &[&pouch, &slug],
-            )
-            .await?;
-        let item_id: i64 = row.get(0);
-        let revisions = tx
-            .query(
-                "SELECT id, number, message, created_at FROM revisions \
-                 WHERE item_id = $1 ORDER BY number DESC LIMIT $2",
-                &[&item_id, &20i64],
-            )
-            .await?;
-        if let Some(rev) = revisions.first() {
-            tx.query(
-                "SELECT path, mime_type, size_bytes, sha256 FROM files \
-                 WHERE revision_id = $1 ORDER BY path",
-                &[&rev.get::<_, i64>(0)],
-            )
-            .await?;
-        }
-        tx.query(
-            "SELECT id, kind, actor_id, created_at FROM events \
-             WHERE subject_type = 'item' AND subject_id = $1 ORDER BY created_at DESC",
-            &[&item_id],
-        )
-        .await?;
-        tx.commit().await?;
-
-        // PUT /items/:id: a new revision, the item, an event.
-        let tx = app.transaction().await?;
-        tx.query_one(
-            "SELECT set_config('app.account_id', $1, true)",
-            &[&account.to_string()],
-        )
-        .await?;
-        authenticate(&tx, "203.0.113.7", &jti(4), token).await?;
-        let hash = format!("h-{item_id}-{round}");
-        tx.query_one(
-            "INSERT INTO revisions (account_id, item_id, number, author_id, message, content_hash, size_bytes) \
-             VALUES ($1, $2, (SELECT coalesce(max(number), 0) + 1 FROM revisions WHERE item_id = $2), $3, $4, $5, $6) \
-             RETURNING id, number",
-            &[&account, &item_id, &user, &"edit", &hash, &64i32],
-        )
-        .await?;
-        tx.query_one(
-            "UPDATE items SET title = $1, body = $2, updated_at = now() WHERE id = $3 RETURNING updated_at",
-            &[&format!("{slug} (edited)"), &"new body", &item_id],
-        )
-        .await?;
-        tx.execute(
-            "INSERT INTO events (account_id, actor_id, kind, subject_type, subject_id, payload) \
-             VALUES ($1, $2, 'item.updated', 'item', $3, $4)",
-            &[
-                &account,
-                &user,
-                &item_id,
-                &serde_json::json!({ "round": round }),
-            ],
-        )
-        .await?;
-        tx.commit().await?;
+        let (item_id, user) = get_item(app, account, token, pouch, &slug, &jti(3)).await?;
+        put_item(app, account, token, item_id, user, &slug, round, &jti(4)).await?;
     }
 
     // POST /pouches/:id/items, for each item of an import: the account's
     // item counter first (its row stays locked until COMMIT: the hot path),
     // then the item and an event.
     for n in 0..CREATED_PER_SESSION {
-        let tx = app.transaction().await?;
-        tx.query_one(
-            "SELECT set_config('app.account_id', $1, true)",
-            &[&account.to_string()],
-        )
-        .await?;
-        let (_, user) = authenticate(&tx, "203.0.113.7", &jti(10 + n), token).await?;
-        let seq: i64 = tx
-            .query_one(
-                "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1 RETURNING item_seq",
-                &[&account],
-            )
-            .await?
-            .get(0);
-        let created: i64 = tx
-            .query_one(
-                "INSERT INTO items (account_id, pouch_id, slug, title) VALUES ($1, $2, $3, $4) RETURNING id",
-                &[&account, &pouch, &format!("new-{seq}-{round}"), &"New item"],
-            )
-            .await?
-            .get(0);
-        tx.execute(
-            "INSERT INTO events (account_id, actor_id, kind, subject_type, subject_id, payload) \
-             VALUES ($1, $2, 'item.created', 'item', $3, $4)",
-            &[
-                &account,
-                &user,
-                &created,
-                &serde_json::json!({ "seq": seq }),
-            ],
-        )
-        .await?;
-        tx.commit().await?;
+        post_item(app, account, token, pouch, round, &jti(10 + n)).await?;
     }
 
     // GET /events and GET /devices.
@@ -363,6 +261,150 @@ async fn api(app: &mut Client, account: i64, token: &str, pouch: i64, round: usi
     tx.query(
         "SELECT id, name, last_seen_at FROM devices WHERE user_id = $1 AND revoked_at IS NULL",
         &[&user],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// GET /pouches/:id/items/:slug, its revisions, files and history: the
+/// item's id and the user the token authenticates.
+async fn get_item(
+    app: &mut Client,
+    account: i64,
+    token: &str,
+    pouch: i64,
+    slug: &str,
+    jti: &str,
+) -> Result<(i64, i64)> {
+    let tx = app.transaction().await?;
+    tx.query_one(
+        "SELECT set_config('app.account_id', $1, true)",
+        &[&account.to_string()],
+    )
+    .await?;
+    let (_, user) = authenticate(&tx, "203.0.113.7", jti, token).await?;
+    let row = tx
+        .query_one(
+            "SELECT id, title, body, status, tags, metadata FROM items \
+             WHERE pouch_id = $1 AND slug = $2 AND deleted_at IS NULL",
+            &[&pouch, &slug],
+        )
+        .await?;
+    let item_id: i64 = row.get(0);
+    let revisions = tx
+        .query(
+            "SELECT id, number, message, created_at FROM revisions \
+             WHERE item_id = $1 ORDER BY number DESC LIMIT $2",
+            &[&item_id, &20i64],
+        )
+        .await?;
+    if let Some(rev) = revisions.first() {
+        tx.query(
+            "SELECT path, mime_type, size_bytes, sha256 FROM files \
+             WHERE revision_id = $1 ORDER BY path",
+            &[&rev.get::<_, i64>(0)],
+        )
+        .await?;
+    }
+    tx.query(
+        "SELECT id, kind, actor_id, created_at FROM events \
+         WHERE subject_type = 'item' AND subject_id = $1 ORDER BY created_at DESC",
+        &[&item_id],
+    )
+    .await?;
+    tx.commit().await?;
+
+    Ok((item_id, user))
+}
+
+/// PUT /items/:id: a new revision, the item, an event.
+#[allow(clippy::too_many_arguments)]
+async fn put_item(
+    app: &mut Client,
+    account: i64,
+    token: &str,
+    item_id: i64,
+    user: i64,
+    slug: &str,
+    round: usize,
+    jti: &str,
+) -> Result<()> {
+    let tx = app.transaction().await?;
+    tx.query_one(
+        "SELECT set_config('app.account_id', $1, true)",
+        &[&account.to_string()],
+    )
+    .await?;
+    authenticate(&tx, "203.0.113.7", jti, token).await?;
+    let hash = format!("h-{item_id}-{round}");
+    tx.query_one(
+        "INSERT INTO revisions (account_id, item_id, number, author_id, message, content_hash, size_bytes) \
+         VALUES ($1, $2, (SELECT coalesce(max(number), 0) + 1 FROM revisions WHERE item_id = $2), $3, $4, $5, $6) \
+         RETURNING id, number",
+        &[&account, &item_id, &user, &"edit", &hash, &64i32],
+    )
+    .await?;
+    tx.query_one(
+        "UPDATE items SET title = $1, body = $2, updated_at = now() WHERE id = $3 RETURNING updated_at",
+        &[&format!("{slug} (edited)"), &"new body", &item_id],
+    )
+    .await?;
+    tx.execute(
+        "INSERT INTO events (account_id, actor_id, kind, subject_type, subject_id, payload) \
+         VALUES ($1, $2, 'item.updated', 'item', $3, $4)",
+        &[
+            &account,
+            &user,
+            &item_id,
+            &serde_json::json!({ "round": round }),
+        ],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// POST /pouches/:id/items, one item: the account's item counter (its
+/// row locked until COMMIT), then the item and an event.
+async fn post_item(
+    app: &mut Client,
+    account: i64,
+    token: &str,
+    pouch: i64,
+    round: usize,
+    jti: &str,
+) -> Result<()> {
+    let tx = app.transaction().await?;
+    tx.query_one(
+        "SELECT set_config('app.account_id', $1, true)",
+        &[&account.to_string()],
+    )
+    .await?;
+    let (_, user) = authenticate(&tx, "203.0.113.7", jti, token).await?;
+    let seq: i64 = tx
+        .query_one(
+            "UPDATE accounts SET item_seq = item_seq + 1 WHERE id = $1 RETURNING item_seq",
+            &[&account],
+        )
+        .await?
+        .get(0);
+    let created: i64 = tx
+        .query_one(
+            "INSERT INTO items (account_id, pouch_id, slug, title) VALUES ($1, $2, $3, $4) RETURNING id",
+            &[&account, &pouch, &format!("new-{seq}-{round}"), &"New item"],
+        )
+        .await?
+        .get(0);
+    tx.execute(
+        "INSERT INTO events (account_id, actor_id, kind, subject_type, subject_id, payload) \
+         VALUES ($1, $2, 'item.created', 'item', $3, $4)",
+        &[
+            &account,
+            &user,
+            &created,
+            &serde_json::json!({ "seq": seq }),
+        ],
     )
     .await?;
     tx.commit().await?;

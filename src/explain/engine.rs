@@ -820,6 +820,44 @@ enum Step {
 
 type StepFut<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Step> + Send + 'a>>;
 
+/// Round trip 1 of [`plan_mode`]: BEGIN, SET ROLE, the settings and the
+/// EXPLAIN prepared, pipelined; a statement whose parameters the server
+/// cannot type is typed from its context and prepared again.
+async fn prepare_in_mode(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+    mode: Mode,
+    first_tenant: Option<&str>,
+) -> Result<tokio_postgres::Statement, Failure> {
+    let explain_text = shared.tag(&format!("{}{}", explain_prefix(false), e.text));
+    let ctx = shared.context(mode, first_tenant);
+    let (r_begin, r_prep) = tokio::join!(
+        session::begin(client, &ctx, shared.opts.timeout_ms),
+        // Prepared after SET ROLE (pipelined behind it), so the policies are part of the plan.
+        client.prepare(&explain_text),
+    );
+    r_begin.map_err(|err| failure(err, "starting the planning transaction"))?;
+    let mut prepared = r_prep;
+    if let Some(db) = prepared.as_ref().err().and_then(|err| err.as_db_error())
+        && RETYPED.contains(db.code())
+    {
+        let original = PgError::from_db(db);
+        let _ = client.batch_execute("ROLLBACK").await;
+        match type_by_context(client, shared, e, mode, first_tenant).await? {
+            Some(stmt) => prepared = Ok(stmt),
+            // 42883 with every argument's type known: the function is gone.
+            None if db.code() == &SqlState::UNDEFINED_FUNCTION
+                && !original.message.contains("unknown") =>
+            {
+                return Err(Failure::Stale(original));
+            }
+            None => return Err(Failure::Untyped(original)),
+        }
+    }
+    prepared.map_err(|err| failure(err, "preparing the statement"))
+}
+
 /// The generic plan and the custom plans of one statement in one mode.
 ///
 /// The fast path takes two round trips: BEGIN/SET ROLE/set_config/prepare
@@ -835,32 +873,7 @@ async fn plan_mode(
 ) -> Result<(), Failure> {
     let tenancy = shared.tenancy.as_ref().filter(|_| mode == Mode::Tenant);
     let first_tenant = picks.first().and_then(|p| p.0.tenant_id.clone());
-    let explain_text = shared.tag(&format!("{}{}", explain_prefix(false), e.text));
-    let ctx = shared.context(mode, first_tenant.as_deref());
-    let (r_begin, r_prep) = tokio::join!(
-        session::begin(client, &ctx, shared.opts.timeout_ms),
-        // Prepared after SET ROLE (pipelined behind it), so the policies are part of the plan.
-        client.prepare(&explain_text),
-    );
-    r_begin.map_err(|err| failure(err, "starting the planning transaction"))?;
-    let mut prepared = r_prep;
-    if let Some(db) = prepared.as_ref().err().and_then(|err| err.as_db_error())
-        && RETYPED.contains(db.code())
-    {
-        let original = PgError::from_db(db);
-        let _ = client.batch_execute("ROLLBACK").await;
-        match type_by_context(client, shared, e, mode, first_tenant.as_deref()).await? {
-            Some(stmt) => prepared = Ok(stmt),
-            // 42883 with every argument's type known: the function is gone.
-            None if db.code() == &SqlState::UNDEFINED_FUNCTION
-                && !original.message.contains("unknown") =>
-            {
-                return Err(Failure::Stale(original));
-            }
-            None => return Err(Failure::Untyped(original)),
-        }
-    }
-    let prepared = prepared.map_err(|err| failure(err, "preparing the statement"))?;
+    let prepared = prepare_in_mode(client, shared, e, mode, first_tenant.as_deref()).await?;
     let analyze_stmt = if analyzes(shared, e) {
         Some(
             client
@@ -933,11 +946,62 @@ async fn plan_mode(
     let steps = futures_util::future::join_all(futs).await;
 
     let mut steps = steps.into_iter();
+    let (mut customs, failed_generic, failed_picks) = read_pipelined(
+        &mut steps,
+        e,
+        mode,
+        picks,
+        &filled,
+        tenancy.is_some(),
+        restore.is_some(),
+        &first_tenant,
+        types.len(),
+    );
+    e.plans.append(&mut customs);
+    let rolled_back = matches!(steps.next(), Some(Step::Unit(Ok(()))));
+    if !rolled_back {
+        rollback(client).await.map_err(Failure::Fatal)?;
+    }
+    if !failed_generic && failed_picks.is_empty() {
+        return Ok(());
+    }
+
+    // The slow path: one plan at a time, to know which failed and why.
+    replan_failed(
+        client,
+        shared,
+        e,
+        mode,
+        picks,
+        &first_tenant,
+        types.len(),
+        failed_generic,
+        failed_picks,
+    )
+    .await
+}
+
+/// Reads the pipeline's answers in the order they were sent: the custom
+/// plans (each after its tenant's settings), the restore, then the generic
+/// plan, pushed to `e` first. Returns the customs, whether the generic
+/// plan failed, and the picks whose plan failed.
+#[allow(clippy::too_many_arguments)]
+fn read_pipelined(
+    steps: &mut std::vec::IntoIter<Step>,
+    e: &mut Explained,
+    mode: Mode,
+    picks: &[(Pick, Vec<Option<String>>)],
+    filled: &[Vec<Option<String>>],
+    tenanted: bool,
+    restoring: bool,
+    first_tenant: &Option<String>,
+    n_types: usize,
+) -> (Vec<Plan>, bool, Vec<usize>) {
     let mut customs = Vec::new();
     let mut failed_picks = Vec::new();
     for (i, (pick, _)) in picks.iter().enumerate() {
         let mut ok = true;
-        if tenancy.is_some() && pick.tenant_id.is_some() {
+        if tenanted && pick.tenant_id.is_some() {
             ok &= matches!(steps.next(), Some(Step::Unit(Ok(()))));
         }
         match steps.next() {
@@ -956,9 +1020,9 @@ async fn plan_mode(
             _ => failed_picks.push(i),
         }
     }
-    let restored = restore.is_none() || matches!(steps.next(), Some(Step::Unit(Ok(()))));
+    let restored = !restoring || matches!(steps.next(), Some(Step::Unit(Ok(()))));
     let mut failed_generic = false;
-    if !types.is_empty() {
+    if n_types > 0 {
         let ok = match steps.next() {
             Some(Step::Msgs(Ok(msgs))) if restored => generic_json(msgs).ok(),
             _ => None,
@@ -967,28 +1031,35 @@ async fn plan_mode(
         match ok {
             Some(json) => e
                 .plans
-                .push(generic_record(mode, &first_tenant, types.len(), json)),
+                .push(generic_record(mode, first_tenant, n_types, json)),
             None => failed_generic = true,
         }
     }
-    e.plans.append(&mut customs);
-    let rolled_back = matches!(steps.next(), Some(Step::Unit(Ok(()))));
-    if !rolled_back {
-        rollback(client).await.map_err(Failure::Fatal)?;
-    }
-    if !failed_generic && failed_picks.is_empty() {
-        return Ok(());
-    }
+    (customs, failed_generic, failed_picks)
+}
 
-    // The slow path: one plan at a time, to know which failed and why.
+/// The slow path of [`plan_mode`]: the plans that failed in the pipeline
+/// redone one at a time, to know which failed and why.
+#[allow(clippy::too_many_arguments)]
+async fn replan_failed(
+    client: &Client,
+    shared: &Shared,
+    e: &mut Explained,
+    mode: Mode,
+    picks: &[(Pick, Vec<Option<String>>)],
+    first_tenant: &Option<String>,
+    n_types: usize,
+    failed_generic: bool,
+    failed_picks: Vec<usize>,
+) -> Result<(), Failure> {
     let _ = client.batch_execute("DEALLOCATE planck_generic").await;
     if failed_generic {
         begin(client, shared, mode, first_tenant.as_deref()).await?;
-        let r = generic_plan(client, shared, &e.text, types.len()).await;
+        let r = generic_plan(client, shared, &e.text, n_types).await;
         let _ = client.batch_execute("ROLLBACK").await;
         let _ = client.batch_execute("DEALLOCATE planck_generic").await;
         e.plans
-            .push(generic_record(mode, &first_tenant, types.len(), r?));
+            .push(generic_record(mode, first_tenant, n_types, r?));
     }
     for i in failed_picks {
         let (pick, values) = &picks[i];

@@ -317,33 +317,7 @@ pub(super) fn validate(
             &r.other,
             TRANSACTION_KEYS,
         )?;
-        if r.id.trim().is_empty() {
-            return Err(err(
-                "transaction with an empty id".into(),
-                "give it an id, unique in the file",
-            ));
-        }
-        if let Some(first) = seen.insert(r.id.clone(), line) {
-            return Err(err(
-                format!("transaction {} appears twice (first at line {first})", r.id),
-                "give each transaction its own id",
-            ));
-        }
-        if r.statements.is_empty() {
-            return Err(err(
-                format!("transaction {} has no statements", r.id),
-                "list the ids of its [[statement]] entries in `statements`",
-            ));
-        }
-        if let Some(missing) = r.statements.iter().find(|s| !ids.contains(s.as_str())) {
-            return Err(err(
-                format!(
-                    "transaction {} names statement {missing}, which the file does not have",
-                    r.id
-                ),
-                "use the `id` of a [[statement]] of this file (ids of hand-added entries without one are derived: add an id)",
-            ));
-        }
+        check_identity(&r, &ids, &mut seen, line, &err)?;
         let repeat = match r.repeat {
             None => 1,
             Some(n) if (1..=i64::from(u32::MAX)).contains(&n) => n as u32,
@@ -354,43 +328,7 @@ pub(super) fn validate(
                 ));
             }
         };
-        let think_ms = match &r.think_ms {
-            None => 0.0,
-            Some(toml::Value::Integer(i)) => *i as f64,
-            Some(toml::Value::Float(f)) => *f,
-            Some(other) => {
-                return Err(err(
-                    format!(
-                        "transaction {}: think_ms must be a number of milliseconds, not {}",
-                        r.id,
-                        other.type_str()
-                    ),
-                    "write e.g. think_ms = 25",
-                ));
-            }
-        };
-        if !think_ms.is_finite() || think_ms < 0.0 {
-            return Err(err(
-                format!(
-                    "transaction {}: think_ms = {think_ms} must be 0 or more",
-                    r.id
-                ),
-                "think_ms is the pause between two statements, in milliseconds",
-            ));
-        }
-        // A pause of more than an hour is a typo (seconds for ms, a stray
-        // exponent): replay would hold the step, and the row locks taken
-        // before it, that long.
-        if think_ms > MAX_THINK_MS {
-            return Err(err(
-                format!(
-                    "transaction {}: think_ms = {} is more than an hour",
-                    r.id,
-                    crate::output::number(think_ms)
-                ),
-                "think_ms is in milliseconds: 2 seconds is think_ms = 2000",
-            ));
-        }
+        let think_ms = think_ms(&r, &err)?;
         let isolation = match &r.isolation {
             None => None,
             Some(s) => Some(Isolation::parse(s).ok_or_else(|| {
@@ -421,127 +359,10 @@ pub(super) fn validate(
                 (k.clone(), value)
             })
             .collect();
-        let raw_binds: Vec<RawBind> = match r.bind {
-            None => Vec::new(),
-            Some(toml::Value::Table(t)) => {
-                shared_variables(&t, &r.id).map_err(|(m, h)| err(m, h))?
-            }
-            Some(toml::Value::Array(a)) => a
-                .into_iter()
-                .map(|v| {
-                    v.try_into::<RawBind>().map_err(|e| {
-                        err(
-                            format!("transaction {}: a binding: {}", r.id, e.message()),
-                            "a [[transaction.bind]] takes statement, param and one of value, column, result",
-                        )
-                    })
-                })
-                .collect::<Result<_>>()?,
-            Some(other) => {
-                return Err(err(
-                    format!(
-                        "transaction {}: bind must be [[transaction.bind]] entries or a table of variables, not {}",
-                        r.id,
-                        other.type_str()
-                    ),
-                    "see [[transaction.bind]] in the README",
-                ));
-            }
-        };
+        let raw_binds = raw_binds(r.bind, &r.id, &err)?;
         let mut bind = Vec::with_capacity(raw_binds.len());
-        for mut b in raw_binds {
-            let sources = [
-                b.value.is_some(),
-                b.column.is_some(),
-                b.result.is_some(),
-                b.from.is_some(),
-            ];
-            if let Some(f) = b.from.take().filter(|_| b.result.is_none()) {
-                // `s1.returning.col` is `s1.col`.
-                b.result = Some(match f.split_once(".returning.") {
-                    Some((s, c)) => format!("{s}.{c}"),
-                    None => f,
-                });
-            }
-            check_keys(
-                path,
-                Some(line),
-                "a [[transaction.bind]]",
-                &b.other,
-                BIND_KEYS,
-            )?;
-            let Some(pos) = r.statements.iter().position(|s| *s == b.statement) else {
-                return Err(err(
-                    format!(
-                        "transaction {}: a binding names statement {}, which is not in its statements",
-                        r.id, b.statement
-                    ),
-                    "bind parameters of the transaction's own statements",
-                ));
-            };
-            if b.param < 1 || b.param > 65535 {
-                return Err(err(
-                    format!(
-                        "transaction {}: param = {} must be a parameter number ($1 is 1)",
-                        r.id, b.param
-                    ),
-                    "param is n of $n, from 1",
-                ));
-            }
-            if sources.iter().filter(|s| **s).count() != 1 {
-                return Err(err(
-                    format!(
-                        "transaction {}: the binding of ${} of {} needs exactly one of value, column, result, from",
-                        r.id, b.param, b.statement
-                    ),
-                    "value = a fixed value, column = \"table.column\" to sample, result = \"<statement id>.<column>\" (or from = \"<statement id>.returning.<column>\"), result = \"<statement id>.$n\" for the value of its $n",
-                ));
-            }
-            let source = if let Some(v) = &b.value {
-                BindSource::Value(scalar_text(v).unwrap_or_else(|| to_json(v).to_string()))
-            } else if let Some(c) = b.column {
-                let parts = c.split('.').count();
-                if !(2..=3).contains(&parts) || c.split('.').any(str::is_empty) {
-                    return Err(err(
-                        format!("transaction {}: column = {c:?} is not table.column", r.id),
-                        "write table.column or schema.table.column",
-                    ));
-                }
-                BindSource::Column(c)
-            } else {
-                let res = b.result.unwrap_or_default();
-                let Some((stmt, column)) = res
-                    .split_once('.')
-                    .filter(|(s, c)| !s.is_empty() && !c.is_empty())
-                else {
-                    return Err(err(
-                        format!(
-                            "transaction {}: result = {res:?} is not <statement id>.<column>",
-                            r.id
-                        ),
-                        "name an earlier statement of the transaction and one of its output columns",
-                    ));
-                };
-                let earlier = r.statements[..pos].iter().any(|s| s == stmt);
-                if !earlier {
-                    return Err(err(
-                        format!(
-                            "transaction {}: result = {res:?} does not name a statement that runs before {}",
-                            r.id, b.statement
-                        ),
-                        "a value can only come from a statement that ran earlier in the transaction",
-                    ));
-                }
-                BindSource::Result {
-                    statement: stmt.to_string(),
-                    column: column.to_string(),
-                }
-            };
-            bind.push(Bind {
-                statement: b.statement,
-                param: b.param as u32,
-                source,
-            });
+        for b in raw_binds {
+            bind.push(checked_bind(b, &r.id, &r.statements, path, line, &err)?);
         }
         out.push(Transaction {
             id: r.id,
@@ -562,6 +383,225 @@ pub(super) fn validate(
         });
     }
     Ok(out)
+}
+
+/// Checks a transaction's id (present, unique in the file, first seen at
+/// `line`) and that it lists statements the file has.
+fn check_identity(
+    r: &RawTransaction,
+    ids: &HashSet<&str>,
+    seen: &mut HashMap<String, usize>,
+    line: usize,
+    err: &impl Fn(String, &str) -> crate::error::Error,
+) -> Result<()> {
+    if r.id.trim().is_empty() {
+        return Err(err(
+            "transaction with an empty id".into(),
+            "give it an id, unique in the file",
+        ));
+    }
+    if let Some(first) = seen.insert(r.id.clone(), line) {
+        return Err(err(
+            format!("transaction {} appears twice (first at line {first})", r.id),
+            "give each transaction its own id",
+        ));
+    }
+    if r.statements.is_empty() {
+        return Err(err(
+            format!("transaction {} has no statements", r.id),
+            "list the ids of its [[statement]] entries in `statements`",
+        ));
+    }
+    if let Some(missing) = r.statements.iter().find(|s| !ids.contains(s.as_str())) {
+        return Err(err(
+            format!(
+                "transaction {} names statement {missing}, which the file does not have",
+                r.id
+            ),
+            "use the `id` of a [[statement]] of this file (ids of hand-added entries without one are derived: add an id)",
+        ));
+    }
+    Ok(())
+}
+
+/// A transaction's `think_ms`: a number of milliseconds, 0 to an hour.
+fn think_ms(r: &RawTransaction, err: &impl Fn(String, &str) -> crate::error::Error) -> Result<f64> {
+    let think_ms = match &r.think_ms {
+        None => 0.0,
+        Some(toml::Value::Integer(i)) => *i as f64,
+        Some(toml::Value::Float(f)) => *f,
+        Some(other) => {
+            return Err(err(
+                format!(
+                    "transaction {}: think_ms must be a number of milliseconds, not {}",
+                    r.id,
+                    other.type_str()
+                ),
+                "write e.g. think_ms = 25",
+            ));
+        }
+    };
+    if !think_ms.is_finite() || think_ms < 0.0 {
+        return Err(err(
+            format!(
+                "transaction {}: think_ms = {think_ms} must be 0 or more",
+                r.id
+            ),
+            "think_ms is the pause between two statements, in milliseconds",
+        ));
+    }
+    // A pause of more than an hour is a typo (seconds for ms, a stray
+    // exponent): replay would hold the step, and the row locks taken
+    // before it, that long.
+    if think_ms > MAX_THINK_MS {
+        return Err(err(
+            format!(
+                "transaction {}: think_ms = {} is more than an hour",
+                r.id,
+                crate::output::number(think_ms)
+            ),
+            "think_ms is in milliseconds: 2 seconds is think_ms = 2000",
+        ));
+    }
+    Ok(think_ms)
+}
+
+/// A transaction's `bind`, as written: [[transaction.bind]] entries, or a
+/// table of shared variables.
+fn raw_binds(
+    bind: Option<toml::Value>,
+    id: &str,
+    err: &impl Fn(String, &str) -> crate::error::Error,
+) -> Result<Vec<RawBind>> {
+    Ok(match bind {
+        None => Vec::new(),
+        Some(toml::Value::Table(t)) => shared_variables(&t, id).map_err(|(m, h)| err(m, h))?,
+        Some(toml::Value::Array(a)) => a
+            .into_iter()
+            .map(|v| {
+                v.try_into::<RawBind>().map_err(|e| {
+                    err(
+                        format!("transaction {}: a binding: {}", id, e.message()),
+                        "a [[transaction.bind]] takes statement, param and one of value, column, result",
+                    )
+                })
+            })
+            .collect::<Result<_>>()?,
+        Some(other) => {
+            return Err(err(
+                format!(
+                    "transaction {}: bind must be [[transaction.bind]] entries or a table of variables, not {}",
+                    id,
+                    other.type_str()
+                ),
+                "see [[transaction.bind]] in the README",
+            ));
+        }
+    })
+}
+
+/// Checks one binding of transaction `id` (its keys, its statement among
+/// `statements`, its parameter, exactly one source) and resolves its source.
+fn checked_bind(
+    mut b: RawBind,
+    id: &str,
+    statements: &[String],
+    path: &Path,
+    line: usize,
+    err: &impl Fn(String, &str) -> crate::error::Error,
+) -> Result<Bind> {
+    let sources = [
+        b.value.is_some(),
+        b.column.is_some(),
+        b.result.is_some(),
+        b.from.is_some(),
+    ];
+    if let Some(f) = b.from.take().filter(|_| b.result.is_none()) {
+        // `s1.returning.col` is `s1.col`.
+        b.result = Some(match f.split_once(".returning.") {
+            Some((s, c)) => format!("{s}.{c}"),
+            None => f,
+        });
+    }
+    check_keys(
+        path,
+        Some(line),
+        "a [[transaction.bind]]",
+        &b.other,
+        BIND_KEYS,
+    )?;
+    let Some(pos) = statements.iter().position(|s| *s == b.statement) else {
+        return Err(err(
+            format!(
+                "transaction {}: a binding names statement {}, which is not in its statements",
+                id, b.statement
+            ),
+            "bind parameters of the transaction's own statements",
+        ));
+    };
+    if b.param < 1 || b.param > 65535 {
+        return Err(err(
+            format!(
+                "transaction {}: param = {} must be a parameter number ($1 is 1)",
+                id, b.param
+            ),
+            "param is n of $n, from 1",
+        ));
+    }
+    if sources.iter().filter(|s| **s).count() != 1 {
+        return Err(err(
+            format!(
+                "transaction {}: the binding of ${} of {} needs exactly one of value, column, result, from",
+                id, b.param, b.statement
+            ),
+            "value = a fixed value, column = \"table.column\" to sample, result = \"<statement id>.<column>\" (or from = \"<statement id>.returning.<column>\"), result = \"<statement id>.$n\" for the value of its $n",
+        ));
+    }
+    let source = if let Some(v) = &b.value {
+        BindSource::Value(scalar_text(v).unwrap_or_else(|| to_json(v).to_string()))
+    } else if let Some(c) = b.column {
+        let parts = c.split('.').count();
+        if !(2..=3).contains(&parts) || c.split('.').any(str::is_empty) {
+            return Err(err(
+                format!("transaction {}: column = {c:?} is not table.column", id),
+                "write table.column or schema.table.column",
+            ));
+        }
+        BindSource::Column(c)
+    } else {
+        let res = b.result.unwrap_or_default();
+        let Some((stmt, column)) = res
+            .split_once('.')
+            .filter(|(s, c)| !s.is_empty() && !c.is_empty())
+        else {
+            return Err(err(
+                format!(
+                    "transaction {}: result = {res:?} is not <statement id>.<column>",
+                    id
+                ),
+                "name an earlier statement of the transaction and one of its output columns",
+            ));
+        };
+        let earlier = statements[..pos].iter().any(|s| s == stmt);
+        if !earlier {
+            return Err(err(
+                format!(
+                    "transaction {}: result = {res:?} does not name a statement that runs before {}",
+                    id, b.statement
+                ),
+                "a value can only come from a statement that ran earlier in the transaction",
+            ));
+        }
+        BindSource::Result {
+            statement: stmt.to_string(),
+            column: column.to_string(),
+        }
+    };
+    Ok(Bind {
+        statement: b.statement,
+        param: b.param as u32,
+        source,
+    })
 }
 
 #[cfg(test)]

@@ -206,102 +206,121 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             probe.database
         ));
     }
-    let mut warnings = Vec::new();
 
     // 3. The run. planck holds no connection to the target meanwhile: a
     // runner may drop and recreate it.
-    let mut relayed = None;
-    let mut created = Vec::new();
-    let mut created_raw = Vec::new();
-    let mut relay_created: Vec<String> = Vec::new();
-    let (mode, exit, before, after, client) = match &program {
-        Some(program) => {
-            let mode = if capture::reset(&client, &probe).await? {
-                Mode::Reset
-            } else {
-                log.debug(&format!(
-                    "role {} may not reset pg_stat_statements: subtracting a snapshot instead",
-                    probe.current_user
-                ));
-                Mode::Snapshot
-            };
-            let before = capture::sample(&client, &probe).await?;
-            let known = databases::known(&client, &probe.schema).await?;
-            drop(client);
-            let relay = if opts.relay {
-                Some(relay::Relay::start(conn, log).await?)
-            } else {
-                None
-            };
-            let (env, remove) = match &relay {
-                Some(r) => (r.env(conn), relay::ENV_REMOVED),
-                None => (child::env_for(conn), &[][..]),
-            };
-            log.info(&format!(
-                "recording `{}` against {}{}",
-                child::shell_words(&opts.command),
-                conn.display(),
-                if relay.is_some() {
-                    " (through planck's capture relay)"
-                } else {
-                    ""
-                }
-            ));
-            let exit = child::run(program, &opts.command[1..], &env, remove, &opts.cwd, log).await;
-            if let Some(r) = relay {
-                relayed = Some(r.finish().await);
-            }
-            let exit = exit?;
-            let client = tagged.connect().await?;
-            crate::session::untrack(&client).await?;
-            let after = capture::sample(&client, &probe).await?;
-            // The databases the run created (a test runner's `test_<name>`),
-            // dropped or not: all their entries are the run's.
-            created = databases::created(&client, &probe.schema, &known).await?;
-            let mut entry_keys = HashMap::new();
-            for c in &created {
-                let s = capture::sample_of(&client, &probe.schema, c.oid, probe.version).await?;
-                let raw = capture::delta(None, &s);
-                entry_keys.insert(
-                    c.oid,
-                    databases::keys(raw.iter().filter_map(|r| r.query.as_deref())),
-                );
-                created_raw.push((c.oid, raw));
-            }
-            if let Some(c) = &relayed {
-                // A database the relayed connections used that did not exist
-                // before the run: created by it (and maybe dropped already).
-                let mut texts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-                for t in c
-                    .texts
-                    .iter()
-                    .filter(|t| !known.names.contains(&t.database))
-                {
-                    texts
-                        .entry(t.database.clone())
-                        .or_default()
-                        .insert(queries::text_key(&t.text));
-                }
-                databases::name_dropped(&mut created, &entry_keys, &texts);
-                // Only what the command's connections used: on a shared
-                // server, other clients create databases meanwhile too.
-                created.retain(|d| {
-                    d.name
-                        .as_ref()
-                        .is_some_and(|n| texts.contains_key(n) || c.databases.contains_key(n))
-                });
-                let kept: BTreeSet<u32> = created.iter().map(|d| d.oid).collect();
-                created_raw.retain(|(oid, _)| kept.contains(oid));
-                relay_created = texts.into_keys().collect();
-            }
-            (mode, Some(exit), Some(before), after, client)
-        }
-        None => {
-            let after = capture::sample(&client, &probe).await?;
-            (Mode::Current, None, None, after, client)
-        }
+    let run = match &program {
+        Some(program) => run_command(conn, &tagged, client, &probe, program, opts, log).await?,
+        None => current_contents(client, &probe).await?,
     };
-    let mut recorded: Vec<String> = vec![probe.database.clone()];
+    let Run {
+        mode,
+        exit,
+        before,
+        after,
+        client,
+        mut relayed,
+        created,
+        created_raw,
+        relay_created,
+    } = run;
+    let recorded = recorded_databases(&probe.database, &created, relay_created);
+    let mut raw = capture::delta(before.as_ref(), &after);
+    raw.extend(created_raw.into_iter().flat_map(|(_, r)| r));
+
+    // 4. Truth about the capture.
+    let mut warnings = capture_warnings(
+        &probe,
+        exit.as_ref(),
+        before.as_ref(),
+        &after,
+        relayed.is_some(),
+        &raw,
+    );
+
+    // 5. Roles, RLS, noise, grouping.
+    let roles = role_facts(&client, &raw, relayed.as_ref()).await?;
+    let crate::stats::Grouping {
+        statements: grouped,
+        dropped,
+        sent,
+    } = crate::stats::group(&raw, &roles, opts.keep_all);
+    let mut statements: Vec<Kept> = grouped.into_iter().map(kept).collect();
+    // The relay saw every statement: what pg_stat_statements evicted (or
+    // keeps under a text the relay's does not match) comes from it.
+    let recorded_set: BTreeSet<String> = recorded.iter().cloned().collect();
+    let (matched, migration_only) = match &mut relayed {
+        Some(c) => {
+            let (m, only) = match_relay(
+                conn,
+                &probe,
+                &created,
+                &recorded_set,
+                c,
+                &raw,
+                &roles,
+                &mut statements,
+                opts,
+                log,
+            )
+            .await;
+            (Some(m), only)
+        }
+        None => (None, Vec::new()),
+    };
+    let mut dropped = dropped;
+    if !migration_only.is_empty() {
+        dropped.insert(Reason::Migration, migration_only.len());
+    }
+    if statements.is_empty() {
+        warnings.push(nothing_recorded(&recorded, sent, relayed.as_ref()));
+    }
+
+    // 6. Merge and save.
+    let evidence = relay_evidence(relayed.as_ref(), matched.as_ref());
+    let captured = file_statements(&statements, &evidence, &probe.database);
+    let merge = file.merge(&captured, opts.prune);
+    // A re-recording through the relay replaces the whole table.
+    if let Some(c) = &relayed {
+        file.observed = c.literals.observed();
+    }
+    let renamed = apply_merge(&mut statements, &merge);
+    drop(client);
+    let relay = match (relayed, matched) {
+        (Some(c), Some(m)) => {
+            let summary = relay_summary(&c, m, &renamed, &recorded_set, opts, &mut file, log);
+            warnings.extend(relay_warnings(&c, &summary));
+            Some(summary)
+        }
+        _ => None,
+    };
+    file.save(&opts.output)?;
+    Ok(Outcome {
+        database: probe.database,
+        file: opts.output.clone(),
+        command: opts.command.clone(),
+        exit,
+        mode,
+        statements,
+        dropped,
+        merge,
+        warnings,
+        created_extension: probe.created_extension,
+        relay,
+        list_all: opts.list_all,
+        recorded_databases: recorded,
+        migration_only,
+    })
+}
+
+/// The databases whose statements were recorded: the target, then those
+/// the run created (by pg_stat_statements' entries, then the relay's).
+fn recorded_databases(
+    target: &str,
+    created: &[databases::Created],
+    relay_created: Vec<String>,
+) -> Vec<String> {
+    let mut recorded: Vec<String> = vec![target.to_string()];
     for label in created
         .iter()
         .map(databases::Created::label)
@@ -311,10 +330,255 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             recorded.push(label);
         }
     }
-    let mut raw = capture::delta(before.as_ref(), &after);
-    raw.extend(created_raw.into_iter().flat_map(|(_, r)| r));
+    recorded
+}
 
-    // 4. Truth about the capture.
+/// Matches what the relay saw to the kept statements (adding those only
+/// it saw) and leaves out the migrations' statements: the matching, and
+/// the texts left out.
+#[allow(clippy::too_many_arguments)]
+async fn match_relay(
+    conn: &ConnInfo,
+    probe: &capture::Probe,
+    created: &[databases::Created],
+    recorded_set: &BTreeSet<String>,
+    c: &mut relay::Capture,
+    raw: &[capture::Raw],
+    roles: &HashMap<u32, capture::RoleFacts>,
+    statements: &mut Vec<Kept>,
+    opts: &RecordSettings,
+    log: Log,
+) -> (Matched, Vec<String>) {
+    let existing: BTreeSet<String> = std::iter::once(probe.database.clone())
+        .chain(
+            created
+                .iter()
+                .filter(|d| d.exists)
+                .filter_map(|d| d.name.clone()),
+        )
+        .collect();
+    let mut m = relay_statements(
+        conn,
+        recorded_set,
+        &existing,
+        c,
+        raw,
+        roles,
+        statements,
+        opts,
+        log,
+    )
+    .await;
+    let relay_only_before = statements.iter().filter(|k| k.from_relay).count();
+    let migration_only = leave_out_migrations(c, &mut m.matching, statements, opts.keep_all);
+    // Those left out are not counted as the relay's own either.
+    m.relay_only -= relay_only_before - statements.iter().filter(|k| k.from_relay).count();
+    (m, migration_only)
+}
+
+/// The relay's summary once the file is merged: the matching follows the
+/// merge's renames, and the transactions seen are written to `file`.
+fn relay_summary(
+    c: &relay::Capture,
+    mut m: Matched,
+    renamed: &HashMap<String, String>,
+    recorded_set: &BTreeSet<String>,
+    opts: &RecordSettings,
+    file: &mut QueryFile,
+    log: Log,
+) -> RelaySummary {
+    for id in m.matching.ids.iter_mut().flatten() {
+        if let Some(new) = renamed.get(id) {
+            *id = new.clone();
+        }
+    }
+    let summary = relayed_transactions(c, recorded_set, &m, opts, file);
+    if summary.left_open > 0 {
+        log.info(&format!(
+            "note: the command left {} connection(s) open (a pool?): the relay closed them after it exited",
+            summary.left_open
+        ));
+    }
+    summary
+}
+
+/// What the run left to record: how the capture was taken, the command's
+/// exit, the samples before and after, a fresh connection, what the relay
+/// saw, and the databases the run created (with their entries).
+struct Run {
+    mode: Mode,
+    exit: Option<Exit>,
+    before: Option<capture::Sample>,
+    after: capture::Sample,
+    client: tokio_postgres::Client,
+    relayed: Option<relay::Capture>,
+    created: Vec<databases::Created>,
+    created_raw: Vec<(u32, Vec<capture::Raw>)>,
+    relay_created: Vec<String>,
+}
+
+/// Without a command: what pg_stat_statements holds now.
+async fn current_contents(client: tokio_postgres::Client, probe: &capture::Probe) -> Result<Run> {
+    let after = capture::sample(&client, probe).await?;
+    Ok(Run {
+        mode: Mode::Current,
+        exit: None,
+        before: None,
+        after,
+        client,
+        relayed: None,
+        created: Vec::new(),
+        created_raw: Vec::new(),
+        relay_created: Vec::new(),
+    })
+}
+
+/// Gives the kept statements the ids and statuses the merge gave them:
+/// the ids renamed, old to new.
+fn apply_merge(statements: &mut [Kept], merge: &Merge) -> HashMap<String, String> {
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    for (k, (id, status)) in statements.iter_mut().zip(&merge.outcomes) {
+        renamed.insert(k.id.clone(), id.clone());
+        k.id = id.clone();
+        k.status = *status;
+    }
+    renamed
+}
+
+/// Runs the command (through the relay unless `--no-relay`) between two
+/// samples of pg_stat_statements, holding no connection meanwhile.
+async fn run_command(
+    conn: &ConnInfo,
+    tagged: &ConnInfo,
+    client: tokio_postgres::Client,
+    probe: &capture::Probe,
+    program: &Path,
+    opts: &RecordSettings,
+    log: Log,
+) -> Result<Run> {
+    let mode = if capture::reset(&client, probe).await? {
+        Mode::Reset
+    } else {
+        log.debug(&format!(
+            "role {} may not reset pg_stat_statements: subtracting a snapshot instead",
+            probe.current_user
+        ));
+        Mode::Snapshot
+    };
+    let before = capture::sample(&client, probe).await?;
+    let known = databases::known(&client, &probe.schema).await?;
+    drop(client);
+    let relay = if opts.relay {
+        Some(relay::Relay::start(conn, log).await?)
+    } else {
+        None
+    };
+    let (env, remove) = match &relay {
+        Some(r) => (r.env(conn), relay::ENV_REMOVED),
+        None => (child::env_for(conn), &[][..]),
+    };
+    log.info(&format!(
+        "recording `{}` against {}{}",
+        child::shell_words(&opts.command),
+        conn.display(),
+        if relay.is_some() {
+            " (through planck's capture relay)"
+        } else {
+            ""
+        }
+    ));
+    let exit = child::run(program, &opts.command[1..], &env, remove, &opts.cwd, log).await;
+    let mut relayed = None;
+    if let Some(r) = relay {
+        relayed = Some(r.finish().await);
+    }
+    let exit = exit?;
+    let client = tagged.connect().await?;
+    crate::session::untrack(&client).await?;
+    let after = capture::sample(&client, probe).await?;
+    let (created, created_raw, relay_created) =
+        created_databases(&client, probe, &known, relayed.as_ref()).await?;
+    Ok(Run {
+        mode,
+        exit: Some(exit),
+        before: Some(before),
+        after,
+        client,
+        relayed,
+        created,
+        created_raw,
+        relay_created,
+    })
+}
+
+/// The databases the run created (a test runner's `test_<name>`), dropped
+/// or not: all their entries are the run's. With the relay, only those the
+/// command's connections used, named from it when dropped; and the
+/// databases the relay saw used that did not exist before the run.
+#[allow(clippy::type_complexity)]
+async fn created_databases(
+    client: &tokio_postgres::Client,
+    probe: &capture::Probe,
+    known: &databases::Known,
+    relayed: Option<&relay::Capture>,
+) -> Result<(
+    Vec<databases::Created>,
+    Vec<(u32, Vec<capture::Raw>)>,
+    Vec<String>,
+)> {
+    let mut created_raw = Vec::new();
+    let mut relay_created: Vec<String> = Vec::new();
+    let mut created = databases::created(client, &probe.schema, known).await?;
+    let mut entry_keys = HashMap::new();
+    for c in &created {
+        let s = capture::sample_of(client, &probe.schema, c.oid, probe.version).await?;
+        let raw = capture::delta(None, &s);
+        entry_keys.insert(
+            c.oid,
+            databases::keys(raw.iter().filter_map(|r| r.query.as_deref())),
+        );
+        created_raw.push((c.oid, raw));
+    }
+    if let Some(c) = relayed {
+        // A database the relayed connections used that did not exist
+        // before the run: created by it (and maybe dropped already).
+        let mut texts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for t in c
+            .texts
+            .iter()
+            .filter(|t| !known.names.contains(&t.database))
+        {
+            texts
+                .entry(t.database.clone())
+                .or_default()
+                .insert(queries::text_key(&t.text));
+        }
+        databases::name_dropped(&mut created, &entry_keys, &texts);
+        // Only what the command's connections used: on a shared
+        // server, other clients create databases meanwhile too.
+        created.retain(|d| {
+            d.name
+                .as_ref()
+                .is_some_and(|n| texts.contains_key(n) || c.databases.contains_key(n))
+        });
+        let kept: BTreeSet<u32> = created.iter().map(|d| d.oid).collect();
+        created_raw.retain(|(oid, _)| kept.contains(oid));
+        relay_created = texts.into_keys().collect();
+    }
+    Ok((created, created_raw, relay_created))
+}
+
+/// The warnings on how complete the capture is: a failed command, evicted
+/// entries, `track = top`, hidden roles, lost and truncated texts.
+fn capture_warnings(
+    probe: &capture::Probe,
+    exit: Option<&Exit>,
+    before: Option<&capture::Sample>,
+    after: &capture::Sample,
+    relayed: bool,
+    raw: &[capture::Raw],
+) -> Vec<String> {
+    let mut warnings = Vec::new();
     if let Some(exit) = exit
         && !exit.success()
     {
@@ -323,10 +587,10 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             exit.describe()
         ));
     }
-    if let (Some(b), Some(a)) = (before.as_ref().and_then(|b| b.dealloc), after.dealloc)
+    if let (Some(b), Some(a)) = (before.and_then(|b| b.dealloc), after.dealloc)
         && a > b
     {
-        warnings.push(if relayed.is_some() {
+        warnings.push(if relayed {
             format!(
                 "pg_stat_statements evicted entries {} time(s) during the run: the statements were taken from the capture relay, so none is missing, but timings of the evicted ones are partial; raise pg_stat_statements.max (now {})",
                 a - b,
@@ -370,100 +634,74 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             ));
         }
     }
+    warnings
+}
 
-    // 5. Roles, RLS, noise, grouping.
+/// The facts (name, RLS bypass) of every role that ran a captured
+/// statement, pg_stat_statements' and the relay's.
+async fn role_facts(
+    client: &tokio_postgres::Client,
+    raw: &[capture::Raw],
+    relayed: Option<&relay::Capture>,
+) -> Result<HashMap<u32, capture::RoleFacts>> {
     let mut userids: Vec<u32> = raw.iter().map(|r| r.userid).collect();
-    if let Some(c) = &relayed {
+    if let Some(c) = relayed {
         let names: BTreeSet<&str> = c.texts.iter().map(|t| t.role.as_str()).collect();
-        userids.extend(role_oids(&client, &names).await?);
+        userids.extend(role_oids(client, &names).await?);
     }
     userids.sort_unstable();
     userids.dedup();
-    let roles = capture::roles(&client, &userids).await?;
-    let crate::stats::Grouping {
-        statements: grouped,
-        dropped,
-        sent,
-    } = crate::stats::group(&raw, &roles, opts.keep_all);
-    let mut statements: Vec<Kept> = grouped
-        .into_iter()
-        .map(|g| Kept {
-            contexts: g.file_contexts(),
-            id: queries::identity(&g.query, Some(&g.role)),
-            queryid: g.queryid,
-            role: g.role,
-            bypass_rls: g.bypass_rls,
-            calls: g.calls,
-            rows: g.rows,
-            total_ms: g.total_ms,
-            query: g.query,
-            noise: g.noise,
-            status: MergeStatus::Added,
-            from_relay: false,
-        })
-        .collect();
-    // The relay saw every statement: what pg_stat_statements evicted (or
-    // keeps under a text the relay's does not match) comes from it.
-    let recorded_set: BTreeSet<String> = recorded.iter().cloned().collect();
-    let mut matched = None;
-    if let Some(c) = &mut relayed {
-        let existing: BTreeSet<String> = std::iter::once(probe.database.clone())
-            .chain(
-                created
-                    .iter()
-                    .filter(|d| d.exists)
-                    .filter_map(|d| d.name.clone()),
-            )
-            .collect();
-        let m = relay_statements(
-            conn,
-            &recorded_set,
-            &existing,
-            c,
-            &raw,
-            &roles,
-            &mut statements,
-            opts,
-            log,
-        )
-        .await;
-        matched = Some(m);
-    }
-    let mut migration_only = Vec::new();
-    if let (Some(c), Some(m)) = (&relayed, &mut matched) {
-        let relay_only_before = statements.iter().filter(|k| k.from_relay).count();
-        migration_only = leave_out_migrations(c, &mut m.matching, &mut statements, opts.keep_all);
-        // Those left out are not counted as the relay's own either.
-        m.relay_only -= relay_only_before - statements.iter().filter(|k| k.from_relay).count();
-    }
-    let mut dropped = dropped;
-    if !migration_only.is_empty() {
-        dropped.insert(Reason::Migration, migration_only.len());
-    }
-    if statements.is_empty() {
-        let dbs = match recorded.as_slice() {
-            [one] => format!("database {one}"),
-            all => format!("databases {}", all.join(", ")),
-        };
-        warnings.push(if sent == 0 && relayed.as_ref().is_none_or(|c| c.texts.is_empty()) {
-            format!(
-                "the run produced no statements at all in {dbs} (the target, and those created during the run): did the command use DATABASE_URL (or PG* variables)?"
-            )
-        } else {
-            format!("every statement the run sent in {dbs} was noise: nothing to record")
-        });
-    }
+    capture::roles(client, &userids).await
+}
 
-    // 6. Merge and save.
-    let evidence = relay_evidence(relayed.as_ref(), matched.as_ref());
-    let captured: Vec<Statement> = statements
+/// A grouped statement as kept, added to the file unless the merge says else.
+fn kept(g: crate::stats::Grouped) -> Kept {
+    Kept {
+        contexts: g.file_contexts(),
+        id: queries::identity(&g.query, Some(&g.role)),
+        queryid: g.queryid,
+        role: g.role,
+        bypass_rls: g.bypass_rls,
+        calls: g.calls,
+        rows: g.rows,
+        total_ms: g.total_ms,
+        query: g.query,
+        noise: g.noise,
+        status: MergeStatus::Added,
+        from_relay: false,
+    }
+}
+
+/// The warning when nothing is left to record: the run sent nothing (was
+/// the connection string used?), or only noise.
+fn nothing_recorded(recorded: &[String], sent: usize, relayed: Option<&relay::Capture>) -> String {
+    let dbs = match recorded {
+        [one] => format!("database {one}"),
+        all => format!("databases {}", all.join(", ")),
+    };
+    if sent == 0 && relayed.is_none_or(|c| c.texts.is_empty()) {
+        format!(
+            "the run produced no statements at all in {dbs} (the target, and those created during the run): did the command use DATABASE_URL (or PG* variables)?"
+        )
+    } else {
+        format!("every statement the run sent in {dbs} was noise: nothing to record")
+    }
+}
+
+/// The kept statements as the file holds them, with the relay's evidence.
+fn file_statements(
+    statements: &[Kept],
+    evidence: &HashMap<String, relay::evidence::Evidence>,
+    database: &str,
+) -> Vec<Statement> {
+    statements
         .iter()
         .map(|k| Statement {
             id: k.id.clone(),
             query: k.query.clone(),
             role: Some(k.role.clone()),
             bypass_rls: Some(k.bypass_rls),
-            database: Some(probe.database.clone()),
+            database: Some(database.to_string()),
             // Not in the file: it changes with every new database (see text_key).
             queryid: None,
             calls: Some(k.calls),
@@ -473,55 +711,7 @@ pub async fn record(conn: &ConnInfo, opts: &RecordSettings, log: Log) -> Result<
             shapes: evidence.get(&k.id).map(|e| e.shapes()).unwrap_or_default(),
             ..Default::default()
         })
-        .collect();
-    let merge = file.merge(&captured, opts.prune);
-    // A re-recording through the relay replaces the whole table.
-    if let Some(c) = &relayed {
-        file.observed = c.literals.observed();
-    }
-    let mut renamed: HashMap<String, String> = HashMap::new();
-    for (k, (id, status)) in statements.iter_mut().zip(&merge.outcomes) {
-        renamed.insert(k.id.clone(), id.clone());
-        k.id = id.clone();
-        k.status = *status;
-    }
-    drop(client);
-    let relay = match (relayed, matched) {
-        (Some(c), Some(mut m)) => {
-            for id in m.matching.ids.iter_mut().flatten() {
-                if let Some(new) = renamed.get(id) {
-                    *id = new.clone();
-                }
-            }
-            let summary = relayed_transactions(&c, &recorded_set, &m, opts, &mut file);
-            warnings.extend(relay_warnings(&c, &summary));
-            if summary.left_open > 0 {
-                log.info(&format!(
-                    "note: the command left {} connection(s) open (a pool?): the relay closed them after it exited",
-                    summary.left_open
-                ));
-            }
-            Some(summary)
-        }
-        _ => None,
-    };
-    file.save(&opts.output)?;
-    Ok(Outcome {
-        database: probe.database,
-        file: opts.output.clone(),
-        command: opts.command.clone(),
-        exit,
-        mode,
-        statements,
-        dropped,
-        merge,
-        warnings,
-        created_extension: probe.created_extension,
-        relay,
-        list_all: opts.list_all,
-        recorded_databases: recorded,
-        migration_only,
-    })
+        .collect()
 }
 
 /// Leaves out the statements a migration tool ran (issue 13, 6): those

@@ -607,104 +607,23 @@ pub async fn run_unit(
             &many
         }
     };
-    let (isolation, role, settings, local_names, think, tx) = match unit {
-        Unit::Transaction(t) => {
-            let t = &w.transactions[t];
-            let role = t
-                .role
-                .clone()
-                .or_else(|| w.statements[t.statements[0]].role.clone());
-            (
-                t.isolation.clone(),
-                role,
-                t.settings.clone(),
-                t.local_settings.as_slice(),
-                t.think_ms,
-                Some(t),
-            )
-        }
-        Unit::Lone(s) => (
-            None,
-            w.statements[s].role.clone(),
-            Vec::new(),
-            &[][..],
-            0.0,
-            None,
-        ),
-    };
+    let traits = UnitTraits::of(w, unit);
+    let tx = traits.tx;
+    let think = traits.think;
     stats.borrow_mut().attempted += 1;
-    let started = intended;
-    let mut cut = false;
-    let mut interrupted = false;
-    let fail = |stats: &RefCell<WorkerStats>, code: &str, text: &str, stmt: Option<usize>| {
-        let mut stats = stats.borrow_mut();
-        stats.failed += 1;
-        if record {
-            add_error(&mut stats.units.errors, code, text);
-            if let Some(s) = stmt {
-                add_error(
-                    &mut stats.statements.entry(s).or_default().errors,
-                    code,
-                    text,
-                );
-            }
-            if let Unit::Transaction(t) = unit {
-                add_error(
-                    &mut stats.transactions.entry(t).or_default().errors,
-                    code,
-                    text,
-                );
-            }
-        }
+    let tally = Tally {
+        stats,
+        record,
+        unit,
     };
     // The draws of this execution: one sampled row per table, and results.
-    let mut rows = Draws::default();
-    let mut results: HashMap<(usize, String), Option<String>> = HashMap::new();
-    // Tenant mode: the tenant of this execution, and who it runs as.
-    let scoped = shared.tenant.as_ref().filter(|t| t.scopes(w, unit));
-    let chosen: Option<String> = scoped.map(|t| match t.mode {
-        TenantMode::Heavy => t.id.clone(),
-        // The first tenant-scoped table the unit binds from draws the
-        // tenant, with the data's skew; the others follow it.
-        TenantMode::Spread => {
-            first_tenant_row(shared, stmts, tx, &mut rows, rng).unwrap_or_else(|| t.id.clone())
-        }
-    });
-    let ctx = match (scoped, &chosen) {
-        (Some(t), Some(id)) => t.context(id, &settings),
-        _ => TenantContext {
-            role: role.clone(),
-            settings: settings
-                .iter()
-                .map(|(k, v)| (k.clone(), crate::session::SettingValue::Text(v.clone())))
-                .collect(),
-        },
-    };
-    // As the application ran (issue 32): the role and the session-level
-    // settings are the connection's, set when they change (once per
-    // connection); the transaction-level ones (and the tenant's, drawn per
-    // execution) are set with each transaction.
-    let tenant_setting = scoped.map(|t| t.setting.as_str());
-    type Settings = Vec<(String, String)>;
-    let (local, session): (Settings, Settings) = ctx
-        .settings
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_text()))
-        .partition(|(k, _)| {
-            tenant_setting.is_some_and(|t| t.eq_ignore_ascii_case(k))
-                || local_names.iter().any(|n| n.eq_ignore_ascii_case(k))
-        });
-    // A lone statement records no settings: it runs in the session as the
-    // connection has it.
-    let session = match unit {
-        Unit::Lone(_) if session.is_empty() => conn.session.clone(),
-        _ => session,
-    };
-    let want_role = ctx.role.as_deref().filter(|r| *r != conn.login);
+    let mut state = UnitState::default();
+    let (local, session) = unit_settings(shared, conn, unit, stmts, &traits, &mut state, rng);
+    let want_role = state.role.as_deref().filter(|r| *r != conn.login);
     if conn.role.as_deref() != want_role || conn.session != session {
         stats.borrow_mut().planck_round_trips += 1;
         if let Err(e) = set_session(conn, want_role, &session).await {
-            fail(stats, &sqlstate(&e), &error_text(&e), None);
+            tally.fail(&sqlstate(&e), &error_text(&e), None);
             return end(conn, stats, e.code().is_none(), false).await;
         }
     }
@@ -715,11 +634,8 @@ pub async fn run_unit(
     // its first statement, and whose ROLLBACK in the one of its last when no
     // pause follows it: a write's safety costs no round trip of its own.
     let autocommit = matches!(unit, Unit::Lone(s) if !w.statements[s].writes) && local.is_empty();
-    let begin = (!autocommit).then(|| tenant::begin_sql(isolation.as_deref()));
-    // Whether the transaction is still open on the server (a failure's
-    // ROLLBACK is needed).
-    let mut open = false;
-    let mut rolled_back = false;
+    let begin = (!autocommit).then(|| tenant::begin_sql(traits.isolation.as_deref()));
+    let mut p = Progress::default();
     conn.history
         .lock()
         .expect("history lock")
@@ -727,11 +643,310 @@ pub async fn run_unit(
             Unit::Transaction(t) => t,
             Unit::Lone(s) => usize::MAX - s,
         });
-    let mut ok_statements = 0;
-    // What the unit's earlier statements were sent, for `$n` shared binds.
-    let mut sent: Vec<(usize, Vec<TextParam>)> = Vec::new();
     for (at, &s) in stmts.iter().enumerate() {
         let stmt = &w.statements[s];
+        let values = state.statement_values(shared, s, tx, rng);
+        // A statement whose results nothing reads runs on the lean path
+        // when the connection has one (plain TCP), prepared there.
+        let lean = !shared.returns[s] && conn.lean.is_some();
+        let prepared = match prepared_for(conn, s, &stmt.sql, lean, stats).await {
+            Ok(p) => p,
+            Err(e) => {
+                tally.fail(&sqlstate(&e), &error_text(&e), Some(s));
+                return end(conn, stats, e.code().is_none(), p.open).await;
+            }
+        };
+        note_start(conn, s, stmt, &values);
+        let first = at == 0 && begin.is_some();
+        // The ROLLBACK goes with the last statement when no pause follows
+        // it (a COPY's reply does not end with its Sync: never after one).
+        let last_end = at + 1 == stmts.len()
+            && begin.is_some()
+            && !shared.commit
+            && think <= 0.0
+            && !is_copy(&stmt.sql);
+        let frame = Frame {
+            begin: begin.as_deref().filter(|_| first),
+            settings: if first { &local } else { &[] },
+            end: last_end.then_some("ROLLBACK"),
+        };
+        stats.borrow_mut().workload_round_trips += 1;
+        let t0 = Instant::now();
+        let res = send(conn, prepared.as_ref(), &frame, shared, s, &values).await;
+        let took = t0.elapsed();
+        p.open = (p.open || first) && !last_end;
+        p.rolled_back |= last_end;
+        conn.history
+            .lock()
+            .expect("history lock")
+            .finish_statement();
+        match res {
+            Ok((affected, first_row)) => {
+                p.ok_statements += 1;
+                tally.statement_ok(s, stmt.modifies, affected, took);
+                for (col, v) in first_row {
+                    state.results.insert((s, col), v);
+                }
+                // Only a later statement of the unit can read what this one was sent.
+                if at + 1 < stmts.len() {
+                    state.sent.push((s, values));
+                }
+            }
+            Err(f) => {
+                tally.fail(&f.code, &f.text, Some(s));
+                if p.rolled_back {
+                    stats.borrow_mut().rollbacks += 1;
+                }
+                return end(conn, stats, f.lost, p.open).await;
+            }
+        }
+        if think > 0.0 {
+            let (was_cut, stopped) = pause(shared, think, pauses_until).await;
+            p.cut |= was_cut;
+            if stopped {
+                p.interrupted = true;
+                break;
+            }
+        }
+    }
+    finish_unit(conn, shared, &tally, tx, autocommit, &p, intended).await
+}
+
+/// How far a unit got: whether its transaction is still open on the
+/// server (a failure's ROLLBACK is needed) or was rolled back with its
+/// last statement, whether a pause was cut or a signal stopped it, and
+/// how many statements succeeded.
+#[derive(Default)]
+struct Progress {
+    open: bool,
+    rolled_back: bool,
+    cut: bool,
+    interrupted: bool,
+    ok_statements: u64,
+}
+
+/// Ends a unit whose statements all ran: COMMIT (or ROLLBACK: an
+/// interrupted unit never commits its half) unless it is over already,
+/// and counts how it ended. `started` is its intended start.
+async fn finish_unit(
+    conn: &mut ClientConn,
+    shared: &Shared,
+    tally: &Tally<'_>,
+    tx: Option<&super::workload::Transaction>,
+    autocommit: bool,
+    p: &Progress,
+    started: Instant,
+) -> Outcome {
+    let finish = if shared.commit && !p.interrupted && tx.is_none_or(|t| !t.rollback) {
+        "COMMIT"
+    } else {
+        "ROLLBACK"
+    };
+    let res = if autocommit || p.rolled_back && !p.open {
+        Ok(())
+    } else {
+        tally.stats.borrow_mut().planck_round_trips += 1;
+        end_transaction(conn, finish).await
+    };
+    conn.history.lock().expect("history lock").end();
+    match res {
+        Ok(()) => {
+            let counted = tally.record && !p.cut && !p.interrupted;
+            tally.unit_ok(
+                autocommit,
+                finish == "COMMIT",
+                p.ok_statements,
+                counted,
+                started,
+            );
+            Outcome::Ok
+        }
+        Err(f) => {
+            tally.fail(&f.code, &f.text, None);
+            if f.lost {
+                Outcome::Lost
+            } else {
+                Outcome::Failed
+            }
+        }
+    }
+}
+
+/// Notes in the connection's history that statement `s` starts, with its
+/// bound values when it writes: they name the row a blocker holds.
+fn note_start(
+    conn: &ClientConn,
+    s: usize,
+    stmt: &super::workload::Statement,
+    values: &[TextParam<'_>],
+) {
+    let params = if stmt.writes {
+        values
+            .iter()
+            .map(|v| v.0.as_deref().map(str::to_string))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    conn.history
+        .lock()
+        .expect("history lock")
+        .start(s, &stmt.locks, params);
+}
+
+/// Whether `sql` is a COPY (its reply does not end with its Sync).
+fn is_copy(sql: &str) -> bool {
+    sql.trim_start().to_ascii_lowercase().starts_with("copy")
+}
+
+/// What a unit runs with, from its transaction (or its lone statement):
+/// isolation, role, settings, which settings are the transaction's own,
+/// the pause between statements, and the transaction itself.
+struct UnitTraits<'a> {
+    isolation: Option<String>,
+    role: Option<String>,
+    settings: Vec<(String, String)>,
+    local_names: &'a [String],
+    think: f64,
+    tx: Option<&'a super::workload::Transaction>,
+}
+
+impl<'a> UnitTraits<'a> {
+    /// The traits of `unit` in `w`.
+    fn of(w: &'a Workload, unit: Unit) -> UnitTraits<'a> {
+        match unit {
+            Unit::Transaction(t) => {
+                let t = &w.transactions[t];
+                let role = t
+                    .role
+                    .clone()
+                    .or_else(|| w.statements[t.statements[0]].role.clone());
+                UnitTraits {
+                    isolation: t.isolation.clone(),
+                    role,
+                    settings: t.settings.clone(),
+                    local_names: t.local_settings.as_slice(),
+                    think: t.think_ms,
+                    tx: Some(t),
+                }
+            }
+            Unit::Lone(s) => UnitTraits {
+                isolation: None,
+                role: w.statements[s].role.clone(),
+                settings: Vec::new(),
+                local_names: &[][..],
+                think: 0.0,
+                tx: None,
+            },
+        }
+    }
+}
+
+/// Where a unit's outcomes are counted: the worker's stats, whether this
+/// execution records (past the warm-up), and the unit.
+struct Tally<'s> {
+    stats: &'s RefCell<WorkerStats>,
+    record: bool,
+    unit: Unit,
+}
+
+impl Tally<'_> {
+    /// Counts a failure, and its error by unit, statement and transaction.
+    fn fail(&self, code: &str, text: &str, stmt: Option<usize>) {
+        let mut stats = self.stats.borrow_mut();
+        stats.failed += 1;
+        if self.record {
+            add_error(&mut stats.units.errors, code, text);
+            if let Some(s) = stmt {
+                add_error(
+                    &mut stats.statements.entry(s).or_default().errors,
+                    code,
+                    text,
+                );
+            }
+            if let Unit::Transaction(t) = self.unit {
+                add_error(
+                    &mut stats.transactions.entry(t).or_default().errors,
+                    code,
+                    text,
+                );
+            }
+        }
+    }
+
+    /// Counts a statement that succeeded: the rows it wrote and its latency.
+    fn statement_ok(&self, s: usize, modifies: bool, affected: u64, took: Duration) {
+        let mut stats = self.stats.borrow_mut();
+        if modifies {
+            stats.rows_written += affected;
+        }
+        if self.record {
+            stats.statements.entry(s).or_default().latency.record(took);
+        }
+    }
+
+    /// Counts a unit that ended well: its COMMIT or ROLLBACK, its
+    /// statements, and (when `counted`) its latency since `started`.
+    fn unit_ok(
+        &self,
+        autocommit: bool,
+        committed: bool,
+        ok_statements: u64,
+        counted: bool,
+        started: Instant,
+    ) {
+        let mut stats = self.stats.borrow_mut();
+        if autocommit {
+            // No transaction of planck's to count.
+        } else if committed {
+            stats.commits += 1;
+        } else {
+            stats.rollbacks += 1;
+        }
+        stats.succeeded += 1;
+        if self.record {
+            stats.statements_ok += ok_statements;
+        }
+        if counted {
+            stats.units.latency.record(started.elapsed());
+            if let Unit::Transaction(t) = self.unit {
+                stats
+                    .transactions
+                    .entry(t)
+                    .or_default()
+                    .latency
+                    .record(started.elapsed());
+            }
+        }
+    }
+}
+
+/// What one execution of a unit drew and saw: the row sampled per table,
+/// its tenant and role, the first rows its statements returned, and what
+/// its earlier statements were sent (for `$n` shared binds).
+#[derive(Default)]
+struct UnitState<'a> {
+    rows: Draws<'a>,
+    chosen: Option<String>,
+    role: Option<String>,
+    results: HashMap<(usize, String), Option<String>>,
+    sent: Vec<(usize, Vec<TextParam<'a>>)>,
+}
+
+impl<'a> UnitState<'a> {
+    /// The values statement `s` is sent: its binds' (drawn rows, earlier
+    /// results, literal values), fresh keys, and else its types' defaults.
+    fn statement_values(
+        &mut self,
+        shared: &'a Shared,
+        s: usize,
+        tx: Option<&'a super::workload::Transaction>,
+        rng: &mut Rng,
+    ) -> Vec<TextParam<'a>> {
+        let w = &shared.workload;
+        let stmt = &w.statements[s];
+        let chosen = self.chosen.as_deref();
+        let rows = &mut self.rows;
         // A parameter no bind feeds, or whose source has nothing this time
         // (an empty table), keeps the value of its type.
         let mut values: Vec<TextParam> = shared.defaults[s]
@@ -754,20 +969,22 @@ pub async fn run_unit(
                     .get(table)
                     .filter(|p| !p.rows.is_empty())
                     .and_then(|p| {
-                        let r = rows.get_or_draw(table, || p.draw(chosen.as_deref(), rng));
+                        let r = rows.get_or_draw(table, || p.draw(chosen, rng));
                         let c = p.columns.iter().position(|c| c == column)?;
                         Some(p.rows[r][c].as_deref().map(Cow::Borrowed))
                     }),
                 BindSource::Result { statement, column } => {
                     let from = w.statements.iter().position(|x| &x.id == statement);
                     match (from, column.strip_prefix('$').map(str::parse::<usize>)) {
-                        (Some(f), Some(Ok(n))) => sent
+                        (Some(f), Some(Ok(n))) => self
+                            .sent
                             .iter()
                             .rev()
                             .find(|(x, _)| *x == f)
                             .and_then(|(_, v)| v.get(n.checked_sub(1)?))
                             .map(|v| v.0.clone()),
-                        (Some(f), _) => results
+                        (Some(f), _) => self
+                            .results
                             .get(&(f, column.clone()))
                             .cloned()
                             .map(|v| v.map(Cow::Owned)),
@@ -788,190 +1005,160 @@ pub async fn run_unit(
                 slot.0 = Some(Cow::Owned(fresh::value(kind, n, rng)));
             }
         }
-        // A statement whose results nothing reads runs on the lean path
-        // when the connection has one (plain TCP), prepared there.
-        let lean = !shared.returns[s] && conn.lean.is_some();
-        let prepared = match conn.prepared.get(s).and_then(Option::as_ref) {
-            _ if lean => None,
-            Some(p) => Some(p.clone()),
-            None => match prepare(&conn.client, &stmt.sql, stats).await {
-                Ok(p) => {
-                    if conn.prepared.len() <= s {
-                        conn.prepared.resize(s + 1, None);
-                    }
-                    conn.prepared[s] = Some(p.clone());
-                    Some(p)
-                }
-                Err(e) => {
-                    fail(stats, &sqlstate(&e), &error_text(&e), Some(s));
-                    return end(conn, stats, e.code().is_none(), open).await;
-                }
-            },
-        };
-        // The bound values name the row a blocker holds: kept for the
-        // statements that can hold one.
-        let params = if stmt.writes {
-            values
-                .iter()
-                .map(|v| v.0.as_deref().map(str::to_string))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        conn.history
-            .lock()
-            .expect("history lock")
-            .start(s, &stmt.locks, params);
-        let first = at == 0 && begin.is_some();
-        // The ROLLBACK goes with the last statement when no pause follows
-        // it (a COPY's reply does not end with its Sync: never after one).
-        let last_end = at + 1 == stmts.len()
-            && begin.is_some()
-            && !shared.commit
-            && think <= 0.0
-            && !stmt
-                .sql
-                .trim_start()
-                .to_ascii_lowercase()
-                .starts_with("copy");
-        let frame = Frame {
-            begin: begin.as_deref().filter(|_| first),
-            settings: if first { &local } else { &[] },
-            end: last_end.then_some("ROLLBACK"),
-        };
-        stats.borrow_mut().workload_round_trips += 1;
-        let t0 = Instant::now();
-        let res = match (&mut conn.lean, &prepared) {
-            (_, Some(p)) => {
-                let (b, r, e) = tokio::join!(
-                    async {
-                        match frame.begin {
-                            Some(b) => tenant::begin(&conn.client, b, frame.settings).await,
-                            None => Ok(()),
-                        }
-                    },
-                    execute(&conn.client, p, &values, shared.returns[s]),
-                    async {
-                        match frame.end {
-                            Some(e) => conn.client.batch_execute(e).await,
-                            None => Ok(()),
-                        }
-                    }
-                );
-                b.and(r)
-                    .and_then(|r| e.map(|()| r))
-                    .map_err(|e| Failed::of(&e))
-            }
-            (Some(l), None) => l
-                .execute_framed(s, &stmt.sql, values.iter().map(|v| v.0.as_deref()), &frame)
-                .await
-                .map(|n| (n, Vec::new()))
-                .map_err(Failed::lean),
-            (None, None) => unreachable!("a lean execution without a lean path"),
-        };
-        let took = t0.elapsed();
-        open = (open || first) && !last_end;
-        rolled_back |= last_end;
-        conn.history
-            .lock()
-            .expect("history lock")
-            .finish_statement();
-        match res {
-            Ok((affected, first_row)) => {
-                ok_statements += 1;
-                let mut stats = stats.borrow_mut();
-                if stmt.modifies {
-                    stats.rows_written += affected;
-                }
-                if record {
-                    stats.statements.entry(s).or_default().latency.record(took);
-                }
-                for (col, v) in first_row {
-                    results.insert((s, col), v);
-                }
-                drop(stats);
-                // Only a later statement of the unit can read what this one was sent.
-                if at + 1 < stmts.len() {
-                    sent.push((s, values));
-                }
-            }
-            Err(f) => {
-                fail(stats, &f.code, &f.text, Some(s));
-                if rolled_back {
-                    stats.borrow_mut().rollbacks += 1;
-                }
-                return end(conn, stats, f.lost, open).await;
-            }
-        }
-        if think > 0.0 {
-            let wake = Instant::now() + Duration::from_secs_f64(think / 1000.0);
-            cut |= wake > pauses_until;
-            // In slices, so that a signal ends the pause within one.
-            let end = wake.min(pauses_until);
-            while Instant::now() < end && !shared.stop.load(Ordering::Relaxed) {
-                tokio::time::sleep_until(end.min(Instant::now() + PAUSE_SLICE).into()).await;
-            }
-            if shared.stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                break;
-            }
-        }
+        values
     }
-    // An interrupted unit never commits its half.
-    let finish = if shared.commit && !interrupted && tx.is_none_or(|t| !t.rollback) {
-        "COMMIT"
-    } else {
-        "ROLLBACK"
+}
+
+/// A unit's settings split into the transaction's (`local`, set with each
+/// transaction) and the session's (set on the connection when they
+/// change); draws the unit's tenant and its role into `state`.
+fn unit_settings<'a>(
+    shared: &'a Shared,
+    conn: &ClientConn,
+    unit: Unit,
+    stmts: &[usize],
+    traits: &UnitTraits<'a>,
+    state: &mut UnitState<'a>,
+    rng: &mut Rng,
+) -> (SettingList, SettingList) {
+    let w = &shared.workload;
+    // Tenant mode: the tenant of this execution, and who it runs as.
+    let scoped = shared.tenant.as_ref().filter(|t| t.scopes(w, unit));
+    state.chosen = scoped.map(|t| match t.mode {
+        TenantMode::Heavy => t.id.clone(),
+        // The first tenant-scoped table the unit binds from draws the
+        // tenant, with the data's skew; the others follow it.
+        TenantMode::Spread => first_tenant_row(shared, stmts, traits.tx, &mut state.rows, rng)
+            .unwrap_or_else(|| t.id.clone()),
+    });
+    let ctx = match (scoped, &state.chosen) {
+        (Some(t), Some(id)) => t.context(id, &traits.settings),
+        _ => TenantContext {
+            role: traits.role.clone(),
+            settings: traits
+                .settings
+                .iter()
+                .map(|(k, v)| (k.clone(), crate::session::SettingValue::Text(v.clone())))
+                .collect(),
+        },
     };
-    let res = if autocommit || rolled_back && !open {
-        Ok(())
-    } else {
-        stats.borrow_mut().planck_round_trips += 1;
-        match &mut conn.lean {
-            Some(l) => l.simple(finish).await.map_err(Failed::lean),
-            None => conn
-                .client
-                .batch_execute(finish)
-                .await
-                .map_err(|e| Failed::of(&e)),
+    // As the application ran (issue 32): the role and the session-level
+    // settings are the connection's, set when they change (once per
+    // connection); the transaction-level ones (and the tenant's, drawn per
+    // execution) are set with each transaction.
+    let tenant_setting = scoped.map(|t| t.setting.as_str());
+    let (local, session): (SettingList, SettingList) = ctx
+        .settings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_text()))
+        .partition(|(k, _)| {
+            tenant_setting.is_some_and(|t| t.eq_ignore_ascii_case(k))
+                || traits.local_names.iter().any(|n| n.eq_ignore_ascii_case(k))
+        });
+    // A lone statement records no settings: it runs in the session as the
+    // connection has it.
+    let session = match unit {
+        Unit::Lone(_) if session.is_empty() => conn.session.clone(),
+        _ => session,
+    };
+    state.role = ctx.role;
+    (local, session)
+}
+
+/// Settings by name, with their values as text.
+type SettingList = Vec<(String, String)>;
+
+/// Statement `s` prepared on the connection's tokio-postgres path (on
+/// first use), or `None` when it runs on the lean path.
+async fn prepared_for(
+    conn: &mut ClientConn,
+    s: usize,
+    sql: &str,
+    lean: bool,
+    stats: &RefCell<WorkerStats>,
+) -> std::result::Result<Option<Prepared>, tokio_postgres::Error> {
+    Ok(match conn.prepared.get(s).and_then(Option::as_ref) {
+        _ if lean => None,
+        Some(p) => Some(p.clone()),
+        None => {
+            let p = prepare(&conn.client, sql, stats).await?;
+            if conn.prepared.len() <= s {
+                conn.prepared.resize(s + 1, None);
+            }
+            conn.prepared[s] = Some(p.clone());
+            Some(p)
         }
-    };
-    conn.history.lock().expect("history lock").end();
-    match res {
-        Ok(()) => {
-            let mut stats = stats.borrow_mut();
-            if autocommit {
-                // No transaction of planck's to count.
-            } else if finish == "COMMIT" {
-                stats.commits += 1;
-            } else {
-                stats.rollbacks += 1;
-            }
-            stats.succeeded += 1;
-            if record {
-                stats.statements_ok += ok_statements;
-            }
-            if record && !cut && !interrupted {
-                stats.units.latency.record(started.elapsed());
-                if let Unit::Transaction(t) = unit {
-                    stats
-                        .transactions
-                        .entry(t)
-                        .or_default()
-                        .latency
-                        .record(started.elapsed());
+    })
+}
+
+/// Sends statement `s` with its `frame` (BEGIN and settings before it,
+/// ROLLBACK after it) in one round trip: prepared on tokio-postgres, or
+/// on the lean path: rows affected and the first row kept.
+async fn send(
+    conn: &mut ClientConn,
+    prepared: Option<&Prepared>,
+    frame: &Frame<'_>,
+    shared: &Shared,
+    s: usize,
+    values: &[TextParam<'_>],
+) -> std::result::Result<(u64, Vec<(String, Option<String>)>), Failed> {
+    match (&mut conn.lean, prepared) {
+        (_, Some(p)) => {
+            let (b, r, e) = tokio::join!(
+                async {
+                    match frame.begin {
+                        Some(b) => tenant::begin(&conn.client, b, frame.settings).await,
+                        None => Ok(()),
+                    }
+                },
+                execute(&conn.client, p, values, shared.returns[s]),
+                async {
+                    match frame.end {
+                        Some(e) => conn.client.batch_execute(e).await,
+                        None => Ok(()),
+                    }
                 }
-            }
-            Outcome::Ok
+            );
+            b.and(r)
+                .and_then(|r| e.map(|()| r))
+                .map_err(|e| Failed::of(&e))
         }
-        Err(f) => {
-            fail(stats, &f.code, &f.text, None);
-            if f.lost {
-                Outcome::Lost
-            } else {
-                Outcome::Failed
-            }
-        }
+        (Some(l), None) => l
+            .execute_framed(
+                s,
+                &shared.workload.statements[s].sql,
+                values.iter().map(|v| v.0.as_deref()),
+                frame,
+            )
+            .await
+            .map(|n| (n, Vec::new()))
+            .map_err(Failed::lean),
+        (None, None) => unreachable!("a lean execution without a lean path"),
+    }
+}
+
+/// Pauses `think` ms between statements, in slices so that a signal ends
+/// it within one, and never past `pauses_until`: whether the pause was cut
+/// there, and whether a signal stopped it.
+async fn pause(shared: &Shared, think: f64, pauses_until: Instant) -> (bool, bool) {
+    let wake = Instant::now() + Duration::from_secs_f64(think / 1000.0);
+    let cut = wake > pauses_until;
+    let end = wake.min(pauses_until);
+    while Instant::now() < end && !shared.stop.load(Ordering::Relaxed) {
+        tokio::time::sleep_until(end.min(Instant::now() + PAUSE_SLICE).into()).await;
+    }
+    (cut, shared.stop.load(Ordering::Relaxed))
+}
+
+/// Ends the unit's transaction with `finish` (COMMIT or ROLLBACK).
+async fn end_transaction(conn: &mut ClientConn, finish: &str) -> std::result::Result<(), Failed> {
+    match &mut conn.lean {
+        Some(l) => l.simple(finish).await.map_err(Failed::lean),
+        None => conn
+            .client
+            .batch_execute(finish)
+            .await
+            .map_err(|e| Failed::of(&e)),
     }
 }
 

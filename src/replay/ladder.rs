@@ -219,202 +219,35 @@ pub async fn run_step(
     let go: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
     let (go_tx, go_rx) = tokio::sync::watch::channel(None::<Instant>);
     let step_end = Arc::new(AtomicBool::new(false));
+    let pace = Pace {
+        warmup: opts.warmup,
+        duration: opts.duration,
+        seed: opts.seed,
+        interval: opts
+            .rate
+            .map(|r| Duration::from_secs_f64(1.0 / r.max(1e-6))),
+        total_clients: opts.concurrency,
+    };
     let mut handles = Vec::new();
     for w in 0..workers {
-        let clients: Vec<u32> = (0..opts.concurrency)
-            .filter(|c| *c as usize % workers == w)
-            .collect();
-        let own_connections = (0..connections)
-            .filter(|c| *c as usize % workers == w)
-            .count();
-        let pooled = opts.pool.is_some();
-        let conn = conn.clone();
-        let shared = shared.clone();
-        let registry = registry.clone();
-        let ready = ready.clone();
-        let mut go_rx = go_rx.clone();
-        let stop = stop.clone();
-        let step_end = step_end.clone();
-        let (warmup, duration, seed) = (opts.warmup, opts.duration, opts.seed);
-        let interval = opts
-            .rate
-            .map(|r| Duration::from_secs_f64(1.0 / r.max(1e-6)));
-        let total_clients = opts.concurrency;
-        handles.push(std::thread::spawn(move || -> Result<WorkerStats> {
-            // IO and timers only: signals are the caller's runtime's, and
-            // a signal driver here would reap child processes on every
-            // park (measured: ~1 % of planck's CPU at 16 clients).
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_io()
-                .enable_time()
-                .build()
-                .map_err(|e| Error::internal(format!("starting a worker runtime: {e}")))?;
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&rt, async move {
-                // The worker's connections, handed out in turn (FIFO: the
-                // mutex is fair) and given back after each unit.
-                let (give, take) = tokio::sync::mpsc::unbounded_channel::<ClientConn>();
-                let take = Rc::new(tokio::sync::Mutex::new(take));
-                let mut failure = None;
-                for _ in 0..own_connections {
-                    match connect(&conn, &registry, shared.statement_timeout_ms, shared.commit)
-                        .await
-                    {
-                        Ok(c) => {
-                            let _ = give.send(c);
-                        }
-                        Err(e) => {
-                            failure = Some(e);
-                            break;
-                        }
-                    }
-                }
-                ready.wait().await;
-                if let Some(e) = failure {
-                    return Err(e);
-                }
-                let start = loop {
-                    if let Some(t) = *go_rx.borrow() {
-                        break t;
-                    }
-                    if go_rx.changed().await.is_err() {
-                        return Ok(WorkerStats::default());
-                    }
-                };
-                let stats = Rc::new(RefCell::new(WorkerStats::default()));
-                let picker = Picker::new(&shared.workload.units);
-                let mut tasks = Vec::new();
-                for c in clients {
-                    let shared = shared.clone();
-                    let stats = stats.clone();
-                    let picker = picker.clone();
-                    let stop = stop.clone();
-                    let step_end = step_end.clone();
-                    let conn = conn.clone();
-                    let registry = registry.clone();
-                    let give = give.clone();
-                    let take = take.clone();
-                    tasks.push(tokio::task::spawn_local(async move {
-                        let mut rng =
-                            Rng::new(seed ^ (u64::from(c) + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
-                        let measure_from = start + warmup;
-                        let until = measure_from + duration;
-                        // A unit in flight at the end may still run for a
-                        // statement timeout; its pauses no longer than that.
-                        let pauses_until =
-                            until + Duration::from_millis(shared.statement_timeout_ms);
-                        // Open loop: arrival k of the step is due at start + k
-                        // x interval; client c takes arrivals c, c + N, ...
-                        let mut arrival = u64::from(c);
-                        // Without --pool a client keeps the connection it
-                        // first takes: no hand-over per unit.
-                        let mut kept: Option<ClientConn> = None;
-                        loop {
-                            let due = interval.map(|i| start + i.mul_f64(arrival as f64));
-                            if let Some(due) = due {
-                                if due >= until {
-                                    break;
-                                }
-                                tokio::time::sleep_until(due.into()).await;
-                                arrival += u64::from(total_clients);
-                            }
-                            let now = Instant::now();
-                            if now >= until
-                                || stop.load(Ordering::Relaxed)
-                                || step_end.load(Ordering::Relaxed)
-                            {
-                                break;
-                            }
-                            // A unit counts from its intended start: a late
-                            // one is not hidden (no coordinated omission).
-                            let intended = due.unwrap_or(now);
-                            let record = intended >= measure_from;
-                            let unit = picker.pick(&mut rng);
-                            let asked = Instant::now();
-                            let mut cc = match kept.take() {
-                                Some(cc) => cc,
-                                None => {
-                                    // Bounded by the step's end: a connection lost
-                                    // for good is not waited for.
-                                    let got = tokio::time::timeout_at(until.into(), async {
-                                        take.lock().await.recv().await
-                                    })
-                                    .await;
-                                    let Ok(Some(cc)) = got else {
-                                        break;
-                                    };
-                                    cc
-                                }
-                            };
-                            if Instant::now() >= until || stop.load(Ordering::Relaxed) {
-                                let _ = give.send(cc);
-                                break;
-                            }
-                            if pooled && record {
-                                stats.borrow_mut().pool_wait.record(asked.elapsed());
-                            }
-                            let outcome = run_unit(
-                                &mut cc,
-                                &shared,
-                                unit,
-                                &mut rng,
-                                &stats,
-                                record,
-                                intended,
-                                pauses_until,
-                            )
-                            .await;
-                            if record && outcome == Outcome::Ok {
-                                let mut s = stats.borrow_mut();
-                                let sec = (intended - measure_from).as_secs() as usize;
-                                if s.per_second.len() <= sec {
-                                    s.per_second.resize(sec + 1, 0);
-                                }
-                                s.per_second[sec] += 1;
-                            }
-                            if outcome == Outcome::Lost {
-                                // The server went away: reconnect, retrying until the step ends.
-                                registry.lock().expect("registry lock").remove(&cc.pid);
-                                loop {
-                                    if Instant::now() >= until || stop.load(Ordering::Relaxed) {
-                                        return;
-                                    }
-                                    match connect(
-                                        &conn,
-                                        &registry,
-                                        shared.statement_timeout_ms,
-                                        shared.commit,
-                                    )
-                                    .await
-                                    {
-                                        Ok(n) => {
-                                            cc = n;
-                                            stats.borrow_mut().reconnects += 1;
-                                            break;
-                                        }
-                                        Err(_) => {
-                                            tokio::time::sleep(Duration::from_millis(200)).await
-                                        }
-                                    }
-                                }
-                            }
-                            if pooled {
-                                let _ = give.send(cc);
-                            } else {
-                                kept = Some(cc);
-                            }
-                        }
-                    }));
-                }
-                drop(give);
-                for t in tasks {
-                    let _ = t.await;
-                }
-                Ok(Rc::try_unwrap(stats)
-                    .map(RefCell::into_inner)
-                    .unwrap_or_default())
-            })
-        }));
+        let worker = Worker {
+            clients: (0..opts.concurrency)
+                .filter(|c| *c as usize % workers == w)
+                .collect(),
+            own_connections: (0..connections)
+                .filter(|c| *c as usize % workers == w)
+                .count(),
+            pooled: opts.pool.is_some(),
+            conn: conn.clone(),
+            shared: shared.clone(),
+            registry: registry.clone(),
+            ready: ready.clone(),
+            go_rx: go_rx.clone(),
+            stop: stop.clone(),
+            step_end: step_end.clone(),
+            pace,
+        };
+        handles.push(std::thread::spawn(move || run_worker(worker)));
     }
     ready.wait().await;
     let server0 = server_cpu_seconds(&registered(&registry));
@@ -428,20 +261,7 @@ pub async fn run_step(
     // sampling interval still being slept.
     let (sampler_stop, stopped) = tokio::sync::watch::channel(false);
     let sampler = if opts.sampler {
-        let client = conn.connect().await?;
-        let _ = crate::session::untrack(&client).await;
-        let app = opts.app.clone();
-        let registry = registry.clone();
-        let interval = Duration::from_millis(opts.sample_ms.max(1));
-        let warmup = opts.warmup;
-        Some(tokio::spawn(async move {
-            let mut stopped = stopped;
-            tokio::select! {
-                _ = tokio::time::sleep(warmup) => {}
-                _ = stopped.wait_for(|s| *s) => return Samples::default(),
-            }
-            sampler::run(client, app, interval, registry, stopped).await
-        }))
+        Some(start_sampler(&conn, opts, &registry, stopped).await?)
     } else {
         None
     };
@@ -468,10 +288,324 @@ pub async fn run_step(
         .elapsed()
         .saturating_sub(opts.warmup)
         .min(opts.duration);
+    let stats = join_workers(handles, interrupted).await?;
+    let wall = start.elapsed().as_secs_f64();
+    Ok(StepResult {
+        concurrency: opts.concurrency,
+        rate: opts.rate,
+        pool: opts.pool.filter(|p| *p < opts.concurrency),
+        stats,
+        samples,
+        elapsed,
+        cpu_seconds: process_cpu_seconds() - cpu0,
+        wall_seconds: wall,
+        server_cpu_seconds: server_cpu_used(&server0, &server1),
+        runs: 1,
+        workers,
+        interrupted,
+    })
+}
+
+/// The step's timing and seed, as each client reads it: the warm-up and
+/// measured window, the open loop's interval between arrivals, and the
+/// number of clients that share the arrivals.
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    warmup: Duration,
+    duration: Duration,
+    seed: u64,
+    interval: Option<Duration>,
+    total_clients: u32,
+}
+
+/// What one worker thread takes with it: its clients and how many
+/// connections it opens, and the step's shared state and signals.
+struct Worker {
+    clients: Vec<u32>,
+    own_connections: usize,
+    pooled: bool,
+    conn: ConnInfo,
+    shared: Arc<Shared>,
+    registry: Registry,
+    ready: Arc<tokio::sync::Barrier>,
+    go_rx: tokio::sync::watch::Receiver<Option<Instant>>,
+    stop: Arc<AtomicBool>,
+    step_end: Arc<AtomicBool>,
+    pace: Pace,
+}
+
+/// A worker thread's body: a runtime of its own running its clients.
+fn run_worker(worker: Worker) -> Result<WorkerStats> {
+    // IO and timers only: signals are the caller's runtime's, and
+    // a signal driver here would reap child processes on every
+    // park (measured: ~1 % of planck's CPU at 16 clients).
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::internal(format!("starting a worker runtime: {e}")))?;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, run_clients(worker))
+}
+
+/// Opens the worker's connections, waits for the step's start and runs
+/// its clients to the step's end: their stats, merged.
+async fn run_clients(worker: Worker) -> Result<WorkerStats> {
+    let Worker {
+        clients,
+        own_connections,
+        pooled,
+        conn,
+        shared,
+        registry,
+        ready,
+        mut go_rx,
+        stop,
+        step_end,
+        pace,
+    } = worker;
+    // The worker's connections, handed out in turn (FIFO: the
+    // mutex is fair) and given back after each unit.
+    let (give, take) = tokio::sync::mpsc::unbounded_channel::<ClientConn>();
+    let take = Rc::new(tokio::sync::Mutex::new(take));
+    let mut failure = None;
+    for _ in 0..own_connections {
+        match connect(&conn, &registry, shared.statement_timeout_ms, shared.commit).await {
+            Ok(c) => {
+                let _ = give.send(c);
+            }
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    ready.wait().await;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let start = loop {
+        if let Some(t) = *go_rx.borrow() {
+            break t;
+        }
+        if go_rx.changed().await.is_err() {
+            return Ok(WorkerStats::default());
+        }
+    };
+    let stats = Rc::new(RefCell::new(WorkerStats::default()));
+    let picker = Picker::new(&shared.workload.units);
+    let mut tasks = Vec::new();
+    for c in clients {
+        let client = Client {
+            c,
+            shared: shared.clone(),
+            stats: stats.clone(),
+            picker: picker.clone(),
+            stop: stop.clone(),
+            step_end: step_end.clone(),
+            conn: conn.clone(),
+            registry: registry.clone(),
+            give: give.clone(),
+            take: take.clone(),
+            pooled,
+            pace,
+            start,
+        };
+        tasks.push(tokio::task::spawn_local(run_client(client)));
+    }
+    drop(give);
+    for t in tasks {
+        let _ = t.await;
+    }
+    Ok(Rc::try_unwrap(stats)
+        .map(RefCell::into_inner)
+        .unwrap_or_default())
+}
+
+/// What one client task takes with it: its number, the worker's stats,
+/// picker and connections (`give` back, `take` one), and the step's state.
+struct Client {
+    c: u32,
+    shared: Arc<Shared>,
+    stats: Rc<RefCell<WorkerStats>>,
+    picker: Picker,
+    stop: Arc<AtomicBool>,
+    step_end: Arc<AtomicBool>,
+    conn: ConnInfo,
+    registry: Registry,
+    give: tokio::sync::mpsc::UnboundedSender<ClientConn>,
+    take: Rc<tokio::sync::Mutex<tokio::sync::mpsc::UnboundedReceiver<ClientConn>>>,
+    pooled: bool,
+    pace: Pace,
+    start: Instant,
+}
+
+/// One client: picks units and runs them, closed or open loop, until the
+/// step ends or a signal stops it; reconnects when its connection is lost.
+async fn run_client(client: Client) {
+    let Client {
+        c,
+        shared,
+        stats,
+        picker,
+        stop,
+        step_end,
+        conn,
+        registry,
+        give,
+        take,
+        pooled,
+        pace,
+        start,
+    } = client;
+    let Pace {
+        warmup,
+        duration,
+        seed,
+        interval,
+        total_clients,
+    } = pace;
+    let mut rng = Rng::new(seed ^ (u64::from(c) + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let measure_from = start + warmup;
+    let until = measure_from + duration;
+    // A unit in flight at the end may still run for a
+    // statement timeout; its pauses no longer than that.
+    let pauses_until = until + Duration::from_millis(shared.statement_timeout_ms);
+    // Open loop: arrival k of the step is due at start + k
+    // x interval; client c takes arrivals c, c + N, ...
+    let mut arrival = u64::from(c);
+    // Without --pool a client keeps the connection it
+    // first takes: no hand-over per unit.
+    let mut kept: Option<ClientConn> = None;
+    loop {
+        let due = interval.map(|i| start + i.mul_f64(arrival as f64));
+        if let Some(due) = due {
+            if due >= until {
+                break;
+            }
+            tokio::time::sleep_until(due.into()).await;
+            arrival += u64::from(total_clients);
+        }
+        let now = Instant::now();
+        if now >= until || stop.load(Ordering::Relaxed) || step_end.load(Ordering::Relaxed) {
+            break;
+        }
+        // A unit counts from its intended start: a late
+        // one is not hidden (no coordinated omission).
+        let intended = due.unwrap_or(now);
+        let record = intended >= measure_from;
+        let unit = picker.pick(&mut rng);
+        let asked = Instant::now();
+        let mut cc = match kept.take() {
+            Some(cc) => cc,
+            None => {
+                // Bounded by the step's end: a connection lost
+                // for good is not waited for.
+                let got =
+                    tokio::time::timeout_at(until.into(), async { take.lock().await.recv().await })
+                        .await;
+                let Ok(Some(cc)) = got else {
+                    break;
+                };
+                cc
+            }
+        };
+        if Instant::now() >= until || stop.load(Ordering::Relaxed) {
+            let _ = give.send(cc);
+            break;
+        }
+        if pooled && record {
+            stats.borrow_mut().pool_wait.record(asked.elapsed());
+        }
+        let outcome = run_unit(
+            &mut cc,
+            &shared,
+            unit,
+            &mut rng,
+            &stats,
+            record,
+            intended,
+            pauses_until,
+        )
+        .await;
+        if record && outcome == Outcome::Ok {
+            let mut s = stats.borrow_mut();
+            let sec = (intended - measure_from).as_secs() as usize;
+            if s.per_second.len() <= sec {
+                s.per_second.resize(sec + 1, 0);
+            }
+            s.per_second[sec] += 1;
+        }
+        if outcome == Outcome::Lost {
+            // The server went away: reconnect, retrying until the step ends.
+            registry.lock().expect("registry lock").remove(&cc.pid);
+            let Some(n) = reconnect(&conn, &registry, &shared, &stop, until).await else {
+                return;
+            };
+            cc = n;
+            stats.borrow_mut().reconnects += 1;
+        }
+        if pooled {
+            let _ = give.send(cc);
+        } else {
+            kept = Some(cc);
+        }
+    }
+}
+
+/// Opens a connection again after one was lost, retrying every 200 ms
+/// until the step ends (`until`) or a signal stops it: `None` then.
+async fn reconnect(
+    conn: &ConnInfo,
+    registry: &Registry,
+    shared: &Shared,
+    stop: &AtomicBool,
+    until: Instant,
+) -> Option<ClientConn> {
+    loop {
+        if Instant::now() >= until || stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        match connect(conn, registry, shared.statement_timeout_ms, shared.commit).await {
+            Ok(n) => return Some(n),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Starts the step's sampler on a connection of its own: it sleeps out
+/// the warm-up, then samples the step's backends until `stopped`.
+async fn start_sampler(
+    conn: &ConnInfo,
+    opts: &StepOptions,
+    registry: &Registry,
+    stopped: tokio::sync::watch::Receiver<bool>,
+) -> Result<tokio::task::JoinHandle<Samples>> {
+    let client = conn.connect().await?;
+    let _ = crate::session::untrack(&client).await;
+    let app = opts.app.clone();
+    let registry = registry.clone();
+    let interval = Duration::from_millis(opts.sample_ms.max(1));
+    let warmup = opts.warmup;
+    Ok(tokio::spawn(async move {
+        let mut stopped = stopped;
+        tokio::select! {
+            _ = tokio::time::sleep(warmup) => {}
+            _ = stopped.wait_for(|s| *s) => return Samples::default(),
+        }
+        sampler::run(client, app, interval, registry, stopped).await
+    }))
+}
+
+/// Joins the worker threads and merges their stats: the first error of
+/// one fails the step. Workers finish their unit in flight (bounded by
+/// the statement timeout); an interrupted step does not wait for them.
+async fn join_workers(
+    handles: Vec<std::thread::JoinHandle<Result<WorkerStats>>>,
+    interrupted: bool,
+) -> Result<WorkerStats> {
     let mut stats = WorkerStats::default();
     let mut first_err = None;
-    // Workers finish their unit in flight (bounded by the statement
-    // timeout); an interrupted step does not wait for them.
     let joined = tokio::task::spawn_blocking(move || {
         handles.into_iter().map(|h| h.join()).collect::<Vec<_>>()
     });
@@ -490,24 +624,10 @@ pub async fn run_step(
             Err(_) => first_err = first_err.or(Some(Error::internal("a replay worker panicked"))),
         }
     }
-    if let Some(e) = first_err {
-        return Err(e);
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(stats),
     }
-    let wall = start.elapsed().as_secs_f64();
-    Ok(StepResult {
-        concurrency: opts.concurrency,
-        rate: opts.rate,
-        pool: opts.pool.filter(|p| *p < opts.concurrency),
-        stats,
-        samples,
-        elapsed,
-        cpu_seconds: process_cpu_seconds() - cpu0,
-        wall_seconds: wall,
-        server_cpu_seconds: server_cpu_used(&server0, &server1),
-        runs: 1,
-        workers,
-        interrupted,
-    })
 }
 
 #[cfg(test)]

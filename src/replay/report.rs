@@ -95,28 +95,7 @@ pub fn build(
         },
         interrupted,
     };
-    let points: Vec<StepPoint> = steps
-        .iter()
-        .map(|s| {
-            let secs = s.elapsed.as_secs_f64().max(1e-9);
-            let cores = std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(s.workers.max(1));
-            StepPoint {
-                // The law's N: what runs at once is bounded by the pool.
-                concurrency: s.pool.map_or(s.concurrency, |p| p.min(s.concurrency)),
-                throughput: s.stats.units.latency.count() as f64 / secs,
-                per_second: s
-                    .stats
-                    .per_second
-                    .iter()
-                    .take(s.elapsed.as_secs() as usize)
-                    .map(|n| *n as f64)
-                    .collect(),
-                client_cpu_share: s.cpu_seconds / (s.wall_seconds.max(1e-9) * cores as f64),
-            }
-        })
-        .collect();
+    let points: Vec<StepPoint> = steps.iter().map(step_point).collect();
     let shapes = verdict::step_shapes(&points);
     for (i, (s, p)) in steps.iter().zip(&points).enumerate() {
         let secs = s.elapsed.as_secs_f64().max(1e-9);
@@ -158,110 +137,8 @@ pub fn build(
                 round3(c / (s.wall_seconds.max(1e-9) * cores as f64))
             }),
         });
-        let mut stmt_ids: Vec<&usize> = s.stats.statements.keys().collect();
-        stmt_ids.sort();
-        for &si in stmt_ids {
-            let t = &s.stats.statements[&si];
-            let (errors, first_errors) = errors_of(&t.errors);
-            out.statements.push(StatementJson {
-                id: w.statements[si].id.clone(),
-                query: w.statements[si].query.clone(),
-                step_index: i,
-                calls: t.latency.count(),
-                p50_ms: t.latency.percentile_ms(50.0),
-                p95_ms: t.latency.percentile_ms(95.0),
-                p99_ms: t.latency.percentile_ms(99.0),
-                errors,
-                first_errors,
-            });
-        }
-        let mut tx_ids: Vec<&usize> = s.stats.transactions.keys().collect();
-        tx_ids.sort();
-        for &ti in tx_ids {
-            let t = &s.stats.transactions[&ti];
-            let tx = &w.transactions[ti];
-            out.transactions.push(TransactionJson {
-                id: tx.id.clone(),
-                name: tx.name.clone(),
-                statements: tx
-                    .statements
-                    .iter()
-                    .map(|x| w.statements[*x].id.clone())
-                    .collect(),
-                queries: tx
-                    .statements
-                    .iter()
-                    .map(|x| w.statements[*x].query.clone())
-                    .collect(),
-                step_index: i,
-                calls: t.latency.count(),
-                p50_ms: t.latency.percentile_ms(50.0),
-                p95_ms: t.latency.percentile_ms(95.0),
-                p99_ms: t.latency.percentile_ms(99.0),
-                errors: errors_of(&t.errors).0,
-            });
-        }
-        let client_samples = s.samples.backend_samples.max(1) as f64;
-        let mut hs: Vec<_> = s.samples.hotspots.iter().collect();
-        // The workload's own waits first: a holder outside planck's
-        // connections is listed after them, whatever its samples.
-        hs.sort_by(|a, b| {
-            (a.0.outside.is_some(), b.1.samples)
-                .cmp(&(b.0.outside.is_some(), a.1.samples))
-                .then(a.0.cmp(b.0))
-        });
-        for (k, c) in hs {
-            let state = c
-                .states
-                .iter()
-                .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-                .map(|(s, _)| state_text(w, s))
-                .unwrap_or_else(|| "unknown".into());
-            let bound: Vec<String> = c
-                .blocker_params
-                .iter()
-                .enumerate()
-                .filter_map(|(i, v)| v.as_ref().map(|v| format!("${} = {v}", i + 1)))
-                .collect();
-            let row = match (&k.row, &c.row_key) {
-                (Some(_), Some(key)) => key.clone(),
-                _ => match k.row {
-                    Some((p, t)) if bound.is_empty() => format!("ctid ({p},{t})"),
-                    Some((p, t)) => format!("ctid ({p},{t}); blocker bound {}", bound.join(", ")),
-                    None => unknown_row(
-                        k.relation.as_deref(),
-                        k.blocking.map(|x| w.statements[x].query.as_str()),
-                    ),
-                },
-            };
-            out.hotspots.push(HotspotJson {
-                step_index: i,
-                lock_type: k.lock_type.clone(),
-                relation: k.relation.clone(),
-                row,
-                waiting_statement: k.waiting.map(|x| w.statements[x].query.clone()),
-                waiting_statement_id: k.waiting.map(|x| w.statements[x].id.clone()),
-                blocking_statement: k.blocking.map(|x| w.statements[x].query.clone()),
-                blocking_statement_id: k.blocking.map(|x| w.statements[x].id.clone()),
-                blocker_state: state,
-                transaction: k.blocker_unit.map(|u| unit_label(w, u)),
-                samples: c.samples,
-                wait_seconds: round3(c.samples as f64 * sample_ms as f64 / 1000.0),
-                wait_share: round3(c.samples as f64 / client_samples),
-                outside_workload: k.outside.clone(),
-            });
-        }
-        let mut we: Vec<_> = s.samples.wait_events.iter().collect();
-        we.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        for ((t, e), n) in we {
-            out.wait_events.push(WaitEventJson {
-                step_index: i,
-                wait_event_type: t.clone(),
-                wait_event: e.clone(),
-                samples: *n,
-                share: round3(*n as f64 / client_samples),
-            });
-        }
+        unit_rows(&mut out, w, i, s);
+        waits_of(&mut out, w, i, s, sample_ms);
     }
     let peak = verdict::peak_index(&points);
     let shape = verdict::run_shape(&points, &shapes);
@@ -284,6 +161,140 @@ pub fn build(
         text: verdict_text(&out, peak, shape),
     };
     out
+}
+
+/// A step as the verdict reads it: its clients, throughput, per-second
+/// counts and planck's share of the CPU.
+fn step_point(s: &StepResult) -> StepPoint {
+    let secs = s.elapsed.as_secs_f64().max(1e-9);
+    let cores = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(s.workers.max(1));
+    StepPoint {
+        // The law's N: what runs at once is bounded by the pool.
+        concurrency: s.pool.map_or(s.concurrency, |p| p.min(s.concurrency)),
+        throughput: s.stats.units.latency.count() as f64 / secs,
+        per_second: s
+            .stats
+            .per_second
+            .iter()
+            .take(s.elapsed.as_secs() as usize)
+            .map(|n| *n as f64)
+            .collect(),
+        client_cpu_share: s.cpu_seconds / (s.wall_seconds.max(1e-9) * cores as f64),
+    }
+}
+
+/// Step `i`'s statements and transactions, by index, with their latencies.
+fn unit_rows(out: &mut Report, w: &Workload, i: usize, s: &StepResult) {
+    let mut stmt_ids: Vec<&usize> = s.stats.statements.keys().collect();
+    stmt_ids.sort();
+    for &si in stmt_ids {
+        let t = &s.stats.statements[&si];
+        let (errors, first_errors) = errors_of(&t.errors);
+        out.statements.push(StatementJson {
+            id: w.statements[si].id.clone(),
+            query: w.statements[si].query.clone(),
+            step_index: i,
+            calls: t.latency.count(),
+            p50_ms: t.latency.percentile_ms(50.0),
+            p95_ms: t.latency.percentile_ms(95.0),
+            p99_ms: t.latency.percentile_ms(99.0),
+            errors,
+            first_errors,
+        });
+    }
+    let mut tx_ids: Vec<&usize> = s.stats.transactions.keys().collect();
+    tx_ids.sort();
+    for &ti in tx_ids {
+        let t = &s.stats.transactions[&ti];
+        let tx = &w.transactions[ti];
+        out.transactions.push(TransactionJson {
+            id: tx.id.clone(),
+            name: tx.name.clone(),
+            statements: tx
+                .statements
+                .iter()
+                .map(|x| w.statements[*x].id.clone())
+                .collect(),
+            queries: tx
+                .statements
+                .iter()
+                .map(|x| w.statements[*x].query.clone())
+                .collect(),
+            step_index: i,
+            calls: t.latency.count(),
+            p50_ms: t.latency.percentile_ms(50.0),
+            p95_ms: t.latency.percentile_ms(95.0),
+            p99_ms: t.latency.percentile_ms(99.0),
+            errors: errors_of(&t.errors).0,
+        });
+    }
+}
+
+/// Step `i`'s lock hotspots (the workload's own first) and wait events.
+fn waits_of(out: &mut Report, w: &Workload, i: usize, s: &StepResult, sample_ms: u64) {
+    let client_samples = s.samples.backend_samples.max(1) as f64;
+    let mut hs: Vec<_> = s.samples.hotspots.iter().collect();
+    // The workload's own waits first: a holder outside planck's
+    // connections is listed after them, whatever its samples.
+    hs.sort_by(|a, b| {
+        (a.0.outside.is_some(), b.1.samples)
+            .cmp(&(b.0.outside.is_some(), a.1.samples))
+            .then(a.0.cmp(b.0))
+    });
+    for (k, c) in hs {
+        let state = c
+            .states
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(s, _)| state_text(w, s))
+            .unwrap_or_else(|| "unknown".into());
+        let bound: Vec<String> = c
+            .blocker_params
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|v| format!("${} = {v}", i + 1)))
+            .collect();
+        let row = match (&k.row, &c.row_key) {
+            (Some(_), Some(key)) => key.clone(),
+            _ => match k.row {
+                Some((p, t)) if bound.is_empty() => format!("ctid ({p},{t})"),
+                Some((p, t)) => format!("ctid ({p},{t}); blocker bound {}", bound.join(", ")),
+                None => unknown_row(
+                    k.relation.as_deref(),
+                    k.blocking.map(|x| w.statements[x].query.as_str()),
+                ),
+            },
+        };
+        out.hotspots.push(HotspotJson {
+            step_index: i,
+            lock_type: k.lock_type.clone(),
+            relation: k.relation.clone(),
+            row,
+            waiting_statement: k.waiting.map(|x| w.statements[x].query.clone()),
+            waiting_statement_id: k.waiting.map(|x| w.statements[x].id.clone()),
+            blocking_statement: k.blocking.map(|x| w.statements[x].query.clone()),
+            blocking_statement_id: k.blocking.map(|x| w.statements[x].id.clone()),
+            blocker_state: state,
+            transaction: k.blocker_unit.map(|u| unit_label(w, u)),
+            samples: c.samples,
+            wait_seconds: round3(c.samples as f64 * sample_ms as f64 / 1000.0),
+            wait_share: round3(c.samples as f64 / client_samples),
+            outside_workload: k.outside.clone(),
+        });
+    }
+    let mut we: Vec<_> = s.samples.wait_events.iter().collect();
+    we.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    for ((t, e), n) in we {
+        out.wait_events.push(WaitEventJson {
+            step_index: i,
+            wait_event_type: t.clone(),
+            wait_event: e.clone(),
+            samples: *n,
+            share: round3(*n as f64 / client_samples),
+        });
+    }
 }
 
 fn verdict_text(r: &Report, peak: Option<usize>, shape: Shape) -> String {

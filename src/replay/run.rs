@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio_postgres::Client;
 
-use super::exec::{Shared, param_count, pool_columns, sample_pools};
+use super::exec::{Pools, Shared, param_count, pool_columns, sample_pools};
 use super::ladder::{StepOptions, StepResult, run_step};
 use super::options::Options;
 use super::report::{self, IntegrityJson, Report};
@@ -345,25 +345,7 @@ pub async fn run(
     let fresh = super::fresh::plan(&admin, &workload, &mut unsatisfied)
         .await
         .map_err(|e| Error::db("reading the INSERTs' key columns", e))?;
-    for column in unsatisfied {
-        log.warn(&format!(
-            "{column}: no fresh value planck makes passes its CHECK constraints: the INSERTs keep \
-             sampled values, which collide with existing rows (bind the parameter in a [[transaction.bind]])"
-        ));
-    }
-    for what in long_pauses(&workload, opts.duration)
-        .into_iter()
-        .chain(idle_flags(opts))
-    {
-        log.warn(&what);
-    }
-    for (table, _) in pool_columns(&workload) {
-        if pools.get(&table).is_none_or(|p| p.rows.is_empty()) {
-            log.warn(&format!(
-                "table {table} has no rows: its bound parameters are NULL"
-            ));
-        }
-    }
+    warn_workload(log, &workload, opts, &pools, unsatisfied);
     let defaults = type_parameters(&admin, &mut workload).await;
     for (what, s, p) in unbound(&workload, &defaults) {
         log.warn(&format!(
@@ -398,63 +380,14 @@ pub async fn run(
             Some(clients) => (clients, Some(f64::from(c))),
             None => (c, None),
         };
-        let mut merged: Option<StepResult> = None;
-        for run in 0..opts.repeat.max(1) {
-            let step = StepOptions {
-                concurrency: clients,
-                rate,
-                pool: opts.pool,
-                warmup: opts.warmup,
-                duration: opts.duration,
-                sample_ms: opts.sample_ms,
-                sampler: opts.sampler,
-                workers: opts.workers,
-                seed: opts
-                    .seed
-                    .wrapping_add(i as u64)
-                    .wrapping_add((run as u64) << 32),
-                app: app.clone(),
-            };
-            let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
-            if r.interrupted {
-                interrupted = true;
-                break;
-            }
-            merged = Some(match merged {
-                None => r,
-                Some(m) => m.append(r),
-            });
-        }
+        let (merged, stopped) =
+            repeated_step(conn, &shared, opts, i, clients, rate, &app, &stop).await?;
+        interrupted |= stopped;
         let Some(r) = merged else { break };
         if interrupted {
             break;
         }
-        let secs = r.elapsed.as_secs_f64().max(1e-9);
-        let errors: u64 = r.stats.units.errors.values().map(|e| e.count).sum();
-        let what = match rate {
-            Some(r) => format!(
-                "{r} units/s offered over {}",
-                crate::output::count_of(u64::from(clients), "client")
-            ),
-            None => crate::output::count_of(u64::from(c), "client"),
-        };
-        log.info(&format!(
-            "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {}{}",
-            i + 1,
-            opts.ladder.len(),
-            r.stats.units.latency.count() as f64 / secs,
-            r.stats.units.latency.percentile_ms(95.0),
-            crate::output::count_of(errors, "error"),
-            error_summary(&shared.workload, &r.stats),
-        ));
-        let units = r.stats.attempted.max(1) as f64;
-        log.debug(&format!(
-            "step {}: round trips per unit: {:.2} carrying the workload's statements, {:.2} of \
-             planck's own (role and session settings, PREPARE, a COMMIT or ROLLBACK sent alone)",
-            i + 1,
-            r.stats.workload_round_trips as f64 / units,
-            r.stats.planck_round_trips as f64 / units,
-        ));
+        log_step(log, opts, &shared.workload, i, c, clients, rate, &r);
         steps.push(r);
     }
     // A server restarted mid-run took this connection with it.
@@ -464,6 +397,141 @@ pub async fn run(
     } else {
         admin
     };
+    wait_for_workers(&admin, &app, interrupted).await?;
+    let after = server_counters(&admin, version_num, &relations, opts.verify_max_rows).await?;
+    let totals = totals_of(&steps);
+    let mut integrity = integrity(&totals, &before, &after, opts, interrupted);
+    integrity.skipped = skipped;
+    let mut report = report::build(
+        &shared.workload,
+        &steps,
+        integrity,
+        opts.sample_ms,
+        interrupted,
+    );
+    report.server_version = server_version;
+    Ok(report)
+}
+
+/// Warns of what will not run as recorded: INSERTs without fresh keys,
+/// long pauses, idle flags, and tables with no rows to bind from.
+fn warn_workload(
+    log: Log,
+    workload: &Workload,
+    opts: &Options,
+    pools: &Pools,
+    unsatisfied: Vec<String>,
+) {
+    for column in unsatisfied {
+        log.warn(&format!(
+            "{column}: no fresh value planck makes passes its CHECK constraints: the INSERTs keep \
+             sampled values, which collide with existing rows (bind the parameter in a [[transaction.bind]])"
+        ));
+    }
+    for what in long_pauses(workload, opts.duration)
+        .into_iter()
+        .chain(idle_flags(opts))
+    {
+        log.warn(&what);
+    }
+    for (table, _) in pool_columns(workload) {
+        if pools.get(&table).is_none_or(|p| p.rows.is_empty()) {
+            log.warn(&format!(
+                "table {table} has no rows: its bound parameters are NULL"
+            ));
+        }
+    }
+}
+
+/// Runs step `i` (`clients`, at `rate` in an open loop) `--repeat` times,
+/// merged: `None` when interrupted before any run finished; and whether
+/// a run was interrupted.
+#[allow(clippy::too_many_arguments)]
+async fn repeated_step(
+    conn: &ConnInfo,
+    shared: &Arc<Shared>,
+    opts: &Options,
+    i: usize,
+    clients: u32,
+    rate: Option<f64>,
+    app: &str,
+    stop: &Arc<AtomicBool>,
+) -> Result<(Option<StepResult>, bool)> {
+    let mut interrupted = false;
+    let mut merged: Option<StepResult> = None;
+    for run in 0..opts.repeat.max(1) {
+        let step = StepOptions {
+            concurrency: clients,
+            rate,
+            pool: opts.pool,
+            warmup: opts.warmup,
+            duration: opts.duration,
+            sample_ms: opts.sample_ms,
+            sampler: opts.sampler,
+            workers: opts.workers,
+            seed: opts
+                .seed
+                .wrapping_add(i as u64)
+                .wrapping_add((run as u64) << 32),
+            app: app.to_string(),
+        };
+        let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
+        if r.interrupted {
+            interrupted = true;
+            break;
+        }
+        merged = Some(match merged {
+            None => r,
+            Some(m) => m.append(r),
+        });
+    }
+    Ok((merged, interrupted))
+}
+
+/// Logs step `i`'s throughput, latency and errors (and, with --verbose,
+/// its round trips per unit).
+#[allow(clippy::too_many_arguments)]
+fn log_step(
+    log: Log,
+    opts: &Options,
+    workload: &Workload,
+    i: usize,
+    c: u32,
+    clients: u32,
+    rate: Option<f64>,
+    r: &StepResult,
+) {
+    let secs = r.elapsed.as_secs_f64().max(1e-9);
+    let errors: u64 = r.stats.units.errors.values().map(|e| e.count).sum();
+    let what = match rate {
+        Some(r) => format!(
+            "{r} units/s offered over {}",
+            crate::output::count_of(u64::from(clients), "client")
+        ),
+        None => crate::output::count_of(u64::from(c), "client"),
+    };
+    log.info(&format!(
+        "step {}/{}: {what}, {:.1} units/s, p95 {:.2} ms, {}{}",
+        i + 1,
+        opts.ladder.len(),
+        r.stats.units.latency.count() as f64 / secs,
+        r.stats.units.latency.percentile_ms(95.0),
+        crate::output::count_of(errors, "error"),
+        error_summary(workload, &r.stats),
+    ));
+    let units = r.stats.attempted.max(1) as f64;
+    log.debug(&format!(
+        "step {}: round trips per unit: {:.2} carrying the workload's statements, {:.2} of \
+         planck's own (role and session settings, PREPARE, a COMMIT or ROLLBACK sent alone)",
+        i + 1,
+        r.stats.workload_round_trips as f64 / units,
+        r.stats.planck_round_trips as f64 / units,
+    ));
+}
+
+/// Waits for the step's connections (`app`) to close, so that their
+/// statistics are flushed; cancels their statements first when interrupted.
+async fn wait_for_workers(admin: &Client, app: &str, interrupted: bool) -> Result<()> {
     // Interrupted: statements still running are cancelled (the server
     // would run a long one to its end after the client left), so the
     // workers roll back and close their connections now.
@@ -491,9 +559,13 @@ pub async fn run(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let after = server_counters(&admin, version_num, &relations, opts.verify_max_rows).await?;
+    Ok(())
+}
+
+/// The run's totals over its steps, as the integrity line counts them.
+fn totals_of(steps: &[StepResult]) -> super::exec::WorkerStats {
     let mut totals = super::exec::WorkerStats::default();
-    for s in &steps {
+    for s in steps {
         totals.attempted += s.stats.attempted;
         totals.succeeded += s.stats.succeeded;
         totals.failed += s.stats.failed;
@@ -502,17 +574,7 @@ pub async fn run(
         totals.commits += s.stats.commits;
         totals.reconnects += s.stats.reconnects;
     }
-    let mut integrity = integrity(&totals, &before, &after, opts, interrupted);
-    integrity.skipped = skipped;
-    let mut report = report::build(
-        &shared.workload,
-        &steps,
-        integrity,
-        opts.sample_ms,
-        interrupted,
-    );
-    report.server_version = server_version;
-    Ok(report)
+    totals
 }
 
 /// Skips the units that run a stale statement (what it names is gone since

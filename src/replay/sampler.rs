@@ -180,24 +180,7 @@ pub async fn run(
             out.errors += 1;
             continue;
         };
-        let snap = LockSnapshot {
-            locks: lrows
-                .iter()
-                .map(|r| LockRow {
-                    pid: r.get(0),
-                    locktype: r.get(1),
-                    relation: r.get(2),
-                    page: r.get(3),
-                    tuple: r.get(4),
-                    object: r.get(5),
-                    granted: r.get(6),
-                })
-                .collect(),
-            blocking: brows
-                .iter()
-                .map(|r| (r.get(0), r.get::<_, Vec<i32>>(1)))
-                .collect(),
-        };
+        let snap = lock_snapshot(&lrows, &brows);
         for wait in snap.waits() {
             let row_key = match (&wait.relation, wait.row) {
                 (Some(rel), Some(ctid)) => {
@@ -220,20 +203,9 @@ pub async fn run(
             } = attribution::attribute(&wait, from, &seen, &states, row_key.as_deref());
             let outside = match (wait.root, outside) {
                 (_, false) => None,
-                (Some(root), true) => Some(match holders.get(&root) {
-                    Some(h) => h.clone(),
-                    None => {
-                        let h = client
-                            .query_opt(&holder, &[&root])
-                            .await
-                            .ok()
-                            .flatten()
-                            .and_then(|r| r.get::<_, Option<String>>(0))
-                            .unwrap_or_else(|| "a backend that has ended".into());
-                        holders.insert(root, h.clone());
-                        h
-                    }
-                }),
+                (Some(root), true) => {
+                    Some(outside_holder(&client, &holder, &mut holders, root).await)
+                }
                 (None, true) => Some("a holder the server no longer showed".into()),
             };
             out.lock_samples += 1;
@@ -263,6 +235,52 @@ pub async fn run(
         }
     }
     out
+}
+
+/// The server's locks and who blocks whom, as one snapshot.
+fn lock_snapshot(lrows: &[tokio_postgres::Row], brows: &[tokio_postgres::Row]) -> LockSnapshot {
+    LockSnapshot {
+        locks: lrows
+            .iter()
+            .map(|r| LockRow {
+                pid: r.get(0),
+                locktype: r.get(1),
+                relation: r.get(2),
+                page: r.get(3),
+                tuple: r.get(4),
+                object: r.get(5),
+                granted: r.get(6),
+            })
+            .collect(),
+        blocking: brows
+            .iter()
+            .map(|r| (r.get(0), r.get::<_, Vec<i32>>(1)))
+            .collect(),
+    }
+}
+
+/// What the lock holder `root` outside planck's connections is, read once
+/// (`holders` keeps it).
+async fn outside_holder(
+    client: &Client,
+    holder: &tokio_postgres::Statement,
+    holders: &mut HashMap<i32, String>,
+    root: i32,
+) -> String {
+    match holders.get(&root) {
+        Some(h) => h.clone(),
+        None => {
+            let h = client
+                .query_opt(holder, &[&root])
+                .await
+                .ok()
+                .flatten()
+                .and_then(|r| r.get::<_, Option<String>>(0))
+                .unwrap_or_else(|| "a backend that has ended".into());
+            holders.insert(root, h.clone());
+            h
+        }
+    }
 }
 
 /// The primary key columns of a relation (as `regclass` prints it), in key order.

@@ -67,6 +67,66 @@ fn statement(id: &str, query: &str, plans: Vec<JsonPlan>) -> JsonStatement {
     }
 }
 
+/// The seq-scan finding of statement a1b2c3d4's plan `plan_index` in `mode`.
+fn seq_finding(mode: &str, plan_index: usize, query: &str) -> JsonFinding {
+    JsonFinding {
+        check: "seq-scan".into(),
+        severity: "error".into(),
+        mode: Some(mode.into()),
+        statement_id: Some("a1b2c3d4".into()),
+        query: Some(query.to_string()),
+        relation: Some("items".into()),
+        index: None,
+        message: "Seq Scan on items reads an estimated 4000 rows".into(),
+        help: "add an index".into(),
+        baseline: false,
+        location: loc("queries", "queries/queries.toml", 4),
+        node: Some(JsonNode {
+            plan: plan_index,
+            path: vec![0, 0],
+        }),
+        advice: Some(JsonAdvice {
+            sql: "CREATE INDEX ON items (account_id, created_at)".into(),
+            table: "items".into(),
+            columns: vec!["account_id".into(), "created_at".into()],
+            predicate: None,
+            cost_before: 85_001.0,
+            cost_after: 9.5,
+            node_before: "Seq Scan".into(),
+            node_after: "Index Scan".into(),
+            verified: true,
+            index: "hypothetical".into(),
+        }),
+    }
+}
+
+/// The environment of the fixture's run: PostgreSQL 15, two tables, a heavy tenant.
+fn environment() -> JsonEnvironment {
+    let mut settings = BTreeMap::new();
+    settings.insert("random_page_cost".into(), "4".into());
+    settings.insert("work_mem".into(), "4MB".into());
+    JsonEnvironment {
+        server_version: "15.8".into(),
+        settings,
+        tables: vec![
+            JsonTable {
+                name: "items".into(),
+                rows: 4_000_000,
+                bytes: 512 * 1024 * 1024,
+            },
+            JsonTable {
+                name: "accounts".into(),
+                rows: 1000,
+                bytes: 96 * 1024,
+            },
+        ],
+        tenant: Some(JsonTenant {
+            id: "42".into(),
+            share: 0.31,
+        }),
+    }
+}
+
 pub fn explain() -> JsonReport {
     let s1 = statement(
         "a1b2c3d4",
@@ -97,38 +157,9 @@ pub fn explain() -> JsonReport {
                 "Plan Rows": 1, "Index Cond": "(accounts.id = $1)"}}]),
         )],
     );
-    let seq = |mode: &str, plan_index: usize| JsonFinding {
-        check: "seq-scan".into(),
-        severity: "error".into(),
-        mode: Some(mode.into()),
-        statement_id: Some("a1b2c3d4".into()),
-        query: Some(s1.query.clone()),
-        relation: Some("items".into()),
-        index: None,
-        message: "Seq Scan on items reads an estimated 4000 rows".into(),
-        help: "add an index".into(),
-        baseline: false,
-        location: loc("queries", "queries/queries.toml", 4),
-        node: Some(JsonNode {
-            plan: plan_index,
-            path: vec![0, 0],
-        }),
-        advice: Some(JsonAdvice {
-            sql: "CREATE INDEX ON items (account_id, created_at)".into(),
-            table: "items".into(),
-            columns: vec!["account_id".into(), "created_at".into()],
-            predicate: None,
-            cost_before: 85_001.0,
-            cost_after: 9.5,
-            node_before: "Seq Scan".into(),
-            node_after: "Index Scan".into(),
-            verified: true,
-            index: "hypothetical".into(),
-        }),
-    };
     let findings = vec![
-        seq("admin", 0),
-        seq("tenant", 1),
+        seq_finding("admin", 0, &s1.query),
+        seq_finding("tenant", 1, &s1.query),
         JsonFinding {
             check: "unused-index".into(),
             severity: "warning".into(),
@@ -163,9 +194,6 @@ pub fn explain() -> JsonReport {
             advice: None,
         },
     ];
-    let mut settings = BTreeMap::new();
-    settings.insert("random_page_cost".into(), "4".into());
-    settings.insert("work_mem".into(), "4MB".into());
     JsonReport {
         format_version: 1,
         summary: JsonSummary {
@@ -184,26 +212,7 @@ pub fn explain() -> JsonReport {
         },
         statements: vec![s1, s2, s3],
         findings,
-        environment: Some(JsonEnvironment {
-            server_version: "15.8".into(),
-            settings,
-            tables: vec![
-                JsonTable {
-                    name: "items".into(),
-                    rows: 4_000_000,
-                    bytes: 512 * 1024 * 1024,
-                },
-                JsonTable {
-                    name: "accounts".into(),
-                    rows: 1000,
-                    bytes: 96 * 1024,
-                },
-            ],
-            tenant: Some(JsonTenant {
-                id: "42".into(),
-                share: 0.31,
-            }),
-        }),
+        environment: Some(environment()),
         indexes: vec![
             JsonIndex {
                 name: "accounts_pkey".into(),

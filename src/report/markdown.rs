@@ -161,69 +161,7 @@ fn full(i: &Inputs) -> String {
     }
 
     if let Some(d) = &i.diff {
-        let _ = writeln!(
-            out,
-            "<details><summary>What changed: {} plan change{}, {} fixed finding{}</summary>\n",
-            d.plan_changes.len(),
-            if d.plan_changes.len() == 1 { "" } else { "s" },
-            d.fixed_findings.len(),
-            if d.fixed_findings.len() == 1 { "" } else { "s" },
-        );
-        if !d.plan_changes.is_empty() {
-            out.push_str(
-                "| statement | mode | plan | cost | change |\n| --- | --- | --- | --- | --- |\n",
-            );
-            for c in &d.plan_changes {
-                let mut what = c.changes.iter().map(|s| cell(s)).collect::<Vec<_>>();
-                for (idx, lost) in c.indexes_no_longer_used.iter().zip(c.lost_indexes()) {
-                    let at = lost.strip_prefix(idx.as_str()).unwrap_or("");
-                    what.push(format!("no longer uses {}{}", code(idx), cell(at)));
-                }
-                let _ = writeln!(
-                    out,
-                    "| {} {} | {} | {} | {:.1} -> {:.1} ({}x) | {} |",
-                    code(&c.statement_id),
-                    code(&one_line(&c.query, 60)),
-                    cell(&c.mode),
-                    cell(&c.kind),
-                    c.base_cost,
-                    c.head_cost,
-                    c.cost_ratio,
-                    what.join("<br>")
-                );
-            }
-            out.push('\n');
-        }
-        if !d.replay_steps.is_empty() {
-            out.push_str("Replay, per ladder step:\n\n");
-            out.push_str(
-                "| clients | p95 ms before | p95 ms now | p95 | units/s before | units/s now |\n",
-            );
-            out.push_str("| ---: | ---: | ---: | ---: | ---: | ---: |\n");
-            for s in &d.replay_steps {
-                let _ = writeln!(
-                    out,
-                    "| {} | {:.1} | {:.1} | {}x | {:.0} | {:.0} |",
-                    s.concurrency,
-                    s.base_p95_ms,
-                    s.head_p95_ms,
-                    s.p95_ratio,
-                    s.base_throughput_per_s,
-                    s.head_throughput_per_s
-                );
-            }
-            out.push('\n');
-        }
-        if !d.fixed_findings.is_empty() {
-            out.push_str("Fixed:\n\n");
-            let fixed = sorted_findings(&d.fixed_findings);
-            findings_table(&mut out, &fixed);
-            out.push('\n');
-        }
-        if d.is_empty() {
-            out.push_str("Nothing changed beyond the noise.\n\n");
-        }
-        out.push_str("</details>\n\n");
+        changes_section(&mut out, d);
     }
 
     let _ = writeln!(
@@ -239,6 +177,81 @@ fn full(i: &Inputs) -> String {
     }
     out.push_str("</details>\n\n");
 
+    skipped_and_environment(&mut out, r);
+
+    replay_section(&mut out, i.replay.as_ref());
+    out
+}
+
+/// The diff's details: plan changes, replay steps before and after, fixed findings.
+fn changes_section(out: &mut String, d: &crate::wire::diff::JsonDiff) {
+    let _ = writeln!(
+        out,
+        "<details><summary>What changed: {} plan change{}, {} fixed finding{}</summary>\n",
+        d.plan_changes.len(),
+        if d.plan_changes.len() == 1 { "" } else { "s" },
+        d.fixed_findings.len(),
+        if d.fixed_findings.len() == 1 { "" } else { "s" },
+    );
+    if !d.plan_changes.is_empty() {
+        out.push_str(
+            "| statement | mode | plan | cost | change |\n| --- | --- | --- | --- | --- |\n",
+        );
+        for c in &d.plan_changes {
+            let mut what = c.changes.iter().map(|s| cell(s)).collect::<Vec<_>>();
+            for (idx, lost) in c.indexes_no_longer_used.iter().zip(c.lost_indexes()) {
+                let at = lost.strip_prefix(idx.as_str()).unwrap_or("");
+                what.push(format!("no longer uses {}{}", code(idx), cell(at)));
+            }
+            let _ = writeln!(
+                out,
+                "| {} {} | {} | {} | {:.1} -> {:.1} ({}x) | {} |",
+                code(&c.statement_id),
+                code(&one_line(&c.query, 60)),
+                cell(&c.mode),
+                cell(&c.kind),
+                c.base_cost,
+                c.head_cost,
+                c.cost_ratio,
+                what.join("<br>")
+            );
+        }
+        out.push('\n');
+    }
+    if !d.replay_steps.is_empty() {
+        out.push_str("Replay, per ladder step:\n\n");
+        out.push_str(
+            "| clients | p95 ms before | p95 ms now | p95 | units/s before | units/s now |\n",
+        );
+        out.push_str("| ---: | ---: | ---: | ---: | ---: | ---: |\n");
+        for s in &d.replay_steps {
+            let _ = writeln!(
+                out,
+                "| {} | {:.1} | {:.1} | {}x | {:.0} | {:.0} |",
+                s.concurrency,
+                s.base_p95_ms,
+                s.head_p95_ms,
+                s.p95_ratio,
+                s.base_throughput_per_s,
+                s.head_throughput_per_s
+            );
+        }
+        out.push('\n');
+    }
+    if !d.fixed_findings.is_empty() {
+        out.push_str("Fixed:\n\n");
+        let fixed = sorted_findings(&d.fixed_findings);
+        findings_table(out, &fixed);
+        out.push('\n');
+    }
+    if d.is_empty() {
+        out.push_str("Nothing changed beyond the noise.\n\n");
+    }
+    out.push_str("</details>\n\n");
+}
+
+/// The skipped statements and the environment, each in a collapsed section.
+fn skipped_and_environment(out: &mut String, r: &crate::wire::explain::JsonReport) {
     let skipped: Vec<_> = r
         .statements
         .iter()
@@ -296,8 +309,11 @@ fn full(i: &Inputs) -> String {
         }
         out.push_str("</details>\n\n");
     }
+}
 
-    match &i.replay {
+/// The replay's section: its steps, USL fit and lock hotspots.
+fn replay_section(out: &mut String, replay: Option<&crate::wire::replay::Report>) {
+    match replay {
         None => out.push_str(
             "_No replay was given (`--replay`), so this report has no replay section._\n",
         ),
@@ -362,7 +378,6 @@ fn full(i: &Inputs) -> String {
             }
         }
     }
-    out
 }
 
 pub(crate) fn bytes(b: i64) -> String {

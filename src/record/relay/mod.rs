@@ -362,34 +362,79 @@ impl Reader {
     }
 }
 
-/// One client connection, from its first byte to its end.
-async fn serve(
-    mut client: Box<dyn Io>,
-    upstream: Arc<Upstream>,
-    capture: Arc<Mutex<Capture>>,
-    mut stop: watch::Receiver<bool>,
+/// Counts a connection the relay refused, by why.
+fn refuse(capture: &Mutex<Capture>, what: &'static str) {
+    let mut c = capture.lock().unwrap_or_else(|e| e.into_inner());
+    *c.refused.entry(what).or_default() += 1;
+}
+
+/// Refuses a connection whose startup the relay cannot frame: the client
+/// hears why, the capture notes it, and the connection is closed gently.
+async fn refuse_bad_startup(
+    client: &mut Box<dyn Io>,
+    capture: &Mutex<Capture>,
     log: Log,
+    bad: protocol::BadStartup,
 ) {
-    let refuse = |what: &'static str| {
-        let mut c = capture.lock().unwrap_or_else(|e| e.into_inner());
-        *c.refused.entry(what).or_default() += 1;
-    };
+    // What the relay cannot frame it cannot read: the client hears
+    // why (as the server would answer a bad packet), and so does
+    // the user, at the end of the run.
+    log.debug(&format!("the capture relay refused a connection: {bad}"));
+    capture
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .refuse_startup(&bad.to_string());
+    let _ = client
+        .write_all(&protocol::error_response(
+            "08P01",
+            &format!("planck's capture relay cannot read this connection: {bad}"),
+        ))
+        .await;
+    let _ = client.shutdown().await;
+    // Read what the client still sends, for a moment: closing with
+    // unread bytes resets the connection, and a reset can discard
+    // the answer before the client reads it.
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        let mut sink = [0u8; 1024];
+        while matches!(client.read(&mut sink).await, Ok(n) if n > 0) {}
+    })
+    .await;
+}
+
+/// What a client's startup left: the packet to forward, its user and
+/// database, and the bytes it sent after it.
+struct Opening {
+    packet: Vec<u8>,
+    user: String,
+    database: String,
+    buf: BytesMut,
+}
+
+/// Reads a client's startup packet, answering its TLS and GSS requests
+/// with "N" and passing a cancel request on: `None` when the connection
+/// ends there (a cancel, a refusal, a client that left).
+async fn read_startup(
+    client: &mut Box<dyn Io>,
+    upstream: &Upstream,
+    capture: &Mutex<Capture>,
+    log: Log,
+) -> Option<Opening> {
     // 1. The startup packet, after any encryption requests.
     let mut buf = BytesMut::with_capacity(1024);
     let mut asked_tls = false;
-    let (packet, user, database) = loop {
+    loop {
         let bad = match protocol::take_startup(&mut buf) {
             Ok(Some(p)) => match protocol::startup(&p) {
                 Ok(Startup::Ssl) => {
                     asked_tls = true;
                     if client.write_all(b"N").await.is_err() {
-                        return;
+                        return None;
                     }
                     None
                 }
                 Ok(Startup::GssEnc) => {
                     if client.write_all(b"N").await.is_err() {
-                        return;
+                        return None;
                     }
                     None
                 }
@@ -404,7 +449,7 @@ async fn serve(
                         let _ =
                             tokio::time::timeout(Duration::from_secs(5), s.read(&mut sink)).await;
                     }
-                    return;
+                    return None;
                 }
                 // Any 3.x: forwarded as sent, so the server negotiates the
                 // minor and the `_pq_.` options with the client itself.
@@ -412,64 +457,66 @@ async fn serve(
                     let get = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
                     let user = get("user").unwrap_or_default();
                     let database = get("database").unwrap_or_else(|| user.clone());
-                    break (p, user, database);
+                    return Some(Opening {
+                        packet: p,
+                        user,
+                        database,
+                        buf,
+                    });
                 }
                 Err(bad) => Some(bad),
             },
             Ok(None) => None,
             Err(_) if buf.first() == Some(&0x16) => {
-                refuse(REFUSED_DIRECT_TLS);
+                refuse(capture, REFUSED_DIRECT_TLS);
                 log.debug(
                     "a client began a TLS handshake directly (sslnegotiation=direct): refused",
                 );
-                return;
+                return None;
             }
             Err(bad) => Some(bad),
         };
         if let Some(bad) = bad {
-            // What the relay cannot frame it cannot read: the client hears
-            // why (as the server would answer a bad packet), and so does
-            // the user, at the end of the run.
-            log.debug(&format!("the capture relay refused a connection: {bad}"));
-            capture
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .refuse_startup(&bad.to_string());
-            let _ = client
-                .write_all(&protocol::error_response(
-                    "08P01",
-                    &format!("planck's capture relay cannot read this connection: {bad}"),
-                ))
-                .await;
-            let _ = client.shutdown().await;
-            // Read what the client still sends, for a moment: closing with
-            // unread bytes resets the connection, and a reset can discard
-            // the answer before the client reads it.
-            let _ = tokio::time::timeout(Duration::from_secs(1), async {
-                let mut sink = [0u8; 1024];
-                while matches!(client.read(&mut sink).await, Ok(n) if n > 0) {}
-            })
-            .await;
-            return;
+            refuse_bad_startup(client, capture, log, bad).await;
+            return None;
         }
         let mut chunk = [0u8; 1024];
         match client.read(&mut chunk).await {
             Ok(0) | Err(_) => {
                 // A client that wanted TLS and left when told "no".
                 if asked_tls && buf.is_empty() {
-                    refuse(REFUSED_TLS);
+                    refuse(capture, REFUSED_TLS);
                 }
-                return;
+                return None;
             }
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
+    }
+}
+
+/// One client connection, from its first byte to its end.
+async fn serve(
+    mut client: Box<dyn Io>,
+    upstream: Arc<Upstream>,
+    capture: Arc<Mutex<Capture>>,
+    mut stop: watch::Receiver<bool>,
+    log: Log,
+) {
+    let Some(Opening {
+        packet,
+        user,
+        database,
+        buf,
+    }) = read_startup(&mut client, &upstream, &capture, log).await
+    else {
+        return;
     };
 
     // 2. The server.
     let mut server = match upstream.connect().await {
         Ok(s) => s,
         Err(message) => {
-            refuse(REFUSED_UPSTREAM);
+            refuse(&capture, REFUSED_UPSTREAM);
             log.warn(&format!(
                 "the capture relay could not reach the server: {message}"
             ));

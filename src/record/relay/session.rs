@@ -387,8 +387,16 @@ impl Conn {
             .unwrap_or(&self.user)
     }
 
-    /// A statement that completed.
-    fn done(&mut self, portal: &Portal, started: Instant, now: Instant, capture: &mut Capture) {
+    /// Applies a SET, RESET or set_config to the session or its open
+    /// transaction: whether the statement is recorded too (a set_config
+    /// inside a SELECT in a transaction, which the application runs).
+    fn apply_set(
+        &mut self,
+        portal: &Portal,
+        name: &str,
+        value: &Option<String>,
+        local: &bool,
+    ) -> bool {
         let p = &portal.prepared;
         let value_of = |v: &str| -> Option<String> {
             match v.strip_prefix('$').and_then(|n| n.parse::<usize>().ok()) {
@@ -396,6 +404,60 @@ impl Conn {
                 None => Some(v.to_string()),
             }
         };
+        let name = if name.starts_with('$') {
+            value_of(name).unwrap_or_default().to_ascii_lowercase()
+        } else {
+            name.to_string()
+        };
+        // A setting's value bound as a parameter is the request's (a
+        // tenant, a user): kept as [`BOUND`], so the shape is the same
+        // for every tenant and the value is left to the replay. A
+        // role is always resolved.
+        let resolved = value.as_deref().and_then(value_of);
+        let value = match value.as_deref() {
+            Some(v) if v.starts_with('$') && name != "role" => Some(BOUND.to_string()),
+            _ => resolved.clone(),
+        };
+        // `SET ROLE none`, `RESET ROLE`, an empty set_config: the login.
+        let is_role = name == "role" || name == "session_authorization";
+        let value = value.filter(|v| !(v.is_empty() || is_role && v.eq_ignore_ascii_case("none")));
+        let in_tx = self.tx.is_some();
+        match (name.as_str(), local, &mut self.tx) {
+            ("role", true, Some(tx)) => tx.role = value,
+            ("role", _, _) => self.role = value,
+            ("session_authorization", _, _) => self.role = value,
+            (_, true, Some(tx)) => {
+                keep(&mut tx.local_values, &name, value.is_some(), resolved);
+                match value {
+                    Some(v) => tx.local.insert(name, v),
+                    None => tx.local.remove(&name),
+                };
+            }
+            _ => {
+                keep(&mut self.values, &name, value.is_some(), resolved);
+                match value {
+                    Some(v) => self.settings.insert(name, v),
+                    None => self.settings.remove(&name),
+                };
+            }
+        }
+        // A set_config inside a SELECT is a statement of its own too
+        // (the application runs it); a SET is not.
+        if !p
+            .raw
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("select")
+            || !in_tx
+        {
+            return false;
+        }
+        true
+    }
+
+    /// A statement that completed.
+    fn done(&mut self, portal: &Portal, started: Instant, now: Instant, capture: &mut Capture) {
+        let p = &portal.prepared;
         match &p.meaning {
             Meaning::Begin { isolation } => {
                 self.open(started, isolation.clone());
@@ -422,53 +484,7 @@ impl Conn {
                 return;
             }
             Meaning::Set { name, value, local } => {
-                let name = if name.starts_with('$') {
-                    value_of(name).unwrap_or_default().to_ascii_lowercase()
-                } else {
-                    name.clone()
-                };
-                // A setting's value bound as a parameter is the request's (a
-                // tenant, a user): kept as [`BOUND`], so the shape is the same
-                // for every tenant and the value is left to the replay. A
-                // role is always resolved.
-                let resolved = value.as_deref().and_then(value_of);
-                let value = match value.as_deref() {
-                    Some(v) if v.starts_with('$') && name != "role" => Some(BOUND.to_string()),
-                    _ => resolved.clone(),
-                };
-                // `SET ROLE none`, `RESET ROLE`, an empty set_config: the login.
-                let is_role = name == "role" || name == "session_authorization";
-                let value =
-                    value.filter(|v| !(v.is_empty() || is_role && v.eq_ignore_ascii_case("none")));
-                let in_tx = self.tx.is_some();
-                match (name.as_str(), local, &mut self.tx) {
-                    ("role", true, Some(tx)) => tx.role = value,
-                    ("role", _, _) => self.role = value,
-                    ("session_authorization", _, _) => self.role = value,
-                    (_, true, Some(tx)) => {
-                        keep(&mut tx.local_values, &name, value.is_some(), resolved);
-                        match value {
-                            Some(v) => tx.local.insert(name, v),
-                            None => tx.local.remove(&name),
-                        };
-                    }
-                    _ => {
-                        keep(&mut self.values, &name, value.is_some(), resolved);
-                        match value {
-                            Some(v) => self.settings.insert(name, v),
-                            None => self.settings.remove(&name),
-                        };
-                    }
-                }
-                // A set_config inside a SELECT is a statement of its own too
-                // (the application runs it); a SET is not.
-                if !p
-                    .raw
-                    .trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("select")
-                    || !in_tx
-                {
+                if !self.apply_set(portal, name, value, local) {
                     return;
                 }
             }
