@@ -590,8 +590,13 @@ async fn empty_cascade(c: &mut Client, table: &str, oid: u32) -> Result<()> {
 /// The foreign keys an interrupted run left saved, without touching anything
 /// (for `--dry-run`), as (table, name, definition).
 pub async fn pending_fks(conn: &ConnInfo) -> Result<Vec<(String, String, String)>> {
-    let c = connect(conn).await?;
-    Ok(bookkeeping::pending(&c)
+    dropped_fks(&connect(conn).await?).await
+}
+
+/// The foreign keys planck's bookkeeping holds as dropped, as (table, name,
+/// definition).
+async fn dropped_fks(c: &Client) -> Result<Vec<(String, String, String)>> {
+    Ok(bookkeeping::pending(c)
         .await?
         .into_iter()
         .filter(|s| s.kind == "fk" && s.state == State::Dropped)
@@ -645,12 +650,7 @@ pub async fn recover(
             ));
         }
     }
-    Ok(bookkeeping::pending(&c)
-        .await?
-        .into_iter()
-        .filter(|s| s.kind == "fk" && s.state == State::Dropped)
-        .map(|s| (s.table, s.name, s.def))
-        .collect())
+    dropped_fks(&c).await
 }
 
 /// `planck seed --restore`: restores every saved constraint (validating
