@@ -179,7 +179,7 @@ const UNTYPED: [&str; 4] = ["42P18", "42725", "42883", "42804"];
 
 /// Prepares every statement once, on `client` outside any transaction, for
 /// its parameters' types, and returns per statement a value of each type
-/// (the shared params layer's [`fill_defaults`], as explain plans them):
+/// (the shared params layer's [`fill_defaults`](crate::params::values::fill_defaults), as explain plans them):
 /// what a parameter no bind or sample feeds is sent (a normalized literal:
 /// `interval $3` of a rate limit's window, `coalesce(max(number), $7) + $8`).
 /// A text the server cannot type gets the casts of the first of the params

@@ -10,7 +10,7 @@
 //! own [`Reason`].
 //!
 //! planck keeps itself out of pg_stat_statements first by running its
-//! sessions with `pg_stat_statements.track = 'none'` ([`quiet`]); the noise
+//! sessions with `pg_stat_statements.track = 'none'` ([`quiet_stats`](crate::session::quiet_stats)); the noise
 //! filter is the second line, for what that setting could not keep out.
 
 pub mod capture;
