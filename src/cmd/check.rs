@@ -20,7 +20,7 @@ use crate::replay::workload::Workload;
 use crate::seed::SeedOptions;
 use crate::settings::Settings;
 pub use crate::settings::check::CheckArgs;
-use crate::settings::check::{CheckSettings, ReplayPlan};
+use crate::settings::check::CheckSettings;
 use crate::settings::explain::ExplainArgs;
 use crate::settings::replay::{ReplayArgs, ReplaySettings};
 use crate::settings::seed::{SeedArgs, SeedSettings};
@@ -30,16 +30,10 @@ use crate::workflow::check::{BaseTree, Check, Plan, Steps};
 
 pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     let cs = CheckSettings::resolve(&args, settings)?;
-    // Every section of planck.toml a step reads is resolved now, so a bad
-    // key in `[seed]`, `[explain]` or `[replay]` fails with its file and line
-    // before any database is created or any worktree added (issue 34). The
-    // steps resolve them again when they start (the same values).
-    let resolver = Resolver(settings);
-    resolver.seed(cs.scale)?;
-    resolver.explain()?;
-    if let Some(plan) = &cs.replay {
-        resolver.replay_settings(plan)?;
-    }
+    // Every section of planck.toml a step reads is resolved now, once, so a
+    // bad key in `[seed]`, `[explain]` or `[replay]` fails with its file and
+    // line before any database is created or any worktree added (issue 34).
+    let resolved = Resolved::new(&cs, settings)?;
     // Caught from the start: a stop signal ends the run by the cleanup
     // below, never with the check databases or the worktree left behind.
     let signals = crate::signal::Signals::install()?;
@@ -70,7 +64,7 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     let t = Instant::now();
     let server = settings.conn().await?;
     step(settings.log(), t, &format!("server: {}", server.display()));
-    let mut check = Check::new(plan(&cs, settings), &resolver, server);
+    let mut check = Check::new(plan(&cs, settings), &resolved, server);
     let result = tokio::select! {
         r = check.run(base_tree.as_ref()) => r,
         s = signals.wait() => Err(crate::signal::interrupted(s, "")),
@@ -127,46 +121,59 @@ fn plan(cs: &CheckSettings, settings: &Settings) -> Plan {
 
 /// Each domain's settings as check runs it, resolved from the flags it
 /// implies and `planck.toml` when the step starts.
-struct Resolver<'a>(&'a Settings);
+/// The steps' settings, resolved from the flags check sets and planck.toml.
+struct Resolved {
+    seed: SeedOptions,
+    explain: ExplainSettings,
+    replay: Option<ReplaySettings>,
+}
 
-impl Steps for Resolver<'_> {
-    fn seed(&self, scale: f64) -> Result<SeedOptions> {
-        let args = SeedArgs {
-            scale: Some(scale),
+impl Resolved {
+    fn new(cs: &CheckSettings, settings: &Settings) -> Result<Resolved> {
+        let seed = SeedArgs {
+            scale: Some(cs.scale),
             truncate: true,
             ..SeedArgs::default()
         };
-        Ok(SeedSettings::resolve(&args, self.0)?.options)
-    }
-
-    fn explain(&self) -> Result<ExplainSettings> {
-        let args = ExplainArgs {
+        let explain = ExplainArgs {
             no_advice: true,
             ..ExplainArgs::new()
         };
-        ExplainSettings::resolve(&args, self.0)
-    }
-
-    fn replay(&self, plan: &ReplayPlan) -> Result<(Workload, ReplayOptions)> {
-        let rs = self.replay_settings(plan)?;
-        let w = rs.workload()?;
-        Ok((w, rs.options))
-    }
-}
-
-impl Resolver<'_> {
-    /// Replay's settings for check's short replay, without reading the
-    /// queries file yet.
-    fn replay_settings(&self, plan: &ReplayPlan) -> Result<ReplaySettings> {
-        let queries = crate::queries::default_path(&self.0.queries_dir());
-        let mut args = ReplayArgs::short(queries, &plan.ladder, &plan.duration);
-        args.allow_side_effects = true;
-        ReplaySettings::resolve(&args, self.0)
+        let replay = match &cs.replay {
+            Some(plan) => {
+                let queries = crate::queries::default_path(&settings.queries_dir());
+                let mut args = ReplayArgs::short(queries, &plan.ladder, &plan.duration);
+                args.allow_side_effects = true;
+                Some(ReplaySettings::resolve(&args, settings)?)
+            }
+            None => None,
+        };
+        Ok(Resolved {
+            seed: SeedSettings::resolve(&seed, settings)?.options,
+            explain: ExplainSettings::resolve(&explain, settings)?,
+            replay,
+        })
     }
 }
 
-/// The reports other than `--json`, from the check's result: `planck
-/// report`'s renderers over the head's explain report and the diff.
+impl Steps for Resolved {
+    fn seed(&self) -> SeedOptions {
+        self.seed.clone()
+    }
+
+    fn explain(&self) -> ExplainSettings {
+        self.explain.clone()
+    }
+
+    fn replay(&self) -> Result<(Workload, ReplayOptions)> {
+        let rs = self
+            .replay
+            .as_ref()
+            .ok_or_else(|| Error::internal("check's replay step ran without [check] replay"))?;
+        Ok((rs.workload()?, rs.options.clone()))
+    }
+}
+
 fn write_reports(cs: &CheckSettings, result: &JsonCheck, settings: &Settings) -> Result<()> {
     let inputs = crate::report::Inputs {
         explain: result.head.clone(),

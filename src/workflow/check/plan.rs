@@ -117,15 +117,16 @@ impl Plan {
     }
 }
 
-/// Each domain's settings, resolved by the glue when the step needs them.
+/// Each domain's settings, resolved by the glue before any database work;
+/// the recorded workload is read when the replay step needs it.
 pub trait Steps {
-    /// The seed's options at `scale`, the tables truncated first.
-    fn seed(&self, scale: f64) -> Result<SeedOptions>;
+    /// The seed's options at the check's scale, the tables truncated first.
+    fn seed(&self) -> SeedOptions;
     /// Explain's settings, without advice.
-    fn explain(&self) -> Result<ExplainSettings>;
-    /// The recorded workload and the replay's options for `plan`, with side
-    /// effects allowed (the database is the check's own).
-    fn replay(&self, plan: &ReplayPlan) -> Result<(Workload, ReplayOptions)>;
+    fn explain(&self) -> ExplainSettings;
+    /// The recorded workload and the replay's options for the check's
+    /// replay, with side effects allowed (the database is the check's own).
+    fn replay(&self) -> Result<(Workload, ReplayOptions)>;
 }
 
 /// One line per step: what it did and how long it took.

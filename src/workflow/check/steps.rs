@@ -60,7 +60,7 @@ pub async fn migrate(
 
 pub async fn seed(plan: &Plan, steps: &dyn Steps, db: &ConnInfo) -> Result<()> {
     let t = Instant::now();
-    let options = steps.seed(plan.scale)?;
+    let options = steps.seed();
     let summary = crate::seed::run(db, &options, plan.domain_log()).await?;
     let rows: u64 = summary.tables.iter().map(|t| t.rows).sum();
     step(
@@ -78,7 +78,7 @@ pub async fn seed(plan: &Plan, steps: &dyn Steps, db: &ConnInfo) -> Result<()> {
 
 pub async fn explain(plan: &Plan, steps: &dyn Steps, db: &ConnInfo, side: &str) -> Result<Side> {
     let t = Instant::now();
-    let es = steps.explain()?;
+    let es = steps.explain();
     let report = crate::workflow::explain::run_located(
         db,
         &es,
@@ -117,7 +117,7 @@ pub async fn replay(
     replay: &ReplayPlan,
 ) -> Result<ReplayReport> {
     let t = Instant::now();
-    let (w, options) = steps.replay(replay)?;
+    let (w, options) = steps.replay()?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let r = crate::replay::run::run(db, w, &options, plan.domain_log(), stop).await?;
     let p95: Vec<String> = r
