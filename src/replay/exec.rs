@@ -1249,11 +1249,7 @@ async fn end(
         Outcome::Failed
     } else {
         stats.borrow_mut().planck_round_trips += 1;
-        let rolled_back = match &mut conn.lean {
-            Some(l) => l.simple("ROLLBACK").await.is_ok(),
-            None => conn.client.batch_execute("ROLLBACK").await.is_ok(),
-        };
-        if rolled_back {
+        if end_transaction(conn, "ROLLBACK").await.is_ok() {
             stats.borrow_mut().rollbacks += 1;
             Outcome::Failed
         } else {
