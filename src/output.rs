@@ -59,11 +59,14 @@ impl Log {
 }
 
 /// Writes a rendered result to stdout. A broken pipe ends quietly.
-pub fn emit(bytes: &[u8]) -> io::Result<()> {
+pub fn emit(bytes: &[u8]) -> crate::error::Result<()> {
     let mut out = io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
+        Err(e) => Err(crate::error::Error::internal(format!(
+            "writing to stdout: {e}"
+        ))),
+        Ok(()) => Ok(()),
     }
 }
 

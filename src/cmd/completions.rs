@@ -7,7 +7,7 @@ use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
 use crate::cli::Cli;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 #[derive(Debug, Clone, Args)]
 pub struct CompletionsArgs {
@@ -21,6 +21,6 @@ pub fn run(args: &CompletionsArgs) -> Result<i32> {
     // (a closed pipe), and planck never panics.
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "planck", &mut script);
-    crate::output::emit(&script).map_err(|e| Error::internal(format!("writing to stdout: {e}")))?;
+    crate::output::emit(&script)?;
     Ok(0)
 }

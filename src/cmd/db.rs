@@ -3,7 +3,7 @@
 use clap::Subcommand;
 
 use crate::cluster::{self, State};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::output::{self, Format, Log};
 use crate::settings::Settings;
 
@@ -136,5 +136,5 @@ fn emit_url(settings: &Settings, url: &str) -> Result<()> {
 }
 
 fn emit_line(s: &str) -> Result<()> {
-    output::emit(format!("{s}\n").as_bytes()).map_err(|e| Error::Other(e.into()))
+    output::emit(format!("{s}\n").as_bytes())
 }

@@ -274,7 +274,7 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         Format::Table => explain_report::render_table(&mut out, &report),
     };
     rendered.map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
-    output::emit(&out).map_err(|e| Error::internal(format!("writing to stdout: {e}")))?;
+    output::emit(&out)?;
     settings.info(&format!(
         "{} (the bundled example has these on purpose: in your project, exit code 1 fails CI)",
         if report.exit_code(explain.fail_on_skipped) == crate::error::exit::FINDINGS {

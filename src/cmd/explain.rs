@@ -47,6 +47,6 @@ async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings)
         Format::Markdown => report::render_markdown(&mut buf, &report).map_err(io)?,
         Format::Table => report::render_table(&mut buf, &report).map_err(io)?,
     }
-    crate::output::emit(&buf).map_err(|e| Error::Other(e.into()))?;
+    crate::output::emit(&buf)?;
     Ok(report.exit_code(explain.fail_on_skipped))
 }

@@ -25,8 +25,7 @@ pub fn run(args: &ManArgs) -> Result<i32> {
     cli.build();
     let Some(dir) = &args.out_dir else {
         let page = render(&cli)?;
-        crate::output::emit(&page)
-            .map_err(|e| Error::internal(format!("writing to stdout: {e}")))?;
+        crate::output::emit(&page)?;
         return Ok(0);
     };
     std::fs::create_dir_all(dir).map_err(|source| Error::WriteFile {

@@ -30,6 +30,6 @@ pub async fn run(args: MigrateArgs, settings: &Settings) -> Result<i32> {
     let mut out = Vec::new();
     migrate::report::render(&mut out, &outcome, &conn.display(), settings.format)
         .map_err(|e| Error::Other(e.into()))?;
-    output::emit(&out).map_err(|e| Error::Other(e.into()))?;
+    output::emit(&out)?;
     Ok(0)
 }

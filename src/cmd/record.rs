@@ -21,7 +21,7 @@ pub async fn run(args: RecordArgs, settings: &Settings) -> Result<i32> {
     let mut out = Vec::new();
     record::report::render(&mut out, &outcome, settings.format, &settings.project_dir)
         .map_err(|e| Error::Other(e.into()))?;
-    output::emit(&out).map_err(|e| Error::Other(e.into()))?;
+    output::emit(&out)?;
     // A failing or killed test run is recorded, and reported with exit 1;
     // so is a run that captured nothing (issue 12, 4), so CI notices.
     Ok(match outcome.exit {

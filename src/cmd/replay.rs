@@ -36,7 +36,7 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     let report = result?;
     let mut buf = Vec::new();
     write(&mut buf, &report, settings.format).map_err(|e| Error::Other(e.into()))?;
-    crate::output::emit(&buf).map_err(|e| Error::Other(e.into()))?;
+    crate::output::emit(&buf)?;
     let sig = signal.load(Ordering::Relaxed);
     if sig != 0 {
         return Ok(sig);

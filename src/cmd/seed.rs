@@ -50,7 +50,7 @@ pub async fn run_on(
         Ok(summary) => {
             let mut out = Vec::new();
             summary::render(&mut out, &summary, s.format).map_err(|e| Error::Other(e.into()))?;
-            crate::output::emit(&out).map_err(|e| Error::Other(e.into()))?;
+            crate::output::emit(&out)?;
             // A partial seed (issue 30 point 4): every other table is seeded,
             // the summary says which were not and why.
             Ok(if summary.partial() { 1 } else { 0 })

@@ -100,8 +100,7 @@ impl<'a> Check<'a> {
         let mut out = Vec::new();
         explain_report::render_table(&mut out, &head_side.text_report)
             .map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
-        crate::output::emit(&out)
-            .map_err(|e| Error::internal(format!("writing to stdout: {e}")))?;
+        crate::output::emit(&out)?;
         let objects: Vec<JsonObjectChange> = built
             .objects
             .iter()
