@@ -19,9 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use deadpool_postgres::{Hook, HookError, ManagerConfig, Pool, RecyclingMethod};
 use serde::{Deserialize, Serialize};
-use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::types::Type;
+use tokio_postgres::{Client, Row};
 
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
@@ -131,6 +132,38 @@ pub fn tag(mode: StatsMode, sql: &str) -> String {
             format!("{word} {TAG}{rest}")
         }
     }
+}
+
+/// How planck's own scans of the application's tables run (see
+/// [`query_from_first_page`]): read-only, in the backend alone, from the
+/// table's first page.
+const FROM_FIRST_PAGE: &str = "BEGIN READ ONLY; SET LOCAL max_parallel_workers_per_gather = 0; \
+     SET LOCAL synchronize_seqscans = off";
+
+/// Runs one of planck's own reads of the application's tables (a parameter
+/// sample, the tenant count) in a read-only transaction of its own, with
+/// neither parallel workers nor a synchronized scan, and rolls it back.
+/// Either one makes a `LIMIT` scan's first rows change from run to run (the
+/// workers' interleaving; a seq scan of a table above a quarter of
+/// shared_buffers that starts where another scan of it is), and a `LIMIT`
+/// scan that joins another one midway reads the whole table where it would
+/// have stopped after the first pages. Workers also cost the server more
+/// CPU for the same rows than the backend alone. The caller's connection
+/// must not be inside a transaction.
+pub async fn query_from_first_page(
+    client: &Client,
+    sql: &str,
+    params: &[&(dyn ToSql + Sync)],
+) -> std::result::Result<Vec<Row>, tokio_postgres::Error> {
+    let begun = client.batch_execute(FROM_FIRST_PAGE).await;
+    let rows = match begun {
+        Ok(()) => client.query(sql, params).await,
+        Err(e) => Err(e),
+    };
+    let ended = client.batch_execute("ROLLBACK").await;
+    let rows = rows?;
+    ended?;
+    Ok(rows)
 }
 
 /// A pool of `size` connections to `conn`, each quiet (see [`quiet_stats`])

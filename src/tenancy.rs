@@ -17,8 +17,8 @@ use crate::catalog::planner::Catalog;
 use crate::catalog::sql_name;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
+use crate::session::{self, StatsMode, tag};
 pub use crate::session::{SettingValue, TenantContext};
-use crate::session::{StatsMode, tag};
 
 /// How a statement is planned or run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -1192,12 +1192,15 @@ async fn tenant_sizes(
             parts.join(" UNION ALL ")
         )
     };
-    let rows = match client.query(&tag(stats, &query("")), &[]).await {
+    // In the backend alone: parallel workers count the same rows for more
+    // of the server's CPU (see `session::query_from_first_page`).
+    let rows = match session::query_from_first_page(client, &tag(stats, &query("")), &[]).await {
         Ok(rows) => rows,
-        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DATATYPE_MISMATCH) => client
-            .query(&tag(stats, &query("::text")), &[])
-            .await
-            .map_err(|e| Error::db("finding the heaviest tenant", e))?,
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::DATATYPE_MISMATCH) => {
+            session::query_from_first_page(client, &tag(stats, &query("::text")), &[])
+                .await
+                .map_err(|e| Error::db("finding the heaviest tenant", e))?
+        }
         Err(e) => return Err(Error::db("finding the heaviest tenant", e)),
     };
     let mut ranked = Vec::new();

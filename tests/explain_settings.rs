@@ -250,3 +250,65 @@ fn issue10_schema_per_tenant_is_detected_and_said_unsupported() {
     assert_eq!(s.status, "not_judged", "{s:#?}");
     assert!(s.planned() && !s.plans.is_empty(), "{s:#?}");
 }
+
+/// planck's own reads of the application's tables (parameter samples, the
+/// tenant count) start at the table's first page, in the backend alone. A
+/// seq scan of a table above a quarter of shared_buffers otherwise starts
+/// where the last scan of it left off (`synchronize_seqscans`): a sample's
+/// first 5,000 rows changed with whatever had scanned the table before, and
+/// a scan that could stop after its first pages read the whole table. The
+/// session's own settings are left as they were.
+#[test]
+fn own_scans_start_at_the_first_page_whatever_scanned_before() {
+    let db = TestDb::new("own_scans_first_page");
+    // About 95 MB: above a quarter of the test cluster's shared_buffers.
+    db.exec(
+        "CREATE TABLE big (n int, pad text);
+         INSERT INTO big SELECT g, repeat('x', 150) FROM generate_series(1, 500000) g;
+         ANALYZE big",
+    );
+    let conn = db.conn();
+    common::block_on(async move {
+        let client = conn.connect().await.unwrap();
+        // A scan left midway reports where it is as it goes.
+        client
+            .batch_execute(
+                "BEGIN; DECLARE c NO SCROLL CURSOR FOR SELECT n FROM big; \
+                 MOVE 300000 IN c; COMMIT",
+            )
+            .await
+            .unwrap();
+        let plain: i32 = client
+            .query_one("SELECT n FROM big LIMIT 1", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert!(
+            plain > 1,
+            "premise: a plain scan starts where the cursor left off, got row {plain}"
+        );
+        let rows =
+            planck::session::query_from_first_page(&client, "SELECT n FROM big LIMIT 1", &[])
+                .await
+                .unwrap();
+        assert_eq!(rows[0].get::<_, i32>(0), 1);
+        let after = client
+            .query_one(
+                "SELECT current_setting('synchronize_seqscans'), \
+                        current_setting('max_parallel_workers_per_gather')",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert_eq!(after.get::<_, String>(0), "on");
+        assert_ne!(after.get::<_, String>(1), "0");
+        // A failing read ends its transaction too: the next statement runs.
+        assert!(
+            planck::session::query_from_first_page(&client, "SELECT n FROM missing", &[])
+                .await
+                .is_err()
+        );
+        let one: i32 = client.query_one("SELECT 1", &[]).await.unwrap().get(0);
+        assert_eq!(one, 1);
+    });
+}
