@@ -1181,7 +1181,7 @@ fn kind_at(typid: u32, typmod: i32, all: &Types, depth: usize) -> TypeKind {
         "line" => TypeKind::Line,
         "circle" => TypeKind::Circle,
         "path" => TypeKind::Path,
-        // "polygon" => TypeKind::Polygon: encoded, but tests/seed.rs still uses
+        // "polygon" => TypeKind::Polygon: encoded, but tests/it/seed.rs still uses
         // polygon as its example of a type planck cannot produce.
         "pg_lsn" => TypeKind::PgLsn,
         other => TypeKind::Unsupported(other.to_string()),

@@ -55,7 +55,7 @@ pub struct Outcome {
 
 /// The header that runs a file outside a transaction. `explain`'s advice
 /// file starts with the same text (a domain does not import another: the
-/// two are compared by tests/explain_advice.rs).
+/// two are compared by tests/it/explain_advice.rs).
 pub const NO_TRANSACTION: &str = "-- planck:no-transaction";
 
 /// Whether the file's first line is the [`NO_TRANSACTION`] header.

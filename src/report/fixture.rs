@@ -2,7 +2,7 @@
 //! an error finding read from a plan node, with advice; one skipped; one
 //! clean), an unused index found from a migration, a baseline warning, a
 //! four-step replay ladder with a USL fit, hotspots and wait events.
-//! Shared with tests/report.rs (which includes this file by path), so it
+//! Shared with tests/it/report_files.rs (which includes this file by path), so it
 //! names everything through `crate::wire`.
 
 use std::collections::BTreeMap;

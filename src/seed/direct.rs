@@ -14,9 +14,9 @@
 //! written element by element. Columns with a shape (a CHECK's regex, case,
 //! NULL pattern) take the general path; other generators skip only the
 //! shape step. The bytes are the general path's, exactly:
-//! `tests/seed_direct.rs` compares both on every column of the bundled
+//! `tests/it/seed_direct.rs` compares both on every column of the bundled
 //! example, of a schema with each encoder kind and of real schemas, and
-//! `tests/seed_determinism.rs` pins the dataset.
+//! `tests/it/seed_determinism.rs` pins the dataset.
 
 use bytes::{BufMut, BytesMut};
 

@@ -198,7 +198,7 @@ mod tests {
     #[test]
     /// Issue 8 section 6: this test compared functions with themselves.
     /// Real outputs now: changing any of them changes every dataset planck
-    /// generates (tests/seed_determinism.rs pins the data end to end).
+    /// generates (tests/it/seed_determinism.rs pins the data end to end).
     fn hash_is_pinned() {
         assert_eq!(mix(0), 0);
         assert_eq!(mix(1), 0x5692_161d_100b_05e5);
