@@ -205,7 +205,11 @@ fn planck_commands(line: &str) -> Vec<Vec<String>> {
         Some(i) => &line[..i],
         None => &line[..],
     };
-    for part in line.split("&&").flat_map(|p| p.split(';')).flat_map(|p| p.split('|')) {
+    for part in line
+        .split("&&")
+        .flat_map(|p| p.split(';'))
+        .flat_map(|p| p.split('|'))
+    {
         let Some(mut w) = words(part) else { continue };
         if w.first().map(String::as_str) != Some("planck") {
             continue;
@@ -241,14 +245,22 @@ fn every_planck_command_in_the_docs_parses() {
                     use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
                     if !matches!(e.kind(), DisplayHelp | DisplayVersion) {
                         let first = e.to_string().lines().next().unwrap_or("").to_string();
-                        bad.push(format!("{}:{n}: {}\n  {first}", page.display(), cmd.join(" ")));
+                        bad.push(format!(
+                            "{}:{n}: {}\n  {first}",
+                            page.display(),
+                            cmd.join(" ")
+                        ));
                     }
                 }
             }
         }
     }
     assert!(seen > 60, "only {seen} planck commands found");
-    assert!(bad.is_empty(), "commands that do not parse:\n{}", bad.join("\n"));
+    assert!(
+        bad.is_empty(),
+        "commands that do not parse:\n{}",
+        bad.join("\n")
+    );
 }
 
 /// The `console` blocks run against the real binary; `[..]` and `...` stand
@@ -261,4 +273,17 @@ fn console_examples_run() {
         .env("COLUMNS", "100")
         .case("README.md")
         .case("docs/*.md");
+}
+
+/// docs/ci.md shows the CI files whole; they must be the files themselves.
+#[test]
+fn the_ci_page_shows_the_ci_files_as_they_are() {
+    let page = read(&root().join("docs/ci.md"));
+    for file in ["tools/ci/github-actions.yml", "tools/ci/gitlab-ci.yml"] {
+        let text = read(&root().join(file));
+        assert!(
+            page.contains(&format!("```yaml\n{text}```\n")),
+            "docs/ci.md does not show {file} as it is"
+        );
+    }
 }
