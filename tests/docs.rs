@@ -287,3 +287,10 @@ fn the_ci_page_shows_the_ci_files_as_they_are() {
         );
     }
 }
+
+/// The README stays a five-minute read; the reference belongs in docs/.
+#[test]
+fn the_readme_stays_short() {
+    let lines = read(&root().join("README.md")).lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines (at most 250)");
+}
