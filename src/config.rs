@@ -242,11 +242,11 @@ pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> Error {
     };
     let message = plain_types(e.message().trim());
     let hint = if message.starts_with("unknown field") {
-        Some("remove the key or check its spelling; the README lists every key".to_string())
+        Some("remove the key or check its spelling; `planck init` writes every key, docs/configuration.md describes them".to_string())
     } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
         Some(
             "numbers are written bare (`rows = 10`, `scale = 0.5`), text in quotes, \
-             true or false unquoted; the README gives each key's type"
+             true or false unquoted; docs/configuration.md gives each key's type"
                 .to_string(),
         )
     } else {

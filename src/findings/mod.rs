@@ -149,6 +149,13 @@ impl CheckId {
         }
     }
 
+    /// Where the manual explains this check, with an example finding and
+    /// the fix: a path from the repository's root, its anchor the id
+    /// (`docs/checks.md#seq-scan`). tests/docs.rs checks the section exists.
+    pub fn docs(self) -> String {
+        format!("docs/checks.md#{}", self.as_str())
+    }
+
     /// `known checks: seq-scan, ...`, for error hints.
     pub fn known() -> String {
         let ids: Vec<&str> = CheckId::ALL.iter().map(|c| c.as_str()).collect();

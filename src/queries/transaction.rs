@@ -494,7 +494,7 @@ fn raw_binds(
                     id,
                     other.type_str()
                 ),
-                "see [[transaction.bind]] in the README",
+                "see [[transaction.bind]] in docs/replay.md",
             ));
         }
     })

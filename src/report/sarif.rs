@@ -251,14 +251,25 @@ pub fn render_with_lost(i: &Inputs, lost: &[crate::wire::check::JsonLostIndex]) 
                 .find(|f| &f.check == id)
                 .map_or("", |f| f.help.as_str());
             let help = check_help(id, fallback);
+            // The rule's help names the manual's section on the check (no
+            // helpUri: SARIF wants an absolute URI, and planck has no
+            // published docs site to point at).
+            let docs = id.parse::<CheckId>().map(|c| c.docs());
+            let (docs_text, docs_markdown) = match &docs {
+                Ok(d) => (
+                    format!(" (see {d} in planck's manual)"),
+                    format!(" (see `{d}` in planck's manual)"),
+                ),
+                Err(_) => (String::new(), String::new()),
+            };
             Rule {
                 id: id.clone(),
                 name: title(id).replace(' ', ""),
                 short_description: Text { text: title(id) },
                 full_description: Text { text: help.clone() },
                 help: Help {
-                    markdown: format!("**{}**: {help}", title(id)),
-                    text: help,
+                    markdown: format!("**{}**: {help}{docs_markdown}", title(id)),
+                    text: format!("{help}{docs_text}"),
                 },
                 default_configuration: Configuration {
                     level: default_level(id),

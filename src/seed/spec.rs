@@ -4,7 +4,7 @@
 //! catalog alone. Unknown keys are errors, and every name the spec mentions
 //! (tables, columns, parents) keeps its position so that a wrong one is
 //! reported as file:line:col with a hint. The format is documented in
-//! the README (planck seed, The spec); the bundled example is seeds/example.toml.
+//! docs/seed.md (The spec); the bundled example is seeds/example.toml.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

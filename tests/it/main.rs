@@ -19,6 +19,7 @@ mod check_init;
 mod cluster;
 mod connect;
 mod demo;
+mod docs;
 mod explain;
 mod explain_advice;
 mod explain_findings_contract;

@@ -438,7 +438,7 @@ fn records_the_example_app_and_matches_the_committed_file() {
     assert_eq!(
         steady(&std::fs::read_to_string(&file).unwrap()),
         steady(&committed),
-        "queries/recorded.toml is stale: regenerate it (see the README, planck record)"
+        "queries/recorded.toml is stale: regenerate it (see docs/record.md)"
     );
 }
 

@@ -1,0 +1,296 @@
+//! The manual (README.md and docs/) against the code (issue 33): every check
+//! id has its section in docs/checks.md, every relative link lands on a file
+//! and heading that exist, every `planck ...` command line in a code block
+//! parses with planck's own clap definitions, and the `console` examples run
+//! (trycmd), so a renamed flag or subcommand fails here. None needs a server.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use planck::cli::Cli;
+use planck::findings::CheckId;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md and every page of docs/.
+fn pages() -> Vec<PathBuf> {
+    let mut out = vec![root().join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    assert!(docs.len() > 10, "docs/ has {} pages", docs.len());
+    out.extend(docs);
+    out
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A Markdown file's lines, each with whether it sits inside a fenced code
+/// block and that block's info string.
+fn lines_with_fence(text: &str) -> Vec<(usize, &str, Option<&str>)> {
+    let mut out = Vec::new();
+    let mut fence: Option<&str> = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim_start();
+        if let Some(info) = t.strip_prefix("```") {
+            fence = match fence {
+                None => Some(info.trim()),
+                Some(_) => None,
+            };
+            continue;
+        }
+        out.push((i + 1, line, fence));
+    }
+    out
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation other than `-`
+/// and `_` dropped, spaces as `-`; a repeated heading gets `-1`, `-2`, ...
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (_, line, fence) in lines_with_fence(text) {
+        if fence.is_some() || !line.starts_with('#') {
+            continue;
+        }
+        let title = line.trim_start_matches('#').trim();
+        let slug: String = title
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let mut candidate = slug.clone();
+        let mut n = 0;
+        while out.contains(&candidate) {
+            n += 1;
+            candidate = format!("{slug}-{n}");
+        }
+        out.insert(candidate);
+    }
+    out
+}
+
+#[test]
+fn every_check_id_has_its_section_in_docs_checks() {
+    let checks = read(&root().join("docs/checks.md"));
+    let have = anchors(&checks);
+    for c in CheckId::ALL {
+        assert!(
+            checks.contains(&format!("\n## {}\n", c.as_str())),
+            "docs/checks.md has no `## {}` section",
+            c.as_str()
+        );
+        // The link the SARIF rule help gives resolves to that section.
+        let docs = c.docs();
+        let (file, anchor) = docs.split_once('#').unwrap();
+        assert!(root().join(file).is_file(), "{docs}: no such file");
+        assert!(have.contains(anchor), "{docs}: no such anchor");
+        for part in ["**What it means.**", "**Example finding.**", "**The fix.**"] {
+            let section = checks
+                .split(&format!("\n## {}\n", c.as_str()))
+                .nth(1)
+                .unwrap()
+                .split("\n## ")
+                .next()
+                .unwrap();
+            assert!(
+                section.contains(part),
+                "docs/checks.md#{c}: no {part} paragraph"
+            );
+        }
+    }
+}
+
+#[test]
+fn relative_links_point_at_existing_files_and_headings() {
+    let link = regex::Regex::new(r"\[[^\]]*\]\(([^)\s]+)\)").unwrap();
+    let mut broken = Vec::new();
+    let mut seen = 0;
+    for page in pages() {
+        let text = read(&page);
+        for (n, line, fence) in lines_with_fence(&text) {
+            if fence.is_some() {
+                continue;
+            }
+            for cap in link.captures_iter(line) {
+                let target = &cap[1];
+                if target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                seen += 1;
+                let (file, anchor) = match target.split_once('#') {
+                    Some((f, a)) => (f, Some(a)),
+                    None => (target, None),
+                };
+                let path = if file.is_empty() {
+                    page.clone()
+                } else {
+                    page.parent().unwrap().join(file)
+                };
+                let at = format!("{}:{n}: {target}", page.display());
+                if !path.exists() {
+                    broken.push(format!("{at}: no such file"));
+                    continue;
+                }
+                if let Some(anchor) = anchor
+                    && !anchors(&read(&path)).contains(anchor)
+                {
+                    broken.push(format!("{at}: no such heading"));
+                }
+            }
+        }
+    }
+    assert!(seen > 30, "only {seen} relative links found");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// `word 'two words' "$(x)"` -> its words, quotes removed; `None` at a
+/// quote left open.
+fn words(line: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' => {
+                in_word = true;
+                loop {
+                    match chars.next()? {
+                        q if q == c => break,
+                        other => cur.push(other),
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Some(out)
+}
+
+/// The `planck ...` commands of one shell line: `&&`, `;` and `|` split it,
+/// `$(...)` is a command of its own, a comment or redirection ends it.
+fn planck_commands(line: &str) -> Vec<Vec<String>> {
+    let line = line.trim().trim_start_matches("$ ");
+    let subst = regex::Regex::new(r"\$\(([^()]*)\)").unwrap();
+    let mut out = Vec::new();
+    for cap in subst.captures_iter(line) {
+        out.extend(planck_commands(&cap[1]));
+    }
+    let line = subst.replace_all(line, "X");
+    // A synopsis's optional part, `planck db start [--port N]`, is left out.
+    let optional = regex::Regex::new(r" \[[^\]]*\]").unwrap();
+    let line = optional.replace_all(&line, "");
+    let line = match line.find(" #") {
+        Some(i) => &line[..i],
+        None => &line[..],
+    };
+    for part in line
+        .split("&&")
+        .flat_map(|p| p.split(';'))
+        .flat_map(|p| p.split('|'))
+    {
+        let Some(mut w) = words(part) else { continue };
+        if w.first().map(String::as_str) != Some("planck") {
+            continue;
+        }
+        if let Some(i) = w.iter().position(|x| {
+            x.starts_with('>') || x.starts_with("2>") || x.starts_with('<') || x == "1>"
+        }) {
+            w.truncate(i);
+        }
+        out.push(w);
+    }
+    out
+}
+
+#[test]
+fn every_planck_command_in_the_docs_parses() {
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for page in pages() {
+        let text = read(&page);
+        for (n, line, fence) in lines_with_fence(&text) {
+            let Some(info) = fence else { continue };
+            if !matches!(info.split(',').next().unwrap_or(""), "sh" | "console" | "") {
+                continue;
+            }
+            // A console block's output lines are not commands.
+            if info.starts_with("console") && !line.starts_with("$ ") {
+                continue;
+            }
+            for cmd in planck_commands(line) {
+                seen += 1;
+                if let Err(e) = Cli::try_parse_from(&cmd) {
+                    use clap::error::ErrorKind::{DisplayHelp, DisplayVersion};
+                    if !matches!(e.kind(), DisplayHelp | DisplayVersion) {
+                        let first = e.to_string().lines().next().unwrap_or("").to_string();
+                        bad.push(format!(
+                            "{}:{n}: {}\n  {first}",
+                            page.display(),
+                            cmd.join(" ")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen > 60, "only {seen} planck commands found");
+    assert!(
+        bad.is_empty(),
+        "commands that do not parse:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The `console` blocks run against the real binary; `[..]` and `...` stand
+/// for what varies. Blocks that need a server are not `console` blocks.
+#[test]
+fn console_examples_run() {
+    trycmd::TestCases::new()
+        .register_bin("planck", PathBuf::from(env!("CARGO_BIN_EXE_planck")))
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .case("README.md")
+        .case("docs/*.md");
+}
+
+/// docs/ci.md shows the CI files whole; they must be the files themselves.
+#[test]
+fn the_ci_page_shows_the_ci_files_as_they_are() {
+    let page = read(&root().join("docs/ci.md"));
+    for file in ["tools/ci/github-actions.yml", "tools/ci/gitlab-ci.yml"] {
+        let text = read(&root().join(file));
+        assert!(
+            page.contains(&format!("```yaml\n{text}```\n")),
+            "docs/ci.md does not show {file} as it is"
+        );
+    }
+}
+
+/// The README stays a five-minute read; the reference belongs in docs/.
+#[test]
+fn the_readme_stays_short() {
+    let lines = read(&root().join("README.md")).lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines (at most 250)");
+}
