@@ -33,8 +33,16 @@ fn run(cli: Cli) -> i32 {
     };
     let result = match planck::cmd::standalone(&cli.command) {
         Some(result) => result,
-        None => Settings::resolve(&cli.global, &env, &cwd)
-            .and_then(|settings| runtime.block_on(planck::cmd::run(cli.command, &settings))),
+        None => Settings::resolve(&cli.global, &env, &cwd).and_then(|settings| {
+            runtime.block_on(async {
+                // A stop signal no command is listening for ends the
+                // process as its default action would (see planck::signal).
+                tokio::select! {
+                    result = planck::cmd::run(cli.command, &settings) => result,
+                    s = planck::signal::unheard() => Ok(s.exit_code()),
+                }
+            })
+        }),
     };
     // Work nobody awaits any more (a replay worker still running its unit
     // when a signal ended the run) gets two seconds, not as long as it

@@ -10,13 +10,18 @@
 //! transaction (instant, so a SIGKILL that follows finds them in place), then
 //! validates them one by one, and exits with 128 + the signal's number.
 //!
+//! This is the process's one way of hearing them: seed, record and replay
+//! each hold a [`Signals`] handle while their work must not be cut short
+//! (replay ends after its finished steps, record waits for its command).
 //! Once caught, a signal stays caught for the life of the process (tokio's
 //! handlers are never uninstalled): a second Ctrl-C while the foreign keys
-//! are validated does not cut the validation short. Once every [`Signals`]
-//! handle is dropped (the seed is over), SIGTERM and SIGHUP end the process
-//! with their usual code again, as their default action would.
+//! are validated does not cut the validation short. A signal that arrives
+//! while no handle is alive (the seed is over and `planck demo` went on to
+//! explain) is [`unheard`]: `main` then ends the process with 128 + its
+//! number, as the signal's default action would have.
 
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::{LazyLock, Mutex};
 
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::watch;
@@ -103,38 +108,15 @@ impl Drop for Signals {
 }
 
 impl Signals {
-    /// Catches SIGINT, SIGTERM and SIGHUP from now on (needs a tokio runtime).
+    /// Catches SIGINT, SIGTERM and SIGHUP from now on (needs a tokio
+    /// runtime). The listener is the process's one: installed by the first
+    /// call, shared by every handle after it.
     pub fn install() -> Result<Signals> {
-        let listen = |k: SignalKind| {
-            signal(k).map_err(|e| Error::Other(anyhow::anyhow!("catching signals: {e}")))
-        };
-        let (mut int, mut term, mut hup) = (
-            listen(SignalKind::interrupt())?,
-            listen(SignalKind::terminate())?,
-            listen(SignalKind::hangup())?,
-        );
-        let (tx, rx) = watch::channel(received());
-        tokio::spawn(async move {
-            loop {
-                let s = tokio::select! {
-                    _ = int.recv() => Stop::Interrupt,
-                    _ = term.recv() => Stop::Terminate,
-                    _ = hup.recv() => Stop::Hangup,
-                };
-                if LIVE.load(Ordering::SeqCst) == 0 && s != Stop::Interrupt {
-                    // The seed is over (every handle dropped, e.g. `planck
-                    // demo` went on to explain): do what the signal's default
-                    // action would have done, since tokio never gives it back.
-                    // SIGINT is left to whoever listens for Ctrl-C next
-                    // (record does), as before.
-                    std::process::exit(s.exit_code());
-                }
-                let _ = FIRST.compare_exchange(0, s.code(), Ordering::SeqCst, Ordering::SeqCst);
-                let _ = tx.send(received());
-            }
-        });
+        let hub = hub()?;
         LIVE.fetch_add(1, Ordering::SeqCst);
-        Ok(Signals { rx })
+        Ok(Signals {
+            rx: hub.subscribe(),
+        })
     }
 
     /// The signal received so far, if any.
@@ -153,11 +135,92 @@ impl Signals {
         }
     }
 
+    /// Resolves at the next stop signal after this call (each one, where
+    /// [`Signals::wait`] resolves for good at the first).
+    pub async fn next(&mut self) -> Stop {
+        self.rx.borrow_and_update();
+        match self.rx.changed().await {
+            Ok(()) => (*self.rx.borrow_and_update()).unwrap_or(Stop::Interrupt),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
     /// An `Error::Interrupted` naming the signal when one arrived.
     pub fn check(&self, state: &str) -> Result<()> {
         match self.received() {
             Some(s) => Err(interrupted(s, state)),
             None => Ok(()),
+        }
+    }
+}
+
+/// Where the listener sends each signal: to the handles while one is alive.
+static STOPS: LazyLock<watch::Sender<Option<Stop>>> = LazyLock::new(|| watch::channel(None).0);
+
+/// Where it sends a signal no handle is alive to hear (see [`unheard`]).
+static UNHEARD: LazyLock<watch::Sender<Option<Stop>>> = LazyLock::new(|| watch::channel(None).0);
+
+/// Whether the process's listener is running.
+static LISTENING: Mutex<bool> = Mutex::new(false);
+
+/// Marks the listener stopped when its task is dropped.
+struct Listening;
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        *LISTENING.lock().unwrap_or_else(|e| e.into_inner()) = false;
+    }
+}
+
+/// The process's one listener, started on first use.
+fn hub() -> Result<&'static watch::Sender<Option<Stop>>> {
+    let mut listening = LISTENING.lock().unwrap_or_else(|e| e.into_inner());
+    if *listening {
+        return Ok(&STOPS);
+    }
+    let listen = |k: SignalKind| {
+        signal(k).map_err(|e| Error::Other(anyhow::anyhow!("catching signals: {e}")))
+    };
+    let (mut int, mut term, mut hup) = (
+        listen(SignalKind::interrupt())?,
+        listen(SignalKind::terminate())?,
+        listen(SignalKind::hangup())?,
+    );
+    tokio::spawn(async move {
+        // A runtime that shuts down drops this task: the next install, on
+        // another runtime (a test's), starts a listener again.
+        let _running = Listening;
+        loop {
+            let s = tokio::select! {
+                _ = int.recv() => Stop::Interrupt,
+                _ = term.recv() => Stop::Terminate,
+                _ = hup.recv() => Stop::Hangup,
+            };
+            let _ = FIRST.compare_exchange(0, s.code(), Ordering::SeqCst, Ordering::SeqCst);
+            if LIVE.load(Ordering::SeqCst) == 0 {
+                UNHEARD.send_replace(Some(s));
+            } else {
+                STOPS.send_replace(Some(s));
+            }
+        }
+    });
+    *listening = true;
+    Ok(&STOPS)
+}
+
+/// Resolves when a stop signal arrives while no [`Signals`] handle is
+/// alive (the seed is over and `planck demo` went on to explain, say): the
+/// signal is caught for good once the listener runs (tokio never gives its
+/// default action back), so `main` ends the process with its exit code, as
+/// that default action would have. Pending for ever before the listener runs.
+pub async fn unheard() -> Stop {
+    let mut rx = UNHEARD.subscribe();
+    loop {
+        if let Some(s) = *rx.borrow_and_update() {
+            return s;
+        }
+        if rx.changed().await.is_err() {
+            return std::future::pending().await;
         }
     }
 }
@@ -177,6 +240,41 @@ pub fn interrupted(s: Stop, state: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One test, not two: the handles are process-wide, and a handle alive
+    /// in a test running beside it would hear the other's signal. The
+    /// signals are real, sent to this test process with `kill`.
+    #[test]
+    fn a_handle_hears_each_signal_and_main_hears_the_ones_nobody_holds() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let send = |sig: &str| {
+            let pid = std::process::id().to_string();
+            let ok = std::process::Command::new("kill")
+                .args([sig, pid.as_str()])
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "kill {sig} {pid}");
+        };
+        let within = std::time::Duration::from_secs(30);
+        rt.block_on(async {
+            let mut handle = Signals::install().unwrap();
+            for (sig, want) in [("-HUP", Stop::Hangup), ("-HUP", Stop::Hangup)] {
+                let next = handle.next();
+                send(sig);
+                let got = tokio::time::timeout(within, next).await;
+                assert_eq!(got.ok(), Some(want));
+            }
+            assert_eq!(handle.received(), Some(Stop::Hangup));
+            drop(handle);
+            send("-TERM");
+            let got = tokio::time::timeout(within, unheard()).await;
+            assert_eq!(got.ok(), Some(Stop::Terminate));
+        });
+    }
 
     #[test]
     fn exit_codes_are_128_plus_the_signal_number() {

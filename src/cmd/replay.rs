@@ -18,16 +18,12 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     let conn = settings.conn().await?;
     let stop = Arc::new(AtomicBool::new(false));
     let signal = Arc::new(AtomicI32::new(0));
+    let signals = crate::signal::Signals::install()?;
     let listener = {
         let (stop, signal) = (stop.clone(), signal.clone());
         tokio::spawn(async move {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            let code = tokio::select! {
-                _ = tokio::signal::ctrl_c() => exit::INTERRUPTED,
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => exit::TERMINATED,
-            };
-            signal.store(code, Ordering::Relaxed);
+            let s = signals.wait().await;
+            signal.store(s.exit_code(), Ordering::Relaxed);
             stop.store(true, Ordering::Relaxed);
         })
     };

@@ -17,6 +17,7 @@ use tokio_postgres::config::Host;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::output::Log;
+use crate::signal::Stop;
 
 /// How the command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,6 +205,8 @@ fn database_url(conn: &ConnInfo) -> String {
 
 /// Runs the command to its end. Ctrl-C reaches the child through the
 /// terminal; planck waits for it and records what it managed to send.
+/// SIGTERM or SIGHUP ends planck's wait with `Error::Interrupted` (exit 143
+/// or 129), as those signals ended it before it listened for them.
 pub async fn run(
     program: &Path,
     args: &[String],
@@ -238,12 +241,23 @@ pub async fn run(
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(io_err)?;
+    let mut signals = crate::signal::Signals::install()?;
     let status = loop {
         tokio::select! {
             status = child.wait() => break status.map_err(io_err)?,
-            _ = tokio::signal::ctrl_c() => {
-                log.warn("interrupted: waiting for the command to stop, then recording what it sent");
-            }
+            s = signals.next() => match s {
+                Stop::Interrupt => log.warn(
+                    "interrupted: waiting for the command to stop, then recording what it sent",
+                ),
+                // Not sent to the command by a terminal: planck stops as it
+                // did before it listened (the command is not waited for).
+                other => {
+                    return Err(crate::signal::interrupted(
+                        other,
+                        "nothing was recorded; the command was not waited for",
+                    ));
+                }
+            },
         }
     };
     Ok(match (status.code(), status.signal()) {
