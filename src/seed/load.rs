@@ -613,7 +613,30 @@ async fn empty_or_lock(
         // ONLY: an old-style inheritance parent's children are tables the
         // plan loads on their own (a partitioned table cannot be ONLY).
         let only = if tp.partitioned { "" } else { "ONLY " };
-        tx.batch_execute(&format!("TRUNCATE {only}{}", tp.qualified))
+        // Under the superuser's replica mode (see `conn::connect`) internal
+        // triggers set to fire on origin do not fire either, and Citus
+        // empties a distributed table's shards from one (its truncate
+        // trigger): the TRUNCATE alone runs as origin. The table's user
+        // triggers are already disabled, and TRUNCATE fires no rule nor
+        // event trigger, so nothing else changes.
+        let truncate = format!("TRUNCATE {only}{}", tp.qualified);
+        let replica: bool = tx
+            .query_one(
+                "SELECT current_setting('session_replication_role') = 'replica'",
+                &[],
+            )
+            .await
+            .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?
+            .get(0);
+        let sql = if replica {
+            format!(
+                "SET LOCAL session_replication_role = origin; {truncate}; \
+                 SET LOCAL session_replication_role = replica"
+            )
+        } else {
+            truncate
+        };
+        tx.batch_execute(&sql)
             .await
             .map_err(|e| Error::db(format!("truncating {}", tp.display), e))?;
     } else {
@@ -1560,19 +1583,40 @@ async fn measure(
 ) -> Result<Vec<TableReport>> {
     let shard = opts.shard;
     let c = connect(conn).await?;
+    // On a Citus coordinator a distributed or reference table's rows are in
+    // its shards, on the workers: the table here is an empty shell.
+    let citus: bool = c
+        .query_one(
+            "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL \
+                AND to_regprocedure('citus_total_relation_size(regclass,boolean)') IS NOT NULL",
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("measuring tables", e))?
+        .get(0);
+    let (data, total) = if citus {
+        (
+            "CASE WHEN EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = x) \
+                  THEN citus_table_size(x) ELSE pg_table_size(x) END",
+            "CASE WHEN EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = x) \
+                  THEN citus_total_relation_size(x) ELSE pg_total_relation_size(x) END",
+        )
+    } else {
+        ("pg_table_size(x)", "pg_total_relation_size(x)")
+    };
+    let sql = format!(
+        "SELECT COALESCE(sum({data}), 0)::bigint, COALESCE(sum({total}), 0)::bigint
+           FROM (SELECT $1::text::regclass AS x
+                 UNION ALL SELECT inhrelid::regclass FROM pg_inherits h JOIN pg_class k ON k.oid = h.inhrelid
+                            WHERE inhparent = $1::text::regclass AND k.relispartition) s"
+    );
     let mut reports = Vec::new();
     for (t, tp) in plan.tables.iter().enumerate() {
         if opts.keep.contains(&tp.oid) {
             continue;
         }
         let row = c
-            .query_one(
-                "SELECT COALESCE(sum(pg_table_size(x)), 0)::bigint, COALESCE(sum(pg_total_relation_size(x)), 0)::bigint
-                   FROM (SELECT $1::text::regclass AS x
-                         UNION ALL SELECT inhrelid::regclass FROM pg_inherits h JOIN pg_class k ON k.oid = h.inhrelid
-                                    WHERE inhparent = $1::text::regclass AND k.relispartition) s",
-                &[&tp.qualified],
-            )
+            .query_one(&sql, &[&tp.qualified])
             .await
             .map_err(|e| Error::db("measuring tables", e))?;
         let (data, total): (i64, i64) = (row.get(0), row.get(1));
