@@ -1,0 +1,218 @@
+//! planck on Citus (issue 36, point 1): `planck db start --citus-workers N`
+//! makes the managed cluster a Citus coordinator with N worker servers, and
+//! says how to install Citus when it is missing. Each test runs the real
+//! binary in a project folder of its own (as tests/cluster.rs does). The tests
+//! that need Citus skip, saying why, only when citus.so is not installed for
+//! the server binaries in use (`.ci/run` builds it from ../shared/citus).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{assert_exit, planck_cmd, project_dir, stderr, stdout};
+
+fn planck(dir: &Path, args: &[&str]) -> Output {
+    planck_cmd(dir).args(args).output().unwrap()
+}
+
+/// Destroys a project's cluster (coordinator and workers) when the test
+/// ends, passed or not.
+struct Destroy(PathBuf);
+
+impl Drop for Destroy {
+    fn drop(&mut self) {
+        if self.0.join(".planck").exists() {
+            let _ = planck(&self.0, &["db", "destroy", "--wait", "0"]);
+        }
+    }
+}
+
+fn bindir() -> PathBuf {
+    planck::cluster::find_bindir(
+        std::env::var_os("PLANCK_PG_BINDIR")
+            .map(PathBuf::from)
+            .as_deref(),
+    )
+    .unwrap()
+}
+
+/// True when Citus is installed; else prints why the test is skipped.
+fn citus_or_skip(test: &str) -> bool {
+    let bindir = bindir();
+    if planck::cluster::citus::installed(&bindir) {
+        return true;
+    }
+    eprintln!(
+        "{test}: skipped: Citus is not installed for the PostgreSQL in {} (`bash ../shared/citus/build.sh` installs it; .ci/run does)",
+        bindir.display()
+    );
+    false
+}
+
+/// The rows of `sql` (`psql -tA`), panicking when psql fails.
+fn psql(url: &str, sql: &str) -> Vec<String> {
+    let out = Command::new("psql")
+        .arg(url)
+        .args(["-tAX", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .env("PGSSLMODE", "disable")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "psql {sql}: {}", stderr(&out));
+    stdout(&out).lines().map(str::to_string).collect()
+}
+
+fn status(dir: &Path) -> serde_json::Value {
+    let out = planck(dir, &["--format", "json", "db", "status"]);
+    assert_exit(&out, 0);
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// Pids of the processes running in `dir` (a postmaster runs in its data
+/// directory).
+fn processes_in(dir: &Path) -> usize {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return 0;
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir))
+        .count()
+}
+
+#[test]
+fn db_start_with_two_citus_workers_distributes_a_table_over_both() {
+    if !citus_or_skip("db_start_with_two_citus_workers_distributes_a_table_over_both") {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+
+    let nodes = psql(&url, "SELECT count(*) FROM citus_get_active_worker_nodes()");
+    assert_eq!(nodes, ["2"]);
+    psql(
+        &url,
+        "CREATE TABLE ads (company_id bigint, id bigint, PRIMARY KEY (company_id, id));
+         SELECT create_distributed_table('ads', 'company_id');
+         INSERT INTO ads SELECT g % 50, g FROM generate_series(1, 1000) g;",
+    );
+    // The shards, and the rows, are on both workers, not on the coordinator.
+    let placed = psql(
+        &url,
+        "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'ads'::regclass",
+    );
+    assert_eq!(placed, ["2"]);
+    let on_coordinator = psql(
+        &url,
+        "SELECT count(*) FROM citus_shards s, pg_dist_node n
+          WHERE s.table_name = 'ads'::regclass AND s.nodeport = n.nodeport AND n.groupid = 0",
+    );
+    assert_eq!(on_coordinator, ["0"]);
+    assert_eq!(psql(&url, "SELECT count(*) FROM ads"), ["1000"]);
+
+    // `db status` names the workers, running; `db stop` stops them too.
+    let s = status(p.path());
+    let workers = s["citus_workers"].as_array().expect("citus_workers in status");
+    assert_eq!(workers.len(), 2, "{s:#}");
+    assert!(workers.iter().all(|w| w["state"] == "running"), "{s:#}");
+    let data_dirs: Vec<PathBuf> = workers
+        .iter()
+        .map(|w| PathBuf::from(w["data_dir"].as_str().unwrap()))
+        .collect();
+    assert!(data_dirs.iter().all(|d| processes_in(d) > 0));
+    assert_exit(&planck(p.path(), &["db", "stop"]), 0);
+    let s = status(p.path());
+    assert_eq!(s["state"], "stopped", "{s:#}");
+    assert!(
+        s["citus_workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["state"] == "stopped"),
+        "{s:#}"
+    );
+    assert!(data_dirs.iter().all(|d| processes_in(d) == 0));
+
+    // A plain `db url` (no flag) brings the whole Citus cluster back, data and all.
+    let out = planck(p.path(), &["db", "url"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    assert_eq!(psql(&url, "SELECT count(*) FROM ads"), ["1000"]);
+    assert_eq!(
+        psql(&url, "SELECT count(*) FROM citus_get_active_worker_nodes()"),
+        ["2"]
+    );
+
+    // Fewer workers than it has is refused, as bad usage.
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "1"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("already has 2 Citus workers"),
+        "{}",
+        stderr(&out)
+    );
+
+    // `db destroy` stops and deletes the workers with the coordinator.
+    assert_exit(&planck(p.path(), &["db", "destroy", "--wait", "0"]), 0);
+    assert!(data_dirs.iter().all(|d| processes_in(d) == 0 && !d.exists()));
+}
+
+/// Server binaries with no Citus beside them: planck's `bin/` of symlinks
+/// to the real ones, so `../lib` holds no citus.so.
+fn binaries_without_citus(root: &Path) -> PathBuf {
+    let bin = root.join("pg/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for b in ["initdb", "pg_ctl", "postgres"] {
+        std::os::unix::fs::symlink(bindir().join(b), bin.join(b)).unwrap();
+    }
+    bin
+}
+
+#[test]
+fn without_citus_installed_db_start_says_how_to_install_it_and_makes_nothing() {
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let bin = binaries_without_citus(p.path());
+    let out = planck_cmd(p.path())
+        .env("PLANCK_PG_BINDIR", &bin)
+        .args(["db", "start", "--citus-workers", "2"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("Citus is not installed for PostgreSQL"), "{err}");
+    assert!(err.contains("hint: install Citus 13"), "{err}");
+    assert!(!p.path().join(".planck/data").exists());
+
+    // The same through planck.toml; and a bad count there is a usage error.
+    std::fs::write(
+        p.path().join("planck.toml"),
+        "[database]\ncitus_workers = 2\n",
+    )
+    .unwrap();
+    let out = planck_cmd(p.path())
+        .env("PLANCK_PG_BINDIR", &bin)
+        .args(["db", "start"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    assert!(stderr(&out).contains("Citus is not installed"));
+    std::fs::write(
+        p.path().join("planck.toml"),
+        "[database]\ncitus_workers = 0\n",
+    )
+    .unwrap();
+    let out = planck(p.path(), &["db", "start"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("[database] citus_workers = 0"),
+        "{}",
+        stderr(&out)
+    );
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "0"]);
+    assert_exit(&out, 2);
+}
