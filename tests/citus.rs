@@ -116,7 +116,9 @@ fn db_start_with_two_citus_workers_distributes_a_table_over_both() {
 
     // `db status` names the workers, running; `db stop` stops them too.
     let s = status(p.path());
-    let workers = s["citus_workers"].as_array().expect("citus_workers in status");
+    let workers = s["citus_workers"]
+        .as_array()
+        .expect("citus_workers in status");
     assert_eq!(workers.len(), 2, "{s:#}");
     assert!(workers.iter().all(|w| w["state"] == "running"), "{s:#}");
     let data_dirs: Vec<PathBuf> = workers
@@ -158,7 +160,11 @@ fn db_start_with_two_citus_workers_distributes_a_table_over_both() {
 
     // `db destroy` stops and deletes the workers with the coordinator.
     assert_exit(&planck(p.path(), &["db", "destroy", "--wait", "0"]), 0);
-    assert!(data_dirs.iter().all(|d| processes_in(d) == 0 && !d.exists()));
+    assert!(
+        data_dirs
+            .iter()
+            .all(|d| processes_in(d) == 0 && !d.exists())
+    );
 }
 
 /// Server binaries with no Citus beside them: planck's `bin/` of symlinks
@@ -184,7 +190,10 @@ fn without_citus_installed_db_start_says_how_to_install_it_and_makes_nothing() {
         .unwrap();
     assert_exit(&out, 3);
     let err = stderr(&out);
-    assert!(err.contains("Citus is not installed for PostgreSQL"), "{err}");
+    assert!(
+        err.contains("Citus is not installed for PostgreSQL"),
+        "{err}"
+    );
     assert!(err.contains("hint: install Citus 13"), "{err}");
     assert!(!p.path().join(".planck/data").exists());
 

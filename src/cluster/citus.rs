@@ -88,15 +88,23 @@ impl Cluster {
             None => Ok(have),
             Some(0) => Err(Error::usage_hint(
                 "--citus-workers 0 is not a Citus cluster",
-                format!("give 1 to {MAX_WORKERS} workers, or leave the option out for a plain PostgreSQL"),
+                format!(
+                    "give 1 to {MAX_WORKERS} workers, or leave the option out for a plain PostgreSQL"
+                ),
             )),
             Some(n) if n > MAX_WORKERS => Err(Error::usage_hint(
-                format!("{n} Citus workers is more than planck starts on one machine ({MAX_WORKERS})"),
+                format!(
+                    "{n} Citus workers is more than planck starts on one machine ({MAX_WORKERS})"
+                ),
                 format!("give 1 to {MAX_WORKERS} workers"),
             )),
             Some(n) if n < have => Err(Error::usage_hint(
-                format!("the managed cluster already has {have} Citus workers; planck does not remove workers (their shards live there)"),
-                format!("ask for {have} or more, or run `planck db destroy` (its data is deleted) and start again with --citus-workers {n}"),
+                format!(
+                    "the managed cluster already has {have} Citus workers; planck does not remove workers (their shards live there)"
+                ),
+                format!(
+                    "ask for {have} or more, or run `planck db destroy` (its data is deleted) and start again with --citus-workers {n}"
+                ),
             )),
             Some(n) => Ok(n),
         }
