@@ -139,11 +139,30 @@ fn db_start_with_two_citus_workers_distributes_a_table_over_both() {
     );
     assert!(data_dirs.iter().all(|d| processes_in(d) == 0));
 
-    // A plain `db url` (no flag) brings the whole Citus cluster back, data and all.
+    // A plain `db url` (no flag) brings the whole Citus cluster back, data
+    // and all, even when a worker's last port was taken meanwhile: the
+    // worker moves and the coordinator is told (citus_update_node).
+    let old_port = u16::try_from(workers[0]["port"].as_u64().unwrap()).unwrap();
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", old_port)).unwrap();
     let out = planck(p.path(), &["db", "url"]);
     assert_exit(&out, 0);
+    drop(squatter);
     let url = stdout(&out).trim().to_string();
+    let new_port = status(p.path())["citus_workers"][0]["port"]
+        .as_u64()
+        .unwrap();
+    assert_ne!(new_port, u64::from(old_port));
     assert_eq!(psql(&url, "SELECT count(*) FROM ads"), ["1000"]);
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT nodeport FROM citus_get_active_worker_nodes() ORDER BY nodeport"
+        )
+        .iter()
+        .filter(|p| **p == new_port.to_string())
+        .count(),
+        1
+    );
     assert_eq!(
         psql(&url, "SELECT count(*) FROM citus_get_active_worker_nodes()"),
         ["2"]

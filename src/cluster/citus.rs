@@ -171,15 +171,10 @@ impl Cluster {
         let client = connect(self, port, database).await?;
         create_extension(&client, self).await?;
         let sql = |what: &str, e| Error::db(format!("joining the Citus workers: {what}"), e);
-        client
-            .execute(
-                "SELECT citus_set_coordinator_host('127.0.0.1', $1)",
-                &[&i32::from(port)],
-            )
-            .await
-            .map_err(|e| sql("citus_set_coordinator_host", e))?;
         // Workers registered before on a port they no longer have (a port
-        // taken meanwhile made them move) are moved, one for one.
+        // taken meanwhile made them move) are moved first, one for one in
+        // the order they were added: every later call syncs Citus's
+        // metadata to each registered worker, and would try the old port.
         let rows = client
             .query(
                 "SELECT nodeid, nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid",
@@ -193,24 +188,36 @@ impl Cluster {
             .iter()
             .filter(|(_, p)| !current.contains(p))
             .map(|(id, _)| *id);
-        for wport in &current {
-            if registered.iter().any(|(_, p)| p == wport) {
-                continue;
+        let mut new = Vec::new();
+        for wport in current
+            .iter()
+            .filter(|w| !registered.iter().any(|(_, p)| p == *w))
+        {
+            match stale.next() {
+                Some(id) => {
+                    client
+                        .execute(
+                            "SELECT citus_update_node($1, '127.0.0.1', $2)",
+                            &[&id, wport],
+                        )
+                        .await
+                        .map_err(|e| sql("citus_update_node", e))?;
+                }
+                None => new.push(*wport),
             }
-            if let Some(id) = stale.next() {
-                client
-                    .execute(
-                        "SELECT citus_update_node($1, '127.0.0.1', $2)",
-                        &[&id, wport],
-                    )
-                    .await
-                    .map_err(|e| sql("citus_update_node", e))?;
-            } else {
-                client
-                    .execute("SELECT citus_add_node('127.0.0.1', $1)", &[wport])
-                    .await
-                    .map_err(|e| sql("citus_add_node", e))?;
-            }
+        }
+        client
+            .execute(
+                "SELECT citus_set_coordinator_host('127.0.0.1', $1)",
+                &[&i32::from(port)],
+            )
+            .await
+            .map_err(|e| sql("citus_set_coordinator_host", e))?;
+        for wport in &new {
+            client
+                .execute("SELECT citus_add_node('127.0.0.1', $1)", &[wport])
+                .await
+                .map_err(|e| sql("citus_add_node", e))?;
         }
         Ok(())
     }
