@@ -189,6 +189,7 @@ impl Cluster {
             .filter(|(_, p)| !current.contains(p))
             .map(|(id, _)| *id);
         let mut new = Vec::new();
+        let mut moved = false;
         for wport in current
             .iter()
             .filter(|w| !registered.iter().any(|(_, p)| p == *w))
@@ -202,17 +203,35 @@ impl Cluster {
                         )
                         .await
                         .map_err(|e| sql("citus_update_node", e))?;
+                    moved = true;
                 }
                 None => new.push(*wport),
             }
         }
-        client
-            .execute(
-                "SELECT citus_set_coordinator_host('127.0.0.1', $1)",
-                &[&i32::from(port)],
-            )
+        // A move leaves the workers' metadata out of sync until Citus's
+        // daemon gets to them, and later calls refuse such a node (55000):
+        // synced now.
+        if moved {
+            client
+                .execute("SELECT start_metadata_sync_to_all_nodes()", &[])
+                .await
+                .map_err(|e| sql("start_metadata_sync_to_all_nodes", e))?;
+        }
+        // Named again only when it moved: each call syncs every worker.
+        let coordinator: Option<i32> = client
+            .query_opt("SELECT nodeport FROM pg_dist_node WHERE groupid = 0", &[])
             .await
-            .map_err(|e| sql("citus_set_coordinator_host", e))?;
+            .map_err(|e| sql("reading pg_dist_node", e))?
+            .map(|r| r.get(0));
+        if coordinator != Some(i32::from(port)) {
+            client
+                .execute(
+                    "SELECT citus_set_coordinator_host('127.0.0.1', $1)",
+                    &[&i32::from(port)],
+                )
+                .await
+                .map_err(|e| sql("citus_set_coordinator_host", e))?;
+        }
         for wport in &new {
             client
                 .execute("SELECT citus_add_node('127.0.0.1', $1)", &[wport])
