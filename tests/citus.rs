@@ -156,7 +156,7 @@ fn db_start_with_two_citus_workers_distributes_a_table_over_both() {
     assert_eq!(
         psql(
             &url,
-            "SELECT nodeport FROM citus_get_active_worker_nodes() ORDER BY nodeport"
+            "SELECT node_port FROM citus_get_active_worker_nodes() ORDER BY node_port"
         )
         .iter()
         .filter(|p| **p == new_port.to_string())
