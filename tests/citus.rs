@@ -244,3 +244,91 @@ fn without_citus_installed_db_start_says_how_to_install_it_and_makes_nothing() {
     let out = planck(p.path(), &["db", "start", "--citus-workers", "0"]);
     assert_exit(&out, 2);
 }
+
+/// The Citus tutorial's schema, distributed by the company, with rows.
+const TUTORIAL: &str = "
+CREATE TABLE companies (id bigint PRIMARY KEY, name text NOT NULL);
+CREATE TABLE campaigns (company_id bigint REFERENCES companies, id bigint, name text,
+  budget int, PRIMARY KEY (company_id, id));
+CREATE TABLE ads (company_id bigint, id bigint, campaign_id bigint, name text, clicks int,
+  PRIMARY KEY (company_id, id),
+  FOREIGN KEY (company_id, campaign_id) REFERENCES campaigns (company_id, id));
+SELECT create_distributed_table('companies', 'id');
+SELECT create_distributed_table('campaigns', 'company_id');
+SELECT create_distributed_table('ads', 'company_id');
+INSERT INTO companies SELECT g, 'c' || g FROM generate_series(1, 200) g;
+INSERT INTO campaigns SELECT g % 200 + 1, g, 'k' || g, g % 1000 FROM generate_series(1, 4000) g;
+INSERT INTO ads SELECT c.company_id, c.id * 10 + k, c.id, 'a', k FROM campaigns c, generate_series(1, 5) k;
+ANALYZE;
+";
+
+/// The `Task Count` of a plan's Citus job (1: a router plan, one shard).
+fn task_count(plan: &serde_json::Value) -> Option<u64> {
+    plan[0]["Plan"]["Distributed Query"]["Job"]["Task Count"].as_u64()
+}
+
+/// Issue 36, 3: on Citus the generic plan of a multi-shard statement fails
+/// ("could not create distributed plan ... parameters in SQL functions",
+/// 0A000) and was reported as a planning failure. Every statement is now
+/// planned with the sampled values, as Citus makes the application run it.
+#[test]
+fn explain_on_citus_plans_router_multi_shard_and_colocated_join_statements() {
+    if !citus_or_skip("explain_on_citus_plans_router_multi_shard_and_colocated_join_statements") {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    psql(&url, TUTORIAL);
+    let statements = [
+        "SELECT * FROM ads WHERE company_id = $1 AND id = $2",
+        "SELECT * FROM ads WHERE campaign_id = $1",
+        "SELECT a.name, c.name FROM ads a JOIN campaigns c ON c.company_id = a.company_id AND c.id = a.campaign_id WHERE a.company_id = $1",
+        "SELECT company_id, count(*) FROM ads WHERE clicks > $1 GROUP BY company_id",
+    ];
+    let mut text = String::from("format_version = 2\n");
+    for q in statements {
+        text.push_str(&format!(
+            "\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
+        ));
+    }
+    std::fs::write(p.path().join("q.toml"), text).unwrap();
+    let out = planck(
+        p.path(),
+        &["--format", "json", "explain", "--queries", "q.toml"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    let stmts = v["statements"].as_array().unwrap();
+    assert_eq!(stmts.len(), 4, "{v:#}");
+    for (s, q) in stmts.iter().zip(statements) {
+        assert_eq!(s["status"], "explained", "{q}: {s:#}");
+        let notes = s["notes"].to_string();
+        assert!(
+            !notes.contains("could not create distributed plan"),
+            "{q}: {notes}"
+        );
+        let custom = s["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "custom")
+            .unwrap_or_else(|| panic!("{q}: no custom plan: {s:#}"));
+        let tasks = task_count(&custom["plan"]).unwrap_or_else(|| panic!("{q}: {custom:#}"));
+        let router = q.contains("company_id = $1");
+        assert_eq!(tasks == 1, router, "{q}: {tasks} tasks");
+        if !router {
+            // The multi-shard statements have no generic plan on Citus, and say so.
+            assert!(notes.contains("no generic plan on Citus"), "{q}: {notes}");
+            assert!(
+                s["plans"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|p| p["kind"] != "generic")
+            );
+        }
+    }
+}
