@@ -303,6 +303,32 @@ fn explain_on_citus_plans_router_multi_shard_and_colocated_join_statements() {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
     let stmts = v["statements"].as_array().unwrap();
     assert_eq!(stmts.len(), 4, "{v:#}");
+    // The multi-shard check names exactly the statements sent to every shard.
+    let mut flagged: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "multi-shard")
+        .map(|f| {
+            assert_eq!(f["relation"], "ads", "{f:#}");
+            assert!(
+                f["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("fans out to 32 shards"),
+                "{f:#}"
+            );
+            f["statement_id"].as_str().unwrap()
+        })
+        .collect();
+    flagged.sort_unstable();
+    let mut fanning: Vec<&str> = stmts
+        .iter()
+        .filter(|s| !s["query"].as_str().unwrap().contains("company_id = $1"))
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    fanning.sort_unstable();
+    assert_eq!(flagged, fanning, "{v:#}");
     for (s, q) in stmts.iter().zip(statements) {
         assert_eq!(s["status"], "explained", "{q}: {s:#}");
         let notes = s["notes"].to_string();
