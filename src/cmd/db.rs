@@ -10,7 +10,7 @@ use crate::settings::Settings;
 #[derive(Debug, Clone, Subcommand)]
 #[command(after_help = "Examples:
   planck db start                 # start the local server (created on first use); prints its URL
-  planck db start --citus-workers 2  # a Citus coordinator with two workers (Citus installed)
+  planck db start --citus-workers 2  # a Citus coordinator and two workers
   psql \"$(planck db url)\"         # a psql shell on it
   planck db destroy               # stop it and delete .planck/ with its data")]
 pub enum DbCommand {
