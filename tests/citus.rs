@@ -358,3 +358,30 @@ fn explain_on_citus_plans_router_multi_shard_and_colocated_join_statements() {
         }
     }
 }
+
+/// A plain managed server already running cannot become a coordinator
+/// without a restart (Citus is preloaded): said with the way out, before
+/// any worker is made; after `db stop` the same command makes it one.
+#[test]
+fn a_running_plain_server_is_restarted_into_a_coordinator_only_when_asked_to() {
+    if !citus_or_skip("a_running_plain_server_is_restarted_into_a_coordinator_only_when_asked_to") {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    assert_exit(&planck(p.path(), &["db", "start"]), 0);
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "1"]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("runs without Citus"), "{err}");
+    assert!(err.contains("hint: run `planck db stop`"), "{err}");
+    assert!(!p.path().join(".planck/citus-workers").exists());
+    assert_exit(&planck(p.path(), &["db", "stop"]), 0);
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "1"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    assert_eq!(
+        psql(&url, "SELECT count(*) FROM citus_get_active_worker_nodes()"),
+        ["1"]
+    );
+}

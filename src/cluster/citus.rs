@@ -150,6 +150,10 @@ impl Cluster {
         if wanted == 0 {
             return Ok(());
         }
+        // The coordinator first: one that runs since before Citus was asked
+        // for is said before any worker is made.
+        let client = connect(self, port, database).await?;
+        create_extension(&client, self).await?;
         let mut ports = Vec::new();
         for n in 1..=wanted {
             let worker = self.worker(n);
@@ -164,12 +168,10 @@ impl Cluster {
                 progress(&log, &format!("citus worker {n}: {l}"));
             }
             worker.create_database(wport, database).await?;
-            let client = connect(self, wport, database).await?;
-            create_extension(&client, &worker).await?;
+            let on_worker = connect(self, wport, database).await?;
+            create_extension(&on_worker, &worker).await?;
             ports.push(wport);
         }
-        let client = connect(self, port, database).await?;
-        create_extension(&client, self).await?;
         let sql = |what: &str, e| Error::db(format!("joining the Citus workers: {what}"), e);
         // Workers registered before on a port they no longer have (a port
         // taken meanwhile made them move) are moved first, one for one in
