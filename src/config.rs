@@ -42,6 +42,10 @@ pub struct DatabaseSection {
     /// `17`), found among the server binaries on the machine. Unset: the
     /// first found (see `cluster::find_bindir`).
     pub postgres: Option<PgMajor>,
+    /// Make the managed cluster a Citus coordinator with this many workers
+    /// (`planck db start --citus-workers` overrides it). Unset: a plain
+    /// server, or as many workers as it already has.
+    pub citus_workers: Option<u16>,
 }
 
 /// A PostgreSQL major as `planck.toml` writes it: `17` or `"17"`.

@@ -29,6 +29,7 @@
 //! the blocking work (flock waits, `pg_ctl start -w`) on tokio's blocking
 //! pool; the plain methods stay for sync callers such as the test harness.
 
+pub mod citus;
 mod conf;
 mod home;
 pub mod lock;
@@ -67,6 +68,10 @@ pub struct Cluster {
     dir: PathBuf,
     bindir: PathBuf,
     run_as: Option<String>,
+    /// Citus workers asked for (see [`citus`]); `None`: as many as exist.
+    citus_workers: Option<u16>,
+    /// This server is a Citus worker of the cluster in `dir`'s grandparent.
+    citus_worker: bool,
 }
 
 /// What `planck db status` reports.
@@ -323,6 +328,8 @@ impl Cluster {
             dir,
             bindir,
             run_as,
+            citus_workers: None,
+            citus_worker: false,
         }
     }
 
@@ -441,6 +448,7 @@ impl Cluster {
             .await?;
         // Still under the cluster lock: two first uses never both CREATE.
         self.create_database(port, database).await?;
+        self.ready_citus(port, database, log, progress).await?;
         drop(state_lock);
         Ok(Ready {
             port,
@@ -534,6 +542,11 @@ impl Cluster {
                 "give a port from 1 to 65535, or leave --port out and planck picks a free one",
             ));
         }
+        // Citus missing is said before anything is made or started.
+        let citus = self.wants_citus()?;
+        if citus {
+            citus::check_installed(&self.bindir)?;
+        }
         if let State::Running { port: running, .. } = self.state()? {
             if let Some(asked) = asked
                 && asked != running
@@ -569,6 +582,9 @@ impl Cluster {
             self.init(log)?;
         } else {
             self.check_data_version()?;
+        }
+        if citus {
+            self.prepare_citus()?;
         }
         self.include_listen_file()?;
         self.clear_stale_locks(log)?;
@@ -736,8 +752,13 @@ impl Cluster {
     }
 
     fn stop_locked(&self) -> Result<bool> {
+        // A Citus coordinator's workers stop with it (see [`citus`]).
+        let mut stopped = false;
+        for worker in self.citus_workers() {
+            stopped |= worker.stop()?;
+        }
         if !matches!(self.state()?, State::Running { .. }) {
-            return Ok(false);
+            return Ok(stopped);
         }
         let out = self.run_pg(
             "pg_ctl",
@@ -795,6 +816,10 @@ impl Cluster {
         };
         let _lock = self.state_lock(log)?;
         self.stop_locked()?;
+        // A Citus worker may keep its files in a home of its own in /tmp.
+        for worker in self.citus_workers() {
+            worker.destroy(Duration::ZERO, log)?;
+        }
         let sock = self.socket_dir();
         if !sock.starts_with(&self.dir) && !sock.starts_with(self.home()) {
             let _ = fs::remove_dir_all(&sock);

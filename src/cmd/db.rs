@@ -9,15 +9,20 @@ use crate::settings::Settings;
 
 #[derive(Debug, Clone, Subcommand)]
 #[command(after_help = "Examples:
-  planck db start                 # start the local server (created on first use); prints its URL
-  psql \"$(planck db url)\"         # a psql shell on it
-  planck db destroy               # stop it and delete .planck/ with its data")]
+  planck db start                    # start the local server (created on first use); prints its URL
+  planck db start --citus-workers 2  # a Citus coordinator and two workers (docs/citus.md)
+  psql \"$(planck db url)\"            # a psql shell on it
+  planck db destroy                  # stop it and delete .planck/ with its data")]
 pub enum DbCommand {
     /// Initialize (once) and start the local server; prints its URL
     Start {
         /// TCP port on 127.0.0.1 [default: the last one used, else any free port]
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
         port: Option<u16>,
+        /// Make it a Citus coordinator with N worker servers (needs Citus
+        /// installed) [default: `[database] citus_workers`, else as many as it has]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=i64::from(cluster::citus::MAX_WORKERS)))]
+        citus_workers: Option<u16>,
     },
     /// Stop the local server
     Stop,
@@ -48,7 +53,15 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
     }
     let log = settings.log();
     match command {
-        DbCommand::Start { port } => {
+        DbCommand::Start {
+            port,
+            citus_workers,
+        } => {
+            // The flag wins over `[database] citus_workers` (see Settings::cluster).
+            let cluster = match citus_workers {
+                Some(n) => cluster.with_citus_workers(Some(n)),
+                None => cluster,
+            };
             if let Some(user) = cluster.run_as() {
                 settings.debug(&format!(
                     "running as root: the server runs as the `{user}` OS user"
@@ -81,6 +94,17 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
             };
             let url = port.map(|p| cluster.url(p, cluster::DEFAULT_DATABASE));
             let version = cluster::server_version(cluster.bindir())?;
+            // A Citus coordinator's workers, each a server of its own.
+            let mut workers = Vec::new();
+            for w in cluster.citus_workers() {
+                let state = w.blocking(|w| w.state()).await?;
+                let (word, port) = match state {
+                    State::Absent => ("absent", None),
+                    State::Stopped => ("stopped", None),
+                    State::Running { port, .. } => ("running", Some(port)),
+                };
+                workers.push((word, port, w.data_dir()));
+            }
             match settings.format {
                 Format::Json => {
                     let v = serde_json::json!({
@@ -93,6 +117,15 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                         "server_version": version,
                         "bindir": cluster.bindir(),
                     });
+                    let mut v = v;
+                    if !workers.is_empty() {
+                        v["citus_workers"] = workers
+                            .iter()
+                            .map(|(state, port, data)| {
+                                serde_json::json!({ "state": state, "port": port, "data_dir": data })
+                            })
+                            .collect();
+                    }
                     emit_line(&format!("{v:#}"))?;
                 }
                 _ => {
@@ -104,6 +137,13 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                         "\npostgres: {version} ({})",
                         cluster.bindir().display()
                     ));
+                    for (i, (state, port, data)) in workers.iter().enumerate() {
+                        line.push_str(&format!("\ncitus worker {}: {state}", i + 1));
+                        if let Some(p) = port {
+                            line.push_str(&format!(" on port {p}"));
+                        }
+                        line.push_str(&format!(" ({})", data.display()));
+                    }
                     emit_line(&line)?;
                 }
             }

@@ -15,6 +15,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
+use super::citus;
 use super::in_function::{self, Bound, Sources};
 use super::options::PlannerOptions;
 use super::plan_tree::{Mode, Plan, PlanKind};
@@ -1058,8 +1059,15 @@ async fn replan_failed(
         let r = generic_plan(client, shared, &e.text, n_types).await;
         let _ = client.batch_execute("ROLLBACK").await;
         let _ = client.batch_execute("DEALLOCATE planck_generic").await;
-        e.plans
-            .push(generic_record(mode, first_tenant, n_types, r?));
+        match r {
+            // Citus runs custom plans only for such a statement (see `citus`).
+            Err(Failure::Other(pg)) if citus::refuses_generic(&pg, e.plans_in(mode)) => {
+                e.notes.push(citus::no_generic_note(mode));
+            }
+            r => e
+                .plans
+                .push(generic_record(mode, first_tenant, n_types, r?)),
+        }
     }
     for i in failed_picks {
         let (pick, values) = &picks[i];

@@ -9,6 +9,7 @@
 //! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
 pub mod advice;
+pub mod citus;
 pub mod data;
 pub mod engine;
 pub mod environment;

@@ -51,10 +51,11 @@ pub enum CheckId {
     TenantMisestimate,
     MultiplePermissivePolicies,
     DuplicateIndex,
+    MultiShard,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 13] = [
+    pub const ALL: [CheckId; 14] = [
         CheckId::SeqScan,
         CheckId::FullIndexScan,
         CheckId::UnusedIndex,
@@ -68,6 +69,7 @@ impl CheckId {
         CheckId::TenantMisestimate,
         CheckId::MultiplePermissivePolicies,
         CheckId::DuplicateIndex,
+        CheckId::MultiShard,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -85,6 +87,7 @@ impl CheckId {
             CheckId::TenantMisestimate => "tenant-misestimate",
             CheckId::MultiplePermissivePolicies => "multiple-permissive-policies",
             CheckId::DuplicateIndex => "duplicate-index",
+            CheckId::MultiShard => "multi-shard",
         }
     }
 
@@ -145,6 +148,11 @@ impl CheckId {
             }
             CheckId::DuplicateIndex => {
                 "drop the duplicate (DROP INDEX CONCURRENTLY); every write maintains both"
+            }
+            CheckId::MultiShard => {
+                "filter on the table's distribution column (the tenant) so Citus routes the \
+                 statement to one shard; join distributed tables on their distribution columns \
+                 (co-located), or make a small shared table a reference table"
             }
         }
     }

@@ -171,8 +171,26 @@ impl Settings {
             })?),
             None => None,
         };
+        let workers = self.config.database.citus_workers;
+        if let Some(n) = workers
+            && !(1..=cluster::citus::MAX_WORKERS).contains(&n)
+        {
+            return Err(Error::usage_hint(
+                format!(
+                    "[database] citus_workers = {n}: give 1 to {} workers",
+                    cluster::citus::MAX_WORKERS
+                ),
+                format!(
+                    "in {}; or remove the key for a plain PostgreSQL",
+                    self.config_path
+                        .as_deref()
+                        .unwrap_or(Path::new("planck.toml"))
+                        .display()
+                ),
+            ));
+        }
         let bindir = cluster::find_bindir_for(self.pg_bindir.as_deref(), major)?;
-        Ok(Cluster::for_project(&self.project_dir, bindir))
+        Ok(Cluster::for_project(&self.project_dir, bindir).with_citus_workers(workers))
     }
 
     /// The connection to work on; starts the managed cluster when it is the target.

@@ -16,6 +16,7 @@ mod architecture;
 mod check;
 mod check_ci;
 mod check_init;
+mod citus;
 mod cluster;
 mod connect;
 mod demo;

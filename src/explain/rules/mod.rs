@@ -8,6 +8,7 @@ pub mod check;
 pub mod duplicate_index;
 pub mod filter_removes_most_rows;
 pub mod full_index_scan;
+pub mod multi_shard;
 pub mod multiple_permissive_policies;
 pub mod rls_per_row_call;
 pub mod rls_policy;
@@ -38,6 +39,7 @@ pub const ALL: &[&dyn Check] = &[
     &tenant_misestimate::TenantMisestimate,
     &multiple_permissive_policies::MultiplePermissivePolicies,
     &duplicate_index::DuplicateIndex,
+    &multi_shard::MultiShard,
 ];
 
 /// Runs every check not disabled; a disabled id also drops the findings a

@@ -1,0 +1,174 @@
+//! `multi-shard` (issue 36, 3): on Citus, a statement whose plan sends a
+//! task to every shard of a distributed table (its `Custom Scan (Citus
+//! Adaptive)` job has more than one task) rather than one: it reads without
+//! a filter on the distribution column, so each execution costs a
+//! connection and a query on every worker. A router statement (one task) is
+//! no finding.
+//!
+//! The statement's mode says how much it matters: planned as the tenant (the
+//! application's tenant-scoped statements), an error; as admin, planck
+//! cannot tell an admin job from an application statement that forgot its
+//! tenant, so a warning (an admin job meant to read every tenant can be
+//! ignored in the baseline). The tables are the distributed tables whose
+//! shards the tasks read (a shard is `<table>_<shard id>`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use crate::explain::plan_tree::Mode;
+
+pub struct MultiShard;
+
+/// The Citus jobs of a plan: (task count, the tables their tasks read).
+fn jobs(json: &Value, out: &mut Vec<(u64, BTreeSet<String>)>) {
+    match json {
+        Value::Object(m) => {
+            if let Some(job) = m.get("Distributed Query").and_then(|d| d.get("Job")) {
+                let tasks = job.get("Task Count").and_then(Value::as_u64).unwrap_or(0);
+                let mut shards = BTreeSet::new();
+                relations(job, &mut shards);
+                out.push((tasks, shards));
+            }
+            for v in m.values() {
+                jobs(v, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| jobs(v, out)),
+        _ => {}
+    }
+}
+
+/// The `Relation Name`s anywhere under `v`.
+fn relations(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(r) = m.get("Relation Name").and_then(Value::as_str) {
+                out.insert(r.to_string());
+            }
+            m.values().for_each(|v| relations(v, out));
+        }
+        Value::Array(a) => a.iter().for_each(|v| relations(v, out)),
+        _ => {}
+    }
+}
+
+/// `ads` from the shard `ads_102072`.
+fn table_of_shard(shard: &str) -> &str {
+    match shard.rsplit_once('_') {
+        Some((t, id))
+            if !t.is_empty() && !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            t
+        }
+        _ => shard,
+    }
+}
+
+impl Check for MultiShard {
+    fn id(&self) -> CheckId {
+        CheckId::MultiShard
+    }
+
+    fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
+        for e in ctx.explained() {
+            // mode -> (most tasks, tables, plans that fan out)
+            let mut hits: BTreeMap<Mode, (u64, BTreeSet<String>, Vec<String>)> = BTreeMap::new();
+            for p in judged_plans(e) {
+                let mut found = Vec::new();
+                jobs(&p.json, &mut found);
+                for (tasks, shards) in found.into_iter().filter(|(t, _)| *t > 1) {
+                    let hit = hits.entry(p.mode).or_default();
+                    hit.0 = hit.0.max(tasks);
+                    hit.1.extend(shards.iter().map(|s| {
+                        let t = table_of_shard(s);
+                        ctx.catalog.resolve(t).unwrap_or(t).to_string()
+                    }));
+                    let d = describe(p);
+                    if !hit.2.contains(&d) {
+                        hit.2.push(d);
+                    }
+                }
+            }
+            for (mode, (tasks, tables, plans)) in hits {
+                let severity = match mode {
+                    Mode::Tenant => Severity::Error,
+                    Mode::Admin => Severity::Warning,
+                };
+                let names: Vec<&str> = tables.iter().map(String::as_str).collect();
+                let what = if names.is_empty() {
+                    "distributed tables".to_string()
+                } else {
+                    names.join(", ")
+                };
+                let mut f = finding(
+                    self,
+                    severity,
+                    format!(
+                        "fans out to {tasks} shards of {what} (a Citus multi-shard statement) in the {}",
+                        plans.join(", ")
+                    ),
+                )
+                .statement(&e.stmt, mode);
+                if let Some(first) = names.first() {
+                    f = f.relation(*first);
+                }
+                out.push(f);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{catalog, explained};
+    use super::*;
+    use crate::explain::plan_tree::PlanKind;
+
+    fn citus_plan(tasks: u64) -> Value {
+        serde_json::json!([{ "Plan": {
+            "Node Type": "Custom Scan", "Custom Plan Provider": "Citus Adaptive",
+            "Distributed Query": { "Job": { "Task Count": tasks, "Tasks": [{
+                "Remote Plan": [[{ "Plan": { "Node Type": "Seq Scan", "Relation Name": "ads_102072" } }]]
+            }] } } } }])
+    }
+
+    fn run(plans: Vec<(Mode, PlanKind, Value)>) -> Vec<Finding> {
+        let cat = catalog(&[("ads", 1000)], vec![]);
+        let results = vec![explained("SELECT * FROM ads WHERE campaign_id = $1", plans)];
+        let ctx = super::super::testing::ctx(&cat, &results);
+        let mut out = Vec::new();
+        MultiShard.run(&ctx, &mut out);
+        out
+    }
+
+    #[test]
+    fn a_statement_sent_to_every_shard_is_reported_a_router_one_is_not() {
+        let f = run(vec![
+            (Mode::Tenant, PlanKind::Custom, citus_plan(32)),
+            (Mode::Admin, PlanKind::Custom, citus_plan(32)),
+        ]);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Error);
+        assert_eq!(f[1].severity, Severity::Warning);
+        assert_eq!(f[0].relation.as_deref(), Some("ads"));
+        assert!(
+            f[0].message.starts_with("fans out to 32 shards of ads"),
+            "{}",
+            f[0].message
+        );
+        assert!(run(vec![(Mode::Tenant, PlanKind::Custom, citus_plan(1))]).is_empty());
+        let local =
+            serde_json::json!([{ "Plan": { "Node Type": "Seq Scan", "Relation Name": "ads" } }]);
+        assert!(run(vec![(Mode::Tenant, PlanKind::Custom, local)]).is_empty());
+    }
+
+    #[test]
+    fn shards_are_named_by_their_table() {
+        assert_eq!(table_of_shard("ads_102072"), "ads");
+        assert_eq!(table_of_shard("order_items_7"), "order_items");
+        assert_eq!(table_of_shard("ads"), "ads");
+        assert_eq!(table_of_shard("v_"), "v_");
+    }
+}

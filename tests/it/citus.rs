@@ -1,0 +1,459 @@
+//! planck on Citus (issue 36, point 1): `planck db start --citus-workers N`
+//! makes the managed cluster a Citus coordinator with N worker servers, and
+//! says how to install Citus when it is missing. Each test runs the real
+//! binary in a project folder of its own (as tests/cluster.rs does). The tests
+//! that need Citus skip, saying why, only when citus.so is not installed for
+//! the server binaries in use (`.ci/run` builds it from ../shared/citus).
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{assert_exit, planck_cmd, project_dir, stderr, stdout};
+
+fn planck(dir: &Path, args: &[&str]) -> Output {
+    planck_cmd(dir).args(args).output().unwrap()
+}
+
+/// Destroys a project's cluster (coordinator and workers) when the test
+/// ends, passed or not.
+struct Destroy(PathBuf);
+
+impl Drop for Destroy {
+    fn drop(&mut self) {
+        if self.0.join(".planck").exists() {
+            let _ = planck(&self.0, &["db", "destroy", "--wait", "0"]);
+        }
+    }
+}
+
+fn bindir() -> PathBuf {
+    planck::cluster::find_bindir(
+        std::env::var_os("PLANCK_PG_BINDIR")
+            .map(PathBuf::from)
+            .as_deref(),
+    )
+    .unwrap()
+}
+
+/// True when Citus is installed; else prints why the test is skipped.
+fn citus_or_skip(test: &str) -> bool {
+    let bindir = bindir();
+    if planck::cluster::citus::installed(&bindir) {
+        return true;
+    }
+    eprintln!(
+        "{test}: skipped: Citus is not installed for the PostgreSQL in {} (`bash ../shared/citus/build.sh` installs it; .ci/run does)",
+        bindir.display()
+    );
+    false
+}
+
+/// The rows of `sql` (`psql -tA`), panicking when psql fails.
+fn psql(url: &str, sql: &str) -> Vec<String> {
+    let out = Command::new("psql")
+        .arg(url)
+        .args(["-tAX", "-v", "ON_ERROR_STOP=1", "-c", sql])
+        .env("PGSSLMODE", "disable")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "psql {sql}: {}", stderr(&out));
+    stdout(&out).lines().map(str::to_string).collect()
+}
+
+fn status(dir: &Path) -> serde_json::Value {
+    let out = planck(dir, &["--format", "json", "db", "status"]);
+    assert_exit(&out, 0);
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+/// Pids of the processes running in `dir` (a postmaster runs in its data
+/// directory).
+fn processes_in(dir: &Path) -> usize {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return 0;
+    };
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir))
+        .count()
+}
+
+#[test]
+fn db_start_with_two_citus_workers_distributes_a_table_over_both() {
+    if !citus_or_skip("db_start_with_two_citus_workers_distributes_a_table_over_both") {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+
+    let nodes = psql(&url, "SELECT count(*) FROM citus_get_active_worker_nodes()");
+    assert_eq!(nodes, ["2"]);
+    psql(
+        &url,
+        "CREATE TABLE ads (company_id bigint, id bigint, PRIMARY KEY (company_id, id));
+         SELECT create_distributed_table('ads', 'company_id');
+         INSERT INTO ads SELECT g % 50, g FROM generate_series(1, 1000) g;",
+    );
+    // The shards, and the rows, are on both workers, not on the coordinator.
+    let placed = psql(
+        &url,
+        "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'ads'::regclass",
+    );
+    assert_eq!(placed, ["2"]);
+    let on_coordinator = psql(
+        &url,
+        "SELECT count(*) FROM citus_shards s, pg_dist_node n
+          WHERE s.table_name = 'ads'::regclass AND s.nodeport = n.nodeport AND n.groupid = 0",
+    );
+    assert_eq!(on_coordinator, ["0"]);
+    assert_eq!(psql(&url, "SELECT count(*) FROM ads"), ["1000"]);
+
+    // `db status` names the workers, running; `db stop` stops them too.
+    let s = status(p.path());
+    let workers = s["citus_workers"]
+        .as_array()
+        .expect("citus_workers in status");
+    assert_eq!(workers.len(), 2, "{s:#}");
+    assert!(workers.iter().all(|w| w["state"] == "running"), "{s:#}");
+    let data_dirs: Vec<PathBuf> = workers
+        .iter()
+        .map(|w| PathBuf::from(w["data_dir"].as_str().unwrap()))
+        .collect();
+    assert!(data_dirs.iter().all(|d| processes_in(d) > 0));
+    assert_exit(&planck(p.path(), &["db", "stop"]), 0);
+    let s = status(p.path());
+    assert_eq!(s["state"], "stopped", "{s:#}");
+    assert!(
+        s["citus_workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|w| w["state"] == "stopped"),
+        "{s:#}"
+    );
+    assert!(data_dirs.iter().all(|d| processes_in(d) == 0));
+
+    // A plain `db url` (no flag) brings the whole Citus cluster back, data
+    // and all, even when a worker's last port was taken meanwhile: the
+    // worker moves and the coordinator is told (citus_update_node).
+    let old_port = u16::try_from(workers[0]["port"].as_u64().unwrap()).unwrap();
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", old_port)).unwrap();
+    let out = planck(p.path(), &["db", "url"]);
+    assert_exit(&out, 0);
+    drop(squatter);
+    let url = stdout(&out).trim().to_string();
+    let new_port = status(p.path())["citus_workers"][0]["port"]
+        .as_u64()
+        .unwrap();
+    assert_ne!(new_port, u64::from(old_port));
+    assert_eq!(psql(&url, "SELECT count(*) FROM ads"), ["1000"]);
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT node_port FROM citus_get_active_worker_nodes() ORDER BY node_port"
+        )
+        .iter()
+        .filter(|p| **p == new_port.to_string())
+        .count(),
+        1
+    );
+    assert_eq!(
+        psql(&url, "SELECT count(*) FROM citus_get_active_worker_nodes()"),
+        ["2"]
+    );
+
+    // Fewer workers than it has is refused, as bad usage.
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "1"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("already has 2 Citus workers"),
+        "{}",
+        stderr(&out)
+    );
+
+    // `db destroy` stops and deletes the workers with the coordinator.
+    assert_exit(&planck(p.path(), &["db", "destroy", "--wait", "0"]), 0);
+    assert!(
+        data_dirs
+            .iter()
+            .all(|d| processes_in(d) == 0 && !d.exists())
+    );
+}
+
+/// Server binaries with no Citus beside them: planck's `bin/` of symlinks
+/// to the real ones, so `../lib` holds no citus.so.
+fn binaries_without_citus(root: &Path) -> PathBuf {
+    let bin = root.join("pg/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for b in ["initdb", "pg_ctl", "postgres"] {
+        std::os::unix::fs::symlink(bindir().join(b), bin.join(b)).unwrap();
+    }
+    bin
+}
+
+#[test]
+fn without_citus_installed_db_start_says_how_to_install_it_and_makes_nothing() {
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let bin = binaries_without_citus(p.path());
+    let out = planck_cmd(p.path())
+        .env("PLANCK_PG_BINDIR", &bin)
+        .args(["db", "start", "--citus-workers", "2"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains("Citus is not installed for PostgreSQL"),
+        "{err}"
+    );
+    assert!(err.contains("hint: install Citus 13"), "{err}");
+    assert!(!p.path().join(".planck/data").exists());
+
+    // The same through planck.toml; and a bad count there is a usage error.
+    std::fs::write(
+        p.path().join("planck.toml"),
+        "[database]\ncitus_workers = 2\n",
+    )
+    .unwrap();
+    let out = planck_cmd(p.path())
+        .env("PLANCK_PG_BINDIR", &bin)
+        .args(["db", "start"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 3);
+    assert!(stderr(&out).contains("Citus is not installed"));
+    std::fs::write(
+        p.path().join("planck.toml"),
+        "[database]\ncitus_workers = 0\n",
+    )
+    .unwrap();
+    let out = planck(p.path(), &["db", "start"]);
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("[database] citus_workers = 0"),
+        "{}",
+        stderr(&out)
+    );
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "0"]);
+    assert_exit(&out, 2);
+}
+
+/// The Citus tutorial's schema, distributed by the company, with rows.
+const TUTORIAL: &str = "
+CREATE TABLE companies (id bigint PRIMARY KEY, name text NOT NULL);
+CREATE TABLE campaigns (company_id bigint REFERENCES companies, id bigint, name text,
+  budget int, PRIMARY KEY (company_id, id));
+CREATE TABLE ads (company_id bigint, id bigint, campaign_id bigint, name text, clicks int,
+  PRIMARY KEY (company_id, id),
+  FOREIGN KEY (company_id, campaign_id) REFERENCES campaigns (company_id, id));
+SELECT create_distributed_table('companies', 'id');
+SELECT create_distributed_table('campaigns', 'company_id');
+SELECT create_distributed_table('ads', 'company_id');
+INSERT INTO companies SELECT g, 'c' || g FROM generate_series(1, 200) g;
+INSERT INTO campaigns SELECT g % 200 + 1, g, 'k' || g, g % 1000 FROM generate_series(1, 4000) g;
+INSERT INTO ads SELECT c.company_id, c.id * 10 + k, c.id, 'a', k FROM campaigns c, generate_series(1, 5) k;
+ANALYZE;
+";
+
+/// The `Task Count` of a plan's Citus job (1: a router plan, one shard).
+fn task_count(plan: &serde_json::Value) -> Option<u64> {
+    plan[0]["Plan"]["Distributed Query"]["Job"]["Task Count"].as_u64()
+}
+
+/// Issue 36, 3: on Citus the generic plan of a multi-shard statement fails
+/// ("could not create distributed plan ... parameters in SQL functions",
+/// 0A000) and was reported as a planning failure. Every statement is now
+/// planned with the sampled values, as Citus makes the application run it.
+#[test]
+fn explain_on_citus_plans_router_multi_shard_and_colocated_join_statements() {
+    if !citus_or_skip("explain_on_citus_plans_router_multi_shard_and_colocated_join_statements") {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    psql(&url, TUTORIAL);
+    let statements = [
+        "SELECT * FROM ads WHERE company_id = $1 AND id = $2",
+        "SELECT * FROM ads WHERE campaign_id = $1",
+        "SELECT a.name, c.name FROM ads a JOIN campaigns c ON c.company_id = a.company_id AND c.id = a.campaign_id WHERE a.company_id = $1",
+        "SELECT company_id, count(*) FROM ads WHERE clicks > $1 GROUP BY company_id",
+    ];
+    let mut text = String::from("format_version = 2\n");
+    for q in statements {
+        text.push_str(&format!(
+            "\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
+        ));
+    }
+    std::fs::write(p.path().join("q.toml"), text).unwrap();
+    let out = planck(
+        p.path(),
+        &["--format", "json", "explain", "--queries", "q.toml"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    let stmts = v["statements"].as_array().unwrap();
+    assert_eq!(stmts.len(), 4, "{v:#}");
+    // The multi-shard check names exactly the statements sent to every shard.
+    let mut flagged: Vec<&str> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "multi-shard")
+        .map(|f| {
+            assert_eq!(f["relation"], "ads", "{f:#}");
+            assert!(
+                f["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("fans out to 32 shards"),
+                "{f:#}"
+            );
+            f["statement_id"].as_str().unwrap()
+        })
+        .collect();
+    flagged.sort_unstable();
+    let mut fanning: Vec<&str> = stmts
+        .iter()
+        .filter(|s| !s["query"].as_str().unwrap().contains("company_id = $1"))
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    fanning.sort_unstable();
+    assert_eq!(flagged, fanning, "{v:#}");
+    for (s, q) in stmts.iter().zip(statements) {
+        assert_eq!(s["status"], "explained", "{q}: {s:#}");
+        let notes = s["notes"].to_string();
+        assert!(
+            !notes.contains("could not create distributed plan"),
+            "{q}: {notes}"
+        );
+        let custom = s["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "custom")
+            .unwrap_or_else(|| panic!("{q}: no custom plan: {s:#}"));
+        let tasks = task_count(&custom["plan"]).unwrap_or_else(|| panic!("{q}: {custom:#}"));
+        let router = q.contains("company_id = $1");
+        assert_eq!(tasks == 1, router, "{q}: {tasks} tasks");
+        if !router {
+            // The multi-shard statements have no generic plan on Citus, and say so.
+            assert!(notes.contains("no generic plan on Citus"), "{q}: {notes}");
+            assert!(
+                s["plans"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|p| p["kind"] != "generic")
+            );
+        }
+    }
+}
+
+/// A plain managed server already running cannot become a coordinator
+/// without a restart (Citus is preloaded): said with the way out, before
+/// any worker is made; after `db stop` the same command makes it one.
+#[test]
+fn a_running_plain_server_is_restarted_into_a_coordinator_only_when_asked_to() {
+    if !citus_or_skip("a_running_plain_server_is_restarted_into_a_coordinator_only_when_asked_to") {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    assert_exit(&planck(p.path(), &["db", "start"]), 0);
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "1"]);
+    assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("runs without Citus"), "{err}");
+    assert!(err.contains("hint: run `planck db stop`"), "{err}");
+    assert!(!p.path().join(".planck/citus-workers").exists());
+    assert_exit(&planck(p.path(), &["db", "stop"]), 0);
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "1"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    assert_eq!(
+        psql(&url, "SELECT count(*) FROM citus_get_active_worker_nodes()"),
+        ["1"]
+    );
+}
+
+/// seed through a coordinator: rows reach the shards, a second seed with
+/// `--truncate` empties the shards first (under the superuser's replica
+/// mode Citus's truncate trigger did not fire: the reload failed on the
+/// shards' unique indexes, 23505), and the summary's sizes are the shards'
+/// (it measured the coordinator's empty shell tables).
+#[test]
+fn seed_on_citus_fills_the_shards_reseeds_with_truncate_and_measures_the_shards() {
+    if !citus_or_skip(
+        "seed_on_citus_fills_the_shards_reseeds_with_truncate_and_measures_the_shards",
+    ) {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    psql(
+        &url,
+        "CREATE TABLE companies (id bigint PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE ads (company_id bigint REFERENCES companies, id bigint, name text,
+           PRIMARY KEY (company_id, id));
+         SELECT create_distributed_table('companies', 'id');
+         SELECT create_distributed_table('ads', 'company_id');",
+    );
+    let seed = || {
+        planck(
+            p.path(),
+            &[
+                "--format",
+                "json",
+                "seed",
+                "--no-spec",
+                "--rows",
+                "3000",
+                "--truncate",
+            ],
+        )
+    };
+    let first = seed();
+    assert_exit(&first, 0);
+    let again = seed();
+    assert_exit(&again, 0);
+    let counts = psql(
+        &url,
+        "SELECT (SELECT count(*) FROM companies) || ' ' || (SELECT count(*) FROM ads)",
+    );
+    assert_eq!(counts, vec!["3000 6000".to_string()], "{}", stderr(&again));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&again)).unwrap();
+    let ads = v["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == "ads")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    let shell: i64 = psql(&url, "SELECT pg_table_size('ads')")[0]
+        .parse()
+        .unwrap();
+    let shards: i64 = psql(&url, "SELECT citus_table_size('ads')")[0]
+        .parse()
+        .unwrap();
+    assert!(
+        shell < 100_000,
+        "premise: the coordinator's table is a shell ({shell} bytes)"
+    );
+    let said = ads["data_bytes"].as_i64().unwrap();
+    assert!(
+        said >= shards * 9 / 10 && said <= shards * 11 / 10,
+        "the summary says {said} bytes, the shards hold {shards}"
+    );
+}
