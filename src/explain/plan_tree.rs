@@ -100,13 +100,17 @@ impl Plan {
         })
     }
 
-    /// Every index the plan reads, arbiters included.
+    /// Every index the plan reads, arbiters included; on Citus, also the
+    /// indexes its worker plans read on the shards (see [`shard_indexes`]).
     pub fn indexes(&self) -> Vec<String> {
         let mut v: Vec<String> = self
             .nodes()
             .iter()
             .flat_map(|n| n.index.iter().chain(&n.arbiters).cloned())
             .collect();
+        if self.nodes().iter().any(|n| n.node_type == "Custom Scan") {
+            shard_indexes(&self.json, &mut v);
+        }
         v.sort();
         v.dedup();
         v
@@ -130,6 +134,62 @@ impl Plan {
 /// `[{"Plan": {...}}]` -> the inner `Plan`.
 pub fn root(json: &Value) -> Option<&Value> {
     json.get(0)?.get("Plan")
+}
+
+/// Citus: the indexes the worker plans of a distributed plan read
+/// (`Distributed Query` -> `Job` -> `Tasks` -> `Remote Plan`), named as the
+/// coordinator's index: a shard's index is the index's name with the
+/// shard's id appended (`ads_pkey_102008` is `ads_pkey`). Without them an
+/// index that only the shards use looked unused on a coordinator.
+fn shard_indexes(json: &Value, out: &mut Vec<String>) {
+    match json {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if k == "Remote Plan" {
+                    remote_plans(v, out);
+                } else {
+                    shard_indexes(v, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| shard_indexes(v, out)),
+        _ => {}
+    }
+}
+
+/// The indexes of the plans in a `Remote Plan` (an EXPLAIN's JSON, nested
+/// in arrays), without their shard suffix.
+fn remote_plans(json: &Value, out: &mut Vec<String>) {
+    match json {
+        Value::Object(m) => match m.get("Plan") {
+            Some(plan) => {
+                let mut nodes = Vec::new();
+                walk(plan, None, &mut Vec::new(), &mut nodes);
+                for n in &nodes {
+                    for ix in n.index.iter().chain(&n.arbiters) {
+                        out.push(without_shard_id(ix).to_string());
+                    }
+                }
+                // A worker plan of its own may be distributed again.
+                shard_indexes(plan, out);
+            }
+            None => m.values().for_each(|v| remote_plans(v, out)),
+        },
+        Value::Array(a) => a.iter().for_each(|v| remote_plans(v, out)),
+        _ => {}
+    }
+}
+
+/// `ads_pkey_102008` -> `ads_pkey` (a Citus shard's relation or index name).
+pub fn without_shard_id(name: &str) -> &str {
+    match name.rsplit_once('_') {
+        Some((base, id))
+            if !base.is_empty() && !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            base
+        }
+        _ => name,
+    }
 }
 
 fn s(v: &Value, k: &str) -> Option<String> {
@@ -212,6 +272,34 @@ pub(crate) fn test_plan(mode: Mode, json: Value) -> Plan {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// EXPLAIN (FORMAT JSON, VERBOSE) of a multi-shard SELECT on a Citus
+    /// 13.2 coordinator with two workers (abridged): the index the worker
+    /// plan reads is the coordinator's `ads_name`, not the shard's name.
+    #[test]
+    fn a_citus_plan_reads_the_indexes_of_its_worker_plans() {
+        let plan = test_plan(
+            Mode::Admin,
+            json!([{"Plan": {
+                "Node Type": "Custom Scan", "Custom Plan Provider": "Citus Adaptive",
+                "Total Cost": 0.0, "Plan Rows": 100000,
+                "Distributed Query": {"Job": {"Task Count": 32, "Tasks Shown": "One of 32",
+                    "Tasks": [{
+                        "Query": "SELECT company_id, id, name FROM public.ads_102008 ads WHERE (name OPERATOR(pg_catalog.=) 'n5'::text)",
+                        "Node": "host=127.0.0.1 port=41341 dbname=planck",
+                        "Remote Plan": [[{"Plan": {
+                            "Node Type": "Index Scan", "Index Name": "ads_name_102008",
+                            "Relation Name": "ads_102008", "Schema": "public", "Alias": "ads",
+                            "Total Cost": 8.29, "Plan Rows": 1,
+                            "Index Cond": "(ads.name = 'n5'::text)"}}]]
+                    }]}}
+            }}]),
+        );
+        assert_eq!(plan.indexes(), vec!["ads_name".to_string()]);
+        assert_eq!(without_shard_id("ads_pkey_102008"), "ads_pkey");
+        assert_eq!(without_shard_id("events_2024_x"), "events_2024_x");
+        assert_eq!(without_shard_id("_12"), "_12");
+    }
 
     #[test]
     fn flattens_nodes_and_collects_indexes() {

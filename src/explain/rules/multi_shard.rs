@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
-use crate::explain::plan_tree::Mode;
+use crate::explain::plan_tree::{Mode, without_shard_id};
 
 pub struct MultiShard;
 
@@ -54,18 +54,6 @@ fn relations(v: &Value, out: &mut BTreeSet<String>) {
     }
 }
 
-/// `ads` from the shard `ads_102072`.
-fn table_of_shard(shard: &str) -> &str {
-    match shard.rsplit_once('_') {
-        Some((t, id))
-            if !t.is_empty() && !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            t
-        }
-        _ => shard,
-    }
-}
-
 impl Check for MultiShard {
     fn id(&self) -> CheckId {
         CheckId::MultiShard
@@ -82,7 +70,7 @@ impl Check for MultiShard {
                     let hit = hits.entry(p.mode).or_default();
                     hit.0 = hit.0.max(tasks);
                     hit.1.extend(shards.iter().map(|s| {
-                        let t = table_of_shard(s);
+                        let t = without_shard_id(s);
                         ctx.catalog.resolve(t).unwrap_or(t).to_string()
                     }));
                     let d = describe(p);
@@ -166,9 +154,9 @@ mod tests {
 
     #[test]
     fn shards_are_named_by_their_table() {
-        assert_eq!(table_of_shard("ads_102072"), "ads");
-        assert_eq!(table_of_shard("order_items_7"), "order_items");
-        assert_eq!(table_of_shard("ads"), "ads");
-        assert_eq!(table_of_shard("v_"), "v_");
+        assert_eq!(without_shard_id("ads_102072"), "ads");
+        assert_eq!(without_shard_id("order_items_7"), "order_items");
+        assert_eq!(without_shard_id("ads"), "ads");
+        assert_eq!(without_shard_id("v_"), "v_");
     }
 }
