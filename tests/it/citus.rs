@@ -8,34 +8,11 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use common::{assert_exit, planck_cmd, project_dir, stderr, stdout};
-
-fn planck(dir: &Path, args: &[&str]) -> Output {
-    planck_cmd(dir).args(args).output().unwrap()
-}
-
-/// Destroys a project's cluster (coordinator and workers) when the test
-/// ends, passed or not.
-struct Destroy(PathBuf);
-
-impl Drop for Destroy {
-    fn drop(&mut self) {
-        if self.0.join(".planck").exists() {
-            let _ = planck(&self.0, &["db", "destroy", "--wait", "0"]);
-        }
-    }
-}
-
-fn bindir() -> PathBuf {
-    planck::cluster::find_bindir(
-        std::env::var_os("PLANCK_PG_BINDIR")
-            .map(PathBuf::from)
-            .as_deref(),
-    )
-    .unwrap()
-}
+use common::{
+    Destroy, assert_exit, bindir, planck_cmd, planck_in as planck, project_dir, stderr, stdout,
+};
 
 /// True when Citus is installed; else prints why the test is skipped.
 fn citus_or_skip(test: &str) -> bool {

@@ -9,34 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{assert_exit, planck_cmd, project_dir, stderr, stdout};
+use common::{
+    Destroy, assert_exit, bindir, planck_cmd, planck_in as planck, project_dir, stderr, stdout,
+};
 use planck::cluster::Cluster;
 use planck::output::Log;
-
-/// Runs planck in `dir` with no database configured (so: the managed cluster).
-fn planck(dir: &Path, args: &[&str]) -> Output {
-    planck_cmd(dir).args(args).output().unwrap()
-}
-
-/// Destroys a project's cluster when the test ends, passed or not.
-struct Destroy(PathBuf);
-
-impl Drop for Destroy {
-    fn drop(&mut self) {
-        if self.0.join(".planck").exists() {
-            let _ = planck(&self.0, &["db", "destroy", "--wait", "0"]);
-        }
-    }
-}
-
-fn bindir() -> PathBuf {
-    planck::cluster::find_bindir(
-        std::env::var_os("PLANCK_PG_BINDIR")
-            .map(PathBuf::from)
-            .as_deref(),
-    )
-    .unwrap()
-}
 
 /// One value from psql (`-tA`), panicking when psql fails.
 fn psql(url: &str, sql: &str) -> String {

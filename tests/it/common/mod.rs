@@ -658,3 +658,31 @@ pub fn record_graphile_starter(db: &TestDb, dir: &Path) {
     );
     assert!(rec.status.success(), "record: {}", stderr(&rec));
 }
+
+/// Runs planck in `dir` with no database configured (so: the managed cluster).
+pub fn planck_in(dir: &Path, args: &[&str]) -> Output {
+    planck_cmd(dir).args(args).output().unwrap()
+}
+
+/// Destroys a project's managed cluster (its Citus workers too) when the
+/// test ends, passed or not.
+pub struct Destroy(pub PathBuf);
+
+impl Drop for Destroy {
+    fn drop(&mut self) {
+        if self.0.join(".planck").exists() {
+            let _ = planck_in(&self.0, &["db", "destroy", "--wait", "0"]);
+        }
+    }
+}
+
+/// The server binaries the tests run (`PLANCK_PG_BINDIR`, else as planck
+/// finds them).
+pub fn bindir() -> PathBuf {
+    planck::cluster::find_bindir(
+        std::env::var_os("PLANCK_PG_BINDIR")
+            .map(PathBuf::from)
+            .as_deref(),
+    )
+    .unwrap()
+}
