@@ -16,9 +16,58 @@
 //! provider is Citus's), not by the error's text.
 
 use serde_json::Value;
+use tokio_postgres::Client;
 
 use super::plan_tree::{Mode, Plan};
-use crate::error::PgError;
+use crate::error::{Error, PgError, Result};
+use crate::session::{PlannerSetting, StatsMode, tag};
+
+/// The setting planck plans with on a Citus coordinator, unless
+/// `[explain] settings` or production's settings name it: Citus refuses a
+/// join off the distribution columns without it (0A000, "the query contains a
+/// join that requires repartitioning"), and with it the statement has a plan
+/// the `repartition-join` check reports.
+pub const REPARTITION_SETTING: &str = "citus.enable_repartition_joins";
+
+/// [`REPARTITION_SETTING`] on, as the run's planner settings say it.
+pub fn repartition_setting() -> PlannerSetting {
+    PlannerSetting {
+        name: REPARTITION_SETTING.to_string(),
+        value: "on".to_string(),
+        source: "on Citus, so that a repartition join has a plan to report".to_string(),
+    }
+}
+
+/// True when the database is a Citus coordinator with distributed or
+/// reference tables (`pg_dist_partition` has rows).
+pub async fn has_distributed_tables(client: &Client, stats: StatsMode) -> Result<bool> {
+    let err = |e| Error::db("reading Citus's tables", e);
+    let citus: bool = client
+        .query_one(
+            &tag(
+                stats,
+                "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL",
+            ),
+            &[],
+        )
+        .await
+        .map_err(err)?
+        .get(0);
+    if !citus {
+        return Ok(false);
+    }
+    Ok(client
+        .query_one(
+            &tag(
+                stats,
+                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition)",
+            ),
+            &[],
+        )
+        .await
+        .map_err(err)?
+        .get(0))
+}
 
 /// True when a plan (EXPLAIN's JSON) was made by Citus's distributed planner.
 pub fn is_distributed(json: &Value) -> bool {

@@ -378,6 +378,18 @@ impl Engine {
                 })
                 .collect();
         }
+        let named = |n: &str| {
+            applied
+                .production
+                .iter()
+                .chain(&applied.config)
+                .any(|s| s.name == n)
+        };
+        if !named(citus::REPARTITION_SETTING)
+            && citus::has_distributed_tables(&client, stats).await?
+        {
+            applied.config.push(citus::repartition_setting());
+        }
         if let Some(t) = &self.shared.tenancy {
             applied.role = session::role_settings(&client, stats, &t.role).await?;
         }

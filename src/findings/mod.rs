@@ -52,10 +52,11 @@ pub enum CheckId {
     MultiplePermissivePolicies,
     DuplicateIndex,
     MultiShard,
+    RepartitionJoin,
 }
 
 impl CheckId {
-    pub const ALL: [CheckId; 14] = [
+    pub const ALL: [CheckId; 15] = [
         CheckId::SeqScan,
         CheckId::FullIndexScan,
         CheckId::UnusedIndex,
@@ -70,6 +71,7 @@ impl CheckId {
         CheckId::MultiplePermissivePolicies,
         CheckId::DuplicateIndex,
         CheckId::MultiShard,
+        CheckId::RepartitionJoin,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -88,6 +90,7 @@ impl CheckId {
             CheckId::MultiplePermissivePolicies => "multiple-permissive-policies",
             CheckId::DuplicateIndex => "duplicate-index",
             CheckId::MultiShard => "multi-shard",
+            CheckId::RepartitionJoin => "repartition-join",
         }
     }
 
@@ -153,6 +156,11 @@ impl CheckId {
                 "filter on the table's distribution column (the tenant) so Citus routes the \
                  statement to one shard; join distributed tables on their distribution columns \
                  (co-located), or make a small shared table a reference table"
+            }
+            CheckId::RepartitionJoin => {
+                "join distributed tables on their distribution columns (co-locate them: \
+                 distribute both by the tenant and join on it), or make the smaller side a \
+                 reference table (create_reference_table)"
             }
         }
     }

@@ -444,3 +444,58 @@ fn seed_on_citus_fills_the_shards_reseeds_with_truncate_and_measures_the_shards(
         "the summary says {said} bytes, the shards hold {shards}"
     );
 }
+
+/// A join off the distribution columns has a plan on Citus (planck plans
+/// with citus.enable_repartition_joins on, and says so) and is reported as
+/// `repartition-join` naming both tables; the co-located join is not.
+#[test]
+fn a_repartition_join_is_planned_and_reported() {
+    if !citus_or_skip("a_repartition_join_is_planned_and_reported") {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    psql(&url, TUTORIAL);
+    let statements = [
+        "SELECT count(*) FROM ads a JOIN campaigns c ON c.id = a.campaign_id WHERE a.name = $1",
+        "SELECT a.name, c.name FROM ads a JOIN campaigns c ON c.company_id = a.company_id AND c.id = a.campaign_id WHERE a.company_id = $1",
+    ];
+    let mut text = String::from("format_version = 2\n");
+    for q in statements {
+        text.push_str(&format!(
+            "\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
+        ));
+    }
+    std::fs::write(p.path().join("q.toml"), text).unwrap();
+    let out = planck(
+        p.path(),
+        &["--format", "json", "explain", "--queries", "q.toml"],
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    assert!(
+        stderr(&out).contains("citus.enable_repartition_joins = on"),
+        "{}",
+        stderr(&out)
+    );
+    let stmts = v["statements"].as_array().unwrap();
+    for s in stmts {
+        assert_eq!(s["status"], "explained", "{s:#}");
+    }
+    let found: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "repartition-join")
+        .collect();
+    assert_eq!(found.len(), 1, "{v:#}");
+    assert_eq!(found[0]["statement_id"], stmts[0]["id"], "{v:#}");
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("joins ads, campaigns off their distribution columns"),
+        "{message}"
+    );
+}

@@ -10,6 +10,7 @@ pub mod filter_removes_most_rows;
 pub mod full_index_scan;
 pub mod multi_shard;
 pub mod multiple_permissive_policies;
+pub mod repartition_join;
 pub mod rls_per_row_call;
 pub mod rls_policy;
 pub mod seq_scan;
@@ -40,6 +41,7 @@ pub const ALL: &[&dyn Check] = &[
     &multiple_permissive_policies::MultiplePermissivePolicies,
     &duplicate_index::DuplicateIndex,
     &multi_shard::MultiShard,
+    &repartition_join::RepartitionJoin,
 ];
 
 /// Runs every check not disabled; a disabled id also drops the findings a
