@@ -499,3 +499,57 @@ fn a_repartition_join_is_planned_and_reported() {
         "{message}"
     );
 }
+
+/// `planck record` through the relay against a Citus coordinator with the
+/// default sslmode: `CREATE EXTENSION citus` turned TLS on with a
+/// self-signed X.509 version 1 certificate, which the relay accepts without
+/// verifying, as libpq's `prefer` does. Both statements are recorded, and
+/// the relay saw the one connection (no refusal, no warning).
+#[test]
+fn record_through_the_relay_with_the_default_sslmode() {
+    if !citus_or_skip("record_through_the_relay_with_the_default_sslmode") {
+        return;
+    }
+    let p = project_dir();
+    let _d = Destroy(p.path().to_path_buf());
+    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    assert!(!url.contains("sslmode"), "{url}");
+    assert_eq!(psql(&url, "SHOW ssl"), vec!["on".to_string()], "premise");
+    psql(&url, TUTORIAL);
+    std::fs::write(
+        p.path().join("t.sql"),
+        "SELECT count(*) FROM ads WHERE company_id = 7;\n\
+         UPDATE ads SET clicks = clicks + 1 WHERE company_id = 7 AND id = 1;\n",
+    )
+    .unwrap();
+    let out = planck(
+        p.path(),
+        &[
+            "--format",
+            "json",
+            "record",
+            "--",
+            "psql",
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-f",
+            "t.sql",
+        ],
+    );
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    assert_eq!(v["relay"]["connections"], 1, "{v:#}");
+    assert_eq!(v["warnings"], serde_json::json!([]), "{v:#}");
+    let file = std::fs::read_to_string(p.path().join("queries/recorded.toml")).unwrap();
+    for q in [
+        "SELECT count(*) FROM ads WHERE company_id = $1",
+        "UPDATE ads SET clicks = clicks + $1 WHERE company_id = $2 AND id = $3",
+    ] {
+        assert!(file.contains(q), "{q} not in:\n{file}");
+    }
+}
