@@ -46,6 +46,7 @@ use std::time::Instant;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_postgres::Client;
 
@@ -96,6 +97,24 @@ pub struct TableReport {
     pub copy_bytes: u64,
     /// Seconds of the table's COPY transaction.
     pub seconds: f64,
+    /// On a Citus coordinator, a distributed table's spread over its shards.
+    pub shards: Option<ShardSpread>,
+}
+
+/// How a Citus distributed table's rows and bytes spread over its shards
+/// and workers: the skew the tenants' sizes make (issue 36, 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardSpread {
+    pub shards: u64,
+    /// The shard holding the most rows, and its worker (`host:port`).
+    pub heaviest_shard: i64,
+    pub heaviest_worker: String,
+    pub heaviest_rows: u64,
+    pub heaviest_bytes: u64,
+    pub rows: u64,
+    pub bytes: u64,
+    /// Bytes per worker, heaviest first.
+    pub workers: Vec<(String, u64)>,
 }
 
 /// What a load did, for the summary and the benchmark.
@@ -1620,6 +1639,11 @@ async fn measure(
             .await
             .map_err(|e| Error::db("measuring tables", e))?;
         let (data, total): (i64, i64) = (row.get(0), row.get(1));
+        let shards = if citus {
+            shard_spread(&c, &tp.qualified).await?
+        } else {
+            None
+        };
         let r = slice(tp.rows, shard);
         let (copy_bytes, seconds) = per_table.get(&t).copied().unwrap_or((0, 0.0));
         reports.push(TableReport {
@@ -1629,9 +1653,52 @@ async fn measure(
             bytes: total.max(0) as u64,
             copy_bytes,
             seconds,
+            shards,
         });
     }
     Ok(reports)
+}
+
+/// A Citus distributed table's rows and bytes per shard (rows counted on
+/// the shards themselves, in parallel on the workers); None for any other
+/// table.
+async fn shard_spread(c: &Client, table: &str) -> Result<Option<ShardSpread>> {
+    let rows = c
+        .query(
+            "SELECT s.shardid, s.nodename || ':' || s.nodeport, s.shard_size::bigint,
+                    coalesce(r.result, '0')::bigint
+               FROM citus_shards s
+               LEFT JOIN run_command_on_shards($1::text::regclass, 'SELECT count(*) FROM %s') r
+                      ON r.shardid = s.shardid AND r.success
+              WHERE s.table_name = $1::text::regclass AND s.citus_table_type = 'distributed'
+              ORDER BY 4 DESC, 3 DESC, 1",
+            &[&table],
+        )
+        .await
+        .map_err(|e| Error::db(format!("measuring the shards of {table}"), e))?;
+    let Some(top) = rows.first() else {
+        return Ok(None);
+    };
+    let mut workers: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut total_rows, mut total_bytes) = (0u64, 0u64);
+    for r in &rows {
+        let bytes = r.get::<_, i64>(2).max(0) as u64;
+        total_rows += r.get::<_, i64>(3).max(0) as u64;
+        total_bytes += bytes;
+        *workers.entry(r.get(1)).or_default() += bytes;
+    }
+    let mut workers: Vec<(String, u64)> = workers.into_iter().collect();
+    workers.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(Some(ShardSpread {
+        shards: rows.len() as u64,
+        heaviest_shard: top.get(0),
+        heaviest_worker: top.get(1),
+        heaviest_rows: top.get::<_, i64>(3).max(0) as u64,
+        heaviest_bytes: top.get::<_, i64>(2).max(0) as u64,
+        rows: total_rows,
+        bytes: total_bytes,
+        workers,
+    }))
 }
 
 #[cfg(test)]

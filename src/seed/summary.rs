@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::output::{self, Format};
-use crate::seed::load::{LoadNotes, LoadReport};
+use crate::seed::load::{LoadNotes, LoadReport, ShardSpread};
 use crate::seed::row::plan::{Plan, Unseedable};
 
 /// What kind of run a summary describes.
@@ -34,6 +34,8 @@ pub struct TableRow {
     /// With indexes; None in a dry run.
     pub total_bytes: Option<u64>,
     pub seconds: Option<f64>,
+    /// On Citus, a distributed table's spread over its shards.
+    pub shards: Option<ShardSpread>,
 }
 
 /// Seconds per phase of a load.
@@ -76,6 +78,7 @@ impl Summary {
                     data_bytes: Some(t.data_bytes),
                     total_bytes: Some(t.bytes),
                     seconds: Some(t.seconds),
+                    shards: t.shards.clone(),
                 })
                 .collect(),
             None => plan
@@ -87,6 +90,7 @@ impl Summary {
                     data_bytes: None,
                     total_bytes: None,
                     seconds: None,
+                    shards: None,
                 })
                 .collect(),
         };
@@ -159,6 +163,11 @@ impl Summary {
     fn note_lines(&self) -> Vec<String> {
         let n = &self.notes;
         let mut out = Vec::new();
+        for t in &self.tables {
+            if let Some(s) = &t.shards {
+                out.push(shard_line(&t.table, s));
+            }
+        }
         if !self.followed_recording.is_empty() {
             out.push(format!(
                 "followed the recording ([observed] of the queries file): {}",
@@ -260,6 +269,10 @@ pub struct JsonTable {
     /// With indexes; null in a dry run.
     pub total_bytes: Option<u64>,
     pub seconds: Option<f64>,
+    /// On Citus, a distributed table's spread over its shards (added within
+    /// format_version 1; left out elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardSpread>,
 }
 
 /// The JSON summary (wire type: changes only with `format_version`).
@@ -346,6 +359,7 @@ impl From<&Summary> for JsonSummary {
                     data_bytes: t.data_bytes,
                     total_bytes: t.total_bytes,
                     seconds: t.seconds,
+                    shards: t.shards.clone(),
                 })
                 .collect(),
             triggers_disabled: s.notes.triggers_disabled,
@@ -428,6 +442,35 @@ pub fn render_markdown(w: &mut impl Write, s: &Summary) -> io::Result<()> {
         writeln!(w, "```")?;
     }
     Ok(())
+}
+
+/// `ads: 32 shards on 2 workers; the heaviest, 102072 on host:port, holds
+/// 9.8 % of the rows and 9.5 % of the bytes (even: 3.1 %); per worker: ...`
+fn shard_line(table: &str, s: &ShardSpread) -> String {
+    let pct = |part: u64, whole: u64| {
+        if whole == 0 {
+            0.0
+        } else {
+            100.0 * part as f64 / whole as f64
+        }
+    };
+    let workers: Vec<String> = s
+        .workers
+        .iter()
+        .map(|(w, b)| format!("{w} {:.0} %", pct(*b, s.bytes)))
+        .collect();
+    format!(
+        "{table}: {} shards on {} worker(s); the heaviest, {} on {}, holds {:.1} % of the rows \
+         and {:.1} % of the bytes (an even spread: {:.1} %); bytes per worker: {}",
+        s.shards,
+        s.workers.len(),
+        s.heaviest_shard,
+        s.heaviest_worker,
+        pct(s.heaviest_rows, s.rows),
+        pct(s.heaviest_bytes, s.bytes),
+        100.0 / s.shards.max(1) as f64,
+        workers.join(", ")
+    )
 }
 
 pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
@@ -514,6 +557,31 @@ fn wrap(text: &str, width: usize) -> String {
 mod tests {
     use super::*;
 
+    /// A distributed table's line names its heaviest shard and worker with
+    /// their shares, beside what an even spread would give.
+    #[test]
+    fn a_distributed_tables_spread_over_its_shards_is_one_line() {
+        let s = ShardSpread {
+            shards: 4,
+            heaviest_shard: 102_008,
+            heaviest_worker: "10.0.0.2:5432".into(),
+            heaviest_rows: 500,
+            heaviest_bytes: 40_000,
+            rows: 1_000,
+            bytes: 100_000,
+            workers: vec![
+                ("10.0.0.2:5432".into(), 60_000),
+                ("10.0.0.3:5432".into(), 40_000),
+            ],
+        };
+        assert_eq!(
+            shard_line("ads", &s),
+            "ads: 4 shards on 2 worker(s); the heaviest, 102008 on 10.0.0.2:5432, holds 50.0 % \
+             of the rows and 40.0 % of the bytes (an even spread: 25.0 %); bytes per worker: \
+             10.0.0.2:5432 60 %, 10.0.0.3:5432 40 %"
+        );
+    }
+
     /// A fixed summary: two tables, a completed load.
     fn loaded() -> Summary {
         Summary {
@@ -527,6 +595,7 @@ mod tests {
                     data_bytes: Some(245_760),
                     total_bytes: Some(393_216),
                     seconds: Some(0.42),
+                    shards: None,
                 },
                 TableRow {
                     table: "app.items|x".into(),
@@ -534,6 +603,7 @@ mod tests {
                     data_bytes: Some(412_000_000),
                     total_bytes: Some(598_000_000),
                     seconds: Some(9.87),
+                    shards: None,
                 },
             ],
             phases: Some(Phases {

@@ -443,6 +443,23 @@ fn seed_on_citus_fills_the_shards_reseeds_with_truncate_and_measures_the_shards(
         said >= shards * 9 / 10 && said <= shards * 11 / 10,
         "the summary says {said} bytes, the shards hold {shards}"
     );
+    // The spread over the shards: the heaviest shard is the one holding
+    // the most rows, as the workers count them.
+    let spread = &ads["shards"];
+    assert_eq!(spread["shards"], 32, "{ads:#}");
+    assert_eq!(spread["rows"], 6000, "{ads:#}");
+    let heaviest = spread["heaviest_shard"].as_i64().unwrap();
+    let top = psql(
+        &url,
+        "SELECT shardid || ' ' || result FROM run_command_on_shards('ads', 'SELECT count(*) FROM %s') \
+         ORDER BY result::bigint DESC, shardid LIMIT 1",
+    );
+    assert_eq!(
+        top,
+        vec![format!("{heaviest} {}", spread["heaviest_rows"])],
+        "{ads:#}"
+    );
+    assert_eq!(spread["workers"].as_array().unwrap().len(), 2, "{ads:#}");
 }
 
 /// A join off the distribution columns has a plan on Citus (planck plans
