@@ -8,7 +8,7 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use common::{
     Destroy, assert_exit, bindir, planck_cmd, planck_in as planck, project_dir, stderr, stdout,
@@ -239,6 +239,49 @@ INSERT INTO ads SELECT c.company_id, c.id * 10 + k, c.id, 'a', k FROM campaigns 
 ANALYZE;
 ";
 
+/// A coordinator with two workers in a fresh project, the tutorial's tables
+/// distributed and filled; destroyed when dropped (before its folder).
+struct Tutorial {
+    _destroy: Destroy,
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Tutorial {
+    fn start() -> Tutorial {
+        let dir = project_dir();
+        let destroy = Destroy(dir.path().to_path_buf());
+        let out = planck(dir.path(), &["db", "start", "--citus-workers", "2"]);
+        assert_exit(&out, 0);
+        let url = stdout(&out).trim().to_string();
+        psql(&url, TUTORIAL);
+        Tutorial {
+            _destroy: destroy,
+            dir,
+            url,
+        }
+    }
+
+    /// `planck --format json explain` of `statements` (recorded by a
+    /// superuser): its output and report.
+    fn explain(&self, statements: &[&str]) -> (Output, serde_json::Value) {
+        let mut text = String::from("format_version = 2\n");
+        for q in statements {
+            text.push_str(&format!(
+                "\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\nquery = '\'\'\n{q}\n'\'\'\n"
+            ));
+        }
+        std::fs::write(self.dir.path().join("q.toml"), text).unwrap();
+        let out = planck(
+            self.dir.path(),
+            &["--format", "json", "explain", "--queries", "q.toml"],
+        );
+        let v = serde_json::from_str(&stdout(&out))
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+        (out, v)
+    }
+}
+
 /// The `Task Count` of a plan's Citus job (1: a router plan, one shard).
 fn task_count(plan: &serde_json::Value) -> Option<u64> {
     plan[0]["Plan"]["Distributed Query"]["Job"]["Task Count"].as_u64()
@@ -253,31 +296,14 @@ fn explain_on_citus_plans_router_multi_shard_and_colocated_join_statements() {
     if !citus_or_skip("explain_on_citus_plans_router_multi_shard_and_colocated_join_statements") {
         return;
     }
-    let p = project_dir();
-    let _d = Destroy(p.path().to_path_buf());
-    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
-    assert_exit(&out, 0);
-    let url = stdout(&out).trim().to_string();
-    psql(&url, TUTORIAL);
+    let t = Tutorial::start();
     let statements = [
         "SELECT * FROM ads WHERE company_id = $1 AND id = $2",
         "SELECT * FROM ads WHERE campaign_id = $1",
         "SELECT a.name, c.name FROM ads a JOIN campaigns c ON c.company_id = a.company_id AND c.id = a.campaign_id WHERE a.company_id = $1",
         "SELECT company_id, count(*) FROM ads WHERE clicks > $1 GROUP BY company_id",
     ];
-    let mut text = String::from("format_version = 2\n");
-    for q in statements {
-        text.push_str(&format!(
-            "\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
-        ));
-    }
-    std::fs::write(p.path().join("q.toml"), text).unwrap();
-    let out = planck(
-        p.path(),
-        &["--format", "json", "explain", "--queries", "q.toml"],
-    );
-    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    let (_, v) = t.explain(&statements);
     let stmts = v["statements"].as_array().unwrap();
     assert_eq!(stmts.len(), 4, "{v:#}");
     // The multi-shard check names exactly the statements sent to every shard.
@@ -470,29 +496,12 @@ fn a_repartition_join_is_planned_and_reported() {
     if !citus_or_skip("a_repartition_join_is_planned_and_reported") {
         return;
     }
-    let p = project_dir();
-    let _d = Destroy(p.path().to_path_buf());
-    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
-    assert_exit(&out, 0);
-    let url = stdout(&out).trim().to_string();
-    psql(&url, TUTORIAL);
+    let t = Tutorial::start();
     let statements = [
         "SELECT count(*) FROM ads a JOIN campaigns c ON c.id = a.campaign_id WHERE a.name = $1",
         "SELECT a.name, c.name FROM ads a JOIN campaigns c ON c.company_id = a.company_id AND c.id = a.campaign_id WHERE a.company_id = $1",
     ];
-    let mut text = String::from("format_version = 2\n");
-    for q in statements {
-        text.push_str(&format!(
-            "\n[[statement]]\nrole = \"planck\"\nbypass_rls = true\nquery = '''\n{q}\n'''\n"
-        ));
-    }
-    std::fs::write(p.path().join("q.toml"), text).unwrap();
-    let out = planck(
-        p.path(),
-        &["--format", "json", "explain", "--queries", "q.toml"],
-    );
-    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    let (out, v) = t.explain(&statements);
     assert!(
         stderr(&out).contains("citus.enable_repartition_joins = on"),
         "{}",
@@ -527,14 +536,10 @@ fn record_through_the_relay_with_the_default_sslmode() {
     if !citus_or_skip("record_through_the_relay_with_the_default_sslmode") {
         return;
     }
-    let p = project_dir();
-    let _d = Destroy(p.path().to_path_buf());
-    let out = planck(p.path(), &["db", "start", "--citus-workers", "2"]);
-    assert_exit(&out, 0);
-    let url = stdout(&out).trim().to_string();
+    let t = Tutorial::start();
+    let (p, url) = (&t.dir, &t.url);
     assert!(!url.contains("sslmode"), "{url}");
-    assert_eq!(psql(&url, "SHOW ssl"), vec!["on".to_string()], "premise");
-    psql(&url, TUTORIAL);
+    assert_eq!(psql(url, "SHOW ssl"), vec!["on".to_string()], "premise");
     std::fs::write(
         p.path().join("t.sql"),
         "SELECT count(*) FROM ads WHERE company_id = 7;\n\
