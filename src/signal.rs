@@ -186,10 +186,12 @@ fn hub() -> Result<&'static watch::Sender<Option<Stop>>> {
         listen(SignalKind::terminate())?,
         listen(SignalKind::hangup())?,
     );
+    // A runtime that shuts down drops this task (polled or not) and the
+    // mark with it: the next install, on another runtime (a test's), starts
+    // a listener again.
+    let running = Listening;
     tokio::spawn(async move {
-        // A runtime that shuts down drops this task: the next install, on
-        // another runtime (a test's), starts a listener again.
-        let _running = Listening;
+        let _running = running;
         loop {
             let s = tokio::select! {
                 _ = int.recv() => Stop::Interrupt,
