@@ -10,6 +10,7 @@
 //! type through domains and arrays; seed would count rows and read policies);
 //! what they share is how a relation is named, here.
 
+pub mod citus;
 pub mod expr;
 pub mod functions;
 pub mod planner;

@@ -16,11 +16,10 @@
 //! provider is Citus's), not by the error's text.
 
 use serde_json::Value;
-use tokio_postgres::Client;
 
 use super::plan_tree::{Mode, Plan};
-use crate::error::{Error, PgError, Result};
-use crate::session::{PlannerSetting, StatsMode, tag};
+use crate::error::PgError;
+use crate::session::PlannerSetting;
 
 /// The setting planck plans with on a Citus coordinator, unless
 /// `[explain] settings` or production's settings name it: Citus refuses a
@@ -36,37 +35,6 @@ pub fn repartition_setting() -> PlannerSetting {
         value: "on".to_string(),
         source: "on Citus, so that a repartition join has a plan to report".to_string(),
     }
-}
-
-/// True when the database is a Citus coordinator with distributed or
-/// reference tables (`pg_dist_partition` has rows).
-pub async fn has_distributed_tables(client: &Client, stats: StatsMode) -> Result<bool> {
-    let err = |e| Error::db("reading Citus's tables", e);
-    let citus: bool = client
-        .query_one(
-            &tag(
-                stats,
-                "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL",
-            ),
-            &[],
-        )
-        .await
-        .map_err(err)?
-        .get(0);
-    if !citus {
-        return Ok(false);
-    }
-    Ok(client
-        .query_one(
-            &tag(
-                stats,
-                "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition)",
-            ),
-            &[],
-        )
-        .await
-        .map_err(err)?
-        .get(0))
 }
 
 /// True when a plan (EXPLAIN's JSON) was made by Citus's distributed planner.

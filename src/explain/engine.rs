@@ -386,7 +386,7 @@ impl Engine {
                 .any(|s| s.name == n)
         };
         if !named(citus::REPARTITION_SETTING)
-            && citus::has_distributed_tables(&client, stats).await?
+            && crate::catalog::citus::has_distributed_tables(&client, stats).await?
         {
             applied.config.push(citus::repartition_setting());
         }

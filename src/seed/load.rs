@@ -1604,15 +1604,9 @@ async fn measure(
     let c = connect(conn).await?;
     // On a Citus coordinator a distributed or reference table's rows are in
     // its shards, on the workers: the table here is an empty shell.
-    let citus: bool = c
-        .query_one(
-            "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL \
-                AND to_regprocedure('citus_total_relation_size(regclass,boolean)') IS NOT NULL",
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("measuring tables", e))?
-        .get(0);
+    let citus =
+        crate::catalog::citus::has_distributed_tables(&c, crate::session::StatsMode::Untracked)
+            .await?;
     let (data, total) = if citus {
         (
             "CASE WHEN EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = x) \

@@ -56,12 +56,7 @@ pub fn tests_base() -> PathBuf {
 pub fn cluster() -> &'static TestCluster {
     static CLUSTER: OnceLock<TestCluster> = OnceLock::new();
     CLUSTER.get_or_init(|| {
-        let bindir = planck::cluster::find_bindir(
-            std::env::var_os("PLANCK_PG_BINDIR")
-                .map(PathBuf::from)
-                .as_deref(),
-        )
-        .expect("PostgreSQL server binaries are needed to run the tests");
+        let bindir = bindir();
         // One cluster per major: a data directory is bound to the major
         // that made it, and a run on 18 after one on 15 must not meet 15's.
         let major = planck::cluster::server_major(&bindir).expect("the server's version");
@@ -684,5 +679,5 @@ pub fn bindir() -> PathBuf {
             .map(PathBuf::from)
             .as_deref(),
     )
-    .unwrap()
+    .expect("PostgreSQL server binaries are needed to run the tests")
 }
