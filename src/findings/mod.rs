@@ -12,8 +12,6 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-
 use crate::queries::Statement;
 use crate::tenancy::Mode;
 
@@ -21,150 +19,12 @@ pub mod baseline;
 pub mod ignore;
 pub mod source;
 
-/// Every id a check can emit, kebab-case on the wire, in report order.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "kebab-case")]
-#[value(rename_all = "kebab-case")]
-pub enum CheckId {
-    SeqScan,
-    FullIndexScan,
-    UnusedIndex,
-    UnusedPartialIndex,
-    PartialIndexNeedsLiteral,
-    RlsPolicy,
-    StaleStatement,
-    FilterRemovesMostRows,
-    RlsPerRowCall,
-    TenantPlanReuse,
-    TenantMisestimate,
-    MultiplePermissivePolicies,
-    DuplicateIndex,
-    MultiShard,
-    RepartitionJoin,
-}
+// The `CheckId` enum: each check declares its id and help in its own file
+// (`declare_check!` in `src/explain/rules/`), and build.rs collects them, so
+// this layer has the ids without importing `explain` (see build.rs).
+include!(concat!(env!("OUT_DIR"), "/check_ids.rs"));
 
 impl CheckId {
-    pub const ALL: [CheckId; 15] = [
-        CheckId::SeqScan,
-        CheckId::FullIndexScan,
-        CheckId::UnusedIndex,
-        CheckId::UnusedPartialIndex,
-        CheckId::PartialIndexNeedsLiteral,
-        CheckId::RlsPolicy,
-        CheckId::StaleStatement,
-        CheckId::FilterRemovesMostRows,
-        CheckId::RlsPerRowCall,
-        CheckId::TenantPlanReuse,
-        CheckId::TenantMisestimate,
-        CheckId::MultiplePermissivePolicies,
-        CheckId::DuplicateIndex,
-        CheckId::MultiShard,
-        CheckId::RepartitionJoin,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CheckId::SeqScan => "seq-scan",
-            CheckId::FullIndexScan => "full-index-scan",
-            CheckId::UnusedIndex => "unused-index",
-            CheckId::UnusedPartialIndex => "unused-partial-index",
-            CheckId::PartialIndexNeedsLiteral => "partial-index-needs-literal",
-            CheckId::RlsPolicy => "rls-policy",
-            CheckId::StaleStatement => "stale-statement",
-            CheckId::FilterRemovesMostRows => "filter-removes-most-rows",
-            CheckId::RlsPerRowCall => "rls-per-row-call",
-            CheckId::TenantPlanReuse => "tenant-plan-reuse",
-            CheckId::TenantMisestimate => "tenant-misestimate",
-            CheckId::MultiplePermissivePolicies => "multiple-permissive-policies",
-            CheckId::DuplicateIndex => "duplicate-index",
-            CheckId::MultiShard => "multi-shard",
-            CheckId::RepartitionJoin => "repartition-join",
-        }
-    }
-
-    /// What to do about a finding of this check. The text lives with the id
-    /// (not in the check's file) so a renderer can list every check's help
-    /// (SARIF's rule table) without running any check.
-    pub fn help(self) -> &'static str {
-        match self {
-            CheckId::SeqScan => {
-                "add an index that leads with the columns the statement filters or joins on, \
-                 or raise --min-rows if the table stays small"
-            }
-            CheckId::FullIndexScan => {
-                "the scan does not constrain the index's first column; add an index that leads \
-                 with the filtered column, or filter on the leading one"
-            }
-            CheckId::UnusedIndex => {
-                "no recorded statement reads this index; drop it (it slows every write) unless \
-                 something outside the recorded statements needs it"
-            }
-            CheckId::UnusedPartialIndex => {
-                "no plan uses this partial index, not even with its predicate's constant put back; \
-                 drop it, or make the statements' conditions match its WHERE clause"
-            }
-            CheckId::PartialIndexNeedsLiteral => {
-                "the index is used only when the application inlines the constant; \
-                 keep it inlined (a bind parameter would make the generic plan skip the index)"
-            }
-            CheckId::RlsPolicy => {
-                "policies should compare an indexed column with a STABLE expression through LEAKPROOF \
-                 operators, e.g. account_id = current_setting('app.account_id')::bigint"
-            }
-            CheckId::StaleStatement => {
-                "the schema changed under this statement: fix the code that sends it, or \
-                 re-record the queries file (`planck record`)"
-            }
-            CheckId::FilterRemovesMostRows => {
-                "the scan reads rows only to discard them; index the filtered columns \
-                 (needs --analyze, which measures the rows removed)"
-            }
-            CheckId::RlsPerRowCall => {
-                "wrap the call in a scalar subquery, `(select auth.uid())`, so it runs once per \
-                 statement as an InitPlan (the message gives the rewritten policy); inside a \
-                 helper, pass the per-request value in as a (select ...) argument"
-            }
-            CheckId::TenantPlanReuse => {
-                "the statement has parameters: set plan_cache_mode = force_custom_plan on the \
-                 login role the application connects with (ALTER ROLE ... SET; not a role reached \
-                 by SET ROLE), or do not keep it prepared; a tenant-leading index helps both plans"
-            }
-            CheckId::TenantMisestimate => {
-                "raise the statistics target of the filtered columns, or create extended \
-                 statistics on (tenant column, filtered column), then ANALYZE"
-            }
-            CheckId::MultiplePermissivePolicies => {
-                "combine the policies into one (their conditions ORed in one USING), or make the \
-                 extra ones RESTRICTIVE where they are meant to narrow, not widen"
-            }
-            CheckId::DuplicateIndex => {
-                "drop the duplicate (DROP INDEX CONCURRENTLY); every write maintains both"
-            }
-            CheckId::MultiShard => {
-                "filter on the table's distribution column (the tenant) so Citus routes the \
-                 statement to one shard; join distributed tables on their distribution columns \
-                 (co-located), or make a small shared table a reference table"
-            }
-            CheckId::RepartitionJoin => {
-                "join distributed tables on their distribution columns (co-locate them: \
-                 distribute both by the tenant and join on it), or make the smaller side a \
-                 reference table (create_reference_table)"
-            }
-        }
-    }
-
     /// Where the manual explains this check, with an example finding and
     /// the fix: a path from the repository's root, its anchor the id
     /// (`docs/checks.md#seq-scan`). tests/docs.rs checks the section exists.

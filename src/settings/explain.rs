@@ -24,12 +24,12 @@ use crate::findings::ignore::IgnoreRule;
 use crate::queries;
 use crate::tenancy::TenantOptions;
 
-#[derive(Debug, Clone, Default, Args)]
-#[command(
-    after_help = "Checks: seq-scan, full-index-scan, unused-index, unused-partial-index \
-(and partial-index-needs-literal), rls-policy, stale-statement, filter-removes-most-rows \
-(--analyze), rls-per-row-call, tenant-plan-reuse, tenant-misestimate (--analyze), \
-multiple-permissive-policies, duplicate-index.\n\n\
+/// `planck explain --help`'s epilogue: the checks (every declared one, so a
+/// new check shows without editing this), examples and exit codes.
+fn explain_after_help() -> String {
+    let checks: Vec<&str> = CheckId::ALL.iter().map(|c| c.as_str()).collect();
+    format!(
+        "Checks (each explained in docs/checks.md): {}.\n\n\
 Examples:\n  \
 planck explain                    # every recorded statement, as tenant and as admin\n  \
 planck explain --analyze          # EXPLAIN ANALYZE the custom plans, always rolled back\n  \
@@ -37,8 +37,13 @@ planck explain --write-baseline   # accept today's findings: later runs fail on 
 Exit codes: 0 no new errors, 1 error findings not in the baseline (or, with \
 --fail-on-skipped, a skipped or not judged statement), 2 usage or configuration error, or \
 no statement can be judged (the tables they read are empty or nearly: run `planck seed`), \
-3 database unreachable."
-)]
+3 database unreachable.",
+        checks.join(", ")
+    )
+}
+
+#[derive(Debug, Clone, Default, Args)]
+#[command(after_help = explain_after_help())]
 pub struct ExplainArgs {
     /// Queries file [default: queries/recorded.toml of the project]
     #[arg(long, value_name = "PATH", conflicts_with = "from_stats")]

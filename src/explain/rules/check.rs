@@ -131,7 +131,31 @@ pub fn describe(p: &Plan) -> String {
     }
 }
 
-/// One plan check. Its help text lives with its id ([`CheckId::help`]).
+/// Declares a check: its struct, its kebab-case id and its help, the doc
+/// comment (what to do about a finding; every renderer shows it). build.rs
+/// reads these to write [`CheckId`], so the id and help live in the check's
+/// own file. `also Name => "id";` declares a second id the check emits.
+///
+/// ```text
+/// declare_check! {
+///     /// add an index that leads with the filtered columns
+///     pub struct SeqScan => "seq-scan";
+/// }
+/// ```
+macro_rules! declare_check {
+    () => {};
+    ($(#[$doc:meta])* pub struct $name:ident => $id:literal; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub struct $name;
+        $crate::explain::rules::check::declare_check! { $($rest)* }
+    };
+    ($(#[$doc:meta])* also $name:ident => $id:literal; $($rest:tt)*) => {
+        $crate::explain::rules::check::declare_check! { $($rest)* }
+    };
+}
+pub(crate) use declare_check;
+
+/// One plan check. Its id and help are declared with [`declare_check!`].
 pub trait Check: Sync {
     fn id(&self) -> CheckId;
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>);

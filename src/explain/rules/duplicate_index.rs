@@ -4,10 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, finding};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding};
 use crate::explain::engine::used_indexes;
 
-pub struct DuplicateIndex;
+declare_check! {
+    /// drop the duplicate (DROP INDEX CONCURRENTLY); every write maintains both
+    pub struct DuplicateIndex => "duplicate-index";
+}
 
 impl Check for DuplicateIndex {
     fn id(&self) -> CheckId {

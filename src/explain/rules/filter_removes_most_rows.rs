@@ -4,10 +4,14 @@
 
 use std::collections::BTreeSet;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans, plan_index};
 use crate::output::count;
 
-pub struct FilterRemovesMostRows;
+declare_check! {
+    /// the scan reads rows only to discard them; index the filtered columns (needs --analyze,
+    /// which measures the rows removed)
+    pub struct FilterRemovesMostRows => "filter-removes-most-rows";
+}
 
 /// A filter dropping this many times the rows it keeps is flagged.
 const RATIO: f64 = 10.0;

@@ -8,13 +8,17 @@
 //! exactly the rows wanted (`count(*) WHERE processed IS NULL` on an index
 //! `WHERE processed IS NULL`), the plan one wants (issue 13 §4).
 
-use super::{
+use super::{declare_check, 
     Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
     node_json, plan_index, reads_all_by_design, rows_read_in,
 };
 use crate::params::binding::{Tok, lex};
 
-pub struct FullIndexScan;
+declare_check! {
+    /// the scan does not constrain the index's first column; add an index that leads with the
+    /// filtered column, or filter on the leading one
+    pub struct FullIndexScan => "full-index-scan";
+}
 
 /// Whether `cond` names `column` (as a word or quoted identifier).
 pub fn mentions_column(cond: &str, column: &str) -> bool {

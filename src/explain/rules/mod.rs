@@ -1,48 +1,48 @@
 //! The plan checks. Each lives in its own file with its tests, has a
-//! kebab-case id and a help text; adding a check means adding a file and one
-//! line in [`ALL`].
+//! kebab-case id and a help text (declared in the file, see
+//! [`check::declare_check`]); adding a check means adding a file and one
+//! line in `checks!` below.
 
 pub use crate::findings::{CheckId, Finding, Severity};
 
 pub mod check;
-pub mod duplicate_index;
-pub mod filter_removes_most_rows;
-pub mod full_index_scan;
-pub mod multi_shard;
-pub mod multiple_permissive_policies;
-pub mod repartition_join;
-pub mod rls_per_row_call;
-pub mod rls_policy;
-pub mod seq_scan;
-pub mod stale_statement;
-pub mod tenant_misestimate;
-pub mod tenant_plan_reuse;
-pub mod unused_index;
-pub mod unused_partial_index;
 
+pub(crate) use check::declare_check;
 use check::on_bookkeeping;
 pub use check::{
     Check, Ctx, describe, finding, generic_only, is_bookkeeping, judged_plans, modes_phrase,
     node_json, plan_index, reads_all_by_design, rows_read, rows_read_in, sort_for_report, weight,
 };
 
-/// Every check, in report order.
-pub const ALL: &[&dyn Check] = &[
-    &seq_scan::SeqScan,
-    &full_index_scan::FullIndexScan,
-    &unused_index::UnusedIndex,
-    &unused_partial_index::UnusedPartialIndex,
-    &rls_policy::RlsPolicy,
-    &stale_statement::StaleStatement,
-    &filter_removes_most_rows::FilterRemovesMostRows,
-    &rls_per_row_call::RlsPerRowCall,
-    &tenant_plan_reuse::TenantPlanReuse,
-    &tenant_misestimate::TenantMisestimate,
-    &multiple_permissive_policies::MultiplePermissivePolicies,
-    &duplicate_index::DuplicateIndex,
-    &multi_shard::MultiShard,
-    &repartition_join::RepartitionJoin,
-];
+/// `checks! { module::Check, ... }`: declares each check's module and
+/// lists the checks in [`ALL`]. build.rs reads the same list (with each
+/// file's `declare_check!`) to write `CheckId`, in this order.
+macro_rules! checks {
+    ($($module:ident::$check:ident),* $(,)?) => {
+        $(pub mod $module;)*
+
+        /// Every check, in report order.
+        pub const ALL: &[&dyn Check] = &[$(&$module::$check),*];
+    };
+}
+
+// Adding a check: its file, and one line here.
+checks! {
+    seq_scan::SeqScan,
+    full_index_scan::FullIndexScan,
+    unused_index::UnusedIndex,
+    unused_partial_index::UnusedPartialIndex,
+    rls_policy::RlsPolicy,
+    stale_statement::StaleStatement,
+    filter_removes_most_rows::FilterRemovesMostRows,
+    rls_per_row_call::RlsPerRowCall,
+    tenant_plan_reuse::TenantPlanReuse,
+    tenant_misestimate::TenantMisestimate,
+    multiple_permissive_policies::MultiplePermissivePolicies,
+    duplicate_index::DuplicateIndex,
+    multi_shard::MultiShard,
+    repartition_join::RepartitionJoin,
+}
 
 /// Runs every check not disabled; a disabled id also drops the findings a
 /// check emits under another id (`partial-index-needs-literal`).

@@ -16,10 +16,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
 use crate::explain::plan_tree::{Mode, without_shard_id};
 
-pub struct MultiShard;
+declare_check! {
+    /// filter on the table's distribution column (the tenant) so Citus routes the statement to
+    /// one shard; join distributed tables on their distribution columns (co-located), or make a
+    /// small shared table a reference table
+    pub struct MultiShard => "multi-shard";
+}
 
 /// The Citus jobs of a plan: (task count, the tables their tasks read).
 fn jobs(json: &Value, out: &mut Vec<(u64, BTreeSet<String>)>) {

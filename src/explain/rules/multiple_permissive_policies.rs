@@ -3,10 +3,14 @@
 //! evaluated for every row and the results ORed, where one policy with the
 //! conditions combined is evaluated once (and can be indexed as one).
 
-use super::{Check, CheckId, Ctx, Finding, Severity, finding};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding};
 use crate::explain::plan_tree::Mode;
 
-pub struct MultiplePermissivePolicies;
+declare_check! {
+    /// combine the policies into one (their conditions ORed in one USING), or make the extra
+    /// ones RESTRICTIVE where they are meant to narrow, not widen
+    pub struct MultiplePermissivePolicies => "multiple-permissive-policies";
+}
 
 impl Check for MultiplePermissivePolicies {
     fn id(&self) -> CheckId {

@@ -15,10 +15,15 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
 use crate::explain::plan_tree::Mode;
 
-pub struct RepartitionJoin;
+declare_check! {
+    /// join distributed tables on their distribution columns (co-locate them: distribute both
+    /// by the tenant and join on it), or make the smaller side a reference table
+    /// (create_reference_table)
+    pub struct RepartitionJoin => "repartition-join";
+}
 
 /// The map and merge tasks of the repartitions in a plan (summed over its
 /// dependent jobs), when it has any.

@@ -11,13 +11,18 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, finding, judged_plans, plan_index};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding, judged_plans, plan_index};
 use crate::catalog::planner::Catalog;
 use crate::explain::engine::Explained;
 use crate::explain::plan_tree::{Mode, PlanKind};
 use crate::explain::probes::{Counted, UserFn};
 
-pub struct RlsPerRowCall;
+declare_check! {
+    /// wrap the call in a scalar subquery, `(select auth.uid())`, so it runs once per statement
+    /// as an InitPlan (the message gives the rewritten policy); inside a helper, pass the
+    /// per-request value in as a (select ...) argument
+    pub struct RlsPerRowCall => "rls-per-row-call";
+}
 
 /// One function a tenant plan calls per row because a policy does.
 #[derive(Debug, Clone, PartialEq)]

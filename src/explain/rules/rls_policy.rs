@@ -6,10 +6,14 @@
 
 use std::collections::BTreeSet;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, describe, finding};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, describe, finding};
 use crate::explain::plan_tree::{Mode, PlanKind};
 
-pub struct RlsPolicy;
+declare_check! {
+    /// policies should compare an indexed column with a STABLE expression through LEAKPROOF
+    /// operators, e.g. account_id = current_setting('app.account_id')::bigint
+    pub struct RlsPolicy => "rls-policy";
+}
 
 impl Check for RlsPolicy {
     fn id(&self) -> CheckId {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use crate::explain::plan_tree::{Mode, PlanKind};
 
-use super::{
+use super::{declare_check, 
     Check, CheckId, Ctx, Finding, Severity, describe, finding, generic_only, judged_plans,
     node_json, plan_index, reads_all_by_design, rows_read_in,
 };
@@ -24,7 +24,11 @@ use crate::explain::plan_tree::Plan;
 /// estimates it) for the scan to be a whole-table read by design.
 pub const NEAR_TOTAL: f64 = 0.9;
 
-pub struct SeqScan;
+declare_check! {
+    /// add an index that leads with the columns the statement filters or joins on, or raise
+    /// --min-rows if the table stays small
+    pub struct SeqScan => "seq-scan";
+}
 
 /// A plan's index among the statement's plans and a node's path in it.
 type NodeAt = (usize, Vec<usize>);

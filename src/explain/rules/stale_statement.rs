@@ -1,9 +1,13 @@
 //! `stale-statement`: a recorded statement names a table, column or function
 //! that no longer exists (a migration dropped or renamed it).
 
-use super::{Check, CheckId, Ctx, Finding, Severity, finding};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding};
 
-pub struct StaleStatement;
+declare_check! {
+    /// the schema changed under this statement: fix the code that sends it, or re-record the
+    /// queries file (`planck record`)
+    pub struct StaleStatement => "stale-statement";
+}
 
 impl Check for StaleStatement {
     fn id(&self) -> CheckId {

@@ -3,10 +3,14 @@
 //! (how often the inner side runs) or a sort (its memory): the planner's
 //! statistics do not see the tenant's share of the rows.
 
-use super::{Check, CheckId, Ctx, Finding, Severity, finding, judged_plans, plan_index};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding, judged_plans, plan_index};
 use crate::explain::plan_tree::{Mode, Node};
 
-pub struct TenantMisestimate;
+declare_check! {
+    /// raise the statistics target of the filtered columns, or create extended statistics on
+    /// (tenant column, filtered column), then ANALYZE
+    pub struct TenantMisestimate => "tenant-misestimate";
+}
 
 /// How far off an estimate must be.
 pub const RATIO: f64 = 10.0;

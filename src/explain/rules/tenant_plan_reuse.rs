@@ -5,10 +5,15 @@
 //! connections serve later tenants an earlier tenant's plan. Measured by
 //! `explain::plan_reuse`; this check reports what it found.
 
-use super::{Check, CheckId, Ctx, Finding, Severity, finding};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding};
 use crate::explain::plan_tree::Mode;
 
-pub struct TenantPlanReuse;
+declare_check! {
+    /// the statement has parameters: set plan_cache_mode = force_custom_plan on the login role
+    /// the application connects with (ALTER ROLE ... SET; not a role reached by SET ROLE), or
+    /// do not keep it prepared; a tenant-leading index helps both plans
+    pub struct TenantPlanReuse => "tenant-plan-reuse";
+}
 
 /// The help for a statement without parameters: `plan_cache_mode` cannot
 /// help it (its generic plan is used from the first execution).

@@ -4,10 +4,14 @@
 //! Only tables some statement touches are judged; partial indexes have their
 //! own check (`unused-partial-index`).
 
-use super::{Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
 use crate::explain::engine::used_indexes;
 
-pub struct UnusedIndex;
+declare_check! {
+    /// no recorded statement reads this index; drop it (it slows every write) unless something
+    /// outside the recorded statements needs it
+    pub struct UnusedIndex => "unused-index";
+}
 
 impl Check for UnusedIndex {
     fn id(&self) -> CheckId {

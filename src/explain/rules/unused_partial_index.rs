@@ -12,12 +12,20 @@ use std::path::Path;
 
 use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value};
 
-use super::{Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
+use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
 use crate::catalog::expr::parse_expr;
 use crate::explain::engine::used_indexes;
 use crate::explain::plan_tree::PlanKind;
 
-pub struct UnusedPartialIndex;
+declare_check! {
+    /// no plan uses this partial index, not even with its predicate's constant put back; drop
+    /// it, or make the statements' conditions match its WHERE clause
+    pub struct UnusedPartialIndex => "unused-partial-index";
+
+    /// the index is used only when the application inlines the constant; keep it inlined (a
+    /// bind parameter would make the generic plan skip the index)
+    also PartialIndexNeedsLiteral => "partial-index-needs-literal";
+}
 
 /// The id of the informational finding this check also emits.
 pub const NEEDS_LITERAL: CheckId = CheckId::PartialIndexNeedsLiteral;
