@@ -5,8 +5,11 @@
 //! here, below both the probes and the checks (`rules`), so a check reads a
 //! probe's result without the probe and the check importing each other.
 
+use std::collections::BTreeMap;
+
 use super::plan_reuse::Reuse;
 use super::policy_groups::PermissiveGroup;
+use crate::findings::CheckId;
 
 /// What the probe phases measured on the server, for the checks that
 /// report it (`explain::per_row_call`, `explain::plan_reuse`).
@@ -16,6 +19,8 @@ pub struct Probes {
     pub calls: Vec<Counted>,
     pub reuse: Vec<Reuse>,
     pub permissive: Vec<PermissiveGroup>,
+    /// The rows of each check's own probe (`Check::probe`), by check.
+    pub declared: BTreeMap<CheckId, Vec<serde_json::Value>>,
 }
 
 /// A SQL or plpgsql function outside the system schemas.

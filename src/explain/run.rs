@@ -431,7 +431,10 @@ async fn probe_phases(
     stats: StatsMode,
     log: Log,
 ) -> Result<Probes> {
-    let mut probes = Probes::default();
+    let mut probes = Probes {
+        declared: declared_probes(client, &s.disabled, stats).await?,
+        ..Probes::default()
+    };
     let Some(t) = tenancy else {
         return Ok(probes);
     };
@@ -454,6 +457,27 @@ async fn probe_phases(
         clock.elapsed().as_secs_f64()
     ));
     Ok(probes)
+}
+
+/// The checks' own probes ([`rules::Check::probe`]): each check not
+/// disabled that declares one gets its SELECT's rows as JSON objects.
+async fn declared_probes(
+    client: &Client,
+    disabled: &[CheckId],
+    stats: StatsMode,
+) -> Result<std::collections::BTreeMap<CheckId, Vec<serde_json::Value>>> {
+    let mut out = std::collections::BTreeMap::new();
+    for c in rules::ALL.iter().filter(|c| !disabled.contains(&c.id())) {
+        let Some(sql) = c.probe() else { continue };
+        let sql = format!("SELECT coalesce(json_agg(p), '[]'::json) FROM ({sql}) AS p");
+        let rows: serde_json::Value = client
+            .query_one(&session::tag(stats, &sql), &[])
+            .await
+            .map_err(|e| Error::db(format!("reading what check {} needs", c.id()), e))?
+            .get(0);
+        out.insert(c.id(), rows.as_array().cloned().unwrap_or_default());
+    }
+    Ok(out)
 }
 
 /// A finding on a statement planned with a fixed-order type guess rests

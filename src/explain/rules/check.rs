@@ -73,6 +73,12 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The rows of the check's own probe ([`Check::probe`]), each a JSON
+    /// object keyed by the SELECT's column names; none when it did not run.
+    pub fn probed(&self, check: CheckId) -> &[serde_json::Value] {
+        self.probes.declared.get(&check).map_or(&[], Vec::as_slice)
+    }
+
     pub fn explained(&self) -> impl Iterator<Item = &Explained> {
         self.results
             .iter()
@@ -158,6 +164,16 @@ pub(crate) use declare_check;
 /// One plan check. Its id and help are declared with [`declare_check!`].
 pub trait Check: Sync {
     fn id(&self) -> CheckId;
+
+    /// What this check needs the server to answer beyond the catalog and the
+    /// plans: one SELECT, run once as the admin role before the checks (when
+    /// the check is not disabled), its rows reaching [`Check::run`] as JSON
+    /// objects through [`Ctx::probed`]. None (the default): the check reads
+    /// the plans and the catalog only.
+    fn probe(&self) -> Option<&'static str> {
+        None
+    }
+
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>);
 }
 

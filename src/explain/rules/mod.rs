@@ -144,6 +144,7 @@ pub(crate) mod testing {
         calls: Vec::new(),
         reuse: Vec::new(),
         permissive: Vec::new(),
+        declared: std::collections::BTreeMap::new(),
     };
 
     pub fn ctx<'a>(catalog: &'a Catalog, results: &'a [Explained]) -> Ctx<'a> {
