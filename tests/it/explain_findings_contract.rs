@@ -394,3 +394,52 @@ fn issue8_session_begin_applies_role_settings_and_json_claims_for_one_transactio
     assert_eq!(got[2].2, None);
     db.exec(&format!("DROP ROLE {role}"));
 }
+
+/// `missing-fk-index` (issue 34's check added as one file) against a real
+/// server: its probe reads the foreign keys, a recorded DELETE of the
+/// referenced table makes the finding an error naming the statement, and an
+/// index leading with the key's column clears it.
+#[test]
+fn unindexed_foreign_key_found_until_an_index_leads_with_it() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE accounts (id bigint PRIMARY KEY, name text);
+         CREATE TABLE items (id bigint PRIMARY KEY,
+                             account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+                             title text);
+         INSERT INTO accounts SELECT g, 'a' || g FROM generate_series(1, 200) g;
+         INSERT INTO items SELECT g, 1 + g % 200, 't' || g FROM generate_series(1, 20000) g;
+         ANALYZE",
+    );
+    let dir = common::project_dir();
+    let (q, _) = queries(
+        dir.path(),
+        &[
+            "DELETE FROM accounts WHERE id = $1",
+            "SELECT title FROM items WHERE id = $1",
+        ],
+    );
+    let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    let found = r.findings("missing-fk-index");
+    assert_eq!(found.len(), 1, "{r:#?}\n{err}");
+    let f = found[0];
+    let delete = r.statement("DELETE FROM accounts");
+    assert_eq!(
+        (f.severity.as_str(), f.relation.as_deref()),
+        ("error", Some("items"))
+    );
+    assert!(
+        f.message.contains("items_account_id_fkey") && f.message.contains(&delete.id),
+        "{}",
+        f.message
+    );
+    assert!(f.help.contains("CREATE INDEX"), "{}", f.help);
+
+    db.exec("CREATE INDEX items_by_account ON items (account_id); ANALYZE");
+    let (_, r, err) = json_run(&db, dir.path(), &["--queries", &q]);
+    assert!(
+        r.statement("DELETE FROM accounts").planned(),
+        "{r:#?}\n{err}"
+    );
+    assert!(r.findings("missing-fk-index").is_empty(), "{r:#?}");
+}

@@ -40,6 +40,7 @@ checks! {
     tenant_misestimate::TenantMisestimate,
     multiple_permissive_policies::MultiplePermissivePolicies,
     duplicate_index::DuplicateIndex,
+    missing_fk_index::MissingFkIndex,
     multi_shard::MultiShard,
     repartition_join::RepartitionJoin,
 }
