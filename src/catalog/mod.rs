@@ -10,12 +10,12 @@
 //! type through domains and arrays; seed would count rows and read policies);
 //! what they share is how a relation is named, here.
 
-pub mod citus;
-pub mod expr;
-pub mod functions;
+pub(crate) mod citus;
+pub(crate) mod expr;
+pub(crate) mod functions;
 pub mod planner;
 pub mod schema;
-pub mod tenant_schemas;
+pub(crate) mod tenant_schemas;
 
 use crate::db::quote_ident;
 

@@ -32,7 +32,7 @@
 pub mod citus;
 mod conf;
 mod home;
-pub mod lock;
+pub(crate) mod lock;
 
 use std::collections::HashMap;
 use std::fs;

@@ -14,12 +14,12 @@
 //! - [`tls`]: libpq's TLS modes over rustls.
 //! - [`connect`]: one host after another, each attempt under a timeout.
 
-pub mod admin;
-pub mod config;
-pub mod connect;
-pub mod lent;
-pub mod libpq;
-pub mod tls;
+pub(crate) mod admin;
+pub(crate) mod config;
+pub(crate) mod connect;
+pub(crate) mod lent;
+pub(crate) mod libpq;
+pub(crate) mod tls;
 
 use std::fmt;
 use std::net::IpAddr;

@@ -6,7 +6,7 @@
 //! then `planck demo` works outside a checkout: [`extract`] writes them into a
 //! folder the demo owns, where the ordinary file-based commands read them.
 
-pub mod app;
+pub(crate) mod app;
 
 use std::path::{Path, PathBuf};
 

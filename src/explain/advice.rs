@@ -12,7 +12,7 @@
 //! database lacks it); without it there is no advice, and a note says why.
 //! Bounded: one candidate per finding, a time budget per run.
 
-pub mod candidate;
+pub(crate) mod candidate;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -16,14 +16,14 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::citus;
-use super::in_function::{self, Bound, Sources};
+use super::in_function::{self, InFunction, Sources};
 use super::options::PlannerOptions;
 use super::plan_tree::{Mode, Plan, PlanKind};
 use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, PgError, Result};
 use crate::output::Log;
-use crate::params::binding::{self, Analysis, Binding};
+use crate::params::binding::{self, Analysis};
 use crate::params::typing;
 use crate::params::values::{Sampler, TextParam, fill_defaults};
 use crate::queries::Statement;
@@ -560,8 +560,8 @@ async fn bind_in_function(
         .await
         .map_err(|err| format!("planning failed: {err}"))?;
     match in_function::bind(client, shared.opts.stats, sources, &e.text).await {
-        Ok(Bound::Plain) => Ok(None),
-        Ok(Bound::Bound {
+        Ok(InFunction::Plain) => Ok(None),
+        Ok(InFunction::Bound {
             text,
             function,
             security_definer,
@@ -576,7 +576,7 @@ async fn bind_in_function(
             }
             Ok(Some(function))
         }
-        Ok(Bound::Unbound(reason)) => Err(reason),
+        Ok(InFunction::Unbound(reason)) => Err(reason),
         Err(err) => Err(format!("planning failed: {err}")),
     }
 }
@@ -1399,28 +1399,6 @@ async fn plan_custom(
         json,
         flat: Default::default(),
     })
-}
-
-/// Which statements compare a column with a parameter: (param, table, column).
-pub fn column_params(e: &Explained, catalog: &Catalog) -> Vec<(u32, String, String)> {
-    let mut out = Vec::new();
-    for (&n, b) in &e.analysis.bindings {
-        if let Binding::Column {
-            table,
-            column,
-            array: false,
-        } = b
-        {
-            let t = match table.as_deref().and_then(|t| catalog.resolve(t)) {
-                Some(t) => Some(t.to_string()),
-                None => catalog.table_with_column(&e.analysis.tables, column),
-            };
-            if let Some(t) = t {
-                out.push((n, t, column.clone()));
-            }
-        }
-    }
-    out
 }
 
 /// Indexes used by plans of each kind.

@@ -49,7 +49,7 @@ impl Sources {
 
 /// How a statement recorded inside a function is to be planned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Bound {
+pub enum InFunction {
     /// It plans as it is (or fails for reasons the engine handles).
     Plain,
     /// Its function's names became typed parameters.
@@ -537,10 +537,10 @@ pub async fn bind(
     stats: StatsMode,
     sources: &Sources,
     text: &str,
-) -> Result<Bound> {
+) -> Result<InFunction> {
     let sent = tag(stats, text);
     let first = match client.prepare(&sent).await {
-        Ok(_) => return Ok(Bound::Plain),
+        Ok(_) => return Ok(InFunction::Plain),
         Err(e) => e,
     };
     let Some((_, message)) = unresolved(&first, &sent, text) else {
@@ -548,11 +548,11 @@ pub async fn bind(
         // the plpgsql variables a SELECT names bare, and let the engine type the rest.
         return Ok(bind_bare(client, stats, sources, text)
             .await?
-            .unwrap_or(Bound::Plain));
+            .unwrap_or(InFunction::Plain));
     };
     let candidates = enclosing(sources, text);
     if candidates.is_empty() {
-        return Ok(Bound::Unbound(format!(
+        return Ok(InFunction::Unbound(format!(
             "ran only inside a function, but no SQL or plpgsql function's source \
              (pg_proc.prosrc) holds this text, so its names cannot be bound: {message}"
         )));
@@ -572,7 +572,7 @@ pub async fn bind(
             Err(reason) => why.push(reason),
         }
     }
-    Ok(Bound::Unbound(format!(
+    Ok(InFunction::Unbound(format!(
         "ran only inside a function; planck cannot bind its names: {}",
         why.join("; ")
     )))
@@ -589,7 +589,7 @@ async fn bind_bare(
     stats: StatsMode,
     sources: &Sources,
     text: &str,
-) -> Result<Option<Bound>> {
+) -> Result<Option<InFunction>> {
     let toks = binding::lex(text);
     let solid: Vec<&binding::Token> = toks
         .iter()
@@ -655,7 +655,7 @@ async fn bind_bare(
         for (range, with) in edits.into_iter().rev() {
             out.replace_range(range, &with);
         }
-        return Ok(Some(Bound::Bound {
+        return Ok(Some(InFunction::Bound {
             text: binding::renumber(&out),
             function: f.signature.clone(),
             security_definer: f.security_definer,
@@ -672,7 +672,7 @@ async fn bind_in(
     scope: &Scope<'_>,
     own: &BTreeSet<u32>,
     text: &str,
-) -> Result<std::result::Result<Bound, String>> {
+) -> Result<std::result::Result<InFunction, String>> {
     let sig = &scope.f.signature;
     let mut text = text.to_string();
     let mut names = Vec::new();
@@ -716,7 +716,7 @@ async fn bind_in(
     }
     // plpgsql numbers the constants after its own variables (`$9`, ...):
     // the gaps would be parameters of unknown type.
-    Ok(Ok(Bound::Bound {
+    Ok(Ok(InFunction::Bound {
         text: binding::renumber(&text),
         function: sig.clone(),
         security_definer: scope.f.security_definer,

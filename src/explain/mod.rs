@@ -9,22 +9,22 @@
 //! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
 pub mod advice;
-pub mod citus;
-pub mod data;
-pub mod engine;
+pub(crate) mod citus;
+pub(crate) mod data;
+pub(crate) mod engine;
 pub mod environment;
-pub mod in_function;
-pub mod json;
-pub mod options;
-pub mod per_row_call;
-pub mod plan_reuse;
-pub mod plan_tree;
-pub mod policy_groups;
-pub mod probes;
-pub mod report;
-pub mod rules;
-pub mod run;
-pub mod stats_source;
+pub(crate) mod in_function;
+pub(crate) mod json;
+pub(crate) mod options;
+pub(crate) mod per_row_call;
+pub(crate) mod plan_reuse;
+pub(crate) mod plan_tree;
+pub(crate) mod policy_groups;
+pub(crate) mod probes;
+pub(crate) mod report;
+pub(crate) mod rules;
+pub(crate) mod run;
+pub(crate) mod stats_source;
 
 pub use options::ExplainSettings;
 pub use run::run;

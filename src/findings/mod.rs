@@ -15,9 +15,9 @@ use std::str::FromStr;
 use crate::queries::Statement;
 use crate::tenancy::Mode;
 
-pub mod baseline;
-pub mod ignore;
-pub mod source;
+pub(crate) mod baseline;
+pub(crate) mod ignore;
+pub(crate) mod source;
 
 // The `CheckId` enum: each check declares its id and help in its own file
 // (`declare_check!` in `src/explain/rules/`), and build.rs collects them, so

@@ -16,10 +16,10 @@
 //! recorded once all of them succeeded. A failure names the statement's
 //! line, and the statements before it stay applied.
 
-pub mod measure;
-pub mod objects;
-pub mod report;
-pub mod split;
+pub(crate) mod measure;
+pub(crate) mod objects;
+pub(crate) mod report;
+pub(crate) mod split;
 
 use std::path::{Path, PathBuf};
 

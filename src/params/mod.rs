@@ -5,5 +5,5 @@
 //! `explain` plans with them; `replay` will execute with them.
 
 pub mod binding;
-pub mod typing;
+pub(crate) mod typing;
 pub mod values;

@@ -43,8 +43,8 @@
 //! entries it adds or prunes. Comments, hand edits,
 //! `[[transaction]]` entries and `x-` keys survive a rewrite as written.
 
-pub mod evidence;
-pub mod transaction;
+pub(crate) mod evidence;
+pub(crate) mod transaction;
 mod write;
 
 use std::collections::{BTreeMap, HashMap};

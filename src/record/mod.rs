@@ -14,11 +14,11 @@
 //! with row-level security (enabled, not forced) that the statement names.
 //! Tables reached only through views, functions or triggers are not seen.
 
-pub mod child;
-pub mod databases;
+pub(crate) mod child;
+pub(crate) mod databases;
 pub mod relay;
-pub mod report;
-pub mod transactions;
+pub(crate) mod report;
+pub(crate) mod transactions;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsString;

@@ -11,18 +11,18 @@
 //!   below every module that reads them (no module cycle, issue 34).
 
 pub mod attribution;
-pub mod exec;
-pub mod fresh;
-pub mod hist;
-pub mod ladder;
+pub(crate) mod exec;
+pub(crate) mod fresh;
+pub(crate) mod hist;
+pub(crate) mod ladder;
 pub mod lean;
-pub mod options;
+pub(crate) mod options;
 pub mod report;
-pub mod rng;
-pub mod run;
-pub mod sampler;
-pub mod slo;
-pub mod stale;
-pub mod tenant;
-pub mod verdict;
+pub(crate) mod rng;
+pub(crate) mod run;
+pub(crate) mod sampler;
+pub(crate) mod slo;
+pub(crate) mod stale;
+pub(crate) mod tenant;
+pub(crate) mod verdict;
 pub mod workload;

@@ -23,20 +23,20 @@
 // a crate-wide decision, so seed code follows `Result<T, Error>` as it is.
 #![allow(clippy::result_large_err)]
 
-pub mod check_expr;
-pub mod check_solve;
-pub mod columns;
-pub mod conn;
+pub(crate) mod check_expr;
+pub(crate) mod check_solve;
+pub(crate) mod columns;
+pub(crate) mod conn;
 pub mod copy;
 pub mod direct;
 pub mod load;
-pub mod partitions;
+pub(crate) mod partitions;
 pub mod planner;
 pub mod reference;
-pub mod regex;
-pub mod restore;
+pub(crate) mod regex;
+pub(crate) mod restore;
 pub mod row;
-pub mod server_check;
+pub(crate) mod server_check;
 pub mod spec;
 pub mod summary;
 

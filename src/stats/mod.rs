@@ -13,8 +13,8 @@
 //! sessions with `pg_stat_statements.track = 'none'` ([`quiet_stats`](crate::session::quiet_stats)); the noise
 //! filter is the second line, for what that setting could not keep out.
 
-pub mod capture;
-pub mod noise;
+pub(crate) mod capture;
+pub(crate) mod noise;
 
 pub use noise::{Reason, classify};
 

@@ -8,5 +8,5 @@
 //! - [`explain`]: explain's report with index findings located at their
 //!   migration line (explain and migrate).
 
-pub mod check;
-pub mod explain;
+pub(crate) mod check;
+pub(crate) mod explain;

@@ -71,7 +71,7 @@ fn read_json(path: &Path) -> Value {
 /// database dropped afterwards, the configured one untouched.
 #[test]
 fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_it() {
-    let db = TestDb::new("check_baseline");
+    let db = test_db!();
     let dir = example_project();
     let out = check(&db, dir.path(), &["--json", "check.json"]);
     assert_exit(&out, 0);
@@ -196,7 +196,7 @@ fn check_passes_with_the_committed_baseline_and_fails_naming_the_errors_without_
 /// usage errors naming the fix, before any database is created.
 #[test]
 fn check_base_needs_a_git_repository_and_an_existing_ref() {
-    let db = TestDb::new("check_git_errors");
+    let db = test_db!();
     let dir = example_project();
     let out = check(&db, dir.path(), &["--base", "main"]);
     assert_exit(&out, 2);
@@ -225,7 +225,7 @@ fn check_base_needs_a_git_repository_and_an_existing_ref() {
 /// left as it was, and the temporary worktree is gone.
 #[test]
 fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
-    let db = TestDb::new("check_base_diff");
+    let db = test_db!();
     let dir = example_project();
     let p = dir.path();
     git(p, &["init", "--quiet", "-b", "main"]);
@@ -464,7 +464,7 @@ fn check_base_shows_a_dropped_index_and_measures_a_blocking_migration() {
 /// head side still runs and gates, without a diff.
 #[test]
 fn check_base_whose_migrations_fail_still_checks_the_head() {
-    let db = TestDb::new("check_base_fails");
+    let db = test_db!();
     let dir = example_project();
     let p = dir.path();
     git(p, &["init", "--quiet", "-b", "main"]);
@@ -504,7 +504,7 @@ fn check_base_whose_migrations_fail_still_checks_the_head() {
 /// by the `slo` gate alone. Without `--base`, an SLO it meets passes.
 #[test]
 fn check_replay_reports_both_sides_and_gates_on_the_slo() {
-    let db = TestDb::new("check_replay");
+    let db = test_db!();
     let dir = example_project();
     let p = dir.path();
     git(p, &["init", "--quiet", "-b", "main"]);
@@ -601,7 +601,7 @@ fn check_replay_reports_both_sides_and_gates_on_the_slo() {
 #[test]
 fn check_interrupted_leaves_no_database_and_no_worktree() {
     use std::io::{BufRead, BufReader};
-    let db = TestDb::new("check_sigint");
+    let db = test_db!();
     let dir = example_project();
     let p = dir.path();
     git(p, &["init", "--quiet", "-b", "main"]);
@@ -681,7 +681,7 @@ fn check_interrupted_leaves_no_database_and_no_worktree() {
 /// usage error that says it is shallow and names `fetch-depth: 0`.
 #[test]
 fn check_base_in_a_shallow_clone_names_fetch_depth() {
-    let db = TestDb::new("check_shallow");
+    let db = test_db!();
     let origin = example_project();
     let o = origin.path();
     git(o, &["init", "--quiet", "-b", "main"]);
@@ -804,7 +804,7 @@ fn assert_paths_are_the_repository_s(p: &Path, stem: &str, sarif: &Value) {
 /// planck.toml and the key named), with no database created and no step run.
 #[test]
 fn a_bad_seed_value_fails_check_before_any_database() {
-    let db = TestDb::new("check_bad_seed_value");
+    let db = test_db!();
     let dir = example_project();
     std::fs::write(
         dir.path().join("planck.toml"),

@@ -997,7 +997,7 @@ fn create_role(db: &TestDb, role: &str, password: &str) {
 #[test]
 fn password_from_pgpass_only() {
     use std::os::unix::fs::PermissionsExt;
-    let db = TestDb::new("conn_pgpass");
+    let db = test_db!();
     let role = "conn_pgpass_user";
     create_role(&db, role, r"pa:ss\w rd");
     let port = common::cluster().port;
@@ -1028,7 +1028,7 @@ fn password_from_pgpass_only() {
 /// `PGAPPNAME` and `PGOPTIONS` reaching the server.
 #[test]
 fn service_file_appname_and_options() {
-    let db = TestDb::new("conn_service");
+    let db = test_db!();
     let port = common::cluster().port;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("services");
@@ -1080,7 +1080,7 @@ fn service_file_appname_and_options() {
 /// one first), and `target_session_attrs=read-only` skips a primary.
 #[test]
 fn multi_host_and_target_session_attrs() {
-    let db = TestDb::new("conn_multihost");
+    let db = test_db!();
     let port = common::cluster().port;
     let url = format!(
         "postgres://planck@127.0.0.1:1,127.0.0.1:{port}/{}?sslmode=disable",
@@ -1158,7 +1158,7 @@ fn cli_accepts_pgpassword_with_space_and_quote() {
 /// raises the same SQLSTATEs when asked directly.
 #[test]
 fn pooler_hint_recognises_the_servers_prepared_statement_errors() {
-    let db = TestDb::new("conn_pooler_hint");
+    let db = test_db!();
     let conn = db.conn();
     let (missing, duplicate, other) = block_on(async move {
         let c = conn.connect().await.unwrap();

@@ -156,7 +156,7 @@ const RECORDED_OPEN_ITEMS_QUERY: &str =
 
 #[test]
 fn issue5_planted_problems_are_found_with_check_mode_and_target() {
-    let db = TestDb::migrated("explain_planted");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     db.exec(
         "CREATE INDEX items_title ON items (title);
@@ -287,7 +287,7 @@ fn issue5_planted_problems_are_found_with_check_mode_and_target() {
 
 #[test]
 fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
-    let db = TestDb::migrated("explain_gate");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     let dir = common::project_dir();
     // The planted seq scan is on devices: every run but the planck.toml
@@ -396,7 +396,7 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
 
 #[test]
 fn issue5_rls_in_force_in_tenant_mode_only() {
-    let db = TestDb::migrated("explain_rls_modes");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -456,7 +456,7 @@ fn issue5_rls_in_force_in_tenant_mode_only() {
 
 #[test]
 fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
-    let db = TestDb::migrated("explain_bad_input");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     db.exec(
         "CREATE FUNCTION slow_id(bigint) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
@@ -577,7 +577,7 @@ fn issue5_bad_statements_are_skipped_or_flagged_never_fatal() {
 
 #[test]
 fn issue5_tenant_role_missing_or_bypassing_rls_is_an_error_with_a_hint() {
-    let db = TestDb::migrated("explain_bad_role");
+    let db = test_db!(migrated);
     let dir = common::project_dir();
     let q = queries(
         dir.path(),
@@ -647,7 +647,7 @@ fn issue5_tenant_role_missing_or_bypassing_rls_is_an_error_with_a_hint() {
 
 #[test]
 fn issue5_as_tenant_without_policies_is_a_clear_error() {
-    let db = TestDb::new("explain_no_policies");
+    let db = test_db!();
     // 200 rows: enough for the statement to be judged (`min_table_rows`).
     db.exec(
         "CREATE TABLE t (id bigint PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 200);",
@@ -668,7 +668,7 @@ fn issue5_as_tenant_without_policies_is_a_clear_error() {
 
 #[test]
 fn issue5_empty_queries_file_explains_nothing_and_passes() {
-    let db = TestDb::migrated("explain_empty");
+    let db = test_db!(migrated);
     let dir = common::project_dir();
     let q = queries(dir.path(), &[]);
     let (code, v) = json_run(&db, dir.path(), &["--queries", &q, "--as-admin"]);
@@ -686,7 +686,7 @@ fn issue5_empty_queries_file_explains_nothing_and_passes() {
 
 #[test]
 fn issue5_ignored_statement_is_skipped_with_its_reason() {
-    let db = TestDb::migrated("explain_ignored_stmt");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     let dir = common::project_dir();
     let q = queries(dir.path(), &[PLANTED_SEQ_SCAN]);
@@ -710,7 +710,7 @@ fn issue5_ignored_statement_is_skipped_with_its_reason() {
 
 #[test]
 fn issue5_from_stats_reads_pg_stat_statements_or_says_it_cannot() {
-    let db = TestDb::migrated("explain_from_stats");
+    let db = test_db!(migrated);
     let dir = common::project_dir();
     let out = db.planck(&["explain", "--from-stats", "--as-admin"], dir.path());
     assert_exit(&out, 2);
@@ -752,7 +752,7 @@ fn issue5_from_stats_reads_pg_stat_statements_or_says_it_cannot() {
 
 #[test]
 fn issue5_writes_are_never_executed_even_with_analyze() {
-    let db = TestDb::migrated("explain_no_writes");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -826,7 +826,7 @@ fn issue5_writes_are_never_executed_even_with_analyze() {
 /// three are usage errors (exit 2) before planning, with a hint.
 #[test]
 fn review_bad_tenant_id_or_setting_is_a_usage_error() {
-    let db = TestDb::migrated("explain_bad_tenant_id");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -915,7 +915,7 @@ fn review_bad_tenant_id_or_setting_is_a_usage_error() {
 /// progress said "planning 1 statements".
 #[test]
 fn review_missing_source_is_an_error_and_counts_are_singular() {
-    let db = TestDb::migrated("explain_source_grammar");
+    let db = test_db!(migrated);
     // Enough rows in the table read for the statement to be judged.
     db.exec(
         "INSERT INTO accounts (id, name, slug) VALUES (1, 'a', 'a');
@@ -975,7 +975,7 @@ fn review_missing_source_is_an_error_and_counts_are_singular() {
 /// others are, and no index of that table is called unused.
 #[test]
 fn issue35_unseeded_data_is_refused_or_not_judged_never_judged() {
-    let db = TestDb::migrated("explain_unseeded");
+    let db = test_db!(migrated);
     let dir = common::project_dir();
     let q = recorded_queries_plus(dir.path(), &[]);
     // Both modes: the tenant cannot be chosen from empty tables.

@@ -90,7 +90,7 @@ fn seq_scan<'a>(v: &'a Value, query: &str) -> Option<&'a Value> {
 
 #[test]
 fn issue10_advice_is_verified_on_the_data_written_applied_and_the_finding_goes() {
-    let db = TestDb::migrated("explain_advice_devices");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     db.exec(
         "CREATE TABLE public.flags (id bigint PRIMARY KEY, active boolean NOT NULL, note text);
@@ -257,7 +257,7 @@ fn issue10_advice_is_verified_on_the_data_written_applied_and_the_finding_goes()
 /// hypopg, there is no advice, and a note says why.
 #[test]
 fn issue10_no_advice_on_an_unmanaged_database_without_hypopg_says_why() {
-    let db = TestDb::migrated("explain_advice_unmanaged");
+    let db = test_db!(migrated);
     seed_bundled_example(&db);
     db.exec("CREATE TABLE public.flags (id bigint PRIMARY KEY, active boolean, note text)");
     let has_hypopg = db
@@ -325,7 +325,7 @@ fn a_skip_scan_on_18_is_not_a_full_index_scan() {
         eprintln!("skipped: btree skip scan is PostgreSQL 18+");
         return;
     }
-    let db = TestDb::new("advice_skip_scan");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE items (account_id int NOT NULL, pouch_id int NOT NULL, title text NOT NULL);
          CREATE INDEX items_account_pouch ON items (account_id, pouch_id);
@@ -357,7 +357,7 @@ fn no_advice_indexes_a_virtual_generated_column() {
         eprintln!("skipped: virtual generated columns are PostgreSQL 18+");
         return;
     }
-    let db = TestDb::new("advice_virtual_column");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE people (id bigint PRIMARY KEY, email text NOT NULL,
                               email_lower text GENERATED ALWAYS AS (lower(email)) VIRTUAL);

@@ -52,7 +52,7 @@ fn queries(dir: &Path, stmts: &[&str]) -> (String, Vec<usize>) {
 /// all) and same-named indexes of two schemas overwrote each other.
 #[test]
 fn issue8_same_named_tables_and_indexes_in_two_schemas_each_finding_names_its_own() {
-    let db = TestDb::new("explain_two_schemas");
+    let db = test_db!();
     db.exec(
         "CREATE SCHEMA a; CREATE SCHEMA b;
          CREATE TABLE events (id bigint PRIMARY KEY, kind text, note text);
@@ -150,7 +150,7 @@ fn issue8_same_named_tables_and_indexes_in_two_schemas_each_finding_names_its_ow
 /// pg_stat_statements_reset.
 #[test]
 fn issue8_from_stats_twice_plans_none_of_planck_own_statements() {
-    let db = TestDb::new("explain_stats_twice");
+    let db = test_db!();
     db.exec(
         "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
          CREATE TABLE users (id bigint PRIMARY KEY, name text);
@@ -212,7 +212,7 @@ fn issue8_from_stats_twice_plans_none_of_planck_own_statements() {
 /// the gate passed without judging anything.
 #[test]
 fn issue8_fail_on_skipped_exits_1_when_every_statement_timed_out() {
-    let db = TestDb::new("explain_fail_on_skipped");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE t (id bigint PRIMARY KEY);
          CREATE FUNCTION slow_id(bigint) RETURNS bigint LANGUAGE plpgsql IMMUTABLE
@@ -259,7 +259,7 @@ fn issue8_fail_on_skipped_exits_1_when_every_statement_timed_out() {
 /// (not once per pooled connection), and still leaves them out next time.
 #[test]
 fn issue8_a_role_that_may_not_untrack_is_warned_once_and_tagged_statements_are_left_out() {
-    let db = TestDb::new("explain_untrack_refused");
+    let db = test_db!();
     let role = format!("{}_r", db.name);
     db.exec(&format!(
         "DROP ROLE IF EXISTS {role};
@@ -332,7 +332,7 @@ fn issue8_a_role_that_may_not_untrack_is_warned_once_and_tagged_statements_are_l
 #[test]
 fn issue8_session_begin_applies_role_settings_and_json_claims_for_one_transaction() {
     use planck::session::{self, SettingValue, TenantContext};
-    let db = TestDb::new("explain_session_begin");
+    let db = test_db!();
     let role = format!("{}_r", db.name);
     db.exec(&format!(
         "DROP ROLE IF EXISTS {role}; CREATE ROLE {role}; GRANT {role} TO CURRENT_USER"

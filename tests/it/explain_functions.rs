@@ -80,7 +80,7 @@ fn bound<'a>(r: &'a Report, needle: &str, function: &str) -> &'a Statement {
 
 #[test]
 fn issue10_statements_inside_sql_plpgsql_and_trigger_functions_are_bound_and_planned() {
-    let db = TestDb::new("explain10_in_functions");
+    let db = test_db!();
     let dir = common::project_dir();
     db.exec(
         "CREATE TABLE accounts (id bigint PRIMARY KEY, slug text NOT NULL UNIQUE,
@@ -178,7 +178,7 @@ fn issue10_statements_inside_sql_plpgsql_and_trigger_functions_are_bound_and_pla
 /// functions is plpgsql's own FROM-less evaluations (noise).
 #[test]
 fn issue10_graphile_starter_statements_inside_functions_are_planned() {
-    let db = TestDb::new("explain10_graphile_in_functions");
+    let db = test_db!();
     let fx = common::fixture("graphile-starter");
     common::load_fixture(&db, &fx);
     let dir = common::project_dir();

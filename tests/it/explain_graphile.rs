@@ -9,11 +9,11 @@
 use crate::common;
 
 use common::explain_json::Report;
-use common::{TestDb, stderr, stdout};
+use common::{stderr, stdout};
 
 #[test]
 fn issue10_graphile_starter_is_planned_as_a_tenant_through_its_session_function() {
-    let db = TestDb::new("explain10_graphile");
+    let db = test_db!();
     let dir = common::project_dir();
     common::record_graphile_starter(&db, dir.path());
     let out = db.planck(

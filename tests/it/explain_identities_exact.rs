@@ -62,7 +62,7 @@ fn identities_line(err: &str) -> &str {
 
 #[test]
 fn direct_tenant_policies_take_the_visible_rows_from_the_data() {
-    let db = TestDb::new("identities_exact_direct");
+    let db = test_db!();
     schema(&db, "");
     let err = run(&db);
     let line = identities_line(&err);
@@ -82,7 +82,7 @@ fn direct_tenant_policies_take_the_visible_rows_from_the_data() {
 
 #[test]
 fn a_policy_with_more_than_the_comparison_is_still_measured_under_rls() {
-    let db = TestDb::new("identities_exact_or");
+    let db = test_db!();
     schema(&db, " AND NOT hidden");
     let err = run(&db);
     let line = identities_line(&err);

@@ -667,7 +667,7 @@ fn samples_read_ahead_are_each_columns_own_read() {
     use planck::session::StatsMode;
     use std::sync::Arc;
 
-    let db = TestDb::new("samples_read_ahead_are_each_columns_own_read");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE t (id bigint PRIMARY KEY, kind text NOT NULL, c text);
          INSERT INTO t SELECT g, CASE WHEN g % 7 = 0 THEN 'x' ELSE 'k' || (g % 3) END,

@@ -72,7 +72,7 @@ fn explained<'a>(r: &'a Report, needle: &str) -> &'a Statement {
 /// would lose its index).
 #[test]
 fn issue10_parameter_arithmetic_is_typed_from_the_column_and_keeps_the_index() {
-    let db = TestDb::new("explain10_between");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -98,7 +98,7 @@ fn issue10_parameter_arithmetic_is_typed_from_the_column_and_keeps_the_index() {
 /// order (numeric first), recorded as a guess.
 #[test]
 fn issue10_parameters_with_no_context_are_guessed_in_the_fixed_order() {
-    let db = TestDb::new("explain10_guess");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let q = queries(dir.path(), &["SELECT $1 * $2 FROM t WHERE id = $3".into()]);
@@ -118,7 +118,7 @@ fn issue10_parameters_with_no_context_are_guessed_in_the_fixed_order() {
 /// stale; the aggregate types the CASE's results.
 #[test]
 fn issue10_case_results_in_an_aggregate_are_typed_by_the_aggregate_never_stale() {
-    let db = TestDb::new("explain10_case");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -148,7 +148,7 @@ fn issue10_case_results_in_an_aggregate_are_typed_by_the_aggregate_never_stale()
 /// stale; `x + $1` on dates and timestamps.
 #[test]
 fn issue10_clock_and_date_arithmetic_with_a_parameter_is_planned() {
-    let db = TestDb::new("explain10_clock");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -174,7 +174,7 @@ fn issue10_clock_and_date_arithmetic_with_a_parameter_is_planned() {
 /// parameter, and the text did not even parse.
 #[test]
 fn issue10_extract_with_a_parameter_field_is_planned() {
-    let db = TestDb::new("explain10_extract");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -195,7 +195,7 @@ fn issue10_extract_with_a_parameter_field_is_planned() {
 /// exit 3 "database unreachable"; the other statements were lost.
 #[test]
 fn issue10_an_in_list_of_70000_parameters_is_planned_and_the_run_goes_on() {
-    let db = TestDb::new("explain10_in70k");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let list: Vec<String> = (1..=70_000).map(|n| format!("${n}")).collect();
@@ -222,7 +222,7 @@ fn issue10_an_in_list_of_70000_parameters_is_planned_and_the_run_goes_on() {
 /// planned without ANALYZE, with a note, and the other statements go on.
 #[test]
 fn issue10_pg_terminate_backend_under_analyze_is_planned_without_analyze() {
-    let db = TestDb::new("explain10_terminate");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -253,7 +253,7 @@ fn issue10_pg_terminate_backend_under_analyze_is_planned_without_analyze() {
 /// dropped table, a dropped function called with known argument types.
 #[test]
 fn issue10_dropped_table_and_function_are_still_stale() {
-    let db = TestDb::new("explain10_stale");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let q = queries(
@@ -282,7 +282,7 @@ fn issue10_dropped_table_and_function_are_still_stale() {
 /// A truly dropped table beside it stays stale.
 #[test]
 fn issue10_a_relation_the_run_created_is_skipped_not_stale() {
-    let db = TestDb::new("explain10_temp");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let path = dir.path().join("queries.toml");
@@ -319,7 +319,7 @@ fn issue10_a_relation_the_run_created_is_skipped_not_stale() {
 /// `current_setting` in the policy text), so nothing was planned as a tenant.
 #[test]
 fn issue10_supabase_form_tenant_read_through_auth_uid_as_a_json_claim() {
-    let db = TestDb::new("explain10_supabase");
+    let db = test_db!();
     db.exec(
         "DO $$ BEGIN
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'anon') THEN CREATE ROLE anon NOLOGIN; END IF;
@@ -390,7 +390,7 @@ fn issue10_job_all_113_queries_are_explained_after_record() {
     let Some(job) = common::shared_fixture("job") else {
         return;
     };
-    let db = TestDb::new("explain10_job");
+    let db = test_db!();
     common::load_fixture(&db, &job);
     db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     let dir = common::project_dir();
@@ -437,7 +437,7 @@ fn issue10_job_all_113_queries_are_explained_after_record() {
 /// is accepted.
 #[test]
 fn issue10_owner_member_role_inherit_refused_noinherit_and_force_accepted() {
-    let db = TestDb::new("explain10_owner_member");
+    let db = test_db!();
     let n = &db.name;
     db.exec(&format!(
         "CREATE ROLE {n}_owner NOLOGIN; CREATE ROLE {n}_inh NOLOGIN INHERIT;
@@ -491,7 +491,7 @@ fn issue10_owner_member_role_inherit_refused_noinherit_and_force_accepted() {
 /// warning naming the guess (a seq-scan is otherwise an error).
 #[test]
 fn issue10_a_finding_on_a_guessed_type_is_a_warning_naming_the_guess() {
-    let db = TestDb::new("explain10_guess_warns");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     let q = queries(

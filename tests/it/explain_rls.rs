@@ -123,7 +123,7 @@ fn identities_line(err: &str) -> (usize, usize, String, i64) {
 /// rows with its own SQL and asserts planck chose the maximum.
 #[test]
 fn issue10_membership_the_heaviest_identity_is_the_one_that_sees_the_most_rows() {
-    let db = TestDb::new("rls_membership");
+    let db = test_db!();
     supabase(&db, UID_SQL);
     db.exec(
         "CREATE TABLE accounts (id bigint PRIMARY KEY, name text NOT NULL);
@@ -258,7 +258,7 @@ fn notes(db: &TestDb, table: &str, policy: &str) {
 /// (pg_stat_user_functions, read by the test).
 #[test]
 fn issue10_rls_per_row_call_fires_on_a_bare_call_not_on_the_initplan_form() {
-    let db = TestDb::new("rls_per_row_bare");
+    let db = test_db!();
     supabase(&db, UID_PLPGSQL);
     notes(&db, "notes", "user_id = auth.uid()");
     notes(&db, "notes_init", "user_id = (SELECT auth.uid())");
@@ -300,7 +300,7 @@ fn issue10_rls_per_row_call_fires_on_a_bare_call_not_on_the_initplan_form() {
 /// plan shows it.
 #[test]
 fn issue10_rls_per_row_call_fires_on_a_call_hidden_in_a_security_definer_helper() {
-    let db = TestDb::new("rls_per_row_hidden");
+    let db = test_db!();
     supabase(&db, UID_PLPGSQL);
     db.exec(
         "CREATE SCHEMA app;
@@ -362,7 +362,7 @@ const JOIN: &str = "SELECT t.id, c.body FROM tickets t JOIN comments c ON c.tick
 /// which cannot apply to a statement without parameters.
 #[test]
 fn issue10_tenant_plan_reuse_fires_on_a_planted_skew_and_names_both_plans() {
-    let db = TestDb::new("rls_plan_reuse");
+    let db = test_db!();
     helpdesk(&db, true);
     let dir = common::project_dir();
     let q = app_queries(dir.path(), "helpdesk_app", &[JOIN]);
@@ -411,7 +411,7 @@ fn issue10_tenant_plan_reuse_fires_on_a_planted_skew_and_names_both_plans() {
 /// Uniform tenants: the kept plan is the one a fresh plan would be.
 #[test]
 fn issue10_tenant_plan_reuse_is_quiet_on_uniform_tenants() {
-    let db = TestDb::new("rls_plan_reuse_uniform");
+    let db = test_db!();
     helpdesk(&db, false);
     let dir = common::project_dir();
     let q = app_queries(dir.path(), "helpdesk_app", &[JOIN]);
@@ -430,7 +430,7 @@ fn issue10_tenant_plan_reuse_is_quiet_on_uniform_tenants() {
 /// selectivities and estimates ~30 rows where the tenant has 500, under a Sort.
 #[test]
 fn issue10_tenant_misestimate_names_the_table_under_a_sort() {
-    let db = TestDb::new("rls_misestimate");
+    let db = test_db!();
     db.exec(
         "DO $$ BEGIN
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'helpdesk_app') THEN
@@ -479,7 +479,7 @@ fn issue10_tenant_misestimate_names_the_table_under_a_sort() {
 /// plan reads (each evaluated per row, ORed), and two identical indexes.
 #[test]
 fn issue10_multiple_permissive_policies_and_duplicate_indexes_are_flagged() {
-    let db = TestDb::new("rls_permissive_dup");
+    let db = test_db!();
     supabase(&db, UID_SQL);
     notes(&db, "notes", "user_id = auth.uid()");
     db.exec(
@@ -526,7 +526,7 @@ fn issue10_multiple_permissive_policies_and_duplicate_indexes_are_flagged() {
 /// counted, which are every RLS table the visitor may read.
 #[test]
 fn issue10_graphile_starter_the_chosen_identity_sees_the_most_rows() {
-    let db = TestDb::new("rls_graphile_identity");
+    let db = test_db!();
     let dir = common::project_dir();
     common::record_graphile_starter(&db, dir.path());
     let (_, _, err) = json_run(&db, dir.path(), &["--queries", "gs.toml"]);
@@ -606,7 +606,7 @@ fn issue10_graphile_starter_the_chosen_identity_sees_the_most_rows() {
 /// `plan_cache_mode = force_custom_plan` on the login role.
 #[test]
 fn issue10_tenant_plan_reuse_with_parameters_proposes_force_custom_plan() {
-    let db = TestDb::new("rls_plan_reuse_params");
+    let db = test_db!();
     helpdesk(&db, true);
     let dir = common::project_dir();
     let q = app_queries(
@@ -638,7 +638,7 @@ fn issue10_tenant_plan_reuse_with_parameters_proposes_force_custom_plan() {
 /// referencing profiles make user 9 the one with most rows.
 #[test]
 fn issue10_the_identity_proxy_counts_foreign_key_fan_out() {
-    let db = TestDb::new("rls_proxy_fan_out");
+    let db = test_db!();
     supabase(&db, UID_SQL);
     db.exec(
         "CREATE TABLE profiles (id uuid PRIMARY KEY, name text NOT NULL);
@@ -687,7 +687,7 @@ fn issue10_the_identity_proxy_counts_foreign_key_fan_out() {
 /// planned as the tenant.
 #[test]
 fn a_hand_added_statement_s_role_is_the_tenant_role_without_bypass_rls() {
-    let db = TestDb::new("rls_hand_added_role");
+    let db = test_db!();
     db.exec(
         "DO $$ BEGIN
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'shop_app') THEN
@@ -746,7 +746,7 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
         eprintln!("skipped: membership options (WITH SET) are PostgreSQL 16+");
         return;
     }
-    let db = TestDb::new("rls_no_set_option");
+    let db = test_db!();
     db.exec(
         "DO $$ BEGIN
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'noset_admin') THEN

@@ -82,7 +82,7 @@ fn seqscan_disabled(s: &Statement, mode: &str) -> bool {
 
 #[test]
 fn issue10_set_role_applies_the_roles_and_databases_alter_settings() {
-    let db = TestDb::new("explain10_role_settings");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     // Before: the managed defaults in both modes.
@@ -119,7 +119,7 @@ fn issue10_set_role_applies_the_roles_and_databases_alter_settings() {
 
 #[test]
 fn issue10_explain_settings_in_planck_toml_are_applied_while_planning() {
-    let db = TestDb::new("explain10_toml_settings");
+    let db = test_db!();
     schema(&db);
     let dir = common::project_dir();
     std::fs::write(
@@ -162,9 +162,9 @@ fn issue10_explain_settings_in_planck_toml_are_applied_while_planning() {
 
 #[test]
 fn issue10_settings_from_reads_productions_pg_settings() {
-    let db = TestDb::new("explain10_settings_from");
+    let db = test_db!("from");
     schema(&db);
-    let prod = TestDb::new("explain10_settings_prod");
+    let prod = test_db!("prod");
     prod.exec(&format!(
         "ALTER DATABASE {} SET enable_seqscan = off",
         prod.name
@@ -199,7 +199,7 @@ fn issue10_settings_from_reads_productions_pg_settings() {
 
 #[test]
 fn issue10_schema_per_tenant_is_detected_and_said_unsupported() {
-    let db = TestDb::new("explain10_schema_per_tenant");
+    let db = test_db!();
     let dir = common::project_dir();
     let path = dir.path().join("queries.toml");
     std::fs::write(
@@ -260,7 +260,7 @@ fn issue10_schema_per_tenant_is_detected_and_said_unsupported() {
 /// session's own settings are left as they were.
 #[test]
 fn own_scans_start_at_the_first_page_whatever_scanned_before() {
-    let db = TestDb::new("own_scans_first_page");
+    let db = test_db!();
     // About 95 MB: above a quarter of the test cluster's shared_buffers.
     db.exec(
         "CREATE TABLE big (n int, pad text);

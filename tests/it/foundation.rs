@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::Path;
 
-use common::{TestDb, assert_exit, planck_cmd, project_dir, stderr, stdout};
+use common::{assert_exit, planck_cmd, project_dir, stderr, stdout};
 
 /// A managed cluster in a temp project, destroyed at the end of the test.
 struct Project {
@@ -277,7 +277,7 @@ fn connection_errors_name_where_the_url_came_from() {
 
 #[test]
 fn wrong_password_exits_3() {
-    let db = TestDb::new("wrong_password");
+    let db = test_db!();
     db.exec(
         "DO $$ BEGIN CREATE ROLE planck_pw_test LOGIN PASSWORD 'right';
          EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$;",
@@ -330,7 +330,7 @@ fn malformed_url_exits_2() {
 
 #[test]
 fn database_url_env_is_used() {
-    let db = TestDb::new("database_url_env");
+    let db = test_db!();
     let dir = project_dir();
     std::fs::create_dir(dir.path().join("migrations")).unwrap();
     std::fs::write(
@@ -381,7 +381,7 @@ fn config_unknown_key_is_an_error() {
 
 #[test]
 fn bundled_migrations_apply_and_are_recorded() {
-    let db = TestDb::migrated("bundled_migrations");
+    let db = test_db!(migrated);
     let applied = db.query_strings("SELECT name FROM planck_migrations ORDER BY name");
     assert!(applied.len() >= 4, "{applied:?}");
     // RLS on the tenant tables, an app role without BYPASSRLS, a literal partial index.
@@ -415,7 +415,7 @@ fn migrations_project(files: &[(&str, &str)]) -> tempfile::TempDir {
 
 #[test]
 fn migration_syntax_error_names_file_line_col_and_keeps_earlier_ones() {
-    let db = TestDb::new("migration_syntax_error");
+    let db = test_db!();
     let dir = migrations_project(&[
         ("0001_ok.sql", "CREATE TABLE first (id int);\n"),
         (
@@ -441,7 +441,7 @@ fn migration_syntax_error_names_file_line_col_and_keeps_earlier_ones() {
 
 #[test]
 fn migration_error_shows_detail_and_hint() {
-    let db = TestDb::new("migration_detail_hint");
+    let db = test_db!();
     let dir = migrations_project(&[(
         "0001.sql",
         "CREATE TABLE t (id int PRIMARY KEY);\nINSERT INTO t VALUES (1), (1);\n",
@@ -458,7 +458,7 @@ fn migration_error_shows_detail_and_hint() {
 
 #[test]
 fn modified_applied_migration_is_refused() {
-    let db = TestDb::new("modified_migration");
+    let db = test_db!();
     let dir = migrations_project(&[("0001_t.sql", "CREATE TABLE t (id int);\n")]);
     assert_exit(&db.planck(&["migrate"], dir.path()), 0);
     std::fs::write(
@@ -477,7 +477,7 @@ fn modified_applied_migration_is_refused() {
 
 #[test]
 fn fresh_is_refused_on_an_unmanaged_database_without_force() {
-    let db = TestDb::new("fresh_refused");
+    let db = test_db!();
     db.exec("CREATE TABLE precious (x int)");
     let dir = migrations_project(&[("0001.sql", "CREATE TABLE t (id int);\n")]);
     let out = db.planck(&["migrate", "--fresh"], dir.path());
@@ -501,7 +501,7 @@ fn fresh_is_refused_on_an_unmanaged_database_without_force() {
 
 #[test]
 fn no_migrations_folder_is_a_usage_error() {
-    let db = TestDb::new("no_migrations_folder");
+    let db = test_db!();
     let dir = project_dir();
     let out = db.planck(&["migrate"], dir.path());
     assert_exit(&out, 2);

@@ -60,7 +60,7 @@ ALTER TABLE items ALTER COLUMN id TYPE numeric;\n";
 
 #[test]
 fn migrate_records_which_line_made_or_dropped_each_index_and_constraint() {
-    let db = TestDb::new("migrate_object_map");
+    let db = test_db!();
     let dir = project(&[("0001_init.sql", INIT), ("0002_more.sql", SECOND)]);
     let v = migrate_json(&db, dir.path());
     assert_eq!(v.format_version, 1);
@@ -148,7 +148,7 @@ fn migrate_records_which_line_made_or_dropped_each_index_and_constraint() {
 
 #[test]
 fn a_failed_file_records_nothing_and_points_at_its_statement() {
-    let db = TestDb::new("migrate_object_map_failed");
+    let db = test_db!();
     let dir = project(&[
         ("0001_ok.sql", "CREATE TABLE a (id int PRIMARY KEY);\n"),
         (
@@ -183,7 +183,7 @@ fn a_failed_file_records_nothing_and_points_at_its_statement() {
 /// the statement: it is mapped back to the file's line and column.
 #[test]
 fn an_error_in_a_later_statement_is_reported_at_its_file_line_and_column() {
-    let db = TestDb::new("migrate_error_position");
+    let db = test_db!();
     let dir = project(&[(
         "0001.sql",
         "CREATE TABLE a (id int);\n-- café\nCREATE TABLE b (\n  id int,\n  x intt\n);\n",

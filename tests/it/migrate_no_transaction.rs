@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::{TestDb, assert_exit, stderr};
+use common::{assert_exit, stderr};
 
 fn project(files: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = common::project_dir();
@@ -23,7 +23,7 @@ const CONCURRENT: &str = "CREATE INDEX CONCURRENTLY IF NOT EXISTS t_a_idx ON t (
 
 #[test]
 fn the_header_runs_concurrently_statements_outside_a_transaction_and_records_the_file() {
-    let db = TestDb::new("migrate_no_tx_header");
+    let db = test_db!();
     let file = format!("{}\n{CONCURRENT}", planck::migrate::NO_TRANSACTION);
     let dir = project(&[("0001_t.sql", TABLE), ("0002_idx.sql", &file)]);
     let out = db.planck(&["migrate"], dir.path());
@@ -55,7 +55,7 @@ fn the_header_runs_concurrently_statements_outside_a_transaction_and_records_the
 /// transaction, where the server refuses CONCURRENTLY.
 #[test]
 fn without_the_header_concurrently_is_refused_inside_the_transaction() {
-    let db = TestDb::new("migrate_no_tx_control");
+    let db = test_db!("control");
     let dir = project(&[("0001_t.sql", TABLE), ("0002_idx.sql", CONCURRENT)]);
     let out = db.planck(&["migrate"], dir.path());
     assert_exit(&out, 2);
@@ -73,7 +73,7 @@ fn without_the_header_concurrently_is_refused_inside_the_transaction() {
         "-- indexes\n{}\n{CONCURRENT}",
         planck::migrate::NO_TRANSACTION
     );
-    let db = TestDb::new("migrate_no_tx_late_header");
+    let db = test_db!("late_header");
     let dir = project(&[("0001_t.sql", TABLE), ("0002_idx.sql", &late)]);
     let out = db.planck(&["migrate"], dir.path());
     assert_exit(&out, 2);
@@ -81,7 +81,7 @@ fn without_the_header_concurrently_is_refused_inside_the_transaction() {
 
 #[test]
 fn a_failing_statement_is_named_and_the_earlier_ones_stay_applied_unrecorded() {
-    let db = TestDb::new("migrate_no_tx_failure");
+    let db = test_db!();
     let file = format!(
         "{}\nCREATE INDEX CONCURRENTLY t_a_idx ON t (a);\n\nCREATE INDEX CONCURRENTLY t_c_idx ON t (c);\n",
         planck::migrate::NO_TRANSACTION
@@ -111,7 +111,7 @@ fn a_failing_statement_is_named_and_the_earlier_ones_stay_applied_unrecorded() {
 /// planck_migrations there and applied every file again, into that schema.
 #[test]
 fn migrate_keeps_out_of_planck_s_bookkeeping_schema_named_like_the_role() {
-    let db = TestDb::new("migrate_bookkeeping_schema");
+    let db = test_db!();
     assert_eq!(db.query_strings("SELECT current_user"), ["planck"]);
     let dir = project(&[("0001_t.sql", TABLE)]);
     assert_exit(&db.planck(&["migrate"], dir.path()), 0);

@@ -164,7 +164,7 @@ psql -X -q -v ON_ERROR_STOP=1 -c \"SELECT k FROM counters WHERE k = 'zz'\" >/dev
 // RLS flags, noise gone; re-recording the same run is byte-identical.
 #[test]
 fn records_a_psql_run_exactly_and_rerecords_identically() {
-    let db = TestDb::new("record_psql");
+    let db = test_db!();
     let (owner, app) = ("rec_owner_psql", "rec_app_psql");
     tenant_schema(&db, owner, app);
     let dir = common::project_dir();
@@ -203,7 +203,10 @@ fn records_a_psql_run_exactly_and_rerecords_identically() {
     assert!(dropped["catalog"] >= 1, "{v:#?}");
     assert!(v.warnings.is_empty(), "{v:#?}");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("database = \"t_record_psql\""), "{text}");
+    assert!(
+        text.contains(&format!("database = \"{}\"", db.name)),
+        "{text}"
+    );
 
     let (out, v) = record_json(&db, dir.path(), &["--", &script]);
     assert_exit(&out, 0);
@@ -221,7 +224,7 @@ fn records_a_psql_run_exactly_and_rerecords_identically() {
 // what it records.
 #[test]
 fn records_the_example_app_and_matches_the_committed_file() {
-    let db = TestDb::migrated("record_example_app");
+    let db = test_db!(migrated);
     let dir = common::project_dir();
     let app = common::repo_root().join("tools/example-app");
     let (out, v) = record_json(&db, dir.path(), &["--", app.to_str().unwrap()]);
@@ -385,7 +388,7 @@ fn records_the_example_app_and_matches_the_committed_file() {
         .unwrap()
         .replace(
             "database = \"planck_demo\"",
-            "database = \"t_record_example_app\"",
+            &format!("database = \"{}\"", db.name),
         );
     // Issue 12: the recording carries the app's transactions, as shapes
     // (a tenant bound per request keeps only its name, so they merge across
@@ -446,7 +449,7 @@ fn records_the_example_app_and_matches_the_committed_file() {
 // vanished statements are reported, and removed with --prune.
 #[test]
 fn hand_edits_survive_and_prune_removes_vanished() {
-    let db = TestDb::new("record_merge");
+    let db = test_db!();
     db.exec("CREATE TABLE t (a int); CREATE TABLE u (b int)");
     let dir = common::project_dir();
     let both = write_script(
@@ -520,7 +523,7 @@ fn hand_edits_survive_and_prune_removes_vanished() {
 // Issue 4: --keep-all keeps the noise; without a command, what is there now.
 #[test]
 fn keep_all_and_capture_without_a_command() {
-    let db = TestDb::new("record_keep_all");
+    let db = test_db!();
     db.exec("CREATE TABLE t (a int)");
     let dir = common::project_dir();
     let script = write_script(
@@ -554,7 +557,7 @@ fn keep_all_and_capture_without_a_command() {
 // snapshot subtracted after the run; statements from before are left out.
 #[test]
 fn records_by_snapshot_when_the_role_may_not_reset() {
-    let db = TestDb::new("record_snapshot");
+    let db = test_db!();
     let role = "rec_reader_snap";
     ensure_role(&db, role, "");
     db.exec(&format!(
@@ -593,8 +596,11 @@ fn records_by_snapshot_when_the_role_may_not_reset() {
 // Issue 4: warnings for track = top and for a run that sent nothing.
 #[test]
 fn warns_about_track_top_and_empty_runs() {
-    let db = TestDb::new("record_warnings");
-    db.exec("ALTER DATABASE t_record_warnings SET pg_stat_statements.track = top");
+    let db = test_db!();
+    db.exec(&format!(
+        "ALTER DATABASE {} SET pg_stat_statements.track = top",
+        db.name
+    ));
     let dir = common::project_dir();
     let out = db.planck(&["record", "--", "true"], dir.path());
     // Issue 12, 4: a run that captured nothing exits 1, so CI notices.
@@ -602,7 +608,10 @@ fn warns_about_track_top_and_empty_runs() {
     let err = stderr(&out);
     assert!(err.contains("pg_stat_statements.track is `top`"), "{err}");
     assert!(
-        err.contains("the run produced no statements at all in database t_record_warnings"),
+        err.contains(&format!(
+            "the run produced no statements at all in database {}",
+            db.name
+        )),
         "{err}"
     );
     assert!(err.contains("DATABASE_URL"), "{err}");
@@ -612,7 +621,7 @@ fn warns_about_track_top_and_empty_runs() {
 // its status is in the summary; a command killed by a signal too.
 #[test]
 fn failing_and_killed_commands_still_record() {
-    let db = TestDb::new("record_failing");
+    let db = test_db!();
     db.exec("CREATE TABLE t (a int)");
     let dir = common::project_dir();
     let failing = write_script(
@@ -654,7 +663,7 @@ fn failing_and_killed_commands_still_record() {
 // anything is reset or written.
 #[test]
 fn command_not_found() {
-    let db = TestDb::new("record_no_command");
+    let db = test_db!();
     let dir = common::project_dir();
     let out = db.planck(&["record", "--", "no-such-suite-xyz", "--all"], dir.path());
     assert_exit(&out, 2);
@@ -674,7 +683,7 @@ fn command_not_found() {
 // before the command runs.
 #[test]
 fn output_not_writable() {
-    let db = TestDb::new("record_unwritable");
+    let db = test_db!();
     let dir = common::project_dir();
     std::fs::write(dir.path().join("afile"), "").unwrap();
     let marker = dir.path().join("ran");
@@ -700,7 +709,7 @@ fn output_not_writable() {
 // entries with the same identity, are reported at file:line.
 #[test]
 fn broken_queries_files_name_file_and_line() {
-    let db = TestDb::new("record_bad_file");
+    let db = test_db!();
     let dir = common::project_dir();
     let q = dir.path().join("queries");
     std::fs::create_dir_all(&q).unwrap();
@@ -737,7 +746,7 @@ fn broken_queries_files_name_file_and_line() {
 // Issue 4, bad input: the extension is missing and this role may not create it.
 #[test]
 fn extension_missing_and_not_creatable() {
-    let db = TestDb::new("record_no_extension");
+    let db = test_db!();
     let role = "rec_plain_noext";
     ensure_role(&db, role, "");
     let dir = common::project_dir();
@@ -748,16 +757,18 @@ fn extension_missing_and_not_creatable() {
     assert_exit(&out, 2);
     let err = stderr(&out);
     assert!(
-        err.starts_with(
-            "error: the pg_stat_statements extension does not exist in database t_record_no_extension, and role rec_plain_noext may not create it"
-        ),
+        err.starts_with(&format!(
+            "error: the pg_stat_statements extension does not exist in database {}, and role rec_plain_noext may not create it",
+            db.name
+        )),
         "{err}"
     );
     assert!(err.contains("SQLSTATE 42501"), "{err}");
     assert!(
-        err.contains(
-            "hint: ask a superuser to run `CREATE EXTENSION pg_stat_statements;` in database t_record_no_extension"
-        ),
+        err.contains(&format!(
+            "hint: ask a superuser to run `CREATE EXTENSION pg_stat_statements;` in database {}",
+            db.name
+        )),
         "{err}"
     );
 }
@@ -824,7 +835,7 @@ fn not_in_shared_preload_libraries() {
 // reported, with the grant that shows them.
 #[test]
 fn warns_about_statements_hidden_from_the_role() {
-    let db = TestDb::new("record_hidden");
+    let db = test_db!();
     let role = "rec_blind_hidden";
     ensure_role(&db, role, "");
     db.exec(&format!(
@@ -917,7 +928,7 @@ fn warns_about_evictions() {
 // not own ([[transaction]], x- keys). Both survive, byte for byte.
 #[test]
 fn rerecording_keeps_comments_and_entries_it_does_not_own() {
-    let db = TestDb::new("record_keeps_comments");
+    let db = test_db!();
     db.exec("CREATE TABLE t (a int); CREATE TABLE u (b int)");
     let dir = common::project_dir();
     let script = write_script(
@@ -988,7 +999,7 @@ fn rerecording_keeps_comments_and_entries_it_does_not_own() {
 // file, before anything runs.
 #[test]
 fn a_newer_queries_file_format_is_refused() {
-    let db = TestDb::new("record_newer_format");
+    let db = test_db!();
     let dir = common::project_dir();
     let q = dir.path().join("queries");
     std::fs::create_dir_all(&q).unwrap();
@@ -1011,7 +1022,7 @@ fn a_newer_queries_file_format_is_refused() {
 // `contexts = ["function"]`; one the client sent has no contexts key.
 #[test]
 fn statements_run_inside_functions_carry_their_context() {
-    let db = TestDb::new("record_contexts");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE t (a int);
          CREATE FUNCTION bump(x int) RETURNS void LANGUAGE plpgsql AS $$

@@ -8,7 +8,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::{TestDb, assert_exit};
+use common::assert_exit;
 use planck::queries::{QueryFile, Sent, Statement, ValueShape};
 
 fn write_script(dir: &Path, name: &str, body: &str) -> String {
@@ -36,7 +36,7 @@ const LONG: &str = "a description far longer than thirty-two characters";
 // nothing in [observed], and the planted secret is in no file.
 #[test]
 fn the_relay_keeps_how_statements_were_sent_and_their_value_shapes() {
-    let db = TestDb::new("relay_evidence");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE api_check (id int PRIMARY KEY, name text, status text, password text,
              descr text, processed timestamptz);

@@ -87,7 +87,7 @@ const SECRET: &str = "tok-4f9c2e7a-planck-secret";
 // appears in no output and no file, even with --verbose.
 #[test]
 fn a_psql_script_is_recorded_as_its_transactions() {
-    let db = TestDb::new("relay_psql");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL, token text);
          INSERT INTO acct VALUES (1, 0, NULL), (2, 0, NULL);",
@@ -218,7 +218,7 @@ SELECT count(*) FROM acct;
 // four \set variables (aid, bid, tid, delta) bound across them.
 #[test]
 fn pgbench_tpcb_is_one_shape_of_five_with_its_variables() {
-    let db = TestDb::new("relay_pgbench");
+    let db = test_db!();
     pgbench_init(&db);
     let dir = common::project_dir();
     let script = write_script(
@@ -285,7 +285,7 @@ fn pgbench_tpcb_is_one_shape_of_five_with_its_variables() {
 // when planck itself reaches the server through a socket).
 #[test]
 fn a_unix_socket_client_is_relayed() {
-    let db = TestDb::new("relay_unix");
+    let db = test_db!();
     db.exec("CREATE TABLE t (id int PRIMARY KEY)");
     let c = common::cluster();
     let socket_dir = c.cluster.dir().join("run");
@@ -322,7 +322,7 @@ fn a_unix_socket_client_is_relayed() {
 // within a second.
 #[test]
 fn a_cancel_request_reaches_the_server() {
-    let db = TestDb::new("relay_cancel");
+    let db = test_db!();
     let dir = common::project_dir();
     let script = write_script(
         dir.path(),
@@ -357,7 +357,7 @@ fn a_cancel_request_reaches_the_server() {
 // and planck's warning names sslmode (and the way out, --no-relay).
 #[test]
 fn a_client_requiring_tls_gets_an_error_naming_sslmode() {
-    let db = TestDb::new("relay_require_tls");
+    let db = test_db!();
     let dir = common::project_dir();
     let script = write_script(
         dir.path(),
@@ -384,7 +384,7 @@ fn a_client_requiring_tls_gets_an_error_naming_sslmode() {
 // written as a shape.
 #[test]
 fn issue13_statements_run_only_by_migrations_are_left_out() {
-    let db = TestDb::new("relay_migration_only");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE schema_migrations (version text PRIMARY KEY);
          CREATE TABLE checks (id int PRIMARY KEY, kind text);
@@ -495,7 +495,7 @@ fn matching(out: &std::process::Output) -> (u64, u64, u64, u64) {
 // same way in tests/it/record.rs.
 #[test]
 fn every_relayed_statement_is_matched_by_its_queryid() {
-    let db = TestDb::new("relay_queryid");
+    let db = test_db!("main");
     db.exec(
         "CREATE TABLE ev (id int PRIMARY KEY, at timestamptz NOT NULL DEFAULT now(), kind text);
          INSERT INTO ev (id, kind) SELECT g, 'k' || g FROM generate_series(1, 30) g;",
@@ -560,7 +560,7 @@ WITH r AS (SELECT id FROM ev WHERE kind IS NULL) SELECT count(*) FROM r;
 
     // graphile-starter's test run, through the relay (psql reads the
     // relay's PG* variables).
-    let gs = TestDb::new("relay_queryid_gs");
+    let gs = test_db!("gs");
     let fx = common::fixture("graphile-starter");
     common::load_fixture(&gs, &fx);
     let dir = common::project_dir();
@@ -594,7 +594,7 @@ fn job_queries_through_the_relay_are_matched_by_their_queryid() {
     let Some(job) = common::shared_fixture("job") else {
         return;
     };
-    let db = TestDb::new("relay_queryid_job");
+    let db = test_db!();
     common::load_fixture(&db, &job);
     let dir = common::project_dir();
     std::fs::write(dir.path().join("job.sql"), common::job_script(&job)).unwrap();
@@ -820,7 +820,7 @@ fn newest_minor(major: u32) -> i32 {
 // down to 3.0 (4-byte key).
 #[test]
 fn protocol_3_2_and_grease_sessions_are_recorded_as_3_0_ones() {
-    let db = TestDb::new("relay_protocol_3_2");
+    let db = test_db!();
     let major = server_major(&db);
     let newest = newest_minor(major);
     let option = "_pq_.planck_probe";
@@ -886,7 +886,7 @@ fn protocol_3_2_and_grease_sessions_are_recorded_as_3_0_ones() {
 #[test]
 fn a_cancel_request_with_a_long_key_cancels_through_the_relay() {
     use std::io::Write;
-    let db = TestDb::new("relay_cancel_3_2");
+    let db = test_db!();
     let major = server_major(&db);
     let params = [("user", "planck"), ("database", db.name.as_str())];
     let ((key_len, code, took), capture) = through_relay(&db, |port| {
@@ -946,7 +946,7 @@ fn a_cancel_request_with_a_long_key_cancels_through_the_relay() {
 #[test]
 fn a_startup_the_relay_cannot_read_gets_08p01() {
     use std::io::Write;
-    let db = TestDb::new("relay_bad_startup");
+    let db = test_db!();
     let cases: [(Vec<u8>, &str); 3] = [
         (raw::startup(2, 0, &[("user", "planck")]), "protocol 2.0"),
         (vec![0, 0, 0, 4, 0, 3, 0, 0], "startup packet of 4 bytes"),
@@ -981,7 +981,7 @@ fn a_startup_the_relay_cannot_read_gets_08p01() {
 // startup: the line names what the client sent and the way out.
 #[test]
 fn record_warns_about_a_client_on_another_protocol() {
-    let db = TestDb::new("relay_protocol_2");
+    let db = test_db!();
     let dir = common::project_dir();
     // bash's /dev/tcp: a client that sends a protocol 2.0 startup packet.
     std::fs::write(

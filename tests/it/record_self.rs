@@ -61,7 +61,7 @@ fn seed(db: &TestDb, dir: &Path) {
 /// `planck_seed_saved` writes) and the server's foreign-key validations.
 #[test]
 fn record_after_seed_keeps_none_of_its_statements() {
-    let db = TestDb::migrated("record_self_after_seed");
+    let db = test_db!(migrated);
     reset_stats(&db);
     let dir = common::project_dir();
     seed(&db, dir.path());
@@ -75,7 +75,7 @@ fn record_after_seed_keeps_none_of_its_statements() {
 /// were recorded as if the application had sent them.
 #[test]
 fn record_after_explain_keeps_none_of_its_statements() {
-    let db = TestDb::migrated("record_self_after_explain");
+    let db = test_db!(migrated);
     let dir = common::project_dir();
     seed(&db, dir.path());
     reset_stats(&db);
@@ -98,7 +98,7 @@ fn record_after_explain_keeps_none_of_its_statements() {
 /// planck's internals. Now: only what the script itself sent.
 #[test]
 fn record_around_a_script_that_seeds_keeps_only_the_scripts_statements() {
-    let db = TestDb::migrated("record_self_script");
+    let db = test_db!(migrated);
     let dir = common::project_dir();
     let script = dir.path().join("suite.sh");
     std::fs::write(
@@ -126,7 +126,7 @@ fn record_around_a_script_that_seeds_keeps_only_the_scripts_statements() {
 /// pin, for sessions that cannot untrack).
 #[test]
 fn record_after_seed_sees_not_even_the_servers_validations() {
-    let db = TestDb::migrated("record_self_fk_validation");
+    let db = test_db!(migrated);
     reset_stats(&db);
     let dir = common::project_dir();
     seed(&db, dir.path());
@@ -145,7 +145,7 @@ fn record_after_seed_sees_not_even_the_servers_validations() {
 /// DELETE stay.
 #[test]
 fn the_servers_foreign_key_checks_are_dropped() {
-    let db = TestDb::new("record_self_fk_check");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE parent (id int PRIMARY KEY);
          CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent ON DELETE CASCADE);
@@ -185,7 +185,7 @@ fn the_servers_foreign_key_checks_are_dropped() {
 /// the filter: one entry per probe).
 #[test]
 fn records_own_probes_are_not_tracked() {
-    let db = TestDb::new("record_self_probes");
+    let db = test_db!();
     db.exec("CREATE TABLE t (a int)");
     reset_stats(&db);
     let dir = common::project_dir();
@@ -226,7 +226,7 @@ fn records_own_probes_are_not_tracked() {
 /// DDL and catalog reads): only the suite's own statement is there.
 #[test]
 fn record_around_a_script_that_migrates_sees_none_of_it() {
-    let db = TestDb::new("record_self_migrate");
+    let db = test_db!();
     let dir = common::project_dir();
     std::fs::create_dir(dir.path().join("migrations")).unwrap();
     std::fs::write(
@@ -262,7 +262,7 @@ fn record_around_a_script_that_migrates_sees_none_of_it() {
 /// planck's own reads all dropped).
 #[test]
 fn current_statements_are_the_applications_only() {
-    let db = TestDb::new("record_self_current");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE parent (id int PRIMARY KEY);
          CREATE TABLE child (id int PRIMARY KEY, parent_id int REFERENCES parent);

@@ -226,7 +226,7 @@ fn a_created_database_is_recorded_from_the_relay_past_evictions() {
 // by the oid its pg_stat_statements entries carry, though it was dropped.
 #[test]
 fn without_the_relay_a_created_database_is_recorded_by_its_oid() {
-    let db = common::TestDb::new("rec_created_norelay");
+    let db = test_db!();
     let created = format!("{}_x", db.name);
     let dir = common::project_dir();
     let script = runner(dir.path(), &created, 3);

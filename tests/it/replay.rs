@@ -1515,7 +1515,7 @@ fn server_restart_mid_step_reconnects_and_finishes() {
 /// taken by the UPDATE, in the recorded shape that runs it.
 #[test]
 fn bundled_example_hotspot_is_the_heaviest_accounts_counter_row() {
-    let db = TestDb::migrated(test_name!());
+    let db = test_db!(migrated);
     let dir = project_dir();
     let spec = common::repo_root().join("seeds/example.toml");
     let out = db.planck(

@@ -17,7 +17,7 @@ async fn lean_of(db: &TestDb) -> (tokio_postgres::Client, Lean) {
 
 #[tokio::test(flavor = "current_thread")]
 async fn lean_executions_count_rows_and_leave_the_client_working() {
-    let db = TestDb::new("lean_counts");
+    let db = test_db!();
     db.exec("CREATE TABLE t (id int PRIMARY KEY, note text)");
     let (client, mut lean) = lean_of(&db).await;
     // Rows a SELECT returns, rows an INSERT or UPDATE wrote.
@@ -92,7 +92,7 @@ async fn lean_executions_count_rows_and_leave_the_client_working() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn lean_errors_carry_the_servers_sqlstate_and_the_connection_goes_on() {
-    let db = TestDb::new("lean_errors");
+    let db = test_db!();
     let (client, mut lean) = lean_of(&db).await;
     let div = "SELECT 1 / $1::int";
     match lean.execute(0, div, [Some("0")].into_iter()).await {
@@ -159,7 +159,7 @@ async fn lean_errors_carry_the_servers_sqlstate_and_the_connection_goes_on() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_unix_socket_connection_lends_nothing() {
-    let db = TestDb::new("lean_unix");
+    let db = test_db!();
     let c = cluster();
     let text = format!(
         "host={} port={} user=planck dbname={}",
@@ -184,7 +184,7 @@ async fn a_unix_socket_connection_lends_nothing() {
 /// own nor leave its own for the client (the desync hung replay's steps).
 #[tokio::test(flavor = "current_thread")]
 async fn a_loan_waits_for_the_replies_the_client_left_on_the_wire() {
-    let db = TestDb::new("lean_interleave");
+    let db = test_db!();
     let (client, mut lean) = lean_of(&db).await;
     let sum = "SELECT generate_series(1, $1::int)";
     let round = async {
@@ -227,7 +227,7 @@ async fn a_loan_waits_for_the_replies_the_client_left_on_the_wire() {
 /// and both paths go on working on the connection.
 #[tokio::test(flavor = "current_thread")]
 async fn a_commit_on_the_lean_path_reports_its_error_and_the_connection_goes_on() {
-    let db = TestDb::new("lean_commit");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE parent (id int PRIMARY KEY); \
          CREATE TABLE child (id int PRIMARY KEY, \

@@ -80,7 +80,7 @@ fn seed(db: &TestDb, args: &[&str]) -> std::process::Output {
 
 #[test]
 fn zero_spec_fills_the_bundled_schema_with_every_constraint_held() {
-    let db = TestDb::migrated("seed_zero_bundled");
+    let db = test_db!(migrated);
     let before_idx = indexes(&db);
     let before_con = constraints(&db);
     let out = seed(&db, &["--rows", "200"]);
@@ -237,7 +237,7 @@ CREATE INDEX members_mood ON hr.members (mood) WHERE mood = 'sad';
 
 #[test]
 fn zero_spec_fills_a_shop_schema_with_composite_keys_enums_arrays_and_checks() {
-    let db = TestDb::new("seed_zero_shop");
+    let db = test_db!();
     db.exec(SHOP);
     let before = (indexes(&db), constraints(&db));
     let out = seed(&db, &["--rows", "50"]);
@@ -272,7 +272,7 @@ fn zero_spec_fills_a_shop_schema_with_composite_keys_enums_arrays_and_checks() {
 
 #[test]
 fn zero_spec_fills_an_org_schema_with_partitions_and_a_composite_self_reference() {
-    let db = TestDb::new("seed_zero_org");
+    let db = test_db!();
     db.exec(ORG);
     let before = db.query_strings(ALL_INDEXES);
     assert!(before.len() >= 8, "{before:?}");
@@ -297,7 +297,7 @@ fn zero_spec_fills_an_org_schema_with_partitions_and_a_composite_self_reference(
 
 #[test]
 fn zero_spec_fills_pagila() {
-    let db = TestDb::new("seed_zero_pagila");
+    let db = test_db!();
     // shared/ lies beside the checkout (as in CI), or at its usual place.
     let schema = std::fs::read_to_string(repo_root().join("../shared/fixtures/pagila/schema.sql"))
         .or_else(|_| std::fs::read_to_string("/work/shared/fixtures/pagila/schema.sql"))
@@ -331,8 +331,8 @@ fn zero_spec_fills_pagila() {
 
 #[test]
 fn same_seed_gives_identical_tables_with_one_and_several_threads() {
-    let a = TestDb::migrated("seed_det_one_thread");
-    let b = TestDb::migrated("seed_det_four_threads");
+    let a = test_db!(migrated, "one_thread");
+    let b = test_db!(migrated, "four_threads");
     assert_exit(
         &seed_spec(&a, &example_spec(), &["--scale", "0.004", "--threads", "1"]),
         0,
@@ -367,8 +367,8 @@ fn same_seed_gives_identical_tables_with_one_and_several_threads() {
 
 #[test]
 fn two_shards_load_exactly_the_unsharded_tables() {
-    let whole = TestDb::migrated("seed_shard_whole");
-    let parts = TestDb::migrated("seed_shard_parts");
+    let whole = test_db!(migrated, "whole");
+    let parts = test_db!(migrated, "parts");
     assert_exit(
         &seed_spec(&whole, &example_spec(), &["--scale", "0.003"]),
         0,
@@ -409,7 +409,7 @@ fn two_shards_load_exactly_the_unsharded_tables() {
 
 #[test]
 fn heavy_tenant_owns_what_the_spec_asks_and_skew_flows_down() {
-    let db = TestDb::migrated("seed_skew");
+    let db = test_db!(migrated);
     let spec = r#"
 [tenant]
 table = "accounts"
@@ -472,7 +472,7 @@ count = 2
 
 #[test]
 fn top_tenants_share() {
-    let db = TestDb::migrated("seed_skew_top");
+    let db = test_db!(migrated);
     let spec = r#"
 [tenant]
 table = "accounts"
@@ -501,7 +501,7 @@ fn bad_spec(db: &TestDb, spec: &str) -> String {
 
 #[test]
 fn bad_specs_are_reported_with_file_line_and_hint() {
-    let db = TestDb::migrated("seed_bad_specs");
+    let db = test_db!(migrated);
     let cases: &[(&str, &str, &str)] = &[
         (
             "[tables.items]\nrows = 3\ncolour = 1\n",
@@ -581,7 +581,7 @@ fn bad_specs_are_reported_with_file_line_and_hint() {
 
 #[test]
 fn refuses_non_empty_tables_without_truncate_and_leaves_excluded_tables_alone() {
-    let db = TestDb::migrated("seed_refuse_non_empty");
+    let db = test_db!(migrated);
     db.exec("INSERT INTO rate_limits (key, hits) VALUES ('keep-me', 7)");
     // Issue 9 point 11: rows that were there before are no longer refused
     // without --truncate: they are kept as reference data.
@@ -608,7 +608,7 @@ fn refuses_non_empty_tables_without_truncate_and_leaves_excluded_tables_alone() 
 
 #[test]
 fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
-    let db = TestDb::migrated("seed_interrupted");
+    let db = test_db!(migrated);
     let before = (indexes(&db), constraints(&db));
     let (dir, p) = spec_in(&example_spec());
     let child = common::spawn_seed(&db, dir.path(), &p, "2");
@@ -664,7 +664,7 @@ fn a_killed_connection_leaves_every_index_valid_and_a_rerun_works() {
 
 #[test]
 fn json_summary_and_dry_run() {
-    let db = TestDb::migrated("seed_json_dry_run");
+    let db = test_db!(migrated);
     let (dir, p) = spec_in(&example_spec());
     let out = db.planck(
         &[
@@ -703,7 +703,7 @@ fn json_summary_and_dry_run() {
 
 #[test]
 fn the_readme_spec_example_is_valid_for_the_bundled_schema() {
-    let db = TestDb::migrated("seed_readme_example");
+    let db = test_db!(migrated);
     // The spec's full example lives in the manual's seed page (issue 33).
     let readme = std::fs::read_to_string(repo_root().join("docs/seed.md")).unwrap();
     let section = readme
@@ -740,7 +740,7 @@ fn the_readme_spec_example_is_valid_for_the_bundled_schema() {
 
 #[test]
 fn columns_planck_cannot_produce_are_named_with_a_hint() {
-    let db = TestDb::new("seed_cannot_produce");
+    let db = test_db!();
     db.exec("CREATE TABLE shapes (id int PRIMARY KEY, outline polygon NOT NULL)");
     let out = seed(&db, &["--rows", "10", "--all-or-nothing"]);
     assert_exit(&out, 2);
@@ -786,7 +786,7 @@ fn columns_planck_cannot_produce_are_named_with_a_hint() {
 
 #[test]
 fn ctrl_c_rolls_back_running_loads_restores_everything_and_says_so() {
-    let db = TestDb::migrated("seed_ctrl_c");
+    let db = test_db!(migrated);
     let before = (indexes(&db), constraints(&db));
     let (dir, p) = spec_in(&example_spec());
     let child = common::spawn_seed(&db, dir.path(), &p, "2");
@@ -833,7 +833,7 @@ fn ctrl_c_rolls_back_running_loads_restores_everything_and_says_so() {
 /// What `planck demo` calls: the bundled spec on a database of its choice.
 #[test]
 fn the_demo_entry_point_seeds_a_given_database() {
-    let db = TestDb::migrated("seed_demo_entry");
+    let db = test_db!(migrated);
     let conn = db.conn();
     let dir = project_dir();
     let global =
@@ -861,8 +861,8 @@ fn the_demo_entry_point_seeds_a_given_database() {
 
 #[test]
 fn planck_toml_seed_section_sets_rows_and_seed() {
-    let a = TestDb::migrated("seed_config_rows");
-    let b = TestDb::migrated("seed_config_rows_flags");
+    let a = test_db!(migrated, "main");
+    let b = test_db!(migrated, "flags");
     let dir = project_dir();
     std::fs::write(
         dir.path().join("planck.toml"),
@@ -880,7 +880,7 @@ fn planck_toml_seed_section_sets_rows_and_seed() {
 /// `could not create unique index "events_pkey" (SQLSTATE 23505)`.
 #[test]
 fn loading_a_shard_twice_is_refused_clearly_and_changes_nothing() {
-    let db = TestDb::migrated("seed_shard_twice");
+    let db = test_db!(migrated);
     let args = ["--scale", "0.003", "--shard", "1/2", "--threads", "1"];
     assert_exit(&seed_spec(&db, &example_spec(), &args), 0);
     let before = (fingerprint(&db), indexes(&db), constraints(&db));
@@ -908,7 +908,7 @@ fn loading_a_shard_twice_is_refused_clearly_and_changes_nothing() {
 /// reported as "heavy tenant 1 does not exist: there are 0 tenants".
 #[test]
 fn a_scale_that_empties_the_tenant_table_says_so() {
-    let db = TestDb::migrated("seed_scale_too_small");
+    let db = test_db!(migrated);
     let out = seed_spec(&db, &example_spec(), &["--scale", "0.00001", "--dry-run"]);
     assert_exit(&out, 2);
     let err = stderr(&out);
@@ -928,7 +928,7 @@ fn a_scale_that_empties_the_tenant_table_says_so() {
 /// missing spec's OS error appears once, --verbose speaks plain words.
 #[test]
 fn progress_missing_spec_and_verbose_plan_read_plainly() {
-    let db = TestDb::migrated("seed_plain_messages");
+    let db = test_db!(migrated);
     let out = seed(&db, &["--rows", "20", "--threads", "1"]);
     assert_exit(&out, 0);
     let err = stderr(&out);
@@ -962,7 +962,7 @@ fn progress_missing_spec_and_verbose_plan_read_plainly() {
 /// duplicate shows during COPY rather than while rebuilding a key.
 #[test]
 fn loading_a_shard_of_a_partitioned_table_twice_is_refused_clearly() {
-    let db = TestDb::new("seed_shard_twice_partitioned");
+    let db = test_db!();
     db.exec(ORG);
     let spec = "exclude = [\"hr.teams\", \"hr.members\", \"hr.flags\"]\n";
     let args = ["--rows", "40", "--shard", "1/2", "--threads", "1"];
@@ -990,7 +990,7 @@ fn loading_a_shard_of_a_partitioned_table_twice_is_refused_clearly() {
 /// hundred digits, twice.
 #[test]
 fn a_tiny_scale_is_named_readably() {
-    let db = TestDb::migrated("seed_tiny_scale");
+    let db = test_db!(migrated);
     let out = seed_spec(&db, &example_spec(), &["--scale", "1e-300", "--dry-run"]);
     assert_exit(&out, 2);
     let err = stderr(&out);
@@ -1005,7 +1005,7 @@ fn a_tiny_scale_is_named_readably() {
 /// called planck's own rows "reference data".
 #[test]
 fn a_second_seed_without_truncate_names_the_earlier_seed() {
-    let db = TestDb::migrated("seed_twice_spec");
+    let db = test_db!(migrated);
     let args = ["--scale", "0.003", "--threads", "1"];
     assert_exit(&seed_spec(&db, &example_spec(), &args), 0);
     let before = fingerprint(&db);
@@ -1049,7 +1049,7 @@ fn a_second_seed_without_truncate_names_the_earlier_seed() {
 /// bookkeeping table stayed behind.
 #[test]
 fn every_backend_killed_still_reports_what_loaded_and_leaves_nothing() {
-    let db = TestDb::migrated("seed_all_killed");
+    let db = test_db!(migrated);
     let before = (indexes(&db), constraints(&db));
     let (dir, p) = spec_in(&example_spec());
     let child = common::spawn_seed(&db, dir.path(), &p, "2");
@@ -1077,7 +1077,7 @@ fn every_backend_killed_still_reports_what_loaded_and_leaves_nothing() {
 /// the README uses it, and took `--truncate` silently (it writes nothing).
 #[test]
 fn generate_only_is_documented_and_refuses_write_flags() {
-    let db = TestDb::migrated("seed_generate_only_flags");
+    let db = test_db!(migrated);
     let dir = project_dir();
     let help = db.planck(&["seed", "--help"], dir.path());
     assert_exit(&help, 0);

@@ -301,7 +301,7 @@ fn a_column_in_two_null_groups_holds_both() {
 #[test]
 fn server_checked_rows_are_the_same_at_any_thread_count() {
     let fp = |threads: &str, seed_v: &str| {
-        let db = TestDb::new(&format!("seed_checks_det_{threads}_{seed_v}"));
+        let db = TestDb::new(&format!("{}_{threads}_{seed_v}", test_name!()));
         db.exec(SERVER_FN);
         db.exec(KOJI_LIKE);
         let out = seed(

@@ -8,7 +8,7 @@
 
 use crate::common;
 
-use common::{TestDb, assert_exit, project_dir, repo_root};
+use common::{assert_exit, project_dir, repo_root};
 
 /// (table, "rows md5"): the md5 of its rows as text, sorted, one a line.
 const PINNED: &[(&str, &str)] = &[
@@ -27,7 +27,7 @@ const PINNED: &[(&str, &str)] = &[
 
 #[test]
 fn the_example_dataset_is_byte_for_byte_the_committed_one() {
-    let db = TestDb::migrated("determinism_example");
+    let db = test_db!(migrated);
     let dir = project_dir();
     let spec = repo_root().join("seeds/example.toml");
     let out = db.planck(

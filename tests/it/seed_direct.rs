@@ -78,7 +78,7 @@ fn both_agree(plan: &Plan) -> BTreeSet<&'static str> {
 
 #[test]
 fn the_bundled_example_encodes_the_same_both_ways() {
-    let db = TestDb::migrated("direct_example");
+    let db = test_db!(migrated);
     let spec = std::fs::read_to_string(repo_root().join("seeds/example.toml")).unwrap();
     let seen = both_agree(&plan_of(&db, Some(&spec), 0.02));
     // The example's text choices, paragraphs, JSON and tag arrays take the
@@ -146,7 +146,7 @@ created_at = { range = ["2024-01-01", "2026-01-01"], bias = 2.0 }
 
 #[test]
 fn each_direct_encoder_writes_the_general_paths_bytes() {
-    let db = TestDb::new("direct_kinds");
+    let db = test_db!();
     db.exec(KINDS);
     let seen = both_agree(&plan_of(&db, Some(KINDS_SPEC), 1.0));
     for e in [
@@ -165,7 +165,7 @@ fn each_direct_encoder_writes_the_general_paths_bytes() {
 #[test]
 fn the_vendored_schemas_encode_the_same_both_ways() {
     for fixture in ["graphile-starter", "koji"] {
-        let db = TestDb::new(&format!("direct_{}", fixture.replace('-', "_")));
+        let db = TestDb::new(&format!("{}_{}", test_name!(), fixture.replace('-', "_")));
         common::load_fixture(&db, &common::fixture(fixture));
         both_agree(&plan_of(&db, None, 1.0));
     }

@@ -90,7 +90,7 @@ fn assert_sequences_moved(db: &TestDb) {
 /// Section 2.4 too: the tables that committed have their sequences moved.
 #[test]
 fn sigterm_mid_load_exits_143_with_every_foreign_key_back_and_valid() {
-    let db = TestDb::migrated("safety_sigterm");
+    let db = test_db!(migrated);
     let before = fks(&db);
     assert!(before.len() > 5, "{before:?}");
     let (dir, spec) = example_spec_file();
@@ -113,7 +113,7 @@ fn sigterm_mid_load_exits_143_with_every_foreign_key_back_and_valid() {
 /// Issue 8 section 2.3: SIGHUP (a closed terminal) is handled the same way, exit 129.
 #[test]
 fn sighup_mid_load_exits_129_with_every_foreign_key_back() {
-    let db = TestDb::migrated("safety_sighup");
+    let db = test_db!(migrated);
     let before = fks(&db);
     let (dir, spec) = example_spec_file();
     let child = seed_until_items_copy(&db, dir.path(), &spec);
@@ -129,7 +129,7 @@ fn sighup_mid_load_exits_129_with_every_foreign_key_back() {
 /// duplicate key).
 #[test]
 fn ctrl_c_leaves_the_sequences_of_committed_tables_past_their_keys() {
-    let db = TestDb::migrated("safety_ctrl_c_sequences");
+    let db = test_db!(migrated);
     let (dir, spec) = example_spec_file();
     let child = seed_until_items_copy(&db, dir.path(), &spec);
     signal(&child, "-INT");
@@ -145,7 +145,7 @@ fn ctrl_c_leaves_the_sequences_of_committed_tables_past_their_keys() {
 /// hint and a way out (`--forget`), not a dead end.
 #[test]
 fn sigkill_mid_load_then_restore_brings_every_foreign_key_back_and_a_renamed_column_has_a_hint() {
-    let db = TestDb::migrated("safety_sigkill_restore");
+    let db = test_db!(migrated);
     let before = fks(&db);
     let (dir, spec) = example_spec_file();
     let mut child = seed_until_items_copy(&db, dir.path(), &spec);
@@ -235,7 +235,7 @@ fn sigkill_mid_load_then_restore_brings_every_foreign_key_back_and_a_renamed_col
 /// `--forget` drops planck's copy of a key that no longer applies.
 #[test]
 fn restore_forget_drops_the_copy_of_a_key_that_no_longer_applies() {
-    let db = TestDb::new("safety_restore_forget");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE parents (id int PRIMARY KEY);
          CREATE TABLE kids (id int PRIMARY KEY, parent_id int CONSTRAINT kids_parent_fk REFERENCES parents)",
@@ -290,7 +290,7 @@ fn restore_forget_drops_the_copy_of_a_key_that_no_longer_applies() {
 /// seed that completes nothing is left.
 #[test]
 fn a_completed_seed_leaves_nothing_in_the_database() {
-    let db = TestDb::migrated("safety_nothing_left");
+    let db = test_db!(migrated);
     let out = planck(&db, &["seed", "--rows", "20"]);
     assert_exit(&out, 0);
     assert_nothing_left(&db);
@@ -301,7 +301,7 @@ fn a_completed_seed_leaves_nothing_in_the_database() {
 /// `public.planck_seed_saved` are read once (migrated), so upgrades lose nothing.
 #[test]
 fn the_old_public_planck_seed_saved_is_migrated_and_restored() {
-    let db = TestDb::new("safety_legacy_saved");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE parents (id int PRIMARY KEY);
          CREATE TABLE kids (id int PRIMARY KEY, parent_id int);
@@ -338,7 +338,7 @@ fn the_old_public_planck_seed_saved_is_migrated_and_restored() {
 /// role owns is refused, and what it holds is not run.
 #[test]
 fn saved_ddl_planted_by_another_role_is_not_executed() {
-    let db = TestDb::new("safety_planted_ddl");
+    let db = test_db!();
     let role = format!("{}_planter", db.name);
     db.exec(&format!(
         "DROP ROLE IF EXISTS {role}; CREATE ROLE {role};
@@ -381,7 +381,7 @@ fn saved_ddl_planted_by_another_role_is_not_executed() {
 /// gets a clear error, not `column "id" does not exist`.
 #[test]
 fn a_user_table_named_like_planck_s_is_a_clear_error() {
-    let db = TestDb::new("safety_name_clash");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE parents (id int PRIMARY KEY);
          CREATE SCHEMA planck; CREATE TABLE planck.seed_saved (note text);",
@@ -413,7 +413,7 @@ fn a_user_table_named_like_planck_s_is_a_clear_error() {
 /// error naming the grant it needs.
 #[test]
 fn a_role_that_cannot_create_the_schema_is_told_the_grant() {
-    let db = TestDb::new("safety_no_create");
+    let db = test_db!();
     let role = format!("{}_app", db.name);
     db.exec(&format!(
         "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN PASSWORD 'app-pw';
@@ -448,7 +448,7 @@ fn a_role_that_cannot_create_the_schema_is_told_the_grant() {
 /// runs when the first is done.
 #[test]
 fn a_second_seed_of_the_same_database_waits_and_says_who_holds_the_lock() {
-    let db = TestDb::migrated("safety_two_seeds");
+    let db = test_db!(migrated);
     let before = fks(&db);
     let (dir, spec) = example_spec_file();
     let first = seed_until_items_copy(&db, dir.path(), &spec);
@@ -511,7 +511,7 @@ fn a_second_seed_of_the_same_database_waits_and_says_who_holds_the_lock() {
 /// load at once, and the set's saved keys are restored by the last one.
 #[test]
 fn two_shards_run_at_once_and_the_last_restores_the_set() {
-    let db = TestDb::migrated("safety_shards_at_once");
+    let db = test_db!(migrated);
     let before = fks(&db);
     let (dir, spec) = example_spec_file();
     let spawn = |k: &str| {
@@ -601,7 +601,7 @@ fn load_with_fault(db: &TestDb, fault: planck::seed::load::Fault) -> String {
 #[test]
 fn a_generator_that_panics_or_stops_early_fails_its_table_and_rolls_it_back() {
     use planck::seed::load::Fault;
-    let db = TestDb::new("safety_generator_failure");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE parents (id int PRIMARY KEY);
          CREATE TABLE kids (id int PRIMARY KEY, parent_id int NOT NULL REFERENCES parents)",
@@ -634,7 +634,7 @@ fn a_generator_that_panics_or_stops_early_fails_its_table_and_rolls_it_back() {
 /// own bookkeeping, as the restore's first transaction leaves it.)
 #[test]
 fn keys_a_kill_left_not_valid_are_reported_and_validated_by_restore() {
-    let db = TestDb::new("safety_not_valid_left");
+    let db = test_db!();
     db.exec(
         "CREATE TABLE parents (id int PRIMARY KEY);
          CREATE TABLE kids (id int PRIMARY KEY, parent_id int CONSTRAINT kids_parent_fk REFERENCES parents);
@@ -684,7 +684,7 @@ fn keys_a_kill_left_not_valid_are_reported_and_validated_by_restore() {
 /// the database, and a bad planck.toml value is named as planck.toml's.
 #[test]
 fn a_bad_scale_in_planck_toml_is_named_and_nothing_is_written() {
-    let db = TestDb::migrated("safety_bad_toml_scale");
+    let db = test_db!(migrated);
     let dir = project_dir();
     std::fs::write(dir.path().join("planck.toml"), "[seed]\nscale = -3.0\n").unwrap();
     let out = db.planck(&["seed"], dir.path());

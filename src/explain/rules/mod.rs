@@ -5,13 +5,13 @@
 
 pub use crate::findings::{CheckId, Finding, Severity};
 
-pub mod check;
+pub(crate) mod check;
 
 pub(crate) use check::declare_check;
 use check::on_bookkeeping;
 pub use check::{
-    Check, Ctx, describe, finding, generic_only, is_bookkeeping, judged_plans, modes_phrase,
-    node_json, plan_index, reads_all_by_design, rows_read, rows_read_in, sort_for_report, weight,
+    Check, Ctx, describe, finding, generic_only, judged_plans, modes_phrase, node_json, plan_index,
+    reads_all_by_design, rows_read_in, sort_for_report,
 };
 
 /// `checks! { module::Check, ... }`: declares each check's module and
@@ -164,6 +164,7 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
+    use super::check::{is_bookkeeping, weight};
     use super::testing::*;
     use super::*;
     use crate::explain::plan_tree::{Mode, PlanKind};

@@ -19,11 +19,11 @@
 //! [`shapes`] keeps them as counted shapes.
 //! Authentication (passwords, SASL) passes through and is never kept.
 
-pub mod evidence;
-pub mod protocol;
-pub mod session;
-pub mod shapes;
-pub mod text;
+pub(crate) mod evidence;
+pub(crate) mod protocol;
+pub(crate) mod session;
+pub(crate) mod shapes;
+pub(crate) mod text;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

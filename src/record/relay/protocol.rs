@@ -17,7 +17,8 @@ use bytes::{Buf, BytesMut};
 /// 3.2 (PostgreSQL 18) frames messages as 3.0 does: only BackendKeyData's
 /// key and so the CancelRequest grew, and neither is read here.
 pub const PROTOCOL_MAJOR: u32 = 3;
-/// Protocol 3.0, the version most clients send.
+/// Protocol 3.0, the version most clients send (tests build startup packets with it).
+#[cfg(test)]
 pub const PROTOCOL_3_0: u32 = PROTOCOL_MAJOR << 16;
 /// The request codes that come instead of a version in a startup packet.
 pub const SSL_REQUEST: u32 = 80_877_103;

@@ -48,11 +48,6 @@ fn push_part<'a>(out: &mut Vec<&'a str>, s: &'a str) {
     }
 }
 
-/// The highest `$n` a text has of its own (0: none).
-pub fn max_param(text: &str) -> u32 {
-    max_param_of(&Lexer::new(text).tokens())
-}
-
 fn max_param_of(tokens: &[Token]) -> u32 {
     tokens
         .iter()
@@ -65,6 +60,7 @@ fn max_param_of(tokens: &[Token]) -> u32 {
 }
 
 /// Replaces literals (strings, numbers, bit strings) with `$n`.
+#[cfg(test)]
 pub fn normalize(text: &str) -> Normalized {
     normalize_with(text, &Lexer::new(text).tokens())
 }
@@ -74,14 +70,17 @@ pub fn normalize(text: &str) -> Normalized {
 pub struct Read {
     pub norm: Normalized,
     pub meaning: Meaning,
-    /// [`migration_work`].
+    /// Whether it is a migration's work: a schema change, or a write to a
+    /// migration tool's bookkeeping table.
     pub migration: bool,
     /// The highest `$n` it names.
     pub params: u32,
 }
 
-/// [`normalize`], [`meaning`], [`migration_work`] and [`max_param`] at once:
-/// the relay reads every statement a client sends, so it lexes it once.
+/// A statement's normalized text, meaning, migration work and highest `$n`,
+/// from one pass of the lexer: the relay reads every statement a client
+/// sends. (The one-question functions `normalize`, `meaning` and
+/// `migration_work` are for the tests.)
 pub fn read(text: &str) -> Read {
     let tokens = Lexer::new(text).tokens();
     Read {
@@ -164,6 +163,7 @@ pub enum Meaning {
 }
 
 /// Reads what a raw statement does to the session or the transaction.
+#[cfg(test)]
 pub fn meaning(text: &str) -> Meaning {
     meaning_with(text, &Lexer::new(text).tokens())
 }
@@ -256,6 +256,7 @@ fn set_config_meaning(text: &str, tokens: &[Token]) -> Meaning {
 /// one is a migration's: Django runs each migration in one atomic block
 /// with its `INSERT INTO django_migrations`, Rails and sqlx likewise.
 /// TRUNCATE is no sign: test runners empty tables between tests with it.
+#[cfg(test)]
 pub fn migration_work(text: &str) -> bool {
     migration_work_of(&Lexer::new(text).tokens())
 }

@@ -16,10 +16,10 @@
 //! - [`plan`]: the plan and a row's place in it (rng, generate, shape, solved);
 //! - [`eval`]: one row's values, evaluated from all of the above.
 
-pub mod attempt;
-pub mod eval;
-pub mod generate;
+pub(crate) mod attempt;
+pub(crate) mod eval;
+pub(crate) mod generate;
 pub mod plan;
-pub mod rng;
-pub mod shape;
-pub mod solved;
+pub(crate) mod rng;
+pub(crate) mod shape;
+pub(crate) mod solved;

@@ -20,16 +20,16 @@
 //! per-domain settings through [`Steps`], handles stop signals and writes
 //! the reports; this module never sees `planck.toml` or the flags.
 
-pub mod analyze;
-pub mod base_tree;
-pub mod databases;
-pub mod gate;
-pub mod incremental;
-pub mod lost_index;
-pub mod measure;
-pub mod plan;
-pub mod run;
-pub mod steps;
+pub(crate) mod analyze;
+pub(crate) mod base_tree;
+pub(crate) mod databases;
+pub(crate) mod gate;
+pub(crate) mod incremental;
+pub(crate) mod lost_index;
+pub(crate) mod measure;
+pub(crate) mod plan;
+pub(crate) mod run;
+pub(crate) mod steps;
 
 pub use base_tree::BaseTree;
 pub use plan::{Gate, Plan, ReplayPlan, Steps};

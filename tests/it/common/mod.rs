@@ -144,11 +144,7 @@ impl TestDb {
     /// Creates database `t_<test_name>` (dropping a leftover of an earlier failed run).
     pub fn new(test_name: &str) -> TestDb {
         let c = cluster();
-        let name = format!(
-            "t_{}",
-            test_name.to_lowercase().replace(['-', ':', ' '], "_")
-        );
-        assert!(name.len() < 63, "test database name too long: {name}");
+        let name = database_name(test_name);
         let admin_url = c.cluster.url(c.port, "postgres");
         let n = name.clone();
         block_on(async move {
@@ -372,17 +368,53 @@ macro_rules! test_name {
             std::any::type_name::<T>()
         }
         let path = name_of(here);
-        let path = path.strip_suffix("::here").unwrap_or(path);
+        let mut path = path.strip_suffix("::here").unwrap_or(path);
+        // Called in a closure or an async block: the function around it.
+        while let Some(outer) = path.strip_suffix("::{{closure}}") {
+            path = outer;
+        }
         path.rsplit("::").next().unwrap_or(path)
     }};
 }
 
-/// A fresh database named after the calling test function.
+/// A fresh database named after the calling test function:
+/// `test_db!()`, `test_db!(migrated)` (the bundled example's migrations
+/// applied), and `test_db!("part")` / `test_db!(migrated, "part")` for a
+/// test that needs several (`t_<test>_<part>`).
 #[macro_export]
 macro_rules! test_db {
     () => {
         $crate::common::TestDb::new($crate::test_name!())
     };
+    (migrated) => {
+        $crate::common::TestDb::migrated($crate::test_name!())
+    };
+    ($part:literal) => {
+        $crate::common::TestDb::new(&format!("{}_{}", $crate::test_name!(), $part))
+    };
+    (migrated, $part:literal) => {
+        $crate::common::TestDb::migrated(&format!("{}_{}", $crate::test_name!(), $part))
+    };
+}
+
+/// `t_<test name>`, lowercased, in at most 40 bytes (what `planck check
+/// --name` takes, and room for the roles tests name after their database
+/// within PostgreSQL's 63): a longer name keeps its first 31 bytes and adds
+/// 8 hex digits of a hash of the whole (test names are long sentences; two
+/// that share a beginning still get databases of their own).
+fn database_name(test_name: &str) -> String {
+    let name = format!(
+        "t_{}",
+        test_name.to_lowercase().replace(['-', ':', ' '], "_")
+    );
+    if name.len() <= 40 {
+        return name;
+    }
+    // FNV-1a: stable across runs and platforms (std's hasher is not).
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    format!("{}_{:08x}", name[..31].trim_end_matches('_'), hash as u32)
 }
 
 /// A fixture vendored under `tests/fixtures/` (see its README for licences).
