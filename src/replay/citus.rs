@@ -224,6 +224,56 @@ mod tests {
         assert_eq!(shard_id("ad_groups"), None);
     }
 
+    fn lock(pid: i32, t: &str, rel: Option<&str>, obj: &str, granted: bool) -> LockRow {
+        let tuple = t == "tuple";
+        LockRow {
+            pid,
+            locktype: t.into(),
+            relation: rel.map(Into::into),
+            page: tuple.then_some(0),
+            tuple: tuple.then_some(8),
+            object: Some(obj.into()),
+            granted,
+        }
+    }
+
+    /// The shape `citus_locks` showed for four clients updating one row of
+    /// the tutorial's campaigns (Citus 13.2, the pids the coordinator's):
+    /// 32 holds the row's transaction on worker node 2; 35, the first
+    /// waiter, holds the shard's tuple lock and awaits 32's transaction
+    /// id; 33 and 34 queue on the tuple lock. Each also holds locks on the
+    /// coordinator (node 1) and its own transaction id on the worker.
+    #[test]
+    fn a_workers_row_wait_resolves_to_the_coordinator_backend_holding_it() {
+        let shard = Some("campaigns_102040");
+        let snap = LockSnapshot {
+            locks: vec![
+                lock(32, "relation", Some("campaigns"), "1", true),
+                lock(32, "transactionid", None, "2:1048", true),
+                lock(32, "relation", shard, "2", true),
+                lock(33, "relation", Some("campaigns"), "1", true),
+                lock(33, "tuple", shard, "2", false),
+                lock(33, "transactionid", None, "2:1042", true),
+                lock(34, "tuple", shard, "2", false),
+                lock(34, "transactionid", None, "2:1043", true),
+                lock(35, "tuple", shard, "2", true),
+                lock(35, "transactionid", None, "2:1041", true),
+                lock(35, "transactionid", None, "2:1048", false),
+                // The same transaction id on the other worker is another
+                // transaction: its holder holds nothing 35 awaits.
+                lock(36, "transactionid", None, "3:1048", true),
+            ],
+            blocking: HashMap::new(),
+        };
+        let waits = snap.waits();
+        assert_eq!(waits.len(), 3, "{waits:?}");
+        for w in &waits {
+            assert_eq!(w.relation.as_deref(), shard, "{w:?}");
+            assert_eq!(w.row, Some((0, 8)), "{w:?}");
+            assert_eq!(w.root, Some(32), "{w:?}");
+        }
+    }
+
     #[test]
     fn a_shard_is_described_with_its_worker() {
         let s = Shard {
