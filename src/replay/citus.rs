@@ -19,7 +19,7 @@ use std::collections::HashMap;
 
 use tokio_postgres::Client;
 
-use super::attribution::{LockRow, LockSnapshot};
+use super::attribution::{LockRow, LockSnapshot, Wait};
 use crate::db::quote_ident;
 
 // A global pid is its node id times 10^10, plus the pid on that node
@@ -47,11 +47,13 @@ const WAITS: &str = "SELECT (waiting_gpid % 10000000000)::int, \
      GROUP BY 1";
 
 /// The distributed table of a shard (by its id and name) and the worker
-/// holding it.
+/// holding its placement on node `$3` (a reference table's shard has one on
+/// every node), or its first.
 const SHARD: &str = "SELECT s.logicalrelid::regclass::text, n.nodename, n.nodeport \
      FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid \
      JOIN pg_dist_node n ON n.groupid = p.groupid \
      WHERE s.shardid = $1 AND shard_name(s.logicalrelid, s.shardid) = $2 \
+       AND ($3::bigint IS NULL OR n.nodeid = $3) \
      ORDER BY n.nodeid LIMIT 1";
 
 /// One statement run on one worker, its result as text.
@@ -81,8 +83,9 @@ impl Shard {
 pub struct Coordinator {
     /// The coordinator's node id: the global pids of its backends carry it.
     node: i64,
-    /// Relation names (`regclass` text on their node) that are shards, or not.
-    shards: HashMap<String, Option<Shard>>,
+    /// Relation names (`regclass` text on their node) that are shards, or
+    /// not, by the node the lock was on.
+    shards: HashMap<(String, Option<i64>), Option<Shard>>,
 }
 
 impl Coordinator {
@@ -144,14 +147,22 @@ impl Coordinator {
     }
 
     /// The shard `relation` (a lock's relation, as its node names it) is
-    /// one of, read once; `None` for a relation that is no shard.
-    pub async fn shard(&mut self, client: &Client, relation: &str) -> Option<Shard> {
-        if let Some(s) = self.shards.get(relation) {
+    /// one of, with the worker of its placement on `node` (the lock's;
+    /// unknown: its first placement), read once; `None` for a relation
+    /// that is no shard.
+    pub async fn shard(
+        &mut self,
+        client: &Client,
+        relation: &str,
+        node: Option<i64>,
+    ) -> Option<Shard> {
+        let key = (relation.to_string(), node);
+        if let Some(s) = self.shards.get(&key) {
             return s.clone();
         }
         let s = match shard_id(relation) {
             Some(id) => client
-                .query_opt(SHARD, &[&id, &relation])
+                .query_opt(SHARD, &[&id, &relation, &node])
                 .await
                 .ok()
                 .flatten()
@@ -163,9 +174,22 @@ impl Coordinator {
                 }),
             None => None,
         };
-        self.shards.insert(relation.to_string(), s.clone());
+        self.shards.insert(key, s.clone());
         s
     }
+}
+
+/// The node of a wait's row: the one of the waiter's lock on the wait's
+/// relation (its tuple lock), else of the lock it awaits. A lock's object
+/// starts with its node id (see [`LOCKS`]).
+pub fn node_of(snap: &LockSnapshot, wait: &Wait) -> Option<i64> {
+    let on_relation = snap
+        .locks
+        .iter()
+        .find(|l| l.pid == wait.waiter && l.locktype == "tuple" && l.relation == wait.relation);
+    let lock = on_relation.or_else(|| snap.awaited(wait.waiter))?;
+    let object = lock.object.as_deref()?;
+    object.split(':').next()?.parse().ok()
 }
 
 /// The shard id a shard's name ends with (`campaigns_102010`: 102010).
@@ -271,6 +295,8 @@ mod tests {
             assert_eq!(w.relation.as_deref(), shard, "{w:?}");
             assert_eq!(w.row, Some((0, 8)), "{w:?}");
             assert_eq!(w.root, Some(32), "{w:?}");
+            // The row is on worker node 2, where the tuple lock is.
+            assert_eq!(node_of(&snap, w), Some(2), "{w:?}");
         }
     }
 

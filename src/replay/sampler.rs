@@ -139,6 +139,7 @@ struct Lookups {
 /// locks were read, what each connection ran since, and each backend's
 /// state and wait type.
 struct Poll<'a> {
+    snap: &'a LockSnapshot,
     from: u64,
     seen: &'a Seen,
     states: &'a HashMap<i32, (String, Option<String>)>,
@@ -224,6 +225,7 @@ pub async fn run(
             }
         }
         let poll = Poll {
+            snap: &snap,
             from,
             seen: &seen,
             states: &states,
@@ -312,13 +314,20 @@ async fn resolve(
     mut wait: Wait,
 ) -> (HotspotKey, HotspotCount) {
     let shard = match (&mut *source, wait.relation.as_deref()) {
-        (Source::Citus(c), Some(rel)) => c.shard(client, rel).await,
+        (Source::Citus(c), Some(rel)) => {
+            let node = citus::node_of(poll.snap, &wait);
+            c.shard(client, rel, node).await
+        }
         _ => None,
     };
     let row_key = match (&wait.relation, wait.row) {
-        // A shard's name is the cluster's own: the key of a row on a shard.
+        // A row on a shard is known by the shard's placement: a reference
+        // table's has one on every node.
         (Some(rel), Some(ctid)) => {
-            let k = (rel.clone(), ctid);
+            let place = shard
+                .as_ref()
+                .map_or_else(|| rel.clone(), citus::Shard::describe);
+            let k = (place, ctid);
             if !lookups.keys.contains_key(&k) {
                 let v = match &shard {
                     Some(s) => {
