@@ -4,7 +4,9 @@
 //! `pg_blocking_pids()` (both take the lock manager's partition locks: the
 //! manual warns against calling them often). Waits are resolved to their root
 //! holder and the statement that took the lock ([`super::attribution`]);
-//! every wait event of planck's backends counts in the step's profile.
+//! every wait event of planck's backends counts in the step's profile. On
+//! a Citus coordinator with distributed tables the locks are every node's,
+//! read at each poll ([`super::citus`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -217,11 +219,13 @@ pub async fn run(
             out.errors += 1;
             continue;
         };
-        // A waiter waits on a lock, whatever its own server said of it (a
-        // coordinator's backend waits on its worker).
-        for l in snap.locks.iter().filter(|l| !l.granted) {
-            if let Some(s) = states.get_mut(&l.pid) {
-                s.1 = Some("Lock".into());
+        // A coordinator's backend waiting on a worker's lock shows a
+        // Client wait: it waits on a Lock, as a blocker's state says.
+        if let Source::Citus(_) = source {
+            for l in snap.locks.iter().filter(|l| !l.granted) {
+                if let Some(s) = states.get_mut(&l.pid) {
+                    s.1 = Some("Lock".into());
+                }
             }
         }
         let poll = Poll {
