@@ -5,12 +5,15 @@
 //! - [`hist`]: HdrHistogram latencies, merged per step, serialised for the JSON.
 //! - [`verdict`]: growing / plateau / backwards / client-bound, and the USL fit.
 //! - [`attribution`]: root holders of lock waits and the lock-taking statement.
+//! - [`citus`]: the waits of a Citus coordinator's distributed transactions,
+//!   read on the workers holding the shards (issue 36).
 //! - [`stale`]: statements a migration made stale, skipped with a warning.
 //! - [`tenant`]: tenant-scoped units as the tenant role under RLS (heavy, spread).
 //! - [`options`] and [`rng`]: the resolved settings and the seeded generator,
 //!   below every module that reads them (no module cycle, issue 34).
 
 pub mod attribution;
+pub(crate) mod citus;
 pub(crate) mod exec;
 pub(crate) mod fresh;
 pub(crate) mod hist;

@@ -256,7 +256,7 @@ fn waits_of(out: &mut Report, w: &Workload, i: usize, s: &StepResult, sample_ms:
             .enumerate()
             .filter_map(|(i, v)| v.as_ref().map(|v| format!("${} = {v}", i + 1)))
             .collect();
-        let row = match (&k.row, &c.row_key) {
+        let mut row = match (&k.row, &c.row_key) {
             (Some(_), Some(key)) => key.clone(),
             _ => match k.row {
                 Some((p, t)) if bound.is_empty() => format!("ctid ({p},{t})"),
@@ -267,6 +267,10 @@ fn waits_of(out: &mut Report, w: &Workload, i: usize, s: &StepResult, sample_ms:
                 ),
             },
         };
+        // On a Citus coordinator: where the distributed table's row lives.
+        if let Some(shard) = &k.shard {
+            row.push_str(&format!(" ({shard})"));
+        }
         out.hotspots.push(HotspotJson {
             step_index: i,
             lock_type: k.lock_type.clone(),

@@ -575,3 +575,98 @@ fn record_through_the_relay_with_the_default_sslmode() {
         assert!(file.contains(q), "{q} not in:\n{file}");
     }
 }
+
+/// Issue 36: a transaction updating one campaign of one company, as
+/// `planck record` writes it (the superuser's role), its row held while the
+/// transaction reads the company's ads.
+const HOT_CAMPAIGN: &str = r#"format_version = 2
+
+[[statement]]
+id = "c_update"
+role = "planck"
+bypass_rls = true
+calls = 1
+query = "UPDATE campaigns SET budget = budget + 1 WHERE company_id = 8 AND id = 207"
+
+[[statement]]
+id = "c_read"
+role = "planck"
+bypass_rls = true
+calls = 1
+query = "SELECT count(*) FROM ads WHERE company_id = 8"
+
+[[transaction]]
+id = "t"
+name = "T"
+statements = ["c_update", "c_read"]
+calls = 1
+think_ms = 20
+manual = true
+"#;
+
+/// Replay through the coordinator: the clients' UPDATEs of one row wait on
+/// the worker holding its shard, where the coordinator's own pg_locks and
+/// pg_stat_activity show no lock wait (its backends wait on the worker's
+/// connection, `Client`/`ClientRead`): no hotspot was reported. The
+/// sampler reads Citus's view of every node's locks: the top hotspot names
+/// the distributed table, the row's key, its shard and worker, and the
+/// statement that waits and the one that took the lock.
+#[test]
+fn replay_on_citus_names_the_hot_row_on_its_shard() {
+    if !citus_or_skip("replay_on_citus_names_the_hot_row_on_its_shard") {
+        return;
+    }
+    let t = Tutorial::start();
+    std::fs::write(t.dir.path().join("q.toml"), HOT_CAMPAIGN).unwrap();
+    let out = planck(
+        t.dir.path(),
+        &[
+            "--format",
+            "json",
+            "replay",
+            "--queries",
+            "q.toml",
+            "--warmup",
+            "0",
+            "--ladder",
+            "4",
+            "--duration",
+            "2s",
+        ],
+    );
+    assert_exit(&out, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", stderr(&out)));
+    let hotspots = v["hotspots"].as_array().unwrap();
+    let top = hotspots
+        .iter()
+        .filter(|h| h["outside_workload"].is_null())
+        .max_by_key(|h| h["samples"].as_u64())
+        .unwrap_or_else(|| panic!("no hotspot: {v:#}"));
+    let update = "UPDATE campaigns SET budget = budget + 1 WHERE company_id = 8 AND id = 207";
+    assert_eq!(top["relation"], "campaigns", "{top:#}");
+    assert_eq!(top["waiting_statement"], update, "{top:#}");
+    assert_eq!(top["blocking_statement"], update, "{top:#}");
+    assert_eq!(top["transaction"], "T", "{top:#}");
+    // The shard holding company 8's rows, and its worker.
+    let place = psql(
+        &t.url,
+        "SELECT shard_name || ' on worker ' || nodename || ':' || nodeport FROM citus_shards \
+         WHERE shardid = get_shard_id_for_distribution_column('campaigns', 8)",
+    );
+    assert_eq!(
+        top["row"],
+        format!("company_id = 8, id = 207 (shard {})", place[0]),
+        "{top:#}"
+    );
+    // The step counted its lock waits.
+    assert!(v["steps"][0]["lock_samples"].as_u64() > Some(0), "{v:#}");
+    // A replay rolls back: the row is as it was.
+    assert_eq!(
+        psql(
+            &t.url,
+            "SELECT budget FROM campaigns WHERE company_id = 8 AND id = 207"
+        ),
+        ["207"]
+    );
+}
