@@ -10,13 +10,13 @@
 //! databases are dropped and the base worktree removed before planck exits
 //! with 128 + the signal's number.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::explain::ExplainSettings;
 use crate::replay::options::Options as ReplayOptions;
 use crate::replay::workload::Workload;
+use crate::report::Output;
 use crate::seed::SeedOptions;
 use crate::settings::Settings;
 pub use crate::settings::check::CheckArgs;
@@ -181,36 +181,21 @@ fn write_reports(cs: &CheckSettings, result: &JsonCheck, settings: &Settings) ->
         diff: result.diff.clone(),
         base_label: result.base_ref.clone(),
         source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
+        gate: Some(result.gate.clone()),
+        lost_indexes: result.lost_indexes.clone(),
     };
-    type Render = fn(&crate::report::Inputs) -> String;
-    if let Some(path) = &cs.outputs.markdown {
-        let text = crate::report::markdown_with_gate(&inputs, &result.gate);
-        std::fs::write(path, text).map_err(|source| Error::WriteFile {
-            path: path.clone(),
-            source,
-        })?;
-    }
-    if let Some(path) = &cs.outputs.junit {
-        let text = crate::report::junit_with_gate(&inputs, &result.gate);
-        std::fs::write(path, text).map_err(|source| Error::WriteFile {
-            path: path.clone(),
-            source,
-        })?;
-    }
-    if let Some(path) = &cs.outputs.sarif {
-        let text = crate::report::sarif_with_lost(&inputs, &result.lost_indexes);
-        std::fs::write(path, text).map_err(|source| Error::WriteFile {
-            path: path.clone(),
-            source,
-        })?;
-    }
-    let outputs: [(&Option<PathBuf>, Render); 2] = [
-        (&cs.outputs.gitlab, crate::report::gitlab),
-        (&cs.outputs.html, crate::report::html),
+    let outputs = [
+        (&cs.outputs.markdown, Output::Markdown),
+        (&cs.outputs.junit, Output::Junit),
+        (&cs.outputs.sarif, Output::Sarif),
+        (&cs.outputs.gitlab, Output::Gitlab),
+        (&cs.outputs.html, Output::Html),
     ];
-    for (path, render) in outputs {
+    // Written in place, as they always were (not through a temporary file
+    // like `planck report`'s), so `--markdown /dev/stdout` still works.
+    for (path, output) in outputs {
         if let Some(path) = path {
-            std::fs::write(path, render(&inputs)).map_err(|source| Error::WriteFile {
+            std::fs::write(path, output.bytes(&inputs)?).map_err(|source| Error::WriteFile {
                 path: path.clone(),
                 source,
             })?;

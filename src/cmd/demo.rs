@@ -114,18 +114,12 @@ fn write_review(
     explain: crate::wire::explain::JsonReport,
     replay: Option<crate::wire::replay::Report>,
 ) -> Result<()> {
-    let inputs = crate::report::Inputs {
-        explain,
-        replay,
-        diff: None,
-        base_label: None,
-        source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
-    };
+    let root = crate::findings::source::root_of(&settings.project_dir);
+    let inputs = crate::report::Inputs::new(explain, replay, Some(root));
     let dir = demo_dir(settings);
-    let html = dir.join("review.html");
-    crate::report::write(&html, &crate::report::html(&inputs))?;
-    let md = dir.join("review.md");
-    crate::report::write(&md, &crate::report::markdown(&inputs))?;
+    let (html, md) = (dir.join("review.html"), dir.join("review.md"));
+    crate::report::write(&html, crate::report::Output::Html, &inputs)?;
+    crate::report::write(&md, crate::report::Output::Markdown, &inputs)?;
     settings.info(&format!(
         "wrote the review: {} (open it in a browser) and {}",
         html.display(),
