@@ -7,8 +7,8 @@ use clap::Args;
 
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
-use crate::explain::report as explain_report;
-use crate::output::{self, Format};
+use crate::explain::render::Printed;
+use crate::output;
 use crate::settings::Settings;
 use crate::settings::explain::{ExplainArgs, ExplainSettings};
 use crate::settings::record::{RecordArgs, RecordSettings};
@@ -255,19 +255,20 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     )?;
     let summary = crate::seed::run(&conn, &seed.options, log).await?;
     let mut out = Vec::new();
-    crate::seed::summary::render(&mut out, &summary, settings.format)
+    output::render(&mut out, &summary, settings.format)
         .map_err(|e| Error::internal(format!("rendering the seed summary: {e}")))?;
     // Step 4: plan every recorded statement as tenant and as admin.
     let mut explain_args = ExplainArgs::with_queries(&queries);
     explain_args.baseline = Some(demo_dir(settings).join("baseline.toml"));
     let explain = ExplainSettings::resolve(&explain_args, settings)?;
     let report = crate::explain::run(&conn, &explain, log).await?;
-    let rendered = match settings.format {
-        Format::Json => crate::explain::json::render_json(&mut out, &report),
-        Format::Markdown => explain_report::render_markdown(&mut out, &report),
-        Format::Table => explain_report::render_table(&mut out, &report),
+    // Its JSON without the environment (the review below has it).
+    let printed = Printed {
+        report: &report,
+        json: None,
     };
-    rendered.map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
+    output::render(&mut out, &printed, settings.format)
+        .map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
     output::emit(&out)?;
     settings.info(&format!(
         "{} (the bundled example has these on purpose: in your project, exit code 1 fails CI)",

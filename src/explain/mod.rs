@@ -5,7 +5,7 @@
 //! ([`plan_tree`]: EXPLAIN's JSON and a flat view of its nodes), the plan
 //! checks ([`rules`], over what the probe phases measured: [`probes`]), the
 //! report and its renderers ([`report`], with the JSON wire types in
-//! [`json`]). What replay and report share with it lives
+//! [`json`], each format picked in [`render`]). What replay and report share with it lives
 //! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
 pub mod advice;
@@ -21,6 +21,7 @@ pub mod plan_reuse;
 pub mod plan_tree;
 pub mod policy_groups;
 pub mod probes;
+pub mod render;
 pub mod report;
 pub mod rules;
 pub mod run;
