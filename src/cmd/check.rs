@@ -16,7 +16,6 @@ use crate::error::{Error, Result};
 use crate::explain::ExplainSettings;
 use crate::replay::options::Options as ReplayOptions;
 use crate::replay::workload::Workload;
-use crate::report::Output;
 use crate::seed::SeedOptions;
 use crate::settings::Settings;
 pub use crate::settings::check::CheckArgs;
@@ -184,22 +183,13 @@ fn write_reports(cs: &CheckSettings, result: &JsonCheck, settings: &Settings) ->
         gate: Some(result.gate.clone()),
         lost_indexes: result.lost_indexes.clone(),
     };
-    let outputs = [
-        (&cs.outputs.markdown, Output::Markdown),
-        (&cs.outputs.junit, Output::Junit),
-        (&cs.outputs.sarif, Output::Sarif),
-        (&cs.outputs.gitlab, Output::Gitlab),
-        (&cs.outputs.html, Output::Html),
-    ];
     // Written in place, as they always were (not through a temporary file
     // like `planck report`'s), so `--markdown /dev/stdout` still works.
-    for (path, output) in outputs {
-        if let Some(path) = path {
-            std::fs::write(path, output.bytes(&inputs)?).map_err(|source| Error::WriteFile {
-                path: path.clone(),
-                source,
-            })?;
-        }
+    for (path, output) in &cs.outputs.files {
+        std::fs::write(path, output.bytes(&inputs)?).map_err(|source| Error::WriteFile {
+            path: path.clone(),
+            source,
+        })?;
     }
     Ok(())
 }
