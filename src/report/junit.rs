@@ -7,7 +7,6 @@
 //! case carries (a blocking migration statement, a missed SLO).
 
 use std::collections::BTreeMap;
-
 use std::io;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
