@@ -2,6 +2,10 @@
 //!
 //! Results go to stdout, everything else to stderr, so `--format json | jq`
 //! always works. A closed pipe (`planck ... | head`) is not an error.
+//!
+//! Each command's result implements [`Render`], one method per [`Format`];
+//! [`render`] is the one place a format is chosen, and [`print`] writes the
+//! result to stdout. A new format is a variant and a method of the trait.
 
 use std::io::{self, Write};
 
@@ -17,6 +21,33 @@ pub enum Format {
     Json,
     /// Markdown, fit for a pull-request comment.
     Markdown,
+}
+
+/// A command's result, written in each [`Format`] to any writer (stdout,
+/// or a `Vec<u8>` in tests).
+pub trait Render {
+    /// Human-readable tables, for a terminal.
+    fn table(&self, w: &mut impl Write) -> io::Result<()>;
+    /// JSON with a `format_version`, for tools.
+    fn json(&self, w: &mut impl Write) -> io::Result<()>;
+    /// Markdown, for a pull-request comment.
+    fn markdown(&self, w: &mut impl Write) -> io::Result<()>;
+}
+
+/// Writes `result` to `w` in `format`: the one place a format is chosen.
+pub fn render(w: &mut impl Write, result: &impl Render, format: Format) -> io::Result<()> {
+    match format {
+        Format::Table => result.table(w),
+        Format::Json => result.json(w),
+        Format::Markdown => result.markdown(w),
+    }
+}
+
+/// Writes `result` in `format` to stdout, rendered whole first (see [`emit`]).
+pub fn print(result: &impl Render, format: Format) -> crate::error::Result<()> {
+    let mut out = Vec::new();
+    render(&mut out, result, format).map_err(|e| crate::error::Error::Other(e.into()))?;
+    emit(&out)
 }
 
 /// What library code gets instead of the whole settings: where status lines go.

@@ -10,7 +10,6 @@
 //! databases are dropped and the base worktree removed before planck exits
 //! with 128 + the signal's number.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
@@ -181,40 +180,16 @@ fn write_reports(cs: &CheckSettings, result: &JsonCheck, settings: &Settings) ->
         diff: result.diff.clone(),
         base_label: result.base_ref.clone(),
         source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
+        gate: Some(result.gate.clone()),
+        lost_indexes: result.lost_indexes.clone(),
     };
-    type Render = fn(&crate::report::Inputs) -> String;
-    if let Some(path) = &cs.outputs.markdown {
-        let text = crate::report::markdown_with_gate(&inputs, &result.gate);
-        std::fs::write(path, text).map_err(|source| Error::WriteFile {
+    // Written in place, as they always were (not through a temporary file
+    // like `planck report`'s), so `--markdown /dev/stdout` still works.
+    for (path, output) in &cs.outputs.files {
+        std::fs::write(path, output.bytes(&inputs)?).map_err(|source| Error::WriteFile {
             path: path.clone(),
             source,
         })?;
-    }
-    if let Some(path) = &cs.outputs.junit {
-        let text = crate::report::junit_with_gate(&inputs, &result.gate);
-        std::fs::write(path, text).map_err(|source| Error::WriteFile {
-            path: path.clone(),
-            source,
-        })?;
-    }
-    if let Some(path) = &cs.outputs.sarif {
-        let text = crate::report::sarif_with_lost(&inputs, &result.lost_indexes);
-        std::fs::write(path, text).map_err(|source| Error::WriteFile {
-            path: path.clone(),
-            source,
-        })?;
-    }
-    let outputs: [(&Option<PathBuf>, Render); 2] = [
-        (&cs.outputs.gitlab, crate::report::gitlab),
-        (&cs.outputs.html, crate::report::html),
-    ];
-    for (path, render) in outputs {
-        if let Some(path) = path {
-            std::fs::write(path, render(&inputs)).map_err(|source| Error::WriteFile {
-                path: path.clone(),
-                source,
-            })?;
-        }
     }
     Ok(())
 }

@@ -1,10 +1,13 @@
 //! `planck db`: the managed local PostgreSQL under `.planck/`.
 
+use std::io::{self, Write};
+use std::path::PathBuf;
+
 use clap::Subcommand;
 
-use crate::cluster::{self, State};
+use crate::cluster::{self, Cluster, State};
 use crate::error::Result;
-use crate::output::{self, Format, Log};
+use crate::output::{self, Log, Render};
 use crate::settings::Settings;
 
 #[derive(Debug, Clone, Subcommand)]
@@ -76,7 +79,7 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                     ready.port
                 ));
             }
-            emit_url(settings, &ready.url)?;
+            output::print(&Url(&ready.url), settings.format)?;
         }
         DbCommand::Stop => {
             if cluster.blocking(|c| c.stop()).await? {
@@ -105,52 +108,19 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                 };
                 workers.push((word, port, w.data_dir()));
             }
-            match settings.format {
-                Format::Json => {
-                    let v = serde_json::json!({
-                        "format_version": 1,
-                        "state": word,
-                        "port": port,
-                        "url": url,
-                        "data_dir": cluster.data_dir(),
-                        "run_as": cluster.run_as(),
-                        "server_version": version,
-                        "bindir": cluster.bindir(),
-                    });
-                    let mut v = v;
-                    if !workers.is_empty() {
-                        v["citus_workers"] = workers
-                            .iter()
-                            .map(|(state, port, data)| {
-                                serde_json::json!({ "state": state, "port": port, "data_dir": data })
-                            })
-                            .collect();
-                    }
-                    emit_line(&format!("{v:#}"))?;
-                }
-                _ => {
-                    let mut line = format!("{word}: {}", cluster.data_dir().display());
-                    if let Some(u) = url {
-                        line.push_str(&format!("\nurl: {u}"));
-                    }
-                    line.push_str(&format!(
-                        "\npostgres: {version} ({})",
-                        cluster.bindir().display()
-                    ));
-                    for (i, (state, port, data)) in workers.iter().enumerate() {
-                        line.push_str(&format!("\ncitus worker {}: {state}", i + 1));
-                        if let Some(p) = port {
-                            line.push_str(&format!(" on port {p}"));
-                        }
-                        line.push_str(&format!(" ({})", data.display()));
-                    }
-                    emit_line(&line)?;
-                }
-            }
+            let status = Status {
+                cluster: &cluster,
+                word,
+                port,
+                url,
+                version,
+                workers,
+            };
+            output::print(&status, settings.format)?;
         }
         DbCommand::Url { database } => {
             let ready = cluster.ready_with(None, &database, log, Log::info).await?;
-            emit_url(settings, &ready.url)?;
+            output::print(&Url(&ready.url), settings.format)?;
         }
         DbCommand::Destroy { wait } => {
             let dir = cluster.dir().to_path_buf();
@@ -165,16 +135,85 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
     Ok(0)
 }
 
-/// A URL on stdout: the bare line, or `{"url": ...}` with --format json.
-fn emit_url(settings: &Settings, url: &str) -> Result<()> {
-    match settings.format {
-        Format::Json => {
-            emit_line(&serde_json::json!({ "format_version": 1, "url": url }).to_string())
+/// What `planck db status` prints: the server's state and where it lives,
+/// and each Citus worker's.
+struct Status<'a> {
+    cluster: &'a Cluster,
+    word: &'static str,
+    port: Option<u16>,
+    url: Option<String>,
+    version: String,
+    workers: Vec<(&'static str, Option<u16>, PathBuf)>,
+}
+
+impl Render for Status<'_> {
+    fn table(&self, w: &mut impl Write) -> io::Result<()> {
+        let cluster = self.cluster;
+        writeln!(w, "{}: {}", self.word, cluster.data_dir().display())?;
+        if let Some(u) = &self.url {
+            writeln!(w, "url: {u}")?;
         }
-        _ => emit_line(url),
+        writeln!(
+            w,
+            "postgres: {} ({})",
+            self.version,
+            cluster.bindir().display()
+        )?;
+        for (i, (state, port, data)) in self.workers.iter().enumerate() {
+            write!(w, "citus worker {}: {state}", i + 1)?;
+            if let Some(p) = port {
+                write!(w, " on port {p}")?;
+            }
+            writeln!(w, " ({})", data.display())?;
+        }
+        Ok(())
+    }
+
+    fn json(&self, w: &mut impl Write) -> io::Result<()> {
+        let cluster = self.cluster;
+        let mut v = serde_json::json!({
+            "format_version": 1,
+            "state": self.word,
+            "port": self.port,
+            "url": self.url,
+            "data_dir": cluster.data_dir(),
+            "run_as": cluster.run_as(),
+            "server_version": self.version,
+            "bindir": cluster.bindir(),
+        });
+        if !self.workers.is_empty() {
+            v["citus_workers"] = self
+                .workers
+                .iter()
+                .map(|(state, port, data)| {
+                    serde_json::json!({ "state": state, "port": port, "data_dir": data })
+                })
+                .collect();
+        }
+        writeln!(w, "{v:#}")
+    }
+
+    /// The same lines as [`Status::table`].
+    fn markdown(&self, w: &mut impl Write) -> io::Result<()> {
+        self.table(w)
     }
 }
 
-fn emit_line(s: &str) -> Result<()> {
-    output::emit(format!("{s}\n").as_bytes())
+/// A URL on stdout: the bare line, or `{"url": ...}` with --format json.
+struct Url<'a>(&'a str);
+
+impl Render for Url<'_> {
+    fn table(&self, w: &mut impl Write) -> io::Result<()> {
+        writeln!(w, "{}", self.0)
+    }
+
+    fn json(&self, w: &mut impl Write) -> io::Result<()> {
+        let v = serde_json::json!({ "format_version": 1, "url": self.0 });
+        writeln!(w, "{v}")
+    }
+
+    /// The bare line, as [`Url::table`].
+    fn markdown(&self, w: &mut impl Write) -> io::Result<()> {
+        self.table(w)
+    }
 }

@@ -7,8 +7,8 @@ use clap::Args;
 
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
-use crate::explain::report as explain_report;
-use crate::output::{self, Format};
+use crate::explain::render::Printed;
+use crate::output;
 use crate::settings::Settings;
 use crate::settings::explain::{ExplainArgs, ExplainSettings};
 use crate::settings::record::{RecordArgs, RecordSettings};
@@ -114,18 +114,12 @@ fn write_review(
     explain: crate::wire::explain::JsonReport,
     replay: Option<crate::wire::replay::Report>,
 ) -> Result<()> {
-    let inputs = crate::report::Inputs {
-        explain,
-        replay,
-        diff: None,
-        base_label: None,
-        source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
-    };
+    let root = crate::findings::source::root_of(&settings.project_dir);
+    let inputs = crate::report::Inputs::new(explain, replay, Some(root));
     let dir = demo_dir(settings);
-    let html = dir.join("review.html");
-    crate::report::write(&html, &crate::report::html(&inputs))?;
-    let md = dir.join("review.md");
-    crate::report::write(&md, &crate::report::markdown(&inputs))?;
+    let (html, md) = (dir.join("review.html"), dir.join("review.md"));
+    crate::report::write(&html, crate::report::Output::Html, &inputs)?;
+    crate::report::write(&md, crate::report::Output::Markdown, &inputs)?;
     settings.info(&format!(
         "wrote the review: {} (open it in a browser) and {}",
         html.display(),
@@ -261,19 +255,20 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     )?;
     let summary = crate::seed::run(&conn, &seed.options, log).await?;
     let mut out = Vec::new();
-    crate::seed::summary::render(&mut out, &summary, settings.format)
+    output::render(&mut out, &summary, settings.format)
         .map_err(|e| Error::internal(format!("rendering the seed summary: {e}")))?;
     // Step 4: plan every recorded statement as tenant and as admin.
     let mut explain_args = ExplainArgs::with_queries(&queries);
     explain_args.baseline = Some(demo_dir(settings).join("baseline.toml"));
     let explain = ExplainSettings::resolve(&explain_args, settings)?;
     let report = crate::explain::run(&conn, &explain, log).await?;
-    let rendered = match settings.format {
-        Format::Json => crate::explain::json::render_json(&mut out, &report),
-        Format::Markdown => explain_report::render_markdown(&mut out, &report),
-        Format::Table => explain_report::render_table(&mut out, &report),
+    // Its JSON without the environment (the review below has it).
+    let printed = Printed {
+        report: &report,
+        json: None,
     };
-    rendered.map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
+    output::render(&mut out, &printed, settings.format)
+        .map_err(|e| Error::internal(format!("rendering the explain report: {e}")))?;
     output::emit(&out)?;
     settings.info(&format!(
         "{} (the bundled example has these on purpose: in your project, exit code 1 fails CI)",

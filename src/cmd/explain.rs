@@ -4,8 +4,8 @@
 //! `--fail-on-skipped`).
 
 use crate::db::ConnInfo;
-use crate::error::{Error, Result};
-use crate::explain::report;
+use crate::error::Result;
+use crate::explain::render::Printed;
 use crate::output::Format;
 use crate::settings::Settings;
 pub use crate::settings::explain::ExplainArgs;
@@ -34,19 +34,17 @@ async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings)
         &settings.project_dir,
     )
     .await?;
-    let mut buf = Vec::new();
-    let io = |e: std::io::Error| Error::Other(e.into());
-    match settings.format {
-        Format::Json => {
-            // The JSON carries what a report needs beyond the findings: the
-            // server, its planner settings, table sizes and index use.
-            let json = crate::explain::environment::json_with_environment(conn, &report).await?;
-            serde_json::to_writer_pretty(&mut buf, &json).map_err(|e| Error::Other(e.into()))?;
-            buf.push(b'\n');
-        }
-        Format::Markdown => report::render_markdown(&mut buf, &report).map_err(io)?,
-        Format::Table => report::render_table(&mut buf, &report).map_err(io)?,
-    }
-    crate::output::emit(&buf)?;
+    // The JSON carries what a report needs beyond the findings: the server,
+    // its planner settings, table sizes and index use. Read only for it.
+    let json = if settings.format == Format::Json {
+        Some(crate::explain::environment::json_with_environment(conn, &report).await?)
+    } else {
+        None
+    };
+    let printed = Printed {
+        report: &report,
+        json,
+    };
+    crate::output::print(&printed, settings.format)?;
     Ok(report.exit_code(explain.fail_on_skipped))
 }

@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::migrate;
 use crate::output;
 use crate::settings::Settings;
@@ -27,9 +27,10 @@ pub async fn run(args: MigrateArgs, settings: &Settings) -> Result<i32> {
     let conn = settings.conn().await?;
     crate::bookkeeping::warn_pending_on(&conn, settings.log()).await;
     let outcome = migrate::run(&conn, &dir, args.fresh, args.force, settings.log()).await?;
-    let mut out = Vec::new();
-    migrate::report::render(&mut out, &outcome, &conn.display(), settings.format)
-        .map_err(|e| Error::Other(e.into()))?;
-    output::emit(&out)?;
+    let printed = migrate::report::Printed {
+        outcome: &outcome,
+        database: &conn.display(),
+    };
+    output::print(&printed, settings.format)?;
     Ok(0)
 }

@@ -3,7 +3,7 @@
 //! Glue only: settings resolved in [`crate::settings::record`], the work in
 //! [`crate::record`], the summary in [`crate::record::report`].
 
-use crate::error::{Error, Result, exit};
+use crate::error::{Result, exit};
 use crate::output;
 use crate::record;
 use crate::settings::Settings;
@@ -18,10 +18,11 @@ pub async fn run(args: RecordArgs, settings: &Settings) -> Result<i32> {
     for w in &outcome.warnings {
         settings.warn(w);
     }
-    let mut out = Vec::new();
-    record::report::render(&mut out, &outcome, settings.format, &settings.project_dir)
-        .map_err(|e| Error::Other(e.into()))?;
-    output::emit(&out)?;
+    let printed = record::report::Printed {
+        outcome: &outcome,
+        project: &settings.project_dir,
+    };
+    output::print(&printed, settings.format)?;
     // A failing or killed test run is recorded, and reported with exit 1;
     // so is a run that captured nothing (issue 12, 4), so CI notices.
     Ok(match outcome.exit {

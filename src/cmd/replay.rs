@@ -6,9 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-use crate::error::{Error, Result, exit};
-use crate::output::Format;
-use crate::replay::report::{self, Report};
+use crate::error::{Result, exit};
 pub use crate::settings::replay::ReplayArgs;
 use crate::settings::{Settings, replay::ReplaySettings};
 
@@ -30,9 +28,7 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     let result = crate::replay::run::run(&conn, w, &rs.options, settings.log(), stop).await;
     listener.abort();
     let report = result?;
-    let mut buf = Vec::new();
-    write(&mut buf, &report, settings.format).map_err(|e| Error::Other(e.into()))?;
-    crate::output::emit(&buf)?;
+    crate::output::print(&report, settings.format)?;
     let sig = signal.load(Ordering::Relaxed);
     if sig != 0 {
         return Ok(sig);
@@ -57,12 +53,4 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
         }
     }
     Ok(exit::OK)
-}
-
-fn write(w: &mut Vec<u8>, r: &Report, format: Format) -> std::io::Result<()> {
-    match format {
-        Format::Json => report::render_json(w, r),
-        Format::Markdown => report::render_markdown(w, r),
-        Format::Table => report::render_table(w, r),
-    }
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::error::{Error, Result, exit};
-use crate::report::{self, Inputs};
+use crate::report::{self, Inputs, Output};
 use crate::settings::Settings;
 use crate::wire::diff;
 
@@ -45,16 +45,13 @@ pub struct ReportArgs {
     pub gitlab: Option<PathBuf>,
 }
 
-/// One output's renderer.
-type Render = fn(&Inputs) -> String;
-
 pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
-    let outputs: [(&Option<PathBuf>, Render); 5] = [
-        (&args.output, report::html),
-        (&args.markdown, report::markdown),
-        (&args.junit, report::junit),
-        (&args.sarif, report::sarif),
-        (&args.gitlab, report::gitlab),
+    let outputs = [
+        (&args.output, Output::Html),
+        (&args.markdown, Output::Markdown),
+        (&args.junit, Output::Junit),
+        (&args.sarif, Output::Sarif),
+        (&args.gitlab, Output::Gitlab),
     ];
     if outputs.iter().all(|(p, _)| p.is_none()) {
         return Err(Error::Usage {
@@ -86,10 +83,12 @@ pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
         explain,
         replay,
         source_root: Some(crate::findings::source::root_of(&settings.project_dir)),
+        gate: None,
+        lost_indexes: Vec::new(),
     };
-    for (path, render) in outputs {
+    for (path, output) in outputs {
         if let Some(path) = path {
-            report::write(path, &render(&inputs))?;
+            report::write(path, output, &inputs)?;
             settings.info(&format!("wrote {}", path.display()));
         }
     }

@@ -6,8 +6,8 @@
 //! exits with 128 + its number.
 #![allow(clippy::result_large_err)] // see src/seed/mod.rs
 
-use crate::error::{Error, Result};
-use crate::seed::{self, summary};
+use crate::error::Result;
+use crate::seed;
 use crate::settings::Settings;
 use crate::settings::seed::SeedSettings;
 
@@ -48,9 +48,7 @@ pub async fn run_on(
     };
     match seed::run(&conn, &s.options, settings.log()).await {
         Ok(summary) => {
-            let mut out = Vec::new();
-            summary::render(&mut out, &summary, s.format).map_err(|e| Error::Other(e.into()))?;
-            crate::output::emit(&out)?;
+            crate::output::print(&summary, s.format)?;
             // A partial seed (issue 30 point 4): every other table is seeded,
             // the summary says which were not and why.
             Ok(if summary.partial() { 1 } else { 0 })

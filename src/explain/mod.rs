@@ -5,7 +5,7 @@
 //! ([`plan_tree`]: EXPLAIN's JSON and a flat view of its nodes), the plan
 //! checks ([`rules`], over what the probe phases measured: [`probes`]), the
 //! report and its renderers ([`report`], with the JSON wire types in
-//! [`json`]). What replay and report share with it lives
+//! [`json`], each format picked in [`render`]). What replay and report share with it lives
 //! in the shared layers: `catalog`, `tenancy`, `params`, `session`, `findings`.
 
 pub mod advice;
@@ -21,6 +21,7 @@ pub(crate) mod plan_reuse;
 pub(crate) mod plan_tree;
 pub(crate) mod policy_groups;
 pub(crate) mod probes;
+pub(crate) mod render;
 pub(crate) mod report;
 pub(crate) mod rules;
 pub(crate) mod run;

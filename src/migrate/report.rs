@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::output::{self, Format};
+use crate::output::{self, Render};
 
 use super::{ObjectChange, Outcome};
 
@@ -87,57 +87,60 @@ fn object(c: &ObjectChange) -> String {
     s
 }
 
-/// Renders the outcome; `database` is shown as given (password hidden).
-pub fn render(
-    w: &mut impl Write,
-    o: &Outcome,
-    database: &str,
-    format: Format,
-) -> std::io::Result<()> {
-    match format {
-        Format::Json => {
-            let text = serde_json::to_string_pretty(&to_wire(o, database))
-                .map_err(std::io::Error::other)?;
-            writeln!(w, "{text}")
-        }
-        Format::Table => {
-            writeln!(w, "{}", headline(o, database))?;
-            if !o.objects.is_empty() {
-                let mut t = output::table(&["migration", "line", "change", "object", "table"]);
-                for c in &o.objects {
-                    t.add_row(vec![
-                        c.migration.clone(),
-                        c.line.to_string(),
-                        format!("{} {}", c.action.name(), c.kind.name()),
-                        object(c),
-                        c.table.clone().unwrap_or_default(),
-                    ]);
-                }
-                writeln!(w, "{t}")?;
+/// What `planck migrate` prints: the outcome and its database, shown as
+/// given (password hidden).
+pub struct Printed<'a> {
+    pub outcome: &'a Outcome,
+    pub database: &'a str,
+}
+
+impl Render for Printed<'_> {
+    fn json(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(&to_wire(self.outcome, self.database))
+            .map_err(std::io::Error::other)?;
+        writeln!(w, "{text}")
+    }
+
+    fn table(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let (o, database) = (self.outcome, self.database);
+        writeln!(w, "{}", headline(o, database))?;
+        if !o.objects.is_empty() {
+            let mut t = output::table(&["migration", "line", "change", "object", "table"]);
+            for c in &o.objects {
+                t.add_row(vec![
+                    c.migration.clone(),
+                    c.line.to_string(),
+                    format!("{} {}", c.action.name(), c.kind.name()),
+                    object(c),
+                    c.table.clone().unwrap_or_default(),
+                ]);
             }
-            Ok(())
+            writeln!(w, "{t}")?;
         }
-        Format::Markdown => {
-            writeln!(w, "### planck migrate\n")?;
-            writeln!(w, "{}\n", output::md_cell(&headline(o, database)))?;
-            if !o.objects.is_empty() {
-                writeln!(w, "| migration | line | change | object | table |")?;
-                writeln!(w, "|---|---:|---|---|---|")?;
-                for c in &o.objects {
-                    writeln!(
-                        w,
-                        "| {} | {} | {} {} | `{}` | {} |",
-                        output::md_cell(&c.migration),
-                        c.line,
-                        c.action.name(),
-                        c.kind.name(),
-                        output::md_cell(&object(c)),
-                        output::md_cell(c.table.as_deref().unwrap_or(""))
-                    )?;
-                }
+        Ok(())
+    }
+
+    fn markdown(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let (o, database) = (self.outcome, self.database);
+        writeln!(w, "### planck migrate\n")?;
+        writeln!(w, "{}\n", output::md_cell(&headline(o, database)))?;
+        if !o.objects.is_empty() {
+            writeln!(w, "| migration | line | change | object | table |")?;
+            writeln!(w, "|---|---:|---|---|---|")?;
+            for c in &o.objects {
+                writeln!(
+                    w,
+                    "| {} | {} | {} {} | `{}` | {} |",
+                    output::md_cell(&c.migration),
+                    c.line,
+                    c.action.name(),
+                    c.kind.name(),
+                    output::md_cell(&object(c)),
+                    output::md_cell(c.table.as_deref().unwrap_or(""))
+                )?;
             }
-            Ok(())
         }
+        Ok(())
     }
 }
 
@@ -145,6 +148,7 @@ pub fn render(
 mod tests {
     use super::*;
     use crate::migrate::{Action, Kind};
+    use crate::output::Format;
 
     fn outcome() -> Outcome {
         let change =
@@ -199,8 +203,12 @@ mod tests {
     }
 
     fn rendered(format: Format) -> String {
+        let printed = Printed {
+            outcome: &outcome(),
+            database: "postgres://app:***@db/shop",
+        };
         let mut out = Vec::new();
-        render(&mut out, &outcome(), "postgres://app:***@db/shop", format).unwrap();
+        output::render(&mut out, &printed, format).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -214,7 +222,11 @@ mod tests {
             already: 4,
             ..Default::default()
         };
-        render(&mut out, &done, "db", Format::Table).unwrap();
+        let printed = Printed {
+            outcome: &done,
+            database: "db",
+        };
+        output::render(&mut out, &printed, Format::Table).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "db: up to date (4 migrations applied earlier)\n"

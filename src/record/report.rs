@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::output::{self, Format};
+use crate::output::{self, Render};
 use crate::queries::{self, MergeStatus};
 use crate::record::{Exit, Outcome, Reason};
 
@@ -33,21 +33,26 @@ fn ms(v: f64) -> String {
     }
 }
 
-/// Renders the summary in the chosen format.
-pub fn render(
-    w: &mut impl Write,
-    o: &Outcome,
-    format: Format,
-    project: &Path,
-) -> std::io::Result<()> {
-    match format {
-        Format::Json => {
-            let text = serde_json::to_string_pretty(&to_wire(o, project))
-                .map_err(std::io::Error::other)?;
-            writeln!(w, "{text}")
-        }
-        Format::Table => render_table(w, o, project),
-        Format::Markdown => render_markdown(w, o, project),
+/// What `planck record` prints: the outcome, its paths shown relative to
+/// `project`.
+pub struct Printed<'a> {
+    pub outcome: &'a Outcome,
+    pub project: &'a Path,
+}
+
+impl Render for Printed<'_> {
+    fn table(&self, w: &mut impl Write) -> std::io::Result<()> {
+        render_table(w, self.outcome, self.project)
+    }
+
+    fn json(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(&to_wire(self.outcome, self.project))
+            .map_err(std::io::Error::other)?;
+        writeln!(w, "{text}")
+    }
+
+    fn markdown(&self, w: &mut impl Write) -> std::io::Result<()> {
+        render_markdown(w, self.outcome, self.project)
     }
 }
 
@@ -571,6 +576,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Format;
     use crate::queries::{Merge, Statement};
     use crate::record::{Kept, Mode};
 
@@ -644,8 +650,12 @@ mod tests {
     }
 
     fn rendered(format: Format) -> String {
+        let printed = Printed {
+            outcome: &outcome(),
+            project: Path::new("/p"),
+        };
         let mut out = Vec::new();
-        render(&mut out, &outcome(), format, Path::new("/p")).unwrap();
+        output::render(&mut out, &printed, format).unwrap();
         String::from_utf8(out).unwrap()
     }
 

@@ -346,6 +346,21 @@ fn verdict_text(r: &Report, peak: Option<usize>, shape: Shape) -> String {
     text
 }
 
+/// The report in each format (`planck replay`'s output).
+impl output::Render for Report {
+    fn table(&self, w: &mut impl Write) -> io::Result<()> {
+        render_table(w, self)
+    }
+
+    fn json(&self, w: &mut impl Write) -> io::Result<()> {
+        render_json(w, self)
+    }
+
+    fn markdown(&self, w: &mut impl Write) -> io::Result<()> {
+        render_markdown(w, self)
+    }
+}
+
 pub fn render_json<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, r)?;
     writeln!(w)

@@ -357,6 +357,13 @@ pub const DROP_LINE: usize = 3;
 pub const CREATE_FILE: &str = "migrations/0002_items.sql";
 pub const CREATE_LINE: usize = 14;
 
+/// `output` of `i` as text, the bytes its renderer writes.
+pub fn text(output: crate::report::Output, i: &crate::report::Inputs) -> String {
+    let mut out = Vec::new();
+    output.render(&mut out, i).expect("a report renders");
+    String::from_utf8(out).expect("a report is UTF-8")
+}
+
 pub fn inputs() -> crate::report::Inputs {
     let head = explain();
     let mut diff =
@@ -382,5 +389,7 @@ pub fn inputs() -> crate::report::Inputs {
         replay: Some(replay()),
         base_label: Some("previous run".into()),
         source_root: Some("/home/ci/project".into()),
+        gate: None,
+        lost_indexes: Vec::new(),
     }
 }

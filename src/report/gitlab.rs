@@ -37,7 +37,8 @@ fn severity(s: &str) -> &'static str {
     }
 }
 
-pub fn render(i: &Inputs) -> String {
+/// Writes the issues, a JSON array.
+pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
     // A location is required. A finding without one (an index when another
     // tool migrated, a table's policies) is placed at the top of the queries
     // file the other findings point at: a file the merge request has.
@@ -83,15 +84,19 @@ pub fn render(i: &Inputs) -> String {
             }
         })
         .collect();
-    let mut s = serde_json::to_string_pretty(&issues).expect("issues serialize");
-    s.push('\n');
-    s
+    serde_json::to_writer_pretty(&mut *w, &issues)?;
+    writeln!(w)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::fixture;
+
+    /// The output as text, written through the module's renderer.
+    fn render(i: &Inputs) -> String {
+        fixture::text(crate::report::Output::Gitlab, i)
+    }
 
     #[test]
     fn snapshot() {

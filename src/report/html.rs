@@ -278,7 +278,8 @@ fn index_names(node: &serde_json::Value, out: &mut BTreeMap<String, String>) {
     }
 }
 
-pub fn render(i: &Inputs) -> String {
+/// Writes the page (rendered whole by the template first).
+pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
     let r = &i.explain;
     let new: BTreeSet<String> = match &i.diff {
         Some(d) => d.new_findings.iter().map(finding_key).collect(),
@@ -340,16 +341,22 @@ pub fn render(i: &Inputs) -> String {
         diff => ser(&i.diff),
         base_label => i.base_label.as_deref().unwrap_or("the base"),
     };
-    environment()
+    let page = environment()
         .get_template("review.html")
         .and_then(|t| t.render(ctx))
-        .expect("the review template renders (checked by the tests)")
+        .expect("the review template renders (checked by the tests)");
+    w.write_all(page.as_bytes())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::report::fixture;
+
+    /// The output as text, written through the module's renderer.
+    fn render(i: &Inputs) -> String {
+        fixture::text(crate::report::Output::Html, i)
+    }
 
     const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
 

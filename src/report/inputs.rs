@@ -20,6 +20,31 @@ pub struct Inputs {
     /// project's git work tree, see [`crate::findings::source`]): SARIF's
     /// `%SRCROOT%`.
     pub source_root: Option<std::path::PathBuf>,
+    /// `planck check`'s gate (`None` for `planck report`): the Markdown
+    /// opens with its verdict, JUnit gains a case per reason.
+    pub gate: Option<wire::check::JsonGate>,
+    /// Indexes a migration dropped that a new error lost (`planck check`):
+    /// SARIF places those errors at the DROP.
+    pub lost_indexes: Vec<wire::check::JsonLostIndex>,
+}
+
+impl Inputs {
+    /// A report of explain's run and a replay's alone: no diff, no gate.
+    pub fn new(
+        explain: JsonReport,
+        replay: Option<wire::replay::Report>,
+        source_root: Option<std::path::PathBuf>,
+    ) -> Inputs {
+        Inputs {
+            explain,
+            replay,
+            diff: None,
+            base_label: None,
+            source_root,
+            gate: None,
+            lost_indexes: Vec::new(),
+        }
+    }
 }
 
 /// Severities from the worst; anything unknown sorts last.

@@ -7,6 +7,7 @@
 //! case carries (a blocking migration statement, a missed SLO).
 
 use std::collections::BTreeMap;
+use std::io;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -14,15 +15,19 @@ use super::inputs::{Inputs, check_help, sorted_findings, subject};
 use super::plan;
 use crate::wire::explain::{JsonFinding, JsonStatement};
 
-pub fn render(i: &Inputs) -> String {
-    build(i)
-        .to_string()
-        .expect("quick-junit writes XML into a String")
+/// Writes the XML: the report's cases and, with `planck check`'s gate in
+/// `i`, the gate's own reasons.
+pub fn render(w: &mut impl io::Write, i: &Inputs) -> io::Result<()> {
+    let mut report = build(i);
+    if let Some(g) = &i.gate {
+        report.add_test_suite(gate_suite(g));
+    }
+    report.serialize(w).map_err(io::Error::other)
 }
 
-/// `planck check --junit`: the report and the gate's own reasons.
-pub fn render_with_gate(i: &Inputs, g: &crate::wire::check::JsonGate) -> String {
-    let mut report = build(i);
+/// `planck check --junit`'s suite of the gate reasons no statement case
+/// carries (a blocking migration statement, a missed SLO).
+fn gate_suite(g: &crate::wire::check::JsonGate) -> TestSuite {
     let mut gate = TestSuite::new("planck check: gate");
     // Errors and regressions fail the cases above; the rest fail here.
     for f in g
@@ -40,10 +45,7 @@ pub fn render_with_gate(i: &Inputs, g: &crate::wire::check::JsonGate) -> String 
         });
         gate.add_test_case(case);
     }
-    report.add_test_suite(gate);
-    report
-        .to_string()
-        .expect("quick-junit writes XML into a String")
+    gate
 }
 
 fn build(i: &Inputs) -> Report {
@@ -212,6 +214,19 @@ fn status(fs: &[&JsonFinding], s: Option<&JsonStatement>) -> TestCaseStatus {
 mod tests {
     use super::*;
     use crate::report::fixture;
+
+    /// The output as text, written through the module's renderer.
+    fn render(i: &Inputs) -> String {
+        fixture::text(crate::report::Output::Junit, i)
+    }
+
+    /// The output with `planck check`'s gate in the inputs.
+    fn render_with_gate(i: &Inputs, g: &crate::wire::check::JsonGate) -> String {
+        render(&Inputs {
+            gate: Some(g.clone()),
+            ..i.clone()
+        })
+    }
 
     #[test]
     fn snapshot() {

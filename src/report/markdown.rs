@@ -3,6 +3,7 @@
 //! sections, under GitHub's comment limit.
 
 use std::fmt::Write;
+use std::io;
 
 use super::inputs::{Inputs, finding_key, new_errors, one_line, sorted_findings, subject};
 use crate::wire::explain::JsonFinding;
@@ -10,13 +11,15 @@ use crate::wire::explain::JsonFinding;
 /// GitHub refuses comments longer than this (characters).
 pub const LIMIT: usize = 65_536;
 
-pub fn render(i: &Inputs) -> String {
-    let full = full(i);
-    truncate(full, LIMIT)
-}
-
-pub fn render_with_gate(i: &Inputs, g: &crate::wire::check::JsonGate) -> String {
-    truncate(gate(g) + &full(i), LIMIT)
+/// Writes the comment: the gate's verdict first when `i` has one (`planck
+/// check --markdown`), then the report, all under [`LIMIT`]. Built whole
+/// before it is written, since the limit cuts the end.
+pub fn render(w: &mut impl io::Write, i: &Inputs) -> io::Result<()> {
+    let text = match &i.gate {
+        Some(g) => gate(g) + &full(i),
+        None => full(i),
+    };
+    w.write_all(truncate(text, LIMIT).as_bytes())
 }
 
 /// The gate's verdict as the PR comment opens with it (`planck check
@@ -424,6 +427,19 @@ fn truncate(text: String, limit: usize) -> String {
 mod tests {
     use super::*;
     use crate::report::fixture;
+
+    /// The output as text, written through the module's renderer.
+    fn render(i: &Inputs) -> String {
+        fixture::text(crate::report::Output::Markdown, i)
+    }
+
+    /// The output with `planck check`'s gate in the inputs.
+    fn render_with_gate(i: &Inputs, g: &crate::wire::check::JsonGate) -> String {
+        render(&Inputs {
+            gate: Some(g.clone()),
+            ..i.clone()
+        })
+    }
 
     #[test]
     fn snapshot() {

@@ -15,6 +15,7 @@ mod markdown;
 mod plan;
 mod sarif;
 
+use std::io::{self, Write};
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
@@ -25,49 +26,45 @@ pub use crate::wire::explain::JsonReport;
 pub use crate::wire::replay::Report;
 pub use inputs::Inputs;
 
-/// The self-contained review page (inline CSS, JS and SVG).
-pub fn html(i: &Inputs) -> String {
-    html::render(i)
+/// One of the files `planck report` and `planck check` write. Each has its
+/// renderer module, `fn render(w: &mut impl Write, i: &Inputs)`; a new
+/// output is a module and a variant here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The self-contained review page (inline CSS, JS and SVG).
+    Html,
+    /// The Markdown twin of the page, short enough for a PR comment. With
+    /// [`Inputs::gate`], the gate's verdict opens it.
+    Markdown,
+    /// JUnit XML: one test case per statement and mode, one per schema
+    /// object with findings; with [`Inputs::gate`], a failed case per gate
+    /// reason no statement case carries.
+    Junit,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+    /// GitLab's code-quality report.
+    Gitlab,
 }
 
-/// The Markdown twin of the page, short enough for a PR comment.
-pub fn markdown(i: &Inputs) -> String {
-    markdown::render(i)
-}
+impl Output {
+    /// Writes this output of `i` to `w`.
+    pub fn render(self, w: &mut impl Write, i: &Inputs) -> io::Result<()> {
+        match self {
+            Output::Html => html::render(w, i),
+            Output::Markdown => markdown::render(w, i),
+            Output::Junit => junit::render(w, i),
+            Output::Sarif => sarif::render(w, i),
+            Output::Gitlab => gitlab::render(w, i),
+        }
+    }
 
-/// JUnit XML: one test case per statement and mode, one per schema object
-/// with findings.
-pub fn junit(i: &Inputs) -> String {
-    junit::render(i)
-}
-
-/// SARIF 2.1.0, for code scanning.
-pub fn sarif(i: &Inputs) -> String {
-    sarif::render(i)
-}
-
-/// `planck check --sarif`: [`sarif`], a new error that lost an index a
-/// migration dropped located at the DROP (the CREATE related).
-pub fn sarif_with_lost(i: &Inputs, lost: &[wire::check::JsonLostIndex]) -> String {
-    sarif::render_with_lost(i, lost)
-}
-
-/// GitLab's code-quality report.
-pub fn gitlab(i: &Inputs) -> String {
-    gitlab::render(i)
-}
-
-/// The PR comment of `planck check --markdown`: the gate's verdict (which
-/// also counts regressions, blocking statements and the SLO) on top, then
-/// the report, all under the comment limit.
-pub fn markdown_with_gate(i: &Inputs, gate: &wire::check::JsonGate) -> String {
-    markdown::render_with_gate(i, gate)
-}
-
-/// `planck check --junit`: [`junit`] and a failed case per gate reason no
-/// statement case carries (a blocking migration statement, a missed SLO).
-pub fn junit_with_gate(i: &Inputs, gate: &wire::check::JsonGate) -> String {
-    junit::render_with_gate(i, gate)
+    /// This output of `i`, whole, as the bytes a file gets.
+    pub fn bytes(self, i: &Inputs) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.render(&mut out, i)
+            .map_err(|e| Error::internal(format!("rendering the {self:?} report: {e}")))?;
+        Ok(out)
+    }
 }
 
 /// Reads `planck explain --format json` output.
@@ -123,12 +120,13 @@ fn read_json<T: DeserializeOwned>(path: &Path, what: &str, version: u32) -> Resu
     })
 }
 
-/// Writes `text` to `path` whole (a temporary file renamed over it, so a
-/// failure never leaves half a report). Its folder is created when only
+/// Writes `output` of `i` to `path` whole (a temporary file renamed over
+/// it, so a failure never leaves half a report). Its folder is created when only
 /// the folder itself is missing (`-o out/review.html`); a path whose
 /// parents do not exist either is a mistyped one, and an error rather than
 /// folders made wherever it points.
-pub fn write(path: &Path, text: &str) -> Result<()> {
+pub fn write(path: &Path, output: Output, i: &Inputs) -> Result<()> {
+    let text = output.bytes(i)?;
     let fail = |source| Error::WriteFile {
         path: path.to_path_buf(),
         source,

@@ -223,15 +223,13 @@ fn title(check: &str) -> String {
     t
 }
 
-pub fn render(i: &Inputs) -> String {
-    render_with_lost(i, &[])
-}
-
-/// [`render`], where a new error that lost an index a migration dropped
-/// (`planck check`) points at the DROP statement, with the CREATE and the
-/// statement's line in the queries file as related locations.
-pub fn render_with_lost(i: &Inputs, lost: &[crate::wire::check::JsonLostIndex]) -> String {
+/// Writes the log. A new error that lost an index a migration dropped
+/// (`planck check`'s [`Inputs::lost_indexes`]) points at the DROP
+/// statement, with the CREATE and the statement's line in the queries file
+/// as related locations.
+pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
     let r = &i.explain;
+    let lost = &i.lost_indexes;
     // Every check planck has, then any other id the findings name.
     let mut ids: Vec<String> = CheckId::ALL
         .iter()
@@ -364,9 +362,8 @@ pub fn render_with_lost(i: &Inputs, lost: &[crate::wire::check::JsonLostIndex]) 
             column_kind: "unicodeCodePoints",
         }],
     };
-    let mut s = serde_json::to_string_pretty(&log).expect("SARIF serializes");
-    s.push('\n');
-    s
+    serde_json::to_writer_pretty(&mut *w, &log)?;
+    writeln!(w)
 }
 
 /// The rule of a plan a change made worse (`planck check --base`).
@@ -464,6 +461,11 @@ fn with_regressions(
 mod tests {
     use super::*;
     use crate::report::fixture;
+
+    /// The output as text, written through the module's renderer.
+    fn render(i: &Inputs) -> String {
+        fixture::text(crate::report::Output::Sarif, i)
+    }
 
     /// The OASIS SARIF 2.1.0 schema, vendored (see the NOTICE beside it).
     const SARIF_SCHEMA: &str = include_str!("../../tests/fixtures/sarif/sarif-schema-2.1.0.json");

@@ -9,7 +9,7 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use crate::output::{self, Format};
+use crate::output::{self, Render};
 use crate::seed::load::{LoadNotes, LoadReport, ShardSpread};
 use crate::seed::row::plan::{Plan, Unseedable};
 
@@ -390,15 +390,27 @@ fn size(b: Option<u64>) -> String {
     b.map(output::bytes).unwrap_or_else(|| "-".into())
 }
 
-/// Writes the summary in `format` (nothing for [`Kind::Quiet`]).
-pub fn render(w: &mut impl Write, s: &Summary, format: Format) -> io::Result<()> {
-    if s.kind == Kind::Quiet {
-        return Ok(());
+/// The summary in each format; nothing for [`Kind::Quiet`].
+impl Render for Summary {
+    fn table(&self, w: &mut impl Write) -> io::Result<()> {
+        if self.kind == Kind::Quiet {
+            return Ok(());
+        }
+        render_table(w, self)
     }
-    match format {
-        Format::Json => render_json(w, s),
-        Format::Markdown => render_markdown(w, s),
-        Format::Table => render_table(w, s),
+
+    fn json(&self, w: &mut impl Write) -> io::Result<()> {
+        if self.kind == Kind::Quiet {
+            return Ok(());
+        }
+        render_json(w, self)
+    }
+
+    fn markdown(&self, w: &mut impl Write) -> io::Result<()> {
+        if self.kind == Kind::Quiet {
+            return Ok(());
+        }
+        render_markdown(w, self)
     }
 }
 
@@ -556,6 +568,7 @@ fn wrap(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Format;
 
     /// A distributed table's line names its heaviest shard and worker with
     /// their shares, beside what an even spread would give.
@@ -715,7 +728,7 @@ mod tests {
 
     fn rendered(s: &Summary, f: Format) -> String {
         let mut v = Vec::new();
-        render(&mut v, s, f).unwrap();
+        output::render(&mut v, s, f).unwrap();
         String::from_utf8(v).unwrap()
     }
 

@@ -11,6 +11,7 @@ use clap::Args;
 
 use super::Settings;
 use crate::error::{Error, Result};
+use crate::report::Output;
 
 /// Seed scale of the check databases: a twentieth of the spec, enough for
 /// the planner to choose the plans it chooses on production-sized tables,
@@ -88,12 +89,11 @@ pub struct CheckArgs {
 /// Where each report goes (paths from the current directory).
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
+    /// The check result itself (`--json`).
     pub json: Option<PathBuf>,
-    pub markdown: Option<PathBuf>,
-    pub junit: Option<PathBuf>,
-    pub sarif: Option<PathBuf>,
-    pub gitlab: Option<PathBuf>,
-    pub html: Option<PathBuf>,
+    /// The report files asked for, each with its output, in the order they
+    /// are written.
+    pub files: Vec<(PathBuf, Output)>,
 }
 
 #[derive(Debug, Clone)]
@@ -225,11 +225,16 @@ impl CheckSettings {
             replay,
             outputs: Outputs {
                 json: at(&args.json),
-                markdown: at(&args.markdown),
-                junit: at(&args.junit),
-                sarif: at(&args.sarif),
-                gitlab: at(&args.gitlab),
-                html: at(&args.html),
+                files: [
+                    (&args.markdown, Output::Markdown),
+                    (&args.junit, Output::Junit),
+                    (&args.sarif, Output::Sarif),
+                    (&args.gitlab, Output::Gitlab),
+                    (&args.html, Output::Html),
+                ]
+                .into_iter()
+                .filter_map(|(path, output)| Some((at(path)?, output)))
+                .collect(),
             },
             described,
         })

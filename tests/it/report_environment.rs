@@ -102,13 +102,9 @@ fn attach_fills_environment_and_indexes() {
     assert_eq!(report.indexes[0].used_by[0].statement_id, "s1");
     assert_eq!(report.indexes[0].used_by[0].mode, "admin");
     // The same rendered by the report's index table.
-    let html = planck::report::html(&planck::report::Inputs {
-        explain: report,
-        replay: None,
-        diff: None,
-        base_label: None,
-        source_root: None,
-    });
+    let inputs = planck::report::Inputs::new(report, None, None);
+    let html = planck::report::Output::Html.bytes(&inputs).unwrap();
+    let html = String::from_utf8(html).unwrap();
     assert!(
         html.contains("<tr class=\"index-unused\"><td><code>items_title_idx</code>"),
         "unused"

@@ -275,7 +275,8 @@ fn validate_sarif(log: &serde_json::Value) -> Vec<String> {
 #[test]
 fn the_sarif_check_catches_a_broken_log() {
     let i = fixture::inputs();
-    let mut log: serde_json::Value = serde_json::from_str(&report::sarif(&i)).unwrap();
+    let mut log: serde_json::Value =
+        serde_json::from_str(&fixture::text(report::Output::Sarif, &i)).unwrap();
     assert!(validate_sarif(&log).is_empty());
     let results = &log["runs"][0]["results"];
     assert_eq!(results[0]["ruleId"], "seq-scan");
