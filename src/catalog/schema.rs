@@ -169,7 +169,7 @@ pub struct Unique {
 pub struct ForeignKey {
     pub name: String,
     pub cols: Vec<usize>,
-    /// Index of the referenced table in `Catalog::tables` (None: not seedable, e.g. a system table).
+    /// Index of the referenced table in `Schema::tables` (None: not seedable, e.g. a system table).
     pub parent: Option<usize>,
     pub parent_name: String,
     /// Column indices in the parent.
@@ -177,7 +177,7 @@ pub struct ForeignKey {
 }
 
 #[derive(Debug, Clone)]
-pub struct Check {
+pub struct CheckConstraint {
     pub name: String,
     pub def: String,
     pub cols: Vec<usize>,
@@ -213,7 +213,7 @@ pub struct Table {
     pub columns: Vec<Column>,
     pub uniques: Vec<Unique>,
     pub fks: Vec<ForeignKey>,
-    pub checks: Vec<Check>,
+    pub checks: Vec<CheckConstraint>,
     pub partitioning: Option<Partitioning>,
     /// Whether the table held rows when the catalog was read (`EXISTS`, so
     /// cheap on any size; rows of its partitions count, those of
@@ -264,11 +264,11 @@ impl Table {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Catalog {
+pub struct Schema {
     pub tables: Vec<Table>,
 }
 
-impl Catalog {
+impl Schema {
     pub fn find(&self, name: &str) -> Option<usize> {
         let (schema, bare) = match name.split_once('.') {
             Some((s, n)) => (s, n),
@@ -297,10 +297,7 @@ fn dberr(what: &str) -> impl FnOnce(tokio_postgres::Error) -> Error + '_ {
 /// Reads the catalog. Foreign keys an interrupted run left saved (and which
 /// could not be restored yet) are put back as NOT VALID inside a transaction
 /// that is rolled back, so the plan sees the schema as the user wrote it.
-pub async fn load(
-    client: &mut Client,
-    pending_fks: &[(String, String, String)],
-) -> Result<Catalog> {
+pub async fn load(client: &mut Client, pending_fks: &[(String, String, String)]) -> Result<Schema> {
     let tx = client
         .transaction()
         .await
@@ -343,7 +340,7 @@ struct Types {
 /// One pass over the catalog, in phases: the tables, their columns (and the
 /// types those reach), constraints, foreign keys declared on partitions,
 /// unique indexes that back no constraint, partition bounds.
-async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
+async fn load_in(client: &impl GenericClient) -> Result<Schema> {
     let tables = read_tables(client).await?;
     let by_oid = tables.iter().enumerate().map(|(i, t)| (t.oid, i)).collect();
     let oids = tables.iter().map(|t| t.oid).collect();
@@ -359,7 +356,7 @@ async fn load_in(client: &impl GenericClient) -> Result<Catalog> {
     read_partitions(client, &mut r).await?;
     read_sub_partitions(client, &mut r).await?;
     read_exclusions(client, &mut r).await?;
-    Ok(Catalog { tables: r.tables })
+    Ok(Schema { tables: r.tables })
 }
 
 /// Ordinary and partitioned tables outside the system schemas and
@@ -721,7 +718,7 @@ async fn read_constraints(client: &impl GenericClient, r: &mut Reading) -> Resul
                     parent_cols,
                 });
             }
-            _ => tables[ti].checks.push(Check {
+            _ => tables[ti].checks.push(CheckConstraint {
                 name,
                 def: r.get(6),
                 cols,

@@ -25,7 +25,7 @@ use crate::settings::replay::{ReplayArgs, ReplaySettings};
 use crate::settings::seed::{SeedArgs, SeedSettings};
 use crate::wire::check::JsonCheck;
 use crate::workflow::check::plan::step;
-use crate::workflow::check::{BaseTree, Check, Plan, Steps};
+use crate::workflow::check::{BaseTree, CheckPlan, CheckRun, Steps};
 
 pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     let cs = CheckSettings::resolve(&args, settings)?;
@@ -63,7 +63,7 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     let t = Instant::now();
     let server = settings.conn().await?;
     step(settings.log(), t, &format!("server: {}", server.display()));
-    let mut check = Check::new(plan(&cs, settings), &resolved, server);
+    let mut check = CheckRun::new(plan(&cs, settings), &resolved, server);
     let result = tokio::select! {
         r = check.run(base_tree.as_ref()) => r,
         s = signals.wait() => Err(crate::signal::interrupted(s, "")),
@@ -102,8 +102,8 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
 }
 
 /// The workflow's plan from the resolved settings.
-fn plan(cs: &CheckSettings, settings: &Settings) -> Plan {
-    Plan {
+fn plan(cs: &CheckSettings, settings: &Settings) -> CheckPlan {
+    CheckPlan {
         prefix: cs.prefix.clone(),
         keep: cs.keep,
         scale: cs.scale,

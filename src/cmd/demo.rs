@@ -68,7 +68,7 @@ async fn replay_step(
     queries: &std::path::Path,
     seconds: f64,
     settings: &Settings,
-) -> Result<Option<(Vec<String>, crate::wire::replay::Report)>> {
+) -> Result<Option<(Vec<String>, crate::wire::replay::ReplayReport)>> {
     if seconds <= 0.0 {
         return Ok(None);
     }
@@ -90,7 +90,7 @@ async fn replay_step(
 /// the row of accounts id = 1, locked by transaction tx-..., a transactionid
 /// lock; waited on by `...`, taken by `...``.
 fn top_hotspot_line(
-    r: &crate::wire::replay::Report,
+    r: &crate::wire::replay::ReplayReport,
     h: &crate::wire::replay::HotspotJson,
 ) -> String {
     let statement = |q: Option<&str>| match q {
@@ -112,7 +112,7 @@ fn top_hotspot_line(
 fn write_review(
     settings: &Settings,
     explain: crate::wire::explain::JsonReport,
-    replay: Option<crate::wire::replay::Report>,
+    replay: Option<crate::wire::replay::ReplayReport>,
 ) -> Result<()> {
     let root = crate::findings::source::root_of(&settings.project_dir);
     let inputs = crate::report::Inputs::new(explain, replay, Some(root));

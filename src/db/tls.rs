@@ -135,7 +135,7 @@ impl Default for TlsOptions {
 
 /// How the server's certificate is checked, once the files are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Check {
+pub enum Verification {
     None,
     Chain,
     ChainAndHost,
@@ -143,7 +143,7 @@ pub enum Check {
 
 impl TlsOptions {
     /// The check libpq would make: see the table in the module docs.
-    pub fn check(&self) -> Result<Check, String> {
+    pub fn check(&self) -> Result<Verification, String> {
         let root_present = match &self.root_cert {
             Some(RootCert::System) => true,
             Some(RootCert::File(p)) => p.exists(),
@@ -159,10 +159,10 @@ impl TlsOptions {
                     _ => "(no sslrootcert and no home directory)".to_string(),
                 }
             )),
-            SslMode::VerifyFull => Ok(Check::ChainAndHost),
-            _ if self.root_cert == Some(RootCert::System) => Ok(Check::ChainAndHost),
-            _ if root_present => Ok(Check::Chain),
-            _ => Ok(Check::None),
+            SslMode::VerifyFull => Ok(Verification::ChainAndHost),
+            _ if self.root_cert == Some(RootCert::System) => Ok(Verification::ChainAndHost),
+            _ if root_present => Ok(Verification::Chain),
+            _ => Ok(Verification::None),
         }
     }
 
@@ -183,13 +183,13 @@ impl TlsOptions {
             .with_protocol_versions(&versions)
             .map_err(|e| format!("setting up TLS: {e}"))?;
         let check = if self.mode == SslMode::Disable {
-            Check::None
+            Verification::None
         } else {
             self.check()?
         };
         let verifier: Arc<dyn ServerCertVerifier> = match check {
-            Check::None => Arc::new(NoCheck(provider.clone())),
-            Check::Chain | Check::ChainAndHost => {
+            Verification::None => Arc::new(NoCheck(provider.clone())),
+            Verification::Chain | Verification::ChainAndHost => {
                 let (store, roots) = self.roots()?;
                 let crls = self.crls()?;
                 let mut webpki =
@@ -202,7 +202,7 @@ impl TlsOptions {
                     .map_err(|e| format!("setting up certificate verification: {e}"))?;
                 Arc::new(LibpqVerifier {
                     webpki,
-                    check_host: check == Check::ChainAndHost,
+                    check_host: check == Verification::ChainAndHost,
                     roots,
                     roots_label: match &self.root_cert {
                         Some(RootCert::File(p)) => format!("\"{}\"", p.display()),
@@ -565,21 +565,24 @@ mod tests {
         let missing = RootCert::File(dir.path().join("missing.crt"));
         let present = RootCert::File(present);
         for mode in [SslMode::Allow, SslMode::Prefer, SslMode::Require] {
-            assert_eq!(opts(mode, Some(missing.clone())).check(), Ok(Check::None));
-            assert_eq!(opts(mode, None).check(), Ok(Check::None));
+            assert_eq!(
+                opts(mode, Some(missing.clone())).check(),
+                Ok(Verification::None)
+            );
+            assert_eq!(opts(mode, None).check(), Ok(Verification::None));
             assert_eq!(
                 opts(mode, Some(present.clone())).check(),
-                Ok(Check::Chain),
+                Ok(Verification::Chain),
                 "{mode:?} with a root file verifies the chain, as libpq does"
             );
         }
         assert_eq!(
             opts(SslMode::VerifyCa, Some(present.clone())).check(),
-            Ok(Check::Chain)
+            Ok(Verification::Chain)
         );
         assert_eq!(
             opts(SslMode::VerifyFull, Some(present)).check(),
-            Ok(Check::ChainAndHost)
+            Ok(Verification::ChainAndHost)
         );
         let e = opts(SslMode::VerifyCa, Some(missing)).check().unwrap_err();
         assert!(
@@ -589,7 +592,7 @@ mod tests {
         assert!(opts(SslMode::VerifyFull, None).check().is_err());
         assert_eq!(
             opts(SslMode::VerifyFull, Some(RootCert::System)).check(),
-            Ok(Check::ChainAndHost)
+            Ok(Verification::ChainAndHost)
         );
     }
 

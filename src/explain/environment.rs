@@ -38,7 +38,7 @@ const SETTINGS: &[&str] = &[
 /// plans were made on.
 pub async fn json_with_environment(
     conn: &ConnInfo,
-    report: &super::report::Report,
+    report: &super::report::ExplainReport,
 ) -> Result<JsonReport> {
     let mut json = super::json::from_report(report);
     attach_counted(conn, &mut json, report.tenant_rows.as_ref()).await?;

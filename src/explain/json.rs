@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use super::engine::{Explained, Status};
-use super::report::Report;
+use super::report::ExplainReport;
 use crate::findings::{Finding, Location};
 pub use crate::wire::explain::*;
 fn judged_str(e: &Explained) -> Option<String> {
@@ -95,7 +95,7 @@ fn finding(f: &Finding, baseline: bool) -> JsonFinding {
     }
 }
 
-pub fn from_report(r: &Report) -> JsonReport {
+pub fn from_report(r: &ExplainReport) -> JsonReport {
     JsonReport {
         format_version: FORMAT_VERSION,
         statements: r.results.iter().map(statement).collect(),
@@ -118,7 +118,7 @@ pub fn from_report(r: &Report) -> JsonReport {
 }
 
 /// `planck explain --format json`: the report as its wire type, pretty.
-pub fn render_json(w: &mut impl Write, r: &Report) -> io::Result<()> {
+pub fn render_json(w: &mut impl Write, r: &ExplainReport) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, &from_report(r))?;
     writeln!(w)
 }

@@ -5,13 +5,13 @@
 use std::io::{self, Write};
 
 use super::json::render_json;
-use super::report::{Report, render_markdown, render_table};
+use super::report::{ExplainReport, render_markdown, render_table};
 use crate::output::Render;
 use crate::wire::explain::JsonReport;
 
 /// What `planck explain` and `planck demo` print.
 pub struct Printed<'a> {
-    pub report: &'a Report,
+    pub report: &'a ExplainReport,
     /// The report's JSON with the server's environment attached
     /// (`planck explain --format json`); without it, JSON is built from the
     /// report alone.

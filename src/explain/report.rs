@@ -1,7 +1,7 @@
 //! The report and its renderers: `table` (comfy-table, one row per finding,
 //! then a summary) and `markdown` (a PR comment); the `json` one lives with
 //! the wire types' building in [`super::json`], which reads the report. Each
-//! renderer is `fn(w: &mut impl Write, &Report)`; every line fits an
+//! renderer is `fn(w: &mut impl Write, &ExplainReport)`; every line fits an
 //! 80-column terminal.
 
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use crate::output::{count, counted, md_cell, table};
 
 /// What `planck explain` found.
 #[derive(Debug, Clone, Default)]
-pub struct Report {
+pub struct ExplainReport {
     pub results: Vec<Explained>,
     /// Findings after ignores, each marked when the baseline holds it.
     pub findings: Vec<(Finding, bool)>,
@@ -24,7 +24,7 @@ pub struct Report {
     pub tenant_rows: Option<crate::tenancy::TenantRows>,
 }
 
-impl Report {
+impl ExplainReport {
     pub fn explained(&self) -> usize {
         self.results
             .iter()
@@ -115,7 +115,7 @@ fn wrap_parts(parts: &[String], width: usize) -> Vec<String> {
 
 /// `12 statements explained, 3 skipped, 4 findings (1 new error)`, then the
 /// findings per check, wrapped at 80 columns.
-fn summary_lines(r: &Report) -> Vec<String> {
+fn summary_lines(r: &ExplainReport) -> Vec<String> {
     let mut parts = vec![
         format!(
             "{} explained",
@@ -147,7 +147,7 @@ fn summary_lines(r: &Report) -> Vec<String> {
     v
 }
 
-pub fn render_table(w: &mut impl Write, r: &Report) -> io::Result<()> {
+pub fn render_table(w: &mut impl Write, r: &ExplainReport) -> io::Result<()> {
     if !r.findings.is_empty() {
         let mut t = table(&["check", "mode", "finding"]);
         for (f, base) in &r.findings {
@@ -186,7 +186,7 @@ pub fn render_table(w: &mut impl Write, r: &Report) -> io::Result<()> {
 }
 
 /// The heading of the list of statements [`skipped`] returns.
-fn skipped_heading(r: &Report) -> &'static str {
+fn skipped_heading(r: &ExplainReport) -> &'static str {
     if r.not_judged() > 0 {
         "skipped or not judged"
     } else {
@@ -196,7 +196,7 @@ fn skipped_heading(r: &Report) -> &'static str {
 
 /// The skipped and the not judged statements with their reasons (a not
 /// judged one's starts `not judged:`), in report order.
-fn skipped(r: &Report) -> Vec<(&Explained, &String)> {
+fn skipped(r: &ExplainReport) -> Vec<(&Explained, &String)> {
     r.results
         .iter()
         .filter_map(|e| match &e.status {
@@ -206,7 +206,7 @@ fn skipped(r: &Report) -> Vec<(&Explained, &String)> {
         .collect()
 }
 
-pub fn render_markdown(w: &mut impl Write, r: &Report) -> io::Result<()> {
+pub fn render_markdown(w: &mut impl Write, r: &ExplainReport) -> io::Result<()> {
     writeln!(w, "### planck explain\n")?;
     for l in summary_lines(r) {
         writeln!(w, "{l}  ")?;
@@ -273,7 +273,7 @@ mod tests {
     use crate::findings::{CheckId, Finding};
     use serde_json::json;
 
-    fn report() -> Report {
+    fn report() -> ExplainReport {
         let e = explained(
             "SELECT * FROM events WHERE kind = $1",
             vec![(
@@ -292,7 +292,7 @@ mod tests {
         )
         .statement(&e.stmt, Mode::Tenant)
         .relation("events");
-        Report {
+        ExplainReport {
             results: vec![e, skipped],
             findings: vec![(f, false)],
             ignored: 0,
@@ -363,7 +363,7 @@ mod tests {
     /// A fixed report with something of everything: a finding with a
     /// location and a plan node, one held by the baseline, an index target,
     /// a skipped statement, an ignored count.
-    fn full_report() -> Report {
+    fn full_report() -> ExplainReport {
         let mut e = explained(
             "SELECT id, title FROM items WHERE account_id = $1 AND status = $2 ORDER BY created_at DESC LIMIT $3",
             vec![
@@ -424,7 +424,7 @@ mod tests {
             std::path::Path::new("queries/recorded.toml"),
         );
         let mut it = all.into_iter();
-        Report {
+        ExplainReport {
             results: vec![e, skipped],
             findings: vec![
                 (it.next().unwrap(), false),

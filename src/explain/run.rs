@@ -1,6 +1,6 @@
 //! `planck explain` as a library call: [`run`] takes the resolved
 //! [`ExplainSettings`], a connection and a [`Log`], and returns the
-//! [`Report`]; rendering and the exit code are the command's.
+//! [`ExplainReport`]; rendering and the exit code are the command's.
 //!
 //! The phases, in order: read the statements, read the catalog, work out the
 //! tenancy, plan (the engine), re-plan with partial-index literals, judge
@@ -16,7 +16,7 @@ use super::engine::{Engine, EngineOptions, Explained, Status, used_indexes};
 use super::options::{ExplainSettings, StatementSource};
 use super::plan_tree::{Mode, PlanKind};
 use super::probes::Probes;
-use super::report::Report;
+use super::report::ExplainReport;
 use super::rules::unused_partial_index::{literal_binds, predicate_literals};
 use super::rules::{self, CheckId, Ctx, Severity};
 use super::stats_source;
@@ -35,13 +35,13 @@ use crate::session::{self, StatsMode};
 use crate::tenancy::{self, Tenancy};
 
 /// Plans every statement and judges the plans.
-pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Report> {
+pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<ExplainReport> {
     let client = conn.connect().await?;
     let stats = session::quiet_stats(&client, log).await?;
     let (statements, created_relations) = read_statements(&client, s, stats, log).await?;
     if statements.is_empty() {
         log.warn("no statements to explain (the queries file or pg_stat_statements is empty)");
-        return Ok(Report::default());
+        return Ok(ExplainReport::default());
     }
 
     let clock = Instant::now();
@@ -139,7 +139,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Repor
         log,
     )
     .await?;
-    Ok(Report {
+    Ok(ExplainReport {
         results,
         findings,
         ignored,

@@ -14,7 +14,7 @@ pub mod wire {
     pub const FORMAT_VERSION: u32 = 1;
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Report {
+    pub struct MigrateReport {
         pub format_version: u32,
         /// The database, password hidden.
         pub database: String,
@@ -41,8 +41,8 @@ pub mod wire {
     }
 }
 
-pub fn to_wire(o: &Outcome, database: &str) -> wire::Report {
-    wire::Report {
+pub fn to_wire(o: &Outcome, database: &str) -> wire::MigrateReport {
+    wire::MigrateReport {
         format_version: wire::FORMAT_VERSION,
         database: database.to_string(),
         applied: o.applied.clone(),
@@ -242,7 +242,7 @@ mod tests {
     fn json_snapshot_reads_back_as_the_wire_types() {
         let text = rendered(Format::Json);
         insta::assert_snapshot!(text);
-        let v: wire::Report = serde_json::from_str(&text).unwrap();
+        let v: wire::MigrateReport = serde_json::from_str(&text).unwrap();
         assert_eq!(v, to_wire(&outcome(), "postgres://app:***@db/shop"));
         assert_eq!(v.format_version, 1);
         assert_eq!(v.applied, ["0001_init.sql", "0002_slug.sql"]);

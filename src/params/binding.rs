@@ -592,7 +592,7 @@ pub enum Binding {
 /// alone; recorded shapes (what the application really sent) can take their
 /// place where there are some.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
+pub enum ParamShape {
     /// The pattern of a LIKE or ILIKE: a real value's prefix and `%`.
     Pattern,
     /// A range bound: `col > $n` (`lower`: the rows above it are wanted) or
@@ -610,8 +610,8 @@ pub struct Analysis {
     /// `audit.events`), in order; `Catalog::resolve` finds them.
     pub tables: Vec<String>,
     pub bindings: BTreeMap<u32, Binding>,
-    /// Value shapes of the parameters the text tells about (see [`Shape`]).
-    pub shapes: BTreeMap<u32, Shape>,
+    /// Value shapes of the parameters the text tells about (see [`ParamShape`]).
+    pub shapes: BTreeMap<u32, ParamShape>,
     /// Why sqlparser could not parse the text (the server may still accept it).
     pub parse_error: Option<String>,
 }
@@ -663,7 +663,7 @@ struct Binder {
     tables: Vec<String>,
     aliases: BTreeMap<String, String>,
     bindings: Vec<(u32, Binding)>,
-    shapes: Vec<(u32, Shape)>,
+    shapes: Vec<(u32, ParamShape)>,
     /// How many `NOT`s enclose the expression being visited: under an odd
     /// number a bound selects the other tail (`NOT (created > $1)` keeps the
     /// rows below it).
@@ -847,7 +847,7 @@ impl Visitor for Binder {
             if let Some(n) = limit.as_ref().and_then(placeholder) {
                 self.bindings.push((n, Binding::Limit));
                 if asks_existence(q) {
-                    self.shapes.push((n, Shape::ExistsLimit));
+                    self.shapes.push((n, ParamShape::ExistsLimit));
                 }
             }
             if let Some(n) = offset.as_ref().and_then(|o| placeholder(&o.value)) {
@@ -888,10 +888,10 @@ impl Visitor for Binder {
                     // `col > $n`: a lower bound; `$n > col`: an upper one.
                     if let (Some(_), Some(n)) = (column(left), placeholder(right)) {
                         let lower = flip(above, negated);
-                        self.shapes.push((n, Shape::Range { lower }));
+                        self.shapes.push((n, ParamShape::Range { lower }));
                     } else if let (Some(n), Some(_)) = (placeholder(left), column(right)) {
                         let lower = flip(!above, negated);
-                        self.shapes.push((n, Shape::Range { lower }));
+                        self.shapes.push((n, ParamShape::Range { lower }));
                     }
                 }
             }
@@ -912,17 +912,17 @@ impl Visitor for Binder {
                 let negated = negated != *not_between;
                 if let Some(n) = placeholder(low) {
                     let lower = flip(true, negated);
-                    self.shapes.push((n, Shape::Range { lower }));
+                    self.shapes.push((n, ParamShape::Range { lower }));
                 }
                 if let Some(n) = placeholder(high) {
                     let lower = flip(false, negated);
-                    self.shapes.push((n, Shape::Range { lower }));
+                    self.shapes.push((n, ParamShape::Range { lower }));
                 }
             }
             Expr::Like { expr, pattern, .. } | Expr::ILike { expr, pattern, .. } => {
                 self.pair(expr, pattern, false);
                 if let Some(n) = placeholder(pattern) {
-                    self.shapes.push((n, Shape::Pattern));
+                    self.shapes.push((n, ParamShape::Pattern));
                 }
             }
             Expr::AnyOp { left, right, .. } | Expr::AllOp { left, right, .. } => {
@@ -1029,11 +1029,11 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (1, Shape::Pattern),
-                (2, Shape::Range { lower: true }),
-                (3, Shape::Range { lower: false }),
-                (4, Shape::Range { lower: true }),
-                (5, Shape::Range { lower: false }),
+                (1, ParamShape::Pattern),
+                (2, ParamShape::Range { lower: true }),
+                (3, ParamShape::Range { lower: false }),
+                (4, ParamShape::Range { lower: true }),
+                (5, ParamShape::Range { lower: false }),
             ]
         );
         for exists in [
@@ -1047,7 +1047,7 @@ mod tests {
                 .find(|(_, b)| **b == Binding::Limit)
                 .unwrap()
                 .0;
-            assert_eq!(a.shapes.get(&n), Some(&Shape::ExistsLimit), "{exists}");
+            assert_eq!(a.shapes.get(&n), Some(&ParamShape::ExistsLimit), "{exists}");
         }
         assert!(analyze("SELECT id, 1 FROM t LIMIT $1").shapes.is_empty());
         // Under a NOT a bound keeps the other tail; two NOTs cancel.
@@ -1059,13 +1059,13 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (1, Shape::Range { lower: false }),
-                (2, Shape::Range { lower: false }),
-                (3, Shape::Range { lower: false }),
-                (4, Shape::Range { lower: true }),
-                (5, Shape::Range { lower: false }),
-                (6, Shape::Range { lower: true }),
-                (7, Shape::Range { lower: false }),
+                (1, ParamShape::Range { lower: false }),
+                (2, ParamShape::Range { lower: false }),
+                (3, ParamShape::Range { lower: false }),
+                (4, ParamShape::Range { lower: true }),
+                (5, ParamShape::Range { lower: false }),
+                (6, ParamShape::Range { lower: true }),
+                (7, ParamShape::Range { lower: false }),
             ]
         );
     }

@@ -6,7 +6,7 @@
 //! page size, `OFFSET $n` 0; anything else a value of the type the server
 //! reports. Values travel as text, so one type fits every parameter.
 //!
-//! Where the text tells a parameter's shape ([`Shape`], issue 13 §2), the
+//! Where the text tells a parameter's shape ([`ParamShape`], issue 13 §2), the
 //! value has that shape: a LIKE pattern is a real value's prefix and `%`
 //! (not the value itself, which would plan a prefix lookup as equality); a
 //! range bound is a selective quantile of the column (the planner's own
@@ -24,7 +24,7 @@ use tokio_postgres::types::{Format, IsNull, ToSql, Type, to_sql_checked};
 use crate::catalog::planner::Catalog;
 use crate::db::quote_ident;
 use crate::error::{Error, Result};
-use crate::params::binding::{self, Analysis, Binding, Shape};
+use crate::params::binding::{self, Analysis, Binding, ParamShape};
 use crate::queries::ValueShape;
 use crate::session::{self, StatsMode};
 use crate::tenancy::Tenancy;
@@ -228,7 +228,7 @@ impl Sampler {
             *slot = match b {
                 Binding::Limit => match recorded {
                     Some(ValueShape::Limit(l)) => Some(l.to_string()),
-                    _ if analysis.shapes.get(&n) == Some(&Shape::ExistsLimit) => {
+                    _ if analysis.shapes.get(&n) == Some(&ParamShape::ExistsLimit) => {
                         Some(EXISTS_LIMIT.to_string())
                     }
                     _ => Some(PAGE_SIZE.to_string()),
@@ -248,7 +248,7 @@ impl Sampler {
                             .sample(client, &table, column, tenant)
                             .await?
                             .and_then(|v| shaped_pattern(shape, &v)),
-                        (None, Some(Shape::Range { lower })) => {
+                        (None, Some(ParamShape::Range { lower })) => {
                             let share = if *lower {
                                 1.0 - RANGE_SHARE
                             } else {
@@ -259,7 +259,7 @@ impl Sampler {
                                 None => self.sample(client, &table, column, tenant).await?,
                             }
                         }
-                        (None, Some(Shape::Pattern)) => self
+                        (None, Some(ParamShape::Pattern)) => self
                             .sample(client, &table, column, tenant)
                             .await?
                             .map(|v| prefix_pattern(&v)),

@@ -371,7 +371,7 @@ pub mod wire {
     pub const FORMAT_VERSION: u32 = 1;
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Report {
+    pub struct RecordReport {
         pub format_version: u32,
         pub database: String,
         /// The queries file, relative to the project when inside it.
@@ -484,7 +484,7 @@ pub mod wire {
 }
 
 /// The wire form of an outcome.
-pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
+pub fn to_wire(o: &Outcome, project: &Path) -> wire::RecordReport {
     let exit = o.exit.map(|e| match e {
         Exit::Code(c) => wire::Exit {
             code: Some(c),
@@ -497,7 +497,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::Report {
             signal_name: Some(crate::record::child::signal_name(s).to_string()),
         },
     });
-    wire::Report {
+    wire::RecordReport {
         format_version: wire::FORMAT_VERSION,
         database: o.database.clone(),
         file: shown_path(&o.file, project),
@@ -675,7 +675,7 @@ mod tests {
     fn json_snapshot_reads_back_as_the_wire_types() {
         let text = rendered(Format::Json);
         insta::assert_snapshot!(text);
-        let v: wire::Report = serde_json::from_str(&text).unwrap();
+        let v: wire::RecordReport = serde_json::from_str(&text).unwrap();
         assert_eq!(v, to_wire(&outcome(), Path::new("/p")));
         assert_eq!(v.format_version, 1);
         assert_eq!(v.file, "queries/recorded.toml");

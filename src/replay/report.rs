@@ -75,8 +75,8 @@ pub fn build(
     integrity: IntegrityJson,
     sample_ms: u64,
     interrupted: bool,
-) -> Report {
-    let mut out = Report {
+) -> ReplayReport {
+    let mut out = ReplayReport {
         format_version: FORMAT_VERSION,
         server_version: String::new(),
         percentile_method: METHOD.to_string(),
@@ -89,7 +89,7 @@ pub fn build(
         client_cpu: Vec::new(),
         verdict: VerdictJson {
             peak_concurrency: None,
-            shape: Shape::Growing,
+            shape: Scaling::Growing,
             usl: None,
             text: String::new(),
         },
@@ -186,7 +186,7 @@ fn step_point(s: &StepResult) -> StepPoint {
 }
 
 /// Step `i`'s statements and transactions, by index, with their latencies.
-fn unit_rows(out: &mut Report, w: &Workload, i: usize, s: &StepResult) {
+fn unit_rows(out: &mut ReplayReport, w: &Workload, i: usize, s: &StepResult) {
     let mut stmt_ids: Vec<&usize> = s.stats.statements.keys().collect();
     stmt_ids.sort();
     for &si in stmt_ids {
@@ -233,7 +233,7 @@ fn unit_rows(out: &mut Report, w: &Workload, i: usize, s: &StepResult) {
 }
 
 /// Step `i`'s lock hotspots (the workload's own first) and wait events.
-fn waits_of(out: &mut Report, w: &Workload, i: usize, s: &StepResult, sample_ms: u64) {
+fn waits_of(out: &mut ReplayReport, w: &Workload, i: usize, s: &StepResult, sample_ms: u64) {
     let client_samples = s.samples.backend_samples.max(1) as f64;
     let mut hs: Vec<_> = s.samples.hotspots.iter().collect();
     // The workload's own waits first: a holder outside planck's
@@ -301,25 +301,25 @@ fn waits_of(out: &mut Report, w: &Workload, i: usize, s: &StepResult, sample_ms:
     }
 }
 
-fn verdict_text(r: &Report, peak: Option<usize>, shape: Shape) -> String {
+fn verdict_text(r: &ReplayReport, peak: Option<usize>, shape: Scaling) -> String {
     let Some(p) = peak else {
         return "no step finished".into();
     };
     let s = &r.steps[p];
     let mut text = match shape {
-        Shape::Growing => format!(
+        Scaling::Growing => format!(
             "throughput still grows at {} concurrent ({:.0} units/s): the ladder did not find the limit",
             s.concurrency, s.throughput_per_s
         ),
-        Shape::Plateau => format!(
+        Scaling::Plateau => format!(
             "throughput plateaus from {} concurrent ({:.0} units/s): serialisation (sigma), not collapse",
             s.concurrency, s.throughput_per_s
         ),
-        Shape::Backwards => format!(
+        Scaling::Backwards => format!(
             "throughput peaks at {} concurrent ({:.0} units/s) and falls after: coherency cost (kappa), contention rather than saturation",
             s.concurrency, s.throughput_per_s
         ),
-        Shape::ClientBound => format!(
+        Scaling::ClientBound => format!(
             "planck itself was CPU-bound past {} concurrent ({:.0} units/s): these steps say nothing about the server",
             s.concurrency, s.throughput_per_s
         ),
@@ -347,7 +347,7 @@ fn verdict_text(r: &Report, peak: Option<usize>, shape: Shape) -> String {
 }
 
 /// The report in each format (`planck replay`'s output).
-impl output::Render for Report {
+impl output::Render for ReplayReport {
     fn table(&self, w: &mut impl Write) -> io::Result<()> {
         render_table(w, self)
     }
@@ -361,7 +361,7 @@ impl output::Render for Report {
     }
 }
 
-pub fn render_json<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
+pub fn render_json<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *w, r)?;
     writeln!(w)
 }
@@ -370,7 +370,7 @@ fn fmt_ms(x: f64) -> String {
     format!("{x:.2}")
 }
 
-fn step_rows(r: &Report) -> Vec<Vec<String>> {
+fn step_rows(r: &ReplayReport) -> Vec<Vec<String>> {
     r.steps
         .iter()
         .map(|s| {
@@ -393,7 +393,7 @@ const STEP_COLUMNS: [&str; 8] = [
     "clients", "units/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "shape",
 ];
 
-fn hotspot_rows(r: &Report) -> Vec<Vec<String>> {
+fn hotspot_rows(r: &ReplayReport) -> Vec<Vec<String>> {
     r.hotspots
         .iter()
         .take(10)
@@ -417,7 +417,7 @@ fn hotspot_rows(r: &Report) -> Vec<Vec<String>> {
 
 const HOTSPOT_COLUMNS: [&str; 5] = ["clients", "lock", "waiting", "blocking", "share"];
 
-fn integrity_line(r: &Report) -> String {
+fn integrity_line(r: &ReplayReport) -> String {
     let i = &r.integrity;
     let mut s = format!(
         "integrity: {} attempted, {} succeeded, {} failed; rows changed {} by planck's count, {} by the server's",
@@ -437,7 +437,7 @@ fn integrity_line(r: &Report) -> String {
     s
 }
 
-pub fn render_table<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
+pub fn render_table<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
     let mut t = output::table(&STEP_COLUMNS);
     for row in step_rows(r) {
         t.add_row(row);
@@ -482,7 +482,7 @@ pub fn render_table<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
     Ok(())
 }
 
-pub fn render_markdown<W: Write>(w: &mut W, r: &Report) -> io::Result<()> {
+pub fn render_markdown<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
     writeln!(w, "## planck replay\n")?;
     let cols: Vec<(&str, Align)> = STEP_COLUMNS
         .iter()
@@ -534,12 +534,12 @@ mod tests {
     use super::*;
     use crate::replay::hist::Latency;
 
-    fn sample() -> Report {
+    fn sample() -> ReplayReport {
         let mut h = Latency::new();
         for us in [800, 1200, 2500, 9000] {
             h.record_us(us);
         }
-        let step = |i: usize, c: u32, x: f64, shape: Shape| StepJson {
+        let step = |i: usize, c: u32, x: f64, shape: Scaling| StepJson {
             step_index: i,
             concurrency: c,
             throughput_per_s: x,
@@ -563,14 +563,14 @@ mod tests {
             lock_samples_attributed_share: None,
             lock_samples_outside: 0,
         };
-        Report {
+        ReplayReport {
             server_version: "15.8".into(),
             format_version: FORMAT_VERSION,
             percentile_method: METHOD.to_string(),
             steps: vec![
-                step(0, 1, 300.0, Shape::Growing),
-                step(1, 4, 410.0, Shape::Growing),
-                step(2, 16, 250.0, Shape::Backwards),
+                step(0, 1, 300.0, Scaling::Growing),
+                step(1, 4, 410.0, Scaling::Growing),
+                step(2, 16, 250.0, Scaling::Backwards),
             ],
             statements: vec![],
             transactions: vec![],
@@ -618,7 +618,7 @@ mod tests {
             client_cpu: vec![],
             verdict: VerdictJson {
                 peak_concurrency: Some(4),
-                shape: Shape::Backwards,
+                shape: Scaling::Backwards,
                 usl: None,
                 text: "throughput peaks at 4 concurrent (410 units/s) and falls after".into(),
             },
@@ -626,7 +626,7 @@ mod tests {
         }
     }
 
-    fn rendered(f: fn(&mut Vec<u8>, &Report) -> io::Result<()>) -> String {
+    fn rendered(f: fn(&mut Vec<u8>, &ReplayReport) -> io::Result<()>) -> String {
         let mut buf = Vec::new();
         f(&mut buf, &sample()).unwrap();
         String::from_utf8(buf).unwrap()
@@ -652,7 +652,7 @@ mod tests {
             "a row of items (the server does not show which), locked by the transaction of lone statement archive"
         );
         let peak = Some(1);
-        r.verdict.text = verdict_text(&r, peak, Shape::Backwards);
+        r.verdict.text = verdict_text(&r, peak, Scaling::Backwards);
         let mut buf = Vec::new();
         render_table(&mut buf, &r).unwrap();
         let text = String::from_utf8(buf).unwrap();
@@ -685,7 +685,7 @@ mod tests {
             r.hotspots[0].label(),
             "the row of accounts id = 1, locked by transaction tx-add-item"
         );
-        r.verdict.text = verdict_text(&r, Some(1), Shape::Backwards);
+        r.verdict.text = verdict_text(&r, Some(1), Scaling::Backwards);
         insta::assert_snapshot!(r.verdict.text);
     }
 
@@ -727,7 +727,7 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&js).unwrap();
         assert_eq!(v["integrity"]["skipped"][0]["statement_id"], "s2");
         assert_eq!(v["integrity"]["skipped"][0]["units"][1], "tx-add-item");
-        let back: Report = serde_json::from_slice(&js).unwrap();
+        let back: ReplayReport = serde_json::from_slice(&js).unwrap();
         assert_eq!(back, r);
     }
 
@@ -745,7 +745,7 @@ mod tests {
     #[test]
     fn json_snapshot_and_round_trip() {
         let text = rendered(render_json);
-        let back: Report = serde_json::from_str(&text).unwrap();
+        let back: ReplayReport = serde_json::from_str(&text).unwrap();
         assert_eq!(back, sample());
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["format_version"], 1);

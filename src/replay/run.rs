@@ -11,7 +11,7 @@ use tokio_postgres::Client;
 use super::exec::{Pools, Shared, param_count, pool_columns, sample_pools};
 use super::ladder::{StepOptions, StepResult, run_step};
 use super::options::Options;
-use super::report::{self, IntegrityJson, Report};
+use super::report::{self, IntegrityJson, ReplayReport};
 use super::workload::Workload;
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
@@ -325,7 +325,7 @@ pub async fn run(
     opts: &Options,
     log: Log,
     stop: Arc<AtomicBool>,
-) -> Result<Report> {
+) -> Result<ReplayReport> {
     check_workload(&workload, opts, conn.managed)?;
     let admin = conn.connect().await?;
     let stats_mode = crate::session::untrack(&admin)

@@ -1,6 +1,6 @@
 //! `--slo p95=300ms@16`: a latency objective at one step of the ladder.
 
-use super::report::Report;
+use super::report::ReplayReport;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Slo {
@@ -46,7 +46,7 @@ impl Slo {
     }
 
     /// `None` when the step did not run; `Some(true)` when the objective held.
-    pub fn met(&self, r: &Report) -> Option<(bool, f64)> {
+    pub fn met(&self, r: &ReplayReport) -> Option<(bool, f64)> {
         let s = r.steps.iter().find(|s| s.concurrency == self.concurrency)?;
         let v = if self.percentile == 50.0 {
             s.p50_ms

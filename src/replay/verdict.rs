@@ -7,7 +7,7 @@
 //! where planck itself used nearly all the CPU its workers could have is
 //! "client-bound": it says nothing about the server.
 
-pub use crate::wire::replay::Shape;
+pub use crate::wire::replay::Scaling;
 
 /// What the verdict needs of one step.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,18 +48,18 @@ fn beyond_noise(a: &StepPoint, b: &StepPoint) -> bool {
 /// Each step's shape: the first step grows from nothing; a later one grows
 /// when it beats the best step before it beyond the noise, goes backwards
 /// when it falls below that best beyond the noise, else plateaus.
-pub fn step_shapes(steps: &[StepPoint]) -> Vec<Shape> {
+pub fn step_shapes(steps: &[StepPoint]) -> Vec<Scaling> {
     let mut out = Vec::with_capacity(steps.len());
     let mut best: Option<&StepPoint> = None;
     for p in steps {
         let shape = if p.client_cpu_share >= CLIENT_BOUND_SHARE {
-            Shape::ClientBound
+            Scaling::ClientBound
         } else {
             match best {
-                None => Shape::Growing,
-                Some(b) if !beyond_noise(p, b) => Shape::Plateau,
-                Some(b) if p.throughput > b.throughput => Shape::Growing,
-                Some(_) => Shape::Backwards,
+                None => Scaling::Growing,
+                Some(b) if !beyond_noise(p, b) => Scaling::Plateau,
+                Some(b) if p.throughput > b.throughput => Scaling::Growing,
+                Some(_) => Scaling::Backwards,
             }
         };
         out.push(shape);
@@ -73,18 +73,18 @@ pub fn step_shapes(steps: &[StepPoint]) -> Vec<Shape> {
 /// The whole ladder's shape: client-bound when a step past the first was,
 /// backwards when a step fell below the peak beyond noise, plateau when
 /// steps after the peak stayed within noise of it, else growing.
-pub fn run_shape(steps: &[StepPoint], shapes: &[Shape]) -> Shape {
-    if shapes.iter().skip(1).any(|s| *s == Shape::ClientBound) {
-        return Shape::ClientBound;
+pub fn run_shape(steps: &[StepPoint], shapes: &[Scaling]) -> Scaling {
+    if shapes.iter().skip(1).any(|s| *s == Scaling::ClientBound) {
+        return Scaling::ClientBound;
     }
-    if shapes.contains(&Shape::Backwards) {
-        return Shape::Backwards;
+    if shapes.contains(&Scaling::Backwards) {
+        return Scaling::Backwards;
     }
     let peak = peak_index(steps);
     match peak {
-        Some(i) if i + 1 < steps.len() => Shape::Plateau,
-        _ if shapes.last() == Some(&Shape::Plateau) => Shape::Plateau,
-        _ => Shape::Growing,
+        Some(i) if i + 1 < steps.len() => Scaling::Plateau,
+        _ if shapes.last() == Some(&Scaling::Plateau) => Scaling::Plateau,
+        _ => Scaling::Growing,
     }
 }
 
@@ -229,17 +229,17 @@ mod tests {
     fn growing_ladder() {
         let steps = ladder(&[100.0, 190.0, 350.0, 600.0, 900.0], 5.0);
         let shapes = step_shapes(&steps);
-        assert!(shapes.iter().all(|s| *s == Shape::Growing), "{shapes:?}");
-        assert_eq!(run_shape(&steps, &shapes), Shape::Growing);
+        assert!(shapes.iter().all(|s| *s == Scaling::Growing), "{shapes:?}");
+        assert_eq!(run_shape(&steps, &shapes), Scaling::Growing);
     }
 
     #[test]
     fn plateau_ladder() {
         let steps = ladder(&[100.0, 190.0, 350.0, 352.0, 349.0, 351.0], 5.0);
         let shapes = step_shapes(&steps);
-        assert_eq!(&shapes[..3], &[Shape::Growing; 3]);
-        assert_eq!(&shapes[3..], &[Shape::Plateau; 3]);
-        assert_eq!(run_shape(&steps, &shapes), Shape::Plateau);
+        assert_eq!(&shapes[..3], &[Scaling::Growing; 3]);
+        assert_eq!(&shapes[3..], &[Scaling::Plateau; 3]);
+        assert_eq!(run_shape(&steps, &shapes), Scaling::Plateau);
     }
 
     /// The ladder of the concurrency-ladder write-up: 414 at 4, then 409,
@@ -248,10 +248,10 @@ mod tests {
     fn backwards_ladder() {
         let steps = ladder(&[328.1, 382.4, 413.8, 409.1, 395.6, 255.1, 140.2], 4.0);
         let shapes = step_shapes(&steps);
-        assert_eq!(shapes[5], Shape::Backwards);
-        assert_eq!(shapes[6], Shape::Backwards);
-        assert_eq!(shapes[3], Shape::Plateau);
-        assert_eq!(run_shape(&steps, &shapes), Shape::Backwards);
+        assert_eq!(shapes[5], Scaling::Backwards);
+        assert_eq!(shapes[6], Scaling::Backwards);
+        assert_eq!(shapes[3], Scaling::Plateau);
+        assert_eq!(run_shape(&steps, &shapes), Scaling::Backwards);
         assert_eq!(peak_index(&steps), Some(2));
     }
 
@@ -260,8 +260,8 @@ mod tests {
     fn noisy_ladder_is_a_plateau_not_growth_or_collapse() {
         let steps = ladder(&[300.0, 320.0, 290.0, 310.0], 120.0);
         let shapes = step_shapes(&steps);
-        assert_eq!(&shapes[1..], &[Shape::Plateau; 3], "{shapes:?}");
-        assert_eq!(run_shape(&steps, &shapes), Shape::Plateau);
+        assert_eq!(&shapes[1..], &[Scaling::Plateau; 3], "{shapes:?}");
+        assert_eq!(run_shape(&steps, &shapes), Scaling::Plateau);
     }
 
     #[test]
@@ -269,8 +269,8 @@ mod tests {
         let mut steps = ladder(&[100.0, 190.0, 120.0], 2.0);
         steps[2].client_cpu_share = 0.97;
         let shapes = step_shapes(&steps);
-        assert_eq!(shapes[2], Shape::ClientBound);
-        assert_eq!(run_shape(&steps, &shapes), Shape::ClientBound);
+        assert_eq!(shapes[2], Scaling::ClientBound);
+        assert_eq!(run_shape(&steps, &shapes), Scaling::ClientBound);
     }
 
     fn synthetic(lambda: f64, sigma: f64, kappa: f64) -> Vec<(f64, f64)> {

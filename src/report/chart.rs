@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::wire::replay::Report;
+use crate::wire::replay::ReplayReport;
 
 pub const WIDTH: f64 = 640.0;
 pub const HEIGHT: f64 = 240.0;
@@ -99,7 +99,7 @@ impl Axes {
 fn panel(
     id: &'static str,
     title: String,
-    r: &Report,
+    r: &ReplayReport,
     value: impl Fn(&crate::wire::replay::StepJson) -> f64,
     curve: Option<&dyn Fn(f64) -> f64>,
     unit: &str,
@@ -202,7 +202,7 @@ fn panel(
 
 /// The clients axis, shared by both panels: the ladder, and the USL's peak
 /// when it lies within twice the ladder's top.
-fn x_max(r: &Report) -> f64 {
+fn x_max(r: &ReplayReport) -> f64 {
     let top = r.steps.iter().map(|s| s.concurrency).max().unwrap_or(1) as f64;
     let peak = r
         .verdict
@@ -214,7 +214,7 @@ fn x_max(r: &Report) -> f64 {
 }
 
 /// The two panels of a replay ladder; none without steps.
-pub fn panels(r: &Report) -> Vec<Panel> {
+pub fn panels(r: &ReplayReport) -> Vec<Panel> {
     if r.steps.is_empty() {
         return vec![];
     }

@@ -256,7 +256,7 @@ pub fn previous() -> JsonReport {
     r
 }
 
-fn step(i: usize, n: u32, x: f64, p95: f64, shape: Shape) -> StepJson {
+fn step(i: usize, n: u32, x: f64, p95: f64, shape: Scaling) -> StepJson {
     StepJson {
         step_index: i,
         concurrency: n,
@@ -283,16 +283,16 @@ fn step(i: usize, n: u32, x: f64, p95: f64, shape: Shape) -> StepJson {
     }
 }
 
-pub fn replay() -> Report {
-    Report {
+pub fn replay() -> ReplayReport {
+    ReplayReport {
         format_version: 1,
         server_version: "15.8".into(),
         percentile_method: "hdrhistogram".into(),
         steps: vec![
-            step(0, 1, 410.0, 3.1, Shape::Growing),
-            step(1, 2, 790.0, 3.4, Shape::Growing),
-            step(2, 4, 1350.0, 4.2, Shape::Growing),
-            step(3, 8, 1420.0, 9.8, Shape::Plateau),
+            step(0, 1, 410.0, 3.1, Scaling::Growing),
+            step(1, 2, 790.0, 3.4, Scaling::Growing),
+            step(2, 4, 1350.0, 4.2, Scaling::Growing),
+            step(3, 8, 1420.0, 9.8, Scaling::Plateau),
         ],
         statements: vec![],
         transactions: vec![],
@@ -336,7 +336,7 @@ pub fn replay() -> Report {
         client_cpu: vec![],
         verdict: VerdictJson {
             peak_concurrency: Some(8),
-            shape: Shape::Plateau,
+            shape: Scaling::Plateau,
             usl: Some(Usl {
                 lambda: 420.0,
                 sigma: 0.05,

@@ -11,7 +11,7 @@ use crate::wire::explain::{JsonFinding, JsonReport};
 #[derive(Debug, Clone)]
 pub struct Inputs {
     pub explain: wire::explain::JsonReport,
-    pub replay: Option<wire::replay::Report>,
+    pub replay: Option<wire::replay::ReplayReport>,
     /// What changed since a previous run or the base of a branch.
     pub diff: Option<wire::diff::JsonDiff>,
     /// What the diff compares against (`origin/main`, `previous run`).
@@ -32,7 +32,7 @@ impl Inputs {
     /// A report of explain's run and a replay's alone: no diff, no gate.
     pub fn new(
         explain: JsonReport,
-        replay: Option<wire::replay::Report>,
+        replay: Option<wire::replay::ReplayReport>,
         source_root: Option<std::path::PathBuf>,
     ) -> Inputs {
         Inputs {

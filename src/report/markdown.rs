@@ -315,7 +315,7 @@ fn skipped_and_environment(out: &mut String, r: &crate::wire::explain::JsonRepor
 }
 
 /// The replay's section: its steps, USL fit and lock hotspots.
-fn replay_section(out: &mut String, replay: Option<&crate::wire::replay::Report>) {
+fn replay_section(out: &mut String, replay: Option<&crate::wire::replay::ReplayReport>) {
     match replay {
         None => out.push_str(
             "_No replay was given (`--replay`), so this report has no replay section._\n",

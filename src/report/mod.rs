@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use crate::error::{Error, Result};
 use crate::wire;
 pub use crate::wire::explain::JsonReport;
-pub use crate::wire::replay::Report;
+pub use crate::wire::replay::ReplayReport;
 pub use inputs::Inputs;
 
 /// One of the files `planck report` and `planck check` write. Each has its
@@ -73,7 +73,7 @@ pub fn read_explain(path: &Path) -> Result<JsonReport> {
 }
 
 /// Reads `planck replay --format json` output.
-pub fn read_replay(path: &Path) -> Result<Report> {
+pub fn read_replay(path: &Path) -> Result<ReplayReport> {
     read_json(path, "replay", wire::replay::FORMAT_VERSION)
 }
 

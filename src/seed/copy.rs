@@ -12,7 +12,7 @@ use bytes::{BufMut, BytesMut};
 
 use crate::catalog::schema::TypeKind;
 use crate::seed::row::generate::Val;
-use crate::seed::row::plan::Plan;
+use crate::seed::row::plan::SeedPlan;
 
 /// Signature, flags (no OIDs), header extension length 0.
 pub const HEADER: &[u8] = b"PGCOPY\n\xff\r\n\0\0\0\0\0\0\0\0\0";
@@ -22,7 +22,7 @@ const DAY_MICROS: i64 = 86_400_000_000;
 
 /// Encodes rows `rows` of table `t` (only the columns in `cols`).
 pub fn encode_chunk(
-    plan: &Plan,
+    plan: &SeedPlan,
     t: usize,
     cols: &[usize],
     rows: std::ops::Range<u64>,

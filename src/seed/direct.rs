@@ -1,7 +1,7 @@
 //! Column encoders compiled once per chunk: the load's hot loop.
 //!
 //! The general path asks, for each row and column, for a [`Val`] and then
-//! encodes it ([`Plan::value`], [`copy::encode`]). For the generators most
+//! encodes it ([`SeedPlan::value`], [`copy::encode`]). For the generators most
 //! columns use, that round trip costs more than the value: a text choice
 //! clones its string for every row and frees it after the copy, a JSON
 //! object is built in its own growing `String`, an array clones its
@@ -24,7 +24,7 @@ use crate::catalog::schema::TypeKind;
 use crate::seed::copy;
 use crate::seed::row::eval;
 use crate::seed::row::generate::{self, Gen, Text, Val};
-use crate::seed::row::plan::{Plan, RowCtx};
+use crate::seed::row::plan::{RowCtx, SeedPlan};
 use crate::seed::row::rng::{self, ValueRng};
 
 /// One column's compiled encoder.
@@ -84,7 +84,7 @@ fn encoded(kind: &TypeKind, v: &Val) -> Vec<u8> {
 }
 
 impl<'a> Encoder<'a> {
-    fn new(plan: &'a Plan, t: usize, c: usize) -> Encoder<'a> {
+    fn new(plan: &'a SeedPlan, t: usize, c: usize) -> Encoder<'a> {
         let col = &plan.tables[t].cols[c];
         if col.shape.is_some() {
             return Encoder::General;
@@ -169,7 +169,7 @@ impl<'a> Encoder<'a> {
     #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
-        plan: &Plan,
+        plan: &SeedPlan,
         t: usize,
         c: usize,
         ctx: &RowCtx,
@@ -280,7 +280,7 @@ struct Scratch {
 /// Encodes rows `rows` of table `t` (only the columns in `cols`) as binary
 /// COPY rows: [`copy::encode_chunk`]'s bytes, by the compiled encoders.
 pub fn encode_chunk(
-    plan: &Plan,
+    plan: &SeedPlan,
     t: usize,
     cols: &[usize],
     rows: std::ops::Range<u64>,
@@ -306,7 +306,7 @@ pub fn encode_chunk(
 /// The name of the encoder column `c` of table `t` compiles to, for tests
 /// that check which paths a schema takes.
 #[doc(hidden)]
-pub fn encoder_name(plan: &Plan, t: usize, c: usize) -> &'static str {
+pub fn encoder_name(plan: &SeedPlan, t: usize, c: usize) -> &'static str {
     fn name(e: &Encoder) -> &'static str {
         match e {
             Encoder::General => "general",

@@ -59,7 +59,7 @@ use crate::seed::conn::{
 };
 use crate::seed::copy;
 use crate::seed::restore::{Restored, Unmatched, restore_all, save_and_drop};
-use crate::seed::row::plan::{Plan, TablePlan};
+use crate::seed::row::plan::{SeedPlan, TablePlan};
 use crate::seed::server_check;
 use crate::signal::{self, Signals};
 
@@ -402,7 +402,7 @@ impl Backends {
 #[allow(clippy::too_many_arguments)]
 async fn load_table(
     conn: ConnInfo,
-    plan: Arc<Plan>,
+    plan: Arc<SeedPlan>,
     t: usize,
     range: std::ops::Range<u64>,
     truncate: bool,
@@ -443,7 +443,7 @@ async fn load_table(
 #[allow(clippy::too_many_arguments)]
 async fn load_table_on(
     client: &mut Client,
-    plan: Arc<Plan>,
+    plan: Arc<SeedPlan>,
     t: usize,
     range: std::ops::Range<u64>,
     truncate: bool,
@@ -755,7 +755,7 @@ async fn recreate_indexes(
 /// The thread that generates a table's rows: rayon encodes windows of
 /// chunks in parallel, in row order, into a bounded queue the COPY drains.
 struct Producer {
-    plan: Arc<Plan>,
+    plan: Arc<SeedPlan>,
     t: usize,
     range: std::ops::Range<u64>,
     cols: Vec<usize>,
@@ -870,7 +870,7 @@ impl Producer {
 /// does not read (another schema, or one the role may not read), whose
 /// references would break the restore after a whole load. A row with a NULL
 /// in the key references nothing.
-async fn refuse_to_overwrite(admin: &Client, plan: &Plan, opts: &LoadOptions) -> Result<()> {
+async fn refuse_to_overwrite(admin: &Client, plan: &SeedPlan, opts: &LoadOptions) -> Result<()> {
     let seeded = seeded_oids(plan, opts);
     let blockers = admin
         .query(
@@ -929,7 +929,7 @@ struct Outcome {
 type Loaded = Result<Outcome>;
 
 /// The tables the load writes: the plan's, less those kept as they are.
-fn seeded_oids(plan: &Plan, opts: &LoadOptions) -> Vec<u32> {
+fn seeded_oids(plan: &SeedPlan, opts: &LoadOptions) -> Vec<u32> {
     plan.tables
         .iter()
         .map(|t| t.oid)
@@ -976,7 +976,7 @@ fn slice(rows: u64, shard: Option<(u64, u64)>) -> std::ops::Range<u64> {
 /// or stop signal. Returns each table's outcome and the signal, if one came.
 async fn load_tables(
     conn: &ConnInfo,
-    plan: &Arc<Plan>,
+    plan: &Arc<SeedPlan>,
     opts: &LoadOptions,
     signals: &Signals,
     log: Log,
@@ -1120,7 +1120,7 @@ async fn load_tables(
 /// `lock` is the seed lock the caller took (shared for a shard).
 pub async fn run(
     conn: &ConnInfo,
-    plan: Arc<Plan>,
+    plan: Arc<SeedPlan>,
     opts: &LoadOptions,
     lock: &mut SeedLock,
     signals: &Signals,
@@ -1262,7 +1262,7 @@ async fn save_keys(admin: &mut Client, seeded: &[u32], sharded: bool, log: Log) 
 
 /// What the load did to the schema's machinery, from each table's outcome.
 fn load_notes(
-    plan: &Plan,
+    plan: &SeedPlan,
     opts: &LoadOptions,
     event_triggers: Vec<String>,
     results: &BTreeMap<usize, (Loaded, f64)>,
@@ -1355,7 +1355,7 @@ fn table_problem(e: &Error) -> bool {
 /// server refused rows of (left as it was, its error the cause) and each
 /// one emptied because it referenced rows that did not load.
 fn not_loaded(
-    plan: &Plan,
+    plan: &SeedPlan,
     results: &BTreeMap<usize, (Loaded, f64)>,
     restored: &Restored,
 ) -> Vec<crate::seed::row::plan::Unseedable> {
@@ -1394,7 +1394,7 @@ fn not_loaded(
 /// The error of a load that failed or was stopped: one list per state, each
 /// table in exactly one, named as the plan names them.
 fn failure(
-    plan: &Plan,
+    plan: &SeedPlan,
     results: BTreeMap<usize, (Loaded, f64)>,
     restore: &Result<Restored>,
     stopped: Option<signal::Stop>,
@@ -1506,7 +1506,7 @@ fn finish_sql(tp: &TablePlan, sharded: bool) -> String {
 /// while the others had nothing left to take.
 async fn vacuum_all(
     conn: &ConnInfo,
-    plan: &Plan,
+    plan: &SeedPlan,
     opts: &LoadOptions,
     per_table: &BTreeMap<usize, (u64, f64)>,
 ) -> Result<()> {
@@ -1568,7 +1568,7 @@ async fn finish_visibility(c: &Client, table: &str) -> Result<()> {
 /// The statements of [`vacuum_all`], smallest first: its workers pop from
 /// the end, so the largest tables start first.
 fn analyze_order(
-    plan: &Plan,
+    plan: &SeedPlan,
     opts: &LoadOptions,
     per_table: &BTreeMap<usize, (u64, f64)>,
     sharded: bool,
@@ -1596,7 +1596,7 @@ fn largest_last(sizes: impl Iterator<Item = (usize, u64)>) -> Vec<usize> {
 /// Table sizes for the summary.
 async fn measure(
     conn: &ConnInfo,
-    plan: &Plan,
+    plan: &SeedPlan,
     opts: &LoadOptions,
     per_table: &BTreeMap<usize, (u64, f64)>,
 ) -> Result<Vec<TableReport>> {

@@ -309,7 +309,7 @@ async fn unmigrated(client: &tokio_postgres::Client) -> Error {
 
 /// What planning changed on its own: rows lowered to fit a unique key and
 /// each table left out, its cause and the tables that depend on it.
-fn log_adjustments(plan: &row::plan::Plan, log: Log) {
+fn log_adjustments(plan: &row::plan::SeedPlan, log: Log) {
     for n in plan.tables.iter().flat_map(|t| &t.notices) {
         log.warn(n);
     }
@@ -328,7 +328,7 @@ fn log_adjustments(plan: &row::plan::Plan, log: Log) {
     }
 }
 
-fn log_plan(plan: &row::plan::Plan, sf: &SpecFile, log: Log) {
+fn log_plan(plan: &row::plan::SeedPlan, sf: &SpecFile, log: Log) {
     log.debug(&format!(
         "plan: {} tables, {} rows{}",
         plan.tables.len(),
@@ -362,7 +362,7 @@ fn log_plan(plan: &row::plan::Plan, sf: &SpecFile, log: Log) {
 }
 
 /// `--generate-only`: generate and encode every row, send nothing, report MB/s.
-fn generate_only(plan: &Arc<row::plan::Plan>, threads: usize, log: Log) -> Result<()> {
+fn generate_only(plan: &Arc<row::plan::SeedPlan>, threads: usize, log: Log) -> Result<()> {
     let t0 = Instant::now();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

@@ -19,11 +19,11 @@ use std::collections::BTreeSet;
 
 use tokio_postgres::Client;
 
-use crate::catalog::schema::Catalog;
+use crate::catalog::schema::Schema;
 use crate::db::{quote_ident, quote_literal};
 use crate::error::{Error, Result};
 use crate::seed::row::generate::Val;
-use crate::seed::row::plan::Plan;
+use crate::seed::row::plan::SeedPlan;
 
 /// More distinct list values than this: a DEFAULT partition instead.
 pub const MAX_LIST: usize = 64;
@@ -203,7 +203,7 @@ fn literal(v: &Val) -> Option<String> {
 
 /// Creates the partitions of every planned table that has none (see the
 /// module docs); `schema.table: N partition(s) (how)` for each.
-pub async fn create_missing(c: &Client, cat: &Catalog, plan: &Plan) -> Result<Vec<String>> {
+pub async fn create_missing(c: &Client, cat: &Schema, plan: &SeedPlan) -> Result<Vec<String>> {
     let mut made = Vec::new();
     for (t, tp) in plan.tables.iter().enumerate() {
         let table = &cat.tables[tp.cat];

@@ -1,7 +1,7 @@
 //! The planner: how many rows each table gets, which parent row every
 //! child row belongs to, and the generator of every column, built once from
 //! the catalog and the spec into the plan the workers read
-//! ([`crate::seed::row::plan::Plan`]).
+//! ([`crate::seed::row::plan::SeedPlan`]).
 //!
 //! Skew flows down the foreign-key tree: a table under a parent is
 //! allocated per tenant in proportion to the parent's rows of that tenant.
@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::catalog::schema::{Catalog, PartitionBounds, TypeKind};
+use crate::catalog::schema::{PartitionBounds, Schema, TypeKind};
 use crate::error::{Error, Result};
 use crate::seed::check_expr::{self, ColFacts};
 use crate::seed::check_solve;
@@ -26,11 +26,11 @@ use crate::seed::reference::ReferenceKeys;
 use crate::seed::regex;
 use crate::seed::row::generate::{Gen, Text, Val};
 use crate::seed::row::plan::{
-    ColPlan, FkPlan, JointGroup, Layout, Pick, Plan, ServerCheck, ServerChecks, TablePlan,
+    ColPlan, FkPlan, JointGroup, Layout, Pick, SeedPlan, ServerCheck, ServerChecks, TablePlan,
     Unseedable, WITHIN_PARENT, pair_count,
 };
 use crate::seed::row::rng::{self, Permutation, ValueRng};
-use crate::seed::row::shape::{self, Shape};
+use crate::seed::row::shape::{self, CheckDemands};
 use crate::seed::row::solved::Solved;
 use crate::seed::server_check;
 use crate::seed::spec::{self, ColumnSpec, Count, Dist, SpecFile};
@@ -94,7 +94,7 @@ fn seed_err(
 
 #[derive(Clone)]
 struct Resolved<'a> {
-    /// Catalog index -> table spec.
+    /// Schema index -> table spec.
     tables: HashMap<usize, &'a toml::Spanned<spec::TableSpec>>,
     /// (catalog table, column index) -> column spec.
     columns: HashMap<(usize, usize), &'a toml::Spanned<ColumnSpec>>,
@@ -102,7 +102,7 @@ struct Resolved<'a> {
     excluded: HashSet<usize>,
 }
 
-fn resolve<'a>(cat: &Catalog, sf: &'a SpecFile) -> Result<Resolved<'a>> {
+fn resolve<'a>(cat: &Schema, sf: &'a SpecFile) -> Result<Resolved<'a>> {
     let names = || cat.tables.iter().map(|t| t.name.as_str());
     let unknown_table = |name: &toml::Spanned<String>, what: &str| {
         let hint = match crate::error::suggest(name.get_ref(), names()) {
@@ -233,7 +233,7 @@ fn resolve<'a>(cat: &Catalog, sf: &'a SpecFile) -> Result<Resolved<'a>> {
 
 /// Orders tables parents first; a cycle is broken at the table with the fewest
 /// unplaced parents (its edges back into the cycle are then "back edges").
-fn order(cat: &Catalog, seeded: &[usize]) -> Vec<usize> {
+fn order(cat: &Schema, seeded: &[usize]) -> Vec<usize> {
     let set: HashSet<usize> = seeded.iter().copied().collect();
     let parents: HashMap<usize, HashSet<usize>> = seeded
         .iter()
@@ -333,7 +333,7 @@ fn count_sample(c: &Count, h: u64, zipf_cdf: &[f64]) -> u64 {
 }
 
 /// Phase: the tenant table, named in the spec or inferred.
-fn tenant_of(cat: &Catalog, sf: &SpecFile, res: &Resolved) -> Result<Option<usize>> {
+fn tenant_of(cat: &Schema, sf: &SpecFile, res: &Resolved) -> Result<Option<usize>> {
     let tenant = match &sf.spec.tenant {
         Some(t) => {
             let tn = &t.get_ref().table;
@@ -462,7 +462,7 @@ impl Reading<'_> {
     /// NULL`), when a branch is beyond the solver, or when a column is a
     /// foreign key to a listed table (the native reading picks the branch
     /// those keys honour).
-    fn per_row(&self, ch: &crate::catalog::schema::Check) -> bool {
+    fn per_row(&self, ch: &crate::catalog::schema::CheckConstraint) -> bool {
         let table = self.table;
         ch.cols.len() >= 2
             && check_expr::is_or(&ch.def)
@@ -683,7 +683,11 @@ fn solve_checks(
 }
 
 /// A column's shape with the solved CHECK that decides it (if any).
-fn with_solved(shape: Option<Box<Shape>>, c: usize, checked: &ServerChecks) -> Option<Box<Shape>> {
+fn with_solved(
+    shape: Option<Box<CheckDemands>>,
+    c: usize,
+    checked: &ServerChecks,
+) -> Option<Box<CheckDemands>> {
     let Some(s) = checked.solved.iter().find(|s| s.cols.contains(&c)) else {
         return shape;
     };
@@ -773,7 +777,7 @@ fn free_unique_columns(
 /// The keys a single-column foreign key can take when its parent is a
 /// reference table (rows the migrations wrote, kept as they are), by column.
 fn listed_parent_keys(
-    cat: &Catalog,
+    cat: &Schema,
     table: &crate::catalog::schema::Table,
     reference: &ReferenceKeys,
     res: &Resolved,
@@ -829,12 +833,12 @@ fn native_fits(table: &crate::catalog::schema::Table, m: &BTreeMap<String, ColFa
 }
 
 /// The shape a column's facts ask of its values (None: nothing beyond bounds).
-fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<Shape>> {
+fn shape_of(col: &crate::catalog::schema::Column, f: &ColFacts) -> Option<Box<CheckDemands>> {
     let max_len = match (col.max_len, f.max_len) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let s = Shape {
+    let s = CheckDemands {
         regex: f
             .regex
             .as_ref()
@@ -2274,7 +2278,7 @@ fn fk_picks(
 
 /// Plans every table; any table that cannot be seeded is an error listing
 /// every such table (see [`build_skipping`]).
-pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
+pub fn build(cat: &Schema, sf: &SpecFile, opts: &Options) -> Result<SeedPlan> {
     build_skipping(cat, sf, opts, false)
 }
 
@@ -2283,14 +2287,14 @@ pub fn build(cat: &Catalog, sf: &SpecFile, opts: &Options) -> Result<Plan> {
 /// through a NOT NULL foreign key, as cascades), plans again without them,
 /// and repeats until the plan holds. Then, unless `skip_unseedable` (false
 /// with `--all-or-nothing`), one error lists them all; with it the plan seeds the others and
-/// [`Plan::skipped`] says what was left out. Errors of the spec as a whole
+/// [`SeedPlan::skipped`] says what was left out. Errors of the spec as a whole
 /// (an unknown table, a bad tenant) still stop at once.
 pub fn build_skipping(
-    cat: &Catalog,
+    cat: &Schema,
     sf: &SpecFile,
     opts: &Options,
     skip_unseedable: bool,
-) -> Result<Plan> {
+) -> Result<SeedPlan> {
     let res = resolve(cat, sf)?;
     let tenant = tenant_of(cat, sf, &res)?;
     let mut unseedable: BTreeMap<usize, Unseedable> = BTreeMap::new();
@@ -2398,13 +2402,13 @@ type Found = (Unseedable, Option<Error>);
 /// plans again). `unseedable` holds the tables earlier passes set aside, to
 /// name them as the cause of a cascade.
 fn plan_pass(
-    cat: &Catalog,
+    cat: &Schema,
     sf: &SpecFile,
     opts: &Options,
     res: &Resolved,
     tenant: Option<usize>,
     unseedable: &BTreeMap<usize, Unseedable>,
-) -> Result<std::result::Result<Plan, Vec<Found>>> {
+) -> Result<std::result::Result<SeedPlan, Vec<Found>>> {
     let spec = &sf.spec;
     let seeded: Vec<usize> = (0..cat.tables.len())
         .filter(|i| !res.excluded.contains(i))
@@ -2420,7 +2424,7 @@ fn plan_pass(
     let mut depth: Vec<usize> = Vec::new();
     let mut found: Vec<Found> = Vec::new();
     let mut followed_recording: Vec<String> = Vec::new();
-    // Catalog indices of the tables this pass could not plan.
+    // Schema indices of the tables this pass could not plan.
     let mut failed: HashSet<usize> = HashSet::new();
 
     for (pi, &ci) in order.iter().enumerate() {
@@ -2479,7 +2483,7 @@ fn plan_pass(
         return Ok(Err(found));
     }
     let excluded = res.excluded.iter().copied().collect();
-    Ok(Ok(Plan {
+    Ok(Ok(SeedPlan {
         seed: opts.seed,
         tables,
         tenant: tenant.and_then(|t| pos.get(&t).copied()),
@@ -2495,7 +2499,7 @@ fn plan_pass(
 /// into a table set aside or failed (a cascade), or a reference table
 /// foreign keys cannot pick among.
 fn blocked(
-    cat: &Catalog,
+    cat: &Schema,
     ci: usize,
     opts: &Options,
     unseedable: &BTreeMap<usize, Unseedable>,
@@ -2558,14 +2562,14 @@ fn parents_without_rows(tables: &[TablePlan]) -> Vec<Found> {
 /// What a planning pass holds while it plans one table: its inputs, and the
 /// tables it planned before (in load order, parents first).
 struct Pass<'a> {
-    cat: &'a Catalog,
+    cat: &'a Schema,
     sf: &'a SpecFile,
     opts: &'a Options,
     res: &'a Resolved<'a>,
     tenant: Option<usize>,
     /// Load order: catalog indices, parents first.
     order: &'a [usize],
-    /// Catalog index -> position in `order`.
+    /// Schema index -> position in `order`.
     pos: &'a HashMap<usize, usize>,
     /// Rows of a table nothing sizes, scaled.
     base_rows: f64,
@@ -2907,7 +2911,7 @@ fn new_table_plan(
 /// `organization_id`/`workspace_id` column, if there is one. Its rows become
 /// tenants of zipf-distributed sizes, so even a zero-spec load is skewed the
 /// way multi-tenant production data is.
-fn infer_tenant(cat: &Catalog, excluded: &HashSet<usize>) -> Option<usize> {
+fn infer_tenant(cat: &Schema, excluded: &HashSet<usize>) -> Option<usize> {
     const NAMES: &[&str] = &[
         "tenant_id",
         "account_id",
@@ -3029,7 +3033,7 @@ fn tree_alloc(
     fks: &[FkPlan],
     fk: usize,
     ci: usize,
-    cat: &Catalog,
+    cat: &Schema,
     tenant: Option<usize>,
     t_rows: u64,
     rows: u64,
@@ -3156,7 +3160,7 @@ mod plan_tests {
     use std::path::Path;
 
     use super::*;
-    use crate::catalog::schema::{Check, Column, ForeignKey, Table, Unique};
+    use crate::catalog::schema::{CheckConstraint, Column, ForeignKey, Table, Unique};
     use crate::seed::row::plan::RowCtx;
 
     fn col(attnum: i16, name: &str, kind: TypeKind, seq: bool) -> Column {
@@ -3176,7 +3180,7 @@ mod plan_tests {
         }
     }
 
-    fn catalog() -> Catalog {
+    fn catalog() -> Schema {
         let parent = Table {
             oid: 1,
             schema: "public".into(),
@@ -3231,7 +3235,7 @@ mod plan_tests {
                 parent_name: "parents".into(),
                 parent_cols: vec![0],
             }],
-            checks: vec![Check {
+            checks: vec![CheckConstraint {
                 name: "children_number_check".into(),
                 def: "CHECK ((number > 0))".into(),
                 cols: vec![2],
@@ -3242,7 +3246,7 @@ mod plan_tests {
             sub_partitions: Vec::new(),
             exclusions: Vec::new(),
         };
-        Catalog {
+        Schema {
             tables: vec![parent, child],
         }
     }
@@ -3295,8 +3299,8 @@ mod plan_tests {
         }
     }
 
-    /// `Plan::ctxs`, which moves its block and parent forward row by row,
-    /// places every row as `Plan::ctx` does, from any first row: blocks of
+    /// `SeedPlan::ctxs`, which moves its block and parent forward row by row,
+    /// places every row as `SeedPlan::ctx` does, from any first row: blocks of
     /// a tenant, parents without children (equal cumulative counts), a
     /// chunk that starts inside either.
     #[test]
@@ -3381,8 +3385,8 @@ mod plan_tests {
         );
     }
 
-    fn things() -> Catalog {
-        Catalog {
+    fn things() -> Schema {
+        Schema {
             tables: vec![Table {
                 oid: 1,
                 schema: "public".into(),
@@ -3435,7 +3439,7 @@ mod plan_tests {
         );
     }
 
-    fn rejected(cat: &Catalog, spec: &str, opts: &Options) -> String {
+    fn rejected(cat: &Schema, spec: &str, opts: &Options) -> String {
         let sf = SpecFile::parse(Path::new("s.toml"), spec).unwrap();
         crate::error::render(&build(cat, &sf, opts).unwrap_err())
     }

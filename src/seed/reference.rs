@@ -16,10 +16,10 @@ use std::sync::Arc;
 use tokio_postgres::Client;
 use toml::Spanned;
 
-use crate::catalog::schema::{self as catalog, Catalog, TypeKind};
+use crate::catalog::schema::{self as catalog, Schema, TypeKind};
 use crate::error::{Error, Result};
 use crate::seed::row::generate::{Gen, Val};
-use crate::seed::row::plan::{Plan, Unseedable};
+use crate::seed::row::plan::{SeedPlan, Unseedable};
 use crate::seed::spec::{SpecFile, TableSpec};
 
 /// Table oid -> column -> the keys it holds.
@@ -61,7 +61,7 @@ impl Kept {
     #[allow(clippy::too_many_arguments)] // each flag is one independent input of the decision
     pub async fn decide(
         client: &Client,
-        cat: &Catalog,
+        cat: &Schema,
         sf: &mut SpecFile,
         scale: f64,
         replace: bool,
@@ -178,7 +178,7 @@ impl Kept {
 
     /// The tables kept because rows of a table left alone reference them,
     /// each as `table (rows of X reference it)`, sorted.
-    pub fn held_names(&self, cat: &Catalog) -> Vec<String> {
+    pub fn held_names(&self, cat: &Schema) -> Vec<String> {
         let mut v: Vec<String> = self
             .held
             .iter()
@@ -190,7 +190,7 @@ impl Kept {
 
     /// The oids of the tables the load skips (reference data; bookkeeping
     /// is not in the plan at all).
-    pub fn skipped_oids(&self, cat: &Catalog) -> Vec<u32> {
+    pub fn skipped_oids(&self, cat: &Schema) -> Vec<u32> {
         self.reference
             .iter()
             .map(|(i, _, _)| cat.tables[*i].oid)
@@ -198,7 +198,7 @@ impl Kept {
     }
 
     /// Every table kept as it was, as the summary names them.
-    pub fn names(&self, cat: &Catalog) -> Vec<String> {
+    pub fn names(&self, cat: &Schema) -> Vec<String> {
         let mut v: Vec<String> = self
             .reference
             .iter()
@@ -214,7 +214,7 @@ impl Kept {
     /// (`seeded`, as `schema.table`), rather than the migrations.
     pub fn seeded_before(
         &self,
-        cat: &Catalog,
+        cat: &Schema,
         seeded: &std::collections::HashSet<String>,
     ) -> Vec<String> {
         let mut v: Vec<String> = self
@@ -229,7 +229,7 @@ impl Kept {
     }
 
     /// Gives each referenced column of a reference table its existing keys.
-    pub fn wire(&self, cat: &Catalog, plan: &mut Plan) {
+    pub fn wire(&self, cat: &Schema, plan: &mut SeedPlan) {
         for (oid, cols) in self.keys(cat).0 {
             let Some(tp) = plan.tables.iter_mut().find(|tp| tp.oid == oid) else {
                 continue;
@@ -244,7 +244,7 @@ impl Kept {
     /// by table oid and column, and the reference tables whose keys planck
     /// cannot pick among (by catalog index: planning leaves out, or gives
     /// NULL to, the foreign keys into them).
-    pub fn keys(&self, cat: &Catalog) -> (ReferenceKeys, BTreeMap<usize, Unseedable>) {
+    pub fn keys(&self, cat: &Schema) -> (ReferenceKeys, BTreeMap<usize, Unseedable>) {
         let mut out = ReferenceKeys::new();
         let mut refused = BTreeMap::new();
         for (i, cols, keys) in &self.reference {
@@ -292,7 +292,7 @@ impl Kept {
 /// the first table found referencing it.
 async fn held_by_references(
     client: &Client,
-    cat: &Catalog,
+    cat: &Schema,
     left: &mut [bool],
 ) -> Result<Vec<(usize, String)>> {
     let mut held = Vec::new();
@@ -326,7 +326,7 @@ async fn held_by_references(
 
 /// The columns of table `i` that foreign keys of other tables reference, in
 /// column order.
-fn referenced_columns(cat: &Catalog, i: usize) -> Vec<usize> {
+fn referenced_columns(cat: &Schema, i: usize) -> Vec<usize> {
     let mut cols: Vec<usize> = cat
         .tables
         .iter()

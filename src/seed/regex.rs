@@ -1,6 +1,6 @@
 //! PostgreSQL regexes and LIKE patterns read for generation: the planner
 //! gives a column whose CHECK asks for a pattern a [`rand_regex::Regex`]
-//! (see [`crate::seed::row::shape::Shape`]) when PostgreSQL and Rust read
+//! (see [`crate::seed::row::shape::CheckDemands`]) when PostgreSQL and Rust read
 //! the pattern alike, and leaves it to the server otherwise (see
 //! `seed::server_check`).
 

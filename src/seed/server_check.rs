@@ -34,7 +34,7 @@ use crate::seed::direct;
 use crate::seed::row::attempt::{ATTEMPTS, Attempts, NULL_ATTEMPT};
 use crate::seed::row::eval::value_at;
 use crate::seed::row::generate::Val;
-use crate::seed::row::plan::Plan;
+use crate::seed::row::plan::SeedPlan;
 
 /// Rows evaluated per round trip.
 const BATCH: u64 = 1 << 16;
@@ -51,7 +51,7 @@ pub fn check_body(def: &str) -> Option<String> {
 
 /// [`copy::encode_chunk`] with each row's settled attempt.
 pub fn encode_chunk(
-    plan: &Plan,
+    plan: &SeedPlan,
     t: usize,
     cols: &[usize],
     rows: std::ops::Range<u64>,
@@ -75,7 +75,13 @@ pub fn encode_chunk(
 }
 
 /// Candidates of `rows` at one attempt, as binary COPY rows (ord first).
-fn encode_candidates(plan: &Plan, t: usize, cols: &[usize], rows: &[u64], attempt: u8) -> BytesMut {
+fn encode_candidates(
+    plan: &SeedPlan,
+    t: usize,
+    cols: &[usize],
+    rows: &[u64],
+    attempt: u8,
+) -> BytesMut {
     let tp = &plan.tables[t];
     let mut buf = BytesMut::with_capacity(rows.len() * (8 + 16 * cols.len()));
     for &row in rows {
@@ -119,7 +125,7 @@ impl Settled {
 /// constraint. Runs inside the table's load transaction, before its COPY.
 pub async fn settle(
     tx: &Transaction<'_>,
-    plan: &Plan,
+    plan: &SeedPlan,
     t: usize,
     range: std::ops::Range<u64>,
     pool: &rayon::ThreadPool,
@@ -261,7 +267,7 @@ async fn send(
 
 /// The query listing the rows some constraint rejects; with `only`, the
 /// verdict of each constraint on that row instead.
-fn rejected_sql(plan: &Plan, t: usize, only: Option<u64>) -> String {
+fn rejected_sql(plan: &SeedPlan, t: usize, only: Option<u64>) -> String {
     let tp = &plan.tables[t];
     let ord = quote_ident(ORD);
     let mut parts = Vec::new();
@@ -288,7 +294,7 @@ fn rejected_sql(plan: &Plan, t: usize, only: Option<u64>) -> String {
 /// candidate and the server's verdict, and says what spec line would help.
 async fn no_candidate(
     tx: &Transaction<'_>,
-    plan: &Plan,
+    plan: &SeedPlan,
     t: usize,
     cols: &[usize],
     copy_stmt: &str,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::output::{self, Render};
 use crate::seed::load::{LoadNotes, LoadReport, ShardSpread};
-use crate::seed::row::plan::{Plan, Unseedable};
+use crate::seed::row::plan::{SeedPlan, Unseedable};
 
 /// What kind of run a summary describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,12 @@ pub struct Summary {
 
 impl Summary {
     /// The summary of a load (`report`), or of a plan alone.
-    pub fn of(plan: &Plan, report: Option<&LoadReport>, seconds: f64, dry_run: bool) -> Summary {
+    pub fn of(
+        plan: &SeedPlan,
+        report: Option<&LoadReport>,
+        seconds: f64,
+        dry_run: bool,
+    ) -> Summary {
         let tables = match report {
             Some(r) => r
                 .tables

@@ -33,9 +33,9 @@ pub struct JsonCheck {
     /// `--replay`: the head's short replay, and with `--base` the base's
     /// (their p95 per step compared in `diff.replay_steps`).
     #[serde(default)]
-    pub replay: Option<super::replay::Report>,
+    pub replay: Option<super::replay::ReplayReport>,
     #[serde(default)]
-    pub base_replay: Option<super::replay::Report>,
+    pub base_replay: Option<super::replay::ReplayReport>,
     /// Head's new errors that read a table whose index a migration dropped,
     /// the index matched by the columns the plan filters, joins or sorts on
     /// (what names the DROP INDEX without `--base`).

@@ -59,7 +59,10 @@ pub struct StepDelta {
 }
 
 /// The p95 and throughput of each step both replays ran, in the head's order.
-pub fn replay_steps(base: &super::replay::Report, head: &super::replay::Report) -> Vec<StepDelta> {
+pub fn replay_steps(
+    base: &super::replay::ReplayReport,
+    head: &super::replay::ReplayReport,
+) -> Vec<StepDelta> {
     head.steps
         .iter()
         .filter_map(|h| {
@@ -263,7 +266,7 @@ fn compare_plans(
     head: &JsonPlan,
     cost_noise: f64,
 ) -> Option<PlanChange> {
-    let (b, h) = (Shape::of(&base.plan), Shape::of(&head.plan));
+    let (b, h) = (Scaling::of(&base.plan), Scaling::of(&head.plan));
     let mut changes = Vec::new();
     let relations: BTreeSet<&String> = b.access.keys().chain(h.access.keys()).collect();
     for rel in relations {
@@ -309,7 +312,7 @@ fn compare_plans(
 
 /// The parts of a plan a change is read from.
 #[derive(Debug, Default)]
-struct Shape {
+struct Scaling {
     /// Per relation (by alias where the plan gives one), how it is read, in plan order.
     access: BTreeMap<String, Vec<String>>,
     /// Join nodes, sorted, so two plans joining in another order but with
@@ -321,19 +324,19 @@ struct Shape {
     writes: bool,
 }
 
-impl Shape {
-    fn of(plan: &Value) -> Shape {
+impl Scaling {
+    fn of(plan: &Value) -> Scaling {
         let root = plan
             .get(0)
             .and_then(|r| r.get("Plan"))
             .or_else(|| plan.get("Plan"))
             .unwrap_or(plan);
-        let mut s = Shape {
+        let mut s = Scaling {
             cost: root
                 .get("Total Cost")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
-            ..Shape::default()
+            ..Scaling::default()
         };
         s.walk(root);
         s.joins.sort();

@@ -12,20 +12,20 @@ pub const FORMAT_VERSION: u32 = 1;
 /// What one step shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Shape {
+pub enum Scaling {
     Growing,
     Plateau,
     Backwards,
     ClientBound,
 }
 
-impl Shape {
+impl Scaling {
     pub fn as_str(self) -> &'static str {
         match self {
-            Shape::Growing => "growing",
-            Shape::Plateau => "plateau",
-            Shape::Backwards => "backwards",
-            Shape::ClientBound => "client-bound",
+            Scaling::Growing => "growing",
+            Scaling::Plateau => "plateau",
+            Scaling::Backwards => "backwards",
+            Scaling::ClientBound => "client-bound",
         }
     }
 }
@@ -49,7 +49,7 @@ impl Usl {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
+pub struct ReplayReport {
     pub format_version: u32,
     /// `server_version` of the server the replay ran on (`18.4`); empty in
     /// a report written before planck recorded it.
@@ -86,7 +86,7 @@ pub struct StepJson {
     pub pool_wait_p95_ms: Option<f64>,
     /// The units' latencies: HdrHistogram V2 + DEFLATE, base64.
     pub histogram: String,
-    pub shape: Shape,
+    pub shape: Scaling,
     pub units: u64,
     pub reconnects: u64,
     /// The open loop's offered rate (`--rate`), units per second.
@@ -231,7 +231,7 @@ pub struct CpuJson {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerdictJson {
     pub peak_concurrency: Option<u32>,
-    pub shape: Shape,
+    pub shape: Scaling,
     pub usl: Option<Usl>,
     pub text: String,
 }

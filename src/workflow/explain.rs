@@ -10,7 +10,7 @@ use std::path::Path;
 use crate::db::ConnInfo;
 use crate::error::Result;
 use crate::explain::ExplainSettings;
-use crate::explain::report::Report;
+use crate::explain::report::ExplainReport;
 use crate::findings::Location;
 use crate::output::Log;
 
@@ -23,7 +23,7 @@ pub async fn run_located(
     log: Log,
     migrations_dir: &Path,
     project_dir: &Path,
-) -> Result<Report> {
+) -> Result<ExplainReport> {
     let mut report = crate::explain::run(conn, explain, log).await?;
     if !report
         .findings

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{TestDb, assert_exit, project_dir, stderr, stdout};
-use planck::replay::report::{HotspotJson, Report};
+use planck::replay::report::{HotspotJson, ReplayReport};
 
 fn write_queries(dir: &Path, text: &str) -> String {
     let p = dir.join("q.toml");
@@ -30,7 +30,7 @@ fn replay(db: &TestDb, dir: &Path, queries: &str, extra: &[&str]) -> std::proces
     db.planck(&args, dir)
 }
 
-fn report(out: &std::process::Output) -> Report {
+fn report(out: &std::process::Output) -> ReplayReport {
     serde_json::from_str(&stdout(out))
         .unwrap_or_else(|e| panic!("{e}\nstdout:\n{}\nstderr:\n{}", stdout(out), stderr(out)))
 }
@@ -57,7 +57,7 @@ fn checksums(db: &TestDb) -> Vec<String> {
 /// second wait on the first's transaction id. The relation extension lock
 /// several clients inserting at once may briefly wait on is real, and is
 /// not one of them.
-fn row_lock_hotspots(r: &Report) -> Vec<&HotspotJson> {
+fn row_lock_hotspots(r: &ReplayReport) -> Vec<&HotspotJson> {
     r.hotspots
         .iter()
         .filter(|h| h.lock_type == "transactionid" || h.lock_type == "tuple")
@@ -1307,7 +1307,7 @@ fn tenant_modes_run_as_the_heaviest_the_named_or_every_tenant() {
         "[[statement]]\nid = \"bump\"\nrole = \"replay_tenant_app\"\n\
          query = \"UPDATE items SET n = n + 1 WHERE id = $1\"\n",
     );
-    let changed = |extra: &[&str]| -> (Vec<String>, Report) {
+    let changed = |extra: &[&str]| -> (Vec<String>, ReplayReport) {
         db.exec("UPDATE items SET n = 0");
         let mut args = vec!["--ladder", "2", "--duration", "1s", "--commit", "--force"];
         args.extend_from_slice(extra);

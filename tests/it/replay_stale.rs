@@ -11,7 +11,7 @@ use crate::common;
 use std::path::Path;
 
 use common::{TestDb, assert_exit, project_dir, stderr, stdout};
-use planck::replay::report::Report;
+use planck::replay::report::ReplayReport;
 
 fn write_script(dir: &Path, name: &str, body: &str) -> String {
     use std::os::unix::fs::PermissionsExt;
@@ -108,7 +108,8 @@ psql -X -q -v ON_ERROR_STOP=1 \\
     let out = replay(&db, dir.path(), "queries/recorded.toml");
     assert_exit(&out, 0);
     let err = stderr(&out);
-    let r: Report = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}\n{err}"));
+    let r: ReplayReport =
+        serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}\n{err}"));
 
     let read_note = id_of(&text, "SELECT note FROM items WHERE id = $1");
     let note_update = id_of(&text, "UPDATE items SET note = $1 WHERE id = $2");

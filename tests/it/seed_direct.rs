@@ -11,12 +11,12 @@ use std::collections::BTreeSet;
 use common::{TestDb, block_on, repo_root};
 use planck::seed::planner;
 use planck::seed::reference::ReferenceKeys;
-use planck::seed::row::plan::Plan;
+use planck::seed::row::plan::SeedPlan;
 use planck::seed::spec::SpecFile;
 use planck::seed::{copy, direct};
 
 /// The plan `planck seed` makes for `db` with `spec` (none: `--no-spec`).
-fn plan_of(db: &TestDb, spec: Option<&str>, scale: f64) -> Plan {
+fn plan_of(db: &TestDb, spec: Option<&str>, scale: f64) -> SeedPlan {
     let conn = db.conn();
     let cat = block_on(async move {
         let mut client = conn.connect().await.unwrap();
@@ -42,7 +42,7 @@ fn plan_of(db: &TestDb, spec: Option<&str>, scale: f64) -> Plan {
 /// Compares both encoders on every table of `plan`, over its first rows and
 /// a run from its middle (chunks that start inside a block and a parent);
 /// returns the encoder names seen.
-fn both_agree(plan: &Plan) -> BTreeSet<&'static str> {
+fn both_agree(plan: &SeedPlan) -> BTreeSet<&'static str> {
     let mut seen = BTreeSet::new();
     for (t, tp) in plan.tables.iter().enumerate() {
         let cols: Vec<usize> = (0..tp.cols.len()).filter(|c| tp.cols[*c].include).collect();

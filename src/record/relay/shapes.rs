@@ -82,7 +82,7 @@ pub struct SeenBind {
 }
 
 #[derive(Debug, Clone, Default)]
-pub struct Shape {
+pub struct ShapeStats {
     pub calls: u64,
     /// Median pause per call, in ms (the first calls).
     pub think: Vec<f64>,
@@ -114,7 +114,7 @@ pub struct Capture {
     index: HashMap<u64, Vec<u32>>,
     /// Texts not kept because [`MAX_TEXTS`] was reached (calls).
     pub texts_dropped: u64,
-    pub shapes: HashMap<ShapeKey, Shape>,
+    pub shapes: HashMap<ShapeKey, ShapeStats>,
     pub shapes_dropped: u64,
     pub connections: u64,
     /// Connections whose capture is incomplete (a malformed message, a cut).

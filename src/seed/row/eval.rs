@@ -15,12 +15,12 @@ use crate::seed::row::attempt::{ATTEMPTS, NULL_ATTEMPT};
 use crate::seed::row::generate::{
     FakeKind, Gen, Text, Val, WORDS, base36, json_str, json_val, push_int, truncate_chars,
 };
-use crate::seed::row::plan::{Pick, Plan, RowCtx};
+use crate::seed::row::plan::{Pick, RowCtx, SeedPlan};
 use crate::seed::row::rng::{self, Permutation, ValueRng};
 use crate::seed::row::shape::{null_in_group, shape_text};
 use crate::seed::row::solved::{ColRule, Solved};
 
-impl Plan {
+impl SeedPlan {
     pub fn value(&self, t: usize, c: usize, ctx: &RowCtx) -> Val {
         self.tables[t].cols[c].generator.eval(self, t, c, ctx)
     }
@@ -86,7 +86,7 @@ impl Plan {
         self.fk_value_of(t, fk, part, ctx, false)
     }
 
-    /// [`Plan::fk_value`] where a nullable key is set: a solved CHECK's
+    /// [`SeedPlan::fk_value`] where a nullable key is set: a solved CHECK's
     /// branch asks for a value (the solver's, `check_solve`).
     pub fn fk_value_set(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
         self.fk_value_of(t, fk, part, ctx, true)
@@ -142,7 +142,7 @@ impl Plan {
 
 impl Gen {
     /// Evaluates the value of column `c` of table `t` for the row `ctx`.
-    pub fn eval(&self, plan: &Plan, t: usize, c: usize, ctx: &RowCtx) -> Val {
+    pub fn eval(&self, plan: &SeedPlan, t: usize, c: usize, ctx: &RowCtx) -> Val {
         let tp = &plan.tables[t];
         let key = tp.cols[c].key;
         let h = rng::hash(plan.seed, tp.key, key, ctx.row);
@@ -157,7 +157,7 @@ impl Gen {
     /// columns it follows may differ).
     pub fn eval_attempt(
         &self,
-        plan: &Plan,
+        plan: &SeedPlan,
         t: usize,
         c: usize,
         ctx: &RowCtx,
@@ -179,7 +179,7 @@ impl Gen {
 
     pub(crate) fn eval_h(
         &self,
-        plan: &Plan,
+        plan: &SeedPlan,
         t: usize,
         c: usize,
         ctx: &RowCtx,
@@ -368,7 +368,7 @@ fn ts_vector(h: u64) -> Val {
 /// A unique text's row number appended to `s` (before an email's `@`),
 /// `s` truncated first so both fit `max_len`.
 fn unique_suffix(
-    plan: &Plan,
+    plan: &SeedPlan,
     t: usize,
     row: u64,
     at: u8,
@@ -410,7 +410,7 @@ fn unique_suffix(
 /// A JSON object of `fields`, each value drawn from its own hash.
 fn json_object(
     fields: &[(String, Gen)],
-    plan: &Plan,
+    plan: &SeedPlan,
     t: usize,
     c: usize,
     ctx: &RowCtx,
@@ -480,13 +480,21 @@ fn after(kind: &TypeKind, base: &Val, min: i64, max: i64, h: u64) -> Option<Val>
     }
 }
 
-pub(crate) fn h_key(plan: &Plan, t: usize, c: usize) -> u64 {
+pub(crate) fn h_key(plan: &SeedPlan, t: usize, c: usize) -> u64 {
     rng::mix(plan.seed ^ plan.tables[t].key ^ plan.tables[t].cols[c].key.rotate_left(17))
 }
 
 /// Applies column `c`'s shape to its generated value `v` (`h`: the row's
 /// hash, `at`: the server's attempt, see [`crate::seed::row::attempt`]).
-pub fn apply_shape(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, v: Val, at: u8) -> Val {
+pub fn apply_shape(
+    plan: &SeedPlan,
+    t: usize,
+    c: usize,
+    ctx: &RowCtx,
+    h: u64,
+    v: Val,
+    at: u8,
+) -> Val {
     let Some(s) = plan.tables[t].cols[c].shape.as_deref() else {
         return v;
     };
@@ -535,7 +543,7 @@ impl Solved {
     #[allow(clippy::too_many_arguments)]
     pub fn apply(
         &self,
-        plan: &Plan,
+        plan: &SeedPlan,
         t: usize,
         c: usize,
         ctx: &RowCtx,
@@ -598,7 +606,7 @@ impl Solved {
 }
 
 /// A value of column `c` that is not NULL, from its generator.
-fn non_null(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, g: &Gen) -> Val {
+fn non_null(plan: &SeedPlan, t: usize, c: usize, ctx: &RowCtx, h: u64, g: &Gen) -> Val {
     match g {
         Gen::Nullable { inner, .. } => non_null(plan, t, c, ctx, h, inner),
         Gen::Fk { fk, part } => plan.fk_value_set(t, *fk, *part, ctx),
@@ -608,7 +616,7 @@ fn non_null(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, h: u64, g: &Gen) -> V
 
 /// Another value than the excluded `v`: another of the column's choices
 /// or enum labels, the next integer, the other boolean, one more character.
-fn off(plan: &Plan, t: usize, c: usize, h: u64, v: Val, r: &ColRule) -> Val {
+fn off(plan: &SeedPlan, t: usize, c: usize, h: u64, v: Val, r: &ColRule) -> Val {
     let cp = &plan.tables[t].cols[c];
     let mut g = &cp.generator;
     while let Gen::Nullable { inner, .. } = g {
@@ -647,7 +655,7 @@ fn off(plan: &Plan, t: usize, c: usize, h: u64, v: Val, r: &ColRule) -> Val {
 }
 
 /// The value of column `c` for attempt `attempt` of the row `ctx`.
-pub fn value_at(plan: &Plan, t: usize, c: usize, ctx: &RowCtx, attempt: u8) -> Val {
+pub fn value_at(plan: &SeedPlan, t: usize, c: usize, ctx: &RowCtx, attempt: u8) -> Val {
     let sc = &plan.tables[t].checked;
     if attempt == 0 || sc.is_empty() {
         return plan.value(t, c, ctx);

@@ -6,15 +6,15 @@
 //! table under the tenant table. A child row's parent is found by arithmetic
 //! on these ranges (or, with `per = "parent"`, by a binary search over the
 //! per-parent counts), so any row can be generated alone, on any thread,
-//! without holding its parents in memory ([`Plan::ctx`]). The planner
-//! (`seed::planner`) builds a [`Plan`]; rows are evaluated from it
+//! without holding its parents in memory ([`SeedPlan::ctx`]). The planner
+//! (`seed::planner`) builds a [`SeedPlan`]; rows are evaluated from it
 //! in `row::eval`.
 
 use crate::catalog::schema::TypeKind;
 use crate::error::Error;
 use crate::seed::row::generate::Gen;
 use crate::seed::row::rng::Permutation;
-use crate::seed::row::shape::Shape;
+use crate::seed::row::shape::CheckDemands;
 use crate::seed::row::solved::Solved;
 
 #[derive(Debug, Clone)]
@@ -67,7 +67,7 @@ pub struct ColPlan {
     pub include: bool,
     pub key: u64,
     /// What the column's CHECKs ask beyond the generator (regex, case, NULL pattern).
-    pub shape: Option<Box<Shape>>,
+    pub shape: Option<Box<CheckDemands>>,
 }
 
 #[derive(Debug, Clone)]
@@ -142,12 +142,12 @@ pub struct TablePlan {
 }
 
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct SeedPlan {
     pub seed: u64,
     /// In load order: parents first.
     pub tables: Vec<TablePlan>,
     pub tenant: Option<usize>,
-    /// Catalog indices of the tables planck must not touch.
+    /// Schema indices of the tables planck must not touch.
     pub excluded: Vec<usize>,
     /// The tables left out (unless `--all-or-nothing`), each with its
     /// cause (a cascade names the table it depends on).
@@ -161,7 +161,7 @@ pub struct Plan {
 /// table through a NOT NULL foreign key (a cascade).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unseedable {
-    /// Catalog index.
+    /// Schema index.
     pub cat: usize,
     pub table: String,
     /// What stops it, prefixed with the table (and column): `orders.total: ...`.
@@ -209,7 +209,7 @@ impl TablePlan {
     }
 }
 
-impl Plan {
+impl SeedPlan {
     pub fn ctx(&self, t: usize, row: u64) -> RowCtx {
         let tp = &self.tables[t];
         let block = if tp.cum.len() > 2 {
@@ -228,8 +228,8 @@ impl Plan {
     }
 
     /// The contexts of rows `rows` of table `t`, in row order: each is
-    /// [`Plan::ctx`] of its row, but the block (and a `per` table's parent)
-    /// is searched for once and then moved forward, where [`Plan::ctx`]
+    /// [`SeedPlan::ctx`] of its row, but the block (and a `per` table's parent)
+    /// is searched for once and then moved forward, where [`SeedPlan::ctx`]
     /// searches for it again for every row.
     pub fn ctxs(&self, t: usize, rows: std::ops::Range<u64>) -> impl Iterator<Item = RowCtx> + '_ {
         let tp = &self.tables[t];
@@ -245,7 +245,7 @@ impl Plan {
                 return first;
             }
             // The largest block (at most the last) and parent whose first row
-            // is at or before `row`, as [`Plan::ctx`]'s searches find them.
+            // is at or before `row`, as [`SeedPlan::ctx`]'s searches find them.
             while block + 2 < tp.cum.len() && tp.cum[block + 1] <= row {
                 block += 1;
             }
@@ -258,7 +258,7 @@ impl Plan {
         })
     }
 
-    /// [`Plan::ctx`] of `row`, its block and (a `per` table) its parent found.
+    /// [`SeedPlan::ctx`] of `row`, its block and (a `per` table) its parent found.
     fn ctx_at(&self, t: usize, row: u64, block: usize, q: usize) -> RowCtx {
         let tp = &self.tables[t];
         let start = tp.cum.get(block).copied().unwrap_or(0);

@@ -7,7 +7,7 @@
 //! not empty (`length(btrim(name)) > 0`, `name <> ''`), or a NULL pattern
 //! over several columns (`(a IS NOT NULL) <> (b IS NOT NULL)`,
 //! `num_nonnulls(a, b, c) = 1`, `a IS NULL OR b IS NULL`,
-//! `(a IS NULL) = (b IS NULL)`). A [`Shape`] holds what the column's CHECKs
+//! `(a IS NULL) = (b IS NULL)`). A [`CheckDemands`] holds what the column's CHECKs
 //! ask, and `row::eval::apply_shape` turns the generated value into one that satisfies
 //! them, from the row's own hash: deterministic like every generator.
 //!
@@ -44,7 +44,7 @@ pub struct NullGroup {
 
 /// What a column's CHECKs ask of its values beyond the generator's bounds.
 #[derive(Debug, Clone, Default)]
-pub struct Shape {
+pub struct CheckDemands {
     pub regex: Option<Arc<rand_regex::Regex>>,
     /// The regex's source, for messages.
     pub pattern: Option<String>,
@@ -65,7 +65,7 @@ pub struct Shape {
     pub unique: bool,
 }
 
-impl Shape {
+impl CheckDemands {
     pub fn is_empty(&self) -> bool {
         self.regex.is_none()
             && !self.lower
@@ -88,7 +88,7 @@ pub(crate) fn null_in_group(g: &NullGroup, seed: u64, row: u64) -> bool {
         NullRule::AllOrNone => rng::unit(h) < 0.1,
     }
 }
-pub(crate) fn shape_text(s: &Shape, mut text: String, h: u64) -> String {
+pub(crate) fn shape_text(s: &CheckDemands, mut text: String, h: u64) -> String {
     if let Some(re) = &s.regex {
         let mut r = ValueRng::new(rng::mix(h ^ 0x0072_6567_6578));
         let mut best: Option<String> = None;

@@ -8,14 +8,14 @@ use crate::wire::check::{
 };
 use crate::wire::diff::JsonDiff;
 use crate::wire::explain::JsonReport;
-use crate::wire::replay::Report as ReplayReport;
+use crate::wire::replay::ReplayReport;
 
 use super::lost_index::dropped_by;
-use super::plan::{Gate, Plan};
+use super::plan::{CheckPlan, Gate};
 
 /// The gate's verdict on the head report, the diff and the measurement.
 pub fn gate(
-    plan: &Plan,
+    plan: &CheckPlan,
     head: &JsonReport,
     diff: Option<&JsonDiff>,
     objects: &[JsonObjectChange],

@@ -11,12 +11,12 @@ use crate::migrate::{self, Migration};
 use crate::wire::check::JsonMigrationStatement;
 
 use super::databases::Databases;
-use super::plan::{Plan, step};
+use super::plan::{CheckPlan, step};
 
 /// Head's new files, one statement at a time, on a further copy of the
 /// seeded base, with the locks each took sampled.
 pub async fn measure(
-    plan: &Plan,
+    plan: &CheckPlan,
     dbs: &mut Databases,
     base_db: &ConnInfo,
     files: &[Migration],
@@ -59,7 +59,7 @@ pub async fn measure(
 }
 
 /// One measured statement as the check's JSON writes it.
-fn statement(plan: &Plan, m: migrate::measure::Measured) -> JsonMigrationStatement {
+fn statement(plan: &CheckPlan, m: migrate::measure::Measured) -> JsonMigrationStatement {
     JsonMigrationStatement {
         file: plan.relative(&plan.migrations_dir.join(&m.file)),
         line: m.line,

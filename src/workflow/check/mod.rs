@@ -16,7 +16,7 @@
 //! while `pg_locks` is sampled ([`measure`]). With a replay plan the
 //! recorded workload is replayed on each side once both are explained.
 //!
-//! The glue (`cmd/check.rs`) resolves the settings into a [`Plan`] and the
+//! The glue (`cmd/check.rs`) resolves the settings into a [`CheckPlan`] and the
 //! per-domain settings through [`Steps`], handles stop signals and writes
 //! the reports; this module never sees `planck.toml` or the flags.
 
@@ -32,5 +32,5 @@ pub(crate) mod run;
 pub(crate) mod steps;
 
 pub use base_tree::BaseTree;
-pub use plan::{Gate, Plan, ReplayPlan, Steps};
-pub use run::Check;
+pub use plan::{CheckPlan, Gate, ReplayPlan, Steps};
+pub use run::CheckRun;

@@ -1,4 +1,4 @@
-//! What a check run is given: the [`Plan`] the glue resolved from the flags
+//! What a check run is given: the [`CheckPlan`] the glue resolved from the flags
 //! and `planck.toml`, the [`Steps`] that resolve each domain's own settings
 //! when the step starts (so a bad `[seed]` section fails where it did, after
 //! the databases before it were built), and the gates. It sits below every
@@ -68,7 +68,7 @@ pub struct ReplayPlan {
 
 /// A check run's settings, resolved.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct CheckPlan {
     /// The databases' prefix (`<prefix>_head`).
     pub prefix: String,
     /// Keep the databases at the end.
@@ -89,7 +89,7 @@ pub struct Plan {
     pub verbose: bool,
 }
 
-impl Plan {
+impl CheckPlan {
     pub fn gates(&self, gate: Gate) -> bool {
         self.fail_on.contains(&gate)
     }

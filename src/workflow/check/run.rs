@@ -14,7 +14,7 @@ use crate::wire::check::{
     FORMAT_VERSION, JsonCheck, JsonLostIndex, JsonMigrationStatement, JsonObjectChange,
 };
 use crate::wire::diff::JsonDiff;
-use crate::wire::replay::Report as ReplayReport;
+use crate::wire::replay::ReplayReport;
 
 use super::analyze::{reanalyze, table_shapes};
 use super::base_tree::BaseTree;
@@ -23,14 +23,14 @@ use super::gate::gate;
 use super::incremental::{Incremental, new_files};
 use super::lost_index::{created_at, dropped_by, lost_indexes};
 use super::measure::measure;
-use super::plan::{Plan, Steps, step};
+use super::plan::{CheckPlan, Steps, step};
 use super::steps::{self, Side};
 
 /// A check run: its plan, the glue's settings resolver and the databases
-/// it created (dropped by [`Check::cleanup`], also after an error or a
+/// it created (dropped by [`CheckRun::cleanup`], also after an error or a
 /// stop signal).
-pub struct Check<'a> {
-    plan: Plan,
+pub struct CheckRun<'a> {
+    plan: CheckPlan,
     steps: &'a dyn Steps,
     dbs: Databases,
 }
@@ -63,15 +63,15 @@ impl Built {
 /// The base's and the head's replays, when asked for.
 type Replays = (Option<ReplayReport>, Option<ReplayReport>);
 
-impl<'a> Check<'a> {
+impl<'a> CheckRun<'a> {
     /// A run on `server` (CREATE and DROP DATABASE are sent through it;
     /// nothing else touches it).
-    pub fn new(plan: Plan, steps: &'a dyn Steps, server: ConnInfo) -> Check<'a> {
+    pub fn new(plan: CheckPlan, steps: &'a dyn Steps, server: ConnInfo) -> CheckRun<'a> {
         let dbs = Databases::new(server, plan.log);
-        Check { plan, steps, dbs }
+        CheckRun { plan, steps, dbs }
     }
 
-    pub fn plan(&self) -> &Plan {
+    pub fn plan(&self) -> &CheckPlan {
         &self.plan
     }
 

@@ -11,21 +11,21 @@ use crate::error::{Error, Result};
 use crate::explain::report as explain_report;
 use crate::migrate;
 use crate::wire::explain::JsonReport;
-use crate::wire::replay::Report as ReplayReport;
+use crate::wire::replay::ReplayReport;
 
-use super::plan::{Plan, ReplayPlan, Steps, step};
+use super::plan::{CheckPlan, ReplayPlan, Steps, step};
 
 /// What one side's build left: its database, explained.
 pub struct Side {
     pub report: JsonReport,
-    pub text_report: explain_report::Report,
+    pub text_report: explain_report::ExplainReport,
 }
 
 /// Runs the project's migrations on `db`: planck migrate, or the
 /// `[check] migrate` command in `project` with DATABASE_URL and PG* set.
 /// Returns the objects planck migrate saw change.
 pub async fn migrate(
-    plan: &Plan,
+    plan: &CheckPlan,
     db: &ConnInfo,
     project: &Path,
     migrations: &Path,
@@ -58,7 +58,7 @@ pub async fn migrate(
     }
 }
 
-pub async fn seed(plan: &Plan, steps: &dyn Steps, db: &ConnInfo) -> Result<()> {
+pub async fn seed(plan: &CheckPlan, steps: &dyn Steps, db: &ConnInfo) -> Result<()> {
     let t = Instant::now();
     let options = steps.seed();
     let summary = crate::seed::run(db, &options, plan.domain_log()).await?;
@@ -76,7 +76,12 @@ pub async fn seed(plan: &Plan, steps: &dyn Steps, db: &ConnInfo) -> Result<()> {
     Ok(())
 }
 
-pub async fn explain(plan: &Plan, steps: &dyn Steps, db: &ConnInfo, side: &str) -> Result<Side> {
+pub async fn explain(
+    plan: &CheckPlan,
+    steps: &dyn Steps,
+    db: &ConnInfo,
+    side: &str,
+) -> Result<Side> {
     let t = Instant::now();
     let es = steps.explain();
     let report = crate::workflow::explain::run_located(
@@ -110,7 +115,7 @@ pub async fn explain(plan: &Plan, steps: &dyn Steps, db: &ConnInfo, side: &str) 
 /// own, so statements whose effects a rollback does not undo (a
 /// sequence's next value) are allowed.
 pub async fn replay(
-    plan: &Plan,
+    plan: &CheckPlan,
     steps: &dyn Steps,
     db: &ConnInfo,
     side: &str,
