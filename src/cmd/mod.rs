@@ -2,17 +2,17 @@
 //! [`Settings`] and returns the exit code it wants (0 ok, 1 findings); errors
 //! travel as [`crate::error::Error`] and are mapped to exit codes in `main`.
 
-pub mod check;
-pub mod completions;
-pub mod db;
-pub mod demo;
-pub mod explain;
-pub mod init;
-pub mod man;
-pub mod migrate;
-pub mod record;
-pub mod replay;
-pub mod report;
+pub(crate) mod check;
+pub(crate) mod completions;
+pub(crate) mod db;
+pub(crate) mod demo;
+pub(crate) mod explain;
+pub(crate) mod init;
+pub(crate) mod man;
+pub(crate) mod migrate;
+pub(crate) mod record;
+pub(crate) mod replay;
+pub(crate) mod report;
 pub mod seed;
 
 use crate::cli::Command;

@@ -243,22 +243,24 @@ impl UnitRun {
     }
 
     /// The statement running now, if one is.
+    #[cfg(test)]
     pub fn current(&self) -> Option<&Executed> {
         self.executed.last().filter(|e| e.finished.is_none())
     }
 
-    /// The statement of the unit that took a lock on `relation`: the first
-    /// one that wrote or locked it; when several different statements
-    /// locked it, the one whose bound values hold every value of the row's
-    /// key (`row_key`, `id = 7`), if exactly one does. Without a known
-    /// relation, the one statement that locks anything. Otherwise `None`
-    /// (unknown): naming a statement that did not take the lock would be
-    /// worse than saying nothing.
+    /// [`Self::lock_taker_before`] with no time bound.
+    #[cfg(test)]
     pub fn lock_taker(&self, relation: Option<&str>, row_key: Option<&str>) -> Option<&Executed> {
         self.lock_taker_before(relation, row_key, u64::MAX)
     }
 
-    /// [`Self::lock_taker`] among the statements started before the stamp `until`.
+    /// The statement of the unit that took a lock on `relation` (the first
+    /// one that wrote or locked it; when several different statements locked
+    /// it, the one whose bound values hold every value of the row's key,
+    /// `row_key`, if exactly one does; without a known relation, the one
+    /// statement that locks anything), among the statements started before
+    /// the stamp `until`. Otherwise `None` (unknown): naming a statement that
+    /// did not take the lock would be worse than saying nothing.
     fn lock_taker_before(
         &self,
         relation: Option<&str>,
@@ -363,6 +365,7 @@ impl History {
     }
 
     /// The unit open now, if one is.
+    #[cfg(test)]
     pub fn open(&self) -> Option<&UnitRun> {
         self.open.as_ref()
     }

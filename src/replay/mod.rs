@@ -12,7 +12,7 @@
 //! - [`options`] and [`rng`]: the resolved settings and the seeded generator,
 //!   below every module that reads them (no module cycle, issue 34).
 
-pub mod attribution;
+pub(crate) mod attribution;
 pub(crate) mod citus;
 pub(crate) mod exec;
 pub(crate) mod fresh;
@@ -28,4 +28,4 @@ pub(crate) mod slo;
 pub(crate) mod stale;
 pub(crate) mod tenant;
 pub(crate) mod verdict;
-pub mod workload;
+pub(crate) mod workload;

@@ -400,7 +400,8 @@ pub fn from_file(qf: &QueryFile) -> (Vec<Statement>, Vec<Transaction>) {
     (statements, transactions)
 }
 
-/// Parses a queries file's text (tests, callers holding the text).
+/// Parses a queries file's text (the tests hold theirs as text).
+#[cfg(test)]
 pub fn parse(path: &Path, text: &str) -> Result<(Vec<Statement>, Vec<Transaction>)> {
     let (mut statements, transactions) = from_file(&QueryFile::parse(path, text)?);
     locate(&mut statements, path);

@@ -239,10 +239,6 @@ impl CheckSettings {
             described,
         })
     }
-
-    pub fn gates(&self, gate: Gate) -> bool {
-        self.fail_on.contains(&gate)
-    }
 }
 
 /// `--replay`, `--ladder`, `--replay-duration`, `--slo` over `[check]`

@@ -13,10 +13,10 @@
 //! keywords it leaves unset, and `.pgpass`. For everything else: flag, then
 //! `planck.toml`, then the built-in default.
 
-pub mod check;
-pub mod explain;
-pub mod record;
-pub mod replay;
+pub(crate) mod check;
+pub(crate) mod explain;
+pub(crate) mod record;
+pub(crate) mod replay;
 
 use std::path::{Path, PathBuf};
 
@@ -27,8 +27,8 @@ use crate::db::{self, ConnInfo, Target, UrlSource};
 use crate::error::{Error, Result};
 use crate::output::{Format, Log};
 
-pub mod seed;
-pub mod template;
+pub(crate) mod seed;
+pub(crate) mod template;
 
 #[derive(Debug, Clone)]
 pub struct Settings {

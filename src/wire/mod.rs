@@ -3,7 +3,7 @@
 //! `check`) and the ones that write them never import each other; each
 //! domain converts its internal results into these types.
 
-pub mod check;
+pub(crate) mod check;
 pub mod diff;
 pub mod explain;
 pub mod replay;
