@@ -20,9 +20,8 @@ use crate::seed::SeedOptions;
 use crate::settings::Settings;
 pub use crate::settings::check::CheckArgs;
 use crate::settings::check::CheckSettings;
-use crate::settings::explain::ExplainArgs;
-use crate::settings::replay::{ReplayArgs, ReplaySettings};
-use crate::settings::seed::{SeedArgs, SeedSettings};
+use crate::settings::replay::ReplaySettings;
+use crate::settings::seed::SeedSettings;
 use crate::wire::check::JsonCheck;
 use crate::workflow::check::plan::step;
 use crate::workflow::check::{BaseTree, CheckPlan, CheckRun, Steps};
@@ -118,9 +117,9 @@ fn plan(cs: &CheckSettings, settings: &Settings) -> CheckPlan {
     }
 }
 
-/// Each domain's settings as check runs it, resolved from the flags it
-/// implies and `planck.toml` when the step starts.
-/// The steps' settings, resolved from the flags check sets and planck.toml.
+/// Each step's settings as check runs it (`settings::*::for_check`: what
+/// check fixes, `planck.toml` for the rest), resolved once before any
+/// database work.
 struct Resolved {
     seed: SeedOptions,
     explain: ExplainSettings,
@@ -129,27 +128,19 @@ struct Resolved {
 
 impl Resolved {
     fn new(cs: &CheckSettings, settings: &Settings) -> Result<Resolved> {
-        let seed = SeedArgs {
-            scale: Some(cs.scale),
-            truncate: true,
-            ..SeedArgs::default()
-        };
-        let explain = ExplainArgs {
-            no_advice: true,
-            ..ExplainArgs::new()
-        };
         let replay = match &cs.replay {
             Some(plan) => {
                 let queries = crate::queries::default_path(&settings.queries_dir());
-                let mut args = ReplayArgs::short(queries, &plan.ladder, &plan.duration);
-                args.allow_side_effects = true;
-                Some(ReplaySettings::resolve(&args, settings)?)
+                let (ladder, duration) = (&plan.ladder, &plan.duration);
+                Some(ReplaySettings::for_ladder(
+                    queries, ladder, duration, true, settings,
+                )?)
             }
             None => None,
         };
         Ok(Resolved {
-            seed: SeedSettings::resolve(&seed, settings)?.options,
-            explain: ExplainSettings::resolve(&explain, settings)?,
+            seed: SeedSettings::for_check(cs.scale, settings)?.options,
+            explain: ExplainSettings::for_check(settings)?,
             replay,
         })
     }

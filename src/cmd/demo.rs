@@ -10,10 +10,10 @@ use crate::error::{Error, Result};
 use crate::explain::render::Printed;
 use crate::output;
 use crate::settings::Settings;
-use crate::settings::explain::{ExplainArgs, ExplainSettings};
+use crate::settings::explain::ExplainSettings;
 use crate::settings::record::{RecordArgs, RecordSettings};
-use crate::settings::replay::{ReplayArgs, ReplaySettings};
-use crate::settings::seed::{SeedArgs, SeedSettings};
+use crate::settings::replay::ReplaySettings;
+use crate::settings::seed::SeedSettings;
 
 /// Arguments of the hidden `planck example-app`.
 #[derive(Debug, Clone, Default, Args)]
@@ -72,8 +72,8 @@ async fn replay_step(
     if seconds <= 0.0 {
         return Ok(None);
     }
-    let args = ReplayArgs::short(queries, &[1, 4, 16], &format!("{seconds}s"));
-    let rs = ReplaySettings::resolve(&args, settings)?;
+    let duration = format!("{seconds}s");
+    let rs = ReplaySettings::for_ladder(queries, &[1, 4, 16], &duration, false, settings)?;
     let w = rs.workload()?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let r = crate::replay::run::run(conn, w, &rs.options, settings.log(), stop).await?;
@@ -249,18 +249,14 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
         queries.display()
     ));
     // Step 3: seed the bundled spec (the example app's fixtures make way).
-    let seed = SeedSettings::resolve(
-        &SeedArgs::for_spec(crate::demo::spec_path(&example), args.scale),
-        settings,
-    )?;
+    let seed = SeedSettings::for_spec(crate::demo::spec_path(&example), args.scale, settings)?;
     let summary = crate::seed::run(&conn, &seed.options, log).await?;
     let mut out = Vec::new();
     output::render(&mut out, &summary, settings.format)
         .map_err(|e| Error::internal(format!("rendering the seed summary: {e}")))?;
     // Step 4: plan every recorded statement as tenant and as admin.
-    let mut explain_args = ExplainArgs::with_queries(&queries);
-    explain_args.baseline = Some(demo_dir(settings).join("baseline.toml"));
-    let explain = ExplainSettings::resolve(&explain_args, settings)?;
+    let baseline = demo_dir(settings).join("baseline.toml");
+    let explain = ExplainSettings::for_demo(&queries, baseline, settings)?;
     let report = crate::explain::run(&conn, &explain, log).await?;
     // Its JSON without the environment (the review below has it).
     let printed = Printed {

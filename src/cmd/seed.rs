@@ -14,19 +14,6 @@ use crate::settings::seed::SeedSettings;
 /// `planck seed`'s flags (defined beside their resolution in `settings::seed`).
 pub use crate::settings::seed::SeedArgs;
 
-impl SeedArgs {
-    /// A spec at `scale`, replacing existing rows: what `planck demo` runs on
-    /// the bundled example (`--scale 0.1` loads about 150 MB in a few seconds).
-    pub fn for_spec(spec: std::path::PathBuf, scale: f64) -> SeedArgs {
-        SeedArgs {
-            spec: Some(spec),
-            scale: Some(scale),
-            truncate: true,
-            ..SeedArgs::default()
-        }
-    }
-}
-
 /// Runs `planck seed` on the configured database.
 pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {
     run_on(args, None, settings).await

@@ -160,6 +160,27 @@ impl ExplainArgs {
 }
 
 impl ExplainSettings {
+    /// What `planck check` runs on each side: `[explain]` of planck.toml,
+    /// without the index advice (check compares findings, it proposes none).
+    pub fn for_check(settings: &Settings) -> Result<ExplainSettings> {
+        let args = ExplainArgs {
+            no_advice: true,
+            ..ExplainArgs::new()
+        };
+        ExplainSettings::resolve(&args, settings)
+    }
+
+    /// What `planck demo` runs: its own queries file and baseline.
+    pub fn for_demo(
+        queries: &Path,
+        baseline: PathBuf,
+        settings: &Settings,
+    ) -> Result<ExplainSettings> {
+        let mut args = ExplainArgs::with_queries(queries);
+        args.baseline = Some(baseline);
+        ExplainSettings::resolve(&args, settings)
+    }
+
     /// Flags, `planck.toml` and defaults, merged once.
     pub fn resolve(args: &ExplainArgs, settings: &Settings) -> Result<ExplainSettings> {
         let cfg = &settings.config.explain;

@@ -212,6 +212,22 @@ impl ReplaySettings {
 
     /// Override order, strongest first: the flag, `[replay]` (and `[tenant]
     /// id`) in planck.toml, the built-in default.
+    /// A short ladder on `queries` ([`ReplayArgs::short`]), `[replay]` of
+    /// planck.toml for the rest: what `planck demo` runs, and `planck check
+    /// --replay` (which also lets the recorded writes run: they are rolled
+    /// back on the check's own databases).
+    pub fn for_ladder(
+        queries: impl Into<PathBuf>,
+        ladder: &[u32],
+        duration: &str,
+        allow_side_effects: bool,
+        settings: &Settings,
+    ) -> Result<ReplaySettings> {
+        let mut args = ReplayArgs::short(queries, ladder, duration);
+        args.allow_side_effects = allow_side_effects;
+        ReplaySettings::resolve(&args, settings)
+    }
+
     pub fn resolve(args: &ReplayArgs, settings: &Settings) -> Result<ReplaySettings> {
         let cfg = &settings.config.replay;
         let queries = match &args.queries {

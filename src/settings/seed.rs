@@ -179,8 +179,38 @@ fn spec_path(args: &SeedArgs, s: &Settings) -> Result<Option<PathBuf>> {
     }
 }
 
+impl SeedArgs {
+    /// The flags of [`SeedSettings::for_spec`] (a library caller running
+    /// `cmd::seed::run_on` on a spec).
+    pub fn for_spec(spec: std::path::PathBuf, scale: f64) -> SeedArgs {
+        SeedArgs {
+            spec: Some(spec),
+            scale: Some(scale),
+            truncate: true,
+            ..SeedArgs::default()
+        }
+    }
+}
+
 impl SeedSettings {
     /// Merges and validates; nothing here touches a database.
+    /// What `planck check` seeds each side with: `[seed]` of planck.toml at
+    /// check's `scale`, the rows of an earlier run replaced.
+    pub fn for_check(scale: f64, s: &Settings) -> Result<SeedSettings> {
+        let args = SeedArgs {
+            scale: Some(scale),
+            truncate: true,
+            ..SeedArgs::default()
+        };
+        SeedSettings::resolve(&args, s)
+    }
+
+    /// A spec at `scale`, replacing existing rows: what `planck demo` runs on
+    /// the bundled example (`--scale 0.1` loads about 150 MB in a few seconds).
+    pub fn for_spec(spec: std::path::PathBuf, scale: f64, s: &Settings) -> Result<SeedSettings> {
+        SeedSettings::resolve(&SeedArgs::for_spec(spec, scale), s)
+    }
+
     pub fn resolve(args: &SeedArgs, s: &Settings) -> Result<SeedSettings> {
         let file = &s.config.seed;
         let scale = match pick(args.scale, "--scale", file.scale, "scale", s) {
