@@ -320,7 +320,8 @@ const SERVER_PAGES: &[&str] = &["README.md"];
 
 /// The `sh-session` blocks run against a real server, as a reader would run
 /// them: each page in a project folder of its own holding a copy of the
-/// bundled example (`migrations/`, `seeds/`), with no database configured,
+/// bundled example (`migrations/`, `seeds/`; a git repository whose
+/// `origin/main` is that first commit), with no database configured,
 /// so planck starts its managed cluster under the folder's `.planck/`
 /// (destroyed at the end). The folder's `planck.toml` seeds at scale 0.05
 /// (flags win over it), so `planck seed` takes seconds; `npm test` is the
@@ -372,6 +373,17 @@ fn server_examples_run() {
         }
         std::fs::create_dir_all(project.join("queries")).unwrap();
         std::fs::write(project.join("planck.toml"), "[seed]\nscale = 0.05\n").unwrap();
+        // A git repository whose `origin/main` is the example as copied,
+        // for `planck check --base origin/main`.
+        std::fs::write(project.join(".gitignore"), ".planck/\n").unwrap();
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["add", "."],
+            &["commit", "-q", "-m", "the bundled example"],
+            &["update-ref", "refs/remotes/origin/main", "HEAD"],
+        ] {
+            git(&project, args);
+        }
         let _destroy = crate::common::Destroy(project.clone());
         eprintln!("{page}: its sh-session blocks run as {}", case.display());
         let cases = trycmd::TestCases::new();
@@ -426,6 +438,25 @@ fn server_blocks_only(text: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=planck test",
+            "-c",
+            "user.email=test@planck",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
