@@ -286,7 +286,8 @@ fn every_planck_command_in_the_docs_parses() {
 }
 
 /// The `console` blocks run against the real binary; `[..]` and `...` stand
-/// for what varies. Blocks that need a server are not `console` blocks.
+/// for what varies. Blocks that need a server are `sh-session` blocks
+/// (`server_examples_run`), which trycmd leaves out here.
 #[test]
 fn console_examples_run() {
     trycmd::TestCases::new()
@@ -390,6 +391,8 @@ fn server_examples_run() {
         eprintln!("{page}: its sh-session blocks run as {}", case.display());
         let cases = trycmd::TestCases::new();
         cases
+            // A guard against a hung step, not a time limit on the examples.
+            .timeout(std::time::Duration::from_secs(300))
             .register_bin("planck", PathBuf::from(env!("CARGO_BIN_EXE_planck")))
             .env("NO_COLOR", "1")
             .env("COLUMNS", "100")
