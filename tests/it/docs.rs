@@ -1,8 +1,29 @@
 //! The manual (README.md and docs/) against the code (issue 33): every check
 //! id has its section in docs/checks.md, every relative link lands on a file
 //! and heading that exist, every `planck ...` command line in a code block
-//! parses with planck's own clap definitions, and the `console` examples run
-//! (trycmd), so a renamed flag or subcommand fails here. None needs a server.
+//! parses with planck's own clap definitions, and the examples run (trycmd),
+//! so a renamed flag or subcommand, or changed output, fails here.
+//!
+//! The convention for an example in the docs, by its block's info string:
+//!
+//! - ```` ```console ````: `$ planck ...` lines and their output (stdout and
+//!   stderr together), run as they are by `console_examples_run`, in the
+//!   repository's root, with no server: `--help`, `--version`, `init`.
+//! - ```` ```sh-session ```` (GitHub shows it as it shows `console`): the
+//!   same form, for examples that need a server. `server_examples_run` runs
+//!   them, a page at a time, in a copy of the bundled example on a managed
+//!   cluster of its own (see there); a page with such blocks is listed in
+//!   `SERVER_PAGES`.
+//! - ```` ```sh ````, ```` ```text ````, other: not run; a `planck ...`
+//!   line in an `sh` block is still parsed
+//!   (`every_planck_command_in_the_docs_parses`).
+//!
+//! In expected output, trycmd's `[..]` stands for the rest of a line or a
+//! part of it, a line `...` for any number of lines, and `? N` after the
+//! command for an exit code other than 0; `[CWD]` is the folder the command
+//! ran in. Times, ports, sizes and counts that vary are `[..]`. trycmd drops
+//! the newline before the next `$` line or the closing fence, so a step
+//! whose last line is literal text ends with an empty line.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -232,11 +253,12 @@ fn every_planck_command_in_the_docs_parses() {
         let text = read(&page);
         for (n, line, fence) in lines_with_fence(&text) {
             let Some(info) = fence else { continue };
-            if !matches!(info.split(',').next().unwrap_or(""), "sh" | "console" | "") {
+            let lang = info.split(',').next().unwrap_or("");
+            if !matches!(lang, "sh" | "console" | "sh-session" | "") {
                 continue;
             }
             // A console block's output lines are not commands.
-            if info.starts_with("console") && !line.starts_with("$ ") {
+            if matches!(lang, "console" | "sh-session") && !line.starts_with("$ ") {
                 continue;
             }
             for cmd in planck_commands(line) {
@@ -264,7 +286,8 @@ fn every_planck_command_in_the_docs_parses() {
 }
 
 /// The `console` blocks run against the real binary; `[..]` and `...` stand
-/// for what varies. Blocks that need a server are not `console` blocks.
+/// for what varies. Blocks that need a server are `sh-session` blocks
+/// (`server_examples_run`), which trycmd leaves out here.
 #[test]
 fn console_examples_run() {
     trycmd::TestCases::new()
@@ -293,4 +316,160 @@ fn the_ci_page_shows_the_ci_files_as_they_are() {
 fn the_readme_stays_short() {
     let lines = read(&root().join("README.md")).lines().count();
     assert!(lines <= 250, "README.md has {lines} lines (at most 250)");
+}
+
+/// The pages whose `sh-session` blocks run against a server.
+const SERVER_PAGES: &[&str] = &["README.md", "docs/cluster.md", "docs/migrate.md"];
+
+/// The `sh-session` blocks run against a real server, as a reader would run
+/// them: each page in a project folder of its own holding a copy of the
+/// bundled example (`migrations/`, `seeds/`; a git repository whose
+/// `origin/main` is that first commit), with no database configured,
+/// so planck starts its managed cluster under the folder's `.planck/`
+/// (destroyed at the end). The folder's `planck.toml` seeds at scale 0.05
+/// (flags win over it), so `planck seed` takes seconds; `npm test` is the
+/// bundled example's test run (`planck example-app`, what
+/// `tools/example-app` runs). trycmd runs a copy of the page in which the
+/// `sh-session` blocks are `console` blocks and every other block is text,
+/// line for line, so a failure's line number is the page's.
+#[test]
+fn server_examples_run() {
+    // trycmd can set a variable but not remove one, and a PGPORT would
+    // point planck at that server instead of its managed cluster.
+    if std::env::var_os("PGPORT").is_some_and(|p| !p.is_empty()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "PGPORT is set: the docs' examples run on a managed cluster"
+        );
+        eprintln!("skipped: PGPORT is set, and the docs' examples run on a managed cluster");
+        return;
+    }
+    let work = crate::common::project_dir();
+    let bin = work.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let npm = bin.join("npm");
+    std::fs::write(
+        &npm,
+        "#!/bin/sh\n# The docs' `npm test`: the bundled example's test run.\n\
+         [ \"$1\" = test ] || { echo \"npm (docs test): only npm test\" >&2; exit 2; }\n\
+         exec \"$PLANCK_BIN\" example-app\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let bindir = crate::common::bindir();
+    for page in SERVER_PAGES {
+        let stem = page.trim_end_matches(".md").replace('/', "-");
+        let case = work.path().join(format!("{stem}.md"));
+        std::fs::write(&case, server_blocks_only(&read(&root().join(page)))).unwrap();
+        // trycmd runs a case `x.md` in the folder `x.in` beside it.
+        let project = work.path().join(format!("{stem}.in"));
+        for dir in ["migrations", "seeds"] {
+            copy_dir(&root().join(dir), &project.join(dir));
+        }
+        std::fs::create_dir_all(project.join("queries")).unwrap();
+        std::fs::write(project.join("planck.toml"), "[seed]\nscale = 0.05\n").unwrap();
+        // A git repository whose `origin/main` is the example as copied,
+        // for `planck check --base origin/main`.
+        std::fs::write(project.join(".gitignore"), ".planck/\n").unwrap();
+        for args in [
+            &["init", "-q", "-b", "main"][..],
+            &["add", "."],
+            &["commit", "-q", "-m", "the bundled example"],
+            &["update-ref", "refs/remotes/origin/main", "HEAD"],
+        ] {
+            git(&project, args);
+        }
+        let _destroy = crate::common::Destroy(project.clone());
+        eprintln!("{page}: its sh-session blocks run as {}", case.display());
+        let cases = trycmd::TestCases::new();
+        cases
+            // A guard against a hung step, not a time limit on the examples.
+            .timeout(std::time::Duration::from_secs(300))
+            .register_bin("planck", PathBuf::from(env!("CARGO_BIN_EXE_planck")))
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .env("PATH", &path)
+            .env("PLANCK_BIN", env!("CARGO_BIN_EXE_planck"))
+            .env("PLANCK_PG_BINDIR", bindir.display().to_string());
+        // No database from the environment: planck reads an empty one as
+        // unset. Not PGPORT: the managed server reads it too, and refuses "".
+        for k in [
+            "PLANCK_DATABASE_URL",
+            "DATABASE_URL",
+            "PGHOST",
+            "PGHOSTADDR",
+            "PGUSER",
+            "PGDATABASE",
+            "PGPASSWORD",
+            "PGSERVICE",
+        ] {
+            cases.env(k, "");
+        }
+        cases.case(&case).run();
+    }
+}
+
+/// A page with its `sh-session` blocks as `console` blocks and every other
+/// block ignored by trycmd; the lines stay where they were.
+fn server_blocks_only(text: &str) -> String {
+    let mut out = String::new();
+    let mut open = false;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(info) = t.strip_prefix("```") {
+            if open {
+                open = false;
+                out.push_str(line);
+            } else {
+                open = true;
+                let lang = info.split(',').next().unwrap_or("").trim();
+                out.push_str(if lang == "sh-session" {
+                    "```console"
+                } else {
+                    "```text"
+                });
+            }
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=planck test",
+            "-c",
+            "user.email=test@planck",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_file() {
+            std::fs::copy(&p, to.join(p.file_name().unwrap())).unwrap();
+        }
+    }
 }
