@@ -1098,6 +1098,14 @@ host all all ::1/128 scram-sha-256
         };
         cmd.args(args);
         cmd.env("PGDATA", data);
+        // An empty `PGPORT=` (or any empty PG variable) means unset to planck,
+        // as to libpq; the server would read it as a value and refuse it
+        // ("invalid value for parameter \"port\": \"\"").
+        for (key, value) in std::env::vars_os() {
+            if value.is_empty() && key.to_string_lossy().starts_with("PG") {
+                cmd.env_remove(key);
+            }
+        }
         let home = self.home();
         if home.is_dir() {
             cmd.current_dir(&home);

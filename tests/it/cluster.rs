@@ -727,3 +727,21 @@ fn binaries_that_cannot_run_are_reported_in_the_loaders_words() {
     );
     assert!(!p.path().join(".planck/data").exists());
 }
+
+/// An empty `PGPORT=` means unset (libpq's reading, and planck's when it
+/// picks the database), but the managed server was handed it and refused
+/// to start: `invalid value for parameter "port": ""` (found by the docs
+/// examples' test, issue 33).
+#[test]
+fn an_empty_pgport_is_unset_for_the_managed_server_too() {
+    let p = project_dir();
+    let _destroy = Destroy(p.path().to_path_buf());
+    let out = planck_cmd(p.path())
+        .env("PGPORT", "")
+        .args(["db", "start"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let url = stdout(&out).trim().to_string();
+    assert_eq!(psql(&url, "SELECT 1"), "1");
+}
