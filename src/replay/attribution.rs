@@ -35,6 +35,21 @@ pub struct LockRow {
 }
 
 impl LockRow {
+    /// A row of the sampler's lock queries, whose columns are, in order:
+    /// pid, locktype, relation, page, tuple, object, granted (`pg_locks` on a
+    /// plain server, `citus_locks` on a coordinator).
+    pub fn from_row(r: &tokio_postgres::Row) -> LockRow {
+        LockRow {
+            pid: r.get(0),
+            locktype: r.get(1),
+            relation: r.get(2),
+            page: r.get(3),
+            tuple: r.get(4),
+            object: r.get(5),
+            granted: r.get(6),
+        }
+    }
+
     fn same_object(&self, other: &LockRow) -> bool {
         self.locktype == other.locktype
             && self.relation == other.relation

@@ -121,18 +121,7 @@ impl Coordinator {
         between: impl FnOnce(),
     ) -> Result<Option<LockSnapshot>, tokio_postgres::Error> {
         let rows = client.query(LOCKS, &[&self.node, &pids]).await?;
-        let locks: Vec<LockRow> = rows
-            .iter()
-            .map(|r| LockRow {
-                pid: r.get(0),
-                locktype: r.get(1),
-                relation: r.get(2),
-                page: r.get(3),
-                tuple: r.get(4),
-                object: r.get(5),
-                granted: r.get(6),
-            })
-            .collect();
+        let locks: Vec<LockRow> = rows.iter().map(LockRow::from_row).collect();
         if locks.iter().all(|l| l.granted) {
             return Ok(None);
         }

@@ -386,18 +386,7 @@ async fn resolve(
 /// The server's locks and who blocks whom, as one snapshot.
 fn lock_snapshot(lrows: &[tokio_postgres::Row], brows: &[tokio_postgres::Row]) -> LockSnapshot {
     LockSnapshot {
-        locks: lrows
-            .iter()
-            .map(|r| LockRow {
-                pid: r.get(0),
-                locktype: r.get(1),
-                relation: r.get(2),
-                page: r.get(3),
-                tuple: r.get(4),
-                object: r.get(5),
-                granted: r.get(6),
-            })
-            .collect(),
+        locks: lrows.iter().map(LockRow::from_row).collect(),
         blocking: brows
             .iter()
             .map(|r| (r.get(0), r.get::<_, Vec<i32>>(1)))

@@ -7,7 +7,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{TestDb, assert_exit, stderr};
+use common::{TestDb, assert_exit, git, stderr};
 use serde_json::Value;
 
 /// A project folder holding the bundled example (migrations, seed spec,
@@ -39,25 +39,6 @@ fn databases_named(db: &TestDb) -> Vec<String> {
         "SELECT datname FROM pg_database WHERE datname LIKE '{}\\_%' ORDER BY 1",
         db.name
     ))
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=planck test",
-            "-c",
-            "user.email=test@planck",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn read_json(path: &Path) -> Value {

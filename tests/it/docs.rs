@@ -385,7 +385,7 @@ fn server_examples_run() {
             &["commit", "-q", "-m", "the bundled example"],
             &["update-ref", "refs/remotes/origin/main", "HEAD"],
         ] {
-            git(&project, args);
+            crate::common::git(&project, args);
         }
         let _destroy = crate::common::Destroy(project.clone());
         eprintln!("{page}: its sh-session blocks run as {}", case.display());
@@ -443,25 +443,6 @@ fn server_blocks_only(text: &str) -> String {
         out.push('\n');
     }
     out
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.name=planck test",
-            "-c",
-            "user.email=test@planck",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -713,3 +713,24 @@ pub fn bindir() -> PathBuf {
     )
     .expect("PostgreSQL server binaries are needed to run the tests")
 }
+
+/// Runs git in `dir` as a test user (the tests' repositories need an
+/// author); fails the test, with git's stderr, when git fails.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=planck test",
+            "-c",
+            "user.email=test@planck",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
