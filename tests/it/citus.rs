@@ -683,7 +683,8 @@ fn replay_on_citus_names_the_hot_row_on_its_shard() {
 /// Issue 36, 3: one company owning most of `ads` (50,000 rows in one shard
 /// of 32) is reported as `tenant-shard-skew`, naming the table, its
 /// distribution column, the shard and its worker; and the multi-shard
-/// finding names the distribution column and the filter it lacks.
+/// finding names the distribution column and the filter it lacks. A
+/// reference table beside them (no distribution column) reads as one.
 #[test]
 fn a_heavy_tenant_shard_is_reported_and_findings_name_the_distribution_column() {
     if !citus_or_skip("a_heavy_tenant_shard_is_reported_and_findings_name_the_distribution_column")
@@ -696,6 +697,8 @@ fn a_heavy_tenant_shard_is_reported_and_findings_name_the_distribution_column() 
         "INSERT INTO campaigns VALUES (1, 1000000, 'big', 1);
          INSERT INTO ads SELECT 1, 1000000 + g, 1000000, repeat('a', 50), g
            FROM generate_series(1, 50000) g;
+         CREATE TABLE countries (code text PRIMARY KEY, name text);
+         SELECT create_reference_table('countries');
          ANALYZE;",
     );
     let shard = psql(
@@ -704,7 +707,10 @@ fn a_heavy_tenant_shard_is_reported_and_findings_name_the_distribution_column() 
            FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column('ads', 1)",
     );
     let (shard, node) = shard[0].split_once(' ').unwrap();
-    let (_, v) = t.explain(&["SELECT * FROM ads WHERE campaign_id = $1"]);
+    let (_, v) = t.explain(&[
+        "SELECT * FROM ads WHERE campaign_id = $1",
+        "SELECT a.name, c.name FROM ads a JOIN countries c ON c.code = a.name WHERE a.clicks = $1",
+    ]);
     let findings = v["findings"].as_array().unwrap();
     let skew: Vec<&serde_json::Value> = findings
         .iter()
@@ -735,8 +741,14 @@ fn a_heavy_tenant_shard_is_reported_and_findings_name_the_distribution_column() 
         eprintln!("multi-shard: {m}");
         assert!(
             m.contains("shards of ads (distributed by company_id)")
-                && m.contains("fix: filter on ads.company_id"),
+                && m.contains("fix: filter on ads.company_id (the tenant)"),
             "{m}"
         );
     }
+    assert!(
+        multi
+            .iter()
+            .any(|m| m.contains("countries (a reference table)")),
+        "{multi:?}"
+    );
 }
