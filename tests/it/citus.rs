@@ -731,6 +731,20 @@ fn a_heavy_tenant_shard_is_reported_and_findings_name_the_distribution_column() 
         message.contains("isolate_tenant_to_new_shard('ads'"),
         "{message}"
     );
+    // The statements reading the table: both.
+    let ids: Vec<&str> = v["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        message.contains(&format!(
+            "(recorded statements reading it: {})",
+            ids.join(", ")
+        )),
+        "{message}"
+    );
     let multi: Vec<&str> = findings
         .iter()
         .filter(|f| f["check"] == "multi-shard")

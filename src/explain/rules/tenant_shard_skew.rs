@@ -179,10 +179,25 @@ impl TenantShardSkew {
                 more = n * 2
             ),
         };
+        let reading: Vec<&str> = ctx
+            .explained()
+            .filter(|e| {
+                e.analysis
+                    .tables
+                    .iter()
+                    .any(|r| ctx.catalog.resolve(r).unwrap_or(r) == name)
+            })
+            .map(|e| e.stmt.id.as_str())
+            .collect();
+        let statements = if reading.is_empty() {
+            String::new()
+        } else {
+            format!(" (recorded statements reading it: {})", reading.join(", "))
+        };
         let message = format!(
             "{name} (distributed by {}): {whose}, shard {} on {}, holds {} of the table ({} of {}), \
              {:.1} times its even share of {} ({n} shards): that worker serves most of the \
-             table's work; fix: {fix}",
+             table's work{statements}; fix: {fix}",
             t.column,
             shard.id,
             shard.node,
@@ -223,10 +238,14 @@ mod tests {
     fn run(sizes: &[u64], tenancy: Option<&crate::tenancy::Tenancy>) -> Vec<Finding> {
         let cat = catalog(&[("ads", 1000)], vec![]);
         let probes = probes(sizes);
+        let results = [super::super::testing::explained(
+            "SELECT * FROM ads WHERE campaign_id = $1",
+            vec![],
+        )];
         let ctx = Ctx {
             probes: &probes,
             tenancy,
-            ..ctx(&cat, &[])
+            ..ctx(&cat, &results)
         };
         let mut out = Vec::new();
         TenantShardSkew.run(&ctx, &mut out);
@@ -249,7 +268,13 @@ mod tests {
             ),
             "{m}"
         );
-        assert!(m.contains("2.7 times its even share of 25.0% (4 shards)"), "{m}");
+        assert!(
+            m.contains(
+                "2.7 times its even share of 25.0% (4 shards): that worker serves most of the \
+                 table's work (recorded statements reading it: s1); fix:"
+            ),
+            "{m}"
+        );
         assert!(m.contains("get_shard_id_for_distribution_column('ads', company_id) = 101"), "{m}");
     }
 
