@@ -432,7 +432,7 @@ async fn probe_phases(
     log: Log,
 ) -> Result<Probes> {
     let mut probes = Probes {
-        declared: declared_probes(client, &s.disabled, stats).await?,
+        declared: declared_probes(client, &s.disabled, tenancy, stats).await?,
         ..Probes::default()
     };
     let Some(t) = tenancy else {
@@ -460,20 +460,43 @@ async fn probe_phases(
 }
 
 /// The checks' own probes ([`rules::Check::probe`]): each check not
-/// disabled that declares one gets its SELECT's rows as JSON objects.
+/// disabled that declares one gets its SELECT's rows as JSON objects; none
+/// when the probe's guard is false (a Citus probe without Citus). A probe
+/// reading the tenant gets the heaviest tenant's id as `$1`.
 async fn declared_probes(
     client: &Client,
     disabled: &[CheckId],
+    tenancy: Option<&Tenancy>,
     stats: StatsMode,
 ) -> Result<std::collections::BTreeMap<CheckId, Vec<serde_json::Value>>> {
     let mut out = std::collections::BTreeMap::new();
+    let heaviest: Option<String> = tenancy.and_then(|t| t.heaviest.clone());
     for c in rules::ALL.iter().filter(|c| !disabled.contains(&c.id())) {
-        let Some(sql) = c.probe() else { continue };
-        let sql = format!("SELECT coalesce(json_agg(p), '[]'::json) FROM ({sql}) AS p");
+        let Some(probe) = c.probe() else { continue };
+        let what = || format!("reading what check {} needs", c.id());
+        if let Some(guard) = probe.guard {
+            let holds: Option<bool> = client
+                .query_one(&session::tag(stats, guard), &[])
+                .await
+                .map_err(|e| Error::db(what(), e))?
+                .get(0);
+            if holds != Some(true) {
+                continue;
+            }
+        }
+        let sql = format!(
+            "SELECT coalesce(json_agg(p), '[]'::json) FROM ({}) AS p",
+            probe.sql
+        );
+        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = if probe.tenant {
+            vec![&heaviest]
+        } else {
+            vec![]
+        };
         let rows: serde_json::Value = client
-            .query_one(&session::tag(stats, &sql), &[])
+            .query_one(&session::tag(stats, &sql), &params)
             .await
-            .map_err(|e| Error::db(format!("reading what check {} needs", c.id()), e))?
+            .map_err(|e| Error::db(what(), e))?
             .get(0);
         out.insert(c.id(), rows.as_array().cloned().unwrap_or_default());
     }

@@ -521,7 +521,16 @@ fn a_repartition_join_is_planned_and_reported() {
     assert_eq!(found[0]["statement_id"], stmts[0]["id"], "{v:#}");
     let message = found[0]["message"].as_str().unwrap();
     assert!(
-        message.starts_with("joins ads, campaigns off their distribution columns"),
+        message.starts_with(
+            "joins ads (distributed by company_id), campaigns (distributed by company_id) off \
+             their distribution columns"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "fix: join on the distribution columns (ads.company_id = campaigns.company_id)"
+        ),
         "{message}"
     );
 }
@@ -668,5 +677,92 @@ fn replay_on_citus_names_the_hot_row_on_its_shard() {
             "SELECT budget FROM campaigns WHERE company_id = 8 AND id = 207"
         ),
         ["207"]
+    );
+}
+
+/// Issue 36, 3: one company owning most of `ads` (50,000 rows in one shard
+/// of 32) is reported as `tenant-shard-skew`, naming the table, its
+/// distribution column, the shard and its worker; and the multi-shard
+/// finding names the distribution column and the filter it lacks. A
+/// reference table beside them (no distribution column) reads as one.
+#[test]
+fn a_heavy_tenant_shard_is_reported_and_findings_name_the_distribution_column() {
+    if !citus_or_skip("a_heavy_tenant_shard_is_reported_and_findings_name_the_distribution_column")
+    {
+        return;
+    }
+    let t = Tutorial::start();
+    psql(
+        &t.url,
+        "INSERT INTO campaigns VALUES (1, 1000000, 'big', 1);
+         INSERT INTO ads SELECT 1, 1000000 + g, 1000000, repeat('a', 50), g
+           FROM generate_series(1, 50000) g;
+         CREATE TABLE countries (code text PRIMARY KEY, name text);
+         SELECT create_reference_table('countries');
+         ANALYZE;",
+    );
+    let shard = psql(
+        &t.url,
+        "SELECT get_shard_id_for_distribution_column('ads', 1) || ' ' || nodename || ':' || nodeport \
+           FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column('ads', 1)",
+    );
+    let (shard, node) = shard[0].split_once(' ').unwrap();
+    let (_, v) = t.explain(&[
+        "SELECT * FROM ads WHERE campaign_id = $1",
+        "SELECT a.name, c.name FROM ads a JOIN countries c ON c.code = a.name WHERE a.clicks = $1",
+    ]);
+    let findings = v["findings"].as_array().unwrap();
+    let skew: Vec<&serde_json::Value> = findings
+        .iter()
+        .filter(|f| f["check"] == "tenant-shard-skew")
+        .collect();
+    assert_eq!(skew.len(), 1, "{v:#}");
+    assert_eq!(skew[0]["relation"], "ads", "{v:#}");
+    assert_eq!(skew[0]["severity"], "warning", "{v:#}");
+    let message = skew[0]["message"].as_str().unwrap();
+    eprintln!("tenant-shard-skew: {message}");
+    assert!(
+        message.starts_with(&format!(
+            "ads (distributed by company_id): its largest shard, shard {shard} on {node}, holds "
+        )),
+        "{message}"
+    );
+    assert!(
+        message.contains("isolate_tenant_to_new_shard('ads'"),
+        "{message}"
+    );
+    // The statements reading the table: both.
+    let ids: Vec<&str> = v["statements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        message.contains(&format!(
+            "(recorded statements reading it: {})",
+            ids.join(", ")
+        )),
+        "{message}"
+    );
+    let multi: Vec<&str> = findings
+        .iter()
+        .filter(|f| f["check"] == "multi-shard")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(!multi.is_empty(), "{v:#}");
+    for m in &multi {
+        eprintln!("multi-shard: {m}");
+        assert!(
+            m.contains("shards of ads (distributed by company_id)")
+                && m.contains("fix: filter on ads.company_id (the tenant)"),
+            "{m}"
+        );
+    }
+    assert!(
+        multi
+            .iter()
+            .any(|m| m.contains("countries (a reference table)")),
+        "{multi:?}"
     );
 }

@@ -166,15 +166,110 @@ pub trait Check: Sync {
     fn id(&self) -> CheckId;
 
     /// What this check needs the server to answer beyond the catalog and the
-    /// plans: one SELECT, run once as the admin role before the checks (when
-    /// the check is not disabled), its rows reaching [`Check::run`] as JSON
-    /// objects through [`Ctx::probed`]. None (the default): the check reads
-    /// the plans and the catalog only.
-    fn probe(&self) -> Option<&'static str> {
+    /// plans: one SELECT ([`Probe`]), run once as the admin role before the
+    /// checks (when the check is not disabled and its guard holds), its rows
+    /// reaching [`Check::run`] as JSON objects through [`Ctx::probed`]. None
+    /// (the default): the check reads the plans and the catalog only.
+    fn probe(&self) -> Option<Probe> {
         None
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>);
+}
+
+/// What a check asks the server ([`Check::probe`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Probe {
+    /// One SELECT; its rows reach the check as JSON objects.
+    pub sql: &'static str,
+    /// A SELECT of one boolean run first: when false the probe is not run
+    /// and the check gets no rows (a Citus probe on a server without Citus,
+    /// whose catalog tables do not exist there).
+    pub guard: Option<&'static str>,
+    /// `sql` reads the heaviest tenant's id as `$1` (text; NULL when the run
+    /// resolved no tenancy).
+    pub tenant: bool,
+}
+
+impl Probe {
+    /// A probe of `sql` alone: no guard, no parameter.
+    pub const fn sql(sql: &'static str) -> Probe {
+        Probe {
+            sql,
+            guard: None,
+            tenant: false,
+        }
+    }
+}
+
+/// The guard of a probe reading Citus's catalog: Citus is installed in the
+/// database (`pg_dist_partition` exists only there).
+pub const CITUS_GUARD: &str = "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL";
+
+/// The probe of the Citus checks that name distribution columns: each
+/// distributed table with its distribution column (NULL for a reference
+/// table) and its method (`h` hash, `n` reference, ...).
+pub const DISTRIBUTION_PROBE: Probe = Probe {
+    sql: "SELECT n.nspname::text AS schema, c.relname::text AS table,
+                 p.partmethod::text AS method,
+                 CASE WHEN p.partkey IS NOT NULL
+                      THEN column_to_column_name(p.logicalrelid, p.partkey)::text END AS column
+            FROM pg_dist_partition p
+            JOIN pg_class c ON c.oid = p.logicalrelid
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+           ORDER BY 1, 2",
+    guard: Some(CITUS_GUARD),
+    tenant: false,
+};
+
+/// How a Citus table is distributed, as [`DISTRIBUTION_PROBE`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Distribution {
+    /// Hash-distributed (or by range/append) by this column.
+    By(String),
+    /// A reference table: a copy on every node.
+    Reference,
+}
+
+impl Distribution {
+    /// `ads (distributed by company_id)` / `countries (a reference table)`.
+    pub fn describe(&self, table: &str) -> String {
+        match self {
+            Distribution::By(c) => format!("{table} (distributed by {c})"),
+            Distribution::Reference => format!("{table} (a reference table)"),
+        }
+    }
+}
+
+/// The Citus tables of check `check`'s [`DISTRIBUTION_PROBE`] rows, by the
+/// catalog's name of each (as [`Catalog::resolve`] gives it); empty without
+/// Citus.
+pub fn distributions(
+    ctx: &Ctx,
+    check: CheckId,
+) -> std::collections::BTreeMap<String, Distribution> {
+    let text = |r: &serde_json::Value, k: &str| {
+        r.get(k)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    ctx.probed(check)
+        .iter()
+        .filter_map(|r| {
+            let table = text(r, "table")?;
+            let qualified = format!("{}.{table}", text(r, "schema")?);
+            let name = ctx
+                .catalog
+                .resolve(&qualified)
+                .unwrap_or(&table)
+                .to_string();
+            let d = match (text(r, "method").as_deref(), text(r, "column")) {
+                (Some("n"), _) | (_, None) => Distribution::Reference,
+                (_, Some(c)) => Distribution::By(c),
+            };
+            Some((name, d))
+        })
+        .collect()
 }
 
 /// A finding of check `c` (what `Finding::new(self, ...)` reads as in a check).

@@ -12,7 +12,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{Check, CheckId, Ctx, Finding, Severity, declare_check, finding, judged_plans};
+use super::{
+    Check, CheckId, Ctx, Finding, Probe, Severity, declare_check, finding, judged_plans,
+};
 use crate::catalog::planner::Index;
 
 declare_check! {
@@ -27,10 +29,10 @@ impl Check for MissingFkIndex {
         CheckId::MissingFkIndex
     }
 
-    fn probe(&self) -> Option<&'static str> {
+    fn probe(&self) -> Option<Probe> {
         // Declared keys only: a partition's copy of its parent's key
         // (conparentid set) is the parent's finding.
-        Some(
+        Some(Probe::sql(
             "SELECT c.conname::text AS name,
                     cn.nspname::text AS schema, cc.relname::text AS table,
                     pn.nspname::text AS parent_schema, pc.relname::text AS parent,
@@ -45,7 +47,7 @@ impl Check for MissingFkIndex {
                JOIN pg_namespace pn ON pn.oid = pc.relnamespace
               WHERE c.contype = 'f' AND c.conparentid = 0
               ORDER BY 2, 3, 1",
-        )
+        ))
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {

@@ -10,8 +10,9 @@ pub(crate) mod check;
 pub(crate) use check::declare_check;
 use check::on_bookkeeping;
 pub use check::{
-    Check, Ctx, describe, finding, generic_only, judged_plans, modes_phrase, node_json, plan_index,
-    reads_all_by_design, rows_read_in, sort_for_report,
+    CITUS_GUARD, Check, Ctx, DISTRIBUTION_PROBE, Distribution, Probe, describe, distributions,
+    finding, generic_only, judged_plans, modes_phrase, node_json, plan_index, reads_all_by_design,
+    rows_read_in, sort_for_report,
 };
 
 /// `checks! { module::Check, ... }`: declares each check's module and
@@ -43,6 +44,7 @@ checks! {
     missing_fk_index::MissingFkIndex,
     multi_shard::MultiShard,
     repartition_join::RepartitionJoin,
+    tenant_shard_skew::TenantShardSkew,
 }
 
 /// Runs every check not disabled; a disabled id also drops the findings a

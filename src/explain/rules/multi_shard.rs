@@ -16,7 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use super::{
+    Check, CheckId, Ctx, DISTRIBUTION_PROBE, Distribution, Finding, Probe, Severity,
+    declare_check, describe, distributions, finding, judged_plans,
+};
 use crate::explain::plan_tree::{Mode, without_shard_id};
 
 declare_check! {
@@ -64,7 +67,12 @@ impl Check for MultiShard {
         CheckId::MultiShard
     }
 
+    fn probe(&self) -> Option<Probe> {
+        Some(DISTRIBUTION_PROBE)
+    }
+
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
+        let dist = distributions(ctx, self.id());
         for e in ctx.explained() {
             // mode -> (most tasks, tables, plans that fan out)
             let mut hits: BTreeMap<Mode, (u64, BTreeSet<String>, Vec<String>)> = BTreeMap::new();
@@ -93,14 +101,20 @@ impl Check for MultiShard {
                 let what = if names.is_empty() {
                     "distributed tables".to_string()
                 } else {
-                    names.join(", ")
+                    names
+                        .iter()
+                        .map(|t| dist.get(*t).map_or(t.to_string(), |d| d.describe(t)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 let mut f = finding(
                     self,
                     severity,
                     format!(
-                        "fans out to {tasks} shards of {what} (a Citus multi-shard statement) in the {}",
-                        plans.join(", ")
+                        "fans out to {tasks} shards of {what} in the {} (a Citus multi-shard \
+                         statement); fix: {}",
+                        plans.join(", "),
+                        fix(&names, &dist)
                     ),
                 )
                 .statement(&e.stmt, mode);
@@ -110,6 +124,27 @@ impl Check for MultiShard {
                 out.push(f);
             }
         }
+    }
+}
+
+/// What routes the statement to one shard: a filter on each distributed
+/// table's distribution column (by the tenant, it routes every one).
+fn fix(tables: &[&str], dist: &BTreeMap<String, Distribution>) -> String {
+    let filters: Vec<String> = tables
+        .iter()
+        .filter_map(|t| match dist.get(*t)? {
+            Distribution::By(c) => Some(format!("{t}.{c}")),
+            Distribution::Reference => None,
+        })
+        .collect();
+    if filters.is_empty() {
+        "filter on the distribution column of each distributed table it reads (the tenant)"
+            .to_string()
+    } else {
+        format!(
+            "filter on {} (the tenant) so Citus routes the statement to one shard",
+            filters.join(" and ")
+        )
     }
 }
 
@@ -130,7 +165,16 @@ mod tests {
     fn run(plans: Vec<(Mode, PlanKind, Value)>) -> Vec<Finding> {
         let cat = catalog(&[("ads", 1000)], vec![]);
         let results = vec![explained("SELECT * FROM ads WHERE campaign_id = $1", plans)];
-        let ctx = super::super::testing::ctx(&cat, &results);
+        let row = serde_json::json!({"schema": "public", "table": "ads", "method": "h",
+            "column": "company_id"});
+        let probes = crate::explain::probes::Probes {
+            declared: [(CheckId::MultiShard, vec![row])].into(),
+            ..Default::default()
+        };
+        let ctx = Ctx {
+            probes: &probes,
+            ..super::super::testing::ctx(&cat, &results)
+        };
         let mut out = Vec::new();
         MultiShard.run(&ctx, &mut out);
         out
@@ -147,7 +191,11 @@ mod tests {
         assert_eq!(f[1].severity, Severity::Warning);
         assert_eq!(f[0].relation.as_deref(), Some("ads"));
         assert!(
-            f[0].message.starts_with("fans out to 32 shards of ads"),
+            f[0].message.starts_with(
+                "fans out to 32 shards of ads (distributed by company_id) in the custom plan \
+                 (heaviest tenant) (a Citus multi-shard statement); fix: filter on \
+                 ads.company_id (the tenant)"
+            ),
             "{}",
             f[0].message
         );

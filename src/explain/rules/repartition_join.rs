@@ -15,7 +15,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, describe, finding, judged_plans};
+use super::{
+    Check, CheckId, Ctx, DISTRIBUTION_PROBE, Distribution, Finding, Probe, Severity,
+    declare_check, describe, distributions, finding, judged_plans,
+};
 use crate::explain::plan_tree::Mode;
 
 declare_check! {
@@ -59,7 +62,12 @@ impl Check for RepartitionJoin {
         CheckId::RepartitionJoin
     }
 
+    fn probe(&self) -> Option<Probe> {
+        Some(DISTRIBUTION_PROBE)
+    }
+
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
+        let dist = distributions(ctx, self.id());
         for e in ctx.explained() {
             // mode -> (map tasks, merge tasks, plans that repartition)
             let mut hits: BTreeMap<Mode, (u64, u64, Vec<String>)> = BTreeMap::new();
@@ -88,19 +96,25 @@ impl Check for RepartitionJoin {
                     Mode::Tenant => Severity::Error,
                     Mode::Admin => Severity::Warning,
                 };
+                let named: Vec<String> = tables
+                    .iter()
+                    .map(|t| dist.get(t).map_or(t.to_string(), |d| d.describe(t)))
+                    .collect();
                 let mut f = finding(
                     self,
                     severity,
                     format!(
                         "joins {} off their distribution columns: Citus repartitions the rows \
                          across the workers ({maps} map tasks, {merges} merge tasks) in the {}; \
-                         without citus.enable_repartition_joins the server refuses the statement",
-                        if tables.is_empty() {
+                         without citus.enable_repartition_joins the server refuses the \
+                         statement; fix: {}",
+                        if named.is_empty() {
                             "distributed tables".to_string()
                         } else {
-                            tables.join(", ")
+                            named.join(", ")
                         },
-                        plans.join(", ")
+                        plans.join(", "),
+                        fix(&tables, &dist)
                     ),
                 )
                 .statement(&e.stmt, mode);
@@ -111,6 +125,32 @@ impl Check for RepartitionJoin {
             }
         }
     }
+}
+
+/// Co-location (join on the distribution columns) or a reference table.
+fn fix(tables: &[String], dist: &BTreeMap<String, Distribution>) -> String {
+    let by: Vec<String> = tables
+        .iter()
+        .filter_map(|t| match dist.get(t)? {
+            Distribution::By(c) => Some(format!("{t}.{c}")),
+            Distribution::Reference => None,
+        })
+        .collect();
+    let join = match by.as_slice() {
+        [first, rest @ ..] if !rest.is_empty() => format!(
+            "join on the distribution columns ({}) so each shard joins its co-located shard \
+             (tables distributed by the same column type, create_distributed_table(..., \
+             colocate_with => ...))",
+            rest.iter()
+                .map(|r| format!("{first} = {r}"))
+                .collect::<Vec<_>>()
+                .join(" AND ")
+        ),
+        _ => "join on the distribution columns (co-locate the tables: distribute both by the \
+              tenant and join on it)"
+            .to_string(),
+    };
+    format!("{join}, or make the smaller side a reference table (create_reference_table)")
 }
 
 #[cfg(test)]
@@ -139,7 +179,20 @@ mod tests {
             "SELECT count(*) FROM ads a JOIN campaigns c ON c.id = a.campaign_id",
             plans,
         )];
-        let ctx = super::super::testing::ctx(&cat, &results);
+        let rows = ["ads", "campaigns"]
+            .map(|t| {
+                serde_json::json!({"schema": "public", "table": t, "method": "h",
+                    "column": "company_id"})
+            })
+            .to_vec();
+        let probes = crate::explain::probes::Probes {
+            declared: [(CheckId::RepartitionJoin, rows)].into(),
+            ..Default::default()
+        };
+        let ctx = Ctx {
+            probes: &probes,
+            ..super::super::testing::ctx(&cat, &results)
+        };
         let mut out = Vec::new();
         RepartitionJoin.run(&ctx, &mut out);
         out
@@ -157,8 +210,16 @@ mod tests {
         assert_eq!(f[0].relation.as_deref(), Some("ads"));
         assert!(
             f[0].message.starts_with(
-                "joins ads, campaigns off their distribution columns: Citus repartitions the \
-                 rows across the workers (64 map tasks, 24 merge tasks)"
+                "joins ads (distributed by company_id), campaigns (distributed by company_id) \
+                 off their distribution columns: Citus repartitions the rows across the \
+                 workers (64 map tasks, 24 merge tasks)"
+            ),
+            "{}",
+            f[0].message
+        );
+        assert!(
+            f[0].message.contains(
+                "fix: join on the distribution columns (ads.company_id = campaigns.company_id)"
             ),
             "{}",
             f[0].message
