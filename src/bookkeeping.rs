@@ -48,6 +48,32 @@ const LOCK_CLASS: i32 = 0x706c_6e6b;
 const LOCK_SEED: i32 = 1;
 const LOCK_SAVE: i32 = 2;
 
+/// What a saved row holds: a foreign key, or an index (rows of planck 0.x
+/// only); its `kind` column says `fk` or `index`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SavedKind {
+    ForeignKey,
+    Index,
+}
+
+impl SavedKind {
+    fn parse(s: &str) -> SavedKind {
+        if s == "index" {
+            SavedKind::Index
+        } else {
+            SavedKind::ForeignKey
+        }
+    }
+
+    /// `fk` or `index`, as the column and messages say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SavedKind::ForeignKey => "fk",
+            SavedKind::Index => "index",
+        }
+    }
+}
+
 /// What a saved constraint's row says about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -71,8 +97,7 @@ impl State {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingConstraint {
     pub id: i64,
-    /// `fk`, or `index` (rows of planck 0.x only).
-    pub kind: String,
+    pub kind: SavedKind,
     /// The table, schema-qualified and quoted as `pg_class` names it.
     pub table: String,
     pub name: String,
@@ -197,7 +222,7 @@ async fn read(c: &Client, table: &str, legacy: bool) -> Result<Vec<PendingConstr
         .iter()
         .map(|r| PendingConstraint {
             id: r.get(0),
-            kind: r.get(1),
+            kind: SavedKind::parse(r.get(1)),
             table: r.get(2),
             name: r.get(3),
             def: r.get(4),
@@ -798,7 +823,7 @@ mod tests {
     fn p(name: &str, state: State) -> PendingConstraint {
         PendingConstraint {
             id: 1,
-            kind: "fk".into(),
+            kind: SavedKind::ForeignKey,
             table: "public.items".into(),
             name: name.into(),
             def: "FOREIGN KEY (a) REFERENCES t(id)".into(),

@@ -93,10 +93,7 @@ pub(crate) fn finding_key(f: &JsonFinding) -> String {
 
 /// Errors not held by the baseline: what fails CI.
 pub(crate) fn new_errors(r: &JsonReport) -> usize {
-    r.findings
-        .iter()
-        .filter(|f| f.severity == "error" && !f.baseline)
-        .count()
+    r.findings.iter().filter(|f| f.is_new_error()).count()
 }
 
 /// What a finding is about, in a few words: `items` or `items_account_idx on items`.

@@ -165,10 +165,7 @@ fn classname(fs: &[&JsonFinding], fallback: &str) -> String {
 }
 
 fn status(fs: &[&JsonFinding], s: Option<&JsonStatement>) -> TestCaseStatus {
-    let failing: Vec<&&JsonFinding> = fs
-        .iter()
-        .filter(|f| f.severity == "error" && !f.baseline)
-        .collect();
+    let failing: Vec<&&JsonFinding> = fs.iter().filter(|f| f.is_new_error()).collect();
     if failing.is_empty() {
         return TestCaseStatus::success();
     }

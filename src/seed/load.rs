@@ -1303,7 +1303,7 @@ async fn restore_keys(
             pending: bookkeeping::pending(admin)
                 .await?
                 .iter()
-                .filter(|p| p.kind == "fk")
+                .filter(|p| p.kind == crate::bookkeeping::SavedKind::ForeignKey)
                 .map(PendingConstraint::label)
                 .collect(),
             ..Restored::default()
@@ -1716,7 +1716,7 @@ mod tests {
     fn a_key_that_no_longer_applies_reads_plainly() {
         let s = Saved {
             id: 3,
-            kind: "fk".into(),
+            kind: crate::bookkeeping::SavedKind::ForeignKey,
             table: "public.items".into(),
             name: "items_pouch_id_fkey".into(),
             def: "FOREIGN KEY (pouch_id) REFERENCES pouches(id) ON DELETE CASCADE".into(),

@@ -18,7 +18,7 @@ use tokio_postgres::Client;
 use tokio_postgres::GenericClient;
 use tokio_postgres::error::SqlState;
 
-use crate::bookkeeping::{self, PendingConstraint, State};
+use crate::bookkeeping::{self, PendingConstraint, SavedKind, State};
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
 use crate::output::Log;
@@ -31,7 +31,7 @@ pub(crate) type Saved = PendingConstraint;
 /// taken from `regclass` (it must name an existing table); the definition is
 /// run as one statement of the extended protocol, so nothing rides along.
 async fn restore_sql(c: &impl GenericClient, s: &Saved, not_valid: bool) -> Result<String> {
-    if s.kind == "index" {
+    if s.kind == SavedKind::Index {
         // Only an index definition, as planck 0.x saved them.
         let d = s.def.trim_start().to_ascii_uppercase();
         if !(d.starts_with("CREATE INDEX ") || d.starts_with("CREATE UNIQUE INDEX ")) {
@@ -104,7 +104,7 @@ pub(crate) fn inapplicable(s: &Saved, e: &Error) -> String {
         "saved {} {} no longer applies: {why}\n  saved definition: {}\n  \
          hint: re-create it by hand to fit the schema as it is now; `planck seed --restore` \
          then forgets planck's copy\n  hint: or drop planck's copy: `planck seed --restore --forget {}`",
-        if s.kind == "fk" {
+        if s.kind == SavedKind::ForeignKey {
             "foreign key"
         } else {
             "index"
@@ -145,7 +145,10 @@ async fn restore_one(c: &mut Client, s: &Saved) -> Result<()> {
             return Ok(());
         }
         Err(e) => {
-            return Err(Error::db(format!("restoring {} {}", s.kind, s.label()), e));
+            return Err(Error::db(
+                format!("restoring {} {}", s.kind.as_str(), s.label()),
+                e,
+            ));
         }
     }
     bookkeeping::forget(&tx, s).await?;
@@ -433,7 +436,8 @@ pub(crate) async fn restore_all(
     if all.is_empty() {
         return Ok(out);
     }
-    let (indexes, fks): (Vec<Saved>, Vec<Saved>) = all.into_iter().partition(|s| s.kind == "index");
+    let (indexes, fks): (Vec<Saved>, Vec<Saved>) =
+        all.into_iter().partition(|s| s.kind == SavedKind::Index);
     let queue = Arc::new(tokio::sync::Mutex::new(indexes));
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..threads.max(1) {
@@ -599,7 +603,7 @@ async fn dropped_fks(c: &Client) -> Result<Vec<(String, String, String)>> {
     Ok(bookkeeping::pending(c)
         .await?
         .into_iter()
-        .filter(|s| s.kind == "fk" && s.state == State::Dropped)
+        .filter(|s| s.kind == SavedKind::ForeignKey && s.state == State::Dropped)
         .map(|s| (s.table, s.name, s.def))
         .collect())
 }
@@ -629,7 +633,10 @@ pub async fn recover(
     if sharded {
         log.debug(&format!(
             "{} foreign key(s) saved by earlier shards",
-            leftovers.iter().filter(|s| s.kind == "fk").count()
+            leftovers
+                .iter()
+                .filter(|s| s.kind == SavedKind::ForeignKey)
+                .count()
         ));
     } else {
         let r = restore_all(conn, threads, Unmatched::Keep).await?;
