@@ -319,7 +319,12 @@ fn the_readme_stays_short() {
 }
 
 /// The pages whose `sh-session` blocks run against a server.
-const SERVER_PAGES: &[&str] = &["README.md", "docs/cluster.md", "docs/migrate.md"];
+const SERVER_PAGES: &[&str] = &[
+    "README.md",
+    "docs/cluster.md",
+    "docs/migrate.md",
+    "docs/seed.md",
+];
 
 /// The `sh-session` blocks run against a real server, as a reader would run
 /// them: each page in a project folder of its own holding a copy of the
