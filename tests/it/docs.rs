@@ -324,6 +324,8 @@ const SERVER_PAGES: &[&str] = &[
     "docs/cluster.md",
     "docs/migrate.md",
     "docs/seed.md",
+    "docs/explain.md",
+    "docs/replay.md",
 ];
 
 /// The `sh-session` blocks run against a real server, as a reader would run
