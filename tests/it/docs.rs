@@ -326,6 +326,7 @@ const SERVER_PAGES: &[&str] = &[
     "docs/seed.md",
     "docs/explain.md",
     "docs/replay.md",
+    "docs/record.md",
 ];
 
 /// The `sh-session` blocks run against a real server, as a reader would run
