@@ -153,10 +153,7 @@ mod tests {
             "name": "items_account_id_fkey", "schema": "public", "table": "items",
             "parent_schema": "public", "parent": "accounts", "columns": columns,
         });
-        Probes {
-            declared: [(CheckId::MissingFkIndex, vec![fk])].into(),
-            ..Probes::default()
-        }
+        probed(&MissingFkIndex, vec![fk])
     }
 
     fn run(indexes: Vec<Index>, results: &[crate::explain::engine::Explained]) -> Vec<Finding> {
@@ -166,9 +163,7 @@ mod tests {
             probes: &probes,
             ..ctx(&cat, results)
         };
-        let mut out = Vec::new();
-        MissingFkIndex.run(&ctx, &mut out);
-        out
+        findings_of(&MissingFkIndex, &ctx)
     }
 
     #[test]
@@ -220,8 +215,7 @@ mod tests {
             probes: &probes,
             ..ctx(&cat, &[])
         };
-        let mut out = Vec::new();
-        MissingFkIndex.run(&ctx, &mut out);
+        let out = findings_of(&MissingFkIndex, &ctx);
         assert!(out.is_empty(), "{out:?}");
     }
 }

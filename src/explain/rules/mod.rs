@@ -150,6 +150,21 @@ pub(crate) mod testing {
         declared: std::collections::BTreeMap::new(),
     };
 
+    /// Probes in which `check`'s own probe answered `rows`.
+    pub fn probed(check: &dyn Check, rows: Vec<Value>) -> Probes {
+        Probes {
+            declared: [(check.id(), rows)].into(),
+            ..Probes::default()
+        }
+    }
+
+    /// What `check` finds in `ctx`.
+    pub fn findings_of(check: &dyn Check, ctx: &Ctx) -> Vec<Finding> {
+        let mut out = Vec::new();
+        check.run(ctx, &mut out);
+        out
+    }
+
     pub fn ctx<'a>(catalog: &'a Catalog, results: &'a [Explained]) -> Ctx<'a> {
         Ctx {
             catalog,

@@ -150,7 +150,7 @@ fn fix(tables: &[&str], dist: &BTreeMap<String, Distribution>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{catalog, explained};
+    use super::super::testing::{catalog, explained, findings_of, probed};
     use super::*;
     use crate::explain::plan_tree::PlanKind;
 
@@ -167,17 +167,12 @@ mod tests {
         let results = vec![explained("SELECT * FROM ads WHERE campaign_id = $1", plans)];
         let row = serde_json::json!({"schema": "public", "table": "ads", "method": "h",
             "column": "company_id"});
-        let probes = crate::explain::probes::Probes {
-            declared: [(CheckId::MultiShard, vec![row])].into(),
-            ..Default::default()
-        };
+        let probes = probed(&MultiShard, vec![row]);
         let ctx = Ctx {
             probes: &probes,
             ..super::super::testing::ctx(&cat, &results)
         };
-        let mut out = Vec::new();
-        MultiShard.run(&ctx, &mut out);
-        out
+        findings_of(&MultiShard, &ctx)
     }
 
     #[test]

@@ -155,7 +155,7 @@ fn fix(tables: &[String], dist: &BTreeMap<String, Distribution>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{catalog, explained};
+    use super::super::testing::{catalog, explained, findings_of, probed};
     use super::*;
     use crate::explain::plan_tree::PlanKind;
 
@@ -185,17 +185,12 @@ mod tests {
                     "column": "company_id"})
             })
             .to_vec();
-        let probes = crate::explain::probes::Probes {
-            declared: [(CheckId::RepartitionJoin, rows)].into(),
-            ..Default::default()
-        };
+        let probes = probed(&RepartitionJoin, rows);
         let ctx = Ctx {
             probes: &probes,
             ..super::super::testing::ctx(&cat, &results)
         };
-        let mut out = Vec::new();
-        RepartitionJoin.run(&ctx, &mut out);
-        out
+        findings_of(&RepartitionJoin, &ctx)
     }
 
     #[test]

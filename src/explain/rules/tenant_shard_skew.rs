@@ -213,7 +213,7 @@ impl TenantShardSkew {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{catalog, ctx};
+    use super::super::testing::{catalog, ctx, findings_of, probed};
     use super::*;
     use crate::explain::probes::Probes;
     use serde_json::json;
@@ -229,10 +229,7 @@ mod tests {
                     "bytes": b, "tenant_shard": 101})
             })
             .collect();
-        Probes {
-            declared: [(CheckId::TenantShardSkew, rows)].into(),
-            ..Probes::default()
-        }
+        probed(&TenantShardSkew, rows)
     }
 
     fn run(sizes: &[u64], tenancy: Option<&crate::tenancy::Tenancy>) -> Vec<Finding> {
@@ -247,9 +244,7 @@ mod tests {
             tenancy,
             ..ctx(&cat, &results)
         };
-        let mut out = Vec::new();
-        TenantShardSkew.run(&ctx, &mut out);
-        out
+        findings_of(&TenantShardSkew, &ctx)
     }
 
     const MB: u64 = 1 << 20;
