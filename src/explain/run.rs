@@ -6,6 +6,7 @@
 //! tenancy, plan (the engine), re-plan with partial-index literals, judge
 //! (checks, ignores, baseline).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -471,34 +472,43 @@ async fn declared_probes(
 ) -> Result<std::collections::BTreeMap<CheckId, Vec<serde_json::Value>>> {
     let mut out = std::collections::BTreeMap::new();
     let heaviest: Option<String> = tenancy.and_then(|t| t.heaviest.clone());
+    // Checks share guards and probes (the Citus ones): each text runs once.
+    let mut guards: HashMap<&str, bool> = HashMap::new();
+    let mut answers: HashMap<&str, Vec<serde_json::Value>> = HashMap::new();
     for c in rules::ALL.iter().filter(|c| !disabled.contains(&c.id())) {
         let Some(probe) = c.probe() else { continue };
         let what = || format!("reading what check {} needs", c.id());
         if let Some(guard) = probe.guard {
-            let holds: Option<bool> = client
-                .query_one(&session::tag(stats, guard), &[])
-                .await
-                .map_err(|e| Error::db(what(), e))?
-                .get(0);
-            if holds != Some(true) {
+            if !guards.contains_key(guard) {
+                let holds: Option<bool> = client
+                    .query_one(&session::tag(stats, guard), &[])
+                    .await
+                    .map_err(|e| Error::db(what(), e))?
+                    .get(0);
+                guards.insert(guard, holds == Some(true));
+            }
+            if !guards[guard] {
                 continue;
             }
         }
-        let sql = format!(
-            "SELECT coalesce(json_agg(p), '[]'::json) FROM ({}) AS p",
-            probe.sql
-        );
-        let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = if probe.tenant {
-            vec![&heaviest]
-        } else {
-            vec![]
-        };
-        let rows: serde_json::Value = client
-            .query_one(&session::tag(stats, &sql), &params)
-            .await
-            .map_err(|e| Error::db(what(), e))?
-            .get(0);
-        out.insert(c.id(), rows.as_array().cloned().unwrap_or_default());
+        if !answers.contains_key(probe.sql) {
+            let sql = format!(
+                "SELECT coalesce(json_agg(p), '[]'::json) FROM ({}) AS p",
+                probe.sql
+            );
+            let params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = if probe.tenant {
+                vec![&heaviest]
+            } else {
+                vec![]
+            };
+            let rows: serde_json::Value = client
+                .query_one(&session::tag(stats, &sql), &params)
+                .await
+                .map_err(|e| Error::db(what(), e))?
+                .get(0);
+            answers.insert(probe.sql, rows.as_array().cloned().unwrap_or_default());
+        }
+        out.insert(c.id(), answers[probe.sql].clone());
     }
     Ok(out)
 }
