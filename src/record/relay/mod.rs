@@ -14,11 +14,13 @@
 //! 08P01 by the relay itself and named in the run's warnings), opens the
 //! server connection as planck itself would (its sslmode, SNI and
 //! certificate checks for the original host name), sends the client's
-//! startup packet, and then copies both ways: [`protocol`] frames what
+//! startup packet, and then copies both ways, handing each chunk once
+//! forwarded to [`analyst`], on a thread of its own, where [`protocol`] frames what
 //! passes, [`session`] turns it into statements and transactions,
 //! [`shapes`] keeps them as counted shapes.
 //! Authentication (passwords, SASL) passes through and is never kept.
 
+pub(crate) mod analyst;
 pub(crate) mod evidence;
 pub(crate) mod protocol;
 pub(crate) mod session;
@@ -156,7 +158,9 @@ impl Upstream {
 /// runtime: on a machine with few cores, every hop a relayed round trip
 /// makes between worker threads (a wake-up, a futex) is time the server
 /// and the client do not get, and one thread serving every connection
-/// reads all the chunks one wake-up brings.
+/// reads all the chunks one wake-up brings. That thread only forwards; the
+/// reading (framing, lexing, the capture) runs on a second thread at the
+/// least priority, in batches ([`analyst`]).
 pub struct Relay {
     pub port: u16,
     /// The directory of the unix socket `.s.PGSQL.<port>`.
@@ -188,10 +192,13 @@ impl Relay {
             .map_err(io)?;
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = tokio::sync::oneshot::channel();
+        let capture = Arc::new(Mutex::new(Capture::default()));
+        let analyst = analyst::Analyst::start(capture.clone()).map_err(io)?;
         std::thread::Builder::new()
             .name("planck-relay".into())
             .spawn(move || {
-                let capture = runtime.block_on(relay(tcp, unix, upstream, stop_rx, log));
+                let capture =
+                    runtime.block_on(relay(tcp, unix, upstream, capture, analyst, stop_rx, log));
                 let _ = done_tx.send(capture);
             })
             .map_err(io)?;
@@ -282,16 +289,18 @@ pub const REFUSED_UPSTREAM: &str = "server";
 
 /// The relay's thread: accepts connections and serves each in a task of
 /// its own until told to stop; then gives the connections the command
-/// closed as it exited a moment to end, closes what is left, and returns
-/// what was captured.
+/// closed as it exited a moment to end, closes what is left, waits for the
+/// analyst to read what they sent, and returns what was captured.
 async fn relay(
     tcp: std::net::TcpListener,
     unix: std::os::unix::net::UnixListener,
     upstream: Arc<Upstream>,
+    capture: Arc<Mutex<Capture>>,
+    analyst: analyst::Analyst,
     mut stop: watch::Receiver<bool>,
     log: Log,
 ) -> Capture {
-    let capture = Arc::new(Mutex::new(Capture::default()));
+    let mut next_id = 0u64;
     let (close, close_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     if let (Ok(tcp), Ok(unix)) = (TcpListener::from_std(tcp), UnixListener::from_std(unix)) {
@@ -312,10 +321,13 @@ async fn relay(
                 // Reap connections as they end, so the set stays small.
                 Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             };
+            next_id += 1;
             connections.spawn(serve(
                 stream,
+                next_id,
                 upstream.clone(),
                 capture.clone(),
+                analyst.feed(),
                 close_rx.clone(),
                 log,
             ));
@@ -328,6 +340,7 @@ async fn relay(
     let _ = close.send(true);
     while connections.join_next().await.is_some() {}
     drop(connections);
+    analyst.finish();
     let mut guard = capture.lock().unwrap_or_else(|e| e.into_inner());
     std::mem::take(&mut *guard)
 }
@@ -341,6 +354,28 @@ struct Reader {
 }
 
 impl Reader {
+    fn new(user: &str, database: &str) -> Reader {
+        Reader {
+            conn: Conn::new(user, database),
+            client: Decoder::new(Side::Client),
+            server: Decoder::new(Side::Server),
+        }
+    }
+
+    /// The connection ended (`left_open`: the relay closed it at the end).
+    fn close(self, capture: &mut Capture, left_open: bool) {
+        let mut c = self.conn;
+        c.end(capture);
+        capture.connections += 1;
+        capture.left_open += u64::from(left_open);
+        if c.incomplete {
+            capture.incomplete += 1;
+        }
+        if c.authenticated {
+            *capture.databases.entry(c.database.clone()).or_default() += 1;
+        }
+    }
+
     fn client(&mut self, bytes: &[u8], now: Instant) {
         if self.client.broken() {
             return;
@@ -497,8 +532,10 @@ async fn read_startup(
 /// One client connection, from its first byte to its end.
 async fn serve(
     mut client: Box<dyn Io>,
+    id: u64,
     upstream: Arc<Upstream>,
     capture: Arc<Mutex<Capture>>,
+    feed: analyst::Feed,
     mut stop: watch::Receiver<bool>,
     log: Log,
 ) {
@@ -533,17 +570,12 @@ async fn serve(
         return;
     }
     // 3. Both ways, in this one task (no hop to another task per chunk):
-    // each chunk is read into the connection's state before it is
-    // forwarded, so a request is always seen before its answer. The state
-    // is locked only while a chunk is read, never across an await.
-    let reader = Mutex::new(Reader {
-        conn: Conn::new(&user, &database),
-        client: Decoder::new(Side::Client),
-        server: Decoder::new(Side::Server),
-    });
-    let lock = || reader.lock().unwrap_or_else(|e| e.into_inner());
+    // each chunk is forwarded, then handed to the analyst before this task
+    // awaits anything else, so the analyst sees a request before its
+    // answer whatever the order the sockets are polled in.
+    feed.open(id, &user, &database);
     if !buf.is_empty() {
-        lock().client(&buf, Instant::now());
+        feed.chunk(id, Side::Client, &buf);
     }
     let (mut client_r, mut client_w) = tokio::io::split(client);
     let (mut server_r, mut server_w) = tokio::io::split(server);
@@ -554,8 +586,11 @@ async fn serve(
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            lock().client(&b[..n], Instant::now());
-            if server_w.write_all(&b[..n]).await.is_err() {
+            let sent = forward(&mut server_w, &b[..n], || {
+                feed.chunk(id, Side::Client, &b[..n])
+            })
+            .await;
+            if !sent {
                 break;
             }
         }
@@ -568,11 +603,11 @@ async fn serve(
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            {
-                let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
-                lock().server(&b[..n], Instant::now(), &mut cap);
-            }
-            if client_w.write_all(&b[..n]).await.is_err() {
+            let sent = forward(&mut client_w, &b[..n], || {
+                feed.chunk(id, Side::Server, &b[..n])
+            })
+            .await;
+            if !sent {
                 break;
             }
         }
@@ -582,15 +617,36 @@ async fn serve(
         _ = async { tokio::join!(up, down) } => false,
         _ = stop.wait_for(|s| *s) => true,
     };
-    let mut c = reader.into_inner().unwrap_or_else(|e| e.into_inner()).conn;
-    let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
-    c.end(&mut cap);
-    cap.connections += 1;
-    cap.left_open += u64::from(left_open);
-    if c.incomplete {
-        cap.incomplete += 1;
+    feed.close(id, left_open);
+}
+
+/// Writes `data` to `to`, calling `seen` once it is written or, when the
+/// socket cannot take it all at once, before waiting for room: either way
+/// before this task yields, so the other direction's next chunk is never
+/// handed over first. False when the peer is gone.
+async fn forward(to: &mut (impl AsyncWrite + Unpin), data: &[u8], seen: impl FnOnce()) -> bool {
+    let mut written = 0;
+    let mut seen = Some(seen);
+    while written < data.len() {
+        let step = std::future::poll_fn(|cx| {
+            match std::pin::Pin::new(&mut *to).poll_write(cx, &data[written..]) {
+                std::task::Poll::Pending => {
+                    if let Some(f) = seen.take() {
+                        f();
+                    }
+                    std::task::Poll::Pending
+                }
+                ready => ready,
+            }
+        })
+        .await;
+        match step {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => written += n,
+        }
     }
-    if c.authenticated {
-        *cap.databases.entry(c.database.clone()).or_default() += 1;
+    if let Some(f) = seen.take() {
+        f();
     }
+    true
 }

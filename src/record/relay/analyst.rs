@@ -1,0 +1,329 @@
+//! The relay's reading, on a thread of its own. The relay thread forwards
+//! each chunk first and appends a copy here; the analyst frames, lexes and
+//! captures the copies in the order the relay saw them, off the path of the
+//! round trip (a relayed round trip then costs what forwarding costs, not
+//! forwarding plus lexing). It wakes at most once a millisecond under load
+//! and sleeps while nothing arrives; the queue is bounded, and a relay that
+//! fills it waits for the analyst (the run slows, nothing is dropped).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::Reader;
+use super::protocol::Side;
+use super::shapes::Capture;
+
+/// The most bytes the queue holds before the relay waits for the analyst.
+const LIMIT: usize = 32 * 1024 * 1024;
+
+/// How long the analyst lets a busy queue fill before it takes it again.
+const PAUSE: Duration = Duration::from_millis(1);
+
+enum Event {
+    Open {
+        id: u64,
+        user: String,
+        database: String,
+    },
+    /// `bytes[start..end]` of the queue, from one side of connection `id`.
+    Chunk {
+        id: u64,
+        side: Side,
+        at: Instant,
+        start: usize,
+        end: usize,
+    },
+    Close {
+        id: u64,
+        left_open: bool,
+    },
+}
+
+#[derive(Default)]
+struct Queue {
+    events: Vec<Event>,
+    bytes: Vec<u8>,
+    /// The analyst sleeps until the next event (the queue was empty).
+    idle: bool,
+    /// The relay waits for the analyst to take the queue (it was full).
+    full: bool,
+    finished: bool,
+}
+
+struct Shared {
+    /// The most bytes the queue holds ([`LIMIT`], less in tests).
+    limit: usize,
+    queue: Mutex<Queue>,
+    /// Wakes the analyst: the first event after it went idle, or the end.
+    arrived: Condvar,
+    /// Wakes the relay that waits for room.
+    taken: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The analyst's thread, owned by the relay's main task.
+pub(crate) struct Analyst {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What a connection's task hands the analyst through.
+#[derive(Clone)]
+pub(crate) struct Feed {
+    shared: Arc<Shared>,
+}
+
+impl Analyst {
+    /// Starts the analyst's thread, which writes into `capture`.
+    pub(crate) fn start(capture: Arc<Mutex<Capture>>) -> std::io::Result<Analyst> {
+        Analyst::with_limit(capture, LIMIT)
+    }
+
+    fn with_limit(capture: Arc<Mutex<Capture>>, limit: usize) -> std::io::Result<Analyst> {
+        let shared = Arc::new(Shared {
+            limit,
+            queue: Mutex::default(),
+            arrived: Condvar::new(),
+            taken: Condvar::new(),
+        });
+        let theirs = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("planck-relay-read".into())
+            .spawn(move || {
+                yield_to_the_workload();
+                analyse(&theirs, &capture)
+            })?;
+        Ok(Analyst {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    pub(crate) fn feed(&self) -> Feed {
+        Feed {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Waits until everything queued is read into the capture.
+    pub(crate) fn finish(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        {
+            let mut q = self.shared.lock();
+            q.finished = true;
+            self.shared.arrived.notify_one();
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Analyst {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Feed {
+    fn push(&self, event: impl FnOnce(&mut Vec<u8>) -> Event) {
+        let mut q = self.shared.lock();
+        let e = event(&mut q.bytes);
+        q.events.push(e);
+        if q.idle {
+            q.idle = false;
+            self.shared.arrived.notify_one();
+        }
+        while q.bytes.len() > self.shared.limit && !q.finished {
+            q.full = true;
+            self.shared.arrived.notify_one();
+            q = self.shared.taken.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    pub(crate) fn open(&self, id: u64, user: &str, database: &str) {
+        self.push(|_| Event::Open {
+            id,
+            user: user.to_string(),
+            database: database.to_string(),
+        });
+    }
+
+    /// A chunk as it was forwarded, stamped now.
+    pub(crate) fn chunk(&self, id: u64, side: Side, data: &[u8]) {
+        let at = Instant::now();
+        self.push(|bytes| {
+            let start = bytes.len();
+            bytes.extend_from_slice(data);
+            Event::Chunk {
+                id,
+                side,
+                at,
+                start,
+                end: bytes.len(),
+            }
+        });
+    }
+
+    pub(crate) fn close(&self, id: u64, left_open: bool) {
+        self.push(|_| Event::Close { id, left_open });
+    }
+}
+
+/// Lowers the calling thread's priority to the least (nice 19): the
+/// command being recorded (its clients, and a local server's backends) goes
+/// first, the reading takes the time they leave. A machine that never
+/// leaves any fills the queue, and the relay then waits for the reading
+/// (see [`LIMIT`]). Best effort: where it is refused, the thread runs as is.
+/// On Linux a nice value is the thread's own, and `setpriority` of "the
+/// calling process" sets the calling thread's.
+fn yield_to_the_workload() {
+    #[cfg(target_os = "linux")]
+    let _ = rustix::process::setpriority_process(None, 19);
+}
+
+/// The analyst's thread: takes the whole queue at a time and reads it.
+fn analyse(shared: &Shared, capture: &Mutex<Capture>) {
+    let mut readers: HashMap<u64, Reader> = HashMap::new();
+    let mut events = Vec::new();
+    let mut bytes = Vec::new();
+    loop {
+        let finished = {
+            let mut q = shared.lock();
+            while q.events.is_empty() && !q.finished {
+                q.idle = true;
+                q = shared.arrived.wait(q).unwrap_or_else(|e| e.into_inner());
+            }
+            q.idle = false;
+            std::mem::swap(&mut q.events, &mut events);
+            std::mem::swap(&mut q.bytes, &mut bytes);
+            if q.full {
+                q.full = false;
+                shared.taken.notify_all();
+            }
+            q.finished && events.is_empty()
+        };
+        if finished {
+            break;
+        }
+        let busy = events.len() > 1;
+        {
+            let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
+            for e in events.drain(..) {
+                read(e, &bytes, &mut readers, &mut cap);
+            }
+        }
+        bytes.clear();
+        // Under load, let the next batch gather instead of waking per chunk.
+        if busy {
+            std::thread::sleep(PAUSE);
+        }
+    }
+    // The relay closes every connection before it finishes; a reader left
+    // here would be a connection whose end never came.
+    let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
+    for (_, r) in readers.drain() {
+        r.close(&mut cap, true);
+    }
+}
+
+fn read(e: Event, bytes: &[u8], readers: &mut HashMap<u64, Reader>, cap: &mut Capture) {
+    match e {
+        Event::Open { id, user, database } => {
+            readers.insert(id, Reader::new(&user, &database));
+        }
+        Event::Chunk {
+            id,
+            side,
+            at,
+            start,
+            end,
+        } => {
+            if let Some(r) = readers.get_mut(&id) {
+                match side {
+                    Side::Client => r.client(&bytes[start..end], at),
+                    Side::Server => r.server(&bytes[start..end], at, cap),
+                }
+            }
+        }
+        Event::Close { id, left_open } => {
+            if let Some(r) = readers.remove(&id) {
+                r.close(cap, left_open);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::protocol::message;
+    use super::*;
+
+    fn cstr(s: &str) -> Vec<u8> {
+        let mut v = s.as_bytes().to_vec();
+        v.push(0);
+        v
+    }
+
+    /// A queue smaller than one chunk: every chunk waits for the analyst,
+    /// and every statement still arrives, each request read before its
+    /// answer (else its call would not count).
+    #[test]
+    fn a_full_queue_makes_the_relay_wait_and_drops_nothing() {
+        let capture = Arc::new(Mutex::new(Capture::default()));
+        let analyst = Analyst::with_limit(capture.clone(), 8).unwrap();
+        let feed = analyst.feed();
+        let tasks: Vec<_> = (1..=2u64)
+            .map(|id| {
+                let feed = feed.clone();
+                std::thread::spawn(move || {
+                    feed.open(id, "app", "shop");
+                    feed.chunk(id, Side::Server, &message(b'R', &0i32.to_be_bytes()));
+                    for i in 0..500 {
+                        let q = format!("SELECT * FROM items WHERE id = {i}");
+                        feed.chunk(id, Side::Client, &message(b'Q', &cstr(&q)));
+                        let mut answer = message(b'C', &cstr("SELECT 1"));
+                        answer.extend(message(b'Z', b"I"));
+                        feed.chunk(id, Side::Server, &answer);
+                    }
+                    feed.close(id, false);
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.join().unwrap();
+        }
+        analyst.finish();
+        let cap = capture.lock().unwrap();
+        assert_eq!(cap.connections, 2);
+        assert_eq!(cap.left_open, 0);
+        let calls: Vec<_> = cap
+            .texts
+            .iter()
+            .map(|t| (t.text.as_str(), t.calls))
+            .collect();
+        assert_eq!(calls, [("SELECT * FROM items WHERE id = $1", 1000)]);
+    }
+
+    /// A connection the relay never closed (it cannot happen, the relay
+    /// closes every one) is counted as left open, not lost.
+    #[test]
+    fn finishing_counts_a_connection_never_closed() {
+        let capture = Arc::new(Mutex::new(Capture::default()));
+        let analyst = Analyst::start(capture.clone()).unwrap();
+        analyst.feed().open(7, "app", "shop");
+        analyst.finish();
+        let cap = capture.lock().unwrap();
+        assert_eq!((cap.connections, cap.left_open), (1, 1));
+    }
+}
