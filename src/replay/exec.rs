@@ -347,6 +347,9 @@ pub struct WorkerStats {
     pub commits: u64,
     /// Rows the server reported for write statements, warm-up included.
     pub rows_written: u64,
+    /// Write statements that failed: the rows they changed before their
+    /// error count on the server, never in `rows_written`.
+    pub writes_failed: u64,
     pub reconnects: u64,
     /// Round trips that carried a statement of the workload.
     pub workload_round_trips: u64,
@@ -384,6 +387,7 @@ impl WorkerStats {
         self.rollbacks += o.rollbacks;
         self.commits += o.commits;
         self.rows_written += o.rows_written;
+        self.writes_failed += o.writes_failed;
         self.reconnects += o.reconnects;
         self.workload_round_trips += o.workload_round_trips;
         self.planck_round_trips += o.planck_round_trips;
@@ -694,6 +698,9 @@ pub async fn run_unit(
             }
             Err(f) => {
                 tally.fail(&f.code, &f.text, Some(s));
+                if stmt.modifies {
+                    stats.borrow_mut().writes_failed += 1;
+                }
                 if p.rolled_back {
                     stats.borrow_mut().rollbacks += 1;
                 }

@@ -570,6 +570,7 @@ fn totals_of(steps: &[StepResult]) -> super::exec::WorkerStats {
         totals.succeeded += s.stats.succeeded;
         totals.failed += s.stats.failed;
         totals.rows_written += s.stats.rows_written;
+        totals.writes_failed += s.stats.writes_failed;
         totals.rollbacks += s.stats.rollbacks;
         totals.commits += s.stats.commits;
         totals.reconnects += s.stats.reconnects;
@@ -650,6 +651,18 @@ pub fn integrity(
              that was running are not counted"
                 .to_string(),
         );
+    } else if server_rows > t.rows_written as i64 && t.writes_failed > 0 {
+        // A write that fails midway (a deadlock, a timeout, a constraint)
+        // has changed rows the server counts; its error reports none.
+        notes.push(format!(
+            "the server counted {server_rows} rows inserted, updated or deleted, planck's executions \
+             reported {}: the {} more are rows that {} write{} changed before failing (the server \
+             counts them though they were rolled back; a failed statement reports none)",
+            t.rows_written,
+            server_rows - t.rows_written as i64,
+            t.writes_failed,
+            if t.writes_failed == 1 { "" } else { "s" },
+        ));
     } else if server_rows != t.rows_written as i64 {
         notes.push(format!(
             "MISMATCH: the server counted {server_rows} rows inserted, updated or deleted, planck's executions reported {}",
