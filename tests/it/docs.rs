@@ -327,6 +327,7 @@ const SERVER_PAGES: &[&str] = &[
     "docs/explain.md",
     "docs/replay.md",
     "docs/record.md",
+    "docs/report.md",
 ];
 
 /// The `sh-session` blocks run against a real server, as a reader would run
@@ -340,6 +341,8 @@ const SERVER_PAGES: &[&str] = &[
 /// `tools/example-app` runs). trycmd runs a copy of the page in which the
 /// `sh-session` blocks are `console` blocks and every other block is text,
 /// line for line, so a failure's line number is the page's.
+/// `PLANCK_DOCS_PAGE=report` runs only the pages whose path contains
+/// `report` (while writing one); each page says how long it took.
 #[test]
 fn server_examples_run() {
     // trycmd can set a variable but not remove one, and a PGPORT would
@@ -373,7 +376,9 @@ fn server_examples_run() {
         std::env::var("PATH").unwrap_or_default()
     );
     let bindir = crate::common::bindir();
-    for page in SERVER_PAGES {
+    let only = std::env::var("PLANCK_DOCS_PAGE").unwrap_or_default();
+    for page in SERVER_PAGES.iter().filter(|p| p.contains(only.as_str())) {
+        let started = std::time::Instant::now();
         let stem = page.trim_end_matches(".md").replace('/', "-");
         let case = work.path().join(format!("{stem}.md"));
         std::fs::write(&case, server_blocks_only(&read(&root().join(page)))).unwrap();
@@ -422,6 +427,7 @@ fn server_examples_run() {
             cases.env(k, "");
         }
         cases.case(&case).run();
+        eprintln!("{page}: ran in {:.0?}", started.elapsed());
     }
 }
 
