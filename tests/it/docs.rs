@@ -328,6 +328,10 @@ const SERVER_PAGES: &[&str] = &[
     "docs/replay.md",
     "docs/record.md",
     "docs/report.md",
+    "docs/check.md",
+    // At --scale 0.01: the full-size `planck demo` (1.5 GB, a minute or
+    // more) stays an `sh` block, run by CI's installed-demo step.
+    "docs/demo.md",
 ];
 
 /// The `sh-session` blocks run against a real server, as a reader would run
