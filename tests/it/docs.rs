@@ -332,7 +332,13 @@ const SERVER_PAGES: &[&str] = &[
     // At --scale 0.01: the full-size `planck demo` (1.5 GB, a minute or
     // more) stays an `sh` block, run by CI's installed-demo step.
     "docs/demo.md",
+    // Skipped, saying why, when Citus is not installed (as tests/it/citus.rs).
+    "docs/citus.md",
 ];
+
+/// The pages of `SERVER_PAGES` whose examples need Citus installed for the
+/// server binaries in use.
+const CITUS_PAGES: &[&str] = &["docs/citus.md"];
 
 /// The `sh-session` blocks run against a real server, as a reader would run
 /// them: each page in a project folder of its own holding a copy of the
@@ -382,6 +388,13 @@ fn server_examples_run() {
     let bindir = crate::common::bindir();
     let only = std::env::var("PLANCK_DOCS_PAGE").unwrap_or_default();
     for page in SERVER_PAGES.iter().filter(|p| p.contains(only.as_str())) {
+        if CITUS_PAGES.contains(page) && !planck::cluster::citus::installed(&bindir) {
+            eprintln!(
+                "{page}: skipped: Citus is not installed for the PostgreSQL in {} (`bash ../shared/citus/build.sh` installs it; .ci/run does)",
+                bindir.display()
+            );
+            continue;
+        }
         let started = std::time::Instant::now();
         let stem = page.trim_end_matches(".md").replace('/', "-");
         let case = work.path().join(format!("{stem}.md"));
