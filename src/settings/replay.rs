@@ -38,7 +38,7 @@ pub enum TenantModeArg {
 #[command(
     after_help = "Every unit runs inside BEGIN .. ROLLBACK unless --commit: the locks are \
 taken and held, the data is the same afterwards. Every option but --queries, --commit, --force, \
---allow-side-effects, --include-rollbacks and --no-sampler also reads from [replay] in \
+--allow-side-effects, --include-rollbacks, --no-sampler and --output also reads from [replay] in \
 planck.toml; flags win.\n\n\
 Examples:\n  planck replay                                  # 1,2,4,...,64 clients, 10 s each\n  \
 planck replay --ladder 1,4,16 --duration 3s   # a short ladder\n  \
