@@ -5,9 +5,11 @@
 //!
 //! Each command's result implements [`Render`], one method per [`Format`];
 //! [`render`] is the one place a format is chosen, and [`print`] writes the
-//! result to stdout. A new format is a variant and a method of the trait.
+//! result to stdout, or [`deliver`] to the file of `--output` (written whole,
+//! see [`write_file`]). A new format is a variant and a method of the trait.
 
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
@@ -45,9 +47,89 @@ pub fn render(w: &mut impl Write, result: &impl Render, format: Format) -> io::R
 
 /// Writes `result` in `format` to stdout, rendered whole first (see [`emit`]).
 pub fn print(result: &impl Render, format: Format) -> crate::error::Result<()> {
+    deliver(result, format, None)
+}
+
+/// Writes `result` in `format`, rendered whole first, to stdout ([`emit`])
+/// or, given a path (`--output FILE`), to that file ([`write_file`]).
+pub fn deliver(
+    result: &impl Render,
+    format: Format,
+    to: Option<&Path>,
+) -> crate::error::Result<()> {
     let mut out = Vec::new();
     render(&mut out, result, format).map_err(|e| crate::error::Error::Other(e.into()))?;
-    emit(&out)
+    match to {
+        None => emit(&out),
+        Some(path) => write_file(path, &out),
+    }
+}
+
+/// The temporary file [`write_file`] fills before renaming it over `path`:
+/// in the same folder (a rename across file systems would copy), hidden,
+/// and named for this process so two runs never share one.
+fn temp_beside(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.{}.planck-tmp", std::process::id()))
+}
+
+/// The folder `path` lands in, created when only that folder is missing
+/// (`--output out/e.json`); a path whose parents do not exist either is a
+/// mistyped one, and its error names it. As `planck report -o` does.
+fn make_folder(path: &Path) -> crate::error::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        std::fs::create_dir(dir).map_err(|source| crate::error::Error::WriteFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Fails now, naming `path`, when [`write_file`] could not write there
+/// later (no such folder, no permission, a directory by that name): a
+/// command whose result goes to a file checks it before its work starts.
+/// Leaves no file behind.
+pub fn check_writable(path: &Path) -> crate::error::Result<()> {
+    let fail = |source| crate::error::Error::WriteFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.is_dir() {
+        return Err(fail(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "it is a directory",
+        )));
+    }
+    make_folder(path)?;
+    let tmp = temp_beside(path);
+    std::fs::File::create(&tmp).map_err(fail)?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
+/// Writes `bytes` to `path` whole: into a temporary file beside it, flushed
+/// to disk, then renamed over it, so a reader (or a crash) never sees half a
+/// file, and a failed write leaves whatever was there before. The error
+/// names `path` (exit code 2).
+pub fn write_file(path: &Path, bytes: &[u8]) -> crate::error::Result<()> {
+    let fail = |source| crate::error::Error::WriteFile {
+        path: path.to_path_buf(),
+        source,
+    };
+    make_folder(path)?;
+    let tmp = temp_beside(path);
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        fail(e)
+    })
 }
 
 /// What library code gets instead of the whole settings: where status lines go.
@@ -268,6 +350,63 @@ mod tests {
         | a\|b | 1,200 |
         | c | 3 |
         ");
+    }
+
+    struct Hello;
+
+    impl Render for Hello {
+        fn table(&self, w: &mut impl Write) -> io::Result<()> {
+            writeln!(w, "hello table")
+        }
+        fn json(&self, w: &mut impl Write) -> io::Result<()> {
+            writeln!(w, "{{\"hello\": 1}}")
+        }
+        fn markdown(&self, w: &mut impl Write) -> io::Result<()> {
+            writeln!(w, "# hello")
+        }
+    }
+
+    #[test]
+    fn deliver_writes_the_rendered_format_whole_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e.json");
+        std::fs::write(&path, "the previous run").unwrap();
+        check_writable(&path).unwrap();
+        deliver(&Hello, Format::Json, Some(&path)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"hello\": 1}\n");
+        deliver(&Hello, Format::Markdown, Some(&path)).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "# hello\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["e.json"]);
+        // Only the last folder missing: made, as `planck report -o` does.
+        let nested = dir.path().join("out/e.md");
+        check_writable(&nested).unwrap();
+        deliver(&Hello, Format::Markdown, Some(&nested)).unwrap();
+        assert_eq!(std::fs::read_to_string(&nested).unwrap(), "# hello\n");
+    }
+
+    #[test]
+    fn an_unwritable_output_is_a_usage_error_naming_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no/such/folder/e.json");
+        for path in [missing, dir.path().to_path_buf()] {
+            for e in [
+                check_writable(&path).unwrap_err(),
+                deliver(&Hello, Format::Json, Some(&path)).unwrap_err(),
+            ] {
+                let text = e.to_string();
+                assert!(
+                    text.starts_with(&format!("cannot write {}: ", path.display())),
+                    "{text}"
+                );
+                assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+            }
+        }
+        // Nothing left behind by the failed attempts.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! `planck explain`: resolves its settings, calls [`crate::explain::run`],
-//! renders the report and returns the exit code (0 no new errors, 1 error
-//! findings the baseline does not hold, or a skipped statement with
-//! `--fail-on-skipped`).
+//! renders the report (to stdout, or whole to the file of `--output`) and
+//! returns the exit code (0 no new errors, 1 error findings the baseline does
+//! not hold, or a skipped statement with `--fail-on-skipped`; the same with
+//! `--output`, the file written; 2 when it cannot be).
+
+use std::path::Path;
 
 use crate::db::ConnInfo;
 use crate::error::Result;
@@ -18,11 +21,20 @@ pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
     if let StatementSource::Queries(path) = &explain.statements {
         crate::queries::QueryFile::load_required(path)?;
     }
+    // An --output that cannot be written fails before the work, not after.
+    if let Some(path) = &args.output {
+        crate::output::check_writable(path)?;
+    }
     let conn = settings.conn().await?;
-    render(&conn, &explain, settings).await
+    render(&conn, &explain, settings, args.output.as_deref()).await
 }
 
-async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings) -> Result<i32> {
+async fn render(
+    conn: &ConnInfo,
+    explain: &ExplainSettings,
+    settings: &Settings,
+    output: Option<&Path>,
+) -> Result<i32> {
     // Plans on a database whose foreign keys an interrupted seed left
     // dropped would not be the application's: say so first.
     crate::bookkeeping::warn_pending_on(conn, settings.log()).await;
@@ -45,6 +57,6 @@ async fn render(conn: &ConnInfo, explain: &ExplainSettings, settings: &Settings)
         report: &report,
         json,
     };
-    crate::output::print(&printed, settings.format)?;
+    crate::output::deliver(&printed, settings.format, output)?;
     Ok(report.exit_code(explain.fail_on_skipped))
 }

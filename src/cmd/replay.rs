@@ -1,7 +1,9 @@
 //! `planck replay`: resolves its settings, reads the workload, runs
 //! [`crate::replay::run::run`] with Ctrl-C and SIGTERM ending it after the
-//! finished steps, renders the report and returns the exit code (0 ran,
-//! 1 the SLO was missed, 130/143 interrupted: the report is still printed).
+//! finished steps, renders the report (to stdout, or whole to the file of
+//! `--output`) and returns the exit code (0 ran, 1 the SLO was missed,
+//! 130/143 interrupted: the report is still written; 2 when the file of
+//! `--output` cannot be).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -13,6 +15,10 @@ use crate::settings::{Settings, replay::ReplaySettings};
 pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     let rs = ReplaySettings::resolve(&args, settings)?;
     let w = rs.workload()?;
+    // An --output that cannot be written fails before the ladder, not after.
+    if let Some(path) = &args.output {
+        crate::output::check_writable(path)?;
+    }
     let conn = settings.conn().await?;
     let stop = Arc::new(AtomicBool::new(false));
     let signal = Arc::new(AtomicI32::new(0));
@@ -28,7 +34,7 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     let result = crate::replay::run::run(&conn, w, &rs.options, settings.log(), stop).await;
     listener.abort();
     let report = result?;
-    crate::output::print(&report, settings.format)?;
+    crate::output::deliver(&report, settings.format, args.output.as_deref())?;
     let sig = signal.load(Ordering::Relaxed);
     if sig != 0 {
         return Ok(sig);

@@ -13,7 +13,7 @@ use crate::wire::diff;
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
-  planck explain --format json > e.json && planck report --explain e.json -o review.html
+  planck explain --format json -o e.json; planck report --explain e.json -o review.html
   planck report --explain e.json --replay r.json --previous old-e.json -o review.html --markdown review.md
   planck report --explain e.json --junit junit.xml --sarif planck.sarif --gitlab gl-code-quality.json
 

@@ -31,9 +31,10 @@ fn explain_after_help() -> String {
     format!(
         "Checks (each explained in docs/checks.md): {}.\n\n\
 Examples:\n  \
-planck explain                    # every recorded statement, as tenant and as admin\n  \
-planck explain --analyze          # EXPLAIN ANALYZE the custom plans, always rolled back\n  \
-planck explain --write-baseline   # accept today's findings: later runs fail on new ones only\n\n\
+planck explain                           # every recorded statement, as tenant and as admin\n  \
+planck explain --analyze                 # EXPLAIN ANALYZE the custom plans, always rolled back\n  \
+planck explain --write-baseline          # accept today's findings: later runs fail on new ones\n  \
+planck explain --format json -o e.json   # the JSON `planck report` reads, written whole\n\n\
 Exit codes: 0 no new errors, 1 error findings not in the baseline (or, with \
 --fail-on-skipped, a skipped or not judged statement), 2 usage or configuration error, or \
 no statement can be judged (the tables they read are empty or nearly: run `planck seed`), \
@@ -142,6 +143,10 @@ pub struct ExplainArgs {
     /// Plan under production's planner settings: read its pg_settings (read-only)
     #[arg(long, value_name = "URL")]
     pub settings_from: Option<String>,
+
+    /// Write the result (in --format) to FILE instead of stdout, whole or not at all
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 impl ExplainArgs {

@@ -38,12 +38,13 @@ pub enum TenantModeArg {
 #[command(
     after_help = "Every unit runs inside BEGIN .. ROLLBACK unless --commit: the locks are \
 taken and held, the data is the same afterwards. Every option but --queries, --commit, --force, \
---allow-side-effects, --include-rollbacks and --no-sampler also reads from [replay] in \
+--allow-side-effects, --include-rollbacks, --no-sampler and --output also reads from [replay] in \
 planck.toml; flags win.\n\n\
 Examples:\n  planck replay                                  # 1,2,4,...,64 clients, 10 s each\n  \
 planck replay --ladder 1,4,16 --duration 3s   # a short ladder\n  \
 planck replay --rate --ladder 100,200 --clients 16   # open loop: 100 then 200 units/s\n  \
-planck replay --slo p95=300ms@16              # exit 1 when p95 at 16 clients is above 300 ms\n\n\
+planck replay --slo p95=300ms@16              # exit 1 when p95 at 16 clients is above 300 ms\n  \
+planck replay --format json -o r.json         # the JSON `planck report --replay` reads\n\n\
 Exit codes: 0 ran (and the SLO held), 1 the SLO was missed, 2 usage or configuration error \
 (a transaction naming an unknown statement: file:line), 3 database unreachable, 130/143 \
 interrupted (the finished steps are reported)."
@@ -138,6 +139,10 @@ pub struct ReplayArgs {
     /// A latency objective, e.g. p95=300ms@16 (exit 1 when missed)
     #[arg(long, value_name = "pNN=TIME@CLIENTS")]
     pub slo: Option<String>,
+
+    /// Write the result (in --format) to FILE instead of stdout, whole or not at all
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 impl ReplayArgs {

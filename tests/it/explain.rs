@@ -317,6 +317,28 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
     let seq = findings(&v, "seq-scan");
     assert_eq!(seq.len(), 1, "{seq:#?}");
     assert_eq!(seq[0]["relation"], "devices");
+    // --output: the same result written whole to the file (its folder made
+    // when only it is missing), nothing on stdout, and exit 1 all the same.
+    let out = db.planck(
+        &[
+            "explain",
+            "--queries",
+            &q,
+            "--min-rows",
+            MIN_ROWS_DEVICES,
+            "--format",
+            "json",
+            "--output",
+            "out/e.json",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    assert_eq!(stdout(&out), "");
+    let text = std::fs::read_to_string(dir.path().join("out/e.json")).unwrap();
+    let file: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(file["summary"], v["summary"]);
+    assert_eq!(findings(&file, "seq-scan").len(), 1);
 
     let (code, _) = run(&q, &["--write-baseline"]);
     assert_eq!(code, 0);
@@ -682,6 +704,29 @@ fn issue5_empty_queries_file_explains_nothing_and_passes() {
     // A missing file is a usage error.
     let out = db.planck(&["explain", "--queries", "nope.toml"], dir.path());
     assert_exit(&out, 2);
+}
+
+/// An --output that cannot be written fails before the statements are
+/// planned (before the managed cluster starts), naming the path, with exit
+/// code 2; a directory by that name too.
+#[test]
+fn an_unwritable_output_is_refused_before_the_work() {
+    let dir = common::project_dir();
+    let q = queries(dir.path(), &[("SELECT 1", "postgres", true)]);
+    for path in ["no/such/folder/e.json", "."] {
+        let out = common::planck_in(
+            dir.path(),
+            &["explain", "--queries", &q, "--format", "json", "-o", path],
+        );
+        assert_exit(&out, 2);
+        assert_eq!(stdout(&out), "");
+        let err = stderr(&out);
+        assert!(err.contains(&format!("cannot write {path}: ")), "{err}");
+        assert!(
+            !dir.path().join(".planck").exists(),
+            "a cluster was started"
+        );
+    }
 }
 
 #[test]

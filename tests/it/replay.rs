@@ -682,6 +682,28 @@ fn slo_missed_exits_1() {
     );
     assert_exit(&out, 1);
     assert!(stderr(&out).contains("SLO missed"));
+    // --output: the same report written whole to the file, nothing on
+    // stdout, and exit 1 all the same.
+    let out = replay(
+        &db,
+        dir.path(),
+        &q,
+        &[
+            "--ladder",
+            "1",
+            "--duration",
+            "300ms",
+            "--slo",
+            "p95=1ms@1",
+            "--output",
+            "r.json",
+        ],
+    );
+    assert_exit(&out, 1);
+    assert_eq!(stdout(&out), "");
+    let text = std::fs::read_to_string(dir.path().join("r.json")).unwrap();
+    let r: ReplayReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(r.steps.len(), 1);
     let out = replay(
         &db,
         dir.path(),
@@ -812,6 +834,32 @@ fn sigterm_reports_the_finished_steps() {
         r.steps.len()
     );
     assert_eq!(db.query_strings("SELECT n::text FROM hot"), ["0"]);
+}
+
+/// An --output that cannot be written fails before any step runs (before
+/// the managed cluster starts), naming the path, with exit code 2.
+#[test]
+fn an_unwritable_output_is_refused_before_the_ladder() {
+    let dir = project_dir();
+    let q = write_queries(
+        dir.path(),
+        "[[statement]]\nid = \"one\"\nquery = \"SELECT 1\"\n",
+    );
+    let out = common::planck_in(
+        dir.path(),
+        &["replay", "--queries", &q, "-o", "no/such/folder/r.json"],
+    );
+    assert_exit(&out, 2);
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot write no/such/folder/r.json: "),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join(".planck").exists(),
+        "a cluster was started"
+    );
 }
 
 /// `planck replay --queries q ARGS` against `db`, started in the background
