@@ -11,8 +11,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::Reader;
-use super::protocol::Side;
+use super::protocol::{Decoder, Side};
+use super::session::Conn;
 use super::shapes::Capture;
 
 /// The most bytes the queue holds before the relay waits for the analyst.
@@ -234,6 +234,58 @@ fn analyse(shared: &Shared, capture: &Mutex<Capture>) {
     let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
     for (_, r) in readers.drain() {
         r.close(&mut cap, true);
+    }
+}
+
+/// What one connection's bytes became: its statements and transactions,
+/// and where each direction's framing is.
+struct Reader {
+    conn: Conn,
+    client: Decoder,
+    server: Decoder,
+}
+
+impl Reader {
+    fn new(user: &str, database: &str) -> Reader {
+        Reader {
+            conn: Conn::new(user, database),
+            client: Decoder::new(Side::Client),
+            server: Decoder::new(Side::Server),
+        }
+    }
+
+    /// The connection ended (`left_open`: the relay closed it at the end).
+    fn close(self, capture: &mut Capture, left_open: bool) {
+        let mut c = self.conn;
+        c.end(capture);
+        capture.connections += 1;
+        capture.left_open += u64::from(left_open);
+        if c.incomplete {
+            capture.incomplete += 1;
+        }
+        if c.authenticated {
+            *capture.databases.entry(c.database.clone()).or_default() += 1;
+        }
+    }
+
+    fn client(&mut self, bytes: &[u8], now: Instant) {
+        if self.client.broken() {
+            return;
+        }
+        let conn = &mut self.conn;
+        self.client.authenticating = !conn.authenticated;
+        self.client.feed(bytes, &mut |m| conn.client(&m, now));
+        conn.incomplete |= self.client.broken();
+    }
+
+    fn server(&mut self, bytes: &[u8], now: Instant, capture: &mut Capture) {
+        if self.server.broken() {
+            return;
+        }
+        let conn = &mut self.conn;
+        self.server
+            .feed(bytes, &mut |m| conn.server(&m, now, capture));
+        conn.incomplete |= self.server.broken();
     }
 }
 

@@ -29,7 +29,7 @@ pub(crate) mod text;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -43,8 +43,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 use crate::db::{ConnInfo, SslMode};
 use crate::error::{Error, Result};
 use crate::output::Log;
-use protocol::{Decoder, Side, Startup};
-use session::Conn;
+use protocol::{Side, Startup};
 pub use shapes::Capture;
 
 /// How long connections get to end on their own once the command exited.
@@ -343,58 +342,6 @@ async fn relay(
     analyst.finish();
     let mut guard = capture.lock().unwrap_or_else(|e| e.into_inner());
     std::mem::take(&mut *guard)
-}
-
-/// What one connection's bytes became: its statements and transactions,
-/// and where each direction's framing is.
-struct Reader {
-    conn: Conn,
-    client: Decoder,
-    server: Decoder,
-}
-
-impl Reader {
-    fn new(user: &str, database: &str) -> Reader {
-        Reader {
-            conn: Conn::new(user, database),
-            client: Decoder::new(Side::Client),
-            server: Decoder::new(Side::Server),
-        }
-    }
-
-    /// The connection ended (`left_open`: the relay closed it at the end).
-    fn close(self, capture: &mut Capture, left_open: bool) {
-        let mut c = self.conn;
-        c.end(capture);
-        capture.connections += 1;
-        capture.left_open += u64::from(left_open);
-        if c.incomplete {
-            capture.incomplete += 1;
-        }
-        if c.authenticated {
-            *capture.databases.entry(c.database.clone()).or_default() += 1;
-        }
-    }
-
-    fn client(&mut self, bytes: &[u8], now: Instant) {
-        if self.client.broken() {
-            return;
-        }
-        let conn = &mut self.conn;
-        self.client.authenticating = !conn.authenticated;
-        self.client.feed(bytes, &mut |m| conn.client(&m, now));
-        conn.incomplete |= self.client.broken();
-    }
-
-    fn server(&mut self, bytes: &[u8], now: Instant, capture: &mut Capture) {
-        if self.server.broken() {
-            return;
-        }
-        let conn = &mut self.conn;
-        self.server
-            .feed(bytes, &mut |m| conn.server(&m, now, capture));
-        conn.incomplete |= self.server.broken();
-    }
 }
 
 /// Counts a connection the relay refused, by why.
