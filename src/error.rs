@@ -219,6 +219,29 @@ pub enum Error {
     Other(#[from] anyhow::Error),
 }
 
+/// The manual's pages that explain errors, by kind (`Error::docs`).
+pub mod docs {
+    pub const CLUSTER: &str = "docs/troubleshooting.md#the-managed-cluster-does-not-start";
+    pub const CONNECTING: &str = "docs/troubleshooting.md#connecting-to-your-own-server";
+    pub const RECORD_NOTHING: &str = "docs/troubleshooting.md#planck-record-records-nothing";
+    pub const SEED: &str = "docs/troubleshooting.md#planck-seed-leaves-tables-out";
+    pub const INTERNAL: &str = "docs/troubleshooting.md#an-internal-error-exit-4";
+    pub const CONFIGURATION: &str = "docs/configuration.md";
+    pub const MIGRATE: &str = "docs/migrate.md";
+    pub const RECORD: &str = "docs/record.md";
+    /// Every link above (the docs tests resolve each one).
+    pub const ALL: &[&str] = &[
+        CLUSTER,
+        CONNECTING,
+        RECORD_NOTHING,
+        SEED,
+        INTERNAL,
+        CONFIGURATION,
+        MIGRATE,
+        RECORD,
+    ];
+}
+
 fn location(line: Option<usize>, column: Option<usize>) -> String {
     match (line, column) {
         (Some(l), Some(c)) => format!(":{l}:{c}"),
@@ -365,6 +388,35 @@ fn is_connection_class(code: &str) -> bool {
 
 /// Renders an error for stderr: a lowercase headline, `hint:` lines, then the
 /// cause chain.
+impl Error {
+    /// The page of the manual that explains this kind of error, where one
+    /// does (a relative path in the repository and the crate, as the
+    /// findings' help links).
+    pub fn docs(&self) -> Option<&'static str> {
+        Some(match self {
+            Error::Cluster { .. } => docs::CLUSTER,
+            Error::Connect { .. } | Error::BadUrl { .. } => docs::CONNECTING,
+            Error::NotPreloaded { .. } | Error::ExtensionMissing { .. } => docs::RECORD_NOTHING,
+            Error::Seed { .. } | Error::CheckUnsatisfied { .. } => docs::SEED,
+            Error::Internal { .. } | Error::Other(_) => docs::INTERNAL,
+            // planck.toml's keys are the configuration page's; a spec's or
+            // a queries file's error names its file and line already.
+            Error::Config { path, .. } if path.file_name().is_some_and(|n| n == "planck.toml") => {
+                docs::CONFIGURATION
+            }
+            Error::Migration { .. } | Error::MigrationChanged { .. } => docs::MIGRATE,
+            Error::Command { .. } => docs::RECORD,
+            Error::Usage { .. }
+            | Error::Config { .. }
+            | Error::ReadFile { .. }
+            | Error::WriteFile { .. }
+            | Error::Interrupted { .. }
+            | Error::Postgres { .. }
+            | Error::Db { .. } => return None,
+        })
+    }
+}
+
 pub fn render(err: &Error) -> String {
     let mut out = format!("error: {err}");
     for h in err.hints() {
@@ -390,6 +442,10 @@ pub fn render(err: &Error) -> String {
         }
         out.push_str("\n  caused by: ");
         out.push_str(&cause);
+    }
+    if let Some(page) = err.docs() {
+        out.push_str("\n  docs: ");
+        out.push_str(page);
     }
     out
 }

@@ -99,6 +99,38 @@ fn anchors(text: &str) -> BTreeSet<String> {
     out
 }
 
+/// Issue 33, 4: an error of a kind the manual explains ends with a `docs:`
+/// line; every such link names a page and heading that exist.
+#[test]
+fn every_errors_docs_link_resolves() {
+    for link in planck::error::docs::ALL {
+        let (file, anchor) = match link.split_once('#') {
+            Some((f, a)) => (f, Some(a)),
+            None => (*link, None),
+        };
+        let path = root().join(file);
+        assert!(path.is_file(), "{link}: no such file");
+        if let Some(anchor) = anchor {
+            assert!(
+                anchors(&read(&path)).contains(anchor),
+                "{link}: no such anchor"
+            );
+        }
+    }
+    let e = planck::error::Error::Connect {
+        url: "postgres://h/db".into(),
+        message: "refused".into(),
+        hint: Some("start it".into()),
+    };
+    assert_eq!(
+        planck::error::render(&e),
+        format!(
+            "error: cannot connect to postgres://h/db: refused\n  hint: start it\n  docs: {}",
+            planck::error::docs::CONNECTING
+        )
+    );
+}
+
 #[test]
 fn every_check_id_has_its_section_in_docs_checks() {
     let checks = read(&root().join("docs/checks.md"));
