@@ -184,9 +184,7 @@ pub fn write(path: &Path, findings: &[&Finding]) -> Result<()> {
     if let Some(d) = path.parent() {
         std::fs::create_dir_all(d).map_err(err)?;
     }
-    let tmp = path.with_extension("toml.tmp");
-    std::fs::write(&tmp, render(findings)).map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
+    crate::output::write_file(path, render(findings).as_bytes())
 }
 
 #[cfg(test)]

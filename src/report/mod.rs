@@ -120,30 +120,13 @@ fn read_json<T: DeserializeOwned>(path: &Path, what: &str, version: u32) -> Resu
     })
 }
 
-/// Writes `output` of `i` to `path` whole (a temporary file renamed over
-/// it, so a failure never leaves half a report). Its folder is created when only
-/// the folder itself is missing (`-o out/review.html`); a path whose
-/// parents do not exist either is a mistyped one, and an error rather than
-/// folders made wherever it points.
+/// Writes `output` of `i` to `path` whole, through [`crate::output::write_file`]
+/// (a temporary file renamed over it, so a failure never leaves half a
+/// report; its folder made when only the folder itself is missing,
+/// `-o out/review.html`).
 pub fn write(path: &Path, output: Output, i: &Inputs) -> Result<()> {
     let text = output.bytes(i)?;
-    let fail = |source| Error::WriteFile {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.is_dir()
-    {
-        std::fs::create_dir(dir).map_err(fail)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = std::path::PathBuf::from(tmp);
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })
+    crate::output::write_file(path, &text)
 }
 
 #[cfg(test)]
