@@ -7,6 +7,10 @@ use planck::error::{self, exit};
 use planck::settings::Settings;
 
 fn main() {
+    // `planck record` runs its capture relay as this binary, started again.
+    if let Some(code) = planck::record::relay::own_process::run_if_asked() {
+        std::process::exit(code);
+    }
     let cli = Cli::parse();
     let code = run(cli);
     std::process::exit(code);

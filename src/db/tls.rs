@@ -38,6 +38,7 @@ use rustls::pki_types::{
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
+use serde::{Deserialize, Serialize};
 use tokio_postgres_rustls::MakeRustlsConnect;
 use x509_cert::der::Decode;
 
@@ -45,7 +46,7 @@ pub use verify::CertRefused;
 use verify::{Crl, LibpqVerifier};
 
 /// libpq's `sslmode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum SslMode {
     Disable,
     Allow,
@@ -86,7 +87,7 @@ impl SslMode {
 }
 
 /// Where trusted roots come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RootCert {
     /// A PEM file (`sslrootcert`, or libpq's default `~/.postgresql/root.crt`).
     File(PathBuf),
@@ -95,7 +96,7 @@ pub enum RootCert {
 }
 
 /// The TLS part of a connection's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TlsOptions {
     pub mode: SslMode,
     /// `None` when neither `sslrootcert` nor a home directory is known.

@@ -463,7 +463,7 @@ async fn run_command(
     let exit = child::run(program, &opts.command[1..], &env, remove, &opts.cwd, log).await;
     let mut relayed = None;
     if let Some(r) = relay {
-        relayed = Some(r.finish().await);
+        relayed = Some(r.finish().await?);
     }
     let exit = exit?;
     let client = tagged.connect().await?;

@@ -790,7 +790,7 @@ fn through_relay<T>(db: &TestDb, f: impl FnOnce(u16) -> T) -> (T, planck::record
             .unwrap()
     });
     let out = f(relay.port);
-    (out, block_on(relay.finish()))
+    (out, block_on(relay.finish()).unwrap())
 }
 
 /// The server's major version (15, 18, ...).

@@ -5,15 +5,21 @@
 //! forwarding plus lexing). It wakes at most once a millisecond under load
 //! and sleeps while nothing arrives; the queue is bounded, and a relay that
 //! fills it waits for the analyst (the run slows, nothing is dropped).
+//!
+//! A relay running as a process of its own ([`super::own_process`]) sends
+//! the queue, batch by batch, down a pipe to the process that started it
+//! instead ([`Analyst::piped`]), which reads it there ([`receive`]): the
+//! events and bytes are the same, and so is what they become.
 
 use std::collections::HashMap;
+use std::io::{Read, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::protocol::{Decoder, Side};
 use super::session::Conn;
-use super::shapes::Capture;
+use super::shapes::{Capture, REFUSALS};
 
 /// The most bytes the queue holds before the relay waits for the analyst.
 const LIMIT: usize = 32 * 1024 * 1024;
@@ -39,6 +45,10 @@ enum Event {
         id: u64,
         left_open: bool,
     },
+    /// A connection refused, by why (one of [`REFUSALS`]).
+    Refused(&'static str),
+    /// A startup packet refused, with the reason.
+    StartupRefused(String),
 }
 
 #[derive(Default)]
@@ -87,6 +97,41 @@ impl Analyst {
     }
 
     fn with_limit(capture: Arc<Mutex<Capture>>, limit: usize) -> std::io::Result<Analyst> {
+        Analyst::spawn(limit, move |shared| {
+            let mut reading = Reading::default();
+            drain(shared, |events, bytes| {
+                let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
+                for e in events.drain(..) {
+                    reading.read(e, bytes, &mut cap);
+                }
+            });
+            reading.end(&mut capture.lock().unwrap_or_else(|e| e.into_inner()));
+        })
+    }
+
+    /// Starts the thread that sends each batch down `out`, encoded, for
+    /// [`receive`] to read in the process that started this relay. Once
+    /// `out` fails (that process is gone), the batches are dropped: the
+    /// relay is being stopped anyway, and must not wait for room.
+    pub(crate) fn piped(out: impl Write + Send + 'static) -> std::io::Result<Analyst> {
+        let mut out = std::io::BufWriter::with_capacity(256 * 1024, out);
+        let epoch = Instant::now();
+        Analyst::spawn(LIMIT, move |shared| {
+            let mut broken = false;
+            let mut encoded = Vec::new();
+            drain(shared, |events, bytes| {
+                for e in events.drain(..) {
+                    encode(&e, bytes, epoch, &mut encoded);
+                }
+                if !broken {
+                    broken = out.write_all(&encoded).and_then(|()| out.flush()).is_err();
+                }
+                encoded.clear();
+            });
+        })
+    }
+
+    fn spawn(limit: usize, run: impl FnOnce(&Shared) + Send + 'static) -> std::io::Result<Analyst> {
         let shared = Arc::new(Shared {
             limit,
             queue: Mutex::default(),
@@ -98,7 +143,7 @@ impl Analyst {
             .name("planck-relay-read".into())
             .spawn(move || {
                 yield_to_the_workload();
-                analyse(&theirs, &capture)
+                run(&theirs)
             })?;
         Ok(Analyst {
             shared,
@@ -112,7 +157,7 @@ impl Analyst {
         }
     }
 
-    /// Waits until everything queued is read into the capture.
+    /// Waits until everything queued is read into the capture (or sent).
     pub(crate) fn finish(mut self) {
         self.stop();
     }
@@ -178,6 +223,16 @@ impl Feed {
     pub(crate) fn close(&self, id: u64, left_open: bool) {
         self.push(|_| Event::Close { id, left_open });
     }
+
+    /// A connection the relay refused (`what`: one of [`REFUSALS`]).
+    pub(crate) fn refused(&self, what: &'static str) {
+        self.push(|_| Event::Refused(what));
+    }
+
+    /// A startup packet the relay could not frame, and why.
+    pub(crate) fn startup_refused(&self, reason: &str) {
+        self.push(|_| Event::StartupRefused(reason.to_string()));
+    }
 }
 
 /// Lowers the calling thread's priority to the least (nice 19): the
@@ -187,14 +242,14 @@ impl Feed {
 /// (see [`LIMIT`]). Best effort: where it is refused, the thread runs as is.
 /// On Linux a nice value is the thread's own, and `setpriority` of "the
 /// calling process" sets the calling thread's.
-fn yield_to_the_workload() {
+pub(crate) fn yield_to_the_workload() {
     #[cfg(target_os = "linux")]
     let _ = rustix::process::setpriority_process(None, 19);
 }
 
-/// The analyst's thread: takes the whole queue at a time and reads it.
-fn analyse(shared: &Shared, capture: &Mutex<Capture>) {
-    let mut readers: HashMap<u64, Reader> = HashMap::new();
+/// The analyst's thread: takes the whole queue at a time and hands it to
+/// `take` (with the bytes its chunks point into), until the relay finishes.
+fn drain(shared: &Shared, mut take: impl FnMut(&mut Vec<Event>, &[u8])) {
     let mut events = Vec::new();
     let mut bytes = Vec::new();
     loop {
@@ -217,24 +272,201 @@ fn analyse(shared: &Shared, capture: &Mutex<Capture>) {
             break;
         }
         let busy = events.len() > 1;
-        {
-            let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
-            for e in events.drain(..) {
-                read(e, &bytes, &mut readers, &mut cap);
-            }
-        }
+        take(&mut events, &bytes);
+        events.clear();
         bytes.clear();
         // Under load, let the next batch gather instead of waking per chunk.
         if busy {
             std::thread::sleep(PAUSE);
         }
     }
-    // The relay closes every connection before it finishes; a reader left
-    // here would be a connection whose end never came.
-    let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
-    for (_, r) in readers.drain() {
-        r.close(&mut cap, true);
+}
+
+/// What the events of every connection became so far.
+#[derive(Default)]
+struct Reading {
+    readers: HashMap<u64, Reader>,
+}
+
+impl Reading {
+    fn read(&mut self, e: Event, bytes: &[u8], cap: &mut Capture) {
+        match e {
+            Event::Open { id, user, database } => {
+                self.readers.insert(id, Reader::new(&user, &database));
+            }
+            Event::Chunk {
+                id,
+                side,
+                at,
+                start,
+                end,
+            } => {
+                if let Some(r) = self.readers.get_mut(&id) {
+                    match side {
+                        Side::Client => r.client(&bytes[start..end], at),
+                        Side::Server => r.server(&bytes[start..end], at, cap),
+                    }
+                }
+            }
+            Event::Close { id, left_open } => {
+                if let Some(r) = self.readers.remove(&id) {
+                    r.close(cap, left_open);
+                }
+            }
+            Event::Refused(what) => *cap.refused.entry(what).or_default() += 1,
+            Event::StartupRefused(reason) => cap.refuse_startup(&reason),
+        }
     }
+
+    /// The relay closes every connection before it finishes; a reader left
+    /// here would be a connection whose end never came.
+    fn end(mut self, cap: &mut Capture) {
+        for (_, r) in self.readers.drain() {
+            r.close(cap, true);
+        }
+    }
+}
+
+/// Reads what [`Analyst::piped`] sent until the pipe ends: the capture of
+/// a relay that ran as a process of its own. Timestamps are offsets from
+/// the relay's start, placed after `epoch` (only their differences count).
+pub(crate) fn receive(input: impl Read, epoch: Instant) -> std::io::Result<Capture> {
+    let mut input = std::io::BufReader::with_capacity(256 * 1024, input);
+    let mut cap = Capture::default();
+    let mut reading = Reading::default();
+    let mut bytes = Vec::new();
+    while let Some(e) = decode(&mut input, epoch, &mut bytes)? {
+        reading.read(e, &bytes, &mut cap);
+    }
+    reading.end(&mut cap);
+    Ok(cap)
+}
+
+/// One event on the pipe: a tag byte, then its fields, little-endian;
+/// strings and chunks as a u32 length and the bytes.
+fn encode(e: &Event, bytes: &[u8], epoch: Instant, out: &mut Vec<u8>) {
+    fn text(out: &mut Vec<u8>, s: &[u8]) {
+        out.extend((s.len() as u32).to_le_bytes());
+        out.extend_from_slice(s);
+    }
+    match e {
+        Event::Open { id, user, database } => {
+            out.push(b'O');
+            out.extend(id.to_le_bytes());
+            text(out, user.as_bytes());
+            text(out, database.as_bytes());
+        }
+        Event::Chunk {
+            id,
+            side,
+            at,
+            start,
+            end,
+        } => {
+            out.push(b'C');
+            out.extend(id.to_le_bytes());
+            out.push(matches!(side, Side::Server) as u8);
+            let nanos = at.saturating_duration_since(epoch).as_nanos() as u64;
+            out.extend(nanos.to_le_bytes());
+            text(out, &bytes[*start..*end]);
+        }
+        Event::Close { id, left_open } => {
+            out.push(b'X');
+            out.extend(id.to_le_bytes());
+            out.push(*left_open as u8);
+        }
+        Event::Refused(what) => {
+            out.push(b'R');
+            out.push(REFUSALS.iter().position(|r| r == what).unwrap_or(0) as u8);
+        }
+        Event::StartupRefused(reason) => {
+            out.push(b'S');
+            text(out, reason.as_bytes());
+        }
+    }
+}
+
+/// The next event of the pipe, its chunk's bytes in `bytes`; `None` at
+/// its end.
+fn decode(
+    input: &mut impl Read,
+    epoch: Instant,
+    bytes: &mut Vec<u8>,
+) -> std::io::Result<Option<Event>> {
+    fn u64_of(input: &mut impl Read) -> std::io::Result<u64> {
+        let mut b = [0u8; 8];
+        input.read_exact(&mut b)?;
+        Ok(u64::from_le_bytes(b))
+    }
+    fn u8_of(input: &mut impl Read) -> std::io::Result<u8> {
+        let mut b = [0u8; 1];
+        input.read_exact(&mut b)?;
+        Ok(b[0])
+    }
+    fn text_into(input: &mut impl Read, into: &mut Vec<u8>) -> std::io::Result<()> {
+        let mut len = [0u8; 4];
+        input.read_exact(&mut len)?;
+        let len = u32::from_le_bytes(len) as usize;
+        into.clear();
+        input.take(len as u64).read_to_end(into)?;
+        if into.len() < len {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    }
+    fn text_of(input: &mut impl Read) -> std::io::Result<String> {
+        let mut v = Vec::new();
+        text_into(input, &mut v)?;
+        Ok(String::from_utf8_lossy(&v).into_owned())
+    }
+    let mut tag = [0u8; 1];
+    loop {
+        match input.read(&mut tag) {
+            Ok(0) => return Ok(None),
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+    Ok(Some(match tag[0] {
+        b'O' => Event::Open {
+            id: u64_of(input)?,
+            user: text_of(input)?,
+            database: text_of(input)?,
+        },
+        b'C' => {
+            let id = u64_of(input)?;
+            let side = if u8_of(input)? == 1 {
+                Side::Server
+            } else {
+                Side::Client
+            };
+            let at = epoch + Duration::from_nanos(u64_of(input)?);
+            text_into(input, bytes)?;
+            Event::Chunk {
+                id,
+                side,
+                at,
+                start: 0,
+                end: bytes.len(),
+            }
+        }
+        b'X' => Event::Close {
+            id: u64_of(input)?,
+            left_open: u8_of(input)? == 1,
+        },
+        b'R' => {
+            let i = u8_of(input)?;
+            Event::Refused(
+                REFUSALS
+                    .get(usize::from(i))
+                    .ok_or_else(|| bad(format!("refusal {i}")))?,
+            )
+        }
+        b'S' => Event::StartupRefused(text_of(input)?),
+        other => return Err(bad(format!("event tag {other}"))),
+    }))
 }
 
 /// What one connection's bytes became: its statements and transactions,
@@ -286,33 +518,6 @@ impl Reader {
         self.server
             .feed(bytes, &mut |m| conn.server(&m, now, capture));
         conn.incomplete |= self.server.broken();
-    }
-}
-
-fn read(e: Event, bytes: &[u8], readers: &mut HashMap<u64, Reader>, cap: &mut Capture) {
-    match e {
-        Event::Open { id, user, database } => {
-            readers.insert(id, Reader::new(&user, &database));
-        }
-        Event::Chunk {
-            id,
-            side,
-            at,
-            start,
-            end,
-        } => {
-            if let Some(r) = readers.get_mut(&id) {
-                match side {
-                    Side::Client => r.client(&bytes[start..end], at),
-                    Side::Server => r.server(&bytes[start..end], at, cap),
-                }
-            }
-        }
-        Event::Close { id, left_open } => {
-            if let Some(r) = readers.remove(&id) {
-                r.close(cap, left_open);
-            }
-        }
     }
 }
 

@@ -20,6 +20,15 @@ pub const MAX_RUNS: usize = 20_000;
 /// sends garbage in a loop must not grow the capture.
 pub const MAX_STARTUP_REASONS: usize = 8;
 
+/// Why the relay refused a connection, as [`Capture::refused`] counts it:
+/// a direct TLS handshake, a client that left when told there is no TLS,
+/// a server the relay could not reach.
+pub const REFUSED_DIRECT_TLS: &str = "sslnegotiation=direct";
+pub const REFUSED_TLS: &str = "sslmode";
+pub const REFUSED_UPSTREAM: &str = "server";
+/// Every reason, in the order the relay's own process numbers them.
+pub const REFUSALS: [&str; 3] = [REFUSED_DIRECT_TLS, REFUSED_TLS, REFUSED_UPSTREAM];
+
 /// One distinct text, normalized, as a role ran it in a database.
 #[derive(Debug, Clone)]
 pub struct Text {
