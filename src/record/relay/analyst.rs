@@ -27,6 +27,14 @@ const LIMIT: usize = 32 * 1024 * 1024;
 /// How long the analyst lets a busy queue fill before it takes it again.
 const PAUSE: Duration = Duration::from_millis(1);
 
+/// What a relay of its own process gathers before it sends it on, and the
+/// most it holds: a test suite's traffic usually fits, and then nothing is
+/// sent, read or even woken for until the command is done, so the command
+/// runs with a relay that only forwards (the reading takes the time after
+/// it). A run that sends more is read in batches of this size meanwhile.
+const PIPED_BATCH: usize = 32 * 1024 * 1024;
+const PIPED_LIMIT: usize = 2 * PIPED_BATCH;
+
 enum Event {
     Open {
         id: u64,
@@ -65,6 +73,9 @@ struct Queue {
 struct Shared {
     /// The most bytes the queue holds ([`LIMIT`], less in tests).
     limit: usize,
+    /// The bytes the queue gathers before the analyst takes it: none for
+    /// the reading here, [`PIPED_BATCH`] for a pipe.
+    batch: usize,
     queue: Mutex<Queue>,
     /// Wakes the analyst: the first event after it went idle, or the end.
     arrived: Condvar,
@@ -97,7 +108,7 @@ impl Analyst {
     }
 
     fn with_limit(capture: Arc<Mutex<Capture>>, limit: usize) -> std::io::Result<Analyst> {
-        Analyst::spawn(limit, move |shared| {
+        Analyst::spawn(limit, 0, move |shared| {
             let mut reading = Reading::default();
             drain(shared, |events, bytes| {
                 let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
@@ -109,19 +120,24 @@ impl Analyst {
         })
     }
 
-    /// Starts the thread that sends each batch down `out`, encoded, for
-    /// [`receive`] to read in the process that started this relay. Once
-    /// `out` fails (that process is gone), the batches are dropped: the
-    /// relay is being stopped anyway, and must not wait for room.
+    /// Starts the thread that sends the queue down `out`, encoded, for
+    /// [`receive`] to read in the process that started this relay: in
+    /// batches of [`PIPED_BATCH`], and the rest at the end. Once `out`
+    /// fails (that process is gone), the batches are dropped: the relay is
+    /// being stopped anyway, and must not wait for room.
     pub(crate) fn piped(out: impl Write + Send + 'static) -> std::io::Result<Analyst> {
-        let mut out = std::io::BufWriter::with_capacity(256 * 1024, out);
+        let mut out = out;
         let epoch = Instant::now();
-        Analyst::spawn(LIMIT, move |shared| {
+        Analyst::spawn(PIPED_LIMIT, PIPED_BATCH, move |shared| {
             let mut broken = false;
             let mut encoded = Vec::new();
             drain(shared, |events, bytes| {
                 for e in events.drain(..) {
                     encode(&e, bytes, epoch, &mut encoded);
+                    if encoded.len() >= 256 * 1024 {
+                        broken = broken || out.write_all(&encoded).is_err();
+                        encoded.clear();
+                    }
                 }
                 if !broken {
                     broken = out.write_all(&encoded).and_then(|()| out.flush()).is_err();
@@ -131,9 +147,14 @@ impl Analyst {
         })
     }
 
-    fn spawn(limit: usize, run: impl FnOnce(&Shared) + Send + 'static) -> std::io::Result<Analyst> {
+    fn spawn(
+        limit: usize,
+        batch: usize,
+        run: impl FnOnce(&Shared) + Send + 'static,
+    ) -> std::io::Result<Analyst> {
         let shared = Arc::new(Shared {
             limit,
+            batch,
             queue: Mutex::default(),
             arrived: Condvar::new(),
             taken: Condvar::new(),
@@ -185,7 +206,7 @@ impl Feed {
         let mut q = self.shared.lock();
         let e = event(&mut q.bytes);
         q.events.push(e);
-        if q.idle {
+        if q.idle && q.bytes.len() >= self.shared.batch {
             q.idle = false;
             self.shared.arrived.notify_one();
         }
@@ -255,7 +276,7 @@ fn drain(shared: &Shared, mut take: impl FnMut(&mut Vec<Event>, &[u8])) {
     loop {
         let finished = {
             let mut q = shared.lock();
-            while q.events.is_empty() && !q.finished {
+            while (q.events.is_empty() || q.bytes.len() < shared.batch) && !q.finished {
                 q.idle = true;
                 q = shared.arrived.wait(q).unwrap_or_else(|e| e.into_inner());
             }
