@@ -6,10 +6,12 @@
 //! and sleeps while nothing arrives; the queue is bounded, and a relay that
 //! fills it waits for the analyst (the run slows, nothing is dropped).
 //!
-//! A relay running as a process of its own ([`super::own_process`]) sends
-//! the queue, batch by batch, down a pipe to the process that started it
-//! instead ([`Analyst::piped`]), which reads it there ([`receive`]): the
-//! events and bytes are the same, and so is what they become.
+//! The queue holds its events encoded, one after the other in one buffer
+//! (a tag byte, the fields little-endian, a chunk's bytes after its length):
+//! appending one costs a copy, and the buffer is what a relay running as a
+//! process of its own ([`super::own_process`]) writes down a pipe to the
+//! process that started it ([`Analyst::piped`]), which reads it there
+//! ([`receive`]) as the analyst here reads its queue.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -28,26 +30,26 @@ const LIMIT: usize = 32 * 1024 * 1024;
 const PAUSE: Duration = Duration::from_millis(1);
 
 /// What a relay of its own process gathers before it sends it on, and the
-/// most it holds: a test suite's traffic usually fits, and then nothing is
-/// sent, read or even woken for until the command is done, so the command
-/// runs with a relay that only forwards (the reading takes the time after
-/// it). A run that sends more is read in batches of this size meanwhile.
+/// most it holds. A test suite's traffic usually fits: then nothing is
+/// sent, read or even woken for until the command is done, and the command
+/// runs beside a relay that only forwards and copies (the reading takes
+/// the time after it). A run that sends more is sent and read in batches
+/// of this size meanwhile.
 const PIPED_BATCH: usize = 32 * 1024 * 1024;
-const PIPED_LIMIT: usize = 2 * PIPED_BATCH;
+const PIPED_LIMIT: usize = PIPED_BATCH + PIPED_BATCH / 2;
 
+/// A decoded event of the queue.
 enum Event {
     Open {
         id: u64,
         user: String,
         database: String,
     },
-    /// `bytes[start..end]` of the queue, from one side of connection `id`.
+    /// A chunk from one side of connection `id` (its bytes beside it).
     Chunk {
         id: u64,
         side: Side,
         at: Instant,
-        start: usize,
-        end: usize,
     },
     Close {
         id: u64,
@@ -61,7 +63,7 @@ enum Event {
 
 #[derive(Default)]
 struct Queue {
-    events: Vec<Event>,
+    /// The events, encoded.
     bytes: Vec<u8>,
     /// The analyst sleeps until the next event (the queue was empty).
     idle: bool,
@@ -76,6 +78,8 @@ struct Shared {
     /// The bytes the queue gathers before the analyst takes it: none for
     /// the reading here, [`PIPED_BATCH`] for a pipe.
     batch: usize,
+    /// What the chunks' times are counted from.
+    epoch: Instant,
     queue: Mutex<Queue>,
     /// Wakes the analyst: the first event after it went idle, or the end.
     arrived: Condvar,
@@ -108,41 +112,40 @@ impl Analyst {
     }
 
     fn with_limit(capture: Arc<Mutex<Capture>>, limit: usize) -> std::io::Result<Analyst> {
-        Analyst::spawn(limit, 0, move |shared| {
+        Analyst::spawn(limit, 0, Vec::new(), move |shared| {
             let mut reading = Reading::default();
-            drain(shared, |events, bytes| {
+            let mut data = Vec::new();
+            drain(shared, |mut bytes| {
                 let mut cap = capture.lock().unwrap_or_else(|e| e.into_inner());
-                for e in events.drain(..) {
-                    reading.read(e, bytes, &mut cap);
+                // The queue is this process's own encoding: it decodes.
+                while let Ok(Some(e)) = decode(&mut bytes, shared.epoch, &mut data) {
+                    reading.read(e, &data, &mut cap);
                 }
             });
             reading.end(&mut capture.lock().unwrap_or_else(|e| e.into_inner()));
         })
     }
 
-    /// Starts the thread that sends the queue down `out`, encoded, for
-    /// [`receive`] to read in the process that started this relay: in
-    /// batches of [`PIPED_BATCH`], and the rest at the end. Once `out`
-    /// fails (that process is gone), the batches are dropped: the relay is
-    /// being stopped anyway, and must not wait for room.
-    pub(crate) fn piped(out: impl Write + Send + 'static) -> std::io::Result<Analyst> {
-        let mut out = out;
-        let epoch = Instant::now();
-        Analyst::spawn(PIPED_LIMIT, PIPED_BATCH, move |shared| {
+    /// Starts the thread that sends the queue down `out`, for [`receive`]
+    /// to read in the process that started this relay: in batches of
+    /// [`PIPED_BATCH`], and the rest at the end. Once `out` fails (that
+    /// process is gone), the batches are dropped: the relay is being
+    /// stopped anyway, and must not wait for room.
+    ///
+    /// The queue's buffer is allocated and written once here, before any
+    /// connection: on a busy machine, and more so in a virtual one, a page
+    /// first touched is a fault that costs the workload the relay serves,
+    /// a thousand times over as the buffer grows (measured in
+    /// docs/performance.md).
+    pub(crate) fn piped(mut out: impl Write + Send + 'static) -> std::io::Result<Analyst> {
+        let mut buffer = Vec::new();
+        // Room past the limit for the chunk that crosses it.
+        buffer.resize(PIPED_LIMIT + (1 << 20), 1u8);
+        buffer.clear();
+        Analyst::spawn(PIPED_LIMIT, PIPED_BATCH, buffer, move |shared| {
             let mut broken = false;
-            let mut encoded = Vec::new();
-            drain(shared, |events, bytes| {
-                for e in events.drain(..) {
-                    encode(&e, bytes, epoch, &mut encoded);
-                    if encoded.len() >= 256 * 1024 {
-                        broken = broken || out.write_all(&encoded).is_err();
-                        encoded.clear();
-                    }
-                }
-                if !broken {
-                    broken = out.write_all(&encoded).and_then(|()| out.flush()).is_err();
-                }
-                encoded.clear();
+            drain(shared, |bytes| {
+                broken = broken || out.write_all(bytes).and_then(|()| out.flush()).is_err();
             });
         })
     }
@@ -150,12 +153,17 @@ impl Analyst {
     fn spawn(
         limit: usize,
         batch: usize,
+        buffer: Vec<u8>,
         run: impl FnOnce(&Shared) + Send + 'static,
     ) -> std::io::Result<Analyst> {
         let shared = Arc::new(Shared {
             limit,
             batch,
-            queue: Mutex::default(),
+            epoch: Instant::now(),
+            queue: Mutex::new(Queue {
+                bytes: buffer,
+                ..Queue::default()
+            }),
             arrived: Condvar::new(),
             taken: Condvar::new(),
         });
@@ -201,11 +209,16 @@ impl Drop for Analyst {
     }
 }
 
+/// Appends a string or a chunk: its length, then its bytes.
+fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {
+    out.extend((s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s);
+}
+
 impl Feed {
-    fn push(&self, event: impl FnOnce(&mut Vec<u8>) -> Event) {
+    fn push(&self, encode: impl FnOnce(&mut Vec<u8>)) {
         let mut q = self.shared.lock();
-        let e = event(&mut q.bytes);
-        q.events.push(e);
+        encode(&mut q.bytes);
         if q.idle && q.bytes.len() >= self.shared.batch {
             q.idle = false;
             self.shared.arrived.notify_one();
@@ -218,41 +231,48 @@ impl Feed {
     }
 
     pub(crate) fn open(&self, id: u64, user: &str, database: &str) {
-        self.push(|_| Event::Open {
-            id,
-            user: user.to_string(),
-            database: database.to_string(),
+        self.push(|out| {
+            out.push(b'O');
+            out.extend(id.to_le_bytes());
+            put_bytes(out, user.as_bytes());
+            put_bytes(out, database.as_bytes());
         });
     }
 
     /// A chunk as it was forwarded, stamped now.
     pub(crate) fn chunk(&self, id: u64, side: Side, data: &[u8]) {
-        let at = Instant::now();
-        self.push(|bytes| {
-            let start = bytes.len();
-            bytes.extend_from_slice(data);
-            Event::Chunk {
-                id,
-                side,
-                at,
-                start,
-                end: bytes.len(),
-            }
+        let nanos = Instant::now()
+            .saturating_duration_since(self.shared.epoch)
+            .as_nanos() as u64;
+        self.push(|out| {
+            out.push(b'C');
+            out.extend(id.to_le_bytes());
+            out.push(u8::from(matches!(side, Side::Server)));
+            out.extend(nanos.to_le_bytes());
+            put_bytes(out, data);
         });
     }
 
     pub(crate) fn close(&self, id: u64, left_open: bool) {
-        self.push(|_| Event::Close { id, left_open });
+        self.push(|out| {
+            out.push(b'X');
+            out.extend(id.to_le_bytes());
+            out.push(u8::from(left_open));
+        });
     }
 
     /// A connection the relay refused (`what`: one of [`REFUSALS`]).
     pub(crate) fn refused(&self, what: &'static str) {
-        self.push(|_| Event::Refused(what));
+        let i = REFUSALS.iter().position(|r| *r == what).unwrap_or(0) as u8;
+        self.push(|out| out.extend([b'R', i]));
     }
 
     /// A startup packet the relay could not frame, and why.
     pub(crate) fn startup_refused(&self, reason: &str) {
-        self.push(|_| Event::StartupRefused(reason.to_string()));
+        self.push(|out| {
+            out.push(b'S');
+            put_bytes(out, reason.as_bytes());
+        });
     }
 }
 
@@ -269,35 +289,31 @@ pub(crate) fn yield_to_the_workload() {
 }
 
 /// The analyst's thread: takes the whole queue at a time and hands it to
-/// `take` (with the bytes its chunks point into), until the relay finishes.
-fn drain(shared: &Shared, mut take: impl FnMut(&mut Vec<Event>, &[u8])) {
-    let mut events = Vec::new();
+/// `take`, until the relay finishes.
+fn drain(shared: &Shared, mut take: impl FnMut(&[u8])) {
     let mut bytes = Vec::new();
     loop {
         let finished = {
             let mut q = shared.lock();
-            while (q.events.is_empty() || q.bytes.len() < shared.batch) && !q.finished {
+            while (q.bytes.is_empty() || q.bytes.len() < shared.batch) && !q.finished {
                 q.idle = true;
                 q = shared.arrived.wait(q).unwrap_or_else(|e| e.into_inner());
             }
             q.idle = false;
-            std::mem::swap(&mut q.events, &mut events);
             std::mem::swap(&mut q.bytes, &mut bytes);
             if q.full {
                 q.full = false;
                 shared.taken.notify_all();
             }
-            q.finished && events.is_empty()
+            q.finished && bytes.is_empty()
         };
         if finished {
             break;
         }
-        let busy = events.len() > 1;
-        take(&mut events, &bytes);
-        events.clear();
+        take(&bytes);
         bytes.clear();
         // Under load, let the next batch gather instead of waking per chunk.
-        if busy {
+        if shared.batch == 0 {
             std::thread::sleep(PAUSE);
         }
     }
@@ -310,22 +326,17 @@ struct Reading {
 }
 
 impl Reading {
-    fn read(&mut self, e: Event, bytes: &[u8], cap: &mut Capture) {
+    /// Reads one event (`data`: a chunk's bytes).
+    fn read(&mut self, e: Event, data: &[u8], cap: &mut Capture) {
         match e {
             Event::Open { id, user, database } => {
                 self.readers.insert(id, Reader::new(&user, &database));
             }
-            Event::Chunk {
-                id,
-                side,
-                at,
-                start,
-                end,
-            } => {
+            Event::Chunk { id, side, at } => {
                 if let Some(r) = self.readers.get_mut(&id) {
                     match side {
-                        Side::Client => r.client(&bytes[start..end], at),
-                        Side::Server => r.server(&bytes[start..end], at, cap),
+                        Side::Client => r.client(data, at),
+                        Side::Server => r.server(data, at, cap),
                     }
                 }
             }
@@ -349,70 +360,25 @@ impl Reading {
 }
 
 /// Reads what [`Analyst::piped`] sent until the pipe ends: the capture of
-/// a relay that ran as a process of its own. Timestamps are offsets from
+/// a relay that ran as a process of its own. Its times are offsets from
 /// the relay's start, placed after `epoch` (only their differences count).
 pub(crate) fn receive(input: impl Read, epoch: Instant) -> std::io::Result<Capture> {
     let mut input = std::io::BufReader::with_capacity(256 * 1024, input);
     let mut cap = Capture::default();
     let mut reading = Reading::default();
-    let mut bytes = Vec::new();
-    while let Some(e) = decode(&mut input, epoch, &mut bytes)? {
-        reading.read(e, &bytes, &mut cap);
+    let mut data = Vec::new();
+    while let Some(e) = decode(&mut input, epoch, &mut data)? {
+        reading.read(e, &data, &mut cap);
     }
     reading.end(&mut cap);
     Ok(cap)
 }
 
-/// One event on the pipe: a tag byte, then its fields, little-endian;
-/// strings and chunks as a u32 length and the bytes.
-fn encode(e: &Event, bytes: &[u8], epoch: Instant, out: &mut Vec<u8>) {
-    fn text(out: &mut Vec<u8>, s: &[u8]) {
-        out.extend((s.len() as u32).to_le_bytes());
-        out.extend_from_slice(s);
-    }
-    match e {
-        Event::Open { id, user, database } => {
-            out.push(b'O');
-            out.extend(id.to_le_bytes());
-            text(out, user.as_bytes());
-            text(out, database.as_bytes());
-        }
-        Event::Chunk {
-            id,
-            side,
-            at,
-            start,
-            end,
-        } => {
-            out.push(b'C');
-            out.extend(id.to_le_bytes());
-            out.push(matches!(side, Side::Server) as u8);
-            let nanos = at.saturating_duration_since(epoch).as_nanos() as u64;
-            out.extend(nanos.to_le_bytes());
-            text(out, &bytes[*start..*end]);
-        }
-        Event::Close { id, left_open } => {
-            out.push(b'X');
-            out.extend(id.to_le_bytes());
-            out.push(*left_open as u8);
-        }
-        Event::Refused(what) => {
-            out.push(b'R');
-            out.push(REFUSALS.iter().position(|r| r == what).unwrap_or(0) as u8);
-        }
-        Event::StartupRefused(reason) => {
-            out.push(b'S');
-            text(out, reason.as_bytes());
-        }
-    }
-}
-
-/// The next event of the pipe, its chunk's bytes in `bytes`; `None` at
-/// its end.
+/// The next event of `input`, a chunk's bytes in `data`; `None` at its end.
 fn decode(
     input: &mut impl Read,
     epoch: Instant,
-    bytes: &mut Vec<u8>,
+    data: &mut Vec<u8>,
 ) -> std::io::Result<Option<Event>> {
     fn u64_of(input: &mut impl Read) -> std::io::Result<u64> {
         let mut b = [0u8; 8];
@@ -424,7 +390,7 @@ fn decode(
         input.read_exact(&mut b)?;
         Ok(b[0])
     }
-    fn text_into(input: &mut impl Read, into: &mut Vec<u8>) -> std::io::Result<()> {
+    fn bytes_into(input: &mut impl Read, into: &mut Vec<u8>) -> std::io::Result<()> {
         let mut len = [0u8; 4];
         input.read_exact(&mut len)?;
         let len = u32::from_le_bytes(len) as usize;
@@ -437,7 +403,7 @@ fn decode(
     }
     fn text_of(input: &mut impl Read) -> std::io::Result<String> {
         let mut v = Vec::new();
-        text_into(input, &mut v)?;
+        bytes_into(input, &mut v)?;
         Ok(String::from_utf8_lossy(&v).into_owned())
     }
     let mut tag = [0u8; 1];
@@ -464,14 +430,8 @@ fn decode(
                 Side::Client
             };
             let at = epoch + Duration::from_nanos(u64_of(input)?);
-            text_into(input, bytes)?;
-            Event::Chunk {
-                id,
-                side,
-                at,
-                start: 0,
-                end: bytes.len(),
-            }
+            bytes_into(input, data)?;
+            Event::Chunk { id, side, at }
         }
         b'X' => Event::Close {
             id: u64_of(input)?,
