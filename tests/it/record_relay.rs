@@ -1010,3 +1010,83 @@ fn record_warns_about_a_client_on_another_protocol() {
     // Nothing was captured: a run like that fails, so CI notices.
     assert_exit(&out, 1);
 }
+
+/// A shell fragment that finds the relay `planck record` started (its
+/// process has the relay's argument and the command's parent, planck, as
+/// its own parent) and sets `relay` to its pid and `relay_sid` to its
+/// session; `own_sid` is the command's session.
+const FIND_RELAY: &str = r#"own_sid=$(cut -d' ' -f6 /proc/$$/stat)
+relay=
+for p in /proc/[0-9]*; do
+  if tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q -- '__capture-relay'; then
+    set -- $(cat "$p/stat")
+    if [ "$4" = "$PPID" ]; then relay=$1; relay_sid=$6; fi
+  fi
+done
+[ -n "$relay" ]
+"#;
+
+// Issue 32: the relay runs as a process of its own, in a session of its
+// own (the scheduler then shares the CPU with it apart from the recorded
+// command, as with a pooler), and leaves nothing behind.
+#[test]
+fn the_relay_is_a_process_in_a_session_of_its_own_and_leaves_nothing() {
+    let db = test_db!();
+    db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; CREATE TABLE t (a int)");
+    let dir = common::project_dir();
+    let script = write_script(
+        dir.path(),
+        "s.sh",
+        &format!(
+            "{FIND_RELAY}echo \"$relay $relay_sid $own_sid $PGPORT\" > relay.txt\n\
+             psql -X -q -c 'SELECT a FROM t WHERE a > 1' >/dev/null\n"
+        ),
+    );
+    let out = db.planck(&["record", "--", &script], dir.path());
+    assert_exit(&out, 0);
+    let seen = std::fs::read_to_string(dir.path().join("relay.txt")).unwrap();
+    let [pid, relay_sid, own_sid, port] = seen.split_whitespace().collect::<Vec<_>>()[..] else {
+        panic!("{seen}");
+    };
+    assert_ne!(relay_sid, own_sid, "{seen}");
+    assert_eq!(pid, relay_sid, "the relay leads its session: {seen}");
+    // What it forwarded reached the recording.
+    let file = QueryFile::load(&dir.path().join("queries/recorded.toml")).unwrap();
+    assert!(
+        ids(&file).contains_key("SELECT a FROM t WHERE a > $1"),
+        "{:?}",
+        ids(&file)
+    );
+    // Gone once record is: its process (reaped, not a zombie) and its
+    // socket's directory.
+    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "{seen}");
+    let socket_dir = std::env::temp_dir().join(format!("planck-relay-{pid}-{port}"));
+    assert!(!socket_dir.exists(), "{}", socket_dir.display());
+}
+
+// Issue 32: a relay that dies during the run (killed here) fails the
+// recording with an error that says so, and writes nothing.
+#[test]
+fn a_relay_killed_during_the_run_fails_the_recording_clearly() {
+    let db = test_db!();
+    db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; CREATE TABLE t (a int)");
+    let dir = common::project_dir();
+    let script = write_script(
+        dir.path(),
+        "s.sh",
+        &format!(
+            "psql -X -q -c 'SELECT a FROM t WHERE a > 1' >/dev/null\n\
+             {FIND_RELAY}kill -9 \"$relay\"\n\
+             psql -X -q -c 'SELECT 1' >/dev/null 2>&1 || true\n"
+        ),
+    );
+    let out = db.planck(&["record", "--", &script], dir.path());
+    assert_exit(&out, 4);
+    let err = stderr(&out);
+    assert!(
+        err.contains("the capture relay's process ended before the run did (signal: 9"),
+        "{err}"
+    );
+    assert!(err.contains("record again, or with --no-relay"), "{err}");
+    assert!(!dir.path().join("queries/recorded.toml").exists());
+}

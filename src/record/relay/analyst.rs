@@ -553,6 +553,70 @@ mod tests {
         assert_eq!(calls, [("SELECT * FROM items WHERE id = $1", 1000)]);
     }
 
+    /// What a relay of its own process sends down its pipe becomes, read
+    /// at the other end, the capture the reading here makes of the same
+    /// events: statements, refusals, a startup refused, every connection.
+    #[test]
+    fn the_pipe_carries_what_the_reading_here_sees() {
+        #[derive(Clone, Default)]
+        struct Sent(Arc<Mutex<Vec<u8>>>);
+        impl Write for Sent {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let run = |feed: Feed| {
+            feed.refused(REFUSALS[1]);
+            feed.startup_refused("protocol 4.0");
+            for id in 1..=2u64 {
+                feed.open(id, "app", "shop");
+                feed.chunk(id, Side::Server, &message(b'R', &0i32.to_be_bytes()));
+                for i in 0..3 {
+                    let q = format!("SELECT * FROM items WHERE id = {i}");
+                    feed.chunk(id, Side::Client, &message(b'Q', &cstr(&q)));
+                    let mut answer = message(b'C', &cstr("SELECT 1"));
+                    answer.extend(message(b'Z', b"I"));
+                    feed.chunk(id, Side::Server, &answer);
+                }
+                feed.close(id, id == 2);
+            }
+        };
+        let here = Arc::new(Mutex::new(Capture::default()));
+        let analyst = Analyst::start(here.clone()).unwrap();
+        run(analyst.feed());
+        analyst.finish();
+        let sent = Sent::default();
+        let piped = Analyst::piped(sent.clone()).unwrap();
+        run(piped.feed());
+        piped.finish();
+        let bytes = sent.0.lock().unwrap().clone();
+        let there = receive(&bytes[..], Instant::now()).unwrap();
+        let here = here.lock().unwrap();
+        let summary = |c: &Capture| {
+            let calls: Vec<_> = c.texts.iter().map(|t| (t.text.clone(), t.calls)).collect();
+            (
+                calls,
+                c.connections,
+                c.left_open,
+                c.refused.clone(),
+                c.startup_reasons.clone(),
+            )
+        };
+        assert_eq!(summary(&there), summary(&here));
+        assert_eq!(
+            summary(&there).0,
+            [("SELECT * FROM items WHERE id = $1".to_string(), 6)]
+        );
+        assert_eq!((there.connections, there.left_open), (2, 1));
+        // Cut anywhere inside an event, the pipe is an error, not a
+        // shorter capture.
+        assert!(receive(&bytes[..bytes.len() - 3], Instant::now()).is_err());
+    }
+
     /// A connection the relay never closed (it cannot happen, the relay
     /// closes every one) is counted as left open, not lost.
     #[test]

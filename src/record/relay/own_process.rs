@@ -247,7 +247,10 @@ impl Child {
         let status = tokio::task::spawn_blocking(move || process.wait()).await;
         let _ = std::fs::remove_dir_all(&self.socket_dir);
         let cut = |why: String| Error::Internal {
-            message: format!("the capture relay's process ended before the run did: {why}"),
+            message: format!(
+                "the capture relay's process ended before the run did ({why}): what it \
+                 forwarded is lost; record again, or with --no-relay to go without it"
+            ),
         };
         match (captured, status) {
             (Ok(Ok(capture)), Ok(Ok(s))) if s.success() => Ok(capture),
