@@ -73,12 +73,19 @@ impl Relay {
     pub async fn start(conn: &ConnInfo, log: Log) -> Result<Relay> {
         let target = Target::of(conn);
         if own_process::enabled() {
-            let child = own_process::spawn(target, log).await?;
-            return Ok(Relay {
-                port: child.port,
-                socket_dir: child.socket_dir.clone(),
-                running: Running::Process(child),
-            });
+            match own_process::spawn(target.clone(), log).await {
+                Ok(child) => {
+                    return Ok(Relay {
+                        port: child.port,
+                        socket_dir: child.socket_dir.clone(),
+                        running: Running::Process(child),
+                    });
+                }
+                // Its own binary could not be started again (replaced
+                // since, say): the relay runs here, slower on a busy
+                // machine, but the recording is the same.
+                Err(e) => log.debug(&format!("{e}; the relay runs in this process")),
+            }
         }
         let upstream = Upstream::new(&target)?;
         let io = |e: std::io::Error| Error::Internal {
