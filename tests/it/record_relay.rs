@@ -1026,23 +1026,28 @@ done
 [ -n "$relay" ]
 "#;
 
+/// `planck record` of a script made of `body` in a new project, against
+/// `db` given a table `t (a int)`.
+fn record_script(db: &TestDb, body: &str) -> (std::process::Output, tempfile::TempDir) {
+    db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; CREATE TABLE t (a int)");
+    let dir = common::project_dir();
+    let script = write_script(dir.path(), "s.sh", body);
+    (db.planck(&["record", "--", &script], dir.path()), dir)
+}
+
 // Issue 32: the relay runs as a process of its own, in a session of its
 // own (the scheduler then shares the CPU with it apart from the recorded
 // command, as with a pooler), and leaves nothing behind.
 #[test]
 fn the_relay_is_a_process_in_a_session_of_its_own_and_leaves_nothing() {
     let db = test_db!();
-    db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; CREATE TABLE t (a int)");
-    let dir = common::project_dir();
-    let script = write_script(
-        dir.path(),
-        "s.sh",
+    let (out, dir) = record_script(
+        &db,
         &format!(
             "{FIND_RELAY}echo \"$relay $relay_sid $own_sid $PGPORT\" > relay.txt\n\
-             psql -X -q -c 'SELECT a FROM t WHERE a > 1' >/dev/null\n"
+         psql -X -q -c 'SELECT a FROM t WHERE a > 1' >/dev/null\n"
         ),
     );
-    let out = db.planck(&["record", "--", &script], dir.path());
     assert_exit(&out, 0);
     let seen = std::fs::read_to_string(dir.path().join("relay.txt")).unwrap();
     let [pid, relay_sid, own_sid, port] = seen.split_whitespace().collect::<Vec<_>>()[..] else {
@@ -1069,18 +1074,14 @@ fn the_relay_is_a_process_in_a_session_of_its_own_and_leaves_nothing() {
 #[test]
 fn a_relay_killed_during_the_run_fails_the_recording_clearly() {
     let db = test_db!();
-    db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; CREATE TABLE t (a int)");
-    let dir = common::project_dir();
-    let script = write_script(
-        dir.path(),
-        "s.sh",
+    let (out, dir) = record_script(
+        &db,
         &format!(
             "psql -X -q -c 'SELECT a FROM t WHERE a > 1' >/dev/null\n\
-             {FIND_RELAY}kill -9 \"$relay\"\n\
-             psql -X -q -c 'SELECT 1' >/dev/null 2>&1 || true\n"
+         {FIND_RELAY}kill -9 \"$relay\"\n\
+         psql -X -q -c 'SELECT 1' >/dev/null 2>&1 || true\n"
         ),
     );
-    let out = db.planck(&["record", "--", &script], dir.path());
     assert_exit(&out, 4);
     let err = stderr(&out);
     assert!(

@@ -513,6 +513,21 @@ mod tests {
         v
     }
 
+    /// Connection `id` as the relay hands it over: authenticated, then
+    /// `statements` simple queries, each with its answer, then its end.
+    fn connection(feed: &Feed, id: u64, statements: u32, left_open: bool) {
+        feed.open(id, "app", "shop");
+        feed.chunk(id, Side::Server, &message(b'R', &0i32.to_be_bytes()));
+        for i in 0..statements {
+            let q = format!("SELECT * FROM items WHERE id = {i}");
+            feed.chunk(id, Side::Client, &message(b'Q', &cstr(&q)));
+            let mut answer = message(b'C', &cstr("SELECT 1"));
+            answer.extend(message(b'Z', b"I"));
+            feed.chunk(id, Side::Server, &answer);
+        }
+        feed.close(id, left_open);
+    }
+
     /// A queue smaller than one chunk: every chunk waits for the analyst,
     /// and every statement still arrives, each request read before its
     /// answer (else its call would not count).
@@ -524,18 +539,7 @@ mod tests {
         let tasks: Vec<_> = (1..=2u64)
             .map(|id| {
                 let feed = feed.clone();
-                std::thread::spawn(move || {
-                    feed.open(id, "app", "shop");
-                    feed.chunk(id, Side::Server, &message(b'R', &0i32.to_be_bytes()));
-                    for i in 0..500 {
-                        let q = format!("SELECT * FROM items WHERE id = {i}");
-                        feed.chunk(id, Side::Client, &message(b'Q', &cstr(&q)));
-                        let mut answer = message(b'C', &cstr("SELECT 1"));
-                        answer.extend(message(b'Z', b"I"));
-                        feed.chunk(id, Side::Server, &answer);
-                    }
-                    feed.close(id, false);
-                })
+                std::thread::spawn(move || connection(&feed, id, 500, false))
             })
             .collect();
         for t in tasks {
@@ -573,16 +577,7 @@ mod tests {
             feed.refused(REFUSALS[1]);
             feed.startup_refused("protocol 4.0");
             for id in 1..=2u64 {
-                feed.open(id, "app", "shop");
-                feed.chunk(id, Side::Server, &message(b'R', &0i32.to_be_bytes()));
-                for i in 0..3 {
-                    let q = format!("SELECT * FROM items WHERE id = {i}");
-                    feed.chunk(id, Side::Client, &message(b'Q', &cstr(&q)));
-                    let mut answer = message(b'C', &cstr("SELECT 1"));
-                    answer.extend(message(b'Z', b"I"));
-                    feed.chunk(id, Side::Server, &answer);
-                }
-                feed.close(id, id == 2);
+                connection(&feed, id, 3, id == 2);
             }
         };
         let here = Arc::new(Mutex::new(Capture::default()));
