@@ -210,7 +210,7 @@ impl Drop for Analyst {
 }
 
 /// Appends a string or a chunk: its length, then its bytes.
-fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, s: &[u8]) {
     out.extend((s.len() as u32).to_le_bytes());
     out.extend_from_slice(s);
 }
@@ -374,6 +374,19 @@ pub(crate) fn receive(input: impl Read, epoch: Instant) -> std::io::Result<Captu
     Ok(cap)
 }
 
+/// Reads what [`put_bytes`] appended into `into`.
+pub(crate) fn read_bytes(input: &mut impl Read, into: &mut Vec<u8>) -> std::io::Result<()> {
+    let mut len = [0u8; 4];
+    input.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    into.clear();
+    input.take(len as u64).read_to_end(into)?;
+    if into.len() < len {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(())
+}
+
 /// The next event of `input`, a chunk's bytes in `data`; `None` at its end.
 fn decode(
     input: &mut impl Read,
@@ -390,20 +403,9 @@ fn decode(
         input.read_exact(&mut b)?;
         Ok(b[0])
     }
-    fn bytes_into(input: &mut impl Read, into: &mut Vec<u8>) -> std::io::Result<()> {
-        let mut len = [0u8; 4];
-        input.read_exact(&mut len)?;
-        let len = u32::from_le_bytes(len) as usize;
-        into.clear();
-        input.take(len as u64).read_to_end(into)?;
-        if into.len() < len {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        Ok(())
-    }
     fn text_of(input: &mut impl Read) -> std::io::Result<String> {
         let mut v = Vec::new();
-        bytes_into(input, &mut v)?;
+        read_bytes(input, &mut v)?;
         Ok(String::from_utf8_lossy(&v).into_owned())
     }
     let mut tag = [0u8; 1];
@@ -430,7 +432,7 @@ fn decode(
                 Side::Client
             };
             let at = epoch + Duration::from_nanos(u64_of(input)?);
-            bytes_into(input, data)?;
+            read_bytes(input, data)?;
             Event::Chunk { id, side, at }
         }
         b'X' => Event::Close {

@@ -420,45 +420,36 @@ async fn serve(
     }
     let (mut client_r, mut client_w) = tokio::io::split(client);
     let (mut server_r, mut server_w) = tokio::io::split(server);
-    let up = async {
-        let mut b = vec![0u8; BUFFER];
-        loop {
-            let n = match client_r.read(&mut b).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            let sent = forward(&mut server_w, &b[..n], || {
-                feed.chunk(id, Side::Client, &b[..n])
-            })
-            .await;
-            if !sent {
-                break;
-            }
-        }
-        let _ = server_w.shutdown().await;
-    };
-    let down = async {
-        let mut b = vec![0u8; BUFFER];
-        loop {
-            let n = match server_r.read(&mut b).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            let sent = forward(&mut client_w, &b[..n], || {
-                feed.chunk(id, Side::Server, &b[..n])
-            })
-            .await;
-            if !sent {
-                break;
-            }
-        }
-        let _ = client_w.shutdown().await;
-    };
+    let up = pump(&mut client_r, &mut server_w, &feed, id, Side::Client);
+    let down = pump(&mut server_r, &mut client_w, &feed, id, Side::Server);
     let left_open = tokio::select! {
         _ = async { tokio::join!(up, down) } => false,
         _ = stop.wait_for(|s| *s) => true,
     };
     feed.close(id, left_open);
+}
+
+/// One direction of a connection: what `side` sends, read from `from`,
+/// written to `to` and handed to the analyst, until either end closes;
+/// then `to` is shut down.
+async fn pump(
+    from: &mut (impl AsyncRead + Unpin),
+    to: &mut (impl AsyncWrite + Unpin),
+    feed: &Feed,
+    id: u64,
+    side: Side,
+) {
+    let mut b = vec![0u8; BUFFER];
+    loop {
+        let n = match from.read(&mut b).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if !forward(to, &b[..n], || feed.chunk(id, side, &b[..n])).await {
+            break;
+        }
+    }
+    let _ = to.shutdown().await;
 }
 
 /// Writes `data` to `to`, calling `seen` once it is written or, when the

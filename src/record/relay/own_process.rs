@@ -80,8 +80,7 @@ fn serve() -> i32 {
     let mut out = std::fs::File::from(out);
     let fail = |out: &mut std::fs::File, message: String| {
         let mut m = vec![b'F'];
-        m.extend((message.len() as u32).to_le_bytes());
-        m.extend(message.as_bytes());
+        analyst::put_bytes(&mut m, message.as_bytes());
         let _ = out.write_all(&m);
         1
     };
@@ -107,9 +106,7 @@ fn serve() -> i32 {
     let socket_dir = listeners.socket_dir.clone();
     let mut ready = vec![b'P'];
     ready.extend(listeners.port.to_le_bytes());
-    let dir = socket_dir.as_os_str().as_encoded_bytes();
-    ready.extend((dir.len() as u32).to_le_bytes());
-    ready.extend(dir);
+    analyst::put_bytes(&mut ready, socket_dir.as_os_str().as_encoded_bytes());
     let started = out.write_all(&ready).map_err(|e| e.to_string());
     let code = match started.and_then(|()| run(listeners, upstream, out, log)) {
         Ok(()) => 0,
@@ -222,10 +219,8 @@ fn opening(input: &mut impl Read) -> std::result::Result<(u16, PathBuf), String>
     if tag[0] == b'P' {
         input.read_exact(&mut port).map_err(cut)?;
     }
-    let mut len = [0u8; 4];
-    input.read_exact(&mut len).map_err(cut)?;
-    let mut text = vec![0u8; u32::from_le_bytes(len) as usize];
-    input.read_exact(&mut text).map_err(cut)?;
+    let mut text = Vec::new();
+    analyst::read_bytes(input, &mut text).map_err(cut)?;
     match tag[0] {
         b'P' => {
             use std::os::unix::ffi::OsStringExt;
@@ -245,7 +240,6 @@ impl Child {
         let captured = self.done.await;
         let mut process = self.process;
         let status = tokio::task::spawn_blocking(move || process.wait()).await;
-        let _ = std::fs::remove_dir_all(&self.socket_dir);
         let cut = |why: String| Error::Internal {
             message: format!(
                 "the capture relay's process ended before the run did ({why}): what it \
