@@ -3,12 +3,14 @@
 //! chunk handed to the [`analyst`](super::analyst) once forwarded.
 
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::BytesMut;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -418,67 +420,109 @@ async fn serve(
     if !buf.is_empty() {
         feed.chunk(id, Side::Client, &buf);
     }
-    let (mut client_r, mut client_w) = tokio::io::split(client);
-    let (mut server_r, mut server_w) = tokio::io::split(server);
-    let up = pump(&mut client_r, &mut server_w, &feed, id, Side::Client);
-    let down = pump(&mut server_r, &mut client_w, &feed, id, Side::Server);
+    let mut up = Pipe::new(Side::Client);
+    let mut down = Pipe::new(Side::Server);
+    let both = std::future::poll_fn(|cx| {
+        let up = up.poll(cx, &mut client, &mut server, &feed, id);
+        let down = down.poll(cx, &mut server, &mut client, &feed, id);
+        if up.is_ready() && down.is_ready() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    });
     let left_open = tokio::select! {
-        _ = async { tokio::join!(up, down) } => false,
+        biased;
+        _ = both => false,
         _ = stop.wait_for(|s| *s) => true,
     };
     feed.close(id, left_open);
 }
 
-/// One direction of a connection: what `side` sends, read from `from`,
-/// written to `to` and handed to the analyst, until either end closes;
-/// then `to` is shut down.
-async fn pump(
-    from: &mut (impl AsyncRead + Unpin),
-    to: &mut (impl AsyncWrite + Unpin),
-    feed: &Feed,
-    id: u64,
+/// One direction of a connection: what `side` sends, read from one
+/// stream, written to the other and handed to the analyst, until either
+/// end closes; then the stream written to is shut down. Both directions
+/// are polled by the connection's one future, on its two streams, without
+/// splitting them: no lock, no task per direction.
+struct Pipe {
     side: Side,
-) {
-    let mut b = vec![0u8; BUFFER];
-    loop {
-        let n = match from.read(&mut b).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        if !forward(to, &b[..n], || feed.chunk(id, side, &b[..n])).await {
-            break;
-        }
-    }
-    let _ = to.shutdown().await;
+    buf: Vec<u8>,
+    /// What is read and not yet written: `buf[written..read]`.
+    read: usize,
+    written: usize,
+    /// The analyst has the chunk being written.
+    seen: bool,
+    closing: bool,
+    done: bool,
 }
 
-/// Writes `data` to `to`, calling `seen` once it is written or, when the
-/// socket cannot take it all at once, before waiting for room: either way
-/// before this task yields, so the other direction's next chunk is never
-/// handed over first. False when the peer is gone.
-async fn forward(to: &mut (impl AsyncWrite + Unpin), data: &[u8], seen: impl FnOnce()) -> bool {
-    let mut written = 0;
-    let mut seen = Some(seen);
-    while written < data.len() {
-        let step = std::future::poll_fn(|cx| {
-            match std::pin::Pin::new(&mut *to).poll_write(cx, &data[written..]) {
-                std::task::Poll::Pending => {
-                    if let Some(f) = seen.take() {
-                        f();
-                    }
-                    std::task::Poll::Pending
-                }
-                ready => ready,
-            }
-        })
-        .await;
-        match step {
-            Ok(0) | Err(_) => return false,
-            Ok(n) => written += n,
+impl Pipe {
+    fn new(side: Side) -> Pipe {
+        Pipe {
+            side,
+            buf: vec![0u8; BUFFER],
+            read: 0,
+            written: 0,
+            seen: true,
+            closing: false,
+            done: false,
         }
     }
-    if let Some(f) = seen.take() {
-        f();
+
+    /// Moves what it can from `from` to `to`. Each chunk is handed to the
+    /// analyst once written or, when `to` cannot take it all at once,
+    /// before this returns Pending: either way before the connection's
+    /// future yields, so the other direction's next chunk (an answer) is
+    /// never handed over before it (a request).
+    fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        from: &mut Box<dyn Io>,
+        to: &mut Box<dyn Io>,
+        feed: &Feed,
+        id: u64,
+    ) -> Poll<()> {
+        loop {
+            if self.done {
+                return Poll::Ready(());
+            }
+            if self.closing {
+                // Errors are the peer gone: the direction ends either way.
+                let _ = ready!(Pin::new(&mut **to).poll_shutdown(cx));
+                self.done = true;
+            } else if self.written < self.read {
+                match Pin::new(&mut **to).poll_write(cx, &self.buf[self.written..self.read]) {
+                    Poll::Pending => {
+                        self.hand_over(feed, id);
+                        return Poll::Pending;
+                    }
+                    // The peer is gone: what it did not take was not sent.
+                    Poll::Ready(Ok(0) | Err(_)) => self.closing = true,
+                    Poll::Ready(Ok(n)) => {
+                        self.written += n;
+                        if self.written == self.read {
+                            self.hand_over(feed, id);
+                        }
+                    }
+                }
+            } else {
+                let mut into = ReadBuf::new(&mut self.buf);
+                match ready!(Pin::new(&mut **from).poll_read(cx, &mut into)) {
+                    Ok(()) if !into.filled().is_empty() => {
+                        self.read = into.filled().len();
+                        self.written = 0;
+                        self.seen = false;
+                    }
+                    Ok(()) | Err(_) => self.closing = true,
+                }
+            }
+        }
     }
-    true
+
+    fn hand_over(&mut self, feed: &Feed, id: u64) {
+        if !self.seen {
+            self.seen = true;
+            feed.chunk(id, self.side, &self.buf[..self.read]);
+        }
+    }
 }

@@ -94,7 +94,8 @@ impl Relay {
         let listeners = forward::listen().map_err(io)?;
         let (port, socket_dir) = (listeners.port, listeners.socket_dir.clone());
         let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
+            .enable_io()
+            .enable_time()
             .build()
             .map_err(io)?;
         let (stop, stop_rx) = watch::channel(false);

@@ -126,7 +126,8 @@ fn run(
     log: Log,
 ) -> std::result::Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+        .enable_io()
+        .enable_time()
         .build()
         .map_err(|e| e.to_string())?;
     let analyst = Analyst::piped(out).map_err(|e| e.to_string())?;
