@@ -195,6 +195,16 @@ pub(crate) struct Listeners {
     pub(crate) socket_dir: PathBuf,
 }
 
+/// The runtime [`relay`] runs on, in a process of its own or on a thread:
+/// one thread, sockets and timers only (the signal and process drivers
+/// would be polled at every wake-up, for nothing the relay uses).
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+}
+
 /// The relay's thread: accepts connections and serves each in a task of
 /// its own until told to stop; then gives the connections the command
 /// closed as it exited a moment to end, closes what is left, and waits for

@@ -93,11 +93,7 @@ impl Relay {
         };
         let listeners = forward::listen().map_err(io)?;
         let (port, socket_dir) = (listeners.port, listeners.socket_dir.clone());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-            .map_err(io)?;
+        let runtime = forward::runtime().map_err(io)?;
         let (stop, stop_rx) = watch::channel(false);
         let (done_tx, done) = tokio::sync::oneshot::channel();
         let capture = Arc::new(Mutex::new(Capture::default()));

@@ -125,11 +125,7 @@ fn run(
     out: std::fs::File,
     log: Log,
 ) -> std::result::Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = forward::runtime().map_err(|e| e.to_string())?;
     let analyst = Analyst::piped(out).map_err(|e| e.to_string())?;
     let (stop, stop_rx) = watch::channel(false);
     std::thread::Builder::new()
