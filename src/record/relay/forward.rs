@@ -430,8 +430,8 @@ async fn serve(
     if !buf.is_empty() {
         feed.chunk(id, Side::Client, &buf);
     }
-    let mut up = Pipe::new(Side::Client);
-    let mut down = Pipe::new(Side::Server);
+    let mut up = Direction::new(Side::Client);
+    let mut down = Direction::new(Side::Server);
     let both = std::future::poll_fn(|cx| {
         let up = up.poll(cx, &mut client, &mut server, &feed, id);
         let down = down.poll(cx, &mut server, &mut client, &feed, id);
@@ -454,7 +454,7 @@ async fn serve(
 /// end closes; then the stream written to is shut down. Both directions
 /// are polled by the connection's one future, on its two streams, without
 /// splitting them: no lock, no task per direction.
-struct Pipe {
+struct Direction {
     side: Side,
     buf: Vec<u8>,
     /// What is read and not yet written: `buf[written..read]`.
@@ -466,9 +466,9 @@ struct Pipe {
     done: bool,
 }
 
-impl Pipe {
-    fn new(side: Side) -> Pipe {
-        Pipe {
+impl Direction {
+    fn new(side: Side) -> Direction {
+        Direction {
             side,
             buf: vec![0u8; BUFFER],
             read: 0,
