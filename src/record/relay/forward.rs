@@ -198,8 +198,9 @@ pub(crate) struct Listeners {
 /// The runtime [`relay`] runs on, in a process of its own or on a thread:
 /// one thread, sockets and timers. tokio's IO driver comes with its signal
 /// and process drivers whenever those features are built, as they are for
-/// the rest of planck (`enable_io` is `enable_all` here); their share of
-/// the relay's CPU is a tenth of a percent (`perf`, 16 clients).
+/// the rest of planck (so `enable_io().enable_time()` is `enable_all()`
+/// here); their share of the relay's CPU is about a tenth of a percent
+/// (`perf`, 16 clients).
 pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_io()
