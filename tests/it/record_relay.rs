@@ -746,12 +746,7 @@ mod raw {
 
         /// Sends a simple Query; every message up to ReadyForQuery.
         pub fn query(&mut self, sql: &str) -> Vec<(u8, Vec<u8>)> {
-            let mut body = sql.as_bytes().to_vec();
-            body.push(0);
-            let mut m = vec![b'Q'];
-            m.extend(((body.len() + 4) as u32).to_be_bytes());
-            m.extend(body);
-            self.stream.write_all(&m).unwrap();
+            self.stream.write_all(&query(sql)).unwrap();
             let mut got = Vec::new();
             loop {
                 let m = read(&mut self.stream).expect("the relay closed during a query");
@@ -768,6 +763,16 @@ mod raw {
             // The relay forwards it and the server closes: read to the end.
             while read(&mut self.stream).is_some() {}
         }
+    }
+
+    /// A simple Query message.
+    pub fn query(sql: &str) -> Vec<u8> {
+        let mut body = sql.as_bytes().to_vec();
+        body.push(0);
+        let mut m = vec![b'Q'];
+        m.extend(((body.len() + 4) as u32).to_be_bytes());
+        m.extend(body);
+        m
     }
 
     /// A CommandComplete's tag among `messages`.
@@ -877,6 +882,78 @@ fn protocol_3_2_and_grease_sessions_are_recorded_as_3_0_ones() {
         "{:?}",
         capture.databases
     );
+}
+
+// The relay's pump (src/record/relay/pump.rs) forwards what a socket
+// cannot take at once, both ways: an answer of 16 MiB the client reads only
+// after a pause (the relay waits for room on the client's socket), and
+// 3,000 queries written before their answers are read (the server's socket
+// fills, then the client's). Every byte arrives, in order. A connection
+// the command never closes is closed when the relay finishes, counted as
+// left open.
+#[test]
+fn the_pump_waits_for_room_both_ways_and_closes_what_is_left_open() {
+    use std::io::Write;
+    let db = test_db!();
+    let params = [("user", "planck"), ("database", db.name.as_str())];
+    const BIG: usize = 16 << 20;
+    const PIPELINED: usize = 3_000;
+    let ((answer, rows, left), capture) = through_relay(&db, |port| {
+        let mut s = raw::Session::open(port, &raw::startup(3, 0, &params));
+        s.stream
+            .write_all(&raw::query(&format!("SELECT repeat('x', {BIG})")))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let mut answer = Vec::new();
+        while let Some((tag, body)) = raw::read(&mut s.stream) {
+            if tag == b'D' {
+                // Column count (2 bytes), the value's length (4), the value.
+                answer = body[6..].to_vec();
+            }
+            if tag == b'Z' {
+                break;
+            }
+        }
+
+        let mut writer = s.stream.try_clone().unwrap();
+        let sending = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            for i in 0..PIPELINED {
+                all.extend(raw::query(&format!("SELECT {i}, repeat('y', 2000)")));
+            }
+            writer.write_all(&all).unwrap();
+        });
+        let mut rows = Vec::new();
+        let mut ready = 0;
+        while ready < PIPELINED {
+            let (tag, body) = raw::read(&mut s.stream).expect("the relay closed");
+            match tag {
+                b'D' => {
+                    let len = u32::from_be_bytes(body[2..6].try_into().unwrap()) as usize;
+                    rows.push(String::from_utf8(body[6..6 + len].to_vec()).unwrap());
+                }
+                b'Z' => ready += 1,
+                _ => {}
+            }
+        }
+        sending.join().unwrap();
+        s.terminate();
+
+        // Left open: returned, so it is still open when the relay finishes.
+        let mut left = raw::Session::open(port, &raw::startup(3, 0, &params));
+        assert_eq!(raw::completed(&left.query("SELECT 1")), ["SELECT 1"]);
+        (answer, rows, left)
+    });
+    assert_eq!(answer.len(), BIG);
+    assert!(answer.iter().all(|&b| b == b'x'));
+    let expected: Vec<String> = (0..PIPELINED).map(|i| i.to_string()).collect();
+    assert_eq!(rows, expected);
+    assert_eq!(
+        (capture.connections, capture.left_open),
+        (2, 1),
+        "{capture:#?}"
+    );
+    drop(left);
 }
 
 // Issue 31: a CancelRequest carrying the key BackendKeyData gave a 3.2

@@ -1,11 +1,12 @@
-//! The forwarding: the relay's listeners, its connection to the server,
-//! and each client connection from its startup packet to its end, every
-//! chunk handed to the [`analyst`](super::analyst) once forwarded.
+//! The relay's listeners, its connection to the server, and each client
+//! connection's start: from its startup packet to its hand-over to the
+//! [`pump`](super::pump), or (to a TLS server) to its end, every chunk
+//! handed to the [`analyst`](super::analyst) once forwarded.
 
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -20,6 +21,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::analyst::{Analyst, Feed};
 use super::protocol::{self, Side, Startup};
+use super::pump::{Direction, Hand, Pump, Sock};
 use super::shapes::{REFUSED_DIRECT_TLS, REFUSED_TLS, REFUSED_UPSTREAM};
 use crate::db::{ConnInfo, SslMode, TlsOptions};
 use crate::error::{Error, Result};
@@ -28,12 +30,80 @@ use crate::output::Log;
 /// How long connections get to end on their own once the command exited.
 const GRACE: Duration = Duration::from_millis(500);
 
-/// The read buffer of each direction.
-const BUFFER: usize = 64 * 1024;
-
-/// A stream to the server: TCP, unix socket or TLS over TCP.
+/// A stream to the server over TLS.
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// A plain socket, to a client or to the server, while tokio has it.
+enum Plain {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Plain {
+    /// The socket out of tokio's reactor, for the [`pump`].
+    fn into_sock(self) -> std::io::Result<Sock> {
+        match self {
+            Plain::Tcp(s) => Sock::of_tcp(s),
+            Plain::Unix(s) => Sock::of_unix(s),
+        }
+    }
+}
+
+impl AsyncRead for Plain {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Plain::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Plain::Unix(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Plain {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Plain::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Plain::Unix(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Plain::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Plain::Unix(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Plain::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Plain::Unix(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+/// The connection to the server: plain, or TLS (which stays on tokio).
+enum Server {
+    Plain(Plain),
+    Tls(Box<dyn Io>),
+}
+
+impl Server {
+    fn io(&mut self) -> &mut (dyn Io + '_) {
+        match self {
+            Server::Plain(s) => s,
+            Server::Tls(s) => &mut **s,
+        }
+    }
+}
 
 /// Where the relay connects, from planck's own connection settings: what
 /// a relay started as a process of its own is given (see
@@ -103,24 +173,28 @@ impl Upstream {
     }
 
     /// A plain connection (cancel requests; the start of the others).
-    async fn plain(&self) -> std::io::Result<Box<dyn Io>> {
+    async fn plain(&self) -> std::io::Result<Plain> {
         Ok(match &self.host {
             Host::Tcp(h) => {
                 let s = TcpStream::connect((h.as_str(), self.port)).await?;
                 s.set_nodelay(true)?;
-                Box::new(s)
+                Plain::Tcp(s)
             }
             Host::Unix(dir) => {
-                Box::new(UnixStream::connect(dir.join(format!(".s.PGSQL.{}", self.port))).await?)
+                Plain::Unix(UnixStream::connect(dir.join(format!(".s.PGSQL.{}", self.port))).await?)
             }
         })
     }
 
     /// A connection with planck's TLS settings, before the startup packet.
-    async fn connect(&self) -> std::result::Result<Box<dyn Io>, String> {
+    async fn connect(&self) -> std::result::Result<Server, String> {
         let attempt = async {
             let (Host::Tcp(name), Some(tls)) = (&self.host, &self.tls) else {
-                return self.plain().await.map_err(|e| e.to_string());
+                return self
+                    .plain()
+                    .await
+                    .map(Server::Plain)
+                    .map_err(|e| e.to_string());
             };
             let mut tcp = TcpStream::connect((name.as_str(), self.port))
                 .await
@@ -142,9 +216,9 @@ impl Upstream {
                         .connect(tcp)
                         .await
                         .map_err(|e| format!("TLS with the server failed: {e}"))?;
-                    Ok(Box::new(stream) as Box<dyn Io>)
+                    Ok(Server::Tls(Box::new(stream)))
                 }
-                b'N' if !self.mode.requires_tls() => Ok(Box::new(tcp) as Box<dyn Io>),
+                b'N' if !self.mode.requires_tls() => Ok(Server::Plain(Plain::Tcp(tcp))),
                 b'N' => Err(format!(
                     "the server does not support TLS, but planck's sslmode is {}",
                     self.mode.as_str()
@@ -208,10 +282,11 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// The relay's thread: accepts connections and serves each in a task of
-/// its own until told to stop; then gives the connections the command
-/// closed as it exited a moment to end, closes what is left, and waits for
-/// the analyst to take what they sent.
+/// The relay's thread: accepts connections and starts each in a task of
+/// its own, which hands it to the [`pump`] once started (or forwards it
+/// itself, to a TLS server), until told to stop; then gives the
+/// connections the command closed as it exited a moment to end, closes
+/// what is left, and waits for the analyst to take what they sent.
 pub(crate) async fn relay(
     listeners: Listeners,
     upstream: Upstream,
@@ -223,20 +298,29 @@ pub(crate) async fn relay(
     let mut next_id = 0u64;
     let (close, close_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
+    // Without a pump (no epoll to be had), tokio forwards every connection.
+    let pump = match Pump::start(analyst.feed()) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            log.debug(&format!("the capture relay forwards on tokio alone: {e}"));
+            None
+        }
+    };
+    let hand = pump.as_ref().map(Pump::hand);
     let Listeners { tcp, unix, .. } = listeners;
     if let (Ok(tcp), Ok(unix)) = (TcpListener::from_std(tcp), UnixListener::from_std(unix)) {
         loop {
-            let stream: Box<dyn Io> = tokio::select! {
+            let stream = tokio::select! {
                 _ = stop.wait_for(|s| *s) => break,
                 r = tcp.accept() => match r {
                     Ok((s, _)) => {
                         let _ = s.set_nodelay(true);
-                        Box::new(s)
+                        Plain::Tcp(s)
                     }
                     Err(_) => continue,
                 },
                 r = unix.accept() => match r {
-                    Ok((s, _)) => Box::new(s),
+                    Ok((s, _)) => Plain::Unix(s),
                     Err(_) => continue,
                 },
                 // Reap connections as they end, so the set stays small.
@@ -248,10 +332,14 @@ pub(crate) async fn relay(
                 next_id,
                 upstream.clone(),
                 analyst.feed(),
+                hand.clone(),
                 close_rx.clone(),
                 log,
             ));
         }
+    }
+    if let Some(p) = &pump {
+        p.stop(GRACE);
     }
     let _ = tokio::time::timeout(GRACE, async {
         while connections.join_next().await.is_some() {}
@@ -260,17 +348,16 @@ pub(crate) async fn relay(
     let _ = close.send(true);
     while connections.join_next().await.is_some() {}
     drop(connections);
+    // No connection can be handed over now; the pump's grace ran meanwhile.
+    if let Some(p) = pump {
+        p.finish();
+    }
     analyst.finish();
 }
 
 /// Refuses a connection whose startup the relay cannot frame: the client
 /// hears why, the capture notes it, and the connection is closed gently.
-async fn refuse_bad_startup(
-    client: &mut Box<dyn Io>,
-    feed: &Feed,
-    log: Log,
-    bad: protocol::BadStartup,
-) {
+async fn refuse_bad_startup(client: &mut Plain, feed: &Feed, log: Log, bad: protocol::BadStartup) {
     // What the relay cannot frame it cannot read: the client hears
     // why (as the server would answer a bad packet), and so does
     // the user, at the end of the run.
@@ -306,7 +393,7 @@ struct Opening {
 /// with "N" and passing a cancel request on: `None` when the connection
 /// ends there (a cancel, a refusal, a client that left).
 async fn read_startup(
-    client: &mut Box<dyn Io>,
+    client: &mut Plain,
     upstream: &Upstream,
     feed: &Feed,
     log: Log,
@@ -388,10 +475,11 @@ async fn read_startup(
 
 /// One client connection, from its first byte to its end.
 async fn serve(
-    mut client: Box<dyn Io>,
+    mut client: Plain,
     id: u64,
     upstream: Arc<Upstream>,
     feed: Feed,
+    pump: Option<Hand>,
     mut stop: watch::Receiver<bool>,
     log: Log,
 ) {
@@ -422,22 +510,40 @@ async fn serve(
             return;
         }
     };
-    if server.write_all(&packet).await.is_err() || server.write_all(&buf).await.is_err() {
+    let opening = server.io();
+    if opening.write_all(&packet).await.is_err() || opening.write_all(&buf).await.is_err() {
         return;
     }
-    // 3. Both ways, in this one task (no hop to another task per chunk):
-    // each chunk is forwarded, then handed to the analyst before this task
-    // awaits anything else, so the analyst sees a request before its
-    // answer whatever the order the sockets are polled in.
     feed.open(id, &user, &database);
     if !buf.is_empty() {
         feed.chunk(id, Side::Client, &buf);
     }
+    // 3. Both ways: by the pump, which tells the analyst when it closes.
+    let (client, mut server) = match (server, pump) {
+        (Server::Plain(server), Some(pump)) => {
+            let handed = match (client.into_sock(), server.into_sock()) {
+                (Ok(client), Ok(server)) => pump.link(id, client, server),
+                _ => false,
+            };
+            // Out of tokio and not into the pump: the sockets are gone.
+            if !handed {
+                feed.close(id, false);
+            }
+            return;
+        }
+        (Server::Plain(server), None) => (client, Box::new(server) as Box<dyn Io>),
+        (Server::Tls(server), _) => (client, server),
+    };
+    // Or here, both ways in this one task (no hop to another task per
+    // chunk): each chunk is forwarded, then handed to the analyst before
+    // this task awaits anything else, so the analyst sees a request before
+    // its answer whatever the order the sockets are polled in.
+    let mut client = client;
     let mut up = Direction::new(Side::Client);
     let mut down = Direction::new(Side::Server);
     let both = std::future::poll_fn(|cx| {
-        let up = up.poll(cx, &mut client, &mut server, &feed, id);
-        let down = down.poll(cx, &mut server, &mut client, &feed, id);
+        let up = up.poll(cx, &mut client, &mut *server, &feed, id);
+        let down = down.poll(cx, &mut *server, &mut client, &feed, id);
         if up.is_ready() && down.is_ready() {
             Poll::Ready(())
         } else {
@@ -450,92 +556,4 @@ async fn serve(
         _ = stop.wait_for(|s| *s) => true,
     };
     feed.close(id, left_open);
-}
-
-/// One direction of a connection: what `side` sends, read from one
-/// stream, written to the other and handed to the analyst, until either
-/// end closes; then the stream written to is shut down. Both directions
-/// are polled by the connection's one future, on its two streams, without
-/// splitting them: no lock, no task per direction.
-struct Direction {
-    side: Side,
-    buf: Vec<u8>,
-    /// What is read and not yet written: `buf[written..read]`.
-    read: usize,
-    written: usize,
-    /// The analyst has the chunk being written.
-    seen: bool,
-    closing: bool,
-    done: bool,
-}
-
-impl Direction {
-    fn new(side: Side) -> Direction {
-        Direction {
-            side,
-            buf: vec![0u8; BUFFER],
-            read: 0,
-            written: 0,
-            seen: true,
-            closing: false,
-            done: false,
-        }
-    }
-
-    /// Moves what it can from `from` to `to`. Each chunk is handed to the
-    /// analyst once written or, when `to` cannot take it all at once,
-    /// before this returns Pending: either way before the connection's
-    /// future yields, so the other direction's next chunk (an answer) is
-    /// never handed over before it (a request).
-    fn poll(
-        &mut self,
-        cx: &mut Context<'_>,
-        from: &mut Box<dyn Io>,
-        to: &mut Box<dyn Io>,
-        feed: &Feed,
-        id: u64,
-    ) -> Poll<()> {
-        loop {
-            if self.done {
-                return Poll::Ready(());
-            }
-            if self.closing {
-                // Errors are the peer gone: the direction ends either way.
-                let _ = ready!(Pin::new(&mut **to).poll_shutdown(cx));
-                self.done = true;
-            } else if self.written < self.read {
-                match Pin::new(&mut **to).poll_write(cx, &self.buf[self.written..self.read]) {
-                    Poll::Pending => {
-                        self.hand_over(feed, id);
-                        return Poll::Pending;
-                    }
-                    // The peer is gone: what it did not take was not sent.
-                    Poll::Ready(Ok(0) | Err(_)) => self.closing = true,
-                    Poll::Ready(Ok(n)) => {
-                        self.written += n;
-                        if self.written == self.read {
-                            self.hand_over(feed, id);
-                        }
-                    }
-                }
-            } else {
-                let mut into = ReadBuf::new(&mut self.buf);
-                match ready!(Pin::new(&mut **from).poll_read(cx, &mut into)) {
-                    Ok(()) if !into.filled().is_empty() => {
-                        self.read = into.filled().len();
-                        self.written = 0;
-                        self.seen = false;
-                    }
-                    Ok(()) | Err(_) => self.closing = true,
-                }
-            }
-        }
-    }
-
-    fn hand_over(&mut self, feed: &Feed, id: u64) {
-        if !self.seen {
-            self.seen = true;
-            feed.chunk(id, self.side, &self.buf[..self.read]);
-        }
-    }
 }

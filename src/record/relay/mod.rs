@@ -14,10 +14,10 @@
 //! 08P01 by the relay itself and named in the run's warnings), opens the
 //! server connection as planck itself would (its sslmode, SNI and
 //! certificate checks for the original host name), sends the client's
-//! startup packet, and then copies both ways ([`forward`]), handing each chunk once
-//! forwarded to [`analyst`], on a thread of its own, where [`protocol`]
-//! frames what passes, [`session`] turns it into statements and transactions,
-//! [`shapes`] keeps them as counted shapes.
+//! startup packet ([`forward`]), and then copies both ways ([`pump`]),
+//! handing each chunk once forwarded to [`analyst`], on a thread of its
+//! own, where [`protocol`] frames what passes, [`session`] turns it into
+//! statements and transactions, [`shapes`] keeps them as counted shapes.
 //! Authentication (passwords, SASL) passes through and is never kept.
 
 pub(crate) mod analyst;
@@ -25,6 +25,7 @@ pub(crate) mod evidence;
 pub(crate) mod forward;
 pub mod own_process;
 pub(crate) mod protocol;
+pub(crate) mod pump;
 pub(crate) mod session;
 pub(crate) mod shapes;
 pub(crate) mod text;
@@ -41,13 +42,16 @@ use crate::output::Log;
 use forward::{Target, Upstream};
 pub use shapes::Capture;
 
-/// A running relay. It forwards on a thread of its own, in a
-/// single-threaded runtime: on a machine with few cores, every hop a
-/// relayed round trip makes between worker threads (a wake-up, a futex) is
-/// time the server and the client do not get, and one thread serving every
-/// connection reads all the chunks one wake-up brings. That thread only
-/// forwards; the reading (framing, lexing, the capture) runs on a second
-/// thread at the least priority, in batches ([`analyst`]).
+/// A running relay. It accepts and starts connections on a thread of its
+/// own, in a single-threaded tokio runtime, and forwards every started
+/// connection on one other thread, the [`pump`] (an epoll of its own; a
+/// connection to a TLS server stays on tokio's thread): on a machine with
+/// few cores, every hop a relayed round trip makes between threads (a
+/// wake-up, a futex) is time the server and the client do not get, and
+/// one thread serving every connection reads all the chunks one wake-up
+/// brings. That thread only forwards; the reading (framing, lexing, the
+/// capture) runs on a third thread at the least priority, in batches
+/// ([`analyst`]).
 ///
 /// Started by the planck binary, the relay is a process of its own, in a
 /// session of its own ([`own_process`]), and the reading happens in the
