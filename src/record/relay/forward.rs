@@ -519,7 +519,7 @@ async fn serve(
         feed.chunk(id, Side::Client, &buf);
     }
     // 3. Both ways: by the pump, which tells the analyst when it closes.
-    let (client, mut server) = match (server, pump) {
+    let mut server: Box<dyn Io> = match (server, pump) {
         (Server::Plain(server), Some(pump)) => {
             let handed = match (client.into_sock(), server.into_sock()) {
                 (Ok(client), Ok(server)) => pump.link(id, client, server),
@@ -531,14 +531,13 @@ async fn serve(
             }
             return;
         }
-        (Server::Plain(server), None) => (client, Box::new(server) as Box<dyn Io>),
-        (Server::Tls(server), _) => (client, server),
+        (Server::Plain(server), None) => Box::new(server),
+        (Server::Tls(server), _) => server,
     };
     // Or here, both ways in this one task (no hop to another task per
     // chunk): each chunk is forwarded, then handed to the analyst before
     // this task awaits anything else, so the analyst sees a request before
     // its answer whatever the order the sockets are polled in.
-    let mut client = client;
     let mut up = Direction::new(Side::Client);
     let mut down = Direction::new(Side::Server);
     let both = std::future::poll_fn(|cx| {
