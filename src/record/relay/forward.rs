@@ -30,7 +30,8 @@ use crate::output::Log;
 /// How long connections get to end on their own once the command exited.
 const GRACE: Duration = Duration::from_millis(500);
 
-/// A stream to the server over TLS.
+/// A stream to the server that tokio forwards: over TLS, or any when the
+/// relay has no pump.
 trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
