@@ -8,6 +8,9 @@
 //! if it is empty. One table outlives runs on purpose: `planck.seeded`, the
 //! tables a seed wrote, which `--truncate` replaces (rows that were there
 //! before the first seed are the migrations' reference data, and are kept).
+//! And while a seed runs, `planck.seed_run` records it (its parameters and
+//! which tables it has loaded), so that the next seed after a stop finishes
+//! it to the same dataset; it is dropped when the seed ends.
 //! What the table holds is DDL that planck executes, so before anything is
 //! read from it the schema's and the table's owner must be the current role
 //! or a superuser, and the table must carry planck's marker comment (a user
@@ -40,6 +43,15 @@ pub const LEGACY_TABLE: &str = "public.planck_seed_saved";
 pub const SEEDED: &str = "planck.seeded";
 /// The comment on [`SEEDED`].
 const SEEDED_MARKER: &str = "planck seed: tables planck has seeded (format 1)";
+/// The seed under way: one row per table it writes, with the run's
+/// parameters (their digest and the command that gives them) and whether
+/// the table's load committed. Written before the load, each table's mark
+/// set in that table's own load transaction, dropped when the run ends: a
+/// row left here is a run that was stopped, which the next `planck seed`
+/// finishes (the same parameters) or refuses to mix with another dataset.
+pub const RUN: &str = "planck.seed_run";
+/// The comment on [`RUN`].
+const RUN_MARKER: &str = "planck seed: the seed under way (format 1)";
 /// The comment on [`TABLE`] that tells planck's table from a user's.
 const MARKER: &str = "planck seed: constraints to restore (format 2)";
 /// The advisory-lock class planck's locks use (`plnk` in ASCII); the second
@@ -454,20 +466,230 @@ async fn ensure_saved_table(c: &mut Client) -> Result<()> {
 
 /// Whether [`SEEDED`] exists; an error when a table of that name is not planck's.
 async fn seeded_exists(c: &Client) -> Result<bool> {
+    marked_exists(c, SEEDED, SEEDED_MARKER).await
+}
+
+/// Whether `table` exists; an error when it lacks planck's `marker`.
+async fn marked_exists(c: &Client, table: &str, marker: &str) -> Result<bool> {
     let marked: Option<bool> = c
         .query_opt(
             "SELECT obj_description(c.oid, 'pg_class') IS NOT DISTINCT FROM $2
                FROM pg_class c WHERE c.oid = to_regclass($1)",
-            &[&SEEDED, &SEEDED_MARKER],
+            &[&table, &marker],
         )
         .await
-        .map_err(dberr("looking for planck.seeded"))?
+        .map_err(dberr("looking for planck's bookkeeping"))?
         .map(|r| r.get(0));
     match marked {
         None => Ok(false),
         Some(true) => Ok(true),
-        Some(false) => Err(not_ours(SEEDED, "it lacks planck's marker comment")),
+        Some(false) => Err(not_ours(table, "it lacks planck's marker comment")),
     }
+}
+
+/// Whether the current role or a superuser owns `table` (which exists):
+/// only such a record decides which tables planck replaces.
+async fn owned(c: &Client, table: &str) -> Result<bool> {
+    Ok(c.query_one(
+        "SELECT c.relowner = u.oid OR o.rolsuper
+               FROM pg_class c JOIN pg_roles o ON o.oid = c.relowner
+              CROSS JOIN (SELECT oid FROM pg_roles WHERE rolname = current_user) u
+              WHERE c.oid = to_regclass($1)",
+        &[&table],
+    )
+    .await
+    .map_err(dberr("looking for planck's bookkeeping"))?
+    .get(0))
+}
+
+/// The seed a stop signal, a kill or a lost connection left unfinished
+/// (its rows in [`RUN`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnfinishedRun {
+    /// The digest of its parameters (what makes its dataset).
+    pub fingerprint: String,
+    /// The `planck seed` command that gives its parameters.
+    pub command: String,
+    /// Each table it writes (`schema.table`), its oid, and whether its
+    /// load committed (and was not emptied since).
+    pub tables: Vec<(String, u32, bool)>,
+}
+
+impl UnfinishedRun {
+    /// Whether `table` (`schema.table`) is one the run writes.
+    pub fn writes(&self, table: &str) -> bool {
+        self.tables.iter().any(|(t, _, _)| t == table)
+    }
+
+    /// The tables whose load committed, as `schema.table`.
+    pub fn loaded(&self) -> Vec<&str> {
+        self.tables
+            .iter()
+            .filter(|t| t.2)
+            .map(|t| t.0.as_str())
+            .collect()
+    }
+}
+
+/// The unfinished seed of this database, if one is recorded (by the
+/// current role or a superuser: a record another role could write does not
+/// decide what planck replaces). Reads only.
+pub async fn unfinished_run(c: &Client) -> Result<Option<UnfinishedRun>> {
+    if !marked_exists(c, RUN, RUN_MARKER).await? || !owned(c, RUN).await? {
+        return Ok(None);
+    }
+    let rows = c
+        .query(
+            &format!(
+                "SELECT table_name, oid::bigint, loaded, fingerprint, command FROM {RUN} ORDER BY table_name"
+            ),
+            &[],
+        )
+        .await
+        .map_err(dberr("reading planck.seed_run"))?;
+    let Some(first) = rows.first() else {
+        return Ok(None);
+    };
+    Ok(Some(UnfinishedRun {
+        fingerprint: first.get(3),
+        command: first.get(4),
+        tables: rows
+            .iter()
+            .map(|r| (r.get(0), r.get::<_, i64>(1) as u32, r.get(2)))
+            .collect(),
+    }))
+}
+
+/// Records the seed about to load `tables` (`schema.table` and oid) with
+/// its parameters' `fingerprint` and `command`, before it writes anything.
+/// The same fingerprint as the recorded run keeps each table's mark (the
+/// run resumes); another replaces the record. Returns whether the run is
+/// recorded: a role that may not write the record (another role's) loads
+/// without one, as before this record existed, and says so.
+pub async fn start_run(
+    c: &Client,
+    tables: &[(String, u32)],
+    fingerprint: &str,
+    command: &str,
+    log: Log,
+) -> Result<bool> {
+    if marked_exists(c, RUN, RUN_MARKER).await? {
+        if !owned(c, RUN).await? {
+            log.warn(&format!(
+                "{RUN} belongs to another role: this seed is not recorded, so if it is \
+                 stopped, the next one cannot finish it (`planck seed --truncate` starts over)"
+            ));
+            return Ok(false);
+        }
+    } else {
+        create_marked(c, RUN, RUN_MARKER, &run_ddl()).await?;
+    }
+    let names: Vec<&str> = tables.iter().map(|t| t.0.as_str()).collect();
+    let oids: Vec<i64> = tables.iter().map(|t| i64::from(t.1)).collect();
+    // One transaction (the lock's connection is shared, hence no
+    // `Transaction`): a kill never leaves the record half replaced.
+    c.batch_execute("BEGIN")
+        .await
+        .map_err(dberr("recording the seed under way"))?;
+    let written = write_run(c, &names, &oids, fingerprint, command).await;
+    let end = if written.is_ok() {
+        "COMMIT"
+    } else {
+        "ROLLBACK"
+    };
+    c.batch_execute(end)
+        .await
+        .map_err(dberr("recording the seed under way"))?;
+    written?;
+    Ok(true)
+}
+
+async fn write_run(
+    tx: &Client,
+    names: &[&str],
+    oids: &[i64],
+    fingerprint: &str,
+    command: &str,
+) -> Result<()> {
+    // Another run's record (other parameters), or tables this run no
+    // longer writes, or a table re-created since (another oid): gone.
+    tx.execute(
+        &format!(
+            "DELETE FROM {RUN} r WHERE r.fingerprint <> $3
+                 OR NOT EXISTS (SELECT 1 FROM unnest($1::text[], $2::bigint[]) t(n, o)
+                                 WHERE t.n = r.table_name AND t.o = r.oid)"
+        ),
+        &[&names, &oids, &fingerprint],
+    )
+    .await
+    .map_err(dberr("recording the seed under way"))?;
+    tx.execute(
+        &format!(
+            "INSERT INTO {RUN} (table_name, oid, fingerprint, command)
+             SELECT n, o, $3, $4 FROM unnest($1::text[], $2::bigint[]) t(n, o)
+             ON CONFLICT (table_name) DO NOTHING"
+        ),
+        &[&names, &oids, &fingerprint, &command],
+    )
+    .await
+    .map_err(dberr("recording the seed under way"))?;
+    Ok(())
+}
+
+fn run_ddl() -> String {
+    format!(
+        "CREATE TABLE {RUN} (
+            table_name text PRIMARY KEY,
+            oid bigint NOT NULL,
+            fingerprint text NOT NULL,
+            command text NOT NULL,
+            loaded boolean NOT NULL DEFAULT false,
+            started_at timestamptz NOT NULL DEFAULT now())"
+    )
+}
+
+/// Marks table `oid` loaded, inside the transaction that loads it: the
+/// mark commits with the rows, or neither does.
+pub async fn mark_loaded(tx: &tokio_postgres::Transaction<'_>, oid: u32) -> Result<()> {
+    tx.execute(
+        &format!("UPDATE {RUN} SET loaded = true WHERE oid = $1"),
+        &[&i64::from(oid)],
+    )
+    .await
+    .map_err(dberr("marking a table loaded in planck.seed_run"))?;
+    Ok(())
+}
+
+/// Unmarks the tables `oids` (inside the transaction that empties them,
+/// after a failed load), when a run is recorded.
+pub async fn mark_emptied(tx: &tokio_postgres::Transaction<'_>, oids: &[u32]) -> Result<()> {
+    let recorded: bool = tx
+        .query_one("SELECT to_regclass($1) IS NOT NULL", &[&RUN])
+        .await
+        .map_err(dberr("looking for planck.seed_run"))?
+        .get(0);
+    if recorded {
+        let oids: Vec<i64> = oids.iter().map(|o| i64::from(*o)).collect();
+        tx.execute(
+            &format!("UPDATE {RUN} SET loaded = false WHERE oid = ANY ($1)"),
+            &[&oids],
+        )
+        .await
+        .map_err(dberr("unmarking emptied tables in planck.seed_run"))?;
+    }
+    Ok(())
+}
+
+/// Drops the record of the seed under way (it ended), then schema planck
+/// when nothing else is in it.
+pub async fn finish_run(c: &Client) -> Result<()> {
+    if !marked_exists(c, RUN, RUN_MARKER).await? || !owned(c, RUN).await? {
+        return Ok(());
+    }
+    c.execute(&format!("DROP TABLE {RUN}"), &[])
+        .await
+        .map_err(dberr("dropping planck.seed_run"))?;
+    drop_schema_if_empty(c).await
 }
 
 /// The tables (`schema.table`) an earlier `planck seed` wrote in this database.
@@ -542,6 +764,18 @@ async fn create_seeded(c: &Client) -> Result<()> {
     if seeded_exists(c).await? {
         return Ok(());
     }
+    let ddl = format!(
+        "CREATE TABLE {SEEDED} (
+            table_name text PRIMARY KEY,
+            seed bigint NOT NULL,
+            seeded_at timestamptz NOT NULL DEFAULT now())"
+    );
+    create_marked(c, SEEDED, SEEDED_MARKER, &ddl).await
+}
+
+/// Creates one of planck's marked tables (`ddl`, readable by every role)
+/// in schema planck, quietly (see below).
+async fn create_marked(c: &Client, table: &str, marker: &str, ddl: &str) -> Result<()> {
     // As superuser, event triggers (Supabase-style databases have them)
     // do not fire on planck's own DDL, as during the load.
     let quiet: bool = c
@@ -557,7 +791,7 @@ async fn create_seeded(c: &Client) -> Result<()> {
             .await
             .map_err(dberr("silencing event triggers"))?;
     }
-    let created = create_seeded_table(c).await;
+    let created = create_marked_table(c, table, marker, ddl).await;
     if quiet {
         c.batch_execute("RESET session_replication_role")
             .await
@@ -566,21 +800,18 @@ async fn create_seeded(c: &Client) -> Result<()> {
     created
 }
 
-async fn create_seeded_table(c: &Client) -> Result<()> {
+async fn create_marked_table(c: &Client, table: &str, marker: &str, ddl: &str) -> Result<()> {
     ensure_schema(c).await?;
     // One simple-protocol string is one transaction: the table never
     // exists without its marker.
     c.batch_execute(&format!(
-        "CREATE TABLE {SEEDED} (
-            table_name text PRIMARY KEY,
-            seed bigint NOT NULL,
-            seeded_at timestamptz NOT NULL DEFAULT now());
-         COMMENT ON TABLE {SEEDED} IS {};
-         GRANT SELECT ON {SEEDED} TO PUBLIC",
-        crate::db::quote_literal(SEEDED_MARKER)
+        "{ddl};
+         COMMENT ON TABLE {table} IS {};
+         GRANT SELECT ON {table} TO PUBLIC",
+        crate::db::quote_literal(marker)
     ))
     .await
-    .map_err(dberr("creating planck.seeded"))
+    .map_err(|e| Error::db(format!("creating {table}"), e))
 }
 
 /// Saves one dropped foreign key (inside the caller's transaction, before the drop).
@@ -637,6 +868,12 @@ pub async fn clean_up(c: &Client) -> Result<bool> {
     c.execute(&format!("DROP TABLE {TABLE}"), &[])
         .await
         .map_err(dberr("dropping planck.seed_saved"))?;
+    drop_schema_if_empty(c).await?;
+    Ok(true)
+}
+
+/// Drops [`SCHEMA`] when nothing is in it.
+async fn drop_schema_if_empty(c: &Client) -> Result<()> {
     let empty: bool = c
         .query_one(
             "SELECT NOT EXISTS (SELECT 1 FROM pg_depend d JOIN pg_namespace n ON n.oid = d.refobjid
@@ -652,7 +889,7 @@ pub async fn clean_up(c: &Client) -> Result<bool> {
             .execute(&format!("DROP SCHEMA {SCHEMA} RESTRICT"), &[])
             .await;
     }
-    Ok(true)
+    Ok(())
 }
 
 /// Serializes the saving of foreign keys between shards of one set (inside

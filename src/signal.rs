@@ -239,6 +239,82 @@ pub fn interrupted(s: Stop, state: &str) -> Error {
     }
 }
 
+/// A point of a seed where a test stops it (see [`test_stop`]).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point<'a> {
+    /// The foreign keys are saved and dropped; no table has started.
+    Start,
+    /// `rows` rows of the table (as the plan names it) went into its COPY.
+    Rows(&'a str, u64),
+    /// The table's COPY is done; its indexes are about to be re-created.
+    Indexing(&'a str),
+    /// The table's load committed.
+    Loaded(&'a str),
+    /// Every table is loaded; the foreign keys are about to be restored.
+    Restore,
+    /// The foreign keys are back `NOT VALID`, about to be validated.
+    Validate,
+}
+
+/// `PLANCK_TEST_STOP=SIGNAL@POINT`, read once: a hidden hook that makes a
+/// seed send itself a real signal (INT, TERM, HUP or KILL) at an exact
+/// point (`start`, `rows:TABLE:N`, `indexing:TABLE`, `loaded:TABLE`,
+/// `restore`, `validate`), so tests stop a real run where they mean to
+/// instead of racing it with sleeps. An environment variable and not a
+/// flag, against the rule that settings are resolved once: it is no
+/// setting, and must reach the `planck` process a test spawns unchanged.
+static TEST_STOP: LazyLock<Option<(String, String)>> = LazyLock::new(|| {
+    let v = std::env::var("PLANCK_TEST_STOP").ok()?;
+    let (sig, point) = v.split_once('@')?;
+    Some((sig.to_string(), point.to_string()))
+});
+
+/// Whether the hook fired already (it fires once).
+static TEST_FIRED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `point` is the one `PLANCK_TEST_STOP` names.
+fn test_point_matches(want: &str, point: Point<'_>) -> bool {
+    let parts: Vec<&str> = want.split(':').collect();
+    match (point, parts.as_slice()) {
+        (Point::Start, ["start"]) | (Point::Restore, ["restore"]) => true,
+        (Point::Validate, ["validate"]) => true,
+        (Point::Rows(t, n), ["rows", table, rows]) => {
+            *table == t && rows.parse::<u64>().is_ok_and(|r| n >= r)
+        }
+        (Point::Indexing(t), ["indexing", table]) | (Point::Loaded(t), ["loaded", table]) => {
+            *table == t
+        }
+        _ => false,
+    }
+}
+
+/// The test hook (see [`TEST_STOP`]): at the point it names, sends the
+/// signal to this process and returns once the listener has heard it
+/// (KILL ends the process there). True when it fired. Without the
+/// variable, false at once.
+#[doc(hidden)]
+pub async fn test_stop(point: Point<'_>) -> bool {
+    let Some((sig, want)) = TEST_STOP.as_ref() else {
+        return false;
+    };
+    if !test_point_matches(want, point) || TEST_FIRED.swap(true, Ordering::SeqCst) {
+        return false;
+    }
+    use rustix::process::{Signal, getpid, kill_process};
+    let signal = match sig.as_str() {
+        "KILL" => Signal::KILL,
+        "TERM" => Signal::TERM,
+        "HUP" => Signal::HUP,
+        _ => Signal::INT,
+    };
+    let _ = kill_process(getpid(), signal);
+    while received().is_none() {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,6 +352,34 @@ mod tests {
             let got = tokio::time::timeout(within, unheard()).await;
             assert_eq!(got.ok(), Some(Stop::Terminate));
         });
+    }
+
+    #[test]
+    fn the_test_hook_names_its_points() {
+        assert!(test_point_matches("start", Point::Start));
+        assert!(test_point_matches(
+            "rows:tasks:500",
+            Point::Rows("tasks", 512)
+        ));
+        assert!(!test_point_matches(
+            "rows:tasks:500",
+            Point::Rows("tasks", 499)
+        ));
+        assert!(!test_point_matches(
+            "rows:tasks:500",
+            Point::Rows("users", 900)
+        ));
+        assert!(test_point_matches("loaded:users", Point::Loaded("users")));
+        assert!(!test_point_matches(
+            "loaded:users",
+            Point::Indexing("users")
+        ));
+        assert!(test_point_matches(
+            "indexing:users",
+            Point::Indexing("users")
+        ));
+        assert!(test_point_matches("validate", Point::Validate));
+        assert!(!test_point_matches("restore", Point::Start));
     }
 
     #[test]

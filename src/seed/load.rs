@@ -83,6 +83,14 @@ pub struct LoadOptions {
     /// `--all-or-nothing`: a table whose rows the server refuses stops the
     /// whole load (else the others load, see [`table_problem`]).
     pub all_or_nothing: bool,
+    /// Oids of plan tables a stopped run with the same parameters loaded
+    /// already (see [`crate::bookkeeping::UnfinishedRun`]): not loaded
+    /// again, but their foreign keys saved and restored, and the tables
+    /// analyzed and measured, like the tables this run loads.
+    pub done: Vec<u32>,
+    /// Whether the run is recorded in `planck.seed_run`: each table's load
+    /// then marks it loaded in its own transaction.
+    pub record: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -412,6 +420,7 @@ async fn load_table(
     trace: bool,
     fault: Option<Fault>,
     pids: Backends,
+    record: bool,
 ) -> Loaded {
     let expected = range.end - range.start;
     let mut client = connect(&conn).await?;
@@ -433,6 +442,7 @@ async fn load_table(
         trace,
         fault,
         expected,
+        record,
     )
     .await;
     pids.remove(pid);
@@ -453,6 +463,7 @@ async fn load_table_on(
     trace: bool,
     fault: Option<Fault>,
     expected: u64,
+    record: bool,
 ) -> Loaded {
     let tp = &plan.tables[t];
     let mut tx = client
@@ -479,7 +490,7 @@ async fn load_table_on(
     let cols: Vec<usize> = (0..tp.cols.len()).filter(|c| tp.cols[*c].include).collect();
     if cols.is_empty() {
         // Nothing to COPY (a table without columns, or only generated ones).
-        return commit_without_rows(tx, tp, &creates, &triggers, kept).await;
+        return commit_without_rows(tx, tp, &creates, &triggers, kept, record).await;
     }
     // CHECKs the server decides: each row's accepted attempt, before the COPY.
     let settled = server_check::settle(&tx, &plan, t, range.clone(), &pool).await?;
@@ -532,6 +543,10 @@ async fn load_table_on(
             let secs = started.elapsed().as_secs_f64().max(0.001);
             pb.set_message(format!("{:.0} MB/s", bytes_sent as f64 / 1e6 / secs));
         }
+        if signal::test_stop(signal::Point::Rows(&tp.display, rows_sent)).await {
+            stopped_by_test(&cancel).await;
+            break;
+        }
     }
     drop(rxq);
     // A generator that panicked closed the channel early: that must fail the
@@ -562,6 +577,13 @@ async fn load_table_on(
     }
     let copy_secs = started.elapsed().as_secs_f64();
     let copy_span = (started, Instant::now());
+    if signal::test_stop(signal::Point::Indexing(&tp.display)).await {
+        stopped_by_test(&cancel).await;
+        return Err(Error::Interrupted {
+            message: format!("{} not loaded", tp.display),
+            signal: signal::received().map_or(2, |s| s.code()),
+        });
+    }
     recreate_indexes(&tx, tp, &creates, truncate, trace).await?;
     if trace {
         eprintln!(
@@ -574,6 +596,9 @@ async fn load_table_on(
     }
     advance_sequences(&mut tx, tp, truncate).await;
     enable_triggers(&tx, &triggers).await?;
+    if record {
+        bookkeeping::mark_loaded(&tx, tp.oid).await?;
+    }
     tx.commit()
         .await
         .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
@@ -587,6 +612,15 @@ async fn load_table_on(
         triggers: triggers.len(),
         kept,
     })
+}
+
+/// After the test hook sent its signal inside a table's load: waits for
+/// the load to be told to stop (see [`signal::test_stop`]), as a real
+/// signal arriving at that point would stop it.
+async fn stopped_by_test(cancel: &AtomicBool) {
+    while !cancel.load(Ordering::Relaxed) {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
 }
 
 /// The table's `COPY ... FROM STDIN` of columns `cols` (`FREEZE` into a
@@ -679,6 +713,7 @@ async fn commit_without_rows(
     creates: &[String],
     triggers: &[crate::seed::conn::Trigger],
     kept: Vec<String>,
+    record: bool,
 ) -> Loaded {
     for c in creates {
         tx.batch_execute(c)
@@ -686,6 +721,9 @@ async fn commit_without_rows(
             .map_err(|e| Error::db(format!("re-creating an index of {}", tp.display), e))?;
     }
     enable_triggers(&tx, triggers).await?;
+    if record {
+        bookkeeping::mark_loaded(&tx, tp.oid).await?;
+    }
     tx.commit()
         .await
         .map_err(|e| Error::db(format!("committing {}", tp.display), e))?;
@@ -1006,7 +1044,7 @@ async fn load_tables(
         .iter()
         .map(|tp| {
             let r = slice(tp.rows, opts.shard);
-            if opts.keep.contains(&tp.oid) {
+            if opts.keep.contains(&tp.oid) || opts.done.contains(&tp.oid) {
                 return None;
             }
             progress.bar(&tp.display, r.end - r.start)
@@ -1033,6 +1071,7 @@ async fn load_tables(
             .as_ref()
             .filter(|(name, _)| *name == tp.display)
             .map(|f| f.1);
+        let record = opts.record;
         set.spawn(async move {
             let _permit = permit;
             let t0 = Instant::now();
@@ -1048,6 +1087,7 @@ async fn load_tables(
                 trace,
                 fault,
                 pids,
+                record,
             )
             .await;
             if r.as_ref().is_err_and(|e| !partial || !table_problem(e)) {
@@ -1060,11 +1100,26 @@ async fn load_tables(
     let mut stopped = signals.received();
     let mut next = 0;
     loop {
-        let more = next < plan.tables.len() && stopped.is_none() && !cancel.load(Ordering::Relaxed);
+        // (`signals.received()`: a signal the select below has not
+        // taken yet starts no other table either.)
+        let more = next < plan.tables.len()
+            && stopped.is_none()
+            && signals.received().is_none()
+            && !cancel.load(Ordering::Relaxed);
         if !more && set.is_empty() {
             break;
         }
         if more && opts.keep.contains(&plan.tables[next].oid) {
+            next += 1;
+            continue;
+        }
+        if more && opts.done.contains(&plan.tables[next].oid) {
+            if progress.plain {
+                log.info(&format!(
+                    "{}: loaded already by the stopped run, kept",
+                    plan.tables[next].display
+                ));
+            }
             next += 1;
             continue;
         }
@@ -1077,6 +1132,9 @@ async fn load_tables(
             r = set.join_next(), if !set.is_empty() => match r {
                 None => {}
                 Some(Ok((t, res, secs))) => {
+                    if res.is_ok() {
+                        signal::test_stop(signal::Point::Loaded(&plan.tables[t].display)).await;
+                    }
                     if let Ok(o) = &res
                         && progress.plain && progress.multi.is_none()
                     {
@@ -1134,6 +1192,7 @@ pub async fn run(
     signals.check("nothing was written")?;
     bookkeeping::ensure(&mut admin).await?;
     save_keys(&mut admin, &seeded_oids(&plan, opts), sharded, log).await?;
+    signal::test_stop(signal::Point::Start).await;
 
     let started = Instant::now();
     let (results, stopped) = load_tables(conn, &plan, opts, signals, log).await?;
@@ -1166,6 +1225,7 @@ pub async fn run(
     } else {
         true
     };
+    signal::test_stop(signal::Point::Restore).await;
     let restore = restore_keys(conn, &admin, opts.threads, alone, sharded, failed_load).await?;
     let index_seconds = t_restore.elapsed().as_secs_f64();
     if alone && let Ok(r) = &restore {
@@ -1196,7 +1256,7 @@ pub async fn run(
         }
     }
     if failed_load && !partial {
-        return Err(failure(&plan, results, &restore, stopped, log));
+        return Err(failure(&plan, results, &opts.done, &restore, stopped, log));
     }
     let restored = restore?;
     let not_loaded = not_loaded(&plan, &results, &restored);
@@ -1396,6 +1456,7 @@ fn not_loaded(
 fn failure(
     plan: &SeedPlan,
     results: BTreeMap<usize, (Loaded, f64)>,
+    done: &[u32],
     restore: &Result<Restored>,
     stopped: Option<signal::Stop>,
     log: Log,
@@ -1419,10 +1480,13 @@ fn failure(
             }),
         Err(_) => Vec::new(),
     };
-    let loaded: Vec<String> = results
+    // Loaded by this run, or by the stopped run it finishes.
+    let loaded: Vec<String> = plan
+        .tables
         .iter()
-        .filter(|(_, (r, _))| r.is_ok())
-        .filter_map(|(t, _)| plan.tables.get(*t).map(|tp| tp.display.clone()))
+        .enumerate()
+        .filter(|(t, tp)| done.contains(&tp.oid) || results.get(t).is_some_and(|(r, _)| r.is_ok()))
+        .map(|(_, tp)| tp.display.clone())
         .filter(|n| !emptied.contains(n))
         .collect();
     let failed: Vec<(usize, Error)> = results

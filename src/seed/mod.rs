@@ -6,7 +6,7 @@
 //!   (foreign keys saved, dropped and restored around it), [`conn`] (its
 //!   connections and the user triggers it silences), [`summary`] (what the
 //!   run did, rendered), [`partitions`] (partitions created for tables that
-//!   have none);
+//!   have none), [`resume`] (a stopped seed finished to the same dataset);
 //! - the planner: [`planner`] (rows, layout and generators per table), with
 //!   [`columns`] (a column's generator from its type, name and spec),
 //!   [`reference`](mod@reference) (tables left as they are), [`check_expr`] (CHECKs read
@@ -36,6 +36,7 @@ pub mod planner;
 pub mod reference;
 pub(crate) mod regex;
 pub(crate) mod restore;
+pub(crate) mod resume;
 pub mod row;
 pub(crate) mod server_check;
 pub mod spec;
@@ -83,7 +84,10 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         let sharded = opts.shard.is_some();
         let l = tokio::select! {
             l = SeedLock::acquire(conn, sharded, crate::seed::conn::APP_NAME, log) => l?,
-            s = signals.wait() => return Err(signal::interrupted(s, "nothing was written")),
+            s = signals.wait() => return Err(signal::interrupted(
+                s,
+                &format!("nothing was written; to seed, run `{}`", resume::command(opts)),
+            )),
         };
         lock = Some(l);
         if sharded {
@@ -97,11 +101,26 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         bookkeeping::warn_pending(&client, log).await;
         restore::pending_fks(conn).await?
     };
-    let cat = catalog::load(&mut client, &pending).await?;
+    let mut cat = catalog::load(&mut client, &pending).await?;
     if cat.tables.iter().all(|t| t.migration_bookkeeping) {
         return Err(unmigrated(&client).await);
     }
     let seeded = bookkeeping::seeded(&client).await?;
+    // A seed stopped before its end (see [`resume`]): the rows its tables
+    // hold are its own, never reference data, so they are planned as the
+    // empty tables they were for it.
+    let unfinished = if opts.shard.is_none() && !opts.generate_only {
+        bookkeeping::unfinished_run(&client).await?
+    } else {
+        None
+    };
+    if let Some(u) = &unfinished {
+        for t in &mut cat.tables {
+            if u.writes(&format!("{}.{}", t.schema, t.name)) {
+                t.has_rows = false;
+            }
+        }
+    }
     let kept = reference::Kept::decide(
         &client,
         &cat,
@@ -122,6 +141,8 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     let mut plan = planner::build_skipping(&cat, &sf, &plan_opts, !opts.all_or_nothing)?;
     kept.wire(&cat, &mut plan);
     let plan = Arc::new(plan);
+    let run_id = resume::RunId::of(opts, &plan);
+    let resuming = resume::decide(unfinished.as_ref(), &run_id, opts.truncate, log)?;
     log_adjustments(&plan, log);
     let kept_names = kept.names(&cat);
     let held = kept.held_names(&cat);
@@ -153,15 +174,16 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         summary.notes.tables_held = held;
         return Ok(summary);
     };
-    let writing: Vec<String> = plan
+    let writing_oids: Vec<(String, u32)> = plan
         .tables
         .iter()
         .filter(|t| !kept.skipped_oids(&cat).contains(&t.oid))
         .map(|t| {
             let table = &cat.tables[t.cat];
-            format!("{}.{}", table.schema, table.name)
+            (format!("{}.{}", table.schema, table.name), t.oid)
         })
         .collect();
+    let writing: Vec<String> = writing_oids.iter().map(|w| w.0.clone()).collect();
     let partitions_created = if opts.create_partitions
         && plan.tables.iter().any(|tp| {
             cat.tables[tp.cat]
@@ -179,6 +201,18 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         Vec::new()
     };
     bookkeeping::record_seeded(lock.client(), &writing, plan.seed).await?;
+    let record = opts.shard.is_none()
+        && bookkeeping::start_run(
+            lock.client(),
+            &writing_oids,
+            &run_id.fingerprint,
+            &run_id.command,
+            log,
+        )
+        .await?;
+    let done = resuming
+        .map(|u| resume::done(u, &writing_oids, log))
+        .unwrap_or_default();
     let report = load::run(
         conn,
         plan.clone(),
@@ -190,12 +224,20 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             keep: kept.skipped_oids(&cat),
             kept_names,
             all_or_nothing: opts.all_or_nothing,
+            done,
+            record,
         },
         &mut lock,
         &signals,
         log,
     )
-    .await?;
+    .await
+    .map_err(|e| resume::next_step(e, &run_id, record))?;
+    if record {
+        // The seed ended (a partial one too: its summary says what to fix,
+        // and the next seed plans afresh).
+        bookkeeping::finish_run(lock.client()).await?;
+    }
     let mut summary = Summary::of(&plan, Some(&report), started.elapsed().as_secs_f64(), false);
     if summary.partial() {
         log.warn(&format!(

@@ -496,6 +496,7 @@ pub(crate) async fn restore_all(
         return Ok(out);
     }
     let placed = add_not_valid(&mut c, fks, &mut out).await?;
+    crate::signal::test_stop(crate::signal::Point::Validate).await;
     if unmatched == Unmatched::Fail && threads > 1 {
         validate_parallel(conn, threads, placed, &mut out).await?;
         return Ok(out);
@@ -587,6 +588,8 @@ async fn empty_cascade(c: &mut Client, table: &str, oid: u32) -> Result<()> {
     tx.batch_execute(&format!("TRUNCATE {table} CASCADE"))
         .await
         .map_err(err)?;
+    // Emptied, they are no longer loaded: the next seed loads them again.
+    bookkeeping::mark_emptied(&tx, &reached).await?;
     enable_triggers(&tx, &disabled).await?;
     tx.commit().await.map_err(err)
 }
