@@ -40,7 +40,7 @@ pub struct SeedArgs {
     /// Multiply every row count of the spec (0.1 for a quick run)
     #[arg(long, allow_negative_numbers = true, value_name = "FACTOR")]
     pub scale: Option<f64>,
-    /// Rows of a table nothing else sizes (children get more, by fan-out) [default: 1000]
+    /// Rows of a table nothing else sizes (children get more, by fan-out) [default: 25000]
     #[arg(long, value_name = "N")]
     pub rows: Option<u64>,
     /// Worker threads and connections [default: the number of CPUs]

@@ -833,7 +833,7 @@ fn healthchecks_seeds_without_truncate() {
     assert!(!before.starts_with("0:"), "{before}");
     let reference = "SELECT (SELECT count(*) FROM django_content_type) || ':' || (SELECT count(*) FROM auth_permission)";
     let reference_before = one(&db, reference);
-    let v = seed_json(&db, &["--no-spec"]);
+    let v = seed_json(&db, &["--no-spec", "--rows", "1000"]);
     eprintln!(
         "healthchecks: {} tables seeded, {} rows; kept: {}",
         v.tables.len(),
