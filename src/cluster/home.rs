@@ -178,6 +178,36 @@ pub(crate) fn make(dir: &Path) -> Result<PathBuf> {
     ))
 }
 
+/// The `.gitignore` planck writes into `.planck/`: everything in it is the
+/// managed server's (data, log, socket, locks), none of it belongs in the
+/// project's history. Inside the folder, as Python's venv does, so `git
+/// status` stays clean without the user editing their own `.gitignore`.
+pub(crate) const GITIGNORE: &str =
+    "# written by planck: .planck/ holds the managed PostgreSQL's files\n*\n";
+
+/// Makes `.planck/` (when it is missing) with its [`GITIGNORE`]. A
+/// `.gitignore` already there is left as it is: the user may have changed it.
+pub(crate) fn make_dir(dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|source| Error::WriteFile {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let file = dir.join(".gitignore");
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&file)
+    {
+        Ok(mut f) => {
+            use std::io::Write;
+            f.write_all(GITIGNORE.as_bytes())
+                .map_err(|source| Error::WriteFile { path: file, source })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(Error::WriteFile { path: file, source }),
+    }
+}
+
 /// This process's user id (the owner of /proc/self).
 fn own_uid() -> Option<u32> {
     fs::metadata("/proc/self").ok().map(|m| m.uid())
@@ -192,6 +222,21 @@ mod tests {
         let dir = t.path().join(name).join(".planck");
         fs::create_dir_all(&dir).unwrap();
         (t, dir)
+    }
+
+    #[test]
+    fn the_planck_folder_ignores_itself_in_git_and_keeps_a_users_edit() {
+        let (_t, dir) = project("p");
+        let planck = dir.join("new");
+        make_dir(&planck).unwrap();
+        let text = fs::read_to_string(planck.join(".gitignore")).unwrap();
+        assert!(text.lines().any(|l| l == "*"), "{text}");
+        fs::write(planck.join(".gitignore"), "data/\n").unwrap();
+        make_dir(&planck).unwrap();
+        assert_eq!(
+            fs::read_to_string(planck.join(".gitignore")).unwrap(),
+            "data/\n"
+        );
     }
 
     #[test]

@@ -474,6 +474,7 @@ impl Cluster {
     /// and returns it; the cluster cannot be destroyed while it is held.
     /// (`ready` holds one for the rest of the process.)
     pub fn hold(&self, log: Log) -> Result<lock::Held> {
+        home::make_dir(&self.dir)?;
         let path = self.dir.join("in-use");
         let held = lock::take(&path, Mode::Shared, Wait::Forever, &mut |h| {
             log.info(&format!(
@@ -518,6 +519,7 @@ impl Cluster {
 
     /// Holds `.planck/lock` until dropped.
     fn state_lock(&self, log: Log) -> Result<lock::Held> {
+        home::make_dir(&self.dir)?;
         let path = self.dir.join("lock");
         let held = lock::take(&path, Mode::Exclusive, Wait::Forever, &mut |h| {
             log.debug(&format!(
