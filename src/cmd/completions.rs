@@ -20,7 +20,33 @@ pub fn run(args: &CompletionsArgs) -> Result<i32> {
     // Rendered into memory first: clap_complete panics on a failed write
     // (a closed pipe), and planck never panics.
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "planck", &mut script);
+    clap_complete::generate(
+        args.shell,
+        &mut visible(Cli::command()),
+        "planck",
+        &mut script,
+    );
     crate::output::emit(&script)?;
     Ok(0)
+}
+
+/// planck's command line without its hidden subcommands (`example-app`,
+/// the bundled example's test run): clap_complete offers every subcommand,
+/// hidden or not, and clap cannot remove one, so the root is copied with
+/// the rest. Its own flags come along; the global ones are propagated when
+/// clap_complete builds the copy, as they are for the original.
+pub(crate) fn visible(cmd: clap::Command) -> clap::Command {
+    let subs: Vec<clap::Command> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .cloned()
+        .collect();
+    let mut out = clap::Command::new("planck")
+        .version(env!("CARGO_PKG_VERSION"))
+        .args(cmd.get_arguments().cloned())
+        .subcommands(subs);
+    if let Some(about) = cmd.get_about() {
+        out = out.about(about.clone());
+    }
+    out
 }

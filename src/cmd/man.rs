@@ -49,6 +49,17 @@ pub fn run(args: &ManArgs) -> Result<i32> {
 }
 
 fn render(cmd: &clap::Command) -> Result<Vec<u8>> {
+    let mut cmd = cmd.clone();
+    // The NAME line is "<name> - <about>": an about that opens with the
+    // name, as `--help`'s first line does ("planck: shows, ..."), would
+    // read "planck - planck: shows, ...".
+    let about = cmd.get_about().map(ToString::to_string);
+    if let Some(rest) = about
+        .as_deref()
+        .and_then(|a| a.strip_prefix(&format!("{}: ", cmd.get_name())))
+    {
+        cmd = cmd.about(rest.to_string());
+    }
     let mut page = Vec::new();
     clap_mangen::Man::new(cmd.clone())
         .render(&mut page)

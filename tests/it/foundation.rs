@@ -523,6 +523,16 @@ fn visible_subcommands() -> Vec<String> {
         .collect()
 }
 
+/// The subcommands `--help` does not list (`example-app`).
+fn hidden_subcommands() -> Vec<String> {
+    use clap::CommandFactory;
+    planck::cli::Cli::command()
+        .get_subcommands()
+        .filter(|s| s.is_hide_set())
+        .map(|s| s.get_name().to_string())
+        .collect()
+}
+
 /// Runs `planck completions bash` sourced in bash and asks its completion
 /// function for the words after `line` (the word being typed last).
 fn bash_completes(script: &Path, line: &[&str]) -> Vec<String> {
@@ -565,6 +575,12 @@ fn bash_completion_completes_subcommands_and_flags() {
     let all = bash_completes(&script, &["planck", ""]);
     for sub in visible_subcommands() {
         assert!(all.contains(&sub), "{sub} missing from {all:?}");
+    }
+    // Issue 48, 6: a hidden subcommand (example-app) is not offered.
+    let hidden = hidden_subcommands();
+    assert!(!hidden.is_empty());
+    for sub in &hidden {
+        assert!(!all.contains(sub), "hidden {sub} offered: {all:?}");
     }
     assert_eq!(bash_completes(&script, &["planck", "se"]), ["seed"]);
     let flags = bash_completes(&script, &["planck", "seed", "--tr"]);
@@ -614,6 +630,13 @@ fn man_pages_render_and_cover_every_subcommand() {
     assert_exit(&out, 0);
     let page = dir.path().join("planck.1");
     std::fs::write(&page, &out.stdout).unwrap();
+    // Issue 48, 6: the NAME line says the name once ("planck - shows, ...").
+    let roff = stdout(&out);
+    let name = roff
+        .split_once(".SH NAME\n")
+        .and_then(|(_, rest)| rest.lines().next())
+        .unwrap_or_else(|| panic!("no NAME section:\n{roff}"));
+    assert!(name.starts_with("planck \\- shows"), "{name}");
     let text = man_text(&page);
     if text.is_empty() {
         return;
