@@ -202,46 +202,87 @@ async fn apply_locked(client: &mut Client, migrations: &[Migration], log: Log) -
     let applied: std::collections::HashMap<String, String> =
         rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     let mut outcome = Outcome::default();
-    for m in migrations {
-        if let Some(sum) = applied.get(&m.name) {
-            if *sum != m.checksum {
-                return Err(Error::MigrationChanged {
-                    name: m.path.display().to_string(),
-                    applied: sum[..12.min(sum.len())].to_string(),
-                    current: m.checksum[..12].to_string(),
-                });
-            }
-            outcome.already += 1;
-            continue;
+    for (i, m) in migrations.iter().enumerate() {
+        if let Err(e) = apply_one(client, m, &applied, &mut outcome, log).await {
+            let not_run = migrations[i + 1..]
+                .iter()
+                .filter(|later| !applied.contains_key(&later.name))
+                .count();
+            log.info(&failure_summary(&outcome.applied, &m.name, not_run));
+            return Err(e);
         }
-        log.info(&format!("applying {}", m.name));
-        let started = std::time::Instant::now();
-        if without_transaction(&m.sql) {
-            let changes = apply_outside_transaction(client, m, started, log).await?;
-            outcome.applied.push(m.name.clone());
-            outcome.objects.extend(changes);
-            continue;
-        }
-        let tx = client
-            .transaction()
-            .await
-            .map_err(|e| Error::db("starting a transaction", e))?;
-        let changes = run_file(&tx, m).await?;
-        let ms = started.elapsed().as_millis() as i64;
-        tx.execute(
-            "INSERT /* planck */ INTO planck_migrations (name, checksum, duration_ms, objects) \
-             VALUES ($1, $2, $3, $4)",
-            &[&m.name, &m.checksum, &ms, &objects::to_json(&changes)],
-        )
-        .await
-        .map_err(|e| Error::db("recording the migration", e))?;
-        tx.commit()
-            .await
-            .map_err(|e| Error::db(format!("committing {}", m.name), e))?;
-        outcome.applied.push(m.name.clone());
-        outcome.objects.extend(changes);
     }
     Ok(outcome)
+}
+
+/// Applies one migration unless it was applied before (then checks its
+/// checksum), adding what it did to `outcome`.
+async fn apply_one(
+    client: &mut Client,
+    m: &Migration,
+    applied: &std::collections::HashMap<String, String>,
+    outcome: &mut Outcome,
+    log: Log,
+) -> Result<()> {
+    if let Some(sum) = applied.get(&m.name) {
+        if *sum != m.checksum {
+            return Err(Error::MigrationChanged {
+                name: m.path.display().to_string(),
+                applied: sum[..12.min(sum.len())].to_string(),
+                current: m.checksum[..12].to_string(),
+            });
+        }
+        outcome.already += 1;
+        return Ok(());
+    }
+    log.info(&format!("applying {}", m.name));
+    let started = std::time::Instant::now();
+    if without_transaction(&m.sql) {
+        let changes = apply_outside_transaction(client, m, started, log).await?;
+        outcome.applied.push(m.name.clone());
+        outcome.objects.extend(changes);
+        return Ok(());
+    }
+    let tx = client
+        .transaction()
+        .await
+        .map_err(|e| Error::db("starting a transaction", e))?;
+    let changes = run_file(&tx, m).await?;
+    let ms = started.elapsed().as_millis() as i64;
+    tx.execute(
+        "INSERT /* planck */ INTO planck_migrations (name, checksum, duration_ms, objects) \
+         VALUES ($1, $2, $3, $4)",
+        &[&m.name, &m.checksum, &ms, &objects::to_json(&changes)],
+    )
+    .await
+    .map_err(|e| Error::db("recording the migration", e))?;
+    tx.commit()
+        .await
+        .map_err(|e| Error::db(format!("committing {}", m.name), e))?;
+    outcome.applied.push(m.name.clone());
+    outcome.objects.extend(changes);
+    Ok(())
+}
+
+/// The line printed before a failed run's error: which files this run
+/// committed before `failed` (they stay applied, and the next run skips
+/// them), and how many pending files after it did not run. The "applying"
+/// lines above it may have scrolled away; this one says it in one place.
+fn failure_summary(applied: &[String], failed: &str, not_run: usize) -> String {
+    let before = match applied {
+        [] => format!("{failed} failed; no file was applied before it in this run"),
+        [one] => format!("{failed} failed; applied and committed before it: {one}"),
+        many => format!(
+            "{failed} failed; applied and committed before it ({} files): {}",
+            many.len(),
+            many.join(", ")
+        ),
+    };
+    match not_run {
+        0 => before,
+        1 => format!("{before}; 1 file after it did not run"),
+        n => format!("{before}; {n} files after it did not run"),
+    }
 }
 
 /// A [`NO_TRANSACTION`] file: each statement on its own (autocommit), then
@@ -395,6 +436,24 @@ pub async fn recreate_database(conn: &ConnInfo, log: Log) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_run_names_the_files_it_committed_before_the_failure() {
+        let applied = ["0001_a.sql".to_string(), "0002_b.sql".to_string()];
+        assert_eq!(
+            failure_summary(&applied, "0003_c.sql", 2),
+            "0003_c.sql failed; applied and committed before it (2 files): 0001_a.sql, \
+             0002_b.sql; 2 files after it did not run"
+        );
+        assert_eq!(
+            failure_summary(&applied[..1], "0002_b.sql", 0),
+            "0002_b.sql failed; applied and committed before it: 0001_a.sql"
+        );
+        assert_eq!(
+            failure_summary(&[], "0001_a.sql", 1),
+            "0001_a.sql failed; no file was applied before it in this run; 1 file after it did not run"
+        );
+    }
 
     #[test]
     fn positions_map_to_lines_and_columns() {

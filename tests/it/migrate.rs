@@ -195,3 +195,39 @@ fn an_error_in_a_later_statement_is_reported_at_its_file_line_and_column() {
     assert!(err.contains(&format!("{}:5:5", file.display())), "{err}");
     assert!(err.contains("type \"intt\" does not exist"), "{err}");
 }
+
+/// Issue 48, 6: when a file fails, stderr names the files this run applied
+/// and committed before it (they stay: the database says so too), and the
+/// pending files after it that did not run; files applied by an earlier run
+/// are not counted as this run's.
+#[test]
+fn a_failed_run_says_which_files_it_committed_before_the_failure() {
+    let db = test_db!();
+    let dir = project(&[("0001_first.sql", "CREATE TABLE a (id int);\n")]);
+    let out = db.planck(&["migrate"], dir.path());
+    assert_exit(&out, 0);
+    for (name, sql) in [
+        ("0002_second.sql", "CREATE TABLE b (id int);\n"),
+        ("0003_third.sql", "CREATE TABLE c (id int);\n"),
+        ("0004_bad.sql", "CREATE TABLE d (id nope);\n"),
+        ("0005_later.sql", "CREATE TABLE e (id int);\n"),
+    ] {
+        std::fs::write(dir.path().join("migrations").join(name), sql).unwrap();
+    }
+    let out = db.planck(&["migrate"], dir.path());
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    let summary = err
+        .lines()
+        .find(|l| l.starts_with("0004_bad.sql failed"))
+        .unwrap_or_else(|| panic!("no summary line:\n{err}"));
+    assert_eq!(
+        summary,
+        "0004_bad.sql failed; applied and committed before it (2 files): \
+         0002_second.sql, 0003_third.sql; 1 file after it did not run"
+    );
+    assert_eq!(
+        db.query_strings("SELECT name FROM planck_migrations ORDER BY name"),
+        ["0001_first.sql", "0002_second.sql", "0003_third.sql"]
+    );
+}
