@@ -53,5 +53,6 @@ mod seed_fixtures;
 mod seed_load;
 mod seed_observed;
 mod seed_plan;
+mod seed_resume;
 mod seed_safety;
 mod seed_types;
