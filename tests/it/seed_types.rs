@@ -414,11 +414,12 @@ fn composite_columns_get_values_inside_each_attribute_type() {
 /// too. Before 18 none of this parses: skipped, saying so.
 #[test]
 fn postgresql_18_schema_features_are_seeded() {
-    if common::server_major() < 18 {
-        eprintln!(
-            "skipped: virtual generated columns, NOT ENFORCED and WITHOUT OVERLAPS are PostgreSQL 18+"
+    let major = common::server_major();
+    if major < 18 {
+        crate::skip!(
+            NotApplicable,
+            "virtual generated columns, NOT ENFORCED and WITHOUT OVERLAPS are PostgreSQL 18+, not applicable on {major}"
         );
-        return;
     }
     let db = test_db!();
     db.exec(

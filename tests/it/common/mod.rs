@@ -15,6 +15,9 @@ use std::sync::OnceLock;
 use planck::cluster::Cluster;
 use planck::db::ConnInfo;
 
+pub mod skip;
+pub use skip::Skip;
+
 pub struct TestCluster {
     pub cluster: Cluster,
     pub port: u16,
@@ -425,23 +428,33 @@ pub fn fixture(rel: &str) -> PathBuf {
 }
 
 /// A fixture that may not be vendored (its licence does not allow it), read
-/// from `../shared/fixtures` beside the checkout. `None` means the test skips:
-/// it says so, and in CI (`CI` set) a missing folder fails instead.
+/// from `../shared/fixtures` beside the checkout. `None` means the calling
+/// test skips (recorded as [`Skip::Missing`]: in CI, where `../shared` is
+/// always beside the checkout, a missing folder fails instead); the caller
+/// returns.
 pub fn shared_fixture(rel: &str) -> Option<PathBuf> {
     let path = repo_root().join("../shared/fixtures").join(rel);
     if path.exists() {
         return Some(path);
     }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing in CI, where ../shared is always beside the checkout",
-        path.display()
-    );
-    eprintln!(
-        "skipped: {} is not here (it is not vendored; see tests/fixtures/README.md)",
-        path.display()
+    skip::skip(
+        Skip::Missing,
+        &current_test(),
+        &format!(
+            "{} is not here (it is not vendored; see tests/fixtures/README.md)",
+            path.display()
+        ),
     );
     None
+}
+
+/// The running test's name as libtest prints it (`seed_load::a_test`):
+/// libtest runs each test on a thread named after it.
+pub fn current_test() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("(a test run outside libtest's thread)")
+        .to_string()
 }
 
 /// `planck explain --format json` as a test reads it: typed mirror structs
@@ -733,4 +746,33 @@ pub fn git(dir: &Path, args: &[&str]) {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The PostgreSQL majors Citus 13.2 (the one `../shared/citus` builds)
+/// supports; `.ci/run` installs it into each of them (docs/citus.md).
+pub const CITUS_MAJORS: [u32; 3] = [15, 16, 17];
+
+/// Why a test that needs Citus cannot run on the server binaries in use, as
+/// the kind of skip it is: not applicable on a major Citus does not support,
+/// missing (a failure under CI) where it could be installed but is not.
+/// `None` when Citus is installed.
+pub fn citus_unavailable() -> Option<(Skip, String)> {
+    let bindir = bindir();
+    let major = planck::cluster::server_major(&bindir).expect("the server's version");
+    if !CITUS_MAJORS.contains(&major) {
+        return Some((
+            Skip::NotApplicable,
+            format!("Citus 13.2 supports PostgreSQL 15 to 17, not {major}"),
+        ));
+    }
+    if planck::cluster::citus::installed(&bindir) {
+        return None;
+    }
+    Some((
+        Skip::Missing,
+        format!(
+            "Citus is not installed for the PostgreSQL {major} in {} (`PG_CONFIG=... bash ../shared/citus/build.sh` installs it; .ci/run does)",
+            bindir.display()
+        ),
+    ))
 }
