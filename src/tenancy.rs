@@ -5,7 +5,7 @@
 //! in, the role from the statements' recorded role, the heaviest tenant from
 //! the data (the key value owning most rows across RLS-protected tables).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tokio_postgres::Client;
 
@@ -55,6 +55,13 @@ pub struct Tenancy {
     pub setting: String,
     /// Table -> the column its policy compares with the setting.
     pub columns: BTreeMap<String, String>,
+    /// Table -> the column carrying the tenant's id, in every table that
+    /// belongs to a tenant: the policies' [`Tenancy::columns`], the foreign
+    /// keys to the tenant's table (a table without a policy, `users.org_id`),
+    /// and, in a table with neither, a column named as the policies' one.
+    /// A parameter bound to such a column gets the id of the tenant its
+    /// plan is made for (the median's plan binds the median's id).
+    pub keys: BTreeMap<String, String>,
     /// The tenant plans are made for (`--tenant-id`, else the heaviest).
     pub id: String,
     pub heaviest: Option<String>,
@@ -174,6 +181,7 @@ pub async fn resolve(
             proxy.push(fk);
         }
     }
+    let key_columns = tenant_keys(catalog, &columns, &proxy);
     let (sized, per_table) = tenant_sizes(client, &proxy, stats).await?;
     let ranked: Vec<String> = sized.iter().map(|(k, _)| k.clone()).collect();
     // Through a lookup, a tenant is only reachable with a key that resolves
@@ -238,6 +246,7 @@ pub async fn resolve(
         role,
         setting,
         columns,
+        keys: key_columns,
         id,
         heaviest,
         median,
@@ -249,6 +258,30 @@ pub async fn resolve(
         exact,
         heaviest_rows,
     })
+}
+
+/// Each table's tenant key (see [`Tenancy::keys`]) from the proxy's
+/// (table, column) pairs, the policies' first: a table a foreign key joins
+/// twice to the tenant's table keeps the first; a table with neither gets
+/// a column of the name every policy compares, when they all use one.
+fn tenant_keys(
+    catalog: &Catalog,
+    columns: &BTreeMap<String, String>,
+    proxy: &[(String, String)],
+) -> BTreeMap<String, String> {
+    let mut keys = columns.clone();
+    for (t, c) in proxy {
+        keys.entry(t.clone()).or_insert_with(|| c.clone());
+    }
+    let names: BTreeSet<&String> = columns.values().collect();
+    if let [name] = names.into_iter().collect::<Vec<_>>()[..] {
+        for (t, table) in &catalog.tables {
+            if !keys.contains_key(t) && table.columns.iter().any(|c| c == name) {
+                keys.insert(t.clone(), name.clone());
+            }
+        }
+    }
+    keys
 }
 
 /// The setting's value for each named tenant (`heaviest`, `median`, the

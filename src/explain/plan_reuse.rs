@@ -78,7 +78,7 @@ pub async fn probe(
             .nodes()
             .iter()
             .filter_map(|n| n.relation.as_ref())
-            .any(|r| tenancy.columns.contains_key(r));
+            .any(|r| tenancy.keys.contains_key(r));
         if !e.judged.contains(&Mode::Tenant) || !reads_tenant_table {
             continue;
         }

@@ -152,7 +152,9 @@ pub fn fill_defaults(mut values: Vec<Option<String>>, types: &[Type]) -> Vec<Opt
 /// Samples realistic parameter values, once per (table, column, tenant).
 pub struct Sampler {
     catalog: Arc<Catalog>,
-    /// Table -> the column its policy compares with the tenant setting.
+    /// Table -> the column carrying the tenant's id ([`Tenancy::keys`]):
+    /// a policy's column, and a table's without a policy (`users.org_id`),
+    /// so each tenant's plan binds its own id there and samples its rows.
     tenant_columns: BTreeMap<String, String>,
     /// One cell per key: the statements planned at once on several
     /// connections that need the same value wait for one query (a sample
@@ -169,7 +171,7 @@ impl Sampler {
     pub fn new(catalog: Arc<Catalog>, tenancy: Option<&Tenancy>, stats: StatsMode) -> Sampler {
         Sampler {
             catalog,
-            tenant_columns: tenancy.map(|t| t.columns.clone()).unwrap_or_default(),
+            tenant_columns: tenancy.map(|t| t.keys.clone()).unwrap_or_default(),
             cache: Mutex::new(HashMap::new()),
             stats,
         }

@@ -69,7 +69,11 @@ impl TenantShardSkew {
                 continue;
             };
             let qualified = format!("{schema}.{table}");
-            let name = ctx.catalog.resolve(&qualified).unwrap_or(&table).to_string();
+            let name = ctx
+                .catalog
+                .resolve(&qualified)
+                .unwrap_or(&table)
+                .to_string();
             let t = out.entry(name).or_default();
             t.column = column;
             t.tenant_shard = t
@@ -270,7 +274,10 @@ mod tests {
             ),
             "{m}"
         );
-        assert!(m.contains("get_shard_id_for_distribution_column('ads', company_id) = 101"), "{m}");
+        assert!(
+            m.contains("get_shard_id_for_distribution_column('ads', company_id) = 101"),
+            "{m}"
+        );
     }
 
     #[test]
@@ -289,6 +296,7 @@ mod tests {
         let tenancy = crate::tenancy::Tenancy {
             role: "app".into(),
             setting: "app.company".into(),
+            keys: columns.clone(),
             columns,
             id: "7".into(),
             heaviest: Some("7".into()),
@@ -309,7 +317,10 @@ mod tests {
             m.contains("the heaviest tenant's shard (company_id = 7), shard 101"),
             "{m}"
         );
-        assert!(m.contains("isolate_tenant_to_new_shard('ads', '7', 'CASCADE')"), "{m}");
+        assert!(
+            m.contains("isolate_tenant_to_new_shard('ads', '7', 'CASCADE')"),
+            "{m}"
+        );
         // The largest shard is another: the tenant's shard holds its share.
         assert!(run(&[6 * MB, MB, MB, MB], Some(&tenancy)).is_empty());
     }
