@@ -190,8 +190,12 @@ pub struct CheckSection {
     /// The project's own migration command (run in the checkout with
     /// DATABASE_URL and PG* set). Default: planck migrate.
     pub migrate: Option<String>,
-    /// Seed scale of the check databases (a fraction of the spec's row counts).
+    /// Seed scale of the check databases (a fraction of the spec's row
+    /// counts). Default: 0.05 with a seed spec, 1 without.
     pub scale: Option<f64>,
+    /// Rows of a table nothing else sizes in the check databases (what
+    /// `[seed] rows` is to a local seed; `scale` multiplies it too).
+    pub rows: Option<u64>,
     /// What fails the gate: `errors`, `regressions`, `blocking-migration`.
     pub fail_on: Option<Vec<String>>,
     /// Cost ratios under this (either way) count as unchanged.

@@ -139,7 +139,7 @@ impl Resolved {
             None => None,
         };
         Ok(Resolved {
-            seed: SeedSettings::for_check(cs.scale, settings)?.options,
+            seed: SeedSettings::for_check(cs.scale, cs.rows, settings)?.options,
             explain: ExplainSettings::for_check(settings)?,
             replay,
         })

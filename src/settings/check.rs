@@ -13,9 +13,13 @@ use super::Settings;
 use crate::error::{Error, Result};
 use crate::report::Output;
 
-/// Seed scale of the check databases: a twentieth of the spec, enough for
-/// the planner to choose the plans it chooses on production-sized tables,
-/// small enough for a CI job.
+/// Seed scale of the check databases when a seed spec sizes the data: a
+/// twentieth of the spec, enough for the planner to choose the plans it
+/// chooses on production-sized tables, small enough for a CI job. Without a
+/// spec the scale is 1: the rows are seed's default (or `[seed] rows`,
+/// `[check] rows`), already sized for explain to judge (issue 48: 0.05 of
+/// the default left every table below `min_rows`, and check passed on data
+/// that could not fail).
 pub const DEFAULT_SCALE: f64 = 0.05;
 
 /// The ladder of `--replay` (client counts) and the length of each step:
@@ -45,9 +49,12 @@ pub struct CheckArgs {
     /// Keep the check databases afterwards (for a look with psql)
     #[arg(long)]
     pub keep: bool,
-    /// Seed scale of the check databases [default: [check] scale, else 0.05]
+    /// Seed scale of the check databases [default: [check] scale, else 0.05 with a seed spec, 1 without]
     #[arg(long, allow_negative_numbers = true, value_name = "FACTOR")]
     pub scale: Option<f64>,
+    /// Rows of a table nothing else sizes in the check databases [default: [check] rows, else [seed] rows, else 25000]
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
     /// Prefix of the databases check creates (`<prefix>_head`, `<prefix>_base`)
     #[arg(long, value_name = "NAME", default_value = DEFAULT_PREFIX)]
     pub name: String,
@@ -101,6 +108,8 @@ pub struct CheckSettings {
     pub base: Option<String>,
     pub keep: bool,
     pub scale: f64,
+    /// `--rows`, else `[check] rows`: replaces `[seed] rows` in check's seed.
+    pub rows: Option<u64>,
     pub prefix: String,
     /// The project's migration command; `None` is planck migrate.
     pub migrate: Option<String>,
@@ -117,11 +126,27 @@ pub struct CheckSettings {
 impl CheckSettings {
     pub fn resolve(args: &CheckArgs, settings: &Settings) -> Result<CheckSettings> {
         let cfg = &settings.config.check;
-        let scale = args.scale.or(cfg.scale).unwrap_or(DEFAULT_SCALE);
+        // Whether a seed spec sizes the data decides the default scale; a
+        // broken spec or two of them fail here, as the seed step would.
+        let spec = crate::settings::seed::uses_spec(settings)?;
+        let default_scale = if spec { DEFAULT_SCALE } else { 1.0 };
+        let scale = args.scale.or(cfg.scale).unwrap_or(default_scale);
         if !scale.is_finite() || scale <= 0.0 {
             return Err(Error::usage_hint(
                 format!("invalid check scale {scale}: it must be a number above 0"),
                 "0.05 seeds a twentieth of the spec's rows",
+            ));
+        }
+        let rows = args.rows.or(cfg.rows);
+        if let Some(r) = rows
+            && (r == 0 || r > crate::settings::seed::MAX_ROWS)
+        {
+            return Err(Error::usage_hint(
+                format!(
+                    "invalid check rows {r}: it must be between 1 and {}",
+                    crate::settings::seed::MAX_ROWS
+                ),
+                "leave it out to seed `[seed] rows` (else 25000) into tables nothing else sizes",
             ));
         }
         let valid_name = !args.name.is_empty()
@@ -188,8 +213,30 @@ impl CheckSettings {
             ),
             format!(
                 "scale = {scale} ({})",
-                from(args.scale.is_some(), cfg.scale.is_some())
+                match from(args.scale.is_some(), cfg.scale.is_some()) {
+                    "default" if !spec => "default without a seed spec",
+                    f => f,
+                }
             ),
+            match rows {
+                Some(r) => format!(
+                    "rows = {r} ({})",
+                    from(args.rows.is_some(), cfg.rows.is_some())
+                ),
+                None => format!(
+                    "rows = {} ({})",
+                    settings
+                        .config
+                        .seed
+                        .rows
+                        .unwrap_or(crate::seed::planner::DEFAULT_ROWS),
+                    if settings.config.seed.rows.is_some() {
+                        "[seed] rows"
+                    } else {
+                        "default"
+                    }
+                ),
+            },
             format!(
                 "fail_on = [{}] ({})",
                 fail_on
@@ -218,6 +265,7 @@ impl CheckSettings {
             base: args.base.clone(),
             keep: args.keep,
             scale,
+            rows,
             prefix: args.name.clone(),
             migrate,
             fail_on,
@@ -295,6 +343,7 @@ fn replay_plan(args: &CheckArgs, cfg: &crate::config::CheckSection) -> Result<Op
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::seed::SeedSettings;
     use clap::Parser;
 
     fn settings_with(toml: &str) -> (tempfile::TempDir, Settings) {
@@ -319,7 +368,9 @@ mod tests {
     fn flag_beats_file_beats_default() {
         let (_d, s) = settings_with("");
         let r = CheckSettings::resolve(&args(&[]), &s).unwrap();
-        assert_eq!(r.scale, DEFAULT_SCALE);
+        // No seed spec: the default rows at scale 1 (see DEFAULT_SCALE).
+        assert_eq!(r.scale, 1.0);
+        assert_eq!(r.rows, None);
         assert_eq!(r.fail_on, vec![Gate::Errors]);
         assert_eq!(r.migrate, None);
         assert!(r.described[0].contains("planck migrate (default)"));
@@ -339,6 +390,42 @@ mod tests {
         assert_eq!(r.scale, 0.01);
         assert_eq!(r.fail_on, vec![Gate::BlockingMigration]);
         assert!(r.described[1].contains("(flag)"), "{:?}", r.described);
+    }
+
+    /// Issue 48: check's seed is sized apart from local seeds. A seed spec
+    /// makes the default scale 0.05 (a spec sizes production), no spec 1;
+    /// `[check] rows` and `--rows` replace `[seed] rows` for check only.
+    #[test]
+    fn check_rows_and_the_default_scale_follow_the_seed_spec() {
+        let (d, s) = settings_with("[seed]\nrows = 1000000\n");
+        let r = CheckSettings::resolve(&args(&[]), &s).unwrap();
+        assert_eq!((r.scale, r.rows), (1.0, None));
+        assert!(
+            r.described
+                .iter()
+                .any(|l| l == "rows = 1000000 ([seed] rows)"),
+            "{:?}",
+            r.described
+        );
+        std::fs::create_dir_all(d.path().join("seeds")).unwrap();
+        std::fs::write(d.path().join("seeds/app.toml"), "[tables.t]\nrows = 10\n").unwrap();
+        let r = CheckSettings::resolve(&args(&[]), &s).unwrap();
+        assert_eq!(r.scale, DEFAULT_SCALE);
+
+        let (_d, s) = settings_with("[seed]\nrows = 1000000\n[check]\nrows = 30000\n");
+        let r = CheckSettings::resolve(&args(&[]), &s).unwrap();
+        assert_eq!(r.rows, Some(30000));
+        assert!(
+            r.described
+                .iter()
+                .any(|l| l == "rows = 30000 (planck.toml)")
+        );
+        let seed = SeedSettings::for_check(r.scale, r.rows, &s).unwrap();
+        assert_eq!(seed.options.rows, Some(30000));
+        let r = CheckSettings::resolve(&args(&["--rows", "40000"]), &s).unwrap();
+        assert_eq!(r.rows, Some(40000));
+        let e = CheckSettings::resolve(&args(&["--rows", "0"]), &s).unwrap_err();
+        assert!(e.to_string().contains("invalid check rows 0"), "{e}");
     }
 
     /// issue 14: `--replay` and `[check] replay`, its ladder, and the SLO

@@ -179,6 +179,12 @@ fn spec_path(args: &SeedArgs, s: &Settings) -> Result<Option<PathBuf>> {
     }
 }
 
+/// Whether `planck seed` with no flags seeds from a spec file (`[seed] spec`
+/// or the one seeds/*.toml): what `planck check`'s default scale depends on.
+pub fn uses_spec(s: &Settings) -> Result<bool> {
+    Ok(spec_path(&SeedArgs::default(), s)?.is_some())
+}
+
 impl SeedArgs {
     /// The flags of [`SeedSettings::for_spec`] (a library caller running
     /// `cmd::seed::run_on` on a spec).
@@ -196,9 +202,11 @@ impl SeedSettings {
     /// Merges and validates; nothing here touches a database.
     /// What `planck check` seeds each side with: `[seed]` of planck.toml at
     /// check's `scale`, the rows of an earlier run replaced.
-    pub fn for_check(scale: f64, s: &Settings) -> Result<SeedSettings> {
+    /// `rows` (`[check] rows`) replaces `[seed] rows` as a flag would.
+    pub fn for_check(scale: f64, rows: Option<u64>, s: &Settings) -> Result<SeedSettings> {
         let args = SeedArgs {
             scale: Some(scale),
+            rows,
             truncate: true,
             ..SeedArgs::default()
         };

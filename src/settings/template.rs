@@ -105,8 +105,13 @@ tenant_mode = "heavy"
 # and PG* set (e.g. "python manage.py migrate", "sqlx migrate run").
 # Default: planck migrate.
 #migrate = "bin/rails db:migrate"
-# Seed scale of the check databases.
-scale = {check_scale}
+# Seed scale of the check databases: multiplies every row count, the seed
+# spec's and `rows`. Default: {check_scale} with a seed spec (a spec sizes
+# production), 1 without (the default rows are already sized for CI).
+#scale = {check_scale}
+# Rows of a table nothing else sizes in the check databases, as `[seed] rows`
+# locally (it leaves local seeds alone). Default: `[seed] rows`.
+#rows = {rows}
 # What fails the gate: "errors" (not in queries/baseline.toml), "regressions"
 # (with --base: a plan costlier beyond cost_noise, or an index no longer
 # used), "blocking-migration" (with --base: a statement that held a SHARE or
@@ -153,7 +158,8 @@ mod tests {
             c.explain.min_rows,
             Some(crate::explain::options::DEFAULT_MIN_ROWS)
         );
-        assert_eq!(c.check.scale, Some(crate::settings::check::DEFAULT_SCALE));
+        // Inferred (from whether a seed spec sizes the data): commented out.
+        assert_eq!(c.check.scale, None);
         assert_eq!(c.check.fail_on, Some(vec!["errors".to_string()]));
         assert!(c.database.url.is_none());
     }
@@ -249,6 +255,7 @@ mod tests {
         let crate::config::CheckSection {
             migrate,
             scale,
+            rows: check_rows,
             fail_on,
             cost_noise,
             replay: check_replay,
@@ -256,7 +263,7 @@ mod tests {
             replay_duration,
             slo: check_slo,
         } = check;
-        assert!(migrate.is_some() && scale.is_some());
+        assert!(migrate.is_some() && scale.is_some() && check_rows.is_some());
         assert!(fail_on.is_some() && cost_noise.is_some());
         assert!(check_replay.is_some() && check_ladder.is_some());
         assert!(replay_duration.is_some() && check_slo.is_some());
