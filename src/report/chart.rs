@@ -48,6 +48,25 @@ pub struct Mark {
     pub x: f64,
     pub label: String,
     pub class: &'static str,
+    /// Where the label starts (`start`) or ends (`end`): a mark in the
+    /// right half of the plot has its label on its left, so the label
+    /// stays inside the chart (the knee at the ladder's top step read
+    /// "knee: 4 clien", clipped by the chart's edge).
+    pub label_x: f64,
+    pub anchor: &'static str,
+}
+
+impl Mark {
+    fn new(x: f64, label: String, class: &'static str) -> Mark {
+        let right_half = x > (LEFT + WIDTH - RIGHT) / 2.0;
+        Mark {
+            x,
+            label,
+            class,
+            label_x: if right_half { x - 4.0 } else { x + 4.0 },
+            anchor: if right_half { "end" } else { "start" },
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -76,7 +95,7 @@ fn nice_ceil(v: f64) -> f64 {
 
 fn label(v: f64) -> String {
     if v >= 100.0 || v == v.round() {
-        format!("{v:.0}")
+        super::html::thousands(v, 0)
     } else {
         format!("{v:.1}")
     }
@@ -149,21 +168,17 @@ fn panel(
     });
     let mut marks = Vec::new();
     if let Some(k) = r.verdict.peak_concurrency {
-        marks.push(Mark {
-            x: axes.x(f64::from(k)),
-            label: format!("knee: {k} clients"),
-            class: "knee",
-        });
+        marks.push(Mark::new(
+            axes.x(f64::from(k)),
+            format!("knee: {}", crate::output::count_of(u64::from(k), "client")),
+            "knee",
+        ));
     }
     if id == "throughput"
         && let Some(n) = r.verdict.usl.and_then(|u| u.n_star)
         && n <= x_max
     {
-        marks.push(Mark {
-            x: axes.x(n),
-            label: format!("USL peak {n:.1}"),
-            class: "usl-peak",
-        });
+        marks.push(Mark::new(axes.x(n), format!("USL peak {n:.1}"), "usl-peak"));
     }
     let x_ticks = r
         .steps
@@ -261,6 +276,14 @@ mod tests {
         assert!(t.curve.as_ref().unwrap().split(' ').count() == 81);
         let labels: Vec<&str> = t.marks.iter().map(|m| m.label.as_str()).collect();
         assert_eq!(labels, vec!["knee: 8 clients", "USL peak 9.7"]);
+        // Every label stays inside the chart: one in the right half is
+        // drawn leftwards from its mark.
+        for m in &t.marks {
+            let right = m.x > (t.plot_left + t.plot_right) / 2.0;
+            assert_eq!(m.anchor, if right { "end" } else { "start" }, "{m:?}");
+            assert!(m.label_x > 0.0 && m.label_x < t.width, "{m:?}");
+        }
+        assert_eq!(label(12_500.0), "12,500");
         assert!(p[1].curve.is_none());
         assert_eq!(nice_ceil(1491.0), 2000.0);
         assert_eq!(nice_ceil(9.8), 10.0);

@@ -23,11 +23,35 @@ pub const TEMPLATES: &[(&str, &str)] = &[
 fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_filter("thousands", |v: f64, decimals: Option<usize>| {
+        thousands(v, decimals.unwrap_or(0))
+    });
     for (name, source) in TEMPLATES {
         env.add_template(name, source)
             .expect("templates parse (checked by the tests)");
     }
     env
+}
+
+/// `v` with `decimals` places and thousands separators (`1,234,567.89`):
+/// the page's row counts, costs and rates, readable at a glance.
+pub fn thousands(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let text = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let int = crate::output::count(int.parse::<u64>().unwrap_or(0));
+    let sign = if v < 0.0 && text.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+        "-"
+    } else {
+        ""
+    };
+    if frac.is_empty() {
+        format!("{sign}{int}")
+    } else {
+        format!("{sign}{int}.{frac}")
+    }
 }
 
 /// JSON for a `<script type="application/json">` block: `<`, `>`, `&` and
@@ -87,6 +111,7 @@ struct StatementView {
     checks: Vec<String>,
     /// Plans side by side, one column per mode (tenant, admin).
     columns: Vec<Vec<PlanView>>,
+    plan_count: usize,
 }
 
 #[derive(Serialize)]
@@ -193,6 +218,7 @@ fn statement_views(r: &JsonReport, scripts: &mut Vec<(String, String)>) -> Vec<S
                 status: s.status.clone(),
                 reason: s.reason.clone(),
                 checks,
+                plan_count: s.plans.len(),
                 columns: cols.into_iter().map(|(_, v)| v).collect(),
             }
         })
@@ -304,6 +330,10 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
         .into_iter()
         .map(|(id, json)| context! { id => id, json => Value::from_safe_string(json) })
         .collect();
+    let not_judged: Vec<&StatementView> = statements
+        .iter()
+        .filter(|s| s.status == "not_judged")
+        .collect();
     let errors = new_errors(r);
     let replay = i.replay.as_ref();
     // Wait events summed over the steps, biggest first.
@@ -330,6 +360,7 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
         finding_count => findings.len(),
         groups => ser(&groups),
         statements => ser(&statements),
+        not_judged => ser(&not_judged),
         scripts => scripts,
         environment => ser(&r.environment),
         table_bytes => ser(r.environment.as_ref().map(|e| e.tables.iter()
@@ -403,6 +434,16 @@ mod tests {
         let html = render(&both);
         assert!(html.contains("class=\"replay-deltas\""), "p95 deltas");
         assert!(html.contains("<td class=\"num\">1.0x</td>"), "a ratio cell");
+    }
+
+    #[test]
+    fn numbers_get_thousands_separators() {
+        assert_eq!(thousands(1_234_567.0, 0), "1,234,567");
+        assert_eq!(thousands(85_000.456, 2), "85,000.46");
+        assert_eq!(thousands(999.95, 1), "1,000.0");
+        assert_eq!(thousands(-12_345.0, 0), "-12,345");
+        assert_eq!(thousands(-0.001, 1), "0.0");
+        assert_eq!(thousands(7.0, 0), "7");
     }
 
     #[test]
