@@ -874,9 +874,22 @@ fn spawn_replay(db: &TestDb, dir: &Path, q: &str, args: &[&str]) -> std::process
         .unwrap()
 }
 
-/// Sends `signal` (`TERM`, `INT`) to `child` after `ms` milliseconds.
-fn signal_after(child: &std::process::Child, signal: &str, ms: u64) {
-    std::thread::sleep(std::time::Duration::from_millis(ms));
+/// Waits until `sql` (one count) is not 0: an event on the server, awaited
+/// rather than guessed with a fixed sleep. Panics with `what` when it has
+/// not happened in 60 s (a hang guard, not a timing assertion).
+fn await_nonzero(db: &TestDb, sql: &str, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.query_strings(sql) == ["0"] {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} never happened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Sends `signal` (`TERM`, `INT`) to `child` now.
+fn signal(child: &std::process::Child, signal: &str) {
     let status = Command::new("kill")
         .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
@@ -1050,7 +1063,20 @@ fn sigterm_during_a_pause_stops_at_once_and_rolls_back() {
             "json",
         ],
     );
-    signal_after(&child, "TERM", 1500);
+    // Signalled once the transaction holds the row and pauses (the UPDATE
+    // done, the session idle in its transaction), then given a tenth of the
+    // pause to stop.
+    await_nonzero(
+        &db,
+        &format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' \
+             AND application_name LIKE 'planck replay%' AND state = 'idle in transaction' \
+             AND query LIKE 'UPDATE hot%'",
+            db.name
+        ),
+        "the paused transaction",
+    );
+    signal(&child, "TERM");
     let out = finished_within(child, 60, "SIGTERM waited for the pause to end");
     assert_exit(&out, 143);
     let r = report(&out);
@@ -1077,7 +1103,7 @@ fn sigterm_cancels_the_statements_still_running() {
     let dir = project_dir();
     let q = write_queries(
         dir.path(),
-        "[[statement]]\nid = \"long\"\nquery = \"SELECT pg_sleep(30)\"\n",
+        "[[statement]]\nid = \"long\"\nquery = \"SELECT pg_sleep(600)\"\n",
     );
     let child = spawn_replay(
         &db,
@@ -1091,22 +1117,23 @@ fn sigterm_cancels_the_statements_still_running() {
             "--ladder",
             "1",
             "--statement-timeout-ms",
-            "60000",
+            "600000",
             "--format",
             "json",
         ],
     );
-    signal_after(&child, "TERM", 1500);
+    // Signalled once the statement runs on the server; the guard is a tenth
+    // of the statement's ten minutes.
+    let sleeping = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' \
+         AND query = 'SELECT pg_sleep(600)' AND state = 'active'",
+        db.name
+    );
+    await_nonzero(&db, &sleeping, "the statement running");
+    signal(&child, "TERM");
     let out = finished_within(child, 60, "SIGTERM waited for the statement");
     assert_exit(&out, 143);
-    assert_eq!(
-        db.query_strings(&format!(
-            "SELECT count(*)::text FROM pg_stat_activity WHERE datname = '{}' \
-             AND query = 'SELECT pg_sleep(30)' AND state = 'active'",
-            db.name
-        )),
-        ["0"]
-    );
+    assert_eq!(db.query_strings(&sleeping), ["0"]);
 }
 
 /// SIGTERM during a long warm-up stops the run at once (exit 143), not
@@ -1131,8 +1158,18 @@ fn sigterm_during_a_long_warmup_stops_at_once() {
             "json",
         ],
     );
-    // Let the step start (connections, sampler) before the signal.
-    signal_after(&child, "TERM", 1500);
+    // Signalled once the warm-up runs (its client's statement on the
+    // server); the guard is a tenth of the warm-up's ten minutes.
+    await_nonzero(
+        &db,
+        &format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '{}' \
+             AND application_name LIKE 'planck replay%' AND query LIKE 'SELECT pg_sleep%'",
+            db.name
+        ),
+        "the warm-up running",
+    );
+    signal(&child, "TERM");
     let out = finished_within(child, 60, "SIGTERM waited for the warm-up to end");
     assert_exit(&out, 143);
 }
@@ -1236,8 +1273,12 @@ fn open_loop_times_units_from_their_intended_start() {
     let (under, over) = (&r.steps[0], &r.steps[1]);
     assert_eq!(under.rate_per_s, Some(8.0));
     assert_eq!(under.concurrency, 1);
-    assert!((6.0..=10.0).contains(&under.throughput_per_s), "{under:?}");
-    // Capacity is 20 a second: the rest of the 40 queue behind.
+    // Below capacity an open loop runs no more than it is offered (a
+    // count, not a speed: at 8 a second for 1 s, at most 8 units, one more
+    // for a unit that starts on the step's last tick).
+    assert!((1..=9).contains(&under.units), "{under:?}");
+    // One client's units take 50 ms at least, so at most 20 a second run
+    // whatever the machine: the rest of the 40 queue behind.
     assert!(over.throughput_per_s < 25.0, "{over:?}");
     assert!(over.p95_ms > 250.0, "{over:?}");
     // Compared with each other, not with the clock (a loaded CI machine
@@ -1290,7 +1331,13 @@ fn pool_wait_is_measured_apart_from_statement_time() {
     );
     let r = report(&out);
     assert_eq!(r.steps[0].pool_wait_p95_ms, None);
-    assert!(r.steps[0].throughput_per_s > 40.0, "{:?}", r.steps[0]);
+    // Four connections sleep at once where one took turns: compared with
+    // the pooled step, not with a rate (the naps do not need the CPU).
+    assert!(
+        r.steps[0].throughput_per_s > s.throughput_per_s * 2.0,
+        "{:?} vs pooled {s:?}",
+        r.steps[0]
+    );
 }
 
 /// Issue 11, `--repeat`: each step runs that many times, merged into one
@@ -1546,6 +1593,8 @@ fn demo_ends_with_a_replay_of_its_recording() {
 /// Issue 11, faults: the server restarted mid-step. Its own cluster (the
 /// shared one serves the other tests). The errors are counted, the clients
 /// reconnect, the run finishes with exit 0 and a note says what happened.
+/// The restart comes once both clients run units (seen on the server), and
+/// units are seen to run again after it, within the step.
 #[test]
 fn server_restart_mid_step_reconnects_and_finishes() {
     let base = tempfile::tempdir().unwrap();
@@ -1581,14 +1630,42 @@ fn server_restart_mid_step_reconnects_and_finishes() {
     let child = common::planck_cmd(dir.path())
         .args(["--database-url", &url, "replay", "--queries", &q])
         .args(["--warmup", "0", "--format", "json", "--ladder", "2"])
-        .args(["--duration", "3s"])
+        .args(["--duration", "12s"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1200));
+    // Each unit ends in ROLLBACK (no --commit): the database's rolled-back
+    // transactions count them (this test's own queries commit).
+    let one = |sql: &'static str| -> i64 {
+        let url = url.clone();
+        common::block_on(async move {
+            let c = planck::db::ConnInfo::parse(&url, true)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap();
+            c.query_one(sql, &[]).await.unwrap().get::<_, i64>(0)
+        })
+    };
+    let clients =
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'planck replay%'";
+    let rollbacks = "SELECT xact_rollback FROM pg_stat_database WHERE datname = 'postgres'";
+    let units_run = |what: &str| {
+        let from = one(rollbacks);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while one(clients) < 2 || one(rollbacks) < from + 10 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{what} never happened"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    units_run("both clients running units");
     cluster.stop().unwrap();
     cluster.start(Some(port), &mut |_| {}).unwrap();
+    units_run("both clients running units again after the restart");
     let out = child.wait_with_output().unwrap();
     let _ = cluster.stop();
     assert_exit(&out, 0);
@@ -1602,8 +1679,8 @@ fn server_restart_mid_step_reconnects_and_finishes() {
             .all(|k| ["57P01", "08006", "57P03"].contains(&k.as_str())),
         "{s:?}"
     );
-    // Units ran after the restart as well as before it.
-    assert!(s.units > 20, "{s:?}");
+    // Units ran after the restart as well as before it (seen above).
+    assert!(s.units >= 10, "{s:?}");
     assert!(
         r.integrity
             .notes
