@@ -686,10 +686,16 @@ pub async fn finish_run(c: &Client) -> Result<()> {
     if !marked_exists(c, RUN, RUN_MARKER).await? || !owned(c, RUN).await? {
         return Ok(());
     }
-    c.execute(&format!("DROP TABLE {RUN}"), &[])
-        .await
-        .map_err(dberr("dropping planck.seed_run"))?;
-    drop_schema_if_empty(c).await
+    let quiet = quiet(c).await?;
+    let dropped = async {
+        c.execute(&format!("DROP TABLE {RUN}"), &[])
+            .await
+            .map_err(dberr("dropping planck.seed_run"))?;
+        drop_schema_if_empty(c).await
+    }
+    .await;
+    loud(c, quiet).await?;
+    dropped
 }
 
 /// The tables (`schema.table`) an earlier `planck seed` wrote in this database.
@@ -776,8 +782,16 @@ async fn create_seeded(c: &Client) -> Result<()> {
 /// Creates one of planck's marked tables (`ddl`, readable by every role)
 /// in schema planck, quietly (see below).
 async fn create_marked(c: &Client, table: &str, marker: &str, ddl: &str) -> Result<()> {
-    // As superuser, event triggers (Supabase-style databases have them)
-    // do not fire on planck's own DDL, as during the load.
+    let quiet = quiet(c).await?;
+    let created = create_marked_table(c, table, marker, ddl).await;
+    loud(c, quiet).await?;
+    created
+}
+
+/// As superuser, event triggers (Supabase-style databases have them) do
+/// not fire on planck's own DDL, as during the load: replica mode until
+/// [`loud`]. Returns whether it was set.
+async fn quiet(c: &Client) -> Result<bool> {
     let quiet: bool = c
         .query_one(
             "SELECT rolsuper FROM pg_roles WHERE rolname = current_user",
@@ -791,13 +805,17 @@ async fn create_marked(c: &Client, table: &str, marker: &str, ddl: &str) -> Resu
             .await
             .map_err(dberr("silencing event triggers"))?;
     }
-    let created = create_marked_table(c, table, marker, ddl).await;
+    Ok(quiet)
+}
+
+/// Ends [`quiet`] (`quiet`: what it returned).
+async fn loud(c: &Client, quiet: bool) -> Result<()> {
     if quiet {
         c.batch_execute("RESET session_replication_role")
             .await
             .map_err(dberr("resetting session_replication_role"))?;
     }
-    created
+    Ok(())
 }
 
 async fn create_marked_table(c: &Client, table: &str, marker: &str, ddl: &str) -> Result<()> {

@@ -21,19 +21,21 @@ fn fks(db: &TestDb) -> Vec<String> {
     )
 }
 
-/// Nothing in schema planck but `planck.seeded` (and its key's index), no
-/// planck_seed_saved, no NOT VALID constraint.
+/// Nothing in schema planck but `planck.seeded` (and its key's index) and,
+/// after a stopped seed, `planck.seed_run` (the record the next seed
+/// finishes it from), no planck_seed_saved, no NOT VALID constraint.
 fn assert_nothing_left(db: &TestDb) {
     assert_eq!(
         db.query_strings(
             "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-              WHERE n.nspname = 'planck' AND c.relname <> 'seeded' AND c.relname NOT LIKE 'seeded\\_%'
+              WHERE n.nspname = 'planck' AND c.relname NOT IN ('seeded', 'seeded_pkey', 'seed_run', 'seed_run_pkey')
              UNION ALL SELECT count(*) FROM pg_class WHERE relname LIKE 'planck_seed_saved%'
              UNION ALL SELECT count(*) FROM pg_constraint WHERE NOT convalidated"
         ),
         vec!["0", "0", "0"],
         "planck left something behind (in schema planck other than planck.seeded, the record of \
-         what it seeded; planck_seed_saved; NOT VALID constraints)"
+         what it seeded, and planck.seed_run, the record of a stopped seed; planck_seed_saved; \
+         NOT VALID constraints)"
     );
 }
 
@@ -294,6 +296,14 @@ fn a_completed_seed_leaves_nothing_in_the_database() {
     let out = planck(&db, &["seed", "--rows", "20"]);
     assert_exit(&out, 0);
     assert_nothing_left(&db);
+    // The record of the seed under way goes with its end.
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM pg_class WHERE relname = 'seed_run'"
+        ),
+        0
+    );
     assert!(count(&db, "SELECT count(*) FROM items") > 0);
 }
 
