@@ -23,11 +23,11 @@ use serde_json::Value;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
-pub use candidate::Candidate;
+pub use candidate::{Candidate, TRIGRAM_EXTENSION};
 
 use super::engine::{Explained, Status};
 use super::plan_tree::{Mode, Plan, PlanKind};
-use super::rules::{CheckId, Finding};
+use super::rules::{CheckId, Finding, own_help};
 use crate::catalog::planner::Catalog;
 use crate::error::{Error, Result};
 use crate::findings::Advice;
@@ -117,7 +117,10 @@ pub async fn advise(
     let mut summary = Summary::default();
     // finding -> its candidate, grouped by candidate (first finding's order).
     let mut groups: Vec<(Candidate, Vec<Target>)> = Vec::new();
-    for (i, (f, _)) in findings.iter().enumerate() {
+    // Whether the server has pg_trgm, asked at the first trigram candidate.
+    let mut pg_trgm = None;
+    for i in 0..findings.len() {
+        let f = &findings[i].0;
         if !wants_advice(f.check) {
             continue;
         }
@@ -128,6 +131,28 @@ pub async fn advise(
             log.debug(&format!("advice: no index candidate for {}", f.message));
             continue;
         };
+        if c.trigram && !trigram_ready(client, opts, &mut pg_trgm).await? {
+            // Nothing to verify on this server: say what would serve the scan.
+            findings[i].0.help = own_help(format!(
+                "the scan matches {}.{} with an infix LIKE/ILIKE pattern, which no btree index \
+                 serves; a trigram index would ({TRIGRAM_EXTENSION}; {}), but this server has no \
+                 pg_trgm extension (PostgreSQL's contrib): install it, or match a prefix \
+                 (`LIKE 'abc%'`) that a btree serves",
+                c.table,
+                c.columns.join(", "),
+                c.sql()
+            ));
+            continue;
+        }
+        if c.trigram {
+            findings[i].0.help = own_help(format!(
+                "the scan matches {}.{} with an infix LIKE/ILIKE pattern, which no btree index \
+                 serves; a trigram index does: {TRIGRAM_EXTENSION}; {}",
+                c.table,
+                c.columns.join(", "),
+                c.sql()
+            ));
+        }
         if exists_already(catalog, &c) {
             log.debug(&format!(
                 "advice: {} exists already and the planner did not use it",
@@ -298,9 +323,43 @@ fn candidate_for(
     })
 }
 
+/// Whether the server can build a trigram index: pg_trgm is among its
+/// available extensions (`pg_available_extensions`, installed or not: the
+/// advice creates it in its rolled-back transaction). Asked once a run.
+async fn trigram_ready(
+    client: &Client,
+    opts: &AdviceOptions,
+    known: &mut Option<bool>,
+) -> Result<bool> {
+    if let Some(k) = known {
+        return Ok(*k);
+    }
+    let rows = client
+        .query(
+            &session::tag(
+                opts.stats,
+                "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'",
+            ),
+            &[],
+        )
+        .await
+        .map_err(|e| Error::db("looking for the pg_trgm extension", e))?;
+    *known = Some(!rows.is_empty());
+    Ok(!rows.is_empty())
+}
+
 /// An index with these leading columns and this predicate exists: the
 /// planner had it and chose not to use it, so proposing it again is wrong.
+/// A trigram candidate exists as a gin index with pg_trgm's operator class
+/// on its column.
 fn exists_already(catalog: &Catalog, c: &Candidate) -> bool {
+    if c.trigram {
+        return catalog.indexes.iter().any(|i| {
+            i.table == c.table
+                && i.definition.contains("gin_trgm_ops")
+                && i.columns.first() == Some(&c.columns.first().cloned())
+        });
+    }
     catalog.indexes.iter().any(|i| {
         i.table == c.table
             && i.columns.len() >= c.columns.len()
@@ -404,6 +463,13 @@ async fn build(
     builder: Builder,
     tag: &impl Fn(&str) -> String,
 ) -> std::result::Result<String, String> {
+    if c.trigram {
+        // Rolled back with the index when the database did not have it.
+        client
+            .batch_execute(&tag(TRIGRAM_EXTENSION))
+            .await
+            .map_err(|e| pg_text(&e))?;
+    }
     match builder {
         Builder::Real => {
             client
@@ -584,7 +650,11 @@ fn advice(
         .iter()
         .find(|n| n.index.as_deref().map(bare).as_deref() == Some(index_name));
     Advice {
-        sql: c.sql(),
+        sql: if c.trigram {
+            format!("{TRIGRAM_EXTENSION}; {}", c.sql())
+        } else {
+            c.sql()
+        },
         table: c.table.clone(),
         columns: c.columns.clone(),
         predicate: c.predicate.clone(),
@@ -641,6 +711,7 @@ pub fn advice_file(findings: &[(Finding, bool)]) -> (String, usize) {
             continue;
         };
         let c = Candidate {
+            trigram: a.sql.contains("gin_trgm_ops"),
             table: a.table.clone(),
             columns: a.columns.clone(),
             predicate: a.predicate.clone(),
@@ -669,6 +740,11 @@ pub fn advice_file(findings: &[(Finding, bool)]) -> (String, usize) {
         "-- Indexes planck explain proposed and verified on the data (--write-advice).\n\
          -- planck migrate runs each statement on its own, outside a transaction.\n",
     );
+    if by.keys().any(|c| c.trigram) {
+        out.push_str(&format!(
+            "\n-- the trigram indexes' operator class\n{TRIGRAM_EXTENSION};\n"
+        ));
+    }
     for (c, who) in &by {
         out.push('\n');
         for w in who {

@@ -2,7 +2,10 @@
 //! points at: the columns its own conditions and its ancestors' join
 //! conditions compare, equality first then one range column, the tenant
 //! column first under row-level security, and a partial `WHERE` when the
-//! statement compares one of those columns with a constant.
+//! statement compares one of those columns with a constant. A scan whose
+//! condition matches a column with an infix `LIKE`/`ILIKE` pattern (or any
+//! `ILIKE`), which no btree serves, gets a trigram index instead
+//! (`USING gin (col gin_trgm_ops)`, pg_trgm's operator class).
 
 use serde_json::Value;
 
@@ -16,7 +19,14 @@ pub struct Candidate {
     pub columns: Vec<String>,
     /// A constant predicate of the statement (`status = 'open'`), unqualified.
     pub predicate: Option<String>,
+    /// A trigram index (`USING gin (col gin_trgm_ops)`, needs pg_trgm):
+    /// the scan matches `columns[0]` with an infix pattern.
+    pub trigram: bool,
 }
+
+/// The extension a trigram candidate needs, created (in the advice's
+/// rolled-back transaction, and in the advice file) before the index.
+pub const TRIGRAM_EXTENSION: &str = "CREATE EXTENSION IF NOT EXISTS pg_trgm";
 
 impl Candidate {
     /// `CREATE INDEX ON devices (user_id)`: the form the report shows.
@@ -38,10 +48,11 @@ impl Candidate {
     pub fn quoted_sql(&self, name: &str) -> String {
         let cols: Vec<String> = self.columns.iter().map(|c| quote(c)).collect();
         let mut s = format!(
-            "CREATE INDEX {} ON {} ({})",
+            "CREATE INDEX {} ON {}{} ({})",
             crate::db::quote_ident(name),
             crate::catalog::sql_name(&self.table),
-            cols.join(", ")
+            self.using(),
+            self.keys(cols)
         );
         if let Some(p) = &self.predicate {
             s.push_str(&format!(" WHERE {p}"));
@@ -57,18 +68,41 @@ impl Candidate {
             s.push(' ');
             s.push_str(&ident(n));
         }
-        s.push_str(&format!(" ON {table} ({})", cols.join(", ")));
+        s.push_str(&format!(
+            " ON {table}{} ({})",
+            self.using(),
+            self.keys(cols)
+        ));
         if let Some(p) = &self.predicate {
             s.push_str(&format!(" WHERE {p}"));
         }
         s
     }
 
+    /// ` USING gin` for a trigram index; a btree says nothing.
+    fn using(&self) -> &'static str {
+        if self.trigram { " USING gin" } else { "" }
+    }
+
+    /// The key columns as written, with the trigram operator class.
+    fn keys(&self, cols: Vec<String>) -> String {
+        if self.trigram {
+            cols.iter()
+                .map(|c| format!("{c} gin_trgm_ops"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        } else {
+            cols.join(", ")
+        }
+    }
+
     /// The name the advice file gives the index: `devices_user_id_idx`
     /// (`_partial_idx` with a predicate), within PostgreSQL's 63 bytes.
     pub fn file_name(&self) -> String {
         let bare = self.table.rsplit('.').next().unwrap_or(&self.table);
-        let suffix = if self.predicate.is_some() {
+        let suffix = if self.trigram {
+            "_trgm_idx"
+        } else if self.predicate.is_some() {
             "_partial_idx"
         } else {
             "_idx"
@@ -350,6 +384,18 @@ pub fn candidate(src: &Source) -> Option<Candidate> {
         }
     }
 
+    // An infix pattern no btree serves: a trigram index on that column.
+    for k in ["Filter", "Recheck Cond", "Index Cond"] {
+        if let Some(c) = text(node, k).and_then(|c| infix_match(c, &names, src.columns)) {
+            return Some(Candidate {
+                table: src.table.to_string(),
+                columns: vec![c],
+                predicate: None,
+                trigram: true,
+            });
+        }
+    }
+
     let compared: Vec<String> = found.iter().map(|(c, _)| c.clone()).collect();
     let constants = constant_predicates(src.text, &compared);
     // One constant predicate makes the index partial (the first, in text order).
@@ -389,6 +435,7 @@ pub fn candidate(src: &Source) -> Option<Candidate> {
             table: src.table.to_string(),
             columns,
             predicate: p.map(|(_, p)| p),
+            trigram: false,
         }),
         // `WHERE deleted_at IS NULL` alone: index the column itself.
         (false, Some((c, _))) => {
@@ -397,10 +444,65 @@ pub fn candidate(src: &Source) -> Option<Candidate> {
                 table: src.table.to_string(),
                 columns,
                 predicate: None,
+                trigram: false,
             })
         }
         (false, None) => None,
     }
+}
+
+/// The column of `columns` (qualified by one of `names`, or bare) that
+/// `cond` matches with a pattern a btree cannot serve: `ILIKE` (`~~*`,
+/// any pattern: a btree has no case-insensitive order) or `LIKE` (`~~`)
+/// with a constant pattern starting with a wildcard (`'%smith%'`). A
+/// `LIKE $1` or `LIKE 'abc%'` is left to the btree candidates.
+pub fn infix_match(cond: &str, names: &[&str], columns: &[String]) -> Option<String> {
+    let toks = tokens(cond);
+    let mut i = 0;
+    while i < toks.len() {
+        let Some(w) = word(cond, &toks[i]) else {
+            i += 1;
+            continue;
+        };
+        let qualified = matches!(toks.get(i + 1).map(|t| t.kind), Some(Tok::Punct('.')));
+        let (col, ok, mut next) = if qualified {
+            match toks.get(i + 2).and_then(|t| word(cond, t)) {
+                Some(c) => (c, names.contains(&w), i + 3),
+                None => {
+                    i += 1;
+                    continue;
+                }
+            }
+        } else {
+            (w, true, i + 1)
+        };
+        if !ok || !columns.iter().any(|c| c == col) {
+            i = next;
+            continue;
+        }
+        loop {
+            match toks.get(next).map(|t| t.kind) {
+                Some(Tok::Punct(')')) => next += 1,
+                Some(Tok::Cast) => next += 2,
+                _ => break,
+            }
+        }
+        let op = operator(cond, &toks, next);
+        let op_len = toks[next..]
+            .iter()
+            .take_while(|t| matches!(t.kind, Tok::Punct(c) if op_char(c)))
+            .count();
+        let pattern = toks
+            .get(next + op_len)
+            .filter(|t| t.kind == Tok::Str)
+            .map(|t| &cond[t.start..t.end]);
+        let infix = pattern.is_some_and(|p| p.starts_with("'%") || p.starts_with("'_"));
+        if op == "~~*" || (op == "~~" && infix) {
+            return Some(col.to_string());
+        }
+        i = next;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -492,6 +594,7 @@ mod tests {
         };
         assert_eq!(candidate(&src), None);
         let c = Candidate {
+            trigram: false,
             table: "audit.Events".into(),
             columns: cols(&["userId"]),
             predicate: Some("deleted_at IS NULL".into()),

@@ -5,6 +5,7 @@
 //! sit between it and the list of checks ([`super::ALL`]) that uses them:
 //! nothing here knows any one check.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::catalog::planner::Catalog;
@@ -270,6 +271,35 @@ pub fn distributions(
             Some((name, d))
         })
         .collect()
+}
+
+/// A help text written for one finding from its own tables, columns and
+/// settings (issue 48 §5), as the `&'static str` a [`Finding`]'s help is
+/// (the rule-level help, which SARIF's rule table lists, is static).
+/// Each distinct text is kept once for the life of the process: a run
+/// writes a bounded number of them (at most one per finding), so this
+/// costs little and keeps `Finding` as every renderer reads it.
+pub fn own_help(text: String) -> &'static str {
+    static TEXTS: std::sync::Mutex<BTreeSet<&'static str>> = std::sync::Mutex::new(BTreeSet::new());
+    let mut texts = TEXTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(t) = texts.get(text.as_str()) {
+        return t;
+    }
+    let t: &'static str = Box::leak(text.into_boxed_str());
+    texts.insert(t);
+    t
+}
+
+/// [`Finding`]'s builder, with the help a check wrote for this finding.
+pub trait WithHelp {
+    fn with_help(self, help: &'static str) -> Self;
+}
+
+impl WithHelp for Finding {
+    fn with_help(mut self, help: &'static str) -> Finding {
+        self.help = help;
+        self
+    }
 }
 
 /// A finding of check `c` (what `Finding::new(self, ...)` reads as in a check).

@@ -6,12 +6,14 @@
 
 use std::collections::BTreeSet;
 
-use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, describe, finding};
+use super::{
+    Check, CheckId, Ctx, Finding, Severity, WithHelp, declare_check, describe, finding, own_help,
+};
 use crate::explain::plan_tree::{Mode, PlanKind};
 
 declare_check! {
-    /// policies should compare an indexed column with a STABLE expression through LEAKPROOF
-    /// operators, e.g. account_id = current_setting('app.account_id')::bigint
+    /// policies should compare an indexed tenant column with a STABLE expression through
+    /// LEAKPROOF operators: `<tenant column> = current_setting('<setting>')::<type>`
     pub struct RlsPolicy => "rls-policy";
 }
 
@@ -39,7 +41,8 @@ impl Check for RlsPolicy {
                         ),
                     )
                     .relation(&c.table)
-                    .mode(Mode::Tenant),
+                    .mode(Mode::Tenant)
+                    .with_help(comparison_help(ctx, &c.table)),
                 );
             } else if !c.leakproof && c.what.starts_with("operator") {
                 let mut f = finding(
@@ -52,6 +55,7 @@ impl Check for RlsPolicy {
                 )
                 .relation(&c.table);
                 f.mode = Some(Mode::Tenant);
+                f.help = comparison_help(ctx, &c.table);
                 out.push(f);
             }
         }
@@ -75,6 +79,12 @@ impl Check for RlsPolicy {
                     )
                     .relation(table.clone());
                     f.mode = Some(Mode::Tenant);
+                    f.help = own_help(format!(
+                        "index the policy column: CREATE INDEX CONCURRENTLY ON {} ({}); the \
+                         policy's condition then becomes an index condition",
+                        crate::catalog::sql_name(table),
+                        crate::db::quote_ident(column)
+                    ));
                     out.push(f);
                 }
             }
@@ -111,7 +121,8 @@ impl Check for RlsPolicy {
                                     ap.indexes().join(", ")
                                 ),
                             )
-                            .statement(&e.stmt, Mode::Tenant),
+                            .statement(&e.stmt, Mode::Tenant)
+                            .with_help(statement_help(ctx, tp)),
                         );
                     }
                 } else {
@@ -127,12 +138,90 @@ impl Check for RlsPolicy {
                                     t / a
                                 ),
                             )
-                            .statement(&e.stmt, Mode::Tenant),
+                            .statement(&e.stmt, Mode::Tenant)
+                            .with_help(statement_help(ctx, tp)),
                         );
                     }
                 }
             }
         }
+    }
+}
+
+/// A policy's tenant comparison on `table`, written with its own names:
+/// the column and setting the policies compare (the run's tenancy, else the
+/// table's own policies), the type its policy casts the setting to.
+fn comparison(ctx: &Ctx, table: &str) -> Option<String> {
+    let quals = || {
+        ctx.catalog
+            .policies
+            .iter()
+            .filter(move |p| p.table == table)
+            .flat_map(|p| p.qual.iter().chain(p.with_check.iter()))
+    };
+    let (column, setting) = match ctx.tenancy {
+        Some(t) if t.columns.contains_key(table) => (t.columns[table].clone(), t.setting.clone()),
+        _ => quals().find_map(|q| {
+            crate::catalog::expr::setting_comparisons(q)
+                .into_iter()
+                .next()
+        })?,
+    };
+    let ty = quals()
+        .find_map(|q| setting_cast(q, &setting))
+        .unwrap_or_else(|| "<type>".to_string());
+    Some(format!(
+        "{} = current_setting('{}')::{ty}",
+        crate::db::quote_ident(&column),
+        setting.replace('\'', "''")
+    ))
+}
+
+/// The type `current_setting('setting')` is cast to in a policy as the
+/// server prints it: `(current_setting('app.org_id'::text))::bigint` -> `bigint`.
+fn setting_cast(qual: &str, setting: &str) -> Option<String> {
+    let call = format!("current_setting('{}'", setting.replace('\'', "''"));
+    let rest = &qual[qual.find(&call)? + call.len()..];
+    let rest = rest.trim_start_matches("::text");
+    let rest = rest.trim_start_matches(|c| c == ')' || c == ' ' || c == ',');
+    let rest = rest.strip_prefix("::")?;
+    let ty: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | ' ' | '.' | '"'))
+        .collect();
+    let ty = ty.trim();
+    (!ty.is_empty()).then(|| ty.to_string())
+}
+
+/// The help of a finding on `table`'s policy: the rule's advice with the
+/// policy's own comparison, or the rule's generic help.
+fn comparison_help(ctx: &Ctx, table: &str) -> &'static str {
+    match comparison(ctx, table) {
+        Some(c) => own_help(format!(
+            "policies should compare an indexed tenant column with a STABLE expression through \
+             LEAKPROOF operators, as in: {c}"
+        )),
+        None => CheckId::RlsPolicy.help(),
+    }
+}
+
+/// The help of a finding on a statement's tenant plan: the comparison of
+/// the first RLS table the plan reads, and an index leading with its column.
+fn statement_help(ctx: &Ctx, plan: &crate::explain::plan_tree::Plan) -> &'static str {
+    let tables: BTreeSet<String> = plan
+        .nodes()
+        .iter()
+        .filter_map(|n| n.relation.clone())
+        .collect();
+    let found = tables
+        .iter()
+        .find_map(|t| comparison(ctx, t).map(|c| (t, c)));
+    match found {
+        Some((t, c)) => own_help(format!(
+            "the policies on {t} should compare an indexed tenant column with a STABLE expression \
+             through LEAKPROOF operators ({c}), and an index on {t} should lead with that column"
+        )),
+        None => CheckId::RlsPolicy.help(),
     }
 }
 

@@ -1,10 +1,17 @@
 //! `unused-index`: an index no plan of the corpus uses, in any mode. Indexes
-//! that back a primary key, a unique constraint or a foreign key are
-//! reported as informational: they serve integrity, not these statements.
-//! Only tables some statement touches are judged; partial indexes have their
-//! own check (`unused-partial-index`).
+//! that back a primary key, a unique or exclusion constraint, enforce
+//! uniqueness or serve a foreign key are reported as informational, with a
+//! help that says to keep them (issue 48 §5: the rule's "drop it" was
+//! printed under "it backs the primary key"): they serve integrity, not
+//! these statements, and a constraint's index goes only with the
+//! constraint. Only tables some statement touches are judged; partial
+//! indexes have their own check (`unused-partial-index`).
 
-use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
+use super::{
+    Check, CheckId, Ctx, Finding, Severity, WithHelp, declare_check, finding, modes_phrase,
+    own_help,
+};
+use crate::catalog::planner::Index;
 use crate::explain::engine::used_indexes;
 
 declare_check! {
@@ -26,21 +33,15 @@ impl Check for UnusedIndex {
             {
                 continue;
             }
-            let why = if ix.primary {
-                Some("it backs the primary key")
-            } else if ix.constraint || ix.unique {
-                Some("it enforces uniqueness")
-            } else if ix.backs_fk {
-                Some("it serves a foreign key")
-            } else {
-                None
-            };
-            let (severity, message) = match why {
-                Some(w) => (
+            let f = match kept_for(ix) {
+                Some((why, help)) => finding(
+                    self,
                     Severity::Info,
-                    format!("{} on {} is used by no plan, but {w}", ix.name, ix.table),
-                ),
-                None => (
+                    format!("{} on {} is used by no plan, but {why}", ix.name, ix.table),
+                )
+                .with_help(own_help(help)),
+                None => finding(
+                    self,
                     Severity::Warning,
                     format!(
                         "{} on {} is used by no plan, {}",
@@ -48,14 +49,75 @@ impl Check for UnusedIndex {
                         ix.table,
                         modes_phrase(ctx)
                     ),
-                ),
+                )
+                .with_help(own_help(format!(
+                    "no recorded statement reads this index; drop it (DROP INDEX CONCURRENTLY \
+                     {}: every write maintains it) unless something outside the recorded \
+                     statements needs it",
+                    plain_name(&ix.name)
+                ))),
             };
-            out.push(
-                finding(self, severity, message)
-                    .relation(&ix.table)
-                    .index(&ix.name),
-            );
+            out.push(f.relation(&ix.table).index(&ix.name));
         }
+    }
+}
+
+/// A display name as SQL: each part bare when it is lowercase letters,
+/// digits and underscores, quoted otherwise (`audit.events_kind`).
+fn plain_name(display: &str) -> String {
+    display
+        .split('.')
+        .map(|p| {
+            let plain = p.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if plain {
+                p.to_string()
+            } else {
+                crate::db::quote_ident(p)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Why an unused index stays, and the help that says so: it backs a
+/// constraint (dropped only with it: `DROP INDEX` refuses), enforces
+/// uniqueness, or serves a foreign key's deletes. None: nothing but reads
+/// needs it.
+fn kept_for(ix: &Index) -> Option<(&'static str, String)> {
+    let constraint = |kind: &str| {
+        format!(
+            "keep it: it is the index of the {kind} constraint {} on {}, which goes only with \
+             the constraint (ALTER TABLE ... DROP CONSTRAINT); no statement needs to read it",
+            ix.name, ix.table
+        )
+    };
+    if ix.primary {
+        Some(("it backs the primary key", constraint("primary-key")))
+    } else if ix.constraint && ix.unique {
+        Some(("it backs a unique constraint", constraint("unique")))
+    } else if ix.constraint {
+        Some(("it backs an exclusion constraint", constraint("exclusion")))
+    } else if ix.unique {
+        Some((
+            "it enforces uniqueness",
+            format!(
+                "keep it: {} makes {} unique; drop it only if nothing relies on that guarantee",
+                ix.name, ix.table
+            ),
+        ))
+    } else if ix.backs_fk {
+        Some((
+            "it serves a foreign key",
+            format!(
+                "keep it: a delete or key update on the table {}'s foreign key references reads \
+                 it (see missing-fk-index); the recorded statements made none",
+                ix.table
+            ),
+        ))
+    } else {
+        None
     }
 }
 
@@ -101,5 +163,18 @@ mod tests {
             ]
         );
         assert!(out.iter().all(|f| f.mode.is_none()));
+        // Issue 48 §5: the primary key's help keeps it; the plain index's
+        // help drops that index by its name.
+        assert!(!out[0].help.contains("drop it"), "{}", out[0].help);
+        assert!(
+            out[0].help.contains("primary-key constraint items_pkey"),
+            "{}",
+            out[0].help
+        );
+        assert!(
+            out[1].help.contains("DROP INDEX CONCURRENTLY items_title"),
+            "{}",
+            out[1].help
+        );
     }
 }
