@@ -211,7 +211,7 @@ pub fn next_step(e: Error, id: &RunId, recorded: bool) -> Error {
 pub fn next_command(id: &RunId, recorded: bool) -> String {
     if recorded {
         format!(
-            "to finish this seed, run `{}` (with or without --truncate: it keeps the tables \
+            "to finish this seed, run `{}` (with or without --truncate, it keeps the tables \
              loaded so far and loads the others, to the same dataset)",
             id.command
         )
