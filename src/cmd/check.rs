@@ -94,7 +94,7 @@ pub async fn run(args: CheckArgs, settings: &Settings) -> Result<i32> {
     }
     drop(signals);
     let result = result?;
-    write_json(&cs, &result)?;
+    write_json(&cs, &result, settings)?;
     write_reports(&cs, &result, settings)?;
     print_verdict(settings, &result);
     Ok(if result.gate.passed { 0 } else { 1 })
@@ -181,11 +181,22 @@ fn write_reports(cs: &CheckSettings, result: &JsonCheck, settings: &Settings) ->
             path: path.clone(),
             source,
         })?;
+        // As `planck report` says it (issue 48 point 6).
+        settings.info(&format!("wrote {}", shown(path, settings)));
     }
     Ok(())
 }
 
-fn write_json(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
+/// `path` relative to the current directory when it is under it (as given
+/// on the command line), else as it is.
+fn shown(path: &std::path::Path, settings: &Settings) -> String {
+    path.strip_prefix(&settings.cwd)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn write_json(cs: &CheckSettings, result: &JsonCheck, settings: &Settings) -> Result<()> {
     let Some(path) = &cs.outputs.json else {
         return Ok(());
     };
@@ -194,15 +205,43 @@ fn write_json(cs: &CheckSettings, result: &JsonCheck) -> Result<()> {
     std::fs::write(path, text + "\n").map_err(|source| Error::WriteFile {
         path: path.clone(),
         source,
-    })
+    })?;
+    settings.info(&format!("wrote {}", shown(path, settings)));
+    Ok(())
 }
 
 fn print_verdict(settings: &Settings, r: &JsonCheck) {
-    if r.gate.passed {
+    let g = &r.gate;
+    if g.passed && g.not_judged.is_empty() {
         settings.info(&format!(
             "check passed (fail_on = [{}])",
-            r.gate.fail_on.join(", ")
+            g.fail_on.join(", ")
         ));
+        return;
+    }
+    if g.passed {
+        // Issue 48: never a bare "passed" over statements the data could
+        // not judge; `fail_on = ["not-judged"]` makes them fail it.
+        settings.warn(&format!(
+            "check passed for {} of {} statements; {} not judged (fail_on = [{}]; add \"not-judged\" to fail on them):",
+            g.judged(),
+            g.statements,
+            g.not_judged.len(),
+            g.fail_on.join(", ")
+        ));
+        for n in g.not_judged.iter().take(10) {
+            settings.warn(&format!(
+                "  `{}`: {}",
+                crate::output::shorten(&n.query, 60),
+                n.reason
+            ));
+        }
+        if g.not_judged.len() > 10 {
+            settings.warn(&format!("  and {} more", g.not_judged.len() - 10));
+        }
+        settings.warn(
+            "  hint: seed more rows in check (`[check] rows`, `--rows`) or lower [explain] min_rows",
+        );
         return;
     }
     settings.warn(&format!(

@@ -115,6 +115,78 @@ pub fn unjudged_tables(results: &[Explained], catalog: &Catalog) -> BTreeSet<Str
     out
 }
 
+/// The statements explain judged whose plans read only tables below
+/// `min_rows` (issue 48): the scan checks (`seq-scan`, the `rls-policy` index
+/// test) look at no table that small, so these statements pass whatever
+/// their plans, and a report that stayed silent about them would read as a
+/// pass. Unlike [`mark`], they stay judged (their other findings stand): a
+/// small table may be small in production too, so this is said, not
+/// refused, and `planck check`'s `not-judged` gate makes it fail.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BelowMinRows {
+    pub min_rows: u64,
+    /// Their ids, in report order.
+    pub statements: Vec<String>,
+    /// The tables they read, with their rows, largest first.
+    pub tables: Vec<(String, u64)>,
+}
+
+impl BelowMinRows {
+    /// `3 statements read only tables below min_rows (10,000), where no
+    /// scan is judged: cards 4,000 rows, people 2,000 rows`, or None.
+    pub fn line(&self) -> Option<String> {
+        if self.statements.is_empty() {
+            return None;
+        }
+        let tables: Vec<String> = self
+            .tables
+            .iter()
+            .map(|(t, n)| format!("{t} {}", crate::output::counted(*n, "row", "rows")))
+            .collect();
+        Some(format!(
+            "{} only tables below min_rows ({}), where no scan is judged: {}",
+            crate::output::counted(
+                self.statements.len() as u64,
+                "statement reads",
+                "statements read"
+            ),
+            crate::output::count(self.min_rows),
+            tables.join(", ")
+        ))
+    }
+}
+
+/// The judged statements of `results` whose plans read tables, all of them
+/// below `min_rows` (see [`BelowMinRows`]). A table the catalog does not know
+/// (a system catalog, a function's result) does not count either way.
+pub fn below_min_rows(results: &[Explained], catalog: &Catalog, min_rows: u64) -> BelowMinRows {
+    let mut out = BelowMinRows {
+        min_rows,
+        ..BelowMinRows::default()
+    };
+    let mut tables: BTreeSet<String> = BTreeSet::new();
+    for e in results.iter().filter(|e| e.status == Status::Explained) {
+        let read: Vec<String> = tables_touched(e, catalog)
+            .into_iter()
+            .filter(|t| catalog.tables.contains_key(t))
+            .collect();
+        if !read.is_empty() && read.iter().all(|t| catalog.rows(t) < min_rows) {
+            out.statements.push(e.stmt.id.clone());
+            tables.extend(read);
+        }
+    }
+    out.tables = tables
+        .into_iter()
+        .map(|t| {
+            let n = catalog.rows(&t);
+            (t, n)
+        })
+        .collect();
+    out.tables
+        .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +299,38 @@ mod tests {
             unjudged_tables(&results, &cat),
             ["items".to_string()].into()
         );
+    }
+
+    /// Issue 48: a statement whose every table is below min_rows is named
+    /// with its tables; one that also reads a big table is not.
+    #[test]
+    fn statements_reading_only_tables_below_min_rows_are_named_with_their_tables() {
+        let cat = catalog(&[
+            ("cards", 4000, None),
+            ("people", 2000, None),
+            ("big", 50_000, None),
+        ]);
+        let mut small = explained(
+            json!([{"Plan": {"Node Type": "Hash Join", "Plans": [scan("cards"), scan("people")]}}]),
+        );
+        small.stmt.id = "s1".into();
+        let mut mixed = explained(
+            json!([{"Plan": {"Node Type": "Hash Join", "Plans": [scan("cards"), scan("big")]}}]),
+        );
+        mixed.stmt.id = "s2".into();
+        let mut none = explained(json!([{"Plan": {"Node Type": "Result"}}]));
+        none.stmt.id = "s3".into();
+        let b = below_min_rows(&[small, mixed, none], &cat, 10_000);
+        assert_eq!(b.statements, vec!["s1".to_string()]);
+        assert_eq!(
+            b.tables,
+            vec![("cards".to_string(), 4000), ("people".to_string(), 2000)]
+        );
+        assert_eq!(
+            b.line().unwrap(),
+            "1 statement reads only tables below min_rows (10,000), where no scan is judged: \
+             cards 4,000 rows, people 2,000 rows"
+        );
+        assert_eq!(below_min_rows(&[], &cat, 10_000).line(), None);
     }
 }

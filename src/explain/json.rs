@@ -114,6 +114,11 @@ pub fn from_report(r: &ExplainReport) -> JsonReport {
         },
         environment: None,
         indexes: vec![],
+        below_min_rows: JsonBelowMinRows::from_parts(
+            r.below_min_rows.min_rows,
+            &r.below_min_rows.statements,
+            &r.below_min_rows.tables,
+        ),
     }
 }
 

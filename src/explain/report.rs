@@ -22,6 +22,8 @@ pub struct ExplainReport {
     /// The heaviest tenant's rows per table, as the tenancy counted them
     /// (explain's JSON reports its share from them).
     pub tenant_rows: Option<crate::tenancy::TenantRows>,
+    /// The judged statements that read only tables below `min_rows`.
+    pub below_min_rows: super::data::BelowMinRows,
 }
 
 impl ExplainReport {
@@ -113,6 +115,21 @@ fn wrap_parts(parts: &[String], width: usize) -> Vec<String> {
     lines
 }
 
+/// `text` broken at spaces into lines of at most `width` columns.
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
 /// `12 statements explained, 3 skipped, 4 findings (1 new error)`, then the
 /// findings per check, wrapped at 80 columns.
 fn summary_lines(r: &ExplainReport) -> Vec<String> {
@@ -138,6 +155,11 @@ fn summary_lines(r: &ExplainReport) -> Vec<String> {
         parts.push(format!("{} ignored", count(r.ignored as u64)));
     }
     let mut v = wrap_parts(&parts, 80);
+    // Issue 48: said beside the counts, so "0 new errors" on data too small
+    // to show a scan does not read as a pass.
+    if let Some(line) = r.below_min_rows.line() {
+        v.extend(wrap_words(&line, 80));
+    }
     let by: Vec<String> = r
         .by_check()
         .iter()
@@ -297,6 +319,7 @@ mod tests {
             findings: vec![(f, false)],
             ignored: 0,
             tenant_rows: None,
+            below_min_rows: Default::default(),
         }
     }
 
@@ -433,6 +456,7 @@ mod tests {
             ],
             ignored: 2,
             tenant_rows: None,
+            below_min_rows: Default::default(),
         }
     }
 

@@ -85,6 +85,12 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Expla
         clock.elapsed().as_secs_f64()
     ));
     let (judged, not_judged) = judge_data(&client, &catalog, &mut results, s, log).await?;
+    let below_min_rows = data::below_min_rows(&results, &catalog, s.min_rows);
+    if let Some(line) = below_min_rows.line() {
+        log.warn(&format!(
+            "{line}; seed more rows (`planck seed --rows N`) or lower --min-rows"
+        ));
+    }
 
     let probes = probe_phases(
         &client,
@@ -145,6 +151,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Expla
         findings,
         ignored,
         tenant_rows: tenancy.and_then(|t| t.heaviest_rows),
+        below_min_rows,
     })
 }
 

@@ -213,6 +213,7 @@ pub fn explain() -> JsonReport {
         statements: vec![s1, s2, s3],
         findings,
         environment: Some(environment()),
+        below_min_rows: None,
         indexes: vec![
             JsonIndex {
                 name: "accounts_pkey".into(),

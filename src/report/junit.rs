@@ -265,6 +265,8 @@ mod tests {
                 failure("blocking-migration", Some(("migrations/0007.sql", 2))),
                 failure("slo", None),
             ],
+            statements: 0,
+            not_judged: vec![],
         };
         let xml = render_with_gate(&i, &g);
         assert!(

@@ -27,8 +27,31 @@ pub fn render(w: &mut impl io::Write, i: &Inputs) -> io::Result<()> {
 fn gate(g: &crate::wire::check::JsonGate) -> String {
     let mut out = String::new();
     let fail_on = g.fail_on.join(", ");
-    if g.passed {
+    if g.passed && g.not_judged.is_empty() {
         let _ = writeln!(out, "**Gate: passed** (fail_on = [{fail_on}])\n");
+        return out;
+    }
+    if g.passed {
+        // Issue 48: no bare "passed" over statements the data could not judge.
+        let _ = writeln!(
+            out,
+            "**Gate: passed for {} of {} statements**; {} not judged (fail_on = [{fail_on}]):\n",
+            g.judged(),
+            g.statements,
+            g.not_judged.len()
+        );
+        for n in g.not_judged.iter().take(20) {
+            let _ = writeln!(
+                out,
+                "- `{}`: {}",
+                cell(&crate::output::shorten(&n.query, 60)).replace('`', "'"),
+                cell(&n.reason)
+            );
+        }
+        if g.not_judged.len() > 20 {
+            let _ = writeln!(out, "- ... and {} more", g.not_judged.len() - 20);
+        }
+        out.push('\n');
         return out;
     }
     let _ = writeln!(
@@ -513,6 +536,8 @@ mod tests {
                     Some(("migrations/0006_drop.sql", 3)),
                 ),
             ],
+            statements: 0,
+            not_judged: vec![],
         };
         let md = render_with_gate(&fixture::inputs(), &g);
         assert!(
@@ -532,6 +557,19 @@ mod tests {
         g.passed = true;
         g.failures.clear();
         assert!(render_with_gate(&fixture::inputs(), &g).starts_with("**Gate: passed**"));
+        // Issue 48: statements the data could not judge are said, not passed.
+        g.statements = 3;
+        g.not_judged = vec![crate::wire::check::JsonNotJudged {
+            statement_id: "s1".into(),
+            query: "SELECT * FROM cards WHERE board_id = $1".into(),
+            reason: "every table it reads is below min_rows (10,000): cards 4,000 rows".into(),
+        }];
+        let md = render_with_gate(&fixture::inputs(), &g);
+        assert!(
+            md.starts_with("**Gate: passed for 2 of 3 statements**; 1 not judged"),
+            "{md}"
+        );
+        assert!(md.contains("cards 4,000 rows"), "{md}");
     }
 
     #[test]

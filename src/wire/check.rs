@@ -113,6 +113,30 @@ pub struct JsonGate {
     /// `errors`, `regressions`, `blocking-migration`, `slo`.
     pub fail_on: Vec<String>,
     pub failures: Vec<JsonGateFailure>,
+    /// The head's statements that were planned (explained or not judged).
+    #[serde(default)]
+    pub statements: usize,
+    /// The planned statements the gate could not judge: a table they read is
+    /// empty or nearly (`status` `not_judged`), or every table they read is
+    /// below `min_rows` (`head.below_min_rows`). They fail the gate with
+    /// `fail_on` `not-judged`; else "check passed" names them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_judged: Vec<JsonNotJudged>,
+}
+
+impl JsonGate {
+    /// How many of `statements` were judged.
+    pub fn judged(&self) -> usize {
+        self.statements.saturating_sub(self.not_judged.len())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonNotJudged {
+    pub statement_id: String,
+    pub query: String,
+    /// `cards holds 4,000 rows, below min_rows (10,000)`.
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

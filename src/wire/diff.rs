@@ -441,6 +441,7 @@ mod tests {
             },
             environment: None,
             indexes: vec![],
+            below_min_rows: None,
         }
     }
 

@@ -24,6 +24,50 @@ pub struct JsonReport {
     /// Every index of the tables the statements read, and who uses it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub indexes: Vec<JsonIndex>,
+    /// The judged statements whose plans read only tables below `min_rows`
+    /// (no scan of theirs can be a finding), and those tables; absent when
+    /// there are none, and in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below_min_rows: Option<JsonBelowMinRows>,
+}
+
+/// Statements no scan check could judge: every table they read holds fewer
+/// rows than `min_rows` (`planck seed --rows`, or a lower `--min-rows`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonBelowMinRows {
+    pub min_rows: u64,
+    /// Statement ids (`statements[].id`).
+    pub statements: Vec<String>,
+    /// The tables those statements read, largest first.
+    pub tables: Vec<JsonTableRows>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonTableRows {
+    pub name: String,
+    /// The catalog's estimate (`reltuples` after ANALYZE, else `count(*)`).
+    pub rows: u64,
+}
+
+impl JsonBelowMinRows {
+    /// From explain's internal list (None when it names no statement).
+    pub fn from_parts(
+        min_rows: u64,
+        statements: &[String],
+        tables: &[(String, u64)],
+    ) -> Option<JsonBelowMinRows> {
+        (!statements.is_empty()).then(|| JsonBelowMinRows {
+            min_rows,
+            statements: statements.to_vec(),
+            tables: tables
+                .iter()
+                .map(|(name, rows)| JsonTableRows {
+                    name: name.clone(),
+                    rows: *rows,
+                })
+                .collect(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -70,6 +70,7 @@ fn attach_fills_environment_and_indexes() {
         },
         environment: None,
         indexes: vec![],
+        below_min_rows: None,
     };
     let conn = ConnInfo::parse(&db.url, false).unwrap();
     tokio::runtime::Runtime::new()

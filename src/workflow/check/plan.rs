@@ -25,14 +25,18 @@ pub enum Gate {
     BlockingMigration,
     /// With `--replay`: the head's replay missed `[check] slo`.
     Slo,
+    /// A statement the data could not judge (its tables below `min_rows`
+    /// or `min_table_rows`).
+    NotJudged,
 }
 
 impl Gate {
-    pub const ALL: [Gate; 4] = [
+    pub const ALL: [Gate; 5] = [
         Gate::Errors,
         Gate::Regressions,
         Gate::BlockingMigration,
         Gate::Slo,
+        Gate::NotJudged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -41,6 +45,7 @@ impl Gate {
             Gate::Regressions => "regressions",
             Gate::BlockingMigration => "blocking-migration",
             Gate::Slo => "slo",
+            Gate::NotJudged => "not-judged",
         }
     }
 
@@ -51,7 +56,7 @@ impl Gate {
             .ok_or_else(|| {
                 Error::usage_hint(
                     format!("[check] fail_on names an unknown gate {s:?}"),
-                    "use any of \"errors\", \"regressions\", \"blocking-migration\", \"slo\"",
+                    "use any of \"errors\", \"regressions\", \"blocking-migration\", \"slo\", \"not-judged\"",
                 )
             })
     }

@@ -96,11 +96,17 @@ pub async fn explain(
         plan.log,
         t,
         &format!(
-            "explain ({side}): {} statement(s), {} finding(s), {} new error(s) against {}",
+            "explain ({side}): {} statement(s), {} finding(s), {} new error(s){}",
             report.explained(),
             report.findings.len(),
             report.new_errors(),
-            plan.relative(&es.baseline)
+            // Issue 48: "against queries/baseline.toml" named a file that
+            // was not there; without one every error is new.
+            if es.baseline.is_file() {
+                format!(" against {}", plan.relative(&es.baseline))
+            } else {
+                " (no baseline)".to_string()
+            }
         ),
     );
     let json = crate::explain::environment::json_with_environment(db, &report).await?;
