@@ -26,6 +26,7 @@ fn environment() -> Environment<'static> {
     env.add_filter("thousands", |v: f64, decimals: Option<usize>| {
         thousands(v, decimals.unwrap_or(0))
     });
+    env.add_filter("ratio", ratio);
     for (name, source) in TEMPLATES {
         env.add_template(name, source)
             .expect("templates parse (checked by the tests)");
@@ -51,6 +52,17 @@ pub fn thousands(v: f64, decimals: usize) -> String {
         format!("{sign}{int}")
     } else {
         format!("{sign}{int}.{frac}")
+    }
+}
+
+/// A ratio (`1.04`, `12.5`, `8,947`): the places that matter at its size.
+pub fn ratio(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        thousands(v, 0)
+    } else if v.abs() >= 10.0 {
+        thousands(v, 1)
+    } else {
+        thousands(v, 2)
     }
 }
 
@@ -433,7 +445,10 @@ mod tests {
         both.diff.as_mut().unwrap().replay_steps = crate::wire::diff::replay_steps(&r, &r);
         let html = render(&both);
         assert!(html.contains("class=\"replay-deltas\""), "p95 deltas");
-        assert!(html.contains("<td class=\"num\">1.0x</td>"), "a ratio cell");
+        assert!(
+            html.contains("<td class=\"num\">1.00x</td>"),
+            "a ratio cell"
+        );
     }
 
     #[test]
@@ -444,6 +459,9 @@ mod tests {
         assert_eq!(thousands(-12_345.0, 0), "-12,345");
         assert_eq!(thousands(-0.001, 1), "0.0");
         assert_eq!(thousands(7.0, 0), "7");
+        assert_eq!(ratio(8947.474), "8,947");
+        assert_eq!(ratio(12.46), "12.5");
+        assert_eq!(ratio(1.0), "1.00");
     }
 
     #[test]

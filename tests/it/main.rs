@@ -46,6 +46,7 @@ mod replay_lean;
 mod replay_stale;
 mod report_environment;
 mod report_files;
+mod report_page;
 mod seed;
 mod seed_check_corpus;
 mod seed_checks;
