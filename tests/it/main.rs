@@ -59,3 +59,4 @@ mod seed_plan;
 mod seed_resume;
 mod seed_safety;
 mod seed_types;
+mod walkthrough;
