@@ -771,7 +771,7 @@ pub fn citus_unavailable() -> Option<(Skip, String)> {
     Some((
         Skip::Missing,
         format!(
-            "Citus is not installed for the PostgreSQL {major} in {} (`PG_CONFIG=... bash ../shared/citus/build.sh` installs it; .ci/run does)",
+            "Citus is not installed for the PostgreSQL {major} in {} (`PG_CONFIG=<its pg_config> bash ../shared/citus/build.sh` installs it where the server has a pg_config and headers; .ci/run does)",
             bindir.display()
         ),
     ))
