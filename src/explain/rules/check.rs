@@ -290,6 +290,25 @@ pub fn own_help(text: String) -> &'static str {
     t
 }
 
+/// A display name as SQL: each part bare when it is lowercase letters,
+/// digits and underscores, quoted otherwise (`audit.events_kind`).
+pub fn plain_name(display: &str) -> String {
+    display
+        .split('.')
+        .map(|p| {
+            let plain = p.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if plain {
+                p.to_string()
+            } else {
+                crate::db::quote_ident(p)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
 /// [`Finding`]'s builder, with the help a check wrote for this finding.
 pub trait WithHelp {
     fn with_help(self, help: &'static str) -> Self;

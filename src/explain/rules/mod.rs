@@ -12,7 +12,7 @@ use check::on_bookkeeping;
 pub use check::{
     CITUS_GUARD, Check, Ctx, DISTRIBUTION_PROBE, Distribution, Probe, WithHelp, describe,
     distributions, finding, generic_only, judged_plans, modes_phrase, node_json, own_help,
-    plan_index, reads_all_by_design, rows_read_in, sort_for_report,
+    plain_name, plan_index, reads_all_by_design, rows_read_in, sort_for_report,
 };
 
 /// `checks! { module::Check, ... }`: declares each check's module and

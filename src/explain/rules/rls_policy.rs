@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use super::{
     Check, CheckId, Ctx, Finding, Severity, WithHelp, declare_check, describe, finding, own_help,
+    plain_name,
 };
 use crate::explain::plan_tree::{Mode, PlanKind};
 
@@ -80,10 +81,11 @@ impl Check for RlsPolicy {
                     .relation(table.clone());
                     f.mode = Some(Mode::Tenant);
                     f.help = own_help(format!(
-                        "index the policy column: CREATE INDEX CONCURRENTLY ON {} ({}); the \
-                         policy's condition then becomes an index condition",
-                        crate::catalog::sql_name(table),
-                        crate::db::quote_ident(column)
+                        "index the policy column: CREATE INDEX CONCURRENTLY ON {} ({}), so the \
+                         policy's {} becomes an index condition",
+                        plain_name(table),
+                        plain_name(column),
+                        comparison(ctx, table).unwrap_or_else(|| column.clone())
                     ));
                     out.push(f);
                 }
@@ -172,7 +174,7 @@ fn comparison(ctx: &Ctx, table: &str) -> Option<String> {
         .unwrap_or_else(|| "<type>".to_string());
     Some(format!(
         "{} = current_setting('{}')::{ty}",
-        crate::db::quote_ident(&column),
+        plain_name(&column),
         setting.replace('\'', "''")
     ))
 }

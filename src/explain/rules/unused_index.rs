@@ -9,7 +9,7 @@
 
 use super::{
     Check, CheckId, Ctx, Finding, Severity, WithHelp, declare_check, finding, modes_phrase,
-    own_help,
+    own_help, plain_name,
 };
 use crate::catalog::planner::Index;
 use crate::explain::engine::used_indexes;
@@ -60,25 +60,6 @@ impl Check for UnusedIndex {
             out.push(f.relation(&ix.table).index(&ix.name));
         }
     }
-}
-
-/// A display name as SQL: each part bare when it is lowercase letters,
-/// digits and underscores, quoted otherwise (`audit.events_kind`).
-fn plain_name(display: &str) -> String {
-    display
-        .split('.')
-        .map(|p| {
-            let plain = p.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-                && p.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-            if plain {
-                p.to_string()
-            } else {
-                crate::db::quote_ident(p)
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(".")
 }
 
 /// Why an unused index stays, and the help that says so: it backs a
