@@ -5,7 +5,7 @@
 //! charts as wide as their row with every label inside them. No database:
 //! the renderers' fixture, plus what the demo's page has and the fixture
 //! lacks (trivial INSERT statements with six plans and no finding, a
-//! statement planned on tables too small to judge).
+//! statement planned on tables too small to judge, the knee at the top step).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -37,6 +37,13 @@ fn demo_like() -> planck::report::Inputs {
     small.reason = Some("rate_limits has 500 rows, below min_rows (10,000)".into());
     i.explain.statements.push(small);
     i.explain.summary.not_judged = 1;
+    // The knee at the ladder's top step, no USL peak beyond it (the demo's
+    // replay): the knee's mark stands near the chart's right edge.
+    let r = i.replay.as_mut().unwrap();
+    r.verdict.peak_concurrency = r.steps.iter().map(|s| s.concurrency).max();
+    if let Some(u) = r.verdict.usl.as_mut() {
+        u.n_star = None;
+    }
     i
 }
 
