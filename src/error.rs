@@ -443,9 +443,13 @@ pub fn render(err: &Error) -> String {
         out.push_str("\n  caused by: ");
         out.push_str(&cause);
     }
+    // The page is one of planck's manual (docs/ in its source and its
+    // crate), not of the user's project, where a bare `docs/...` path
+    // reads as theirs; there is no published site to link instead.
     if let Some(page) = err.docs() {
         out.push_str("\n  docs: ");
         out.push_str(page);
+        out.push_str(" in planck's manual");
     }
     out
 }
