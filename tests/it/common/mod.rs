@@ -475,6 +475,26 @@ pub mod explain_json {
         pub environment: Option<Environment>,
         #[serde(default)]
         pub indexes: Vec<Index>,
+        #[serde(default)]
+        pub below_min_rows: Option<BelowMinRows>,
+    }
+
+    /// Statements that read only tables below min_rows, and those tables.
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct BelowMinRows {
+        pub min_rows: u64,
+        pub statements: Vec<String>,
+        pub tables: Vec<TableRows>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct TableRows {
+        pub name: String,
+        pub rows: u64,
     }
 
     /// What the report needs beyond the findings (`planck report`).
