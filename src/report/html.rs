@@ -124,6 +124,17 @@ struct StatementView {
     /// Plans side by side, one column per mode (tenant, admin).
     columns: Vec<Vec<PlanView>>,
     plan_count: usize,
+    /// Its plans read only tables below explain's `min_rows`.
+    below_min_rows: bool,
+}
+
+/// explain's `below_min_rows`: the statements no scan check could judge,
+/// each with its anchor on the page, and the small tables they read.
+#[derive(Serialize)]
+struct BelowView {
+    min_rows: u64,
+    statements: Vec<(String, String)>,
+    tables: Vec<crate::wire::explain::JsonTableRows>,
 }
 
 #[derive(Serialize)]
@@ -231,6 +242,10 @@ fn statement_views(r: &JsonReport, scripts: &mut Vec<(String, String)>) -> Vec<S
                 reason: s.reason.clone(),
                 checks,
                 plan_count: s.plans.len(),
+                below_min_rows: r
+                    .below_min_rows
+                    .as_ref()
+                    .is_some_and(|b| b.statements.contains(&s.id)),
                 columns: cols.into_iter().map(|(_, v)| v).collect(),
             }
         })
@@ -346,6 +361,15 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
         .iter()
         .filter(|s| s.status == "not_judged")
         .collect();
+    let below = r.below_min_rows.as_ref().map(|b| BelowView {
+        min_rows: b.min_rows,
+        statements: b
+            .statements
+            .iter()
+            .map(|id| (id.clone(), anchor("statement", id)))
+            .collect(),
+        tables: b.tables.clone(),
+    });
     let errors = new_errors(r);
     let replay = i.replay.as_ref();
     // Wait events summed over the steps, biggest first.
@@ -373,6 +397,7 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
         groups => ser(&groups),
         statements => ser(&statements),
         not_judged => ser(&not_judged),
+        below => ser(&below),
         scripts => scripts,
         environment => ser(&r.environment),
         table_bytes => ser(r.environment.as_ref().map(|e| e.tables.iter()

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use planck::wire::explain::JsonStatement;
+use planck::wire::explain::{JsonBelowMinRows, JsonStatement, JsonTableRows};
 
 #[path = "../../src/report/fixture.rs"]
 #[allow(dead_code)]
@@ -37,6 +37,16 @@ fn demo_like() -> planck::report::Inputs {
     small.reason = Some("rate_limits has 500 rows, below min_rows (10,000)".into());
     i.explain.statements.push(small);
     i.explain.summary.not_judged = 1;
+    // And one INSERT read only a table below min_rows (explain's
+    // below_min_rows).
+    i.explain.below_min_rows = Some(JsonBelowMinRows {
+        min_rows: 10_000,
+        statements: vec!["0f1e2d3c".into()],
+        tables: vec![JsonTableRows {
+            name: "events_0".into(),
+            rows: 2_500,
+        }],
+    });
     // The knee at the ladder's top step, no USL peak beyond it (the demo's
     // replay): the knee's mark stands near the chart's right edge.
     let r = i.replay.as_mut().unwrap();
@@ -172,15 +182,33 @@ fn numbers_on_the_page_carry_thousands_separators() {
 }
 
 #[test]
-fn statements_not_judged_are_named_before_the_environment() {
+fn statements_not_judged_or_below_min_rows_are_named_before_the_environment() {
     let html = page(&demo_like());
     let section = block(&html, "<section id=\"not-judged\"", "</section>");
-    assert!(section.contains("Not judged: 1 statement<"), "{section}");
+    assert!(section.contains("Not judged: 2 statements<"), "{section}");
     assert!(
         section.contains("href=\"#statement-aa00bb11\""),
         "{section}"
     );
     assert!(section.contains("rate_limits has 500 rows, below min_rows (10,000)"));
+    // explain's below_min_rows: the statement, the table and its rows.
+    assert!(
+        section.contains("href=\"#statement-0f1e2d3c\""),
+        "{section}"
+    );
+    assert!(
+        section.contains("(10,000 rows)") && section.contains("<code>events_0</code> 2,500 rows"),
+        "{section}"
+    );
+    let div = block(
+        &html,
+        "id=\"statement-0f1e2d3c\"",
+        "<div class=\"statement\"",
+    );
+    assert!(
+        div.contains("<span class=\"badge\">below min_rows</span>"),
+        "{div}"
+    );
     assert!(html.find("id=\"not-judged\"") < html.find("id=\"environment\""));
     assert!(html.contains("1 not judged"), "the header's count");
     // None, no section.
