@@ -63,9 +63,28 @@ fn build(i: &Inputs) -> Report {
                 })
                 .collect();
             let name = format!("{} ({mode})", s.id);
-            let mut case = if s.status == "skipped" {
+            // Issue 48: a statement the data could not judge (a table
+            // empty or nearly, or only tables below min_rows) and with no
+            // finding is skipped, not passed.
+            let small = i
+                .explain
+                .below_min_rows
+                .as_ref()
+                .filter(|b| mine.is_empty() && b.statements.contains(&s.id))
+                .map(|b| {
+                    format!(
+                        "not judged: it reads only tables below min_rows ({})",
+                        crate::output::count(b.min_rows)
+                    )
+                });
+            let mut case = if s.status == "skipped" || s.status == "not_judged" || small.is_some() {
                 let mut st = TestCaseStatus::skipped();
-                st.set_message(s.reason.clone().unwrap_or_else(|| "skipped".into()));
+                st.set_message(
+                    s.reason
+                        .clone()
+                        .or(small)
+                        .unwrap_or_else(|| "skipped".into()),
+                );
                 TestCase::new(name, st)
             } else {
                 TestCase::new(name, status(&mine, Some(s)))
@@ -228,6 +247,28 @@ mod tests {
     #[test]
     fn snapshot() {
         insta::assert_snapshot!(render(&fixture::inputs()));
+    }
+
+    /// Issue 48: a statement that read only tables below min_rows, with no
+    /// finding, is a skipped case that says why, not a passed one.
+    #[test]
+    fn a_statement_on_tables_below_min_rows_is_skipped_not_passed() {
+        let mut i = fixture::inputs();
+        // The fixture's index-only lookup, without any finding of its own.
+        let clean = "c9d0e1f2".to_string();
+        i.explain
+            .findings
+            .retain(|f| f.statement_id.as_deref() != Some(clean.as_str()));
+        let before = render(&i);
+        i.explain.below_min_rows = crate::wire::explain::JsonBelowMinRows::from_parts(
+            10_000,
+            std::slice::from_ref(&clean),
+            &[("items".to_string(), 4000)],
+        );
+        let xml = render(&i);
+        let msg = "not judged: it reads only tables below min_rows (10,000)";
+        assert!(!before.contains(msg), "{before}");
+        assert!(xml.contains(msg), "{xml}");
     }
 
     /// issue 14: the replay's steps are cases; from check, a missed SLO and
