@@ -325,7 +325,7 @@ fn a_skip_scan_on_18_is_not_a_full_index_scan() {
     if major < 18 {
         crate::skip!(
             NotApplicable,
-            "btree skip scan is PostgreSQL 18+, not applicable on {major}"
+            "btree skip scan is PostgreSQL 18+ (this server is {major})"
         );
     }
     let db = test_db!();
@@ -360,7 +360,7 @@ fn no_advice_indexes_a_virtual_generated_column() {
     if major < 18 {
         crate::skip!(
             NotApplicable,
-            "virtual generated columns are PostgreSQL 18+, not applicable on {major}"
+            "virtual generated columns are PostgreSQL 18+ (this server is {major})"
         );
     }
     let db = test_db!();

@@ -746,7 +746,7 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
     if major < 16 {
         crate::skip!(
             NotApplicable,
-            "membership options (WITH SET) are PostgreSQL 16+, not applicable on {major}"
+            "membership options (WITH SET) are PostgreSQL 16+ (this server is {major})"
         );
     }
     let db = test_db!();

@@ -418,7 +418,7 @@ fn postgresql_18_schema_features_are_seeded() {
     if major < 18 {
         crate::skip!(
             NotApplicable,
-            "virtual generated columns, NOT ENFORCED and WITHOUT OVERLAPS are PostgreSQL 18+, not applicable on {major}"
+            "virtual generated columns, NOT ENFORCED and WITHOUT OVERLAPS are PostgreSQL 18+ (this server is {major})"
         );
     }
     let db = test_db!();
