@@ -210,7 +210,10 @@ fn statements_not_judged_or_below_min_rows_are_named_before_the_environment() {
         "{div}"
     );
     assert!(html.find("id=\"not-judged\"") < html.find("id=\"environment\""));
-    assert!(html.contains("1 not judged"), "the header's count");
+    assert!(
+        html.contains("1 not judged, 1 on tables below min_rows"),
+        "the header's counts"
+    );
     // None, no section.
     let html = page(&fixture::inputs());
     assert!(!html.contains("id=\"not-judged\""));
