@@ -209,3 +209,52 @@ fn check_on_the_walkthrough_project_fails_on_the_dropped_index_and_the_scans() {
         "{drop:#}"
     );
 }
+
+/// A gate that judged nothing does not pass: on data too small for any
+/// statement (`--rows 10`), `planck check` fails even with the default
+/// `fail_on`, and says why, rather than "check passed for 0 of N".
+#[test]
+fn check_fails_when_its_data_judges_no_statement() {
+    let db = test_db!();
+    let project = taskboard_project();
+    let p = project.path();
+    migrate_record_fresh(&db, p);
+    git(p, &["init", "--quiet", "-b", "main"]);
+    git(p, &["add", "migrations", "queries"]);
+    git(p, &["commit", "--quiet", "-m", "taskboard"]);
+    let out = planck(
+        &db,
+        p,
+        &[
+            "check",
+            "--name",
+            &db.name,
+            "--rows",
+            "10",
+            "--json",
+            "check.json",
+        ],
+        1,
+    );
+    let err = stderr(&out);
+    assert!(!err.contains("check passed"), "{err}");
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("check.json")).unwrap()).unwrap();
+    let gate = &v["gate"];
+    assert_eq!(gate["passed"], false, "{gate:#}");
+    let statements = gate["statements"].as_u64().unwrap();
+    assert!(statements > 0, "{gate:#}");
+    assert_eq!(
+        gate["not_judged"].as_array().map(Vec::len),
+        Some(statements as usize),
+        "{gate:#}"
+    );
+    let failures = gate["failures"].as_array().unwrap();
+    assert!(
+        failures
+            .iter()
+            .any(|f| f["gate"] == "not-judged"
+                && f["message"].as_str().unwrap().contains("judged none")),
+        "{gate:#}"
+    );
+}

@@ -60,12 +60,30 @@ pub fn gate(
             });
         }
     }
+    let statements = head
+        .statements
+        .iter()
+        .filter(|s| s.status != "skipped")
+        .count();
+    // A gate that judged nothing does not pass, whatever `fail_on` says:
+    // "passed" would then say only that the data was too small to show a
+    // finding. With `not-judged` gated, each statement failed above already.
+    if statements > 0 && not_judged.len() == statements && !plan.gates(Gate::NotJudged) {
+        failures.push(JsonGateFailure {
+            gate: Gate::NotJudged.as_str().to_string(),
+            message: format!(
+                "the data judged none of the {statements} statement(s): every one reads only \
+                 tables below min_rows or nearly empty (seed more rows: `[check] rows`, `--rows`)"
+            ),
+            statement_id: None,
+            query: None,
+            index: None,
+            file: None,
+            line: None,
+        });
+    }
     JsonGate {
-        statements: head
-            .statements
-            .iter()
-            .filter(|s| s.status != "skipped")
-            .count(),
+        statements,
         not_judged,
         passed: failures.is_empty(),
         fail_on: plan
