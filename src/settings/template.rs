@@ -42,8 +42,9 @@ queries = "queries"
 seed = {seed}
 # Multiplies every row count of the spec.
 scale = 1.0
-# Rows of a table nothing else sizes.
-rows = {rows}
+# Rows of a table nothing else sizes; set here, it overrides a spec's own
+# top-level `rows`. Default: the spec's `rows`, else {rows}.
+#rows = {rows}
 # Generator threads and concurrent table loads. Default: the CPU count.
 #threads = 4
 
@@ -160,6 +161,8 @@ mod tests {
         );
         // Inferred (from whether a seed spec sizes the data): commented out.
         assert_eq!(c.check.scale, None);
+        // Commented out: set, it would override a seed spec's own `rows`.
+        assert_eq!(c.seed.rows, None);
         assert_eq!(c.check.fail_on, Some(vec!["errors".to_string()]));
         assert!(c.database.url.is_none());
     }
