@@ -119,8 +119,7 @@ pub async fn advise(
     let mut groups: Vec<(Candidate, Vec<Target>)> = Vec::new();
     // Whether the server has pg_trgm, asked at the first trigram candidate.
     let mut pg_trgm = None;
-    for i in 0..findings.len() {
-        let f = &findings[i].0;
+    for (i, (f, _)) in findings.iter_mut().enumerate() {
         if !wants_advice(f.check) {
             continue;
         }
@@ -133,7 +132,7 @@ pub async fn advise(
         };
         if c.trigram && !trigram_ready(client, opts, &mut pg_trgm).await? {
             // Nothing to verify on this server: say what would serve the scan.
-            findings[i].0.help = own_help(format!(
+            f.help = own_help(format!(
                 "the scan matches {}.{} with an infix LIKE/ILIKE pattern, which no btree index \
                  serves; a trigram index would ({TRIGRAM_EXTENSION}; {}), but this server has no \
                  pg_trgm extension (PostgreSQL's contrib): install it, or match a prefix \
@@ -145,7 +144,7 @@ pub async fn advise(
             continue;
         }
         if c.trigram {
-            findings[i].0.help = own_help(format!(
+            f.help = own_help(format!(
                 "the scan matches {}.{} with an infix LIKE/ILIKE pattern, which no btree index \
                  serves; a trigram index does: {TRIGRAM_EXTENSION}; {}",
                 c.table,

@@ -185,7 +185,7 @@ fn setting_cast(qual: &str, setting: &str) -> Option<String> {
     let call = format!("current_setting('{}'", setting.replace('\'', "''"));
     let rest = &qual[qual.find(&call)? + call.len()..];
     let rest = rest.trim_start_matches("::text");
-    let rest = rest.trim_start_matches(|c| c == ')' || c == ' ' || c == ',');
+    let rest = rest.trim_start_matches([')', ' ', ',']);
     let rest = rest.strip_prefix("::")?;
     let ty: String = rest
         .chars()
