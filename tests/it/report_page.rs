@@ -13,8 +13,10 @@ use std::process::Command;
 
 use planck::wire::explain::{JsonBelowMinRows, JsonStatement, JsonTableRows};
 
+// The renderers' fixture, as report_files.rs includes it; that module's
+// copy is private to it, so this file includes its own.
 #[path = "../../src/report/fixture.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::duplicate_mod)]
 mod fixture;
 
 /// The fixture's inputs with two INSERT statements that have six plans and
