@@ -349,10 +349,11 @@ fn log_visibility(t: &Tenancy, log: Log) {
     let Some(v) = &t.visibility else { return };
     if v.exact {
         log.info(&format!(
-            "identities: measured {} of {} exactly from the data, without counting under \
-             row-level security: every policy compares a tenant column with {} directly, so an \
-             identity sees the rows carrying it (rows visible in {}): heaviest identity {} sees {} \
-             rows, median identity {} sees {}",
+            "identities: measured {} of {} candidate identities exactly from the data, without \
+             counting under row-level security: every policy compares a tenant column with {} \
+             directly, so an identity sees the rows carrying it (rows visible in {}): heaviest \
+             identity {} sees {} rows, median identity {} sees {} (both chosen among the {} \
+             measured)",
             v.measured,
             v.candidates,
             t.setting,
@@ -361,12 +362,14 @@ fn log_visibility(t: &Tenancy, log: Log) {
             crate::output::count(v.heaviest.1.max(0) as u64),
             v.median.0,
             crate::output::count(v.median.1.max(0) as u64),
+            v.measured,
         ));
         return;
     }
     let mut line = format!(
-        "identities: measured {} of {} under row-level security in {:.1} s (rows visible in {}): \
-         heaviest identity {} sees {} rows, median identity {} sees {}",
+        "identities: measured {} of {} candidate identities (the rows each sees) under row-level \
+         security in {:.1} s (rows visible in {}): heaviest identity {} sees {} rows, median \
+         identity {} sees {} (both chosen among the {} measured)",
         v.measured,
         v.candidates,
         v.seconds,
@@ -375,6 +378,7 @@ fn log_visibility(t: &Tenancy, log: Log) {
         crate::output::count(v.heaviest.1.max(0) as u64),
         v.median.0,
         crate::output::count(v.median.1.max(0) as u64),
+        v.measured,
     );
     if v.failed > 0 {
         line.push_str(&format!(
