@@ -125,7 +125,7 @@ fn every_errors_docs_link_resolves() {
     assert_eq!(
         planck::error::render(&e),
         format!(
-            "error: cannot connect to postgres://h/db: refused\n  hint: start it\n  docs: {}",
+            "error: cannot connect to postgres://h/db: refused\n  hint: start it\n  docs: {} in planck's manual",
             planck::error::docs::CONNECTING
         )
     );
