@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use minijinja::{Environment, UndefinedBehavior, Value, context};
 use serde::Serialize;
 
-use super::inputs::{Inputs, check_help, finding_key, new_errors, sorted_findings, subject};
+use super::inputs::{Inputs, finding_help, finding_key, new_errors, sorted_findings, subject};
 use super::{chart, plan};
 use crate::wire::explain::{JsonFinding, JsonReport};
 
@@ -172,7 +172,7 @@ fn finding_views(r: &JsonReport, new: &BTreeSet<String>) -> Vec<FindingView> {
             query: f.query.clone(),
             subject: subject(f),
             message: f.message.clone(),
-            help: check_help(&f.check, &f.help),
+            help: finding_help(&f.check, &f.help),
             location: f
                 .location
                 .as_ref()

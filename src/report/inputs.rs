@@ -114,6 +114,16 @@ pub(crate) fn check_help(check: &str, fallback: &str) -> String {
         .map_or_else(|| fallback.to_string(), |c| c.help().to_string())
 }
 
+/// A finding's own help (built from its tables, columns and settings: issue
+/// 48, 5), else its check's.
+pub(crate) fn finding_help(check: &str, own: &str) -> String {
+    if own.trim().is_empty() {
+        check_help(check, own)
+    } else {
+        own.to_string()
+    }
+}
+
 /// `query` on one line, cut to `max` characters.
 pub(crate) fn one_line(query: &str, max: usize) -> String {
     let flat = crate::queries::normalize_space(query);

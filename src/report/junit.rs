@@ -11,7 +11,7 @@ use std::io;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::inputs::{Inputs, check_help, sorted_findings, subject};
+use super::inputs::{Inputs, finding_help, sorted_findings, subject};
 use super::plan;
 use crate::wire::explain::{JsonFinding, JsonStatement};
 
@@ -204,7 +204,7 @@ fn status(fs: &[&JsonFinding], s: Option<&JsonStatement>) -> TestCaseStatus {
             "{} {}{held}: {}\n",
             f.severity, f.check, f.message
         ));
-        body.push_str(&format!("  help: {}\n", check_help(&f.check, &f.help)));
+        body.push_str(&format!("  help: {}\n", finding_help(&f.check, &f.help)));
         if let Some(a) = &f.advice {
             body.push_str(&format!(
                 "  fix: {} (cost {:.0} -> {:.0})\n",
