@@ -5,7 +5,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::inputs::{Inputs, finding_key, sorted_findings};
+use super::inputs::{Inputs, finding_key, not_judged, sorted_findings};
 
 #[derive(Serialize)]
 struct Issue {
@@ -84,6 +84,27 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
             }
         })
         .collect();
+    let mut issues = issues;
+    // The statements the data could not judge (issue 48): an info issue
+    // each, so the merge request shows that they passed unjudged.
+    issues.extend(not_judged(i).into_iter().map(|n| {
+        let digest = Sha256::digest(format!("not-judged:{}", n.statement_id).as_bytes());
+        Issue {
+            description: format!(
+                "not judged: `{}`: {} (statement {})",
+                crate::output::shorten(&n.query, 60),
+                n.reason,
+                n.statement_id
+            ),
+            check_name: "not-judged".to_string(),
+            fingerprint: digest.iter().take(16).map(|b| format!("{b:02x}")).collect(),
+            severity: "info",
+            location: Location {
+                path: fallback.clone(),
+                lines: Lines { begin: 1 },
+            },
+        }
+    }));
     serde_json::to_writer_pretty(&mut *w, &issues)?;
     writeln!(w)
 }
@@ -96,6 +117,50 @@ mod tests {
     /// The output as text, written through the module's renderer.
     fn render(i: &Inputs) -> String {
         fixture::text(crate::report::Output::Gitlab, i)
+    }
+
+    /// Inputs whose gate could not judge one statement (issue 48).
+    fn with_unjudged() -> Inputs {
+        let mut i = fixture::inputs();
+        i.gate = Some(crate::wire::check::JsonGate {
+            passed: true,
+            fail_on: vec!["errors".into()],
+            failures: vec![],
+            statements: 3,
+            not_judged: vec![crate::wire::check::JsonNotJudged {
+                statement_id: "s9".into(),
+                query: "SELECT * FROM cards WHERE board_id = $1".into(),
+                reason: "every table it reads is below min_rows (10,000): cards 4,000 rows".into(),
+            }],
+        });
+        i
+    }
+
+    /// A statement the data could not judge is an info issue of its own.
+    #[test]
+    fn unjudged_statements_are_info_issues() {
+        let v: serde_json::Value = serde_json::from_str(&render(&with_unjudged())).unwrap();
+        let unjudged: Vec<&serde_json::Value> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["check_name"] == "not-judged")
+            .collect();
+        assert_eq!(unjudged.len(), 1, "{v:#}");
+        assert_eq!(unjudged[0]["severity"], "info");
+        let d = unjudged[0]["description"].as_str().unwrap();
+        assert!(
+            d.contains("(statement s9)") && d.contains("cards 4,000 rows"),
+            "{d}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&render(&fixture::inputs())).unwrap();
+        assert!(
+            v.as_array()
+                .unwrap()
+                .iter()
+                .all(|i| i["check_name"] != "not-judged"),
+            "{v:#}"
+        );
     }
 
     #[test]

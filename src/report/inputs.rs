@@ -114,6 +114,15 @@ pub(crate) fn check_help(check: &str, fallback: &str) -> String {
         .map_or_else(|| fallback.to_string(), |c| c.help().to_string())
 }
 
+/// The statements the data could not judge: the gate's list under `planck
+/// check`, else computed from explain's report as the gate does.
+pub(crate) fn not_judged(i: &Inputs) -> Vec<wire::check::JsonNotJudged> {
+    match &i.gate {
+        Some(g) => g.not_judged.clone(),
+        None => wire::check::JsonNotJudged::of(&i.explain),
+    }
+}
+
 /// A finding's own help (built from its tables, columns and settings: issue
 /// 48, 5), else its check's.
 pub(crate) fn finding_help(check: &str, own: &str) -> String {

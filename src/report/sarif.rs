@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::inputs::{Inputs, check_help, finding_key, sorted_findings};
+use super::inputs::{Inputs, check_help, finding_key, not_judged, sorted_findings};
 use crate::findings::CheckId;
 
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -35,7 +35,30 @@ struct Run {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     original_uri_base_ids: BTreeMap<&'static str, BaseUri>,
     results: Vec<SarifResult>,
+    /// The statements the data could not judge (issue 48), as notes of the
+    /// run: they are no result, and must not read as a clean pass.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    invocations: Vec<Invocation>,
     column_kind: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Invocation {
+    execution_successful: bool,
+    tool_execution_notifications: Vec<Notification>,
+}
+
+#[derive(Serialize)]
+struct Notification {
+    level: &'static str,
+    message: Text,
+    descriptor: Descriptor,
+}
+
+#[derive(Serialize)]
+struct Descriptor {
+    id: &'static str,
 }
 
 #[derive(Serialize)]
@@ -359,11 +382,39 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
             },
             original_uri_base_ids: base_ids(i.source_root.as_deref()),
             results,
+            invocations: unjudged_notes(i),
             column_kind: "unicodeCodePoints",
         }],
     };
     serde_json::to_writer_pretty(&mut *w, &log)?;
     writeln!(w)
+}
+
+/// One invocation whose notifications name the statements the data could
+/// not judge; none when every statement was judged.
+fn unjudged_notes(i: &Inputs) -> Vec<Invocation> {
+    let notes: Vec<Notification> = not_judged(i)
+        .into_iter()
+        .map(|n| Notification {
+            level: "note",
+            message: Text {
+                text: format!(
+                    "not judged: statement {} (`{}`): {}",
+                    n.statement_id,
+                    crate::output::shorten(&n.query, 60),
+                    n.reason
+                ),
+            },
+            descriptor: Descriptor { id: "not-judged" },
+        })
+        .collect();
+    if notes.is_empty() {
+        return vec![];
+    }
+    vec![Invocation {
+        execution_successful: true,
+        tool_execution_notifications: notes,
+    }]
 }
 
 /// The rule of a plan a change made worse (`planck check --base`).
@@ -465,6 +516,42 @@ mod tests {
     /// The output as text, written through the module's renderer.
     fn render(i: &Inputs) -> String {
         fixture::text(crate::report::Output::Sarif, i)
+    }
+
+    /// Inputs whose gate could not judge one statement (issue 48).
+    fn with_unjudged() -> Inputs {
+        let mut i = fixture::inputs();
+        i.gate = Some(crate::wire::check::JsonGate {
+            passed: true,
+            fail_on: vec!["errors".into()],
+            failures: vec![],
+            statements: 3,
+            not_judged: vec![crate::wire::check::JsonNotJudged {
+                statement_id: "s9".into(),
+                query: "SELECT * FROM cards WHERE board_id = $1".into(),
+                reason: "every table it reads is below min_rows (10,000): cards 4,000 rows".into(),
+            }],
+        });
+        i
+    }
+
+    /// A statement the data could not judge is a note of the run, valid
+    /// SARIF; none when every statement was judged.
+    #[test]
+    fn unjudged_statements_are_notes_of_the_run() {
+        let v: serde_json::Value = serde_json::from_str(&render(&with_unjudged())).unwrap();
+        let errors = schema_errors(&v);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let notes = &v["runs"][0]["invocations"][0]["toolExecutionNotifications"];
+        assert_eq!(notes.as_array().map(Vec::len), Some(1), "{v:#}");
+        assert_eq!(notes[0]["descriptor"]["id"], "not-judged");
+        let text = notes[0]["message"]["text"].as_str().unwrap();
+        assert!(
+            text.contains("s9") && text.contains("cards 4,000 rows"),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&render(&fixture::inputs())).unwrap();
+        assert!(v["runs"][0].get("invocations").is_none(), "{v:#}");
     }
 
     /// The OASIS SARIF 2.1.0 schema, vendored (see the NOTICE beside it).

@@ -42,7 +42,7 @@ pub fn gate(
     {
         slo_missed(&mut failures, &slo, r);
     }
-    let not_judged = not_judged(head);
+    let not_judged = JsonNotJudged::of(head);
     if plan.gates(Gate::NotJudged) {
         for n in &not_judged {
             failures.push(JsonGateFailure {
@@ -92,68 +92,6 @@ pub fn gate(
             .map(|g| g.as_str().to_string())
             .collect(),
         failures,
-    }
-}
-
-/// The head's planned statements its data could not judge (issue 48): those
-/// explain marked `not_judged` (a table empty or nearly), then those that
-/// read only tables below `min_rows`, in report order.
-fn not_judged(head: &JsonReport) -> Vec<JsonNotJudged> {
-    let below = head.below_min_rows.as_ref();
-    let small_reason = |s: &crate::wire::explain::JsonStatement| {
-        let b = below.filter(|b| b.statements.contains(&s.id))?;
-        // Its own tables: the ones its plans name (a table's display name
-        // may carry its schema, a plan's Relation Name does not).
-        let mut read = std::collections::BTreeSet::new();
-        for p in &s.plans {
-            relation_names(&p.plan, &mut read);
-        }
-        let own: Vec<String> = b
-            .tables
-            .iter()
-            .filter(|t| read.contains(t.name.rsplit('.').next().unwrap_or(&t.name)))
-            .map(|t| {
-                format!(
-                    "{} {}",
-                    t.name,
-                    crate::output::counted(t.rows, "row", "rows")
-                )
-            })
-            .collect();
-        Some(format!(
-            "every table it reads is below min_rows ({}): {}",
-            crate::output::count(b.min_rows),
-            own.join(", ")
-        ))
-    };
-    head.statements
-        .iter()
-        .filter_map(|s| {
-            let reason = match s.status.as_str() {
-                "not_judged" => s.reason.clone().unwrap_or_else(|| "not judged".into()),
-                "explained" => small_reason(s)?,
-                _ => return None,
-            };
-            Some(JsonNotJudged {
-                statement_id: s.id.clone(),
-                query: s.query.clone(),
-                reason,
-            })
-        })
-        .collect()
-}
-
-/// Every `Relation Name` in an EXPLAIN (FORMAT JSON) value.
-fn relation_names(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
-    match v {
-        serde_json::Value::Object(m) => {
-            if let Some(serde_json::Value::String(r)) = m.get("Relation Name") {
-                out.insert(r.clone());
-            }
-            m.values().for_each(|x| relation_names(x, out));
-        }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| relation_names(x, out)),
-        _ => {}
     }
 }
 
