@@ -119,27 +119,11 @@ mod tests {
         fixture::text(crate::report::Output::Gitlab, i)
     }
 
-    /// Inputs whose gate could not judge one statement (issue 48).
-    fn with_unjudged() -> Inputs {
-        let mut i = fixture::inputs();
-        i.gate = Some(crate::wire::check::JsonGate {
-            passed: true,
-            fail_on: vec!["errors".into()],
-            failures: vec![],
-            statements: 3,
-            not_judged: vec![crate::wire::check::JsonNotJudged {
-                statement_id: "s9".into(),
-                query: "SELECT * FROM cards WHERE board_id = $1".into(),
-                reason: "every table it reads is below min_rows (10,000): cards 4,000 rows".into(),
-            }],
-        });
-        i
-    }
-
     /// A statement the data could not judge is an info issue of its own.
     #[test]
     fn unjudged_statements_are_info_issues() {
-        let v: serde_json::Value = serde_json::from_str(&render(&with_unjudged())).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&render(&crate::report::inputs::inputs_with_unjudged())).unwrap();
         let unjudged: Vec<&serde_json::Value> = v
             .as_array()
             .unwrap()

@@ -143,3 +143,22 @@ pub(crate) fn one_line(query: &str, max: usize) -> String {
         format!("{cut}…")
     }
 }
+
+/// The report fixture's [`inputs`](super::fixture::inputs) under a gate that
+/// could not judge one statement (issue 48).
+#[cfg(test)]
+pub(crate) fn inputs_with_unjudged() -> crate::report::Inputs {
+    let mut i = super::fixture::inputs();
+    i.gate = Some(crate::wire::check::JsonGate {
+        passed: true,
+        fail_on: vec!["errors".into()],
+        failures: vec![],
+        statements: 3,
+        not_judged: vec![crate::wire::check::JsonNotJudged {
+            statement_id: "s9".into(),
+            query: "SELECT * FROM cards WHERE board_id = $1".into(),
+            reason: "every table it reads is below min_rows (10,000): cards 4,000 rows".into(),
+        }],
+    });
+    i
+}

@@ -142,12 +142,8 @@ fn the_readme_walkthrough_with_the_defaults_finds_the_scans_that_need_an_index()
 #[test]
 fn check_on_the_walkthrough_project_fails_on_the_dropped_index_and_the_scans() {
     let db = test_db!();
-    let project = taskboard_project();
+    let project = committed_project(&db);
     let p = project.path();
-    migrate_record_fresh(&db, p);
-    git(p, &["init", "--quiet", "-b", "main"]);
-    git(p, &["add", "migrations", "queries"]);
-    git(p, &["commit", "--quiet", "-m", "taskboard"]);
     std::fs::copy(
         common::fixture("walkthrough").join("drop_board_index.sql"),
         p.join("migrations/0004_drop_board_index.sql"),
@@ -210,18 +206,26 @@ fn check_on_the_walkthrough_project_fails_on_the_dropped_index_and_the_scans() {
     );
 }
 
+/// The walkthrough's project, migrated and recorded, committed to a git
+/// repository as `planck check` wants it.
+fn committed_project(db: &TestDb) -> tempfile::TempDir {
+    let project = taskboard_project();
+    let p = project.path();
+    migrate_record_fresh(db, p);
+    git(p, &["init", "--quiet", "-b", "main"]);
+    git(p, &["add", "migrations", "queries"]);
+    git(p, &["commit", "--quiet", "-m", "taskboard"]);
+    project
+}
+
 /// A gate that judged nothing does not pass: on data too small for any
 /// statement (`--rows 10`), `planck check` fails even with the default
 /// `fail_on`, and says why, rather than "check passed for 0 of N".
 #[test]
 fn check_fails_when_its_data_judges_no_statement() {
     let db = test_db!();
-    let project = taskboard_project();
+    let project = committed_project(&db);
     let p = project.path();
-    migrate_record_fresh(&db, p);
-    git(p, &["init", "--quiet", "-b", "main"]);
-    git(p, &["add", "migrations", "queries"]);
-    git(p, &["commit", "--quiet", "-m", "taskboard"]);
     let out = planck(
         &db,
         p,
