@@ -232,6 +232,27 @@ pub fn count_of(n: u64, noun: &str) -> String {
     format!("{} {noun}{s}", count(n))
 }
 
+/// `v` with `decimals` places and thousands separators (`1,234,567.89`):
+/// the review page's row counts, costs and rates, and its charts' labels.
+pub fn thousands(v: f64, decimals: usize) -> String {
+    if !v.is_finite() {
+        return v.to_string();
+    }
+    let text = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let int = count(int.parse::<u64>().unwrap_or(0));
+    let sign = if v < 0.0 && text.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+        "-"
+    } else {
+        ""
+    };
+    if frac.is_empty() {
+        format!("{sign}{int}")
+    } else {
+        format!("{sign}{int}.{frac}")
+    }
+}
+
 /// A count with thousands separators: `1,234,567`.
 pub fn count(n: u64) -> String {
     let s = n.to_string();

@@ -95,7 +95,7 @@ fn nice_ceil(v: f64) -> f64 {
 
 fn label(v: f64) -> String {
     if v >= 100.0 || v == v.round() {
-        super::html::thousands(v, 0)
+        crate::output::thousands(v, 0)
     } else {
         format!("{v:.1}")
     }

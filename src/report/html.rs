@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::inputs::{Inputs, finding_help, finding_key, new_errors, sorted_findings, subject};
 use super::{chart, plan};
+use crate::output::thousands;
 use crate::wire::explain::{JsonFinding, JsonReport};
 
 /// Every template, by name: the test renders each.
@@ -32,27 +33,6 @@ fn environment() -> Environment<'static> {
             .expect("templates parse (checked by the tests)");
     }
     env
-}
-
-/// `v` with `decimals` places and thousands separators (`1,234,567.89`):
-/// the page's row counts, costs and rates, readable at a glance.
-pub fn thousands(v: f64, decimals: usize) -> String {
-    if !v.is_finite() {
-        return v.to_string();
-    }
-    let text = format!("{:.*}", decimals, v.abs());
-    let (int, frac) = text.split_once('.').unwrap_or((&text, ""));
-    let int = crate::output::count(int.parse::<u64>().unwrap_or(0));
-    let sign = if v < 0.0 && text.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
-        "-"
-    } else {
-        ""
-    };
-    if frac.is_empty() {
-        format!("{sign}{int}")
-    } else {
-        format!("{sign}{int}.{frac}")
-    }
 }
 
 /// A ratio (`1.04`, `12.5`, `8,947`): the places that matter at its size.
