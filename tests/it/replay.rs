@@ -2227,13 +2227,27 @@ fn tpcb_8_clients_every_hotspot_names_both_statements() {
     let out = replay(&db, dir.path(), &q, &["--ladder", "8", "--duration", "1s"]);
     assert_exit(&out, 0);
     let r = report(&out);
+    // A wait for a relation's extension lock (`extend`, taken for the
+    // microseconds a backend adds a page) can outlive its holder's entry in
+    // pg_locks before the sampler asks for it: the server no longer shows
+    // who held it, and replay says so (seen on 14 on a loaded machine). Its
+    // waiter is still named; every row and transaction lock names both.
+    let mut extend = 0;
     for h in &r.hotspots {
-        assert!(
-            h.waiting_statement.is_some() && h.blocking_statement.is_some(),
-            "{h:?}"
-        );
+        assert!(h.waiting_statement.is_some(), "{h:?}");
+        if h.lock_type == "extend" {
+            extend += h.samples;
+            continue;
+        }
+        assert!(h.blocking_statement.is_some(), "{h:?}");
         assert_eq!(h.outside_workload, None, "{h:?}");
     }
-    assert!(r.steps[0].lock_samples > 0);
-    assert_eq!(r.steps[0].lock_samples_attributed_share, Some(1.0));
+    let step = &r.steps[0];
+    assert!(step.lock_samples > extend, "{:?}", r.hotspots);
+    let attributed = step.lock_samples_attributed_share.unwrap() * step.lock_samples as f64;
+    assert!(
+        attributed >= (step.lock_samples - extend) as f64 - 0.5 * step.lock_samples as f64 / 1000.0,
+        "attributed {attributed} of {} samples, {extend} of them extension waits",
+        step.lock_samples
+    );
 }
