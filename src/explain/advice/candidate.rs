@@ -186,6 +186,18 @@ fn op_char(c: char) -> bool {
 }
 
 /// The operator made of the punctuation tokens from `i` on (`=`, `>=`, `<>`).
+/// The token after `i` past closing parentheses and casts (`(c.status)::text`
+/// to what follows it).
+fn past_parens_and_casts(toks: &[Token], mut i: usize) -> usize {
+    loop {
+        match toks.get(i).map(|t| t.kind) {
+            Some(Tok::Punct(')')) => i += 1,
+            Some(Tok::Cast) => i += 2,
+            _ => return i,
+        }
+    }
+}
+
 fn operator(s: &str, toks: &[Token], mut i: usize) -> String {
     let mut op = String::new();
     while let Some(t) = toks.get(i) {
@@ -255,13 +267,7 @@ fn comparisons(
             continue;
         }
         // `(c.status)::text = ...`: skip closing parentheses and casts.
-        loop {
-            match toks.get(next).map(|t| t.kind) {
-                Some(Tok::Punct(')')) => next += 1,
-                Some(Tok::Cast) => next += 2,
-                _ => break,
-            }
-        }
+        next = past_parens_and_casts(&toks, next);
         let after = classify(&operator(cond, &toks, next));
         let before = classify(&operator_before(cond, &toks, first));
         if let Some(c) = after.or(before) {
@@ -480,13 +486,7 @@ pub fn infix_match(cond: &str, names: &[&str], columns: &[String]) -> Option<Str
             i = next;
             continue;
         }
-        loop {
-            match toks.get(next).map(|t| t.kind) {
-                Some(Tok::Punct(')')) => next += 1,
-                Some(Tok::Cast) => next += 2,
-                _ => break,
-            }
-        }
+        next = past_parens_and_casts(&toks, next);
         let op = operator(cond, &toks, next);
         let op_len = toks[next..]
             .iter()
