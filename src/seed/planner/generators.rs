@@ -1,0 +1,217 @@
+//! Column generators outside keys: the spec's (checked against the
+//! column's type), and for every column nothing else filled its type's
+//! default, NULL now and then, or an error naming the column.
+
+use std::collections::HashMap;
+
+use crate::catalog::schema::TypeKind;
+use crate::error::Result;
+use crate::seed::check_expr::ColFacts;
+use crate::seed::columns::{Ctx, DAY, default_gen, default_is_side_effect_free};
+use crate::seed::row::generate::Gen;
+use crate::seed::row::plan::TablePlan;
+use crate::seed::spec::{self, SpecFile};
+
+use super::context::{Resolved, seed_err};
+use super::observed::{OBSERVED_NULL_SHARE, observed_gen, observed_key};
+
+/// The NULL share of a nullable column nothing else decided.
+const DEFAULT_NULL_SHARE: f64 = 0.1;
+/// Phase: every column nothing else filled gets its type's default
+/// generator (after another column, NULL now and then, or an error).
+pub(super) fn remaining_columns(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    facts: &[ColFacts],
+    tp: &mut TablePlan,
+    assigned: &[bool],
+    (observed, followed): (&crate::queries::Observed, &mut Vec<String>),
+) -> Result<()> {
+    // Everything else.
+    for (c, col) in table.columns.iter().enumerate() {
+        if col.generated {
+            tp.cols[c].include = false;
+            continue;
+        }
+        if assigned[c] {
+            continue;
+        }
+        if let Some((other, strict)) = facts[c].after.first().cloned()
+            && let Some(oc) = table.column(&other)
+        {
+            let fallback = default_gen(table, col, &facts[c]).unwrap_or(Gen::Null);
+            tp.cols[c].generator = Gen::After {
+                col: oc,
+                min: if strict { 1_000_000 } else { 0 },
+                max: 30 * DAY,
+                fallback: Box::new(fallback),
+            };
+            continue;
+        }
+        let in_unique = table.uniques.iter().any(|u| u.cols.contains(&c));
+        let seen = observed.columns.get(&observed_key(table, col));
+        let recorded = seen.and_then(|o| observed_gen(table, c, o, in_unique));
+        let values_followed = recorded.is_some();
+        let null_p = match seen {
+            Some(o) if o.null_tests > 0 => OBSERVED_NULL_SHARE,
+            _ => DEFAULT_NULL_SHARE,
+        };
+        match recorded.or_else(|| default_gen(table, col, &facts[c])) {
+            Some(g) => {
+                let nullable = !col.not_null && !facts[c].not_null && !in_unique;
+                let mut what = Vec::new();
+                if values_followed {
+                    what.push("values");
+                }
+                if nullable && null_p == OBSERVED_NULL_SHARE {
+                    what.push("NULL share 1 %");
+                }
+                if !what.is_empty() {
+                    followed.push(format!("{}: {}", observed_key(table, col), what.join(", ")));
+                }
+                tp.cols[c].generator = if nullable {
+                    Gen::Nullable {
+                        p: null_p,
+                        inner: Box::new(g),
+                    }
+                } else {
+                    g
+                };
+            }
+            None if !col.not_null => tp.cols[c].generator = Gen::Null,
+            None if col
+                .default
+                .as_deref()
+                .is_some_and(default_is_side_effect_free) =>
+            {
+                tp.cols[c].include = false
+            }
+            None => {
+                let why = match &col.default {
+                    Some(d) => format!(
+                        "planck cannot produce values of type {}, and its default {d} calls a function that may have side effects, so planck does not let the server run it",
+                        col.type_name
+                    ),
+                    None => format!("planck cannot produce values of type {}", col.type_name),
+                };
+                return Err(seed_err(
+                    display,
+                    Some(&col.name),
+                    why,
+                    format!(
+                        "exclude {} in the spec (`exclude = [\"{}\"]`), or give the column a DEFAULT without side effects (a constant, now(), gen_random_uuid(), nextval)",
+                        display, table.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Phase: what the spec says of a column must suit the column's type: a
+/// `range` inside what the type holds (`[0, 100000]` on a smallint wrapped
+/// in the encoder), `after` naming a column of the same kind of time.
+pub(super) fn spec_fits_columns(
+    sf: &SpecFile,
+    res: &Resolved,
+    ci: usize,
+    table: &crate::catalog::schema::Table,
+) -> Result<()> {
+    for (c, col) in table.columns.iter().enumerate() {
+        let Some(cs) = res.columns.get(&(ci, c)) else {
+            continue;
+        };
+        let cs = cs.get_ref();
+        if let Some(r) = &cs.range {
+            let limits: Option<(f64, f64)> = match (&col.kind, col.numeric) {
+                (k, _) if k.is_int() => {
+                    let max = k.int_max() as f64;
+                    Some((-max - 1.0, max))
+                }
+                (TypeKind::Numeric, Some((p, s))) if p > s => {
+                    let max = 10f64.powi((p - s) as i32);
+                    Some((-max, max))
+                }
+                _ => None,
+            };
+            let value = |v: &spec::Scalar| match v {
+                spec::Scalar::Int(i) => Some(*i as f64),
+                spec::Scalar::Float(f) => Some(*f),
+                _ => None,
+            };
+            if let Some((lo, hi)) = limits {
+                for v in r.get_ref() {
+                    if let Some(x) = value(v)
+                        && !(lo..=hi).contains(&x)
+                    {
+                        return Err(sf.error(
+                            r.span(),
+                            format!(
+                                "`range` of {}.{}: {x} is beyond {} ({lo} to {hi})",
+                                table.display(),
+                                col.name,
+                                col.type_name
+                            ),
+                            Some(
+                                "keep the range inside the column's type, or widen the type".into(),
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(after) = &cs.after
+            && let Some(oc) = table.column(after.get_ref())
+        {
+            let other = &table.columns[oc];
+            let stamp = |k: &TypeKind| matches!(k, TypeKind::Timestamp | TypeKind::Timestamptz);
+            let same = col.kind == other.kind || (stamp(&col.kind) && stamp(&other.kind));
+            if !(col.kind.is_time() && same) {
+                return Err(sf.error(
+                    after.span(),
+                    format!(
+                        "`after = \"{}\"`: {}.{} is {} and {} is {}",
+                        after.get_ref(),
+                        table.display(),
+                        col.name,
+                        col.type_name,
+                        other.name,
+                        other.type_name
+                    ),
+                    Some("`after` orders two dates or two timestamps of the same row".into()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Column index -> where its generator stands in the spec file.
+pub(super) type SpecSpans = HashMap<usize, std::ops::Range<usize>>;
+
+/// Phase: the columns the spec gives a generator; returns which columns
+/// are assigned and where in the spec each generator stands.
+pub(super) fn spec_generators(
+    sf: &SpecFile,
+    res: &Resolved,
+    table: &crate::catalog::schema::Table,
+    ci: usize,
+    facts: &[ColFacts],
+    tp: &mut TablePlan,
+) -> Result<(Vec<bool>, SpecSpans)> {
+    let ctx = Ctx { sf };
+    let mut assigned: Vec<bool> = vec![false; table.columns.len()];
+    let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
+    for (c, col) in table.columns.iter().enumerate() {
+        let Some(cs) = res.columns.get(&(ci, c)) else {
+            continue;
+        };
+        if let Some(g) = ctx.compile(table, col, &col.kind, cs.get_ref(), cs.span(), &facts[c])? {
+            tp.cols[c].generator = g;
+            assigned[c] = true;
+            spec_span.insert(c, cs.span());
+        }
+    }
+    Ok((assigned, spec_span))
+}
