@@ -71,6 +71,8 @@ pub struct RelaySummary {
     pub think_ms: BTreeMap<String, f64>,
     /// Migrations' transactions (issue 13, 6): in `transactions`, not written.
     pub migration_transactions: u64,
+    /// Migrations' autocommit statements (issue 47, 5): in `lone`.
+    pub migration_lone: u64,
 }
 
 /// How the capture isolated the run.
@@ -687,16 +689,18 @@ fn file_statements(
         .collect()
 }
 
-/// Leaves out the statements a migration tool ran (issue 13, 6): those
-/// every call of which the relay saw inside migrations' transactions (a
-/// transaction with DDL or a write to a migration tool's bookkeeping
-/// table: see `relay::text::migration_work`). Django runs each migration,
-/// a data migration's `RunPython` too, in one atomic block with its
-/// `INSERT INTO django_migrations`; a backfill (`UPDATE t SET c = $1 WHERE c
-/// IS NULL`) or a data fix run there is no workload, and judging it on a
-/// seeded copy reports a scan the application never runs. A statement also
-/// seen elsewhere (the application's own, which a data migration happened
-/// to run too), or not seen by the relay, is kept.
+/// Leaves out the statements a migration tool ran (issue 13, 6; issue 47,
+/// 5): those every call of which the relay saw as a migration's, inside a
+/// migration's transaction (one with DDL or a write to a migration tool's
+/// bookkeeping table: see `relay::text::migration_work`), or on a session
+/// before it recorded a migration in that table (`relay::session`'s build
+/// window: Django's `atomic = False` migrations, Rails'
+/// `disable_ddl_transaction!`, files golang-migrate or Flyway run without a
+/// transaction). A backfill (`UPDATE t SET c = $1 WHERE c IS NULL`) or a
+/// data fix run there is no workload, and judging it on a seeded copy
+/// reports a scan the application never runs. A statement also seen
+/// elsewhere (the application's own, which a data migration happened to
+/// run too), or not seen by the relay, is kept.
 ///
 /// Left out rather than kept and marked: the file is what `explain`,
 /// `seed` and `replay` read, and each would have to skip them; the summary
@@ -951,6 +955,7 @@ fn relayed_transactions(
         databases: c.databases.clone(),
         think_ms: written.think_ms.clone(),
         migration_transactions: c.migration_transactions,
+        migration_lone: c.migration_lone,
     };
     file.replace_recorded_transactions(written.transactions);
     summary

@@ -128,7 +128,7 @@ fn migration_lines(o: &Outcome) -> Vec<String> {
         return Vec::new();
     }
     let mut lines = vec![format!(
-        "{n} statement(s) run only by migrations left out (every call was in a transaction that changed the schema or wrote a migration tool's bookkeeping):"
+        "{n} statement(s) run only by migrations left out (every call was in a transaction that changed the schema or wrote a migration tool's bookkeeping, or ran on its connection before the tool recorded the migration there):"
     )];
     let shown = if o.list_all {
         n
@@ -157,7 +157,7 @@ fn relay_lines(o: &Outcome) -> Vec<String> {
         return Vec::new();
     };
     let mut lines = vec![format!(
-        "relay: {} connection(s), {} transaction(s){}, {} shape(s) written{}, {} autocommit statement(s)",
+        "relay: {} connection(s), {} transaction(s){}, {} shape(s) written{}, {} autocommit statement(s){}",
         r.connections,
         r.transactions,
         if r.migration_transactions > 0 {
@@ -177,7 +177,12 @@ fn relay_lines(o: &Outcome) -> Vec<String> {
         } else {
             String::new()
         },
-        r.lone
+        r.lone,
+        if r.migration_lone > 0 {
+            format!(" ({} of them migrations')", r.migration_lone)
+        } else {
+            String::new()
+        }
     )];
     if let (Some((t, tn)), Some((n, nt))) = (r.longest_time, r.longest_statements) {
         lines.push(format!(
@@ -439,6 +444,10 @@ pub mod wire {
         /// Migrations' transactions: counted in `transactions`, never written.
         #[serde(default)]
         pub migration_transactions: u64,
+        /// Migrations' autocommit statements (run before the tool recorded
+        /// the migration): counted in `autocommit_statements`.
+        #[serde(default)]
+        pub migration_autocommit_statements: u64,
     }
 
     /// `{"code": 0}` or `{"signal": 9, "signal_name": "SIGKILL"}`.
@@ -567,6 +576,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::RecordReport {
             databases: r.databases.clone(),
             think_ms: r.think_ms.clone(),
             migration_transactions: r.migration_transactions,
+            migration_autocommit_statements: r.migration_lone,
         }),
         recorded_databases: o.recorded_databases.clone(),
         migration_only: o.migration_only.clone(),
@@ -766,7 +776,9 @@ mod tests {
         assert_eq!(v.relay.unwrap().relay_only, 1);
     }
 
-    /// Issue 13, 6: a reviewer sees what was left out as migrations' and why.
+    /// Issue 13, 6 and issue 47, 5: a reviewer sees what was left out as
+    /// migrations' and why, and how many transactions and autocommit
+    /// statements were the migrations'.
     #[test]
     fn issue13_statements_left_out_as_migrations_are_listed() {
         let mut o = outcome();
@@ -777,6 +789,8 @@ mod tests {
         o.relay = Some(crate::record::RelaySummary {
             transactions: 40,
             migration_transactions: 12,
+            lone: 9,
+            migration_lone: 4,
             ..Default::default()
         });
         o.list_all = false;
@@ -801,6 +815,16 @@ mod tests {
             text.contains("40 transaction(s) (12 of them migrations', not written)"),
             "{text}"
         );
+        assert!(
+            text.contains("9 autocommit statement(s) (4 of them migrations')"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "or ran on its connection before the tool recorded the migration there):"
+            ),
+            "{text}"
+        );
         o.list_all = true;
         let mut out = Vec::new();
         render_markdown(&mut out, &o, Path::new("/p")).unwrap();
@@ -812,6 +836,8 @@ mod tests {
         let v = to_wire(&o, Path::new("/p"));
         assert_eq!(v.migration_only.len(), 7);
         assert_eq!(v.dropped["migration"], 7);
-        assert_eq!(v.relay.unwrap().migration_transactions, 12);
+        let relay = v.relay.unwrap();
+        assert_eq!(relay.migration_transactions, 12);
+        assert_eq!(relay.migration_autocommit_statements, 4);
     }
 }

@@ -38,6 +38,7 @@ mod migrate;
 mod migrate_no_transaction;
 mod record;
 mod record_evidence;
+mod record_migrations;
 mod record_relay;
 mod record_self;
 mod record_servers;

@@ -8,6 +8,20 @@
 //! Transactions open on BEGIN or on a ReadyForQuery that says "in a
 //! transaction" (`T`, `E`), and close on COMMIT, ROLLBACK or a
 //! ReadyForQuery that says idle (`I`). An error inside marks it rolled back.
+//!
+//! A migration is not always one transaction: Django's `atomic = False`
+//! migrations, Rails' `disable_ddl_transaction!`, golang-migrate's and
+//! Flyway's files without one run their statements in autocommit, and the
+//! tool records the migration in its history table after them, on the same
+//! connection. So a session that touches a history table (the tool reading
+//! what is applied, or creating its table) opens a build window: what it
+//! runs from there is held back ([`Window`]) until a write to a history
+//! table says it was a migration's (and the window goes on, for the next
+//! one), or a sign of a test runner says it was not: a transaction rolled
+//! back (each test's isolation) or a TRUNCATE (tables emptied between
+//! tests), the session's end, or [`MAX_HELD`] statements. A schema change
+//! alone never reaches back: a test that creates a table of its own does
+//! not make what its session ran before a migration's.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -16,13 +30,20 @@ use std::time::{Duration, Instant};
 use super::evidence::Literals;
 use super::protocol::{FromClient, FromServer, Message, from_client, from_server};
 use super::shapes::{self, Capture, Closed, Outcome, Setting, ShapeKey};
-use super::text::{self, Meaning, Normalized};
+use super::text::{self, Mark, Meaning, Normalized};
 
 /// The value of a setting whose value each call binds as a parameter.
 pub const BOUND: &str = "$bound";
 
 /// The longest parameter value kept for bindings; longer ones are not.
 const MAX_VALUE: usize = 256;
+
+/// The most statements a build window holds back: past it they are the
+/// application's. A migration's work between two records of a test
+/// database's build runs on the rows the build itself wrote; a test
+/// session that read a history table once (Rails checks for pending
+/// migrations) must not be held to its end.
+pub const MAX_HELD: usize = 10_000;
 
 /// A statement as parsed once: normalized, and what it means.
 #[derive(Debug)]
@@ -36,6 +57,7 @@ struct Prepared {
     named: bool,
     /// A migration's own work ([`text::migration_work`]).
     migration: bool,
+    mark: Mark,
     /// Binds it served so far.
     binds: std::sync::atomic::AtomicU32,
 }
@@ -86,9 +108,27 @@ struct Tx {
     /// It ran a migration's own work (issue 13, 6): none of its statements
     /// is the application's workload.
     migration: bool,
+    /// It wrote a migration tool's history table: the build window's
+    /// statements were a migration's.
+    recorded: bool,
+    /// It ran a TRUNCATE: a test runner's, the window's were not.
+    emptied: bool,
     /// The literals its statements compared columns with, kept apart until
     /// it closes: a migration's are not the application's.
     literals: Literals,
+}
+
+/// What a session ran in its build window (see the module's doc), held
+/// back from the capture until it is known whose it is.
+#[derive(Debug, Default)]
+struct Window {
+    /// Autocommit statements' calls, by text.
+    lone: HashMap<u32, u64>,
+    /// Closed transactions (none a migration's by its own statements).
+    closed: Vec<Closed>,
+    /// The literals both compared columns with.
+    literals: Literals,
+    statements: usize,
 }
 
 /// One connection, from its startup packet to its end.
@@ -105,6 +145,9 @@ pub struct Conn {
     portals: HashMap<String, Portal>,
     pending: VecDeque<Pending>,
     tx: Option<Tx>,
+    /// The build window, open since the session touched a migration tool's
+    /// history table.
+    window: Option<Window>,
     /// The server is in copy-in mode (it sent CopyInResponse) and the
     /// client has not yet ended the data: its Syncs are ignored.
     copying: bool,
@@ -125,6 +168,7 @@ impl Conn {
             portals: HashMap::new(),
             pending: VecDeque::new(),
             tx: None,
+            window: None,
             copying: false,
             incomplete: false,
             authenticated: false,
@@ -136,6 +180,7 @@ impl Conn {
         Arc::new(Prepared {
             meaning: read.meaning,
             migration: read.migration,
+            mark: read.mark,
             norm: read.norm,
             raw: raw.to_string(),
             params: read.params,
@@ -364,6 +409,8 @@ impl Conn {
             cut: false,
             opener: None,
             migration: false,
+            recorded: false,
+            emptied: false,
             literals: Literals::default(),
         })
     }
@@ -502,10 +549,19 @@ impl Conn {
         }
         if let Some(tx) = &mut self.tx {
             tx.migration |= p.migration;
+            tx.recorded |= p.mark == Mark::HistoryWrite;
+            tx.emptied |= p.mark == Mark::Truncate;
+        }
+        if matches!(p.mark, Mark::HistoryRead | Mark::HistoryWrite) && self.window.is_none() {
+            self.window = Some(Window::default());
         }
         let known = capture.texts.len();
         let Some(id) = capture.text(&self.database, self.role(), &p.norm.text, &p.raw, p.params)
         else {
+            // Past the texts kept: what it tells of the window still counts.
+            if self.tx.is_none() {
+                self.lone_mark(p.mark, capture);
+            }
             return;
         };
         if capture.texts.len() > known {
@@ -521,14 +577,21 @@ impl Conn {
                     .flatten(),
             }
         };
-        capture.observe(
-            id,
-            portal.prepared_use,
-            &value,
-            self.tx.as_mut().map(|t| &mut t.literals),
-        );
+        // A transaction's literals wait for it to close, the window's for
+        // it to end.
+        let literals = match (&mut self.tx, &mut self.window) {
+            (Some(t), _) => Some(&mut t.literals),
+            (None, Some(w)) => Some(&mut w.literals),
+            (None, None) => None,
+        };
+        capture.observe(id, portal.prepared_use, &value, literals);
         let Some(tx) = &mut self.tx else {
             capture.lone += 1;
+            if let Some(w) = &mut self.window {
+                *w.lone.entry(id).or_default() += 1;
+                w.statements += 1;
+            }
+            self.lone_mark(p.mark, capture);
             return;
         };
         tx.gaps
@@ -596,10 +659,7 @@ impl Conn {
             .or_else(|| self.role.clone())
             .unwrap_or_else(|| self.user.clone());
         let duration = now.saturating_duration_since(tx.started);
-        if !tx.migration {
-            capture.literals.absorb(&tx.literals);
-        }
-        capture.close(Closed {
+        let closed = Closed {
             key: ShapeKey {
                 database: self.database.clone(),
                 role,
@@ -619,19 +679,82 @@ impl Conn {
             statements: tx.statements,
             opener: tx.opener,
             migration: tx.migration,
-        });
+        };
+        let Some(w) = &mut self.window else {
+            if !tx.migration {
+                capture.literals.absorb(&tx.literals);
+            }
+            capture.close(closed);
+            return;
+        };
+        // A migration's by its own statements is counted now; another waits
+        // with the window.
+        if tx.migration {
+            capture.close(closed);
+        } else {
+            w.literals.absorb(&tx.literals);
+            w.statements += tx.statements;
+            w.closed.push(closed);
+        }
+        if tx.recorded {
+            self.settle(capture);
+        } else if failed || tx.emptied || w.statements >= MAX_HELD {
+            self.flush(capture);
+        }
+    }
+
+    /// What an autocommit statement's mark does to the window: a history
+    /// write settles it, a TRUNCATE ends it, and so does one too many held.
+    fn lone_mark(&mut self, mark: Mark, capture: &mut Capture) {
+        let Some(w) = &self.window else {
+            return;
+        };
+        if mark == Mark::HistoryWrite {
+            self.settle(capture);
+        } else if mark == Mark::Truncate || w.statements >= MAX_HELD {
+            self.flush(capture);
+        }
+    }
+
+    /// A migration was recorded: what the window held was its work (a
+    /// statement also run elsewhere is still kept, see
+    /// `record::leave_out_migrations`). The window stays open for the
+    /// next migration.
+    fn settle(&mut self, capture: &mut Capture) {
+        let Some(w) = self.window.replace(Window::default()) else {
+            return;
+        };
+        for (id, n) in w.lone {
+            capture.migration_lone(id, n);
+        }
+        for mut c in w.closed {
+            c.migration = true;
+            capture.close(c);
+        }
+    }
+
+    /// The window ends: what it held is the application's.
+    fn flush(&mut self, capture: &mut Capture) {
+        let Some(w) = self.window.take() else {
+            return;
+        };
+        capture.literals.absorb(&w.literals);
+        for c in w.closed {
+            capture.close(c);
+        }
     }
 
     /// The connection ended (or the relay closes it): an open transaction
     /// is not counted, the server rolls it back; the literals its
     /// statements compared columns with still count, unless it was a
-    /// migration's.
+    /// migration's. What an open build window held is the application's.
     pub fn end(&mut self, capture: &mut Capture) {
         if let Some(tx) = self.tx.take()
             && !tx.migration
         {
             capture.literals.absorb(&tx.literals);
         }
+        self.flush(capture);
     }
 }
 
@@ -1053,6 +1176,9 @@ mod tests {
             b'T',
         );
         r.query("COMMIT", &["COMMIT"], b'I');
+        // What followed the migration's record waited in the build window
+        // for another record; the session's end makes it the application's.
+        r.conn.end(&mut r.cap);
         let id = |t: &str| r.cap.texts.iter().position(|x| x.text == t).unwrap() as u32;
         let backfill = id("UPDATE checks SET tz = $1 WHERE tz IS NULL");
         let select = id("SELECT id FROM checks WHERE id = $1");
@@ -1076,6 +1202,218 @@ mod tests {
             observed.columns.keys().any(|k| k.ends_with("pings.kind")),
             "{observed:?}"
         );
+    }
+
+    /// The id of a text, by its normalized text.
+    fn text_id(cap: &Capture, text: &str) -> u32 {
+        cap.texts
+            .iter()
+            .position(|x| x.text == text)
+            .unwrap_or_else(|| panic!("no text {text}")) as u32
+    }
+
+    /// Issue 47, 5: Django's test runner migrates on the connection it then
+    /// runs the tests on. An `atomic = False` migration runs its data
+    /// statements in autocommit (a transaction of its own without DDL, for
+    /// a `transaction.atomic()` block in its RunPython), and only then
+    /// records itself in django_migrations: they are the migration's, as
+    /// is the atomic migration's whole transaction. The tests after the
+    /// last record (a TestCase's transaction, rolled back; an autocommit
+    /// statement) are the application's, and so are their literals.
+    #[test]
+    fn a_non_atomic_migrations_autocommit_statements_are_not_workload() {
+        let mut r = Run::new();
+        r.query(
+            "SELECT \"django_migrations\".\"app\" FROM \"django_migrations\"",
+            &["SELECT 0"],
+            b'I',
+        );
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.query(
+            "CREATE TABLE forum_thread (id int)",
+            &["CREATE TABLE"],
+            b'T',
+        );
+        r.query(
+            "INSERT INTO django_migrations (app, name) VALUES ('forum', '0001')",
+            &["INSERT 0 1"],
+            b'T',
+        );
+        r.query("COMMIT", &["COMMIT"], b'I');
+        r.query(
+            "UPDATE forum_thread SET last_post_id = (SELECT max(id) FROM forum_post p WHERE p.thread_id = forum_thread.id)",
+            &["UPDATE 3"],
+            b'I',
+        );
+        r.query(
+            "UPDATE forum_attachment a SET category_id = p.category_id FROM forum_post p WHERE a.post_id = p.id AND p.kind = 'upload'",
+            &["UPDATE 2"],
+            b'I',
+        );
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.query(
+            "UPDATE forum_post SET likes = 0 WHERE likes IS NULL",
+            &["UPDATE 1"],
+            b'T',
+        );
+        r.query("COMMIT", &["COMMIT"], b'I');
+        r.query(
+            "INSERT INTO django_migrations (app, name) VALUES ('forum', '0002')",
+            &["INSERT 0 1"],
+            b'I',
+        );
+        // The tests.
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.query(
+            "SELECT id FROM forum_thread WHERE category_id = 3",
+            &["SELECT 1"],
+            b'T',
+        );
+        r.query("ROLLBACK", &["ROLLBACK"], b'I');
+        r.query(
+            "SELECT id FROM forum_post WHERE kind = 'reply'",
+            &["SELECT 1"],
+            b'I',
+        );
+        r.conn.end(&mut r.cap);
+        let cap = &r.cap;
+        for t in [
+            "UPDATE forum_thread SET last_post_id = (SELECT max(id) FROM forum_post p WHERE p.thread_id = forum_thread.id)",
+            "UPDATE forum_attachment a SET category_id = p.category_id FROM forum_post p WHERE a.post_id = p.id AND p.kind = $1",
+            "UPDATE forum_post SET likes = $1 WHERE likes IS NULL",
+        ] {
+            assert!(cap.migration_only(text_id(cap, t)), "{t}");
+        }
+        for t in [
+            "SELECT id FROM forum_thread WHERE category_id = $1",
+            "SELECT id FROM forum_post WHERE kind = $1",
+        ] {
+            assert!(!cap.migration_only(text_id(cap, t)), "{t}");
+        }
+        // Two migrations' transactions (the atomic one, the RunPython's
+        // block) and the test's; the history read, the two data statements
+        // and the second record were the migrations' autocommit statements.
+        assert_eq!((cap.transactions, cap.migration_transactions), (3, 2));
+        assert_eq!((cap.lone, cap.migration_lone), (5, 4));
+        let shapes = r.shapes();
+        assert_eq!(shapes.len(), 1, "{shapes:#?}");
+        assert_eq!(
+            shapes[0].0,
+            ["SELECT id FROM forum_thread WHERE category_id = $1 x1"]
+        );
+        // The test's literals reach `[observed]`, the migration's do not.
+        let observed = cap.literals.observed();
+        let values = |column: &str| -> Vec<String> {
+            observed
+                .columns
+                .iter()
+                .filter(|(k, _)| k.ends_with(column))
+                .flat_map(|(_, c)| c.values.keys().cloned())
+                .collect()
+        };
+        assert_eq!(values("forum_post.kind"), ["reply"], "{observed:?}");
+        assert_eq!(values("forum_thread.category_id"), ["3"], "{observed:?}");
+    }
+
+    /// Issue 47, 5: a schema change alone never reaches back. A test that
+    /// creates a table of its own (temporary or not) keeps what its
+    /// session ran before and after, and a session that never touched a
+    /// history table has no window at all.
+    #[test]
+    fn a_tests_own_schema_change_keeps_its_sessions_statements() {
+        let mut r = Run::new();
+        r.query(
+            "SELECT id FROM forum_thread WHERE id = 1",
+            &["SELECT 1"],
+            b'I',
+        );
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.query(
+            "UPDATE forum_thread SET likes = 2 WHERE id = 1",
+            &["UPDATE 1"],
+            b'T',
+        );
+        r.query("COMMIT", &["COMMIT"], b'I');
+        r.query("CREATE TEMP TABLE ids (id int)", &["CREATE TABLE"], b'I');
+        r.query(
+            "CREATE TABLE scratch_model (id int)",
+            &["CREATE TABLE"],
+            b'I',
+        );
+        r.query(
+            "SELECT id FROM forum_post WHERE id = 2",
+            &["SELECT 1"],
+            b'I',
+        );
+        assert!(r.conn.window.is_none());
+        r.conn.end(&mut r.cap);
+        let cap = &r.cap;
+        for t in [
+            "SELECT id FROM forum_thread WHERE id = $1",
+            "UPDATE forum_thread SET likes = $1 WHERE id = $2",
+            "SELECT id FROM forum_post WHERE id = $1",
+        ] {
+            assert!(!cap.migration_only(text_id(cap, t)), "{t}");
+        }
+        assert_eq!((cap.migration_transactions, cap.migration_lone), (0, 0));
+        assert_eq!(r.shapes().len(), 1);
+    }
+
+    /// Issue 47, 5: a test runner's isolation ends the window. A session
+    /// that read a history table (a check for pending migrations) then ran
+    /// tests, each rolled back or followed by a TRUNCATE, and then a test
+    /// that migrates: only what that migration ran before its record is
+    /// the migration's. So is it when the window held [`MAX_HELD`]
+    /// statements without a record.
+    #[test]
+    fn a_rollback_a_truncate_or_too_many_statements_end_the_window() {
+        let record = |r: &mut Run, name: &str| {
+            r.query(
+                &format!("INSERT INTO schema_migrations (version) VALUES ('{name}')"),
+                &["INSERT 0 1"],
+                b'I',
+            );
+        };
+        let read = |r: &mut Run| {
+            r.query(
+                "SELECT version FROM schema_migrations ORDER BY version",
+                &["SELECT 1"],
+                b'I',
+            );
+        };
+        let mut r = Run::new();
+        read(&mut r);
+        r.query("SELECT id FROM a WHERE id = 1", &["SELECT 1"], b'I');
+        r.query("BEGIN", &["BEGIN"], b'T');
+        r.query("SELECT id FROM b WHERE id = 1", &["SELECT 1"], b'T');
+        r.query("ROLLBACK", &["ROLLBACK"], b'I');
+        read(&mut r);
+        r.query("SELECT id FROM c WHERE id = 1", &["SELECT 1"], b'I');
+        r.query("TRUNCATE c", &["TRUNCATE TABLE"], b'I');
+        read(&mut r);
+        r.query("UPDATE d SET n = 0", &["UPDATE 1"], b'I');
+        record(&mut r, "2");
+        // A window that held too many ends; the next read opens another.
+        for _ in 0..MAX_HELD {
+            r.query("SELECT id FROM e WHERE id = 1", &["SELECT 1"], b'I');
+        }
+        read(&mut r);
+        r.query("UPDATE f SET n = 0", &["UPDATE 1"], b'I');
+        record(&mut r, "3");
+        r.conn.end(&mut r.cap);
+        let cap = &r.cap;
+        for t in [
+            "SELECT id FROM a WHERE id = $1",
+            "SELECT id FROM b WHERE id = $1",
+            "SELECT id FROM c WHERE id = $1",
+            "SELECT id FROM e WHERE id = $1",
+        ] {
+            assert!(!cap.migration_only(text_id(cap, t)), "{t}");
+        }
+        for t in ["UPDATE d SET n = $1", "UPDATE f SET n = $1"] {
+            assert!(cap.migration_only(text_id(cap, t)), "{t}");
+        }
+        assert_eq!(cap.migration_transactions, 0);
     }
 
     #[test]

@@ -152,7 +152,10 @@ pub struct Capture {
     pub literals: super::evidence::Literals,
     /// Migrations' transactions (issue 13, 6): counted, never written.
     pub migration_transactions: u64,
-    /// Calls of each text inside migrations' transactions.
+    /// Migrations' autocommit statements (issue 47, 5): counted in `lone`.
+    pub migration_lone: u64,
+    /// Calls of each text a migration ran: inside migrations' transactions,
+    /// or in a session's build window before the migration was recorded.
     migration_calls: HashMap<u32, u64>,
 }
 
@@ -256,7 +259,14 @@ impl Capture {
         });
     }
 
-    /// Whether every call of text `id` ran inside migrations' transactions.
+    /// `n` autocommit calls of text `id` that a migration ran (a session's
+    /// build window, see `session`): counted in `lone` when they ran.
+    pub fn migration_lone(&mut self, id: u32, n: u64) {
+        self.migration_lone += n;
+        *self.migration_calls.entry(id).or_default() += n;
+    }
+
+    /// Whether every call of text `id` was a migration's.
     pub fn migration_only(&self, id: u32) -> bool {
         let calls = self.texts.get(id as usize).map_or(0, |t| t.calls);
         calls > 0 && self.migration_calls.get(&id).is_some_and(|&m| m >= calls)

@@ -73,8 +73,30 @@ pub struct Read {
     /// Whether it is a migration's work: a schema change, or a write to a
     /// migration tool's bookkeeping table.
     pub migration: bool,
+    /// What it tells of a migration run on its connection.
+    pub mark: Mark,
     /// The highest `$n` it names.
     pub params: u32,
+}
+
+/// What a statement tells of a migration run on its connection (issue 47,
+/// 5): the session's build window (see `session`) opens when a migration
+/// tool touches its history table, is the migrations' when the tool
+/// records one there, and is the application's when a test runner isolates
+/// its tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    None,
+    /// It names a migration tool's history table without writing it: the
+    /// tool reading what is applied, or creating its table.
+    HistoryRead,
+    /// It writes one that records migrations (INSERT, UPDATE, DELETE,
+    /// MERGE): a migration recorded as applied, or as unapplied.
+    HistoryWrite,
+    /// A TRUNCATE: a test runner emptying tables between tests (Django's
+    /// `TransactionTestCase`, database_cleaner), even of a history table
+    /// (golang-migrate's TRUNCATE comes with its INSERT, in one transaction).
+    Truncate,
 }
 
 /// A statement's normalized text, meaning, migration work and highest `$n`,
@@ -83,10 +105,12 @@ pub struct Read {
 /// `migration_work` are for the tests.)
 pub fn read(text: &str) -> Read {
     let tokens = Lexer::new(text).tokens();
+    let (migration, mark) = migration_signs(&tokens);
     Read {
         norm: normalize_with(text, &tokens),
         meaning: meaning_with(text, &tokens),
-        migration: migration_work_of(&tokens),
+        migration,
+        mark,
         params: max_param_of(&tokens),
     }
 }
@@ -258,28 +282,58 @@ fn set_config_meaning(text: &str, tokens: &[Token]) -> Meaning {
 /// TRUNCATE is no sign: test runners empty tables between tests with it.
 #[cfg(test)]
 pub fn migration_work(text: &str) -> bool {
-    migration_work_of(&Lexer::new(text).tokens())
+    migration_signs(&Lexer::new(text).tokens()).0
 }
 
-fn migration_work_of(tokens: &[Token]) -> bool {
+/// What a statement tells of a migration run ([`Mark`]).
+#[cfg(test)]
+pub fn mark(text: &str) -> Mark {
+    migration_signs(&Lexer::new(text).tokens()).1
+}
+
+/// Bookkeeping tables a write to which records no migration: knex's lock
+/// (taken before the migrations run) and Rails' environment name. A write
+/// to one is migration work, but only an access for the build window.
+const RECORDS_NONE: &[&str] = &["knex_migrations_lock", "ar_internal_metadata"];
+
+/// A statement's migration work ([`migration_work`]) and its [`Mark`].
+fn migration_signs(tokens: &[Token]) -> (bool, Mark) {
     let is = |i: usize, names: &[&str]| match tokens.get(i).map(|t| &t.kind) {
         Some(Kind::Word(w)) => names.iter().any(|n| w.eq_ignore_ascii_case(n)),
         _ => false,
     };
-    let tables = crate::catalog::schema::MIGRATION_TABLES;
-    if is(0, &["create"]) {
-        !(1..=3).any(|i| is(i, &["temp", "temporary"]))
-    } else if is(0, &["alter", "drop", "comment"]) {
-        true
-    } else if is(0, &["insert", "update", "delete", "merge", "with"]) {
-        tokens.iter().any(|t| match &t.kind {
-            Kind::Word(w) => tables.iter().any(|n| w.eq_ignore_ascii_case(n)),
-            Kind::Quoted(q) => tables.contains(&q.as_str()),
-            _ => false,
-        })
-    } else {
-        false
+    // planck's own `migrate` too, where its role may not untrack itself.
+    use crate::catalog::schema::{MIGRATION_TABLES, PLANCK_MIGRATIONS};
+    let tables = MIGRATION_TABLES.iter().chain([&PLANCK_MIGRATIONS]);
+    // The history tables the statement names: (any, one that records).
+    let (mut any, mut records) = (false, false);
+    for t in tokens {
+        let named = match &t.kind {
+            Kind::Word(w) => tables.clone().find(|n| w.eq_ignore_ascii_case(n)),
+            Kind::Quoted(q) => tables.clone().find(|n| q.as_str() == **n),
+            _ => None,
+        };
+        if let Some(n) = named {
+            any = true;
+            records |= !RECORDS_NONE.contains(n);
+        }
     }
+    let write = is(0, &["insert", "update", "delete", "merge", "with"]);
+    let mark = if is(0, &["truncate"]) {
+        Mark::Truncate
+    } else if write && records {
+        Mark::HistoryWrite
+    } else if any {
+        Mark::HistoryRead
+    } else {
+        Mark::None
+    };
+    let schema = if is(0, &["create"]) {
+        !(1..=3).any(|i| is(i, &["temp", "temporary"]))
+    } else {
+        is(0, &["alter", "drop", "comment"])
+    };
+    (schema || write && any, mark)
 }
 
 fn isolation_of(tokens: &[Token]) -> Option<String> {
@@ -640,6 +694,60 @@ mod tests {
             "SELECT 1 FROM t FOR UPDATE",
         ] {
             assert!(!migration_work(q), "{q}");
+        }
+    }
+
+    /// Issue 47, 5: what opens, ends and settles a session's build window.
+    #[test]
+    fn history_reads_writes_and_truncates_are_marked() {
+        for (q, want) in [
+            (
+                "SELECT \"django_migrations\".\"id\", \"django_migrations\".\"app\" FROM \"django_migrations\"",
+                Mark::HistoryRead,
+            ),
+            (
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version bigint NOT NULL PRIMARY KEY, dirty boolean NOT NULL)",
+                Mark::HistoryRead,
+            ),
+            (
+                "/*NO LOAD BALANCE*/\nSELECT \"installed_rank\",\"version\" FROM \"public\".\"flyway_schema_history\" WHERE \"installed_rank\" > $1",
+                Mark::HistoryRead,
+            ),
+            (
+                "INSERT INTO \"django_migrations\" (\"app\", \"name\", \"applied\") VALUES ('forum', '0002', now()) RETURNING \"django_migrations\".\"id\"",
+                Mark::HistoryWrite,
+            ),
+            (
+                "UPDATE alembic_version SET version_num='ae1027a6acf' WHERE alembic_version.version_num = '1975ea83b712'",
+                Mark::HistoryWrite,
+            ),
+            (
+                "DELETE FROM \"django_migrations\" WHERE (\"app\" = 'forum' AND \"name\" = '0003')",
+                Mark::HistoryWrite,
+            ),
+            (
+                "INSERT INTO planck_migrations (name) VALUES ('0002_tz.sql')",
+                Mark::HistoryWrite,
+            ),
+            (
+                "TRUNCATE \"forum_post\", \"forum_thread\" CASCADE",
+                Mark::Truncate,
+            ),
+            ("TRUNCATE schema_migrations", Mark::Truncate),
+            // knex takes its lock before it migrates: no record.
+            (
+                "UPDATE \"knex_migrations_lock\" SET \"is_locked\" = $1 WHERE \"is_locked\" = $2",
+                Mark::HistoryRead,
+            ),
+            // A table's name as a value is no access to it.
+            (
+                "SELECT 1 FROM pg_class WHERE relname = 'django_migrations'",
+                Mark::None,
+            ),
+            ("CREATE TABLE forum_tag (id int)", Mark::None),
+            ("UPDATE forum_thread SET likes = 0", Mark::None),
+        ] {
+            assert_eq!(mark(q), want, "{q}");
         }
     }
 
