@@ -1,7 +1,7 @@
 //! The command line, as clap sees it: raw flags, no validation beyond syntax.
 //! [`crate::settings::Settings`] turns these into validated settings.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -36,14 +36,40 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// `planck --version`: the PostgreSQL majors planck runs on, from
-/// [`crate::cluster::MIN_MAJOR`] up to the newest CI runs (the whole suite on
-/// 15 and 18, the end-to-end tests on 14, 16 and 17).
+/// `planck --version`: the crate it was installed as (`cargo install
+/// planck-pg`: the binary's name is not the crate's), then the PostgreSQL
+/// majors planck runs on, from [`crate::cluster::MIN_MAJOR`] up to the newest
+/// CI runs (the whole suite on 15 and 18, the end-to-end tests on 14, 16 and
+/// 17). `main` adds [`found_postgres`] under it.
 pub const LONG_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    "\nPostgreSQL servers 14, 15, 16, 17 and 18 (the managed cluster uses the server binaries it \
+    " (crate ",
+    env!("CARGO_PKG_NAME"),
+    ")\nPostgreSQL servers 14, 15, 16, 17 and 18 (the managed cluster uses the server binaries it \
 finds on PATH, in /usr/lib/postgresql, or in PLANCK_PG_BINDIR)"
 );
+
+/// The line `planck --version` ends with: the server binaries the managed
+/// cluster would run on this machine, as [`crate::cluster::find_bindir`]
+/// picks them (`pg_bindir`: PLANCK_PG_BINDIR), with their version, or why
+/// there are none. Found when `--version` is asked for, not at every start
+/// (it runs `postgres --version`), so it is not part of clap's fixed text.
+pub fn found_postgres(pg_bindir: Option<&Path>) -> String {
+    let found = crate::cluster::find_bindir(pg_bindir)
+        .and_then(|dir| crate::cluster::server_version(&dir).map(|version| (version, dir)));
+    match found {
+        Ok((version, dir)) => format!(
+            "PostgreSQL found: {version} in {}{}",
+            dir.display(),
+            if pg_bindir.is_some() {
+                " (PLANCK_PG_BINDIR)"
+            } else {
+                ""
+            }
+        ),
+        Err(e) => format!("PostgreSQL found: none ({e})"),
+    }
+}
 
 /// The heading global flags are listed under in every `--help`.
 const GLOBAL: &str = "Global options";

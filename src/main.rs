@@ -1,6 +1,10 @@
 //! The `planck` binary: parse, dispatch, exit in one place.
 
+use std::io::Write;
+use std::path::Path;
+
 use clap::Parser;
+use clap::error::ErrorKind;
 
 use planck::cli::Cli;
 use planck::error::{self, exit};
@@ -11,9 +15,29 @@ fn main() {
     if let Some(code) = planck::record::relay::own_process::run_if_asked() {
         std::process::exit(code);
     }
-    let cli = Cli::parse();
-    let code = run(cli);
+    let code = match Cli::try_parse() {
+        Ok(cli) => run(cli),
+        Err(e) => clap_exit(&e),
+    };
     std::process::exit(code);
+}
+
+/// What clap stops at (`--help`, `--version`, a usage error): printed as
+/// clap prints it, with its exit code. `--version` (not `-V`) also names the
+/// PostgreSQL this machine has, which clap's fixed text cannot.
+fn clap_exit(e: &clap::Error) -> i32 {
+    let text = e.render().to_string();
+    if e.kind() == ErrorKind::DisplayVersion && text.contains(planck::cli::LONG_VERSION) {
+        let bindir = std::env::var_os("PLANCK_PG_BINDIR").filter(|v| !v.is_empty());
+        let found = planck::cli::found_postgres(bindir.as_deref().map(Path::new));
+        // A closed stdout (`planck --version | head -1`) is not an error.
+        let _ = writeln!(std::io::stdout().lock(), "{}\n{found}", text.trim_end());
+        return 0;
+    }
+    // clap's own rendering (colours on a terminal, stderr for errors).
+    let _ = e.print();
+    let _ = std::io::stdout().flush();
+    e.exit_code()
 }
 
 fn run(cli: Cli) -> i32 {
