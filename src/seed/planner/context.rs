@@ -202,6 +202,11 @@ pub(super) struct Pass<'a> {
     pub(super) tables: &'a [TablePlan],
     pub(super) in_tree: &'a [bool],
     pub(super) depth: &'a [usize],
+    /// By position in `order`: the rows the previous round of this pass
+    /// settled for each table (None in the first round), which is what a
+    /// table planned before its parent (a back edge of a cycle) reads of
+    /// that parent's rows.
+    pub(super) later: &'a [Option<u64>],
 }
 
 impl Pass<'_> {

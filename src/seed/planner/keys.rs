@@ -501,7 +501,7 @@ pub(super) fn uniqueness(
     spec_span: &HashMap<usize, std::ops::Range<usize>>,
     fk_cols: &HashMap<usize, usize>,
     sized_by_spec: bool,
-    tables: &[TablePlan],
+    (tables, later): (&[TablePlan], &[Option<u64>]),
     tp: &mut TablePlan,
     assigned: &mut [bool],
 ) -> Result<()> {
@@ -557,6 +557,7 @@ pub(super) fn uniqueness(
             fk_cols,
             sized_by_spec,
             tables,
+            later,
             max_per_parent,
             u,
             within,
@@ -588,6 +589,9 @@ struct KeyHold<'a> {
     fk_cols: &'a HashMap<usize, usize>,
     sized_by_spec: bool,
     tables: &'a [TablePlan],
+    /// The rows of the tables planned after this one (see
+    /// [`super::context::Pass::later`]).
+    later: &'a [Option<u64>],
     max_per_parent: u64,
     u: &'a crate::catalog::schema::Unique,
     /// Unique within each parent: the key holds the primary parent's
@@ -601,6 +605,16 @@ struct KeyHold<'a> {
 }
 
 impl KeyHold<'_> {
+    /// The rows of the table at plan position `t`: its plan's, or for a
+    /// parent planned after this table (a back edge of a cycle) the rows
+    /// the previous planning round settled; None in the first round.
+    fn parent_rows(&self, t: usize) -> Option<u64> {
+        self.tables
+            .get(t)
+            .map(|p| p.rows)
+            .or_else(|| self.later.get(t).copied().flatten())
+    }
+
     fn span_of(&self, c: usize) -> Option<std::ops::Range<usize>> {
         self.spec_span
             .get(&c)
@@ -660,7 +674,7 @@ fn carry_alone(k: &KeyHold, tp: &mut TablePlan, assigned: &mut [bool]) -> Result
     for &c in &k.rest {
         if let Some(fi) = k.fk_cols.get(&c).copied() {
             if tp.fks[fi].cols.len() == 1 && k.rest.len() == 1 {
-                let prow = k.tables.get(tp.fks[fi].parent).map_or(u64::MAX, |p| p.rows);
+                let prow = k.parent_rows(tp.fks[fi].parent).unwrap_or(u64::MAX);
                 if tp.fks[fi].parent == k.pi {
                     continue;
                 }
@@ -809,7 +823,7 @@ fn enumerate_jointly(k: &KeyHold, tp: &mut TablePlan) -> Result<()> {
     for &c in &k.rest {
         if let Some(fi) = k.fk_cols.get(&c).copied() {
             if seen_fk.insert(fi) {
-                radices.push(k.tables.get(tp.fks[fi].parent).map_or(tp.rows, |p| p.rows));
+                radices.push(k.parent_rows(tp.fks[fi].parent).unwrap_or(tp.rows));
                 members.push((c, Some(fi)));
             }
         } else if let Some(d) = tp.cols[c].generator.domain() {

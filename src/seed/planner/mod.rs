@@ -45,7 +45,7 @@ use crate::seed::spec::SpecFile;
 
 pub use context::Options;
 use context::resolve;
-use pass::plan_pass;
+use pass::plan_settled;
 pub use sizing::DEFAULT_ROWS;
 use sizing::tenant_of;
 
@@ -79,7 +79,7 @@ pub fn build_skipping(
     let mut plan = loop {
         let mut pass = res.clone();
         pass.excluded.extend(unseedable.keys().copied());
-        match plan_pass(cat, sf, opts, &pass, tenant, &unseedable)? {
+        match plan_settled(cat, sf, opts, &pass, tenant, &unseedable)? {
             Ok(plan) => break plan,
             Err(found) => {
                 let before = unseedable.len();

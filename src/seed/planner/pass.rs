@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::seed::check_expr::ColFacts;
 use crate::seed::row::generate::Gen;
 use crate::seed::row::plan::{
-    ColPlan, FkPlan, Layout, SeedPlan, ServerChecks, TablePlan, Unseedable,
+    ColPlan, FkPlan, Layout, Pick, SeedPlan, ServerChecks, TablePlan, Unseedable,
 };
 use crate::seed::row::rng;
 use crate::seed::spec::SpecFile;
@@ -98,11 +98,20 @@ fn placeholder(table: &crate::catalog::schema::Table, ci: usize) -> TablePlan {
 /// A table a pass could not plan, with its error (None for a cascade).
 pub(super) type Found = (Unseedable, Option<Error>);
 
-/// One planning pass over the tables `res` does not exclude: the plan, or
-/// every table the pass found it cannot seed (the caller excludes them and
-/// plans again). `unseedable` holds the tables earlier passes set aside, to
-/// name them as the cause of a cascade.
-pub(super) fn plan_pass(
+/// Most rounds [`plan_settled`] plans a pass in before it gives up on the
+/// rows settling.
+const ROUNDS: usize = 8;
+
+/// [`plan_pass`] until every table's rows are settled before any table
+/// reads them (issue 47 point 2): a table planned before its parent (a
+/// back edge of a cycle) draws its keys from what the parent holds in the
+/// end, which the parent's own planning may lower (a unique key with fewer
+/// values than rows). Each round plans every table again with the rows the
+/// round before settled, until a round gives every table the rows it was
+/// planned with; a schema without a back edge takes one round. The plan
+/// returned never draws a key beyond its parent's rows (checked: see
+/// [`key_beyond_parent`]).
+pub(super) fn plan_settled(
     cat: &Schema,
     sf: &SpecFile,
     opts: &Options,
@@ -110,12 +119,85 @@ pub(super) fn plan_pass(
     tenant: Option<usize>,
     unseedable: &BTreeMap<usize, Unseedable>,
 ) -> Result<std::result::Result<SeedPlan, Vec<Found>>> {
+    let mut settled: HashMap<usize, u64> = HashMap::new();
+    for _ in 0..ROUNDS {
+        let plan = match plan_pass(cat, sf, opts, res, tenant, unseedable, &settled)? {
+            Ok(plan) => plan,
+            Err(found) => return Ok(Err(found)),
+        };
+        let back_edges = plan
+            .tables
+            .iter()
+            .enumerate()
+            .any(|(t, tp)| tp.fks.iter().any(|f| f.parent > t));
+        let rows: HashMap<usize, u64> = plan.tables.iter().map(|tp| (tp.cat, tp.rows)).collect();
+        if !back_edges || rows == settled {
+            return match key_beyond_parent(&plan) {
+                None => Ok(Ok(plan)),
+                Some(message) => Err(Error::Internal { message }),
+            };
+        }
+        settled = rows;
+    }
+    Err(Error::Internal {
+        message: format!("the tables' rows did not settle in {ROUNDS} planning rounds"),
+    })
+}
+
+/// A foreign key that would draw a parent row the parent does not hold
+/// (a joint enumeration over more parent rows than it has, each parent
+/// once for more rows than parents), named; None when every key the plan
+/// draws exists. Planning settles the rows so this never happens: it
+/// stops a plan that would end in the server's 23503 after the load.
+fn key_beyond_parent(plan: &SeedPlan) -> Option<String> {
+    for tp in &plan.tables {
+        for f in &tp.fks {
+            let p = &plan.tables[f.parent];
+            let beyond = match f.pick {
+                Pick::Joint { group, digit } => {
+                    let g = &tp.joints[group];
+                    let radix = if g.pairs.is_some() {
+                        g.radices[0]
+                    } else {
+                        g.radices[digit]
+                    };
+                    radix > p.rows
+                }
+                Pick::UniqueGlobal => tp.rows > p.rows && !f.nullable,
+                _ => false,
+            };
+            if beyond && p.rows > 0 {
+                return Some(format!(
+                    "planning drew keys of {} ({}) beyond the {} rows of {}",
+                    tp.display, f.name, p.rows, p.display
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// One planning pass over the tables `res` does not exclude: the plan, or
+/// every table the pass found it cannot seed (the caller excludes them and
+/// plans again). `unseedable` holds the tables earlier passes set aside, to
+/// name them as the cause of a cascade; `settled`, by catalog index, the
+/// rows the round before gave each table (see [`plan_settled`]).
+fn plan_pass(
+    cat: &Schema,
+    sf: &SpecFile,
+    opts: &Options,
+    res: &Resolved,
+    tenant: Option<usize>,
+    unseedable: &BTreeMap<usize, Unseedable>,
+    settled: &HashMap<usize, u64>,
+) -> Result<std::result::Result<SeedPlan, Vec<Found>>> {
     let spec = &sf.spec;
     let seeded: Vec<usize> = (0..cat.tables.len())
         .filter(|i| !res.excluded.contains(i))
         .collect();
     let order = order(cat, &seeded);
     let pos: HashMap<usize, usize> = order.iter().enumerate().map(|(i, t)| (*t, i)).collect();
+    let later: Vec<Option<u64>> = order.iter().map(|t| settled.get(t).copied()).collect();
     let base_rows = opts.default_rows.or(spec.rows).unwrap_or(DEFAULT_ROWS) as f64 * opts.scale;
     // A tenant table that cannot be seeded takes the tenancy with it.
     let tenant = tenant.filter(|t| !unseedable.contains_key(t));
@@ -154,6 +236,7 @@ pub(super) fn plan_pass(
                     tables: &tables,
                     in_tree: &in_tree,
                     depth: &depth,
+                    later: &later,
                 };
                 plan_table(&pass, pi, ci, &mut followed_recording)
             }
@@ -329,7 +412,7 @@ fn plan_table(
         &spec_span,
         &fk_cols,
         sized_by_spec,
-        p.tables,
+        (p.tables, p.later),
         &mut tp,
         &mut assigned,
     )?;
