@@ -1,13 +1,23 @@
-//! The CI snippets under tools/ci, read as YAML (a key that stands only in a
-//! comment does not count): every planck command line in their steps parses
-//! with planck's own command line (clap's `try_parse_from`), and the GitHub
-//! workflow has what the README promises (history, paths, permissions, the
-//! SARIF upload and the comment).
+//! planck in CI: its GitHub Action (action.yml), the workflows and the
+//! GitLab job under tools/ci, read as YAML (a key that stands only in a
+//! comment does not count). Every planck command line in their steps parses
+//! with planck's own command line (clap's `try_parse_from`); the workflows
+//! and the action have what docs/ci.md promises (history, paths,
+//! permissions, the SARIF upload, the one comment, the install of
+//! planck-pg); every action they use is pinned to a commit; the action's
+//! check step runs with the real planck; tools/lint-workflows (zizmor)
+//! passes on the files and fails on a copy with an unpinned action planted;
+//! and `planck --version` names the crate and the PostgreSQL it found.
+
+use std::path::Path;
+use std::process::Output;
 
 use planck::cli::{Cli, Command};
 
 use clap::Parser;
 use serde_yaml::Value;
+
+use crate::common::{assert_exit, bindir, git, planck_cmd, project_dir, repo_root, stderr, stdout};
 
 /// The planck command lines among `commands` (the `run:` or `script:` texts
 /// of a CI file): lines that start with `planck `. `${{ expr }}` and `$VAR`
@@ -76,86 +86,559 @@ fn assert_check_lines(rel: &str, lines: &[Vec<String>]) {
     }
 }
 
-#[test]
-fn github_workflow_planck_lines_parse_and_it_has_history_paths_and_permissions() {
-    let rel = "tools/ci/github-actions.yml";
-    let w = yaml(rel);
-    let steps = at(&w, rel, &["jobs", "check", "steps"])
-        .as_sequence()
-        .expect("the check job's steps");
-    let step_using = |action: &str| {
-        steps
-            .iter()
-            .find(|s| {
-                s.get("uses")
-                    .and_then(Value::as_str)
-                    .is_some_and(|u| u.starts_with(&format!("{action}@")))
-            })
-            .unwrap_or_else(|| panic!("{rel}: no step uses {action}"))
-    };
-    let runs: Vec<&str> = steps
-        .iter()
-        .filter_map(|s| s.get("run").and_then(Value::as_str))
+/// The GitHub files the linters read: the action and every workflow under
+/// tools/ci (gitlab-ci.yml is GitLab's), as paths from the repository root.
+fn github_files() -> Vec<String> {
+    let mut workflows: Vec<String> = std::fs::read_dir(repo_root().join("tools/ci"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".yml") && !n.starts_with("gitlab-"))
+        .map(|n| format!("tools/ci/{n}"))
         .collect();
-    let lines = planck_lines(runs.iter().copied());
-    assert_check_lines(rel, &lines);
-    assert!(
-        runs.iter()
-            .any(|r| r.starts_with("planck check --base origin/${{ github.base_ref }} ")),
-        "{runs:?}"
-    );
+    workflows.sort();
+    let mut out = vec!["action.yml".to_string()];
+    out.extend(workflows);
+    out
+}
 
-    // History: `--base` needs the merge base.
+fn steps_of<'a>(v: &'a Value, rel: &str, path: &[&str]) -> &'a [Value] {
+    at(v, rel, path)
+        .as_sequence()
+        .unwrap_or_else(|| panic!("{rel}: {} is not a list", path.join(".")))
+}
+
+/// The first step of `steps` that uses `action` (`owner/repo[/path]`, any ref).
+fn step_using<'a>(steps: &'a [Value], rel: &str, action: &str) -> &'a Value {
+    steps
+        .iter()
+        .find(|s| {
+            s.get("uses")
+                .and_then(Value::as_str)
+                .is_some_and(|u| u.starts_with(&format!("{action}@")))
+        })
+        .unwrap_or_else(|| panic!("{rel}: no step uses {action}"))
+}
+
+fn step_with_id<'a>(steps: &'a [Value], rel: &str, id: &str) -> &'a Value {
+    steps
+        .iter()
+        .find(|s| s.get("id").and_then(Value::as_str) == Some(id))
+        .unwrap_or_else(|| panic!("{rel}: no step with id {id}"))
+}
+
+fn run_of<'a>(step: &'a Value, rel: &str) -> &'a str {
+    at(step, rel, &["run"]).as_str().unwrap()
+}
+
+/// A workflow's permission `p` for `job`: the job's own, else the workflow's.
+fn permission<'a>(w: &'a Value, job: &str, p: &str) -> Option<&'a str> {
+    let of = |v: Option<&'a Value>| v?.get("permissions")?.get(p)?.as_str();
+    of(w.get("jobs").and_then(|j| j.get(job))).or_else(|| of(Some(w)))
+}
+
+/// What the short workflow and the written-out one share: pull requests that
+/// touch migrations or queries, code scanning and the comment allowed, the
+/// whole history checked out and no credentials left in it, and the way out
+/// for forks (a second workflow on workflow_run) in the opening comment,
+/// which is advice to the reader.
+fn assert_pull_request_workflow(rel: &str) -> Value {
+    let w = yaml(rel);
+    let paths = strings(at(&w, rel, &["on", "pull_request", "paths"]));
+    assert_eq!(paths, ["migrations/**", "queries/**"], "{rel}");
+    for p in ["security-events", "pull-requests"] {
+        assert_eq!(permission(&w, "check", p), Some("write"), "{rel}: {p}");
+    }
+    let steps = steps_of(&w, rel, &["jobs", "check", "steps"]);
+    let checkout = step_using(steps, rel, "actions/checkout");
     assert_eq!(
-        at(
-            step_using("actions/checkout"),
-            rel,
-            &["with", "fetch-depth"]
-        )
-        .as_u64(),
+        at(checkout, rel, &["with", "fetch-depth"]).as_u64(),
         Some(0)
     );
-    // Paths: only pull requests that touch migrations or queries.
-    let paths = strings(at(&w, rel, &["on", "pull_request", "paths"]));
-    assert_eq!(paths, ["migrations/**", "queries/**"]);
-    // Permissions: SARIF upload and the comment.
-    let perms = at(&w, rel, &["permissions"]);
-    for p in ["security-events", "pull-requests"] {
-        assert_eq!(at(perms, rel, &[p]).as_str(), Some("write"), "{perms:?}");
-    }
-    // The report planck writes is the one uploaded, and the comment is
-    // updated in place.
-    assert!(
-        lines
-            .iter()
-            .any(|l| l.windows(2).any(|w| w == ["--sarif", "planck.sarif"]))
-    );
     assert_eq!(
-        at(
-            step_using("github/codeql-action/upload-sarif"),
-            rel,
-            &["with", "sarif_file"]
-        )
-        .as_str(),
-        Some("planck.sarif")
+        at(checkout, rel, &["with", "persist-credentials"]).as_bool(),
+        Some(false)
     );
-    let script = at(
-        step_using("actions/github-script"),
-        rel,
-        &["with", "script"],
-    )
-    .as_str()
-    .unwrap();
-    assert!(script.contains("updateComment"), "{script}");
-    assert!(script.contains("planck.md"), "{script}");
-    // The way out for forks (a second workflow on workflow_run) is advice
-    // to the reader: it stands in the file's opening comment.
     let header: String = file(rel)
         .lines()
         .take_while(|l| l.starts_with('#'))
         .collect::<Vec<_>>()
         .join("\n");
     assert!(header.contains("workflow_run"), "{header}");
+    w
+}
+
+#[test]
+fn github_workflow_is_the_action_after_a_checkout_with_history() {
+    let rel = "tools/ci/github-actions.yml";
+    let w = assert_pull_request_workflow(rel);
+    let steps = steps_of(&w, rel, &["jobs", "check", "steps"]);
+    // The checkout, then planck's action at a commit: nothing else to copy.
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    let uses = at(&steps[1], rel, &["uses"]).as_str().unwrap();
+    let (repo, commit) = uses.split_once('@').unwrap();
+    assert!(repo.ends_with("/planck"), "{uses}");
+    assert_eq!(commit.len(), 40, "{uses}");
+}
+
+#[test]
+fn written_out_workflow_planck_lines_parse_and_it_uploads_and_comments() {
+    let rel = "tools/ci/github-actions-manual.yml";
+    let w = assert_pull_request_workflow(rel);
+    let steps = steps_of(&w, rel, &["jobs", "check", "steps"]);
+    let runs: Vec<&str> = steps
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .collect();
+    let lines = planck_lines(runs.iter().copied());
+    assert_check_lines(rel, &lines);
+    // The report planck writes is the one uploaded and the one posted, and
+    // the comment is updated in place.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.windows(2).any(|w| w == ["--sarif", "planck.sarif"])),
+        "{lines:?}"
+    );
+    assert_eq!(
+        at(
+            step_using(steps, rel, "github/codeql-action/upload-sarif"),
+            rel,
+            &["with", "sarif_file"]
+        )
+        .as_str(),
+        Some("planck.sarif")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.windows(2).any(|w| w == ["--markdown", "planck.md"])),
+        "{lines:?}"
+    );
+    let comment = runs
+        .iter()
+        .find(|r| r.contains("<!-- planck check -->"))
+        .expect("a step that writes the comment");
+    assert!(comment.contains("--method PATCH"), "{comment}");
+    assert!(comment.contains("cat planck.md"), "{comment}");
+    // The gate's verdict outlives the uploads: planck check may fail, the
+    // last step fails the job when it did.
+    let check = step_with_id(steps, rel, "check");
+    assert_eq!(at(check, rel, &["continue-on-error"]).as_bool(), Some(true));
+    let last = run_of(steps.last().unwrap(), rel);
+    assert_eq!(last.trim(), "exit 1");
+}
+
+/// `[name]=file` pairs of the action's check step: the reports it can write.
+fn action_reports(script: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for part in script.split('[').skip(1) {
+        let Some((name, rest)) = part.split_once("]=") else {
+            continue;
+        };
+        let file: String = rest
+            .chars()
+            .take_while(|c| !c.is_whitespace() && *c != ')')
+            .collect();
+        out.push((name.to_string(), file));
+    }
+    out
+}
+
+#[test]
+fn action_has_its_inputs_and_each_report_is_a_planck_check_flag() {
+    let rel = "action.yml";
+    let a = yaml(rel);
+    assert_eq!(at(&a, rel, &["runs", "using"]).as_str(), Some("composite"));
+    let inputs = at(&a, rel, &["inputs"]).as_mapping().unwrap();
+    let names: Vec<&str> = inputs.keys().filter_map(Value::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            "base",
+            "fail-on",
+            "reports",
+            "version",
+            "comment",
+            "working-directory",
+            "github-token"
+        ]
+    );
+    let steps = steps_of(&a, rel, &["runs", "steps"]);
+    let script = run_of(step_with_id(steps, rel, "check"), rel);
+    let reports = action_reports(script);
+    let mut names: Vec<&str> = reports.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["gitlab", "html", "json", "junit", "markdown", "sarif"],
+        "{script}"
+    );
+    // Each report is the flag of its name, and the files are the ones the
+    // rest of the action and docs/ci.md name.
+    let mut words: Vec<String> = ["planck", "check", "--base", "origin/x", "--fail-on"]
+        .map(String::from)
+        .into();
+    words.push("errors,regressions".into());
+    for (name, file) in &reports {
+        words.push(format!("--{name}"));
+        words.push(file.clone());
+    }
+    let cli = Cli::try_parse_from(&words).unwrap_or_else(|e| panic!("{words:?}: {e}"));
+    let Command::Check(c) = cli.command else {
+        panic!("{words:?} is not planck check")
+    };
+    assert_eq!(c.base.as_deref(), Some("origin/x"));
+    assert_eq!(c.fail_on, ["errors", "regressions"]);
+    assert_eq!(c.sarif.as_deref(), Some(Path::new("planck.sarif")));
+    assert_eq!(c.markdown.as_deref(), Some(Path::new("planck.md")));
+    assert_eq!(c.json.as_deref(), Some(Path::new("planck.json")));
+    assert_eq!(
+        c.gitlab.as_deref(),
+        Some(Path::new("gl-code-quality-report.json"))
+    );
+    // The input's description lists every report with its file.
+    let described = at(&inputs["reports"], rel, &["description"])
+        .as_str()
+        .unwrap();
+    for (name, file) in &reports {
+        assert!(
+            described.contains(&format!("{name} ({file})")),
+            "{described}"
+        );
+    }
+    // The SARIF uploaded is the one check wrote; the comment is one, found
+    // by its marker and updated in place; the install is planck-pg.
+    assert_eq!(
+        at(
+            step_using(steps, rel, "github/codeql-action/upload-sarif"),
+            rel,
+            &["with", "sarif_file"]
+        )
+        .as_str(),
+        Some("${{ steps.check.outputs.sarif }}")
+    );
+    let comment = steps
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .find(|r| r.contains("<!-- planck check -->"))
+        .expect("a step that writes the comment");
+    assert!(comment.contains("--method PATCH"), "{comment}");
+    let install = steps
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .find(|r| r.contains("cargo install"))
+        .expect("a step that installs planck");
+    assert!(install.contains(" planck-pg --version "), "{install}");
+    assert!(
+        install.contains("--path \"$GITHUB_ACTION_PATH\""),
+        "{install}"
+    );
+}
+
+/// The action's check step (its shell script, run by bash as the runner
+/// runs it) in `dir`, with the real planck and no database configuration
+/// from the environment; returns its output and what it wrote to
+/// GITHUB_OUTPUT.
+fn run_action_check_step(dir: &Path, reports: &str) -> (Output, String) {
+    let a = yaml("action.yml");
+    let steps = steps_of(&a, "action.yml", &["runs", "steps"]);
+    let script = run_of(step_with_id(steps, "action.yml", "check"), "action.yml");
+    let outputs = dir.join("github-output");
+    std::fs::write(&outputs, "").unwrap();
+    let mut cmd = std::process::Command::new("bash");
+    cmd.args(["-c", script])
+        .current_dir(dir)
+        .env("PLANCK", env!("CARGO_BIN_EXE_planck"))
+        .env("PLANCK_BASE", "")
+        .env("PLANCK_FAIL_ON", "")
+        .env("PLANCK_REPORTS", reports)
+        .env("PLANCK_COMMENT", "true")
+        .env("GITHUB_BASE_REF", "main")
+        .env("GITHUB_OUTPUT", &outputs);
+    for k in [
+        "PLANCK_DATABASE_URL",
+        "DATABASE_URL",
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+        "PGPASSWORD",
+    ] {
+        cmd.env_remove(k);
+    }
+    let out = cmd.output().unwrap();
+    (out, std::fs::read_to_string(&outputs).unwrap())
+}
+
+/// An unknown report is refused before planck runs (exit 2, an annotation
+/// naming it); a planck that fails hands its exit code on (the step itself
+/// succeeds, so the SARIF and the comment still go out), with the base
+/// taken from the pull request's target branch.
+#[test]
+fn action_check_step_refuses_an_unknown_report_and_hands_planck_exit_code_on() {
+    let dir = project_dir();
+    let (out, outputs) = run_action_check_step(dir.path(), "sarif, nope");
+    assert_exit(&out, 2);
+    assert!(
+        stdout(&out).contains("::error title=planck::reports: unknown report 'nope'"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(outputs, "", "planck must not have run");
+
+    // A repository with no origin/main: planck check --base origin/main
+    // stops at the base with a usage error (2).
+    git(dir.path(), &["init", "--quiet"]);
+    git(
+        dir.path(),
+        &["commit", "--quiet", "--allow-empty", "-m", "one"],
+    );
+    let (out, outputs) = run_action_check_step(dir.path(), "sarif,json");
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("--base origin/main: no such commit"),
+        "{}",
+        stderr(&out)
+    );
+    let lines: Vec<&str> = outputs.lines().collect();
+    assert_eq!(lines, ["exit-code=2"], "no report was written");
+}
+
+/// Every `uses:` line of the GitHub files names a commit (40 hex digits)
+/// and, after it, the version that commit is (`# v7.0.1`): a tag can be
+/// moved to other code, a commit cannot. tools/lint-workflows checks the
+/// same with zizmor; this runs where zizmor is not installed.
+#[test]
+fn every_action_the_github_files_use_is_pinned_to_a_commit_with_its_version() {
+    let mut seen = 0;
+    for rel in github_files() {
+        let yaml_uses = count_uses(&yaml(&rel));
+        let mut line_uses = 0;
+        for (n, line) in file(&rel).lines().enumerate() {
+            let t = line.trim_start().trim_start_matches("- ");
+            let Some(rest) = t.strip_prefix("uses:") else {
+                continue;
+            };
+            line_uses += 1;
+            let (value, comment) = rest.split_once(" # ").unwrap_or((rest, ""));
+            let (action, commit) = value
+                .trim()
+                .split_once('@')
+                .unwrap_or_else(|| panic!("{rel}:{}: {line}: no @<commit>", n + 1));
+            assert!(
+                commit.len() == 40 && commit.chars().all(|c| c.is_ascii_hexdigit()),
+                "{rel}:{}: {action} is not pinned to a commit: {line}",
+                n + 1
+            );
+            assert!(
+                comment.starts_with('v') && comment[1..].starts_with(|c: char| c.is_ascii_digit()),
+                "{rel}:{}: no `# v<version>` after the commit: {line}",
+                n + 1
+            );
+        }
+        // Every `uses` the YAML holds was read as a line above.
+        assert_eq!(line_uses, yaml_uses, "{rel}");
+        seen += yaml_uses;
+    }
+    assert!(seen >= 6, "only {seen} uses: read");
+}
+
+fn count_uses(v: &Value) -> usize {
+    match v {
+        Value::Mapping(m) => m
+            .iter()
+            .map(|(k, v)| usize::from(k.as_str() == Some("uses")) + count_uses(v))
+            .sum(),
+        Value::Sequence(s) => s.iter().map(count_uses).sum(),
+        _ => 0,
+    }
+}
+
+/// Copies the GitHub files into a fresh folder with the same layout.
+fn copy_github_files(dir: &Path) {
+    std::fs::create_dir_all(dir.join("tools/ci")).unwrap();
+    for rel in github_files() {
+        std::fs::copy(repo_root().join(&rel), dir.join(&rel)).unwrap();
+    }
+}
+
+/// Runs tools/lint-workflows on `dir`, never installing zizmor; `None` when
+/// zizmor (the script's pinned version) is not installed.
+fn lint_workflows(dir: &Path) -> Option<Output> {
+    let out = std::process::Command::new(repo_root().join("tools/lint-workflows"))
+        .arg(dir)
+        .env("LINT_WORKFLOWS_INSTALL", "no")
+        .output()
+        .unwrap();
+    (out.status.code() != Some(3)).then_some(out)
+}
+
+/// `.ci/run`'s workflow check (tools/lint-workflows: zizmor, offline) passes
+/// on the files as they are, and fails on a copy where one step of a
+/// workflow, or of the action, uses an action by its tag, naming the file
+/// and the line planted.
+#[test]
+fn workflow_lint_passes_and_fails_on_an_unpinned_action_naming_file_and_line() {
+    let clean = tempfile::tempdir().unwrap();
+    copy_github_files(clean.path());
+    let Some(out) = lint_workflows(clean.path()) else {
+        crate::skip!(
+            Missing,
+            "zizmor is not installed (tools/lint-workflows installs its pinned version; .ci/run runs it first)"
+        );
+    };
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert_exit(&out, 0);
+    assert!(text.contains("are clean"), "{text}");
+
+    for (rel, steps_line) in [
+        ("tools/ci/github-actions.yml", "    steps:"),
+        ("action.yml", "  steps:"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        copy_github_files(dir.path());
+        let original = file(rel);
+        let mut lines: Vec<&str> = original.lines().collect();
+        let steps_at = lines
+            .iter()
+            .position(|l| *l == steps_line)
+            .unwrap_or_else(|| panic!("{rel}: no `{steps_line}` line"));
+        let indent = if rel == "action.yml" {
+            "    "
+        } else {
+            "      "
+        };
+        let planted = format!("{indent}- uses: actions/checkout@v4");
+        lines.insert(steps_at + 1, planted.as_str());
+        std::fs::write(dir.path().join(rel), lines.join("\n") + "\n").unwrap();
+        let out = lint_workflows(dir.path()).expect("zizmor ran on the clean copy");
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert_exit(&out, 1);
+        assert!(text.contains("unpinned-uses"), "{text}");
+        // The planted line (1-based: the line after `steps:`).
+        assert!(
+            text.contains(&format!("{rel}:{}", steps_at + 2)),
+            "{rel}: {text}"
+        );
+    }
+}
+
+/// docs/ci.md shows the written-out workflow whole (docs::the_ci_page_shows_the_ci_files_as_they_are
+/// covers the other two), and names every input of the action.
+#[test]
+fn ci_page_shows_the_written_out_workflow_and_every_action_input() {
+    let page = file("docs/ci.md");
+    for rel in github_files().iter().filter(|r| r.starts_with("tools/ci/")) {
+        let text = file(rel);
+        assert!(
+            page.contains(&format!("```yaml\n{text}```\n")),
+            "docs/ci.md does not show {rel} as it is"
+        );
+    }
+    let a = yaml("action.yml");
+    for name in at(&a, "action.yml", &["inputs"])
+        .as_mapping()
+        .unwrap()
+        .keys()
+        .filter_map(Value::as_str)
+    {
+        assert!(
+            page.contains(&format!("| `{name}` |")),
+            "docs/ci.md has no row for the action's input `{name}`"
+        );
+    }
+}
+
+/// The crate is planck-pg: no `cargo install` in the manual, the CI files
+/// or the action installs the crate named `planck` (an unrelated one).
+#[test]
+fn every_cargo_install_by_name_installs_planck_pg() {
+    let mut files: Vec<String> = vec!["README.md".into(), "action.yml".into()];
+    for dir in ["docs", "tools/ci"] {
+        for e in std::fs::read_dir(repo_root().join(dir)).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            if name.ends_with(".md") || name.ends_with(".yml") {
+                files.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    let mut by_name = 0;
+    for rel in &files {
+        for (n, line) in file(rel).lines().enumerate() {
+            for (i, _) in line.match_indices("cargo install ") {
+                let command: Vec<&str> = line[i..]
+                    .split(['`', ';', '|', ')'])
+                    .next()
+                    .unwrap()
+                    .split_whitespace()
+                    .map(|w| w.trim_matches('"'))
+                    .collect();
+                assert!(
+                    !command.contains(&"planck"),
+                    "{rel}:{}: installs the crate `planck`, not planck-pg: {line}",
+                    n + 1
+                );
+                by_name += usize::from(command.contains(&"planck-pg"));
+            }
+        }
+    }
+    assert!(by_name >= 3, "only {by_name} installs of planck-pg found");
+}
+
+/// `planck --version` names the crate it was installed as (the binary's
+/// name is not the crate's) and the PostgreSQL it found: the server
+/// binaries and their version, or why there are none; `-V` stays one line.
+#[test]
+fn version_names_the_crate_and_the_postgresql_it_found() {
+    let dir = project_dir();
+    let bindir = bindir();
+    let out = planck_cmd(dir.path())
+        .arg("--version")
+        .env("PLANCK_PG_BINDIR", &bindir)
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        format!("planck {} (crate planck-pg)", env!("CARGO_PKG_VERSION"))
+    );
+    let version = planck::cluster::server_version(&bindir).unwrap();
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            format!(
+                "PostgreSQL found: {version} in {} (PLANCK_PG_BINDIR)",
+                bindir.display()
+            )
+            .as_str()
+        ),
+        "{text}"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = planck_cmd(dir.path())
+        .arg("--version")
+        .env("PLANCK_PG_BINDIR", empty.path())
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.trim_end().ends_with(&format!(
+            "PostgreSQL found: none (PLANCK_PG_BINDIR is {}, which holds no initdb and pg_ctl)",
+            empty.path().display()
+        )),
+        "{text}"
+    );
+
+    let out = planck_cmd(dir.path()).arg("-V").output().unwrap();
+    assert_exit(&out, 0);
+    assert_eq!(
+        stdout(&out),
+        format!("planck {}\n", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]
