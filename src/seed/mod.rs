@@ -39,6 +39,7 @@ pub(crate) mod restore;
 pub(crate) mod resume;
 pub mod row;
 pub(crate) mod server_check;
+pub mod sizing_roles;
 pub mod spec;
 pub mod summary;
 

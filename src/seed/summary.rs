@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::output::{self, Render};
 use crate::seed::load::{LoadNotes, LoadReport, ShardSpread};
 use crate::seed::row::plan::{SeedPlan, Unseedable};
+use crate::seed::sizing_roles::{Role, TableRole};
 
 /// What kind of run a summary describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +37,9 @@ pub struct TableRow {
     pub seconds: Option<f64>,
     /// On Citus, a distributed table's spread over its shards.
     pub shards: Option<ShardSpread>,
+    /// How zero-spec sizing read the table (`core: referenced by 5
+    /// tables`); set by [`Summary::set_roles`] in a dry run.
+    pub role: Option<String>,
 }
 
 /// Seconds per phase of a load.
@@ -63,6 +67,9 @@ pub struct Summary {
     /// The tables planning could not seed, left as they were (issue 30
     /// point 4): a run that leaves any is partial and exits 1.
     pub not_seeded: Vec<Unseedable>,
+    /// Rows of the tables kept as reference data, by name (set with the
+    /// roles): the kept note says how many each holds.
+    pub kept_rows: Vec<(String, u64)>,
 }
 
 impl Summary {
@@ -84,6 +91,7 @@ impl Summary {
                     total_bytes: Some(t.bytes),
                     seconds: Some(t.seconds),
                     shards: t.shards.clone(),
+                    role: None,
                 })
                 .collect(),
             None => plan
@@ -96,6 +104,7 @@ impl Summary {
                     total_bytes: None,
                     seconds: None,
                     shards: None,
+                    role: None,
                 })
                 .collect(),
         };
@@ -122,6 +131,22 @@ impl Summary {
                 .chain(report.iter().flat_map(|r| &r.not_loaded))
                 .cloned()
                 .collect(),
+            kept_rows: Vec::new(),
+        }
+    }
+
+    /// Gives each table its sizing role ([`crate::seed::sizing_roles::describe`]):
+    /// a listed table's line shows it, a reference table (kept, so not
+    /// listed in a dry run) its rows in the kept note.
+    pub fn set_roles(&mut self, roles: &[TableRole]) {
+        for r in roles {
+            match self.tables.iter_mut().find(|t| t.table == r.table) {
+                Some(t) => t.role = Some(r.line.clone()),
+                None if r.role == Role::Reference && r.rows > 0 => {
+                    self.kept_rows.push((r.table.clone(), r.rows));
+                }
+                None => {}
+            }
         }
     }
 
@@ -197,7 +222,7 @@ impl Summary {
                 "loaded with its key in place (slower; planck never drops a user's view): {k}"
             ));
         }
-        let migrations: Vec<&str> = n
+        let migrations: Vec<String> = n
             .tables_kept
             .iter()
             .filter(|t| !n.seeded_before.contains(t))
@@ -206,7 +231,10 @@ impl Summary {
                     .iter()
                     .any(|h| h.starts_with(&format!("{t} (")))
             })
-            .map(String::as_str)
+            .map(|t| match self.kept_rows.iter().find(|(k, _)| k == t) {
+                Some((_, n)) => format!("{t} ({})", output::count_of(*n, "row")),
+                None => t.clone(),
+            })
             .collect();
         if !migrations.is_empty() {
             out.push(format!(
@@ -246,6 +274,7 @@ impl Summary {
             notes: LoadNotes::default(),
             followed_recording: Vec::new(),
             not_seeded: Vec::new(),
+            kept_rows: Vec::new(),
         }
     }
 
@@ -278,6 +307,10 @@ pub struct JsonTable {
     /// format_version 1; left out elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<ShardSpread>,
+    /// A dry run's sizing role and why, `core: referenced by 5 tables`
+    /// (added within format_version 1; left out when not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
 }
 
 /// The JSON summary (wire type: changes only with `format_version`).
@@ -365,6 +398,7 @@ impl From<&Summary> for JsonSummary {
                     total_bytes: t.total_bytes,
                     seconds: t.seconds,
                     shards: t.shards.clone(),
+                    role: t.role.clone(),
                 })
                 .collect(),
             triggers_disabled: s.notes.triggers_disabled,
@@ -425,24 +459,38 @@ pub fn render_json(w: &mut impl Write, s: &Summary) -> io::Result<()> {
 }
 
 pub fn render_markdown(w: &mut impl Write, s: &Summary) -> io::Result<()> {
-    writeln!(w, "| table | rows | size | seconds |\n|---|---:|---:|---:|")?;
-    for t in &s.tables {
+    if s.tables.iter().any(|t| t.role.is_some()) {
+        writeln!(w, "| table | rows | sized as |\n|---|---:|---|")?;
+        for t in &s.tables {
+            writeln!(
+                w,
+                "| {} | {} | {} |",
+                output::md_cell(&t.table),
+                output::count(t.rows),
+                output::md_cell(t.role.as_deref().unwrap_or("-"))
+            )?;
+        }
+        writeln!(w, "| **total** | {} | |", output::count(s.rows()))?;
+    } else {
+        writeln!(w, "| table | rows | size | seconds |\n|---|---:|---:|---:|")?;
+        for t in &s.tables {
+            writeln!(
+                w,
+                "| {} | {} | {} | {} |",
+                output::md_cell(&t.table),
+                output::count(t.rows),
+                size(t.total_bytes),
+                t.seconds.map(|x| format!("{x:.1}")).unwrap_or_default()
+            )?;
+        }
         writeln!(
             w,
-            "| {} | {} | {} | {} |",
-            output::md_cell(&t.table),
-            output::count(t.rows),
-            size(t.total_bytes),
-            t.seconds.map(|x| format!("{x:.1}")).unwrap_or_default()
+            "| **total** | {} | {} | {:.1} |",
+            output::count(s.rows()),
+            size(s.total_bytes()),
+            s.seconds
         )?;
     }
-    writeln!(
-        w,
-        "| **total** | {} | {} | {:.1} |",
-        output::count(s.rows()),
-        size(s.total_bytes()),
-        s.seconds
-    )?;
     let notes = s.note_lines();
     if !notes.is_empty() {
         writeln!(w)?;
@@ -491,27 +539,40 @@ fn shard_line(table: &str, s: &ShardSpread) -> String {
 }
 
 pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
-    let mut t = output::table(&["table", "rows", "size", "seconds"]);
+    // A dry run that knows its sizing roles shows them where the sizes
+    // and seconds a load measures would stand.
+    let roles = s.tables.iter().any(|t| t.role.is_some());
+    let mut t = if roles {
+        output::table(&["table", "rows", "sized as"])
+    } else {
+        output::table(&["table", "rows", "size", "seconds"])
+    };
     for x in &s.tables {
-        t.add_row(vec![
-            x.table.clone(),
-            output::count(x.rows),
-            size(x.total_bytes),
-            x.seconds
-                .map(|v| format!("{v:.1}"))
-                .unwrap_or_else(|| "-".into()),
-        ]);
+        let mut row = vec![x.table.clone(), output::count(x.rows)];
+        if roles {
+            row.push(x.role.clone().unwrap_or_else(|| "-".into()));
+        } else {
+            row.push(size(x.total_bytes));
+            row.push(
+                x.seconds
+                    .map(|v| format!("{v:.1}"))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+        t.add_row(row);
     }
-    t.add_row(vec![
-        "total".to_string(),
-        output::count(s.rows()),
-        size(s.total_bytes()),
-        if s.phases.is_some() {
+    let mut total = vec!["total".to_string(), output::count(s.rows())];
+    if roles {
+        total.push(String::new());
+    } else {
+        total.push(size(s.total_bytes()));
+        total.push(if s.phases.is_some() {
             format!("{:.1}", s.seconds)
         } else {
             "-".into()
-        },
-    ]);
+        });
+    }
+    t.add_row(total);
     writeln!(w, "{t}")?;
     if let Some(p) = s.phases {
         writeln!(
@@ -614,6 +675,7 @@ mod tests {
                     total_bytes: Some(393_216),
                     seconds: Some(0.42),
                     shards: None,
+                    role: None,
                 },
                 TableRow {
                     table: "app.items|x".into(),
@@ -622,6 +684,7 @@ mod tests {
                     total_bytes: Some(598_000_000),
                     seconds: Some(9.87),
                     shards: None,
+                    role: None,
                 },
             ],
             phases: Some(Phases {
@@ -633,6 +696,7 @@ mod tests {
             notes: LoadNotes::default(),
             followed_recording: Vec::new(),
             not_seeded: Vec::new(),
+            kept_rows: Vec::new(),
         }
     }
 
@@ -775,6 +839,55 @@ mod tests {
         let back: JsonSummary = serde_json::from_str(&text).unwrap();
         assert_eq!(back, JsonSummary::from(&loaded()));
         insta::assert_snapshot!("json_summary_dry_run", rendered(&dry(), Format::Json));
+    }
+
+    /// Issue 47: a dry run shows how zero-spec sizing read each table
+    /// (its role and why) where a load shows sizes and seconds, and the
+    /// rows each reference table keeps in the kept note; every format.
+    #[test]
+    fn a_dry_run_shows_each_tables_sizing_role() {
+        let mut s = dry();
+        s.tables[0].table = "users".into();
+        s.tables[1].table = "menu_items".into();
+        s.tables[1].rows = 50;
+        s.notes.tables_kept = vec!["categories".into(), "django_migrations".into()];
+        let roles = [
+            TableRole {
+                table: "users".into(),
+                role: Role::Core,
+                line: "core: referenced by 5 tables".into(),
+                rows: 1500,
+            },
+            TableRole {
+                table: "menu_items".into(),
+                role: Role::Configuration,
+                line: "configuration: nothing references it".into(),
+                rows: 50,
+            },
+            TableRole {
+                table: "categories".into(),
+                role: Role::Reference,
+                line: "reference: 3 rows written before the seed, kept".into(),
+                rows: 3,
+            },
+        ];
+        s.set_roles(&roles);
+        let table = rendered(&s, Format::Table);
+        for line in table.lines() {
+            assert!(line.chars().count() <= 80, "{line}");
+        }
+        insta::assert_snapshot!(table);
+        insta::assert_snapshot!(
+            "a_dry_run_shows_each_tables_sizing_role_markdown",
+            rendered(&s, Format::Markdown)
+        );
+        let back: JsonSummary = serde_json::from_str(&rendered(&s, Format::Json)).unwrap();
+        assert_eq!(
+            back.tables[0].role.as_deref(),
+            Some("core: referenced by 5 tables")
+        );
+        // A load's JSON has no role.
+        assert!(!rendered(&loaded(), Format::Json).contains("\"role\""));
     }
 
     #[test]

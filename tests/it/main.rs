@@ -59,5 +59,6 @@ mod seed_observed;
 mod seed_plan;
 mod seed_resume;
 mod seed_safety;
+mod seed_sizing;
 mod seed_types;
 mod walkthrough;

@@ -1,5 +1,8 @@
 //! How many rows each table gets (issue 47's side of the planner): the
-//! defaults, a `per = "parent"` table's counts per parent row, the tenant
+//! defaults read from the schema's shape (a table's role in the foreign-key
+//! graph, [`crate::seed::sizing_roles`]: the core at `--rows` and growing
+//! down its NOT NULL keys, configuration tables small, reference data as
+//! it is, picked skewed), a `per = "parent"` table's counts per parent row, the tenant
 //! table (named or inferred) and the skew its blocks carry down the
 //! foreign-key tree, a table's place under its primary parent, and the
 //! lowering of a table's rows that keys ask for ([`cap_rows`]: a unique key
@@ -13,6 +16,7 @@ use crate::catalog::schema::Schema;
 use crate::error::{Error, Result};
 use crate::seed::row::plan::{FkPlan, Layout, TablePlan};
 use crate::seed::row::rng::{self, ValueRng};
+use crate::seed::sizing_roles::{self, Role, Shape};
 use crate::seed::spec::{self, Count, Dist, SpecFile};
 
 use super::context::{Options, Pass, Resolved};
@@ -236,7 +240,6 @@ pub(super) fn table_rows(
     let spec = &sf.spec;
     let display = cat.tables[ci].display();
     let scaled = |n: u64| (n as f64 * opts.scale).round() as u64;
-    let placed = |f: &FkPlan| f.parent < p.pos[&ci];
     let is_tenant = Some(ci) == p.tenant;
     let primary = place.primary;
     let base_rows = p.base_rows;
@@ -264,19 +267,8 @@ pub(super) fn table_rows(
     } else {
         rows = match tspec.and_then(|s| s.rows) {
             Some(n) => scaled(n),
-            None => match primary {
-                _ if is_tenant => base_rows.round() as u64,
-                Some(_) => {
-                    let pmax = fks
-                        .iter()
-                        .filter(|f| placed(f) && !f.nullable)
-                        .map(|f| tables[f.parent].rows)
-                        .max()
-                        .unwrap_or(0);
-                    (pmax.saturating_mul(2)).min((base_rows * 10.0).round() as u64)
-                }
-                None => base_rows.round() as u64,
-            },
+            None if is_tenant => base_rows.round() as u64,
+            None => shaped_rows(p, ci, fks),
         };
         // A tenant table scaled down to nothing would surface later as a
         // puzzling "heavy tenant 1 does not exist"; name the cause here.
@@ -297,7 +289,23 @@ pub(super) fn table_rows(
         }
         cum = vec![0, rows];
         if let Some(fk) = primary {
-            layout = Layout::Child { fk };
+            let parent = &tables[fks[fk].parent];
+            layout = if tspec.and_then(|s| s.rows).is_none()
+                && !place.in_tree
+                && is_reference(p, parent.cat)
+                && parent.rows > 0
+                && parent.cum.len() == 2
+            {
+                // Kept rows are picked skewed, as production's are (the
+                // first category holds the most threads): an even spread
+                // over 3 categories is no shape a plan meets.
+                Layout::PerParent {
+                    fk,
+                    pcum: sizing_roles::skewed_pcum(rows, parent.rows),
+                }
+            } else {
+                Layout::Child { fk }
+            };
         }
     }
     if rows > MAX_TABLE_ROWS {
@@ -342,6 +350,56 @@ pub(super) fn table_rows(
         rows
     };
     Ok((layout, rows, cum))
+}
+
+/// Whether table `ci` keeps the rows it holds (reference data: the keys
+/// foreign keys into it pick among were read, or refused).
+fn is_reference(p: &Pass, ci: usize) -> bool {
+    p.opts.reference_keys.contains_key(&p.cat.tables[ci].oid) || p.opts.refused.contains_key(&ci)
+}
+
+/// Every table's role in this pass, from the foreign-key graph of the
+/// tables it plans (see [`sizing_roles`]).
+fn shapes(p: &Pass) -> Vec<Option<Shape>> {
+    let nodes = sizing_roles::nodes(
+        p.cat,
+        |i| !p.res.excluded.contains(&i),
+        |i| is_reference(p, i),
+        |i| {
+            p.res
+                .tables
+                .get(&i)
+                .map(|s| s.get_ref())
+                .filter(|s| s.rows.is_some() || s.per.is_some())
+                .map(|_| "in the spec".to_string())
+        },
+        p.tenant,
+    );
+    sizing_roles::classify(&nodes)
+}
+
+/// Rows of table `ci`, which neither the spec nor the tenancy sizes, from
+/// its role (issue 47): a configuration table a few dozen; a core table
+/// twice its largest core parent's rows (through a NOT NULL foreign key, at
+/// most 10 × the base), or the base at a root of the core. A parent kept as
+/// reference data sizes nothing: a forum's users are not twice its 4 groups.
+fn shaped_rows(p: &Pass, ci: usize, fks: &[FkPlan]) -> u64 {
+    let base = p.base_rows.round() as u64;
+    let placed = |f: &FkPlan| f.parent < p.pos[&ci];
+    let shapes = shapes(p);
+    let Some(shape) = shapes.get(ci).and_then(Option::as_ref) else {
+        return base;
+    };
+    if shape.role == Role::Configuration {
+        return sizing_roles::configuration_rows(p.base_rows);
+    }
+    fks.iter()
+        .filter(|f| placed(f) && !f.nullable && shape.grows_from.contains(&p.order[f.parent]))
+        .map(|f| p.tables[f.parent].rows)
+        .max()
+        .map_or(base, |m| {
+            m.saturating_mul(2).min((p.base_rows * 10.0).round() as u64)
+        })
 }
 
 /// With no `[tenant]` in the spec: the table that at least two tables
@@ -425,6 +483,24 @@ fn lower_rows(tp: &mut TablePlan, allowed: u64, within: bool, max_per_parent: u6
         allowed
     };
     if new_rows >= tp.rows {
+        return;
+    }
+    if let Layout::PerParent { pcum, .. } = &mut tp.layout {
+        // Every parent's children scaled alike (down, each alone), so a
+        // bound per parent holds for each; the blocks follow their parents.
+        let old_pcum = pcum.clone();
+        let old_total = tp.rows.max(1);
+        let mut run = 0u64;
+        for (q, w) in old_pcum.windows(2).enumerate() {
+            run += (u128::from(w[1] - w[0]) * u128::from(new_rows) / u128::from(old_total)) as u64;
+            pcum[q + 1] = run;
+        }
+        tp.cum = tp
+            .cum
+            .iter()
+            .map(|c| pcum[old_pcum.partition_point(|x| x < c)])
+            .collect();
+        tp.rows = run;
         return;
     }
     tp.rows = new_rows;
