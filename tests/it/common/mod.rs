@@ -769,14 +769,21 @@ pub fn git(dir: &Path, args: &[&str]) {
 }
 
 /// The PostgreSQL majors Citus 13.2 (the one `../shared/citus` builds)
-/// supports; `.ci/run` installs it into each of them (docs/citus.md).
+/// supports; `.ci/run` installs it into each of them it runs where it can
+/// be built (Debian's 15, the npm 16; not the npm 17: see
+/// [`citus_unavailable`]; docs/citus.md).
 pub const CITUS_MAJORS: [u32; 3] = [15, 16, 17];
 
 /// Why a test that needs Citus cannot run on the server binaries in use, as
-/// the kind of skip it is: not applicable on a major Citus does not support,
-/// could not run where the server has no pg_config to build it against,
-/// missing (a failure under CI) where it could be installed but is not.
-/// `None` when Citus is installed.
+/// the kind of skip it is: not applicable on a major Citus does not support;
+/// could not run where `.ci/run` found it could not be built (it writes why
+/// in `citus-not-built` beside the server's bin/: the npm build of 17 is
+/// 17.10, and the only 17 headers reachable are Debian 13's 17.12, whose
+/// inline functions call what 17.10 lacks); missing where it could be
+/// installed but is not (a failure under CI, which installs it: Debian's 15
+/// against its own pg_config, the npm builds against tools/pg-headers'
+/// headers of their major; a shown skip elsewhere). `None` when Citus is
+/// installed.
 pub fn citus_unavailable() -> Option<(Skip, String)> {
     let bindir = bindir();
     let major = planck::cluster::server_major(&bindir).expect("the server's version");
@@ -789,22 +796,29 @@ pub fn citus_unavailable() -> Option<(Skip, String)> {
     if planck::cluster::citus::installed(&bindir) {
         return None;
     }
-    // A server without a pg_config of its own (the npm builds of 16 and 17
-    // CI installs) has no headers to build Citus against: nothing CI could
-    // install, so a skip, shown, not a failure (.ci/run says the same).
-    if !bindir.join("pg_config").exists() {
+    if let Some(why) = bindir
+        .parent()
+        .and_then(|root| std::fs::read_to_string(root.join("citus-not-built")).ok())
+    {
         return Some((
             Skip::CouldNotRun,
             format!(
-                "Citus cannot be built for the PostgreSQL {major} in {}: it has no pg_config of its own (no server headers to build against)",
-                bindir.display()
+                "Citus could not be built for the PostgreSQL {major} in {}: {}",
+                bindir.display(),
+                why.trim()
             ),
         ));
     }
+    let pg_config = if bindir.join("pg_config").exists() {
+        format!("{}/pg_config", bindir.display())
+    } else {
+        // The npm builds of 16 and 17 ship no pg_config nor headers.
+        format!("$(tools/pg-headers {major} {})", bindir.display())
+    };
     Some((
         Skip::Missing,
         format!(
-            "Citus is not installed for the PostgreSQL {major} in {} (`PG_CONFIG=<its pg_config> bash ../shared/citus/build.sh` installs it where the server has a pg_config and headers; .ci/run does)",
+            "Citus is not installed for the PostgreSQL {major} in {} (`PG_CONFIG={pg_config} bash ../shared/citus/build.sh` installs it; .ci/run does)",
             bindir.display()
         ),
     ))
