@@ -12,11 +12,18 @@
 //! by design). Row counts are the catalog's (`reltuples` after ANALYZE, which
 //! the seed runs, else `count(*)`); a partition counts as its partitioned
 //! table, which is what the statement names.
+//!
+//! The checks about indexes and tables follow the same rule (issue 47, 3):
+//! no index of a table below `min_table_rows` is judged, seeded or not (no
+//! plan reads an index of a table of a few rows, whatever the workload), nor
+//! of a table a statement not judged reads. What a check withheld this way
+//! is listed ([`NotJudgedObjects`]), never silently dropped.
 
 use std::collections::{BTreeSet, HashSet};
 
 use super::engine::{Explained, Status};
 use crate::catalog::planner::Catalog;
+use crate::findings::CheckId;
 
 /// The tables (display names) the plans of `e` touch: every scan node's
 /// relation and a write's target (an INSERT into an empty table checks its
@@ -187,6 +194,177 @@ pub fn below_min_rows(results: &[Explained], catalog: &Catalog, min_rows: u64) -
     out
 }
 
+/// Why the data cannot show a verdict on a table's indexes or the table
+/// itself (issue 47, 3): the object checks (`unused-index`,
+/// `unused-partial-index`, `missing-fk-index`, the policy column's index of
+/// `rls-policy`, ...) need the table to hold enough rows for a plan to show
+/// what an index is worth; on a table of a few rows no plan reads any index,
+/// whatever the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Why {
+    /// Fewer rows than `min_table_rows`, seeded or not: unlike a statement
+    /// (see [`Threshold`]), an index's use cannot be shown on a table of a
+    /// few rows, whatever made it small.
+    BelowMinTableRows,
+    /// Fewer rows than `min_rows`: a check whose verdict is about reading
+    /// the table whole (a foreign key's delete, a policy column's index)
+    /// says nothing about a table the scan checks would not judge either.
+    BelowMinRows,
+    /// Read by statements not judged: how they would use the table's
+    /// indexes is unknown.
+    ReadByUnjudged,
+}
+
+/// One verdict a check withheld for want of data: an index (`index` set)
+/// or a table.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NotJudgedObject {
+    pub table: String,
+    pub index: Option<String>,
+    pub check: CheckId,
+    pub rows: u64,
+    pub why: Why,
+}
+
+impl NotJudgedObject {
+    /// `items holds 6 rows, below min_table_rows (100)`.
+    pub fn reason(&self, min_table_rows: u64, min_rows: u64) -> String {
+        let holds = format!(
+            "{} holds {}",
+            self.table,
+            crate::output::counted(self.rows, "row", "rows")
+        );
+        match self.why {
+            Why::BelowMinTableRows if self.rows == 0 => holds,
+            Why::BelowMinTableRows => format!(
+                "{holds}, below min_table_rows ({})",
+                crate::output::count(min_table_rows)
+            ),
+            Why::BelowMinRows => {
+                format!(
+                    "{holds}, below min_rows ({})",
+                    crate::output::count(min_rows)
+                )
+            }
+            Why::ReadByUnjudged => format!(
+                "{} is read by statements not judged, so how they use it is unknown",
+                self.table
+            ),
+        }
+    }
+}
+
+/// The indexes and tables no verdict was drawn on because the data cannot
+/// show one (issue 47, 3), beside the statements not judged: a report that
+/// stayed silent about them would read as "no unused index".
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NotJudgedObjects {
+    pub min_table_rows: u64,
+    pub min_rows: u64,
+    /// By table, then index, then check; one entry per (table, index, check).
+    pub objects: Vec<NotJudgedObject>,
+}
+
+impl NotJudgedObjects {
+    /// From what the checks withheld (in any order, repeats allowed).
+    pub fn new(min_table_rows: u64, min_rows: u64, mut objects: Vec<NotJudgedObject>) -> Self {
+        objects.sort();
+        objects.dedup_by(|a, b| (&a.table, &a.index, a.check) == (&b.table, &b.index, b.check));
+        NotJudgedObjects {
+            min_table_rows,
+            min_rows,
+            objects,
+        }
+    }
+
+    /// The distinct indexes not judged.
+    pub fn indexes(&self) -> usize {
+        let set: BTreeSet<(&str, &str)> = self
+            .objects
+            .iter()
+            .filter_map(|o| Some((o.table.as_str(), o.index.as_deref()?)))
+            .collect();
+        set.len()
+    }
+
+    /// `3 indexes and 1 table not judged, their data too small to show a
+    /// verdict (min_table_rows is 100): categories 3 rows: categories_name_idx,
+    /// categories_slug_idx; menu_items 6 rows: missing-fk-index`, or None.
+    /// At most `tables` tables are named, the rest counted.
+    pub fn line(&self, tables: usize) -> Option<String> {
+        if self.objects.is_empty() {
+            return None;
+        }
+        let mut by_table: Vec<(&str, Vec<&NotJudgedObject>)> = Vec::new();
+        for o in &self.objects {
+            match by_table.last_mut() {
+                Some((t, v)) if *t == o.table => v.push(o),
+                _ => by_table.push((&o.table, vec![o])),
+            }
+        }
+        let table_only: BTreeSet<&str> = self
+            .objects
+            .iter()
+            .filter(|o| o.index.is_none())
+            .map(|o| o.table.as_str())
+            .collect();
+        let mut head = Vec::new();
+        if self.indexes() > 0 {
+            head.push(crate::output::counted(
+                self.indexes() as u64,
+                "index",
+                "indexes",
+            ));
+        }
+        if !table_only.is_empty() {
+            head.push(crate::output::counted(
+                table_only.len() as u64,
+                "table",
+                "tables",
+            ));
+        }
+        let named: Vec<String> = by_table
+            .iter()
+            .take(tables)
+            .map(|(t, v)| {
+                let mut what: Vec<String> = Vec::new();
+                for o in v {
+                    let w = o.index.clone().unwrap_or_else(|| o.check.to_string());
+                    if !what.contains(&w) {
+                        what.push(w);
+                    }
+                }
+                let rows = crate::output::counted(v[0].rows, "row", "rows");
+                // Below min_table_rows goes without saying (the heading's).
+                let whys: BTreeSet<Why> = v.iter().map(|o| o.why).collect();
+                let why: String = whys
+                    .iter()
+                    .filter_map(|w| match w {
+                        Why::BelowMinTableRows => None,
+                        Why::BelowMinRows => Some(", below min_rows"),
+                        Why::ReadByUnjudged => Some(", read by statements not judged"),
+                    })
+                    .collect();
+                format!("{t} {rows}{why}: {}", what.join(", "))
+            })
+            .collect();
+        let more = match by_table.len().saturating_sub(tables) {
+            0 => String::new(),
+            n => format!(
+                "; and {} more {}",
+                crate::output::count(n as u64),
+                if n == 1 { "table" } else { "tables" }
+            ),
+        };
+        Some(format!(
+            "{} not judged, the data too small to show a verdict on them (min_table_rows is {}): {}{more}",
+            head.join(" and "),
+            crate::output::count(self.min_table_rows),
+            named.join("; ")
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,5 +510,74 @@ mod tests {
              cards 4,000 rows, people 2,000 rows"
         );
         assert_eq!(below_min_rows(&[], &cat, 10_000).line(), None);
+    }
+
+    /// Issue 47, 3: the withheld verdicts are listed by table, once each,
+    /// the table's rows and why, and counted as indexes and tables.
+    #[test]
+    fn not_judged_objects_are_listed_by_table_once_each() {
+        let o = |table: &str, index: Option<&str>, check, rows, why| NotJudgedObject {
+            table: table.into(),
+            index: index.map(str::to_string),
+            check,
+            rows,
+            why,
+        };
+        let n = NotJudgedObjects::new(
+            100,
+            10_000,
+            vec![
+                o(
+                    "menu_items",
+                    Some("menu_items_b"),
+                    CheckId::UnusedIndex,
+                    6,
+                    Why::BelowMinTableRows,
+                ),
+                o(
+                    "menu_items",
+                    None,
+                    CheckId::MissingFkIndex,
+                    6,
+                    Why::BelowMinTableRows,
+                ),
+                o(
+                    "big",
+                    Some("big_x"),
+                    CheckId::UnusedIndex,
+                    50_000,
+                    Why::ReadByUnjudged,
+                ),
+                o(
+                    "menu_items",
+                    Some("menu_items_a"),
+                    CheckId::UnusedIndex,
+                    6,
+                    Why::BelowMinTableRows,
+                ),
+                o(
+                    "menu_items",
+                    Some("menu_items_a"),
+                    CheckId::UnusedIndex,
+                    6,
+                    Why::BelowMinTableRows,
+                ),
+            ],
+        );
+        assert_eq!(n.objects.len(), 4);
+        assert_eq!(n.indexes(), 3);
+        assert_eq!(
+            n.line(10).unwrap(),
+            "3 indexes and 1 table not judged, the data too small to show a verdict on them \
+             (min_table_rows is 100): big 50,000 rows, read by statements not judged: big_x; \
+             menu_items 6 rows: missing-fk-index, menu_items_a, menu_items_b"
+        );
+        let one = n.line(1).unwrap();
+        assert!(one.ends_with("big_x; and 1 more table"), "{one}");
+        assert_eq!(
+            n.objects[1].reason(100, 10_000),
+            "menu_items holds 6 rows, below min_table_rows (100)"
+        );
+        assert_eq!(NotJudgedObjects::default().line(10), None);
     }
 }

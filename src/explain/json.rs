@@ -119,7 +119,26 @@ pub fn from_report(r: &ExplainReport) -> JsonReport {
             &r.below_min_rows.statements,
             &r.below_min_rows.tables,
         ),
+        not_judged_objects: not_judged_objects(&r.not_judged_objects),
     }
+}
+
+fn not_judged_objects(n: &super::data::NotJudgedObjects) -> Option<JsonNotJudgedObjects> {
+    (!n.objects.is_empty()).then(|| JsonNotJudgedObjects {
+        min_table_rows: n.min_table_rows,
+        indexes: n.indexes(),
+        objects: n
+            .objects
+            .iter()
+            .map(|o| JsonNotJudgedObject {
+                check: o.check.as_str().to_string(),
+                table: o.table.clone(),
+                index: o.index.clone(),
+                rows: o.rows,
+                reason: o.reason(n.min_table_rows, n.min_rows),
+            })
+            .collect(),
+    })
 }
 
 /// `planck explain --format json`: the report as its wire type, pretty.

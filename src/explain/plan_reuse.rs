@@ -19,7 +19,7 @@
 use serde_json::Value;
 use tokio_postgres::Client;
 
-use super::engine::Explained;
+use super::engine::{Explained, Status};
 use super::plan_tree::{Mode, PlanKind};
 use crate::db::{ConnInfo, quote_literal};
 use crate::error::{Error, Result};
@@ -63,7 +63,8 @@ pub async fn probe(
         return Ok(Vec::new());
     }
     let mut todo = Vec::new();
-    for e in results {
+    // Statements not judged yield no finding (issue 47, 3): not probed.
+    for e in results.iter().filter(|e| e.status == Status::Explained) {
         let custom = |id: &str| {
             e.plans.iter().find(|p| {
                 p.mode == Mode::Tenant

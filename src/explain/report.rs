@@ -24,6 +24,8 @@ pub struct ExplainReport {
     pub tenant_rows: Option<crate::tenancy::TenantRows>,
     /// The judged statements that read only tables below `min_rows`.
     pub below_min_rows: super::data::BelowMinRows,
+    /// The indexes and tables the checks drew no verdict on for want of rows.
+    pub not_judged_objects: super::data::NotJudgedObjects,
 }
 
 impl ExplainReport {
@@ -158,6 +160,11 @@ fn summary_lines(r: &ExplainReport) -> Vec<String> {
     // Issue 48: said beside the counts, so "0 new errors" on data too small
     // to show a scan does not read as a pass.
     if let Some(line) = r.below_min_rows.line() {
+        v.extend(wrap_words(&line, 80));
+    }
+    // Issue 47, 3: beside the counts too, so "no unused-index" on tables
+    // too small to show an index's use does not read as a pass.
+    if let Some(line) = r.not_judged_objects.line(10) {
         v.extend(wrap_words(&line, 80));
     }
     let by: Vec<String> = r
@@ -320,6 +327,7 @@ mod tests {
             ignored: 0,
             tenant_rows: None,
             below_min_rows: Default::default(),
+            not_judged_objects: Default::default(),
         }
     }
 
@@ -457,6 +465,7 @@ mod tests {
             ignored: 2,
             tenant_rows: None,
             below_min_rows: Default::default(),
+            not_judged_objects: Default::default(),
         }
     }
 

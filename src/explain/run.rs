@@ -109,12 +109,22 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Expla
         results: &results,
         tenancy: tenancy.as_ref(),
         min_rows: s.min_rows,
+        min_table_rows: s.min_table_rows,
+        unjudged: data::unjudged_tables(&results, &catalog),
         rls_cost_ratio: s.rls_cost_ratio,
         source: s.app_source.as_deref(),
         generic: s.generic,
+        withheld: Default::default(),
     };
     let clock = Instant::now();
     let mut all = rules::run_all(&ctx, &s.disabled);
+    let not_judged_objects =
+        data::NotJudgedObjects::new(s.min_table_rows, s.min_rows, ctx.withheld.take());
+    if let Some(line) = not_judged_objects.line(5) {
+        log.warn(&format!(
+            "{line}; seed more rows (`planck seed --rows N`) or lower --min-table-rows"
+        ));
+    }
     if judged == 0 && not_judged > 0 {
         // Nothing the data can show: only what needs no data stands (a
         // statement that no longer plans), so no finding about the catalog
@@ -152,6 +162,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Expla
         ignored,
         tenant_rows: tenancy.and_then(|t| t.heaviest_rows),
         below_min_rows,
+        not_judged_objects,
     })
 }
 

@@ -214,6 +214,7 @@ pub fn explain() -> JsonReport {
         findings,
         environment: Some(environment()),
         below_min_rows: None,
+        not_judged_objects: None,
         indexes: vec![
             JsonIndex {
                 name: "accounts_pkey".into(),

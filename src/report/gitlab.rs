@@ -5,7 +5,7 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::inputs::{Inputs, finding_key, not_judged, sorted_findings};
+use super::inputs::{Inputs, finding_key, not_judged, not_judged_objects, sorted_findings};
 
 #[derive(Serialize)]
 struct Issue {
@@ -105,6 +105,27 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
             },
         }
     }));
+    // The indexes and tables no check judged (issue 47, 3): an info issue
+    // each too, keyed by what it is about.
+    issues.extend(not_judged_objects(i).iter().map(|o| {
+        let key = format!(
+            "not-judged:{}:{}:{}",
+            o.check,
+            o.table,
+            o.index.as_deref().unwrap_or("")
+        );
+        let digest = Sha256::digest(key.as_bytes());
+        Issue {
+            description: format!("not judged: {}: {}", o.subject(), o.reason),
+            check_name: "not-judged".to_string(),
+            fingerprint: digest.iter().take(16).map(|b| format!("{b:02x}")).collect(),
+            severity: "info",
+            location: Location {
+                path: fallback.clone(),
+                lines: Lines { begin: 1 },
+            },
+        }
+    }));
     serde_json::to_writer_pretty(&mut *w, &issues)?;
     writeln!(w)
 }
@@ -145,6 +166,28 @@ mod tests {
                 .all(|i| i["check_name"] != "not-judged"),
             "{v:#}"
         );
+    }
+
+    /// Issue 47, 3: an index or table no check judged is an info issue of
+    /// its own, with a fingerprint of its own.
+    #[test]
+    fn unjudged_indexes_and_tables_are_info_issues() {
+        let i = crate::report::inputs::inputs_with_unjudged_objects();
+        let v: serde_json::Value = serde_json::from_str(&render(&i)).unwrap();
+        let unjudged: Vec<&serde_json::Value> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["check_name"] == "not-judged")
+            .collect();
+        assert_eq!(unjudged.len(), 2, "{v:#}");
+        assert!(unjudged.iter().all(|i| i["severity"] == "info"), "{v:#}");
+        assert_eq!(
+            unjudged[0]["description"],
+            "not judged: index menu_items_label_idx on menu_items (unused-index): menu_items \
+             holds 6 rows, below min_table_rows (100)"
+        );
+        assert_ne!(unjudged[0]["fingerprint"], unjudged[1]["fingerprint"]);
     }
 
     #[test]

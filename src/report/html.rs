@@ -117,6 +117,16 @@ struct BelowView {
     tables: Vec<crate::wire::explain::JsonTableRows>,
 }
 
+/// explain's `not_judged_objects`: the indexes and tables no check judged
+/// for want of rows (issue 47, 3), counted in words for the headings.
+#[derive(Serialize)]
+struct ObjectsView {
+    /// `2 indexes and 1 table`.
+    counted: String,
+    min_table_rows: u64,
+    objects: Vec<crate::wire::explain::JsonNotJudgedObject>,
+}
+
 #[derive(Serialize)]
 struct IndexView {
     name: String,
@@ -350,6 +360,11 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
             .collect(),
         tables: b.tables.clone(),
     });
+    let objects = r.not_judged_objects.as_ref().map(|o| ObjectsView {
+        counted: o.counted(),
+        min_table_rows: o.min_table_rows,
+        objects: o.objects.clone(),
+    });
     let errors = new_errors(r);
     let replay = i.replay.as_ref();
     // Wait events summed over the steps, biggest first.
@@ -378,6 +393,7 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
         statements => ser(&statements),
         not_judged => ser(&not_judged),
         below => ser(&below),
+        objects => ser(&objects),
         scripts => scripts,
         environment => ser(&r.environment),
         table_bytes => ser(r.environment.as_ref().map(|e| e.tables.iter()
@@ -454,6 +470,29 @@ mod tests {
             html.contains("<td class=\"num\">1.00x</td>"),
             "a ratio cell"
         );
+    }
+
+    /// Issue 47, 3: the not-judged section names the indexes and tables no
+    /// check judged, with why; the contents count them.
+    #[test]
+    fn indexes_and_tables_not_judged_are_in_the_not_judged_section() {
+        let html = render(&crate::report::inputs::inputs_with_unjudged_objects());
+        assert!(
+            html.contains("<a href=\"#not-judged\">Not judged: 1 index and 1 table</a>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<h2>Not judged: 1 index and 1 table</h2>"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<li>index <code>menu_items_label_idx</code> on <code>menu_items</code> \
+                 (unused-index): menu_items holds 6 rows, below min_table_rows (100)</li>"
+            ),
+            "{html}"
+        );
+        assert!(!render(&fixture::inputs()).contains("not-judged-objects"));
     }
 
     #[test]

@@ -123,6 +123,15 @@ pub(crate) fn not_judged(i: &Inputs) -> Vec<wire::check::JsonNotJudged> {
     }
 }
 
+/// The indexes and tables no check judged for want of rows (issue 47, 3):
+/// explain's list, read the same way under `planck check` and `planck report`.
+pub(crate) fn not_judged_objects(i: &Inputs) -> &[wire::explain::JsonNotJudgedObject] {
+    i.explain
+        .not_judged_objects
+        .as_ref()
+        .map_or(&[], |o| o.objects.as_slice())
+}
+
 /// A finding's own help (built from its tables, columns and settings: issue
 /// 48, 5), else its check's.
 pub(crate) fn finding_help(check: &str, own: &str) -> String {
@@ -159,6 +168,35 @@ pub(crate) fn inputs_with_unjudged() -> crate::report::Inputs {
             query: "SELECT * FROM cards WHERE board_id = $1".into(),
             reason: "every table it reads is below min_rows (10,000): cards 4,000 rows".into(),
         }],
+    });
+    i
+}
+
+/// The report fixture's [`inputs`](super::fixture::inputs) with an index
+/// and a table no check judged for want of rows (issue 47, 3).
+#[cfg(test)]
+pub(crate) fn inputs_with_unjudged_objects() -> crate::report::Inputs {
+    use crate::wire::explain::{JsonNotJudgedObject, JsonNotJudgedObjects};
+    let mut i = super::fixture::inputs();
+    i.explain.not_judged_objects = Some(JsonNotJudgedObjects {
+        min_table_rows: 100,
+        indexes: 1,
+        objects: vec![
+            JsonNotJudgedObject {
+                check: "unused-index".into(),
+                table: "menu_items".into(),
+                index: Some("menu_items_label_idx".into()),
+                rows: 6,
+                reason: "menu_items holds 6 rows, below min_table_rows (100)".into(),
+            },
+            JsonNotJudgedObject {
+                check: "missing-fk-index".into(),
+                table: "menu_items".into(),
+                index: None,
+                rows: 6,
+                reason: "menu_items holds 6 rows, below min_table_rows (100)".into(),
+            },
+        ],
     });
     i
 }

@@ -11,7 +11,7 @@ use std::io;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use super::inputs::{Inputs, finding_help, sorted_findings, subject};
+use super::inputs::{Inputs, finding_help, not_judged_objects, sorted_findings, subject};
 use super::plan;
 use crate::wire::explain::{JsonFinding, JsonStatement};
 
@@ -107,6 +107,19 @@ fn build(i: &Inputs) -> Report {
     for ((check, about), fs) in &objects {
         let mut case = TestCase::new(format!("{check} {about}"), status(fs, None));
         case.set_classname(classname(fs, "schema"));
+        schema.add_test_case(case);
+    }
+    // Issue 47, 3: an index or table no check judged for want of rows is a
+    // skipped case that says why, not a passed one (nor a missing one).
+    for o in not_judged_objects(i) {
+        let about = match &o.index {
+            Some(ix) => format!("{ix} on {}", o.table),
+            None => o.table.clone(),
+        };
+        let mut st = TestCaseStatus::skipped();
+        st.set_message(format!("not judged: {}", o.reason));
+        let mut case = TestCase::new(format!("{} {about}", o.check), st);
+        case.set_classname("schema");
         schema.add_test_case(case);
     }
 
@@ -269,6 +282,31 @@ mod tests {
         let msg = "not judged: it reads only tables below min_rows (10,000)";
         assert!(!before.contains(msg), "{before}");
         assert!(xml.contains(msg), "{xml}");
+    }
+
+    /// Issue 47, 3: an index or table no check judged is a skipped case of
+    /// the schema suite that says why.
+    #[test]
+    fn an_index_or_table_not_judged_is_a_skipped_schema_case() {
+        let xml = render(&crate::report::inputs::inputs_with_unjudged_objects());
+        for (name, msg) in [
+            (
+                "unused-index menu_items_label_idx on menu_items",
+                "not judged: menu_items holds 6 rows, below min_table_rows (100)",
+            ),
+            (
+                "missing-fk-index menu_items",
+                "not judged: menu_items holds 6 rows, below min_table_rows (100)",
+            ),
+        ] {
+            let at = xml
+                .find(&format!("name=\"{name}\""))
+                .unwrap_or_else(|| panic!("{name}: {xml}"));
+            let case = &xml[at..at + xml[at..].find("</testcase>").unwrap()];
+            assert!(case.contains("<skipped"), "{case}");
+            assert!(case.contains(msg), "{case}");
+        }
+        assert!(!render(&fixture::inputs()).contains("menu_items"));
     }
 
     /// issue 14: the replay's steps are cases; from check, a missed SLO and

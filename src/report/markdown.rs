@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::io;
 
 use super::inputs::{Inputs, finding_key, new_errors, one_line, sorted_findings, subject};
-use crate::wire::explain::JsonFinding;
+use crate::wire::explain::{JsonFinding, JsonNotJudgedObjects};
 
 /// GitHub refuses comments longer than this (characters).
 pub const LIMIT: usize = 65_536;
@@ -16,7 +16,7 @@ pub const LIMIT: usize = 65_536;
 /// before it is written, since the limit cuts the end.
 pub fn render(w: &mut impl io::Write, i: &Inputs) -> io::Result<()> {
     let text = match &i.gate {
-        Some(g) => gate(g) + &full(i),
+        Some(g) => gate(g, i.explain.not_judged_objects.as_ref()) + &full(i),
         None => full(i),
     };
     w.write_all(truncate(text, LIMIT).as_bytes())
@@ -24,7 +24,21 @@ pub fn render(w: &mut impl io::Write, i: &Inputs) -> io::Result<()> {
 
 /// The gate's verdict as the PR comment opens with it (`planck check
 /// --markdown`): passed or failed, and each reason with its file and line.
-fn gate(g: &crate::wire::check::JsonGate) -> String {
+/// The indexes and tables no check judged (issue 47, 3) are counted under
+/// it, listed in their section below.
+fn gate(g: &crate::wire::check::JsonGate, objects: Option<&JsonNotJudgedObjects>) -> String {
+    let mut out = gate_verdict(g);
+    if let Some(o) = objects {
+        let _ = writeln!(
+            out,
+            "{} not judged, their tables too small to show a verdict (see below).\n",
+            o.counted()
+        );
+    }
+    out
+}
+
+fn gate_verdict(g: &crate::wire::check::JsonGate) -> String {
     let mut out = String::new();
     let fail_on = g.fail_on.join(", ");
     if g.passed && g.not_judged.is_empty() {
@@ -276,8 +290,36 @@ fn changes_section(out: &mut String, d: &crate::wire::diff::JsonDiff) {
     out.push_str("</details>\n\n");
 }
 
+/// The indexes and tables no check judged for want of rows (issue 47, 3),
+/// in a collapsed section: each with its check, its table's rows and why.
+fn not_judged_objects(out: &mut String, r: &crate::wire::explain::JsonReport) {
+    let Some(o) = &r.not_judged_objects else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "<details><summary>Not judged: {} (min_table_rows {})</summary>\n",
+        o.counted(),
+        crate::output::count(o.min_table_rows)
+    );
+    out.push_str("| check | index | table | rows | why |\n| --- | --- | --- | ---: | --- |\n");
+    for x in &o.objects {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            cell(&x.check),
+            x.index.as_deref().map(code).unwrap_or_default(),
+            code(&x.table),
+            crate::output::count(x.rows),
+            cell(&x.reason)
+        );
+    }
+    out.push_str("\n</details>\n\n");
+}
+
 /// The skipped statements and the environment, each in a collapsed section.
 fn skipped_and_environment(out: &mut String, r: &crate::wire::explain::JsonReport) {
+    not_judged_objects(out, r);
     let skipped: Vec<_> = r
         .statements
         .iter()
@@ -505,6 +547,32 @@ mod tests {
             steps[1].concurrency, steps[1].base_p95_ms, steps[1].head_p95_ms
         );
         assert!(md.contains(&row), "{row} not in:\n{md}");
+    }
+
+    /// Issue 47, 3: the indexes and tables no check judged have a section of
+    /// their own, and check's comment counts them under its verdict.
+    #[test]
+    fn indexes_and_tables_not_judged_are_listed_and_counted_under_the_gate() {
+        let i = crate::report::inputs::inputs_with_unjudged_objects();
+        let md = render(&i);
+        assert!(
+            md.contains("<details><summary>Not judged: 1 index and 1 table (min_table_rows 100)"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| unused-index | <code>menu_items_label_idx</code> | <code>menu_items</code> | 6 | \
+                 menu_items holds 6 rows, below min_table_rows (100) |"
+            ),
+            "{md}"
+        );
+        let g = crate::report::inputs::inputs_with_unjudged().gate.unwrap();
+        let md = render_with_gate(&i, &g);
+        assert!(
+            md.contains("1 index and 1 table not judged, their tables too small"),
+            "{md}"
+        );
+        assert!(!render(&fixture::inputs()).contains("min_table_rows"));
     }
 
     /// issue 14: `planck check --markdown` opens with the gate's verdict,

@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::inputs::{Inputs, check_help, finding_key, not_judged, sorted_findings};
+use super::inputs::{
+    Inputs, check_help, finding_key, not_judged, not_judged_objects, sorted_findings,
+};
 use crate::findings::CheckId;
 
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -393,21 +395,29 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
 /// One invocation whose notifications name the statements the data could
 /// not judge; none when every statement was judged.
 fn unjudged_notes(i: &Inputs) -> Vec<Invocation> {
-    let notes: Vec<Notification> = not_judged(i)
+    let note = |text: String| Notification {
+        level: "note",
+        message: Text { text },
+        descriptor: Descriptor { id: "not-judged" },
+    };
+    let mut notes: Vec<Notification> = not_judged(i)
         .into_iter()
-        .map(|n| Notification {
-            level: "note",
-            message: Text {
-                text: format!(
-                    "not judged: statement {} (`{}`): {}",
-                    n.statement_id,
-                    crate::output::shorten(&n.query, 60),
-                    n.reason
-                ),
-            },
-            descriptor: Descriptor { id: "not-judged" },
+        .map(|n| {
+            note(format!(
+                "not judged: statement {} (`{}`): {}",
+                n.statement_id,
+                crate::output::shorten(&n.query, 60),
+                n.reason
+            ))
         })
         .collect();
+    // The indexes and tables no check judged (issue 47, 3): no result says
+    // "unused" of them, and the run says why.
+    notes.extend(
+        not_judged_objects(i)
+            .iter()
+            .map(|o| note(format!("not judged: {}: {}", o.subject(), o.reason))),
+    );
     if notes.is_empty() {
         return vec![];
     }
@@ -536,6 +546,39 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&render(&fixture::inputs())).unwrap();
         assert!(v["runs"][0].get("invocations").is_none(), "{v:#}");
+    }
+
+    /// Issue 47, 3: an index or table no check judged is a note of the run,
+    /// schema-valid, naming it and why; never a result.
+    #[test]
+    fn unjudged_indexes_and_tables_are_notes_of_the_run() {
+        let i = crate::report::inputs::inputs_with_unjudged_objects();
+        let v: serde_json::Value = serde_json::from_str(&render(&i)).unwrap();
+        let errors = schema_errors(&v);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let notes = v["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+            .as_array()
+            .unwrap();
+        let texts: Vec<&str> = notes
+            .iter()
+            .map(|n| n["message"]["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            texts,
+            vec![
+                "not judged: index menu_items_label_idx on menu_items (unused-index): \
+                 menu_items holds 6 rows, below min_table_rows (100)",
+                "not judged: table menu_items (missing-fk-index): menu_items holds 6 rows, \
+                 below min_table_rows (100)"
+            ]
+        );
+        let results = v["runs"][0]["results"].as_array().unwrap();
+        assert!(
+            results
+                .iter()
+                .all(|r| !r.to_string().contains("menu_items")),
+            "{v:#}"
+        );
     }
 
     /// The OASIS SARIF 2.1.0 schema, vendored (see the NOTICE beside it).

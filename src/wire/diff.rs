@@ -442,6 +442,7 @@ mod tests {
             environment: None,
             indexes: vec![],
             below_min_rows: None,
+            not_judged_objects: None,
         }
     }
 

@@ -29,6 +29,75 @@ pub struct JsonReport {
     /// there are none, and in files written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub below_min_rows: Option<JsonBelowMinRows>,
+    /// The indexes and tables no check judged because their data cannot
+    /// show a verdict (a table below `min_table_rows`, or read by statements
+    /// not judged): never called unused, never a missing index; absent when
+    /// there are none, and in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged_objects: Option<JsonNotJudgedObjects>,
+}
+
+/// The indexes and tables the checks drew no verdict on (issue 47, 3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonNotJudgedObjects {
+    pub min_table_rows: u64,
+    /// How many distinct indexes `objects` names.
+    pub indexes: usize,
+    /// By table, then index.
+    pub objects: Vec<JsonNotJudgedObject>,
+}
+
+impl JsonNotJudgedObjects {
+    /// `2 indexes and 1 table`: what `objects` names (a table counted when
+    /// a check withheld a verdict on the table itself).
+    pub fn counted(&self) -> String {
+        let tables: std::collections::BTreeSet<&str> = self
+            .objects
+            .iter()
+            .filter(|x| x.index.is_none())
+            .map(|x| x.table.as_str())
+            .collect();
+        let mut parts = Vec::new();
+        if self.indexes > 0 {
+            parts.push(crate::output::counted(
+                self.indexes as u64,
+                "index",
+                "indexes",
+            ));
+        }
+        if !tables.is_empty() {
+            parts.push(crate::output::counted(
+                tables.len() as u64,
+                "table",
+                "tables",
+            ));
+        }
+        parts.join(" and ")
+    }
+}
+
+/// One verdict withheld: on an index (`index` set) or on a table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JsonNotJudgedObject {
+    /// The check that would have judged it (`unused-index`, `missing-fk-index`...).
+    pub check: String,
+    pub table: String,
+    pub index: Option<String>,
+    /// The table's rows (the catalog's estimate).
+    pub rows: u64,
+    /// `categories holds 3 rows, below min_table_rows (100)`.
+    pub reason: String,
+}
+
+impl JsonNotJudgedObject {
+    /// `index categories_name_idx on categories` / `table menu_items
+    /// (missing-fk-index)`: what the entry is about, in a few words.
+    pub fn subject(&self) -> String {
+        match &self.index {
+            Some(i) => format!("index {i} on {} ({})", self.table, self.check),
+            None => format!("table {} ({})", self.table, self.check),
+        }
+    }
 }
 
 /// Statements no scan check could judge: every table they read holds fewer

@@ -27,6 +27,7 @@ mod explain_findings_contract;
 mod explain_functions;
 mod explain_graphile;
 mod explain_identities_exact;
+mod explain_not_judged;
 mod explain_precision;
 mod explain_recorded_workloads;
 mod explain_rls;

@@ -71,6 +71,7 @@ fn attach_fills_environment_and_indexes() {
         environment: None,
         indexes: vec![],
         below_min_rows: None,
+        not_judged_objects: None,
     };
     let conn = ConnInfo::parse(&db.url, false).unwrap();
     tokio::runtime::Runtime::new()

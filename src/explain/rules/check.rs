@@ -5,10 +5,12 @@
 //! sit between it and the list of checks ([`super::ALL`]) that uses them:
 //! nothing here knows any one check.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::catalog::planner::Catalog;
+use crate::explain::data::{NotJudgedObject, Why};
 use crate::explain::engine::{Explained, Status};
 use crate::explain::options::GenericPlans;
 use crate::explain::plan_tree::{Mode, Plan, PlanKind};
@@ -67,10 +69,19 @@ pub struct Ctx<'a> {
     pub results: &'a [Explained],
     pub tenancy: Option<&'a Tenancy>,
     pub min_rows: u64,
+    /// A table with fewer rows shows no plan reading an index: no verdict on
+    /// its indexes or on it (see [`Ctx::table_not_judged`]).
+    pub min_table_rows: u64,
+    /// The tables statements not judged read
+    /// ([`crate::explain::data::unjudged_tables`] of `results`).
+    pub unjudged: BTreeSet<String>,
     pub rls_cost_ratio: f64,
     pub source: Option<&'a Path>,
     pub probes: &'a Probes,
     pub generic: GenericPlans,
+    /// The verdicts the checks withheld for want of data ([`Ctx::withhold`]);
+    /// a cell because checks see the context shared, as they do the catalog.
+    pub withheld: RefCell<Vec<NotJudgedObject>>,
 }
 
 impl Ctx<'_> {
@@ -89,10 +100,25 @@ impl Ctx<'_> {
     /// Tables some explained statement touches and no statement not judged
     /// reads (how such a statement would use their indexes is unknown, so
     /// none of them is judged unused).
-    pub fn touched(&self) -> std::collections::BTreeSet<String> {
-        let unjudged = crate::explain::data::unjudged_tables(self.results, self.catalog);
-        let mut s = std::collections::BTreeSet::new();
-        for e in self.explained() {
+    pub fn touched(&self) -> BTreeSet<String> {
+        let mut s = self.tables_of(self.explained());
+        s.retain(|t| !self.unjudged.contains(t));
+        s
+    }
+
+    /// Tables some planned statement touches, judged or not: the tables
+    /// whose indexes the object checks look at, a verdict drawn or withheld.
+    pub fn planned_tables(&self) -> BTreeSet<String> {
+        self.tables_of(
+            self.results
+                .iter()
+                .filter(|e| matches!(e.status, Status::Explained | Status::NotJudged(_))),
+        )
+    }
+
+    fn tables_of<'e>(&self, statements: impl Iterator<Item = &'e Explained>) -> BTreeSet<String> {
+        let mut s = BTreeSet::new();
+        for e in statements {
             s.extend(
                 e.analysis
                     .tables
@@ -104,8 +130,50 @@ impl Ctx<'_> {
                 s.extend(p.nodes().iter().filter_map(|n| n.relation.clone()));
             }
         }
-        s.retain(|t| !unjudged.contains(t));
         s
+    }
+
+    /// Why the data cannot show whether `table`'s indexes are worth their
+    /// keep, or None when it can (issue 47, 3): the table holds fewer than
+    /// `min_table_rows` (no plan reads an index of a table of a few rows,
+    /// whatever the workload), or a statement not judged reads it. A table
+    /// the catalog does not know is judged (nothing is said of it either way).
+    pub fn table_not_judged(&self, table: &str) -> Option<Why> {
+        let rows = self.catalog.tables.get(table)?.rows;
+        if rows < self.min_table_rows || rows == 0 {
+            Some(Why::BelowMinTableRows)
+        } else if self.unjudged.contains(table) {
+            Some(Why::ReadByUnjudged)
+        } else {
+            None
+        }
+    }
+
+    /// [`Ctx::table_not_judged`] for a verdict about reading `table` whole
+    /// (a foreign key's delete, a policy column with no index): its size
+    /// alone decides, and below `min_rows` it says nothing, as for the scan
+    /// checks.
+    pub fn table_too_small_to_read_whole(&self, table: &str) -> Option<Why> {
+        let rows = self.catalog.tables.get(table)?.rows;
+        if rows < self.min_table_rows || rows == 0 {
+            Some(Why::BelowMinTableRows)
+        } else if rows < self.min_rows {
+            Some(Why::BelowMinRows)
+        } else {
+            None
+        }
+    }
+
+    /// Records that `check` drew no verdict on `table` (or its `index`)
+    /// because of `why`: the report lists it as not judged.
+    pub fn withhold(&self, check: CheckId, table: &str, index: Option<&str>, why: Why) {
+        self.withheld.borrow_mut().push(NotJudgedObject {
+            table: table.to_string(),
+            index: index.map(str::to_string),
+            check,
+            rows: self.catalog.rows(table),
+            why,
+        });
     }
 }
 

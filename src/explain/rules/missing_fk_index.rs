@@ -7,14 +7,14 @@
 //! is a scan of the whole referencing table for every row deleted, run by a
 //! trigger, so no EXPLAIN of the DELETE shows it. The foreign keys are not in
 //! the planner's catalog, so the check asks for them ([`Check::probe`]).
+//! A referencing table below `min_rows` gets no verdict: it is listed as
+//! not judged (issue 47, 3).
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{
-    Check, CheckId, Ctx, Finding, Probe, Severity, declare_check, finding, judged_plans,
-};
+use super::{Check, CheckId, Ctx, Finding, Probe, Severity, declare_check, finding, judged_plans};
 use crate::catalog::planner::Index;
 
 declare_check! {
@@ -59,7 +59,15 @@ impl Check for MissingFkIndex {
                 continue;
             };
             let rows = ctx.catalog.rows(child);
-            if rows < ctx.min_rows || ctx.catalog.indexes.iter().any(|i| serves(i, child, &fk)) {
+            if ctx.catalog.indexes.iter().any(|i| serves(i, child, &fk)) {
+                continue;
+            }
+            // Issue 47, 3: the verdict is a whole read of the referencing
+            // table per deleted row, which a table below min_rows (or a few
+            // rows) does not show; the recorded statements play no part in
+            // it, so only the table's size decides. Listed as not judged.
+            if let Some(why) = ctx.table_too_small_to_read_whole(child) {
+                ctx.withhold(self.id(), child, None, why);
                 continue;
             }
             let deleting = deleting_statements(ctx, parent);
@@ -117,8 +125,7 @@ fn serves(index: &Index, table: &str, fk: &ForeignKey) -> bool {
     if index.table != table || index.predicate.is_some() || index.columns.len() < n {
         return false;
     }
-    let leading: BTreeSet<Option<&str>> =
-        index.columns[..n].iter().map(|c| c.as_deref()).collect();
+    let leading: BTreeSet<Option<&str>> = index.columns[..n].iter().map(|c| c.as_deref()).collect();
     let key: BTreeSet<Option<&str>> = fk.columns.iter().map(|c| Some(c.as_str())).collect();
     leading == key
 }
@@ -169,7 +176,10 @@ mod tests {
     #[test]
     fn a_key_no_index_leads_with_is_a_warning_naming_it() {
         // An index with the key's columns, but not leading: it cannot find them.
-        let got = run(vec![index("items_s", "items", &["id", "account_id", "status"])], &[]);
+        let got = run(
+            vec![index("items_s", "items", &["id", "account_id", "status"])],
+            &[],
+        );
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].severity, Severity::Warning);
         assert_eq!(got[0].relation.as_deref(), Some("items"));
@@ -183,7 +193,10 @@ mod tests {
 
     #[test]
     fn an_index_leading_with_the_key_in_any_order_serves_it() {
-        let got = run(vec![index("items_k", "items", &["status", "account_id", "id"])], &[]);
+        let got = run(
+            vec![index("items_k", "items", &["status", "account_id", "id"])],
+            &[],
+        );
         assert!(got.is_empty(), "{got:?}");
         // Partial: it holds only some of the rows.
         let mut partial = index("items_p", "items", &["account_id", "status"]);
@@ -204,7 +217,13 @@ mod tests {
         let got = run(vec![], &[e]);
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].severity, Severity::Error);
-        assert!(got[0].message.ends_with("delete from accounts: drop_account"), "{}", got[0].message);
+        assert!(
+            got[0]
+                .message
+                .ends_with("delete from accounts: drop_account"),
+            "{}",
+            got[0].message
+        );
     }
 
     #[test]
@@ -217,5 +236,16 @@ mod tests {
         };
         let out = findings_of(&MissingFkIndex, &ctx);
         assert!(out.is_empty(), "{out:?}");
+        // Issue 47, 3: not silently: listed as not judged, with why.
+        let withheld = ctx.withheld.borrow();
+        assert_eq!(withheld.len(), 1, "{withheld:?}");
+        assert_eq!(
+            (
+                withheld[0].table.as_str(),
+                withheld[0].rows,
+                withheld[0].why
+            ),
+            ("items", 500, crate::explain::data::Why::BelowMinRows)
+        );
     }
 }

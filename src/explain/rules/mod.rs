@@ -54,12 +54,18 @@ checks! {
 /// `schema_migrations`, planck's own tables: see
 /// `catalog::schema::is_migration_bookkeeping`) are dropped: those tables
 /// are not the application's data (issue 13 §6).
+///
+/// What the checks withheld for want of data stays in `ctx.withheld`, under
+/// the same two rules (a disabled check's, or on bookkeeping, is dropped).
 pub fn run_all(ctx: &Ctx, disabled: &[CheckId]) -> Vec<Finding> {
     let mut out = Vec::new();
     for c in ALL {
         c.run(ctx, &mut out);
     }
     out.retain(|f| !disabled.contains(&f.check) && !on_bookkeeping(f, ctx.results));
+    ctx.withheld
+        .borrow_mut()
+        .retain(|o| !disabled.contains(&o.check) && !check::is_bookkeeping(&o.table));
     out
 }
 
@@ -171,6 +177,9 @@ pub(crate) mod testing {
             results,
             tenancy: None,
             min_rows: 10_000,
+            min_table_rows: 100,
+            unjudged: crate::explain::data::unjudged_tables(results, catalog),
+            withheld: Default::default(),
             rls_cost_ratio: 10.0,
             source: None,
             probes: &NO_PROBES,

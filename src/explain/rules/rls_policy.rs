@@ -25,6 +25,9 @@ impl Check for RlsPolicy {
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         let touched = ctx.touched();
+        // A VOLATILE call or a non-LEAKPROOF operator in a policy is read
+        // from the catalog, not from a plan: the data plays no part in the
+        // verdict, so no table size withholds it (issue 47, 3).
         for c in &ctx.catalog.policy_calls {
             // The catalog holds every schema; judge the policies of the
             // application's own (on the search path) and of tables it touched,
@@ -61,14 +64,26 @@ impl Check for RlsPolicy {
             }
         }
         if let Some(t) = ctx.tenancy {
+            let planned = ctx.planned_tables();
             for (table, column) in &t.columns {
-                if !touched.contains(table) || ctx.catalog.rows(table) < ctx.min_rows {
+                if !planned.contains(table) {
                     continue;
                 }
                 let led = ctx.catalog.indexes.iter().any(|i| {
                     // A partial index counts: statements matching its predicate use it.
                     i.table == *table && i.columns.first() == Some(&Some(column.clone()))
                 });
+                // Issue 47, 3: a missing index matters where the policy's
+                // filter reads the table whole, which a table below min_rows
+                // (or read by statements not judged) does not show.
+                if !led
+                    && let Some(why) = ctx
+                        .table_not_judged(table)
+                        .or_else(|| ctx.table_too_small_to_read_whole(table))
+                {
+                    ctx.withhold(self.id(), table, None, why);
+                    continue;
+                }
                 if !led {
                     let mut f = finding(
                         self,

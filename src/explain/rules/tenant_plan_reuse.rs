@@ -32,7 +32,9 @@ impl Check for TenantPlanReuse {
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         for r in &ctx.probes.reuse {
-            let Some(e) = ctx.results.iter().find(|e| e.stmt.id == r.statement) else {
+            // A statement not judged yields no finding (issue 47, 3): the
+            // probe measured it, but its plans were made on too few rows.
+            let Some(e) = ctx.explained().find(|e| e.stmt.id == r.statement) else {
                 continue;
             };
             let (kept, fresh) = (abbreviated(&r.kept), abbreviated(&r.fresh));

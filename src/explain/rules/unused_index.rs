@@ -4,8 +4,11 @@
 //! help that says to keep them (issue 48 §5: the rule's "drop it" was
 //! printed under "it backs the primary key"): they serve integrity, not
 //! these statements, and a constraint's index goes only with the
-//! constraint. Only tables some statement touches are judged; partial
-//! indexes have their own check (`unused-partial-index`).
+//! constraint. Only tables some statement touches are judged, and only
+//! those holding at least `min_table_rows` that no statement not judged
+//! reads (issue 47, 3): on the others the index is listed as not judged
+//! ([`Ctx::withhold`]). Partial indexes have their own check
+//! (`unused-partial-index`).
 
 use super::{
     Check, CheckId, Ctx, Finding, Severity, WithHelp, declare_check, finding, modes_phrase,
@@ -27,10 +30,16 @@ impl Check for UnusedIndex {
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         let used = used_indexes(ctx.results);
-        let touched = ctx.touched();
+        let planned = ctx.planned_tables();
         for ix in &ctx.catalog.indexes {
-            if ix.predicate.is_some() || !touched.contains(&ix.table) || used.contains_key(&ix.name)
+            if ix.predicate.is_some() || !planned.contains(&ix.table) || used.contains_key(&ix.name)
             {
+                continue;
+            }
+            // Issue 47, 3: no plan reads an index of a table of a few rows,
+            // so "used by no plan" there says nothing about the index.
+            if let Some(why) = ctx.table_not_judged(&ix.table) {
+                ctx.withhold(self.id(), &ix.table, Some(&ix.name), why);
                 continue;
             }
             let f = match kept_for(ix) {
@@ -156,6 +165,85 @@ mod tests {
             out[1].help.contains("DROP INDEX CONCURRENTLY items_title"),
             "{}",
             out[1].help
+        );
+    }
+
+    /// Issue 47, 3: an index on a table below min_table_rows, or on one a
+    /// statement not judged reads, is no finding: it is withheld, with why;
+    /// the same index on a table with rows is a warning.
+    #[test]
+    fn indexes_of_tables_the_data_cannot_judge_are_withheld_not_reported() {
+        use crate::explain::data::Why;
+        use crate::explain::engine::Status;
+        let cat = catalog(
+            &[
+                ("big", 50_000),
+                ("tiny", 6),
+                ("joined", 50_000),
+                ("empty", 0),
+            ],
+            vec![
+                index("big_x", "big", &["status"]),
+                index("tiny_x", "tiny", &["status"]),
+                index("joined_x", "joined", &["status"]),
+                index("empty_x", "empty", &["status"]),
+            ],
+        );
+        let scan = |t: &str| json!({"Node Type": "Seq Scan", "Relation Name": t});
+        let mut judged = explained(
+            "SELECT * FROM big, tiny, empty",
+            vec![(
+                Mode::Admin,
+                PlanKind::Generic,
+                json!([{"Plan": {"Node Type": "Nested Loop",
+                    "Plans": [scan("big"), scan("tiny"), scan("empty")]}}]),
+            )],
+        );
+        judged.stmt.id = "s1".into();
+        let mut unjudged = explained(
+            "SELECT * FROM joined",
+            vec![(
+                Mode::Admin,
+                PlanKind::Generic,
+                json!([{"Plan": scan("joined")}]),
+            )],
+        );
+        unjudged.stmt.id = "s2".into();
+        unjudged.status = Status::NotJudged("not judged: other holds 0 rows".into());
+        let results = [judged, unjudged];
+        let ctx = ctx(&cat, &results);
+        let out = findings_of(&UnusedIndex, &ctx);
+        let got: Vec<_> = out.iter().map(|f| f.index.as_deref().unwrap()).collect();
+        assert_eq!(got, vec!["big_x"]);
+        let mut withheld: Vec<_> = ctx
+            .withheld
+            .borrow()
+            .iter()
+            .map(|o| (o.index.clone().unwrap(), o.rows, o.why, o.check))
+            .collect();
+        withheld.sort();
+        assert_eq!(
+            withheld,
+            vec![
+                (
+                    "empty_x".to_string(),
+                    0,
+                    Why::BelowMinTableRows,
+                    CheckId::UnusedIndex
+                ),
+                (
+                    "joined_x".to_string(),
+                    50_000,
+                    Why::ReadByUnjudged,
+                    CheckId::UnusedIndex
+                ),
+                (
+                    "tiny_x".to_string(),
+                    6,
+                    Why::BelowMinTableRows,
+                    CheckId::UnusedIndex
+                ),
+            ]
         );
     }
 }

@@ -5,14 +5,16 @@
 //! The engine re-plans each statement that compares the predicate's column
 //! with a parameter, with the constant put back (a `literal` plan). If the
 //! index is then used, the finding is informational
-//! (`partial-index-needs-literal`), not `unused-partial-index`.
+//! (`partial-index-needs-literal`), not `unused-partial-index`. Neither is
+//! drawn on a table below `min_table_rows` or read by a statement not
+//! judged (issue 47, 3): the index is listed as not judged instead.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator, Value};
 
-use super::{declare_check, Check, CheckId, Ctx, Finding, Severity, finding, modes_phrase};
+use super::{Check, CheckId, Ctx, Finding, Severity, declare_check, finding, modes_phrase};
 use crate::catalog::expr::parse_expr;
 use crate::explain::engine::used_indexes;
 use crate::explain::plan_tree::PlanKind;
@@ -278,17 +280,28 @@ impl Check for UnusedPartialIndex {
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
         let used = used_indexes(ctx.results);
-        let touched = ctx.touched();
+        let planned = ctx.planned_tables();
         for ix in &ctx.catalog.indexes {
             let Some(pred) = &ix.predicate else { continue };
-            if !touched.contains(&ix.table) {
+            if !planned.contains(&ix.table) {
                 continue;
             }
             let kinds = used.get(&ix.name).cloned().unwrap_or_default();
             if kinds.contains(PlanKind::Generic.as_str()) {
                 continue;
             }
-            if kinds.contains(PlanKind::Literal.as_str()) {
+            let literal = kinds.contains(PlanKind::Literal.as_str());
+            if !literal && kinds.contains(PlanKind::Custom.as_str()) {
+                continue;
+            }
+            // Issue 47, 3: on a table of a few rows no plan reads the index,
+            // with the constant put back or not: both verdicts need rows.
+            if let Some(why) = ctx.table_not_judged(&ix.table) {
+                let check = if literal { NEEDS_LITERAL } else { self.id() };
+                ctx.withhold(check, &ix.table, Some(&ix.name), why);
+                continue;
+            }
+            if literal {
                 let lits = predicate_literals(pred);
                 let mut seen = BTreeSet::new();
                 for e in ctx.explained() {
@@ -339,9 +352,6 @@ impl Check for UnusedPartialIndex {
                         );
                     }
                 }
-                continue;
-            }
-            if kinds.contains(PlanKind::Custom.as_str()) {
                 continue;
             }
             out.push(

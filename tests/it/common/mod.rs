@@ -477,6 +477,29 @@ pub mod explain_json {
         pub indexes: Vec<Index>,
         #[serde(default)]
         pub below_min_rows: Option<BelowMinRows>,
+        #[serde(default)]
+        pub not_judged_objects: Option<NotJudgedObjects>,
+    }
+
+    /// The indexes and tables no check judged for want of rows (issue 47, 3).
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct NotJudgedObjects {
+        pub min_table_rows: u64,
+        pub indexes: usize,
+        pub objects: Vec<NotJudgedObject>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    pub struct NotJudgedObject {
+        pub check: String,
+        pub table: String,
+        pub index: Option<String>,
+        pub rows: u64,
+        pub reason: String,
     }
 
     /// Statements that read only tables below min_rows, and those tables.
