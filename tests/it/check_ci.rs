@@ -683,3 +683,96 @@ fn a_key_in_a_comment_is_not_read() {
     assert_eq!(v.get("fetch-depth"), None);
     assert_eq!(v["steps"][0].get("with"), None);
 }
+
+/// The release workflow (tools/ci/release.yml; it cannot run here) builds
+/// the four targets on a version tag and names each archive, and the
+/// binary's place in it, as Cargo.toml's `[package.metadata.binstall]`
+/// says, so `cargo binstall planck-pg` finds them; each archive goes with
+/// its sha256.
+#[test]
+fn release_archives_are_named_as_binstall_looks_for_them() {
+    let rel = "tools/ci/release.yml";
+    let w = yaml(rel);
+    let tags = strings(at(&w, rel, &["on", "push", "tags"]));
+    assert_eq!(tags, ["v[0-9]+.[0-9]+.[0-9]+*"]);
+    let include = steps_of(&w, rel, &["jobs", "build", "strategy", "matrix", "include"]);
+    let targets: Vec<&str> = include
+        .iter()
+        .map(|m| at(m, rel, &["target"]).as_str().unwrap())
+        .collect();
+    assert_eq!(
+        targets,
+        [
+            "x86_64-unknown-linux-gnu",
+            "aarch64-unknown-linux-gnu",
+            "x86_64-apple-darwin",
+            "aarch64-apple-darwin"
+        ]
+    );
+    let steps = steps_of(&w, rel, &["jobs", "build", "steps"]);
+    let script = steps
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .find(|r| r.contains("cargo build --release --locked"))
+        .expect("a step that builds the release");
+    let name = script
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("name="))
+        .expect("the archive's name=")
+        .trim_matches('"');
+    // The folder of that name holds the binary, packed as <name>.tar.gz,
+    // with its checksum beside it.
+    for line in [
+        r#"cp "target/$TARGET/release/planck" README.md LICENSE-MIT LICENSE-APACHE "$name/""#,
+        r#"tar -czf "$name.tar.gz" "$name""#,
+        r#"shasum -a 256 "$name.tar.gz" > "$name.tar.gz.sha256""#,
+    ] {
+        assert!(script.lines().any(|l| l.trim() == line), "{line}\n{script}");
+    }
+
+    let manifest: toml::Value = toml::from_str(&file("Cargo.toml")).unwrap();
+    assert_eq!(manifest["package"]["name"].as_str(), Some("planck-pg"));
+    let bins = manifest["bin"].as_array().unwrap();
+    assert_eq!(bins[0]["name"].as_str(), Some("planck"));
+    let binstall = &manifest["package"]["metadata"]["binstall"];
+    assert_eq!(binstall["pkg-fmt"].as_str(), Some("tgz"));
+    let version = "1.2.3";
+    for target in targets {
+        let fill = |template: &str| {
+            template
+                .replace("{ repo }", "REPO")
+                .replace("{ version }", version)
+                .replace("{ name }", "planck-pg")
+                .replace("{ target }", target)
+                .replace("{ bin }", "planck")
+                .replace("{ binary-ext }", "")
+        };
+        let archive = name.replace("$TARGET", target).replace("$version", version);
+        assert_eq!(
+            fill(binstall["pkg-url"].as_str().unwrap()),
+            format!("REPO/releases/download/v{version}/{archive}.tar.gz")
+        );
+        assert_eq!(
+            fill(binstall["bin-dir"].as_str().unwrap()),
+            format!("{archive}/planck")
+        );
+    }
+    // The tag is the version binstall asks for: the build refuses another.
+    assert!(script.contains(r#"[ "v$version" != "$TAG" ]"#), "{script}");
+    // The release job attaches the archives and their checksums.
+    let attach = steps_of(&w, rel, &["jobs", "release", "steps"])
+        .iter()
+        .filter_map(|s| s.get("run").and_then(Value::as_str))
+        .find(|r| r.contains("gh release upload"))
+        .expect("a step that uploads the archives");
+    assert!(
+        attach.contains("./*.tar.gz ./*.sha256 SHA256SUMS"),
+        "{attach}"
+    );
+    assert_eq!(
+        permission(&w, "release", "contents"),
+        Some("write"),
+        "the release job creates the release"
+    );
+    assert_eq!(permission(&w, "build", "contents"), Some("read"));
+}
