@@ -383,6 +383,8 @@ fn shapes(p: &Pass) -> Vec<Option<Shape>> {
 /// twice its largest core parent's rows (through a NOT NULL foreign key, at
 /// most 10 × the base), or the base at a root of the core. A parent kept as
 /// reference data sizes nothing: a forum's users are not twice its 4 groups.
+/// NOT NULL is the plan's: a CHECK may ask a nullable key for a value
+/// (koji's `rpminfo (build_id, draft)`), which the catalog's graph cannot see.
 fn shaped_rows(p: &Pass, ci: usize, fks: &[FkPlan]) -> u64 {
     let base = p.base_rows.round() as u64;
     let placed = |f: &FkPlan| f.parent < p.pos[&ci];
@@ -394,7 +396,12 @@ fn shaped_rows(p: &Pass, ci: usize, fks: &[FkPlan]) -> u64 {
         return sizing_roles::configuration_rows(p.base_rows);
     }
     fks.iter()
-        .filter(|f| placed(f) && !f.nullable && shape.grows_from.contains(&p.order[f.parent]))
+        .filter(|f| placed(f) && !f.nullable)
+        .filter(|f| {
+            shapes[p.order[f.parent]]
+                .as_ref()
+                .is_some_and(|s| !matches!(s.role, Role::Reference | Role::Configuration))
+        })
         .map(|f| p.tables[f.parent].rows)
         .max()
         .map_or(base, |m| {
