@@ -636,6 +636,33 @@ impl Solved {
         }
         Some(self)
     }
+
+    /// The CHECK with column `c` never NULL (another CHECK's reading says
+    /// it is set: `c IS NOT NULL OR ...` read as `c IS NOT NULL`): branches
+    /// that ask NULL of it go, and a `num_nonnulls` count over it counts it
+    /// as set. None when only branches the server decides are left.
+    pub fn never_null(mut self, c: usize) -> Option<Solved> {
+        self.branches.retain_mut(|b| {
+            if b.rules.get(&c).is_some_and(|r| r.null == Some(true)) {
+                return false;
+            }
+            for k in &mut b.counts {
+                if let Some(i) = k.free.iter().position(|x| *x == c) {
+                    if k.hi == 0 {
+                        return false;
+                    }
+                    k.free.remove(i);
+                    k.lo = k.lo.saturating_sub(1);
+                    k.hi -= 1;
+                }
+            }
+            true
+        });
+        if self.branches.iter().all(|b| b.opaque) {
+            return None;
+        }
+        Some(self)
+    }
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@ mod report_page;
 mod seed;
 mod seed_check_corpus;
 mod seed_checks;
+mod seed_constraints;
 mod seed_determinism;
 mod seed_direct;
 mod seed_fixtures;

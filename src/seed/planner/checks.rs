@@ -313,6 +313,13 @@ fn solve_checks(
                 Some(lits) => s.narrowed(table, c, lits),
                 None => Some(s),
             });
+        // A column another CHECK sets: the solver's branches that leave it
+        // NULL would break that CHECK, which the server does not evaluate.
+        let narrowed = narrowed.and_then(|s| {
+            cols.iter()
+                .filter(|&&c| facts[c].not_null)
+                .try_fold(s, |s, &c| s.never_null(c))
+        });
         let Some(s) = narrowed else {
             continue;
         };

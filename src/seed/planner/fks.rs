@@ -169,3 +169,61 @@ pub(super) fn fk_picks(
     }
     fk_cols
 }
+
+/// Phase (after the keys): a foreign key the server's CHECKs read that is
+/// in no unique key is redrawn with the other columns those CHECKs read:
+/// an attempt picks another parent row (`person_a <> person_b` over one
+/// parent, a CHECK calling a function that reads the parent), uniformly
+/// for the primary parent (the layout places the row's first draw only).
+/// A key a unique key or the tenant decides is an input and stays, as does
+/// one a solved CHECK or the spec sets.
+pub(super) fn redrawn_fks(
+    table: &crate::catalog::schema::Table,
+    facts: &[ColFacts],
+    tp: &mut TablePlan,
+) {
+    let sc = &tp.checked;
+    if sc.is_empty() {
+        return;
+    }
+    let read = sc.cols();
+    let in_key = |c: &usize| table.uniques.iter().any(|u| u.cols.contains(c));
+    let solved = |c: &usize| sc.solved.iter().any(|s| s.cols.contains(c));
+    let mut add: Vec<usize> = Vec::new();
+    for f in &tp.fks {
+        let random = matches!(
+            f.pick,
+            Pick::Primary | Pick::Uniform | Pick::SameTenant | Pick::SelfRef
+        );
+        let own = f
+            .cols
+            .iter()
+            .all(|&c| matches!(tp.cols[c].generator, Gen::Fk { .. }));
+        if random
+            && own
+            && f.cols.iter().any(|c| read.contains(c))
+            && !f.cols.iter().any(|c| in_key(c) || solved(c))
+        {
+            add.extend(
+                f.cols
+                    .iter()
+                    .filter(|c| sc.redraw.binary_search(c).is_err()),
+            );
+        }
+    }
+    if add.is_empty() {
+        return;
+    }
+    let nullable: Vec<usize> = add
+        .iter()
+        .copied()
+        .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
+        .collect();
+    let sc = &mut tp.checked;
+    sc.redraw.extend(add);
+    sc.redraw.sort_unstable();
+    sc.redraw.dedup();
+    sc.nullable.extend(nullable);
+    sc.nullable.sort_unstable();
+    sc.nullable.dedup();
+}

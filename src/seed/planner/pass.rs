@@ -19,7 +19,9 @@ use crate::seed::spec::SpecFile;
 
 use super::checks::{check_facts, shape_of, with_solved};
 use super::context::{Options, Pass, Resolved, seed_err};
-use super::fks::{fk_picks, fks_set_by_checks, listed_parent_keys, orphan_columns, table_fks};
+use super::fks::{
+    fk_picks, fks_set_by_checks, listed_parent_keys, orphan_columns, redrawn_fks, table_fks,
+};
 use super::generators::{remaining_columns, spec_fits_columns, spec_generators};
 use super::keys::{
     exclusion_slots, exclusions_supported, free_unique_columns, keys_fit, ordered_pair,
@@ -420,6 +422,7 @@ fn plan_table(
     remaining_columns(table, &display, &facts, &mut tp, &assigned, observed)?;
     observed_fk_nulls(table, &opts.observed, &mut tp, followed_recording);
     free_unique_columns(table, &facts, &referenced, &mut tp);
+    redrawn_fks(table, &facts, &mut tp);
     keys_fit(
         table,
         &display,

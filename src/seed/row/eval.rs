@@ -27,11 +27,13 @@ impl SeedPlan {
 
     /// The parent row of foreign key `fk` in row `ctx`; `set`: never NULL
     /// by choice (a nullable key's NULL share and first self reference).
-    fn fk_row(&self, t: usize, fk: usize, ctx: &RowCtx, set: bool) -> Option<u64> {
+    /// `at`: the attempt of a row whose foreign key the server's CHECKs
+    /// redraw (0: the row's own draw; see [`value_at`]).
+    fn fk_row(&self, t: usize, fk: usize, ctx: &RowCtx, set: bool, at: u8) -> Option<u64> {
         let tp = &self.tables[t];
         let f = &tp.fks[fk];
         let p = &self.tables[f.parent];
-        let h = rng::hash(self.seed, tp.key, f.key, ctx.row);
+        let h = redraw(rng::hash(self.seed, tp.key, f.key, ctx.row), at);
         if !set && f.null_p > 0.0 && rng::null_draw(h, f.null_p) {
             return None;
         }
@@ -40,6 +42,8 @@ impl SeedPlan {
             return None;
         }
         Some(match f.pick {
+            // A redrawn attempt leaves the layout's parent for any other.
+            Pick::Primary if at > 0 => rng::below(h, p.rows),
             Pick::Primary => ctx.parent_row,
             Pick::Tenant => ctx.block as u64,
             Pick::SameTenant => {
@@ -83,23 +87,37 @@ impl SeedPlan {
     }
 
     pub fn fk_value(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
-        self.fk_value_of(t, fk, part, ctx, false)
+        self.fk_value_of(t, fk, part, ctx, false, 0)
+    }
+
+    /// [`SeedPlan::fk_value`] at attempt `at` of a row whose foreign key the
+    /// server's CHECKs redraw: another parent row, picked as the key picks.
+    pub fn fk_value_at(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx, at: u8) -> Val {
+        self.fk_value_of(t, fk, part, ctx, false, at)
     }
 
     /// [`SeedPlan::fk_value`] where a nullable key is set: a solved CHECK's
     /// branch asks for a value (the solver's, `check_solve`).
     pub fn fk_value_set(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
-        self.fk_value_of(t, fk, part, ctx, true)
+        self.fk_value_of(t, fk, part, ctx, true, 0)
     }
 
-    fn fk_value_of(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx, set: bool) -> Val {
+    fn fk_value_of(
+        &self,
+        t: usize,
+        fk: usize,
+        part: usize,
+        ctx: &RowCtx,
+        set: bool,
+        at: u8,
+    ) -> Val {
         let f = &self.tables[t].fks[fk];
         if let Pick::Joint { group, digit } = f.pick
             && self.tables[t].joints[group].sorted
         {
             return self.sorted_pair_value(t, fk, group, digit, ctx.row);
         }
-        match self.fk_row(t, fk, ctx, set) {
+        match self.fk_row(t, fk, ctx, set, at) {
             None => Val::Null,
             Some(prow) => {
                 if f.parent == t && prow == ctx.row {
@@ -167,12 +185,7 @@ impl Gen {
         let tp = &plan.tables[t];
         let key = tp.cols[c].key;
         let h0 = rng::hash(plan.seed, tp.key, key, ctx.row);
-        let draw = at.min(ATTEMPTS - 1);
-        let h = if draw == 0 || !redrawn {
-            h0
-        } else {
-            rng::mix(h0 ^ u64::from(draw).wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        };
+        let h = if redrawn { redraw(h0, at) } else { h0 };
         let v = self.eval_h(plan, t, c, ctx, h, at);
         apply_shape(plan, t, c, ctx, h, v, at)
     }
@@ -654,6 +667,17 @@ fn off(plan: &SeedPlan, t: usize, c: usize, h: u64, v: Val, r: &ColRule) -> Val 
     v
 }
 
+/// The hash of attempt `at` of a redrawn column whose own draw is `h0`
+/// (attempt 0 is the draw itself; the NULL resort draws as the last).
+fn redraw(h0: u64, at: u8) -> u64 {
+    let draw = at.min(ATTEMPTS - 1);
+    if draw == 0 {
+        h0
+    } else {
+        rng::mix(h0 ^ u64::from(draw).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    }
+}
+
 /// The value of column `c` for attempt `attempt` of the row `ctx`.
 pub fn value_at(plan: &SeedPlan, t: usize, c: usize, ctx: &RowCtx, attempt: u8) -> Val {
     let sc = &plan.tables[t].checked;
@@ -663,6 +687,10 @@ pub fn value_at(plan: &SeedPlan, t: usize, c: usize, ctx: &RowCtx, attempt: u8) 
     let redrawn = sc.redraw.binary_search(&c).is_ok();
     if redrawn && attempt >= NULL_ATTEMPT && sc.nullable.binary_search(&c).is_ok() {
         return Val::Null;
+    }
+    // A foreign key the CHECKs read picks another parent row.
+    if redrawn && let Gen::Fk { fk, part } = plan.tables[t].cols[c].generator {
+        return plan.fk_value_at(t, fk, part, ctx, attempt);
     }
     // Not redrawn, the column keeps its draw; one that follows a redrawn
     // column (`after`) follows that column's new value.
