@@ -17,7 +17,7 @@
 //!   roots and rows grow down its NOT NULL foreign keys;
 //! - **configuration**: a table of a part of the schema with no hub, such
 //!   as a table nothing references and that references nothing generated:
-//!   a few dozen rows ([`configuration_rows`]);
+//!   10 to 50 rows ([`configuration_rows`]);
 //! - **spec** and **tenant**: the spec (or the tenant inference) sizes it.
 //!
 //! A schema with no foreign key between its generated tables has no core to
@@ -36,6 +36,8 @@ use crate::seed::spec::SpecFile;
 /// shrink them: a few dozen, as the menus, icons and providers of real
 /// applications hold.
 pub const CONFIGURATION_MAX: u64 = 50;
+/// Rows of a configuration table at least (while `--rows` allows them).
+pub const CONFIGURATION_MIN: u64 = 10;
 
 /// How a table is sized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,12 +263,13 @@ fn shape(role: Role, why: String) -> Shape {
 
 /// Rows of a configuration table from the rows of a root of the core
 /// (`base`, scaled): a hundredth of them, at most [`CONFIGURATION_MAX`],
-/// at least one while the core has any.
+/// at least [`CONFIGURATION_MIN`] (a self-referencing tree of categories
+/// still has branches), and never more than `base`.
 pub fn configuration_rows(base: f64) -> u64 {
-    if base < 0.5 {
-        return 0;
-    }
-    ((base / 100.0).ceil() as u64).clamp(1, CONFIGURATION_MAX)
+    let base = base.round() as u64;
+    base.div_ceil(100)
+        .clamp(CONFIGURATION_MIN, CONFIGURATION_MAX)
+        .min(base)
 }
 
 /// Cumulative counts of `rows` child rows over `parents` reference rows,
@@ -506,8 +509,9 @@ mod tests {
     #[test]
     fn configuration_rows_are_a_hundredth_of_a_root_at_most_a_few_dozen() {
         assert_eq!(configuration_rows(25_000.0), CONFIGURATION_MAX);
-        assert_eq!(configuration_rows(1_000.0), 10);
-        assert_eq!(configuration_rows(10.0), 1);
+        assert_eq!(configuration_rows(2_000.0), 20);
+        assert_eq!(configuration_rows(50.0), CONFIGURATION_MIN);
+        assert_eq!(configuration_rows(4.0), 4);
         assert_eq!(configuration_rows(0.0), 0);
     }
 
