@@ -1388,10 +1388,12 @@ mod tests {
         r.query("SELECT id FROM b WHERE id = 1", &["SELECT 1"], b'T');
         r.query("ROLLBACK", &["ROLLBACK"], b'I');
         read(&mut r);
+        r.query("UPDATE d SET n = 0", &["UPDATE 1"], b'I');
+        record(&mut r, "1");
         r.query("SELECT id FROM c WHERE id = 1", &["SELECT 1"], b'I');
         r.query("TRUNCATE c", &["TRUNCATE TABLE"], b'I');
         read(&mut r);
-        r.query("UPDATE d SET n = 0", &["UPDATE 1"], b'I');
+        r.query("UPDATE g SET n = 0", &["UPDATE 1"], b'I');
         record(&mut r, "2");
         // A window that held too many ends; the next read opens another.
         for _ in 0..MAX_HELD {
@@ -1410,7 +1412,11 @@ mod tests {
         ] {
             assert!(!cap.migration_only(text_id(cap, t)), "{t}");
         }
-        for t in ["UPDATE d SET n = $1", "UPDATE f SET n = $1"] {
+        for t in [
+            "UPDATE d SET n = $1",
+            "UPDATE g SET n = $1",
+            "UPDATE f SET n = $1",
+        ] {
             assert!(cap.migration_only(text_id(cap, t)), "{t}");
         }
         assert_eq!(cap.migration_transactions, 0);
