@@ -337,9 +337,9 @@ fn action_has_its_inputs_and_each_report_is_a_planck_check_flag() {
 
 /// The action's check step (its shell script, run by bash as the runner
 /// runs it) in `dir`, with the real planck and no database configuration
-/// from the environment; returns its output and what it wrote to
-/// GITHUB_OUTPUT.
-fn run_action_check_step(dir: &Path, reports: &str) -> (Output, String) {
+/// from the environment but `env`'s (which also overrides the rest);
+/// returns its output and what it wrote to GITHUB_OUTPUT.
+fn run_action_check_step(dir: &Path, reports: &str, env: &[(&str, &str)]) -> (Output, String) {
     let a = yaml("action.yml");
     let steps = steps_of(&a, "action.yml", &["runs", "steps"]);
     let script = run_of(step_with_id(steps, "action.yml", "check"), "action.yml");
@@ -366,6 +366,7 @@ fn run_action_check_step(dir: &Path, reports: &str) -> (Output, String) {
     ] {
         cmd.env_remove(k);
     }
+    cmd.envs(env.iter().copied());
     let out = cmd.output().unwrap();
     (out, std::fs::read_to_string(&outputs).unwrap())
 }
@@ -377,7 +378,7 @@ fn run_action_check_step(dir: &Path, reports: &str) -> (Output, String) {
 #[test]
 fn action_check_step_refuses_an_unknown_report_and_hands_planck_exit_code_on() {
     let dir = project_dir();
-    let (out, outputs) = run_action_check_step(dir.path(), "sarif, nope");
+    let (out, outputs) = run_action_check_step(dir.path(), "sarif, nope", &[]);
     assert_exit(&out, 2);
     assert!(
         stdout(&out).contains("::error title=planck::reports: unknown report 'nope'"),
@@ -393,7 +394,7 @@ fn action_check_step_refuses_an_unknown_report_and_hands_planck_exit_code_on() {
         dir.path(),
         &["commit", "--quiet", "--allow-empty", "-m", "one"],
     );
-    let (out, outputs) = run_action_check_step(dir.path(), "sarif,json");
+    let (out, outputs) = run_action_check_step(dir.path(), "sarif,json", &[]);
     assert_exit(&out, 0);
     assert!(
         stderr(&out).contains("--base origin/main: no such commit"),
@@ -402,6 +403,77 @@ fn action_check_step_refuses_an_unknown_report_and_hands_planck_exit_code_on() {
     );
     let lines: Vec<&str> = outputs.lines().collect();
     assert_eq!(lines, ["exit-code=2"], "no report was written");
+}
+
+/// On the bundled example with its committed baseline (outside a pull
+/// request: no base) the step runs the whole check, writes the reports
+/// asked for and the comment's Markdown, and hands on planck's exit code
+/// and the paths the SARIF upload and the comment read.
+#[test]
+fn action_check_step_writes_the_reports_and_hands_their_paths_on() {
+    let db = test_db!();
+    let dir = project_dir();
+    let p = dir.path();
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .args(["migrations", "seeds", "queries"].map(|d| repo_root().join(d)))
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    // The check databases get this test's prefix (`--name`, which keeps
+    // parallel tests apart on the shared server; the action passes none).
+    let planck = p.join("planck-named");
+    std::fs::write(
+        &planck,
+        format!(
+            "#!/bin/sh\nexec '{}' \"$@\" --name {}\n",
+            env!("CARGO_BIN_EXE_planck"),
+            db.name
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&planck, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (out, outputs) = run_action_check_step(
+        p,
+        "sarif,json,junit",
+        &[
+            ("PLANCK", planck.to_str().unwrap()),
+            ("GITHUB_BASE_REF", ""),
+            ("DATABASE_URL", &db.url),
+        ],
+    );
+    assert_exit(&out, 0);
+    let d = p.display();
+    assert_eq!(
+        outputs.lines().collect::<Vec<_>>(),
+        [
+            "exit-code=0".to_string(),
+            format!("sarif={d}/planck.sarif"),
+            format!("markdown={d}/planck.md"),
+            format!("json={d}/planck.json"),
+        ],
+        "{}",
+        stderr(&out)
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("planck.json")).unwrap()).unwrap();
+    assert_eq!(json["gate"]["passed"], true);
+    assert!(json["base"].is_null(), "no base outside a pull request");
+    let sarif: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(p.join("planck.sarif")).unwrap()).unwrap();
+    assert_eq!(sarif["version"], "2.1.0");
+    assert!(p.join("planck-junit.xml").is_file());
+    assert!(!p.join("planck.html").exists(), "html was not asked for");
+    assert!(
+        std::fs::read_to_string(p.join("planck.md"))
+            .unwrap()
+            .contains("passed"),
+        "the comment's Markdown says the verdict"
+    );
 }
 
 /// Every `uses:` line of the GitHub files names a commit (40 hex digits)
