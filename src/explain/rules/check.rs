@@ -539,19 +539,37 @@ fn rows_read_limited(p: &Plan, path: &[usize], rows: u64, limit: Option<f64>) ->
     all
 }
 
-/// Whether `text` reads whole tables by design: one SELECT with no WHERE
-/// and no LIMIT (`SELECT count(*) FROM t`, the same over joins: every row
-/// of what it reads is asked for).
+/// Whether `text` reads whole tables by design: one statement with no WHERE
+/// and no LIMIT, so every row of what it reads is asked for: a SELECT
+/// (`SELECT count(*) FROM t`, a full-table aggregate, the same over joins),
+/// an UPDATE or DELETE of every row (`UPDATE t SET c = $1`, issue 47), an
+/// INSERT of such a SELECT. No index can make such a statement read fewer
+/// rows. A subquery's own scans are not covered (see the checks using it).
 pub fn reads_all_by_design(text: &str) -> bool {
-    use sqlparser::ast::{SetExpr, Statement};
+    use sqlparser::ast::Statement;
     use sqlparser::dialect::PostgreSqlDialect;
     use sqlparser::parser::Parser;
     let Ok(statements) = Parser::parse_sql(&PostgreSqlDialect {}, text) else {
         return false;
     };
-    let [Statement::Query(q)] = statements.as_slice() else {
-        return false;
-    };
+    match statements.as_slice() {
+        [Statement::Query(q)] => query_reads_all(q),
+        [
+            Statement::Update {
+                selection: None,
+                limit: None,
+                ..
+            },
+        ] => true,
+        [Statement::Delete(d)] => d.selection.is_none() && d.limit.is_none(),
+        [Statement::Insert(i)] => i.source.as_deref().is_some_and(query_reads_all),
+        _ => false,
+    }
+}
+
+/// A query with no WHERE, no LIMIT and no CTE, reading some table.
+fn query_reads_all(q: &sqlparser::ast::Query) -> bool {
+    use sqlparser::ast::SetExpr;
     if q.limit_clause.is_some() || q.fetch.is_some() || q.with.is_some() {
         return false;
     }
@@ -559,6 +577,20 @@ pub fn reads_all_by_design(text: &str) -> bool {
         return false;
     };
     s.selection.is_none() && !s.from.is_empty()
+}
+
+/// Whether the node at `path` in `p` runs inside a subquery of its own (a
+/// SubPlan, once per outer row when correlated, or an InitPlan): its rows
+/// are not the statement's, so the statement's having no WHERE says nothing
+/// of them (`UPDATE threads SET last = (SELECT max(id) FROM posts WHERE
+/// thread_id = threads.id)` reads posts per thread, which an index serves).
+pub fn in_subquery(p: &Plan, path: &[usize]) -> bool {
+    (1..=path.len()).any(|k| {
+        node_json(p, &path[..k])
+            .and_then(|n| n.get("Parent Relationship"))
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|r| matches!(r, "SubPlan" | "InitPlan"))
+    })
 }
 
 /// How much an error weighs in the report order (issue 13 §4): the estimated
