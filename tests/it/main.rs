@@ -56,6 +56,7 @@ mod seed_constraints;
 mod seed_determinism;
 mod seed_direct;
 mod seed_fixtures;
+mod seed_fuzz;
 mod seed_load;
 mod seed_observed;
 mod seed_plan;
