@@ -408,15 +408,13 @@ mod tests {
     fn the_core_is_the_part_of_the_schema_its_hubs_are_in() {
         let v = forum();
         let s = classify(&v);
-        let role = |i: usize| s[i].as_ref().unwrap().role;
-        for i in 0..3 {
-            assert_eq!(role(i), Role::Reference, "{}", v[i].name);
-        }
-        for i in 3..7 {
-            assert_eq!(role(i), Role::Core, "{}", v[i].name);
-        }
-        for i in 7..10 {
-            assert_eq!(role(i), Role::Configuration, "{}", v[i].name);
+        for (i, (shape, node)) in s.iter().zip(&v).enumerate() {
+            let want = match i {
+                0..3 => Role::Reference,
+                3..7 => Role::Core,
+                _ => Role::Configuration,
+            };
+            assert_eq!(shape.as_ref().unwrap().role, want, "{}", node.name);
         }
         // Users is a root of the core: its parents are reference data.
         assert!(s[3].as_ref().unwrap().grows_from.is_empty());
