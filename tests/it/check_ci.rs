@@ -639,7 +639,7 @@ fn every_cargo_install_by_name_installs_planck_pg() {
         for (n, line) in file(rel).lines().enumerate() {
             for (i, _) in line.match_indices("cargo install ") {
                 let command: Vec<&str> = line[i..]
-                    .split(['`', ';', '|', ')'])
+                    .split(['`', ';', '|', ')', '#'])
                     .next()
                     .unwrap()
                     .split_whitespace()
