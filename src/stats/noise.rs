@@ -115,7 +115,8 @@ impl Reason {
             Reason::Utility => "other utility statements (COPY, LOCK, CALL, ...)",
             Reason::Ping => "connection checks (SELECT $1)",
             Reason::Migration => {
-                "statements run only inside migrations' transactions (backfills, data migrations)"
+                "statements run only by migrations: inside their transactions, or on their \
+                 connection before the tool recorded them (backfills, data migrations)"
             }
         }
     }
