@@ -8,6 +8,8 @@
 //!   run did, rendered), [`partitions`] (partitions created for tables that
 //!   have none), [`resume`] (a stopped seed finished to the same dataset);
 //! - the planner: [`planner`] (rows, layout and generators per table), with
+//!   [`sizing_roles`] (each table's role in the foreign-key graph, which
+//!   sizes it),
 //!   [`columns`] (a column's generator from its type, name and spec),
 //!   [`reference`](mod@reference) (tables left as they are), [`check_expr`] (CHECKs read
 //!   into facts), [`check_solve`] (CHECKs solved row by row),
@@ -173,6 +175,9 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         summary.notes.tables_kept = kept_names;
         summary.notes.seeded_before = seeded_before;
         summary.notes.tables_held = held;
+        // Each table's sizing role and why (issue 47): what a dry run is for.
+        let reference: Vec<usize> = kept.reference.iter().map(|r| r.0).collect();
+        summary.set_roles(&sizing_roles::describe(&cat, &plan, &sf, &reference));
         return Ok(summary);
     };
     let writing_oids: Vec<(String, u32)> = plan
