@@ -38,6 +38,12 @@ pub const MIGRATION_TABLES: &[&str] = &[
     "__diesel_schema_migrations",
     "SequelizeMeta",
     "__EFMigrationsHistory",
+    "databasechangelog",
+    "databasechangeloglock",
+    "doctrine_migration_versions",
+    "kysely_migration",
+    "kysely_migration_lock",
+    "__drizzle_migrations",
 ];
 
 /// Where planck's own `migrate` records what it applied.

@@ -291,10 +291,16 @@ pub fn mark(text: &str) -> Mark {
     migration_signs(&Lexer::new(text).tokens()).1
 }
 
-/// Bookkeeping tables a write to which records no migration: knex's lock
-/// (taken before the migrations run) and Rails' environment name. A write
+/// Bookkeeping tables a write to which records no migration: the locks of
+/// knex, Liquibase and Kysely (taken before the migrations run) and Rails'
+/// environment name. A write
 /// to one is migration work, but only an access for the build window.
-const RECORDS_NONE: &[&str] = &["knex_migrations_lock", "ar_internal_metadata"];
+const RECORDS_NONE: &[&str] = &[
+    "knex_migrations_lock",
+    "ar_internal_metadata",
+    "databasechangeloglock",
+    "kysely_migration_lock",
+];
 
 /// A statement's migration work ([`migration_work`]) and its [`Mark`].
 fn migration_signs(tokens: &[Token]) -> (bool, Mark) {
