@@ -219,11 +219,5 @@ pub(super) fn redrawn_fks(
         .copied()
         .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
         .collect();
-    let sc = &mut tp.checked;
-    sc.redraw.extend(add);
-    sc.redraw.sort_unstable();
-    sc.redraw.dedup();
-    sc.nullable.extend(nullable);
-    sc.nullable.sort_unstable();
-    sc.nullable.dedup();
+    tp.checked.redraw_also(add, nullable);
 }

@@ -94,11 +94,7 @@ pub(super) fn free_unique_columns(
         .copied()
         .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
         .collect();
-    let sc = &mut tp.checked;
-    sc.redraw.extend(add);
-    sc.redraw.sort_unstable();
-    sc.nullable.extend(nullable);
-    sc.nullable.sort_unstable();
+    tp.checked.redraw_also(add, nullable);
 }
 
 /// Two single-column foreign keys into one parent, unique together and

@@ -401,6 +401,17 @@ impl ServerChecks {
         self.checks.is_empty()
     }
 
+    /// Adds columns an attempt redraws, and those of them that may be NULL,
+    /// keeping both lists sorted and without repeats.
+    pub(crate) fn redraw_also(&mut self, redraw: Vec<usize>, nullable: Vec<usize>) {
+        self.redraw.extend(redraw);
+        self.redraw.sort_unstable();
+        self.redraw.dedup();
+        self.nullable.extend(nullable);
+        self.nullable.sort_unstable();
+        self.nullable.dedup();
+    }
+
     /// Every column the candidates table holds (sorted).
     pub(crate) fn cols(&self) -> Vec<usize> {
         let mut v: Vec<usize> = self.checks.iter().flat_map(|c| c.cols.clone()).collect();
