@@ -196,15 +196,15 @@ pub async fn settle(
         let mut attempt = 0u8;
         loop {
             stats.candidates += pending.len() as u64;
-            let c = Candidates {
-                plan,
-                t,
-                cols: &cols,
-                attempt,
-                pool,
-                threads,
-            };
-            c.stream(tx, &copy_stmt, &pending).await.map_err(dberr)?;
+            let per = pending.len().div_ceil(threads).max(1);
+            let chunks: Vec<BytesMut> = pool.install(|| {
+                use rayon::prelude::*;
+                pending
+                    .par_chunks(per)
+                    .map(|rows| encode_candidates(plan, t, &cols, rows, attempt))
+                    .collect()
+            });
+            send(tx, &copy_stmt, chunks).await.map_err(dberr)?;
             let bad: Vec<i64> = tx
                 .query(&rejected, &[])
                 .await
@@ -246,53 +246,6 @@ pub async fn settle(
         },
         stats,
     )))
-}
-
-/// Candidate rows encoded per chunk. A window of one chunk per thread is
-/// encoded at a time and streamed to the server: a whole batch encoded at
-/// once (and copied again into one buffer to send) was hundreds of MB on
-/// wide rows, several batches at once with tables settling side by side
-/// (lago's 6.1 GB peak at `--rows 2000`, issue 46 point 4).
-const CHUNK_ROWS: usize = 1024;
-
-/// One round of a table's candidates: the rows of one attempt.
-struct Candidates<'a> {
-    plan: &'a SeedPlan,
-    t: usize,
-    cols: &'a [usize],
-    attempt: u8,
-    pool: &'a rayon::ThreadPool,
-    threads: usize,
-}
-
-impl Candidates<'_> {
-    /// COPYs the candidates of `rows` into the candidates table, a window
-    /// of chunks at a time (memory: `threads` chunks, whatever the batch).
-    async fn stream(
-        &self,
-        tx: &Transaction<'_>,
-        stmt: &str,
-        rows: &[u64],
-    ) -> std::result::Result<u64, tokio_postgres::Error> {
-        use futures_util::SinkExt;
-        let sink = tx.copy_in::<_, bytes::Bytes>(stmt).await?;
-        futures_util::pin_mut!(sink);
-        sink.feed(bytes::Bytes::from_static(copy::HEADER)).await?;
-        for window in rows.chunks(CHUNK_ROWS * self.threads) {
-            let chunks: Vec<BytesMut> = self.pool.install(|| {
-                use rayon::prelude::*;
-                window
-                    .par_chunks(CHUNK_ROWS)
-                    .map(|r| encode_candidates(self.plan, self.t, self.cols, r, self.attempt))
-                    .collect()
-            });
-            for c in chunks {
-                sink.send(c.freeze()).await?;
-            }
-        }
-        sink.feed(bytes::Bytes::from_static(copy::TRAILER)).await?;
-        sink.as_mut().finish().await
-    }
 }
 
 async fn send(
