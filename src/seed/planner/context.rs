@@ -5,8 +5,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::catalog::schema::Schema;
+use crate::catalog::schema::{Schema, Table};
 use crate::error::{Error, Result};
+use crate::seed::check_expr::ColFacts;
 use crate::seed::reference::ReferenceKeys;
 use crate::seed::row::plan::{TablePlan, Unseedable};
 use crate::seed::spec::{self, ColumnSpec, SpecFile};
@@ -217,4 +218,24 @@ impl Pass<'_> {
             .and_then(|p| self.tables.get(*p))
             .map(|t| t.rows)
     }
+}
+
+/// Adds `add` to the columns a table's attempts redraw (a CHECK the server
+/// decides reads them); those that nothing makes NOT NULL and no fact gives
+/// a NULL share may also be redrawn as NULL, the last resort.
+pub(super) fn redraw_columns(
+    tp: &mut TablePlan,
+    table: &Table,
+    facts: &[ColFacts],
+    add: Vec<usize>,
+) {
+    if add.is_empty() {
+        return;
+    }
+    let nullable: Vec<usize> = add
+        .iter()
+        .copied()
+        .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
+        .collect();
+    tp.checked.redraw_also(add, nullable);
 }

@@ -13,7 +13,7 @@ use crate::seed::row::generate::{Gen, Val};
 use crate::seed::row::plan::{FkPlan, Pick, TablePlan};
 use crate::seed::row::rng;
 
-use super::context::{Resolved, seed_err};
+use super::context::{Resolved, redraw_columns, seed_err};
 
 /// The keys a single-column foreign key can take when its parent is a
 /// reference table (rows the migrations wrote, kept as they are), by column.
@@ -211,13 +211,5 @@ pub(super) fn redrawn_fks(
             );
         }
     }
-    if add.is_empty() {
-        return;
-    }
-    let nullable: Vec<usize> = add
-        .iter()
-        .copied()
-        .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
-        .collect();
-    tp.checked.redraw_also(add, nullable);
+    redraw_columns(tp, table, facts, add);
 }

@@ -19,7 +19,7 @@ use crate::seed::row::plan::{FkPlan, JointGroup, Pick, TablePlan, WITHIN_PARENT,
 use crate::seed::row::rng::{self, Permutation};
 use crate::seed::spec::{self, SpecFile};
 
-use super::context::{Resolved, seed_err};
+use super::context::{Resolved, redraw_columns, seed_err};
 use super::generators::SpecSpans;
 use super::sizing::{cap_rows, max_children};
 
@@ -86,15 +86,7 @@ pub(super) fn free_unique_columns(
         .into_iter()
         .filter(|c| sc.redraw.binary_search(c).is_err() && free(*c))
         .collect();
-    if add.is_empty() {
-        return;
-    }
-    let nullable: Vec<usize> = add
-        .iter()
-        .copied()
-        .filter(|c| !table.columns[*c].not_null && !facts[*c].not_null && facts[*c].nulls.is_none())
-        .collect();
-    tp.checked.redraw_also(add, nullable);
+    redraw_columns(tp, table, facts, add);
 }
 
 /// Two single-column foreign keys into one parent, unique together and
