@@ -355,17 +355,7 @@ fn run_action_check_step(dir: &Path, reports: &str, env: &[(&str, &str)]) -> (Ou
         .env("PLANCK_COMMENT", "true")
         .env("GITHUB_BASE_REF", "main")
         .env("GITHUB_OUTPUT", &outputs);
-    for k in [
-        "PLANCK_DATABASE_URL",
-        "DATABASE_URL",
-        "PGHOST",
-        "PGPORT",
-        "PGUSER",
-        "PGDATABASE",
-        "PGPASSWORD",
-    ] {
-        cmd.env_remove(k);
-    }
+    crate::common::clear_database_env(&mut cmd);
     cmd.envs(env.iter().copied());
     let out = cmd.output().unwrap();
     (out, std::fs::read_to_string(&outputs).unwrap())

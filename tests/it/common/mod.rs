@@ -268,12 +268,9 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A `planck` command with no database configuration leaking in from the environment.
-pub fn planck_cmd(cwd: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_planck"));
-    cmd.current_dir(cwd);
-    // tools/example-app runs this binary rather than `cargo run`.
-    cmd.env("PLANCK_BIN", env!("CARGO_BIN_EXE_planck"));
+/// Removes from a command's environment every variable that names a
+/// database (planck's, libpq's), so nothing leaks in from the caller's.
+pub fn clear_database_env(cmd: &mut Command) {
     for k in [
         "PLANCK_DATABASE_URL",
         "DATABASE_URL",
@@ -285,6 +282,15 @@ pub fn planck_cmd(cwd: &Path) -> Command {
     ] {
         cmd.env_remove(k);
     }
+}
+
+/// A `planck` command with no database configuration leaking in from the environment.
+pub fn planck_cmd(cwd: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_planck"));
+    cmd.current_dir(cwd);
+    // tools/example-app runs this binary rather than `cargo run`.
+    cmd.env("PLANCK_BIN", env!("CARGO_BIN_EXE_planck"));
+    clear_database_env(&mut cmd);
     cmd
 }
 
