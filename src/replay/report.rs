@@ -105,7 +105,7 @@ pub fn build(
             step_index: i,
             concurrency: s.concurrency,
             throughput_per_s: round3(p.throughput),
-            statements_per_s: round3(s.stats.statements_ok as f64 / secs),
+            statements_per_s: round3(s.stats.counters.statements_ok as f64 / secs),
             p50_ms: h.percentile_ms(50.0),
             p95_ms: h.percentile_ms(95.0),
             p99_ms: h.percentile_ms(99.0),
@@ -117,7 +117,7 @@ pub fn build(
             histogram: h.to_base64(),
             shape: shapes[i],
             units: h.count(),
-            reconnects: s.stats.reconnects,
+            counters: s.stats.counters.clone(),
             rate_per_s: s.rate,
             pool: s.pool,
             runs: s.runs,
@@ -375,23 +375,30 @@ fn step_rows(r: &ReplayReport) -> Vec<Vec<String>> {
         .iter()
         .map(|s| {
             let errors: u64 = s.errors.values().sum();
-            vec![
+            let mut row = vec![
                 s.concurrency.to_string(),
                 format!("{:.1}", s.throughput_per_s),
                 fmt_ms(s.p50_ms),
                 fmt_ms(s.p95_ms),
                 fmt_ms(s.p99_ms),
                 fmt_ms(s.max_ms),
-                output::count(errors),
-                s.shape.as_str().to_string(),
-            ]
+            ];
+            row.extend(STEP_METRICS.iter().map(|m| (m.cell)(s)));
+            row.push(output::count(errors));
+            row.push(s.shape.as_str().to_string());
+            row
         })
         .collect()
 }
 
-const STEP_COLUMNS: [&str; 8] = [
-    "clients", "units/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "shape",
-];
+/// The step table's columns: the latencies, each of [`STEP_METRICS`],
+/// then the errors and the shape.
+fn step_columns() -> Vec<&'static str> {
+    let mut cols = vec!["clients", "units/s", "p50 ms", "p95 ms", "p99 ms", "max ms"];
+    cols.extend(STEP_METRICS.iter().map(|m| m.header));
+    cols.extend(["errors", "shape"]);
+    cols
+}
 
 fn hotspot_rows(r: &ReplayReport) -> Vec<Vec<String>> {
     r.hotspots
@@ -438,7 +445,7 @@ fn integrity_line(r: &ReplayReport) -> String {
 }
 
 pub fn render_table<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
-    let mut t = output::table(&STEP_COLUMNS);
+    let mut t = output::table(&step_columns());
     for row in step_rows(r) {
         t.add_row(row);
     }
@@ -484,12 +491,12 @@ pub fn render_table<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
 
 pub fn render_markdown<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
     writeln!(w, "## planck replay\n")?;
-    let cols: Vec<(&str, Align)> = STEP_COLUMNS
-        .iter()
+    let cols: Vec<(&str, Align)> = step_columns()
+        .into_iter()
         .map(|c| {
             (
-                *c,
-                if *c == "shape" {
+                c,
+                if c == "shape" {
                     Align::Left
                 } else {
                     Align::Right
@@ -555,7 +562,7 @@ mod tests {
             histogram: h.to_base64(),
             shape,
             units: 4,
-            reconnects: 0,
+            counters: Counters::default(),
             rate_per_s: None,
             pool: None,
             runs: 1,

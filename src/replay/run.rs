@@ -11,7 +11,7 @@ use tokio_postgres::Client;
 use super::exec::{Pools, Shared, param_count, pool_columns, sample_pools};
 use super::ladder::{StepOptions, StepResult, run_step};
 use super::options::Options;
-use super::report::{self, IntegrityJson, ReplayReport};
+use super::report::{self, Counters, IntegrityJson, ReplayReport};
 use super::workload::Workload;
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
@@ -519,13 +519,13 @@ fn log_step(
         crate::output::count_of(errors, "error"),
         error_summary(workload, &r.stats),
     ));
-    let units = r.stats.attempted.max(1) as f64;
+    let units = r.stats.counters.attempted.max(1) as f64;
     log.debug(&format!(
         "step {}: round trips per unit: {:.2} carrying the workload's statements, {:.2} of \
          planck's own (role and session settings, PREPARE, a COMMIT or ROLLBACK sent alone)",
         i + 1,
-        r.stats.workload_round_trips as f64 / units,
-        r.stats.planck_round_trips as f64 / units,
+        r.stats.counters.workload_round_trips as f64 / units,
+        r.stats.counters.planck_round_trips as f64 / units,
     ));
 }
 
@@ -563,17 +563,10 @@ async fn wait_for_workers(admin: &Client, app: &str, interrupted: bool) -> Resul
 }
 
 /// The run's totals over its steps, as the integrity line counts them.
-fn totals_of(steps: &[StepResult]) -> super::exec::WorkerStats {
-    let mut totals = super::exec::WorkerStats::default();
+fn totals_of(steps: &[StepResult]) -> Counters {
+    let mut totals = Counters::default();
     for s in steps {
-        totals.attempted += s.stats.attempted;
-        totals.succeeded += s.stats.succeeded;
-        totals.failed += s.stats.failed;
-        totals.rows_written += s.stats.rows_written;
-        totals.writes_failed += s.stats.writes_failed;
-        totals.rollbacks += s.stats.rollbacks;
-        totals.commits += s.stats.commits;
-        totals.reconnects += s.stats.reconnects;
+        totals.merge(&s.stats.counters);
     }
     totals
 }
@@ -635,7 +628,7 @@ pub fn error_summary(w: &Workload, stats: &super::exec::WorkerStats) -> String {
 /// The integrity line: planck's own counters, each counted on its own, beside
 /// the server's deltas and the checksums.
 pub fn integrity(
-    t: &super::exec::WorkerStats,
+    t: &Counters,
     before: &ServerCounters,
     after: &ServerCounters,
     opts: &Options,
@@ -866,7 +859,7 @@ mod tests {
     /// report, and a table's checksum moved) is reported, not hidden.
     #[test]
     fn integrity_reports_a_planted_mismatch() {
-        let t = super::super::exec::WorkerStats {
+        let t = Counters {
             attempted: 10,
             succeeded: 10,
             rollbacks: 10,

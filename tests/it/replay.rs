@@ -1671,7 +1671,7 @@ fn server_restart_mid_step_reconnects_and_finishes() {
     assert_exit(&out, 0);
     let r = report(&out);
     let s = &r.steps[0];
-    assert!(s.reconnects >= 2, "both clients reconnect: {s:?}");
+    assert!(s.counters.reconnects >= 2, "both clients reconnect: {s:?}");
     assert!(!s.errors.is_empty(), "{s:?}");
     assert!(
         s.errors
