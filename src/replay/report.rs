@@ -370,7 +370,9 @@ fn fmt_ms(x: f64) -> String {
     format!("{x:.2}")
 }
 
-fn step_rows(r: &ReplayReport) -> Vec<Vec<String>> {
+/// The steps' rows: the latencies, then (`metrics`) each of
+/// [`STEP_METRICS`], then the errors and the shape.
+fn step_rows(r: &ReplayReport, metrics: bool) -> Vec<Vec<String>> {
     r.steps
         .iter()
         .map(|s| {
@@ -383,7 +385,9 @@ fn step_rows(r: &ReplayReport) -> Vec<Vec<String>> {
                 fmt_ms(s.p99_ms),
                 fmt_ms(s.max_ms),
             ];
-            row.extend(STEP_METRICS.iter().map(|m| (m.cell)(s)));
+            if metrics {
+                row.extend(STEP_METRICS.iter().map(|m| (m.cell)(s)));
+            }
             row.push(output::count(errors));
             row.push(s.shape.as_str().to_string());
             row
@@ -391,13 +395,31 @@ fn step_rows(r: &ReplayReport) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The step table's columns: the latencies, each of [`STEP_METRICS`],
-/// then the errors and the shape.
-fn step_columns() -> Vec<&'static str> {
+/// The columns of [`step_rows`].
+fn step_columns(metrics: bool) -> Vec<&'static str> {
     let mut cols = vec!["clients", "units/s", "p50 ms", "p95 ms", "p99 ms", "max ms"];
-    cols.extend(STEP_METRICS.iter().map(|m| m.header));
+    if metrics {
+        cols.extend(STEP_METRICS.iter().map(|m| m.header));
+    }
     cols.extend(["errors", "shape"]);
     cols
+}
+
+/// The terminal's table of [`STEP_METRICS`], apart from the latencies so
+/// that both fit 80 columns; `None` without any.
+fn metrics_table(r: &ReplayReport) -> Option<comfy_table::Table> {
+    if STEP_METRICS.is_empty() {
+        return None;
+    }
+    let mut cols = vec!["clients"];
+    cols.extend(STEP_METRICS.iter().map(|m| m.header));
+    let mut t = output::table(&cols);
+    for s in &r.steps {
+        let mut row = vec![s.concurrency.to_string()];
+        row.extend(STEP_METRICS.iter().map(|m| (m.cell)(s)));
+        t.add_row(row);
+    }
+    Some(t)
 }
 
 fn hotspot_rows(r: &ReplayReport) -> Vec<Vec<String>> {
@@ -445,11 +467,14 @@ fn integrity_line(r: &ReplayReport) -> String {
 }
 
 pub fn render_table<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
-    let mut t = output::table(&step_columns());
-    for row in step_rows(r) {
+    let mut t = output::table(&step_columns(false));
+    for row in step_rows(r, false) {
         t.add_row(row);
     }
     writeln!(w, "{t}")?;
+    if let Some(t) = metrics_table(r) {
+        writeln!(w, "{t}")?;
+    }
     if !r.hotspots.is_empty() {
         let mut t = output::table(&HOTSPOT_COLUMNS);
         for row in hotspot_rows(r) {
@@ -491,7 +516,7 @@ pub fn render_table<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
 
 pub fn render_markdown<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
     writeln!(w, "## planck replay\n")?;
-    let cols: Vec<(&str, Align)> = step_columns()
+    let cols: Vec<(&str, Align)> = step_columns(true)
         .into_iter()
         .map(|c| {
             (
@@ -504,7 +529,7 @@ pub fn render_markdown<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> 
             )
         })
         .collect();
-    output::markdown_table(w, &cols, step_rows(r))?;
+    output::markdown_table(w, &cols, step_rows(r, true))?;
     if !r.hotspots.is_empty() {
         writeln!(w, "\n### Lock hotspots\n")?;
         let cols: Vec<(&str, Align)> = HOTSPOT_COLUMNS
