@@ -380,8 +380,18 @@ pub async fn run(
             Some(clients) => (clients, Some(f64::from(c))),
             None => (c, None),
         };
-        let (merged, stopped) =
-            repeated_step(conn, &shared, opts, i, clients, rate, &app, &stop).await?;
+        let (merged, stopped) = repeated_step(
+            conn,
+            (&admin, version_num),
+            &shared,
+            opts,
+            i,
+            clients,
+            rate,
+            &app,
+            &stop,
+        )
+        .await?;
         interrupted |= stopped;
         let Some(r) = merged else { break };
         if interrupted {
@@ -443,12 +453,42 @@ fn warn_workload(
     }
 }
 
+/// The rows the database's tables have given up to scans (see
+/// `Counters::rows_read`); `None` before PostgreSQL 15 or when the server
+/// cannot be read (a restart took the connection).
+async fn rows_read(admin: &Client, version: i32) -> Option<u64> {
+    if version < 150000 {
+        return None;
+    }
+    // planck's own reads on this connection (sampling, checksums) are
+    // flushed first, so that they count before the step, not in it.
+    admin
+        .batch_execute("SELECT pg_stat_force_next_flush()")
+        .await
+        .ok()?;
+    admin
+        .batch_execute("SELECT pg_stat_clear_snapshot()")
+        .await
+        .ok()?;
+    let rows: i64 = admin
+        .query_one(
+            "SELECT (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables)::int8 \
+             + (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes)::int8",
+            &[],
+        )
+        .await
+        .ok()?
+        .get(0);
+    u64::try_from(rows).ok()
+}
+
 /// Runs step `i` (`clients`, at `rate` in an open loop) `--repeat` times,
 /// merged: `None` when interrupted before any run finished; and whether
 /// a run was interrupted.
 #[allow(clippy::too_many_arguments)]
 async fn repeated_step(
     conn: &ConnInfo,
+    (admin, version): (&Client, i32),
     shared: &Arc<Shared>,
     opts: &Options,
     i: usize,
@@ -475,10 +515,18 @@ async fn repeated_step(
                 .wrapping_add((run as u64) << 32),
             app: app.to_string(),
         };
-        let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
+        let rows_before = rows_read(admin, version).await;
+        let mut r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
         if r.interrupted {
             interrupted = true;
             break;
+        }
+        // The step's backends flush their counts as they exit.
+        if rows_before.is_some() && wait_for_workers(admin, app, false).await.is_ok() {
+            r.stats.counters.rows_read = rows_read(admin, version)
+                .await
+                .zip(rows_before)
+                .map(|(after, before)| after.saturating_sub(before));
         }
         merged = Some(match merged {
             None => r,
