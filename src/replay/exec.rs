@@ -27,6 +27,7 @@ use super::tenant::{self, TenantRun};
 use super::workload::{Bind, BindSource, Unit, Workload};
 use crate::db::quote_ident;
 use crate::session::TenantContext;
+use crate::wire::replay::Counters;
 
 /// A value sent in text form: the server parses it as it would a literal.
 /// Borrowed where it comes from the run's pools, defaults and binds (no
@@ -329,7 +330,8 @@ pub struct Timed {
     pub errors: Errors,
 }
 
-/// What one worker thread gathered over a step (merged at its end).
+/// What one worker thread gathered over a step (merged at its end): the
+/// latencies and errors, the units per second, and the [`Counters`].
 #[derive(Debug, Default)]
 pub struct WorkerStats {
     /// All units of the step.
@@ -338,60 +340,44 @@ pub struct WorkerStats {
     pub transactions: HashMap<usize, Timed>,
     /// Units that succeeded in each second of the measured window.
     pub per_second: Vec<u64>,
-    pub statements_ok: u64,
-    /// Every unit, warm-up included (the integrity line).
-    pub attempted: u64,
-    pub succeeded: u64,
-    pub failed: u64,
-    pub rollbacks: u64,
-    pub commits: u64,
-    /// Rows the server reported for write statements, warm-up included.
-    pub rows_written: u64,
-    /// Write statements that failed: the rows they changed before their
-    /// error count on the server, never in `rows_written`.
-    pub writes_failed: u64,
-    pub reconnects: u64,
-    /// Round trips that carried a statement of the workload.
-    pub workload_round_trips: u64,
-    /// Round trips of planck's alone: the role and session settings, a
-    /// PREPARE, a COMMIT or ROLLBACK that could not go with a statement.
-    pub planck_round_trips: u64,
     /// Time waiting for a pooled connection (`--pool`), apart from statement time.
     pub pool_wait: Latency,
+    pub counters: Counters,
+}
+
+impl Timed {
+    fn merge(&mut self, o: &Timed) {
+        self.latency.merge(&o.latency);
+        merge_errors(&mut self.errors, &o.errors);
+    }
 }
 
 impl WorkerStats {
     pub fn merge(&mut self, o: &WorkerStats) {
-        self.units.latency.merge(&o.units.latency);
-        merge_errors(&mut self.units.errors, &o.units.errors);
-        for (k, v) in &o.statements {
-            let e = self.statements.entry(*k).or_default();
-            e.latency.merge(&v.latency);
-            merge_errors(&mut e.errors, &v.errors);
+        // Every field named: a new one does not compile until it merges.
+        let WorkerStats {
+            units,
+            statements,
+            transactions,
+            per_second,
+            pool_wait,
+            counters,
+        } = o;
+        self.units.merge(units);
+        for (k, v) in statements {
+            self.statements.entry(*k).or_default().merge(v);
         }
-        for (k, v) in &o.transactions {
-            let e = self.transactions.entry(*k).or_default();
-            e.latency.merge(&v.latency);
-            merge_errors(&mut e.errors, &v.errors);
+        for (k, v) in transactions {
+            self.transactions.entry(*k).or_default().merge(v);
         }
-        if self.per_second.len() < o.per_second.len() {
-            self.per_second.resize(o.per_second.len(), 0);
+        if self.per_second.len() < per_second.len() {
+            self.per_second.resize(per_second.len(), 0);
         }
-        for (i, n) in o.per_second.iter().enumerate() {
+        for (i, n) in per_second.iter().enumerate() {
             self.per_second[i] += n;
         }
-        self.statements_ok += o.statements_ok;
-        self.attempted += o.attempted;
-        self.succeeded += o.succeeded;
-        self.failed += o.failed;
-        self.rollbacks += o.rollbacks;
-        self.commits += o.commits;
-        self.rows_written += o.rows_written;
-        self.writes_failed += o.writes_failed;
-        self.reconnects += o.reconnects;
-        self.workload_round_trips += o.workload_round_trips;
-        self.planck_round_trips += o.planck_round_trips;
-        self.pool_wait.merge(&o.pool_wait);
+        self.pool_wait.merge(pool_wait);
+        self.counters.merge(counters);
     }
 
     /// Merges a later run of the same step (`--repeat`): its seconds follow
@@ -614,7 +600,7 @@ pub async fn run_unit(
     let traits = UnitTraits::of(w, unit);
     let tx = traits.tx;
     let think = traits.think;
-    stats.borrow_mut().attempted += 1;
+    stats.borrow_mut().counters.attempted += 1;
     let tally = Tally {
         stats,
         record,
@@ -625,7 +611,7 @@ pub async fn run_unit(
     let (local, session) = unit_settings(shared, conn, unit, stmts, &traits, &mut state, rng);
     let want_role = state.role.as_deref().filter(|r| *r != conn.login);
     if conn.role.as_deref() != want_role || conn.session != session {
-        stats.borrow_mut().planck_round_trips += 1;
+        stats.borrow_mut().counters.planck_round_trips += 1;
         if let Err(e) = set_session(conn, want_role, &session).await {
             tally.fail(&sqlstate(&e), &error_text(&e), None);
             return end(conn, stats, e.code().is_none(), false).await;
@@ -674,7 +660,7 @@ pub async fn run_unit(
             settings: if first { &local } else { &[] },
             end: last_end.then_some("ROLLBACK"),
         };
-        stats.borrow_mut().workload_round_trips += 1;
+        stats.borrow_mut().counters.workload_round_trips += 1;
         let t0 = Instant::now();
         let res = send(conn, prepared.as_ref(), &frame, shared, s, &values).await;
         let took = t0.elapsed();
@@ -699,10 +685,10 @@ pub async fn run_unit(
             Err(f) => {
                 tally.fail(&f.code, &f.text, Some(s));
                 if stmt.modifies {
-                    stats.borrow_mut().writes_failed += 1;
+                    stats.borrow_mut().counters.writes_failed += 1;
                 }
                 if p.rolled_back {
-                    stats.borrow_mut().rollbacks += 1;
+                    stats.borrow_mut().counters.rollbacks += 1;
                 }
                 return end(conn, stats, f.lost, p.open).await;
             }
@@ -752,7 +738,7 @@ async fn finish_unit(
     let res = if autocommit || p.rolled_back && !p.open {
         Ok(())
     } else {
-        tally.stats.borrow_mut().planck_round_trips += 1;
+        tally.stats.borrow_mut().counters.planck_round_trips += 1;
         end_transaction(conn, finish).await
     };
     conn.history.lock().expect("history lock").end();
@@ -861,7 +847,7 @@ impl Tally<'_> {
     /// Counts a failure, and its error by unit, statement and transaction.
     fn fail(&self, code: &str, text: &str, stmt: Option<usize>) {
         let mut stats = self.stats.borrow_mut();
-        stats.failed += 1;
+        stats.counters.failed += 1;
         if self.record {
             add_error(&mut stats.units.errors, code, text);
             if let Some(s) = stmt {
@@ -885,7 +871,7 @@ impl Tally<'_> {
     fn statement_ok(&self, s: usize, modifies: bool, affected: u64, took: Duration) {
         let mut stats = self.stats.borrow_mut();
         if modifies {
-            stats.rows_written += affected;
+            stats.counters.rows_written += affected;
         }
         if self.record {
             stats.statements.entry(s).or_default().latency.record(took);
@@ -906,13 +892,13 @@ impl Tally<'_> {
         if autocommit {
             // No transaction of planck's to count.
         } else if committed {
-            stats.commits += 1;
+            stats.counters.commits += 1;
         } else {
-            stats.rollbacks += 1;
+            stats.counters.rollbacks += 1;
         }
-        stats.succeeded += 1;
+        stats.counters.succeeded += 1;
         if self.record {
-            stats.statements_ok += ok_statements;
+            stats.counters.statements_ok += ok_statements;
         }
         if counted {
             stats.units.latency.record(started.elapsed());
@@ -1238,7 +1224,7 @@ async fn prepare(
     sql: &str,
     stats: &RefCell<WorkerStats>,
 ) -> std::result::Result<Prepared, tokio_postgres::Error> {
-    stats.borrow_mut().planck_round_trips += 1;
+    stats.borrow_mut().counters.planck_round_trips += 1;
     client.prepare(sql).await
 }
 
@@ -1255,9 +1241,9 @@ async fn end(
     } else if !open {
         Outcome::Failed
     } else {
-        stats.borrow_mut().planck_round_trips += 1;
+        stats.borrow_mut().counters.planck_round_trips += 1;
         if end_transaction(conn, "ROLLBACK").await.is_ok() {
-            stats.borrow_mut().rollbacks += 1;
+            stats.borrow_mut().counters.rollbacks += 1;
             Outcome::Failed
         } else {
             Outcome::Lost

@@ -544,7 +544,7 @@ async fn run_client(client: Client) {
                 return;
             };
             cc = n;
-            stats.borrow_mut().reconnects += 1;
+            stats.borrow_mut().counters.reconnects += 1;
         }
         if pooled {
             let _ = give.send(cc);

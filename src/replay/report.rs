@@ -105,7 +105,7 @@ pub fn build(
             step_index: i,
             concurrency: s.concurrency,
             throughput_per_s: round3(p.throughput),
-            statements_per_s: round3(s.stats.statements_ok as f64 / secs),
+            statements_per_s: round3(s.stats.counters.statements_ok as f64 / secs),
             p50_ms: h.percentile_ms(50.0),
             p95_ms: h.percentile_ms(95.0),
             p99_ms: h.percentile_ms(99.0),
@@ -117,7 +117,7 @@ pub fn build(
             histogram: h.to_base64(),
             shape: shapes[i],
             units: h.count(),
-            reconnects: s.stats.reconnects,
+            counters: s.stats.counters.clone(),
             rate_per_s: s.rate,
             pool: s.pool,
             runs: s.runs,
@@ -370,28 +370,57 @@ fn fmt_ms(x: f64) -> String {
     format!("{x:.2}")
 }
 
-fn step_rows(r: &ReplayReport) -> Vec<Vec<String>> {
+/// The steps' rows: the latencies, then (`metrics`) each of
+/// [`STEP_METRICS`], then the errors and the shape.
+fn step_rows(r: &ReplayReport, metrics: bool) -> Vec<Vec<String>> {
     r.steps
         .iter()
         .map(|s| {
             let errors: u64 = s.errors.values().sum();
-            vec![
+            let mut row = vec![
                 s.concurrency.to_string(),
                 format!("{:.1}", s.throughput_per_s),
                 fmt_ms(s.p50_ms),
                 fmt_ms(s.p95_ms),
                 fmt_ms(s.p99_ms),
                 fmt_ms(s.max_ms),
-                output::count(errors),
-                s.shape.as_str().to_string(),
-            ]
+            ];
+            if metrics {
+                row.extend(STEP_METRICS.iter().map(|m| (m.cell)(s)));
+            }
+            row.push(output::count(errors));
+            row.push(s.shape.as_str().to_string());
+            row
         })
         .collect()
 }
 
-const STEP_COLUMNS: [&str; 8] = [
-    "clients", "units/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "shape",
-];
+/// The columns of [`step_rows`].
+fn step_columns(metrics: bool) -> Vec<&'static str> {
+    let mut cols = vec!["clients", "units/s", "p50 ms", "p95 ms", "p99 ms", "max ms"];
+    if metrics {
+        cols.extend(STEP_METRICS.iter().map(|m| m.header));
+    }
+    cols.extend(["errors", "shape"]);
+    cols
+}
+
+/// The terminal's table of [`STEP_METRICS`], apart from the latencies so
+/// that both fit 80 columns; `None` without any.
+fn metrics_table(r: &ReplayReport) -> Option<comfy_table::Table> {
+    if STEP_METRICS.is_empty() {
+        return None;
+    }
+    let mut cols = vec!["clients"];
+    cols.extend(STEP_METRICS.iter().map(|m| m.header));
+    let mut t = output::table(&cols);
+    for s in &r.steps {
+        let mut row = vec![s.concurrency.to_string()];
+        row.extend(STEP_METRICS.iter().map(|m| (m.cell)(s)));
+        t.add_row(row);
+    }
+    Some(t)
+}
 
 fn hotspot_rows(r: &ReplayReport) -> Vec<Vec<String>> {
     r.hotspots
@@ -438,11 +467,14 @@ fn integrity_line(r: &ReplayReport) -> String {
 }
 
 pub fn render_table<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
-    let mut t = output::table(&STEP_COLUMNS);
-    for row in step_rows(r) {
+    let mut t = output::table(&step_columns(false));
+    for row in step_rows(r, false) {
         t.add_row(row);
     }
     writeln!(w, "{t}")?;
+    if let Some(t) = metrics_table(r) {
+        writeln!(w, "{t}")?;
+    }
     if !r.hotspots.is_empty() {
         let mut t = output::table(&HOTSPOT_COLUMNS);
         for row in hotspot_rows(r) {
@@ -484,12 +516,12 @@ pub fn render_table<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
 
 pub fn render_markdown<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> {
     writeln!(w, "## planck replay\n")?;
-    let cols: Vec<(&str, Align)> = STEP_COLUMNS
-        .iter()
+    let cols: Vec<(&str, Align)> = step_columns(true)
+        .into_iter()
         .map(|c| {
             (
-                *c,
-                if *c == "shape" {
+                c,
+                if c == "shape" {
                     Align::Left
                 } else {
                     Align::Right
@@ -497,7 +529,7 @@ pub fn render_markdown<W: Write>(w: &mut W, r: &ReplayReport) -> io::Result<()> 
             )
         })
         .collect();
-    output::markdown_table(w, &cols, step_rows(r))?;
+    output::markdown_table(w, &cols, step_rows(r, true))?;
     if !r.hotspots.is_empty() {
         writeln!(w, "\n### Lock hotspots\n")?;
         let cols: Vec<(&str, Align)> = HOTSPOT_COLUMNS
@@ -555,7 +587,7 @@ mod tests {
             histogram: h.to_base64(),
             shape,
             units: 4,
-            reconnects: 0,
+            counters: Counters::default(),
             rate_per_s: None,
             pool: None,
             runs: 1,

@@ -11,7 +11,7 @@ use tokio_postgres::Client;
 use super::exec::{Pools, Shared, param_count, pool_columns, sample_pools};
 use super::ladder::{StepOptions, StepResult, run_step};
 use super::options::Options;
-use super::report::{self, IntegrityJson, ReplayReport};
+use super::report::{self, Counters, IntegrityJson, ReplayReport};
 use super::workload::Workload;
 use crate::db::{ConnInfo, quote_ident};
 use crate::error::{Error, Result};
@@ -380,8 +380,18 @@ pub async fn run(
             Some(clients) => (clients, Some(f64::from(c))),
             None => (c, None),
         };
-        let (merged, stopped) =
-            repeated_step(conn, &shared, opts, i, clients, rate, &app, &stop).await?;
+        let (merged, stopped) = repeated_step(
+            conn,
+            (&admin, version_num),
+            &shared,
+            opts,
+            i,
+            clients,
+            rate,
+            &app,
+            &stop,
+        )
+        .await?;
         interrupted |= stopped;
         let Some(r) = merged else { break };
         if interrupted {
@@ -443,12 +453,42 @@ fn warn_workload(
     }
 }
 
+/// The rows the database's tables have given up to scans (see
+/// `Counters::rows_read`); `None` before PostgreSQL 15 or when the server
+/// cannot be read (a restart took the connection).
+async fn rows_read(admin: &Client, version: i32) -> Option<u64> {
+    if version < 150000 {
+        return None;
+    }
+    // planck's own reads on this connection (sampling, checksums) are
+    // flushed first, so that they count before the step, not in it.
+    admin
+        .batch_execute("SELECT pg_stat_force_next_flush()")
+        .await
+        .ok()?;
+    admin
+        .batch_execute("SELECT pg_stat_clear_snapshot()")
+        .await
+        .ok()?;
+    let rows: i64 = admin
+        .query_one(
+            "SELECT (SELECT coalesce(sum(seq_tup_read), 0) FROM pg_stat_user_tables)::int8 \
+             + (SELECT coalesce(sum(idx_tup_read), 0) FROM pg_stat_user_indexes)::int8",
+            &[],
+        )
+        .await
+        .ok()?
+        .get(0);
+    u64::try_from(rows).ok()
+}
+
 /// Runs step `i` (`clients`, at `rate` in an open loop) `--repeat` times,
 /// merged: `None` when interrupted before any run finished; and whether
 /// a run was interrupted.
 #[allow(clippy::too_many_arguments)]
 async fn repeated_step(
     conn: &ConnInfo,
+    (admin, version): (&Client, i32),
     shared: &Arc<Shared>,
     opts: &Options,
     i: usize,
@@ -475,10 +515,18 @@ async fn repeated_step(
                 .wrapping_add((run as u64) << 32),
             app: app.to_string(),
         };
-        let r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
+        let rows_before = rows_read(admin, version).await;
+        let mut r = run_step(conn, shared.clone(), &step, stop.clone()).await?;
         if r.interrupted {
             interrupted = true;
             break;
+        }
+        // The step's backends flush their counts as they exit.
+        if rows_before.is_some() && wait_for_workers(admin, app, false).await.is_ok() {
+            r.stats.counters.rows_read = rows_read(admin, version)
+                .await
+                .zip(rows_before)
+                .map(|(after, before)| after.saturating_sub(before));
         }
         merged = Some(match merged {
             None => r,
@@ -519,13 +567,13 @@ fn log_step(
         crate::output::count_of(errors, "error"),
         error_summary(workload, &r.stats),
     ));
-    let units = r.stats.attempted.max(1) as f64;
+    let units = r.stats.counters.attempted.max(1) as f64;
     log.debug(&format!(
         "step {}: round trips per unit: {:.2} carrying the workload's statements, {:.2} of \
          planck's own (role and session settings, PREPARE, a COMMIT or ROLLBACK sent alone)",
         i + 1,
-        r.stats.workload_round_trips as f64 / units,
-        r.stats.planck_round_trips as f64 / units,
+        r.stats.counters.workload_round_trips as f64 / units,
+        r.stats.counters.planck_round_trips as f64 / units,
     ));
 }
 
@@ -563,17 +611,10 @@ async fn wait_for_workers(admin: &Client, app: &str, interrupted: bool) -> Resul
 }
 
 /// The run's totals over its steps, as the integrity line counts them.
-fn totals_of(steps: &[StepResult]) -> super::exec::WorkerStats {
-    let mut totals = super::exec::WorkerStats::default();
+fn totals_of(steps: &[StepResult]) -> Counters {
+    let mut totals = Counters::default();
     for s in steps {
-        totals.attempted += s.stats.attempted;
-        totals.succeeded += s.stats.succeeded;
-        totals.failed += s.stats.failed;
-        totals.rows_written += s.stats.rows_written;
-        totals.writes_failed += s.stats.writes_failed;
-        totals.rollbacks += s.stats.rollbacks;
-        totals.commits += s.stats.commits;
-        totals.reconnects += s.stats.reconnects;
+        totals.merge(&s.stats.counters);
     }
     totals
 }
@@ -635,7 +676,7 @@ pub fn error_summary(w: &Workload, stats: &super::exec::WorkerStats) -> String {
 /// The integrity line: planck's own counters, each counted on its own, beside
 /// the server's deltas and the checksums.
 pub fn integrity(
-    t: &super::exec::WorkerStats,
+    t: &Counters,
     before: &ServerCounters,
     after: &ServerCounters,
     opts: &Options,
@@ -866,7 +907,7 @@ mod tests {
     /// report, and a table's checksum moved) is reported, not hidden.
     #[test]
     fn integrity_reports_a_planted_mismatch() {
-        let t = super::super::exec::WorkerStats {
+        let t = Counters {
             attempted: 10,
             succeeded: 10,
             rollbacks: 10,

@@ -275,7 +275,7 @@ fn step(i: usize, n: u32, x: f64, p95: f64, shape: Scaling) -> StepJson {
         histogram: String::new(),
         shape,
         units: (x * 10.0) as u64,
-        reconnects: 0,
+        counters: Default::default(),
         rate_per_s: None,
         pool: None,
         runs: 1,

@@ -400,6 +400,11 @@ pub fn render(w: &mut impl std::io::Write, i: &Inputs) -> std::io::Result<()> {
             .map(|t| super::markdown::bytes(t.bytes)).collect::<Vec<_>>())),
         indexes => ser(index_views(r)),
         replay => ser(replay),
+        // Each step's metrics (`STEP_METRICS`): the headers, and a row of cells per step.
+        step_metrics => crate::wire::replay::STEP_METRICS.iter().map(|m| m.header).collect::<Vec<_>>(),
+        step_metric_cells => replay.map(|r| r.steps.iter()
+            .map(|s| crate::wire::replay::STEP_METRICS.iter().map(|m| (m.cell)(s)).collect::<Vec<_>>())
+            .collect::<Vec<_>>()).unwrap_or_default(),
         panels => ser(replay.map(chart::panels).unwrap_or_default()),
         waits => waits,
         diff => ser(&i.diff),

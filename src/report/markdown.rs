@@ -390,20 +390,25 @@ fn replay_section(out: &mut String, replay: Option<&crate::wire::replay::ReplayR
             if !rp.server_version.is_empty() {
                 let _ = writeln!(out, "On PostgreSQL {}.\n", cell(&rp.server_version));
             }
-            out.push_str("| clients | units/s | p50 ms | p95 ms | p99 ms | errors | shape |\n");
-            out.push_str("| ---: | ---: | ---: | ---: | ---: | ---: | --- |\n");
+            let metrics = crate::wire::replay::STEP_METRICS;
+            out.push_str("| clients | units/s | p50 ms | p95 ms | p99 ms |");
+            for m in metrics {
+                let _ = write!(out, " {} |", m.header);
+            }
+            out.push_str(" errors | shape |\n| ---: | ---: | ---: | ---: | ---: |");
+            out.push_str(&" ---: |".repeat(metrics.len()));
+            out.push_str(" ---: | --- |\n");
             for s in &rp.steps {
                 let errors: u64 = s.errors.values().sum();
-                let _ = writeln!(
+                let _ = write!(
                     out,
-                    "| {} | {:.0} | {:.1} | {:.1} | {:.1} | {errors} | {} |",
-                    s.concurrency,
-                    s.throughput_per_s,
-                    s.p50_ms,
-                    s.p95_ms,
-                    s.p99_ms,
-                    s.shape.as_str()
+                    "| {} | {:.0} | {:.1} | {:.1} | {:.1} |",
+                    s.concurrency, s.throughput_per_s, s.p50_ms, s.p95_ms, s.p99_ms,
                 );
+                for m in metrics {
+                    let _ = write!(out, " {} |", cell(&(m.cell)(s)));
+                }
+                let _ = writeln!(out, " {errors} | {} |", s.shape.as_str());
             }
             if let Some(u) = &rp.verdict.usl {
                 let _ = writeln!(

@@ -88,7 +88,10 @@ pub struct StepJson {
     pub histogram: String,
     pub shape: Scaling,
     pub units: u64,
-    pub reconnects: u64,
+    /// The step's counters, flattened: each at the top of the step's
+    /// object, as `reconnects` always was.
+    #[serde(flatten)]
+    pub counters: Counters,
     /// The open loop's offered rate (`--rate`), units per second.
     #[serde(default)]
     pub rate_per_s: Option<f64>,
@@ -113,6 +116,120 @@ pub struct StepJson {
 fn one() -> u32 {
     1
 }
+
+/// A counter's merge: how two workers' (or two runs') counts make one.
+pub trait Counter {
+    fn merge(&mut self, other: &Self);
+}
+
+impl Counter for u64 {
+    fn merge(&mut self, other: &Self) {
+        *self += other;
+    }
+}
+
+/// A count that may not be measured (`None`): the sum of those that were.
+impl Counter for Option<u64> {
+    fn merge(&mut self, other: &Self) {
+        if let Some(o) = other {
+            *self = Some(self.unwrap_or(0) + o);
+        }
+    }
+}
+
+/// Declares [`Counters`] and writes its merge once, over every field: a
+/// new counter is one field, and no merge can leave it out.
+macro_rules! counters {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $( $(#[$fmeta:meta])* pub $field:ident: $ty:ty, )*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $name {
+            /// Adds `other`'s counts to these (workers at a step's end,
+            /// runs of a step under `--repeat`, steps into the run's totals).
+            pub fn merge(&mut self, other: &Self) {
+                $( Counter::merge(&mut self.$field, &other.$field); )*
+            }
+        }
+    };
+}
+
+counters! {
+    /// What replay counts, per step: each worker counts its own and the
+    /// step adds them ([`Counters::merge`]). The step's JSON carries the
+    /// struct flattened into [`StepJson`]; a field marked `serde(skip)` is
+    /// counted for the integrity line (whose totals `integrity` carries) and
+    /// the verbose log, not shown per step. Adding a metric: a field here,
+    /// the line that counts it, and a [`STEP_METRICS`] entry to show it.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct Counters {
+        /// Connections lost mid-step and opened again.
+        pub reconnects: u64,
+        /// Units started, warm-up included (the integrity line, and what
+        /// `rows_read` is per).
+        pub attempted: u64,
+        /// Rows the database's tables gave up over the step, warm-up
+        /// included, as the server counts them: the delta of
+        /// pg_stat_user_tables' `seq_tup_read` plus pg_stat_user_indexes'
+        /// `idx_tup_read`, read once the step's connections have closed.
+        /// Database-wide (another client's reads count too). `None` before
+        /// PostgreSQL 15, whose statistics collector lags the step's end.
+        pub rows_read: Option<u64>,
+        #[serde(skip)]
+        pub succeeded: u64,
+        #[serde(skip)]
+        pub failed: u64,
+        /// Statements that succeeded in the measured window.
+        #[serde(skip)]
+        pub statements_ok: u64,
+        #[serde(skip)]
+        pub rollbacks: u64,
+        #[serde(skip)]
+        pub commits: u64,
+        /// Rows the server reported for write statements, warm-up included.
+        #[serde(skip)]
+        pub rows_written: u64,
+        /// Write statements that failed: the rows they changed before their
+        /// error count on the server, never in `rows_written`.
+        #[serde(skip)]
+        pub writes_failed: u64,
+        /// Round trips that carried a statement of the workload.
+        #[serde(skip)]
+        pub workload_round_trips: u64,
+        /// Round trips of planck's alone: the role and session settings, a
+        /// PREPARE, a COMMIT or ROLLBACK that could not go with a statement.
+        #[serde(skip)]
+        pub planck_round_trips: u64,
+    }
+}
+
+/// A step metric every renderer that shows steps (the table and markdown
+/// of `planck replay`, the review's markdown and HTML) adds as a column
+/// after its latencies: its header and its cell, from the step's JSON.
+pub struct StepMetric {
+    pub header: &'static str,
+    pub cell: fn(&StepJson) -> String,
+}
+
+/// The step metrics shown, in column order (the JSON carries every
+/// counter not skipped, shown here or not).
+pub const STEP_METRICS: &[StepMetric] = &[StepMetric {
+    // What a unit costs the server, whatever its latency: a scan that
+    // grows with the table shows here before it shows in p95.
+    header: "rows read/unit",
+    cell: |s| match s.counters.rows_read {
+        Some(rows) => format!("{:.1}", rows as f64 / s.counters.attempted.max(1) as f64),
+        None => "-".into(),
+    },
+}];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatementJson {
@@ -269,5 +386,77 @@ impl HotspotJson {
             None => "a transaction planck did not run".to_string(),
         };
         format!("{}, locked by {holder}", self.what_is_locked())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 50, 2: the merge written once adds every counter (a worker's
+    /// into the step's, a run's into the step's under `--repeat`, a step's
+    /// into the run's totals); a count not measured stays unknown until
+    /// one side measured it.
+    #[test]
+    fn counters_merge_adds_every_field() {
+        let one = Counters {
+            reconnects: 1,
+            attempted: 2,
+            rows_read: Some(12),
+            succeeded: 3,
+            failed: 4,
+            statements_ok: 5,
+            rollbacks: 6,
+            commits: 7,
+            rows_written: 8,
+            writes_failed: 9,
+            workload_round_trips: 10,
+            planck_round_trips: 11,
+        };
+        let mut sum = one.clone();
+        sum.merge(&one);
+        assert_eq!(
+            sum,
+            Counters {
+                reconnects: 2,
+                attempted: 4,
+                rows_read: Some(24),
+                succeeded: 6,
+                failed: 8,
+                statements_ok: 10,
+                rollbacks: 12,
+                commits: 14,
+                rows_written: 16,
+                writes_failed: 18,
+                workload_round_trips: 20,
+                planck_round_trips: 22,
+            }
+        );
+        let mut unknown: Option<u64> = None;
+        unknown.merge(&None);
+        assert_eq!(unknown, None);
+        unknown.merge(&Some(3));
+        unknown.merge(&None);
+        unknown.merge(&Some(4));
+        assert_eq!(unknown, Some(7));
+    }
+
+    /// The counters the step's JSON carries sit at the top of the step's
+    /// object (`reconnects`, as before they were a struct); the skipped ones
+    /// are not in it.
+    #[test]
+    fn counters_are_flattened_into_the_step() {
+        let c = Counters {
+            reconnects: 3,
+            attempted: 9,
+            rows_read: Some(90),
+            failed: 1,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({ "reconnects": 3, "attempted": 9, "rows_read": 90 })
+        );
     }
 }

@@ -1,23 +1,34 @@
 //! The import graph of `src/` runs one way only, and this test keeps it so.
 //!
 //! Several issues edit the code side by side (seed, explain, replay, record,
-//! report), so the layers are a contract, not a habit. Every `crate::` path
-//! under `src/` is read, the module on each side is ranked, and an edge that
-//! goes up, or sideways between two domains, fails the test with file:line.
+//! report), so the layers are a contract, not a habit. They are one table,
+//! [`LAYERS`], top to bottom, and every test here reads it: a module may
+//! import the modules of any row below its own, those of its own row only
+//! where the row says so, never a row above. Every `crate::` path under
+//! `src/` is read, the module on each side is ranked, and an edge that goes
+//! up, or sideways in a row whose modules never import each other, fails
+//! the test with file:line. Each module the table lists must exist, and
+//! each module of `src/` must be listed, once.
 //!
-//! The layers, top to bottom:
+//! The rows:
 //! - glue: `cli`, `cmd`, `settings`. `settings` turns clap's raw flags, the
 //!   environment and `planck.toml` into per-command settings, so it knows the
-//!   flag structs that `cmd` and `cli` define: the three form one layer.
+//!   flag structs that `cmd` and `cli` define: the three import each other
+//!   (no cycle but the one known exception, [`KNOWN_CYCLE`]).
 //! - workflow: work that spans domains (explain's report located at the
 //!   migration lines), below the glue so commands share it.
 //! - domains: one per subcommand's work. A domain never imports another one
 //!   (what two of them need belongs in a shared layer).
-//! - shared layers, used by several domains.
+//! - the shared layers, used by several domains, in four rows: each imports
+//!   only the rows below it (`params` binds parameters to the catalog's
+//!   columns, within a tenant, reading the queries file; `tenancy` reads the
+//!   catalog; the catalog and the queries file open sessions), never a
+//!   module of its own row.
 //! - the base: connections, the managed cluster, the config file, errors,
-//!   output plumbing, stop signals.
+//!   output plumbing, stop signals; they import each other, in no cycle.
 //!
-//! Inside a domain the modules form no cycle (issue 34): each file is a
+//! No cycle anywhere: the top-level modules form none (but [`KNOWN_CYCLE`]),
+//! and inside each of them the files form none (issue 34): each file is a
 //! module (`src/replay/run.rs` is `replay::run`, `src/explain/rules/mod.rs`
 //! is `explain::rules`), and one file depends on another when its code names
 //! a path into it: `crate::replay::exec::X`, `super::exec::X`,
@@ -43,56 +54,127 @@
 
 use std::path::{Path, PathBuf};
 
-const GLUE: &[&str] = &["cli", "cmd", "settings"];
-const DOMAINS: &[&str] = &[
-    "seed",
-    "record",
-    "explain",
-    "migrate",
-    "demo",
-    "example_app",
-    "replay",
-    "report",
-    "check",
-];
-const SHARED: &[&str] = &[
-    "catalog",
-    "tenancy",
-    "params",
-    "session",
-    "findings",
-    "queries",
-    "stats",
-    "bookkeeping",
-    "wire",
-];
-const BASE: &[&str] = &["db", "cluster", "config", "error", "output", "signal"];
-
-const WORKFLOW: &[&str] = &["workflow"];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Layer {
-    Base,
-    Shared,
-    Domain,
-    Workflow,
-    Glue,
+/// Whether the modules of one row may import each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peers {
+    /// They may, in no cycle.
+    Acyclic,
+    /// Never: each imports only the rows below its own.
+    Never,
 }
 
-fn layer(module: &str) -> Option<Layer> {
-    if GLUE.contains(&module) {
-        Some(Layer::Glue)
-    } else if WORKFLOW.contains(&module) {
-        Some(Layer::Workflow)
-    } else if DOMAINS.contains(&module) {
-        Some(Layer::Domain)
-    } else if SHARED.contains(&module) {
-        Some(Layer::Shared)
-    } else if BASE.contains(&module) {
-        Some(Layer::Base)
-    } else {
-        None
-    }
+/// One row of [`LAYERS`].
+#[derive(Debug)]
+struct Row {
+    name: &'static str,
+    peers: Peers,
+    modules: &'static [&'static str],
+}
+
+/// The layers, top to bottom: the one table of this file.
+const LAYERS: &[Row] = &[
+    Row {
+        name: "glue",
+        peers: Peers::Acyclic,
+        modules: &["cli", "cmd", "settings"],
+    },
+    Row {
+        name: "workflow",
+        peers: Peers::Acyclic,
+        modules: &["workflow"],
+    },
+    Row {
+        name: "domain",
+        peers: Peers::Never,
+        modules: &[
+            "seed", "record", "explain", "migrate", "demo", "replay", "report",
+        ],
+    },
+    Row {
+        name: "shared 1",
+        peers: Peers::Never,
+        modules: &["params", "findings"],
+    },
+    Row {
+        name: "shared 2",
+        peers: Peers::Never,
+        modules: &["tenancy", "stats"],
+    },
+    Row {
+        name: "shared 3",
+        peers: Peers::Never,
+        modules: &["catalog", "queries", "bookkeeping"],
+    },
+    Row {
+        name: "shared 4",
+        peers: Peers::Never,
+        modules: &["session", "wire"],
+    },
+    Row {
+        name: "base",
+        peers: Peers::Acyclic,
+        modules: &["db", "cluster", "config", "error", "output", "signal"],
+    },
+];
+
+/// The one cycle between top-level modules the tests still allow: its edge
+/// (`from`, `to`), left out of the cycle check, and why. `cli`'s `Command`
+/// enum names each command's clap struct through `cmd` (seven defined in
+/// their `cmd/` file, five re-exported there from `settings/`), while
+/// `cmd/mod.rs` dispatches on `cli::Command` and `cmd/man.rs` and
+/// `cmd/completions.rs` build from `cli::Cli`: issue 50, 3 moves every clap
+/// struct under `cli`, and then `cli` names no `cmd` (the test fails on an
+/// edge listed here that no file makes any more, so the list shrinks with
+/// the code).
+const KNOWN_CYCLE: &[(&str, &str)] = &[("cli", "cmd")];
+
+/// The cycles between the files of one module found when the check grew
+/// from the domains to every module (issue 50, 5), each with what would
+/// break it; left out of the check until then. A parent file defines a type
+/// and calls into a child that uses the type; the fix is the type in a file
+/// of its own below both. The test fails on one that no longer exists.
+const KNOWN_FILE_CYCLES: &[(&[&str], &str)] = &[
+    (
+        &["src/cluster/citus.rs", "src/cluster/mod.rs"],
+        "Cluster::start checks Citus through citus.rs, which reads Cluster and SUPERUSER",
+    ),
+    (
+        &["src/db/connect.rs", "src/db/mod.rs"],
+        "ConnInfo::connect calls connect.rs, which reads ConnInfo and SessionAttrs",
+    ),
+    (
+        &["src/db/tls.rs", "src/db/tls/verify.rs"],
+        "tls.rs builds verify.rs's verifier, which calls tls.rs's handshake helpers",
+    ),
+    (
+        &[
+            "src/queries/mod.rs",
+            "src/queries/transaction.rs",
+            "src/queries/write.rs",
+        ],
+        "QueryFile and Statement (mod.rs) read and write through transaction.rs and write.rs, \
+         which use them",
+    ),
+];
+
+/// A module's row: its index in [`LAYERS`] (0 on top) and the row.
+fn layer(module: &str) -> Option<(usize, &'static Row)> {
+    LAYERS
+        .iter()
+        .enumerate()
+        .find(|(_, row)| row.modules.contains(&module))
+}
+
+/// Why `from` may not import `to`, by the table; `None` when it may.
+fn layer_problem(from: &str, to: &str) -> Option<String> {
+    let (f, from_row) = layer(from)?;
+    let Some((t, to_row)) = layer(to) else {
+        return Some(format!("`crate::{to}` names a module with no layer"));
+    };
+    let upward = t < f;
+    let sideways = t == f && from_row.peers == Peers::Never;
+    (upward || sideways)
+        .then(|| format!("{from} ({}) imports {to} ({})", from_row.name, to_row.name))
 }
 
 /// The top-level module a file under `src/` belongs to (`src/seed/load.rs` is
@@ -194,12 +276,12 @@ fn imports_run_downward_only() {
             continue;
         };
         let shown = file.strip_prefix(src.parent().unwrap()).unwrap().display();
-        let Some(from_layer) = layer(&from) else {
+        if layer(&from).is_none() {
             problems.push(format!(
-                "{shown}: module `{from}` has no layer: add it to tests/it/architecture.rs"
+                "{shown}: module `{from}` has no layer: add it to LAYERS in tests/it/architecture.rs"
             ));
             continue;
-        };
+        }
         let text = std::fs::read_to_string(file).unwrap();
         for (i, line) in text.lines().enumerate() {
             for to in crate_paths(line) {
@@ -207,28 +289,16 @@ fn imports_run_downward_only() {
                 if to == from {
                     continue;
                 }
-                let Some(to_layer) = layer(&to) else {
-                    problems.push(format!(
-                        "{shown}:{}: `crate::{to}` names a module with no layer",
-                        i + 1
-                    ));
-                    continue;
-                };
-                let upward = to_layer > from_layer;
-                let sideways = to_layer == from_layer && from_layer == Layer::Domain;
-                if upward || sideways {
-                    problems.push(format!(
-                        "{shown}:{}: {from} ({from_layer:?}) imports {to} ({to_layer:?})",
-                        i + 1
-                    ));
+                if let Some(why) = layer_problem(&from, &to) {
+                    problems.push(format!("{shown}:{}: {why}", i + 1));
                 }
             }
         }
     }
     assert!(
         problems.is_empty(),
-        "imports must run glue -> workflow -> domains -> shared layers -> base, and domains \
-         never import each other:\n{}",
+        "imports must run down the rows of LAYERS (glue, workflow, domains, shared 1 to 4, \
+         base), and the modules of a domain or shared row never import each other:\n{}",
         problems.join("\n")
     );
 }
@@ -251,17 +321,66 @@ fn crate_paths_reads_groups_and_skips_comments() {
     assert!(crate_paths("use mycrate::seed;").is_empty());
 }
 
-/// The checker itself must be able to fail: an upward edge in a made-up file
-/// is reported.
+/// The checker itself must be able to fail: an edge up the table (the
+/// base into a domain, a lower shared row into a higher one), sideways
+/// between two domains or two shared modules of one row, and to a module
+/// the table does not list are each reported; down the table, or between
+/// peers of the glue or the base, is not.
 #[test]
-fn an_upward_edge_is_an_error() {
-    let from = layer("db").unwrap();
-    let to = layer(crate_paths("use crate::explain::engine;")[0].as_str()).unwrap();
-    assert!(to > from);
+fn an_upward_or_sideways_edge_is_an_error() {
+    let to = crate_paths("use crate::explain::engine;")[0].clone();
+    assert!(layer_problem("db", &to).is_some());
+    assert_eq!(
+        layer_problem("session", "catalog").as_deref(),
+        Some("session (shared 4) imports catalog (shared 3)")
+    );
+    assert!(layer_problem("catalog", "params").is_some());
+    assert!(layer_problem("replay", "seed").is_some());
+    assert!(layer_problem("catalog", "queries").is_some());
+    assert!(layer_problem("db", "no_such_module").is_some());
+    assert_eq!(layer_problem("params", "catalog"), None);
+    assert_eq!(layer_problem("replay", "wire"), None);
+    assert_eq!(layer_problem("cmd", "settings"), None);
+    assert_eq!(layer_problem("db", "cluster"), None);
     assert!(layer("no_such_module").is_none());
 }
 
-// ---- the module graph inside a domain ---------------------------------------
+/// Issue 50, 5: every module the table lists is a module of `src/` (a file
+/// `src/x.rs` or a folder `src/x/` with its `mod.rs`), listed once, and
+/// each exception's edge names listed modules.
+#[test]
+fn the_layer_table_lists_modules_that_exist_once_each() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut problems = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in LAYERS {
+        for m in row.modules {
+            if !seen.insert(*m) {
+                problems.push(format!("`{m}` is listed twice"));
+            }
+            if !src.join(format!("{m}.rs")).is_file() && !src.join(m).join("mod.rs").is_file() {
+                problems.push(format!(
+                    "`{m}` ({}) is neither src/{m}.rs nor src/{m}/mod.rs",
+                    row.name
+                ));
+            }
+        }
+    }
+    for (a, b) in KNOWN_CYCLE {
+        for m in [a, b] {
+            if layer(m).is_none() {
+                problems.push(format!("KNOWN_CYCLE names `{m}`, not in the table"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "LAYERS must list each module of src/ once, and only those:\n{}",
+        problems.join("\n")
+    );
+}
+
+// ---- the module graph: the top level, and inside each module -------------------
 
 /// A module's path from the crate root: `["explain", "rules", "seq_scan"]`.
 type ModPath = Vec<String>;
@@ -781,13 +900,104 @@ fn cycles(nodes: &[ModPath], edges: &[(ModPath, ModPath)]) -> Vec<Vec<ModPath>> 
     s.found
 }
 
+/// Every module the table lists.
+fn all_modules() -> impl Iterator<Item = &'static str> {
+    LAYERS.iter().flat_map(|r| r.modules.iter().copied())
+}
+
+/// The edges between top-level modules (`from`, `to`), each with the first
+/// file line that makes it.
+fn top_level_edges(krate: &Crate) -> std::collections::BTreeMap<(String, String), String> {
+    let mut top = std::collections::BTreeMap::new();
+    for ((a, b), line) in krate.edges() {
+        if a[0] != b[0] {
+            top.entry((a[0].clone(), b[0].clone()))
+                .or_insert_with(|| format!("{}:{line} uses {}", krate.shown(&a), krate.shown(&b)));
+        }
+    }
+    top
+}
+
+/// The cycles between top-level modules, [`KNOWN_CYCLE`]'s edges left out:
+/// each as its modules, then the lines that close it.
+fn top_level_cycles(edges: &std::collections::BTreeMap<(String, String), String>) -> Vec<String> {
+    let nodes: Vec<ModPath> = all_modules().map(|m| vec![m.to_string()]).collect();
+    let graph: Vec<(ModPath, ModPath)> = edges
+        .keys()
+        .filter(|(a, b)| !KNOWN_CYCLE.contains(&(a.as_str(), b.as_str())))
+        .map(|(a, b)| (vec![a.clone()], vec![b.clone()]))
+        .collect();
+    let mut problems = Vec::new();
+    for cycle in cycles(&nodes, &graph) {
+        let names: Vec<&str> = cycle.iter().map(|m| m[0].as_str()).collect();
+        problems.push(format!("a cycle between {}", names.join(", ")));
+        for (a, b) in &graph {
+            if cycle.contains(a) && cycle.contains(b) {
+                problems.push(format!("  {}", edges[&(a[0].clone(), b[0].clone())]));
+            }
+        }
+    }
+    problems
+}
+
+/// Issue 50, 5: the top-level modules import each other in no circle (the
+/// glue included: [`KNOWN_CYCLE`] is the one exception, and each of its
+/// edges must still exist).
 #[test]
-fn no_cycle_inside_a_domain() {
+fn no_cycle_at_the_top_level() {
+    let krate = Crate::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let edges = top_level_edges(&krate);
+    let mut problems = top_level_cycles(&edges);
+    for (a, b) in KNOWN_CYCLE {
+        if !edges.contains_key(&(a.to_string(), b.to_string())) {
+            problems.push(format!(
+                "KNOWN_CYCLE lists {a} -> {b}, which no file makes any more: remove it"
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the top-level modules must not import each other in a circle (move what both \
+         sides need to a module below them):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The top-level check must be able to fail: a made-up circle between two
+/// base modules is found, with the lines that close it; the known one is
+/// not, and a circle through one more module than it is.
+#[test]
+fn a_top_level_cycle_is_found_and_only_the_known_one_is_allowed() {
+    let edges = |list: &[(&str, &str)]| {
+        list.iter()
+            .map(|(a, b)| ((a.to_string(), b.to_string()), format!("{a} uses {b}")))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let planted = top_level_cycles(&edges(&[("db", "cluster"), ("cluster", "db")]));
+    assert_eq!(
+        planted,
+        [
+            "a cycle between cluster, db",
+            "  cluster uses db",
+            "  db uses cluster"
+        ]
+    );
+    assert!(top_level_cycles(&edges(&[("cli", "cmd"), ("cmd", "cli")])).is_empty());
+    let through = edges(&[("cli", "cmd"), ("cmd", "settings"), ("settings", "cmd")]);
+    assert_eq!(
+        top_level_cycles(&through).first().map(String::as_str),
+        Some("a cycle between cmd, settings")
+    );
+}
+
+#[test]
+fn no_cycle_inside_a_module() {
     let krate = Crate::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
     let edges = krate.edges();
     let mut problems = Vec::new();
-    for domain in DOMAINS {
-        let inside = |m: &ModPath| m[0] == *domain;
+    let mut known_seen = Vec::new();
+    for module in all_modules() {
+        let inside = |m: &ModPath| m[0] == module;
         let nodes: Vec<ModPath> = krate.files.keys().filter(|m| inside(m)).cloned().collect();
         let local: Vec<(ModPath, ModPath)> = edges
             .keys()
@@ -796,7 +1006,17 @@ fn no_cycle_inside_a_domain() {
             .collect();
         for cycle in cycles(&nodes, &local) {
             let files: Vec<String> = cycle.iter().map(|m| krate.shown(m)).collect();
-            problems.push(format!("a cycle in `{domain}`: {}", files.join(", ")));
+            let mut sorted: Vec<&str> = files.iter().map(String::as_str).collect();
+            sorted.sort();
+            if let Some(k) = KNOWN_FILE_CYCLES.iter().position(|(known, _)| {
+                let mut known = known.to_vec();
+                known.sort();
+                known == sorted
+            }) {
+                known_seen.push(k);
+                continue;
+            }
+            problems.push(format!("a cycle in `{module}`: {}", files.join(", ")));
             for ((a, b), line) in &edges {
                 if cycle.contains(a) && cycle.contains(b) {
                     problems.push(format!(
@@ -810,9 +1030,18 @@ fn no_cycle_inside_a_domain() {
     }
     assert!(
         problems.is_empty(),
-        "the modules of a domain must not import each other in a circle (move what both \
+        "the files of a module must not import each other in a circle (move what both \
          sides need to a module below them):\n{}",
         problems.join("\n")
+    );
+    let gone: Vec<String> = (0..KNOWN_FILE_CYCLES.len())
+        .filter(|k| !known_seen.contains(k))
+        .map(|k| KNOWN_FILE_CYCLES[k].0.join(", "))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "KNOWN_FILE_CYCLES lists cycles no longer there: remove them:\n{}",
+        gone.join("\n")
     );
 }
 

@@ -1671,7 +1671,7 @@ fn server_restart_mid_step_reconnects_and_finishes() {
     assert_exit(&out, 0);
     let r = report(&out);
     let s = &r.steps[0];
-    assert!(s.reconnects >= 2, "both clients reconnect: {s:?}");
+    assert!(s.counters.reconnects >= 2, "both clients reconnect: {s:?}");
     assert!(!s.errors.is_empty(), "{s:?}");
     assert!(
         s.errors
@@ -2049,6 +2049,50 @@ fn report_names_the_server_version() {
     let version = db.query_strings("SHOW server_version")[0].clone();
     assert!(!version.is_empty());
     assert_eq!(report(&out).server_version, version);
+}
+
+/// Issue 50, the replay metric: rows read per unit are the server's count
+/// over the step (pg_stat_user_tables, pg_stat_user_indexes): a lookup by
+/// an unindexed column reads the whole table each unit, by the primary key
+/// one index entry; planck's own reads before the step (sampling the
+/// parameters, the checksums) are not in it. Before 15: not measured.
+#[test]
+fn rows_read_per_unit_are_the_servers_count() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE t (id int PRIMARY KEY, v int); \
+         INSERT INTO t SELECT g, g FROM generate_series(1, 500) g; ANALYZE t",
+    );
+    let version: i32 = db.query_strings("SHOW server_version_num")[0]
+        .parse()
+        .unwrap();
+    let dir = project_dir();
+    let step = |query: &str| {
+        let q = write_queries(
+            dir.path(),
+            &format!("[[statement]]\nid = \"r\"\nquery = \"{query}\"\n"),
+        );
+        let out = replay(
+            &db,
+            dir.path(),
+            &q,
+            &["--ladder", "1", "--duration", "0.3s", "--no-sampler"],
+        );
+        assert_exit(&out, 0);
+        report(&out).steps[0].counters.clone()
+    };
+    let scan = step("SELECT v FROM t WHERE v = $1");
+    let lookup = step("SELECT v FROM t WHERE id = $1");
+    if version < 150000 {
+        assert_eq!((scan.rows_read, lookup.rows_read), (None, None));
+        return;
+    }
+    assert!(
+        scan.attempted > 0 && lookup.attempted > 0,
+        "{scan:?} {lookup:?}"
+    );
+    assert_eq!(scan.rows_read, Some(500 * scan.attempted), "{scan:?}");
+    assert_eq!(lookup.rows_read, Some(lookup.attempted), "{lookup:?}");
 }
 
 /// Issue 32, 1: a setting recorded as transaction-level (`local_settings`)
