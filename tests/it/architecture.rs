@@ -63,6 +63,7 @@ const SHARED: &[&str] = &[
     "findings",
     "queries",
     "stats",
+    "planner_stats",
     "bookkeeping",
     "wire",
 ];
