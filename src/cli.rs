@@ -148,6 +148,9 @@ Exit codes: 0 recorded, 1 recorded but the command failed or was killed, 2 bad i
     Explain(cmd::explain::ExplainArgs),
     /// Replay the recorded mix under a concurrency ladder; name the lock hotspots
     Replay(cmd::replay::ReplayArgs),
+    /// Capture production's planner statistics (not a row) into a file; compare with it
+    #[command(subcommand)]
+    Stats(cmd::stats::StatsCommand),
     /// Write the DBA's review (self-contained HTML) and CI outputs from explain's and replay's JSON
     Report(cmd::report::ReportArgs),
     /// Run the whole pipeline on the bundled example

@@ -16,6 +16,7 @@ pub mod findings;
 pub mod migrate;
 pub mod output;
 pub mod params;
+pub(crate) mod planner_stats;
 pub mod queries;
 pub mod record;
 pub mod replay;

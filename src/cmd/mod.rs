@@ -14,6 +14,7 @@ pub(crate) mod record;
 pub(crate) mod replay;
 pub(crate) mod report;
 pub mod seed;
+pub(crate) mod stats;
 
 use crate::cli::Command;
 use crate::error::Result;
@@ -27,6 +28,7 @@ pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
         Command::Record(a) => record::run(a, settings).await,
         Command::Explain(a) => explain::run(a, settings).await,
         Command::Replay(a) => replay::run(a, settings).await,
+        Command::Stats(c) => stats::run(c, settings).await,
         Command::Report(a) => report::run(a, settings).await,
         Command::Demo(a) => demo::run(a, settings).await,
         Command::Check(a) => check::run(a, settings).await,

@@ -7,3 +7,4 @@ pub(crate) mod check;
 pub mod diff;
 pub mod explain;
 pub mod replay;
+pub mod stats;

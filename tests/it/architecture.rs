@@ -103,7 +103,7 @@ const LAYERS: &[Row] = &[
     Row {
         name: "shared 3",
         peers: Peers::Never,
-        modules: &["catalog", "queries", "bookkeeping"],
+        modules: &["catalog", "queries", "bookkeeping", "planner_stats"],
     },
     Row {
         name: "shared 4",

@@ -61,7 +61,7 @@ fn help_lists_every_subcommand() {
     assert_exit(&out, 0);
     let text = stdout(&out);
     for cmd in [
-        "db", "migrate", "seed", "record", "explain", "replay", "report", "demo",
+        "db", "migrate", "seed", "record", "explain", "replay", "stats", "report", "demo",
     ] {
         assert!(
             text.lines()

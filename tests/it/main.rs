@@ -64,4 +64,5 @@ mod seed_resume;
 mod seed_safety;
 mod seed_sizing;
 mod seed_types;
+mod stats_capture;
 mod walkthrough;
