@@ -135,7 +135,9 @@ pub struct ExplainSection {
     /// A statement reading a table with fewer rows than this (planck's seed
     /// aside) is not judged: the data cannot show production's plan.
     pub min_table_rows: Option<u64>,
-    /// A tenant plan this many times costlier than the admin plan is an RLS trap.
+    /// The name `[explain.checks.rls-policy] cost_ratio` had before the
+    /// checks' own knobs: still read (a planck.toml may have it), the new
+    /// key winning when both are set.
     pub rls_cost_ratio: Option<f64>,
     /// Planning timeout per statement, in milliseconds.
     pub statement_timeout_ms: Option<u64>,
@@ -152,6 +154,11 @@ pub struct ExplainSection {
     /// How findings only the generic plan shows count: `judge`, `warn`
     /// (the default) or `ignore` (issue 13 §1).
     pub generic: Option<String>,
+    /// Each check's own knobs, `[explain.checks.<id>]`: declared in the
+    /// check's file, so read here as tables and checked against the
+    /// declarations by `settings::explain`.
+    #[serde(default)]
+    pub checks: std::collections::BTreeMap<String, toml::Table>,
 }
 
 /// `planck replay`'s defaults; its flags win over every key.

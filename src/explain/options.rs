@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::rules::knob::CheckKnobs;
 use crate::findings::CheckId;
 use crate::findings::ignore::IgnoreRule;
 use crate::tenancy::TenantOptions;
@@ -13,7 +14,6 @@ pub const DEFAULT_MIN_ROWS: u64 = 10_000;
 /// Fewer rows than this in a table planck did not seed: a statement reading
 /// it is not judged (`[explain] min_table_rows`, `--min-table-rows`).
 pub const DEFAULT_MIN_TABLE_ROWS: u64 = 100;
-pub const DEFAULT_RLS_COST_RATIO: f64 = 10.0;
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 pub const DEFAULT_JOBS: usize = 4;
 /// Seconds the advice phase may take per run (`--advice-budget`).
@@ -67,7 +67,8 @@ pub struct ExplainSettings {
     /// `--allow-unseeded`: when no statement can be judged for its data,
     /// report them all as not judged instead of refusing (exit 2).
     pub allow_unseeded: bool,
-    pub rls_cost_ratio: f64,
+    /// The checks' own knobs, `[explain.checks.<id>]` (see `rules::knob`).
+    pub knobs: CheckKnobs,
     pub timeout_ms: u64,
     pub analyze: bool,
     /// The application's source, searched for partial-index literals (an existing directory).
@@ -115,7 +116,7 @@ impl ExplainSettings {
             min_rows: DEFAULT_MIN_ROWS,
             min_table_rows: DEFAULT_MIN_TABLE_ROWS,
             allow_unseeded: false,
-            rls_cost_ratio: DEFAULT_RLS_COST_RATIO,
+            knobs: CheckKnobs::new(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
             analyze: false,
             app_source: None,

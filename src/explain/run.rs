@@ -111,7 +111,7 @@ pub async fn run(conn: &ConnInfo, s: &ExplainSettings, log: Log) -> Result<Expla
         min_rows: s.min_rows,
         min_table_rows: s.min_table_rows,
         unjudged: data::unjudged_tables(&results, &catalog),
-        rls_cost_ratio: s.rls_cost_ratio,
+        knobs: &s.knobs,
         source: s.app_source.as_deref(),
         generic: s.generic,
         withheld: Default::default(),

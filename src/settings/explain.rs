@@ -16,9 +16,10 @@ use super::Settings;
 use crate::config::{IgnoreRule as RawIgnore, line_col};
 use crate::error::{Error, Result};
 pub use crate::explain::options::{
-    DEFAULT_JOBS, DEFAULT_MIN_ROWS, DEFAULT_MIN_TABLE_ROWS, DEFAULT_RLS_COST_RATIO,
-    DEFAULT_TIMEOUT_MS, ExplainSettings, PlannerOptions, StatementSource,
+    DEFAULT_JOBS, DEFAULT_MIN_ROWS, DEFAULT_MIN_TABLE_ROWS, DEFAULT_TIMEOUT_MS, ExplainSettings,
+    PlannerOptions, StatementSource,
 };
+use crate::explain::rules::{self, CheckKnobs, KnobValue};
 use crate::findings::CheckId;
 use crate::findings::ignore::IgnoreRule;
 use crate::queries;
@@ -243,7 +244,7 @@ impl ExplainSettings {
                 .or(cfg.min_table_rows)
                 .unwrap_or(DEFAULT_MIN_TABLE_ROWS),
             allow_unseeded: args.allow_unseeded,
-            rls_cost_ratio: cfg.rls_cost_ratio.unwrap_or(DEFAULT_RLS_COST_RATIO),
+            knobs: knobs(cfg, &located, settings)?,
             timeout_ms: args
                 .statement_timeout_ms
                 .or(cfg.statement_timeout_ms)
@@ -335,6 +336,9 @@ struct Located {
     text: String,
     disable: Vec<std::ops::Range<usize>>,
     ignore: Vec<(std::ops::Range<usize>, Option<std::ops::Range<usize>>)>,
+    /// `[explain.checks.<id>]`: where each id and each knob's key sits.
+    checks: Vec<(String, std::ops::Range<usize>)>,
+    knobs: Vec<((String, String), std::ops::Range<usize>)>,
 }
 
 #[derive(Deserialize, Default)]
@@ -349,6 +353,11 @@ struct LocExplain {
     disable: Vec<toml::Spanned<String>>,
     #[serde(default)]
     ignore: Vec<toml::Spanned<LocIgnore>>,
+    #[serde(default)]
+    checks: std::collections::BTreeMap<
+        toml::Spanned<String>,
+        std::collections::BTreeMap<toml::Spanned<String>, toml::Value>,
+    >,
 }
 
 #[derive(Deserialize)]
@@ -365,7 +374,17 @@ impl Located {
             return Located::default();
         };
         let file: LocFile = toml::from_str(&text).unwrap_or_default();
+        let mut checks = Vec::new();
+        let mut knobs = Vec::new();
+        for (id, table) in &file.explain.checks {
+            checks.push((id.get_ref().clone(), id.span()));
+            for key in table.keys() {
+                knobs.push(((id.get_ref().clone(), key.get_ref().clone()), key.span()));
+            }
+        }
         Located {
+            checks,
+            knobs,
             path: Some(path.to_path_buf()),
             disable: file.explain.disable.iter().map(|d| d.span()).collect(),
             ignore: file
@@ -433,6 +452,113 @@ fn generic_plans(
                     .to_string(),
             )
         }),
+    }
+}
+
+/// `[explain.checks.<id>]`: each check's own knobs, checked against what
+/// the check declares ([`rules::Check::knobs`]): an unknown check, a check
+/// without that knob, or a value of the wrong kind is an error at its line.
+/// `[explain] rls_cost_ratio`, the name `rls-policy`'s `cost_ratio` had
+/// before, is still read; the new key wins when both are set.
+fn knobs(
+    cfg: &crate::config::ExplainSection,
+    at: &Located,
+    settings: &Settings,
+) -> Result<CheckKnobs> {
+    let mut out = CheckKnobs::new();
+    for (id, table) in &cfg.checks {
+        let id_at = at.checks.iter().find(|(i, _)| i == id).map(|(_, s)| s);
+        let check: CheckId = id.parse().map_err(|_| {
+            at.error(
+                settings,
+                id_at,
+                format!("[explain.checks.{id}] names an unknown check {id:?}"),
+                CheckId::known(),
+            )
+        })?;
+        let declared = rules::ALL
+            .iter()
+            .find(|c| c.id() == check)
+            .map(|c| c.knobs())
+            .unwrap_or_default();
+        for (key, value) in table {
+            let key_at = at
+                .knobs
+                .iter()
+                .find(|((i, k), _)| i == id && k == key)
+                .map(|(_, s)| s);
+            let Some(spec) = declared.iter().find(|k| k.name == key) else {
+                return Err(at.error(
+                    settings,
+                    key_at.or(id_at),
+                    format!("[explain.checks.{id}] has no knob {key:?}"),
+                    knobs_hint(check),
+                ));
+            };
+            let Some(v) = spec.default.like(value) else {
+                return Err(at.error(
+                    settings,
+                    key_at.or(id_at),
+                    format!(
+                        "[explain.checks.{id}] {key} = {value} is not {}",
+                        spec.default.kind()
+                    ),
+                    format!(
+                        "{}; its default is {} = {}",
+                        spec.doc.trim_end_matches('.'),
+                        spec.name,
+                        spec.default.toml()
+                    ),
+                ));
+            };
+            out.set(check, spec.name, v);
+        }
+    }
+    // The keys knobs had in `[explain]` before: (value, check, knob).
+    let legacy = [(
+        cfg.rls_cost_ratio.map(KnobValue::Number),
+        CheckId::RlsPolicy,
+        "cost_ratio",
+    )];
+    for (value, check, name) in legacy {
+        let Some(v) = value else { continue };
+        let spec = rules::ALL
+            .iter()
+            .filter(|c| c.id() == check)
+            .flat_map(|c| c.knobs())
+            .find(|k| k.name == name);
+        if let Some(spec) = spec
+            && out.get(check, name).is_none()
+        {
+            out.set(check, spec.name, v);
+        }
+    }
+    Ok(out)
+}
+
+/// The knobs `check` has, for an error naming one it has not.
+fn knobs_hint(check: CheckId) -> String {
+    let own: Vec<String> = rules::ALL
+        .iter()
+        .filter(|c| c.id() == check)
+        .flat_map(|c| c.knobs())
+        .map(|k| format!("{} = {}", k.name, k.default.toml()))
+        .collect();
+    let with: Vec<&str> = rules::ALL
+        .iter()
+        .filter(|c| !c.knobs().is_empty())
+        .map(|c| c.id().as_str())
+        .collect();
+    if own.is_empty() {
+        format!(
+            "check {check} has no knobs; the checks with knobs: {} (`planck init` writes              each with its default)",
+            with.join(", ")
+        )
+    } else {
+        format!(
+            "check {check}'s knobs: {} (`planck init` writes each with its default)",
+            own.join(", ")
+        )
     }
 }
 
@@ -524,11 +650,64 @@ mod tests {
         };
         let r = ExplainSettings::resolve(&args, &s).unwrap();
         assert_eq!(r.min_rows, 7);
-        assert_eq!(r.rls_cost_ratio, DEFAULT_RLS_COST_RATIO);
+        assert_eq!(r.knobs, CheckKnobs::new());
         assert_eq!(
             r.statements,
             StatementSource::Queries(s.project_dir.join("queries/recorded.toml"))
         );
+    }
+
+    /// A check's knob is set under `[explain.checks.<id>]`; the old
+    /// top-level `rls_cost_ratio` still sets `rls-policy`'s, the new key
+    /// winning over it.
+    #[test]
+    fn a_checks_knob_is_read_from_its_table_and_the_old_key_still_sets_it() {
+        let cost = |r: &ExplainSettings| r.knobs.get(CheckId::RlsPolicy, "cost_ratio");
+        let (_d, s) = settings_with("[explain.checks.rls-policy]\ncost_ratio = 3\n");
+        let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
+        assert_eq!(cost(&r), Some(KnobValue::Number(3.0)));
+        let (_d, s) = settings_with("[explain]\nrls_cost_ratio = 4.5\n");
+        let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
+        assert_eq!(cost(&r), Some(KnobValue::Number(4.5)));
+        let (_d, s) = settings_with(
+            "[explain]\nrls_cost_ratio = 4.5\n\n[explain.checks.rls-policy]\ncost_ratio = 2.0\n",
+        );
+        let r = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap();
+        assert_eq!(cost(&r), Some(KnobValue::Number(2.0)));
+    }
+
+    /// An unknown check, a knob the check lacks and a value of the wrong
+    /// kind are errors at their planck.toml line, naming what is known.
+    #[test]
+    fn a_knob_typo_an_unknown_check_and_a_wrong_type_are_errors_at_their_line() {
+        let (_d, s) = settings_with("[explain]\n\n[explain.checks.rls-polcy]\ncost_ratio = 3\n");
+        let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
+        assert_eq!(line_of(&e), Some(3), "{e}");
+        assert!(e.to_string().contains("rls-polcy"), "{e}");
+
+        let (_d, s) = settings_with("[explain.checks.rls-policy]\n\ncost_ration = 3\n");
+        let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
+        assert_eq!(line_of(&e), Some(3), "{e}");
+        match &e {
+            Error::Config { message, hint, .. } => {
+                assert!(message.contains("no knob \"cost_ration\""), "{message}");
+                assert!(
+                    hint.as_deref().unwrap().contains("cost_ratio = 10.0"),
+                    "{hint:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let (_d, s) = settings_with("[explain.checks.seq-scan]\nratio = 3\n");
+        let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
+        assert_eq!(line_of(&e), Some(2), "{e}");
+        assert!(format!("{e:?}").contains("has no knobs"), "{e:?}");
+
+        let (_d, s) = settings_with("[explain.checks.rls-policy]\ncost_ratio = \"ten\"\n");
+        let e = ExplainSettings::resolve(&ExplainArgs::new(), &s).unwrap_err();
+        assert_eq!(line_of(&e), Some(2), "{e}");
+        assert!(e.to_string().contains("is not a number"), "{e}");
     }
 
     /// Issue 8: `disable = ["partial-index-needs-literal"]` was refused (not a check's own id).

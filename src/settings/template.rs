@@ -58,8 +58,6 @@ min_rows = {min_rows}
 # A statement reading a table with fewer rows (one `planck seed` did not
 # write) is not judged: such data cannot show production's plan.
 min_table_rows = {min_table_rows}
-# A tenant plan this many times costlier than the admin plan is an RLS trap.
-rls_cost_ratio = {rls:?}
 # Planning timeout per statement, in milliseconds.
 statement_timeout_ms = {timeout}
 # Checks switched off for the whole project (`planck explain --help` lists them).
@@ -75,7 +73,7 @@ generic = "warn"
 #table = "events"
 #statement = "a1b2c3d4e5f60718"
 #reason = "a nightly report, reads every row on purpose"
-
+{knobs}
 [replay]
 # Client counts of the steps (with rate = true: units per second).
 ladder = [1, 2, 4, 8, 16, 32, 64]
@@ -136,13 +134,57 @@ replay_duration = "{replay_duration}"
         rows = crate::seed::planner::DEFAULT_ROWS,
         min_rows = ex::DEFAULT_MIN_ROWS,
         min_table_rows = ex::DEFAULT_MIN_TABLE_ROWS,
-        rls = ex::DEFAULT_RLS_COST_RATIO,
+        knobs = check_knobs(),
         timeout = ex::DEFAULT_TIMEOUT_MS,
         check_scale = ck::DEFAULT_SCALE,
         noise = crate::wire::diff::DEFAULT_COST_NOISE,
         ladder = ck::DEFAULT_LADDER,
         replay_duration = ck::DEFAULT_REPLAY_DURATION,
     )
+}
+
+/// `[explain.checks.<id>]` of every check that declares knobs, each knob
+/// with its doc and its default, read from the checks themselves.
+fn check_knobs() -> String {
+    let mut out = String::new();
+    for c in crate::explain::rules::ALL {
+        let knobs = c.knobs();
+        if knobs.is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str(
+                "# Each check's own knobs, under [explain.checks.<check id>] (docs/checks.md\n\
+                 # describes the checks).\n",
+            );
+        }
+        out.push_str(&format!("[explain.checks.{}]\n", c.id()));
+        for k in knobs {
+            for line in comment_lines(k.doc, 78) {
+                out.push_str(&format!("# {line}\n"));
+            }
+            out.push_str(&format!("{} = {}\n", k.name, k.default.toml()));
+        }
+    }
+    if !out.is_empty() {
+        out.insert(0, '\n');
+    }
+    out
+}
+
+/// `text` in lines of at most `width - 2` characters (words kept whole).
+fn comment_lines(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.len() + 1 + word.len() <= width - 2 => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -210,14 +252,30 @@ mod tests {
         let crate::config::ExplainSection {
             min_rows,
             min_table_rows,
-            rls_cost_ratio,
+            // The old name of `[explain.checks.rls-policy] cost_ratio`:
+            // read, no longer written.
+            rls_cost_ratio: _,
             statement_timeout_ms,
             disable: _,
             ignore,
             settings,
             generic,
+            checks,
         } = explain;
-        assert!(min_rows.is_some() && rls_cost_ratio.is_some() && generic.is_some());
+        assert!(min_rows.is_some() && generic.is_some());
+        // Every knob of every check, with its default.
+        for c in crate::explain::rules::ALL {
+            for k in c.knobs() {
+                let set = checks.get(c.id().as_str()).and_then(|t| t.get(k.name));
+                assert_eq!(
+                    set.and_then(|v| k.default.like(v)),
+                    Some(k.default),
+                    "{} {}",
+                    c.id(),
+                    k.name
+                );
+            }
+        }
         assert!(min_table_rows.is_some());
         assert!(statement_timeout_ms.is_some() && !settings.is_empty());
         assert_eq!(ignore.len(), 1);

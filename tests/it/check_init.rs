@@ -15,6 +15,12 @@ fn init_writes_a_file_planck_reads_and_refuses_to_overwrite_it() {
     assert_eq!(c.check.fail_on, Some(vec!["errors".to_string()]));
     assert_eq!(c.explain.min_rows, Some(10_000));
     let written = std::fs::read_to_string(&path).unwrap();
+    // Each check's own knobs, listed from the checks with their defaults.
+    assert!(
+        written.contains("[explain.checks.rls-policy]\n# A tenant plan this many times")
+            && written.contains("\ncost_ratio = 10.0\n"),
+        "{written}"
+    );
 
     std::fs::write(&path, "# mine\n").unwrap();
     let out = planck_cmd(dir.path()).arg("init").output().unwrap();

@@ -312,3 +312,87 @@ fn own_scans_start_at_the_first_page_whatever_scanned_before() {
         assert_eq!(one, 1);
     });
 }
+
+/// A check's own knob (`[explain.checks.rls-policy] cost_ratio`, declared in
+/// the check's file) reaches the check through planck.toml, and the name it
+/// had before (`[explain] rls_cost_ratio`) still does: the tenant plan of
+/// `items` (a Seq Scan with the policy's filter on top of the admin plan's)
+/// costs more than the admin plan, but nowhere near the default 10x.
+#[test]
+fn a_checks_knob_in_planck_toml_reaches_the_check_and_the_old_key_still_does() {
+    let db = test_db!();
+    // `schema`'s table under a role of this test's own (roles are the
+    // cluster's: two tests creating one at once would race).
+    db.exec(
+        "DO $$ BEGIN
+           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'knob_app') THEN
+             CREATE ROLE knob_app NOLOGIN;
+           END IF;
+         END $$;
+         CREATE TABLE items (id bigint PRIMARY KEY, tenant_id bigint NOT NULL, v integer NOT NULL);
+         INSERT INTO items SELECT g, g % 50, g % 997 FROM generate_series(1, 30000) g;
+         ALTER TABLE items ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY by_tenant ON items
+           USING (tenant_id = current_setting('app.tenant_id', true)::bigint);
+         GRANT SELECT ON items TO knob_app;
+         ANALYZE items",
+    );
+    let dir = common::project_dir();
+    let queries = dir.path().join("queries.toml");
+    std::fs::write(
+        &queries,
+        "format_version = 2\n\n[[statement]]\nrole = \"knob_app\"\nbypass_rls = false\n\
+         query = \"SELECT id FROM items WHERE v = $1\"\n",
+    )
+    .unwrap();
+    let q = queries.display().to_string();
+    let costly = |toml: &str| {
+        std::fs::write(dir.path().join("planck.toml"), toml).unwrap();
+        let args = [
+            "--format",
+            "json",
+            "explain",
+            "--all-modes",
+            "--queries",
+            &q,
+        ];
+        let out = db.planck(&args, dir.path());
+        let r: Report =
+            serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+        r.findings
+            .iter()
+            .filter(|f| f.check == "rls-policy" && f.message.contains("x the admin plan"))
+            .count()
+    };
+    assert_eq!(costly(""), 0, "the default ratio, 10");
+    assert_eq!(costly("[explain.checks.rls-policy]\ncost_ratio = 1\n"), 1);
+    assert_eq!(costly("[explain]\nrls_cost_ratio = 1.0\n"), 1);
+    // Both set: the check's own table wins.
+    assert_eq!(
+        costly("[explain]\nrls_cost_ratio = 1.0\n\n[explain.checks.rls-policy]\ncost_ratio = 50\n"),
+        0
+    );
+}
+
+/// A knob the check does not have is refused at its planck.toml line before
+/// any database is touched (there is none here), naming the check's knobs.
+#[test]
+fn a_knob_the_check_does_not_have_is_an_error_at_its_line() {
+    let dir = common::project_dir();
+    std::fs::write(
+        dir.path().join("planck.toml"),
+        "[explain]\nmin_rows = 5\n\n[explain.checks.rls-policy]\ncost_ration = 3\n",
+    )
+    .unwrap();
+    let out = common::planck_cmd(dir.path())
+        .args(["explain", "--queries", "none.toml"])
+        .output()
+        .unwrap();
+    common::assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("planck.toml:5"), "{err}");
+    assert!(
+        err.contains("cost_ration") && err.contains("cost_ratio = 10.0"),
+        "{err}"
+    );
+}

@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::knob::{CheckKnobs, Knob, KnobSpec, KnobType};
 use crate::catalog::planner::Catalog;
 use crate::explain::data::{NotJudgedObject, Why};
 use crate::explain::engine::{Explained, Status};
@@ -75,7 +76,8 @@ pub struct Ctx<'a> {
     /// The tables statements not judged read
     /// ([`crate::explain::data::unjudged_tables`] of `results`).
     pub unjudged: BTreeSet<String>,
-    pub rls_cost_ratio: f64,
+    /// The checks' own knobs as planck.toml set them ([`Ctx::knob`]).
+    pub knobs: &'a CheckKnobs,
     pub source: Option<&'a Path>,
     pub probes: &'a Probes,
     pub generic: GenericPlans,
@@ -85,6 +87,12 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// `check`'s own `knob` ([`Check::knobs`]): as `[explain.checks.<id>]`
+    /// in planck.toml sets it, else its default.
+    pub fn knob<T: KnobType>(&self, check: CheckId, knob: &Knob<T>) -> T {
+        self.knobs.value(check, knob)
+    }
+
     /// The rows of the check's own probe ([`Check::probe`]), each a JSON
     /// object keyed by the SELECT's column names; none when it did not run.
     pub fn probed(&self, check: CheckId) -> &[serde_json::Value] {
@@ -241,6 +249,13 @@ pub trait Check: Sync {
     /// (the default): the check reads the plans and the catalog only.
     fn probe(&self) -> Option<Probe> {
         None
+    }
+
+    /// The check's own settings ([`Knob`]s, declared in its file), set in
+    /// planck.toml under `[explain.checks.<id>]` and read in [`Check::run`]
+    /// with [`Ctx::knob`]. None (the default): the check has none.
+    fn knobs(&self) -> Vec<KnobSpec> {
+        Vec::new()
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>);

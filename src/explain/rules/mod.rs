@@ -6,6 +6,7 @@
 pub use crate::findings::{CheckId, Finding, Severity};
 
 pub(crate) mod check;
+pub(crate) mod knob;
 
 pub(crate) use check::declare_check;
 use check::on_bookkeeping;
@@ -14,6 +15,7 @@ pub use check::{
     distributions, finding, generic_only, judged_plans, modes_phrase, node_json, own_help,
     plain_name, plan_index, reads_all_by_design, rows_read_in, sort_for_report,
 };
+pub use knob::{CheckKnobs, Knob, KnobSpec, KnobValue};
 
 /// `checks! { module::Check, ... }`: declares each check's module and
 /// lists the checks in [`ALL`]. build.rs reads the same list (with each
@@ -156,6 +158,8 @@ pub(crate) mod testing {
         declared: std::collections::BTreeMap::new(),
     };
 
+    pub static NO_KNOBS: CheckKnobs = CheckKnobs::new();
+
     /// Probes in which `check`'s own probe answered `rows`.
     pub fn probed(check: &dyn Check, rows: Vec<Value>) -> Probes {
         Probes {
@@ -180,7 +184,7 @@ pub(crate) mod testing {
             min_table_rows: 100,
             unjudged: crate::explain::data::unjudged_tables(results, catalog),
             withheld: Default::default(),
-            rls_cost_ratio: 10.0,
+            knobs: &NO_KNOBS,
             source: None,
             probes: &NO_PROBES,
             generic: GenericPlans::Judge,
@@ -195,6 +199,39 @@ mod tests {
     use super::*;
     use crate::explain::plan_tree::{Mode, PlanKind};
     use serde_json::json;
+
+    /// A check reads its own knob through the context: `rls-policy`'s
+    /// `cost_ratio` (default 10) decides whether a tenant plan 3x the admin
+    /// plan's cost is a finding, with no other file naming it.
+    #[test]
+    fn a_checks_knob_reaches_its_run_through_the_context() {
+        let cat = catalog(&[("items", 50_000)], vec![]);
+        let seq = |cost: f64| json!([{"Plan": {"Node Type": "Seq Scan", "Relation Name": "items", "Total Cost": cost}}]);
+        let results = [explained(
+            "SELECT * FROM items WHERE v = $1",
+            vec![
+                (Mode::Tenant, PlanKind::Generic, seq(300.0)),
+                (Mode::Admin, PlanKind::Generic, seq(100.0)),
+            ],
+        )];
+        let rls = rls_policy::RlsPolicy;
+        let costs = |ctx: &Ctx| {
+            findings_of(&rls, ctx)
+                .into_iter()
+                .filter(|f| f.message.contains("costs 3x"))
+                .count()
+        };
+        assert_eq!(costs(&ctx(&cat, &results)), 0);
+        let spec = rls.knobs();
+        assert_eq!(spec[0].name, "cost_ratio");
+        let mut knobs = CheckKnobs::new();
+        knobs.set(CheckId::RlsPolicy, spec[0].name, KnobValue::Number(2.5));
+        let with = Ctx {
+            knobs: &knobs,
+            ..ctx(&cat, &results)
+        };
+        assert_eq!(costs(&with), 1);
+    }
 
     #[test]
     fn issue13_bookkeeping_tables_are_recognised() {

@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 
 use super::{
-    Check, CheckId, Ctx, Finding, Severity, WithHelp, declare_check, describe, finding, own_help,
-    plain_name,
+    Check, CheckId, Ctx, Finding, Knob, KnobSpec, Severity, WithHelp, declare_check, describe,
+    finding, own_help, plain_name,
 };
 use crate::explain::plan_tree::{Mode, PlanKind};
 
@@ -18,9 +18,20 @@ declare_check! {
     pub struct RlsPolicy => "rls-policy";
 }
 
+/// `[explain.checks.rls-policy] cost_ratio` (before, `[explain] rls_cost_ratio`).
+const COST_RATIO: Knob<f64> = Knob::new(
+    "cost_ratio",
+    10.0,
+    "A tenant plan this many times costlier than the admin plan is an RLS trap.",
+);
+
 impl Check for RlsPolicy {
     fn id(&self) -> CheckId {
         CheckId::RlsPolicy
+    }
+
+    fn knobs(&self) -> Vec<KnobSpec> {
+        vec![COST_RATIO.spec()]
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -144,7 +155,7 @@ impl Check for RlsPolicy {
                     }
                 } else {
                     let (t, a) = (tp.total_cost(), ap.total_cost());
-                    if a > 0.0 && t / a >= ctx.rls_cost_ratio && seen.insert("cost") {
+                    if a > 0.0 && t / a >= ctx.knob(self.id(), &COST_RATIO) && seen.insert("cost") {
                         out.push(
                             finding(
                                 self,
