@@ -437,6 +437,17 @@ mod tests {
         assert!(full.contains("<svg"), "chart");
         assert!(full.contains("class=\"plan-node marked\""), "a marked node");
         assert!(full.contains("(PostgreSQL 15.8)"), "the replay's server");
+        // Each step metric is a column of the steps' table, a cell per step.
+        for m in crate::wire::replay::STEP_METRICS {
+            // minijinja escapes `/` as `&#x2f;`.
+            let header = m.header.replace('/', "&#x2f;");
+            assert!(
+                full.contains(&format!("<th class=\"num\">{header}</th>")),
+                "{header}"
+            );
+        }
+        let steps = fixture::replay().steps.len() * crate::wire::replay::STEP_METRICS.len();
+        assert_eq!(full.matches("<td class=\"num\">-</td>").count(), steps);
         let mut bare = fixture::inputs();
         bare.replay = None;
         bare.diff = None;
