@@ -73,6 +73,10 @@ const PRODUCTION: &str = "
     CREATE STATISTICS orders_customer_status (ndistinct, dependencies, mcv)
         ON customer_id, status FROM orders;
     CREATE STATISTICS orders_note_lower ON (lower(note)) FROM orders;
+    CREATE TABLE events (at date, kind int) PARTITION BY RANGE (at);
+    CREATE TABLE events_2024 PARTITION OF events FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+    CREATE TABLE events_2025 PARTITION OF events FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+    INSERT INTO events SELECT '2024-01-01'::date + g % 700, g % 5 FROM generate_series(1, 2000) g;
     ANALYZE;";
 
 /// Issue 49, 1: the capture runs as a role with pg_read_all_stats and no
@@ -237,6 +241,20 @@ fn values_are_shaped_by_default_kept_or_dropped_on_request() {
         .find(|e| e["name"] == "orders_note_lower")
         .unwrap()["expression_stats"];
     assert_eq!(exprs[0]["name"], "lower(note)", "{exprs:#}");
+    // A partitioned table's statistics are pg_stats' inherited rows; its
+    // partitions' their own.
+    assert_eq!(table(&file, "events")["kind"], "partitioned");
+    assert_eq!(column(&file, "events", "kind")["inherited"], true);
+    assert_eq!(table(&file, "events_2025")["kind"], "partition");
+    assert!(
+        column(&file, "events_2025", "kind")
+            .get("inherited")
+            .is_none()
+    );
+    assert_eq!(
+        floats(&column(&file, "events", "kind")["most_common_freqs"]).len(),
+        5
+    );
 
     let out = db.planck(
         &["stats", "capture", "--values", "keep", "-o", "keep.json"],
