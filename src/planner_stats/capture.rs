@@ -225,22 +225,7 @@ async fn read_columns(
             name,
             type_name: r.get(2),
             values_kept: values::kept_category(&category),
-            inherited: false,
-            analyzed: false,
-            null_frac: None,
-            avg_width: None,
-            n_distinct: None,
-            most_common_vals: None,
-            most_common_freqs: None,
-            histogram_bounds: None,
-            histogram_len: 0,
-            correlation: None,
-            most_common_elems: None,
-            most_common_elem_freqs: None,
-            elem_count_histogram: None,
-            range_length_histogram: None,
-            range_empty_frac: None,
-            range_bounds_histogram: None,
+            ..ColumnStats::default()
         });
     }
     Ok(facts)
@@ -489,22 +474,7 @@ async fn read_expression_stats(
             name: expr.clone(),
             type_name: String::new(),
             values_kept: false,
-            inherited: false,
-            analyzed: false,
-            null_frac: None,
-            avg_width: None,
-            n_distinct: None,
-            most_common_vals: None,
-            most_common_freqs: None,
-            histogram_bounds: None,
-            histogram_len: 0,
-            correlation: None,
-            most_common_elems: None,
-            most_common_elem_freqs: None,
-            elem_count_histogram: None,
-            range_length_histogram: None,
-            range_empty_frac: None,
-            range_bounds_histogram: None,
+            ..ColumnStats::default()
         };
         let at = format!("statistics {schema}.{name}, expression {expr}");
         column_stats(&r, 5, &mut c, None, &at)?;

@@ -204,15 +204,8 @@ mod tests {
             n_distinct: Some(n_distinct),
             most_common_vals: None,
             most_common_freqs: Some(freqs.to_vec()),
-            histogram_bounds: None,
-            histogram_len: 0,
             correlation: Some(corr),
-            most_common_elems: None,
-            most_common_elem_freqs: None,
-            elem_count_histogram: None,
-            range_length_histogram: None,
-            range_empty_frac: None,
-            range_bounds_histogram: None,
+            ..ColumnStats::default()
         }
     }
 

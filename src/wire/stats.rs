@@ -88,7 +88,7 @@ pub struct TableStats {
 /// One column as pg_stats describes it. Value lists are the values' text
 /// forms (or tokens, see [`ValuesMode`]); null when PostgreSQL keeps none
 /// or the mode drops them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ColumnStats {
     pub name: String,
