@@ -13,7 +13,11 @@
 //! [`MOST`] of the table or more, no Limit stopping it early): an index
 //! would fetch the same rows one by one, touching every page anyway, and the
 //! planner rightly prefers the scan; what would make it selective is the
-//! data, not an index.
+//! data, not an index. A filter the planner had no statistics for (an
+//! expression such as `LENGTH(title) > $1`, issue 47's bakerydemo) is
+//! estimated at its default third of the rows ([`GUESSED`]): that is no
+//! measure of what the filter keeps, so where every custom plan's scan rests
+//! on that guess the finding is a warning saying so (`--analyze` measures it).
 
 use std::collections::BTreeMap;
 
@@ -33,6 +37,11 @@ use crate::explain::plan_tree::Plan;
 /// filter removed, measured with --analyze, else as the planner estimates.
 pub const MOST: f64 = 0.5;
 
+/// The planner's selectivity for a range comparison it has no statistics
+/// for (selfuncs.h's `DEFAULT_INEQ_SEL`): the estimate of a scan whose
+/// filter is `f(col) > x`, whatever the data.
+pub const GUESSED: f64 = 1.0 / 3.0;
+
 declare_check! {
     /// add an index that leads with the columns the statement filters or joins on, or raise
     /// --min-rows if the table stays small
@@ -45,9 +54,28 @@ type NodeAt = (usize, Vec<usize>);
 /// The plans that show a scan: their descriptions and kinds, the node the
 /// finding points at, the smallest share of the table a scan there keeps,
 /// when every one of them reads it all through a filter keeping [`MOST`] or
-/// more (`None` otherwise), and whether every scan is the statement's own
-/// read of all rows by design (none in a subquery).
-type Hit = (Vec<String>, Vec<PlanKind>, NodeAt, Option<f64>, bool);
+/// more (`Some(None)` otherwise, `None` while only guessed scans were seen),
+/// whether every scan is the statement's own read of all rows by design
+/// (none in a subquery), and whether a custom plan's scan rests on the
+/// planner's guess ([`GUESSED`]) with none measured.
+type Hit = (
+    Vec<String>,
+    Vec<PlanKind>,
+    NodeAt,
+    Option<Option<f64>>,
+    bool,
+    Guess,
+);
+
+/// Whether the custom plans' scans of a table rest on the planner's default
+/// guess for their filter: `guessed` when one does, `measured` when one
+/// does not (a generic plan's scan is neither: its parameters are always
+/// guessed at).
+#[derive(Default, Clone, Copy)]
+struct Guess {
+    guessed: bool,
+    measured: bool,
+}
 
 impl Check for SeqScan {
     fn id(&self) -> CheckId {
@@ -67,24 +95,39 @@ impl Check for SeqScan {
                     let rows = ctx.catalog.rows(&rel);
                     let read = rows_read_in(e, p, &n.path, rows);
                     if rows >= ctx.min_rows && read >= ctx.min_rows as f64 {
-                        let kept = kept_share(p, &n.path, rows)
-                            .filter(|k| *k >= MOST && read >= rows as f64);
+                        let share = kept_share(p, &n.path, rows);
+                        let guessed = p.kind != PlanKind::Generic
+                            && share.is_some_and(|k| is_guess(k, rows))
+                            && node_json(p, &n.path).is_some_and(|j| {
+                                j.get("Actual Rows").is_none()
+                                    && j.get("Filter").and_then(|f| f.as_str()).is_some_and(
+                                        |f| [" > ", " < ", " >= ", " <= "].iter().any(|op| f.contains(op)),
+                                    )
+                            });
+                        let kept = share.filter(|k| *k >= MOST && read >= rows as f64);
                         let design = by_design && !in_subquery(p, &n.path);
                         // The first node found is the one the finding points at.
-                        let (v, kinds, _, near, all_design) =
+                        let (v, kinds, _, near, all_design, guess) =
                             hits.entry((p.mode, rel)).or_insert_with(|| {
                                 (
                                     Vec::new(),
                                     Vec::new(),
                                     (plan_index(e, p), n.path.clone()),
-                                    kept,
+                                    None,
                                     design,
+                                    Guess::default(),
                                 )
                             });
-                        *near = match (*near, kept) {
-                            (Some(a), Some(b)) => Some(a.min(b)),
-                            _ => None,
-                        };
+                        if guessed {
+                            guess.guessed = true;
+                        } else {
+                            guess.measured |= p.kind != PlanKind::Generic;
+                            *near = Some(match (*near, kept) {
+                                (None, k) => k,
+                                (Some(Some(a)), Some(b)) => Some(a.min(b)),
+                                _ => None,
+                            });
+                        }
                         *all_design &= design;
                         let d = describe(p);
                         if !v.contains(&d) {
@@ -94,7 +137,7 @@ impl Check for SeqScan {
                     }
                 }
             }
-            for ((mode, rel), (plans, kinds, (plan, path), near, by_design)) in hits {
+            for ((mode, rel), (plans, kinds, (plan, path), near, by_design, guess)) in hits {
                 if literal_avoids(e, mode, &rel) {
                     continue;
                 }
@@ -106,7 +149,17 @@ impl Check for SeqScan {
                             "reads all of {rel}, {rows} rows: the statement has no WHERE and no LIMIT"
                         ),
                     )
-                } else if let Some(kept) = near {
+                } else if guess.guessed && !guess.measured {
+                    (
+                        Severity::Warning,
+                        format!(
+                            "Seq Scan on {rel} ({rows} rows) in the {}: the planner has no statistics \
+                             for its filter and guessed it keeps a third of the rows, so whether an \
+                             index would read fewer is unknown (explain --analyze measures it)",
+                            plans.join(", ")
+                        ),
+                    )
+                } else if let Some(kept) = near.flatten() {
                     (
                         Severity::Info,
                         format!(
@@ -166,6 +219,15 @@ fn kept_share(p: &Plan, path: &[usize], rows: u64) -> Option<f64> {
         out *= workers + leader.max(0.0);
     }
     (rows > 0).then(|| out / rows as f64)
+}
+
+/// Whether a share `k` of a table of `rows` rows is the planner's default
+/// guess ([`GUESSED`]), to the row: a share its statistics gave (a column
+/// whose three values each hold a third, `note = $1`) is the same only by
+/// chance, and only with an equality, which the caller rules out (the guess
+/// is a range comparison's).
+fn is_guess(k: f64, rows: u64) -> bool {
+    (k - GUESSED).abs() * rows as f64 <= (rows as f64 * 1e-4).max(1.0)
 }
 
 /// Whether a plan of `e` with a partial index's literals put back (a
