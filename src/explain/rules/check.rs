@@ -15,7 +15,7 @@ use crate::explain::data::{NotJudgedObject, Why};
 use crate::explain::engine::{Explained, Status};
 use crate::explain::options::GenericPlans;
 use crate::explain::plan_tree::{Mode, Plan, PlanKind};
-use crate::explain::probes::Probes;
+use crate::explain::probes::{Measure, Measuring, Probes};
 use crate::findings::{CheckId, Finding, Severity};
 use crate::tenancy::Tenancy;
 
@@ -97,6 +97,12 @@ impl Ctx<'_> {
     /// object keyed by the SELECT's column names; none when it did not run.
     pub fn probed(&self, check: CheckId) -> &[serde_json::Value] {
         self.probes.declared.get(&check).map_or(&[], Vec::as_slice)
+    }
+
+    /// What the check's own measurement ([`Check::measure`]) found, of its
+    /// own type `T`; None when it did not run or found nothing to measure.
+    pub fn evidence<T: std::any::Any>(&self, check: CheckId) -> Option<&T> {
+        self.probes.evidence(check)
     }
 
     pub fn explained(&self) -> impl Iterator<Item = &Explained> {
@@ -256,6 +262,16 @@ pub trait Check: Sync {
     /// with [`Ctx::knob`]. None (the default): the check has none.
     fn knobs(&self) -> Vec<KnobSpec> {
         Vec::new()
+    }
+
+    /// The check's own measurement on the server, where one SELECT
+    /// ([`Check::probe`]) is not enough: code of the check's (beside it, in
+    /// its folder: `rules/<check>/measure.rs`), run by the engine after
+    /// planning and before the checks, when the check is not disabled. Its
+    /// evidence, of the check's own type, reaches [`Check::run`] through
+    /// [`Ctx::evidence`]. None (the default): the check measures nothing.
+    fn measure<'a>(&'a self, _on: &'a Measure<'a>) -> Option<Measuring<'a>> {
+        None
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>);

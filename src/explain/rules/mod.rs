@@ -1,7 +1,10 @@
 //! The plan checks. Each lives in its own file with its tests, has a
 //! kebab-case id and a help text (declared in the file, see
 //! [`check::declare_check`]); adding a check means adding a file and one
-//! line in `checks!` below.
+//! line in `checks!` below. A check's knobs are declared in its file
+//! ([`knob`]); a check that measures something on the server beyond one
+//! SELECT is a folder, `<check>/mod.rs` and its `measure.rs`
+//! ([`Check::measure`], `tenant_plan_reuse/` is the example).
 
 pub use crate::findings::{CheckId, Finding, Severity};
 
@@ -150,13 +153,7 @@ pub(crate) mod testing {
         }
     }
 
-    pub static NO_PROBES: Probes = Probes {
-        functions: Vec::new(),
-        calls: Vec::new(),
-        reuse: Vec::new(),
-        permissive: Vec::new(),
-        declared: std::collections::BTreeMap::new(),
-    };
+    pub static NO_PROBES: Probes = Probes::new();
 
     pub static NO_KNOBS: CheckKnobs = CheckKnobs::new();
 
@@ -164,7 +161,7 @@ pub(crate) mod testing {
     pub fn probed(check: &dyn Check, rows: Vec<Value>) -> Probes {
         Probes {
             declared: [(check.id(), rows)].into(),
-            ..Probes::default()
+            ..Probes::new()
         }
     }
 
