@@ -9,15 +9,17 @@
 pub use crate::findings::{CheckId, Finding, Severity};
 
 pub(crate) mod check;
+pub(crate) mod citus;
 pub(crate) mod knob;
 
 pub(crate) use check::declare_check;
 use check::on_bookkeeping;
 pub use check::{
-    CITUS_GUARD, Check, Ctx, DISTRIBUTION_PROBE, Distribution, Probe, WithHelp, describe,
-    distributions, finding, generic_only, judged_plans, modes_phrase, node_json, own_help,
-    plain_name, plan_index, reads_all_by_design, rows_read_in, sort_for_report,
+    Check, Ctx, Probe, WithHelp, describe, finding, generic_only, judged_plans, modes_phrase,
+    node_json, own_help, plain_name, plan_index, reads_all_by_design, rows_read_in,
+    sort_for_report,
 };
+pub use citus::{CITUS_GUARD, DISTRIBUTION_PROBE, Distribution, distributions};
 pub use knob::{CheckKnobs, Knob, KnobSpec, KnobValue};
 
 /// `checks! { module::Check, ... }`: declares each check's module and
