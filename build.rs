@@ -34,7 +34,11 @@ fn main() {
     let rules = Path::new(RULES);
     let mut ids: Vec<Declared> = Vec::new();
     for module in listed_modules(&rules.join("mod.rs")) {
-        let file = rules.join(format!("{module}.rs"));
+        // A check is a file, or a folder (its measurement beside it).
+        let mut file = rules.join(format!("{module}.rs"));
+        if !file.is_file() {
+            file = rules.join(&module).join("mod.rs");
+        }
         let found = declarations(&file);
         if !found.iter().any(|d| !d.also) {
             fail(

@@ -17,7 +17,6 @@ pub(crate) mod in_function;
 pub(crate) mod json;
 pub(crate) mod options;
 pub(crate) mod per_row_call;
-pub(crate) mod plan_reuse;
 pub(crate) mod plan_tree;
 pub(crate) mod policy_groups;
 pub(crate) mod probes;

@@ -1,6 +1,9 @@
-//! The database side of `rls-per-row-call` (see
-//! `rules::rls_per_row_call`): the user functions a policy can reach, with
-//! what their bodies call, and under `--analyze` the calls counted exactly.
+//! The measurement of `rls-per-row-call` (the check's
+//! [`crate::explain::rules::Check::measure`] runs [`measure`]): the user
+//! functions a policy can reach, with what their bodies call, and under
+//! `--analyze` the calls counted exactly. The check hands in its own
+//! readers of a body's calls and of a plan's per-row calls, so this module
+//! does not import the check that imports it.
 //!
 //! Counting: in a transaction always rolled back, `SET LOCAL track_functions
 //! = 'all'` (before the role switch: it is a superuser's setting), the role
@@ -15,26 +18,66 @@ use tokio_postgres::types::ToSql;
 
 use super::engine::Explained;
 use super::plan_tree::{Mode, PlanKind};
-use super::probes::{Counted, UserFn};
-use super::rules::rls_per_row_call::{calls, detect};
-use crate::catalog::planner::Catalog;
+use super::probes::{Evidence, Measure};
 use crate::error::{Error, Result};
-use crate::output::Log;
 use crate::params::values::TextParam;
 use crate::session::{self, StatsMode, tag};
 use crate::tenancy::Tenancy;
 
-/// The connection the probes run on, and how.
-#[derive(Clone, Copy)]
-pub struct Session<'a> {
-    pub client: &'a Client,
-    pub timeout_ms: u64,
-    pub stats: StatsMode,
-    pub log: Log,
+/// What the measurement found: the evidence of `rls-per-row-call`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerRowCalls {
+    pub functions: Vec<UserFn>,
+    /// With `--analyze`: the calls counted.
+    pub calls: Vec<Counted>,
+}
+
+/// A SQL or plpgsql function outside the system schemas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserFn {
+    /// The bare name (`uid`): plans and policy texts qualify it or not.
+    pub name: String,
+    pub nargs: i16,
+    /// Bare names of the other user functions its body calls.
+    pub calls: Vec<String>,
+    /// Its body calls `current_setting()`.
+    pub reads_setting: bool,
+}
+
+/// Calls of one function counted while one statement ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Counted {
+    pub statement: String,
+    pub function: String,
+    pub calls: i64,
+    /// The rows the filtering node examined (kept and removed, all loops).
+    pub rows: f64,
+    pub ms: f64,
+}
+
+/// The functions a body calls, as the check reads them: (qualified, bare, ..).
+pub type BodyCalls = fn(&str) -> Vec<(String, String, bool, bool)>;
+
+/// The measurement, in tenant mode: the user functions (their calls read
+/// with `body_calls`), and under `--analyze` the calls of the functions
+/// `per_row` finds in a statement's plans (bare name, table), counted.
+pub async fn measure(
+    on: &Measure<'_>,
+    tenancy: &Tenancy,
+    body_calls: BodyCalls,
+    per_row: impl Fn(&Explained, &[UserFn]) -> Vec<(String, String)>,
+) -> Result<Option<Evidence>> {
+    let functions = functions(on.client, on.stats, body_calls).await?;
+    let calls = if on.analyze {
+        count(on, tenancy, &functions, per_row).await?
+    } else {
+        Vec::new()
+    };
+    Ok(Some(Evidence::new(PerRowCalls { functions, calls })))
 }
 
 /// The user functions, with the calls their bodies make.
-pub async fn functions(client: &Client, stats: StatsMode) -> Result<Vec<UserFn>> {
+async fn functions(client: &Client, stats: StatsMode, calls: BodyCalls) -> Result<Vec<UserFn>> {
     let rows = client
         .query(
             &tag(
@@ -76,25 +119,20 @@ pub async fn functions(client: &Client, stats: StatsMode) -> Result<Vec<UserFn>>
         .collect())
 }
 
-/// Counts the calls of each per-row policy call found, for the heaviest
-/// tenant; a statement that cannot be counted is passed over, with a note
-/// in the log (the finding stays, without a count).
-pub async fn count(
-    on: &Session<'_>,
-    catalog: &Catalog,
+/// Counts the calls of each per-row policy call found (not inlined: the
+/// server counts no inlined call), for the heaviest tenant; a statement
+/// that cannot be counted is passed over, with a note in the log (the
+/// finding stays, without a count).
+async fn count(
+    on: &Measure<'_>,
     tenancy: &Tenancy,
-    results: &[Explained],
     functions: &[UserFn],
+    per_row: impl Fn(&Explained, &[UserFn]) -> Vec<(String, String)>,
 ) -> Result<Vec<Counted>> {
-    let Session {
-        client,
-        timeout_ms,
-        stats,
-        log,
-    } = *on;
+    let (client, timeout_ms, stats, log) = (on.client, on.timeout_ms, on.stats, on.log);
     let mut out = Vec::new();
-    for e in results {
-        let found = detect(catalog, e, functions);
+    for e in on.results {
+        let found = per_row(e, functions);
         let Some(plan) = e.plans.iter().find(|p| {
             p.mode == Mode::Tenant
                 && p.kind == PlanKind::Custom
@@ -102,7 +140,6 @@ pub async fn count(
         }) else {
             continue;
         };
-        let found: Vec<_> = found.into_iter().filter(|c| !c.inlined).collect();
         if found.is_empty() || crate::params::binding::not_rolled_back(&e.text).is_some() {
             continue;
         }
@@ -127,7 +164,7 @@ pub async fn count(
                 params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
             let json: Value = client.query_one(&stmt, &refs).await?.get(0);
             let mut counted = Vec::new();
-            for c in &found {
+            for (bare, table) in &found {
                 let row = client
                     .query_one(
                         &tag(
@@ -136,14 +173,14 @@ pub async fn count(
                                     coalesce(sum(total_time), 0)::float8
                                FROM pg_stat_xact_user_functions WHERE funcname = $1",
                         ),
-                        &[&c.bare],
+                        &[bare],
                     )
                     .await?;
                 counted.push(Counted {
                     statement: e.stmt.id.clone(),
-                    function: c.bare.clone(),
+                    function: bare.clone(),
                     calls: row.get(0),
-                    rows: examined(&json, &c.table, &c.bare),
+                    rows: examined(&json, table, bare),
                     ms: row.get(1),
                 });
             }

@@ -1,10 +1,12 @@
-//! The database side of `multiple-permissive-policies`: for each table,
+//! The measurement of `multiple-permissive-policies` (run by the check's
+//! `measure`): for each table,
 //! role and command, the permissive policies that apply (a FOR ALL policy
 //! applies to every command). The server evaluates each of them and ORs
 //! the results, for every row.
 
 use tokio_postgres::Client;
 
+use super::probes::{Evidence, Measure};
 use crate::error::{Error, Result};
 use crate::session::{StatsMode, tag};
 
@@ -17,7 +19,13 @@ pub struct PermissiveGroup {
     pub policies: Vec<String>,
 }
 
-pub async fn load(client: &Client, stats: StatsMode) -> Result<Vec<PermissiveGroup>> {
+/// The measurement of `multiple-permissive-policies`: its evidence is a
+/// `Vec<PermissiveGroup>`.
+pub async fn measure(on: &Measure<'_>) -> Result<Option<Evidence>> {
+    Ok(Some(Evidence::new(load(on.client, on.stats).await?)))
+}
+
+async fn load(client: &Client, stats: StatsMode) -> Result<Vec<PermissiveGroup>> {
     let rows = client
         .query(
             &tag(

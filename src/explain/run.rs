@@ -13,15 +13,15 @@ use std::time::Instant;
 
 use tokio_postgres::Client;
 
+use super::data;
 use super::engine::{Engine, EngineOptions, Explained, Status, used_indexes};
 use super::options::{ExplainSettings, StatementSource};
 use super::plan_tree::{Mode, PlanKind};
-use super::probes::Probes;
+use super::probes::{Measure, Probes};
 use super::report::ExplainReport;
 use super::rules::unused_partial_index::{literal_binds, predicate_literals};
 use super::rules::{self, CheckId, Ctx, Severity};
 use super::stats_source;
-use super::{data, per_row_call, plan_reuse, policy_groups};
 use crate::catalog::planner::Catalog;
 use crate::db::ConnInfo;
 use crate::error::{Error, Result};
@@ -440,9 +440,10 @@ async fn plan(engine: &Engine, statements: Vec<Statement>, log: Log) -> Result<V
     Ok(results)
 }
 
-/// The server-side measurements some checks report: the functions policies
-/// reach (and, with --analyze, their calls counted), and prepared-plan reuse
-/// across tenants. Tenant mode only.
+/// What the checks ask of the server, by check: each declared SELECT
+/// ([`rules::Check::probe`]) and each check's own measurement
+/// ([`rules::Check::measure`]: the policies' functions and their calls,
+/// prepared-plan reuse across tenants, ...), for the checks not disabled.
 #[allow(clippy::too_many_arguments)]
 async fn probe_phases(
     client: &Client,
@@ -456,29 +457,37 @@ async fn probe_phases(
 ) -> Result<Probes> {
     let mut probes = Probes {
         declared: declared_probes(client, &s.disabled, tenancy, stats).await?,
-        ..Probes::default()
+        ..Probes::new()
     };
-    let Some(t) = tenancy else {
-        return Ok(probes);
+    let on = Measure {
+        client,
+        conn,
+        catalog,
+        tenancy,
+        results,
+        jobs: s.jobs,
+        timeout_ms: s.timeout_ms,
+        analyze: s.analyze,
+        stats,
+        log,
     };
     let clock = Instant::now();
-    probes.permissive = policy_groups::load(client, stats).await?;
-    probes.functions = per_row_call::functions(client, stats).await?;
-    if s.analyze {
-        let on = per_row_call::Session {
-            client,
-            timeout_ms: s.timeout_ms,
-            stats,
-            log,
+    for c in rules::ALL.iter().filter(|c| !s.disabled.contains(&c.id())) {
+        let Some(measuring) = c.measure(&on) else {
+            continue;
         };
-        probes.calls = per_row_call::count(&on, catalog, t, results, &probes.functions).await?;
+        if let Some(found) = measuring.await? {
+            probes.measured.insert(c.id(), found);
+        }
     }
-    probes.reuse =
-        plan_reuse::probe(client, conn, s.jobs, t, results, s.timeout_ms, stats, log).await?;
-    log.debug(&format!(
-        "probes (policy calls, plan reuse) in {:.2}s",
-        clock.elapsed().as_secs_f64()
-    ));
+    if !probes.measured.is_empty() {
+        let ids: Vec<&str> = probes.measured.keys().map(|c| c.as_str()).collect();
+        log.debug(&format!(
+            "measured for {} in {:.2}s",
+            ids.join(", "),
+            clock.elapsed().as_secs_f64()
+        ));
+    }
     Ok(probes)
 }
 

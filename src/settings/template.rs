@@ -157,6 +157,8 @@ fn check_knobs() -> String {
                 "# Each check's own knobs, under [explain.checks.<check id>] (docs/checks.md\n\
                  # describes the checks).\n",
             );
+        } else {
+            out.push('\n');
         }
         out.push_str(&format!("[explain.checks.{}]\n", c.id()));
         for k in knobs {

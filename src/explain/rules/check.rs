@@ -15,7 +15,7 @@ use crate::explain::data::{NotJudgedObject, Why};
 use crate::explain::engine::{Explained, Status};
 use crate::explain::options::GenericPlans;
 use crate::explain::plan_tree::{Mode, Plan, PlanKind};
-use crate::explain::probes::Probes;
+use crate::explain::probes::{Measure, Measuring, Probes};
 use crate::findings::{CheckId, Finding, Severity};
 use crate::tenancy::Tenancy;
 
@@ -97,6 +97,12 @@ impl Ctx<'_> {
     /// object keyed by the SELECT's column names; none when it did not run.
     pub fn probed(&self, check: CheckId) -> &[serde_json::Value] {
         self.probes.declared.get(&check).map_or(&[], Vec::as_slice)
+    }
+
+    /// What the check's own measurement ([`Check::measure`]) found, of its
+    /// own type `T`; None when it did not run or found nothing to measure.
+    pub fn evidence<T: std::any::Any>(&self, check: CheckId) -> Option<&T> {
+        self.probes.evidence(check)
     }
 
     pub fn explained(&self) -> impl Iterator<Item = &Explained> {
@@ -258,6 +264,16 @@ pub trait Check: Sync {
         Vec::new()
     }
 
+    /// The check's own measurement on the server, where one SELECT
+    /// ([`Check::probe`]) is not enough: code of the check's (beside it, in
+    /// its folder: `rules/<check>/measure.rs`), run by the engine after
+    /// planning and before the checks, when the check is not disabled. Its
+    /// evidence, of the check's own type, reaches [`Check::run`] through
+    /// [`Ctx::evidence`]. None (the default): the check measures nothing.
+    fn measure<'a>(&'a self, _on: &'a Measure<'a>) -> Option<Measuring<'a>> {
+        None
+    }
+
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>);
 }
 
@@ -284,76 +300,6 @@ impl Probe {
             tenant: false,
         }
     }
-}
-
-/// The guard of a probe reading Citus's catalog: Citus is installed in the
-/// database (`pg_dist_partition` exists only there).
-pub const CITUS_GUARD: &str = "SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL";
-
-/// The probe of the Citus checks that name distribution columns: each
-/// distributed table with its distribution column (NULL for a reference
-/// table) and its method (`h` hash, `n` reference, ...).
-pub const DISTRIBUTION_PROBE: Probe = Probe {
-    sql: "SELECT n.nspname::text AS schema, c.relname::text AS table,
-                 p.partmethod::text AS method,
-                 CASE WHEN p.partkey IS NOT NULL
-                      THEN column_to_column_name(p.logicalrelid, p.partkey)::text END AS column
-            FROM pg_dist_partition p
-            JOIN pg_class c ON c.oid = p.logicalrelid
-            JOIN pg_namespace n ON n.oid = c.relnamespace
-           ORDER BY 1, 2",
-    guard: Some(CITUS_GUARD),
-    tenant: false,
-};
-
-/// How a Citus table is distributed, as [`DISTRIBUTION_PROBE`] reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Distribution {
-    /// Hash-distributed (or by range/append) by this column.
-    By(String),
-    /// A reference table: a copy on every node.
-    Reference,
-}
-
-impl Distribution {
-    /// `ads (distributed by company_id)` / `countries (a reference table)`.
-    pub fn describe(&self, table: &str) -> String {
-        match self {
-            Distribution::By(c) => format!("{table} (distributed by {c})"),
-            Distribution::Reference => format!("{table} (a reference table)"),
-        }
-    }
-}
-
-/// The Citus tables of check `check`'s [`DISTRIBUTION_PROBE`] rows, by the
-/// catalog's name of each (as [`Catalog::resolve`] gives it); empty without
-/// Citus.
-pub fn distributions(
-    ctx: &Ctx,
-    check: CheckId,
-) -> std::collections::BTreeMap<String, Distribution> {
-    let text = |r: &serde_json::Value, k: &str| {
-        r.get(k)
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_string)
-    };
-    ctx.probed(check)
-        .iter()
-        .filter_map(|r| {
-            let table = text(r, "table")?;
-            let qualified = format!("{}.{table}", text(r, "schema")?);
-            let name = ctx
-                .catalog
-                .resolve(&qualified)
-                .unwrap_or(&table)
-                .to_string();
-            let d = match (text(r, "method").as_deref(), text(r, "column")) {
-                (Some("n"), _) | (_, None) => Distribution::Reference,
-                (_, Some(c)) => Distribution::By(c),
-            };
-            Some((name, d))
-        })
-        .collect()
 }
 
 /// A help text written for one finding from its own tables, columns and

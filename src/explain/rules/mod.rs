@@ -1,20 +1,25 @@
 //! The plan checks. Each lives in its own file with its tests, has a
 //! kebab-case id and a help text (declared in the file, see
 //! [`check::declare_check`]); adding a check means adding a file and one
-//! line in `checks!` below.
+//! line in `checks!` below. A check's knobs are declared in its file
+//! ([`knob`]); a check that measures something on the server beyond one
+//! SELECT is a folder, `<check>/mod.rs` and its `measure.rs`
+//! ([`Check::measure`], `tenant_plan_reuse/` is the example).
 
 pub use crate::findings::{CheckId, Finding, Severity};
 
 pub(crate) mod check;
+pub(crate) mod citus;
 pub(crate) mod knob;
 
 pub(crate) use check::declare_check;
 use check::on_bookkeeping;
 pub use check::{
-    CITUS_GUARD, Check, Ctx, DISTRIBUTION_PROBE, Distribution, Probe, WithHelp, describe,
-    distributions, finding, generic_only, judged_plans, modes_phrase, node_json, own_help,
-    plain_name, plan_index, reads_all_by_design, rows_read_in, sort_for_report,
+    Check, Ctx, Probe, WithHelp, describe, finding, generic_only, judged_plans, modes_phrase,
+    node_json, own_help, plain_name, plan_index, reads_all_by_design, rows_read_in,
+    sort_for_report,
 };
+pub use citus::{CITUS_GUARD, DISTRIBUTION_PROBE, Distribution, distributions};
 pub use knob::{CheckKnobs, Knob, KnobSpec, KnobValue};
 
 /// `checks! { module::Check, ... }`: declares each check's module and
@@ -150,13 +155,7 @@ pub(crate) mod testing {
         }
     }
 
-    pub static NO_PROBES: Probes = Probes {
-        functions: Vec::new(),
-        calls: Vec::new(),
-        reuse: Vec::new(),
-        permissive: Vec::new(),
-        declared: std::collections::BTreeMap::new(),
-    };
+    pub static NO_PROBES: Probes = Probes::new();
 
     pub static NO_KNOBS: CheckKnobs = CheckKnobs::new();
 
@@ -164,7 +163,7 @@ pub(crate) mod testing {
     pub fn probed(check: &dyn Check, rows: Vec<Value>) -> Probes {
         Probes {
             declared: [(check.id(), rows)].into(),
-            ..Probes::default()
+            ..Probes::new()
         }
     }
 

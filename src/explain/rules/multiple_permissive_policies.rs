@@ -5,6 +5,8 @@
 
 use super::{Check, CheckId, Ctx, Finding, Severity, declare_check, finding};
 use crate::explain::plan_tree::Mode;
+use crate::explain::policy_groups::{self, PermissiveGroup};
+use crate::explain::probes::{Measure, Measuring};
 
 declare_check! {
     /// combine the policies into one (their conditions ORed in one USING), or make the extra
@@ -15,6 +17,12 @@ declare_check! {
 impl Check for MultiplePermissivePolicies {
     fn id(&self) -> CheckId {
         CheckId::MultiplePermissivePolicies
+    }
+
+    /// The permissive policies grouped (`explain::policy_groups`), in tenant mode.
+    fn measure<'a>(&'a self, on: &'a Measure<'a>) -> Option<Measuring<'a>> {
+        on.tenancy?;
+        Some(Box::pin(policy_groups::measure(on)))
     }
 
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
@@ -28,7 +36,8 @@ impl Check for MultiplePermissivePolicies {
             .flat_map(|e| e.plans_in(Mode::Tenant))
             .flat_map(|p| p.nodes().iter().filter_map(|n| n.relation.clone()))
             .collect();
-        for g in &ctx.probes.permissive {
+        let groups = ctx.evidence::<Vec<PermissiveGroup>>(self.id());
+        for g in groups.into_iter().flatten() {
             if !read.contains(&g.table) || !(g.role == t.role || g.role == "public") {
                 continue;
             }

@@ -17,7 +17,8 @@ use super::{
 use crate::catalog::planner::Catalog;
 use crate::explain::engine::Explained;
 use crate::explain::plan_tree::{Mode, PlanKind};
-use crate::explain::probes::{Counted, UserFn};
+use crate::explain::per_row_call::{self, Counted, PerRowCalls, UserFn};
+use crate::explain::probes::{Measure, Measuring};
 
 declare_check! {
     /// wrap the call in a scalar subquery, `(select auth.uid())`, so it runs once per statement
@@ -52,9 +53,22 @@ impl Check for RlsPerRowCall {
         CheckId::RlsPerRowCall
     }
 
+    /// The user functions, and with `--analyze` the calls counted
+    /// (`explain::per_row_call`), in tenant mode.
+    fn measure<'a>(&'a self, on: &'a Measure<'a>) -> Option<Measuring<'a>> {
+        let tenancy = on.tenancy?;
+        let per_row = |e: &Explained, functions: &[UserFn]| {
+            let found = detect(on.catalog, e, functions).into_iter();
+            found.filter(|c| !c.inlined).map(|c| (c.bare, c.table)).collect()
+        };
+        Some(Box::pin(per_row_call::measure(on, tenancy, calls, per_row)))
+    }
+
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
+        let measured = ctx.evidence::<PerRowCalls>(self.id());
+        let functions = measured.map_or(&[][..], |m| m.functions.as_slice());
         for e in ctx.explained() {
-            for c in detect(ctx.catalog, e, &ctx.probes.functions) {
+            for c in detect(ctx.catalog, e, functions) {
                 // Issue 47, 3: on a table of a few rows the plan filters
                 // every row whatever the policy; with rows, an index can
                 // take the comparison and call it once. Not judged there.
@@ -62,10 +76,9 @@ impl Check for RlsPerRowCall {
                     ctx.withhold(self.id(), &c.table, None, why);
                     continue;
                 }
-                let counted = ctx
-                    .probes
-                    .calls
-                    .iter()
+                let counted = measured
+                    .into_iter()
+                    .flat_map(|m| &m.calls)
                     .find(|k| k.statement == c.statement && k.function == c.bare);
                 out.push(
                     finding(self, Severity::Warning, message(&c, counted))

@@ -3,13 +3,17 @@
 //! evaluated at planning time: `current_setting()`, an inlinable SQL or a
 //! STABLE function), so the drivers that keep named statements on pooled
 //! connections serve later tenants an earlier tenant's plan. Measured by
-//! `explain::plan_reuse`; this check reports what it found. A long plan
+//! [`measure`], in tenant mode; this check reports what it found. A long plan
 //! is abbreviated in the message to its top node and its scans (issue 48
 //! §5: ten nodes squeezed into an 80-column table), the whole of both
 //! plans going to the help.
 
+pub(crate) mod measure;
+
 use super::{Check, CheckId, Ctx, Finding, Severity, declare_check, finding, own_help};
 use crate::explain::plan_tree::Mode;
+use crate::explain::probes::{Evidence, Measure, Measuring};
+use measure::Reuse;
 
 declare_check! {
     /// the statement has parameters: set plan_cache_mode = force_custom_plan on the login role
@@ -30,8 +34,16 @@ impl Check for TenantPlanReuse {
         CheckId::TenantPlanReuse
     }
 
+    fn measure<'a>(&'a self, on: &'a Measure<'a>) -> Option<Measuring<'a>> {
+        let tenancy = on.tenancy?;
+        Some(Box::pin(async move {
+            Ok(Some(Evidence::new(measure::reuse(on, tenancy).await?)))
+        }))
+    }
+
     fn run(&self, ctx: &Ctx, out: &mut Vec<Finding>) {
-        for r in &ctx.probes.reuse {
+        let found = ctx.evidence::<Vec<Reuse>>(self.id());
+        for r in found.into_iter().flatten() {
             // A statement not judged yields no finding (issue 47, 3): the
             // probe measured it, but its plans were made on too few rows.
             let Some(e) = ctx.explained().find(|e| e.stmt.id == r.statement) else {

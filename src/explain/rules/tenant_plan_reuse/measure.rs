@@ -1,5 +1,5 @@
-//! The database side of `tenant-plan-reuse` (see
-//! `rules::tenant_plan_reuse`): does a prepared statement, as the drivers
+//! The measurement of `tenant-plan-reuse` (the check, [`super`], reports
+//! what it found): does a prepared statement, as the drivers
 //! that keep named statements on pooled connections use it, serve the
 //! heaviest tenant the plan estimated for another?
 //!
@@ -19,10 +19,11 @@
 use serde_json::Value;
 use tokio_postgres::Client;
 
-use super::engine::{Explained, Status};
-use super::plan_tree::{Mode, PlanKind};
-use crate::db::{ConnInfo, quote_literal};
+use crate::db::quote_literal;
 use crate::error::{Error, Result};
+use crate::explain::engine::{Explained, Status};
+use crate::explain::plan_tree::{Mode, PlanKind};
+use crate::explain::probes::Measure;
 use crate::output::Log;
 use crate::session::{self, StatsMode, tag};
 use crate::tenancy::{Tenancy, TenantContext};
@@ -42,20 +43,12 @@ pub struct Reuse {
 const NAME: &str = "planck_reuse";
 
 /// Runs the method on every tenant statement that reads a tenant table,
-/// over `client` and up to `jobs - 1` more connections to `conn` (each
+/// over the measurement's connection and up to `jobs - 1` more (each
 /// statement's batch is one round trip, but nine plans of server work:
 /// spread over connections like the plans themselves).
-#[allow(clippy::too_many_arguments)]
-pub async fn probe(
-    client: &Client,
-    conn: &ConnInfo,
-    jobs: usize,
-    tenancy: &Tenancy,
-    results: &[Explained],
-    timeout_ms: u64,
-    stats: StatsMode,
-    log: Log,
-) -> Result<Vec<Reuse>> {
+pub async fn reuse(on: &Measure<'_>, tenancy: &Tenancy) -> Result<Vec<Reuse>> {
+    let (client, conn, jobs, results) = (on.client, on.conn, on.jobs, on.results);
+    let (timeout_ms, stats, log) = (on.timeout_ms, on.stats, on.log);
     let (Some(median), Some(heaviest)) = (&tenancy.median, &tenancy.heaviest) else {
         return Ok(Vec::new());
     };
