@@ -322,6 +322,8 @@ fn issue10_supabase_form_tenant_read_through_auth_uid_as_a_json_claim() {
     let db = test_db!();
     db.exec(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'anon') THEN CREATE ROLE anon NOLOGIN; END IF;
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN CREATE ROLE authenticated NOLOGIN; END IF;
          END $$;

@@ -45,6 +45,8 @@ fn app_queries(dir: &Path, role: &str, stmts: &[&str]) -> String {
 fn supabase(db: &TestDb, uid: &str) {
     db.exec(&format!(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'anon') THEN CREATE ROLE anon NOLOGIN; END IF;
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'authenticated') THEN CREATE ROLE authenticated NOLOGIN; END IF;
          END $$;
@@ -336,6 +338,8 @@ fn helpdesk(db: &TestDb, skewed: bool) {
     let n = if skewed { 80_000 } else { 20_000 };
     db.exec(&format!(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'helpdesk_app') THEN
              CREATE ROLE helpdesk_app NOLOGIN; END IF;
          END $$;
@@ -433,6 +437,8 @@ fn issue10_tenant_misestimate_names_the_table_under_a_sort() {
     let db = test_db!();
     db.exec(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'helpdesk_app') THEN
              CREATE ROLE helpdesk_app NOLOGIN; END IF;
          END $$;
@@ -690,6 +696,8 @@ fn a_hand_added_statement_s_role_is_the_tenant_role_without_bypass_rls() {
     let db = test_db!();
     db.exec(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'shop_app') THEN
              CREATE ROLE shop_app NOLOGIN; END IF;
          END $$;
@@ -752,6 +760,8 @@ fn a_membership_without_the_set_option_is_refused_naming_the_grant() {
     let db = test_db!();
     db.exec(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'noset_admin') THEN
              CREATE ROLE noset_admin LOGIN BYPASSRLS PASSWORD 'noset_admin'; END IF;
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'noset_app') THEN

@@ -21,6 +21,8 @@ use common::{TestDb, stderr, stdout};
 fn clinics_schema(db: &TestDb) {
     db.exec(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'vet_app') THEN
              CREATE ROLE vet_app NOLOGIN; END IF;
          END $$;

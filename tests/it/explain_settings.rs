@@ -16,6 +16,8 @@ use common::{TestDb, stderr, stdout};
 fn schema(db: &TestDb) {
     db.exec(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'fnstmt_app') THEN
              CREATE ROLE fnstmt_app NOLOGIN;
            END IF;
@@ -325,6 +327,8 @@ fn a_checks_knob_in_planck_toml_reaches_the_check_and_the_old_key_still_does() {
     // cluster's: two tests creating one at once would race).
     db.exec(
         "DO $$ BEGIN
+           -- roles are the cluster's: two tests creating the same one wait in turn
+           PERFORM pg_advisory_xact_lock(74747);
            IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'knob_app') THEN
              CREATE ROLE knob_app NOLOGIN;
            END IF;
