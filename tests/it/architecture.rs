@@ -98,12 +98,12 @@ const LAYERS: &[Row] = &[
     Row {
         name: "shared 2",
         peers: Peers::Never,
-        modules: &["tenancy", "stats"],
+        modules: &["tenancy", "stats", "planner_stats"],
     },
     Row {
         name: "shared 3",
         peers: Peers::Never,
-        modules: &["catalog", "queries", "bookkeeping", "planner_stats"],
+        modules: &["catalog", "queries", "bookkeeping"],
     },
     Row {
         name: "shared 4",
