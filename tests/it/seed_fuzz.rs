@@ -56,7 +56,9 @@
 //!   find duplicates at the index rebuild (23505);
 //! - case_switch, length_functions (`jsonb_typeof = 'array'`), bool_neq
 //!   (`(credit > 0) <> (debit > 0)`), mixed_boolean: no candidate row
-//!   satisfies the CHECK; bool_neq schemas also hang planck at times.
+//!   satisfies the CHECK (bool_neq schemas also hung planck: a row two
+//!   server-evaluated CHECKs rejected was retried once per CHECK, doubling
+//!   at every attempt; now bounded, see `server_check::settle`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
