@@ -312,3 +312,24 @@ fn a_row_two_server_checks_reject_is_retried_once() {
     );
     assert_eq!(count(&db, "SELECT count(*) FROM notes"), 0);
 }
+
+/// Two conditions compared (`(credit > 0) <> (debit > 0)`: a ledger line
+/// is a credit or a debit; `(status = 'approved') = (approved_at IS NOT
+/// NULL)`): read as the two branches they are, each row takes one.
+#[test]
+fn two_conditions_compared_are_solved_as_branches() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE lines (id serial PRIMARY KEY, credit int NOT NULL, debit int NOT NULL,
+                             CONSTRAINT credit_or_debit CHECK ((credit > 0) <> (debit > 0)));
+         CREATE TABLE approvals (id serial PRIMARY KEY,
+                                 status text NOT NULL CHECK (status IN ('draft', 'approved')),
+                                 approved_at timestamptz,
+                                 CONSTRAINT approved_when_dated
+                                   CHECK ((status = 'approved') = (approved_at IS NOT NULL)));",
+    );
+    let (out, problems) = seed_and_judge(&db, "60");
+    assert_seeded(&out, &problems);
+    assert!(count(&db, "SELECT count(*) FROM lines WHERE credit > 0") > 0);
+    assert!(count(&db, "SELECT count(*) FROM lines WHERE debit > 0") > 0);
+}
