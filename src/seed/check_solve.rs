@@ -69,11 +69,9 @@ pub(crate) fn nnf(e: &Ex, neg: bool) -> Ex {
         }
         Ex::Not(x) => nnf(x, !neg),
         Ex::IsNull(x, is) => Ex::IsNull(x.clone(), *is != neg),
-        // (a IS NULL) = (b IS NULL), (a IS NOT NULL) <> (b IS NOT NULL).
-        Ex::Cmp(l, op, r)
-            if matches!((&**l, &**r), (Ex::IsNull(..), Ex::IsNull(..)))
-                && (op == "=" || op == "<>") =>
-        {
+        // (a IS NULL) = (b IS NULL), (a IS NOT NULL) <> (b IS NOT NULL),
+        // (credit > 0) <> (debit > 0): two conditions, equal or not.
+        Ex::Cmp(l, op, r) if is_cond(l) && is_cond(r) && (op == "=" || op == "<>") => {
             let same = (op == "=") != neg;
             let (a, b) = (&**l, &**r);
             let not = |x: &Ex| nnf(x, true);
@@ -111,6 +109,16 @@ pub(crate) fn nnf(e: &Ex, neg: bool) -> Ex {
         Ex::Lit(Lit::Bool(b)) => Ex::Lit(Lit::Bool(*b != neg)),
         e if neg => Ex::Not(Box::new(e.clone())),
         e => e.clone(),
+    }
+}
+
+/// Whether `e` is a condition (its value a boolean whatever the columns'
+/// types): `IS NULL`, a comparison, AND, OR, NOT.
+fn is_cond(e: &Ex) -> bool {
+    match e {
+        Ex::IsNull(..) | Ex::And(_) | Ex::Or(_) | Ex::Not(_) | Ex::Any(..) => true,
+        Ex::Cmp(_, op, _) => negate(op).is_some(),
+        _ => false,
     }
 }
 

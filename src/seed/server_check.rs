@@ -216,7 +216,10 @@ pub async fn settle(
                 .await
                 .map_err(dberr)?;
             let mut bad: Vec<u64> = bad.into_iter().map(|r| r as u64).collect();
+            // A row two CHECKs reject is listed twice: once is its retry
+            // (kept twice, the pending rows doubled at every attempt).
             bad.sort_unstable();
+            bad.dedup();
             for &row in &pending {
                 if bad.binary_search(&row).is_err() {
                     of_row[(row - range.start) as usize] = attempt;

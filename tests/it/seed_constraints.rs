@@ -249,3 +249,87 @@ fn a_check_calling_a_function_that_reads_the_parent_holds() {
     let (out, problems) = seed_and_judge(&db, "30");
     assert_seeded(&out, &problems);
 }
+
+// H2: row model classes
+
+/// A CHECK that names values of the table's own serial key (a "various
+/// artists" row 1 that must be bare, ids up to 10 kept for built-in rows):
+/// the key's sequence decides the id, and each row's branch of the CHECK is
+/// drawn among those that admit its id. Moving the id instead (row 1's `id
+/// <> 1` branch made it 2) repeated a key: `Key (id)=(2) is duplicated`
+/// when the primary key was rebuilt.
+#[test]
+fn a_check_naming_values_of_a_serial_key_keeps_the_key() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE areas (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE performers (id serial PRIMARY KEY, name text NOT NULL,
+                                  area_id int REFERENCES areas, born smallint, died smallint,
+                                  CONSTRAINT various_is_bare
+                                    CHECK (id <> 1 OR (area_id IS NULL AND born IS NULL AND died IS NULL)));
+         CREATE TABLE tags (id bigserial PRIMARY KEY, label text,
+                            CONSTRAINT builtin_tags_are_labelled
+                              CHECK (id > 10 OR label IS NOT NULL));",
+    );
+    let (out, problems) = seed_and_judge(&db, "40");
+    assert_seeded(&out, &problems);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM performers WHERE id = 1 AND area_id IS NULL AND born IS NULL"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM tags WHERE id <= 10 AND label IS NULL"
+        ),
+        0
+    );
+}
+
+/// Two CHECKs nothing satisfies, both left to the server (they call
+/// functions the solver does not read): the seed ends in bounded work with
+/// a refusal naming a constraint. Each candidate row both reject was listed
+/// twice in the server's verdict, and its retries doubled at every attempt
+/// (2^32 candidates for one row: the seed never ended).
+#[test]
+fn a_row_two_server_checks_reject_is_retried_once() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE notes (id serial PRIMARY KEY, body text NOT NULL,
+                             CONSTRAINT digest_is_short CHECK (length(md5(body)) = 3),
+                             CONSTRAINT salted_digest_is_short CHECK (length(md5(body || 's')) = 5));",
+    );
+    let dir = project_dir();
+    let out = db.planck(&["seed", "--no-spec", "--rows", "5"], dir.path());
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("digest_is_short"),
+        "the refusal names the constraint: {err}"
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM notes"), 0);
+}
+
+/// Two conditions compared (`(credit > 0) <> (debit > 0)`: a ledger line
+/// is a credit or a debit; `(status = 'approved') = (approved_at IS NOT
+/// NULL)`): read as the two branches they are, each row takes one.
+#[test]
+fn two_conditions_compared_are_solved_as_branches() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE lines (id serial PRIMARY KEY, credit int NOT NULL, debit int NOT NULL,
+                             CONSTRAINT credit_or_debit CHECK ((credit > 0) <> (debit > 0)));
+         CREATE TABLE approvals (id serial PRIMARY KEY,
+                                 status text NOT NULL CHECK (status IN ('draft', 'approved')),
+                                 approved_at timestamptz,
+                                 CONSTRAINT approved_when_dated
+                                   CHECK ((status = 'approved') = (approved_at IS NOT NULL)));",
+    );
+    let (out, problems) = seed_and_judge(&db, "60");
+    assert_seeded(&out, &problems);
+    assert!(count(&db, "SELECT count(*) FROM lines WHERE credit > 0") > 0);
+    assert!(count(&db, "SELECT count(*) FROM lines WHERE debit > 0") > 0);
+}

@@ -17,7 +17,7 @@ use crate::seed::row::plan::{
 use crate::seed::row::rng;
 use crate::seed::spec::SpecFile;
 
-use super::checks::{check_facts, shape_of, with_solved};
+use super::checks::{check_facts, fixed_key_columns, shape_of, with_solved};
 use super::context::{Options, Pass, Resolved, seed_err};
 use super::fks::{
     fk_picks, fks_set_by_checks, listed_parent_keys, orphan_columns, redrawn_fks, table_fks,
@@ -423,6 +423,7 @@ fn plan_table(
     observed_fk_nulls(table, &opts.observed, &mut tp, followed_recording);
     free_unique_columns(table, &facts, &referenced, &mut tp);
     redrawn_fks(table, &facts, &mut tp);
+    fixed_key_columns(&mut tp);
     keys_fit(
         table,
         &display,

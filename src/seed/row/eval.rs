@@ -564,7 +564,23 @@ impl Solved {
         v: Val,
         at: u8,
     ) -> Val {
-        let (null, rule) = self.decide(plan.seed, ctx.row, at, c);
+        let fixed = &plan.tables[t].checked.fixed;
+        if fixed.binary_search(&c).is_ok() {
+            return v;
+        }
+        // The row's values of the key columns the CHECK reads: its branch
+        // must admit them.
+        let keys: Vec<(usize, Val)> = self
+            .cols
+            .iter()
+            .filter(|k| fixed.binary_search(k).is_ok())
+            .map(|&k| (k, plan.value(t, k, ctx)))
+            .collect();
+        let admits = |b: &crate::seed::row::solved::Branch| {
+            keys.iter()
+                .all(|(k, kv)| b.rules.get(k).is_none_or(|r| r.admits(kv)))
+        };
+        let (null, rule) = self.decide_where(plan.seed, ctx.row, at, c, &admits);
         if null == Some(true) {
             return Val::Null;
         }

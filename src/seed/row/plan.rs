@@ -394,6 +394,11 @@ pub struct ServerChecks {
     /// Checks among `checks` that `seed::check_solve` makes hold
     /// row by row (the server still evaluates them).
     pub solved: Vec<std::sync::Arc<Solved>>,
+    /// Columns of `solved`'s CHECKs whose values their generators decide
+    /// (a key's sequence or permutation, a joint enumeration: changing one
+    /// would repeat a key): a row's branch is drawn among those that admit
+    /// the row's values there, and the solver never changes them (sorted).
+    pub fixed: Vec<usize>,
 }
 
 impl ServerChecks {

@@ -59,17 +59,59 @@ pub struct Solved {
     pub branches: Vec<Branch>,
 }
 
+impl ColRule {
+    /// Whether value `v` passes this rule (a column equality is not judged
+    /// here: the column it follows is drawn with the row).
+    pub fn admits(&self, v: &Val) -> bool {
+        if *v == Val::Null {
+            return self.null != Some(false);
+        }
+        if self.null == Some(true) || self.not.contains(v) {
+            return false;
+        }
+        if !self.set.is_empty() && !self.set.contains(v) {
+            return false;
+        }
+        match v {
+            Val::Int(i) => self.range.is_none_or(|(lo, hi)| lo <= *i && *i <= hi),
+            Val::Text(t) => self.len.is_none_or(|(lo, hi)| {
+                let n = t.chars().count();
+                lo <= n && n <= hi
+            }),
+            _ => true,
+        }
+    }
+}
+
 impl Solved {
     /// The branch of row `row` at the server's attempt `at`: any branch
     /// first, then (from half the attempts on, when a branch the server
     /// decides was refused) one the solver reads whole.
     pub fn branch_of(&self, seed: u64, row: u64, at: u8) -> &Branch {
+        self.branch_where(seed, row, at, &|_| true)
+    }
+
+    /// [`Solved::branch_of`] among the branches `admits` accepts: those that
+    /// admit the row's values of the columns the solver may not change (a
+    /// key's sequence; see `ServerChecks::fixed`). When none does, any
+    /// branch (the server then refuses the row and names the CHECK).
+    pub fn branch_where(
+        &self,
+        seed: u64,
+        row: u64,
+        at: u8,
+        admits: &dyn Fn(&Branch) -> bool,
+    ) -> &Branch {
         let h = rng::mix(rng::mix(seed ^ self.key) ^ row ^ (u64::from(at) << 56));
-        let clear: Vec<&Branch> = self.branches.iter().filter(|b| !b.opaque).collect();
+        let mut pool: Vec<&Branch> = self.branches.iter().filter(|b| admits(b)).collect();
+        if pool.is_empty() {
+            pool = self.branches.iter().collect();
+        }
+        let clear: Vec<&Branch> = pool.iter().copied().filter(|b| !b.opaque).collect();
         if at >= ATTEMPTS / 2 && !clear.is_empty() {
             return clear[rng::below(h, clear.len() as u64) as usize];
         }
-        &self.branches[rng::below(h, self.branches.len() as u64) as usize]
+        pool[rng::below(h, pool.len() as u64) as usize]
     }
 
     /// What row `row`'s branch decides about column `c`: NULL or not (None:
@@ -81,7 +123,20 @@ impl Solved {
         at: u8,
         c: usize,
     ) -> (Option<bool>, Option<&ColRule>) {
-        let b = self.branch_of(seed, row, at);
+        self.decide_where(seed, row, at, c, &|_| true)
+    }
+
+    /// [`Solved::decide`] with the row's branch drawn among those `admits`
+    /// accepts (see [`Solved::branch_where`]).
+    pub fn decide_where(
+        &self,
+        seed: u64,
+        row: u64,
+        at: u8,
+        c: usize,
+        admits: &dyn Fn(&Branch) -> bool,
+    ) -> (Option<bool>, Option<&ColRule>) {
+        let b = self.branch_where(seed, row, at, admits);
         let rule = b.rules.get(&c);
         let mut null = rule.and_then(|r| r.null);
         for (i, k) in b.counts.iter().enumerate() {

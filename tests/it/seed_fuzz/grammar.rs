@@ -91,7 +91,7 @@ forms! {
     length_functions: false, "planck does not yet support `jsonb_typeof(col) = 'array'`: no candidate row satisfies it (the generated jsonb is always an object)";
     case_switch: false, "planck does not yet support `1 = CASE WHEN kind = ... AND value IS NOT NULL THEN 1 ... ELSE 0 END`: no candidate row satisfies it after 32 attempts";
     num_nonnulls: false, "planck does not yet support `num_nonnulls` over nullable foreign keys (lemmy's shapes): the COPY violates the CHECK (SQLSTATE 23514)";
-    bool_neq: false, "planck hangs (no result in 150 s) on some tables combining `(a IS NOT NULL) <> (b IS NOT NULL)`, `public <> hidden` and lago's `((status = 'voided') = (...))`; `(credit > 0) <> (debit > 0)` finds no candidate";
+    bool_neq: true, "";
     function_reads_parent: false, "planck does not yet support it: the foreign key is picked without the function, which rejects parents of the other kind (`no candidate row satisfies CHECK (kind_is(role, 'user'))`)";
     mixed_boolean: false, "planck does not yet solve every random boolean over a witness: about 1 schema in 20 gets `no candidate row satisfies` (the server-evaluated path: 32 attempts)";
 }
