@@ -740,7 +740,7 @@ async fn commit_without_rows(
 /// `--verbose` at trace level: how the server's CHECKs settled the rows.
 fn trace_settled(tp: &TablePlan, st: &server_check::Settled) {
     eprintln!(
-        "planck: {}: CHECK {} evaluated by the server: acceptance {:.1}% ({} candidates for {} rows, {} set to NULL)",
+        "planck: {}: CHECK {} evaluated by the server: acceptance {:.1}% ({} candidates for {} rows, {} set to NULL; {} rounds, the largest {} bytes)",
         tp.display,
         tp.checked
             .checks
@@ -751,7 +751,9 @@ fn trace_settled(tp: &TablePlan, st: &server_check::Settled) {
         st.acceptance() * 100.0,
         st.candidates,
         st.rows,
-        st.nulls
+        st.nulls,
+        st.rounds,
+        st.largest_round
     );
 }
 

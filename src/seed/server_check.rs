@@ -36,8 +36,27 @@ use crate::seed::row::eval::value_at;
 use crate::seed::row::generate::Val;
 use crate::seed::row::plan::SeedPlan;
 
-/// Rows evaluated per round trip.
+/// Rows whose attempts are settled together (the rows of a batch are
+/// sent again, fewer each time, until every row has its attempt).
 const BATCH: u64 = 1 << 16;
+
+/// Encoded candidate bytes one round sends before it asks the server for
+/// its verdicts (issue 46, 4). A round is a COPY into the candidates table
+/// and one query; the next round is encoded only once that query has
+/// answered, so what a table's settling holds at once is one window of
+/// chunks, whatever the rows' width or count. A round exceeds this only
+/// by a row wider than [`MIN_CHUNK`] (every chunk holds at least one row).
+/// Before, each attempt's rows were encoded whole, then copied again into
+/// one buffer: with the rows several CHECKs rejected listed once per CHECK
+/// (see `bad.dedup()` in [`settle`]), lago's `quote_versions` sent millions
+/// of candidates an attempt (one chunk was 214 MB), the 6.1 GB peak.
+pub const ROUND_BYTES: usize = 16 << 20;
+
+/// Most encoded bytes of one chunk (one rayon task's share of a window).
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// A round ends when less than this per thread is left of [`ROUND_BYTES`].
+const MIN_CHUNK: usize = 64 << 10;
 
 /// Column name of the row number in the candidates table.
 const ORD: &str = "__planck_ord";
@@ -111,6 +130,11 @@ pub struct Settled {
     pub candidates: u64,
     /// Rows that took the NULL resort.
     pub nulls: u64,
+    /// Rounds sent (a COPY of candidates and the query judging them).
+    pub rounds: u64,
+    /// Encoded bytes of the largest round (at most [`ROUND_BYTES`] unless
+    /// a single row is wider than [`MIN_CHUNK`]).
+    pub largest_round: usize,
 }
 
 impl Settled {
@@ -189,6 +213,15 @@ pub async fn settle(
         ..Settled::default()
     };
     let threads = pool.current_num_threads().max(1);
+    let round = Round {
+        plan,
+        t,
+        cols: &cols,
+        pool,
+        threads,
+        copy_stmt: &copy_stmt,
+        rejected: &rejected,
+    };
     let mut start = range.start;
     while start < range.end {
         let end = (start + BATCH).min(range.end);
@@ -196,38 +229,33 @@ pub async fn settle(
         let mut attempt = 0u8;
         loop {
             stats.candidates += pending.len() as u64;
-            let per = pending.len().div_ceil(threads).max(1);
-            let chunks: Vec<BytesMut> = pool.install(|| {
-                use rayon::prelude::*;
-                pending
-                    .par_chunks(per)
-                    .map(|rows| encode_candidates(plan, t, &cols, rows, attempt))
-                    .collect()
-            });
-            send(tx, &copy_stmt, chunks).await.map_err(dberr)?;
-            let bad: Vec<i64> = tx
-                .query(&rejected, &[])
-                .await
-                .map_err(dberr)?
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            tx.batch_execute("TRUNCATE pg_temp.planck_candidates")
-                .await
-                .map_err(dberr)?;
-            let mut bad: Vec<u64> = bad.into_iter().map(|r| r as u64).collect();
-            // A row two CHECKs reject is listed twice: once is its retry
-            // (kept twice, the pending rows doubled at every attempt).
-            bad.sort_unstable();
-            bad.dedup();
-            for &row in &pending {
-                if bad.binary_search(&row).is_err() {
-                    of_row[(row - range.start) as usize] = attempt;
-                    if attempt == NULL_ATTEMPT {
-                        stats.nulls += 1;
+            // Rounds of at most ROUND_BYTES each: the server's verdicts on
+            // one round are in before the next is encoded.
+            let mut queue: std::collections::VecDeque<u64> = pending.into();
+            let mut bad: Vec<u64> = Vec::new();
+            while !queue.is_empty() {
+                let (sent, bytes, rejected) =
+                    round.run(tx, &mut queue, attempt).await.map_err(dberr)?;
+                stats.rounds += 1;
+                stats.largest_round = stats.largest_round.max(bytes);
+                let mut rejected = rejected;
+                rejected.sort_unstable();
+                for row in sent {
+                    if rejected.binary_search(&row).is_err() {
+                        of_row[(row - range.start) as usize] = attempt;
+                        if attempt == NULL_ATTEMPT {
+                            stats.nulls += 1;
+                        }
                     }
                 }
+                bad.extend(rejected);
             }
+            // A row that several constraints reject is listed once for
+            // each (`UNION ALL`): once is its next attempt. Kept twice, its
+            // candidates doubled at every attempt (2^31 rows by the last,
+            // lago's quote_versions with two CHECKs: the 6.1 GB peak).
+            bad.sort_unstable();
+            bad.dedup();
             pending = bad;
             if pending.is_empty() {
                 break;
@@ -249,6 +277,118 @@ pub async fn settle(
         },
         stats,
     )))
+}
+
+/// One table's settling rounds: what each round encodes and asks.
+struct Round<'a> {
+    plan: &'a SeedPlan,
+    t: usize,
+    cols: &'a [usize],
+    pool: &'a rayon::ThreadPool,
+    threads: usize,
+    copy_stmt: &'a str,
+    rejected: &'a str,
+}
+
+impl Round<'_> {
+    /// Sends the candidates at the front of `queue` (at most
+    /// [`ROUND_BYTES`] of them), a window of chunks at a time, each window
+    /// handed to the COPY before the next is encoded; then asks which the
+    /// constraints reject and empties the candidates table. Returns the rows
+    /// sent, the round's bytes and the rejected rows.
+    async fn run(
+        &self,
+        tx: &Transaction<'_>,
+        queue: &mut std::collections::VecDeque<u64>,
+        attempt: u8,
+    ) -> std::result::Result<(Vec<u64>, usize, Vec<u64>), tokio_postgres::Error> {
+        use futures_util::SinkExt;
+        let sink = tx.copy_in::<_, bytes::Bytes>(self.copy_stmt).await?;
+        futures_util::pin_mut!(sink);
+        sink.feed(bytes::Bytes::from_static(copy::HEADER)).await?;
+        let mut bytes = 0usize;
+        let mut sent = Vec::new();
+        // Bytes per row seen so far (a guess of 64 before the first chunk).
+        let mut per_row = 64usize;
+        while !queue.is_empty() {
+            let left = ROUND_BYTES.saturating_sub(bytes);
+            if left < MIN_CHUNK * self.threads && !sent.is_empty() {
+                break;
+            }
+            let cap = (left / self.threads).clamp(MIN_CHUNK, CHUNK_BYTES);
+            let per_chunk = (cap / per_row).max(1);
+            let take = (per_chunk * self.threads).min(queue.len());
+            let window: Vec<u64> = queue.drain(..take).collect();
+            let per = window.len().div_ceil(self.threads).max(1);
+            let chunks: Vec<(BytesMut, usize)> = self.pool.install(|| {
+                use rayon::prelude::*;
+                window
+                    .par_chunks(per)
+                    .map(|rows| encode_capped(self.plan, self.t, self.cols, rows, attempt, cap))
+                    .collect()
+            });
+            // Rows a chunk had no room for go back to the queue's front,
+            // in order, for this round or the next.
+            let mut back = Vec::new();
+            for ((buf, n), rows) in chunks.into_iter().zip(window.chunks(per)) {
+                sent.extend_from_slice(&rows[..n]);
+                back.extend_from_slice(&rows[n..]);
+                bytes += buf.len();
+                if n > 0 {
+                    per_row = per_row.max(buf.len().div_ceil(n));
+                }
+                sink.send(buf.freeze()).await?;
+            }
+            for &r in back.iter().rev() {
+                queue.push_front(r);
+            }
+        }
+        sink.feed(bytes::Bytes::from_static(copy::TRAILER)).await?;
+        sink.as_mut().finish().await?;
+        let rejected: Vec<u64> = tx
+            .query(self.rejected, &[])
+            .await?
+            .iter()
+            .map(|r| r.get::<_, i64>(0) as u64)
+            .collect();
+        tx.batch_execute("TRUNCATE pg_temp.planck_candidates")
+            .await?;
+        Ok((sent, bytes, rejected))
+    }
+}
+
+/// [`encode_candidates`] of the first rows of `rows` that fit in `cap`
+/// bytes (at least one row); returns the bytes and how many rows they are.
+fn encode_capped(
+    plan: &SeedPlan,
+    t: usize,
+    cols: &[usize],
+    rows: &[u64],
+    attempt: u8,
+    cap: usize,
+) -> (BytesMut, usize) {
+    let tp = &plan.tables[t];
+    let mut buf = BytesMut::new();
+    let mut n = 0;
+    for &row in rows {
+        let before = buf.len();
+        let ctx = plan.ctx(t, row);
+        buf.put_i16(cols.len() as i16 + 1);
+        copy::encode(&TypeKind::Int8, &Val::Int(row as i64), &mut buf);
+        for &c in cols {
+            copy::encode(
+                &tp.cols[c].kind,
+                &value_at(plan, t, c, &ctx, attempt),
+                &mut buf,
+            );
+        }
+        if buf.len() > cap && n > 0 {
+            buf.truncate(before);
+            break;
+        }
+        n += 1;
+    }
+    (buf, n)
 }
 
 async fn send(
