@@ -332,6 +332,7 @@ fn two_conditions_compared_are_solved_as_branches() {
     assert_seeded(&out, &problems);
     assert!(count(&db, "SELECT count(*) FROM lines WHERE credit > 0") > 0);
     assert!(count(&db, "SELECT count(*) FROM lines WHERE debit > 0") > 0);
+}
 
 // H1: lago classes
 
