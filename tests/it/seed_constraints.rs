@@ -250,7 +250,7 @@ fn a_check_calling_a_function_that_reads_the_parent_holds() {
     assert_seeded(&out, &problems);
 }
 
-// H2: row model classes
+// The row model (issue 46): a CHECK naming key values, a row several CHECKs reject, conditions compared.
 
 /// A CHECK that names values of the table's own serial key (a "various
 /// artists" row 1 that must be bare, ids up to 10 kept for built-in rows):
@@ -334,7 +334,7 @@ fn two_conditions_compared_are_solved_as_branches() {
     assert!(count(&db, "SELECT count(*) FROM lines WHERE debit > 0") > 0);
 }
 
-// H1: lago classes
+// The server-judged CHECKs settled in rounds bounded by bytes (issue 46, 4).
 
 /// The numbers of `planck seed --verbose`'s line for a table the server's
 /// CHECKs settled: (candidates, rows, rounds, largest round's bytes).
