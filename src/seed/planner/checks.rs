@@ -349,10 +349,22 @@ fn solve_checks(
 /// `id` moved row 1's id onto row 2's). A CHECK read as facts instead
 /// (`id <> 1 OR type = 3` with `type` a foreign key, musicbrainz's
 /// `artist_va_check`) still moves the key: not handled here.
-pub(super) fn fixed_key_columns(tp: &mut TablePlan) {
+pub(super) fn fixed_key_columns(table: &crate::catalog::schema::Table, tp: &mut TablePlan) {
     let mut fixed: Vec<usize> = Vec::new();
     for s in &tp.checked.solved {
         for &c in &s.cols {
+            // A nullable key column stays the solver's: a branch that wants
+            // it NULL may set it (a NULL never collides in a unique key), as
+            // koji's `CHECK (parent IS NOT NULL OR label IS NULL)` over
+            // `UNIQUE (parent, label)` needs.
+            if table
+                .columns
+                .iter()
+                .find(|col| col.name == tp.cols[c].name)
+                .is_some_and(|col| !col.not_null)
+            {
+                continue;
+            }
             let mut g = &tp.cols[c].generator;
             while let Gen::Nullable { inner, .. } = g {
                 g = inner;

@@ -423,7 +423,7 @@ fn plan_table(
     observed_fk_nulls(table, &opts.observed, &mut tp, followed_recording);
     free_unique_columns(table, &facts, &referenced, &mut tp);
     redrawn_fks(table, &facts, &mut tp);
-    fixed_key_columns(&mut tp);
+    fixed_key_columns(table, &mut tp);
     keys_fit(
         table,
         &display,
