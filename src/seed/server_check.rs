@@ -101,21 +101,7 @@ fn encode_candidates(
     rows: &[u64],
     attempt: u8,
 ) -> BytesMut {
-    let tp = &plan.tables[t];
-    let mut buf = BytesMut::with_capacity(rows.len() * (8 + 16 * cols.len()));
-    for &row in rows {
-        let ctx = plan.ctx(t, row);
-        buf.put_i16(cols.len() as i16 + 1);
-        copy::encode(&TypeKind::Int8, &Val::Int(row as i64), &mut buf);
-        for &c in cols {
-            copy::encode(
-                &tp.cols[c].kind,
-                &value_at(plan, t, c, &ctx, attempt),
-                &mut buf,
-            );
-        }
-    }
-    buf
+    encode_capped(plan, t, cols, rows, attempt, usize::MAX).0
 }
 
 fn quote_ident(s: &str) -> String {
