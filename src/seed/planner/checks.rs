@@ -358,10 +358,8 @@ pub(super) fn fixed_key_columns(table: &crate::catalog::schema::Table, tp: &mut 
             // koji's `CHECK (parent IS NOT NULL OR label IS NULL)` over
             // `UNIQUE (parent, label)` needs.
             if table
-                .columns
-                .iter()
-                .find(|col| col.name == tp.cols[c].name)
-                .is_some_and(|col| !col.not_null)
+                .column(&tp.cols[c].name)
+                .is_some_and(|i| !table.columns[i].not_null)
             {
                 continue;
             }
