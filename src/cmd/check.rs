@@ -197,16 +197,19 @@ fn shown(path: &std::path::Path, settings: &Settings) -> String {
 }
 
 fn write_json(cs: &CheckSettings, result: &JsonCheck, settings: &Settings) -> Result<()> {
-    let Some(path) = &cs.outputs.json else {
+    if cs.outputs.json.is_empty() {
         return Ok(());
-    };
+    }
     let text = serde_json::to_string_pretty(result)
-        .map_err(|e| Error::internal(format!("serializing the check result: {e}")))?;
-    std::fs::write(path, text + "\n").map_err(|source| Error::WriteFile {
-        path: path.clone(),
-        source,
-    })?;
-    settings.info(&format!("wrote {}", shown(path, settings)));
+        .map_err(|e| Error::internal(format!("serializing the check result: {e}")))?
+        + "\n";
+    for path in &cs.outputs.json {
+        std::fs::write(path, &text).map_err(|source| Error::WriteFile {
+            path: path.clone(),
+            source,
+        })?;
+        settings.info(&format!("wrote {}", shown(path, settings)));
+    }
     Ok(())
 }
 

@@ -1,18 +1,31 @@
 //! `planck explain`: resolves its settings, calls [`crate::explain::run`],
-//! renders the report (to stdout, or whole to the file of `--output`) and
+//! renders the report (to stdout, or whole to each file of `--output`) and
 //! returns the exit code (0 no new errors, 1 error findings the baseline does
 //! not hold, or a skipped statement with `--fail-on-skipped`; the same with
-//! `--output`, the file written; 2 when it cannot be).
+//! `--output`, the files written; 2 when one cannot be).
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use crate::db::ConnInfo;
 use crate::error::Result;
 use crate::explain::render::Printed;
 use crate::output::Format;
+use crate::output::target::{self, Kind};
+use crate::report::Output;
 use crate::settings::Settings;
 pub use crate::settings::explain::ExplainArgs;
 use crate::settings::explain::{ExplainSettings, StatementSource};
+
+/// What `--output` may name: the three formats and the report's files.
+const WRITES: [Kind; 7] = [
+    Kind::Table,
+    Kind::Json,
+    Kind::Markdown,
+    Kind::Html,
+    Kind::Junit,
+    Kind::Sarif,
+    Kind::Gitlab,
+];
 
 pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
     let explain = ExplainSettings::resolve(&args, settings)?;
@@ -22,18 +35,21 @@ pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
         crate::queries::QueryFile::load_required(path)?;
     }
     // An --output that cannot be written fails before the work, not after.
-    if let Some(path) = &args.output {
-        crate::output::check_writable(path)?;
-    }
+    let outputs = target::resolve(
+        "explain",
+        &args.output,
+        Some(settings.format.into()),
+        &WRITES,
+    )?;
     let conn = settings.conn().await?;
-    render(&conn, &explain, settings, args.output.as_deref()).await
+    render(&conn, &explain, settings, &outputs).await
 }
 
 async fn render(
     conn: &ConnInfo,
     explain: &ExplainSettings,
     settings: &Settings,
-    output: Option<&Path>,
+    outputs: &[(Kind, PathBuf)],
 ) -> Result<i32> {
     // Plans on a database whose foreign keys an interrupted seed left
     // dropped would not be the application's: say so first.
@@ -47,8 +63,16 @@ async fn render(
     )
     .await?;
     // The JSON carries what a report needs beyond the findings: the server,
-    // its planner settings, table sizes and index use. Read only for it.
-    let json = if settings.format == Format::Json {
+    // its planner settings, table sizes and index use. Read only for it (the
+    // JSON, or a review or CI file, is written).
+    let needs_json = if outputs.is_empty() {
+        settings.format == Format::Json
+    } else {
+        outputs
+            .iter()
+            .any(|(k, _)| !matches!(k, Kind::Table | Kind::Markdown))
+    };
+    let json = if needs_json {
         Some(crate::explain::environment::json_with_environment(conn, &report).await?)
     } else {
         None
@@ -57,6 +81,27 @@ async fn render(
         report: &report,
         json,
     };
-    crate::output::deliver(&printed, settings.format, output)?;
+    if outputs.is_empty() {
+        crate::output::print(&printed, settings.format)?;
+    }
+    for (kind, path) in outputs {
+        match (kind.format(), Output::of(*kind), &printed.json) {
+            (Some(format), _, _) => crate::output::deliver(&printed, format, Some(path))?,
+            (None, Some(output), Some(json)) => {
+                let inputs = crate::report::Inputs::new(
+                    json.clone(),
+                    None,
+                    Some(crate::findings::source::root_of(&settings.project_dir)),
+                );
+                crate::output::write_file(path, &output.bytes(&inputs)?)?;
+            }
+            _ => {
+                return Err(crate::error::Error::internal(format!(
+                    "explain has no renderer for --output {}",
+                    kind.name()
+                )));
+            }
+        }
+    }
     Ok(report.exit_code(explain.fail_on_skipped))
 }

@@ -1,14 +1,15 @@
 //! `planck replay`: resolves its settings, reads the workload, runs
 //! [`crate::replay::run::run`] with Ctrl-C and SIGTERM ending it after the
-//! finished steps, renders the report (to stdout, or whole to the file of
+//! finished steps, renders the report (to stdout, or whole to each file of
 //! `--output`) and returns the exit code (0 ran, 1 the SLO was missed,
-//! 130/143 interrupted: the report is still written; 2 when the file of
+//! 130/143 interrupted: the report is still written; 2 when a file of
 //! `--output` cannot be).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use crate::error::{Result, exit};
+use crate::output::target::{self, Kind};
 pub use crate::settings::replay::ReplayArgs;
 use crate::settings::{Settings, replay::ReplaySettings};
 
@@ -16,9 +17,12 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     let rs = ReplaySettings::resolve(&args, settings)?;
     let w = rs.workload()?;
     // An --output that cannot be written fails before the ladder, not after.
-    if let Some(path) = &args.output {
-        crate::output::check_writable(path)?;
-    }
+    let outputs = target::resolve(
+        "replay",
+        &args.output,
+        Some(settings.format.into()),
+        &[Kind::Table, Kind::Json, Kind::Markdown],
+    )?;
     let conn = settings.conn().await?;
     let stop = Arc::new(AtomicBool::new(false));
     let signal = Arc::new(AtomicI32::new(0));
@@ -34,7 +38,15 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     let result = crate::replay::run::run(&conn, w, &rs.options, settings.log(), stop).await;
     listener.abort();
     let report = result?;
-    crate::output::deliver(&report, settings.format, args.output.as_deref())?;
+    if outputs.is_empty() {
+        crate::output::print(&report, settings.format)?;
+    }
+    for (kind, path) in &outputs {
+        let format = kind.format().ok_or_else(|| {
+            crate::error::Error::internal(format!("replay has no --output {}", kind.name()))
+        })?;
+        crate::output::deliver(&report, format, Some(path))?;
+    }
     let sig = signal.load(Ordering::Relaxed);
     if sig != 0 {
         return Ok(sig);

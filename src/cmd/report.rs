@@ -7,15 +7,25 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::error::{Error, Result, exit};
+use crate::output::target::{self, Kind, Target};
 use crate::report::{self, Inputs, Output};
 use crate::settings::Settings;
 use crate::wire::diff;
+
+/// What `-o` may name here.
+const WRITES: [Kind; 5] = [
+    Kind::Html,
+    Kind::Markdown,
+    Kind::Junit,
+    Kind::Sarif,
+    Kind::Gitlab,
+];
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:
   planck explain --format json -o e.json; planck report --explain e.json -o review.html
   planck report --explain e.json --replay r.json --previous old-e.json -o review.html --markdown review.md
-  planck report --explain e.json --junit junit.xml --sarif planck.sarif --gitlab gl-code-quality.json
+  planck report --explain e.json -o junit=junit.xml -o sarif=planck.sarif -o gitlab=gl-code-quality.json
 
 Exit codes: 0 written, 2 unreadable input (another format_version, truncated JSON) or unwritable output.")]
 pub struct ReportArgs {
@@ -28,39 +38,51 @@ pub struct ReportArgs {
     /// A previous explain JSON: the report gains "what changed" since it
     #[arg(long, value_name = "PATH")]
     pub previous: Option<PathBuf>,
-    /// The self-contained HTML review
-    #[arg(short, long, value_name = "PATH")]
-    pub output: Option<PathBuf>,
-    /// Its Markdown twin (fits a PR comment)
+    /// A file to write; repeatable. KIND is html (the self-contained review, a bare PATH's),
+    /// markdown (its twin, fits a PR comment), junit (a test case per statement and mode),
+    /// sarif (2.1.0, code scanning) or gitlab (code-quality JSON)
+    #[arg(short, long, value_name = "[KIND=]PATH")]
+    pub output: Vec<Target>,
+    /// The same as `-o markdown=PATH`
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
-    /// JUnit XML: a test case per statement and mode
+    /// The same as `-o junit=PATH`
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
-    /// SARIF 2.1.0 for code scanning
+    /// The same as `-o sarif=PATH`
     #[arg(long, value_name = "PATH")]
     pub sarif: Option<PathBuf>,
-    /// GitLab's code-quality JSON
+    /// The same as `-o gitlab=PATH`
     #[arg(long, value_name = "PATH")]
     pub gitlab: Option<PathBuf>,
 }
 
 pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
-    let outputs = [
-        (&args.output, Output::Html),
-        (&args.markdown, Output::Markdown),
-        (&args.junit, Output::Junit),
-        (&args.sarif, Output::Sarif),
-        (&args.gitlab, Output::Gitlab),
-    ];
-    if outputs.iter().all(|(p, _)| p.is_none()) {
+    // The shorthand flags are `-o KIND=PATH`s, resolved with the others.
+    let mut targets = args.output.clone();
+    for (path, kind) in [
+        (&args.markdown, Kind::Markdown),
+        (&args.junit, Kind::Junit),
+        (&args.sarif, Kind::Sarif),
+        (&args.gitlab, Kind::Gitlab),
+    ] {
+        if let Some(path) = path {
+            targets.push(Target {
+                kind: Some(kind),
+                path: path.clone(),
+            });
+        }
+    }
+    if targets.is_empty() {
         return Err(Error::Usage {
             message: "planck report has nothing to write".into(),
             hint: Some(
-                "name an output: -o review.html, --markdown, --junit, --sarif or --gitlab".into(),
+                "name an output: -o review.html, -o markdown=review.md, junit=, sarif= or gitlab="
+                    .into(),
             ),
         });
     }
+    let outputs = target::resolve("report", &targets, Some(Kind::Html), &WRITES)?;
     let explain = report::read_explain(&args.explain)?;
     let replay = args
         .replay
@@ -86,11 +108,11 @@ pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
         gate: None,
         lost_indexes: Vec::new(),
     };
-    for (path, output) in outputs {
-        if let Some(path) = path {
-            report::write(path, output, &inputs)?;
-            settings.info(&format!("wrote {}", path.display()));
-        }
+    for (kind, path) in &outputs {
+        let output = Output::of(*kind)
+            .ok_or_else(|| Error::internal(format!("report has no --output {}", kind.name())))?;
+        report::write(path, output, &inputs)?;
+        settings.info(&format!("wrote {}", path.display()));
     }
     Ok(exit::OK)
 }

@@ -47,6 +47,20 @@ pub enum Output {
 }
 
 impl Output {
+    /// The report output an `--output KIND=PATH` names, when it is one
+    /// (`markdown` is the review's Markdown twin here).
+    pub fn of(kind: crate::output::target::Kind) -> Option<Output> {
+        use crate::output::target::Kind;
+        match kind {
+            Kind::Html => Some(Output::Html),
+            Kind::Markdown => Some(Output::Markdown),
+            Kind::Junit => Some(Output::Junit),
+            Kind::Sarif => Some(Output::Sarif),
+            Kind::Gitlab => Some(Output::Gitlab),
+            Kind::Table | Kind::Json => None,
+        }
+    }
+
     /// Writes this output of `i` to `w`.
     pub fn render(self, w: &mut impl Write, i: &Inputs) -> io::Result<()> {
         match self {

@@ -61,22 +61,26 @@ pub struct CheckArgs {
     /// What fails the gate, comma-separated [default: [check] fail_on, else errors]
     #[arg(long, value_name = "GATES", value_delimiter = ',')]
     pub fail_on: Vec<String>,
-    /// Write the check result as JSON
+    /// A file to write; repeatable. KIND is json (the check result), markdown (the PR
+    /// comment), junit, sarif (2.1.0, code scanning), gitlab (code quality) or html (the review)
+    #[arg(short, long, value_name = "KIND=PATH")]
+    pub output: Vec<crate::output::target::Target>,
+    /// The same as `-o json=PATH`
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
-    /// Write the PR comment (Markdown)
+    /// The same as `-o markdown=PATH`
     #[arg(long, value_name = "PATH")]
     pub markdown: Option<PathBuf>,
-    /// Write JUnit XML
+    /// The same as `-o junit=PATH`
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
-    /// Write SARIF 2.1.0 (code scanning)
+    /// The same as `-o sarif=PATH`
     #[arg(long, value_name = "PATH")]
     pub sarif: Option<PathBuf>,
-    /// Write GitLab's code-quality JSON
+    /// The same as `-o gitlab=PATH`
     #[arg(long, value_name = "PATH")]
     pub gitlab: Option<PathBuf>,
-    /// Write the self-contained HTML review
+    /// The same as `-o html=PATH`
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
     /// Also replay the recorded workload briefly on the head database (and the base's) [default: [check] replay, else off]
@@ -96,11 +100,55 @@ pub struct CheckArgs {
 /// Where each report goes (paths from the current directory).
 #[derive(Debug, Clone, Default)]
 pub struct Outputs {
-    /// The check result itself (`--json`).
-    pub json: Option<PathBuf>,
+    /// The check result itself (`-o json=PATH`, `--json`), each file.
+    pub json: Vec<PathBuf>,
     /// The report files asked for, each with its output, in the order they
     /// are written.
     pub files: Vec<(PathBuf, Output)>,
+}
+
+impl Outputs {
+    /// `--output KIND=PATH` and the shorthand flags (`--json PATH` is
+    /// `-o json=PATH`), resolved together: a path named twice, a kind check
+    /// does not write or a bare path (check has no default kind) is an error.
+    fn resolve(args: &CheckArgs, settings: &Settings) -> Result<Outputs> {
+        use crate::output::target::{self, Kind, Target};
+        let mut targets = args.output.clone();
+        for (path, kind) in [
+            (&args.json, Kind::Json),
+            (&args.markdown, Kind::Markdown),
+            (&args.junit, Kind::Junit),
+            (&args.sarif, Kind::Sarif),
+            (&args.gitlab, Kind::Gitlab),
+            (&args.html, Kind::Html),
+        ] {
+            if let Some(path) = path {
+                targets.push(Target {
+                    kind: Some(kind),
+                    path: path.clone(),
+                });
+            }
+        }
+        for t in &mut targets {
+            t.path = settings.cwd.join(&t.path);
+        }
+        let writes = [
+            Kind::Json,
+            Kind::Markdown,
+            Kind::Junit,
+            Kind::Sarif,
+            Kind::Gitlab,
+            Kind::Html,
+        ];
+        let mut out = Outputs::default();
+        for (kind, path) in target::resolve("check", &targets, None, &writes)? {
+            match Output::of(kind) {
+                Some(output) => out.files.push((path, output)),
+                None => out.json.push(path),
+            }
+        }
+        Ok(out)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -260,7 +308,6 @@ impl CheckSettings {
                 ),
             },
         ];
-        let at = |p: &Option<PathBuf>| p.as_ref().map(|p| settings.cwd.join(p));
         Ok(CheckSettings {
             base: args.base.clone(),
             keep: args.keep,
@@ -271,19 +318,7 @@ impl CheckSettings {
             fail_on,
             cost_noise,
             replay,
-            outputs: Outputs {
-                json: at(&args.json),
-                files: [
-                    (&args.markdown, Output::Markdown),
-                    (&args.junit, Output::Junit),
-                    (&args.sarif, Output::Sarif),
-                    (&args.gitlab, Output::Gitlab),
-                    (&args.html, Output::Html),
-                ]
-                .into_iter()
-                .filter_map(|(path, output)| Some((at(path)?, output)))
-                .collect(),
-            },
+            outputs: Outputs::resolve(args, settings)?,
             described,
         })
     }
@@ -362,6 +397,39 @@ mod tests {
             crate::cli::Command::Check(a) => a,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn outputs_are_the_kinds_of_dash_o_and_the_shorthand_flags_together() {
+        let (d, s) = settings_with("");
+        let at = |n: &str| d.path().join(n).display().to_string();
+        let (a, b, c) = (at("a.json"), at("out/b.sarif"), at("c.xml"));
+        let r = CheckSettings::resolve(
+            &args(&[
+                "-o",
+                &format!("json={a}"),
+                "--output",
+                &format!("sarif={b}"),
+                "--junit",
+                &c,
+            ]),
+            &s,
+        )
+        .unwrap();
+        assert_eq!(r.outputs.json, vec![PathBuf::from(&a)]);
+        assert_eq!(
+            r.outputs.files,
+            vec![
+                (PathBuf::from(&b), Output::Sarif),
+                (PathBuf::from(&c), Output::Junit)
+            ]
+        );
+        // check has no default kind; a path named twice is refused.
+        let err = CheckSettings::resolve(&args(&["-o", &a]), &s).unwrap_err();
+        assert!(err.to_string().contains("names no kind"), "{err}");
+        let err = CheckSettings::resolve(&args(&["-o", &format!("html={a}"), "--json", &a]), &s)
+            .unwrap_err();
+        assert!(err.to_string().contains("named by two"), "{err}");
     }
 
     #[test]

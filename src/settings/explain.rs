@@ -145,9 +145,11 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "URL")]
     pub settings_from: Option<String>,
 
-    /// Write the result (in --format) to FILE instead of stdout, whole or not at all
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Write a result file instead of stdout, whole or not at all; repeatable. KIND is table,
+    /// json, markdown (those are --format's) or html, junit, sarif, gitlab (the review and CI
+    /// files `planck report` writes); a bare PATH is the result in --format
+    #[arg(short, long, value_name = "[KIND=]PATH")]
+    pub output: Vec<crate::output::target::Target>,
 }
 
 impl ExplainArgs {

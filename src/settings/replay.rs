@@ -140,9 +140,10 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "pNN=TIME@CLIENTS")]
     pub slo: Option<String>,
 
-    /// Write the result (in --format) to FILE instead of stdout, whole or not at all
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Write a result file instead of stdout, whole or not at all; repeatable. KIND is table,
+    /// json or markdown; a bare PATH is the result in --format
+    #[arg(short, long, value_name = "[KIND=]PATH")]
+    pub output: Vec<crate::output::target::Target>,
 }
 
 impl ReplayArgs {

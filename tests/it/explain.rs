@@ -339,6 +339,74 @@ fn issue5_ci_gate_fine_set_exits_0_seq_scan_1_baseline_0() {
     let file: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(file["summary"], v["summary"]);
     assert_eq!(findings(&file, "seq-scan").len(), 1);
+    // Several --output KIND=PATH in one run (issue 50, 1): the JSON, the
+    // CI files `planck report` writes from it (the same bytes), and a bare
+    // path in the default format; nothing on stdout.
+    let out = db.planck(
+        &[
+            "explain",
+            "--queries",
+            &q,
+            "--min-rows",
+            MIN_ROWS_DEVICES,
+            "-o",
+            "json=ci/e.json",
+            "-o",
+            "sarif=ci/planck.sarif",
+            "--output",
+            "junit=ci/junit.xml",
+            "-o",
+            "ci/explain.txt",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 1);
+    assert_eq!(stdout(&out), "");
+    let read = |n: &str| std::fs::read_to_string(dir.path().join("ci").join(n)).unwrap();
+    let file: Value = serde_json::from_str(&read("e.json")).unwrap();
+    assert_eq!(file["summary"], v["summary"]);
+    assert!(
+        read("explain.txt").contains("seq-scan"),
+        "{}",
+        read("explain.txt")
+    );
+    assert!(
+        read("junit.xml").contains("<failure"),
+        "{}",
+        read("junit.xml")
+    );
+    let sarif: Value = serde_json::from_str(&read("planck.sarif")).unwrap();
+    assert!(
+        sarif["runs"][0]["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["ruleId"] == "seq-scan"),
+        "{sarif:#}"
+    );
+    let from_report = db.planck(
+        &[
+            "report",
+            "--explain",
+            "ci/e.json",
+            "-o",
+            "sarif=ci/report.sarif",
+        ],
+        dir.path(),
+    );
+    assert_exit(&from_report, 0);
+    assert_eq!(read("report.sarif"), read("planck.sarif"));
+    // A kind explain does not write is refused before any work.
+    let out = db.planck(
+        &["explain", "--queries", &q, "-o", "sarfi=ci/x.sarif"],
+        dir.path(),
+    );
+    assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("`sarfi` is not a kind"),
+        "{}",
+        stderr(&out)
+    );
 
     let (code, _) = run(&q, &["--write-baseline"]);
     assert_eq!(code, 0);

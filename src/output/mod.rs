@@ -7,9 +7,12 @@
 //! [`render`] is the one place a format is chosen, and [`print`] writes the
 //! result to stdout, or [`deliver`] to the file of `--output` (written whole,
 //! see [`write_file`]). A new format is a variant and a method of the trait.
+//! [`target`] reads `--output [KIND=]PATH`, the same for every command.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+pub mod target;
 
 use clap::ValueEnum;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
