@@ -565,6 +565,26 @@ pub fn overlay(generated: &mut Table, user: &Table) {
             generated.insert(k.clone(), v.clone());
         }
     }
+    let excluded: Vec<String> = match user.get("exclude") {
+        Some(Value::Array(ex)) => ex.iter().filter_map(Value::as_str).map(key).collect(),
+        _ => Vec::new(),
+    };
+    // The made `[tenant]` drops what the user excluded: the whole of it
+    // when its table is, a heavy tenant of an excluded table.
+    if !user.contains_key("tenant")
+        && let Some(Value::Table(t)) = generated.get_mut("tenant")
+    {
+        let gone = |v: Option<&Value>| {
+            v.and_then(Value::as_str)
+                .is_some_and(|n| excluded.contains(&key(n)))
+        };
+        if let Some(Value::Array(h)) = t.get_mut("heavy") {
+            h.retain(|x| !gone(x.get("table")));
+        }
+        if gone(t.get("table")) {
+            generated.remove("tenant");
+        }
+    }
     let gen_tables = match generated
         .entry("tables")
         .or_insert_with(|| Value::Table(Table::new()))
@@ -572,10 +592,8 @@ pub fn overlay(generated: &mut Table, user: &Table) {
         Value::Table(t) => t,
         _ => unreachable!("the generated `tables` is a table"),
     };
-    if let Some(Value::Array(ex)) = user.get("exclude") {
-        for e in ex.iter().filter_map(Value::as_str) {
-            gen_tables.remove(&key(e));
-        }
+    for e in &excluded {
+        gen_tables.remove(e);
     }
     let Some(Value::Table(user_tables)) = user.get("tables") else {
         return;
@@ -611,4 +629,151 @@ pub fn to_text(spec: &Table, source: &str) -> String {
         "# The spec `planck seed --stats` made of {source}.\n{}",
         toml::to_string(spec).expect("a TOML table serializes")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::stats::ForeignKeyStats;
+
+    fn col(name: &str, type_name: &str) -> ColumnStats {
+        ColumnStats {
+            name: name.into(),
+            type_name: type_name.into(),
+            values_kept: type_name != "text",
+            analyzed: true,
+            null_frac: Some(0.0),
+            ..ColumnStats::default()
+        }
+    }
+
+    fn strings(v: &[&str]) -> Option<Vec<Option<String>>> {
+        Some(v.iter().map(|s| Some(s.to_string())).collect())
+    }
+
+    fn file() -> StatsFile {
+        let table = |name: &str, rows: f32, columns: Vec<ColumnStats>| TableStats {
+            schema: "public".into(),
+            name: name.into(),
+            kind: "table".into(),
+            reltuples: rows,
+            relpages: 10,
+            bytes: 8192,
+            analyzed: true,
+            columns,
+            extended: vec![],
+        };
+        let mut id = col("id", "bigint");
+        id.n_distinct = Some(-1.0);
+        let mut tenant = col("tenant_id", "integer");
+        tenant.most_common_vals = strings(&["7", "3", "9"]);
+        tenant.most_common_freqs = Some(vec![0.4, 0.2, 0.1]);
+        let mut status = col("status", "text");
+        status.most_common_vals = strings(&["ok", "failed"]);
+        status.most_common_freqs = Some(vec![0.9, 0.1]);
+        let mut note = col("note", "text");
+        note.null_frac = Some(0.3);
+        note.histogram_bounds = strings(&["a", "m", "z"]);
+        note.histogram_len = 3;
+        let mut at = col("at", "timestamp with time zone");
+        at.histogram_bounds = strings(&[
+            "2024-01-01 00:00:00+00",
+            "2024-01-02 00:00:00+00",
+            "2024-03-01 00:00:00+00",
+        ]);
+        at.histogram_len = 3;
+        at.correlation = Some(0.99);
+        StatsFile {
+            format_version: 1,
+            planck_version: "0".into(),
+            server_version_num: 150004,
+            values: ValuesMode::Keep,
+            source: "views".into(),
+            schema_fingerprint: String::new(),
+            tables: vec![
+                table("accounts", 10.0, vec![id.clone()]),
+                table("events", 1000.0, vec![id, tenant, status, note, at]),
+            ],
+            foreign_keys: vec![ForeignKeyStats {
+                table: "public.events".into(),
+                columns: vec!["tenant_id".into()],
+                references: "public.accounts".into(),
+                referenced_columns: vec!["id".into()],
+            }],
+        }
+    }
+
+    /// Each statistic the spec can say, said; each it cannot, one note.
+    #[test]
+    fn a_file_becomes_a_spec_and_notes_what_it_cannot_say() {
+        let made = spec_from(&file(), false);
+        let text = to_text(&made.spec, "f.json");
+        let spec: Table = toml::from_str(&text).unwrap();
+        let events = &spec["tables"]["events"];
+        assert_eq!(events["rows"].as_integer(), Some(1000));
+        let cols = events["columns"].as_table().unwrap();
+        assert!(!cols.contains_key("id") && !cols.contains_key("tenant_id"));
+        assert_eq!(cols["status"]["values"]["ok"].as_float(), Some(0.9));
+        assert_eq!(cols["note"]["null"].as_float(), Some(0.3));
+        assert!(cols["note"].get("values").is_none());
+        assert_eq!(
+            cols["at"]["range"][1].as_str(),
+            Some("2024-03-01 00:00:00+00")
+        );
+        let tenant = &spec["tenant"];
+        assert_eq!(tenant["table"].as_str(), Some("accounts"));
+        assert_eq!(tenant["heavy"][0]["tenant"].as_integer(), Some(1));
+        assert_eq!(tenant["heavy"][0]["share"].as_float(), Some(0.4));
+        assert!(tenant["distribution"]["zipf"].as_float().unwrap() > 1.0);
+        let notes = made.notes.join("\n");
+        for kind in [
+            "histogram shapes (the range is drawn uniformly between its first and last bound): 1 (public.events.at)",
+            "physical order (|correlation| > 0.9; the seed's values come in no order): 1 (public.events.at)",
+            "text distributions beyond their most common values (no spec key draws text between histogram bounds): 1 (public.events.note)",
+        ] {
+            assert!(notes.contains(kind), "{notes}");
+        }
+        assert_eq!(made.notes.len(), 3, "{notes}");
+        // --exact-tenants: the captured ids are the tenant numbers; beyond
+        // the tenant count, none.
+        let exact = spec_from(&file(), true);
+        let heavy = exact.spec["tenant"]["heavy"].as_array().unwrap();
+        let ids: Vec<i64> = heavy
+            .iter()
+            .filter_map(|h| h["tenant"].as_integer())
+            .collect();
+        assert_eq!(ids, vec![7, 3, 9]);
+    }
+
+    /// The user's spec wins: its column replaces the made one whole, its
+    /// `rows` or `per` the made size, its exclude removes the table.
+    #[test]
+    fn a_users_spec_is_laid_over_table_by_table_and_column_by_column() {
+        let mut made = spec_from(&file(), false).spec;
+        let user: Table = toml::from_str(
+            "exclude = [\"public.accounts\"]\n[tables.\"public.events\"]\nper = \"x\"\n\
+             [tables.\"public.events\".columns]\nstatus = { gen = \"word\" }\n",
+        )
+        .unwrap();
+        overlay(&mut made, &user);
+        let tables = made["tables"].as_table().unwrap();
+        assert!(!tables.contains_key("accounts") && !tables.contains_key("events"));
+        assert!(made.get("tenant").is_none(), "the tenant table is excluded");
+        let events = &tables["public.events"];
+        assert!(events.get("rows").is_none());
+        assert_eq!(events["per"].as_str(), Some("x"));
+        let status = events["columns"]["status"].as_table().unwrap();
+        assert_eq!(status.len(), 1, "{status:?}");
+        assert_eq!(events["columns"]["note"]["null"].as_float(), Some(0.3));
+    }
+
+    #[test]
+    fn timestamps_and_zipf_fits() {
+        assert_eq!(micros("1970-01-02"), Some(86_400_000_000));
+        assert_eq!(micros("1970-01-01 01:00:00+01"), Some(0));
+        assert_eq!(micros("1970-01-01 00:00:01.5"), Some(1_500_000));
+        let s = zipf_fit(&[1.0, 0.5, 1.0 / 3.0, 0.25]).unwrap();
+        assert!((s - 1.0).abs() < 1e-9, "{s}");
+        assert_eq!(zipf_fit(&[0.5]), None);
+    }
 }

@@ -283,3 +283,60 @@ fn a_spec_overrides_the_file_and_scale_multiplies_its_rows() {
         .unwrap();
     assert!((nulls / 10000.0 - 0.3).abs() < 0.02, "{nulls}");
 }
+
+/// `--exact-tenants`: production's heaviest tenant is id 37, not the first
+/// row; with the flag the copy's heaviest is 37 too, at its share (the
+/// captured ids are tenant numbers, the seed numbering its tenants from 1
+/// as an integer key does); without it the heaviest is the seed's tenant 1.
+#[test]
+fn exact_tenants_keeps_the_captured_tenant_ids_and_their_shares() {
+    let prod = test_db!("prod");
+    prod.exec(SCHEMA);
+    prod.exec(&PRODUCTION.replace(
+        "least(100, floor(exp(((g * 7919) % 10007) / 10007.0 * ln(101)))::int)",
+        "(least(100, floor(exp(((g * 7919) % 10007) / 10007.0 * ln(101)))::int) + 35) % 100 + 1",
+    ));
+    let dir = common::project_dir();
+    let out = prod.planck(
+        &["stats", "capture", "--values", "keep", "-o", "prod.json"],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let expected = read_json(&dir.path().join("prod.json"));
+    let tenant = column(&expected, "events", "tenant_id");
+    assert_eq!(tenant["most_common_vals"][0], "37", "{tenant:#}");
+    let share = freqs(tenant)[0];
+
+    let heaviest = |db: &common::TestDb| -> (String, f64) {
+        let r = db.query_strings(
+            "SELECT tenant_id || ' ' || count(*) FROM events GROUP BY tenant_id \
+             ORDER BY count(*) DESC LIMIT 1",
+        );
+        let (id, n) = r[0].split_once(' ').unwrap();
+        (id.to_string(), n.parse::<f64>().unwrap() / 50000.0)
+    };
+    let exact = test_db!("exact");
+    exact.exec(SCHEMA);
+    let out = exact.planck(
+        &[
+            "seed",
+            "--no-spec",
+            "--stats",
+            "prod.json",
+            "--exact-tenants",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let (id, got) = heaviest(&exact);
+    assert_eq!(id, "37");
+    assert!((got - share).abs() < 0.01, "{got} {share}");
+
+    let ranked = test_db!("ranked");
+    ranked.exec(SCHEMA);
+    let out = ranked.planck(&["seed", "--no-spec", "--stats", "prod.json"], dir.path());
+    assert_exit(&out, 0);
+    let (id, got) = heaviest(&ranked);
+    assert_eq!(id, "1");
+    assert!((got - share).abs() < 0.01, "{got} {share}");
+}
