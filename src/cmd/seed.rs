@@ -28,7 +28,19 @@ pub async fn run_on(
     settings: &Settings,
 ) -> Result<i32> {
     // Every flag is checked before anything touches a database.
-    let s = SeedSettings::resolve(&args, settings)?;
+    let mut s = SeedSettings::resolve(&args, settings)?;
+    // `--stats FILE`: the file made a spec, the spec resolved above laid over it.
+    if let Some(path) = &args.stats {
+        let path = settings.cwd.join(path);
+        let made = crate::settings::seed_stats::spec(
+            &path,
+            s.options.spec.as_ref(),
+            args.exact_tenants,
+            settings.log(),
+        )?;
+        s.options.spec = Some(made.0);
+        made.1.iter().for_each(|line| settings.log().info(line));
+    }
     let conn = match conn {
         Some(c) => c.clone(),
         None => settings.conn().await?,

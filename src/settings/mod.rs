@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::output::{Format, Log};
 
 pub(crate) mod seed;
+pub(crate) mod seed_stats;
 pub(crate) mod template;
 
 #[derive(Debug, Clone)]

@@ -72,6 +72,14 @@ pub struct SeedArgs {
     /// applies), or the partitions planck created for the named table
     #[arg(long, value_name = "NAME")]
     pub forget: Vec<String>,
+    /// Seed from a file `planck stats capture` wrote: its row counts (times --scale) and each
+    /// column's NULL share and values; a spec still wins where it says something
+    #[arg(long, value_name = "FILE", conflicts_with = "restore")]
+    pub stats: Option<PathBuf>,
+    /// With --stats: the tenant column's most common values are tenant numbers, kept with
+    /// their row shares (an integer tenant key numbered from 1)
+    #[arg(long, requires = "stats")]
+    pub exact_tenants: bool,
     /// Leave partitioned tables that have no partition as they are (by default planck creates
     /// partitions covering the rows it generates)
     #[arg(long)]

@@ -65,4 +65,5 @@ mod seed_safety;
 mod seed_sizing;
 mod seed_types;
 mod stats_capture;
+mod stats_seed;
 mod walkthrough;
