@@ -177,7 +177,13 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         summary.notes.tables_held = held;
         // Each table's sizing role and why (issue 47): what a dry run is for.
         let reference: Vec<usize> = kept.reference.iter().map(|r| r.0).collect();
-        summary.set_roles(&sizing_roles::describe(&cat, &plan, &sf, &reference));
+        summary.set_roles(&sizing_roles::describe(
+            &cat,
+            &plan,
+            &sf,
+            &reference,
+            &kept.grown,
+        ));
         return Ok(summary);
     };
     let writing_oids: Vec<(String, u32)> = plan
@@ -228,6 +234,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             shard: opts.shard,
             fault: None,
             keep: kept.skipped_oids(&cat),
+            grow: kept.grown_oids(&cat),
             kept_names,
             all_or_nothing: opts.all_or_nothing,
             done,
