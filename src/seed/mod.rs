@@ -152,6 +152,15 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     if !kept_names.is_empty() {
         log.debug(&format!("kept as they were: {}", kept_names.join(", ")));
     }
+    for g in &kept.grown {
+        log.info(&format!(
+            "{}: its {} kept, new rows from key {} (a core entity: {})",
+            cat.tables[g.table].display(),
+            crate::output::count_of(g.kept, "row"),
+            g.last.saturating_add(1),
+            g.why
+        ));
+    }
     // Rows an earlier seed wrote are not the migrations' reference data, but
     // without --truncate they are kept the same way: say so up front.
     let seeded_before = kept.seeded_before(&cat, &seeded);

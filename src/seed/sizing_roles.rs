@@ -633,6 +633,53 @@ mod tests {
     }
 
     #[test]
+    fn a_leaf_that_grows_with_use_or_hangs_off_the_core_is_a_root_of_the_core() {
+        let mut v = vec![
+            node("users", &[]),
+            node("posts", &[(0, true)]),
+            node("likes", &[(0, true), (1, true)]),
+            node("sessions", &[]),
+            node("search_index", &[]),
+            node("menu_items", &[]),
+        ];
+        v[3].big_leaf = Some("a key, a payload and a timestamp".into());
+        v[4].big_leaf = Some("a generic relation".into());
+        let s = classify(&v);
+        assert_eq!(
+            s[3].as_ref().unwrap().line(),
+            "core: nothing references it, but a key, a payload and a timestamp"
+        );
+        assert!(s[3].as_ref().unwrap().grows_from.is_empty());
+        assert_eq!(s[4].as_ref().unwrap().role, Role::Core);
+        assert_eq!(s[5].as_ref().unwrap().role, Role::Configuration);
+    }
+
+    #[test]
+    fn a_grown_table_seeds_the_core_and_says_so() {
+        // Pages hold rows the seed grows; their one child alone is no hub
+        // when a table elsewhere has two referrers.
+        let mut v = vec![
+            node("pages", &[]),
+            node("blog_pages", &[(0, true)]),
+            node("users", &[]),
+            node("a", &[(2, true)]),
+            node("b", &[(2, true)]),
+        ];
+        v[0].grown = Some("2 rows kept".into());
+        let s = classify(&v);
+        assert_eq!(s[0].as_ref().unwrap().role, Role::Grown);
+        assert_eq!(
+            s[0].as_ref().unwrap().line(),
+            "grown: 2 rows kept; referenced by 1 table"
+        );
+        assert_eq!(s[1].as_ref().unwrap().role, Role::Core);
+        assert_eq!(s[1].as_ref().unwrap().grows_from, vec![0]);
+        // Without it, pages and their child are apart from the core.
+        v[0].grown = None;
+        assert_eq!(classify(&v)[0].as_ref().unwrap().role, Role::Configuration);
+    }
+
+    #[test]
     fn configuration_rows_are_a_hundredth_of_a_root_at_most_a_few_dozen() {
         assert_eq!(configuration_rows(25_000.0), CONFIGURATION_MAX);
         assert_eq!(configuration_rows(2_000.0), 20);
