@@ -77,6 +77,9 @@ pub struct LoadOptions {
     /// Oids of plan tables kept as they are (reference data): not
     /// truncated, not loaded, their foreign keys untouched.
     pub keep: Vec<u32>,
+    /// Oids of plan tables grown past the rows they hold (see
+    /// [`crate::seed::reference::Grown`]): loaded without `TRUNCATE`.
+    pub grow: Vec<u32>,
     /// Every table kept as it was (reference data and migration
     /// bookkeeping), for the summary.
     pub kept_names: Vec<String>,
@@ -912,6 +915,12 @@ impl Producer {
 /// in the key references nothing.
 async fn refuse_to_overwrite(admin: &Client, plan: &SeedPlan, opts: &LoadOptions) -> Result<()> {
     let seeded = seeded_oids(plan, opts);
+    // A grown table is not emptied: its kept rows stay referenced.
+    let emptied: Vec<u32> = seeded
+        .iter()
+        .copied()
+        .filter(|o| !opts.grow.contains(o))
+        .collect();
     let blockers = admin
         .query(
             "SELECT c.conrelid::regclass::text,
@@ -919,10 +928,10 @@ async fn refuse_to_overwrite(admin: &Client, plan: &SeedPlan, opts: &LoadOptions
                FROM pg_constraint c
                CROSS JOIN LATERAL unnest(c.conkey) WITH ORDINALITY k(attnum, n)
                JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.attnum
-              WHERE c.contype = 'f' AND c.confrelid = ANY($1) AND NOT c.conrelid = ANY($1)
+              WHERE c.contype = 'f' AND c.confrelid = ANY($2) AND NOT c.conrelid = ANY($1)
                 AND NOT c.conrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = ANY($1))
               GROUP BY c.oid, c.conrelid",
-            &[&seeded],
+            &[&seeded, &emptied],
         )
         .await
         .map_err(|e| Error::db("listing referencing tables", e))?;
@@ -1065,7 +1074,7 @@ async fn load_tables(
             cancel.clone(),
             backends.clone(),
         );
-        let truncate = !sharded;
+        let truncate = !sharded && !opts.grow.contains(&tp.oid);
         let partial = !sharded && !opts.all_or_nothing;
         let trace = log.verbose && !log.quiet;
         let fault = opts

@@ -152,6 +152,15 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     if !kept_names.is_empty() {
         log.debug(&format!("kept as they were: {}", kept_names.join(", ")));
     }
+    for g in &kept.grown {
+        log.info(&format!(
+            "{}: its {} kept, new rows from key {} (a core entity: {})",
+            cat.tables[g.table].display(),
+            crate::output::count_of(g.kept, "row"),
+            g.last.saturating_add(1),
+            g.why
+        ));
+    }
     // Rows an earlier seed wrote are not the migrations' reference data, but
     // without --truncate they are kept the same way: say so up front.
     let seeded_before = kept.seeded_before(&cat, &seeded);
@@ -177,7 +186,13 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         summary.notes.tables_held = held;
         // Each table's sizing role and why (issue 47): what a dry run is for.
         let reference: Vec<usize> = kept.reference.iter().map(|r| r.0).collect();
-        summary.set_roles(&sizing_roles::describe(&cat, &plan, &sf, &reference));
+        summary.set_roles(&sizing_roles::describe(
+            &cat,
+            &plan,
+            &sf,
+            &reference,
+            &kept.grown,
+        ));
         return Ok(summary);
     };
     let writing_oids: Vec<(String, u32)> = plan
@@ -228,6 +243,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             shard: opts.shard,
             fault: None,
             keep: kept.skipped_oids(&cat),
+            grow: kept.grown_oids(&cat),
             kept_names,
             all_or_nothing: opts.all_or_nothing,
             done,

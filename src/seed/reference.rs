@@ -9,6 +9,17 @@
 //! columns other tables' foreign keys reference get [`Gen::Listed`] with
 //! those keys: a foreign key's pick (arithmetic on the parent's row range,
 //! whatever its kind) then lands on a key that exists. The load skips it.
+//!
+//! A table the migrations filled with a few rows is not always reference
+//! data (issue 47): Wagtail's migrations write the root and home pages into
+//! `wagtailcore_page`, which a production site holds thousands of. A kept
+//! table whose shape says it is a core entity ([`core_entity`]: a serial or
+//! identity key, a wide row, and one-to-one children, a reference to itself
+//! or many tables referencing it) is **grown** instead: its rows stay as
+//! they are, the seed adds rows whose keys start past the largest one there
+//! (the sequence is moved past them after the load), and the tables under
+//! it pick among the new rows. Narrow lookup tables (content types,
+//! locales, a forum's 3 categories) stay reference data.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -40,6 +51,100 @@ pub struct Kept {
     /// alone reference them (`--truncate` would have replaced them), each
     /// with that table's name.
     pub held: Vec<(usize, String)>,
+    /// Tables holding rows whose shape says they are core entities: their
+    /// rows stay and the seed adds more past them (see [`Grown`]).
+    pub grown: Vec<Grown>,
+}
+
+/// A table the migrations filled with a few rows that the seed grows: the
+/// kept rows stay as they are, new rows get keys past `last`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grown {
+    /// Catalog index.
+    pub table: usize,
+    /// The serial or identity key column.
+    pub key: usize,
+    /// The largest key the table holds (new keys start at `last + 1`).
+    pub last: i64,
+    /// Rows it held before the seed.
+    pub kept: u64,
+    /// Why its shape is a core entity's (`29 columns, 14 one-to-one children`).
+    pub why: String,
+}
+
+/// Most rows a table may hold and still be grown: more than this, and the
+/// rows are not a migration's few but data of their own, kept as they are.
+pub const MAX_GROWN_KEPT: i64 = 1_000;
+
+/// Columns a core entity has at least: lookup tables are narrow (a key, a
+/// code, a name, a parent), the rows an application is about are not.
+pub const CORE_ENTITY_COLUMNS: usize = 8;
+
+/// Tables referencing a wide table that make it a core entity without
+/// one-to-one children or a reference to itself.
+pub const CORE_ENTITY_REFERRERS: usize = 3;
+
+/// Whether table `i`'s shape is a core entity's, whatever rows it holds:
+/// its key column and why, or None for reference data. A core entity has a
+/// one-column serial or identity primary key, the only column foreign keys
+/// into it reference (new keys past the kept ones are then all a pick
+/// needs); at least [`CORE_ENTITY_COLUMNS`] columns; and one-to-one
+/// children (tables whose key is a foreign key to it: multi-table
+/// inheritance, as Wagtail's page types), a foreign key to itself (a tree),
+/// or at least [`CORE_ENTITY_REFERRERS`] tables referencing it.
+pub fn core_entity(cat: &Schema, i: usize) -> Option<(usize, String)> {
+    let t = &cat.tables[i];
+    let pk = t.uniques.iter().find(|u| u.primary)?;
+    let [key] = pk.cols[..] else { return None };
+    let col = &t.columns[key];
+    if !col.kind.is_int() || (col.sequence.is_none() && !col.identity) {
+        return None;
+    }
+    if referenced_columns(cat, i).iter().any(|c| *c != key) {
+        return None;
+    }
+    let width = t.columns.iter().filter(|c| !c.generated).count();
+    if width < CORE_ENTITY_COLUMNS {
+        return None;
+    }
+    let mut one_to_one = std::collections::BTreeSet::new();
+    let mut referrers = std::collections::BTreeSet::new();
+    for (c, child) in cat.tables.iter().enumerate() {
+        if c == i {
+            continue;
+        }
+        for f in child.fks.iter().filter(|f| f.parent == Some(i)) {
+            referrers.insert(c);
+            let mut cols = f.cols.clone();
+            cols.sort_unstable();
+            if child.uniques.iter().any(|u| {
+                let mut k = u.cols.clone();
+                k.sort_unstable();
+                k == cols
+            }) {
+                one_to_one.insert(c);
+            }
+        }
+    }
+    let tree = t.fks.iter().any(|f| f.parent == Some(i));
+    if one_to_one.is_empty() && !tree && referrers.len() < CORE_ENTITY_REFERRERS {
+        return None;
+    }
+    let mut why = vec![format!("{width} columns")];
+    match one_to_one.len() {
+        0 => {}
+        1 => why.push("1 one-to-one child".into()),
+        k => why.push(format!("{k} one-to-one children")),
+    }
+    if tree {
+        why.push("references itself".into());
+    }
+    match referrers.len() {
+        0 => {}
+        1 => why.push("referenced by 1 table".into()),
+        k => why.push(format!("referenced by {k} tables")),
+    }
+    Some((key, why.join(", ")))
 }
 
 impl Kept {
@@ -140,6 +245,23 @@ impl Kept {
         }
         for i in keep {
             let t = &cat.tables[i];
+            // A core entity the migrations wrote a few rows into is grown
+            // (not rows of an earlier seed: those are kept, as warned).
+            let before = seeded.contains(&format!("{}.{}", t.schema, t.name));
+            if loads
+                && !before
+                && let Some((key, why)) = core_entity(cat, i)
+                && let Some((last, rows)) = catalog_last_key(client, t, key).await?
+            {
+                kept.grown.push(Grown {
+                    table: i,
+                    key,
+                    last,
+                    kept: rows,
+                    why,
+                });
+                continue;
+            }
             let cols = referenced_columns(cat, i);
             let keys = if cols.is_empty() {
                 Vec::new()
@@ -210,6 +332,11 @@ impl Kept {
         v
     }
 
+    /// The oids of the tables the load grows: written without `TRUNCATE`.
+    pub fn grown_oids(&self, cat: &Schema) -> Vec<u32> {
+        self.grown.iter().map(|g| cat.tables[g.table].oid).collect()
+    }
+
     /// The kept tables (by display name, sorted) an earlier seed wrote
     /// (`seeded`, as `schema.table`), rather than the migrations.
     pub fn seeded_before(
@@ -228,8 +355,26 @@ impl Kept {
         v
     }
 
-    /// Gives each referenced column of a reference table its existing keys.
+    /// Gives each referenced column of a reference table its existing keys,
+    /// and each grown table's key a sequence past the keys it holds.
     pub fn wire(&self, cat: &Schema, plan: &mut SeedPlan) {
+        for g in &self.grown {
+            let oid = cat.tables[g.table].oid;
+            let Some(tp) = plan.tables.iter_mut().find(|tp| tp.oid == oid) else {
+                continue;
+            };
+            let past = g.last.saturating_add(1);
+            tp.cols[g.key].generator = match tp.cols[g.key].generator {
+                Gen::Sequence { start, step } if step > 0 => Gen::Sequence {
+                    start: start.max(past),
+                    step,
+                },
+                _ => Gen::Sequence {
+                    start: past,
+                    step: 1,
+                },
+            };
+        }
         for (oid, cols) in self.keys(cat).0 {
             let Some(tp) = plan.tables.iter_mut().find(|tp| tp.oid == oid) else {
                 continue;
@@ -322,6 +467,28 @@ async fn held_by_references(
         }
         held.extend(more);
     }
+}
+
+/// The largest key of a table a core entity's shape may grow, and its rows:
+/// None when it holds more than [`MAX_GROWN_KEPT`] rows (data of its own).
+async fn catalog_last_key(
+    client: &Client,
+    t: &catalog::Table,
+    key: usize,
+) -> Result<Option<(i64, u64)>> {
+    let only = if t.partitioned { "" } else { "ONLY " };
+    let sql = format!(
+        "SELECT coalesce(max({k})::bigint, 0), count(*) FROM (SELECT {k} FROM {only}{} LIMIT {}) s",
+        t.qualified(),
+        MAX_GROWN_KEPT + 1,
+        k = crate::db::quote_ident(&t.columns[key].name),
+    );
+    let row = client
+        .query_one(&sql, &[])
+        .await
+        .map_err(|e| Error::db(format!("reading the keys {} holds", t.display()), e))?;
+    let (last, rows): (i64, i64) = (row.get(0), row.get(1));
+    Ok((rows <= MAX_GROWN_KEPT).then_some((last, rows as u64)))
 }
 
 /// The columns of table `i` that foreign keys of other tables reference, in

@@ -18,7 +18,17 @@
 //! - **configuration**: a table of a part of the schema with no hub, such
 //!   as a table nothing references and that references nothing generated:
 //!   10 to 50 rows ([`configuration_rows`]);
-//! - **spec** and **tenant**: the spec (or the tenant inference) sizes it.
+//! - **spec** and **tenant**: the spec (or the tenant inference) sizes it;
+//! - **grown**: a core table the migrations wrote a few rows into whose
+//!   shape is a core entity's ([`crate::seed::reference::core_entity`]):
+//!   its rows are kept and the seed adds more past their keys, sized as
+//!   core.
+//!
+//! A table nothing references is not small for that alone ([`big_leaf`]):
+//! one whose rows hang off every object of the core (a generic relation,
+//! `content_type_id` and `object_id`, as a search index or an audit log) or
+//! that grows with use (a key, a payload and a timestamp: sessions, tokens,
+//! caches) is a root of the core.
 //!
 //! A schema with no foreign key between its generated tables has no core to
 //! tell apart: every table is a root of the core, as before. The functions
@@ -53,6 +63,9 @@ pub enum Role {
     Core,
     /// Outside the core: kept small.
     Configuration,
+    /// Rows already there, kept, and more added past their keys: a core
+    /// entity the migrations wrote a few rows into.
+    Grown,
 }
 
 impl Role {
@@ -64,6 +77,7 @@ impl Role {
             Role::Tenant => "tenant",
             Role::Core => "core",
             Role::Configuration => "configuration",
+            Role::Grown => "grown",
         }
     }
 }
@@ -81,6 +95,73 @@ pub struct Node {
     pub tenant: bool,
     /// Its foreign keys: the parent's index and whether the key is NOT NULL.
     pub parents: Vec<(usize, bool)>,
+    /// Why a table nothing references is large all the same ([`big_leaf`]).
+    pub big_leaf: Option<String>,
+    /// Why a table holding rows is grown (a core entity's shape), when it is.
+    pub grown: Option<String>,
+}
+
+/// Why table `t` is large even when nothing references it, or None: its
+/// rows hang off the objects of the core (a generic relation: a foreign key
+/// named `content_type...` beside an `object_id`/`object_pk` column, one row
+/// per object indexed, logged or tagged), or grow with use (a narrow table,
+/// at most 5 columns, of a primary key, a timestamp and a payload: text,
+/// bytea or json; sessions, tokens, caches).
+pub fn big_leaf(t: &crate::catalog::schema::Table) -> Option<String> {
+    use crate::catalog::schema::TypeKind;
+    let fk_cols: BTreeSet<usize> = t.fks.iter().flat_map(|f| f.cols.iter().copied()).collect();
+    let content_type = t
+        .fks
+        .iter()
+        .find(|f| f.cols.len() == 1 && t.columns[f.cols[0]].name.contains("content_type"));
+    let object = t.columns.iter().enumerate().find(|(c, col)| {
+        !fk_cols.contains(c)
+            && (col.name == "object_id"
+                || col.name == "object_pk"
+                || col.name.ends_with("_object_id"))
+    });
+    if let (Some(f), Some((_, o))) = (content_type, object) {
+        return Some(format!(
+            "a generic relation ({}, {}): a row per object of the core",
+            t.columns[f.cols[0]].name, o.name
+        ));
+    }
+    let pk: BTreeSet<usize> = t
+        .uniques
+        .iter()
+        .find(|u| u.primary)?
+        .cols
+        .iter()
+        .copied()
+        .collect();
+    let cols: Vec<(usize, &crate::catalog::schema::Column)> = t
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.generated)
+        .collect();
+    if cols.len() > 5 {
+        return None;
+    }
+    let rest = || {
+        cols.iter()
+            .filter(|(c, _)| !pk.contains(c))
+            .map(|(_, col)| col)
+    };
+    let timestamp = rest().find(|c| {
+        matches!(
+            c.kind,
+            TypeKind::Timestamp | TypeKind::Timestamptz | TypeKind::Date
+        )
+    })?;
+    let payload = rest().find(|c| {
+        matches!(c.kind, TypeKind::Bytea | TypeKind::Json | TypeKind::Jsonb)
+            || (matches!(c.kind, TypeKind::Text) && c.max_len.is_none())
+    })?;
+    Some(format!(
+        "a key, a payload ({}) and a timestamp ({}): rows that grow with use",
+        payload.name, timestamp.name
+    ))
 }
 
 /// A table's role and why, for the planner and `--dry-run`.
@@ -129,6 +210,8 @@ pub fn nodes(
                     Some((p, f.cols.iter().all(|c| t.columns[*c].not_null)))
                 })
                 .collect(),
+            big_leaf: big_leaf(t),
+            grown: None,
         })
         .collect()
 }
@@ -159,7 +242,12 @@ pub fn classify(nodes: &[Node]) -> Vec<Option<Shape>> {
     let mut core = vec![!any_edge; n];
     let mut stack: Vec<usize> = (0..n)
         .filter(|&i| generated(i))
-        .filter(|&i| referrers[i].len() >= hub_at || nodes[i].tenant || nodes[i].spec.is_some())
+        .filter(|&i| {
+            referrers[i].len() >= hub_at
+                || nodes[i].tenant
+                || nodes[i].spec.is_some()
+                || nodes[i].grown.is_some()
+        })
         .collect();
     if any_edge {
         // The connected parts that hold a hub are the core.
@@ -197,6 +285,16 @@ pub fn classify(nodes: &[Node]) -> Vec<Option<Shape>> {
                     Role::Tenant,
                     "--rows tenants, the tables under it skewed by tenant".into(),
                 ));
+            }
+            if !core[i]
+                && let Some(why) = &node.big_leaf
+            {
+                let why = if referenced.is_empty() {
+                    format!("nothing references it, but {why}")
+                } else {
+                    format!("{referenced}, apart from the core, but {why}")
+                };
+                return Some(shape(Role::Core, why));
             }
             if !core[i] {
                 let why = if !referenced.is_empty() {
@@ -244,8 +342,12 @@ pub fn classify(nodes: &[Node]) -> Vec<Option<Shape>> {
                     format!("{child}; {referenced}")
                 }
             };
+            let (role, why) = match &node.grown {
+                Some(g) if !g.is_empty() => (Role::Grown, format!("{g}; {why}")),
+                _ => (Role::Core, why),
+            };
             Some(Shape {
-                role: Role::Core,
+                role,
                 why,
                 grows_from,
             })
@@ -317,6 +419,7 @@ pub fn describe(
     plan: &SeedPlan,
     sf: &SpecFile,
     reference: &[usize],
+    grown: &[crate::seed::reference::Grown],
 ) -> Vec<TableRole> {
     let seeded: BTreeSet<usize> = plan.tables.iter().map(|t| t.cat).collect();
     let tenant = plan.tenant.and_then(|p| plan.tables.get(p)).map(|t| t.cat);
@@ -333,13 +436,38 @@ pub fn describe(
             (None, None) => None,
         }
     };
-    let nodes = nodes(
+    let mut nodes = nodes(
         cat,
         |i| seeded.contains(&i),
         |i| reference.contains(&i),
         spec,
         tenant,
     );
+    // As the planner read them: a table holding rows that is not kept is a
+    // part of the core (see `planner::sizing`), its line said when grown.
+    for (i, n) in nodes.iter_mut().enumerate() {
+        if n.seeded && !n.reference && cat.tables[i].has_rows {
+            n.grown = Some(String::new());
+        }
+    }
+    for g in grown {
+        if let Some(n) = nodes.get_mut(g.table) {
+            let first = plan
+                .tables
+                .iter()
+                .find(|tp| tp.cat == g.table)
+                .and_then(|tp| match tp.cols.get(g.key).map(|c| &c.generator) {
+                    Some(crate::seed::row::generate::Gen::Sequence { start, .. }) => Some(*start),
+                    _ => None,
+                })
+                .unwrap_or(g.last.saturating_add(1));
+            n.grown = Some(format!(
+                "{} written before the seed kept, new keys from {first} ({})",
+                crate::output::count_of(g.kept, "row"),
+                g.why
+            ));
+        }
+    }
     let shapes = classify(&nodes);
     plan.tables
         .iter()
@@ -502,6 +630,53 @@ mod tests {
                 ("gone".into(), None),
             ]
         );
+    }
+
+    #[test]
+    fn a_leaf_that_grows_with_use_or_hangs_off_the_core_is_a_root_of_the_core() {
+        let mut v = vec![
+            node("users", &[]),
+            node("posts", &[(0, true)]),
+            node("likes", &[(0, true), (1, true)]),
+            node("sessions", &[]),
+            node("search_index", &[]),
+            node("menu_items", &[]),
+        ];
+        v[3].big_leaf = Some("a key, a payload and a timestamp".into());
+        v[4].big_leaf = Some("a generic relation".into());
+        let s = classify(&v);
+        assert_eq!(
+            s[3].as_ref().unwrap().line(),
+            "core: nothing references it, but a key, a payload and a timestamp"
+        );
+        assert!(s[3].as_ref().unwrap().grows_from.is_empty());
+        assert_eq!(s[4].as_ref().unwrap().role, Role::Core);
+        assert_eq!(s[5].as_ref().unwrap().role, Role::Configuration);
+    }
+
+    #[test]
+    fn a_grown_table_seeds_the_core_and_says_so() {
+        // Pages hold rows the seed grows; their one child alone is no hub
+        // when a table elsewhere has two referrers.
+        let mut v = vec![
+            node("pages", &[]),
+            node("blog_pages", &[(0, true)]),
+            node("users", &[]),
+            node("a", &[(2, true)]),
+            node("b", &[(2, true)]),
+        ];
+        v[0].grown = Some("2 rows kept".into());
+        let s = classify(&v);
+        assert_eq!(s[0].as_ref().unwrap().role, Role::Grown);
+        assert_eq!(
+            s[0].as_ref().unwrap().line(),
+            "grown: 2 rows kept; referenced by 1 table"
+        );
+        assert_eq!(s[1].as_ref().unwrap().role, Role::Core);
+        assert_eq!(s[1].as_ref().unwrap().grows_from, vec![0]);
+        // Without it, pages and their child are apart from the core.
+        v[0].grown = None;
+        assert_eq!(classify(&v)[0].as_ref().unwrap().role, Role::Configuration);
     }
 
     #[test]

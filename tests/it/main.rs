@@ -63,6 +63,7 @@ mod seed_plan;
 mod seed_resume;
 mod seed_safety;
 mod seed_sizing;
+mod seed_sizing_grown;
 mod seed_types;
 mod stats_capture;
 mod stats_seed;

@@ -209,7 +209,7 @@ fn dry_run_roles(db: &TestDb, rows: u64) -> (Vec<sizing_roles::TableRole>, Strin
         let mut plan = planner::build_skipping(&cat, &sf, &opts, false).unwrap();
         kept.wire(&cat, &mut plan);
         let reference: Vec<usize> = kept.reference.iter().map(|r| r.0).collect();
-        let roles = sizing_roles::describe(&cat, &plan, &sf, &reference);
+        let roles = sizing_roles::describe(&cat, &plan, &sf, &reference, &kept.grown);
         let kept_names = kept.names(&cat);
         let mut summary = Summary::of(&plan, None, 0.0, true);
         summary.tables.retain(|t| !kept_names.contains(&t.table));

@@ -361,7 +361,7 @@ fn is_reference(p: &Pass, ci: usize) -> bool {
 /// Every table's role in this pass, from the foreign-key graph of the
 /// tables it plans (see [`sizing_roles`]).
 fn shapes(p: &Pass) -> Vec<Option<Shape>> {
-    let nodes = sizing_roles::nodes(
+    let mut nodes = sizing_roles::nodes(
         p.cat,
         |i| !p.res.excluded.contains(&i),
         |i| is_reference(p, i),
@@ -375,6 +375,13 @@ fn shapes(p: &Pass) -> Vec<Option<Shape>> {
         },
         p.tenant,
     );
+    // A table holding rows the run does not keep as reference data is grown
+    // (or, under --truncate, replaced): a part of the core either way.
+    for (i, n) in nodes.iter_mut().enumerate() {
+        if n.seeded && !n.reference && p.cat.tables[i].has_rows {
+            n.grown = Some(String::new());
+        }
+    }
     sizing_roles::classify(&nodes)
 }
 

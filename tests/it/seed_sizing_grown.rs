@@ -1,0 +1,204 @@
+//! Zero-spec sizing of the tables a production site has large and whose
+//! migrations leave small (issue 47): a CMS whose migrations write the root
+//! and home pages into its page table (a serial key, a wide row, one-to-one
+//! page-type children, a reference to itself), beside a session table and a
+//! search index nothing references. `planck seed --rows N` grows the page
+//! table to N-scale rows with keys past the two it keeps (the sequence moved
+//! past them), gives its page types rows among the new pages, sizes the
+//! session table and the search index as the core, and keeps the narrow
+//! lookup tables (locales, content types) and the configuration small.
+
+use crate::common;
+
+use std::collections::HashSet;
+
+use common::{TestDb, assert_exit, block_on, project_dir, stderr};
+use planck::seed::reference::Kept;
+use planck::seed::{planner, sizing_roles};
+
+const CMS: &str = "
+CREATE TABLE locales (id serial PRIMARY KEY, code text NOT NULL UNIQUE);
+INSERT INTO locales (code) VALUES ('en');
+CREATE TABLE content_types (id serial PRIMARY KEY, app_label text NOT NULL, model text NOT NULL,
+                            UNIQUE (app_label, model));
+INSERT INTO content_types (app_label, model) VALUES ('blog', 'blogpage'), ('events', 'eventpage');
+
+CREATE TABLE pages (
+    id                 serial PRIMARY KEY,
+    path               text NOT NULL UNIQUE,
+    depth              integer NOT NULL,
+    numchild           integer NOT NULL DEFAULT 0,
+    title              text NOT NULL,
+    slug               text NOT NULL,
+    live               boolean NOT NULL DEFAULT true,
+    locale_id          integer NOT NULL REFERENCES locales,
+    alias_of_id        integer REFERENCES pages,
+    first_published_at timestamptz
+);
+INSERT INTO pages (path, depth, title, slug, locale_id)
+     VALUES ('0001', 1, 'Root', 'root', 1), ('00010001', 2, 'Home', 'home', 1);
+CREATE TABLE blog_pages (page_ptr_id integer PRIMARY KEY REFERENCES pages, intro text);
+CREATE TABLE event_pages (page_ptr_id integer PRIMARY KEY REFERENCES pages,
+                          starts_at timestamptz NOT NULL);
+CREATE TABLE sites (id serial PRIMARY KEY, hostname text NOT NULL,
+                    root_page_id integer NOT NULL REFERENCES pages);
+INSERT INTO sites (hostname, root_page_id) VALUES ('localhost', 2);
+
+CREATE TABLE sessions (session_key varchar(40) PRIMARY KEY, session_data text NOT NULL,
+                       expire_date timestamptz NOT NULL);
+CREATE TABLE search_index (
+    id              serial PRIMARY KEY,
+    content_type_id integer NOT NULL REFERENCES content_types,
+    object_id       varchar(255) NOT NULL,
+    title           text NOT NULL,
+    body            text,
+    UNIQUE (content_type_id, object_id)
+);
+CREATE TABLE menu_items (id serial PRIMARY KEY, title text NOT NULL, url text NOT NULL,
+                         position integer NOT NULL);
+";
+
+fn cms(db: &TestDb) -> tempfile::TempDir {
+    let dir = project_dir();
+    std::fs::create_dir_all(dir.path().join("migrations")).unwrap();
+    std::fs::write(dir.path().join("migrations/0001_cms.sql"), CMS).unwrap();
+    let out = db.planck(&["migrate"], dir.path());
+    assert_exit(&out, 0);
+    dir
+}
+
+fn one(db: &TestDb, sql: &str) -> String {
+    db.query_strings(sql).remove(0)
+}
+
+fn count(db: &TestDb, table: &str) -> i64 {
+    one(db, &format!("SELECT count(*) FROM {table}"))
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_core_table_the_migrations_wrote_two_rows_into_is_grown_past_them() {
+    let db = test_db!();
+    let dir = cms(&db);
+    let kept_pages = db.query_strings("SELECT pages::text FROM pages ORDER BY id");
+    let n: i64 = 2000;
+    let out = db.planck(&["seed", "--rows", &n.to_string()], dir.path());
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+
+    // The page table: its two rows exactly as they were, N new rows past
+    // them, and its sequence past every key.
+    let pages = count(&db, "pages");
+    assert_eq!(pages, n + 2, "pages grown to --rows past the 2 kept\n{err}");
+    assert_eq!(
+        db.query_strings("SELECT pages::text FROM pages WHERE id <= 2 ORDER BY id"),
+        kept_pages,
+        "the kept rows are kept as they are"
+    );
+    assert_eq!(
+        one(&db, "SELECT min(id) FROM pages WHERE id > 2"),
+        "3",
+        "new keys start past the kept ones"
+    );
+    let max: i64 = one(&db, "SELECT max(id) FROM pages").parse().unwrap();
+    let next: i64 = one(&db, "SELECT nextval('pages_id_seq')").parse().unwrap();
+    assert!(next > max, "sequence at {next}, keys up to {max}");
+
+    // The page types: N-scale rows, each on a page of the table.
+    for t in ["blog_pages", "event_pages"] {
+        let rows = count(&db, t);
+        assert!(rows >= n / 2, "{t}: {rows} rows\n{err}");
+        let orphans = one(
+            &db,
+            &format!(
+                "SELECT count(*) FROM {t} c WHERE NOT EXISTS (SELECT FROM pages p WHERE p.id = c.page_ptr_id)"
+            ),
+        );
+        assert_eq!(orphans, "0", "{t}");
+    }
+    // Nothing references them, and they are large all the same.
+    assert_eq!(count(&db, "sessions"), n, "sessions\n{err}");
+    assert_eq!(count(&db, "search_index"), n, "search index\n{err}");
+    // Lookup tables and configuration stay as they are, small.
+    assert_eq!(count(&db, "locales"), 1);
+    assert_eq!(count(&db, "content_types"), 2);
+    assert_eq!(count(&db, "sites"), 1);
+    assert!(count(&db, "menu_items") <= 50, "{err}");
+    // The application inserts a page after the seed.
+    db.exec(
+        "INSERT INTO pages (path, depth, title, slug, locale_id) VALUES ('0002', 1, 'x', 'x', 1)",
+    );
+}
+
+#[test]
+fn a_dry_run_says_which_table_is_grown_and_why() {
+    let db = test_db!();
+    let _dir = cms(&db);
+    let conn = db.conn();
+    let roles = block_on(async move {
+        let mut client = conn.connect().await.unwrap();
+        let cat = planck::catalog::schema::load(&mut client, &[])
+            .await
+            .unwrap();
+        let mut sf = planck::seed::spec::SpecFile::default();
+        let kept = Kept::decide(
+            &client,
+            &cat,
+            &mut sf,
+            1.0,
+            false,
+            &HashSet::new(),
+            false,
+            true,
+        )
+        .await
+        .unwrap();
+        let (reference_keys, refused) = kept.keys(&cat);
+        let opts = planner::Options {
+            seed: planner::DEFAULT_SEED,
+            scale: 1.0,
+            default_rows: Some(2000),
+            reference_keys,
+            refused,
+            observed: Default::default(),
+        };
+        let mut plan = planner::build_skipping(&cat, &sf, &opts, false).unwrap();
+        kept.wire(&cat, &mut plan);
+        let reference: Vec<usize> = kept.reference.iter().map(|r| r.0).collect();
+        sizing_roles::describe(&cat, &plan, &sf, &reference, &kept.grown)
+    });
+    let line = |t: &str| {
+        roles
+            .iter()
+            .find(|r| r.table == t)
+            .unwrap_or_else(|| panic!("no role for {t}: {roles:?}"))
+            .line
+            .clone()
+    };
+    assert_eq!(
+        line("pages"),
+        "grown: 2 rows written before the seed kept, new keys from 3 (10 columns, \
+         2 one-to-one children, references itself, referenced by 3 tables); \
+         referenced by 2 tables"
+    );
+    assert_eq!(
+        line("sessions"),
+        "core: nothing references it, but a key, a payload (session_data) and a \
+         timestamp (expire_date): rows that grow with use"
+    );
+    assert_eq!(
+        line("search_index"),
+        "core: nothing references it, but a generic relation (content_type_id, \
+         object_id): a row per object of the core"
+    );
+    assert_eq!(
+        line("locales"),
+        "reference: 1 row written before the seed, kept"
+    );
+    assert_eq!(
+        line("content_types"),
+        "reference: 2 rows written before the seed, kept"
+    );
+    assert_eq!(line("menu_items"), "configuration: nothing references it");
+}
