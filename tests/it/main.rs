@@ -64,5 +64,6 @@ mod seed_resume;
 mod seed_safety;
 mod seed_sizing;
 mod seed_types;
+mod seed_values;
 mod stats_capture;
 mod walkthrough;
