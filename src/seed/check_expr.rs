@@ -58,6 +58,12 @@ pub struct ColFacts {
     pub nulls: Option<(NullRule, u64, usize, usize)>,
     /// `col IS NULL` as a conjunct: the column is always NULL.
     pub is_null: bool,
+    /// `jsonb_typeof(col) = 'array'` (or `IN` a list): the JSON kinds a
+    /// json or jsonb value may have (`object`, `array`, `string`,
+    /// `number`, `boolean`, `null`).
+    pub json_type: Option<Vec<String>>,
+    /// `octet_length(col) <= n`: `max_len` counts bytes, not characters.
+    pub len_bytes: bool,
 }
 
 pub use crate::seed::row::shape::NullRule;
@@ -234,6 +240,73 @@ impl P {
         }
         Some(left)
     }
+    /// After `CASE`: `[subject] WHEN c THEN v ... [ELSE v] END`, as
+    /// [`CASE_FN`] over `[c1, v1, c2, v2, ..., else?]`, a simple CASE's
+    /// `WHEN x` read as `subject = x` (see [`desugar`]).
+    fn case(&mut self) -> Option<Ex> {
+        let subject = if self.kw("WHEN") {
+            None
+        } else {
+            Some(self.or()?)
+        };
+        let mut args = Vec::new();
+        while self.kw("WHEN") {
+            self.i += 1;
+            let c = self.or()?;
+            if !self.kw("THEN") {
+                return None;
+            }
+            self.i += 1;
+            let v = self.or()?;
+            args.push(match &subject {
+                Some(s) => Ex::Cmp(Box::new(s.clone()), "=".into(), Box::new(c)),
+                None => c,
+            });
+            args.push(v);
+        }
+        if args.is_empty() {
+            return None;
+        }
+        if self.kw("ELSE") {
+            self.i += 1;
+            args.push(self.or()?);
+        }
+        if !self.kw("END") {
+            return None;
+        }
+        self.i += 1;
+        Some(Ex::Func(CASE_FN.into(), args))
+    }
+
+    /// After `TRIM(`: how the server prints `btrim` and its kin,
+    /// `TRIM(BOTH FROM x)`, `TRIM(LEADING 'chars' FROM x)`, as
+    /// `btrim(x)` / `ltrim(x, 'chars')` / `rtrim(x)`.
+    fn trim(&mut self) -> Option<Ex> {
+        let f = if self.kw("BOTH") {
+            "btrim"
+        } else if self.kw("LEADING") {
+            "ltrim"
+        } else if self.kw("TRAILING") {
+            "rtrim"
+        } else {
+            return None;
+        };
+        self.i += 1;
+        let chars = if self.kw("FROM") {
+            None
+        } else {
+            Some(self.or()?)
+        };
+        if !self.kw("FROM") {
+            return None;
+        }
+        self.i += 1;
+        let mut args = vec![self.or()?];
+        args.extend(chars);
+        self.eat(&Tok::RParen)?;
+        Some(Ex::Func(f.into(), args))
+    }
+
     fn casts(&mut self) -> Option<()> {
         while self.eat(&Tok::Cast).is_some() {
             match self.peek()? {
@@ -293,6 +366,17 @@ impl P {
                 self.i += 1;
                 Ex::Lit(Lit::Bool(id.eq_ignore_ascii_case("true")))
             }
+            Tok::Ident(id) if id.eq_ignore_ascii_case("CASE") => {
+                self.i += 1;
+                self.case()?
+            }
+            Tok::Ident(id)
+                if id.eq_ignore_ascii_case("TRIM")
+                    && self.t.get(self.i + 1) == Some(&Tok::LParen) =>
+            {
+                self.i += 2;
+                self.trim()?
+            }
             Tok::Ident(id) => {
                 self.i += 1;
                 if self.peek() == Some(&Tok::LParen) {
@@ -344,7 +428,142 @@ pub(crate) fn parse(def: &str) -> Option<Ex> {
         i: 0,
     };
     let e = p.or()?;
-    (p.i == p.t.len()).then_some(e)
+    (p.i == p.t.len()).then(|| desugar(e, Some(true)))
+}
+
+/// The name a CASE expression is parsed under (a reserved word: no
+/// function has it), its arguments `[c1, v1, c2, v2, ..., else?]`.
+pub(crate) const CASE_FN: &str = "case";
+
+/// Rewrites a CASE into the branches it stands for, where a row that makes
+/// the rewrite true makes the CASE true: in a positive place (`pos` is
+/// `Some(true)`: the top, under AND and OR, under an even number of NOTs),
+///
+/// `CASE WHEN c1 THEN v1 WHEN c2 THEN v2 ELSE v3 END` is
+/// `(c1 AND v1) OR (NOT c1 AND c2 AND v2) OR (NOT c1 AND NOT c2 AND v3)`,
+///
+/// and `k = CASE ...` (either side, any comparison) the same with `k = vi`
+/// for `vi`. A branch is a row the CASE takes, so the rewrite holds only
+/// rows the CASE accepts (`NOT c` is stricter than the CASE's "c is not
+/// true": c NULL takes neither), which is what a generator needs; a CASE
+/// without ELSE gives no branch for its NULL. In a negative or mixed place
+/// (`NOT CASE ...`, `(CASE ...) <> (x > 0)`) the CASE is left as it is, an
+/// atom no reader understands (the server decides it). Comparisons of two
+/// literals, which the rewrite makes (`1 = 1`), become `true`/`false`.
+fn desugar(e: Ex, pos: Option<bool>) -> Ex {
+    let flip = |p: Option<bool>| p.map(|p| !p);
+    match e {
+        Ex::And(v) => Ex::And(v.into_iter().map(|x| desugar(x, pos)).collect()),
+        Ex::Or(v) => Ex::Or(v.into_iter().map(|x| desugar(x, pos)).collect()),
+        Ex::Not(x) => Ex::Not(Box::new(desugar(*x, flip(pos)))),
+        Ex::Func(f, args) if f == CASE_FN && pos == Some(true) => {
+            case_branches(args, |v| desugar(v, Some(true)))
+        }
+        Ex::Cmp(l, op, r) => match (*l, *r) {
+            (Ex::Func(f, args), other) if pos == Some(true) && f == CASE_FN => {
+                case_branches(args, |v| {
+                    desugar(
+                        Ex::Cmp(Box::new(v), op.clone(), Box::new(other.clone())),
+                        pos,
+                    )
+                })
+            }
+            (other, Ex::Func(f, args)) if pos == Some(true) && f == CASE_FN => {
+                case_branches(args, |v| {
+                    desugar(
+                        Ex::Cmp(Box::new(other.clone()), op.clone(), Box::new(v)),
+                        pos,
+                    )
+                })
+            }
+            (Ex::Lit(a), Ex::Lit(b)) => match lit_cmp(&a, &op, &b) {
+                Some(t) => Ex::Lit(Lit::Bool(t)),
+                None => Ex::Cmp(Box::new(Ex::Lit(a)), op, Box::new(Ex::Lit(b))),
+            },
+            // Two conditions compared (`(a > 0) <> (b > 0)`): each side is
+            // wanted true in some rows and false in others.
+            (l, r) => Ex::Cmp(Box::new(desugar(l, None)), op, Box::new(desugar(r, None))),
+        },
+        e => e,
+    }
+}
+
+/// The branches of a CASE's arguments (see [`desugar`]), `then` making each
+/// value's condition.
+fn case_branches(args: Vec<Ex>, then: impl Fn(Ex) -> Ex) -> Ex {
+    let mut branches = Vec::new();
+    let mut before: Vec<Ex> = Vec::new();
+    let mut it = args.into_iter();
+    loop {
+        match (it.next(), it.next()) {
+            (Some(c), Some(v)) => {
+                let c = desugar(c, None);
+                let mut b = before.clone();
+                b.push(c.clone());
+                b.push(then(v));
+                branches.push(Ex::And(b));
+                before.push(Ex::Not(Box::new(c)));
+            }
+            (Some(els), None) => {
+                before.push(then(els));
+                branches.push(Ex::And(before));
+                break;
+            }
+            _ => break,
+        }
+    }
+    // Branches plainly false (`1 = 0`) are dropped, `true` atoms too.
+    let branches: Vec<Ex> = branches
+        .into_iter()
+        .filter_map(|b| {
+            let Ex::And(atoms) = b else { return Some(b) };
+            if atoms.contains(&Ex::Lit(Lit::Bool(false))) {
+                return None;
+            }
+            let atoms: Vec<Ex> = atoms
+                .into_iter()
+                .flat_map(|a| match a {
+                    Ex::And(inner) => inner,
+                    a => vec![a],
+                })
+                .filter(|a| *a != Ex::Lit(Lit::Bool(true)))
+                .collect();
+            Some(match atoms.len() {
+                0 => Ex::Lit(Lit::Bool(true)),
+                1 => atoms.into_iter().next().unwrap_or(Ex::Lit(Lit::Bool(true))),
+                _ => Ex::And(atoms),
+            })
+        })
+        .collect();
+    match branches.len() {
+        0 => Ex::Lit(Lit::Bool(false)),
+        1 => branches
+            .into_iter()
+            .next()
+            .unwrap_or(Ex::Lit(Lit::Bool(false))),
+        _ => Ex::Or(branches),
+    }
+}
+
+/// `a op b` on two literals of one kind; None when they are not comparable.
+fn lit_cmp(a: &Lit, op: &str, b: &Lit) -> Option<bool> {
+    let o = match (a, b) {
+        (Lit::Num(x), Lit::Num(y)) => x.partial_cmp(y)?,
+        // Text orders by collation: only equality is the same everywhere.
+        (Lit::Str(x), Lit::Str(y)) if op == "=" || op == "<>" => x.cmp(y),
+        (Lit::Bool(x), Lit::Bool(y)) => x.cmp(y),
+        _ => return None,
+    };
+    use std::cmp::Ordering::*;
+    Some(match op {
+        "=" => o == Equal,
+        "<>" | "!=" => o != Equal,
+        "<" => o == Less,
+        "<=" => o != Greater,
+        ">" => o == Greater,
+        ">=" => o != Less,
+        _ => return None,
+    })
 }
 
 /// The comparison with its sides swapped: `a < b` is `b > a`.
@@ -412,6 +631,20 @@ fn conjunct(e: &Ex, vn: Option<&str>, ok: Accept, out: &mut BTreeMap<String, Col
             },
             _ => false,
         },
+        Ex::Lit(Lit::Bool(true)) => true,
+        Ex::Any(l, op, arr) if op == "=" && json_typeof(l, vn).is_some() => {
+            let (Some(c), Ex::Array(items)) = (json_typeof(l, vn), &**arr) else {
+                return false;
+            };
+            let kinds: Option<Vec<String>> = items
+                .iter()
+                .map(|i| match i {
+                    Ex::Lit(Lit::Str(s)) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect();
+            kinds.is_some_and(|k| json_kinds(out.entry(c).or_default(), k))
+        }
         Ex::Any(l, op, arr) if op == "=" => {
             let (Some(c), Ex::Array(items)) = (col_of(l, vn), &**arr) else {
                 return false;
@@ -582,12 +815,20 @@ fn comparison(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) ->
             }
             true
         }
-        // length(btrim(col)) > 0
+        // jsonb_typeof(col) = 'array'
+        Ex::Cmp(l, op, r) if op == "=" && json_typeof(l, vn).is_some() => {
+            let (Some(c), Ex::Lit(Lit::Str(k))) = (json_typeof(l, vn), &**r) else {
+                return false;
+            };
+            json_kinds(out.entry(c).or_default(), vec![k.clone()])
+        }
+        // length(btrim(col)) > 0, char_length(TRIM(BOTH FROM col)) >= 3:
+        // the value is made trimmed, so its own length is the trimmed one.
         Ex::Cmp(l, op, r)
-            if matches!(&**l, Ex::Func(f, a) if (f == "length" || f == "char_length")
+            if matches!(&**l, Ex::Func(f, a) if LENGTH_FNS.contains(&f.as_str())
                 && a.len() == 1 && matches!(&a[0], Ex::Func(g, _) if g == "btrim" || g == "trim")) =>
         {
-            let Ex::Func(_, a) = &**l else { return false };
+            let Ex::Func(f, a) = &**l else { return false };
             let Ex::Func(_, inner) = &a[0] else {
                 return false;
             };
@@ -595,12 +836,15 @@ fn comparison(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) ->
             else {
                 return false;
             };
-            if !((op == ">" && *n == 0.0) || (op == ">=" && *n == 1.0)) || inner.len() != 1 {
+            if inner.len() != 1 {
                 return false;
             }
             let e = out.entry(c).or_default();
-            e.nonempty = true;
+            if !length_bound(e, op, *n, f == "octet_length") {
+                return false;
+            }
             e.trim = true;
+            e.nonempty |= e.min_len.is_some_and(|m| m > 0);
             true
         }
         // col <> ''
@@ -631,25 +875,17 @@ fn bound(l: &Ex, op: &str, r: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, 
             let c = col_of(r, vn).unwrap_or_default();
             apply_bound(out.entry(c).or_default(), flip(op), lit.clone())
         }
+        (Ex::Lit(_), Ex::Func(..)) => bound(r, flip(op), l, vn, out),
         (_, Ex::Lit(lit)) => {
             if let Some(c) = col_of(l, vn) {
                 return apply_bound(out.entry(c).or_default(), op, lit.clone());
             }
             if let Ex::Func(f, args) = l
-                && (f == "length" || f == "char_length" || f == "octet_length")
+                && LENGTH_FNS.contains(&f.as_str())
                 && args.len() == 1
                 && let (Some(c), Lit::Num(n)) = (col_of(&args[0], vn), lit)
             {
-                let n = *n as i64;
-                let e = out.entry(c).or_default();
-                match op {
-                    "<=" => e.max_len = Some(n.max(0) as usize),
-                    "<" => e.max_len = Some((n - 1).max(0) as usize),
-                    ">" => e.min_len = Some((n + 1).max(0) as usize),
-                    ">=" => e.min_len = Some(n.max(0) as usize),
-                    _ => return false,
-                }
-                return true;
+                return length_bound(out.entry(c).or_default(), op, *n, f == "octet_length");
             }
             false
         }
@@ -668,6 +904,55 @@ fn bound(l: &Ex, op: &str, r: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, 
             _ => false,
         },
     }
+}
+
+/// The functions whose value is a text's length.
+const LENGTH_FNS: &[&str] = &["length", "char_length", "character_length", "octet_length"];
+
+/// A length bound `length(col) <op> n` into `e` (the tightest of those
+/// read): false for an operator that is no bound.
+fn length_bound(e: &mut ColFacts, op: &str, n: f64, bytes: bool) -> bool {
+    let (lo, hi) = match op {
+        "=" => (Some(n.ceil()), Some(n.floor())),
+        ">=" => (Some(n.ceil()), None),
+        ">" => (Some(n.floor() + 1.0), None),
+        "<=" => (None, Some(n.floor())),
+        "<" => (None, Some(n.ceil() - 1.0)),
+        _ => return false,
+    };
+    if let Some(lo) = lo {
+        let lo = lo.max(0.0) as usize;
+        e.min_len = Some(e.min_len.map_or(lo, |m| m.max(lo)));
+    }
+    if let Some(hi) = hi {
+        let hi = hi.max(0.0) as usize;
+        e.max_len = Some(e.max_len.map_or(hi, |m| m.min(hi)));
+        e.len_bytes |= bytes;
+    }
+    true
+}
+
+/// The column of `jsonb_typeof(col)` / `json_typeof(col)`.
+fn json_typeof(e: &Ex, vn: Option<&str>) -> Option<String> {
+    match e {
+        Ex::Func(f, args) if (f == "jsonb_typeof" || f == "json_typeof") && args.len() == 1 => {
+            col_of(&args[0], vn)
+        }
+        _ => None,
+    }
+}
+
+/// Narrows a column's JSON kinds to `kinds` (false: a kind JSON has not).
+fn json_kinds(f: &mut ColFacts, kinds: Vec<String>) -> bool {
+    const KINDS: &[&str] = &["object", "array", "string", "number", "boolean", "null"];
+    if !kinds.iter().all(|k| KINDS.contains(&k.as_str())) {
+        return false;
+    }
+    f.json_type = Some(match f.json_type.take() {
+        Some(prev) => prev.into_iter().filter(|k| kinds.contains(k)).collect(),
+        None => kinds,
+    });
+    true
 }
 
 /// `(a = 'x') OR (a = 'y')`: an IN list.
@@ -730,7 +1015,9 @@ pub fn contradicts(f: &ColFacts) -> bool {
         (Some((Lit::Num(a), ai)), Some((Lit::Num(b), bi))) => a > b || (a == b && !(*ai && *bi)),
         _ => false,
     };
-    listed_out || (f.is_null && f.not_null) || crossed
+    let lengths = matches!((f.min_len, f.max_len), (Some(a), Some(b)) if a > b);
+    let no_json = f.json_type.as_ref().is_some_and(Vec::is_empty);
+    listed_out || (f.is_null && f.not_null) || crossed || lengths || no_json
 }
 
 /// Whether a CHECK definition is a disjunction at its top (or under ANDs).
@@ -775,6 +1062,7 @@ pub fn bounds_values(f: &ColFacts) -> bool {
         || f.trim
         || f.nonempty
         || !f.after.is_empty()
+        || f.json_type.is_some()
 }
 
 /// Whether `v` meets the value facts of `f` (an integer or a text; any
@@ -788,6 +1076,7 @@ pub fn admits(f: &ColFacts, v: &crate::seed::row::generate::Val) -> bool {
         || f.trim
         || f.nonempty
         || !f.after.is_empty()
+        || f.json_type.is_some()
     {
         return false;
     }
@@ -832,11 +1121,19 @@ pub fn merge(into: &mut ColFacts, f: ColFacts) {
     if f.hi.is_some() {
         into.hi = f.hi;
     }
-    if f.max_len.is_some() {
-        into.max_len = f.max_len;
+    // Lengths: the tightest of the constraints'.
+    if let Some(m) = f.max_len {
+        into.max_len = Some(into.max_len.map_or(m, |x| x.min(m)));
     }
-    if f.min_len.is_some() {
-        into.min_len = f.min_len;
+    if let Some(m) = f.min_len {
+        into.min_len = Some(into.min_len.map_or(m, |x| x.max(m)));
+    }
+    into.len_bytes |= f.len_bytes;
+    if let Some(k) = f.json_type {
+        into.json_type = Some(match into.json_type.take() {
+            Some(prev) => prev.into_iter().filter(|x| k.contains(x)).collect(),
+            None => k,
+        });
     }
     into.after.extend(f.after);
     into.not_null |= f.not_null;
@@ -973,6 +1270,103 @@ mod tests {
         assert_eq!(f["ended"].after, vec![("started".to_string(), false)]);
         let f = facts("CHECK (active)", None).unwrap();
         assert_eq!(f["active"].in_list, Some(vec![Lit::Bool(true)]));
+    }
+
+    /// Issue 46: length bounds in every spelling the server prints, on
+    /// the value or its trimmed value, the tightest kept.
+    #[test]
+    fn length_bounds_in_every_spelling() {
+        let f = facts("CHECK ((length(body) >= 6000))", None).unwrap();
+        assert_eq!(f["body"].min_len, Some(6000));
+        let f = facts(
+            "CHECK (((length(body) >= 5) AND (length(body) <= 10)))",
+            None,
+        )
+        .unwrap();
+        assert_eq!((f["body"].min_len, f["body"].max_len), (Some(5), Some(10)));
+        let f = facts("CHECK ((3 < length(code)))", None).unwrap();
+        assert_eq!(f["code"].min_len, Some(4));
+        let f = facts("CHECK ((character_length(pin) = 12))", None).unwrap();
+        assert_eq!((f["pin"].min_len, f["pin"].max_len), (Some(12), Some(12)));
+        let f = facts("CHECK ((octet_length(c) <= 30))", None).unwrap();
+        assert!(f["c"].len_bytes && f["c"].max_len == Some(30));
+        // PostgreSQL prints btrim(x) as TRIM(BOTH FROM x).
+        let f = facts("CHECK ((char_length(TRIM(BOTH FROM c)) > 2))", None).unwrap();
+        assert!(f["c"].trim && f["c"].nonempty);
+        assert_eq!(f["c"].min_len, Some(3));
+        let f = facts("CHECK ((length(btrim(c)) > 0))", None).unwrap();
+        assert!(f["c"].trim && f["c"].nonempty);
+        assert!(parse("CHECK ((length(TRIM(LEADING 'x'::text FROM c)) > 0))").is_some());
+        let mut m = facts("CHECK ((length(a) <= 9))", None).unwrap()["a"].clone();
+        merge(
+            &mut m,
+            facts("CHECK ((length(a) <= 20))", None).unwrap()["a"].clone(),
+        );
+        assert_eq!(m.max_len, Some(9));
+        let bad = facts("CHECK (((length(a) > 9) AND (length(a) < 5)))", None).unwrap();
+        assert!(contradicts(&bad["a"]));
+    }
+
+    /// Issue 46: a CASE in a positive place is the OR of its branches.
+    #[test]
+    fn a_case_reads_as_its_branches() {
+        let e = parse(
+            "CHECK ((1 =\nCASE\n    WHEN ((kind = 'bool'::text) AND (a IS NOT NULL)) THEN 1\n    WHEN ((kind = 'number'::text) AND (b IS NOT NULL)) THEN 1\n    ELSE 0\nEND))",
+        )
+        .unwrap();
+        let kind = |k: &str| {
+            Ex::Cmp(
+                Box::new(Ex::Col("kind".into())),
+                "=".into(),
+                Box::new(Ex::Lit(Lit::Str(k.into()))),
+            )
+        };
+        let set = |c: &str| Ex::IsNull(Box::new(Ex::Col(c.into())), false);
+        let first = Ex::And(vec![kind("bool"), set("a")]);
+        assert_eq!(
+            e,
+            Ex::Or(vec![
+                first.clone(),
+                Ex::And(vec![Ex::Not(Box::new(first)), kind("number"), set("b")]),
+            ])
+        );
+        // A simple CASE compares its subject.
+        let e = parse("CHECK (\nCASE kind\n    WHEN 'direct'::text THEN (x IS NOT NULL)\n    ELSE (x IS NULL)\nEND)").unwrap();
+        assert_eq!(
+            e,
+            Ex::Or(vec![
+                Ex::And(vec![kind("direct"), set("x")]),
+                Ex::And(vec![
+                    Ex::Not(Box::new(kind("direct"))),
+                    Ex::IsNull(Box::new(Ex::Col("x".into())), true)
+                ]),
+            ])
+        );
+        // Facts read one branch; under NOT the CASE stays whole.
+        let f = facts(
+            "CHECK (CASE WHEN f THEN (n > 0) ELSE (n IS NULL) END)",
+            None,
+        )
+        .unwrap();
+        assert_eq!(f["f"].in_list, Some(vec![Lit::Bool(true)]));
+        assert!(is_or(
+            "CHECK (CASE WHEN f THEN (n > 0) ELSE (n IS NULL) END)"
+        ));
+        let e = parse("CHECK ((NOT CASE WHEN f THEN (n > 0) ELSE false END))").unwrap();
+        assert!(matches!(e, Ex::Not(x) if matches!(&*x, Ex::Func(f, _) if f == CASE_FN)));
+    }
+
+    #[test]
+    fn json_kinds() {
+        let f = facts("CHECK ((jsonb_typeof(meta) = 'array'::text))", None).unwrap();
+        assert_eq!(f["meta"].json_type, Some(vec!["array".to_string()]));
+        let f = facts(
+            "CHECK ((json_typeof(x) = ANY (ARRAY['string'::text, 'number'::text])))",
+            None,
+        )
+        .unwrap();
+        assert_eq!(f["x"].json_type.as_ref().map(Vec::len), Some(2));
+        assert!(facts("CHECK ((jsonb_typeof(x) = 'list'::text))", None).is_none());
     }
 
     #[test]

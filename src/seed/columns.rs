@@ -207,6 +207,9 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
             .collect();
         return Some(uniform_choice(vals));
     }
+    if let (TypeKind::Json | TypeKind::Jsonb, Some(kinds)) = (&col.kind, &f.json_type) {
+        return Some(json_of_kinds(kinds));
+    }
     Some(match &col.kind {
         TypeKind::Bool => Gen::Bool { p_true: 0.5 },
         k @ (TypeKind::Int2 | TypeKind::Int4 | TypeKind::Int8) => {
@@ -342,6 +345,50 @@ pub(crate) fn default_gen(table: &Table, col: &Column, f: &ColFacts) -> Option<G
         ),
         TypeKind::Unsupported(_) => return None,
     })
+}
+
+/// JSON values of the kinds a CHECK allows (`jsonb_typeof(col) = 'array'`,
+/// see [`ColFacts::json_type`]): the default object for `object`, else a
+/// pool of values of each kind (arrays of zero to three words or numbers,
+/// strings, numbers, booleans, JSON's `null`), drawn uniformly.
+fn json_of_kinds(kinds: &[String]) -> Gen {
+    let words: &[&str] = <fake::locales::EN as fake::locales::Data>::LOREM_WORD;
+    let mut vals = Vec::new();
+    for k in kinds {
+        let x =
+            |i: usize| crate::seed::row::rng::mix(crate::seed::row::rng::name_key(k) ^ i as u64);
+        let word = |i: usize| words[(x(i) % words.len() as u64) as usize];
+        match k.as_str() {
+            "object" => {
+                for i in 0..8 {
+                    vals.push(Val::Json(format!(
+                        "{{\"source\": \"{}\", \"count\": {}}}",
+                        word(i),
+                        x(i + 100) % 100
+                    )));
+                }
+            }
+            "array" => {
+                for i in 0..8 {
+                    let items: Vec<String> = (0..i % 4)
+                        .map(|j| {
+                            if i % 2 == 0 {
+                                format!("\"{}\"", word(i * 4 + j))
+                            } else {
+                                (x(i * 4 + j) % 1000).to_string()
+                            }
+                        })
+                        .collect();
+                    vals.push(Val::Json(format!("[{}]", items.join(", "))));
+                }
+            }
+            "string" => vals.extend((0..8).map(|i| Val::Json(format!("\"{}\"", word(i))))),
+            "number" => vals.extend((0..8).map(|i| Val::Json((x(i) % 1000).to_string()))),
+            "boolean" => vals.extend(["true", "false"].map(|b| Val::Json(b.into()))),
+            _ => vals.push(Val::Json("null".into())),
+        }
+    }
+    uniform_choice(vals)
 }
 
 /// A numeric column's decimals: inside its precision and its CHECKs' bounds.

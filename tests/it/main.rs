@@ -65,6 +65,7 @@ mod seed_safety;
 mod seed_sizing;
 mod seed_sizing_grown;
 mod seed_types;
+mod seed_values;
 mod stats_capture;
 mod stats_seed;
 mod walkthrough;

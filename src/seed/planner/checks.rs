@@ -421,7 +421,10 @@ fn native_fits(table: &crate::catalog::schema::Table, m: &BTreeMap<String, ColFa
         {
             return false;
         }
-        if (f.lower || f.trim || f.nonempty) && !text {
+        if (f.lower || f.trim || f.nonempty || f.min_len.is_some()) && !text {
+            return false;
+        }
+        if f.json_type.is_some() && !matches!(col.kind, TypeKind::Json | TypeKind::Jsonb) {
             return false;
         }
         if (f.nulls.is_some() || f.is_null) && col.not_null {
@@ -451,6 +454,8 @@ pub(super) fn shape_of(
         trim: f.trim,
         nonempty: f.nonempty,
         max_len,
+        min_len: f.min_len.filter(|_| col.kind.is_text()),
+        len_bytes: f.len_bytes && col.kind.is_text(),
         not_eq: f
             .not_eq
             .iter()

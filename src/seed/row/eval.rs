@@ -520,10 +520,9 @@ pub fn apply_shape(
             return Val::Null;
         }
         if v == Val::Null {
-            // Set in this row: a nullable generator's inner value.
-            if let Gen::Nullable { inner, .. } = &plan.tables[t].cols[c].generator {
-                v = inner.eval(plan, t, c, ctx);
-            }
+            // Set in this row: a nullable generator's inner value, a
+            // nullable foreign key's parent (`num_nonnulls(a_id, b_id) = 1`).
+            v = set_value(plan, t, c, ctx, &plan.tables[t].cols[c].generator);
         }
     }
     let mut v = match v {
@@ -548,6 +547,17 @@ pub fn apply_shape(
         };
     }
     v
+}
+
+/// A value of generator `g` for column `c` in a row where a NULL group
+/// sets it: a nullable generator's inner value, a foreign key's parent
+/// key even where the key is nullable.
+fn set_value(plan: &SeedPlan, t: usize, c: usize, ctx: &RowCtx, g: &Gen) -> Val {
+    match g {
+        Gen::Nullable { inner, .. } => set_value(plan, t, c, ctx, inner),
+        Gen::Fk { fk, part } => plan.fk_value_set(t, *fk, *part, ctx),
+        g => g.eval(plan, t, c, ctx),
+    }
 }
 
 impl Solved {

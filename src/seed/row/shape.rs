@@ -53,6 +53,11 @@ pub struct CheckDemands {
     pub nonempty: bool,
     /// varchar(n)/char(n) or `char_length(col) <= n`.
     pub max_len: Option<usize>,
+    /// `length(col) >= n` (`char_length`, `octet_length`, `BETWEEN`): a
+    /// shorter value is extended.
+    pub min_len: Option<usize>,
+    /// `max_len` counts bytes (`octet_length(col) <= n`).
+    pub len_bytes: bool,
     pub nulls: Option<NullGroup>,
     /// Values a CHECK excludes (`col <> 0`): a draw that hits one moves off it.
     pub not_eq: Vec<Val>,
@@ -75,6 +80,8 @@ impl CheckDemands {
             && self.not_eq.is_empty()
             && !self.null
             && self.solved.is_none()
+            && self.min_len.is_none()
+            && !self.len_bytes
     }
 }
 
@@ -95,7 +102,8 @@ pub(crate) fn shape_text(s: &CheckDemands, mut text: String, h: u64) -> String {
         // A draw longer than the column allows is drawn again (a few times).
         for _ in 0..8 {
             let cand: String = rand::RngExt::sample(&mut r, &**re);
-            let fits = s.max_len.is_none_or(|m| cand.chars().count() <= m);
+            let fits = s.max_len.is_none_or(|m| len_of(s, &cand) <= m)
+                && s.min_len.is_none_or(|m| cand.chars().count() >= m);
             // A unique column keeps the longest draw that fits: short
             // draws repeat (supabase-auth's `identifier`, unique, matches
             // `^[a-z0-9][a-z0-9:-]{0,48}[a-z0-9]$`: one row in 49 is two
@@ -133,5 +141,112 @@ pub(crate) fn shape_text(s: &CheckDemands, mut text: String, h: u64) -> String {
     if s.nonempty && text.trim_matches(' ').is_empty() {
         text = "x".to_string();
     }
+    if let Some(m) = s.min_len
+        && text.chars().count() < m
+    {
+        lengthen(&mut text, m, h);
+    }
+    if let Some(m) = s.max_len
+        && len_of(s, &text) > m
+    {
+        shorten(&mut text, m, s.len_bytes);
+        // A cut that leaves a blank at the end: trimmed text ends in a letter.
+        if s.trim && text.ends_with(' ') {
+            text.pop();
+            text.push('x');
+        }
+    }
     text
+}
+
+/// The length the column's bounds count: characters, or bytes.
+fn len_of(s: &CheckDemands, text: &str) -> usize {
+    if s.len_bytes {
+        text.len()
+    } else {
+        text.chars().count()
+    }
+}
+
+/// `text` cut to `max` characters (bytes: at a character's boundary).
+fn shorten(text: &mut String, max: usize, bytes: bool) {
+    let at = if bytes {
+        (0..=max.min(text.len()))
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0)
+    } else {
+        text.char_indices().nth(max).map_or(text.len(), |(i, _)| i)
+    };
+    text.truncate(at);
+}
+
+/// `text` extended with lorem words to at least `min` characters (ASCII, so
+/// bytes too), in the text's own style: an email's local part before its
+/// `@` (words joined by dots), a slug or any text without blanks joined by
+/// `-`, other text by blanks. The words are letters only, so a value that
+/// ends in a unique row number stays unique. Drawn from the row's hash `h`.
+pub(crate) fn lengthen(text: &mut String, min: usize, h: u64) {
+    use crate::seed::row::generate::WORDS;
+    let mut r = ValueRng::new(rng::mix(h ^ 0x0000_6c65_6e67_7468));
+    let (at, sep) = match text.find('@') {
+        Some(i) => (i, '.'),
+        None if !text.is_empty() && !text.contains(' ') => (text.len(), '-'),
+        None => (text.len(), ' '),
+    };
+    let mut pad = String::new();
+    let have = text.chars().count();
+    while have + pad.len() < min {
+        if !(pad.is_empty() && at == 0) {
+            pad.push(sep);
+        }
+        pad.push_str(WORDS[r.below(WORDS.len() as u64) as usize]);
+    }
+    text.insert_str(at, &pad);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demands(min: Option<usize>, max: Option<usize>) -> CheckDemands {
+        CheckDemands {
+            min_len: min,
+            max_len: max,
+            ..CheckDemands::default()
+        }
+    }
+
+    /// Issue 46: a text shorter than a CHECK's minimum grows in its own
+    /// style, and is cut to the maximum.
+    #[test]
+    fn text_grows_to_its_minimum_in_its_own_style() {
+        let s = demands(Some(30), Some(40));
+        for (text, sep) in [
+            ("ann-7@example.com", '.'),
+            ("red-fox", '-'),
+            ("lorem ipsum", ' '),
+            ("", ' '),
+        ] {
+            for h in 0..50 {
+                let out = shape_text(&s, text.to_string(), h);
+                let n = out.chars().count();
+                assert!((30..=40).contains(&n), "{out:?}");
+                if let Some((local, host)) = text.split_once('@') {
+                    assert!(out.ends_with(&format!("@{host}")), "{out:?}");
+                    assert!(out.starts_with(&format!("{local}{sep}")), "{out:?}");
+                } else if !text.is_empty() {
+                    assert!(out.starts_with(&format!("{text}{sep}")), "{out:?}");
+                }
+            }
+        }
+        let long = "x".repeat(100);
+        assert_eq!(shape_text(&s, long, 1).len(), 40);
+        // Bytes: cut at a character's boundary.
+        let b = CheckDemands {
+            len_bytes: true,
+            ..demands(None, Some(5))
+        };
+        assert_eq!(shape_text(&b, "aéééé".into(), 1), "aéé");
+    }
 }

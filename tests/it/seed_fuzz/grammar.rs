@@ -88,12 +88,12 @@ forms! {
     column_equality: true, "";
     in_list: true, "";
     like_regex: true, "";
-    length_functions: false, "planck does not yet support `jsonb_typeof(col) = 'array'`: no candidate row satisfies it (the generated jsonb is always an object)";
-    case_switch: false, "planck does not yet support `1 = CASE WHEN kind = ... AND value IS NOT NULL THEN 1 ... ELSE 0 END`: no candidate row satisfies it after 32 attempts";
-    num_nonnulls: false, "planck does not yet support `num_nonnulls` over nullable foreign keys (lemmy's shapes): the COPY violates the CHECK (SQLSTATE 23514)";
+    length_functions: true, "";
+    case_switch: true, "";
+    num_nonnulls: true, "";
     bool_neq: true, "";
     function_reads_parent: false, "planck does not yet support it: the foreign key is picked without the function, which rejects parents of the other kind (`no candidate row satisfies CHECK (kind_is(role, 'user'))`)";
-    mixed_boolean: false, "planck does not yet solve every random boolean over a witness: about 1 schema in 20 gets `no candidate row satisfies` (the server-evaluated path: 32 attempts)";
+    mixed_boolean: false, "planck does not yet solve every random boolean over a witness: about 1 schema in 40 gets `no candidate row satisfies` (a count compared as a condition, `(num_nonnulls(a, b) = 2) <> (b BETWEEN 58 AND 68)`: the solver reads no `num_nonnulls(...) <> k`)";
 }
 
 pub fn form(name: &str) -> Option<&'static Form> {
