@@ -169,6 +169,10 @@ pub struct Unique {
     /// Column indices (into `Table::columns`).
     pub cols: Vec<usize>,
     pub primary: bool,
+    /// A partial index's way out: columns its predicate requires NULL
+    /// (`WHERE deleted_at IS NULL`), so a row holding a value in one of
+    /// them is not in the index and may repeat the key.
+    pub escape: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -704,6 +708,7 @@ async fn read_constraints(client: &impl GenericClient, r: &mut Reading) -> Resul
         let cols = attnums_to_idx(&tables[ti], &conkey);
         match contype as u8 {
             b'p' | b'u' => tables[ti].uniques.push(Unique {
+                escape: Vec::new(),
                 name,
                 cols,
                 primary: contype == b'p' as i8,
@@ -796,13 +801,21 @@ async fn read_unique_indexes(client: &impl GenericClient, r: &mut Reading) -> Re
         oids,
     } = r;
     let (by_oid, oids) = (&*by_oid, &*oids);
-    // Unique indexes that back no constraint (also partial and expression ones).
+    // Unique indexes that back no constraint (also partial and expression
+    // ones). The key is the indexed columns and every column an indexed
+    // expression reads (each `:varattno` of `indexprs`). A partial index's
+    // predicate columns are no key: the index constrains only the rows its
+    // predicate admits, and those must differ on the key alone. A predicate
+    // column joins the key only where the predicate fixes it to one value
+    // (`WHERE kind = 'x'`, `WHERE is_default`): the rows the index covers
+    // all share it, so requiring the key to be unique together with it
+    // is the same rule, and the rows outside the predicate stay free to
+    // repeat the key with another value. `WHERE deleted_at IS NULL` fixes
+    // nothing a key can use (a NULL in a key never collides).
     for r in client
         .query(
-            "SELECT i.indrelid, ic.relname, i.indkey::int2[],
-                    ARRAY(SELECT d.refobjsubid::int2 FROM pg_depend d
-                           WHERE d.classid = 'pg_class'::regclass AND d.objid = i.indexrelid
-                             AND d.refobjid = i.indrelid AND d.refobjsubid > 0)
+            "SELECT i.indrelid, ic.relname, i.indkey::int2[], i.indexprs::text,
+                    i.indpred::text, pg_get_expr(i.indpred, i.indrelid)
                FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
               WHERE i.indrelid = ANY($1) AND i.indisunique
                 AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid
@@ -816,22 +829,162 @@ async fn read_unique_indexes(client: &impl GenericClient, r: &mut Reading) -> Re
         let Some(&ti) = by_oid.get(&r.get::<_, u32>(0)) else {
             continue;
         };
+        let table = &tables[ti];
         let mut keys: Vec<i16> = r.get(2);
-        keys.extend(r.get::<_, Vec<i16>>(3));
+        if let Some(exprs) = r.get::<_, Option<String>>(3) {
+            keys.extend(node_varattnos(&exprs));
+        }
+        let mut escape: Vec<i16> = Vec::new();
+        if let (Some(node), Some(pred)) =
+            (r.get::<_, Option<String>>(4), r.get::<_, Option<String>>(5))
+        {
+            let in_pred = node_varattnos(&node);
+            let attnum = |name: &String| {
+                table
+                    .column(name)
+                    .map(|c| table.columns[c].attnum)
+                    .filter(|a| in_pred.contains(a))
+            };
+            let p = read_predicate(&pred);
+            keys.extend(p.fixed.iter().filter_map(attnum));
+            escape.extend(p.null.iter().filter_map(attnum));
+        }
         keys.retain(|k| *k > 0);
         keys.sort_unstable();
         keys.dedup();
-        let cols = attnums_to_idx(&tables[ti], &keys);
+        escape.retain(|a| !keys.contains(a));
+        escape.sort_unstable();
+        escape.dedup();
+        let cols = attnums_to_idx(table, &keys);
+        let escape = attnums_to_idx(table, &escape);
         if !cols.is_empty() {
             tables[ti].uniques.push(Unique {
                 name: r.get(1),
                 cols,
                 primary: false,
+                escape,
             });
         }
     }
 
     Ok(())
+}
+
+/// The column numbers a stored expression tree (`pg_node_tree`, as
+/// `indexprs` and `indpred` hold it) reads: each `Var`'s `:varattno`.
+/// Whole-row references (0) and system columns (below 0) are left out.
+fn node_varattnos(node: &str) -> Vec<i16> {
+    let mut out: Vec<i16> = node
+        .match_indices(":varattno ")
+        .filter_map(|(at, m)| {
+            let rest = &node[at + m.len()..];
+            let end = rest
+                .find(|ch: char| !ch.is_ascii_digit() && ch != '-')
+                .unwrap_or(rest.len());
+            rest[..end].parse::<i16>().ok()
+        })
+        .filter(|a| *a > 0)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// What a partial index's predicate (as `pg_get_expr` prints it) holds of
+/// every row it admits, read from its top-level conjuncts.
+#[derive(Debug, Default, PartialEq)]
+struct Predicate {
+    /// Columns fixed to one value that is not NULL: `col = constant`,
+    /// `col`, `NOT col`, `col IS TRUE`, `col IS FALSE`.
+    fixed: Vec<String>,
+    /// Columns required NULL: `col IS NULL`.
+    null: Vec<String>,
+}
+
+/// A disjunction, a range, a set or `IS NOT NULL` fixes nothing; a
+/// predicate that does not parse fixes nothing either, which leaves the key
+/// the indexed columns alone: stricter than the index, never looser.
+fn read_predicate(pred: &str) -> Predicate {
+    use sqlparser::ast::{BinaryOperator, Expr, UnaryOperator};
+    fn strip(e: &Expr) -> &Expr {
+        match e {
+            Expr::Nested(x) => strip(x),
+            x => x,
+        }
+    }
+    fn column(e: &Expr) -> Option<String> {
+        match strip(e) {
+            Expr::Identifier(i) => Some(i.value.clone()),
+            Expr::CompoundIdentifier(p) => p.last().map(|i| i.value.clone()),
+            _ => None,
+        }
+    }
+    fn constant(e: &Expr) -> bool {
+        match strip(e) {
+            Expr::Value(v) => !matches!(v.value, sqlparser::ast::Value::Null),
+            Expr::Cast { expr, .. } => constant(expr),
+            Expr::UnaryOp {
+                op: UnaryOperator::Minus,
+                expr,
+            } => constant(expr),
+            _ => false,
+        }
+    }
+    fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        match strip(e) {
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::And,
+                right,
+            } => {
+                conjuncts(left, out);
+                conjuncts(right, out);
+            }
+            x => out.push(x),
+        }
+    }
+    // The whole text, or nothing: a prefix that parses is no predicate.
+    let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+        .try_with_sql(pred)
+        .and_then(|mut p| {
+            let e = p.parse_expr()?;
+            match p.peek_token().token {
+                sqlparser::tokenizer::Token::EOF => Ok(Some(e)),
+                _ => Ok(None),
+            }
+        });
+    let Ok(Some(expr)) = parsed else {
+        return Predicate::default();
+    };
+    let mut parts = Vec::new();
+    conjuncts(&expr, &mut parts);
+    let mut out = Predicate::default();
+    for p in parts {
+        let fixed = match p {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => column(p),
+            Expr::UnaryOp {
+                op: UnaryOperator::Not,
+                expr,
+            } => column(expr),
+            Expr::IsTrue(x) | Expr::IsFalse(x) => column(x),
+            Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } => match (column(left), column(right)) {
+                (Some(c), None) if constant(right) => Some(c),
+                (None, Some(c)) if constant(left) => Some(c),
+                _ => None,
+            },
+            Expr::IsNull(x) => {
+                out.null.extend(column(x));
+                None
+            }
+            _ => None,
+        };
+        out.fixed.extend(fixed);
+    }
+    out
 }
 
 /// Partition keys and bounds.
@@ -1275,6 +1428,56 @@ fn parse_list_bound(b: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_predicate_fixes_only_the_columns_it_holds_to_one_value() {
+        let fixed = |p: &str| read_predicate(p).fixed;
+        assert_eq!(fixed("(deleted_at IS NULL)"), Vec::<String>::new());
+        assert_eq!(
+            read_predicate("((deleted_at IS NULL) AND (NOT (x IS NULL)) AND (kind = 'a'::text))"),
+            Predicate {
+                fixed: vec!["kind".into()],
+                null: vec!["deleted_at".into()],
+            }
+        );
+        assert_eq!(fixed("(kind = 'x'::text)"), ["kind"]);
+        assert_eq!(fixed("(0 = status)"), ["status"]);
+        assert_eq!(
+            fixed("((is_default = true) AND (deleted_at IS NULL))"),
+            ["is_default"]
+        );
+        assert_eq!(
+            fixed("(archived AND (NOT hidden) AND (recurring IS TRUE) AND (x IS FALSE))"),
+            ["archived", "hidden", "recurring", "x"]
+        );
+        // A range, a set, a disjunction, a column equality, a NULL test:
+        // none fixes a value.
+        assert_eq!(
+            fixed(
+                "((tax_id IS NOT NULL) AND (created_at >= '2023-09-12 00:00:00'::timestamp without time zone))"
+            ),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            fixed("(status = ANY (ARRAY['draft'::public.s, 'approved'::public.s]))"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            fixed("((kind = 'a'::text) OR (kind = 'b'::text))"),
+            Vec::<String>::new()
+        );
+        assert_eq!(fixed("(a = b)"), Vec::<String>::new());
+        assert_eq!(fixed("(x IS NOT TRUE)"), Vec::<String>::new());
+        assert_eq!(fixed("not sql at all ((("), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_node_tree_names_the_columns_its_vars_read() {
+        let node = "({FUNCEXPR :funcid 870 :args ({VAR :varno 1 :varattno 3 :vartype 25 \
+                    :varattnosyn 3 :location 40} {VAR :varno 1 :varattno 12 :varattnosyn 12} \
+                    {VAR :varno 1 :varattno 0}) :location 34})";
+        assert_eq!(node_varattnos(node), [3, 12]);
+    }
 
     #[test]
     fn parses_partition_bounds() {

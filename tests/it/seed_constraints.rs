@@ -233,6 +233,43 @@ fn unique_expression_indexes_hold() {
     assert_seeded(&out, &problems);
 }
 
+/// Partial unique indexes: a predicate column is no key column unless the
+/// predicate fixes its value. `WHERE label_id IS NOT NULL AND added_at >=
+/// ...` holds the pair (project_id, label_id) unique among the rows it
+/// admits whatever their `added_at` (read as the key (project_id,
+/// label_id, added_at), distinct timestamps let the pairs repeat:
+/// `could not create unique index` when the index was rebuilt); `WHERE
+/// retired_at IS NULL` does the same for a live label's colour, and rows
+/// beyond the three colours leave the index with a `retired_at` rather
+/// than the table being lowered to three rows; `WHERE role =
+/// 'owner'` fixes `role`, so one owner per team, the other roles repeat.
+#[test]
+fn partial_unique_indexes_hold_on_their_key_alone() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE projects (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE labels (id serial PRIMARY KEY,
+                              colour text NOT NULL CHECK (colour IN ('red', 'green', 'blue')),
+                              retired_at timestamptz);
+         CREATE UNIQUE INDEX one_live_label_per_colour ON labels (colour) WHERE retired_at IS NULL;
+         CREATE TABLE project_labels (id serial PRIMARY KEY,
+                                      project_id int NOT NULL REFERENCES projects,
+                                      label_id int REFERENCES labels,
+                                      added_at timestamp NOT NULL);
+         CREATE UNIQUE INDEX one_label_per_project ON project_labels (project_id, label_id)
+           WHERE label_id IS NOT NULL AND added_at >= '2001-01-01 00:00:00'::timestamp;
+         CREATE TABLE teams (id serial PRIMARY KEY);
+         CREATE TABLE members (id serial PRIMARY KEY, team_id int NOT NULL REFERENCES teams,
+                               role text NOT NULL CHECK (role IN ('owner', 'admin', 'guest')));
+         CREATE UNIQUE INDEX one_owner_per_team ON members (team_id) WHERE role = 'owner';",
+    );
+    let (out, problems) = seed_and_judge(&db, "200");
+    assert_seeded(&out, &problems);
+    // The fixed role kept in the key: teams have members besides an owner.
+    assert!(count(&db, "SELECT count(*) FROM members WHERE role <> 'owner'") > 0);
+    assert_eq!(count(&db, "SELECT count(*) FROM labels"), 200);
+}
+
 /// A CHECK calling the schema's own SQL function, which reads the parent:
 /// only parent rows of the right kind may be picked.
 #[test]
@@ -287,6 +324,31 @@ fn a_check_naming_values_of_a_serial_key_keeps_the_key() {
         ),
         0
     );
+}
+
+/// The same CHECK where the column a branch asks of is a foreign key
+/// (`id <> 1 OR (kind = 3 AND ...)`, `kind` referencing a parent): read
+/// as the fact `id <> 1` for every row, the serial key starts past 1
+/// instead of row 1's id being moved onto row 2's (`Key (id)=(2) is
+/// duplicated` when the primary key was rebuilt).
+#[test]
+fn a_check_excluding_a_serial_key_value_beside_a_foreign_key_keeps_the_key() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE performer_kinds (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE regions (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE performers (id serial PRIMARY KEY, name varchar NOT NULL,
+           born smallint, died smallint,
+           kind int REFERENCES performer_kinds, region int REFERENCES regions,
+           home int REFERENCES regions,
+           ended boolean NOT NULL DEFAULT false,
+           CONSTRAINT ended_when_died CHECK ((died IS NOT NULL AND ended) OR died IS NULL),
+           CONSTRAINT first_is_bare CHECK (id <> 1 OR (kind = 3 AND region IS NULL
+             AND home IS NULL AND born IS NULL AND died IS NULL)));",
+    );
+    let (out, problems) = seed_and_judge(&db, "200");
+    assert_seeded(&out, &problems);
+    assert_eq!(count(&db, "SELECT count(*) FROM performers"), 200);
 }
 
 /// Two CHECKs nothing satisfies, both left to the server (they call

@@ -448,6 +448,7 @@ fn keys_to_hold(
                 name: x.name.clone(),
                 cols,
                 primary: false,
+                escape: Vec::new(),
             })
     });
     let keys: Vec<crate::catalog::schema::Unique> = table
@@ -525,6 +526,15 @@ pub(super) fn uniqueness(
         }) {
             continue;
         }
+        // A partial index another key already left behind: its way out
+        // holds a value in every row.
+        if u.escape.iter().any(|c| {
+            !matches!(tp.cols[*c].generator, Gen::Nullable { .. } | Gen::Null)
+                && assigned[*c]
+                && !fk_cols.contains_key(c)
+        }) {
+            continue;
+        }
         let within = beside_parent && u.cols.len() > pfk_cols.len();
         let rest: Vec<usize> = u
             .cols
@@ -556,10 +566,60 @@ pub(super) fn uniqueness(
         if carry_alone(&k, tp, assigned)? {
             continue;
         }
+        // A partial index whose rows its columns cannot tell apart, or only
+        // by enumerating again a column another key enumerated (which would
+        // undo that key): every row leaves its predicate (`WHERE
+        // deleted_at IS NULL`: a deleted_at in every row) rather than the
+        // rows being lowered.
+        if joint_capacity(&k, tp).is_none_or(|n| n < k.need) && escape_predicate(&k, tp, assigned) {
+            continue;
+        }
         // 2. Enumerate the finite columns jointly.
         enumerate_jointly(&k, tp)?;
     }
+    keys_off_excluded(facts, tp);
     Ok(())
+}
+
+/// A key that counts (a sequence, a permutation of integers) starts past
+/// the values a CHECK excludes from it (`CHECK (id <> 1 OR (kind = 3 AND
+/// ...))` read as `id <> 1`: the ids start at 2). Moving an excluded value
+/// when the row is drawn would land on the next row's key (`Key (id)=(2)
+/// is duplicated`); a key is decided once, with the constraints in view.
+fn keys_off_excluded(facts: &[ColFacts], tp: &mut TablePlan) {
+    let rows = tp.rows;
+    for (c, f) in facts.iter().enumerate() {
+        let mut excluded: Vec<i64> = f
+            .not_eq
+            .iter()
+            .filter_map(|l| match l {
+                crate::seed::check_expr::Lit::Num(n) if n.fract() == 0.0 => Some(*n as i64),
+                _ => None,
+            })
+            .collect();
+        if excluded.is_empty() {
+            continue;
+        }
+        excluded.sort_unstable();
+        match unwrap_nullable_mut(&mut tp.cols[c].generator) {
+            Gen::Sequence { start, step } if *step > 0 => {
+                for &v in &excluded {
+                    let end = start.saturating_add(step.saturating_mul(rows as i64));
+                    if v >= *start && v < end && (v - *start) % *step == 0 {
+                        *start = v.saturating_add(1);
+                    }
+                }
+            }
+            Gen::IntUnique { lo, n } => {
+                for &v in &excluded {
+                    if v >= *lo && v < lo.saturating_add(*n as i64) {
+                        *lo = v.saturating_add(1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// One unique constraint [`uniqueness`] makes hold, with what planning
@@ -795,6 +855,66 @@ fn unique_gen(k: &KeyHold, c: usize, g: Gen, tp: &mut TablePlan) -> Result<Optio
             None
         }
     })
+}
+
+/// The combinations of values the key's columns have ([`enumerate_jointly`]
+/// enumerates them), or None when one has no finite domain or another
+/// key holds one already (an enumeration, a foreign key's distinct picks).
+fn joint_capacity(k: &KeyHold, tp: &TablePlan) -> Option<u64> {
+    let mut seen_fk = HashSet::new();
+    let mut product = 1u128;
+    for &c in &k.rest {
+        let radix = match k.fk_cols.get(&c).copied() {
+            Some(fi) if !seen_fk.insert(fi) => continue,
+            Some(fi)
+                if matches!(
+                    tp.fks[fi].pick,
+                    Pick::Joint { .. } | Pick::DistinctInParent | Pick::UniqueGlobal
+                ) =>
+            {
+                return None;
+            }
+            Some(fi) => k.parent_rows(tp.fks[fi].parent).unwrap_or(tp.rows),
+            None if matches!(tp.cols[c].generator, Gen::Joint { .. }) => return None,
+            None => tp.cols[c].generator.domain()?,
+        };
+        product = product.saturating_mul(u128::from(radix));
+    }
+    Some(product.min(u128::from(u64::MAX)) as u64)
+}
+
+/// A partial unique index left behind by every row: the first column its
+/// predicate requires NULL that planck fills takes a value in every row (a
+/// foreign key always references a parent). Whether one did.
+fn escape_predicate(k: &KeyHold, tp: &mut TablePlan, assigned: &mut [bool]) -> bool {
+    for &c in &k.u.escape {
+        let col = &k.table.columns[c];
+        if col.generated || k.spec_span.contains_key(&c) {
+            continue;
+        }
+        if let Some(fi) = k.fk_cols.get(&c).copied() {
+            if tp.fks[fi].cols.len() == 1 {
+                tp.fks[fi].null_p = 0.0;
+                return true;
+            }
+            continue;
+        }
+        let g = if assigned[c] {
+            unwrap_nullable(&tp.cols[c].generator).clone()
+        } else {
+            match default_gen(k.table, col, &k.facts[c]) {
+                Some(g) => g,
+                None => continue,
+            }
+        };
+        if matches!(g, Gen::Null) {
+            continue;
+        }
+        tp.cols[c].generator = g;
+        assigned[c] = true;
+        return true;
+    }
+    false
 }
 
 /// Step 2 of [`uniqueness`]: the key's finite columns (foreign keys,
