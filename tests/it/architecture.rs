@@ -139,14 +139,6 @@ const KNOWN_FILE_CYCLES: &[(&[&str], &str)] = &[
         "Cluster::start checks Citus through citus.rs, which reads Cluster and SUPERUSER",
     ),
     (
-        &["src/db/connect.rs", "src/db/mod.rs"],
-        "ConnInfo::connect calls connect.rs, which reads ConnInfo and SessionAttrs",
-    ),
-    (
-        &["src/db/tls.rs", "src/db/tls/verify.rs"],
-        "tls.rs builds verify.rs's verifier, which calls tls.rs's handshake helpers",
-    ),
-    (
         &[
             "src/queries/mod.rs",
             "src/queries/transaction.rs",
