@@ -354,21 +354,48 @@ async fn establish(
     Err(failures)
 }
 
-/// Connects as [`ConnInfo::connect`] documents.
-pub(crate) async fn connect(info: &ConnInfo) -> Result<Client> {
-    let tls = cached_connector(info).await?;
-    match establish(info, &tls, false).await {
-        Ok((client, _handle, _)) => Ok(client),
-        Err(failures) => Err(connect_error(info, failures)),
+/// Connecting is this file's: [`ConnInfo`] (parsed in `db/mod.rs`) says where
+/// and how, these methods do it.
+impl ConnInfo {
+    /// Connects (each host in turn, each attempt under the timeout),
+    /// spawning the connection task on the current runtime.
+    pub async fn connect(&self) -> Result<Client> {
+        let tls = cached_connector(self).await?;
+        match establish(self, &tls, false).await {
+            Ok((client, _handle, _)) => Ok(client),
+            Err(failures) => Err(connect_error(self, failures)),
+        }
     }
-}
 
-/// Connects as [`ConnInfo::connect_lending`] documents.
-pub(crate) async fn connect_lending(info: &ConnInfo) -> Result<(Client, Option<Lender>)> {
-    let tls = cached_connector(info).await?;
-    match establish(info, &tls, true).await {
-        Ok((client, _handle, lender)) => Ok((client, lender)),
-        Err(failures) => Err(connect_error(info, failures)),
+    /// Connects as [`ConnInfo::connect`] does and, when the connection is
+    /// plain TCP (no TLS negotiated, no Unix-domain socket), also returns
+    /// the lender of its socket, for a caller that speaks the protocol
+    /// itself between the client's requests (see [`lent`]).
+    pub async fn connect_lending(&self) -> Result<(Client, Option<Lender>)> {
+        let tls = cached_connector(self).await?;
+        match establish(self, &tls, true).await {
+            Ok((client, _handle, lender)) => Ok((client, lender)),
+            Err(failures) => Err(connect_error(self, failures)),
+        }
+    }
+
+    /// A deadpool manager that connects exactly as [`ConnInfo::connect`]
+    /// does (TLS mode, timeouts, hosts, password file), for the pools of
+    /// `session` and `explain`.
+    pub fn pool_manager(
+        &self,
+        config: deadpool_postgres::ManagerConfig,
+    ) -> Result<deadpool_postgres::Manager> {
+        // Called once per pool, outside any hot path: made here, synchronously.
+        let tls = self.tls.connector().map_err(|m| connector_error(self, m))?;
+        Ok(deadpool_postgres::Manager::from_connect(
+            self.config.clone(),
+            PlanckConnect {
+                info: self.clone(),
+                tls,
+            },
+            config,
+        ))
     }
 }
 
@@ -621,22 +648,6 @@ impl deadpool_postgres::Connect for PlanckConnect {
                 })
         })
     }
-}
-
-pub(crate) fn pool_manager(
-    info: &ConnInfo,
-    config: deadpool_postgres::ManagerConfig,
-) -> Result<deadpool_postgres::Manager> {
-    // Called once per pool, outside any hot path: made here, synchronously.
-    let tls = info.tls.connector().map_err(|m| connector_error(info, m))?;
-    Ok(deadpool_postgres::Manager::from_connect(
-        info.config.clone(),
-        PlanckConnect {
-            info: info.clone(),
-            tls,
-        },
-        config,
-    ))
 }
 
 #[cfg(test)]

@@ -357,30 +357,6 @@ impl ConnInfo {
         info.url = info.to_url(false);
         info
     }
-
-    /// Connects (each host in turn, each attempt under the timeout),
-    /// spawning the connection task on the current runtime.
-    pub async fn connect(&self) -> Result<tokio_postgres::Client> {
-        connect::connect(self).await
-    }
-
-    /// Connects as [`ConnInfo::connect`] does and, when the connection is
-    /// plain TCP (no TLS negotiated, no Unix-domain socket), also returns
-    /// the lender of its socket, for a caller that speaks the protocol
-    /// itself between the client's requests (see [`lent`]).
-    pub async fn connect_lending(&self) -> Result<(tokio_postgres::Client, Option<lent::Lender>)> {
-        connect::connect_lending(self).await
-    }
-
-    /// A deadpool manager that connects exactly as [`ConnInfo::connect`]
-    /// does (TLS mode, timeouts, hosts, password file), for the pools of
-    /// `session` and `explain`.
-    pub fn pool_manager(
-        &self,
-        config: deadpool_postgres::ManagerConfig,
-    ) -> Result<deadpool_postgres::Manager> {
-        connect::pool_manager(self, config)
-    }
 }
 
 /// A keyword's comma-separated list (`host=a,b`).

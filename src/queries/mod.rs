@@ -44,6 +44,10 @@
 //! `[[transaction]]` entries and `x-` keys survive a rewrite as written.
 
 pub(crate) mod evidence;
+mod merge;
+mod read_error;
+mod source;
+mod statement;
 pub(crate) mod transaction;
 mod write;
 
@@ -51,12 +55,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use crate::config::line_col;
 use crate::error::{Error, Result};
 
 pub use evidence::{Observed, ObservedColumn, Sent, ValueShape};
+pub use merge::{Merge, MergeStatus};
+pub(crate) use read_error::{check_keys, file_error};
+pub use statement::{Context, Statement, identity, normalize_space, text_key};
 pub use transaction::{Bind, BindSource, Isolation, SettingValue, Transaction, TxOutcome};
 
 /// The format this planck writes.
@@ -79,59 +85,7 @@ pub struct QueryFile {
     pub observed: Observed,
     /// The document it was read from: a rewrite edits it rather than
     /// starting over, so what no command owns survives.
-    source: Option<write::Source>,
-}
-
-/// Where a statement ran: pg_stat_statements' `toplevel` (PostgreSQL 14+).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Context {
-    /// Sent by the client.
-    Top,
-    /// Run inside a function or procedure.
-    Function,
-}
-
-impl Context {
-    pub fn name(self) -> &'static str {
-        match self {
-            Context::Top => "top",
-            Context::Function => "function",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Statement {
-    /// Stable identity (see [`identity`]).
-    pub id: String,
-    /// Normalized text as pg_stat_statements shows it (`$n` for constants).
-    pub query: String,
-    /// The role that ran it; `None` for hand-added statements.
-    pub role: Option<String>,
-    /// Whether that role bypasses row-level security (superuser, BYPASSRLS or owner).
-    pub bypass_rls: Option<bool>,
-    /// The database it ran in.
-    pub database: Option<String>,
-    /// pg_stat_statements' queryid, informational only (changes across servers).
-    pub queryid: Option<i64>,
-    pub calls: Option<u64>,
-    pub rows: Option<u64>,
-    /// Where it ran inside the recording: `function` when (also) inside a
-    /// function or procedure. Empty: as the client sent it (or unknown,
-    /// before PostgreSQL 14). `record` owns it.
-    pub contexts: Vec<Context>,
-    /// How the application sent it, when the relay saw it. `record` owns it.
-    pub sent: Option<Sent>,
-    /// The shape of the values sent for each parameter (`$n` by n), where
-    /// the relay could tell. `record` owns it.
-    pub shapes: BTreeMap<u32, ValueShape>,
-    /// Set by a person: the statement is kept but not verified, with the reason.
-    pub ignore: Option<String>,
-    /// `true` for entries a person added by hand; `record` never prunes them.
-    pub manual: bool,
-    /// 1-based line of the entry in the file it was read from.
-    pub line: Option<usize>,
+    source: Option<source::Source>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -174,95 +128,6 @@ struct RawStatement {
 const FILE_KEYS: &str = "format_version, statement, transaction, created_relations, observed";
 const STATEMENT_KEYS: &str = "id, query, role, bypass_rls, database, queryid, calls, rows, contexts, sent, shapes, ignore, manual";
 
-/// An error at a line of the queries file.
-pub(crate) fn file_error(
-    path: &Path,
-    line: Option<usize>,
-    message: impl Into<String>,
-    hint: impl Into<String>,
-) -> Error {
-    Error::Config {
-        path: path.to_path_buf(),
-        line,
-        column: None,
-        message: message.into(),
-        hint: Some(hint.into()),
-    }
-}
-
-/// Refuses keys planck does not know, unless they start with `x-` (kept,
-/// never read): a typo must not silently drop a setting.
-pub(crate) fn check_keys(
-    path: &Path,
-    line: Option<usize>,
-    what: &str,
-    other: &BTreeMap<String, toml::Value>,
-    known: &str,
-) -> Result<()> {
-    match other.keys().find(|k| !k.starts_with("x-")) {
-        Some(k) => {
-            let meant = crate::error::suggest(k, known.split(", "))
-                .map(|m| format!("did you mean `{m}`? "))
-                .unwrap_or_default();
-            Err(file_error(
-                path,
-                line,
-                format!("unknown key `{k}` in {what}"),
-                format!(
-                    "{meant}the keys are {known}; a key starting with `x-` is kept and never read"
-                ),
-            ))
-        }
-        None => Ok(()),
-    }
-}
-
-impl QueryFile {
-    /// Replaces the transactions a recording wrote (`recorded`, not made
-    /// `manual`) with `recorded`; hand-written ones stay, and a recorded
-    /// one whose id a hand-written one has is left out.
-    ///
-    /// A re-recorded transaction keeps the pause the file already gives it
-    /// when the new one is a neighbouring power of two: a median close to
-    /// a rounding boundary would otherwise flip between the two on every
-    /// recording of the same run and make the diff noisy.
-    pub fn replace_recorded_transactions(&mut self, recorded: Vec<Transaction>) {
-        let before: HashMap<String, f64> = self
-            .transactions
-            .iter()
-            .filter(|t| t.recorded && !t.manual)
-            .map(|t| (t.id.clone(), t.think_ms))
-            .collect();
-        self.transactions.retain(|t| !t.recorded || t.manual);
-        let taken: std::collections::HashSet<String> =
-            self.transactions.iter().map(|t| t.id.clone()).collect();
-        self.transactions
-            .extend(
-                recorded
-                    .into_iter()
-                    .filter(|t| !taken.contains(&t.id))
-                    .map(|mut t| {
-                        if let Some(&old) = before.get(&t.id)
-                            && neighbouring_pause(old, t.think_ms)
-                        {
-                            t.think_ms = old;
-                        }
-                        t
-                    }),
-            );
-    }
-}
-
-/// Whether two quantised pauses (0 or a power of two, in ms) are the same
-/// or one rounding step apart: a factor of two, or none and at most 2 ms
-/// (a pause that short is the client's and the relay's own latency, which
-/// a loaded machine stretches: a psql script with no pause measured 0 on
-/// one run and 2 ms on the next).
-fn neighbouring_pause(a: f64, b: f64) -> bool {
-    let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-    lo == hi || (lo == 0.0 && hi <= 2.0) || (lo > 0.0 && hi == 2.0 * lo)
-}
-
 /// A statement's `shapes`, keyed by parameter number.
 fn parse_shapes(
     path: &Path,
@@ -290,75 +155,6 @@ fn parse_shapes(
             Ok((n, shape))
         })
         .collect()
-}
-
-/// Collapses runs of whitespace, so reformatting a statement keeps its identity.
-pub fn normalize_space(query: &str) -> String {
-    query.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The identity of a statement: 16 hex digits of SHA-256 over its
-/// space-normalized text and role.
-pub fn identity(query: &str, role: Option<&str>) -> String {
-    let mut h = Sha256::new();
-    h.update(normalize_space(query).as_bytes());
-    h.update([0]);
-    h.update(role.unwrap_or("").as_bytes());
-    h.finalize()
-        .iter()
-        .take(8)
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// The text statements are matched on across runs, besides their id:
-/// space-normalized, without a trailing semicolon. pg_stat_statements'
-/// queryid cannot serve: it hashes table oids, so it changes with every new
-/// database, server and major version.
-pub fn text_key(query: &str) -> String {
-    let n = normalize_space(query);
-    n.trim_end_matches(';').trim_end().to_string()
-}
-
-/// What merging a capture did to one captured statement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MergeStatus {
-    /// New in the file.
-    Added,
-    /// Already there; its recorded facts (calls, rows, RLS flag, database) changed.
-    Updated,
-    /// Already there, nothing changed.
-    Unchanged,
-    /// Matches an entry a person added by hand, which is left as written.
-    Manual,
-}
-
-impl MergeStatus {
-    pub fn name(self) -> &'static str {
-        match self {
-            MergeStatus::Added => "added",
-            MergeStatus::Updated => "updated",
-            MergeStatus::Unchanged => "unchanged",
-            MergeStatus::Manual => "manual",
-        }
-    }
-}
-
-/// What [`QueryFile::merge`] did.
-#[derive(Debug, Clone, Default)]
-pub struct Merge {
-    /// For each captured statement, in order: its id in the file and what happened.
-    pub outcomes: Vec<(String, MergeStatus)>,
-    /// Recorded (not manual) entries the run did not send: removed when
-    /// pruning, unless a `[[transaction]]` names them.
-    pub vanished: Vec<Statement>,
-    pub pruned: bool,
-}
-
-impl Merge {
-    pub fn count(&self, status: MergeStatus) -> usize {
-        self.outcomes.iter().filter(|(_, s)| *s == status).count()
-    }
 }
 
 /// The project's default queries file.
@@ -495,7 +291,7 @@ impl QueryFile {
             None => Observed::default(),
         };
         let transactions = transaction::validate(path, text, raw.transaction, &statements)?;
-        let source = write::Source::parse(path, text, version, &statements, &observed)?;
+        let source = source::Source::parse(path, text, version, &statements, &observed)?;
         Ok(QueryFile {
             statements,
             transactions,
@@ -519,105 +315,6 @@ impl QueryFile {
     /// `None` for a file made in memory.
     pub fn read_format(&self) -> Option<u32> {
         self.source.as_ref().map(|s| s.version)
-    }
-
-    /// The file's text. Statements are sorted by role and text, so the same
-    /// set always renders to the same bytes; a file read from disk keeps
-    /// everything no command owns (see [`write`]).
-    pub fn render(&self) -> String {
-        write::render(self)
-    }
-
-    /// Merges a capture into the file. A captured statement matches an entry
-    /// by id, else by [`text_key`] and role, else by text alone when the entry
-    /// was added by hand without a role. A matched entry keeps its id, text,
-    /// `ignore` mark and anything a person wrote; only the facts measured by
-    /// the run (calls, rows, bypass_rls, database, contexts) are refreshed,
-    /// and never on a `manual` entry. Recorded entries the run did not send
-    /// are reported in `vanished`, and removed when `prune`; manual entries
-    /// and those a `[[transaction]]` names always stay.
-    pub fn merge(&mut self, captured: &[Statement], prune: bool) -> Merge {
-        let mut by_id: HashMap<String, usize> = HashMap::new();
-        let mut by_text: HashMap<(String, Option<String>), usize> = HashMap::new();
-        for (i, s) in self.statements.iter().enumerate() {
-            by_id.insert(s.id.clone(), i);
-            by_text
-                .entry((text_key(&s.query), s.role.clone()))
-                .or_insert(i);
-        }
-        let mut matched = vec![false; self.statements.len()];
-        let mut merge = Merge::default();
-        for c in captured {
-            let key = text_key(&c.query);
-            let found = by_id
-                .get(&c.id)
-                .or_else(|| by_text.get(&(key.clone(), c.role.clone())))
-                .or_else(|| by_text.get(&(key.clone(), None)))
-                .copied()
-                .filter(|&i| !matched[i]);
-            let Some(i) = found else {
-                let mut s = c.clone();
-                s.line = None;
-                s.manual = false;
-                by_id.insert(s.id.clone(), self.statements.len());
-                by_text.insert((key, s.role.clone()), self.statements.len());
-                matched.push(true);
-                merge.outcomes.push((s.id.clone(), MergeStatus::Added));
-                self.statements.push(s);
-                continue;
-            };
-            matched[i] = true;
-            let e = &mut self.statements[i];
-            if e.manual {
-                merge.outcomes.push((e.id.clone(), MergeStatus::Manual));
-                continue;
-            }
-            let facts = |e: &Statement| {
-                (
-                    e.calls,
-                    e.rows,
-                    e.bypass_rls,
-                    e.database.clone(),
-                    e.queryid,
-                    e.contexts.clone(),
-                    e.sent,
-                    e.shapes.clone(),
-                )
-            };
-            let before = facts(e);
-            e.calls = c.calls;
-            e.rows = c.rows;
-            e.bypass_rls = c.bypass_rls;
-            e.database = c.database.clone();
-            e.queryid = c.queryid;
-            e.contexts = c.contexts.clone();
-            e.sent = c.sent;
-            e.shapes = c.shapes.clone();
-            let status = if before == facts(e) {
-                MergeStatus::Unchanged
-            } else {
-                MergeStatus::Updated
-            };
-            merge.outcomes.push((e.id.clone(), status));
-        }
-        let named: std::collections::HashSet<&str> = self
-            .transactions
-            .iter()
-            .flat_map(|t| t.statements.iter().map(String::as_str))
-            .collect();
-        let mut keep = Vec::with_capacity(self.statements.len());
-        for (s, m) in self.statements.iter().zip(matched) {
-            if !m && !s.manual {
-                merge.vanished.push(s.clone());
-                if prune && !named.contains(s.id.as_str()) {
-                    continue;
-                }
-            }
-            keep.push(s.clone());
-        }
-        self.statements = keep;
-        merge.pruned = prune;
-        merge
     }
 
     /// Writes the file atomically (a temporary file renamed over it), so a

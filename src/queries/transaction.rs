@@ -45,7 +45,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{Statement, check_keys, file_error};
+use super::read_error::{check_keys, file_error};
+use super::statement::Statement;
 use crate::config::line_col;
 use crate::error::Result;
 

@@ -9,14 +9,12 @@
 //! was. Tables are written in key order, statements sorted by role and
 //! text, so the same content always renders to the same bytes.
 
-use std::path::Path;
-
 use toml_edit::{Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table, Value};
 
 use super::evidence::{Observed, ObservedColumn};
+use super::statement::{Statement, normalize_space};
 use super::transaction::{BindSource, SettingValue, Transaction, TxOutcome};
-use super::{FORMAT_VERSION, QueryFile, Statement, normalize_space};
-use crate::error::{Error, Result};
+use super::{FORMAT_VERSION, QueryFile};
 
 /// The header of a file planck creates.
 const HEADER: &str = "# Statements planck verifies, recorded from pg_stat_statements by `planck record`.\n\
@@ -24,120 +22,89 @@ const HEADER: &str = "# Statements planck verifies, recorded from pg_stat_statem
 # set ignore = \"why\" on one. Re-recording keeps your edits, your comments,\n\
 # [[transaction]] entries and keys starting with x-.\n";
 
-/// The document a file was read from.
-#[derive(Debug, Clone)]
-pub(super) struct Source {
-    doc: DocumentMut,
-    pub(super) version: u32,
-    /// The line of each `[[statement]]` table, in file order: how a
-    /// [`Statement`] (by its `line`) finds its table again.
-    lines: Vec<usize>,
-    /// The `[observed]` table as read: left as written while it is unchanged.
-    observed: Observed,
-}
-
-impl Source {
-    pub(super) fn parse(
-        path: &Path,
-        text: &str,
-        version: u32,
-        statements: &[Statement],
-        observed: &Observed,
-    ) -> Result<Source> {
-        let doc: DocumentMut = text
-            .parse()
-            .map_err(|e: toml_edit::TomlError| Error::Config {
-                path: path.to_path_buf(),
-                line: None,
-                column: None,
-                message: e.message().to_string(),
-                hint: None,
-            })?;
-        Ok(Source {
-            doc,
-            version,
-            lines: statements.iter().filter_map(|s| s.line).collect(),
-            observed: observed.clone(),
-        })
-    }
-}
-
-pub(super) fn render(f: &QueryFile) -> String {
-    let (mut doc, old, lines) = match &f.source {
-        Some(s) => {
-            let mut doc = s.doc.clone();
-            let old: Vec<Table> = match doc.get_mut("statement") {
-                Some(Item::ArrayOfTables(a)) => std::mem::take(a).into_iter().collect(),
-                _ => Vec::new(),
-            };
-            (doc, old, s.lines.as_slice())
-        }
-        None => (
-            format!("{HEADER}format_version = {FORMAT_VERSION}\n")
-                .parse::<DocumentMut>()
-                .expect("the header parses"),
-            Vec::new(),
-            &[][..],
-        ),
-    };
-    set_version(&mut doc);
-
-    let mut sorted: Vec<&Statement> = f.statements.iter().collect();
-    sorted.sort_by(|a, b| {
-        (a.role.as_deref(), normalize_space(&a.query), &a.id).cmp(&(
-            b.role.as_deref(),
-            normalize_space(&b.query),
-            &b.id,
-        ))
-    });
-    let mut tables = ArrayOfTables::new();
-    for s in sorted {
-        let from_file = s
-            .line
-            .and_then(|l| lines.iter().position(|&x| x == l))
-            .and_then(|i| old.get(i));
-        tables.push(match from_file {
-            Some(t) => {
-                let mut t = t.clone();
-                set_facts(&mut t, s);
-                t
+impl QueryFile {
+    /// The file's text. Statements are sorted by role and text, so the same
+    /// set always renders to the same bytes; a file read from disk keeps
+    /// everything no command owns (see [`write`]).
+    pub fn render(&self) -> String {
+        let f = self;
+        let (mut doc, old, lines) = match &f.source {
+            Some(s) => {
+                let mut doc = s.doc.clone();
+                let old: Vec<Table> = match doc.get_mut("statement") {
+                    Some(Item::ArrayOfTables(a)) => std::mem::take(a).into_iter().collect(),
+                    _ => Vec::new(),
+                };
+                (doc, old, s.lines.as_slice())
             }
-            None => new_statement(s),
+            None => (
+                format!("{HEADER}format_version = {FORMAT_VERSION}\n")
+                    .parse::<DocumentMut>()
+                    .expect("the header parses"),
+                Vec::new(),
+                &[][..],
+            ),
+        };
+        set_version(&mut doc);
+
+        let mut sorted: Vec<&Statement> = f.statements.iter().collect();
+        sorted.sort_by(|a, b| {
+            (a.role.as_deref(), normalize_space(&a.query), &a.id).cmp(&(
+                b.role.as_deref(),
+                normalize_space(&b.query),
+                &b.id,
+            ))
         });
-    }
-    match doc.get_mut("statement") {
-        Some(item) => *item = Item::ArrayOfTables(tables),
-        None if !tables.is_empty() => {
-            doc.insert("statement", Item::ArrayOfTables(tables));
+        let mut tables = ArrayOfTables::new();
+        for s in sorted {
+            let from_file = s
+                .line
+                .and_then(|l| lines.iter().position(|&x| x == l))
+                .and_then(|i| old.get(i));
+            tables.push(match from_file {
+                Some(t) => {
+                    let mut t = t.clone();
+                    set_facts(&mut t, s);
+                    t
+                }
+                None => new_statement(s),
+            });
         }
-        None => {}
-    }
-
-    transactions_into(&mut doc, f);
-    let relations: Vec<&str> = f.created_relations.iter().map(String::as_str).collect();
-    let in_doc: Option<Vec<&str>> = doc
-        .get("created_relations")
-        .and_then(Item::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect());
-    if in_doc.as_deref() != Some(&relations[..]) && !(in_doc.is_none() && relations.is_empty()) {
-        set(
-            doc.as_table_mut(),
-            "created_relations",
-            Some(Value::Array(relations.iter().copied().collect())),
-        );
-    }
-
-    let read = f.source.as_ref().map(|s| &s.observed);
-    if read != Some(&f.observed) {
-        if f.observed.is_empty() {
-            doc.remove("observed");
-        } else {
-            doc.insert("observed", Item::Table(observed_table(&f.observed)));
+        match doc.get_mut("statement") {
+            Some(item) => *item = Item::ArrayOfTables(tables),
+            None if !tables.is_empty() => {
+                doc.insert("statement", Item::ArrayOfTables(tables));
+            }
+            None => {}
         }
-    }
 
-    clear_positions(doc.as_table_mut());
-    doc.to_string()
+        transactions_into(&mut doc, f);
+        let relations: Vec<&str> = f.created_relations.iter().map(String::as_str).collect();
+        let in_doc: Option<Vec<&str>> = doc
+            .get("created_relations")
+            .and_then(Item::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect());
+        if in_doc.as_deref() != Some(&relations[..]) && !(in_doc.is_none() && relations.is_empty())
+        {
+            set(
+                doc.as_table_mut(),
+                "created_relations",
+                Some(Value::Array(relations.iter().copied().collect())),
+            );
+        }
+
+        let read = f.source.as_ref().map(|s| &s.observed);
+        if read != Some(&f.observed) {
+            if f.observed.is_empty() {
+                doc.remove("observed");
+            } else {
+                doc.insert("observed", Item::Table(observed_table(&f.observed)));
+            }
+        }
+
+        clear_positions(doc.as_table_mut());
+        doc.to_string()
+    }
 }
 
 /// `[observed]`, one inline table a column, in key order.

@@ -297,8 +297,8 @@ impl ServerCertVerifier for LibpqVerifier {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         match self.webpki.verify_tls12_signature(message, cert, dss) {
-            Err(_) if super::version_1_key(cert).is_some() => {
-                super::handshake_signature(false, message, cert, dss, &self.algorithms)
+            Err(_) if super::signature::version_1_key(cert).is_some() => {
+                super::signature::handshake_signature(false, message, cert, dss, &self.algorithms)
             }
             other => other,
         }
@@ -311,8 +311,8 @@ impl ServerCertVerifier for LibpqVerifier {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         match self.webpki.verify_tls13_signature(message, cert, dss) {
-            Err(_) if super::version_1_key(cert).is_some() => {
-                super::handshake_signature(true, message, cert, dss, &self.algorithms)
+            Err(_) if super::signature::version_1_key(cert).is_some() => {
+                super::signature::handshake_signature(true, message, cert, dss, &self.algorithms)
             }
             other => other,
         }
