@@ -16,6 +16,7 @@ use crate::seed::row::solved::Solved;
 use crate::seed::{check_solve, regex, server_check};
 
 use super::context::{Resolved, seed_err};
+use super::generators::unwrap_nullable_mut;
 
 /// Phase: what the table's CHECK constraints (and its columns' domains)
 /// say about each column, and the constraints left to the server. A CHECK
@@ -478,4 +479,45 @@ pub(super) fn shape_of(
         }),
     };
     (!s.is_empty()).then(|| Box::new(s))
+}
+
+/// A key that counts (a sequence, a permutation of integers) starts past
+/// the values a CHECK excludes from it (`CHECK (id <> 1 OR (kind = 3 AND
+/// ...))` read as `id <> 1`: the ids start at 2). Moving an excluded value
+/// when the row is drawn would land on the next row's key (`Key (id)=(2)
+/// is duplicated`); a key is decided once, with the constraints in view.
+pub(super) fn keys_off_excluded(facts: &[ColFacts], tp: &mut TablePlan) {
+    let rows = tp.rows;
+    for (c, f) in facts.iter().enumerate() {
+        let mut excluded: Vec<i64> = f
+            .not_eq
+            .iter()
+            .filter_map(|l| match l {
+                check_expr::Lit::Num(n) if n.fract() == 0.0 => Some(*n as i64),
+                _ => None,
+            })
+            .collect();
+        if excluded.is_empty() {
+            continue;
+        }
+        excluded.sort_unstable();
+        match unwrap_nullable_mut(&mut tp.cols[c].generator) {
+            Gen::Sequence { start, step } if *step > 0 => {
+                for &v in &excluded {
+                    let end = start.saturating_add(step.saturating_mul(rows as i64));
+                    if v >= *start && v < end && (v - *start) % *step == 0 {
+                        *start = v.saturating_add(1);
+                    }
+                }
+            }
+            Gen::IntUnique { lo, n } => {
+                for &v in &excluded {
+                    if v >= *lo && v < lo.saturating_add(*n as i64) {
+                        *lo = v.saturating_add(1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
 }

@@ -215,3 +215,19 @@ pub(super) fn spec_generators(
     }
     Ok((assigned, spec_span))
 }
+
+/// The generator under any [`Gen::Nullable`] wrappers.
+pub(super) fn unwrap_nullable(g: &Gen) -> &Gen {
+    match g {
+        Gen::Nullable { inner, .. } => unwrap_nullable(inner),
+        g => g,
+    }
+}
+
+/// [`unwrap_nullable`], to change it.
+pub(super) fn unwrap_nullable_mut(g: &mut Gen) -> &mut Gen {
+    match g {
+        Gen::Nullable { inner, .. } => unwrap_nullable_mut(inner),
+        g => g,
+    }
+}

@@ -19,8 +19,10 @@ use crate::seed::row::plan::{FkPlan, JointGroup, Pick, TablePlan, WITHIN_PARENT,
 use crate::seed::row::rng::{self, Permutation};
 use crate::seed::spec::{self, SpecFile};
 
+use super::checks::keys_off_excluded;
 use super::context::{Resolved, redraw_columns, seed_err};
 use super::generators::SpecSpans;
+use super::generators::{unwrap_nullable, unwrap_nullable_mut};
 use super::sizing::{cap_rows, max_children};
 
 /// Phase (after uniqueness): a column of a unique key that another column
@@ -393,20 +395,6 @@ fn set_int_unique_n(g: &mut Gen, to: u64) {
     }
 }
 
-fn unwrap_nullable(g: &Gen) -> &Gen {
-    match g {
-        Gen::Nullable { inner, .. } => unwrap_nullable(inner),
-        g => g,
-    }
-}
-
-fn unwrap_nullable_mut(g: &mut Gen) -> &mut Gen {
-    match g {
-        Gen::Nullable { inner, .. } => unwrap_nullable_mut(inner),
-        g => g,
-    }
-}
-
 /// The unique keys [`uniqueness`] makes hold, in the order it takes them.
 /// A column with one value (`CHECK (active)`, `CHECK (kind = 'x')`, a
 /// one-value enum), which a unique key's column never leaves NULL, repeats
@@ -579,47 +567,6 @@ pub(super) fn uniqueness(
     }
     keys_off_excluded(facts, tp);
     Ok(())
-}
-
-/// A key that counts (a sequence, a permutation of integers) starts past
-/// the values a CHECK excludes from it (`CHECK (id <> 1 OR (kind = 3 AND
-/// ...))` read as `id <> 1`: the ids start at 2). Moving an excluded value
-/// when the row is drawn would land on the next row's key (`Key (id)=(2)
-/// is duplicated`); a key is decided once, with the constraints in view.
-fn keys_off_excluded(facts: &[ColFacts], tp: &mut TablePlan) {
-    let rows = tp.rows;
-    for (c, f) in facts.iter().enumerate() {
-        let mut excluded: Vec<i64> = f
-            .not_eq
-            .iter()
-            .filter_map(|l| match l {
-                crate::seed::check_expr::Lit::Num(n) if n.fract() == 0.0 => Some(*n as i64),
-                _ => None,
-            })
-            .collect();
-        if excluded.is_empty() {
-            continue;
-        }
-        excluded.sort_unstable();
-        match unwrap_nullable_mut(&mut tp.cols[c].generator) {
-            Gen::Sequence { start, step } if *step > 0 => {
-                for &v in &excluded {
-                    let end = start.saturating_add(step.saturating_mul(rows as i64));
-                    if v >= *start && v < end && (v - *start) % *step == 0 {
-                        *start = v.saturating_add(1);
-                    }
-                }
-            }
-            Gen::IntUnique { lo, n } => {
-                for &v in &excluded {
-                    if v >= *lo && v < lo.saturating_add(*n as i64) {
-                        *lo = v.saturating_add(1);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 /// One unique constraint [`uniqueness`] makes hold, with what planning
