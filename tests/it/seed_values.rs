@@ -187,3 +187,28 @@ fn exactly_one_of_several_nullable_foreign_keys_is_set() {
         "0"
     );
 }
+
+/// A `character(n)` value is padded with blanks to n, and `~` on it reads
+/// the padding: a pattern ending in `$` holds only for values of all n
+/// characters. musicbrainz's `iswc character(15) CHECK (iswc ~
+/// '^T-?\d{3}.?\d{3}.?\d{3}[-.]?\d$')` reaches 15 only when its four
+/// optional parts are all drawn (one draw in 16); 14-character draws failed
+/// at COPY (23514) before.
+#[test]
+fn a_fixed_length_character_column_gets_regex_values_of_its_full_length() {
+    let db = test_db!();
+    db.exec(
+        r"CREATE TABLE work_code (
+             id serial PRIMARY KEY,
+             iswc character(15) CHECK (iswc ~ E'^T-?\\d{3}.?\\d{3}.?\\d{3}[-.]?\\d$'),
+             country character(2) NOT NULL CHECK (country ~ '^[A-Z]{1,2}$')
+         );",
+    );
+    seed_ok(&db, 2000);
+    let got = one(
+        &db,
+        "SELECT concat_ws(' ', count(*), min(octet_length(iswc::text)), min(length(country::text)))
+           FROM work_code",
+    );
+    assert_eq!(got, "2000 15 2", "rows, shortest iswc, shortest country");
+}

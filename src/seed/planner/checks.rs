@@ -444,6 +444,12 @@ pub(super) fn shape_of(
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+    // A character(n) value is padded to n with blanks, and `~` on it reads
+    // the padding (bpcharregexeq): a value a regex decides has all n
+    // characters, or a pattern ending in `$` fails on the blanks
+    // (musicbrainz's `iswc character(15) CHECK (iswc ~ '^T-?\d{3}...\d$')`).
+    let fixed_len =
+        max_len.filter(|_| f.regex.is_some() && col.type_name.starts_with("character("));
     let s = CheckDemands {
         regex: f
             .regex
@@ -455,7 +461,7 @@ pub(super) fn shape_of(
         trim: f.trim,
         nonempty: f.nonempty,
         max_len,
-        min_len: f.min_len.filter(|_| col.kind.is_text()),
+        min_len: fixed_len.max(f.min_len.filter(|_| col.kind.is_text())),
         len_bytes: f.len_bytes && col.kind.is_text(),
         not_eq: f
             .not_eq

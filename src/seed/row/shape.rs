@@ -99,8 +99,11 @@ pub(crate) fn shape_text(s: &CheckDemands, mut text: String, h: u64) -> String {
     if let Some(re) = &s.regex {
         let mut r = ValueRng::new(rng::mix(h ^ 0x0072_6567_6578));
         let mut best: Option<String> = None;
-        // A draw longer than the column allows is drawn again (a few times).
-        for _ in 0..8 {
+        // A draw longer than the column allows is drawn again (a few times;
+        // more with a minimum length, which a pattern's optional parts
+        // reach only together: one draw in 16 for four of them).
+        let tries = if s.min_len.is_some() { 256 } else { 8 };
+        for _ in 0..tries {
             let cand: String = rand::RngExt::sample(&mut r, &**re);
             let fits = s.max_len.is_none_or(|m| len_of(s, &cand) <= m)
                 && s.min_len.is_none_or(|m| cand.chars().count() >= m);
