@@ -1110,6 +1110,15 @@ async fn load_tables(
     let mut results: BTreeMap<usize, (Loaded, f64)> = BTreeMap::new();
     let mut stopped = signals.received();
     let mut next = 0;
+    // A table some of whose CHECKs only the server decides may call the
+    // schema's own functions, which read other tables (`CHECK
+    // (role_is(role_id, 'user'))` looks the parent up): its candidates are
+    // judged once every table started before it has committed, or the
+    // function sees a parent still loading, or none (every attempt false).
+    let waits_for_earlier = |t: usize| {
+        let c = &plan.tables[t].checked;
+        c.checks.len() > c.solved.len()
+    };
     loop {
         // (`signals.received()`: a signal the select below has not
         // taken yet starts no other table either.)
@@ -1134,8 +1143,9 @@ async fn load_tables(
             next += 1;
             continue;
         }
+        let start = more && (set.is_empty() || !waits_for_earlier(next));
         tokio::select! {
-            permit = sem.clone().acquire_owned(), if more => {
+            permit = sem.clone().acquire_owned(), if start => {
                 let permit = permit.map_err(|e| Error::Other(anyhow::anyhow!("load queue closed: {e}")))?;
                 spawn(next, permit, bars[next].take(), &mut set);
                 next += 1;
