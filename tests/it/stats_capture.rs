@@ -18,12 +18,12 @@ fn planck_on(url: &str, dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn read_json(path: &Path) -> Value {
+pub(crate) fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap();
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
-fn table<'a>(file: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn table<'a>(file: &'a Value, name: &str) -> &'a Value {
     file["tables"]
         .as_array()
         .unwrap()
@@ -32,7 +32,7 @@ fn table<'a>(file: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no table {name} in {file:#}"))
 }
 
-fn column<'a>(file: &'a Value, table_name: &str, name: &str) -> &'a Value {
+pub(crate) fn column<'a>(file: &'a Value, table_name: &str, name: &str) -> &'a Value {
     table(file, table_name)["columns"]
         .as_array()
         .unwrap()

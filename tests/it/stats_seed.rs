@@ -3,11 +3,10 @@
 //! shares, the top values' frequencies, the tenant skew, and the plans
 //! that follow from them. A zero-spec seed of the same schema has not.
 
-use std::path::Path;
-
 use serde_json::Value;
 
 use crate::common::{self, assert_exit, stderr, stdout};
+use crate::stats_capture::{column, read_json, table};
 
 /// The schema both databases share: a tenant table, and events with a
 /// tenant column, a status, a nullable note and a unique reference.
@@ -38,29 +37,6 @@ const PRODUCTION: &str = "
                 'R' || g
            FROM generate_series(1, 50000) g;
     ANALYZE;";
-
-fn read_json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
-fn table<'a>(file: &'a Value, name: &str) -> &'a Value {
-    file["tables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no table {name}"))
-}
-
-fn column<'a>(file: &'a Value, t: &str, name: &str) -> &'a Value {
-    table(file, t)["columns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no column {t}.{name}"))
-}
 
 fn freqs(c: &Value) -> Vec<f64> {
     c["most_common_freqs"]
