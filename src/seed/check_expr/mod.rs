@@ -676,7 +676,14 @@ pub fn bounds_values(f: &ColFacts) -> bool {
         || f.lo.is_some()
         || f.hi.is_some()
         || !f.not_eq.is_empty()
-        || f.regex.is_some()
+        || beyond_equality_and_bounds(f)
+}
+
+/// Whether the facts ask more of a value than a list, bounds and
+/// exclusions: a pattern, a length, case or blanks, an order against
+/// another column, a JSON kind.
+fn beyond_equality_and_bounds(f: &ColFacts) -> bool {
+    f.regex.is_some()
         || f.min_len.is_some()
         || f.max_len.is_some()
         || f.lower
@@ -690,15 +697,7 @@ pub fn bounds_values(f: &ColFacts) -> bool {
 /// other value, or a fact on more than equality and bounds, does not).
 pub fn admits(f: &ColFacts, v: &crate::seed::row::generate::Val) -> bool {
     use crate::seed::row::generate::Val;
-    if f.regex.is_some()
-        || f.min_len.is_some()
-        || f.max_len.is_some()
-        || f.lower
-        || f.trim
-        || f.nonempty
-        || !f.after.is_empty()
-        || f.json_type.is_some()
-    {
+    if beyond_equality_and_bounds(f) {
         return false;
     }
     let eq = |l: &Lit| match (l, v) {
