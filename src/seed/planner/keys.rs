@@ -8,15 +8,14 @@
 //! ([`super::sizing::cap_rows`]) or, when the spec sized the table, the
 //! error says the arithmetic.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::catalog::schema::TypeKind;
 use crate::error::{Error, Result};
 use crate::seed::check_expr::ColFacts;
 use crate::seed::columns::{DAY, T_LO, default_gen, make_unique};
 use crate::seed::row::generate::{Gen, Text};
-use crate::seed::row::plan::{FkPlan, JointGroup, Pick, TablePlan, WITHIN_PARENT, pair_count};
-use crate::seed::row::rng::{self, Permutation};
+use crate::seed::row::plan::{FkPlan, Pick, TablePlan};
 use crate::seed::spec::{self, SpecFile};
 
 use super::checks::keys_off_excluded;
@@ -24,6 +23,9 @@ use super::context::{Resolved, redraw_columns, seed_err};
 use super::generators::SpecSpans;
 use super::generators::{unwrap_nullable, unwrap_nullable_mut};
 use super::sizing::{cap_rows, max_children};
+
+mod joint;
+use joint::{enumerate_jointly, joint_capacity};
 
 /// Phase (after uniqueness): a column of a unique key that another column
 /// of every such key already keeps unique by construction (a sequence, a
@@ -747,6 +749,15 @@ fn unique_gen(k: &KeyHold, c: usize, g: Gen, tp: &mut TablePlan) -> Result<Optio
                 None
             }
         }
+        // Rows closer together than the column's granularity (a date's
+        // day) would repeat once stored: the key's columns are enumerated
+        // jointly instead, the time's range widened ([`joint::time_steps`]).
+        Gen::Time { lo, hi, .. }
+            if (hi - lo) / (tp.rows.max(1) as i64) < joint::granularity(col) =>
+        {
+            tp.cols[c].generator = g;
+            None
+        }
         // A unique decimal or float key: 1, 2, 3... (encoded for its type).
         Gen::Dec { .. } | Gen::Float { .. } if !from_spec => {
             Some(Gen::Sequence { start: 1, step: 1 })
@@ -804,32 +815,6 @@ fn unique_gen(k: &KeyHold, c: usize, g: Gen, tp: &mut TablePlan) -> Result<Optio
     })
 }
 
-/// The combinations of values the key's columns have ([`enumerate_jointly`]
-/// enumerates them), or None when one has no finite domain or another
-/// key holds one already (an enumeration, a foreign key's distinct picks).
-fn joint_capacity(k: &KeyHold, tp: &TablePlan) -> Option<u64> {
-    let mut seen_fk = HashSet::new();
-    let mut product = 1u128;
-    for &c in &k.rest {
-        let radix = match k.fk_cols.get(&c).copied() {
-            Some(fi) if !seen_fk.insert(fi) => continue,
-            Some(fi)
-                if matches!(
-                    tp.fks[fi].pick,
-                    Pick::Joint { .. } | Pick::DistinctInParent | Pick::UniqueGlobal
-                ) =>
-            {
-                return None;
-            }
-            Some(fi) => k.parent_rows(tp.fks[fi].parent).unwrap_or(tp.rows),
-            None if matches!(tp.cols[c].generator, Gen::Joint { .. }) => return None,
-            None => tp.cols[c].generator.domain()?,
-        };
-        product = product.saturating_mul(u128::from(radix));
-    }
-    Some(product.min(u128::from(u64::MAX)) as u64)
-}
-
 /// A partial unique index left behind by every row: the first column its
 /// predicate requires NULL that planck fills takes a value in every row (a
 /// foreign key always references a parent). Whether one did.
@@ -862,109 +847,4 @@ fn escape_predicate(k: &KeyHold, tp: &mut TablePlan, assigned: &mut [bool]) -> b
         return true;
     }
     false
-}
-
-/// Step 2 of [`uniqueness`]: the key's finite columns (foreign keys,
-/// choices, small ranges) enumerated jointly through a permutation of the
-/// row index (ordered pairs for two foreign keys a CHECK orders), rows
-/// capped to the combinations there are.
-fn enumerate_jointly(k: &KeyHold, tp: &mut TablePlan) -> Result<()> {
-    let (u, table, within, need) = (k.u, k.table, k.within, k.need);
-    let (spec_span, sized_by_spec, max_per_parent) =
-        (k.spec_span, k.sized_by_spec, k.max_per_parent);
-    let mut radices = Vec::new();
-    let mut members: Vec<(usize, Option<usize>)> = Vec::new();
-    let mut seen_fk = HashSet::new();
-    for &c in &k.rest {
-        if let Some(fi) = k.fk_cols.get(&c).copied() {
-            if seen_fk.insert(fi) {
-                radices.push(k.parent_rows(tp.fks[fi].parent).unwrap_or(tp.rows));
-                members.push((c, Some(fi)));
-            }
-        } else if let Some(d) = tp.cols[c].generator.domain() {
-            radices.push(d);
-            members.push((c, None));
-        } else {
-            return Err(seed_err(
-                k.display,
-                Some(&table.columns[c].name),
-                format!("cannot make {} unique", u.name),
-                format!(
-                    "give {} a unique generator in the spec (`unique = true`, `gen = \"sequence\"`, or `format = \"...{{row}}\"`)",
-                    table.columns[c].name
-                ),
-            ));
-        }
-    }
-    // Two foreign keys into one parent ordered by a CHECK: ordered pairs.
-    let pairs = k.pair.filter(|p| {
-        u.cols.len() == 2 && u.cols.contains(&p.lo) && u.cols.contains(&p.hi) && !within
-    });
-    if let Some(p) = pairs {
-        members.sort_by_key(|(c, _)| usize::from(*c != p.lo));
-    }
-    let product = match pairs {
-        Some(p) => pair_count(radices[0], p.strict),
-        None => radices
-            .iter()
-            .fold(1u128, |a, r| a * u128::from(*r))
-            .min(u128::from(u64::MAX)) as u64,
-    };
-    if within {
-        if members.len() == 1 && product >= need {
-            let (c, fk) = members[0];
-            match fk {
-                Some(fi) => tp.fks[fi].pick = Pick::DistinctInParent,
-                None => {
-                    let inner = std::mem::replace(&mut tp.cols[c].generator, Gen::Null);
-                    tp.cols[c].generator = Gen::Joint {
-                        group: WITHIN_PARENT,
-                        digit: 0,
-                        inner: Box::new(inner),
-                    };
-                }
-            }
-            return Ok(());
-        }
-        if product < need {
-            let c = members.first().map_or(u.cols[0], |m| m.0);
-            if sized_by_spec || spec_span.contains_key(&c) {
-                return Err(k.impossible(c, product, need));
-            }
-            cap_rows(tp, product, true, max_per_parent, &k.why(c, product));
-        }
-        // Fall through: a global enumeration is unique within parents too.
-    }
-    if product < tp.rows {
-        let c = members
-            .iter()
-            .find(|m| spec_span.contains_key(&m.0))
-            .or(members.first())
-            .map_or(u.cols[0], |m| m.0);
-        if sized_by_spec || spec_span.contains_key(&c) {
-            return Err(k.impossible(c, product, tp.rows));
-        }
-        cap_rows(tp, product, false, 0, &k.why(c, product));
-    }
-    let group = tp.joints.len();
-    tp.joints.push(JointGroup {
-        perm: Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64)),
-        radices,
-        pairs: pairs.map(|p| p.strict),
-        sorted: pairs.is_some_and(|p| p.sorted),
-    });
-    for (digit, (c, fk)) in members.iter().enumerate() {
-        match fk {
-            Some(fi) => tp.fks[*fi].pick = Pick::Joint { group, digit },
-            None => {
-                let inner = std::mem::replace(&mut tp.cols[*c].generator, Gen::Null);
-                tp.cols[*c].generator = Gen::Joint {
-                    group,
-                    digit,
-                    inner: Box::new(inner),
-                };
-            }
-        }
-    }
-    Ok(())
 }

@@ -302,6 +302,7 @@ impl Gen {
             }
             Gen::Fk { fk, part } => plan.fk_value(t, *fk, *part, ctx),
             Gen::Ordinal { lo } => Val::Int(lo + ctx.ordinal as i64),
+            Gen::Steps { n, .. } => self.nth(rng::below(h, (*n).max(1))),
             Gen::Joint {
                 group,
                 digit,

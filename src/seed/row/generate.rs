@@ -208,6 +208,14 @@ pub enum Gen {
         width: i64,
         micros: bool,
     },
+    /// One of `n` instants `lo + k·step` (microseconds): a time column's
+    /// finite domain at its granularity (a day for a date), which a unique
+    /// key enumerates ([`Gen::domain`], [`Gen::nth`]).
+    Steps {
+        lo: i64,
+        step: i64,
+        n: u64,
+    },
     /// NULL with probability `p`, else `inner`.
     Nullable {
         p: f64,
@@ -526,6 +534,7 @@ impl Gen {
             Gen::Int { lo, hi } => Some((hi - lo + 1).max(0) as u64),
             Gen::Bool { .. } => Some(2),
             Gen::Choice { vals, .. } => Some(vals.len() as u64),
+            Gen::Steps { n, .. } => Some(*n),
             Gen::Null => Some(0),
             _ => None,
         }
@@ -538,6 +547,9 @@ impl Gen {
             Gen::Int { lo, .. } => Val::Int(lo + n as i64),
             Gen::Bool { .. } => Val::Bool(n == 1),
             Gen::Choice { vals, .. } => vals.get(n as usize).cloned().unwrap_or(Val::Null),
+            Gen::Steps { lo, step, .. } => {
+                Val::Micros(lo.saturating_add((n as i64).saturating_mul(*step)))
+            }
             _ => Val::Null,
         }
     }
