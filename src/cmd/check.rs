@@ -12,13 +12,13 @@
 
 use std::time::Instant;
 
+use crate::cli::check::CheckArgs;
 use crate::error::{Error, Result};
 use crate::explain::ExplainSettings;
 use crate::replay::options::Options as ReplayOptions;
 use crate::replay::workload::Workload;
 use crate::seed::SeedOptions;
 use crate::settings::Settings;
-pub use crate::settings::check::CheckArgs;
 use crate::settings::check::CheckSettings;
 use crate::settings::replay::ReplaySettings;
 use crate::settings::seed::SeedSettings;

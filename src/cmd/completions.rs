@@ -3,18 +3,11 @@
 //! definitions as `--help`, so it never lags behind them. Needs no project,
 //! configuration or database.
 
-use clap::{Args, CommandFactory};
-use clap_complete::Shell;
+use clap::CommandFactory;
 
 use crate::cli::Cli;
+use crate::cli::completions::CompletionsArgs;
 use crate::error::Result;
-
-#[derive(Debug, Clone, Args)]
-pub struct CompletionsArgs {
-    /// The shell to write the script for
-    #[arg(value_enum)]
-    pub shell: Shell,
-}
 
 pub fn run(args: &CompletionsArgs) -> Result<i32> {
     // Rendered into memory first: clap_complete panics on a failed write

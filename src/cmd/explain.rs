@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use crate::cli::explain::ExplainArgs;
 use crate::db::ConnInfo;
 use crate::error::Result;
 use crate::explain::render::Printed;
@@ -13,7 +14,6 @@ use crate::output::Format;
 use crate::output::target::{self, Kind};
 use crate::report::Output;
 use crate::settings::Settings;
-pub use crate::settings::explain::ExplainArgs;
 use crate::settings::explain::{ExplainSettings, StatementSource};
 
 /// What `--output` may name: the three formats and the report's files.

@@ -5,20 +5,9 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
-
+use crate::cli::init::InitArgs;
 use crate::error::{Error, Result};
 use crate::settings::Settings;
-
-#[derive(Debug, Clone, Args)]
-pub struct InitArgs {
-    /// Where to write it [default: planck.toml in the current directory]
-    #[arg(long, value_name = "PATH")]
-    pub path: Option<PathBuf>,
-    /// Overwrite an existing file
-    #[arg(long)]
-    pub force: bool,
-}
 
 pub async fn run(args: InitArgs, settings: &Settings) -> Result<i32> {
     let path = settings.cwd.join(

@@ -3,20 +3,13 @@
 //! page per subcommand beside it (`planck-seed.1`, ...). Needs no project,
 //! configuration or database.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::{Args, CommandFactory};
+use clap::CommandFactory;
 
 use crate::cli::Cli;
+use crate::cli::man::ManArgs;
 use crate::error::{Error, Result};
-
-#[derive(Debug, Clone, Args)]
-pub struct ManArgs {
-    /// Write planck.1 and planck-<command>.1 into this folder instead of
-    /// printing planck.1
-    #[arg(long, value_name = "DIR")]
-    pub out_dir: Option<PathBuf>,
-}
 
 pub fn run(args: &ManArgs) -> Result<i32> {
     let mut cli = Cli::command();

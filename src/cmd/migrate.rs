@@ -1,23 +1,11 @@
 //! `planck migrate`: applies the project's migrations (glue: the work is in
 //! [`crate::migrate`], the summary in [`crate::migrate::report`]).
 
-use clap::Args;
-
+use crate::cli::migrate::MigrateArgs;
 use crate::error::Result;
 use crate::migrate;
 use crate::output;
 use crate::settings::Settings;
-
-#[derive(Debug, Clone, Args)]
-pub struct MigrateArgs {
-    /// Drop and recreate the database first (only on planck's managed cluster, unless --force);
-    /// the server's roles survive it
-    #[arg(long)]
-    pub fresh: bool,
-    /// Allow --fresh on a database planck does not manage
-    #[arg(long, requires = "fresh")]
-    pub force: bool,
-}
 
 pub async fn run(args: MigrateArgs, settings: &Settings) -> Result<i32> {
     // Inputs first: a missing or unreadable folder must not start (or

@@ -3,13 +3,12 @@
 //! Glue only: settings resolved in [`crate::settings::record`], the work in
 //! [`crate::record`], the summary in [`crate::record::report`].
 
+use crate::cli::record::RecordArgs;
 use crate::error::{Result, exit};
 use crate::output;
 use crate::record;
 use crate::settings::Settings;
 use crate::settings::record::RecordSettings;
-
-pub use crate::settings::record::RecordArgs;
 
 pub async fn run(args: RecordArgs, settings: &Settings) -> Result<i32> {
     let resolved = RecordSettings::resolve(&args, settings)?;

@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
+use crate::cli::replay::ReplayArgs;
 use crate::error::{Result, exit};
 use crate::output::target::{self, Kind};
-pub use crate::settings::replay::ReplayArgs;
 use crate::settings::{Settings, replay::ReplaySettings};
 
 pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {

@@ -11,8 +11,8 @@ use crate::seed;
 use crate::settings::Settings;
 use crate::settings::seed::SeedSettings;
 
-/// `planck seed`'s flags (defined beside their resolution in `settings::seed`).
-pub use crate::settings::seed::SeedArgs;
+/// `planck seed`'s flags (defined with the other commands' in `cli::seed`).
+pub use crate::cli::seed::SeedArgs;
 
 /// Runs `planck seed` on the configured database.
 pub async fn run(args: SeedArgs, settings: &Settings) -> Result<i32> {

@@ -1,11 +1,27 @@
 //! The command line, as clap sees it: raw flags, no validation beyond syntax.
-//! [`crate::settings::Settings`] turns these into validated settings.
+//! One file per command holds its clap struct; this one the top level
+//! ([`Cli`], the global flags, the [`Command`] enum). Nothing here imports
+//! the commands: [`crate::settings`] turns these into validated settings,
+//! and [`crate::cmd`] runs each command with them.
+
+pub(crate) mod check;
+pub(crate) mod completions;
+pub(crate) mod db;
+pub(crate) mod demo;
+pub(crate) mod explain;
+pub(crate) mod init;
+pub(crate) mod man;
+pub(crate) mod migrate;
+pub(crate) mod record;
+pub(crate) mod replay;
+pub(crate) mod report;
+pub mod seed;
+pub(crate) mod stats;
 
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::cmd;
 use crate::output::Format;
 
 /// planck: shows, before you merge, how your PostgreSQL statements behave on
@@ -110,13 +126,13 @@ pub enum Command {
 when no database is configured. These commands act on that local server only: --database-url \
 and DATABASE_URL do not apply to them."
     )]
-    Db(cmd::db::DbCommand),
+    Db(db::DbCommand),
     /// Apply migrations/*.sql in file-name order, each in its own transaction
     #[command(after_help = "Examples:
   planck migrate                  # apply the files of migrations/ not applied yet
   planck migrate --fresh          # drop every object and apply them all again (a dev database)
   planck migrate --format json    # what each file created, as JSON")]
-    Migrate(cmd::migrate::MigrateArgs),
+    Migrate(migrate::MigrateArgs),
     /// Fill the database with a large, skewed, deterministic dataset
     #[command(after_help = "Examples:
   planck migrate && planck seed          # the one seeds/*.toml spec, else the schema alone
@@ -127,7 +143,7 @@ and DATABASE_URL do not apply to them."
 
 Exit codes: 0 loaded, 2 bad spec or flags (file:line:col), 3 database unreachable or connection \
 lost, 130 interrupted (every table left fully loaded or as it was, every index restored).")]
-    Seed(cmd::seed::SeedArgs),
+    Seed(seed::SeedArgs),
     /// Capture the statements a test command sends, into queries/
     #[command(
         after_help = "The command runs with DATABASE_URL, PLANCK_DATABASE_URL and \
@@ -143,41 +159,41 @@ Examples:
 Exit codes: 0 recorded, 1 recorded but the command failed or was killed, 2 bad input \
 (command not found, pg_stat_statements missing, broken queries file), 3 database unreachable."
     )]
-    Record(cmd::record::RecordArgs),
+    Record(record::RecordArgs),
     /// Plan every recorded statement as tenant and as admin; flag bad plans
-    Explain(cmd::explain::ExplainArgs),
+    Explain(explain::ExplainArgs),
     /// Replay the recorded mix under a concurrency ladder; name the lock hotspots
-    Replay(cmd::replay::ReplayArgs),
+    Replay(replay::ReplayArgs),
     /// Capture production's planner statistics (not a row) into a file; compare with it
     #[command(subcommand)]
-    Stats(cmd::stats::StatsCommand),
+    Stats(stats::StatsCommand),
     /// Write the DBA's review (self-contained HTML) and CI outputs from explain's and replay's JSON
-    Report(cmd::report::ReportArgs),
+    Report(report::ReportArgs),
     /// Run the whole pipeline on the bundled example
     #[command(after_help = "Examples:
   planck demo                     # migrate, record, seed, explain, replay and review the example
   planck demo --scale 0.1         # a tenth of the example's rows: a quicker run
   planck demo --replay-seconds 0  # everything but the replay")]
-    Demo(cmd::demo::DemoArgs),
+    Demo(demo::DemoArgs),
     /// The pre-merge gate: migrate, seed and explain on databases of its own; exit 1 on what [check] fail_on names
-    Check(cmd::check::CheckArgs),
+    Check(check::CheckArgs),
     /// Write a commented planck.toml with every key and its default
     #[command(after_help = "Examples:
   planck init                     # planck.toml in the current directory
   planck init --path ci/planck.toml --force   # another place, replacing what is there")]
-    Init(cmd::init::InitArgs),
+    Init(init::InitArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish)
     #[command(after_help = "Examples:
   planck completions bash > ~/.local/share/bash-completion/completions/planck
   planck completions zsh > ~/.zfunc/_planck     # with fpath+=(~/.zfunc) before compinit in ~/.zshrc
   planck completions fish > ~/.config/fish/completions/planck.fish")]
-    Completions(cmd::completions::CompletionsArgs),
+    Completions(completions::CompletionsArgs),
     /// Print planck's man page, or write one per command into a folder
     #[command(after_help = "Examples:
   planck man | man -l -                            # read it now
   planck man --out-dir ~/.local/share/man/man1     # planck.1 and planck-<command>.1, for `man planck-seed`")]
-    Man(cmd::man::ManArgs),
+    Man(man::ManArgs),
     /// The bundled example's test run (record it with `planck record -- planck example-app`)
     #[command(hide = true)]
-    ExampleApp(cmd::demo::ExampleAppArgs),
+    ExampleApp(demo::ExampleAppArgs),
 }
