@@ -22,10 +22,11 @@
 //! range is uniform), most common values beside a histogram, a distinct
 //! count a range does not give, physical order, a text histogram, foreign
 //! key fan-out other than the tenant's. Each such kind is one note, with
-//! its count, for the command to print rather than drop silently.
+//! its count, for the seed's summary to list rather than drop silently.
 
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
 use crate::wire::stats::{ColumnStats, StatsFile, TableStats, ValuesMode};
@@ -54,8 +55,35 @@ const ORDERED: f32 = 0.9;
 pub struct StatsSpec {
     /// The spec's TOML, as a `seeds/*.toml` would hold it.
     pub spec: Table,
-    /// One line per kind of statistic the spec does not follow, with its count.
-    pub notes: Vec<String>,
+    /// One entry per kind of statistic the spec does not follow.
+    pub notes: Vec<NotFollowed>,
+}
+
+/// One kind of statistic the spec made of a file does not follow, and the
+/// columns (or tables) whose statistic it is. A wire type: the seed's JSON
+/// summary holds it (`stats.not_followed`), so it changes only with that
+/// summary's `format_version`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotFollowed {
+    /// What the spec cannot say, and what the seed does instead.
+    pub kind: String,
+    /// How many columns (or tables) it concerns.
+    pub count: usize,
+    /// Each, `schema.table.column` (or `schema.table`).
+    pub names: Vec<String>,
+}
+
+impl NotFollowed {
+    /// `kind: 4 (a, b, c, and 1 more)`: the line the text forms print.
+    pub fn line(&self) -> String {
+        let shown: Vec<&str> = self.names.iter().take(3).map(String::as_str).collect();
+        let more = if self.count > 3 {
+            format!(", and {} more", self.count - 3)
+        } else {
+            String::new()
+        };
+        format!("{}: {} ({}{more})", self.kind, self.count, shown.join(", "))
+    }
 }
 
 /// What the spec cannot express, by kind: the columns (or tables) each
@@ -68,18 +96,13 @@ impl Unmet {
         self.0.entry(kind).or_default().push(what);
     }
 
-    fn lines(self) -> Vec<String> {
+    fn lines(self) -> Vec<NotFollowed> {
         self.0
             .into_iter()
-            .map(|(kind, what)| {
-                let n = what.len();
-                let shown: Vec<&str> = what.iter().take(3).map(String::as_str).collect();
-                let more = if n > 3 {
-                    format!(", and {} more", n - 3)
-                } else {
-                    String::new()
-                };
-                format!("{kind}: {n} ({}{more})", shown.join(", "))
+            .map(|(kind, names)| NotFollowed {
+                kind: kind.to_string(),
+                count: names.len(),
+                names,
             })
             .collect()
     }
@@ -725,7 +748,8 @@ mod tests {
         assert_eq!(tenant["heavy"][0]["tenant"].as_integer(), Some(1));
         assert_eq!(tenant["heavy"][0]["share"].as_float(), Some(0.4));
         assert!(tenant["distribution"]["zipf"].as_float().unwrap() > 1.0);
-        let notes = made.notes.join("\n");
+        let notes: Vec<String> = made.notes.iter().map(NotFollowed::line).collect();
+        let notes = notes.join("\n");
         for kind in [
             "histogram shapes (the range is drawn uniformly between its first and last bound): 1 (public.events.at)",
             "physical order (|correlation| > 0.9; the seed's values come in no order): 1 (public.events.at)",

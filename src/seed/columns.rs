@@ -828,6 +828,29 @@ impl Ctx<'_> {
         cname: &str,
     ) -> Result<Gen> {
         let sf = self.sf;
+        // A text value a number or time column cannot take is an error, not dropped.
+        let strings: Vec<&str> = match v.get_ref() {
+            Values::List(l) => l
+                .iter()
+                .filter_map(|s| match s {
+                    Scalar::Str(x) => Some(x.as_str()),
+                    _ => None,
+                })
+                .collect(),
+            Values::Weighted(m) => m.keys().map(String::as_str).collect(),
+        };
+        if let Some(bad) = strings.iter().find(|x| match kind {
+            k if k.is_int() => x.trim().parse::<i64>().is_err(),
+            TypeKind::Float4 | TypeKind::Float8 => x.trim().parse::<f64>().is_err(),
+            k if k.is_time() => spec::parse_timestamp(x).is_none(),
+            _ => false,
+        }) {
+            return Err(sf.error(
+                v.span(),
+                format!("value `{bad}` of {cname} is not a value of its type"),
+                Some("give the column values its type takes".into()),
+            ));
+        }
         let (vals, weights): (Vec<Val>, Vec<f64>) = match v.get_ref() {
             Values::List(l) => (
                 l.iter().filter_map(|s| scalar_val(s, kind)).collect(),

@@ -117,24 +117,35 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     } else {
         None
     };
+    // Not the tables it grew: they hold the migrations' rows, which stay
+    // (see [`resume::regrow`]).
+    let regrown = unfinished
+        .as_ref()
+        .map(resume::grown_of)
+        .unwrap_or_default();
+    let is_regrown = |name: &str| regrown.iter().any(|g| g.table == name);
     if let Some(u) = &unfinished {
         for t in &mut cat.tables {
-            if u.writes(&format!("{}.{}", t.schema, t.name)) {
+            let name = format!("{}.{}", t.schema, t.name);
+            if u.writes(&name) && !is_regrown(&name) {
                 t.has_rows = false;
             }
         }
     }
-    let kept = reference::Kept::decide(
+    let seeded_earlier: std::collections::HashSet<String> =
+        seeded.iter().filter(|t| !is_regrown(t)).cloned().collect();
+    let mut kept = reference::Kept::decide(
         &client,
         &cat,
         &mut sf,
         opts.scale,
         opts.truncate,
-        &seeded,
+        &seeded_earlier,
         opts.shard.is_some(),
         !opts.generate_only,
     )
     .await?;
+    resume::regrow(&regrown, &cat, &mut kept, &mut sf, opts.spec.as_ref());
     if opts.shard.is_some() && writes {
         bookkeeping::allow_saves(&client).await?;
     }
@@ -144,8 +155,11 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     let mut plan = planner::build_skipping(&cat, &sf, &plan_opts, !opts.all_or_nothing)?;
     kept.wire(&cat, &mut plan);
     let plan = Arc::new(plan);
-    let run_id = resume::RunId::of(opts, &plan);
+    let run_id = resume::RunId::of(opts, &plan, &resume::GrownRecord::of(&kept, &cat));
     let resuming = resume::decide(unfinished.as_ref(), &run_id, opts.truncate, log)?;
+    if let (Some(u), None) = (&unfinished, resuming) {
+        resume::refuse_replacing_grown(u, &regrown)?;
+    }
     log_adjustments(&plan, log);
     let kept_names = kept.names(&cat);
     let held = kept.held_names(&cat);
@@ -164,6 +178,25 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     // Rows an earlier seed wrote are not the migrations' reference data, but
     // without --truncate they are kept the same way: say so up front.
     let seeded_before = kept.seeded_before(&cat, &seeded);
+    if opts.truncate && !seeded_before.is_empty() {
+        // Under --truncate such a table is kept only because rows left
+        // alone (the migrations') reference it: --truncate is no way out.
+        log.warn(&format!(
+            "{} table(s) keep the rows of an earlier planck seed despite --truncate, because rows \
+             this seed leaves alone reference them: {}; `planck migrate --fresh` and a new seed replace them",
+            seeded_before.len(),
+            held.iter()
+                .filter(|h| seeded_before.iter().any(|t| h.starts_with(&format!("{t} ("))))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let seeded_before = if opts.truncate {
+        Vec::new()
+    } else {
+        seeded_before
+    };
     if !seeded_before.is_empty() {
         log.warn(&format!(
             "{} table(s) already hold the rows of an earlier planck seed, kept as they are: {}; pass --truncate to replace them",

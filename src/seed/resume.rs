@@ -26,11 +26,14 @@
 use sha2::{Digest, Sha256};
 
 use crate::bookkeeping::UnfinishedRun;
+use crate::catalog::schema::Schema;
 use crate::error::{Error, Result};
 use crate::output::Log;
 use crate::seed::SeedOptions;
 use crate::seed::planner::DEFAULT_SEED;
+use crate::seed::reference::{Grown, Kept};
 use crate::seed::row::plan::SeedPlan;
+use crate::seed::spec::SpecFile;
 
 /// What identifies a run's dataset: the digest of everything that decides
 /// it, and the command that gives the same parameters.
@@ -47,7 +50,7 @@ impl RunId {
     /// between versions), and the plan's tables with their row counts
     /// (which also catch a changed default or a reference table that
     /// gained rows).
-    pub fn of(opts: &SeedOptions, plan: &SeedPlan) -> RunId {
+    pub fn of(opts: &SeedOptions, plan: &SeedPlan, grown: &[GrownRecord]) -> RunId {
         let mut text = format!(
             "planck {}\nseed {}\nscale {:?}\nrows {:?}\npartitions {}\nobserved {:?}\nspec {}\n",
             env!("CARGO_PKG_VERSION"),
@@ -64,12 +67,145 @@ impl RunId {
         for u in &plan.skipped {
             text.push_str(&format!("skipped {}\n", u.table));
         }
+        for g in grown {
+            text.push_str(&format!("grown {} {} {}\n", g.table, g.last, g.kept));
+        }
         let digest = Sha256::digest(text.as_bytes());
+        // The grown tables ride along in the record (read back by
+        // [`grown_of`]): a run that finishes this one grows them from the
+        // same key, whatever rows they hold by then.
+        let mut fingerprint: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        for g in grown {
+            fingerprint.push_str(&format!("\ngrown {} {} {}", g.last, g.kept, g.table));
+        }
         RunId {
-            fingerprint: digest.iter().map(|b| format!("{b:02x}")).collect(),
+            fingerprint,
             command: command(opts),
         }
     }
+}
+
+/// A table a run grows past the rows the migrations wrote into it (see
+/// [`crate::seed::reference::Grown`]), as the run's record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrownRecord {
+    /// `schema.table`.
+    pub table: String,
+    /// The largest key the migrations' rows hold: new keys start past it.
+    pub last: i64,
+    /// Rows it held before the seed.
+    pub kept: u64,
+}
+
+impl GrownRecord {
+    /// The grown tables of `kept`, as a run records them.
+    pub fn of(kept: &Kept, cat: &Schema) -> Vec<GrownRecord> {
+        kept.grown
+            .iter()
+            .map(|g| {
+                let t = &cat.tables[g.table];
+                GrownRecord {
+                    table: format!("{}.{}", t.schema, t.name),
+                    last: g.last,
+                    kept: g.kept,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The tables the stopped run `u` grew, read back from its record.
+pub fn grown_of(u: &UnfinishedRun) -> Vec<GrownRecord> {
+    u.fingerprint
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut p = l.strip_prefix("grown ")?.splitn(3, ' ');
+            Some(GrownRecord {
+                last: p.next()?.parse().ok()?,
+                kept: p.next()?.parse().ok()?,
+                table: p.next()?.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Plans each table the stopped run grew (`records`) as it grew it: its
+/// rows kept, new keys past the same `last`, however many rows its
+/// committed load added since (which [`Kept::decide`] would take for
+/// reference data, or for the migrations' rows). `original`: the spec
+/// before `decide` sized the kept tables, whose entry such a table gets back.
+pub fn regrow(
+    records: &[GrownRecord],
+    cat: &Schema,
+    kept: &mut Kept,
+    sf: &mut SpecFile,
+    original: Option<&SpecFile>,
+) {
+    for r in records {
+        let Some(i) = cat
+            .tables
+            .iter()
+            .position(|t| format!("{}.{}", t.schema, t.name) == r.table)
+        else {
+            continue;
+        };
+        let Some((key, why)) = crate::seed::reference::core_entity(cat, i) else {
+            continue;
+        };
+        let before = kept.reference.len();
+        kept.reference.retain(|(t, _, _)| *t != i);
+        if kept.reference.len() != before {
+            // `decide` sized it to the keys it holds: its own entry back.
+            sf.spec
+                .tables
+                .retain(|k, _| cat.find(k.get_ref()) != Some(i));
+            if let Some((k, v)) = original.and_then(|o| {
+                o.spec
+                    .tables
+                    .iter()
+                    .find(|(k, _)| cat.find(k.get_ref()) == Some(i))
+            }) {
+                sf.spec.tables.insert(k.clone(), v.clone());
+            }
+        }
+        kept.held.retain(|(t, _)| *t != i);
+        kept.grown.retain(|g| g.table != i);
+        kept.grown.push(Grown {
+            table: i,
+            key,
+            last: r.last,
+            kept: r.kept,
+            why,
+        });
+    }
+}
+
+/// A run that replaces a stopped seed's rows (`--truncate`, another
+/// dataset) cannot regrow a table whose grown load committed: its rows
+/// past the migrations' are the stopped run's. Refused, with the way out.
+pub fn refuse_replacing_grown(u: &UnfinishedRun, records: &[GrownRecord]) -> Result<()> {
+    let loaded = u.loaded();
+    let committed: Vec<&str> = records
+        .iter()
+        .map(|r| r.table.as_str())
+        .filter(|t| loaded.contains(t))
+        .collect();
+    if committed.is_empty() {
+        return Ok(());
+    }
+    Err(Error::usage_hint(
+        format!(
+            "a seed stopped before its end (`{}`) grew {} past the rows the migrations wrote, \
+             and this run's dataset differs from it",
+            u.command,
+            committed.join(", ")
+        ),
+        format!(
+            "run `{}` to finish it first; or `planck migrate --fresh` to start from the migrations' rows",
+            u.command
+        ),
+    ))
 }
 
 /// The `planck seed` command that gives `opts`' dataset: every parameter
@@ -77,12 +213,26 @@ impl RunId {
 /// means the same whatever the file says by then).
 pub fn command(opts: &SeedOptions) -> String {
     let mut c = String::from("planck seed");
-    match opts.spec.as_ref().and_then(|s| s.path.as_ref()) {
+    // A spec `--stats` made is named by what the user ran: the file, the
+    // spec laid over it (or none), `--exact-tenants`.
+    let made = opts.spec.as_ref().and_then(|s| s.made_from.as_ref());
+    let spec = match made {
+        Some(m) => m.user.as_ref().map(|u| &u.0),
+        None => opts.spec.as_ref().and_then(|s| s.path.as_ref()),
+    };
+    match spec {
         Some(p) => {
             c.push_str(" --spec ");
             c.push_str(&shell_word(&p.display().to_string()));
         }
         None => c.push_str(" --no-spec"),
+    }
+    if let Some(m) = made {
+        c.push_str(" --stats ");
+        c.push_str(&shell_word(&m.stats.display().to_string()));
+        if m.exact_tenants {
+            c.push_str(" --exact-tenants");
+        }
     }
     if opts.seed != DEFAULT_SEED {
         c.push_str(&format!(" --seed {}", opts.seed));
@@ -254,12 +404,37 @@ mod tests {
                 path: Some("/p/my seeds/a.toml".into()),
                 text: String::new(),
                 spec: Default::default(),
+                made_from: None,
             }),
             ..opts()
         };
         assert_eq!(
             command(&o),
             "planck seed --spec '/p/my seeds/a.toml' --seed 7 --scale 0.5"
+        );
+        // A spec made of a statistics file: the command names the file.
+        let made = |user: Option<&str>| SeedOptions {
+            scale: 0.1,
+            rows: None,
+            spec: Some(crate::seed::spec::SpecFile {
+                path: Some("/p/stats/prod.json (as a spec)".into()),
+                made_from: Some(crate::seed::spec::MadeFrom {
+                    stats: "/p/stats/prod.json".into(),
+                    exact_tenants: true,
+                    user: user.map(|u| (u.into(), String::new())),
+                    notes: Vec::new(),
+                }),
+                ..Default::default()
+            }),
+            ..opts()
+        };
+        assert_eq!(
+            command(&made(None)),
+            "planck seed --no-spec --stats /p/stats/prod.json --exact-tenants --scale 0.1"
+        );
+        assert_eq!(
+            command(&made(Some("/p/seeds/a.toml"))),
+            "planck seed --spec /p/seeds/a.toml --stats /p/stats/prod.json --exact-tenants --scale 0.1"
         );
     }
 

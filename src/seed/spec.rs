@@ -147,6 +147,24 @@ pub struct SpecFile {
     pub path: Option<PathBuf>,
     pub text: String,
     pub spec: Spec,
+    /// Set when planck made this spec of a statistics file (`planck seed
+    /// --stats FILE`): its errors name that file and the table and column,
+    /// not a line of text the user never saw.
+    pub made_from: Option<MadeFrom>,
+}
+
+/// Where a spec `planck seed --stats` made came from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MadeFrom {
+    /// The statistics file (`--stats FILE`).
+    pub stats: PathBuf,
+    /// `--exact-tenants`.
+    pub exact_tenants: bool,
+    /// The user's spec laid over it (`--spec`, `[seed] spec`, the one
+    /// `seeds/*.toml`), its path and its text; None under `--no-spec`.
+    pub user: Option<(PathBuf, String)>,
+    /// What the spec does not follow of the file, by kind.
+    pub notes: Vec<crate::planner_stats::seed_spec::NotFollowed>,
 }
 
 /// The same file with the same text (the spec is parsed from the text).
@@ -163,9 +181,28 @@ impl SpecFile {
             path: Some(path.to_path_buf()),
             text: text.to_string(),
             spec,
+            made_from: None,
         };
         let shadow: Shadow =
             toml::from_str(text).map_err(|e| config::toml_error(path, text, &e))?;
+        shadow.check(&sf)?;
+        Ok(sf)
+    }
+
+    /// The spec `planck seed --stats` made (`text`), of `made.stats`:
+    /// every error, from its checks here to the planner's, names the
+    /// statistics file and the table and column.
+    pub fn parse_made(text: &str, made: MadeFrom) -> Result<SpecFile> {
+        let path = PathBuf::from(format!("{} (as a spec)", made.stats.display()));
+        let spec: Spec = toml::from_str(text).map_err(|e| config::toml_error(&path, text, &e))?;
+        let sf = SpecFile {
+            path: Some(path.clone()),
+            text: text.to_string(),
+            spec,
+            made_from: Some(made),
+        };
+        let shadow: Shadow =
+            toml::from_str(text).map_err(|e| config::toml_error(&path, text, &e))?;
         shadow.check(&sf)?;
         Ok(sf)
     }
@@ -190,6 +227,9 @@ impl SpecFile {
         message: impl Into<String>,
         hint: Option<String>,
     ) -> Error {
+        if let Some(m) = &self.made_from {
+            return m.error(&self.text, span.start, message.into(), hint);
+        }
         let (line, column) = config::line_col(&self.text, span.start);
         Error::Config {
             path: self.path.clone().unwrap_or_else(|| PathBuf::from("<spec>")),
@@ -199,6 +239,157 @@ impl SpecFile {
             hint,
         }
     }
+}
+
+impl MadeFrom {
+    /// An error at byte `at` of the made spec's `text`: it names the
+    /// statistics file and the table and column whose entry `at` is in
+    /// (from the file, or from the user's spec laid over it), as the user
+    /// knows them, rather than a line of the made text.
+    fn error(&self, text: &str, at: usize, message: String, hint: Option<String>) -> Error {
+        let (table, column) = entry_at(text, at);
+        let from_user = self.user.as_ref().filter(|(_, t)| {
+            table.as_ref().is_some_and(|table| {
+                let (ut, uc) = user_entries(t);
+                match &column {
+                    Some(c) => uc.iter().any(|(tt, cc)| same_table(tt, table) && cc == c),
+                    None => ut.iter().any(|tt| same_table(tt, table)),
+                }
+            })
+        });
+        let what = match (&table, &column) {
+            (Some(t), Some(c)) => format!("table {t}, column {c}"),
+            (Some(t), None) => format!("table {t}"),
+            (None, _) if in_tenant(text, at) => {
+                "the tenant column's most common values".to_string()
+            }
+            (None, _) => "the spec made".to_string(),
+        };
+        let (path, whence) = match from_user {
+            Some((p, _)) => (
+                p.clone(),
+                format!(
+                    "{what}, laid over the statistics of {}",
+                    self.stats.display()
+                ),
+            ),
+            None => (self.stats.clone(), format!("{what} of the statistics file")),
+        };
+        Error::Config {
+            path,
+            line: None,
+            column: None,
+            message: format!("{message} ({whence})"),
+            hint: Some(match hint {
+                Some(h) => format!(
+                    "{h}; or, for a table or column this database lacks, exclude it (or \
+                     give the column an entry) in a spec laid over the file"
+                ),
+                None => "a spec laid over the file (`--spec`) can exclude the table or give \
+                         the column an entry of its own"
+                    .to_string(),
+            }),
+        }
+    }
+}
+
+/// Whether byte `at` of a made spec's text is in its `[tenant]` part.
+fn in_tenant(text: &str, at: usize) -> bool {
+    text[..at.min(text.len())]
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('['))
+        .is_some_and(|h| h.trim_start_matches('[').starts_with("tenant"))
+}
+
+/// `a` and `b` name the same table (a spec may write `public.` or not).
+fn same_table(a: &str, b: &str) -> bool {
+    a.strip_prefix("public.").unwrap_or(a) == b.strip_prefix("public.").unwrap_or(b)
+}
+
+/// The tables and (table, column) pairs a user's spec names.
+fn user_entries(text: &str) -> (Vec<String>, Vec<(String, String)>) {
+    let Ok(v) = toml::from_str::<toml::Table>(text) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut tables = Vec::new();
+    let mut columns = Vec::new();
+    if let Some(toml::Value::Table(ts)) = v.get("tables") {
+        for (t, tv) in ts {
+            tables.push(t.clone());
+            if let Some(toml::Value::Table(cs)) = tv.get("columns") {
+                columns.extend(cs.keys().map(|c| (t.clone(), c.clone())));
+            }
+        }
+    }
+    (tables, columns)
+}
+
+/// The table and column whose entry byte `at` of a made spec's text is in:
+/// the last `[tables.T...]` header at or before it, and the column its
+/// `columns` part (or the key of the line, in `[tables.T.columns]`) names.
+/// (None, None) in `[tenant]`.
+fn entry_at(text: &str, at: usize) -> (Option<String>, Option<String>) {
+    let upto = &text[..at.min(text.len())];
+    let line_start = upto.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
+    let line = text[line_start..line_end].trim();
+    let header = if line.starts_with('[') {
+        Some(line)
+    } else {
+        upto[..line_start]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with('['))
+    };
+    let Some(header) = header else {
+        return (None, None);
+    };
+    let path = header_path(header.trim_matches(['[', ']']));
+    if path.first().map(String::as_str) != Some("tables") || path.len() < 2 {
+        return (None, None);
+    }
+    let table = Some(path[1].clone());
+    let column = match path.get(2).map(String::as_str) {
+        Some("columns") => match path.get(3) {
+            Some(c) => Some(c.clone()),
+            // `[tables.T.columns]`: the column is the line's key.
+            None if !line.starts_with('[') => line
+                .split('=')
+                .next()
+                .map(|k| header_path(k.trim()).remove(0)),
+            None => None,
+        },
+        _ => None,
+    };
+    (table, column)
+}
+
+/// The keys of a TOML header or dotted key: `tables."a.b".columns` ->
+/// [tables, a.b, columns] (basic and literal strings, `\"` within them).
+fn header_path(s: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quote: Option<char> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '.') => out.push(String::new()),
+            (None, c) if c.is_whitespace() => {}
+            (Some('"'), '\\') => {
+                if let Some(n) = chars.next() {
+                    out.last_mut().expect("one key").push(n);
+                }
+            }
+            (Some(q), c) if c == q => quote = None,
+            (_, c) => out.last_mut().expect("one key").push(c),
+        }
+    }
+    out
 }
 
 /// The spec's values again, each with its position, read only to reject

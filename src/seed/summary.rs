@@ -10,9 +10,11 @@ use std::io::{self, Write};
 use serde::{Deserialize, Serialize};
 
 use crate::output::{self, Render};
+use crate::planner_stats::seed_spec::NotFollowed;
 use crate::seed::load::{LoadNotes, LoadReport, ShardSpread};
 use crate::seed::row::plan::{SeedPlan, Unseedable};
 use crate::seed::sizing_roles::{Role, TableRole};
+use crate::seed::spec::MadeFrom;
 
 /// What kind of run a summary describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +72,21 @@ pub struct Summary {
     /// Rows of the tables kept as reference data, by name (set with the
     /// roles): the kept note says how many each holds.
     pub kept_rows: Vec<(String, u64)>,
+    /// `--stats FILE`: the file and what the spec made of it does not
+    /// follow (set with [`Summary::set_stats`]).
+    pub stats: Option<StatsSource>,
+}
+
+/// `planck seed --stats FILE`: the file the data was shaped by, and what
+/// of it the seed could not follow (wire type: the JSON summary's `stats`,
+/// changes only with `format_version`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatsSource {
+    /// The statistics file, as the seed read it.
+    pub file: String,
+    /// Each kind of statistic the spec made of the file cannot say, with
+    /// the columns (or tables) it concerns; empty when it follows them all.
+    pub not_followed: Vec<NotFollowed>,
 }
 
 impl Summary {
@@ -132,6 +149,7 @@ impl Summary {
                 .cloned()
                 .collect(),
             kept_rows: Vec::new(),
+            stats: None,
         }
     }
 
@@ -148,6 +166,15 @@ impl Summary {
                 None => {}
             }
         }
+    }
+
+    /// Records that the data was shaped by a statistics file (`made`: the
+    /// spec `--stats` made; nothing for another spec).
+    pub fn set_stats(&mut self, made: Option<&MadeFrom>) {
+        self.stats = made.map(|m| StatsSource {
+            file: m.stats.display().to_string(),
+            not_followed: m.notes.clone(),
+        });
     }
 
     /// Whether some table could not be seeded (the run exits 1).
@@ -197,6 +224,26 @@ impl Summary {
             if let Some(s) = &t.shards {
                 out.push(shard_line(&t.table, s));
             }
+        }
+        if let Some(st) = &self.stats {
+            out.push(if st.not_followed.is_empty() {
+                format!(
+                    "shaped by the statistics of {}: every statistic followed",
+                    st.file
+                )
+            } else {
+                format!(
+                    "shaped by the statistics of {}; {} kind(s) of statistic not followed \
+                     (the spec cannot say them), each below",
+                    st.file,
+                    st.not_followed.len()
+                )
+            });
+            out.extend(
+                st.not_followed
+                    .iter()
+                    .map(|n| format!("not followed: {}", n.line())),
+            );
         }
         if !self.followed_recording.is_empty() {
             out.push(format!(
@@ -275,6 +322,7 @@ impl Summary {
             followed_recording: Vec::new(),
             not_seeded: Vec::new(),
             kept_rows: Vec::new(),
+            stats: None,
         }
     }
 
@@ -357,6 +405,10 @@ pub struct JsonSummary {
     /// The tables not seeded (a partial run, exit 1; left out when none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_seeded: Vec<JsonNotSeeded>,
+    /// `--stats FILE`: the file and what of it the seed did not follow
+    /// (added within format_version 1; left out without `--stats`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<StatsSource>,
 }
 
 /// A table the run could not seed (wire type: changes only with `format_version`).
@@ -421,6 +473,7 @@ impl From<&Summary> for JsonSummary {
                     depends_on: u.depends_on.clone(),
                 })
                 .collect(),
+            stats: s.stats.clone(),
         }
     }
 }
@@ -697,6 +750,7 @@ mod tests {
             followed_recording: Vec::new(),
             not_seeded: Vec::new(),
             kept_rows: Vec::new(),
+            stats: None,
         }
     }
 

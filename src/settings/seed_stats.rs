@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use crate::error::Result;
 use crate::planner_stats;
-use crate::seed::spec::SpecFile;
+use crate::seed::spec::{MadeFrom, SpecFile};
 
 /// `planck seed --stats FILE`: the spec the file makes, with `user` (the
 /// spec the seed would use otherwise) laid over it table by table and
@@ -39,14 +39,29 @@ pub fn spec(
     }
     let source = path.display().to_string();
     let text = planner_stats::seed_spec::to_text(&made.spec, &source);
-    // Positions of a later error point into this text; --verbose shows it.
+    // An error names the file and the table and column; --verbose shows the text.
     log.debug(&format!("the spec made of {source}:\n{text}"));
-    let spec = SpecFile::parse(&PathBuf::from(format!("{source} (as a spec)")), &text)?;
-    if made.notes.is_empty() {
-        lines.push("  the spec follows every statistic of the file".into());
+    lines.push(if made.notes.is_empty() {
+        "  the spec follows every statistic of the file".into()
     } else {
-        lines.push("  not followed (the spec cannot say it):".into());
-        lines.extend(made.notes.iter().map(|n| format!("  - {n}")));
-    }
+        format!(
+            "  {} kind(s) of statistic not followed (the spec cannot say them): listed in the summary",
+            made.notes.len()
+        )
+    });
+    let spec = SpecFile::parse_made(
+        &text,
+        MadeFrom {
+            stats: path.to_path_buf(),
+            exact_tenants,
+            user: user.map(|u| {
+                (
+                    u.path.clone().unwrap_or_else(|| PathBuf::from("<spec>")),
+                    u.text.clone(),
+                )
+            }),
+            notes: made.notes,
+        },
+    )?;
     Ok((spec, lines))
 }

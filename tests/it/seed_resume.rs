@@ -233,3 +233,59 @@ fn a_second_seed_after_a_complete_one_keeps_the_dataset_and_truncate_reloads_it(
     assert_eq!(contents(&db), first);
     assert_finished(&db);
 }
+
+/// A stopped `planck seed --stats FILE` names what the user ran, the
+/// statistics file and its flags, not the spec planck made of the file;
+/// and that command, run as printed, finishes the seed.
+#[test]
+fn a_stopped_stats_seed_names_its_own_command_which_finishes_it() {
+    let dir = project_dir();
+    let prod = migrated("prod");
+    assert_exit(&seed(&prod, &[], None), 0);
+    assert_exit(
+        &prod.planck(
+            &["stats", "capture", "--values", "keep", "-o", "prod.json"],
+            dir.path(),
+        ),
+        0,
+    );
+    let db = migrated("db");
+    let mut cmd = common::planck_cmd(dir.path());
+    cmd.arg("--database-url").arg(&db.url).args([
+        "seed",
+        "--no-spec",
+        "--stats",
+        "prod.json",
+        "--scale",
+        "0.5",
+        "--threads",
+        "1",
+    ]);
+    cmd.env("PLANCK_TEST_STOP", "INT@loaded:orgs");
+    let out = cmd.output().unwrap();
+    assert_exit(&out, 130);
+    let err = stderr(&out);
+    let file = dir.path().join("prod.json");
+    let want = format!(
+        "planck seed --no-spec --stats {} --scale 0.5",
+        file.display()
+    );
+    let printed = err
+        .split("to finish this seed, run `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("no command to finish the seed: {err}"));
+    assert_eq!(printed, want, "{err}");
+    // The printed command, as a user would paste it.
+    let words: Vec<&str> = printed.split(' ').skip(1).collect();
+    let mut again = common::planck_cmd(dir.path());
+    again.arg("--database-url").arg(&db.url).args(&words);
+    let out = again.output().unwrap();
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("finishing the seed stopped before its end"),
+        "{}",
+        stderr(&out)
+    );
+    assert_finished(&db);
+}

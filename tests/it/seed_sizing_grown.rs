@@ -202,3 +202,102 @@ fn a_dry_run_says_which_table_is_grown_and_why() {
     );
     assert_eq!(line("menu_items"), "configuration: nothing references it");
 }
+
+/// `planck seed --truncate` after a seed that grew the page table: the
+/// migrations' rows stay (the site still references its home page), and
+/// no line tells the user to pass the `--truncate` they passed.
+#[test]
+fn truncate_after_a_grown_seed_keeps_the_migration_rows_and_says_why() {
+    let db = test_db!();
+    let dir = cms(&db);
+    let kept_pages = db.query_strings("SELECT pages::text FROM pages WHERE id <= 2 ORDER BY id");
+    assert_exit(&db.planck(&["seed", "--rows", "300"], dir.path()), 0);
+    let out = db.planck(&["seed", "--rows", "300", "--truncate"], dir.path());
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(!err.contains("pass --truncate"), "{err}");
+    assert!(
+        err.contains(
+            "despite --truncate, because rows this seed leaves alone reference them: pages"
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        db.query_strings("SELECT pages::text FROM pages WHERE id <= 2 ORDER BY id"),
+        kept_pages,
+        "the migrations' pages"
+    );
+    assert_eq!(count(&db, "sites"), 1);
+}
+
+/// Each table's rows and a digest of them, in text forms no session
+/// setting changes.
+fn digest(db: &TestDb) -> Vec<String> {
+    [
+        "locales",
+        "content_types",
+        "pages",
+        "blog_pages",
+        "event_pages",
+        "sites",
+        "sessions",
+        "search_index",
+        "menu_items",
+    ]
+    .iter()
+    .map(|t| {
+        let h = db.query_strings(&format!(
+            "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; SET extra_float_digits = 1;
+             SELECT count(*) || ' ' || coalesce(md5(string_agg(x::text, E'\\n' ORDER BY x::text)), '')
+               FROM {t} x"
+        ));
+        format!("{t}: {}", h[0])
+    })
+    .collect()
+}
+
+/// A seed that grows the page table, stopped before any table loaded or
+/// once the pages committed, and run again: the next run grows the pages
+/// from the same key as the stopped one (not planned as an empty table,
+/// whose TRUNCATE would take the migrations' root and home pages, nor as
+/// reference data), and ends with the dataset of a seed never stopped.
+#[test]
+fn a_stopped_seed_that_grew_a_table_is_finished_with_the_migrations_rows_kept() {
+    let seed = |db: &TestDb, dir: &std::path::Path, stop: Option<&str>| {
+        let mut cmd = common::planck_cmd(dir);
+        cmd.arg("--database-url")
+            .arg(&db.url)
+            .args(["seed", "--rows", "300", "--threads", "1"]);
+        if let Some(s) = stop {
+            cmd.env("PLANCK_TEST_STOP", s);
+        }
+        cmd.output().unwrap()
+    };
+    let reference = TestDb::new(&format!("{}_reference", common::current_test()));
+    let dir = cms(&reference);
+    assert_exit(&seed(&reference, dir.path(), None), 0);
+    let want = digest(&reference);
+    for (part, stop) in [("start", "INT@start"), ("pages", "INT@loaded:pages")] {
+        let db = TestDb::new(&format!("{}_{part}", common::current_test()));
+        let dir = cms(&db);
+        let kept_pages = db.query_strings("SELECT pages::text FROM pages ORDER BY id");
+        assert_exit(&seed(&db, dir.path(), Some(stop)), 130);
+        let again = seed(&db, dir.path(), None);
+        assert_exit(&again, 0);
+        let err = stderr(&again);
+        assert!(
+            err.contains("finishing the seed stopped before its end"),
+            "{stop}: {err}"
+        );
+        assert_eq!(
+            db.query_strings("SELECT pages::text FROM pages WHERE id <= 2 ORDER BY id"),
+            kept_pages,
+            "{stop}: the migrations' pages"
+        );
+        assert_eq!(
+            digest(&db),
+            want,
+            "{stop}: not the uninterrupted dataset\n{err}"
+        );
+    }
+}

@@ -115,7 +115,7 @@ fn figures(label: &str, file: &Value) {
 fn access(db: &common::TestDb, query: &str) -> String {
     let plan = db.query_strings(&format!("EXPLAIN (COSTS OFF) {query}"));
     for line in &plan {
-        let line = line.trim_start_matches(|c: char| c == ' ' || c == '-' || c == '>');
+        let line = line.trim_start_matches([' ', '-', '>']);
         for marker in [
             "Index Scan using ",
             "Index Only Scan using ",
@@ -326,4 +326,161 @@ fn exact_tenants_keeps_the_captured_tenant_ids_and_their_shares() {
     let (id, got) = heaviest(&ranked);
     assert_eq!(id, "1");
     assert!((got - share).abs() < 0.01, "{got} {share}");
+}
+
+/// A small "production" whose statistics ANALYZE reads from every row (5,000
+/// rows: its sample is the table), so each statistic is the same every run:
+/// an account column, a kind at 90/10 %, a number among three values, and a
+/// timestamp in insertion order, two rows a minute (a histogram, a
+/// correlation of 1: physical order, which a spec cannot follow).
+const SMALL: &str = "
+    CREATE TABLE accounts (id int PRIMARY KEY, name text NOT NULL);
+    CREATE TABLE events (
+        id bigint PRIMARY KEY,
+        account_id int NOT NULL REFERENCES accounts,
+        kind text NOT NULL,
+        n int NOT NULL,
+        at timestamptz NOT NULL
+    );";
+
+const SMALL_ROWS: &str = "
+    INSERT INTO accounts SELECT g, 'account ' || g FROM generate_series(1, 20) g;
+    INSERT INTO events
+         SELECT g, 1 + g % 20, CASE WHEN g % 10 = 0 THEN 'b' ELSE 'a' END, g % 3,
+                '2024-01-01 00:00:00+00'::timestamptz + (g / 2) * interval '1 minute'
+           FROM generate_series(1, 5000) g;
+    ANALYZE;";
+
+/// SMALL captured (`--values keep`) into `dir`/prod.json.
+fn small_capture(dir: &std::path::Path) {
+    let prod = common::TestDb::new(&format!("{}_prod", common::current_test()));
+    prod.exec(SMALL);
+    prod.exec(SMALL_ROWS);
+    assert_exit(
+        &prod.planck(
+            &["stats", "capture", "--values", "keep", "-o", "prod.json"],
+            dir,
+        ),
+        0,
+    );
+}
+
+/// What the spec cannot follow is in the summary, not only on stderr: the
+/// JSON's `stats` names the file and each kind with its columns, the table
+/// form a line per kind (what CI logs keep).
+#[test]
+fn what_a_stats_seed_cannot_follow_is_in_its_summary() {
+    let dir = common::project_dir();
+    small_capture(dir.path());
+    let copy = test_db!("copy");
+    copy.exec(SMALL);
+    let out = copy.planck(
+        &[
+            "--format",
+            "json",
+            "seed",
+            "--no-spec",
+            "--stats",
+            "prod.json",
+        ],
+        dir.path(),
+    );
+    assert_exit(&out, 0);
+    let summary: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let stats = &summary["stats"];
+    assert!(
+        stats["file"].as_str().unwrap().ends_with("/prod.json"),
+        "{summary:#}"
+    );
+    let kinds = stats["not_followed"].as_array().unwrap();
+    let order = kinds
+        .iter()
+        .find(|k| k["kind"].as_str().unwrap().starts_with("physical order"))
+        .unwrap_or_else(|| panic!("no physical order: {stats:#}"));
+    assert_eq!(order["count"], 1, "{order:#}");
+    assert_eq!(order["names"], serde_json::json!(["public.events.at"]));
+    // The same run in the table form: a line per kind, after the tables.
+    let again = test_db!("again");
+    again.exec(SMALL);
+    let out = again.planck(&["seed", "--no-spec", "--stats", "prod.json"], dir.path());
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(text.contains("shaped by the statistics of"), "{text}");
+    assert!(
+        text.contains("not followed: physical order (|correlation| > 0.9;"),
+        "{text}"
+    );
+}
+
+/// A stats file that names a column the database lacks (exit 2, as a bad
+/// spec), or a value its column's type cannot take (that table not seeded,
+/// exit 1): the error names the file and the table and column, not a line
+/// of the spec planck made.
+#[test]
+fn a_bad_stats_file_is_named_with_its_table_and_column() {
+    let dir = common::project_dir();
+    small_capture(dir.path());
+    let path = dir.path().join("prod.json");
+    let good = read_json(&path);
+    let edit = |f: &dyn Fn(&mut Value)| {
+        let mut v = good.clone();
+        f(&mut v);
+        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    };
+    let events = |v: &mut Value| -> usize {
+        v["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|t| t["name"] == "events")
+            .unwrap()
+    };
+    let col = |v: &mut Value, name: &str| -> usize {
+        let t = events(v);
+        v["tables"][t]["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|c| c["name"] == name)
+            .unwrap()
+    };
+    let copy = test_db!("copy");
+    copy.exec(SMALL);
+    let seed = || copy.planck(&["seed", "--no-spec", "--stats", "prod.json"], dir.path());
+
+    // A column the schema lacks.
+    edit(&|v| {
+        let (t, c) = (events(v), col(v, "kind"));
+        v["tables"][t]["columns"][c]["name"] = "kindx".into();
+    });
+    let out = seed();
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("prod.json"), "{err}");
+    assert!(err.contains("table events, column kindx"), "{err}");
+    assert!(
+        !err.contains("(as a spec):"),
+        "a line of the made spec: {err}"
+    );
+
+    // A value an integer column cannot take.
+    edit(&|v| {
+        let (t, c) = (events(v), col(v, "n"));
+        v["tables"][t]["columns"][c]["most_common_vals"][1] = "two".into();
+    });
+    // The table cannot be seeded: the others are, and the run exits 1 (a
+    // partial seed, docs/seed.md), its summary saying why.
+    let out = seed();
+    assert_exit(&out, 1);
+    let err = stdout(&out) + &stderr(&out);
+    assert!(
+        err.contains("value `two` of events.n is not a value of its type (table events, column n of the statistics file)"),
+        "{err}"
+    );
+    assert!(err.contains("prod.json"), "{err}");
+    assert!(
+        !err.contains("(as a spec):"),
+        "a line of the made spec: {err}"
+    );
+    assert_eq!(copy.query_strings("SELECT count(*) FROM events"), vec!["0"]);
 }
