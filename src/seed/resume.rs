@@ -438,6 +438,37 @@ mod tests {
         );
     }
 
+    /// The grown tables a run records come back as they went in (a table
+    /// name may hold spaces); a record without any gives none.
+    #[test]
+    fn grown_tables_ride_in_the_record_and_come_back() {
+        let u = |fingerprint: &str| UnfinishedRun {
+            fingerprint: fingerprint.into(),
+            command: String::new(),
+            tables: vec![("public.pages".into(), 1, true)],
+        };
+        assert_eq!(
+            grown_of(&u("ab12\ngrown 2 2 public.pages\ngrown 40 3 cms.my pages")),
+            vec![
+                GrownRecord {
+                    table: "public.pages".into(),
+                    last: 2,
+                    kept: 2
+                },
+                GrownRecord {
+                    table: "cms.my pages".into(),
+                    last: 40,
+                    kept: 3
+                },
+            ]
+        );
+        assert_eq!(grown_of(&u("ab12")), vec![]);
+        let records = grown_of(&u("ab12\ngrown 2 2 public.pages"));
+        let e = refuse_replacing_grown(&u("x"), &records).unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+        assert!(refuse_replacing_grown(&u("x"), &[]).is_ok());
+    }
+
     #[test]
     fn another_dataset_after_a_stop_is_refused_with_both_ways_out() {
         let u = UnfinishedRun {

@@ -685,6 +685,45 @@ created_at = { range = ["2021-01-01", "2026-01-01"], bias = 2.0 }
         assert_eq!(t.heavy.len(), 2);
     }
 
+    /// A made spec's error names the table and column its span is in,
+    /// whether the column has a section of its own or is a key of
+    /// `[tables.T.columns]`, and the statistics file.
+    #[test]
+    fn a_made_specs_error_names_the_table_and_column_of_its_span() {
+        let text = "# made\n[tenant]\ntable = \"a\"\n\n[tables.\"s.t\"]\nrows = 5\n\n\
+                    [tables.\"s.t\".columns]\nk = { null = 0.5 }\n\n\
+                    [tables.\"s.t\".columns.n.values]\n\"1\" = 0.5\n";
+        let at = |s: &str| text.find(s).unwrap();
+        assert_eq!(entry_at(text, at("rows")), (Some("s.t".into()), None));
+        assert_eq!(
+            entry_at(text, at("k = ")),
+            (Some("s.t".into()), Some("k".into()))
+        );
+        assert_eq!(
+            entry_at(text, at("\"1\" =")),
+            (Some("s.t".into()), Some("n".into()))
+        );
+        assert_eq!(entry_at(text, at("table =")), (None, None));
+        assert!(in_tenant(text, at("table =")));
+        let made = MadeFrom {
+            stats: "stats/prod.json".into(),
+            ..MadeFrom::default()
+        };
+        match made.error(text, at("\"1\" ="), "bad".into(), None) {
+            Error::Config {
+                path,
+                line,
+                message,
+                ..
+            } => {
+                assert_eq!(path, PathBuf::from("stats/prod.json"));
+                assert_eq!(line, None);
+                assert_eq!(message, "bad (table s.t, column n of the statistics file)");
+            }
+            e => panic!("{e:?}"),
+        }
+    }
+
     #[test]
     fn timestamps() {
         assert_eq!(parse_timestamp("2000-01-01"), Some(0));
