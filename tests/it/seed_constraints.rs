@@ -188,6 +188,58 @@ fn a_check_between_two_foreign_keys_of_one_parent_holds() {
     assert!(count(&db, "SELECT count(*) FROM friendships") >= 3);
 }
 
+/// Issue 46 point 1: foreign keys into one parent that a CHECK keeps
+/// apart and a unique key holds are decided together: one key is drawn
+/// among the parent's rows minus the others', never left to collide (key
+/// columns are not redrawn: changing one would repeat the unique key).
+/// Four ports by their CHECK; `lanes` enumerates its unique pair (its
+/// primary parent is `carriers`), so every ordered pair of distinct ports
+/// is a lane exactly once; `routes` picks its origin distinct within its
+/// destination, `triangles` three corners (two enumerated beside the
+/// primary parent), `rivalries` a nullable `away` beside a rank that
+/// carries the key. Before: `no candidate row satisfies CHECK ... after
+/// 32 attempts` for lanes (16 pairs, the diagonal with them), routes and
+/// triangles.
+#[test]
+fn foreign_keys_a_check_keeps_apart_are_decided_together() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE ports (id smallint PRIMARY KEY CHECK (id BETWEEN 1 AND 4), name text NOT NULL);
+         CREATE TABLE carriers (id serial PRIMARY KEY, name text NOT NULL);
+         CREATE TABLE lanes (id serial PRIMARY KEY, carrier_id int NOT NULL REFERENCES carriers,
+                             origin smallint NOT NULL REFERENCES ports,
+                             destination smallint NOT NULL REFERENCES ports,
+                             CONSTRAINT lane_no_loop CHECK (origin <> destination),
+                             UNIQUE (origin, destination));
+         CREATE TABLE routes (id serial PRIMARY KEY,
+                              origin smallint NOT NULL REFERENCES ports,
+                              destination smallint NOT NULL REFERENCES ports,
+                              CONSTRAINT no_loop CHECK (origin <> destination),
+                              UNIQUE (origin, destination));
+         CREATE TABLE triangles (a smallint NOT NULL REFERENCES ports,
+                                 b smallint NOT NULL REFERENCES ports,
+                                 c smallint NOT NULL REFERENCES ports,
+                                 CONSTRAINT distinct_corners CHECK (a <> b AND b <> c AND NOT (a = c)),
+                                 PRIMARY KEY (a, b, c));
+         CREATE TABLE rivalries (id serial PRIMARY KEY,
+                                 home smallint NOT NULL REFERENCES ports,
+                                 away smallint REFERENCES ports,
+                                 rank int NOT NULL CHECK (rank >= 0),
+                                 CONSTRAINT not_itself CHECK (away IS NULL OR home <> away),
+                                 UNIQUE (home, away, rank));",
+    );
+    let (out, problems) = seed_and_judge(&db, "50");
+    assert_seeded(&out, &problems);
+    assert_eq!(count(&db, "SELECT count(*) FROM ports"), 4);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(DISTINCT (origin, destination)) FROM lanes WHERE origin <> destination"
+        ),
+        12
+    );
+}
+
 /// A nullable column NULL exactly when an array is empty (roles of an
 /// organisation carry permissions, built-in roles none): two CHECKs that
 /// tie the column's NULL to another column, on a foreign key and on a

@@ -10,6 +10,7 @@
 //! constraint it does not understand is reported, so the planner can ask for
 //! a generator in the spec instead of failing at load time.
 
+mod apart;
 mod parse;
 
 use std::collections::BTreeMap;
@@ -49,6 +50,7 @@ pub struct ColFacts {
 
 pub use crate::seed::row::shape::NullRule;
 
+pub use apart::apart_columns;
 pub(crate) use parse::{CASE_FN, Ex};
 pub use parse::{Lit, strip_check_suffixes};
 

@@ -7,13 +7,14 @@ use std::collections::HashMap;
 
 use crate::catalog::schema::Schema;
 use crate::error::Result;
-use crate::seed::check_expr::ColFacts;
+use crate::seed::check_expr::{self, ColFacts};
 use crate::seed::reference::ReferenceKeys;
 use crate::seed::row::generate::{Gen, Val};
 use crate::seed::row::plan::{FkPlan, Pick, TablePlan};
-use crate::seed::row::rng;
+use crate::seed::row::rng::{self, Permutation};
 
 use super::context::{Resolved, redraw_columns, seed_err};
+use super::sizing::{cap_rows, max_children};
 
 /// The keys a single-column foreign key can take when its parent is a
 /// reference table (rows the migrations wrote, kept as they are), by column.
@@ -75,6 +76,7 @@ pub(super) fn table_fks(
                 nullable: f.cols.iter().any(|c| !table.columns[*c].not_null),
                 null_p: 0.0,
                 key: rng::name_key(&f.name),
+                apart: Vec::new(),
             }),
             None => orphan_fks.push(fi),
         }
@@ -212,4 +214,175 @@ pub(super) fn redrawn_fks(
         }
     }
     redraw_columns(tp, table, facts, add);
+}
+
+/// Phase (after the keys): foreign keys into one parent that a CHECK keeps
+/// apart (`entity0 <> entity1`, [`check_expr::apart_columns`]) are decided
+/// together, so no row needs another attempt: one of them draws among the
+/// parent's rows minus those the others picked. Which one does is what the
+/// keys left free: a uniform (or same-tenant) pick avoids any other; a
+/// joint digit avoids another digit of its group or a key that every
+/// unique key over it holds too (its radix one less per key avoided: the
+/// group still enumerates each combination once, rows lowered to fit); a
+/// pick distinct within its primary parent avoids that parent (at most
+/// one child fewer per parent). Two keys the keys decide otherwise (a
+/// layout, each parent once) stay as they are: the server's CHECK decides
+/// them, as before.
+pub(super) fn apart_picks(
+    table: &crate::catalog::schema::Table,
+    primary: Option<usize>,
+    tables: &[TablePlan],
+    tp: &mut TablePlan,
+) {
+    for (fa, fb) in apart_pairs(table, &tp.fks) {
+        let Some((dep, other)) = apart_dependent(table, primary, tp, fa, fb) else {
+            continue;
+        };
+        // Never a cycle: `other` must not avoid `dep`, even through others.
+        if avoids(&tp.fks, other, dep) {
+            continue;
+        }
+        let name = |f: usize| table.columns[tp.fks[f].cols[0]].name.clone();
+        let (dep_name, other_name) = (name(dep), name(other));
+        let fits = match tp.fks[dep].pick.clone() {
+            Pick::Joint { group, digit } => joint_apart(tp, group, digit, &dep_name),
+            Pick::DistinctInParent => {
+                // One parent fewer to choose among: at most n - 1 children each.
+                let n = tables.get(tp.fks[dep].parent).map_or(0, |p| p.rows);
+                let most = max_children(tp, tables);
+                if n >= 2 && most > n - 1 {
+                    let why = format!(
+                        "{dep_name} must differ from {other_name} and be distinct within each parent, and the parent has {n} row(s)"
+                    );
+                    cap_rows(tp, n - 1, true, most, &why);
+                }
+                n >= 2
+            }
+            _ => true,
+        };
+        if fits {
+            tp.fks[dep].apart.push(other);
+        }
+    }
+}
+
+/// The pairs of single-column foreign keys (by index, lower first) into
+/// the same parent key that the table's CHECKs keep apart.
+fn apart_pairs(table: &crate::catalog::schema::Table, fks: &[FkPlan]) -> Vec<(usize, usize)> {
+    let single = |c: usize| fks.iter().position(|f| f.cols == [c]);
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for ch in &table.checks {
+        for (a, b) in check_expr::apart_columns(&ch.def) {
+            let (Some(fa), Some(fb)) = (
+                table.column(&a).and_then(single),
+                table.column(&b).and_then(single),
+            ) else {
+                continue;
+            };
+            let (x, y) = (&fks[fa], &fks[fb]);
+            let pair = (fa.min(fb), fa.max(fb));
+            if fa != fb
+                && x.parent == y.parent
+                && x.parent_cols == y.parent_cols
+                && !pairs.contains(&pair)
+            {
+                pairs.push(pair);
+            }
+        }
+    }
+    pairs
+}
+
+/// Of two foreign keys kept apart, the one whose pick avoids the other's
+/// row, and the other; None when neither pick can (see [`apart_picks`]).
+fn apart_dependent(
+    table: &crate::catalog::schema::Table,
+    primary: Option<usize>,
+    tp: &TablePlan,
+    fa: usize,
+    fb: usize,
+) -> Option<(usize, usize)> {
+    let free = |p: &Pick| matches!(p, Pick::Uniform | Pick::SameTenant);
+    // A joint digit may avoid a key outside its group when every unique
+    // key over it holds that key too: rows equal on such a key have the
+    // same rows to avoid, so the digit stays one-to-one among them.
+    // Not an ordered pair's digit (its pairs are distinct already).
+    let beside = |dep: usize, other: usize| {
+        let (d, o) = (tp.fks[dep].cols[0], tp.fks[other].cols[0]);
+        let pairs = match tp.fks[dep].pick {
+            Pick::Joint { group, .. } => tp.joints[group].pairs.is_some(),
+            _ => false,
+        };
+        !pairs
+            && table
+                .uniques
+                .iter()
+                .filter(|u| u.cols.contains(&d))
+                .all(|u| u.cols.contains(&o))
+    };
+    let (pa, pb) = (&tp.fks[fa].pick, &tp.fks[fb].pick);
+    Some(match (pa, pb) {
+        (
+            Pick::Joint {
+                group: ga,
+                digit: da,
+            },
+            Pick::Joint {
+                group: gb,
+                digit: db,
+            },
+        ) if ga == gb => {
+            let (dep, other) = if da < db { (fb, fa) } else { (fa, fb) };
+            beside(dep, other).then_some((dep, other))?
+        }
+        // The later of two free picks avoids the earlier (never both).
+        (_, b) if free(b) => (fb, fa),
+        (a, _) if free(a) => (fa, fb),
+        (Pick::DistinctInParent, _) if primary == Some(fb) => (fa, fb),
+        (_, Pick::DistinctInParent) if primary == Some(fa) => (fb, fa),
+        (Pick::Joint { .. }, _) if beside(fa, fb) => (fa, fb),
+        (_, Pick::Joint { .. }) if beside(fb, fa) => (fb, fa),
+        _ => return None,
+    })
+}
+
+/// Whether foreign key `from` avoids `to`'s row, directly or through the
+/// keys it avoids.
+fn avoids(fks: &[FkPlan], from: usize, to: usize) -> bool {
+    let mut stack = vec![from];
+    let mut seen = vec![false; fks.len()];
+    while let Some(f) = stack.pop() {
+        if f == to {
+            return true;
+        }
+        if !std::mem::replace(&mut seen[f], true) {
+            stack.extend(fks[f].apart.iter().copied());
+        }
+    }
+    false
+}
+
+/// Digit `digit` of joint group `group` avoids one more key: its radix
+/// one less, the group's permutation over the combinations left, rows
+/// lowered to them. False (nothing changed) when the digit has no value
+/// left.
+fn joint_apart(tp: &mut TablePlan, group: usize, digit: usize, col: &str) -> bool {
+    let g = &mut tp.joints[group];
+    if g.radices[digit] < 2 {
+        return false;
+    }
+    g.radices[digit] -= 1;
+    let product = g
+        .radices
+        .iter()
+        .fold(1u128, |a, r| a * u128::from(*r))
+        .min(u128::from(u64::MAX)) as u64;
+    g.perm = Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64));
+    if product < tp.rows {
+        let why = format!(
+            "its unique key has {product} combinations where {col} differs from the keys a CHECK keeps it apart from"
+        );
+        cap_rows(tp, product, false, 0, &why);
+    }
+    true
 }

@@ -29,7 +29,17 @@ impl SeedPlan {
     /// by choice (a nullable key's NULL share and first self reference).
     /// `at`: the attempt of a row whose foreign key the server's CHECKs
     /// redraw (0: the row's own draw; see [`value_at`]).
-    fn fk_row(&self, t: usize, fk: usize, ctx: &RowCtx, set: bool, at: u8) -> Option<u64> {
+    /// `attempt`: the row's attempt (the keys this one keeps apart from
+    /// are drawn at theirs).
+    fn fk_row(
+        &self,
+        t: usize,
+        fk: usize,
+        ctx: &RowCtx,
+        set: bool,
+        at: u8,
+        attempt: u8,
+    ) -> Option<u64> {
         let tp = &self.tables[t];
         let f = &tp.fks[fk];
         let p = &self.tables[f.parent];
@@ -49,14 +59,14 @@ impl SeedPlan {
             Pick::SameTenant => {
                 let (a, b) = (p.cum[ctx.block], p.cum[ctx.block + 1]);
                 if b > a {
-                    a + rng::below(h, b - a)
+                    self.row_apart(t, fk, ctx, attempt, a..b, |m| rng::below(h, m))
                 } else if nullable {
                     return None;
                 } else {
                     rng::below(h, p.rows)
                 }
             }
-            Pick::Uniform => rng::below(h, p.rows),
+            Pick::Uniform => self.row_apart(t, fk, ctx, attempt, 0..p.rows, |m| rng::below(h, m)),
             Pick::SelfRef => {
                 let start = if tp.cum.len() > 2 {
                     tp.cum[ctx.block]
@@ -81,27 +91,101 @@ impl SeedPlan {
             Pick::UniqueGlobal => {
                 Permutation::new(p.rows, f.key ^ self.seed).apply(ctx.row % p.rows)
             }
-            Pick::DistinctInParent => (ctx.ordinal + rng::mix(ctx.parent_row ^ f.key)) % p.rows,
-            Pick::Joint { group, digit } => self.joint_digit(t, group, digit, ctx.row),
+            Pick::DistinctInParent => self.row_apart(t, fk, ctx, attempt, 0..p.rows, |m| {
+                (ctx.ordinal + rng::mix(ctx.parent_row ^ f.key)) % m
+            }),
+            Pick::Joint { group, digit } => {
+                let d = self.joint_digit(t, group, digit, ctx.row);
+                self.row_apart(t, fk, ctx, attempt, 0..p.rows, |m| d.min(m - 1))
+            }
         })
     }
 
-    pub fn fk_value(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
-        self.fk_value_of(t, fk, part, ctx, false, 0)
+    /// A row of `rows` for foreign key `fk`, other than the parent rows of
+    /// the keys it is kept apart from ([`crate::seed::row::plan::FkPlan::apart`]):
+    /// `draw(m)` picks the r-th (r < m) of the m rows they leave, so the
+    /// pick is as its own pick would be over fewer rows (a permutation or a
+    /// digit stays one-to-one for given other keys). With no row left, the
+    /// r-th of them all (the server's CHECK then decides).
+    fn row_apart(
+        &self,
+        t: usize,
+        fk: usize,
+        ctx: &RowCtx,
+        attempt: u8,
+        rows: std::ops::Range<u64>,
+        draw: impl FnOnce(u64) -> u64,
+    ) -> u64 {
+        let tp = &self.tables[t];
+        let apart = &tp.fks[fk].apart;
+        let all = rows.end - rows.start;
+        if apart.is_empty() {
+            return rows.start + draw(all);
+        }
+        let mut taken: Vec<u64> = apart
+            .iter()
+            .filter_map(|&o| {
+                let at = if self.redrawn_fk(t, o) { attempt } else { 0 };
+                self.fk_row(t, o, ctx, true, at, attempt)
+            })
+            .filter(|r| rows.contains(r))
+            .collect();
+        taken.sort_unstable();
+        taken.dedup();
+        let left = all - taken.len() as u64;
+        if left == 0 {
+            return rows.start + draw(all);
+        }
+        let mut x = rows.start + draw(left);
+        for r in taken {
+            if r <= x {
+                x += 1;
+            } else {
+                break;
+            }
+        }
+        x
     }
 
-    /// [`SeedPlan::fk_value`] at attempt `at` of a row whose foreign key the
-    /// server's CHECKs redraw: another parent row, picked as the key picks.
-    pub fn fk_value_at(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx, at: u8) -> Val {
-        self.fk_value_of(t, fk, part, ctx, false, at)
+    /// Whether an attempt redraws foreign key `fk` of table `t` (its
+    /// columns are among those the server's CHECKs redraw).
+    fn redrawn_fk(&self, t: usize, fk: usize) -> bool {
+        let tp = &self.tables[t];
+        tp.fks[fk]
+            .cols
+            .iter()
+            .any(|c| tp.checked.redraw.binary_search(c).is_ok())
+    }
+
+    pub fn fk_value(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
+        self.fk_value_of(t, fk, part, ctx, false, (0, 0))
+    }
+
+    /// [`SeedPlan::fk_value`] at attempt `attempt` of a row the server's
+    /// CHECKs refused: a key they redraw (`redrawn`) picks another parent
+    /// row, as the key picks; one kept apart from redrawn keys moves off
+    /// their new rows.
+    pub fn fk_value_at(
+        &self,
+        t: usize,
+        fk: usize,
+        part: usize,
+        ctx: &RowCtx,
+        attempt: u8,
+        redrawn: bool,
+    ) -> Val {
+        let at = if redrawn { attempt } else { 0 };
+        self.fk_value_of(t, fk, part, ctx, false, (at, attempt))
     }
 
     /// [`SeedPlan::fk_value`] where a nullable key is set: a solved CHECK's
     /// branch asks for a value (the solver's, `check_solve`).
     pub fn fk_value_set(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx) -> Val {
-        self.fk_value_of(t, fk, part, ctx, true, 0)
+        self.fk_value_of(t, fk, part, ctx, true, (0, 0))
     }
 
+    /// `(at, attempt)`: the key's own redraw and the row's attempt (see
+    /// [`SeedPlan::fk_row`]).
     fn fk_value_of(
         &self,
         t: usize,
@@ -109,7 +193,7 @@ impl SeedPlan {
         part: usize,
         ctx: &RowCtx,
         set: bool,
-        at: u8,
+        (at, attempt): (u8, u8),
     ) -> Val {
         let f = &self.tables[t].fks[fk];
         if let Pick::Joint { group, digit } = f.pick
@@ -117,7 +201,7 @@ impl SeedPlan {
         {
             return self.sorted_pair_value(t, fk, group, digit, ctx.row);
         }
-        match self.fk_row(t, fk, ctx, set, at) {
+        match self.fk_row(t, fk, ctx, set, at, attempt) {
             None => Val::Null,
             Some(prow) => {
                 if f.parent == t && prow == ctx.row {
@@ -715,9 +799,12 @@ pub fn value_at(plan: &SeedPlan, t: usize, c: usize, ctx: &RowCtx, attempt: u8) 
     if redrawn && attempt >= NULL_ATTEMPT && sc.nullable.binary_search(&c).is_ok() {
         return Val::Null;
     }
-    // A foreign key the CHECKs read picks another parent row.
-    if redrawn && let Gen::Fk { fk, part } = plan.tables[t].cols[c].generator {
-        return plan.fk_value_at(t, fk, part, ctx, attempt);
+    // A foreign key the CHECKs read picks another parent row; one kept
+    // apart from such keys moves off their new rows.
+    if let Gen::Fk { fk, part } = plan.tables[t].cols[c].generator
+        && (redrawn || !plan.tables[t].fks[fk].apart.is_empty())
+    {
+        return plan.fk_value_at(t, fk, part, ctx, attempt, redrawn);
     }
     // Not redrawn, the column keeps its draw; one that follows a redrawn
     // column (`after`) follows that column's new value.

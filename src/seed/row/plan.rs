@@ -56,6 +56,10 @@ pub struct FkPlan {
     pub nullable: bool,
     pub null_p: f64,
     pub key: u64,
+    /// Foreign keys of the table (into the same parent) whose parent rows
+    /// this one never takes: a CHECK keeps them apart (`entity0 <>
+    /// entity1`), and the pick draws among the rows the others left.
+    pub apart: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
