@@ -99,7 +99,11 @@ pub(crate) fn time_bounds(f: &ColFacts) -> (i64, i64) {
         && let Some(v) = spec::parse_timestamp(s)
     {
         hi = if *incl { v } else { v - DAY };
-        lo = lo.min(hi - 365 * DAY);
+        lo = if f.lo.is_some() {
+            lo
+        } else {
+            lo.min(hi - 365 * DAY)
+        };
     }
     (lo, hi)
 }

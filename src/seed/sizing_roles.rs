@@ -99,6 +99,10 @@ pub struct Node {
     pub big_leaf: Option<String>,
     /// Why a table holding rows is grown (a core entity's shape), when it is.
     pub grown: Option<String>,
+    /// The parent whose key is this table's primary key (a foreign key
+    /// over exactly its primary key's columns): a one-to-one subtype, as a
+    /// multi-table-inheritance child (Django's `page_ptr_id`) is.
+    pub extends: Option<usize>,
 }
 
 /// Why table `t` is large even when nothing references it, or None: its
@@ -174,6 +178,10 @@ pub struct Shape {
     /// rows grow from theirs (empty for a root of the core, and for every
     /// other role).
     pub grows_from: Vec<usize>,
+    /// A subtype of a core table (see [`Node::extends`]) and how many
+    /// subtypes that parent has: they split its rows, each a share, rather
+    /// than each taking them all (Wagtail's page types).
+    pub shares: Option<(usize, u64)>,
 }
 
 impl Shape {
@@ -212,8 +220,21 @@ pub fn nodes(
                 .collect(),
             big_leaf: big_leaf(t),
             grown: None,
+            extends: extends(i, t),
         })
         .collect()
+}
+
+/// The parent table `t` (catalog index `i`) extends by its key: one of its
+/// foreign keys is over exactly its primary key's columns.
+fn extends(i: usize, t: &crate::catalog::schema::Table) -> Option<usize> {
+    let pk = t.uniques.iter().find(|u| u.primary)?;
+    let same =
+        |cols: &[usize]| cols.len() == pk.cols.len() && cols.iter().all(|c| pk.cols.contains(c));
+    t.fks
+        .iter()
+        .find(|f| f.parent.is_some_and(|p| p != i) && same(&f.cols))
+        .and_then(|f| f.parent)
 }
 
 /// Every table's role (None for a table not seeded).
@@ -235,6 +256,13 @@ pub fn classify(nodes: &[Node]) -> Vec<Option<Shape>> {
         }
     }
     let any_edge = referrers.iter().any(|r| !r.is_empty());
+    // The generated subtypes of each generated table.
+    let mut subtypes = vec![0u64; n];
+    for (c, node) in nodes.iter().enumerate() {
+        if let Some(p) = node.extends.filter(|p| edge(c, *p)) {
+            subtypes[p] += 1;
+        }
+    }
     // Hubs: the tables at least two tables reference, or one when no table
     // has two (a parent and its child are a schema's core too).
     let most = referrers.iter().map(BTreeSet::len).max().unwrap_or(0);
@@ -270,6 +298,7 @@ pub fn classify(nodes: &[Node]) -> Vec<Option<Shape>> {
                     role: Role::Reference,
                     why: "rows already there, kept as they are".into(),
                     grows_from: Vec::new(),
+                    shares: None,
                 });
             }
             let referenced = match referrers[i].len() {
@@ -342,6 +371,17 @@ pub fn classify(nodes: &[Node]) -> Vec<Option<Shape>> {
                     format!("{child}; {referenced}")
                 }
             };
+            let shares = node
+                .extends
+                .filter(|p| edge(i, *p) && core[*p])
+                .map(|p| (p, subtypes[p].max(1)));
+            let why = match shares {
+                Some((p, k)) => format!(
+                    "{why}; one of {k} table(s) extending {} by its key: a share of its rows",
+                    nodes[p].name
+                ),
+                None => why,
+            };
             let (role, why) = match &node.grown {
                 Some(g) if !g.is_empty() => (Role::Grown, format!("{g}; {why}")),
                 _ => (Role::Core, why),
@@ -350,6 +390,7 @@ pub fn classify(nodes: &[Node]) -> Vec<Option<Shape>> {
                 role,
                 why,
                 grows_from,
+                shares,
             })
         })
         .collect()
@@ -360,6 +401,7 @@ fn shape(role: Role, why: String) -> Shape {
         role,
         why,
         grows_from: Vec::new(),
+        shares: None,
     }
 }
 

@@ -65,6 +65,7 @@ mod seed_resume;
 mod seed_safety;
 mod seed_sizing;
 mod seed_sizing_grown;
+mod seed_sizing_subtypes;
 mod seed_types;
 mod seed_values;
 mod stats_capture;

@@ -402,6 +402,15 @@ fn shaped_rows(p: &Pass, ci: usize, fks: &[FkPlan]) -> u64 {
     if shape.role == Role::Configuration {
         return sizing_roles::configuration_rows(p.base_rows);
     }
+    // A subtype (a one-to-one child by its key): its share of the parent's
+    // rows, the parent's subtypes splitting them.
+    if let Some((parent, k)) = shape.shares
+        && let Some(f) = fks
+            .iter()
+            .find(|f| placed(f) && p.order[f.parent] == parent)
+    {
+        return p.tables[f.parent].rows / k.max(1);
+    }
     fks.iter()
         .filter(|f| placed(f) && !f.nullable)
         .filter(|f| {
