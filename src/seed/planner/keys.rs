@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use crate::catalog::schema::TypeKind;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::seed::check_expr::ColFacts;
 use crate::seed::columns::{DAY, T_LO, default_gen, make_unique};
 use crate::seed::row::generate::{Gen, Text};
@@ -24,7 +24,10 @@ use super::generators::SpecSpans;
 use super::generators::{unwrap_nullable, unwrap_nullable_mut};
 use super::sizing::{cap_rows, max_children};
 
+mod hold;
 mod joint;
+use hold::KeyHold;
+pub(super) use hold::OrderedPair;
 use joint::{enumerate_jointly, joint_capacity};
 
 /// Phase (after uniqueness): a column of a unique key that another column
@@ -91,17 +94,6 @@ pub(super) fn free_unique_columns(
         .filter(|c| sc.redraw.binary_search(c).is_err() && free(*c))
         .collect();
     redraw_columns(tp, table, facts, add);
-}
-
-/// Two single-column foreign keys into one parent, unique together and
-/// ordered by a CHECK (`tag1 < tag2`): `lo` must stay below `hi`.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct OrderedPair {
-    pub(super) lo: usize,
-    pub(super) hi: usize,
-    pub(super) strict: bool,
-    /// The parent's keys are not in row order: order each pair by value.
-    pub(super) sorted: bool,
 }
 
 /// The ordered pair of a table, when the parent's key grows with its row
@@ -569,97 +561,6 @@ pub(super) fn uniqueness(
     }
     keys_off_excluded(facts, tp);
     Ok(())
-}
-
-/// One unique constraint [`uniqueness`] makes hold, with what planning
-/// knows of its table.
-struct KeyHold<'a> {
-    sf: &'a SpecFile,
-    res: &'a Resolved<'a>,
-    ci: usize,
-    pi: usize,
-    pair: Option<OrderedPair>,
-    table: &'a crate::catalog::schema::Table,
-    display: &'a str,
-    facts: &'a [ColFacts],
-    spec_span: &'a HashMap<usize, std::ops::Range<usize>>,
-    fk_cols: &'a HashMap<usize, usize>,
-    sized_by_spec: bool,
-    tables: &'a [TablePlan],
-    /// The rows of the tables planned after this one (see
-    /// [`super::context::Pass::later`]).
-    later: &'a [Option<u64>],
-    max_per_parent: u64,
-    u: &'a crate::catalog::schema::Unique,
-    /// Unique within each parent: the key holds the primary parent's
-    /// columns and more.
-    within: bool,
-    /// The key's columns to make unique (without the parent's, `within`).
-    rest: Vec<usize>,
-    /// The distinct values it needs: the table's rows, or (`within`) the
-    /// most children of one parent.
-    need: u64,
-}
-
-impl KeyHold<'_> {
-    /// The rows of the table at plan position `t`: its plan's, or for a
-    /// parent planned after this table (a back edge of a cycle) the rows
-    /// the previous planning round settled; None in the first round.
-    fn parent_rows(&self, t: usize) -> Option<u64> {
-        self.tables
-            .get(t)
-            .map(|p| p.rows)
-            .or_else(|| self.later.get(t).copied().flatten())
-    }
-
-    fn span_of(&self, c: usize) -> Option<std::ops::Range<usize>> {
-        self.spec_span
-            .get(&c)
-            .cloned()
-            .or_else(|| self.res.tables.get(&self.ci).map(|s| s.span()))
-    }
-
-    /// The key's columns, by name.
-    fn columns(&self) -> String {
-        self.u
-            .cols
-            .iter()
-            .map(|c| self.table.columns[*c].name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
-    fn impossible(&self, c: usize, allowed: u64, need: u64) -> Error {
-        let (u, table, within) = (self.u, self.table, self.within);
-        let what = format!(
-            "impossible uniqueness: {} ({}) must be unique{}, but {} allows only {} distinct value(s) for {} row(s)",
-            u.name,
-            self.columns(),
-            if within { " within each parent" } else { "" },
-            table.columns[c].name,
-            allowed,
-            need
-        );
-        let hint = "widen the column's `values`/`range`, lower the table's `rows` or `count`, or mark a text column `unique = true`".to_string();
-        match self.span_of(c) {
-            Some(s) => self.sf.error(s, what, Some(hint)),
-            None => seed_err(self.display, Some(&table.columns[c].name), what, hint),
-        }
-    }
-
-    fn why(&self, c: usize, allowed: u64) -> String {
-        format!(
-            "{} ({}) must be unique{}, and {} allows only {allowed} distinct value(s)",
-            self.u.name,
-            self.columns(),
-            if self.within {
-                " within each parent"
-            } else {
-                ""
-            },
-            self.table.columns[c].name,
-        )
-    }
 }
 
 /// Step 1 of [`uniqueness`]: a column of the key that can carry its

@@ -21,7 +21,7 @@ use crate::seed::spec;
 
 use super::super::context::seed_err;
 use super::super::sizing::cap_rows;
-use super::KeyHold;
+use super::hold::KeyHold;
 
 /// The combinations of values the key's columns have ([`enumerate_jointly`]
 /// enumerates them), or None when one has no finite domain or another
