@@ -1205,7 +1205,6 @@ const MAX_LINES: usize = 1000;
 const LONG_FILES: &[&str] = &[
     "src/bookkeeping.rs",
     "src/catalog/schema.rs",
-    "src/explain/engine.rs",
     "src/params/binding.rs",
     "src/record/mod.rs",
     "src/record/relay/session.rs",
