@@ -1210,7 +1210,6 @@ const LONG_FILES: &[&str] = &[
     "src/record/relay/session.rs",
     "src/replay/attribution.rs",
     "src/replay/exec.rs",
-    "src/replay/run.rs",
     "src/seed/check_solve.rs",
     "src/seed/columns.rs",
     "src/seed/load.rs",
