@@ -1208,7 +1208,6 @@ const LONG_FILES: &[&str] = &[
     "src/params/binding.rs",
     "src/record/mod.rs",
     "src/record/relay/session.rs",
-    "src/replay/exec.rs",
     "src/seed/check_solve.rs",
     "src/seed/columns.rs",
     "src/seed/load.rs",
