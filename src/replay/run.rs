@@ -1,6 +1,12 @@
 //! A whole replay: the refusals checked before anything starts, parameter
 //! pools sampled up front, the integrity counters and checksums taken
 //! before and after, and the ladder's steps in order.
+//!
+//! The checks before the run are in [`preflight`], the integrity counters
+//! and their comparison in [`integrity`]; this file runs the ladder.
+
+mod integrity;
+mod preflight;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,315 +14,17 @@ use std::time::Duration;
 
 use tokio_postgres::Client;
 
-use super::exec::{Pools, Shared, param_count, pool_columns, sample_pools};
+use super::exec::{Pools, Shared, pool_columns, sample_pools};
 use super::ladder::{StepOptions, StepResult, run_step};
 use super::options::Options;
-use super::report::{self, Counters, IntegrityJson, ReplayReport};
+use super::report::{self, Counters, ReplayReport};
 use super::workload::Workload;
-use crate::db::{ConnInfo, quote_ident};
+use crate::db::ConnInfo;
 use crate::error::{Error, Result};
 use crate::output::Log;
 
-/// The counters and checksums the integrity line compares.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ServerCounters {
-    pub rows_changed: i64,
-    pub xact_commit: i64,
-    pub xact_rollback: i64,
-    /// (relation, rows, checksum); `None` when skipped.
-    pub checksums: Vec<(String, i64, Option<String>)>,
-}
-
-fn qualified(rel: &str) -> String {
-    rel.split('.')
-        .map(quote_ident)
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
-/// How long the counters of a server before 15 are given to settle (see
-/// [`server_counters`]).
-const COLLECTOR_LAG_MS: u64 = 600;
-
-/// Reads the server's counters and the written tables' checksums.
-/// `version`: the server's `server_version_num`.
-pub async fn server_counters(
-    client: &Client,
-    version: i32,
-    relations: &[String],
-    max_rows: u64,
-) -> Result<ServerCounters> {
-    let ctx = |what: &'static str| move |e| Error::db(what, e);
-    if version < 150000 {
-        // Before 15 the counters go through the statistics collector: a
-        // backend's last changes reach it over a socket, and a snapshot may
-        // be up to 500 ms (PGSTAT_STAT_INTERVAL) old. Waiting past that
-        // counts the changes made just before (the run's own, or the
-        // setup's) on the side they belong to.
-        tokio::time::sleep(std::time::Duration::from_millis(COLLECTOR_LAG_MS)).await;
-    }
-    client
-        .batch_execute("SELECT pg_stat_clear_snapshot()")
-        .await
-        .map_err(ctx("clearing the statistics snapshot"))?;
-    let rows: i64 = client
-        .query_one(
-            "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::int8 FROM pg_stat_user_tables",
-            &[],
-        )
-        .await
-        .map_err(ctx("reading pg_stat_user_tables"))?
-        .get(0);
-    let x = client
-        .query_one(
-            "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()",
-            &[],
-        )
-        .await
-        .map_err(ctx("reading pg_stat_database"))?;
-    let mut checksums = Vec::new();
-    for rel in relations {
-        let q = qualified(rel);
-        let n: i64 = match client
-            .query_one(&format!("SELECT count(*) FROM {q}"), &[])
-            .await
-        {
-            Ok(r) => r.get(0),
-            // A relation the text names that is not a table here (a CTE name).
-            Err(_) => continue,
-        };
-        let sum = if n as u64 <= max_rows {
-            let r = client
-                .query_one(
-                    &format!(
-                        "SELECT md5(coalesce(string_agg(h, '' ORDER BY h), '')) \
-                         FROM (SELECT md5(t::text) AS h FROM {q} t) s"
-                    ),
-                    &[],
-                )
-                .await
-                .map_err(ctx("checksumming a table"))?;
-            Some(r.get::<_, String>(0))
-        } else {
-            None
-        };
-        checksums.push((rel.clone(), n, sum));
-    }
-    Ok(ServerCounters {
-        rows_changed: rows,
-        xact_commit: x.get(0),
-        xact_rollback: x.get(1),
-        checksums,
-    })
-}
-
-/// The refusals that hold before anything runs.
-pub fn check_workload(w: &Workload, opts: &Options, managed: bool) -> Result<()> {
-    if w.units.is_empty() {
-        return Err(Error::usage_hint(
-            "no statements to replay",
-            "record some with `planck record -- <tests>`, or write [[statement]] entries by hand",
-        ));
-    }
-    if opts.ladder.is_empty() || opts.ladder.contains(&0) {
-        return Err(Error::usage(
-            "--ladder takes client counts above 0, e.g. 1,2,4,8",
-        ));
-    }
-    if opts.commit && !managed && !opts.force {
-        return Err(Error::usage_hint(
-            "--commit refused: this database is not planck's own managed one, and the writes would stay",
-            "replay without --commit (every unit is rolled back), or add --force if this database is disposable",
-        ));
-    }
-    if !opts.allow_side_effects
-        && let Some((s, why)) = w.side_effects().first()
-    {
-        return Err(Error::usage_hint(
-            format!(
-                "statement {} has an effect a rollback does not undo: {why}",
-                s.id
-            ),
-            "add --allow-side-effects to replay it anyway, or mark it ignore = \"...\" in the queries file",
-        ));
-    }
-    Ok(())
-}
-
-/// Parameters nothing binds and whose type has no value to send (so they
-/// go as NULL): (unit, statement id, $n). `defaults` as in
-/// [`type_parameters`].
-pub fn unbound(w: &Workload, defaults: &[Vec<Option<String>>]) -> Vec<(String, String, u32)> {
-    let mut out = Vec::new();
-    for (u, _) in &w.units {
-        let own = match u {
-            super::workload::Unit::Transaction(t) => w.transactions[*t].bind.as_slice(),
-            super::workload::Unit::Lone(_) => &[],
-        };
-        for s in w.unit_statements(*u) {
-            let st = &w.statements[s];
-            for p in 1..=param_count(&st.sql) {
-                let typed = defaults
-                    .get(s)
-                    .and_then(|d| d.get(p as usize - 1))
-                    .is_some_and(Option::is_some);
-                let bound = typed
-                    || st.auto_bind.iter().any(|b| b.param == p)
-                    || own.iter().any(|b| b.statement == st.id && b.param == p);
-                let entry = (w.unit_name(*u), st.id.clone(), p);
-                if !bound && !out.contains(&entry) {
-                    out.push(entry);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// SQLSTATEs of a text the server cannot type on its own (normalized
-/// literals: `$1 + $2`, `coalesce(max(n), $1)`).
-const UNTYPED: [&str; 4] = ["42P18", "42725", "42883", "42804"];
-
-/// Prepares every statement once, on `client` outside any transaction, for
-/// its parameters' types, and returns per statement a value of each type
-/// (the shared params layer's [`fill_defaults`](crate::params::values::fill_defaults), as explain plans them):
-/// what a parameter no bind or sample feeds is sent (a normalized literal:
-/// `interval $3` of a rate limit's window, `coalesce(max(number), $7) + $8`).
-/// A text the server cannot type gets the casts of the first of the params
-/// layer's typing attempts that prepares (`sql` becomes that text). A
-/// statement that does not prepare keeps NULLs: its executions fail and
-/// are counted with their error.
-pub async fn type_parameters(client: &Client, w: &mut Workload) -> Vec<Vec<Option<String>>> {
-    use crate::params::typing;
-    use crate::params::values::fill_defaults;
-    let mut out = Vec::with_capacity(w.statements.len());
-    for s in &mut w.statements {
-        let n = param_count(&s.sql) as usize;
-        let types = match client.prepare(&s.sql).await {
-            Ok(p) => Some(p.params().to_vec()),
-            Err(e) if e.code().is_some_and(|c| UNTYPED.contains(&c.code())) => {
-                let u = typing::untyped(&s.sql);
-                let loose = if u.loose.is_empty() {
-                    typing::uncast(&s.sql)
-                } else {
-                    u.loose
-                };
-                let mut found = None;
-                for a in typing::attempts(&loose, &Default::default()) {
-                    let text = typing::apply(&s.sql, &a.casts);
-                    if let Ok(p) = client.prepare(&text).await {
-                        s.sql = text;
-                        found = Some(p.params().to_vec());
-                        break;
-                    }
-                }
-                found
-            }
-            Err(_) => None,
-        };
-        let mut d = match types {
-            Some(t) => fill_defaults(Vec::new(), &t),
-            None => Vec::new(),
-        };
-        d.resize(n, None);
-        out.push(d);
-    }
-    out
-}
-
-/// The top step, the sampler and the connections in use must fit the
-/// server's limit (`max_connections` less the reserved ones).
-pub async fn check_connections(client: &Client, top: u32, sampler: bool, rate: bool) -> Result<()> {
-    let r = client
-        .query_one(
-            "SELECT current_setting('max_connections')::int \
-                  - current_setting('superuser_reserved_connections')::int \
-                  - coalesce(nullif(current_setting('reserved_connections', true), '')::int, 0), \
-                    (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int",
-            &[],
-        )
-        .await
-        .map_err(|e| Error::db("reading max_connections", e))?;
-    let limit = i64::from(r.get::<_, i32>(0));
-    let in_use = i64::from(r.get::<_, i32>(1));
-    // In 64 bits: a ladder of 2^31 clients wrapped around in 32.
-    let need = i64::from(top) + i64::from(sampler);
-    if need + in_use > limit {
-        return Err(Error::usage_hint(
-            format!(
-                "the top step needs {need} connections and {in_use} are in use, but the server takes {limit} \
-                 (max_connections less the reserved ones)"
-            ),
-            if rate {
-                "lower --clients, or raise max_connections on the server"
-            } else {
-                "lower the top of --ladder, or raise max_connections on the server"
-            },
-        ));
-    }
-    Ok(())
-}
-
-/// Every role the units run as exists and the connecting user may `SET
-/// ROLE` to it (PostgreSQL 16+: the membership's SET option; 14 and 15:
-/// membership), checked before the run rather than failing every unit.
-pub async fn check_roles(
-    client: &Client,
-    w: &Workload,
-    tenant: Option<&super::tenant::TenantRun>,
-) -> Result<()> {
-    let mut roles: Vec<&str> = w
-        .units
-        .iter()
-        .filter_map(|(u, _)| super::tenant::unit_role(w, *u))
-        .chain(tenant.map(|t| t.role.as_str()))
-        .collect();
-    roles.sort_unstable();
-    roles.dedup();
-    for role in roles {
-        let row = client
-            .query_one(
-                "SELECT session_user::text, \
-                        current_setting('server_version_num')::int >= 160000, \
-                        EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1), \
-                        CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) \
-                             THEN session_user = $1::name OR pg_has_role(session_user, $1::name, \
-                                  CASE WHEN current_setting('server_version_num')::int >= 160000 \
-                                       THEN 'SET' ELSE 'MEMBER' END) END",
-                &[&role],
-            )
-            .await
-            .map_err(|e| Error::db("reading the recorded roles", e))?;
-        let (user, sixteen, exists, may): (String, bool, bool, Option<bool>) =
-            (row.get(0), row.get(1), row.get(2), row.get(3));
-        let grant = format!(
-            "GRANT {} TO {}{}",
-            quote_ident(role),
-            quote_ident(&user),
-            if sixteen { " WITH SET TRUE" } else { "" }
-        );
-        if !exists {
-            return Err(Error::usage_hint(
-                format!(
-                    "the workload was recorded as role {role}, which does not exist on this server"
-                ),
-                format!(
-                    "create it (CREATE ROLE {}) and let {user} use it ({grant}), or re-record as a role this server has",
-                    quote_ident(role)
-                ),
-            ));
-        }
-        if may != Some(true) {
-            return Err(Error::usage_hint(
-                format!(
-                    "the workload was recorded as role {role}, and {user} may not SET ROLE to it"
-                ),
-                format!("grant it: {grant}"),
-            ));
-        }
-    }
-    Ok(())
-}
+use integrity::{integrity, server_counters};
+use preflight::{check_connections, check_roles, check_workload, type_parameters, unbound};
 
 /// Runs the ladder; `stop` (Ctrl-C, SIGTERM) ends it after the finished steps.
 pub async fn run(
@@ -673,108 +381,6 @@ pub fn error_summary(w: &Workload, stats: &super::exec::WorkerStats) -> String {
     }
 }
 
-/// The integrity line: planck's own counters, each counted on its own, beside
-/// the server's deltas and the checksums.
-pub fn integrity(
-    t: &Counters,
-    before: &ServerCounters,
-    after: &ServerCounters,
-    opts: &Options,
-    interrupted: bool,
-) -> IntegrityJson {
-    let mut notes = Vec::new();
-    let server_rows = after.rows_changed - before.rows_changed;
-    if interrupted {
-        // The server saw the dropped step's executions, planck's counters
-        // did not: comparing them would raise a false alarm.
-        notes.push(
-            "counters not cross-checked: the run was interrupted, and the executions of the step \
-             that was running are not counted"
-                .to_string(),
-        );
-    } else if server_rows > t.rows_written as i64 && t.writes_failed > 0 {
-        // A write that fails midway (a deadlock, a timeout, a constraint)
-        // has changed rows the server counts; its error reports none.
-        notes.push(format!(
-            "the server counted {server_rows} rows inserted, updated or deleted, planck's executions \
-             reported {}: the {} more are rows that {} write{} changed before failing (the server \
-             counts them though they were rolled back; a failed statement reports none)",
-            t.rows_written,
-            server_rows - t.rows_written as i64,
-            t.writes_failed,
-            if t.writes_failed == 1 { "" } else { "s" },
-        ));
-    } else if server_rows != t.rows_written as i64 {
-        notes.push(format!(
-            "MISMATCH: the server counted {server_rows} rows inserted, updated or deleted, planck's executions reported {}",
-            t.rows_written
-        ));
-    }
-    if !interrupted && t.attempted != t.succeeded + t.failed {
-        notes.push(format!(
-            "MISMATCH: {} attempted but {} succeeded and {} failed (units cut off by the end of the run)",
-            t.attempted, t.succeeded, t.failed
-        ));
-    }
-    let server_rollbacks = after.xact_rollback - before.xact_rollback;
-    if !interrupted && server_rollbacks < t.rollbacks as i64 {
-        notes.push(format!(
-            "MISMATCH: planck rolled back {} transactions, the server counted {server_rollbacks}",
-            t.rollbacks
-        ));
-    }
-    let mut unchanged = true;
-    for (rel, n, sum) in &before.checksums {
-        let a = after.checksums.iter().find(|(r, _, _)| r == rel);
-        match (sum, a) {
-            (None, _) => notes.push(format!(
-                "{rel} not checksummed: {n} rows, above --verify-max-rows {}",
-                opts.verify_max_rows
-            )),
-            (Some(s), Some((_, an, Some(asum)))) if s == asum && n == an => {}
-            (Some(_), Some((_, an, _))) => {
-                unchanged = false;
-                notes.push(format!(
-                    "{rel} changed: {n} rows before, {an} after, checksum differs"
-                ));
-            }
-            (Some(_), None) => {
-                unchanged = false;
-                notes.push(format!("{rel} could not be read after the run"));
-            }
-        }
-    }
-    if t.reconnects > 0 {
-        notes.push(format!(
-            "{} connections were lost mid-run and re-established (the server restarted, or \
-             terminated them): the units they were running count as failed, under 08006 or the \
-             server's SQLSTATE (57P01 at a shutdown)",
-            t.reconnects
-        ));
-    }
-    if !opts.commit {
-        notes.push(
-            "every unit ran inside BEGIN .. ROLLBACK: production's commit (its WAL flush, so locks are held a \
-             little longer there) and READ COMMITTED waiters re-checking a committed row are left out; sequences advance"
-                .into(),
-        );
-    }
-    IntegrityJson {
-        attempted: t.attempted,
-        succeeded: t.succeeded,
-        failed: t.failed,
-        planck_rows_changed: t.rows_written,
-        server_rows_changed: Some(server_rows),
-        planck_rollbacks: t.rollbacks,
-        planck_commits: t.commits,
-        server_xact_rollback: Some(server_rollbacks),
-        server_xact_commit: Some(after.xact_commit - before.xact_commit),
-        data_unchanged: (!before.checksums.is_empty()).then_some(unchanged),
-        notes,
-        skipped: Vec::new(),
-    }
-}
-
 /// Warnings for flags that change nothing as given, and a ladder whose
 /// verdict cannot mean what it says (each step is read against the one
 /// before: growing, plateau, backwards).
@@ -839,6 +445,7 @@ fn seconds(ms: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::integrity::ServerCounters;
     use super::*;
     use crate::replay::options::TenantChoice;
 

@@ -1205,13 +1205,9 @@ const MAX_LINES: usize = 1000;
 const LONG_FILES: &[&str] = &[
     "src/bookkeeping.rs",
     "src/catalog/schema.rs",
-    "src/explain/engine.rs",
     "src/params/binding.rs",
     "src/record/mod.rs",
     "src/record/relay/session.rs",
-    "src/replay/attribution.rs",
-    "src/replay/exec.rs",
-    "src/replay/run.rs",
     "src/seed/check_solve.rs",
     "src/seed/columns.rs",
     "src/seed/load.rs",
