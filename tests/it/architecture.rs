@@ -712,7 +712,10 @@ fn named_paths(text: &str, module: &[String], children: &[String]) -> Vec<Named>
         let after = i + word.len();
         let is_head = b[after..].starts_with(b"::")
             && (word == "crate" || word == "super" || word == "self" || children.contains(&word));
-        if !is_head {
+        // `pub(in crate::a::b)` restricts a visibility: it names no item.
+        let vis = String::from_utf8_lossy(&b[i.saturating_sub(16)..i]);
+        let vis = vis.trim_end().strip_suffix("in").map(str::trim_end);
+        if !is_head || vis.is_some_and(|v| v.ends_with("pub(")) {
             i = after;
             continue;
         }
@@ -1071,6 +1074,7 @@ fn strings(path: &[&str]) -> ModPath {
 
 #[test]
 fn named_paths_reads_super_self_groups_and_children() {
+    // A `pub(in path)` visibility (line 12) names no item.
     let m = strings(&["replay", "exec"]);
     let text = "use super::fresh::{self, FreshKeys};\n\
                 use crate::replay::{exec, run::Options as Opts};\n\
@@ -1079,7 +1083,8 @@ fn named_paths_reads_super_self_groups_and_children() {
                 /// [`super::stale`] in a doc comment\n\
                 const S: &str = \"super::slo::X\";\n\
                 const C: char = '{';\n\
-                pub(crate) use super::workload::{\n    Bind,\n    Unit,\n};\n";
+                pub(crate) use super::workload::{\n    Bind,\n    Unit,\n};\n\
+                pub(in crate::replay) struct P(pub(in super::super) u8);\n";
     let got: Vec<(usize, String, String, bool, bool)> = named_paths(text, &m, &strings(&["child"]))
         .into_iter()
         .map(|n| (n.line, n.path.join("::"), n.name, n.top_use, n.reexport))
