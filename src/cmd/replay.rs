@@ -60,14 +60,11 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
                 ));
                 return Ok(exit::USAGE);
             }
-            Some((false, v)) => {
-                settings.warn(&format!(
-                    "SLO missed: p{} at {} clients is {v:.2} ms, above {:.2} ms",
-                    slo.percentile, slo.concurrency, slo.max_ms
-                ));
+            Some(Err(why)) => {
+                settings.warn(&format!("SLO missed: {why}"));
                 return Ok(exit::FINDINGS);
             }
-            Some((true, _)) => {}
+            Some(Ok(())) => {}
         }
     }
     Ok(exit::OK)

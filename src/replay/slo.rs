@@ -45,9 +45,19 @@ impl Slo {
         })
     }
 
-    /// `None` when the step did not run; `Some(true)` when the objective held.
-    pub fn met(&self, r: &ReplayReport) -> Option<(bool, f64)> {
+    /// `None` when the step did not run; `Some(Ok(()))` when the objective
+    /// held; `Some(Err(why))` when it did not, `why` saying by how much. A
+    /// step in which no unit finished has no latency to hold to the
+    /// objective (its percentiles read 0): it is missed, not met.
+    pub fn met(&self, r: &ReplayReport) -> Option<Result<(), String>> {
         let s = r.steps.iter().find(|s| s.concurrency == self.concurrency)?;
+        let at = format!("p{} at {} clients", self.percentile, self.concurrency);
+        if s.units == 0 {
+            return Some(Err(format!(
+                "{at} is unknown: no unit finished in the step ({} started, warm-up included)",
+                s.counters.attempted
+            )));
+        }
         let v = if self.percentile == 50.0 {
             s.p50_ms
         } else if self.percentile == 95.0 {
@@ -57,7 +67,14 @@ impl Slo {
         } else {
             s.p999_ms
         };
-        Some((v <= self.max_ms, v))
+        if v <= self.max_ms {
+            Some(Ok(()))
+        } else {
+            Some(Err(format!(
+                "{at} is {v:.2} ms, above {:.2} ms",
+                self.max_ms
+            )))
+        }
     }
 }
 
@@ -79,5 +96,33 @@ mod tests {
         assert!(Slo::parse("p95=300@16").is_err());
         assert!(Slo::parse("p42=3ms@1").is_err());
         assert!(Slo::parse("p95=3ms@0").is_err());
+    }
+
+    /// Held under the bound, missed over it, and missed when no unit of
+    /// the step finished: its percentiles read 0 there, which is no
+    /// latency at all (a 1 s step of four clients queued on one lock).
+    #[test]
+    fn a_step_in_which_no_unit_finished_misses_the_objective() {
+        let mut r = crate::report::fixture::replay();
+        let slo = Slo::parse("p95=5ms@4").unwrap();
+        assert_eq!(slo.met(&r), Some(Ok(())));
+        let tight = Slo::parse("p95=1ms@4").unwrap();
+        assert_eq!(
+            tight.met(&r),
+            Some(Err("p95 at 4 clients is 4.20 ms, above 1.00 ms".into()))
+        );
+        let step = r.steps.iter_mut().find(|s| s.concurrency == 4).unwrap();
+        step.units = 0;
+        step.counters.attempted = 172;
+        (step.p50_ms, step.p95_ms, step.p99_ms, step.p999_ms) = (0.0, 0.0, 0.0, 0.0);
+        assert_eq!(
+            slo.met(&r),
+            Some(Err(
+                "p95 at 4 clients is unknown: no unit finished in the step \
+                 (172 started, warm-up included)"
+                    .into()
+            ))
+        );
+        assert_eq!(Slo::parse("p95=5ms@16").unwrap().met(&r), None);
     }
 }

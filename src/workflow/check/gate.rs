@@ -195,11 +195,8 @@ fn blocking(failures: &mut Vec<JsonGateFailure>, measured: &[JsonMigrationStatem
 /// The head's replay against the objective.
 fn slo_missed(failures: &mut Vec<JsonGateFailure>, slo: &Slo, r: &ReplayReport) {
     let missed = match slo.met(r) {
-        Some((true, _)) => None,
-        Some((false, v)) => Some(format!(
-            "p{} at {} clients is {v:.2} ms, above {:.2} ms",
-            slo.percentile, slo.concurrency, slo.max_ms
-        )),
+        Some(Ok(())) => None,
+        Some(Err(why)) => Some(why),
         // The step did not finish (an interrupted replay).
         None => Some(format!(
             "the replay has no step at {} clients to hold p{} to",
