@@ -5,11 +5,14 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::output::{OutputArgs, ReviewFileArgs};
+
 /// The prefix of the databases check creates (`planck_check_head`, `planck_check_base`).
 pub const DEFAULT_PREFIX: &str = "planck_check";
 
 #[derive(Debug, Clone, Default, Args)]
-#[command(after_help = "Examples:
+#[command(
+    after_help = "Examples:
   planck check                               # migrate, seed, explain the checkout; gate on new errors
   planck check --base origin/main            # what this branch's migrations change, against the merge base
   planck check --base main --json check.json --keep
@@ -17,7 +20,13 @@ pub const DEFAULT_PREFIX: &str = "planck_check";
 
 Exit codes: 0 the gate passed, 1 it failed (new errors, regressions or a blocking migration, \
 as [check] fail_on says), 2 usage or configuration error (not a git repository, unknown ref), \
-3 database unreachable or refused (check needs CREATEDB).")]
+3 database unreachable or refused (check needs CREATEDB).",
+    mut_args(super::output::help(
+        "A file to write; repeatable. KIND is json (the check result), markdown (the PR \
+comment), junit, sarif (2.1.0, code scanning), gitlab (code quality) or html (the review)"
+    )),
+    mut_args(super::output::value_name("KIND=PATH"))
+)]
 pub struct CheckArgs {
     /// Compare against `git merge-base HEAD REF`: what this change does
     #[arg(long, value_name = "REF")]
@@ -37,25 +46,13 @@ pub struct CheckArgs {
     /// What fails the gate, comma-separated [default: [check] fail_on, else errors]
     #[arg(long, value_name = "GATES", value_delimiter = ',')]
     pub fail_on: Vec<String>,
-    /// A file to write; repeatable. KIND is json (the check result), markdown (the PR
-    /// comment), junit, sarif (2.1.0, code scanning), gitlab (code quality) or html (the review)
-    #[arg(short, long, value_name = "KIND=PATH")]
-    pub output: Vec<crate::output::target::Target>,
+    #[command(flatten)]
+    pub output: OutputArgs,
     /// The same as `-o json=PATH`
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,
-    /// The same as `-o markdown=PATH`
-    #[arg(long, value_name = "PATH")]
-    pub markdown: Option<PathBuf>,
-    /// The same as `-o junit=PATH`
-    #[arg(long, value_name = "PATH")]
-    pub junit: Option<PathBuf>,
-    /// The same as `-o sarif=PATH`
-    #[arg(long, value_name = "PATH")]
-    pub sarif: Option<PathBuf>,
-    /// The same as `-o gitlab=PATH`
-    #[arg(long, value_name = "PATH")]
-    pub gitlab: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: ReviewFileArgs,
     /// The same as `-o html=PATH`
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,

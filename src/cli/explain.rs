@@ -27,7 +27,14 @@ no statement can be judged (the tables they read are empty or nearly: run `planc
 }
 
 #[derive(Debug, Clone, Default, Args)]
-#[command(after_help = explain_after_help())]
+#[command(
+    after_help = explain_after_help(),
+    mut_args(super::output::help(
+        "Write a result file instead of stdout, whole or not at all; repeatable. KIND is table, \
+json, markdown (those are --format's) or html, junit, sarif, gitlab (the review and CI \
+files `planck report` writes); a bare PATH is the result in --format"
+    )),
+)]
 pub struct ExplainArgs {
     /// Queries file [default: queries/recorded.toml of the project]
     #[arg(long, value_name = "PATH", conflicts_with = "from_stats")]
@@ -127,11 +134,8 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "URL")]
     pub settings_from: Option<String>,
 
-    /// Write a result file instead of stdout, whole or not at all; repeatable. KIND is table,
-    /// json, markdown (those are --format's) or html, junit, sarif, gitlab (the review and CI
-    /// files `planck report` writes); a bare PATH is the result in --format
-    #[arg(short, long, value_name = "[KIND=]PATH")]
-    pub output: Vec<crate::output::target::Target>,
+    #[command(flatten)]
+    pub output: super::output::OutputArgs,
 }
 
 impl ExplainArgs {

@@ -12,6 +12,7 @@ pub(crate) mod explain;
 pub(crate) mod init;
 pub(crate) mod man;
 pub(crate) mod migrate;
+pub(crate) mod output;
 pub(crate) mod record;
 pub(crate) mod replay;
 pub(crate) mod report;

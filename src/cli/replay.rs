@@ -38,7 +38,11 @@ planck replay --slo p95=300ms@16              # exit 1 when p95 at 16 clients is
 planck replay --format json -o r.json         # the JSON `planck report --replay` reads\n\n\
 Exit codes: 0 ran (and the SLO held), 1 the SLO was missed, 2 usage or configuration error \
 (a transaction naming an unknown statement: file:line), 3 database unreachable, 130/143 \
-interrupted (the finished steps are reported)."
+interrupted (the finished steps are reported).",
+    mut_args(super::output::help(
+        "Write a result file instead of stdout, whole or not at all; repeatable. KIND is table, \
+json or markdown; a bare PATH is the result in --format"
+    ))
 )]
 pub struct ReplayArgs {
     /// Queries file [default: queries/recorded.toml of the project]
@@ -131,8 +135,6 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "pNN=TIME@CLIENTS")]
     pub slo: Option<String>,
 
-    /// Write a result file instead of stdout, whole or not at all; repeatable. KIND is table,
-    /// json or markdown; a bare PATH is the result in --format
-    #[arg(short, long, value_name = "[KIND=]PATH")]
-    pub output: Vec<crate::output::target::Target>,
+    #[command(flatten)]
+    pub output: super::output::OutputArgs,
 }

@@ -37,7 +37,7 @@ pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
     // An --output that cannot be written fails before the work, not after.
     let outputs = target::resolve(
         "explain",
-        &args.output,
+        &args.output.output,
         Some(settings.format.into()),
         &WRITES,
     )?;

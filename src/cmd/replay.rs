@@ -19,7 +19,7 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
     // An --output that cannot be written fails before the ladder, not after.
     let outputs = target::resolve(
         "replay",
-        &args.output,
+        &args.output.output,
         Some(settings.format.into()),
         &[Kind::Table, Kind::Json, Kind::Markdown],
     )?;

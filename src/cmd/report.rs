@@ -4,7 +4,7 @@
 
 use crate::cli::report::ReportArgs;
 use crate::error::{Error, Result, exit};
-use crate::output::target::{self, Kind, Target};
+use crate::output::target::{self, Kind};
 use crate::report::{self, Inputs, Output};
 use crate::settings::Settings;
 use crate::wire::diff;
@@ -20,20 +20,7 @@ const WRITES: [Kind; 5] = [
 
 pub async fn run(args: ReportArgs, settings: &Settings) -> Result<i32> {
     // The shorthand flags are `-o KIND=PATH`s, resolved with the others.
-    let mut targets = args.output.clone();
-    for (path, kind) in [
-        (&args.markdown, Kind::Markdown),
-        (&args.junit, Kind::Junit),
-        (&args.sarif, Kind::Sarif),
-        (&args.gitlab, Kind::Gitlab),
-    ] {
-        if let Some(path) = path {
-            targets.push(Target {
-                kind: Some(kind),
-                path: path.clone(),
-            });
-        }
-    }
+    let targets = args.output.targets(args.files.flags());
     if targets.is_empty() {
         return Err(Error::Usage {
             message: "planck report has nothing to write".into(),

@@ -43,23 +43,13 @@ impl Outputs {
     /// `-o json=PATH`), resolved together: a path named twice, a kind check
     /// does not write or a bare path (check has no default kind) is an error.
     fn resolve(args: &CheckArgs, settings: &Settings) -> Result<Outputs> {
-        use crate::output::target::{self, Kind, Target};
-        let mut targets = args.output.clone();
-        for (path, kind) in [
-            (&args.json, Kind::Json),
-            (&args.markdown, Kind::Markdown),
-            (&args.junit, Kind::Junit),
-            (&args.sarif, Kind::Sarif),
-            (&args.gitlab, Kind::Gitlab),
-            (&args.html, Kind::Html),
-        ] {
-            if let Some(path) = path {
-                targets.push(Target {
-                    kind: Some(kind),
-                    path: path.clone(),
-                });
-            }
-        }
+        use crate::output::target::{self, Kind};
+        let mut targets = args.output.targets(
+            [(&args.json, Kind::Json)]
+                .into_iter()
+                .chain(args.files.flags())
+                .chain([(&args.html, Kind::Html)]),
+        );
         for t in &mut targets {
             t.path = settings.cwd.join(&t.path);
         }
