@@ -289,11 +289,11 @@ fn action_has_its_inputs_and_each_report_is_a_planck_check_flag() {
     };
     assert_eq!(c.base.as_deref(), Some("origin/x"));
     assert_eq!(c.fail_on, ["errors", "regressions"]);
-    assert_eq!(c.sarif.as_deref(), Some(Path::new("planck.sarif")));
-    assert_eq!(c.markdown.as_deref(), Some(Path::new("planck.md")));
+    assert_eq!(c.files.sarif.as_deref(), Some(Path::new("planck.sarif")));
+    assert_eq!(c.files.markdown.as_deref(), Some(Path::new("planck.md")));
     assert_eq!(c.json.as_deref(), Some(Path::new("planck.json")));
     assert_eq!(
-        c.gitlab.as_deref(),
+        c.files.gitlab.as_deref(),
         Some(Path::new("gl-code-quality-report.json"))
     );
     // The input's description lists every report with its file.
