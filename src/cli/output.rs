@@ -86,7 +86,7 @@ impl ReviewFileArgs {
     /// Each flag with the kind it stands for, in the order they are declared.
     pub fn flags(&self) -> [(&Option<PathBuf>, Kind); 4] {
         [
-            (&self.markdown, Kind::Markdown),
+            (&self.markdown, Kind::MARKDOWN),
             (&self.junit, Kind::Junit),
             (&self.sarif, Kind::Sarif),
             (&self.gitlab, Kind::Gitlab),

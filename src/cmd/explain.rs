@@ -16,16 +16,9 @@ use crate::report::Output;
 use crate::settings::Settings;
 use crate::settings::explain::{ExplainSettings, StatementSource};
 
-/// What `--output` may name: the three formats and the report's files.
-const WRITES: [Kind; 7] = [
-    Kind::Table,
-    Kind::Json,
-    Kind::Markdown,
-    Kind::Html,
-    Kind::Junit,
-    Kind::Sarif,
-    Kind::Gitlab,
-];
+/// What `--output` may name besides the formats explain's result is
+/// written in ([`Printed`]'s): the review's and CI's files.
+const FILES: [Kind; 4] = [Kind::Html, Kind::Junit, Kind::Sarif, Kind::Gitlab];
 
 pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
     let explain = ExplainSettings::resolve(&args, settings)?;
@@ -35,11 +28,16 @@ pub async fn run(args: ExplainArgs, settings: &Settings) -> Result<i32> {
         crate::queries::QueryFile::load_required(path)?;
     }
     // An --output that cannot be written fails before the work, not after.
+    let writes: Vec<Kind> = <Printed as crate::output::Render>::FORMATS
+        .iter()
+        .map(|&f| Kind::from(f))
+        .chain(FILES)
+        .collect();
     let outputs = target::resolve(
         "explain",
         &args.output.output,
         Some(settings.format.into()),
-        &WRITES,
+        &writes,
     )?;
     let conn = settings.conn().await?;
     render(&conn, &explain, settings, &outputs).await
@@ -70,7 +68,7 @@ async fn render(
     } else {
         outputs
             .iter()
-            .any(|(k, _)| !matches!(k, Kind::Table | Kind::Markdown))
+            .any(|(k, _)| k.format().is_none_or(|f| f == Format::Json))
     };
     let json = if needs_json {
         Some(crate::explain::environment::json_with_environment(conn, &report).await?)

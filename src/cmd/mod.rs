@@ -21,6 +21,9 @@ use crate::error::Result;
 use crate::settings::Settings;
 
 pub async fn run(command: Command, settings: &Settings) -> Result<i32> {
+    // A --format the command's result is not written in fails before any work.
+    let (name, formats) = formats(&command);
+    settings.format.check(name, formats)?;
     match command {
         Command::Db(c) => db::run(c, settings).await,
         Command::Migrate(a) => migrate::run(a, settings).await,
@@ -46,5 +49,22 @@ pub fn standalone(command: &Command) -> Option<Result<i32>> {
         Command::Completions(a) => Some(completions::run(a)),
         Command::Man(a) => Some(man::run(a)),
         _ => None,
+    }
+}
+
+/// The command's name and the formats its result is written in (its
+/// `Render::FORMATS`); a command that prints no result takes the common ones.
+fn formats(command: &Command) -> (&'static str, &'static [crate::output::Format]) {
+    use crate::output::{Format, Render};
+    match command {
+        Command::Explain(_) => (
+            "planck explain",
+            <crate::explain::render::Printed as Render>::FORMATS,
+        ),
+        Command::Replay(_) => (
+            "planck replay",
+            <crate::wire::replay::ReplayReport as Render>::FORMATS,
+        ),
+        _ => ("this command", Format::COMMON),
     }
 }

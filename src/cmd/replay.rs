@@ -21,7 +21,10 @@ pub async fn run(args: ReplayArgs, settings: &Settings) -> Result<i32> {
         "replay",
         &args.output.output,
         Some(settings.format.into()),
-        &[Kind::Table, Kind::Json, Kind::Markdown],
+        &<crate::wire::replay::ReplayReport as crate::output::Render>::FORMATS
+            .iter()
+            .map(|&f| Kind::from(f))
+            .collect::<Vec<_>>(),
     )?;
     let conn = settings.conn().await?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -12,7 +12,7 @@ use crate::wire::diff;
 /// What `-o` may name here.
 const WRITES: [Kind; 5] = [
     Kind::Html,
-    Kind::Markdown,
+    Kind::MARKDOWN,
     Kind::Junit,
     Kind::Sarif,
     Kind::Gitlab,

@@ -17,7 +17,7 @@ pub mod target;
 use clap::ValueEnum;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, ValueEnum)]
 pub enum Format {
     /// Human-readable tables (the default).
     #[default]
@@ -28,9 +28,41 @@ pub enum Format {
     Markdown,
 }
 
+impl Format {
+    /// What every command's result is written in.
+    pub const COMMON: &'static [Format] = &[Format::Table, Format::Json, Format::Markdown];
+
+    /// Its name on the command line (and in `--output KIND=PATH`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Markdown => "markdown",
+        }
+    }
+
+    /// Refuses a format `formats` (a result's [`Render::FORMATS`]) does not
+    /// hold, naming what `command` (`planck explain`) writes: checked before
+    /// any work.
+    pub fn check(self, command: &str, formats: &[Format]) -> crate::error::Result<()> {
+        if formats.contains(&self) {
+            return Ok(());
+        }
+        let names: Vec<&str> = formats.iter().map(|f| f.name()).collect();
+        Err(crate::error::Error::usage(format!(
+            "{command} does not write --format {}; it writes {}",
+            self.name(),
+            names.join(", ")
+        )))
+    }
+}
+
 /// A command's result, written in each [`Format`] to any writer (stdout,
 /// or a `Vec<u8>` in tests).
 pub trait Render {
+    /// The formats this result is written in; a format outside them is a
+    /// usage error before the command's work ([`Format::check`]).
+    const FORMATS: &'static [Format] = Format::COMMON;
     /// Human-readable tables, for a terminal.
     fn table(&self, w: &mut impl Write) -> io::Result<()>;
     /// JSON with a `format_version`, for tools.
@@ -354,6 +386,25 @@ mod tests {
         assert_eq!(count(1_234_567), "1,234,567");
         assert_eq!(count(12), "12");
         assert_eq!(md_cell("a|b\nc"), "a\\|b c");
+    }
+
+    #[test]
+    fn every_format_is_read_back_by_its_name() {
+        for f in Format::value_variants() {
+            assert_eq!(Format::from_str(f.name(), false), Ok(*f), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_format_a_result_is_not_written_in_is_refused_naming_those_it_is() {
+        assert!(Format::Json.check("planck seed", Format::COMMON).is_ok());
+        let err = Format::Json
+            .check("planck seed", &[Format::Table, Format::Markdown])
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "planck seed does not write --format json; it writes table, markdown"
+        );
     }
 
     #[test]

@@ -13,19 +13,19 @@ use std::str::FromStr;
 
 use clap::ValueEnum;
 
+use super::Format;
+
 use crate::error::{Error, Result};
 
-/// A kind of result file. Which kinds a command writes is its own list
-/// (see [`resolve`]); `markdown` is explain's and replay's `--format
+/// A kind of result file: a format of the command's own result (its
+/// `--format`s, so a new [`Format`] is a kind with no change here), or one
+/// of the review's and CI's files. Which kinds a command writes is its own
+/// list (see [`resolve`]); `markdown` is explain's and replay's `--format
 /// markdown`, and the review's Markdown twin for report and check.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// The human-readable tables.
-    Table,
-    /// The JSON result, with its `format_version`.
-    Json,
-    /// Markdown, for a pull-request comment.
-    Markdown,
+    /// The command's result in this format.
+    Format(Format),
     /// The self-contained review page.
     Html,
     /// JUnit XML, one test case per statement and mode.
@@ -37,17 +37,52 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The human-readable tables.
+    pub const TABLE: Kind = Kind::Format(Format::Table);
+    /// The JSON result, with its `format_version`.
+    pub const JSON: Kind = Kind::Format(Format::Json);
+    /// Markdown, for a pull-request comment.
+    pub const MARKDOWN: Kind = Kind::Format(Format::Markdown);
+
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
-            Kind::Table => "table",
-            Kind::Json => "json",
-            Kind::Markdown => "markdown",
+            Kind::Format(f) => f.name(),
             Kind::Html => "html",
             Kind::Junit => "junit",
             Kind::Sarif => "sarif",
             Kind::Gitlab => "gitlab",
         }
+    }
+
+    /// Every kind: the formats, then the files.
+    pub fn all() -> Vec<Kind> {
+        Format::value_variants()
+            .iter()
+            .map(|&f| Kind::Format(f))
+            .chain([Kind::Html, Kind::Junit, Kind::Sarif, Kind::Gitlab])
+            .collect()
+    }
+
+    /// The kind named `name`, in any case.
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::all()
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(name))
+    }
+
+    /// The `--format` this kind is, when it is one.
+    pub fn format(self) -> Option<Format> {
+        match self {
+            Kind::Format(f) => Some(f),
+            Kind::Html | Kind::Junit | Kind::Sarif | Kind::Gitlab => None,
+        }
+    }
+}
+
+impl From<Format> for Kind {
+    fn from(f: Format) -> Kind {
+        Kind::Format(f)
     }
 }
 
@@ -64,7 +99,7 @@ impl FromStr for Target {
 
     fn from_str(s: &str) -> std::result::Result<Target, String> {
         if let Some((head, path)) = s.split_once('=')
-            && let Ok(kind) = Kind::from_str(head, true)
+            && let Some(kind) = Kind::parse(head)
         {
             if path.is_empty() {
                 return Err(format!("`{s}` names no file after `{head}=`"));
@@ -86,7 +121,7 @@ impl FromStr for Target {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            let kinds: Vec<&str> = Kind::value_variants().iter().map(|k| k.name()).collect();
+            let kinds: Vec<&str> = Kind::all().iter().map(|k| k.name()).collect();
             return Err(format!(
                 "`{head}` is not a kind of output; the kinds are {} (a file named `{s}`: write `./{s}`)",
                 kinds.join(", ")
@@ -96,28 +131,6 @@ impl FromStr for Target {
             kind: None,
             path: s.into(),
         })
-    }
-}
-
-impl Kind {
-    /// The `--format` this kind is, when it is one.
-    pub fn format(self) -> Option<super::Format> {
-        match self {
-            Kind::Table => Some(super::Format::Table),
-            Kind::Json => Some(super::Format::Json),
-            Kind::Markdown => Some(super::Format::Markdown),
-            Kind::Html | Kind::Junit | Kind::Sarif | Kind::Gitlab => None,
-        }
-    }
-}
-
-impl From<super::Format> for Kind {
-    fn from(f: super::Format) -> Kind {
-        match f {
-            super::Format::Table => Kind::Table,
-            super::Format::Json => Kind::Json,
-            super::Format::Markdown => Kind::Markdown,
-        }
     }
 }
 
@@ -203,7 +216,7 @@ mod tests {
                 path: "out/planck.sarif".into()
             }
         );
-        assert_eq!(parse("JSON=e.json").kind, Some(Kind::Json));
+        assert_eq!(parse("JSON=e.json").kind, Some(Kind::JSON));
         assert_eq!(
             parse("review.html"),
             Target {
@@ -233,8 +246,8 @@ mod tests {
 
     #[test]
     fn every_kind_is_read_back_by_its_name() {
-        for k in Kind::value_variants() {
-            assert_eq!(Kind::from_str(k.name(), false), Ok(*k), "{k:?}");
+        for k in &Kind::all() {
+            assert_eq!(Kind::parse(k.name()), Some(*k), "{k:?}");
             let t: Target = format!("{}=x", k.name()).parse().unwrap();
             assert_eq!(t.kind, Some(*k));
         }
@@ -256,11 +269,11 @@ mod tests {
                 path: b.clone(),
             },
         ];
-        let both = [Kind::Json, Kind::Junit];
-        let got = resolve("explain", &targets, Some(Kind::Json), &both).unwrap();
-        assert_eq!(got, vec![(Kind::Json, a.clone()), (Kind::Junit, b.clone())]);
+        let both = [Kind::JSON, Kind::Junit];
+        let got = resolve("explain", &targets, Some(Kind::JSON), &both).unwrap();
+        assert_eq!(got, vec![(Kind::JSON, a.clone()), (Kind::Junit, b.clone())]);
 
-        let err = resolve("replay", &targets, Some(Kind::Json), &[Kind::Json]).unwrap_err();
+        let err = resolve("replay", &targets, Some(Kind::JSON), &[Kind::JSON]).unwrap_err();
         let text = err.to_string();
         assert!(text.contains("does not write junit"), "{text}");
 
@@ -268,7 +281,7 @@ mod tests {
         assert!(err.to_string().contains("names no kind"), "{err}");
 
         let twice = [targets[0].clone(), targets[0].clone()];
-        let err = resolve("explain", &twice, Some(Kind::Json), &[Kind::Json]).unwrap_err();
+        let err = resolve("explain", &twice, Some(Kind::JSON), &[Kind::JSON]).unwrap_err();
         assert!(err.to_string().contains("named by two"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

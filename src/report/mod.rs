@@ -53,11 +53,12 @@ impl Output {
         use crate::output::target::Kind;
         match kind {
             Kind::Html => Some(Output::Html),
-            Kind::Markdown => Some(Output::Markdown),
+            Kind::MARKDOWN => Some(Output::Markdown),
             Kind::Junit => Some(Output::Junit),
             Kind::Sarif => Some(Output::Sarif),
             Kind::Gitlab => Some(Output::Gitlab),
-            Kind::Table | Kind::Json => None,
+            // The others are formats of a command's own result (`--format`).
+            _ => None,
         }
     }
 

@@ -45,7 +45,7 @@ impl Outputs {
     fn resolve(args: &CheckArgs, settings: &Settings) -> Result<Outputs> {
         use crate::output::target::{self, Kind};
         let mut targets = args.output.targets(
-            [(&args.json, Kind::Json)]
+            [(&args.json, Kind::JSON)]
                 .into_iter()
                 .chain(args.files.flags())
                 .chain([(&args.html, Kind::Html)]),
@@ -54,8 +54,8 @@ impl Outputs {
             t.path = settings.cwd.join(&t.path);
         }
         let writes = [
-            Kind::Json,
-            Kind::Markdown,
+            Kind::JSON,
+            Kind::MARKDOWN,
             Kind::Junit,
             Kind::Sarif,
             Kind::Gitlab,
