@@ -26,6 +26,8 @@ pub enum Format {
     Json,
     /// Markdown, fit for a pull-request comment.
     Markdown,
+    /// Comma-separated values, a row per item (explain: one per finding).
+    Csv,
 }
 
 impl Format {
@@ -38,6 +40,7 @@ impl Format {
             Format::Table => "table",
             Format::Json => "json",
             Format::Markdown => "markdown",
+            Format::Csv => "csv",
         }
     }
 
@@ -69,6 +72,14 @@ pub trait Render {
     fn json(&self, w: &mut impl Write) -> io::Result<()>;
     /// Markdown, for a pull-request comment.
     fn markdown(&self, w: &mut impl Write) -> io::Result<()>;
+    /// Comma-separated values (RFC 4180, a header row first), for a
+    /// spreadsheet; only a result whose [`Render::FORMATS`] lists it.
+    fn csv(&self, _w: &mut impl Write) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this result is not written as CSV",
+        ))
+    }
 }
 
 /// Writes `result` to `w` in `format`: the one place a format is chosen.
@@ -77,6 +88,7 @@ pub fn render(w: &mut impl Write, result: &impl Render, format: Format) -> io::R
         Format::Table => result.table(w),
         Format::Json => result.json(w),
         Format::Markdown => result.markdown(w),
+        Format::Csv => result.csv(w),
     }
 }
 
@@ -301,6 +313,22 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// One CSV record (RFC 4180): a field holding a comma, a quote or a line
+/// break is quoted, its quotes doubled; the record ends in CRLF.
+pub fn csv_record<W: Write + ?Sized>(w: &mut W, fields: &[&str]) -> io::Result<()> {
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        if f.contains([',', '"', '\n', '\r']) {
+            write!(w, "\"{}\"", f.replace('"', "\"\""))?;
+        } else {
+            w.write_all(f.as_bytes())?;
+        }
+    }
+    w.write_all(b"\r\n")
+}
+
 /// Escapes a value for a markdown table cell.
 pub fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -396,14 +424,20 @@ mod tests {
     }
 
     #[test]
-    fn a_format_a_result_is_not_written_in_is_refused_naming_those_it_is() {
+    fn csv_records_quote_what_needs_it() {
+        let mut out = Vec::new();
+        csv_record(&mut out, &["a", "b,c", "say \"hi\"", "two\nlines", ""]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "a,\"b,c\",\"say \"\"hi\"\"\",\"two\nlines\",\r\n"
+        );
         assert!(Format::Json.check("planck seed", Format::COMMON).is_ok());
-        let err = Format::Json
-            .check("planck seed", &[Format::Table, Format::Markdown])
+        let err = Format::Csv
+            .check("planck seed", Format::COMMON)
             .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "planck seed does not write --format json; it writes table, markdown"
+            "planck seed does not write --format csv; it writes table, json, markdown"
         );
     }
 

@@ -23,6 +23,7 @@ mod demo;
 mod docs;
 mod explain;
 mod explain_advice;
+mod explain_csv;
 mod explain_findings_contract;
 mod explain_functions;
 mod explain_graphile;
