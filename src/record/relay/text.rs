@@ -124,6 +124,9 @@ fn normalize_with(text: &str, tokens: &[Token]) -> Normalized {
         let Kind::Literal(value) = &t.kind else {
             continue;
         };
+        if is_position(tokens, i) {
+            continue;
+        }
         // A minus sign right before a number is part of the constant when
         // it cannot be a subtraction (after an operator, an opening, a
         // comma or a keyword), as the server's grammar folds it.
@@ -157,6 +160,95 @@ fn normalize_with(text: &str, tokens: &[Token]) -> Normalized {
         literals,
     }
 }
+
+/// Whether the literal at `i` is a column position (`GROUP BY 1`, `ORDER BY
+/// 2 DESC, 1`): a reference to the select list, not a value. A `$n` in its
+/// place groups or sorts by a constant, and the server refuses the
+/// statement ("must appear in the GROUP BY clause"), as Django's
+/// aggregates send it. It is a whole item of a GROUP BY or ORDER BY list:
+/// an unsigned integer right after `BY` or a comma of that list, followed
+/// by the item's end.
+fn is_position(tokens: &[Token], i: usize) -> bool {
+    let word =
+        |k: usize, w: &str| matches!(&tokens[k].kind, Kind::Word(x) if x.eq_ignore_ascii_case(w));
+    let integer =
+        matches!(&tokens[i].kind, Kind::Literal(v) if v.bytes().all(|b| b.is_ascii_digit()));
+    let ends = match tokens.get(i + 1).map(|n| &n.kind) {
+        None | Some(Kind::Punct(b',' | b')' | b';')) => true,
+        Some(Kind::Word(w)) => ITEM_ENDS.contains(&w.to_ascii_lowercase().as_str()),
+        _ => false,
+    };
+    if !tokens[i].numeric || !integer || !ends || i == 0 {
+        return false;
+    }
+    // Back over the list's earlier items, at this depth, to its `BY`.
+    let mut depth = 0i32;
+    let mut k = i - 1;
+    if !matches!(tokens[k].kind, Kind::Punct(b',')) && !word(k, "by") {
+        return false;
+    }
+    loop {
+        match &tokens[k].kind {
+            Kind::Punct(b')') => depth += 1,
+            Kind::Word(w) if w.eq_ignore_ascii_case("end") => depth += 1,
+            Kind::Punct(b'(') if depth == 0 => return false,
+            Kind::Punct(b'(') => depth -= 1,
+            Kind::Word(w) if w.eq_ignore_ascii_case("case") && depth > 0 => depth -= 1,
+            Kind::Punct(b';') => return false,
+            Kind::Word(w) if depth == 0 && w.eq_ignore_ascii_case("by") => {
+                return k >= 1 && (word(k - 1, "group") || word(k - 1, "order"));
+            }
+            Kind::Word(w)
+                if depth == 0 && LIST_STOPS.contains(&w.to_ascii_lowercase().as_str()) =>
+            {
+                return false;
+            }
+            _ => {}
+        }
+        if k == 0 {
+            return false;
+        }
+        k -= 1;
+    }
+}
+
+/// Words that may follow a whole item of a GROUP BY or ORDER BY list.
+const ITEM_ENDS: &[&str] = &[
+    "asc",
+    "desc",
+    "nulls",
+    "having",
+    "limit",
+    "offset",
+    "fetch",
+    "window",
+    "for",
+    "union",
+    "intersect",
+    "except",
+    "order",
+    "returning",
+];
+
+/// Clause words a GROUP BY or ORDER BY list never holds at its own depth.
+const LIST_STOPS: &[&str] = &[
+    "select",
+    "from",
+    "where",
+    "having",
+    "set",
+    "values",
+    "returning",
+    "on",
+    "limit",
+    "offset",
+    "window",
+    "into",
+    "using",
+    "union",
+    "intersect",
+    "except",
+];
 
 /// Words after which `-1` is a negative number, not a subtraction.
 const KEYWORDS_BEFORE_VALUES: &[&str] = &[
@@ -771,6 +863,45 @@ mod tests {
                 "select 2"
             ]
         );
+    }
+
+    #[test]
+    fn column_positions_stay_as_they_are() {
+        let n = normalize(
+            "SELECT a, count(*) FROM t WHERE b = 5 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10",
+        );
+        assert_eq!(
+            n.text,
+            "SELECT a, count(*) FROM t WHERE b = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT $2"
+        );
+        // Django's aggregate: the position after a CASE item, in a subquery.
+        let n = normalize(
+            "SELECT * FROM (SELECT \"x\", CASE WHEN y > 3 THEN 1 ELSE 0 END AS c, COUNT(*) \
+             FROM t GROUP BY \"x\", CASE WHEN y > 3 THEN 1 ELSE 0 END, 3) s",
+        );
+        assert_eq!(
+            n.text,
+            "SELECT * FROM (SELECT \"x\", CASE WHEN y > $1 THEN $2 ELSE $3 END AS c, COUNT(*) \
+             FROM t GROUP BY \"x\", CASE WHEN y > $4 THEN $5 ELSE $6 END, 3) s"
+        );
+        // Values, not positions: in an expression, a function's arguments, a
+        // string, a signed or decimal number, a list other than GROUP/ORDER BY.
+        for (text, kept) in [
+            ("SELECT a FROM t ORDER BY a + 1", 0),
+            ("SELECT a FROM t ORDER BY coalesce(a, 1)", 0),
+            ("SELECT a FROM t ORDER BY '1'", 0),
+            ("SELECT a FROM t ORDER BY -1", 0),
+            ("SELECT a FROM t ORDER BY 1.5", 0),
+            ("SELECT a FROM t WHERE a IN (1, 2)", 0),
+            ("SELECT rank() OVER (PARTITION BY 1) FROM t", 0),
+            ("SELECT 1, 2 FROM t", 0),
+        ] {
+            let n = normalize(text);
+            assert!(
+                n.literals.len() + kept > 0 && !n.text.contains(" 1"),
+                "{text}: {n:?}"
+            );
+        }
     }
 
     #[test]
