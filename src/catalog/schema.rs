@@ -22,7 +22,8 @@ pub const OWN_TABLES: &[&str] = &[PLANCK_MIGRATIONS, "planck_seed_saved"];
 /// node-pg-migrate, Diesel, Sequelize, Entity Framework), matched on the bare
 /// name in any schema. `record` drops the statements that touch them
 /// (`stats::noise`); `seed` never touches them, whatever the flags, since
-/// random rows there make the next migration run replay (or skip) everything.
+/// random rows there make the next migration run replay (or skip) everything
+/// (but for [`TOOL_METADATA_TABLES`], which it fills as ordinary tables).
 pub const MIGRATION_TABLES: &[&str] = &[
     "_sqlx_migrations",
     "schema_migrations",
@@ -45,6 +46,23 @@ pub const MIGRATION_TABLES: &[&str] = &[
     "kysely_migration_lock",
     "__drizzle_migrations",
 ];
+
+/// Key-value tables of [`MIGRATION_TABLES`] that record no migration: the
+/// tool writes a few keys of its own there and reads only those (Rails'
+/// `ar_internal_metadata`: `environment`, which guards the destructive
+/// tasks, and `schema_sha1`; `rails db:schema:load` writes them, loading
+/// `structure.sql` with psql does not). Rows under other keys change
+/// nothing for the tool, so `seed` treats these as ordinary tables: rows
+/// already there are kept whole (reference data), an empty one gets a few
+/// rows (a configuration table, see `seed::sizing_roles`) whose generated
+/// keys (words and a `-<row>` suffix) are never the tool's. `record` and
+/// `explain` still take them for bookkeeping.
+pub const TOOL_METADATA_TABLES: &[&str] = &["ar_internal_metadata"];
+
+/// Whether a table (its bare name) is one of [`TOOL_METADATA_TABLES`].
+pub fn is_tool_metadata(name: &str) -> bool {
+    TOOL_METADATA_TABLES.contains(&name)
+}
 
 /// Where planck's own `migrate` records what it applied.
 pub const PLANCK_MIGRATIONS: &str = "planck_migrations";
@@ -229,7 +247,8 @@ pub struct Table {
     /// cheap on any size; rows of its partitions count, those of
     /// old-style inheritance children do not).
     pub has_rows: bool,
-    /// A migration tool's bookkeeping table ([`is_migration_bookkeeping`]): never seeded.
+    /// A migration tool's bookkeeping table ([`is_migration_bookkeeping`],
+    /// [`TOOL_METADATA_TABLES`] aside): never seeded.
     pub migration_bookkeeping: bool,
     /// Partitions that are partitioned in turn (at any depth): each one's
     /// key (a column of this table) and its own partitions' bounds.
@@ -349,7 +368,8 @@ struct Types {
 
 /// One pass over the catalog, in phases: the tables, their columns (and the
 /// types those reach), constraints, foreign keys declared on partitions,
-/// unique indexes that back no constraint, partition bounds.
+/// unique indexes that back no constraint, partition bounds, and the keys
+/// declared on a partition only ([`read_leaf_keys`]).
 async fn load_in(client: &impl GenericClient) -> Result<Schema> {
     let tables = read_tables(client).await?;
     let by_oid = tables.iter().enumerate().map(|(i, t)| (t.oid, i)).collect();
@@ -366,6 +386,7 @@ async fn load_in(client: &impl GenericClient) -> Result<Schema> {
     read_partitions(client, &mut r).await?;
     read_sub_partitions(client, &mut r).await?;
     read_exclusions(client, &mut r).await?;
+    read_leaf_keys(client, &mut r).await?;
     Ok(Schema { tables: r.tables })
 }
 
@@ -411,7 +432,7 @@ async fn read_tables(client: &impl GenericClient) -> Result<Vec<Table>> {
         });
     }
     for t in &mut tables {
-        t.migration_bookkeeping = is_migration_bookkeeping(&t.name);
+        t.migration_bookkeeping = is_migration_bookkeeping(&t.name) && !is_tool_metadata(&t.name);
         // ONLY: an old-style inheritance parent is not full because its
         // children are (they are tables of their own here).
         // A table the role may not read counts as empty (it cannot be
@@ -1507,5 +1528,311 @@ mod tests {
             Some("public.customer_customer_id_seq")
         );
         assert_eq!(nextval_sequence("now()"), None);
+    }
+}
+
+// Keys declared on a partition only.
+//
+// PRIMARY KEY constraint, or an EXCLUDE constraint) created on one
+// partition and attached to no index of the table above it. `seed` plans
+// the partitioned table's rows, never a partition's, so each such key is
+// lifted to the root table as the key it makes there: the partition's rows
+// are the root's rows whose partition keys fall inside the partition's
+// bounds, which is a partial key whose predicate is those bounds.
+//
+// Each level of the path from the root down to the partition bounds one
+// key column. A LIST bound of one value (`FOR VALUES IN (false)`) fixes
+// that column, which joins the key as a fixed predicate column does (see
+// [`super::read_predicate`]): the partition's rows all share it, so the key
+// unique together with it is the same rule, and the other partitions' rows
+// stay free to repeat the key. A LIST bound of `NULL` alone is the way out
+// an `IS NULL` predicate is ([`super::Unique::escape`]). Any other bound
+// (several values, a range, a hash, the default partition, an expression
+// key) is dropped: the key then holds across the whole table, stronger
+// than the partition asks and never weaker.
+
+/// One partition's place under its parent.
+struct Level {
+    parent: u32,
+    /// What its bound says of the parent's key column.
+    holds: Bound,
+}
+
+/// What one level's bound holds of every row in the partition.
+#[derive(Debug, PartialEq)]
+enum Bound {
+    /// The key column (by name) is one value that is not NULL.
+    Fixed(String),
+    /// The key column (by name) is NULL.
+    Null(String),
+    /// Nothing a key can use.
+    Other,
+}
+
+/// What a partition's bound (as `pg_get_expr` prints it) holds of a parent
+/// partitioned by `strategy` on the column `key` (None: an expression or
+/// several columns).
+fn bound_holds(strategy: u8, key: Option<&str>, bound: &str) -> Bound {
+    let (b'l', Some(key)) = (strategy, key) else {
+        return Bound::Other;
+    };
+    let Some(list) = bound
+        .strip_prefix("FOR VALUES IN (")
+        .and_then(|r| r.strip_suffix(')'))
+    else {
+        return Bound::Other;
+    };
+    let values = quoted_values(list);
+    match values.as_slice() {
+        [_] if list.trim() == "NULL" => Bound::Null(key.to_string()),
+        [Some(_)] => Bound::Fixed(key.to_string()),
+        _ => Bound::Other,
+    }
+}
+
+/// The partitions under the tables read (at any depth), each with its
+/// parent and what its bound holds.
+async fn read_levels(client: &impl GenericClient, r: &Reading) -> Result<HashMap<u32, Level>> {
+    let mut levels = HashMap::new();
+    for row in client
+        .query(
+            "SELECT c.oid, h.inhparent, pg_get_expr(c.relpartbound, c.oid), p.partstrat::\"char\",
+                    CASE WHEN p.partnatts = 1 THEN
+                      (SELECT a.attname::text FROM pg_attribute a
+                        WHERE a.attrelid = p.partrelid AND a.attnum = p.partattrs[0]) END
+               FROM pg_class c JOIN pg_inherits h ON h.inhrelid = c.oid
+               JOIN pg_partitioned_table p ON p.partrelid = h.inhparent
+              WHERE c.relispartition AND pg_partition_root(c.oid) = ANY($1)",
+            &[&r.oids],
+        )
+        .await
+        .map_err(dberr("partitions' bounds"))?
+    {
+        let bound: Option<String> = row.get(2);
+        let strategy: i8 = row.get(3);
+        let key: Option<String> = row.get(4);
+        levels.insert(
+            row.get::<_, u32>(0),
+            Level {
+                parent: row.get(1),
+                holds: bound_holds(
+                    strategy as u8,
+                    key.as_deref(),
+                    bound.as_deref().unwrap_or(""),
+                ),
+            },
+        );
+    }
+    Ok(levels)
+}
+
+/// What the bounds on the path from `partition` up to its root hold: the
+/// columns fixed and those NULL, by name.
+fn path_holds(levels: &HashMap<u32, Level>, partition: u32) -> (Vec<String>, Vec<String>) {
+    let (mut fixed, mut null) = (Vec::new(), Vec::new());
+    let mut at = partition;
+    // A partition tree is no deeper than its rows: the guard only stops a
+    // catalog read mid-change from looping.
+    for _ in 0..levels.len() {
+        let Some(level) = levels.get(&at) else { break };
+        match &level.holds {
+            Bound::Fixed(c) => fixed.push(c.clone()),
+            Bound::Null(c) => null.push(c.clone()),
+            Bound::Other => {}
+        }
+        at = level.parent;
+    }
+    (fixed, null)
+}
+
+/// Unique indexes and EXCLUDE constraints of partitions that no index of
+/// the table above them holds, lifted to their root table (see the note
+/// above [`Level`]). A partition's attnums may differ from its root's: columns match
+/// by name.
+async fn read_leaf_keys(client: &impl GenericClient, r: &mut Reading) -> Result<()> {
+    let levels = read_levels(client, r).await?;
+    if levels.is_empty() {
+        return Ok(());
+    }
+    for row in client
+        .query(
+            "SELECT pg_partition_root(i.indrelid)::oid, i.indrelid, ic.relname::text,
+                    i.indrelid::regclass::text,
+                    ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) k
+                            JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k),
+                    i.indexprs::text, i.indpred::text, pg_get_expr(i.indpred, i.indrelid),
+                    ARRAY(SELECT a.attnum FROM pg_attribute a
+                           WHERE a.attrelid = i.indrelid AND a.attnum > 0 ORDER BY a.attnum),
+                    ARRAY(SELECT a.attname::text FROM pg_attribute a
+                           WHERE a.attrelid = i.indrelid AND a.attnum > 0 ORDER BY a.attnum)
+               FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+               JOIN pg_class t ON t.oid = i.indrelid
+              WHERE t.relispartition AND i.indisunique
+                AND pg_partition_root(i.indrelid) = ANY($1)
+                AND NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
+              ORDER BY 1, 3",
+            &[&r.oids],
+        )
+        .await
+        .map_err(dberr("partitions' unique indexes"))?
+    {
+        let Some(&ti) = r.by_oid.get(&row.get::<_, u32>(0)) else {
+            continue;
+        };
+        let attnums: Vec<i16> = row.get(8);
+        let names: Vec<String> = row.get(9);
+        let name_of = |a: &i16| {
+            attnums
+                .iter()
+                .position(|x| x == a)
+                .map(|i| names[i].clone())
+        };
+        let mut key: Vec<String> = row.get(4);
+        if let Some(exprs) = row.get::<_, Option<String>>(5) {
+            key.extend(node_varattnos(&exprs).iter().filter_map(name_of));
+        }
+        let (mut fixed, mut null) = path_holds(&levels, row.get(1));
+        if let (Some(node), Some(pred)) = (
+            row.get::<_, Option<String>>(6),
+            row.get::<_, Option<String>>(7),
+        ) {
+            let in_pred: Vec<String> = node_varattnos(&node).iter().filter_map(name_of).collect();
+            let p = read_predicate(&pred);
+            fixed.extend(p.fixed.into_iter().filter(|c| in_pred.contains(c)));
+            null.extend(p.null.into_iter().filter(|c| in_pred.contains(c)));
+        }
+        key.extend(fixed);
+        let table = &r.tables[ti];
+        let idx = |names: &[String]| -> Option<Vec<usize>> {
+            let mut out: Vec<usize> = names
+                .iter()
+                .map(|n| table.column(n))
+                .collect::<Option<_>>()?;
+            out.sort_unstable();
+            out.dedup();
+            Some(out)
+        };
+        let (Some(cols), Some(mut escape)) = (idx(&key), idx(&null)) else {
+            continue;
+        };
+        escape.retain(|c| !cols.contains(c));
+        let lifted = Unique {
+            name: format!(
+                "{} (on partition {})",
+                row.get::<_, String>(2),
+                row.get::<_, String>(3)
+            ),
+            cols,
+            primary: false,
+            escape,
+        };
+        let known = r.tables[ti]
+            .uniques
+            .iter()
+            .any(|u| u.cols == lifted.cols && u.escape == lifted.escape);
+        if !lifted.cols.is_empty() && !known {
+            r.tables[ti].uniques.push(lifted);
+        }
+    }
+    read_leaf_exclusions(client, r, &levels).await
+}
+
+/// EXCLUDE constraints declared on a partition only, lifted to the root
+/// table: a column the partition's bounds fix joins as a `WITH =` element.
+async fn read_leaf_exclusions(
+    client: &impl GenericClient,
+    r: &mut Reading,
+    levels: &HashMap<u32, Level>,
+) -> Result<()> {
+    for row in client
+        .query(
+            "SELECT pg_partition_root(c.conrelid)::oid, c.conrelid, c.conname::text,
+                    pg_get_constraintdef(c.oid), am.amname::text,
+                    ARRAY(SELECT a.attname FROM unnest(c.conkey::int2[]) WITH ORDINALITY k(n, o)
+                            LEFT JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n
+                           ORDER BY k.o)::text[],
+                    ARRAY(SELECT o.oprname::text FROM unnest(c.conexclop) WITH ORDINALITY e(op, i)
+                            JOIN pg_operator o ON o.oid = e.op ORDER BY e.i),
+                    c.conrelid::regclass::text
+               FROM pg_constraint c JOIN pg_class i ON i.oid = c.conindid
+               JOIN pg_class t ON t.oid = c.conrelid
+               JOIN pg_am am ON am.oid = i.relam
+              WHERE c.contype = 'x' AND c.conparentid = 0 AND t.relispartition
+                AND pg_partition_root(c.conrelid) = ANY($1)
+              ORDER BY 1, 3",
+            &[&r.oids],
+        )
+        .await
+        .map_err(dberr("partitions' exclusion constraints"))?
+    {
+        let Some(&ti) = r.by_oid.get(&row.get::<_, u32>(0)) else {
+            continue;
+        };
+        let keys: Vec<Option<String>> = row.get(5);
+        let ops: Vec<String> = row.get(6);
+        let t = &r.tables[ti];
+        let mut elems: Vec<(Option<usize>, String)> = keys
+            .iter()
+            .zip(ops)
+            .map(|(k, op)| (k.as_deref().and_then(|n| t.column(n)), op))
+            .collect();
+        let (fixed, _) = path_holds(levels, row.get(1));
+        for c in fixed.iter().filter_map(|n| t.column(n)) {
+            if !elems.iter().any(|(e, _)| *e == Some(c)) {
+                elems.push((Some(c), "=".to_string()));
+            }
+        }
+        let x = Exclusion {
+            name: format!(
+                "{} (on partition {})",
+                row.get::<_, String>(2),
+                row.get::<_, String>(7)
+            ),
+            def: row.get(3),
+            method: row.get(4),
+            elems,
+        };
+        r.tables[ti].exclusions.push(x);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod leaf_key_tests {
+    use super::*;
+
+    #[test]
+    fn a_list_bound_of_one_value_fixes_the_key_column() {
+        let holds = |s: u8, k: Option<&str>, b: &str| bound_holds(s, k, b);
+        assert_eq!(
+            holds(b'l', Some("kind"), "FOR VALUES IN (false)"),
+            Bound::Fixed("kind".into())
+        );
+        assert_eq!(
+            holds(b'l', Some("kind"), "FOR VALUES IN ('a,b')"),
+            Bound::Fixed("kind".into())
+        );
+        assert_eq!(
+            holds(b'l', Some("kind"), "FOR VALUES IN (NULL)"),
+            Bound::Null("kind".into())
+        );
+        assert_eq!(
+            holds(b'l', Some("kind"), "FOR VALUES IN ('NULL')"),
+            Bound::Fixed("kind".into())
+        );
+        assert_eq!(
+            holds(b'l', Some("kind"), "FOR VALUES IN ('a', 'b')"),
+            Bound::Other
+        );
+        assert_eq!(holds(b'l', Some("kind"), "DEFAULT"), Bound::Other);
+        assert_eq!(holds(b'l', None, "FOR VALUES IN (1)"), Bound::Other);
+        assert_eq!(
+            holds(b'r', Some("at"), "FOR VALUES FROM (1) TO (2)"),
+            Bound::Other
+        );
+        assert_eq!(
+            holds(b'h', Some("id"), "FOR VALUES WITH (modulus 2, remainder 0)"),
+            Bound::Other
+        );
     }
 }

@@ -105,7 +105,11 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
         restore::pending_fks(conn).await?
     };
     let mut cat = catalog::load(&mut client, &pending).await?;
-    if cat.tables.iter().all(|t| t.migration_bookkeeping) {
+    if cat
+        .tables
+        .iter()
+        .all(|t| t.migration_bookkeeping || catalog::is_tool_metadata(&t.name))
+    {
         return Err(unmigrated(&client).await);
     }
     let seeded = bookkeeping::seeded(&client).await?;

@@ -113,6 +113,10 @@ pub struct Node {
 /// bytea or json; sessions, tokens, caches).
 pub fn big_leaf(t: &crate::catalog::schema::Table) -> Option<String> {
     use crate::catalog::schema::TypeKind;
+    // A tool's few keys (Rails' `ar_internal_metadata`), not a session store.
+    if crate::catalog::schema::is_tool_metadata(&t.name) {
+        return None;
+    }
     let fk_cols: BTreeSet<usize> = t.fks.iter().flat_map(|f| f.cols.iter().copied()).collect();
     let content_type = t
         .fks
