@@ -727,9 +727,52 @@ pub async fn seeded(c: &Client) -> Result<std::collections::HashSet<String>> {
         .collect())
 }
 
+/// The tables an earlier `planck seed` grew past the rows the migrations
+/// wrote into them (issue 47), as `(schema.table, last key, rows kept)`:
+/// the migrations' rows are those up to `last`, which a later `--truncate`
+/// keeps. Empty when the record predates these columns or is not trusted.
+pub async fn seeded_grown(c: &Client) -> Result<Vec<(String, i64, u64)>> {
+    if !seeded_exists(c).await? || !owned(c, SEEDED).await? || !seeded_has_grown(c).await? {
+        return Ok(Vec::new());
+    }
+    Ok(c.query(
+        &format!(
+            "SELECT table_name, grown_last, grown_kept FROM {SEEDED}
+                  WHERE grown_last IS NOT NULL AND grown_kept IS NOT NULL ORDER BY table_name"
+        ),
+        &[],
+    )
+    .await
+    .map_err(dberr("reading planck.seeded"))?
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get::<_, i64>(2).max(0) as u64))
+    .collect())
+}
+
+/// Whether [`SEEDED`] (which exists) has the grown tables' columns (a
+/// record written before them has not).
+async fn seeded_has_grown(c: &Client) -> Result<bool> {
+    Ok(c.query_one(
+        "SELECT count(*) = 2 FROM pg_attribute
+          WHERE attrelid = to_regclass($1) AND attname IN ('grown_last', 'grown_kept')
+            AND NOT attisdropped",
+        &[&SEEDED],
+    )
+    .await
+    .map_err(dberr("looking for planck.seeded"))?
+    .get(0))
+}
+
 /// Records that this seed writes `tables` (`schema.table`), before it
 /// writes them: a run stopped halfway still left planck's rows there.
-pub async fn record_seeded(c: &Client, tables: &[String], seed: u64) -> Result<()> {
+/// `grown`: those it grows past the migrations' rows, each with the last
+/// key and the row count the migrations left (see [`seeded_grown`]).
+pub async fn record_seeded(
+    c: &Client,
+    tables: &[String],
+    seed: u64,
+    grown: &[(String, i64, u64)],
+) -> Result<()> {
     if tables.is_empty() {
         return Ok(());
     }
@@ -747,15 +790,49 @@ pub async fn record_seeded(c: &Client, tables: &[String], seed: u64) -> Result<(
     .await
     .map_err(dberr("releasing a lock"))?;
     created?;
-    let recorded = c
-        .execute(
+    // A record of a planck before the grown tables' columns gains them
+    // (by its owner; another role's record stays without, as before).
+    let grown_columns = seeded_has_grown(c).await? || {
+        let quiet = quiet(c).await?;
+        let added = c
+            .batch_execute(&format!(
+                "ALTER TABLE {SEEDED} ADD COLUMN IF NOT EXISTS grown_last bigint,
+                                      ADD COLUMN IF NOT EXISTS grown_kept bigint"
+            ))
+            .await
+            .is_ok();
+        loud(c, quiet).await?;
+        added
+    };
+    let recorded = if grown_columns {
+        let last: Vec<Option<i64>> = tables
+            .iter()
+            .map(|t| grown.iter().find(|g| &g.0 == t).map(|g| g.1))
+            .collect();
+        let kept: Vec<Option<i64>> = tables
+            .iter()
+            .map(|t| grown.iter().find(|g| &g.0 == t).map(|g| g.2 as i64))
+            .collect();
+        c.execute(
+            &format!(
+                "INSERT INTO {SEEDED} (table_name, seed, grown_last, grown_kept)
+                 SELECT t, $2, l, k FROM unnest($1::text[], $3::bigint[], $4::bigint[]) u(t, l, k)
+                 ON CONFLICT (table_name) DO UPDATE SET seed = excluded.seed, seeded_at = now(),
+                     grown_last = excluded.grown_last, grown_kept = excluded.grown_kept"
+            ),
+            &[&tables, &(seed as i64), &last, &kept],
+        )
+        .await
+    } else {
+        c.execute(
             &format!(
                 "INSERT INTO {SEEDED} (table_name, seed) SELECT t, $2 FROM unnest($1::text[]) t
                  ON CONFLICT (table_name) DO UPDATE SET seed = excluded.seed, seeded_at = now()"
             ),
             &[&tables, &(seed as i64)],
         )
-        .await;
+        .await
+    };
     match recorded {
         // Another role (a superuser) keeps the record: its next --truncate
         // keeps these tables' rows, as it would rows the migrations wrote.
@@ -774,7 +851,9 @@ async fn create_seeded(c: &Client) -> Result<()> {
         "CREATE TABLE {SEEDED} (
             table_name text PRIMARY KEY,
             seed bigint NOT NULL,
-            seeded_at timestamptz NOT NULL DEFAULT now())"
+            seeded_at timestamptz NOT NULL DEFAULT now(),
+            grown_last bigint,
+            grown_kept bigint)"
     );
     create_marked(c, SEEDED, SEEDED_MARKER, &ddl).await
 }

@@ -57,6 +57,14 @@ pub(crate) async fn read(client: &Client, log: Log) -> Result<(StatsFile, Reader
             "pg_stats"
         }
     ));
+    let lacking = lacking(client).await?;
+    if !lacking.is_empty() {
+        log.info(&format!(
+            "this server (PostgreSQL {}) has no {}: not captured (a later major's statistics)",
+            server_version_num / 10_000,
+            lacking.join(", ")
+        ));
+    }
     let mut tables = read_tables(client).await?;
     let oids: Vec<u32> = tables.keys().copied().collect();
     let facts = read_columns(client, &oids, &mut tables).await?;
@@ -229,6 +237,48 @@ async fn read_columns(
         });
     }
     Ok(facts)
+}
+
+/// The statistics views' columns a capture reads that this server's
+/// views lack (pg_stats' range columns before 17, pg_stats_ext's and
+/// pg_stats_ext_exprs' `inherited` before 15), as `view.column`.
+async fn lacking(client: &Client) -> Result<Vec<String>> {
+    let wanted: [(&str, &[&str]); 3] = [
+        (
+            "pg_stats",
+            &[
+                "null_frac",
+                "avg_width",
+                "n_distinct",
+                "most_common_vals",
+                "most_common_freqs",
+                "histogram_bounds",
+                "correlation",
+                "most_common_elems",
+                "most_common_elem_freqs",
+                "elem_count_histogram",
+                "range_length_histogram",
+                "range_empty_frac",
+                "range_bounds_histogram",
+            ],
+        ),
+        ("pg_stats_ext", &["inherited", "exprs"]),
+        ("pg_stats_ext_exprs", &["inherited"]),
+    ];
+    let mut out = Vec::new();
+    for (view, cols) in wanted {
+        let have = view_columns(client, view).await?;
+        if have.is_empty() {
+            out.push(view.to_string());
+            continue;
+        }
+        out.extend(
+            cols.iter()
+                .filter(|c| !have.contains(**c))
+                .map(|c| format!("{view}.{c}")),
+        );
+    }
+    Ok(out)
 }
 
 /// The columns a view has, so a column of another major is read as NULL.

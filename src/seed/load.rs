@@ -80,6 +80,9 @@ pub struct LoadOptions {
     /// Oids of plan tables grown past the rows they hold (see
     /// [`crate::seed::reference::Grown`]): loaded without `TRUNCATE`.
     pub grow: Vec<u32>,
+    /// Of those, each one's statement deleting the rows past the
+    /// migrations' (an earlier seed's), run in its load transaction.
+    pub trim: Vec<(u32, String)>,
     /// Every table kept as it was (reference data and migration
     /// bookkeeping), for the summary.
     pub kept_names: Vec<String>,
@@ -416,7 +419,7 @@ async fn load_table(
     plan: Arc<SeedPlan>,
     t: usize,
     range: std::ops::Range<u64>,
-    truncate: bool,
+    empty: (bool, Option<String>),
     pool: Arc<rayon::ThreadPool>,
     cancel: Arc<AtomicBool>,
     bar: Option<ProgressBar>,
@@ -438,7 +441,7 @@ async fn load_table(
         plan.clone(),
         t,
         range,
-        truncate,
+        empty,
         pool,
         cancel,
         bar,
@@ -459,7 +462,7 @@ async fn load_table_on(
     plan: Arc<SeedPlan>,
     t: usize,
     range: std::ops::Range<u64>,
-    truncate: bool,
+    (truncate, trim): (bool, Option<String>),
     pool: Arc<rayon::ThreadPool>,
     cancel: Arc<AtomicBool>,
     bar: Option<ProgressBar>,
@@ -477,6 +480,16 @@ async fn load_table_on(
     // TRUNCATE triggers), and on again before the commit.
     let triggers = disable_triggers(&tx, tp.oid).await?;
     empty_or_lock(&tx, tp, truncate).await?;
+    if let Some(sql) = &trim {
+        // A grown table an earlier seed wrote: its rows past the
+        // migrations' go, the migrations' stay.
+        tx.batch_execute(sql).await.map_err(|e| {
+            Error::db(
+                format!("deleting an earlier seed's rows of {}", tp.display),
+                e,
+            )
+        })?;
+    }
     // Indexes and key constraints are dropped and re-created inside this
     // transaction: bulk index builds beat row-by-row maintenance, and if the
     // load fails or is killed, the rollback brings them back untouched.
@@ -1075,6 +1088,11 @@ async fn load_tables(
             backends.clone(),
         );
         let truncate = !sharded && !opts.grow.contains(&tp.oid);
+        let trim = opts
+            .trim
+            .iter()
+            .find(|(o, _)| !sharded && *o == tp.oid)
+            .map(|(_, sql)| sql.clone());
         let partial = !sharded && !opts.all_or_nothing;
         let trace = log.verbose && !log.quiet;
         let fault = opts
@@ -1091,7 +1109,7 @@ async fn load_tables(
                 plan,
                 t,
                 range,
-                truncate,
+                (truncate, trim),
                 pool,
                 cancel.clone(),
                 bar,

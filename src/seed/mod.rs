@@ -150,6 +150,17 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     )
     .await?;
     resume::regrow(&regrown, &cat, &mut kept, &mut sf, opts.spec.as_ref());
+    // A --truncate after a completed seed that grew a table: the rows past
+    // the migrations' last key are replaced, the migrations' rows stay.
+    if opts.truncate && opts.shard.is_none() && !opts.generate_only {
+        let records: Vec<resume::GrownRecord> = bookkeeping::seeded_grown(&client)
+            .await?
+            .into_iter()
+            .map(|(table, last, kept)| resume::GrownRecord { table, last, kept })
+            .collect();
+        let again = resume::grown_again(&records, &cat, &kept, opts.spec.as_ref());
+        resume::regrow(&again, &cat, &mut kept, &mut sf, opts.spec.as_ref());
+    }
     if opts.shard.is_some() && writes {
         bookkeeping::allow_saves(&client).await?;
     }
@@ -159,7 +170,8 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     let mut plan = planner::build_skipping(&cat, &sf, &plan_opts, !opts.all_or_nothing)?;
     kept.wire(&cat, &mut plan);
     let plan = Arc::new(plan);
-    let run_id = resume::RunId::of(opts, &plan, &resume::GrownRecord::of(&kept, &cat));
+    let grown_records = resume::GrownRecord::of(&kept, &cat);
+    let run_id = resume::RunId::of(opts, &plan, &grown_records);
     let resuming = resume::decide(unfinished.as_ref(), &run_id, opts.truncate, log)?;
     if let (Some(u), None) = (&unfinished, resuming) {
         resume::refuse_replacing_grown(u, &regrown)?;
@@ -258,7 +270,11 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
     } else {
         Vec::new()
     };
-    bookkeeping::record_seeded(lock.client(), &writing, plan.seed).await?;
+    let grown_seeded: Vec<(String, i64, u64)> = grown_records
+        .iter()
+        .map(|g| (g.table.clone(), g.last, g.kept))
+        .collect();
+    bookkeeping::record_seeded(lock.client(), &writing, plan.seed, &grown_seeded).await?;
     let record = opts.shard.is_none()
         && bookkeeping::start_run(
             lock.client(),
@@ -281,6 +297,7 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             fault: None,
             keep: kept.skipped_oids(&cat),
             grow: kept.grown_oids(&cat),
+            trim: kept.trims(&cat),
             kept_names,
             all_or_nothing: opts.all_or_nothing,
             done,

@@ -337,6 +337,26 @@ impl Kept {
         self.grown.iter().map(|g| cat.tables[g.table].oid).collect()
     }
 
+    /// Each grown table's oid and the statement deleting its rows past
+    /// the migrations' last key: rows an earlier seed grew it by, which a
+    /// run growing it again replaces (none on a first seed).
+    pub fn trims(&self, cat: &Schema) -> Vec<(u32, String)> {
+        self.grown
+            .iter()
+            .map(|g| {
+                let t = &cat.tables[g.table];
+                let only = if t.partitioned { "" } else { "ONLY " };
+                let sql = format!(
+                    "DELETE FROM {only}{} WHERE {} > {}",
+                    t.qualified(),
+                    crate::db::quote_ident(&t.columns[g.key].name),
+                    g.last
+                );
+                (t.oid, sql)
+            })
+            .collect()
+    }
+
     /// The kept tables (by display name, sorted) an earlier seed wrote
     /// (`seeded`, as `schema.table`), rather than the migrations.
     pub fn seeded_before(

@@ -181,6 +181,42 @@ pub fn regrow(
     }
 }
 
+/// The tables an earlier, completed seed grew (`records`, from
+/// `planck.seeded`) that this `--truncate` run would otherwise replace
+/// whole, migrations' rows included: those `kept` neither keeps nor grows
+/// already, and the spec (`spec`) does not name (a spec naming one
+/// replaces its rows, as on a first seed). [`regrow`] grows them again
+/// from the same key, and the load deletes only the rows past it.
+pub fn grown_again(
+    records: &[GrownRecord],
+    cat: &Schema,
+    kept: &Kept,
+    spec: Option<&SpecFile>,
+) -> Vec<GrownRecord> {
+    records
+        .iter()
+        .filter(|r| {
+            let Some(i) = cat
+                .tables
+                .iter()
+                .position(|t| format!("{}.{}", t.schema, t.name) == r.table)
+            else {
+                return false;
+            };
+            let named = spec.is_some_and(|s| {
+                s.spec
+                    .tables
+                    .keys()
+                    .any(|k| cat.find(k.get_ref()) == Some(i))
+            });
+            !named
+                && !kept.reference.iter().any(|(t, _, _)| *t == i)
+                && !kept.grown.iter().any(|g| g.table == i)
+        })
+        .cloned()
+        .collect()
+}
+
 /// A run that replaces a stopped seed's rows (`--truncate`, another
 /// dataset) cannot regrow a table whose grown load committed: its rows
 /// past the migrations' are the stopped run's. Refused, with the way out.

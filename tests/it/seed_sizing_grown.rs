@@ -301,3 +301,54 @@ fn a_stopped_seed_that_grew_a_table_is_finished_with_the_migrations_rows_kept() 
         );
     }
 }
+
+/// `planck seed --truncate` after a completed seed that grew the page
+/// table, when no row the seed leaves alone references a page (no site
+/// row): the earlier seed's pages are replaced and the migrations' root
+/// and home pages stay (`planck.seeded` keeps the key they end at), so the
+/// tables end as a first seed with these parameters leaves them. Before,
+/// the page table was truncated whole, the migrations' pages with it.
+#[test]
+fn truncate_after_a_grown_seed_replaces_only_the_seeds_rows() {
+    let seed = |db: &TestDb, dir: &std::path::Path, args: &[&str]| {
+        let mut all = vec!["seed", "--threads", "1"];
+        all.extend_from_slice(args);
+        let out = db.planck(&all, dir);
+        assert_exit(&out, 0);
+        stderr(&out)
+    };
+    let reference = TestDb::new(&format!("{}_reference", common::current_test()));
+    let dir = cms(&reference);
+    reference.exec("DELETE FROM sites");
+    seed(&reference, dir.path(), &["--rows", "300"]);
+    // (Not the menu items: a configuration table holding an earlier
+    // seed's rows is sized as the core under --truncate, another matter.)
+    let tables = |db: &TestDb| -> Vec<String> {
+        digest(db)
+            .into_iter()
+            .filter(|t| !t.starts_with("menu_items:"))
+            .collect()
+    };
+    let want = tables(&reference);
+
+    let db = test_db!();
+    let dir = cms(&db);
+    db.exec("DELETE FROM sites");
+    let kept_pages = db.query_strings("SELECT pages::text FROM pages ORDER BY id");
+    seed(&db, dir.path(), &["--rows", "500"]);
+    assert_eq!(count(&db, "pages"), 502);
+    let err = seed(&db, dir.path(), &["--rows", "300", "--truncate"]);
+    assert_eq!(
+        db.query_strings("SELECT pages::text FROM pages WHERE id <= 2 ORDER BY id"),
+        kept_pages,
+        "the migrations' pages\n{err}"
+    );
+    assert!(
+        err.contains("pages: its 2 rows kept, new rows from key 3"),
+        "{err}"
+    );
+    assert_eq!(tables(&db), want, "not the dataset of a first seed\n{err}");
+    // And once more: the key the migrations' rows end at is still recorded.
+    seed(&db, dir.path(), &["--rows", "300", "--truncate"]);
+    assert_eq!(tables(&db), want);
+}
