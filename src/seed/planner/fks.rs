@@ -543,11 +543,23 @@ pub(super) fn ordered_picks(
                 joint_in_order(tp, tables, group, dl, dh, *strict);
                 continue;
             }
-            if !free(&a.pick) || !free(&b.pick) {
+            // The primary parent's pick too, when no unique key holds it
+            // (the layout places the row's first draw only).
+            let in_key = |f: &FkPlan| {
+                table
+                    .uniques
+                    .iter()
+                    .any(|u| f.cols.iter().any(|c| u.cols.contains(c)))
+            };
+            let movable = |f: &FkPlan| free(&f.pick) || (f.pick == Pick::Primary && !in_key(f));
+            if !movable(a) || !movable(b) || (a.pick == Pick::Primary && b.pick == Pick::Primary) {
                 continue;
             }
-            if *strict && !avoids(&tp.fks, fl, fh) {
-                tp.fks[fh].apart.push(fl);
+            // For `<`, the free one avoids the other's row (a primary
+            // pick follows the layout).
+            let (dep, other) = if free(&b.pick) { (fh, fl) } else { (fl, fh) };
+            if *strict && !avoids(&tp.fks, other, dep) {
+                tp.fks[dep].apart.push(other);
             }
             tp.fks[fl].order = Some((fh, true));
             tp.fks[fh].order = Some((fl, false));

@@ -93,7 +93,7 @@ forms! {
     case_switch: true, "";
     num_nonnulls: true, "";
     bool_neq: true, "";
-    function_reads_parent: true, "";
+    function_reads_parent: false, "planck does not yet support it beside a unique key over the foreign key: a key a unique key decides is not redrawn, and the picks are not narrowed by the server over the parent's keys (`no candidate row satisfies CHECK (kind_is(role, 'user'))`, 3 of 326 all-form schemas, each with composite_unique_fk or partial_unique)";
     mixed_boolean: false, "planck does not yet solve every random boolean over a witness: about 1 schema in 40 gets `no candidate row satisfies` (a count compared as a condition, `(num_nonnulls(a, b) = 2) <> (b BETWEEN 58 AND 68)`: the solver reads no `num_nonnulls(...) <> k`)";
 }
 
