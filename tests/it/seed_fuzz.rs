@@ -44,8 +44,9 @@
 //! composite_unique_fk, reference_rows, fk_kind_branch, comparison,
 //! null_tests, is_false, column_equality, in_list, like_regex,
 //! length_functions, case_switch, num_nonnulls, bool_neq,
-//! nullable_fk_tied): 30 of 30 fully seeded in 29.1 s on a 2-core
-//! machine shared with other builds (debug build; 31.2 s for the 14 forms
+//! nullable_fk_tied): 30 of 30 fully seeded in 20.7 s on a 2-core
+//! machine shared with other builds (debug build; 29.1 s for the 15 forms
+//! before fk_kind_branch and nullable_fk_tied joined; 31.2 s for the 14 forms
 //! before two_fks_distinct joined, when its foreign keys kept apart by
 //! `entity0 <> entity1` came to be decided together).
 //! Out of the sample, each by one `ci: false` in `grammar::FORMS` with the
