@@ -57,6 +57,7 @@ mod seed_constraints;
 mod seed_determinism;
 mod seed_direct;
 mod seed_fixtures;
+mod seed_fk_picks;
 mod seed_fuzz;
 mod seed_keys_time;
 mod seed_load;

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use crate::catalog::schema::Schema;
+use crate::catalog::schema::{Schema, TypeKind};
 use crate::error::Result;
 use crate::seed::check_expr::{self, ColFacts};
 use crate::seed::reference::ReferenceKeys;
@@ -77,6 +77,8 @@ pub(super) fn table_fks(
                 null_p: 0.0,
                 key: rng::name_key(&f.name),
                 apart: Vec::new(),
+                only: None,
+                order: None,
             }),
             None => orphan_fks.push(fi),
         }
@@ -367,11 +369,23 @@ fn avoids(fks: &[FkPlan], from: usize, to: usize) -> bool {
 /// lowered to them. False (nothing changed) when the digit has no value
 /// left.
 fn joint_apart(tp: &mut TablePlan, group: usize, digit: usize, col: &str) -> bool {
-    let g = &mut tp.joints[group];
-    if g.radices[digit] < 2 {
+    let r = tp.joints[group].radices[digit];
+    if r < 2 {
         return false;
     }
-    g.radices[digit] -= 1;
+    let why = format!(
+        "its unique key has {{}} combinations where {col} differs from the keys a CHECK keeps it apart from"
+    );
+    joint_radix(tp, group, digit, r - 1, &why);
+    true
+}
+
+/// Digit `digit` of joint group `group` takes `radix` values: the group's
+/// permutation over the combinations left, rows lowered to them (`why`,
+/// its `{}` the count of combinations, says why).
+fn joint_radix(tp: &mut TablePlan, group: usize, digit: usize, radix: u64, why: &str) {
+    let g = &mut tp.joints[group];
+    g.radices[digit] = radix;
     let product = g
         .radices
         .iter()
@@ -379,10 +393,247 @@ fn joint_apart(tp: &mut TablePlan, group: usize, digit: usize, col: &str) -> boo
         .min(u128::from(u64::MAX)) as u64;
     g.perm = Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64));
     if product < tp.rows {
-        let why = format!(
-            "its unique key has {product} combinations where {col} differs from the keys a CHECK keeps it apart from"
-        );
+        let why = why.replace("{}", &product.to_string());
         cap_rows(tp, product, false, 0, &why);
     }
-    true
+}
+
+/// Phase (after the keys, before [`apart_picks`]): a single-column
+/// foreign key into a table of reference rows (keys the migrations wrote,
+/// `listed`) whose CHECKs bound its values (`type IN (1, 3)`, `type <> 2`,
+/// read as facts) picks only the parent rows whose keys they admit
+/// ([`FkPlan::only`](crate::seed::row::plan::FkPlan)): the pick is decided
+/// with the CHECK, as the parent's keys are known. A key a unique key
+/// decides has that many parents fewer to enumerate (its joint digit's
+/// radix, each parent once), rows lowered to fit. None admitted: a
+/// nullable key is always NULL, a NOT NULL one is an error naming it.
+pub(super) fn narrowed_picks(
+    table: &crate::catalog::schema::Table,
+    display: &str,
+    facts: &[ColFacts],
+    listed: &HashMap<usize, std::sync::Arc<Vec<Val>>>,
+    tables: &[TablePlan],
+    tp: &mut TablePlan,
+) -> Result<()> {
+    for fi in 0..tp.fks.len() {
+        let f = &tp.fks[fi];
+        let [c] = f.cols[..] else { continue };
+        let Some(keys) = listed.get(&c) else { continue };
+        // What the facts say of the key's value alone (a list, bounds,
+        // excluded values); an order against another column is
+        // `ordered_picks`'s.
+        let bounds = ColFacts {
+            in_list: facts[c].in_list.clone(),
+            lo: facts[c].lo.clone(),
+            hi: facts[c].hi.clone(),
+            not_eq: facts[c].not_eq.clone(),
+            ..ColFacts::default()
+        };
+        if !check_expr::bounds_values(&bounds) {
+            continue;
+        }
+        let held = tables.get(f.parent).map_or(keys.len() as u64, |p| p.rows);
+        let rows: Vec<u64> = keys
+            .iter()
+            .enumerate()
+            .filter(|(i, k)| (*i as u64) < held && check_expr::admits(&bounds, k))
+            .map(|(i, _)| i as u64)
+            .collect();
+        if rows.len() as u64 == held {
+            continue;
+        }
+        let name = table.columns[c].name.clone();
+        let parent = tables
+            .get(f.parent)
+            .map_or("its parent", |p| p.display.as_str());
+        if rows.is_empty() && !f.nullable {
+            let checks: Vec<&str> = table
+                .checks
+                .iter()
+                .filter(|ch| ch.cols.contains(&c))
+                .map(|ch| ch.name.as_str())
+                .collect();
+            return Err(seed_err(
+                display,
+                Some(&name),
+                format!(
+                    "its CHECK constraints ({}) admit none of the keys {parent} holds",
+                    checks.join(", ")
+                ),
+                format!("add a row its CHECKs admit to {parent}, or exclude {display}"),
+            ));
+        }
+        let n = rows.len() as u64;
+        let why = format!(
+            "{name} may take only the {n} key(s) of {parent} its CHECK constraints admit, and its unique key has {{}} combinations"
+        );
+        match f.pick.clone() {
+            Pick::Joint { group, digit } if tp.joints[group].radices[digit] > n => {
+                if tp.joints[group].pairs.is_some() {
+                    // An ordered pair enumerates rows, not admitted keys.
+                    continue;
+                }
+                joint_radix(tp, group, digit, n.max(1), &why);
+            }
+            Pick::UniqueGlobal if n < tp.rows && !f.nullable => {
+                cap_rows(tp, n, false, 0, &why.replace("{}", &n.to_string()));
+            }
+            Pick::DistinctInParent => {
+                let most = max_children(tp, tables);
+                if most > n {
+                    let why = format!(
+                        "{name} must be distinct within each parent and may take only the {n} key(s) of {parent} its CHECK constraints admit"
+                    );
+                    cap_rows(tp, n, true, most, &why);
+                }
+            }
+            _ => {}
+        }
+        tp.fks[fi].only = Some(std::sync::Arc::new(rows));
+    }
+    Ok(())
+}
+
+/// Phase (after the keys, before [`apart_picks`]): two single-column
+/// foreign keys into one parent key that a CHECK orders (`tag1 < tag2`,
+/// read as the facts' `after`), each drawn freely (uniform, or within the
+/// tenant), are drawn as they are and the lower parent key goes to the
+/// lower column ([`FkPlan::order`](crate::seed::row::plan::FkPlan)); for
+/// `<` the higher one also avoids the lower one's row, so they never tie.
+/// Keys of a kind whose order planck knows (integers, uuids). Two digits
+/// of one joint enumeration (a unique key over the pair and more columns,
+/// `UNIQUE (tag1, tag2, link_order)`) become its ordered pair instead
+/// ([`joint_in_order`]).
+pub(super) fn ordered_picks(
+    table: &crate::catalog::schema::Table,
+    facts: &[ColFacts],
+    tables: &[TablePlan],
+    tp: &mut TablePlan,
+) {
+    let free = |p: &Pick| matches!(p, Pick::Uniform | Pick::SameTenant);
+    for (hi, f) in facts.iter().enumerate() {
+        for (lo_name, strict) in &f.after {
+            let single = |c: usize| tp.fks.iter().position(|f| f.cols == [c]);
+            let (Some(fl), Some(fh)) = (table.column(lo_name).and_then(single), single(hi)) else {
+                continue;
+            };
+            let (a, b) = (&tp.fks[fl], &tp.fks[fh]);
+            let ordered_kind = tables.get(a.parent).is_some_and(|p| {
+                let k = &p.cols[a.parent_cols[0]].kind;
+                k.is_int() || matches!(k, TypeKind::Uuid)
+            });
+            if fl == fh
+                || a.parent != b.parent
+                || a.parent_cols != b.parent_cols
+                || a.order.is_some()
+                || b.order.is_some()
+                || !ordered_kind
+            {
+                continue;
+            }
+            if let (
+                Pick::Joint { group, digit: dl },
+                Pick::Joint {
+                    group: g2,
+                    digit: dh,
+                },
+            ) = (a.pick.clone(), b.pick.clone())
+                && group == g2
+            {
+                joint_in_order(tp, tables, group, dl, dh, *strict);
+                continue;
+            }
+            // The primary parent's pick too, when no unique key holds it
+            // (the layout places the row's first draw only).
+            let in_key = |f: &FkPlan| {
+                table
+                    .uniques
+                    .iter()
+                    .any(|u| f.cols.iter().any(|c| u.cols.contains(c)))
+            };
+            let movable = |f: &FkPlan| free(&f.pick) || (f.pick == Pick::Primary && !in_key(f));
+            if !movable(a) || !movable(b) || (a.pick == Pick::Primary && b.pick == Pick::Primary) {
+                continue;
+            }
+            // For `<`, the free one avoids the other's row (a primary
+            // pick follows the layout).
+            let (dep, other) = if free(&b.pick) { (fh, fl) } else { (fl, fh) };
+            if *strict && !avoids(&tp.fks, other, dep) {
+                tp.fks[dep].apart.push(other);
+            }
+            tp.fks[fl].order = Some((fh, true));
+            tp.fks[fh].order = Some((fl, false));
+        }
+    }
+}
+
+/// Digits `lo` and `hi` of joint group `group` (two foreign keys into one
+/// parent a CHECK orders) become the group's ordered pair: the group
+/// enumerates ordered pairs of parent rows beside its other digits (see
+/// `SeedPlan::joint_digit`), its digits renumbered so the pair comes
+/// first, rows lowered to the combinations left. Only when both digits
+/// count the same parent rows and the group is no pair yet.
+fn joint_in_order(
+    tp: &mut TablePlan,
+    tables: &[TablePlan],
+    group: usize,
+    lo: usize,
+    hi: usize,
+    strict: bool,
+) {
+    let g = &tp.joints[group];
+    if g.pairs.is_some() || g.radices[lo] != g.radices[hi] || lo == hi {
+        return;
+    }
+    // The new order of the digits: the pair, then the others as they were.
+    let mut order = vec![lo, hi];
+    order.extend((0..g.radices.len()).filter(|d| *d != lo && *d != hi));
+    let new_of = |d: usize| order.iter().position(|x| *x == d).unwrap_or(d);
+    let fk_lo = tp
+        .fks
+        .iter()
+        .position(|f| f.pick == Pick::Joint { group, digit: lo });
+    // Parent keys in row order (a sequence) or put in order by value.
+    let sorted = fk_lo.is_none_or(|fi| {
+        let f = &tp.fks[fi];
+        tables.get(f.parent).is_none_or(|p| {
+            !matches!(p.cols[f.parent_cols[0]].generator, Gen::Sequence { step, .. } if step > 0)
+        })
+    });
+    for f in &mut tp.fks {
+        if let Pick::Joint { group: fg, digit } = f.pick
+            && fg == group
+        {
+            f.pick = Pick::Joint {
+                group,
+                digit: new_of(digit),
+            };
+        }
+    }
+    for c in &mut tp.cols {
+        let mut gen_ = &mut c.generator;
+        while let Gen::Nullable { inner, .. } = gen_ {
+            gen_ = inner;
+        }
+        if let Gen::Joint {
+            group: cg, digit, ..
+        } = gen_
+            && *cg == group
+        {
+            *digit = new_of(*digit);
+        }
+    }
+    let g = &mut tp.joints[group];
+    g.radices = order.iter().map(|d| g.radices[*d]).collect();
+    g.pairs = Some(strict);
+    g.sorted = sorted;
+    let rest = g.radices[2..].iter().fold(1u128, |a, r| a * u128::from(*r));
+    let product = (u128::from(crate::seed::row::plan::pair_count(g.radices[0], strict)) * rest)
+        .min(u128::from(u64::MAX)) as u64;
+    g.perm = Permutation::new(product.max(1), rng::mix(tp.key ^ group as u64));
+    if product < tp.rows {
+        let why =
+            format!("its unique key has {product} combinations with its two ordered keys in order");
+        cap_rows(tp, product, false, 0, &why);
+    }
 }

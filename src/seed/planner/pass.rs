@@ -20,8 +20,8 @@ use crate::seed::spec::SpecFile;
 use super::checks::{check_facts, fixed_key_columns, shape_of, with_solved};
 use super::context::{Options, Pass, Resolved, seed_err};
 use super::fks::{
-    apart_picks, fk_picks, fks_set_by_checks, listed_parent_keys, orphan_columns, redrawn_fks,
-    table_fks,
+    apart_picks, fk_picks, fks_set_by_checks, listed_parent_keys, narrowed_picks, ordered_picks,
+    orphan_columns, redrawn_fks, table_fks,
 };
 use super::generators::{remaining_columns, spec_fits_columns, spec_generators};
 use super::keys::{
@@ -419,6 +419,8 @@ fn plan_table(
         &mut tp,
         &mut assigned,
     )?;
+    narrowed_picks(table, &display, &facts, &listed, p.tables, &mut tp)?;
+    ordered_picks(table, &facts, p.tables, &mut tp);
     apart_picks(table, primary, p.tables, &mut tp);
     let observed = (&opts.observed, &mut *followed_recording);
     remaining_columns(table, &display, &facts, &mut tp, &assigned, observed)?;

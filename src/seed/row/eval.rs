@@ -48,13 +48,21 @@ impl SeedPlan {
             return None;
         }
         let nullable = f.nullable && !set;
-        if p.rows == 0 {
+        if p.rows == 0 || f.only.as_ref().is_some_and(|o| o.is_empty()) {
             return None;
         }
         Some(match f.pick {
             // A redrawn attempt leaves the layout's parent for any other.
-            Pick::Primary if at > 0 => rng::below(h, p.rows),
-            Pick::Primary => ctx.parent_row,
+            Pick::Primary if at > 0 => {
+                self.row_apart(t, fk, ctx, attempt, 0..p.rows, |m| rng::below(h, m))
+            }
+            // A parent the CHECKs do not admit: another, among those they do.
+            Pick::Primary => match f.only.as_deref() {
+                Some(o) if o.binary_search(&ctx.parent_row).is_err() => {
+                    o[rng::below(h, o.len() as u64) as usize]
+                }
+                _ => ctx.parent_row,
+            },
             Pick::Tenant => ctx.block as u64,
             Pick::SameTenant => {
                 let (a, b) = (p.cum[ctx.block], p.cum[ctx.block + 1]);
@@ -87,9 +95,13 @@ impl SeedPlan {
             // Past the parent's rows a nullable unique key is NULL: taking a
             // parent twice would repeat the key (calcom's
             // `InstantMeetingToken.bookingId`, 4,000 tokens for 2,000 bookings).
-            Pick::UniqueGlobal if ctx.row >= p.rows && f.nullable => return None,
             Pick::UniqueGlobal => {
-                Permutation::new(p.rows, f.key ^ self.seed).apply(ctx.row % p.rows)
+                let n = f.only.as_ref().map_or(p.rows, |o| o.len() as u64);
+                if ctx.row >= n && f.nullable {
+                    return None;
+                }
+                let i = Permutation::new(n, f.key ^ self.seed).apply(ctx.row % n);
+                f.only.as_ref().map_or(i, |o| o[i as usize])
             }
             Pick::DistinctInParent => self.row_apart(t, fk, ctx, attempt, 0..p.rows, |m| {
                 (ctx.ordinal + rng::mix(ctx.parent_row ^ f.key)) % m
@@ -117,26 +129,41 @@ impl SeedPlan {
         draw: impl FnOnce(u64) -> u64,
     ) -> u64 {
         let tp = &self.tables[t];
-        let apart = &tp.fks[fk].apart;
-        let all = rows.end - rows.start;
-        if apart.is_empty() {
-            return rows.start + draw(all);
+        let f = &tp.fks[fk];
+        // The rows it may take: the range, or the rows of `only` in it
+        // (all of `only` when none is: the CHECK before the block).
+        let pool: Option<&[u64]> = f.only.as_deref().map(|o| {
+            let (a, b) = (
+                o.partition_point(|r| *r < rows.start),
+                o.partition_point(|r| *r < rows.end),
+            );
+            if a < b { &o[a..b] } else { o }
+        });
+        let all = pool.map_or(rows.end - rows.start, |p| p.len() as u64);
+        let row_at = |i: u64| pool.map_or(rows.start + i, |p| p[i as usize]);
+        let apart = &f.apart;
+        if apart.is_empty() || all == 0 {
+            return row_at(draw(all.max(1)));
         }
+        // Positions (in the pool) of the rows the others took.
         let mut taken: Vec<u64> = apart
             .iter()
             .filter_map(|&o| {
                 let at = if self.redrawn_fk(t, o) { attempt } else { 0 };
                 self.fk_row(t, o, ctx, true, at, attempt)
             })
-            .filter(|r| rows.contains(r))
+            .filter_map(|r| match pool {
+                Some(p) => p.binary_search(&r).ok().map(|i| i as u64),
+                None => rows.contains(&r).then(|| r - rows.start),
+            })
             .collect();
         taken.sort_unstable();
         taken.dedup();
         let left = all - taken.len() as u64;
         if left == 0 {
-            return rows.start + draw(all);
+            return row_at(draw(all));
         }
-        let mut x = rows.start + draw(left);
+        let mut x = draw(left);
         for r in taken {
             if r <= x {
                 x += 1;
@@ -144,7 +171,7 @@ impl SeedPlan {
                 break;
             }
         }
-        x
+        row_at(x)
     }
 
     /// Whether an attempt redraws foreign key `fk` of table `t` (its
@@ -201,7 +228,36 @@ impl SeedPlan {
         {
             return self.sorted_pair_value(t, fk, group, digit, ctx.row);
         }
-        match self.fk_row(t, fk, ctx, set, at, attempt) {
+        let own = self.key_of(t, fk, part, ctx, self.fk_row(t, fk, ctx, set, at, attempt));
+        let Some((other, low)) = f.order else {
+            return own;
+        };
+        // An ordered pair: the lower of the two picks' keys to the lower.
+        let oat = if self.redrawn_fk(t, other) {
+            attempt
+        } else {
+            0
+        };
+        let theirs = self.key_of(
+            t,
+            other,
+            part,
+            ctx,
+            self.fk_row(t, other, ctx, true, oat, attempt),
+        );
+        let swap = match (&own, &theirs) {
+            (Val::Int(x), Val::Int(y)) => (x > y) == low,
+            (Val::Uuid(x), Val::Uuid(y)) => (x > y) == low,
+            _ => false,
+        };
+        if swap { theirs } else { own }
+    }
+
+    /// Part `part` of the key of parent row `prow` of foreign key `fk`
+    /// (NULL for no row).
+    fn key_of(&self, t: usize, fk: usize, part: usize, ctx: &RowCtx, prow: Option<u64>) -> Val {
+        let f = &self.tables[t].fks[fk];
+        match prow {
             None => Val::Null,
             Some(prow) => {
                 if f.parent == t && prow == ctx.row {
@@ -800,9 +856,11 @@ pub fn value_at(plan: &SeedPlan, t: usize, c: usize, ctx: &RowCtx, attempt: u8) 
         return Val::Null;
     }
     // A foreign key the CHECKs read picks another parent row; one kept
-    // apart from such keys moves off their new rows.
+    // apart from such keys (or ordered against one) moves off their new rows.
     if let Gen::Fk { fk, part } = plan.tables[t].cols[c].generator
-        && (redrawn || !plan.tables[t].fks[fk].apart.is_empty())
+        && (redrawn
+            || !plan.tables[t].fks[fk].apart.is_empty()
+            || plan.tables[t].fks[fk].order.is_some())
     {
         return plan.fk_value_at(t, fk, part, ctx, attempt, redrawn);
     }

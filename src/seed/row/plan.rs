@@ -60,6 +60,16 @@ pub struct FkPlan {
     /// this one never takes: a CHECK keeps them apart (`entity0 <>
     /// entity1`), and the pick draws among the rows the others left.
     pub apart: Vec<usize>,
+    /// The parent rows this key may take (sorted), when a CHECK on its
+    /// column admits only some of the parent's keys (`type IN (1, 3)` into
+    /// a table of reference rows): every pick draws among them. None: any.
+    pub only: Option<std::sync::Arc<Vec<u64>>>,
+    /// Another foreign key of the table into the same parent that a CHECK
+    /// orders against this one (`tag1 < tag2`), and whether this one is
+    /// the lower: the two picks are drawn as they would be, then the lower
+    /// parent key goes to the lower column (strict: the higher one avoids
+    /// the lower one's row, see `apart`).
+    pub order: Option<(usize, bool)>,
 }
 
 #[derive(Debug, Clone)]
@@ -80,7 +90,8 @@ pub struct JointGroup {
     pub perm: Permutation,
     /// Two foreign keys into one parent with `CHECK (a < b)` (`Some(true)`)
     /// or `a <= b`: the group enumerates the ordered pairs of parent rows
-    /// (digit 0 the lower) instead of every combination.
+    /// (digit 0 the lower, digit 1 the higher; any further digits beside
+    /// each pair) instead of every combination.
     pub pairs: Option<bool>,
     /// With `pairs`: the parent's keys do not grow with its rows (uuid, a
     /// permuted integer), so each pair's two keys are put in order by
@@ -319,9 +330,20 @@ impl SeedPlan {
     pub fn joint_digit(&self, t: usize, group: usize, digit: usize, row: u64) -> u64 {
         let g = &self.tables[t].joints[group];
         if let Some(strict) = g.pairs {
-            let total = pair_count(g.radices[0], strict);
-            let (i, j) = pair_of(g.perm.apply(row % total.max(1)), strict);
-            return if digit == 0 { i } else { j };
+            // Digits 0 and 1 are the pair, one digit of `pair_count`
+            // values, above the others (a wider key: the pair and an order).
+            let rest: u64 = g.radices[2..].iter().product::<u64>().max(1);
+            let total = pair_count(g.radices[0], strict).saturating_mul(rest);
+            let x = g.perm.apply(row % total.max(1));
+            if digit < 2 {
+                let (i, j) = pair_of(x / rest, strict);
+                return if digit == 0 { i } else { j };
+            }
+            let mut y = x % rest;
+            for r in g.radices[digit + 1..].iter() {
+                y /= r;
+            }
+            return y % g.radices[digit];
         }
         let total: u64 = g.radices.iter().product();
         let mut x = g.perm.apply(row % total.max(1));
