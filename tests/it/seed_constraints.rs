@@ -26,7 +26,7 @@ fn definitions(db: &TestDb) -> Vec<String> {
 /// Seeds `db` zero-spec with `--rows rows` and returns the run and what the
 /// server finds wrong with the result (empty: every table has rows and
 /// every constraint holds).
-fn seed_and_judge(db: &TestDb, rows: &str) -> (Output, Vec<String>) {
+pub(crate) fn seed_and_judge(db: &TestDb, rows: &str) -> (Output, Vec<String>) {
     let before = definitions(db);
     let dir = project_dir();
     let out = db.planck(&["seed", "--no-spec", "--rows", rows], dir.path());
@@ -86,7 +86,7 @@ fn seed_and_judge(db: &TestDb, rows: &str) -> (Output, Vec<String>) {
 
 /// Fails with the server's findings and planck's stderr unless the seed
 /// exited 0 and the server found nothing wrong.
-fn assert_seeded(out: &Output, problems: &[String]) {
+pub(crate) fn assert_seeded(out: &Output, problems: &[String]) {
     assert!(
         problems.is_empty(),
         "{}\nplanck seed stderr:\n{}",
@@ -96,7 +96,7 @@ fn assert_seeded(out: &Output, problems: &[String]) {
     assert_exit(out, 0);
 }
 
-fn count(db: &TestDb, sql: &str) -> i64 {
+pub(crate) fn count(db: &TestDb, sql: &str) -> i64 {
     db.query_strings(sql)[0].parse().unwrap()
 }
 

@@ -6,72 +6,7 @@
 //! every table holds rows and every CHECK and foreign key holds when the
 //! server adds it again over them.
 
-use std::process::Output;
-
-use crate::common;
-
-use common::{TestDb, assert_exit, block_on, project_dir, stderr};
-
-/// Seeds `db` zero-spec with `--rows rows`; the run, and what the server
-/// finds wrong (a table without rows, a CHECK or foreign key that does not
-/// hold when added again).
-fn seed_and_judge(db: &TestDb, rows: &str) -> (Output, Vec<String>) {
-    let dir = project_dir();
-    let out = db.planck(&["seed", "--no-spec", "--rows", rows], dir.path());
-    let mut problems = Vec::new();
-    for t in db.query_strings(
-        "SELECT oid::regclass::text FROM pg_class
-          WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' ORDER BY 1",
-    ) {
-        if db.query_strings(&format!("SELECT count(*) FROM {t}")) == ["0"] {
-            problems.push(format!("{t} holds no row"));
-        }
-    }
-    let cons = db.query_strings(
-        "SELECT format('%s|%I|%s', conrelid::regclass, conname, pg_get_constraintdef(oid))
-           FROM pg_constraint WHERE connamespace = 'public'::regnamespace
-            AND contype IN ('c', 'f') ORDER BY 1",
-    );
-    let conn = db.conn();
-    problems.extend(block_on(async move {
-        let c = conn.connect().await.unwrap();
-        let mut failed = Vec::new();
-        for con in &cons {
-            let mut parts = con.splitn(3, '|');
-            let (t, n, def) = (
-                parts.next().unwrap(),
-                parts.next().unwrap(),
-                parts.next().unwrap(),
-            );
-            let sql = format!(
-                "BEGIN; ALTER TABLE {t} DROP CONSTRAINT {n}; ALTER TABLE {t} ADD CONSTRAINT {n} {def}; ROLLBACK"
-            );
-            if let Err(e) = c.batch_execute(&sql).await {
-                let _ = c.batch_execute("ROLLBACK").await;
-                let msg = e
-                    .as_db_error()
-                    .map_or_else(|| e.to_string(), |d| d.message().to_string());
-                failed.push(format!("{t} {n} does not hold: {msg}"));
-            }
-        }
-        failed
-    }));
-    (out, problems)
-}
-
-fn assert_seeded(out: &Output, problems: &[String]) {
-    assert!(
-        problems.is_empty(),
-        "{}\nplanck seed stderr:\n{}",
-        problems.join("\n"),
-        stderr(out)
-    );
-    assert_exit(out, 0);
-}
-
-fn count(db: &TestDb, sql: &str) -> i64 {
-    db.query_strings(sql)[0].parse().unwrap()
-}
+use crate::seed_constraints::{assert_seeded, count, seed_and_judge};
 
 /// A foreign key into a kinds table the migrations filled, whose CHECK
 /// admits only some kinds: the pick draws among the parent rows whose keys
