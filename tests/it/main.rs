@@ -71,6 +71,7 @@ mod seed_sizing_grown;
 mod seed_sizing_subtypes;
 mod seed_tool_metadata;
 mod seed_types;
+mod seed_unique_types;
 mod seed_values;
 mod stats_capture;
 mod stats_seed;

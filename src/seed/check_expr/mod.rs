@@ -346,6 +346,37 @@ fn conjunct(e: &Ex, vn: Option<&str>, ok: Accept, out: &mut BTreeMap<String, Col
     }
 }
 
+/// The expressions a sum counts as set: each term `CASE WHEN x IS NULL
+/// THEN 0 ELSE 1 END`, `CASE WHEN x IS NOT NULL THEN 1 ELSE 0 END` or
+/// `(x IS NOT NULL)::int` counts x; None when a term is anything else.
+fn nonnull_terms(e: &Ex) -> Option<Vec<Ex>> {
+    let num = |e: &Ex| match e {
+        Ex::Lit(Lit::Num(n)) => Some(*n),
+        _ => None,
+    };
+    match e {
+        Ex::Cmp(a, op, b) if op == "+" => {
+            let mut t = nonnull_terms(a)?;
+            t.extend(nonnull_terms(b)?);
+            Some(t)
+        }
+        Ex::IsNull(x, false) => Some(vec![(**x).clone()]),
+        Ex::Func(f, args) if f == CASE_FN && args.len() == 3 => {
+            let Ex::IsNull(x, is_null) = &args[0] else {
+                return None;
+            };
+            let (then, other) = (num(&args[1])?, num(&args[2])?);
+            let counts = if *is_null {
+                (then, other) == (0.0, 1.0)
+            } else {
+                (then, other) == (1.0, 0.0)
+            };
+            counts.then(|| vec![(**x).clone()])
+        }
+        _ => None,
+    }
+}
+
 /// A comparison read into facts: a regex or LIKE pattern, a NULL pattern
 /// (`(a IS NULL) <> (b IS NULL)`, `num_nonnulls(...)`), case and blanks
 /// (`col = lower(col)`), not empty, or a bound (see [`bound`]).
@@ -388,6 +419,14 @@ fn comparison(e: &Ex, vn: Option<&str>, out: &mut BTreeMap<String, ColFacts>) ->
                 NullRule::ExactlyOne
             };
             null_group(&[a, b], rule, e, out)
+        }
+        // A sum that counts the columns set, `CASE WHEN a IS NULL THEN 0
+        // ELSE 1 END + ...` or `(a IS NOT NULL)::int + ...`, is
+        // num_nonnulls(a, ...) (sanbase's `only_one_fk`).
+        Ex::Cmp(l, op, r) if nonnull_terms(l).is_some_and(|t| t.len() > 1) => {
+            let cols = nonnull_terms(l).unwrap_or_default();
+            let counted = Ex::Func("num_nonnulls".into(), cols);
+            comparison(&Ex::Cmp(Box::new(counted), op.clone(), r.clone()), vn, out)
         }
         // num_nonnulls(a, b, c) = 1, num_nulls(a, b) >= 1, ...
         Ex::Cmp(l, op, r) if matches!(&**l, Ex::Func(f, _) if f == "num_nonnulls" || f == "num_nulls") =>
@@ -866,6 +905,24 @@ mod tests {
             f["z"].nulls.map(|n| (n.0, n.2, n.3)),
             Some((NullRule::ExactlyOne, 2, 3))
         );
+        // The same count spelled as a sum of CASEs and of casts.
+        let f = facts(
+            "CHECK ((((CASE WHEN (x IS NULL) THEN 0 ELSE 1 END + CASE WHEN (y IS NOT NULL) \
+             THEN 1 ELSE 0 END) + ((z IS NOT NULL))::integer) = 1))",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            f["z"].nulls.map(|n| (n.0, n.2, n.3)),
+            Some((NullRule::ExactlyOne, 2, 3))
+        );
+        // A CASE that counts something else is not a count of the set.
+        let f = facts(
+            "CHECK (((CASE WHEN (x IS NULL) THEN 1 ELSE 0 END + CASE WHEN (y IS NULL) \
+             THEN 0 ELSE 1 END) = 1))",
+            None,
+        );
+        assert!(f.is_none_or(|f| f.get("x").is_none_or(|x| x.nulls.is_none())));
         let f = facts("CHECK (((ended IS NULL) OR (started <= ended)))", None).unwrap();
         assert_eq!(f["ended"].after, vec![("started".to_string(), false)]);
         let f = facts("CHECK (active)", None).unwrap();

@@ -14,6 +14,7 @@ use crate::catalog::schema::TypeKind;
 use crate::error::Result;
 use crate::seed::check_expr::ColFacts;
 use crate::seed::columns::{DAY, T_LO, default_gen, make_unique};
+use crate::seed::distinct;
 use crate::seed::row::generate::{Gen, Text};
 use crate::seed::row::plan::{FkPlan, Pick, TablePlan};
 use crate::seed::spec::{self, SpecFile};
@@ -601,7 +602,18 @@ fn carry_alone(k: &KeyHold, tp: &mut TablePlan, assigned: &mut [bool]) -> Result
             tp.cols[c].generator = g;
             assigned[c] = true;
             return Ok(true);
-        } else if !assigned[c] {
+        }
+        // A type whose own generator has no unique form (a time of day,
+        // an address, a range): row r's own value of the type.
+        if !k.spec_span.contains_key(&c)
+            && let Some(g) =
+                distinct::distinct_gen(&k.table.columns[c].kind, &tp.cols[c].generator, tp.rows)
+        {
+            tp.cols[c].generator = g;
+            assigned[c] = true;
+            return Ok(true);
+        }
+        if !assigned[c] {
             // Keep the default generator for joint enumeration below.
             assigned[c] = true;
         }

@@ -132,8 +132,10 @@ pub(crate) fn shape_text(s: &CheckDemands, mut text: String, h: u64) -> String {
                 best = Some(cand);
             }
         }
-        // A regex decides the whole value: case and blanks are the regex's.
-        return best.unwrap_or_default();
+        // A regex decides the value: case and blanks are the regex's.
+        let mut v = best.unwrap_or_default();
+        after_unanchored(s, &mut v, &text);
+        return v;
     }
     if s.lower {
         text = text.to_lowercase();
@@ -160,6 +162,27 @@ pub(crate) fn shape_text(s: &CheckDemands, mut text: String, h: u64) -> String {
         }
     }
     text
+}
+
+/// A pattern with no end anchor matches whatever follows a match: the
+/// generator's own value goes after the draw (its end, as much as the
+/// column's length leaves room for), so the row number a unique key ends
+/// in and the column's variety survive the regex. `source ~* '^https?://'`
+/// in a unique `(image_id, source)` drew `http://` or `https://` alone.
+fn after_unanchored(s: &CheckDemands, v: &mut String, text: &str) {
+    if !s.pattern.as_deref().is_some_and(|p| !p.contains('$')) || text.is_empty() {
+        return;
+    }
+    let room = s
+        .max_len
+        .map_or(usize::MAX, |m| m.saturating_sub(len_of(s, v)));
+    let n = text.chars().count();
+    let tail: String = text.chars().skip(n.saturating_sub(room)).collect();
+    let before = v.len();
+    v.push_str(&tail);
+    if s.max_len.is_some_and(|m| len_of(s, v) > m) {
+        v.truncate(before);
+    }
 }
 
 /// The length the column's bounds count: characters, or bytes.
@@ -218,6 +241,32 @@ mod tests {
             max_len: max,
             ..CheckDemands::default()
         }
+    }
+
+    /// Issue 46: a pattern with no end anchor keeps the generator's value
+    /// (its end, when the column is short) after the draw; one anchored at
+    /// its end decides the whole value.
+    #[test]
+    fn an_unanchored_pattern_keeps_the_value_after_its_draw() {
+        let with = |p: &str, max_len| CheckDemands {
+            regex: crate::seed::regex::native_regex(p, true, max_len).map(std::sync::Arc::new),
+            pattern: Some(p.to_string()),
+            max_len,
+            ..CheckDemands::default()
+        };
+        let url = with("^https?://", None);
+        let out = shape_text(&url, "lorem ipsum 1z".into(), 7);
+        // `~*`: the draw's case is the regex's.
+        assert!(
+            out.to_lowercase().starts_with("http") && out.ends_with("://lorem ipsum 1z"),
+            "{out:?}"
+        );
+        let short = with("^https?://", Some(11));
+        let out = shape_text(&short, "lorem ipsum 1z".into(), 7);
+        assert!(out.ends_with("1z") && out.chars().count() <= 11, "{out:?}");
+        let anchored = with("^https?://[a-z]+$", None);
+        let out = shape_text(&anchored, "lorem ipsum 1z".into(), 7);
+        assert!(!out.contains("1z"), "{out:?}");
     }
 
     /// Issue 46: a text shorter than a CHECK's minimum grows in its own
