@@ -31,6 +31,7 @@ pub(crate) mod columns;
 pub(crate) mod conn;
 pub mod copy;
 pub mod direct;
+pub(crate) mod histogram;
 pub mod load;
 pub(crate) mod options;
 pub(crate) mod partitions;

@@ -73,5 +73,6 @@ mod seed_tool_metadata;
 mod seed_types;
 mod seed_values;
 mod stats_capture;
+mod stats_fidelity;
 mod stats_seed;
 mod walkthrough;
