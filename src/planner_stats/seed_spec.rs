@@ -12,16 +12,19 @@
 //! - a column's `null_frac`: its `null`;
 //! - most common values that cover the column: `values`, weighted by their
 //!   frequencies;
-//! - a histogram of numbers, dates or timestamps: `range` over its bounds;
+//! - a histogram of numbers, dates or timestamps: `bins` (its equi-depth
+//!   bounds), with `distinct` (n_distinct, its sign kept so that a share of
+//!   the rows scales with `--scale` as PostgreSQL scales it) and the most
+//!   common values beside it in `values` at their shares;
+//! - most common values that cover the column, of any type `values` takes
+//!   (booleans and floats included): `values`;
 //! - a unique text column (`n_distinct = -1`): `unique = true`;
 //! - the tenant column's most common values (a foreign key named
 //!   `tenant_id`, `account_id`, ...): `[tenant]`, the top tenants `heavy`
 //!   with their shares of the table's rows, a zipf fitted to the rest.
 //!
-//! The spec cannot say everything a file does: a histogram's shape (a
-//! range is uniform), most common values beside a histogram, a distinct
-//! count a range does not give, physical order, a text histogram, foreign
-//! key fan-out other than the tenant's. Each such kind is one note, with
+//! The spec cannot say everything a file does: physical order, a text
+//! histogram, foreign key fan-out other than the tenant's. Each such kind is one note, with
 //! its count, for the seed's summary to list rather than drop silently.
 
 use std::collections::BTreeMap;
@@ -117,6 +120,7 @@ enum Kind {
     Text,
     /// An enum (values kept, a type the others are not).
     Label,
+    Bool,
     Other,
 }
 
@@ -130,8 +134,10 @@ fn kind(c: &ColumnStats) -> Kind {
         "real" | "double precision" => Kind::Float,
         "date" => Kind::Temporal,
         "text" | "citext" | "name" => Kind::Text,
-        "boolean" | "interval" | "money" | "uuid" | "json" | "jsonb" | "bytea" | "inet"
-        | "cidr" | "oid" => Kind::Other,
+        "boolean" => Kind::Bool,
+        "interval" | "money" | "uuid" | "json" | "jsonb" | "bytea" | "inet" | "cidr" | "oid" => {
+            Kind::Other
+        }
         _ if t.starts_with("numeric") => Kind::Float,
         _ if t.starts_with("timestamp") => Kind::Temporal,
         _ if t.starts_with("character") => Kind::Text,
@@ -274,13 +280,12 @@ fn column(
     }
     let covered: f64 = mcv.iter().map(|(_, f)| f).sum::<f64>() / (1.0 - null).max(1e-9);
     let whole = !mcv.is_empty() && (covered >= MCV_COVERAGE || distinct <= mcv.len() as f64 + 0.5);
-    let weighable = matches!(k, Kind::Int | Kind::Text | Kind::Temporal | Kind::Label);
+    let weighable = matches!(
+        k,
+        Kind::Int | Kind::Float | Kind::Bool | Kind::Text | Kind::Temporal | Kind::Label
+    );
     if whole && weighable {
-        let mut w = Table::new();
-        for (v, f) in &mcv {
-            w.insert((*v).to_string(), Value::Float(round(*f)));
-        }
-        e.insert("values".into(), Value::Table(w));
+        e.insert("values".into(), weights(&mcv));
         ordered(c, name, unmet);
         return Some(e);
     }
@@ -290,35 +295,39 @@ fn column(
             .chain(mcv.iter().map(|(v, _)| v))
             .copied()
             .collect();
-        if let Some(range) = range_of(k, &bounds) {
-            e.insert("range".into(), range.clone());
+        // Every non-NULL value distinct (a nullable unique column): a range,
+        // which the seed's uniqueness keeps distinct; a count of points would not.
+        let all_distinct = c
+            .n_distinct
+            .is_some_and(|d| d < 0.0 && f64::from(-d) >= (1.0 - null) - 0.001);
+        let bins = (hist.len() >= 2 && !all_distinct)
+            .then(|| bins_of(k, &hist))
+            .flatten();
+        if let Some(bins) = bins {
+            // The histogram's equi-depth bins, the most common values at
+            // their shares beside them, and the distinct count.
+            e.insert("bins".into(), bins);
+            if let Some(d) = c.n_distinct.filter(|d| *d != 0.0) {
+                e.insert("distinct".into(), Value::Float(round(f64::from(d))));
+            }
             if !mcv.is_empty() {
+                e.insert("values".into(), weights(&mcv));
+            }
+            ordered(c, name, unmet);
+            return Some(e);
+        }
+        if let Some(range) = range_of(k, &bounds) {
+            e.insert("range".into(), range);
+            if !all_distinct && let Some(d) = c.n_distinct.filter(|d| *d != 0.0) {
+                e.insert("distinct".into(), Value::Float(round(f64::from(d))));
+                if !mcv.is_empty() {
+                    e.insert("values".into(), weights(&mcv));
+                }
+            } else if !mcv.is_empty() {
                 unmet.add(
                     "most common values beside a histogram (drawn uniformly in the range instead)",
                     name.to_string(),
                 );
-            }
-            if hist.len() > 2 && !even(k, &hist) {
-                unmet.add(
-                    "histogram shapes (the range is drawn uniformly between its first and last bound)",
-                    name.to_string(),
-                );
-            }
-            if k == Kind::Int
-                && let Value::Array(a) = &range
-                && let (Some(lo), Some(hi)) = (a[0].as_integer(), a[1].as_integer())
-            {
-                let drawn = ((hi - lo + 1) as f64).min(rows * (1.0 - null));
-                if distinct > 0.0 && (drawn / distinct - 1.0).abs() > 0.15 {
-                    unmet.add(
-                        "distinct counts a range does not give",
-                        format!(
-                            "{name} ({} in the file, about {} drawn)",
-                            distinct.round(),
-                            drawn.round()
-                        ),
-                    );
-                }
             }
             ordered(c, name, unmet);
             return Some(e);
@@ -338,6 +347,37 @@ fn column(
     // alone would replace the generator the seed picks from the catalog
     // (a key's, a column of a composite key) for nothing.
     (null > 0.0).then_some(e)
+}
+
+/// `values = { v = share }`: each most common value at its share of the rows.
+fn weights(mcv: &[(&str, f64)]) -> Value {
+    let mut w = Table::new();
+    for (v, f) in mcv {
+        w.insert((*v).to_string(), Value::Float(round(*f)));
+    }
+    Value::Table(w)
+}
+
+/// `bins = [...]`: a histogram's bounds as the spec writes them, None when
+/// one does not read as the column's kind.
+fn bins_of(k: Kind, bounds: &[&str]) -> Option<Value> {
+    let one = |s: &&str| -> Option<Value> {
+        match k {
+            Kind::Int => s.parse().ok().map(Value::Integer),
+            Kind::Float => s
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .map(Value::Float),
+            Kind::Temporal => micros(s).map(|_| Value::String((*s).to_string())),
+            _ => None,
+        }
+    };
+    bounds
+        .iter()
+        .map(one)
+        .collect::<Option<Vec<_>>>()
+        .map(Value::Array)
 }
 
 /// A column in physical order: the spec draws in no order.
@@ -385,22 +425,6 @@ fn range_of(k: Kind, values: &[&str]) -> Option<Value> {
         }
         _ => None,
     }
-}
-
-/// Whether a histogram's bins are about equally wide (a uniform range
-/// then gives the same shape): the widest at most twice the narrowest.
-fn even(k: Kind, bounds: &[&str]) -> bool {
-    let x: Vec<f64> = bounds
-        .iter()
-        .filter_map(|s| match k {
-            Kind::Temporal => micros(s).map(|m| m as f64),
-            _ => s.parse().ok(),
-        })
-        .collect();
-    let widths: Vec<f64> = x.windows(2).map(|w| w[1] - w[0]).collect();
-    let lo = widths.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = widths.iter().copied().fold(0.0, f64::max);
-    widths.len() == bounds.len().saturating_sub(1) && lo > 0.0 && hi <= 2.0 * lo
 }
 
 /// A date or timestamp's seconds since 1970-01-01 (PostgreSQL's ISO text,
@@ -740,7 +764,7 @@ mod tests {
         assert_eq!(cols["note"]["null"].as_float(), Some(0.3));
         assert!(cols["note"].get("values").is_none());
         assert_eq!(
-            cols["at"]["range"][1].as_str(),
+            cols["at"]["bins"][2].as_str(),
             Some("2024-03-01 00:00:00+00")
         );
         let tenant = &spec["tenant"];
@@ -751,13 +775,12 @@ mod tests {
         let notes: Vec<String> = made.notes.iter().map(NotFollowed::line).collect();
         let notes = notes.join("\n");
         for kind in [
-            "histogram shapes (the range is drawn uniformly between its first and last bound): 1 (public.events.at)",
             "physical order (|correlation| > 0.9; the seed's values come in no order): 1 (public.events.at)",
             "text distributions beyond their most common values (no spec key draws text between histogram bounds): 1 (public.events.note)",
         ] {
             assert!(notes.contains(kind), "{notes}");
         }
-        assert_eq!(made.notes.len(), 3, "{notes}");
+        assert_eq!(made.notes.len(), 2, "{notes}");
         // --exact-tenants: the captured ids are the tenant numbers; beyond
         // the tenant count, none.
         let exact = spec_from(&file(), true);
@@ -789,6 +812,49 @@ mod tests {
         let status = events["columns"]["status"].as_table().unwrap();
         assert_eq!(status.len(), 1, "{status:?}");
         assert_eq!(events["columns"]["note"]["null"].as_float(), Some(0.3));
+    }
+
+    /// Issue 49: a histogram with most common values beside it and a
+    /// distinct count, and most common values of booleans and floats, are
+    /// said in the spec (`bins`, `distinct`, `values`), not listed as
+    /// statistics not followed.
+    #[test]
+    fn histograms_distinct_counts_and_boolean_and_float_weights_are_said() {
+        let mut f = file();
+        let mut score = col("score", "integer");
+        score.n_distinct = Some(-0.2);
+        score.most_common_vals = strings(&["0", "7"]);
+        score.most_common_freqs = Some(vec![0.3, 0.05]);
+        score.histogram_bounds = strings(&["1", "5", "900"]);
+        score.histogram_len = 3;
+        let mut flag = col("flag", "boolean");
+        flag.most_common_vals = strings(&["false", "true"]);
+        flag.most_common_freqs = Some(vec![0.8, 0.2]);
+        flag.n_distinct = Some(2.0);
+        let mut ratio = col("ratio", "double precision");
+        ratio.most_common_vals = strings(&["0.5", "1.25"]);
+        ratio.most_common_freqs = Some(vec![0.6, 0.4]);
+        ratio.n_distinct = Some(2.0);
+        f.tables[1].columns.extend([score, flag, ratio]);
+        let made = spec_from(&f, false);
+        let spec: Table = toml::from_str(&to_text(&made.spec, "f.json")).unwrap();
+        let cols = spec["tables"]["events"]["columns"].as_table().unwrap();
+        let score = &cols["score"];
+        assert_eq!(score["bins"].as_array().unwrap().len(), 3, "{score}");
+        assert_eq!(score["distinct"].as_float(), Some(-0.2));
+        assert_eq!(score["values"]["0"].as_float(), Some(0.3));
+        assert!(score.get("range").is_none(), "{score}");
+        assert_eq!(cols["flag"]["values"]["true"].as_float(), Some(0.2));
+        assert_eq!(cols["ratio"]["values"]["1.25"].as_float(), Some(0.4));
+        let notes: Vec<String> = made.notes.iter().map(NotFollowed::line).collect();
+        for n in &notes {
+            assert!(
+                !["score", "flag", "ratio"]
+                    .iter()
+                    .any(|c| n.contains(&format!("events.{c}"))),
+                "{notes:#?}"
+            );
+        }
     }
 
     #[test]

@@ -22,12 +22,33 @@ pub(crate) const DAY: i64 = 86_400_000_000;
 pub(crate) fn scalar_val(s: &Scalar, kind: &TypeKind) -> Option<Val> {
     Some(match (s, kind) {
         (Scalar::Str(v), k) if k.is_time() => Val::Micros(spec::parse_timestamp(v)?),
+        // A weighted value's key is text (`{ "true" = 0.7 }`, `{ "1.5" = 0.2 }`).
+        (Scalar::Str(v), TypeKind::Bool) => Val::Bool(parse_bool(v)?),
+        (Scalar::Str(v), TypeKind::Float4 | TypeKind::Float8) => Val::Float(v.trim().parse().ok()?),
+        (Scalar::Str(v), TypeKind::Numeric) => parse_dec(v)?,
         (Scalar::Str(v), _) => Val::Text(v.clone()),
         (Scalar::Int(i), TypeKind::Float4 | TypeKind::Float8) => Val::Float(*i as f64),
         (Scalar::Int(i), _) => Val::Int(*i),
         (Scalar::Float(f), _) => Val::Float(*f),
         (Scalar::Bool(b), _) => Val::Bool(*b),
     })
+}
+
+/// PostgreSQL's spellings of a boolean.
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "t" | "true" | "y" | "yes" | "on" | "1" => Some(true),
+        "f" | "false" | "n" | "no" | "off" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// `-12.50` as the unscaled decimal -1250, scale 2.
+fn parse_dec(s: &str) -> Option<Val> {
+    let s = s.trim();
+    let scale = s.split_once('.').map_or(0, |(_, f)| f.len()) as u32;
+    let digits: String = s.chars().filter(|c| *c != '.').collect();
+    Some(Val::Dec(digits.parse().ok()?, scale))
 }
 
 pub(crate) fn lit_val(l: &Lit, kind: &TypeKind) -> Val {
@@ -580,6 +601,8 @@ fn bound_gen(table: &Table, col: &Column, sub: &TypeKind) -> Option<Gen> {
 
 pub(crate) struct Ctx<'a> {
     pub(crate) sf: &'a SpecFile,
+    /// The table's rows (a `distinct` share of them is a count).
+    pub(crate) rows: u64,
 }
 
 impl Ctx<'_> {
@@ -614,6 +637,15 @@ impl Ctx<'_> {
                 },
                 _ => self.range(r, col, kind, cs, &span, &cname)?,
             });
+        }
+        if cs.bins.is_some() || cs.distinct.is_some() {
+            let common = match &cs.values {
+                Some(v) => Some((self.values(v, kind, f, &cname)?, v)),
+                None => None,
+            };
+            g = Some(crate::seed::histogram::compile(
+                sf, self.rows, col, kind, cs, common, &span, &cname,
+            )?);
         }
         if let Some(fmt) = &cs.format {
             g = Some(Gen::Text {
@@ -846,6 +878,8 @@ impl Ctx<'_> {
         if let Some(bad) = strings.iter().find(|x| match kind {
             k if k.is_int() => x.trim().parse::<i64>().is_err(),
             TypeKind::Float4 | TypeKind::Float8 => x.trim().parse::<f64>().is_err(),
+            TypeKind::Numeric => parse_dec(x).is_none(),
+            TypeKind::Bool => parse_bool(x).is_none(),
             k if k.is_time() => spec::parse_timestamp(x).is_none(),
             _ => false,
         }) {

@@ -32,6 +32,7 @@ pub(crate) mod conn;
 pub mod copy;
 pub mod direct;
 pub(crate) mod distinct;
+pub(crate) mod histogram;
 pub mod load;
 pub(crate) mod options;
 pub(crate) mod partitions;

@@ -139,6 +139,16 @@ pub struct ColumnSpec {
     pub element: Option<Box<ColumnSpec>>,
     /// Make the column unique by construction.
     pub unique: Option<bool>,
+    /// An equi-depth histogram: ascending bounds (numbers, or dates and
+    /// timestamps as strings), each bin as likely as the next; the values
+    /// `values` does not give are drawn from it. Integer, float, date and
+    /// timestamp columns.
+    pub bins: Option<Spanned<Vec<Scalar>>>,
+    /// The column's number of distinct values, as PostgreSQL's n_distinct
+    /// says it: a count (`200`), or minus a fraction of the table's rows
+    /// (`-0.25`: a quarter of them, however many the seed makes). With
+    /// `bins` or `range`.
+    pub distinct: Option<Spanned<f64>>,
 }
 
 /// A spec with the file it came from, for error positions.
@@ -425,6 +435,8 @@ struct ShadowColumn {
     gap: Option<Spanned<[i64; 2]>>,
     json: Option<BTreeMap<String, ShadowColumn>>,
     element: Option<Box<ShadowColumn>>,
+    bins: Option<Spanned<Vec<Scalar>>>,
+    distinct: Option<Spanned<f64>>,
 }
 
 /// The longest `gap` in seconds: its microseconds must fit 64 bits.
@@ -584,6 +596,35 @@ impl ShadowColumn {
                 format!("the weight of `{name}` is {weight}: every weight must be positive"),
                 Some("weights are relative (`{ free = 7, pro = 3 }`); leave out a value that never occurs".into()),
             ));
+        }
+        if let Some(d) = &self.distinct {
+            let d0 = *d.get_ref();
+            if !(d0.is_finite() && d0 != 0.0 && d0 >= -1.0) {
+                return Err(sf.error(
+                    d.span(),
+                    format!("`distinct = {d0}`: a count above 0, or a share of the rows from -1 to 0"),
+                    Some("as PostgreSQL's n_distinct: `200` values, or `-0.25` for a quarter of the rows".into()),
+                ));
+            }
+        }
+        if let Some(b) = &self.bins {
+            let key = |s: &Scalar| match s {
+                Scalar::Int(i) => Some(*i as f64),
+                Scalar::Float(f) => Some(*f),
+                Scalar::Str(t) => parse_timestamp(t).map(|m| m as f64),
+                Scalar::Bool(_) => None,
+            };
+            let keys: Option<Vec<f64>> = b.get_ref().iter().map(key).collect();
+            let ascending = keys
+                .as_ref()
+                .is_some_and(|k| k.len() >= 2 && k.windows(2).all(|w| w[0] <= w[1]));
+            if !ascending {
+                return Err(sf.error(
+                    b.span(),
+                    "`bins` must be two or more ascending numbers or timestamps",
+                    Some("the bounds of an equi-depth histogram, lowest first: `bins = [1, 10, 100]`".into()),
+                ));
+            }
         }
         for c in self.json.iter().flat_map(|j| j.values()) {
             c.check(sf)?;
@@ -792,6 +833,22 @@ created_at = { range = ["2021-01-01", "2026-01-01"], bias = 2.0 }
             (
                 "[tables.t.columns]\nb = { after = \"a\", gap = [60, 1] }\n",
                 (2, 26, "`gap = [60, 1]` is reversed"),
+            ),
+            (
+                "[tables.t.columns]\nn = { bins = [1, 50, 10] }\n",
+                (
+                    2,
+                    14,
+                    "`bins` must be two or more ascending numbers or timestamps",
+                ),
+            ),
+            (
+                "[tables.t.columns]\nn = { range = [1, 9], distinct = -2 }\n",
+                (
+                    2,
+                    34,
+                    "`distinct = -2`: a count above 0, or a share of the rows from -1 to 0",
+                ),
             ),
             (
                 "[tables.t.columns]\nn = { range = [10, 1] }\n",

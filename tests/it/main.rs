@@ -74,5 +74,6 @@ mod seed_types;
 mod seed_unique_types;
 mod seed_values;
 mod stats_capture;
+mod stats_fidelity;
 mod stats_seed;
 mod walkthrough;

@@ -200,7 +200,7 @@ pub(super) fn spec_generators(
     facts: &[ColFacts],
     tp: &mut TablePlan,
 ) -> Result<(Vec<bool>, SpecSpans)> {
-    let ctx = Ctx { sf };
+    let ctx = Ctx { sf, rows: tp.rows };
     let mut assigned: Vec<bool> = vec![false; table.columns.len()];
     let mut spec_span: HashMap<usize, std::ops::Range<usize>> = HashMap::new();
     for (c, col) in table.columns.iter().enumerate() {
