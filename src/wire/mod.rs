@@ -1,6 +1,6 @@
 //! The JSON formats planck writes and reads back: every command's result
 //! (explain's and replay's reports, the diff of two explain reports,
-//! migrate's, db's, the statistics file and its fidelity report). A shared
+//! seed's, migrate's, record's, db's, the statistics file and its fidelity report). A shared
 //! layer, so that the commands that read them (`report`, `check`) and the
 //! ones that write them never import each other; each domain converts its
 //! internal results into these types, and `crate::render` writes every
@@ -11,5 +11,7 @@ pub mod db;
 pub mod diff;
 pub mod explain;
 pub mod migrate;
+pub mod record;
 pub mod replay;
+pub mod seed;
 pub mod stats;
