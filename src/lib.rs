@@ -19,6 +19,7 @@ pub mod params;
 pub(crate) mod planner_stats;
 pub mod queries;
 pub mod record;
+pub(crate) mod render;
 pub mod replay;
 pub mod report;
 pub mod seed;

@@ -1,13 +1,11 @@
 //! `planck db`: the managed local PostgreSQL under `.planck/`.
 
-use std::io::{self, Write};
-use std::path::PathBuf;
-
 use crate::cli::db::DbCommand;
-use crate::cluster::{self, Cluster, State};
+use crate::cluster::{self, State};
 use crate::error::Result;
-use crate::output::{self, Log, Render};
+use crate::output::{self, Log};
 use crate::settings::Settings;
+use crate::wire::db::{DbStatus, DbUrl, DbWorker, FORMAT_VERSION};
 
 pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
     let cluster = settings.cluster()?;
@@ -42,7 +40,7 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                     ready.port
                 ));
             }
-            output::print(&Url(&ready.url), settings.format)?;
+            output::print(&url(&ready.url), settings.format)?;
         }
         DbCommand::Stop => {
             if cluster.blocking(|c| c.stop()).await? {
@@ -69,21 +67,28 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
                     State::Stopped => ("stopped", None),
                     State::Running { port, .. } => ("running", Some(port)),
                 };
-                workers.push((word, port, w.data_dir()));
+                workers.push(DbWorker {
+                    state: word.to_string(),
+                    port,
+                    data_dir: w.data_dir(),
+                });
             }
-            let status = Status {
-                cluster: &cluster,
-                word,
+            let status = DbStatus {
+                format_version: FORMAT_VERSION,
+                state: word.to_string(),
                 port,
                 url,
-                version,
-                workers,
+                data_dir: cluster.data_dir(),
+                run_as: cluster.run_as().map(str::to_string),
+                server_version: version,
+                bindir: cluster.bindir().to_path_buf(),
+                citus_workers: workers,
             };
             output::print(&status, settings.format)?;
         }
         DbCommand::Url { database } => {
             let ready = cluster.ready_with(None, &database, log, Log::info).await?;
-            output::print(&Url(&ready.url), settings.format)?;
+            output::print(&url(&ready.url), settings.format)?;
         }
         DbCommand::Destroy { wait } => {
             let dir = cluster.dir().to_path_buf();
@@ -98,85 +103,10 @@ pub async fn run(command: DbCommand, settings: &Settings) -> Result<i32> {
     Ok(0)
 }
 
-/// What `planck db status` prints: the server's state and where it lives,
-/// and each Citus worker's.
-struct Status<'a> {
-    cluster: &'a Cluster,
-    word: &'static str,
-    port: Option<u16>,
-    url: Option<String>,
-    version: String,
-    workers: Vec<(&'static str, Option<u16>, PathBuf)>,
-}
-
-impl Render for Status<'_> {
-    fn table(&self, w: &mut impl Write) -> io::Result<()> {
-        let cluster = self.cluster;
-        writeln!(w, "{}: {}", self.word, cluster.data_dir().display())?;
-        if let Some(u) = &self.url {
-            writeln!(w, "url: {u}")?;
-        }
-        writeln!(
-            w,
-            "postgres: {} ({})",
-            self.version,
-            cluster.bindir().display()
-        )?;
-        for (i, (state, port, data)) in self.workers.iter().enumerate() {
-            write!(w, "citus worker {}: {state}", i + 1)?;
-            if let Some(p) = port {
-                write!(w, " on port {p}")?;
-            }
-            writeln!(w, " ({})", data.display())?;
-        }
-        Ok(())
-    }
-
-    fn json(&self, w: &mut impl Write) -> io::Result<()> {
-        let cluster = self.cluster;
-        let mut v = serde_json::json!({
-            "format_version": 1,
-            "state": self.word,
-            "port": self.port,
-            "url": self.url,
-            "data_dir": cluster.data_dir(),
-            "run_as": cluster.run_as(),
-            "server_version": self.version,
-            "bindir": cluster.bindir(),
-        });
-        if !self.workers.is_empty() {
-            v["citus_workers"] = self
-                .workers
-                .iter()
-                .map(|(state, port, data)| {
-                    serde_json::json!({ "state": state, "port": port, "data_dir": data })
-                })
-                .collect();
-        }
-        writeln!(w, "{v:#}")
-    }
-
-    /// The same lines as [`Status::table`].
-    fn markdown(&self, w: &mut impl Write) -> io::Result<()> {
-        self.table(w)
-    }
-}
-
-/// A URL on stdout: the bare line, or `{"url": ...}` with --format json.
-struct Url<'a>(&'a str);
-
-impl Render for Url<'_> {
-    fn table(&self, w: &mut impl Write) -> io::Result<()> {
-        writeln!(w, "{}", self.0)
-    }
-
-    fn json(&self, w: &mut impl Write) -> io::Result<()> {
-        let v = serde_json::json!({ "format_version": 1, "url": self.0 });
-        writeln!(w, "{v}")
-    }
-
-    /// The bare line, as [`Url::table`].
-    fn markdown(&self, w: &mut impl Write) -> io::Result<()> {
-        self.table(w)
+/// A URL on stdout: the bare line, or `{"format_version":1,"url":...}`.
+fn url(url: &str) -> DbUrl {
+    DbUrl {
+        format_version: FORMAT_VERSION,
+        url: url.to_string(),
     }
 }

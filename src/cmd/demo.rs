@@ -223,7 +223,8 @@ pub async fn run(args: DemoArgs, settings: &Settings) -> Result<i32> {
     let seed = SeedSettings::for_spec(crate::demo::spec_path(&example), args.scale, settings)?;
     let summary = crate::seed::run(&conn, &seed.options, log).await?;
     let mut out = Vec::new();
-    output::render(&mut out, &summary, settings.format)
+    summary
+        .render(&mut out, settings.format)
         .map_err(|e| Error::internal(format!("rendering the seed summary: {e}")))?;
     // Step 4: plan every recorded statement as tenant and as admin.
     let baseline = demo_dir(settings).join("baseline.toml");

@@ -1,5 +1,5 @@
 //! `planck migrate`: applies the project's migrations (glue: the work is in
-//! [`crate::migrate`], the summary in [`crate::migrate::report`]).
+//! [`crate::migrate`], its wire form in [`crate::migrate::report`]).
 
 use crate::cli::migrate::MigrateArgs;
 use crate::error::Result;
@@ -15,10 +15,7 @@ pub async fn run(args: MigrateArgs, settings: &Settings) -> Result<i32> {
     let conn = settings.conn().await?;
     crate::bookkeeping::warn_pending_on(&conn, settings.log()).await;
     let outcome = migrate::run(&conn, &dir, args.fresh, args.force, settings.log()).await?;
-    let printed = migrate::report::Printed {
-        outcome: &outcome,
-        database: &conn.display(),
-    };
-    output::print(&printed, settings.format)?;
+    let report = migrate::report::to_wire(&outcome, &conn.display());
+    output::print(&report, settings.format)?;
     Ok(0)
 }

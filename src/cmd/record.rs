@@ -1,7 +1,7 @@
 //! `planck record`: runs a test command and captures, from
 //! pg_stat_statements, the statements it sent, into the queries file.
 //! Glue only: settings resolved in [`crate::settings::record`], the work in
-//! [`crate::record`], the summary in [`crate::record::report`].
+//! [`crate::record`], its wire form in [`crate::record::report`].
 
 use crate::cli::record::RecordArgs;
 use crate::error::{Result, exit};
@@ -17,9 +17,10 @@ pub async fn run(args: RecordArgs, settings: &Settings) -> Result<i32> {
     for w in &outcome.warnings {
         settings.warn(w);
     }
-    let printed = record::report::Printed {
-        outcome: &outcome,
-        project: &settings.project_dir,
+    let report = record::report::to_wire(&outcome, &settings.project_dir);
+    let printed = crate::render::Recorded {
+        report: &report,
+        list_all: outcome.list_all,
     };
     output::print(&printed, settings.format)?;
     // A failing or killed test run is recorded, and reported with exit 1;

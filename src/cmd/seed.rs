@@ -49,7 +49,7 @@ pub async fn run_on(
         Ok(mut summary) => {
             // `--stats FILE`: the summary names it and what it could not follow.
             summary.set_stats(s.options.spec.as_ref().and_then(|x| x.made_from.as_ref()));
-            crate::output::print(&summary, s.format)?;
+            summary.print(s.format)?;
             // A partial seed (issue 30 point 4): every other table is seeded,
             // the summary says which were not and why.
             Ok(if summary.partial() { 1 } else { 0 })

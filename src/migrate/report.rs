@@ -1,46 +1,11 @@
-//! What `planck migrate` did, rendered: a table, Markdown, or JSON
-//! ([`wire`], owned types apart from the internal ones).
+//! What `planck migrate` did, as its wire type ([`crate::wire::migrate`]),
+//! which every format is rendered from (`crate::render`).
 
-use std::io::Write;
+use super::Outcome;
+use crate::wire::migrate as wire;
 
-use crate::output::{self, Render};
-
-use super::{ObjectChange, Outcome};
-
-/// The JSON wire format of `planck --format json migrate`.
-pub mod wire {
-    use serde::{Deserialize, Serialize};
-
-    pub const FORMAT_VERSION: u32 = 1;
-
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct MigrateReport {
-        pub format_version: u32,
-        /// The database, password hidden.
-        pub database: String,
-        /// Files applied by this run, in order.
-        pub applied: Vec<String>,
-        /// Files applied earlier.
-        pub already_applied: usize,
-        /// Indexes and constraints this run's statements changed.
-        pub objects: Vec<Object>,
-    }
-
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Object {
-        pub migration: String,
-        pub line: usize,
-        /// `created`, `dropped`, `recreated` or `renamed`.
-        pub action: String,
-        /// `index` or `constraint`.
-        pub kind: String,
-        pub schema: String,
-        pub name: String,
-        pub table: Option<String>,
-        pub renamed_from: Option<String>,
-    }
-}
-
+/// The wire form of an outcome, its database shown as given (password
+/// hidden).
 pub fn to_wire(o: &Outcome, database: &str) -> wire::MigrateReport {
     wire::MigrateReport {
         format_version: wire::FORMAT_VERSION,
@@ -64,91 +29,11 @@ pub fn to_wire(o: &Outcome, database: &str) -> wire::MigrateReport {
     }
 }
 
-fn headline(o: &Outcome, database: &str) -> String {
-    if o.applied.is_empty() {
-        format!(
-            "{database}: up to date ({} migrations applied earlier)",
-            o.already
-        )
-    } else {
-        format!(
-            "{database}: applied {} migration(s): {}",
-            o.applied.len(),
-            o.applied.join(", ")
-        )
-    }
-}
-
-fn object(c: &ObjectChange) -> String {
-    let mut s = format!("{}.{}", c.schema, c.name);
-    if let Some(from) = &c.renamed_from {
-        s.push_str(&format!(" (was {from})"));
-    }
-    s
-}
-
-/// What `planck migrate` prints: the outcome and its database, shown as
-/// given (password hidden).
-pub struct Printed<'a> {
-    pub outcome: &'a Outcome,
-    pub database: &'a str,
-}
-
-impl Render for Printed<'_> {
-    fn json(&self, w: &mut impl Write) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(&to_wire(self.outcome, self.database))
-            .map_err(std::io::Error::other)?;
-        writeln!(w, "{text}")
-    }
-
-    fn table(&self, w: &mut impl Write) -> std::io::Result<()> {
-        let (o, database) = (self.outcome, self.database);
-        writeln!(w, "{}", headline(o, database))?;
-        if !o.objects.is_empty() {
-            let mut t = output::table(&["migration", "line", "change", "object", "table"]);
-            for c in &o.objects {
-                t.add_row(vec![
-                    c.migration.clone(),
-                    c.line.to_string(),
-                    format!("{} {}", c.action.name(), c.kind.name()),
-                    object(c),
-                    c.table.clone().unwrap_or_default(),
-                ]);
-            }
-            writeln!(w, "{t}")?;
-        }
-        Ok(())
-    }
-
-    fn markdown(&self, w: &mut impl Write) -> std::io::Result<()> {
-        let (o, database) = (self.outcome, self.database);
-        writeln!(w, "### planck migrate\n")?;
-        writeln!(w, "{}\n", output::md_cell(&headline(o, database)))?;
-        if !o.objects.is_empty() {
-            writeln!(w, "| migration | line | change | object | table |")?;
-            writeln!(w, "|---|---:|---|---|---|")?;
-            for c in &o.objects {
-                writeln!(
-                    w,
-                    "| {} | {} | {} {} | `{}` | {} |",
-                    output::md_cell(&c.migration),
-                    c.line,
-                    c.action.name(),
-                    c.kind.name(),
-                    output::md_cell(&object(c)),
-                    output::md_cell(c.table.as_deref().unwrap_or(""))
-                )?;
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::migrate::{Action, Kind};
-    use crate::output::Format;
+    use crate::migrate::{Action, Kind, ObjectChange};
+    use crate::output::{self, Format};
 
     fn outcome() -> Outcome {
         let change =
@@ -203,10 +88,7 @@ mod tests {
     }
 
     fn rendered(format: Format) -> String {
-        let printed = Printed {
-            outcome: &outcome(),
-            database: "postgres://app:***@db/shop",
-        };
+        let printed = to_wire(&outcome(), "postgres://app:***@db/shop");
         let mut out = Vec::new();
         output::render(&mut out, &printed, format).unwrap();
         String::from_utf8(out).unwrap()
@@ -222,10 +104,7 @@ mod tests {
             already: 4,
             ..Default::default()
         };
-        let printed = Printed {
-            outcome: &done,
-            database: "db",
-        };
+        let printed = to_wire(&done, "db");
         output::render(&mut out, &printed, Format::Table).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),

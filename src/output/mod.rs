@@ -329,6 +329,25 @@ pub fn csv_record<W: Write + ?Sized>(w: &mut W, fields: &[&str]) -> io::Result<(
     w.write_all(b"\r\n")
 }
 
+/// The command as a shell would need it typed: a word a shell would split
+/// or expand is single-quoted (`npm run 'test it'`).
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Escapes a value for a markdown table cell.
 pub fn md_cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")

@@ -13,7 +13,6 @@
 pub(crate) mod capture;
 pub(crate) mod compare;
 pub(crate) mod literal;
-pub(crate) mod render;
 pub mod seed_spec;
 pub mod setup;
 pub(crate) mod values;

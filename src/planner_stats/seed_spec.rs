@@ -29,9 +29,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+pub use crate::wire::seed::NotFollowed;
 use crate::wire::stats::{ColumnStats, StatsFile, TableStats, ValuesMode};
 
 /// The names of a tenant column (as the seed's own zero-spec inference).
@@ -60,33 +60,6 @@ pub struct StatsSpec {
     pub spec: Table,
     /// One entry per kind of statistic the spec does not follow.
     pub notes: Vec<NotFollowed>,
-}
-
-/// One kind of statistic the spec made of a file does not follow, and the
-/// columns (or tables) whose statistic it is. A wire type: the seed's JSON
-/// summary holds it (`stats.not_followed`), so it changes only with that
-/// summary's `format_version`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NotFollowed {
-    /// What the spec cannot say, and what the seed does instead.
-    pub kind: String,
-    /// How many columns (or tables) it concerns.
-    pub count: usize,
-    /// Each, `schema.table.column` (or `schema.table`).
-    pub names: Vec<String>,
-}
-
-impl NotFollowed {
-    /// `kind: 4 (a, b, c, and 1 more)`: the line the text forms print.
-    pub fn line(&self) -> String {
-        let shown: Vec<&str> = self.names.iter().take(3).map(String::as_str).collect();
-        let more = if self.count > 3 {
-            format!(", and {} more", self.count - 3)
-        } else {
-            String::new()
-        };
-        format!("{}: {} ({}{more})", self.kind, self.count, shown.join(", "))
-    }
 }
 
 /// What the spec cannot express, by kind: the columns (or tables) each

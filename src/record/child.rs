@@ -60,23 +60,7 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// The command as a shell would need it typed.
-pub fn shell_words(words: &[String]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub use crate::output::shell_words;
 
 /// Finds the program before anything is reset, so a typo costs nothing.
 pub fn resolve_program(

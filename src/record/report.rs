@@ -1,495 +1,17 @@
-//! What a recording did, rendered: a table, Markdown for a pull request,
-//! or JSON ([`wire`]) for tools.
+//! What a recording did, as its wire type ([`crate::wire::record`]), which
+//! every format is rendered from (`crate::render`).
 
-use std::io::Write;
 use std::path::Path;
 
-use crate::output::{self, Render};
-use crate::queries::{self, MergeStatus};
+use crate::queries::MergeStatus;
 use crate::record::{Exit, Outcome, Reason};
+use crate::wire::record as wire;
 
 fn shown_path(path: &Path, project: &Path) -> String {
     path.strip_prefix(project)
         .unwrap_or(path)
         .display()
         .to_string()
-}
-
-fn one_line(q: &str, max: usize) -> String {
-    let s = queries::normalize_space(q);
-    if s.chars().count() <= max {
-        s
-    } else {
-        let cut: String = s.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    }
-}
-
-fn ms(v: f64) -> String {
-    if v >= 1000.0 {
-        format!("{:.2} s", v / 1000.0)
-    } else {
-        format!("{v:.2} ms")
-    }
-}
-
-/// What `planck record` prints: the outcome, its paths shown relative to
-/// `project`.
-pub struct Printed<'a> {
-    pub outcome: &'a Outcome,
-    pub project: &'a Path,
-}
-
-impl Render for Printed<'_> {
-    fn table(&self, w: &mut impl Write) -> std::io::Result<()> {
-        render_table(w, self.outcome, self.project)
-    }
-
-    fn json(&self, w: &mut impl Write) -> std::io::Result<()> {
-        let text = serde_json::to_string_pretty(&to_wire(self.outcome, self.project))
-            .map_err(std::io::Error::other)?;
-        writeln!(w, "{text}")
-    }
-
-    fn markdown(&self, w: &mut impl Write) -> std::io::Result<()> {
-        render_markdown(w, self.outcome, self.project)
-    }
-}
-
-/// The summary, in lines that fit an 80-column terminal (a long path aside).
-fn headline(o: &Outcome, project: &Path) -> [String; 2] {
-    let m = &o.merge;
-    let dropped: usize = o.dropped.values().sum();
-    [
-        format!(
-            "{} statement(s) recorded into {}",
-            o.statements.len(),
-            shown_path(&o.file, project)
-        ),
-        format!(
-            "{} added, {} updated, {} unchanged, {} hand-added; {} noise dropped, {} vanished{}",
-            m.count(MergeStatus::Added),
-            m.count(MergeStatus::Updated),
-            m.count(MergeStatus::Unchanged),
-            m.count(MergeStatus::Manual),
-            dropped,
-            m.vanished.len(),
-            if m.pruned && !m.vanished.is_empty() {
-                " (pruned)"
-            } else {
-                ""
-            }
-        ),
-    ]
-}
-
-fn command_line(o: &Outcome) -> Option<String> {
-    o.exit.map(|e| {
-        format!(
-            "command `{}` {}",
-            crate::record::child::shell_words(&o.command),
-            e.describe()
-        )
-    })
-}
-
-/// `dropped: transaction 4, setting 2, ...`, wrapped at 80 columns.
-fn dropped_lines(o: &Outcome) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut line = String::from("dropped:");
-    let parts: Vec<String> = o
-        .dropped
-        .iter()
-        .map(|(r, n)| format!("{} {n}", r.name()))
-        .collect();
-    for (i, p) in parts.iter().enumerate() {
-        let piece = if i + 1 < parts.len() {
-            format!(" {p},")
-        } else {
-            format!(" {p}")
-        };
-        if line.chars().count() + piece.chars().count() > 80 {
-            lines.push(std::mem::replace(&mut line, "        ".to_string()));
-        }
-        line.push_str(&piece);
-    }
-    if !parts.is_empty() {
-        lines.push(line);
-    }
-    lines
-}
-
-/// The statements left out as migrations' own (issue 13, 6), so a
-/// reviewer of the queries file sees what is missing and why: a count, then
-/// the texts (the first [`MIGRATION_SHOWN`], every one with `--verbose`).
-fn migration_lines(o: &Outcome) -> Vec<String> {
-    let n = o.migration_only.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let mut lines = vec![format!(
-        "{n} statement(s) run only by migrations left out (every call was in a transaction that changed the schema or wrote a migration tool's bookkeeping, or ran on its connection before the tool recorded the migration there):"
-    )];
-    let shown = if o.list_all {
-        n
-    } else {
-        n.min(MIGRATION_SHOWN)
-    };
-    for q in &o.migration_only[..shown] {
-        lines.push(format!("  {}", one_line(q, 76)));
-    }
-    if shown < n {
-        lines.push(format!(
-            "  ... and {} more (--verbose lists every one)",
-            n - shown
-        ));
-    }
-    lines
-}
-
-/// Migration-only statements the compact summary lists.
-const MIGRATION_SHOWN: usize = 5;
-
-/// What the capture relay saw (issue 12, 5): connections, transactions,
-/// shapes, the longest, and the statements that opened long ones.
-fn relay_lines(o: &Outcome) -> Vec<String> {
-    let Some(r) = &o.relay else {
-        return Vec::new();
-    };
-    let mut lines = vec![format!(
-        "relay: {} connection(s), {} transaction(s){}, {} shape(s) written{}, {} autocommit statement(s){}",
-        r.connections,
-        r.transactions,
-        if r.migration_transactions > 0 {
-            format!(
-                " ({} of them migrations', not written)",
-                r.migration_transactions
-            )
-        } else {
-            String::new()
-        },
-        r.shapes_written,
-        if r.over_limit > 0 {
-            format!(
-                " ({} more beyond --max-transactions, {} calls)",
-                r.over_limit, r.over_limit_calls
-            )
-        } else {
-            String::new()
-        },
-        r.lone,
-        if r.migration_lone > 0 {
-            format!(" ({} of them migrations')", r.migration_lone)
-        } else {
-            String::new()
-        }
-    )];
-    if let (Some((t, tn)), Some((n, nt))) = (r.longest_time, r.longest_statements) {
-        lines.push(format!(
-            "longest transaction: {} ({tn} statement(s)); most statements: {n} ({})",
-            ms(t),
-            ms(nt)
-        ));
-    }
-    if !r.slow_openers.is_empty() {
-        let parts: Vec<String> = r
-            .slow_openers
-            .iter()
-            .map(|(s, n)| format!("{} ({n})", one_line(s, 40)))
-            .collect();
-        lines.push(format!(
-            "opened transactions open over 100 ms: {}",
-            parts.join(", ")
-        ));
-    }
-    if r.databases.len() > 1 || r.unmatched > 0 || r.relay_only > 0 {
-        let dbs: Vec<&str> = r.databases.keys().map(String::as_str).collect();
-        lines.push(format!(
-            "databases used: {}; texts matched by queryid {}, by text {}, left out as noise {}, unmatched {}{}",
-            dbs.join(", "),
-            r.by_queryid,
-            r.by_text,
-            r.noise,
-            r.unmatched,
-            if r.relay_only > 0 {
-                format!(
-                    "; {} statement(s) from the relay only (not in pg_stat_statements: evicted, or kept under another text)",
-                    r.relay_only
-                )
-            } else {
-                String::new()
-            }
-        ));
-    }
-    lines
-}
-
-/// The databases recorded, when the run used more than the target (issue 12, 4).
-fn databases_line(o: &Outcome) -> Option<String> {
-    (o.recorded_databases.len() > 1)
-        .then(|| format!("databases recorded: {}", o.recorded_databases.join(", ")))
-}
-
-/// Statements shown in the summary: every one with `--verbose`, else the
-/// [`TOP`] most called (in the file's order), and how many are left out.
-fn shown_statements(o: &Outcome) -> (Vec<&crate::record::Kept>, usize) {
-    if o.list_all || o.statements.len() <= TOP {
-        return (o.statements.iter().collect(), 0);
-    }
-    let mut by_calls: Vec<(usize, &crate::record::Kept)> =
-        o.statements.iter().enumerate().collect();
-    by_calls.sort_by(|a, b| b.1.calls.cmp(&a.1.calls).then(a.0.cmp(&b.0)));
-    let mut top: Vec<(usize, &crate::record::Kept)> = by_calls.into_iter().take(TOP).collect();
-    top.sort_by_key(|(i, _)| *i);
-    (
-        top.into_iter().map(|(_, k)| k).collect(),
-        o.statements.len() - TOP,
-    )
-}
-
-/// Statements the compact summary shows (issue 12, 4).
-const TOP: usize = 20;
-
-fn render_table(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Result<()> {
-    if let Some(c) = command_line(o) {
-        writeln!(w, "{c}")?;
-    }
-    if !o.statements.is_empty() {
-        let mut t = output::table(&["role", "rls", "calls", "mean", "statement"]);
-        let (shown, more) = shown_statements(o);
-        for k in shown {
-            t.add_row(vec![
-                k.role.clone(),
-                if k.bypass_rls { "bypass" } else { "applies" }.to_string(),
-                output::count(k.calls),
-                if k.from_relay {
-                    "-".to_string()
-                } else {
-                    ms(k.total_ms / k.calls.max(1) as f64)
-                },
-                one_line(&k.query, 200),
-            ]);
-        }
-        writeln!(w, "{t}")?;
-        if more > 0 {
-            writeln!(
-                w,
-                "... and {more} more statement(s), fewer calls (--verbose lists every one)"
-            )?;
-        }
-    }
-    for l in headline(o, project) {
-        writeln!(w, "{l}")?;
-    }
-    for l in dropped_lines(o) {
-        writeln!(w, "{l}")?;
-    }
-    for l in migration_lines(o) {
-        writeln!(w, "{l}")?;
-    }
-    if let Some(l) = databases_line(o) {
-        writeln!(w, "{l}")?;
-    }
-    for l in relay_lines(o) {
-        writeln!(w, "{l}")?;
-    }
-    for v in &o.merge.vanished {
-        let head = format!("vanished: {} [{}] ", v.id, v.role.as_deref().unwrap_or("-"));
-        let room = 80usize.saturating_sub(head.chars().count()).max(20);
-        writeln!(w, "{head}{}", one_line(&v.query, room))?;
-    }
-    Ok(())
-}
-
-fn render_markdown(w: &mut impl Write, o: &Outcome, project: &Path) -> std::io::Result<()> {
-    writeln!(w, "### planck record\n")?;
-    if let Some(c) = command_line(o) {
-        writeln!(w, "{}\n", output::md_cell(&c))?;
-    }
-    let [recorded, counts] = headline(o, project);
-    writeln!(w, "{recorded}: {counts}\n")?;
-    let dropped = dropped_lines(o);
-    if !dropped.is_empty() {
-        let parts: Vec<&str> = dropped.iter().map(|l| l.trim()).collect();
-        writeln!(w, "{}\n", parts.join(" "))?;
-    }
-    let migrations = migration_lines(o);
-    if let Some((head, rest)) = migrations.split_first() {
-        writeln!(w, "{}\n", output::md_cell(head))?;
-        for l in rest {
-            writeln!(w, "- `{}`", output::md_cell(l.trim()).replace('`', "'"))?;
-        }
-        writeln!(w)?;
-    }
-    if let Some(l) = databases_line(o) {
-        writeln!(w, "{}\n", output::md_cell(&l))?;
-    }
-    for l in relay_lines(o) {
-        writeln!(w, "{}\n", output::md_cell(&l))?;
-    }
-    if !o.statements.is_empty() {
-        writeln!(w, "| role | RLS | calls | mean | statement | status |")?;
-        writeln!(w, "|---|---|---:|---:|---|---|")?;
-        let (shown, more) = shown_statements(o);
-        for k in shown {
-            writeln!(
-                w,
-                "| {} | {} | {} | {} | `{}` | {} |",
-                output::md_cell(&k.role),
-                if k.bypass_rls { "bypass" } else { "applies" },
-                output::count(k.calls),
-                ms(k.total_ms / k.calls.max(1) as f64),
-                output::md_cell(&one_line(&k.query, 120)).replace('`', "'"),
-                k.status.name()
-            )?;
-        }
-        if more > 0 {
-            writeln!(
-                w,
-                "\n... and {more} more statement(s) (`--verbose` lists every one)"
-            )?;
-        }
-        writeln!(w)?;
-    }
-    for v in &o.merge.vanished {
-        writeln!(
-            w,
-            "- vanished: `{}` {}",
-            v.id,
-            output::md_cell(&one_line(&v.query, 80))
-        )?;
-    }
-    for x in &o.warnings {
-        writeln!(w, "> warning: {}", output::md_cell(x))?;
-    }
-    Ok(())
-}
-
-/// The JSON wire format of `planck --format json record`: owned types,
-/// apart from the internal ones, so it changes only on purpose. Tools (and
-/// the tests) read it back with these same types.
-pub mod wire {
-    use std::collections::BTreeMap;
-
-    use serde::{Deserialize, Serialize};
-
-    pub const FORMAT_VERSION: u32 = 1;
-
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct RecordReport {
-        pub format_version: u32,
-        pub database: String,
-        /// The queries file, relative to the project when inside it.
-        pub file: String,
-        pub command: Vec<String>,
-        /// `None` when there was no command.
-        pub exit: Option<Exit>,
-        /// `reset`, `snapshot` or `current`.
-        pub mode: String,
-        pub created_extension: bool,
-        pub kept: usize,
-        /// Distinct statements dropped, for every reason (0 included).
-        pub dropped: BTreeMap<String, usize>,
-        pub added: usize,
-        pub updated: usize,
-        pub unchanged: usize,
-        pub manual: usize,
-        pub vanished: Vec<Vanished>,
-        pub pruned: bool,
-        pub warnings: Vec<String>,
-        pub statements: Vec<Statement>,
-        /// What the capture relay saw; absent when the run was not relayed.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub relay: Option<Relay>,
-        /// The databases whose statements were recorded: the target, then
-        /// those created during the run.
-        #[serde(default)]
-        pub recorded_databases: Vec<String>,
-        /// Statements run only by migrations, left out of the file (issue
-        /// 13, 6): their texts.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        pub migration_only: Vec<String>,
-    }
-
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Relay {
-        pub connections: u64,
-        pub incomplete_connections: u64,
-        pub left_open: u64,
-        pub transactions: u64,
-        pub autocommit_statements: u64,
-        pub shapes_written: usize,
-        pub shapes_over_limit: usize,
-        pub calls_over_limit: u64,
-        pub matched_by_queryid: usize,
-        pub matched_by_text: usize,
-        pub unmatched: usize,
-        /// Distinct relayed texts left out as noise (catalog queries).
-        #[serde(default)]
-        pub noise: usize,
-        /// Statements only the relay had (not in pg_stat_statements).
-        #[serde(default)]
-        pub relay_only: usize,
-        pub longest_ms: Option<f64>,
-        pub longest_statements: Option<usize>,
-        pub most_statements: Option<usize>,
-        pub most_statements_ms: Option<f64>,
-        /// Statement id (else normalized text) and how often it opened a
-        /// transaction that stayed open over 100 ms.
-        pub slow_openers: Vec<(String, u64)>,
-        /// Database and connections to it.
-        pub databases: BTreeMap<String, u64>,
-        /// Exact median pause (ms) per written transaction id.
-        pub think_ms: BTreeMap<String, f64>,
-        /// Migrations' transactions: counted in `transactions`, never written.
-        #[serde(default)]
-        pub migration_transactions: u64,
-        /// Migrations' autocommit statements (run before the tool recorded
-        /// the migration): counted in `autocommit_statements`.
-        #[serde(default)]
-        pub migration_autocommit_statements: u64,
-    }
-
-    /// `{"code": 0}` or `{"signal": 9, "signal_name": "SIGKILL"}`.
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Exit {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub code: Option<i32>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub signal: Option<i32>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        pub signal_name: Option<String>,
-    }
-
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Vanished {
-        pub id: String,
-        pub role: Option<String>,
-        pub query: String,
-    }
-
-    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-    pub struct Statement {
-        pub id: String,
-        pub queryid: i64,
-        pub role: String,
-        pub bypass_rls: bool,
-        pub calls: u64,
-        pub rows: u64,
-        pub total_ms: f64,
-        pub mean_ms: f64,
-        pub query: String,
-        /// Why it is noise, when kept with `--keep-all`.
-        pub noise: Option<String>,
-        /// `added`, `updated`, `unchanged` or `manual`.
-        pub status: String,
-        /// `top` and/or `function`, as the queries file keeps them (empty:
-        /// as the client sent it).
-        pub contexts: Vec<String>,
-        /// Taken from the capture relay alone: no timings.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        pub from_relay: bool,
-    }
 }
 
 /// The wire form of an outcome.
@@ -586,7 +108,7 @@ pub fn to_wire(o: &Outcome, project: &Path) -> wire::RecordReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::Format;
+    use crate::output::{self, Format};
     use crate::queries::{Merge, Statement};
     use crate::record::{Kept, Mode};
 
@@ -660,9 +182,15 @@ mod tests {
     }
 
     fn rendered(format: Format) -> String {
-        let printed = Printed {
-            outcome: &outcome(),
-            project: Path::new("/p"),
+        render(&outcome(), format)
+    }
+
+    /// `o` in `format`, as `planck record` prints it.
+    fn render(o: &Outcome, format: Format) -> String {
+        let report = to_wire(o, Path::new("/p"));
+        let printed = crate::render::Recorded {
+            report: &report,
+            list_all: o.list_all,
         };
         let mut out = Vec::new();
         output::render(&mut out, &printed, format).unwrap();
@@ -727,9 +255,7 @@ mod tests {
             lone: 7,
             ..Default::default()
         });
-        let mut out = Vec::new();
-        render_table(&mut out, &o, Path::new("/p")).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = render(&o, Format::Table);
         assert!(text.contains("SELECT c24 FROM t"), "{text}");
         assert!(text.contains("SELECT c5 FROM t"), "{text}");
         assert!(!text.contains("SELECT c4 FROM t"), "{text}");
@@ -739,9 +265,7 @@ mod tests {
             "{text}"
         );
         o.list_all = true;
-        let mut out = Vec::new();
-        render_table(&mut out, &o, Path::new("/p")).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = render(&o, Format::Table);
         assert!(text.contains("SELECT c4 FROM t") && !text.contains("more statement"));
     }
 
@@ -757,9 +281,7 @@ mod tests {
             relay_only: 1,
             ..Default::default()
         });
-        let mut out = Vec::new();
-        render_table(&mut out, &o, Path::new("/p")).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = render(&o, Format::Table);
         assert!(
             text.contains("databases recorded: shop, test_shop"),
             "{text}"
@@ -794,9 +316,7 @@ mod tests {
             ..Default::default()
         });
         o.list_all = false;
-        let mut out = Vec::new();
-        render_table(&mut out, &o, Path::new("/p")).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = render(&o, Format::Table);
         assert!(
             text.contains("7 statement(s) run only by migrations left out (every call was in a transaction that changed the schema"),
             "{text}"
@@ -826,9 +346,7 @@ mod tests {
             "{text}"
         );
         o.list_all = true;
-        let mut out = Vec::new();
-        render_markdown(&mut out, &o, Path::new("/p")).unwrap();
-        let md = String::from_utf8(out).unwrap();
+        let md = render(&o, Format::Markdown);
         assert!(
             md.contains("- `UPDATE \"api_check\" SET \"c6\" = $1"),
             "{md}"

@@ -46,7 +46,6 @@ use std::time::Instant;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::SinkExt;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget};
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_postgres::Client;
 
@@ -115,21 +114,7 @@ pub struct TableReport {
     pub shards: Option<ShardSpread>,
 }
 
-/// How a Citus distributed table's rows and bytes spread over its shards
-/// and workers: the skew the tenants' sizes make (issue 36, 2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShardSpread {
-    pub shards: u64,
-    /// The shard holding the most rows, and its worker (`host:port`).
-    pub heaviest_shard: i64,
-    pub heaviest_worker: String,
-    pub heaviest_rows: u64,
-    pub heaviest_bytes: u64,
-    pub rows: u64,
-    pub bytes: u64,
-    /// Bytes per worker, heaviest first.
-    pub workers: Vec<(String, u64)>,
-}
+pub use crate::wire::seed::ShardSpread;
 
 /// What a load did, for the summary and the benchmark.
 #[derive(Debug, Clone, Default)]

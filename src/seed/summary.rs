@@ -1,20 +1,20 @@
-//! What a seed reports, and its three renderers (table, Markdown, JSON).
-//!
-//! [`Summary`] is built once from the plan and the load report; each
-//! renderer writes it to any `impl Write` (stdout in the command, a
-//! `Vec<u8>` in the snapshot tests). The JSON form is a wire type of its own
-//! ([`JsonSummary`]) and changes only with `format_version`.
+//! What a seed reports: [`Summary`], built once from the plan and the load
+//! report, and its wire form ([`crate::wire::seed::SeedSummary`], the JSON,
+//! changed only with `format_version`), which every format is rendered
+//! from (`crate::render`).
 
 use std::io::{self, Write};
 
-use serde::{Deserialize, Serialize};
-
-use crate::output::{self, Render};
-use crate::planner_stats::seed_spec::NotFollowed;
+use crate::output::{self, Format};
+use crate::render::Seeded;
 use crate::seed::load::{LoadNotes, LoadReport, ShardSpread};
 use crate::seed::row::plan::{SeedPlan, Unseedable};
 use crate::seed::sizing_roles::{Role, TableRole};
 use crate::seed::spec::MadeFrom;
+pub use crate::wire::seed::StatsSource;
+/// The names `tests/it` reads the wire types by.
+pub use crate::wire::seed::{NotSeeded as JsonNotSeeded, SeedSummary as JsonSummary};
+use crate::wire::seed::{NotSeeded, SeedSummary, SeedTable};
 
 /// What kind of run a summary describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,18 +75,6 @@ pub struct Summary {
     /// `--stats FILE`: the file and what the spec made of it does not
     /// follow (set with [`Summary::set_stats`]).
     pub stats: Option<StatsSource>,
-}
-
-/// `planck seed --stats FILE`: the file the data was shaped by, and what
-/// of it the seed could not follow (wire type: the JSON summary's `stats`,
-/// changes only with `format_version`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StatsSource {
-    /// The statistics file, as the seed read it.
-    pub file: String,
-    /// Each kind of statistic the spec made of the file cannot say, with
-    /// the columns (or tables) it concerns; empty when it follows them all.
-    pub not_followed: Vec<NotFollowed>,
 }
 
 impl Summary {
@@ -182,134 +170,6 @@ impl Summary {
         !self.not_seeded.is_empty()
     }
 
-    /// The tables not seeded, one paragraph each: the cause, its hints and
-    /// the spec lines that fix it (a cascade names the table it depends on).
-    fn not_seeded_lines(&self) -> Vec<String> {
-        if self.not_seeded.is_empty() {
-            return Vec::new();
-        }
-        let mut out = vec![format!(
-            "partial seed: {} table(s) not seeded, left as they were \
-             (--all-or-nothing refuses the whole run instead):",
-            self.not_seeded.len()
-        )];
-        for u in &self.not_seeded {
-            match &u.depends_on {
-                Some(p) => out.push(format!(
-                    "- {}: not seeded because {p} is not (a NOT NULL foreign key)",
-                    u.table
-                )),
-                None => {
-                    // A server error's DETAIL on the same line.
-                    let cause: Vec<&str> = u
-                        .cause
-                        .lines()
-                        .map(str::trim)
-                        .filter(|l| !l.is_empty())
-                        .collect();
-                    out.push(format!("- {}", cause.join(" ")));
-                    out.extend(u.hints.iter().map(|h| format!("  hint: {h}")));
-                    out.push(format!("  spec: {}", u.spec_fix()));
-                }
-            }
-        }
-        out
-    }
-
-    /// The notes as sentences, one a line, for the table and Markdown forms.
-    fn note_lines(&self) -> Vec<String> {
-        let n = &self.notes;
-        let mut out = Vec::new();
-        for t in &self.tables {
-            if let Some(s) = &t.shards {
-                out.push(shard_line(&t.table, s));
-            }
-        }
-        if let Some(st) = &self.stats {
-            out.push(if st.not_followed.is_empty() {
-                format!(
-                    "shaped by the statistics of {}: every statistic followed",
-                    st.file
-                )
-            } else {
-                format!(
-                    "shaped by the statistics of {}; {} kind(s) of statistic not followed \
-                     (the spec cannot say them), each below",
-                    st.file,
-                    st.not_followed.len()
-                )
-            });
-            out.extend(
-                st.not_followed
-                    .iter()
-                    .map(|n| format!("not followed: {}", n.line())),
-            );
-        }
-        if !self.followed_recording.is_empty() {
-            out.push(format!(
-                "followed the recording ([observed] of the queries file): {}",
-                self.followed_recording.join("; ")
-            ));
-        }
-        if n.triggers_disabled > 0 {
-            out.push(format!(
-                "triggers disabled during the load: {} on {} table(s), enabled again \
-                 (what they derive, counters or search vectors, is generated, not derived)",
-                n.triggers_disabled, n.trigger_tables
-            ));
-        }
-        if !n.event_triggers.is_empty() {
-            out.push(format!(
-                "event triggers fired on planck's DDL (only a superuser can silence them): {}",
-                n.event_triggers.join(", ")
-            ));
-        }
-        for k in &n.kept_in_place {
-            out.push(format!(
-                "loaded with its key in place (slower; planck never drops a user's view): {k}"
-            ));
-        }
-        let migrations: Vec<String> = n
-            .tables_kept
-            .iter()
-            .filter(|t| !n.seeded_before.contains(t))
-            .filter(|t| {
-                !n.tables_held
-                    .iter()
-                    .any(|h| h.starts_with(&format!("{t} (")))
-            })
-            .map(|t| match self.kept_rows.iter().find(|(k, _)| k == t) {
-                Some((_, n)) => format!("{t} ({})", output::count_of(*n, "row")),
-                None => t.clone(),
-            })
-            .collect();
-        if !migrations.is_empty() {
-            out.push(format!(
-                "kept as they were (rows the migrations wrote, migration bookkeeping): {}",
-                migrations.join(", ")
-            ));
-        }
-        if !n.tables_held.is_empty() {
-            out.push(format!(
-                "kept as they were (rows left alone reference them; replacing them would break those keys): {}",
-                n.tables_held.join(", ")
-            ));
-        }
-        if !n.seeded_before.is_empty() {
-            out.push(format!(
-                "kept as they were (rows an earlier planck seed wrote; --truncate replaces them): {}",
-                n.seeded_before.join(", ")
-            ));
-        }
-        if !n.partitions_created.is_empty() {
-            out.push(format!(
-                "created partitions for tables that had none (`planck seed --restore --forget TABLE` drops them): {}",
-                n.partitions_created.join(", ")
-            ));
-        }
-        out
-    }
-
     /// `--restore`: nothing for stdout.
     pub fn restored(_count: usize) -> Summary {
         Summary {
@@ -341,95 +201,10 @@ impl Summary {
     }
 }
 
-/// One table of the JSON summary (wire type: changes only with `format_version`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonTable {
-    pub table: String,
-    pub rows: u64,
-    /// Heap and TOAST bytes; null in a dry run.
-    pub data_bytes: Option<u64>,
-    /// With indexes; null in a dry run.
-    pub total_bytes: Option<u64>,
-    pub seconds: Option<f64>,
-    /// On Citus, a distributed table's spread over its shards (added within
-    /// format_version 1; left out elsewhere).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shards: Option<ShardSpread>,
-    /// A dry run's sizing role and why, `core: referenced by 5 tables`
-    /// (added within format_version 1; left out when not known).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub role: Option<String>,
-}
-
-/// The JSON summary (wire type: changes only with `format_version`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonSummary {
-    pub format_version: u32,
-    pub seed: u64,
-    pub dry_run: bool,
-    pub seconds: f64,
-    pub load_seconds: Option<f64>,
-    pub copy_seconds: Option<f64>,
-    pub index_seconds: Option<f64>,
-    pub vacuum_seconds: Option<f64>,
-    pub rows: u64,
-    pub data_bytes: Option<u64>,
-    pub total_bytes: Option<u64>,
-    pub tables: Vec<JsonTable>,
-    /// Added within format_version 1 (readers of the earlier form ignore them).
-    #[serde(default)]
-    pub triggers_disabled: usize,
-    #[serde(default)]
-    pub trigger_tables: usize,
-    #[serde(default)]
-    pub event_triggers: Vec<String>,
-    /// `table: constraint (why)`, loaded with the constraint in place.
-    #[serde(default)]
-    pub kept_in_place: Vec<String>,
-    /// Tables left as they were (reference data, migration bookkeeping).
-    #[serde(default)]
-    pub tables_kept: Vec<String>,
-    /// Those of `tables_kept` an earlier planck seed wrote.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub seeded_before: Vec<String>,
-    /// Columns that followed the queries file's `[observed]` (left out when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub followed_recording: Vec<String>,
-    /// Those of `tables_kept` kept because rows left alone reference them,
-    /// each `table (rows of X reference it)` (left out when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tables_held: Vec<String>,
-    /// Partitions planck created, `table: N partition(s) (how)` (left out when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub partitions_created: Vec<String>,
-    /// The tables not seeded (a partial run, exit 1; left out when none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub not_seeded: Vec<JsonNotSeeded>,
-    /// `--stats FILE`: the file and what of it the seed did not follow
-    /// (added within format_version 1; left out without `--stats`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stats: Option<StatsSource>,
-}
-
-/// A table the run could not seed (wire type: changes only with `format_version`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonNotSeeded {
-    pub table: String,
-    /// What stops it, prefixed with the table (and column).
-    pub reason: String,
-    #[serde(default)]
-    pub hints: Vec<String>,
-    /// The spec lines that fix it (null for a table not seeded because the
-    /// table it depends on is not).
-    pub spec: Option<String>,
-    /// The table not seeded that a NOT NULL foreign key of this one references.
-    pub depends_on: Option<String>,
-}
-
-impl From<&Summary> for JsonSummary {
-    fn from(s: &Summary) -> JsonSummary {
-        JsonSummary {
-            format_version: 1,
+impl From<&Summary> for SeedSummary {
+    fn from(s: &Summary) -> SeedSummary {
+        SeedSummary {
+            format_version: crate::wire::seed::FORMAT_VERSION,
             seed: s.seed,
             dry_run: s.phases.is_none(),
             seconds: s.seconds,
@@ -443,7 +218,7 @@ impl From<&Summary> for JsonSummary {
             tables: s
                 .tables
                 .iter()
-                .map(|t| JsonTable {
+                .map(|t| SeedTable {
                     table: t.table.clone(),
                     rows: t.rows,
                     data_bytes: t.data_bytes,
@@ -465,7 +240,7 @@ impl From<&Summary> for JsonSummary {
             not_seeded: s
                 .not_seeded
                 .iter()
-                .map(|u| JsonNotSeeded {
+                .map(|u| NotSeeded {
                     table: u.table.clone(),
                     reason: u.cause.clone(),
                     hints: u.hints.clone(),
@@ -478,241 +253,43 @@ impl From<&Summary> for JsonSummary {
     }
 }
 
-fn size(b: Option<u64>) -> String {
-    b.map(output::bytes).unwrap_or_else(|| "-".into())
-}
-
-/// The summary in each format; nothing for [`Kind::Quiet`].
-impl Render for Summary {
-    fn table(&self, w: &mut impl Write) -> io::Result<()> {
+impl Summary {
+    /// This summary in `format`, as `planck seed` prints it (rendered from
+    /// its wire form, [`SeedSummary`]); nothing for [`Kind::Quiet`].
+    pub fn render(&self, w: &mut impl Write, format: Format) -> io::Result<()> {
         if self.kind == Kind::Quiet {
             return Ok(());
         }
-        render_table(w, self)
+        let summary = SeedSummary::from(self);
+        let printed = Seeded {
+            summary: &summary,
+            kept_rows: &self.kept_rows,
+        };
+        output::render(w, &printed, format)
     }
 
-    fn json(&self, w: &mut impl Write) -> io::Result<()> {
+    /// Writes this summary in `format` to stdout; nothing for [`Kind::Quiet`].
+    pub fn print(&self, format: Format) -> crate::error::Result<()> {
         if self.kind == Kind::Quiet {
             return Ok(());
         }
-        render_json(w, self)
-    }
-
-    fn markdown(&self, w: &mut impl Write) -> io::Result<()> {
-        if self.kind == Kind::Quiet {
-            return Ok(());
-        }
-        render_markdown(w, self)
+        let summary = SeedSummary::from(self);
+        let printed = Seeded {
+            summary: &summary,
+            kept_rows: &self.kept_rows,
+        };
+        output::print(&printed, format)
     }
 }
 
-pub fn render_json(w: &mut impl Write, s: &Summary) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *w, &JsonSummary::from(s))?;
-    writeln!(w)
-}
-
-pub fn render_markdown(w: &mut impl Write, s: &Summary) -> io::Result<()> {
-    if s.tables.iter().any(|t| t.role.is_some()) {
-        writeln!(w, "| table | rows | sized as |\n|---|---:|---|")?;
-        for t in &s.tables {
-            writeln!(
-                w,
-                "| {} | {} | {} |",
-                output::md_cell(&t.table),
-                output::count(t.rows),
-                output::md_cell(t.role.as_deref().unwrap_or("-"))
-            )?;
-        }
-        writeln!(w, "| **total** | {} | |", output::count(s.rows()))?;
-    } else {
-        writeln!(w, "| table | rows | size | seconds |\n|---|---:|---:|---:|")?;
-        for t in &s.tables {
-            writeln!(
-                w,
-                "| {} | {} | {} | {} |",
-                output::md_cell(&t.table),
-                output::count(t.rows),
-                size(t.total_bytes),
-                t.seconds.map(|x| format!("{x:.1}")).unwrap_or_default()
-            )?;
-        }
-        writeln!(
-            w,
-            "| **total** | {} | {} | {:.1} |",
-            output::count(s.rows()),
-            size(s.total_bytes()),
-            s.seconds
-        )?;
-    }
-    let notes = s.note_lines();
-    if !notes.is_empty() {
-        writeln!(w)?;
-        for n in notes {
-            writeln!(w, "- {}", output::md_cell(&n))?;
-        }
-    }
-    let not_seeded = s.not_seeded_lines();
-    if !not_seeded.is_empty() {
-        writeln!(w, "\n```text")?;
-        for n in not_seeded {
-            writeln!(w, "{n}")?;
-        }
-        writeln!(w, "```")?;
-    }
-    Ok(())
-}
-
-/// `ads: 32 shards on 2 workers; the heaviest, 102072 on host:port, holds
-/// 9.8 % of the rows and 9.5 % of the bytes (even: 3.1 %); per worker: ...`
-fn shard_line(table: &str, s: &ShardSpread) -> String {
-    let pct = |part: u64, whole: u64| {
-        if whole == 0 {
-            0.0
-        } else {
-            100.0 * part as f64 / whole as f64
-        }
-    };
-    let workers: Vec<String> = s
-        .workers
-        .iter()
-        .map(|(w, b)| format!("{w} {:.0} %", pct(*b, s.bytes)))
-        .collect();
-    format!(
-        "{table}: {} shards on {} worker(s); the heaviest, {} on {}, holds {:.1} % of the rows \
-         and {:.1} % of the bytes (an even spread: {:.1} %); bytes per worker: {}",
-        s.shards,
-        s.workers.len(),
-        s.heaviest_shard,
-        s.heaviest_worker,
-        pct(s.heaviest_rows, s.rows),
-        pct(s.heaviest_bytes, s.bytes),
-        100.0 / s.shards.max(1) as f64,
-        workers.join(", ")
-    )
-}
-
+/// The table form of `s` (what `planck seed` prints by default).
 pub fn render_table(w: &mut impl Write, s: &Summary) -> io::Result<()> {
-    // A dry run that knows its sizing roles shows them where the sizes
-    // and seconds a load measures would stand.
-    let roles = s.tables.iter().any(|t| t.role.is_some());
-    let mut t = if roles {
-        output::table(&["table", "rows", "sized as"])
-    } else {
-        output::table(&["table", "rows", "size", "seconds"])
-    };
-    for x in &s.tables {
-        let mut row = vec![x.table.clone(), output::count(x.rows)];
-        if roles {
-            row.push(x.role.clone().unwrap_or_else(|| "-".into()));
-        } else {
-            row.push(size(x.total_bytes));
-            row.push(
-                x.seconds
-                    .map(|v| format!("{v:.1}"))
-                    .unwrap_or_else(|| "-".into()),
-            );
-        }
-        t.add_row(row);
-    }
-    let mut total = vec!["total".to_string(), output::count(s.rows())];
-    if roles {
-        total.push(String::new());
-    } else {
-        total.push(size(s.total_bytes()));
-        total.push(if s.phases.is_some() {
-            format!("{:.1}", s.seconds)
-        } else {
-            "-".into()
-        });
-    }
-    t.add_row(total);
-    writeln!(w, "{t}")?;
-    if let Some(p) = s.phases {
-        writeln!(
-            w,
-            "seeded {} rows ({} of table data, {} with indexes) in {:.1} s\n  \
-             load and index {:.1} s (COPY {:.1} s), foreign keys {:.1} s, vacuum {:.1} s\n  \
-             seed {} (the same seed gives the same tables)",
-            output::count(s.rows()),
-            size(s.data_bytes()),
-            size(s.total_bytes()),
-            s.seconds,
-            p.load,
-            p.copy,
-            p.index,
-            p.vacuum,
-            s.seed
-        )?;
-    }
-    for n in s.note_lines() {
-        writeln!(w, "{}", wrap(&n, 80))?;
-    }
-    // The spec lines stay whole: they are meant to be copied.
-    for n in s.not_seeded_lines() {
-        if n.starts_with("  spec: ") {
-            writeln!(w, "{n}")?;
-        } else if let Some(rest) = n.strip_prefix("  ") {
-            for l in wrap(rest, 78).lines() {
-                writeln!(w, "  {l}")?;
-            }
-        } else {
-            writeln!(w, "{}", wrap(&n, 80))?;
-        }
-    }
-    Ok(())
-}
-
-/// `text` broken at spaces into lines of at most `width` characters, the
-/// lines after the first indented by two.
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let len = line.chars().count();
-        if len > 0 && len + 1 + word.chars().count() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line = format!("  {word}");
-        } else {
-            if len > 0 {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-    }
-    out.push_str(&line);
-    out
+    s.render(w, Format::Table)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::Format;
-
-    /// A distributed table's line names its heaviest shard and worker with
-    /// their shares, beside what an even spread would give.
-    #[test]
-    fn a_distributed_tables_spread_over_its_shards_is_one_line() {
-        let s = ShardSpread {
-            shards: 4,
-            heaviest_shard: 102_008,
-            heaviest_worker: "10.0.0.2:5432".into(),
-            heaviest_rows: 500,
-            heaviest_bytes: 40_000,
-            rows: 1_000,
-            bytes: 100_000,
-            workers: vec![
-                ("10.0.0.2:5432".into(), 60_000),
-                ("10.0.0.3:5432".into(), 40_000),
-            ],
-        };
-        assert_eq!(
-            shard_line("ads", &s),
-            "ads: 4 shards on 2 worker(s); the heaviest, 102008 on 10.0.0.2:5432, holds 50.0 % \
-             of the rows and 40.0 % of the bytes (an even spread: 25.0 %); bytes per worker: \
-             10.0.0.2:5432 60 %, 10.0.0.3:5432 40 %"
-        );
-    }
 
     /// A fixed summary: two tables, a completed load.
     fn loaded() -> Summary {
@@ -851,7 +428,7 @@ mod tests {
 
     fn rendered(s: &Summary, f: Format) -> String {
         let mut v = Vec::new();
-        output::render(&mut v, s, f).unwrap();
+        s.render(&mut v, f).unwrap();
         String::from_utf8(v).unwrap()
     }
 

@@ -20,6 +20,7 @@
 //!   migration lines), below the glue so commands share it.
 //! - domains: one per subcommand's work. A domain never imports another one
 //!   (what two of them need belongs in a shared layer).
+//! - render: every result's stdout formats, from the wire types alone.
 //! - the shared layers, used by several domains, in four rows: each imports
 //!   only the rows below it (`params` binds parameters to the catalog's
 //!   columns, within a tenant, reading the queries file; `tenancy` reads the
@@ -101,6 +102,11 @@ const LAYERS: &[Row] = &[
         modules: &[
             "seed", "record", "explain", "migrate", "demo", "replay", "report",
         ],
+    },
+    Row {
+        name: "render",
+        peers: Peers::Never,
+        modules: &["render"],
     },
     Row {
         name: "shared 1",
@@ -287,7 +293,7 @@ fn imports_run_downward_only() {
     assert!(
         problems.is_empty(),
         "imports must run down the rows of LAYERS (commands, settings, arguments, workflow, \
-         domains, shared 1 to 4, base), and the modules of a domain or shared row never \
+         domains, render, shared 1 to 4, base), and the modules of a domain or shared row never \
          import each other:\n{}",
         problems.join("\n")
     );
@@ -330,6 +336,10 @@ fn an_upward_or_sideways_edge_is_an_error() {
     assert!(layer_problem("db", "no_such_module").is_some());
     assert_eq!(layer_problem("params", "catalog"), None);
     assert_eq!(layer_problem("replay", "wire"), None);
+    // The renderers read the wire types and never a domain's own.
+    assert_eq!(layer_problem("render", "wire"), None);
+    assert!(layer_problem("render", "seed").is_some());
+    assert!(layer_problem("wire", "render").is_some());
     assert_eq!(layer_problem("cmd", "settings"), None);
     assert_eq!(layer_problem("settings", "cli"), None);
     assert!(layer_problem("cli", "cmd").is_some());
