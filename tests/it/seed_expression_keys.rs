@@ -78,3 +78,26 @@ fn conditions_compared_as_booleans_are_solved() {
     assert!(count(&db, "SELECT count(DISTINCT level) FROM gauges") == 2);
     assert!(count(&db, "SELECT count(DISTINCT a IS NULL) FROM taps") == 2);
 }
+
+/// A CHECK calling a function that reads the parent (`member_is_kind(
+/// member_id, 'staff')`) on a foreign key inside `UNIQUE (member_id,
+/// badge)`, where the unique text `badge` holds the key alone: the foreign
+/// key is redrawn until the server accepts the row, the key still unique.
+/// Before: `no candidate row satisfies` (a key column was never redrawn).
+#[test]
+fn a_function_check_on_a_key_another_column_holds_unique() {
+    let db = test_db!();
+    db.exec(
+        "CREATE TABLE members (id serial PRIMARY KEY,
+                               kind text NOT NULL CHECK (kind IN ('staff', 'guest', 'bot')));
+         CREATE FUNCTION member_is_kind(k int, want text) RETURNS boolean LANGUAGE sql STABLE
+           AS $$ SELECT kind = want FROM members WHERE id = k $$;
+         CREATE TABLE passes (id serial PRIMARY KEY,
+                              member_id int NOT NULL REFERENCES members,
+                              badge text NOT NULL,
+                              UNIQUE (member_id, badge));
+         ALTER TABLE passes ADD CONSTRAINT passes_for_staff CHECK (member_is_kind(member_id, 'staff'));",
+    );
+    let (out, problems) = seed_and_judge(&db, "200");
+    assert_seeded(&out, &problems);
+}
