@@ -55,6 +55,10 @@
 //! (30 of 30 alone, seeds 5001..=5030); function_reads_parent when a
 //! foreign key in a unique key that another column carries alone came to
 //! be redrawn for the server's CHECK (30 of 30 alone, same seeds).
+//! Every form, 300 schemas from seed 1301 (debug build, 2 at once, 299 s):
+//! 287 fully seeded, 13 naming their form (12 two_fks_ordered at COPY, 1
+//! mixed_boolean), no FAILURE; none names unique_expression or
+//! function_reads_parent.
 //! Out of the sample, each by one `ci: false` in `grammar::FORMS` with the
 //! reason beside it (flip it when planck learns the form):
 //! - two_fks_ordered: `tag1 < tag2` over two foreign keys to one parent
