@@ -191,6 +191,10 @@ pub struct Unique {
     /// (`WHERE deleted_at IS NULL`), so a row holding a value in one of
     /// them is not in the index and may repeat the key.
     pub escape: Vec<usize>,
+    /// An expression index's expressions, as `pg_get_indexdef` prints
+    /// them (`lower(handle)`, `(data ->> 'key'::text)`); `cols` holds the
+    /// columns they read.
+    pub exprs: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -730,6 +734,7 @@ async fn read_constraints(client: &impl GenericClient, r: &mut Reading) -> Resul
         match contype as u8 {
             b'p' | b'u' => tables[ti].uniques.push(Unique {
                 escape: Vec::new(),
+                exprs: Vec::new(),
                 name,
                 cols,
                 primary: contype == b'p' as i8,
@@ -836,7 +841,9 @@ async fn read_unique_indexes(client: &impl GenericClient, r: &mut Reading) -> Re
     for r in client
         .query(
             "SELECT i.indrelid, ic.relname, i.indkey::int2[], i.indexprs::text,
-                    i.indpred::text, pg_get_expr(i.indpred, i.indrelid)
+                    i.indpred::text, pg_get_expr(i.indpred, i.indrelid),
+                    ARRAY(SELECT pg_get_indexdef(i.indexrelid, k + 1, true)
+                            FROM generate_series(0, i.indnatts - 1) k WHERE i.indkey[k] = 0)
                FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
               WHERE i.indrelid = ANY($1) AND i.indisunique
                 AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid
@@ -884,6 +891,7 @@ async fn read_unique_indexes(client: &impl GenericClient, r: &mut Reading) -> Re
                 cols,
                 primary: false,
                 escape,
+                exprs: r.get(6),
             });
         }
     }
@@ -1725,6 +1733,7 @@ async fn read_leaf_keys(client: &impl GenericClient, r: &mut Reading) -> Result<
             cols,
             primary: false,
             escape,
+            exprs: Vec::new(),
         };
         let known = r.tables[ti]
             .uniques

@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 
 use crate::catalog::schema::{Table, TypeKind};
-use crate::seed::check_expr::{self, Ex, Lit};
+use crate::seed::check_expr::{self, CASE_FN, Ex, Lit};
 use crate::seed::row::generate::Val;
 use crate::seed::row::rng;
 use crate::seed::row::solved::{Branch, ColRule, Count, Solved};
@@ -68,10 +68,24 @@ pub(crate) fn nnf(e: &Ex, neg: bool) -> Ex {
             }
         }
         Ex::Not(x) => nnf(x, !neg),
+        // A condition is not NULL when it is true or false (`(a > 0) IS
+        // TRUE` reads `(a > 0) IS NOT NULL AND a > 0`).
+        Ex::IsNull(x, is) if *is == neg && is_cond(x) => Ex::Or(vec![nnf(x, false), nnf(x, true)]),
         Ex::IsNull(x, is) => Ex::IsNull(x.clone(), *is != neg),
+        // A CASE used as a condition, in any place (`NOT CASE ...`,
+        // `(CASE ...) <> (a > 0)`): the rows it takes a branch in, each
+        // branch's value wanted true (or false, under a NOT). Stricter than
+        // the CASE (a condition NULL takes neither branch), never looser.
+        Ex::Func(f, args) if f == CASE_FN => case_nnf(args, neg),
         // (a IS NULL) = (b IS NULL), (a IS NOT NULL) <> (b IS NOT NULL),
-        // (credit > 0) <> (debit > 0): two conditions, equal or not.
-        Ex::Cmp(l, op, r) if is_cond(l) && is_cond(r) && (op == "=" || op == "<>") => {
+        // (credit > 0) <> (debit > 0), (flag) = (n > 3): two conditions,
+        // equal or not (a bare column beside a condition is a boolean).
+        Ex::Cmp(l, op, r)
+            if (is_cond(l) || is_cond(r))
+                && boolish(l)
+                && boolish(r)
+                && (op == "=" || op == "<>") =>
+        {
             let same = (op == "=") != neg;
             let (a, b) = (&**l, &**r);
             let not = |x: &Ex| nnf(x, true);
@@ -87,6 +101,21 @@ pub(crate) fn nnf(e: &Ex, neg: bool) -> Ex {
                     Ex::And(vec![not(a), keep(b)]),
                 ])
             }
+        }
+        // A count is never NULL: `num_nonnulls(a, b) <> 2` is `< 2 OR > 2`.
+        Ex::Cmp(l, op, r)
+            if matches!(&**l, Ex::Func(f, _) if f == "num_nonnulls" || f == "num_nulls")
+                && matches!(&**r, Ex::Lit(_))
+                && (if neg {
+                    op == "="
+                } else {
+                    op == "<>" || op == "!="
+                }) =>
+        {
+            Ex::Or(vec![
+                Ex::Cmp(l.clone(), "<".into(), r.clone()),
+                Ex::Cmp(l.clone(), ">".into(), r.clone()),
+            ])
         }
         Ex::Cmp(l, op, r) if neg => match negate(op) {
             Some(n) => Ex::Cmp(l.clone(), n.to_string(), r.clone()),
@@ -112,11 +141,47 @@ pub(crate) fn nnf(e: &Ex, neg: bool) -> Ex {
     }
 }
 
+/// A CASE's arguments `[c1, v1, c2, v2, ..., else?]` (see [`nnf`]) as
+/// the branches that make it true (`neg`: false): `c1 AND v1`, `NOT c1
+/// AND c2 AND v2`, ..., `NOT c1 AND NOT c2 AND else`; no branch for a
+/// missing ELSE (NULL is neither).
+fn case_nnf(args: &[Ex], neg: bool) -> Ex {
+    let mut branches = Vec::new();
+    let mut before: Vec<Ex> = Vec::new();
+    for pair in args.chunks(2) {
+        match pair {
+            [c, v] => {
+                let mut b = before.clone();
+                b.push(nnf(c, false));
+                b.push(nnf(v, neg));
+                branches.push(Ex::And(b));
+                before.push(nnf(c, true));
+            }
+            [els] => {
+                before.push(nnf(els, neg));
+                branches.push(Ex::And(before.clone()));
+            }
+            _ => {}
+        }
+    }
+    Ex::Or(branches)
+}
+
+/// Whether `e` may stand beside a condition in `=` / `<>` as a boolean:
+/// a condition, a column, a boolean literal.
+fn boolish(e: &Ex) -> bool {
+    is_cond(e) || matches!(e, Ex::Col(_) | Ex::Lit(Lit::Bool(_)))
+}
+
 /// Whether `e` is a condition (its value a boolean whatever the columns'
-/// types): `IS NULL`, a comparison, AND, OR, NOT.
+/// types): `IS NULL`, a comparison, AND, OR, NOT, a CASE over conditions.
 fn is_cond(e: &Ex) -> bool {
     match e {
         Ex::IsNull(..) | Ex::And(_) | Ex::Or(_) | Ex::Not(_) | Ex::Any(..) => true,
+        Ex::Func(f, args) if f == CASE_FN => args
+            .iter()
+            .enumerate()
+            .all(|(i, a)| (i % 2 == 0 && i + 1 < args.len()) || is_cond(a)),
         Ex::Cmp(_, op, _) => negate(op).is_some(),
         _ => false,
     }
@@ -180,9 +245,10 @@ fn num(l: &Lit) -> Option<f64> {
     }
 }
 
-/// One branch's atoms as read by [`interpret`], and whether some were
-/// beyond the solver (left to the server).
-type Read = (BTreeMap<usize, Dom>, Vec<RawCount>, bool);
+/// One branch's atoms as read by [`interpret`], whether some were beyond
+/// the solver (left to the server), and whether one of those calls a
+/// function (an application's, `cardinality`, ...).
+type Read = (BTreeMap<usize, Dom>, Vec<RawCount>, bool, bool);
 
 /// Reads one branch's atoms as domains per column and counts: None when the
 /// branch is plainly false (`a IS NULL AND a = 1`, `num_nonnulls(a) = 2`).
@@ -190,15 +256,29 @@ type Read = (BTreeMap<usize, Dom>, Vec<RawCount>, bool);
 fn interpret(atoms: &[Ex], col: &dyn Fn(&Ex) -> Option<usize>) -> Option<Read> {
     let mut doms: BTreeMap<usize, Dom> = BTreeMap::new();
     let mut counts = Vec::new();
-    let mut opaque = false;
+    let (mut opaque, mut calls) = (false, false);
     for a in atoms {
         match read_atom(a, col, &mut doms, &mut counts) {
             Atom::Read => {}
             Atom::False => return None,
-            Atom::Opaque => opaque = true,
+            Atom::Opaque => {
+                opaque = true;
+                calls |= calls_function(a);
+            }
         }
     }
-    Some((doms, counts, opaque))
+    Some((doms, counts, opaque, calls))
+}
+
+/// Whether `e` calls a function anywhere.
+fn calls_function(e: &Ex) -> bool {
+    match e {
+        Ex::Func(..) => true,
+        Ex::Col(_) | Ex::Lit(_) => false,
+        Ex::Array(v) | Ex::And(v) | Ex::Or(v) => v.iter().any(calls_function),
+        Ex::Cmp(l, _, r) | Ex::Any(l, _, r) => calls_function(l) || calls_function(r),
+        Ex::Not(x) | Ex::IsNull(x, _) => calls_function(x),
+    }
 }
 
 enum Atom {
@@ -299,6 +379,16 @@ fn read_into(
                     let (lo, hi) = (lo.max(0.0).ceil(), hi.min(n).floor());
                     if lo > hi {
                         return Some(None);
+                    }
+                    // A second count over the same columns narrows the first
+                    // (`num_nonnulls(a, b) < 2 AND num_nonnulls(a, b) = 1`).
+                    if let Some(k) = counts.iter_mut().find(|k| k.cols == cols) {
+                        k.lo = k.lo.max(lo as usize);
+                        k.hi = k.hi.min(hi as usize);
+                        if k.lo > k.hi {
+                            return Some(None);
+                        }
+                        continue;
                     }
                     counts.push(RawCount {
                         cols,
@@ -566,10 +656,12 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
     let col = |x: &Ex| check_expr::col_of(x, None).and_then(|n| table.column(&n));
     let mut branches = Vec::new();
     let mut cols: Vec<usize> = Vec::new();
+    let mut calls = false;
     for atoms in dnf(&nnf(&e, false))? {
-        let Some((doms, raw, opaque)) = interpret(&atoms, &col) else {
+        let Some((doms, raw, opaque, call)) = interpret(&atoms, &col) else {
             continue;
         };
+        calls |= call;
         cols.extend(doms.keys().copied());
         cols.extend(raw.iter().flat_map(|k| k.cols.iter().copied()));
         if let Some(b) = Branch::fit(table, doms, raw, opaque)
@@ -578,7 +670,10 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
             branches.push(b);
         }
     }
-    if branches.iter().all(|b| b.opaque) {
+    // What the solver leaves to the server is a comparison of two columns,
+    // a LIKE or a regex, never a function: the branches are drawn as read
+    // (random values meet such atoms often, and the server judges).
+    if branches.is_empty() || (branches.iter().all(|b| b.opaque) && calls) {
         return None;
     }
     // A branch with atoms beyond the solver (an application's function, a
@@ -592,7 +687,7 @@ pub fn solve(table: &Table, name: &str, def: &str) -> Option<Solved> {
         table.fks.iter().any(|f| f.cols.contains(c))
             || table.uniques.iter().any(|u| u.cols.contains(c))
     };
-    if branches.iter().any(|b| b.opaque) && !cols.iter().any(key) {
+    if calls && branches.iter().any(|b| b.opaque) && !cols.iter().any(key) {
         return None;
     }
     cols.sort_unstable();

@@ -69,9 +69,12 @@ pub(crate) fn uniform_choice(vals: Vec<Val>) -> Gen {
     Gen::Choice { vals, cum }
 }
 
+/// A literal's number: `5`, or `'-17'::integer` (how the server prints a
+/// negative constant).
 pub(crate) fn lit_num(l: &Lit) -> Option<f64> {
     match l {
         Lit::Num(n) => Some(*n),
+        Lit::Str(s) => s.trim().parse().ok(),
         _ => None,
     }
 }

@@ -56,6 +56,7 @@ mod seed_checks;
 mod seed_constraints;
 mod seed_determinism;
 mod seed_direct;
+mod seed_expression_keys;
 mod seed_fixtures;
 mod seed_fk_picks;
 mod seed_fuzz;

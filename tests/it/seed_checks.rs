@@ -169,8 +169,8 @@ CREATE TABLE build (
     draft boolean NOT NULL,
     CONSTRAINT draft_for_rpminfo UNIQUE (id, draft),
     -- koji writes `NOT draft OR ...` (read natively: draft is false);
-    -- `IS NOT TRUE` keeps it beyond the parser, so the server decides.
-    CONSTRAINT draft_release_sane CHECK (draft IS NOT TRUE OR release ~ ('^.*,draft_' || id::TEXT || '$')),
+    -- `IS NOT DISTINCT FROM` keeps it beyond the parser, so the server decides.
+    CONSTRAINT draft_release_sane CHECK (draft IS NOT DISTINCT FROM false OR release ~ ('^.*,draft_' || id::TEXT || '$')),
     CONSTRAINT koji_form CHECK (NOT draft OR release ~ ('^.*,draft_' || id::TEXT || '$'))
 );
 "#;

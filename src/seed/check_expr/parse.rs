@@ -161,7 +161,31 @@ impl P {
             if not {
                 self.i += 1;
             }
-            if !self.kw("NULL") {
+            // `x IS [NOT] TRUE/FALSE` (never NULL) spelt with IS NULL, as
+            // exact under three-valued logic: `x IS TRUE` is `x IS NOT
+            // NULL AND x`, `x IS NOT TRUE` is `x IS NULL OR NOT x`.
+            let truth = if self.kw("TRUE") {
+                Some(true)
+            } else if self.kw("FALSE") {
+                Some(false)
+            } else {
+                None
+            };
+            if let Some(t) = truth {
+                self.i += 1;
+                let value = if t != not {
+                    left.clone()
+                } else {
+                    Ex::Not(Box::new(left.clone()))
+                };
+                let null = Ex::IsNull(Box::new(left), not);
+                return Some(if not {
+                    Ex::Or(vec![null, value])
+                } else {
+                    Ex::And(vec![null, value])
+                });
+            }
+            if !self.kw("NULL") && !self.kw("UNKNOWN") {
                 return None;
             }
             self.i += 1;

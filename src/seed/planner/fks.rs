@@ -191,7 +191,17 @@ pub(super) fn redrawn_fks(
         return;
     }
     let read = sc.cols();
-    let in_key = |c: &usize| table.uniques.iter().any(|u| u.cols.contains(c));
+    // In a key no other column holds unique alone (a unique text, a
+    // sequence; not an ordinal, unique only within its parent).
+    let in_key = |c: &usize| {
+        table.uniques.iter().any(|u| {
+            u.cols.contains(c)
+                && !u.cols.iter().any(|o| {
+                    let g = &tp.cols[*o].generator;
+                    o != c && g.is_unique() && !matches!(g, Gen::Ordinal { .. })
+                })
+        })
+    };
     let solved = |c: &usize| sc.solved.iter().any(|s| s.cols.contains(c));
     let mut add: Vec<usize> = Vec::new();
     for f in &tp.fks {

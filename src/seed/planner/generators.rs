@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use crate::catalog::schema::TypeKind;
 use crate::error::Result;
 use crate::seed::check_expr::ColFacts;
-use crate::seed::columns::{Ctx, DAY, default_gen, default_is_side_effect_free};
+use crate::seed::columns::{Ctx, DAY, default_gen, default_is_side_effect_free, text_by_name};
 use crate::seed::row::generate::Gen;
 use crate::seed::row::plan::TablePlan;
 use crate::seed::spec::{self, SpecFile};
@@ -229,5 +229,96 @@ pub(super) fn unwrap_nullable_mut(g: &mut Gen) -> &mut Gen {
     match g {
         Gen::Nullable { inner, .. } => unwrap_nullable_mut(inner),
         g => g,
+    }
+}
+
+/// A member of a json column a unique index reads (`(data ->> 'key')`,
+/// `(data -> 'key')`): the column and the member's name.
+pub(super) fn json_member(expr: &str) -> Option<(String, String)> {
+    let mut e = expr.trim();
+    while let Some(inner) = e.strip_prefix('(').and_then(|x| x.strip_suffix(')')) {
+        e = inner.trim();
+    }
+    let (col, member) = e.split_once(" ->> ").or_else(|| e.split_once(" -> "))?;
+    // `(settings)::jsonb -> 'slot'`: the column under a cast to jsonb.
+    let mut col = col.trim();
+    if let Some(c) = col.strip_suffix("::jsonb") {
+        col = c.trim();
+        while let Some(inner) = col.strip_prefix('(').and_then(|x| x.strip_suffix(')')) {
+            col = inner.trim();
+        }
+    }
+    let col = match col.strip_prefix('"').and_then(|c| c.strip_suffix('"')) {
+        Some(q) => q.replace("\"\"", "\""),
+        None if col.chars().all(|ch| ch.is_alphanumeric() || ch == '_') => col.to_string(),
+        None => return None,
+    };
+    let member = member.trim();
+    let member = member.strip_suffix("::text").unwrap_or(member);
+    let member = member.strip_prefix('\'')?.strip_suffix('\'')?;
+    if member.contains('\'') && !member.contains("''") {
+        return None;
+    }
+    Some((col, member.replace("''", "'")))
+}
+
+/// Phase: a json column under a unique expression index on one of its
+/// members (`(data ->> 'key')`, alone or beside other columns) gets an
+/// object whose member is a unique text, so the expression is unique when
+/// the rows are generated (the column's own uniqueness would not make the
+/// member unique, nor present). Lower/upper of a unique text stay unique
+/// (its row suffix has no letters), and a constant in a key reads no
+/// column, so those need nothing here.
+pub(super) fn expression_keys(
+    table: &crate::catalog::schema::Table,
+    facts: &[ColFacts],
+    tp: &mut TablePlan,
+    assigned: &mut [bool],
+) {
+    for u in &table.uniques {
+        for (col, member) in u.exprs.iter().filter_map(|e| json_member(e)) {
+            let Some(c) = table.column(&col) else {
+                continue;
+            };
+            let kind = &table.columns[c].kind;
+            let object = facts[c]
+                .json_type
+                .as_ref()
+                .is_none_or(|k| k.iter().any(|k| k == "object"));
+            if assigned[c] || !matches!(kind, TypeKind::Json | TypeKind::Jsonb) || !object {
+                continue;
+            }
+            let unique = Gen::Text {
+                text: text_by_name(&table.name, &member),
+                unique: true,
+                max_len: None,
+            };
+            let mut fields = match default_gen(table, &table.columns[c], &ColFacts::default()) {
+                Some(Gen::Json(f)) => f,
+                _ => Vec::new(),
+            };
+            fields.retain(|(k, _)| *k != member);
+            fields.insert(0, (member, unique));
+            tp.cols[c].generator = Gen::Json(fields);
+            assigned[c] = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_member;
+
+    #[test]
+    fn json_members_are_read_from_index_expressions() {
+        let m = |e: &str| json_member(e).map(|(c, k)| format!("{c}.{k}"));
+        assert_eq!(m("(data ->> 'key'::text)").as_deref(), Some("data.key"));
+        assert_eq!(m("(\"Data\" -> 'k''s'::text)").as_deref(), Some("Data.k's"));
+        assert_eq!(
+            m("((settings)::jsonb -> 'slot'::text)").as_deref(),
+            Some("settings.slot")
+        );
+        assert_eq!(m("lower(handle)"), None);
+        assert_eq!(m("(data ->> name)"), None);
     }
 }

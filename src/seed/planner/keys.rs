@@ -432,6 +432,7 @@ fn keys_to_hold(
                 cols,
                 primary: false,
                 escape: Vec::new(),
+                exprs: Vec::new(),
             })
     });
     let keys: Vec<crate::catalog::schema::Unique> = table

@@ -23,7 +23,7 @@ use super::fks::{
     apart_picks, fk_picks, fks_set_by_checks, listed_parent_keys, narrowed_picks, ordered_picks,
     orphan_columns, redrawn_fks, table_fks,
 };
-use super::generators::{remaining_columns, spec_fits_columns, spec_generators};
+use super::generators::{expression_keys, remaining_columns, spec_fits_columns, spec_generators};
 use super::keys::{
     exclusion_slots, exclusions_supported, free_unique_columns, keys_fit, ordered_pair,
     spec_unique_ints, uniqueness,
@@ -404,6 +404,7 @@ fn plan_table(
 
     partition_keys(table, &display, &mut tp, &mut assigned)?;
     exclusion_slots(table, &display, &mut tp, &mut assigned)?;
+    expression_keys(table, &facts, &mut tp, &mut assigned);
 
     uniqueness(
         sf,

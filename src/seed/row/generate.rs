@@ -564,6 +564,7 @@ impl Gen {
             }
             Gen::Uuid { unique } => *unique,
             Gen::Time { unique, .. } => *unique,
+            Gen::Json(fields) => fields.iter().any(|(_, g)| g.is_unique()),
             _ => false,
         }
     }
