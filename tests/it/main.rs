@@ -64,6 +64,7 @@ mod seed_keys_time;
 mod seed_load;
 mod seed_observed;
 mod seed_partition_keys;
+mod seed_partition_values;
 mod seed_plan;
 mod seed_resume;
 mod seed_safety;

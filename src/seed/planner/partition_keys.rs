@@ -1,7 +1,7 @@
 //! Partition keys: values inside the partitions' bounds (every level of a
 //! multi-level partitioning), so every row routes to a partition.
 
-use crate::catalog::schema::PartitionBounds;
+use crate::catalog::schema::{PartitionBounds, TypeKind};
 use crate::error::Result;
 use crate::seed::columns::{T_HI, T_LO, uniform_choice};
 use crate::seed::row::generate::{Gen, Val};
@@ -68,20 +68,50 @@ fn key_in_bounds(
                 assigned[part.col] = true;
             }
             PartitionBounds::List(vals) => {
-                tp.cols[part.col].generator = uniform_choice(
-                    vals.iter()
-                        .map(|v| match kind {
-                            k if k.is_int() => v.parse().map(Val::Int).unwrap_or(Val::Null),
-                            _ => Val::Text(v.clone()),
-                        })
-                        .collect(),
-                );
+                let typed: Option<Vec<Val>> = vals.iter().map(|v| list_value(kind, v)).collect();
+                let Some(typed) = typed else {
+                    return Err(seed_err(
+                        display,
+                        Some(&table.columns[part.col].name),
+                        format!(
+                            "its list partitions' values ({}) are beyond what planck reads for {}",
+                            vals.join(", "),
+                            table.columns[part.col].type_name
+                        ),
+                        "give the partition key `values` in the spec",
+                    ));
+                };
+                tp.cols[part.col].generator = uniform_choice(typed);
                 assigned[part.col] = true;
             }
             PartitionBounds::Any => {}
         }
     }
     Ok(())
+}
+
+/// A list partition's value (as the catalog prints it, unquoted) as the
+/// value of a column of `kind`, or None when planck cannot read it. Each
+/// value is typed as the encoder writes that kind: a boolean's `true` as a
+/// text would be written as `false` (every row in one partition, whose
+/// own unique keys then repeat), a date's text as the year 2000.
+fn list_value(kind: &TypeKind, v: &str) -> Option<Val> {
+    Some(match kind {
+        TypeKind::Bool => match v.to_ascii_lowercase().as_str() {
+            "true" | "t" | "yes" | "on" | "1" => Val::Bool(true),
+            "false" | "f" | "no" | "off" | "0" => Val::Bool(false),
+            _ => return None,
+        },
+        k if k.is_int() => Val::Int(v.parse().ok()?),
+        k if k.is_time() => Val::Micros(spec::parse_timestamp(v)?),
+        TypeKind::Numeric => {
+            let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+            let digits: i128 = format!("{int}{frac}").parse().ok()?;
+            Val::Dec(digits, frac.len() as u32)
+        }
+        TypeKind::Float4 | TypeKind::Float8 => Val::Float(v.parse().ok()?),
+        _ => Val::Text(v.to_string()),
+    })
 }
 
 /// Phase (multi-level partitioning): a key of partitions partitioned in
@@ -165,4 +195,30 @@ fn sub_partition_keys(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_values_are_typed_as_their_column() {
+        assert_eq!(list_value(&TypeKind::Bool, "true"), Some(Val::Bool(true)));
+        assert_eq!(list_value(&TypeKind::Bool, "false"), Some(Val::Bool(false)));
+        assert_eq!(list_value(&TypeKind::Bool, "maybe"), None);
+        assert_eq!(list_value(&TypeKind::Int4, "7"), Some(Val::Int(7)));
+        assert_eq!(list_value(&TypeKind::Int4, "x"), None);
+        assert_eq!(
+            list_value(&TypeKind::Date, "2024-01-02"),
+            spec::parse_timestamp("2024-01-02").map(Val::Micros)
+        );
+        assert_eq!(
+            list_value(&TypeKind::Numeric, "-1.25"),
+            Some(Val::Dec(-125, 2))
+        );
+        assert_eq!(
+            list_value(&TypeKind::Text, "eu"),
+            Some(Val::Text("eu".to_string()))
+        );
+    }
 }
