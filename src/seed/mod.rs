@@ -162,6 +162,9 @@ pub async fn run(conn: &ConnInfo, opts: &SeedOptions, log: Log) -> Result<Summar
             .collect();
         let again = resume::grown_again(&records, &cat, &kept, opts.spec.as_ref());
         resume::regrow(&again, &cat, &mut kept, &mut sf, opts.spec.as_ref());
+        // The rows an earlier seed wrote that this run replaces are no
+        // migrations' rows: sized as the empty tables they were for it.
+        sizing_roles::forget_replaced(&mut cat, &kept, &seeded_earlier);
     }
     if opts.shard.is_some() && writes {
         bookkeeping::allow_saves(&client).await?;

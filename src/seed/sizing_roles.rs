@@ -444,6 +444,30 @@ pub fn skewed_pcum(rows: u64, parents: u64) -> Vec<u64> {
     pcum
 }
 
+/// Under `--truncate` after a completed seed: marks the tables whose rows
+/// that seed wrote (`seeded_earlier`, from `planck.seeded`, as
+/// `schema.table`) and this run replaces as empty. Their rows are no
+/// migrations' reference data, so neither the planner nor `--dry-run`
+/// reads them as a part of the core the migrations wrote into: a
+/// configuration table the earlier seed gave 10 rows is sized as
+/// configuration again, not as the core (the base `--rows`). The tables
+/// `kept` keeps (held by rows left alone) or grows past the migrations'
+/// rows keep theirs.
+pub fn forget_replaced(
+    cat: &mut Schema,
+    kept: &crate::seed::reference::Kept,
+    seeded_earlier: &std::collections::HashSet<String>,
+) {
+    for (i, t) in cat.tables.iter_mut().enumerate() {
+        if seeded_earlier.contains(&format!("{}.{}", t.schema, t.name))
+            && !kept.reference.iter().any(|r| r.0 == i)
+            && !kept.grown.iter().any(|g| g.table == i)
+        {
+            t.has_rows = false;
+        }
+    }
+}
+
 /// A table's role as `--dry-run` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableRole {

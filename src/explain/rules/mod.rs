@@ -38,6 +38,7 @@ macro_rules! checks {
 checks! {
     seq_scan::SeqScan,
     full_index_scan::FullIndexScan,
+    existence_check_scan::ExistenceCheckScan,
     unused_index::UnusedIndex,
     unused_partial_index::UnusedPartialIndex,
     rls_policy::RlsPolicy,

@@ -376,7 +376,8 @@ fn shapes(p: &Pass) -> Vec<Option<Shape>> {
         p.tenant,
     );
     // A table holding rows the run does not keep as reference data is grown
-    // (or, under --truncate, replaced): a part of the core either way.
+    // past them: a part of the core. (Rows an earlier seed wrote that
+    // --truncate replaces read as none: `sizing_roles::forget_replaced`.)
     for (i, n) in nodes.iter_mut().enumerate() {
         if n.seeded && !n.reference && p.cat.tables[i].has_rows {
             n.grown = Some(String::new());
