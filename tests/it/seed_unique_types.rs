@@ -78,6 +78,7 @@ fn a_unique_column_of_every_type_is_seeded_alone_and_beside_a_foreign_key() {
     let (out, problems) = seed_and_judge(&db, "400");
     assert_seeded(&out, &problems);
     let err = common::stderr(&out);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning:")).collect();
     for (i, t) in TYPES.iter().enumerate() {
         if matches!(*t, "boolean" | "mood") {
             continue;
@@ -90,7 +91,7 @@ fn a_unique_column_of_every_type_is_seeded_alone_and_beside_a_foreign_key() {
                 format!("pair_{i} (")
             ]
             .iter()
-            .all(|m| !err.contains(m.as_str())),
+            .all(|m| warnings.iter().all(|w| !w.contains(m.as_str()))),
             "{t}: lowered or skipped:\n{err}"
         );
         let distinct = count(

@@ -170,7 +170,7 @@ pub(crate) fn shape_text(s: &CheckDemands, mut text: String, h: u64) -> String {
 /// in and the column's variety survive the regex. `source ~* '^https?://'`
 /// in a unique `(image_id, source)` drew `http://` or `https://` alone.
 fn after_unanchored(s: &CheckDemands, v: &mut String, text: &str) {
-    if !s.pattern.as_deref().is_some_and(|p| !p.contains('$')) || text.is_empty() {
+    if s.pattern.as_deref().is_none_or(|p| p.contains('$')) || text.is_empty() {
         return;
     }
     let room = s
