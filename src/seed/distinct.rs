@@ -8,7 +8,7 @@
 //! is re-created.
 
 use crate::catalog::schema::TypeKind;
-use crate::seed::columns::{DAY, T_LO};
+use crate::seed::columns::{DAY, T_LO, make_unique};
 use crate::seed::row::generate::Gen;
 
 /// The distinct generator for a column of `kind` whose generator is `g`,
@@ -45,11 +45,10 @@ fn of_kind(kind: &TypeKind, rows: u64) -> Option<Gen> {
             start: 60_000_000,
             step: 1_000_000,
         },
-        // Addresses from 10.0.0.0 on (a network: /32 each).
-        TypeKind::Inet | TypeKind::Cidr if rows <= 1 << 32 => Gen::IntUnique {
-            lo: if rows <= 1 << 24 { 10 << 24 } else { 0 },
-            n: rows,
-        },
+        // Distinct addresses as `make_unique` draws them (a network: /32 each).
+        TypeKind::Inet | TypeKind::Cidr => {
+            Some(make_unique(Gen::Inet, rows)).filter(Gen::is_unique)?
+        }
         TypeKind::Jsonb => Gen::Json(vec![("n".into(), Gen::Sequence { start: 1, step: 1 })]),
         // One lexeme, the row's number.
         TypeKind::TsVector => Gen::IntUnique { lo: 1, n: rows },
